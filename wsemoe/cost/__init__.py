@@ -1,0 +1,1 @@
+"""Cost model: numpy-only physics of compute, memory, mesh and steps."""

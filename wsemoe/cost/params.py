@@ -1,0 +1,108 @@
+"""Parameter counts of a transformer MoE, per component; works on scalars or numpy arrays.
+
+`m` is anything with the ModelSpec attribute names (the spec itself, or a namespace of
+arrays from a design frame), so the spec and the vectorized cost model share one formula.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _mla(m) -> bool:
+    return getattr(m, "attention", "gqa") == "mla"
+
+
+def qk_head_dim(m):
+    """Per-head width of queries and keys (MLA: nope + rope parts)."""
+    return m.qk_nope_head_dim + m.qk_rope_head_dim if _mla(m) else m.head_dim
+
+
+def v_head_dim(m):
+    """Per-head width of values."""
+    return m.v_head_dim if _mla(m) else m.head_dim
+
+
+def attn_params(m):
+    """Matmul weights of one attention block (projections only; no norms)."""
+    H, nh = m.hidden_size, m.num_attention_heads
+    if _mla(m):
+        dqk = qk_head_dim(m)
+        q = H * m.q_lora_rank + m.q_lora_rank * nh * dqk if m.q_lora_rank else H * nh * dqk
+        kv = H * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
+        return q + kv + nh * m.v_head_dim * H
+    qkv = H * (nh + 2 * m.num_key_value_heads) * m.head_dim
+    return qkv + nh * m.head_dim * H
+
+
+def attn_extra_params(m):
+    """Small attention parameters that cost no matmul FLOPs: biases and q/k/LoRA norms."""
+    if _mla(m):
+        return (m.q_lora_rank or 0) + m.kv_lora_rank
+    extra = 0
+    if getattr(m, "qkv_bias", False):
+        extra = extra + (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim
+    if getattr(m, "qk_norm", False):
+        extra = extra + 2 * m.head_dim
+    return extra
+
+
+def expert_params(m):
+    """Weights of one routed expert (SwiGLU: gate, up, down)."""
+    return 3 * m.hidden_size * m.moe_intermediate_size
+
+
+def shared_expert_params(m):
+    """Weights of all shared experts of one MoE layer (plus a Qwen2-style shared gate)."""
+    width = m.n_shared_experts * shared_width(m)
+    gate = m.hidden_size * (m.n_shared_experts > 0) if getattr(m, "shared_expert_gate", False) else 0
+    return 3 * m.hidden_size * width + gate
+
+
+def shared_width(m):
+    """FFN width of one shared expert."""
+    w = getattr(m, "shared_expert_intermediate_size", None)
+    return m.moe_intermediate_size if w is None else w
+
+
+def router_params(m):
+    """Router weights of one MoE layer (plus a per-expert bias where the model has one)."""
+    bias = m.num_experts if getattr(m, "router_bias", False) else 0
+    return m.hidden_size * m.num_experts + bias
+
+
+def dense_ffn_params(m):
+    """Weights of the SwiGLU FFN of a dense (non-MoE) layer."""
+    return 3 * m.hidden_size * m.intermediate_size
+
+
+def moe_layers(m):
+    """Number of MoE layers."""
+    return m.num_hidden_layers - m.first_k_dense_replace
+
+
+def norm_params_per_layer(m):
+    """Two RMSNorm weight vectors per layer."""
+    return 2 * m.hidden_size
+
+
+def embedding_params(m):
+    """Input embedding plus output head (one matrix when tied)."""
+    emb = m.vocab_size * m.hidden_size
+    return emb * np.where(m.tie_word_embeddings, 1, 2) + m.hidden_size  # + final norm
+
+
+def total_params(m):
+    """All parameters of the model."""
+    L, Lm = m.num_hidden_layers, moe_layers(m)
+    per_layer = attn_params(m) + attn_extra_params(m) + norm_params_per_layer(m)
+    moe = m.num_experts * expert_params(m) + shared_expert_params(m) + router_params(m)
+    return L * per_layer + Lm * moe + (L - Lm) * dense_ffn_params(m) + embedding_params(m)
+
+
+def active_params(m):
+    """Parameters touched by one token: k routed experts instead of all E."""
+    L, Lm = m.num_hidden_layers, moe_layers(m)
+    per_layer = attn_params(m) + attn_extra_params(m) + norm_params_per_layer(m)
+    moe = m.num_experts_per_tok * expert_params(m) + shared_expert_params(m) + router_params(m)
+    return L * per_layer + Lm * moe + (L - Lm) * dense_ffn_params(m) + embedding_params(m)

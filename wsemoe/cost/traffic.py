@@ -1,0 +1,174 @@
+"""Traffic matrices (bytes, N x N) of the communication phases of one MoE layer on a placement."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.mapping import ExpertPlacement, Placement
+from wsemoe.cost.mesh import hops_matrix
+
+__all__ = [
+    "TOKEN_SOURCES",
+    "ring_allreduce_traffic",
+    "allreduce_ring_traffic",
+    "gradient_traffic",
+    "dispatch_senders",
+    "dispatch_traffic",
+    "combine_traffic",
+    "migration_traffic",
+]
+
+TOKEN_SOURCES = ("nearest", "ftd")
+
+
+def _nonneg(name: str, value) -> float:
+    """Validate a finite nonnegative scalar."""
+    v = float(value)
+    if not np.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def ring_allreduce_traffic(rings: np.ndarray, bytes_per_member: float, n: int) -> np.ndarray:
+    """Traffic of independent ring all-reduces, one per row of ``rings`` (node ids in ring order).
+
+    A ring of p members all-reducing a vector of B bytes runs reduce-scatter plus
+    all-gather: 2(p-1) steps in which every member sends B/p bytes to its ring
+    successor, so each ring edge i -> i+1 (including last -> first) carries
+    2(p-1)/p * B bytes. Rings of one member move nothing.
+    """
+    rings = np.asarray(rings, dtype=np.int64)
+    b = _nonneg("bytes_per_member", bytes_per_member)
+    traffic = np.zeros((n, n))
+    if rings.ndim != 2:
+        raise ValueError(f"rings must be a 2D array, got shape {rings.shape}")
+    p = rings.shape[1]
+    if p < 2:
+        return traffic
+    src, dst = rings, np.roll(rings, -1, axis=1)
+    np.add.at(traffic, (src.ravel(), dst.ravel()), 2.0 * (p - 1) / p * b)
+    return traffic
+
+
+def allreduce_ring_traffic(placement: Placement, bytes_per_member: float) -> np.ndarray:
+    """Traffic of every TP group's ring all-reduce (all groups at once, see ``ring_allreduce_traffic``)."""
+    return ring_allreduce_traffic(placement.rings, bytes_per_member, placement.num_nodes)
+
+
+def gradient_traffic(placement: Placement, bytes_per_shard: float) -> np.ndarray:
+    """Data-parallel all-reduce of attention-weight gradients across TP groups.
+
+    Rank i of every group holds the same weight shard, so the ng nodes at ring
+    position i (ordered by group id) form one all-reduce ring of
+    ``bytes_per_shard`` bytes; all tp such rings run at once.
+    """
+    return ring_allreduce_traffic(placement.rings.T, bytes_per_shard, placement.num_nodes)
+
+
+def _nearest_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (group, node): the group member nearest to the node (lowest id on ties) and its distance."""
+    members = np.sort(placement.rings, axis=1)  # ascending ids so argmin breaks ties low
+    dist = hops[members]  # (ng, tp, N)
+    pick = dist.argmin(axis=1)
+    sender = np.take_along_axis(members, pick, axis=1)
+    return sender, dist.min(axis=1)
+
+
+def _ftd_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (group, node): the group member inside the node's FTD tile and its distance."""
+    ng, n = placement.num_groups, placement.num_nodes
+    sender = np.empty((ng, n), dtype=np.int64)
+    member_nodes = placement.rings.ravel()
+    groups = placement.group_of[member_nodes]
+    tiles = placement.ftd_id[member_nodes]
+    # Every tile holds exactly one member of every group, so this lookup is a bijection.
+    by_tile = np.empty((ng, tiles.max() + 1), dtype=np.int64)
+    by_tile[groups, tiles] = member_nodes
+    sender[:] = by_tile[:, placement.ftd_id]
+    return sender, hops[sender, np.arange(n)[None, :]]
+
+
+def dispatch_senders(placement: Placement, token_source: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
+    """Sender of group j's tokens towards every node n, and the hop distance: two (ng, N) arrays.
+
+    "nearest": the member of j closest to n (lowest node id on ties). "ftd": for
+    ER placements the member of j in n's FTD tile, which keeps dispatch inside
+    tiles (it is not always the nearest member: a member just across a tile
+    border can be closer); for other placements it falls back to "nearest".
+    """
+    if token_source not in TOKEN_SOURCES:
+        raise ValueError(f"token_source must be one of {TOKEN_SOURCES}, got {token_source!r}")
+    hops = hops_matrix(placement.rows, placement.cols)
+    if token_source == "ftd" and placement.ftd_shape is not None:
+        return _ftd_senders(placement, hops)
+    return _nearest_senders(placement, hops)
+
+
+def _expert_shares(expert_load, num_experts: int) -> np.ndarray:
+    """Validate expert popularity shares (default uniform 1/E)."""
+    if expert_load is None:
+        return np.full(num_experts, 1.0 / num_experts)
+    load = np.asarray(expert_load, dtype=np.float64)
+    if load.shape != (num_experts,) or not np.all(np.isfinite(load)) or np.any(load < 0):
+        raise ValueError(f"expert_load must be {num_experts} finite nonnegative shares")
+    if not np.isclose(load.sum(), 1.0, rtol=1e-6, atol=1e-9):
+        raise ValueError(f"expert_load shares must sum to 1, got {load.sum()}")
+    return load
+
+
+def dispatch_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_group: float,
+                     top_k: int, hidden_bytes: float, expert_load=None,
+                     token_source: str = "nearest") -> np.ndarray:
+    """Expected bytes of the MoE dispatch (group members -> expert hosts), N x N.
+
+    After the TP all-reduce every member of group j holds all of j's tokens, so
+    tokens are not split across members: for each expert e group j sends
+    tokens_per_group * top_k * load[e] * hidden_bytes bytes, in one piece, to a
+    single host of e: the host h minimising the distance from its sender
+    (``dispatch_senders``), ties to the lowest host id; that sender sends it.
+    Local deliveries (sender == host) stay on the diagonal; they cost no link.
+    """
+    if experts.hosts.shape[1] != placement.num_nodes:
+        raise ValueError("expert placement and group placement use different meshes")
+    if int(top_k) != top_k or not 1 <= top_k <= experts.num_experts:
+        raise ValueError(f"top_k must be an integer in 1..{experts.num_experts}, got {top_k!r}")
+    if np.any(experts.replicas < 1):
+        raise ValueError("every expert needs at least one host")
+    per_expert = (_nonneg("tokens_per_group", tokens_per_group) * top_k
+                  * _nonneg("hidden_bytes", hidden_bytes) * _expert_shares(expert_load, experts.num_experts))
+    sender, dist = dispatch_senders(placement, token_source)
+    n, groups = placement.num_nodes, np.arange(placement.num_groups)
+    traffic = np.zeros((n, n))
+    for e in range(experts.num_experts):
+        hosts = experts.hosts_of(e)  # ascending, so argmin breaks ties to the lowest id
+        host = hosts[dist[:, hosts].argmin(axis=1)]
+        np.add.at(traffic, (sender[groups, host], host), per_expert[e])
+    return traffic
+
+
+def combine_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_group: float,
+                    top_k: int, hidden_bytes: float, expert_load=None,
+                    token_source: str = "nearest") -> np.ndarray:
+    """Expected bytes of the MoE combine: the dispatch pattern reversed (transpose)."""
+    return dispatch_traffic(placement, experts, tokens_per_group, top_k, hidden_bytes,
+                            expert_load, token_source).T.copy()
+
+
+def migration_traffic(src_nodes, dst_nodes, bytes_each, n: int) -> np.ndarray:
+    """Point-to-point transfers: ``bytes_each`` (scalar or per pair) from src_nodes[i] to dst_nodes[i]."""
+    src = np.atleast_1d(np.asarray(src_nodes))
+    dst = np.atleast_1d(np.asarray(dst_nodes))
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    if src.shape != dst.shape or src.ndim != 1:
+        raise ValueError("src_nodes and dst_nodes must be 1D and of equal length")
+    if src.size and (not np.issubdtype(src.dtype, np.integer) or not np.issubdtype(dst.dtype, np.integer)):
+        raise ValueError("node ids must be integers")
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+        raise ValueError(f"node ids must lie in 0..{n - 1}")
+    vol = np.broadcast_to(np.asarray(bytes_each, dtype=np.float64), src.shape)
+    if not np.all(np.isfinite(vol)) or np.any(vol < 0):
+        raise ValueError("bytes_each must be finite and >= 0")
+    traffic = np.zeros((int(n), int(n)))
+    np.add.at(traffic, (src.astype(np.int64), dst.astype(np.int64)), vol)
+    return traffic

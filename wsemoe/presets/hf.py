@@ -1,0 +1,304 @@
+"""Import a ModelSpec from a Hugging Face config.json (Qwen-MoE, Mixtral, OLMoE, DeepSeek-V2/V3, dense)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from wsemoe.errors import PresetError
+from wsemoe.specs.model import ModelSpec
+
+_REQUIRED = object()  # sentinel: the key has no default and must be present
+
+# Architecture class names, for configs that carry `architectures` but no `model_type`.
+_ARCHITECTURES = {
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "MixtralForCausalLM": "mixtral",
+    "OlmoeForCausalLM": "olmoe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+}
+
+
+class _Reader:
+    """Typed access to a config dict; every failure is a PresetError naming (source, key).
+
+    It also remembers which config key fed which ModelSpec field, so a pydantic error on
+    e.g. `num_experts` can be reported against Mixtral's `num_local_experts`.
+    """
+
+    def __init__(self, data: dict, where: str):
+        self.data, self.where, self.origin = data, where, {}
+
+    def fail(self, key: str, message: str) -> PresetError:
+        return PresetError(message, (self.where, key))
+
+    def _raw(self, key: str, default: Any, field: str | None) -> Any:
+        self.origin[field or key] = key
+        value = self.data.get(key)
+        if value is None:  # HF writes null for "use the default"
+            if default is _REQUIRED:
+                raise self.fail(key, f"required key '{key}' is missing or null")
+            return default
+        return value
+
+    def int(self, key: str, default: Any = _REQUIRED, field: str | None = None) -> Any:
+        """An integer (JSON ints; integral floats tolerated). Sign is checked by the spec."""
+        value = self._raw(key, default, field)
+        if value is default:
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"'{key}' must be an integer, got {type(value).__name__} {value!r:.40}")
+        return value
+
+    def bool(self, key: str, default: bool, field: str | None = None) -> bool:
+        value = self._raw(key, default, field)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"'{key}' must be true or false, got {value!r:.40}")
+        return value
+
+    def empty_list(self, key: str) -> None:
+        """A key that must be absent, null or an empty list (layers we cannot model)."""
+        value = self.data.get(key)
+        if value is None or value == []:
+            return
+        if not isinstance(value, list):
+            raise self.fail(key, f"'{key}' must be a list, got {value!r:.40}")
+        raise self.fail(key, f"'{key}' must be empty: only leading dense layers are modelled")
+
+    def equals_one(self, key: str) -> None:
+        """A layer-interleave step that must be 1 (every layer past the dense prefix is MoE)."""
+        step = self.int(key, 1)
+        if step != 1:
+            raise self.fail(key, f"'{key}' is {step}; only 1 is supported (every layer MoE after the dense prefix)")
+
+
+def _gqa_attention(r: _Reader) -> dict:
+    """Common GQA attention fields; head_dim falls back to hidden/heads as in HF."""
+    hidden = r.int("hidden_size")
+    heads = r.int("num_attention_heads")
+    head_dim = r.int("head_dim", None)
+    if head_dim is None:
+        if not isinstance(heads, int) or heads <= 0 or hidden % heads:
+            raise r.fail("num_attention_heads", f"hidden_size {hidden} is not divisible by num_attention_heads {heads!r}")
+        head_dim = hidden // heads
+    return {
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": r.int("num_key_value_heads", heads),  # absent means MHA
+        "head_dim": head_dim,
+    }
+
+
+def _common(r: _Reader) -> dict:
+    """Fields every family shares."""
+    return {
+        "num_hidden_layers": r.int("num_hidden_layers"),
+        "vocab_size": r.int("vocab_size"),
+        # The families here all default to untied weights in their HF config classes.
+        "tie_word_embeddings": r.bool("tie_word_embeddings", False),
+    }
+
+
+def _qwen_sparse_layout(r: _Reader) -> None:
+    """Qwen-MoE may interleave dense MLPs; we model only a leading dense prefix (here none)."""
+    r.equals_one("decoder_sparse_step")
+    r.empty_list("mlp_only_layers")
+
+
+def _shared_qwen(r: _Reader) -> dict:
+    """Qwen-style single shared expert behind a sigmoid gate; width 0 means none."""
+    width = r.int("shared_expert_intermediate_size", 0)
+    if not width:
+        return {"n_shared_experts": 0}
+    return {"n_shared_experts": 1, "shared_expert_intermediate_size": width, "shared_expert_gate": True}
+
+
+def _routed(r: _Reader, experts_key: str, width_key: str) -> dict:
+    return {
+        "num_experts": r.int(experts_key, field="num_experts"),
+        "num_experts_per_tok": r.int("num_experts_per_tok"),
+        "moe_intermediate_size": r.int(width_key, field="moe_intermediate_size"),
+    }
+
+
+def _qwen2_moe(r: _Reader) -> dict:
+    _qwen_sparse_layout(r)
+    # Qwen2-MoE's shared expert is always built in HF code, so its width is required.
+    shared = _shared_qwen(r) if r.int("shared_expert_intermediate_size") else {"n_shared_experts": 0}
+    # HF Qwen2-MoE hard-codes bias=True on the q/k/v projections.
+    return {**_gqa_attention(r), **_routed(r, "num_experts", "moe_intermediate_size"), **shared, "qkv_bias": True}
+
+
+def _qwen3_moe(r: _Reader) -> dict:
+    _qwen_sparse_layout(r)
+    # Released Qwen3-MoE configs have no shared expert; a user-set width is honoured Qwen2-style.
+    return {
+        **_gqa_attention(r),
+        **_routed(r, "num_experts", "moe_intermediate_size"),
+        **_shared_qwen(r),
+        "qk_norm": True,
+        "qkv_bias": r.bool("attention_bias", False, field="qkv_bias"),
+    }
+
+
+def _mixtral(r: _Reader) -> dict:
+    # Mixtral's `intermediate_size` is the width of each expert; there are no dense layers.
+    return {**_gqa_attention(r), **_routed(r, "num_local_experts", "intermediate_size")}
+
+
+def _olmoe(r: _Reader) -> dict:
+    # OLMoE normalizes q and k over the whole projection (2*H weights per layer) while our
+    # qk_norm counts 2*head_dim: ~60K params per layer short, negligible against ~400M.
+    return {
+        **_gqa_attention(r),
+        **_routed(r, "num_experts", "intermediate_size"),
+        "qk_norm": True,
+        "qkv_bias": r.bool("attention_bias", False, field="qkv_bias"),
+    }
+
+
+def _deepseek(r: _Reader, v3: bool) -> dict:
+    """DeepSeek-V2/V3: MLA attention, shared experts, a leading block of dense layers.
+
+    num_nextn_predict_layers (V3's multi-token-prediction module) is ignored: the published
+    totals (671B/37B) exclude it. MLA has no GQA heads, so n_kv = n_h and head_dim = v_head_dim
+    just to satisfy the spec (the MLA formulas do not read them).
+    """
+    r.equals_one("moe_layer_freq")
+    heads = r.int("num_attention_heads")
+    dense = r.int("first_k_dense_replace", 0)
+    return {
+        "hidden_size": r.int("hidden_size"),
+        "num_attention_heads": heads,
+        "num_key_value_heads": heads,
+        "head_dim": r.int("v_head_dim", field="head_dim"),
+        "attention": "mla",
+        "q_lora_rank": r.int("q_lora_rank", None),  # null: queries projected directly (V2-Lite)
+        "kv_lora_rank": r.int("kv_lora_rank"),
+        "qk_nope_head_dim": r.int("qk_nope_head_dim"),
+        "qk_rope_head_dim": r.int("qk_rope_head_dim"),
+        "v_head_dim": r.int("v_head_dim"),
+        **_routed(r, "n_routed_experts", "moe_intermediate_size"),
+        "n_shared_experts": r.int("n_shared_experts", 0),
+        "first_k_dense_replace": dense,
+        "intermediate_size": r.int("intermediate_size") if dense else r.int("intermediate_size", 0),
+        "router_bias": v3,  # V3's e_score_correction_bias
+    }
+
+
+def _dense(r: _Reader, qkv_bias: bool | None, qk_norm: bool) -> dict:
+    """Dense model as an all-dense-layer MoE (see model_from_hf_config)."""
+    width = r.int("intermediate_size")
+    bias = r.bool("attention_bias", False, field="qkv_bias") if qkv_bias is None else qkv_bias
+    layers = r.int("num_hidden_layers")
+    return {
+        **_gqa_attention(r),
+        "num_experts": 1,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": width,
+        "first_k_dense_replace": layers,
+        "intermediate_size": width,
+        "qkv_bias": bias,
+        "qk_norm": qk_norm,
+    }
+
+
+_FAMILIES: dict[str, Callable[[_Reader], dict]] = {
+    "qwen2_moe": _qwen2_moe,
+    "qwen3_moe": _qwen3_moe,
+    "mixtral": _mixtral,
+    "olmoe": _olmoe,
+    "deepseek_v2": lambda r: _deepseek(r, v3=False),
+    "deepseek_v3": lambda r: _deepseek(r, v3=True),
+    "llama": lambda r: _dense(r, qkv_bias=None, qk_norm=False),
+    "mistral": lambda r: _dense(r, qkv_bias=False, qk_norm=False),
+    "qwen2": lambda r: _dense(r, qkv_bias=True, qk_norm=False),  # Qwen2 always biases q/k/v
+    "qwen3": lambda r: _dense(r, qkv_bias=None, qk_norm=True),
+}
+SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
+
+
+def _load(source: Any) -> tuple[dict, str]:
+    """The config dict and a label for error locations (the file path, or "hf_config")."""
+    if isinstance(source, dict):
+        return source, "hf_config"
+    if not isinstance(source, (str, Path)):
+        raise PresetError(f"expected a config.json path or a dict, got {type(source).__name__}", ("hf_config",))
+    where = str(source)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PresetError("config file not found", (where,)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PresetError(f"cannot read config file: {exc}", (where,)) from None
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise PresetError(f"invalid JSON: {exc}", (where,)) from None
+    if not isinstance(data, dict):
+        raise PresetError(f"config must be a JSON object, got {type(data).__name__}", (where,))
+    return data, where
+
+
+def _model_type(r: _Reader) -> str:
+    """model_type if given (authoritative), else the first known `architectures` entry."""
+    supported = ", ".join(SUPPORTED_MODEL_TYPES)
+    mtype = r.data.get("model_type")
+    if mtype is not None:
+        if not isinstance(mtype, str) or mtype not in _FAMILIES:
+            raise r.fail("model_type", f"unsupported model_type {mtype!r:.60}; supported: {supported}")
+        return mtype
+    archs = r.data.get("architectures")
+    names = archs if isinstance(archs, list) else [archs]
+    for arch in names:
+        if isinstance(arch, str) and arch in _ARCHITECTURES:
+            return _ARCHITECTURES[arch]
+    raise r.fail("architectures", f"unsupported architectures {archs!r:.80} and no model_type; supported: {supported}")
+
+
+def _name(r: _Reader, name: str | None, mtype: str) -> str:
+    if name:
+        return name
+    hf_name = r.data.get("_name_or_path")
+    return hf_name if isinstance(hf_name, str) and hf_name else mtype
+
+
+def _build(fields: dict, r: _Reader) -> ModelSpec:
+    """Validate through ModelSpec, reporting the first error against the config key."""
+    try:
+        return ModelSpec(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else None
+        key = r.origin.get(field, field) if field else "config"
+        raise r.fail(key, err["msg"]) from None
+
+
+def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> ModelSpec:
+    """A ModelSpec from a Hugging Face config.json path or an already-parsed dict.
+
+    Supported model_type values: qwen2_moe, qwen3_moe, mixtral, olmoe, deepseek_v2,
+    deepseek_v3 (MLA), and dense llama, mistral, qwen2, qwen3. A dense model is expressed
+    as a model whose every layer is dense: first_k_dense_replace = num_hidden_layers,
+    intermediate_size from the config, num_experts = num_experts_per_tok = 1 and
+    moe_intermediate_size = intermediate_size (the expert fields are then unused).
+    Unknown keys are ignored; any problem raises PresetError with loc (file or "hf_config", key).
+    """
+    data, where = _load(source)
+    r = _Reader(data, where)
+    mtype = _model_type(r)
+    fields = {**_common(r), **_FAMILIES[mtype](r)}
+    fields.update(name=_name(r, name, mtype), source=f"hf:{where}" if where != "hf_config" else f"hf:{mtype}")
+    return _build(fields, r)

@@ -1,0 +1,34 @@
+"""Mapping and balance specs: where TP groups and experts sit, and how expert load is spread."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+
+from wsemoe.specs.base import Spec
+
+
+class MappingSpec(Spec):
+    """Placement of attention TP groups and experts on the nodes."""
+
+    tp: Optional[PositiveInt] = Field(None, description="attention tensor-parallel group size, nodes (unset: one group of all nodes)")
+    strategy: Literal["block", "er", "snake", "random", "explicit"] = Field(
+        "block", description="placement of TP groups: contiguous blocks, entwined rings, snake, random, or explicit")
+    ftd: Optional[tuple[PositiveInt, PositiveInt]] = Field(None, description="ER full-token-domain tile (rows, cols); chosen from the group count if unset")
+    seed: NonNegativeInt = Field(0, description="seed of the random strategy")
+    placement: Optional[tuple[NonNegativeInt, ...]] = Field(None, description="explicit group id of every node (strategy explicit)")
+    token_source: Literal["nearest", "ftd"] = Field("nearest", description="which TP member sends a token to an expert")
+
+
+class BalanceSpec(Spec):
+    """Expert-load distribution and balancer."""
+
+    distribution: Literal["uniform", "zipf", "histogram"] = Field("uniform", description="expert popularity model")
+    zipf_s: float = Field(1.0, ge=0, description="Zipf exponent of expert popularity")
+    histogram: Optional[str] = Field(None, description="CSV of measured per-expert token counts or shares")
+    balancer: Literal["none", "replicate", "non-invasive", "stop-the-world"] = Field("none", description="expert balancer")
+    spare_slots: NonNegativeInt = Field(0, description="extra expert slots per node for replicas")
+    rebalance_interval: PositiveInt = Field(10, description="iterations between stop-the-world rebalances")
+    piece_bytes: PositiveFloat = Field(1.0e6, description="migration piece size, bytes")
+    seed: NonNegativeInt = Field(0, description="seed of the expert ranking")

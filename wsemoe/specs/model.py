@@ -1,0 +1,66 @@
+"""Model spec: a transformer MoE described with Hugging Face config.json field names."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+
+from wsemoe.cost import params
+from wsemoe.specs.base import Spec
+
+
+class ModelSpec(Spec):
+    """Shape of a MoE transformer; E = num_experts, k = num_experts_per_tok, F = moe_intermediate_size."""
+
+    name: str = Field("custom", description="label of this model")
+    hidden_size: PositiveInt = Field(description="model width H")
+    num_hidden_layers: PositiveInt = Field(description="transformer layers L")
+    num_attention_heads: PositiveInt = Field(description="query heads n_h")
+    num_key_value_heads: PositiveInt = Field(description="key/value heads n_kv (GQA)")
+    head_dim: PositiveInt = Field(description="per-head width d_h (GQA)")
+    attention: Literal["gqa", "mla"] = Field("gqa", description="grouped-query or multi-head latent attention")
+    q_lora_rank: Optional[NonNegativeInt] = Field(None, description="MLA query low-rank width (0/None: direct)")
+    kv_lora_rank: NonNegativeInt = Field(0, description="MLA compressed KV width")
+    qk_nope_head_dim: NonNegativeInt = Field(0, description="MLA non-rotary q/k width per head")
+    qk_rope_head_dim: NonNegativeInt = Field(0, description="MLA rotary q/k width per head")
+    v_head_dim: NonNegativeInt = Field(0, description="MLA value width per head")
+    qkv_bias: bool = Field(False, description="q/k/v projections carry biases (Qwen2)")
+    qk_norm: bool = Field(False, description="per-head RMSNorm on q and k (Qwen3)")
+    moe_intermediate_size: PositiveInt = Field(description="routed expert FFN width F")
+    num_experts: PositiveInt = Field(description="routed experts per MoE layer E")
+    num_experts_per_tok: PositiveInt = Field(description="experts per token k (top-k)")
+    n_shared_experts: NonNegativeInt = Field(0, description="shared experts per MoE layer")
+    shared_expert_intermediate_size: Optional[PositiveInt] = Field(None, description="width of one shared expert (default F)")
+    shared_expert_gate: bool = Field(False, description="a sigmoid gate scales the shared expert (Qwen2-MoE)")
+    router_bias: bool = Field(False, description="router carries a per-expert bias (DeepSeek-V3)")
+    first_k_dense_replace: NonNegativeInt = Field(0, description="leading dense (non-MoE) layers")
+    intermediate_size: NonNegativeInt = Field(0, description="FFN width of the dense layers")
+    vocab_size: PositiveInt = Field(description="vocabulary size")
+    tie_word_embeddings: bool = Field(False, description="input embedding and output head share weights")
+    published_total_params: Optional[float] = Field(None, description="published total parameter count (for checks)")
+    published_active_params: Optional[float] = Field(None, description="published active parameter count (for checks)")
+    source: str = Field("", description="where the shape comes from")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        """Reject shapes that cannot exist (the errors name the field)."""
+        if self.num_experts_per_tok > self.num_experts:
+            raise ValueError(f"num_experts_per_tok ({self.num_experts_per_tok}) exceeds num_experts ({self.num_experts})")
+        if self.first_k_dense_replace > self.num_hidden_layers:
+            raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
+        if self.first_k_dense_replace and not self.intermediate_size:
+            raise ValueError("intermediate_size is required when first_k_dense_replace > 0")
+        if self.attention == "mla" and not (self.kv_lora_rank and self.qk_nope_head_dim and self.v_head_dim):
+            raise ValueError("MLA needs kv_lora_rank, qk_nope_head_dim and v_head_dim")
+        return self
+
+    @property
+    def total_params(self) -> float:
+        """All parameters (embeddings, attention, every expert, router, norms)."""
+        return float(params.total_params(self))
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token touches (k routed experts plus shared ones)."""
+        return float(params.active_params(self))

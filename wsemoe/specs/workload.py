@@ -1,0 +1,27 @@
+"""Workload spec: mode, sequence length, attention batch B, tiling factor G, precisions."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from wsemoe.specs.base import Spec
+
+
+class WorkloadSpec(Spec):
+    """What runs: one micro-batch of G·B sequences, attention in G tiles of B sequences."""
+
+    mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token")
+    seq_len: PositiveInt = Field(2048, description="sequence length S (context length in decode), tokens")
+    B: PositiveInt = Field(1, description="attention batch: sequences per attention tile")
+    G: PositiveInt = Field(1, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
+    bytes_per_weight: PositiveFloat = Field(2.0, description="bytes per weight (2 = bf16)")
+    bytes_per_act: PositiveFloat = Field(2.0, description="bytes per activation element")
+    bytes_per_grad: PositiveFloat = Field(2.0, description="bytes per gradient element streamed out")
+    recompute: Literal["none", "selective", "full"] = Field(
+        "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
+    attn_kernel: Literal["materialized", "flash"] = Field(
+        "materialized", description="attention scores held as n_h·S×S per sequence, or tiled (linear in S)")
+    overlap: Literal["layer", "stage", "none"] = Field(
+        "layer", description="compute overlaps weight/memory movement across a whole layer, within each stage, or not at all")
