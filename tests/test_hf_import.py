@@ -229,7 +229,7 @@ def _mutated_configs(draw):
     return cfg
 
 
-@settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_mutated_configs())
 def test_mutated_configs_fail_only_with_preset_error(cfg):
     try:

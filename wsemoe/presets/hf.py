@@ -117,9 +117,9 @@ def _qwen_sparse_layout(r: _Reader) -> None:
     r.empty_list("mlp_only_layers")
 
 
-def _shared_qwen(r: _Reader) -> dict:
+def _shared_qwen(r: _Reader, default: Any = 0) -> dict:
     """Qwen-style single shared expert behind a sigmoid gate; width 0 means none."""
-    width = r.int("shared_expert_intermediate_size", 0)
+    width = r.int("shared_expert_intermediate_size", default)
     if not width:
         return {"n_shared_experts": 0}
     return {"n_shared_experts": 1, "shared_expert_intermediate_size": width, "shared_expert_gate": True}
@@ -136,7 +136,7 @@ def _routed(r: _Reader, experts_key: str, width_key: str) -> dict:
 def _qwen2_moe(r: _Reader) -> dict:
     _qwen_sparse_layout(r)
     # Qwen2-MoE's shared expert is always built in HF code, so its width is required.
-    shared = _shared_qwen(r) if r.int("shared_expert_intermediate_size") else {"n_shared_experts": 0}
+    shared = _shared_qwen(r, default=_REQUIRED)
     # HF Qwen2-MoE hard-codes bias=True on the q/k/v projections.
     return {**_gqa_attention(r), **_routed(r, "num_experts", "moe_intermediate_size"), **shared, "qkv_bias": True}
 

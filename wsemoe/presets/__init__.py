@@ -1,0 +1,44 @@
+"""Hardware and model presets (YAML files beside this module) and Hugging Face config import."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from wsemoe import yamlio
+from wsemoe.errors import PresetError
+from wsemoe.specs import HardwareSpec, ModelSpec
+from wsemoe.specs.base import build
+
+_ROOT = Path(__file__).parent
+KINDS = ("hardware", "models")
+
+
+def names(kind: str) -> list[str]:
+    """Preset names of one kind ('hardware' or 'models'), sorted."""
+    return sorted(p.stem for p in (_ROOT / kind).glob("*.yaml"))
+
+
+def raw(kind: str, name: str, loc=()) -> dict:
+    """The preset's fields as a plain dict (to merge user overrides into)."""
+    path = _ROOT / kind / f"{name}.yaml"
+    if not isinstance(name, str) or not path.is_file():
+        close = difflib.get_close_matches(str(name), names(kind), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(names(kind))}"
+        raise PresetError(f"unknown {kind.rstrip('s')} preset '{name}'{hint}", loc=loc)
+    return dict(yamlio.load(path))
+
+
+def load_hardware(name: str) -> HardwareSpec:
+    """A hardware preset by name."""
+    return build(HardwareSpec, raw("hardware", name), loc=("hardware",))
+
+
+def load_model(name_or_path) -> ModelSpec:
+    """A model by preset name, or from a Hugging Face `config.json` path."""
+    p = Path(str(name_or_path))
+    if p.suffix == ".json" or p.is_file():
+        from wsemoe.presets.hf import model_from_hf_config
+
+        return model_from_hf_config(p)
+    return build(ModelSpec, raw("models", str(name_or_path)), loc=("model",))
