@@ -1,0 +1,172 @@
+"""Command line: thin typer commands over pure functions; the only module that prints or exits."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from wsemoe.errors import WsemoeError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Design-space explorer for Mixture-of-Experts models on wafer-scale processors.")
+out = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 2):
+    err.print(f"error: {message}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def guarded(fn):
+    """Turn every failure into one line on stderr and a non-zero exit (no traceback)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except WsemoeError as exc:
+            _fail(exc.line())
+        except KeyboardInterrupt:
+            _fail("interrupted; no results were written", 130)
+        except Exception as exc:  # a bug, but users still get one line
+            if os.environ.get("WSEMOE_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {exc}); rerun with WSEMOE_DEBUG=1 for a traceback", 1)
+    return wrapper
+
+
+@app.command()
+@guarded
+def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
+          output: Optional[Path] = typer.Option(None, "-o", "--output", help="results folder (default results/<name>)"),
+          results: Path = typer.Option(Path("results"), help="root folder of results"),
+          force: bool = typer.Option(False, "--force", "-f", help="re-run even if the config is unchanged"),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the results path")):
+    """Evaluate every design point of CONFIG and write results/<name>/."""
+    from wsemoe import tables
+    from wsemoe.run import run_sweep
+
+    res = run_sweep(config, out_root=results, force=force, out_dir=output)
+    if quiet:
+        out.print(str(res.path))
+        return
+    if res.status == "up to date":
+        out.print(f"[bold]{res.config.name}[/bold]: up to date ({res.path}); use --force to re-run")
+        return
+    out.print(tables.summary(res.manifest, f"({res.manifest['points']:,} points in {res.seconds:.2f} s)"))
+    out.print(tables.top_points(res.points, res.config.axis_names(), res.config.objectives))
+    if res.comparison is not None:
+        out.print(tables.comparison(res.comparison))
+    out.print(f"results: {res.path}")
+
+
+@app.command()
+@guarded
+def show(results: Path = typer.Argument(..., help="a results folder"),
+         top: int = typer.Option(10, help="how many top points to list")):
+    """Summarize a results folder: counts, what binds, top points, comparison."""
+    import pandas as pd
+
+    from wsemoe import store, tables
+
+    man, points, _ = store.load_results(results)
+    out.print(tables.summary(man))
+    out.print(tables.top_points(points, man.get("axes", []), man["objectives"], n=top))
+    if (results / "comparison.csv").is_file():
+        out.print(tables.comparison(pd.read_csv(results / "comparison.csv")))
+
+
+@app.command()
+@guarded
+def plot(results: Path = typer.Argument(..., help="a results folder")):
+    """Write PNG and SVG plots of a results folder into its plots/ folder."""
+    from wsemoe import plot as plotting
+
+    written = plotting.plot_results(results)
+    for p in written:
+        out.print(str(p))
+
+
+@app.command()
+@guarded
+def check(config: Path = typer.Argument(..., help="sweep YAML")):
+    """Validate CONFIG and estimate points, time and output size, without running it."""
+    from wsemoe.run import check as check_config
+    from wsemoe.tables import fmt
+
+    info = check_config(config)
+    out.print(f"[bold]{info['name']}[/bold]: valid; {info['points']:,} points")
+    for axis, n in info["axes"].items():
+        out.print(f"  axis {axis}: {n} values")
+    for group in info["zip_groups"]:
+        out.print(f"  zipped: {', '.join(group)}")
+    out.print(f"  estimated time {fmt(info['estimated_seconds'], 's')}, output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
+
+
+@app.command("eval")
+@guarded
+def eval_point(config: Path = typer.Argument(..., help="sweep YAML"),
+               point: int = typer.Option(0, help="index of the design point in the sweep"),
+               set_: Optional[List[str]] = typer.Option(None, "--set", help="override, e.g. --set workload.G=8")):
+    """Break one design point into every term of its time and memory."""
+    from wsemoe import explain, tables
+
+    _, rows = explain.breakdown(config, point, set_ or [])
+    out.print(tables.breakdown(rows))
+
+
+@app.command()
+@guarded
+def presets():
+    """List hardware and model presets with their key figures."""
+    from rich.table import Table
+
+    from wsemoe import presets as ps
+    from wsemoe.tables import fmt
+
+    t = Table(title="hardware presets")
+    for c in ("name", "topology", "nodes", "peak/node", "memory/node", "link", "weights"):
+        t.add_column(c)
+    for name in ps.names("hardware"):
+        h = ps.load_hardware(name)
+        t.add_row(name, h.topology, f"{h.rows}×{h.cols}", fmt(h.node_peak_flops, "FLOP/s"),
+                  fmt(h.node_memory_bytes, "bytes"), fmt(h.link_bw_bytes_per_s, "B/s"), h.weight_source)
+    out.print(t)
+    t = Table(title="model presets")
+    for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
+        t.add_column(c)
+    for name in ps.names("models"):
+        m = ps.load_model(name)
+        t.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
+                  str(m.num_experts_per_tok), f"{m.total_params / 1e9:.2f} B", f"{m.active_params / 1e9:.2f} B")
+    out.print(t)
+
+
+@app.command()
+@guarded
+def validate():
+    """Print each published figure the project reproduces beside the model's value and error."""
+    from wsemoe import tables
+    from wsemoe.validate import run_all
+
+    rows = run_all()
+    out.print(tables.validation(rows))
+    bad = [r for r in rows if not r["ok"]]
+    if bad:
+        _fail(f"{len(bad)} reproduced figure(s) outside tolerance: {bad[0]['claim']}", 1)
+
+
+def main():  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

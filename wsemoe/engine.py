@@ -1,0 +1,66 @@
+"""Evaluate a sweep: build the design frame, group points by categorical values, run the cost model.
+
+Categorical columns (mode, strategy, presets, ...) are constant within a group, so the cost model
+sees numpy arrays for numeric axes and scalars for everything else; structural terms are built
+once per group, not per point.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from wsemoe import space
+from wsemoe.config import SECTIONS, SweepConfig, load_config
+from wsemoe.cost import step
+from wsemoe.cost.comm import comm_model
+from wsemoe.feasibility import add_feasibility
+from wsemoe.compare import add_comparison
+
+
+def _categorical(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if frame[c].dtype == object or frame[c].dtype == bool]
+
+
+def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:
+    """Section namespaces for one group: base spec (or preset) fields, then swept values."""
+    out = {}
+    for section in SECTIONS:
+        fields = getattr(cfg, section).model_dump()
+        if section in key:  # a preset axis: the preset's fields replace the base section
+            fields = type(getattr(cfg, section)).model_validate(cfg.presets[key[section]]).model_dump()
+        for path, value in {**key, **numeric}.items():
+            sec, _, field = path.partition(".")
+            if sec == section and field:
+                fields[field] = value
+        out[section] = SimpleNamespace(**fields)
+    return out
+
+
+def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
+    """Output columns for every row of `frame` (same index), feasibility included."""
+    cats = _categorical(frame)
+    parts = []
+    groups = frame.groupby(cats, sort=False, dropna=False) if cats else [((), frame)]
+    for values, sub in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        key = dict(zip(cats, values))
+        numeric = {c: sub[c].to_numpy() for c in sub.columns if c not in cats}
+        ns = _namespaces(cfg, key, numeric)
+        out = step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"],
+                            comm=comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"]))
+        n = len(sub)
+        parts.append(pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in out.items()}, index=sub.index))
+    result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]
+    return add_feasibility(result, cfg, frame)
+
+
+def evaluate(config, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+    """A DataFrame of design points: input columns (dotted names) then output columns."""
+    cfg = load_config(config)
+    frame = space.build_frame(cfg, start, stop)
+    out = evaluate_frame(cfg, frame)
+    df = pd.concat([frame, out], axis=1)
+    return add_comparison(df, cfg) if cfg.compare else df
