@@ -159,7 +159,7 @@ def validate():
 
     rows = run_all()
     out.print(tables.validation(rows))
-    bad = [r for r in rows if not r["ok"]]
+    bad = [r for r in rows if r["ok"] is False]
     if bad:
         _fail(f"{len(bad)} reproduced figure(s) outside tolerance: {bad[0]['claim']}", 1)
 

@@ -91,5 +91,5 @@ def validation(rows: list) -> Table:
         t.add_column(c)
     for r in rows:
         t.add_row(r["claim"], r["published"], r["model"], r["error"], r["tolerance"],
-                  "[green]yes[/green]" if r["ok"] else "[red]NO[/red]")
+                  "info" if r["ok"] is None else "[green]yes[/green]" if r["ok"] else "[red]NO[/red]")
     return t
