@@ -34,6 +34,7 @@ def _apply_sets(data: dict, sets: list[str]) -> dict:
             sec = {"preset": sec}
         data[section] = {**(sec or {}), field: value}
         data["axes"] = {k: v for k, v in (data.get("axes") or {}).items() if k != path}
+    data.pop("compare", None)  # one point has no baseline group to compare with
     return data
 
 
@@ -47,6 +48,7 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
             data.setdefault("name", Path(config).stem)
         config = _apply_sets(data, sets)
     cfg = load_config(config)
+    cfg = cfg.model_copy(update={"compare": None})  # one point has no baseline group to compare with
     n = space.size(cfg)
     if not 0 <= point < n:
         raise ConfigError(f"point {point} out of range: the sweep has {n} points (0..{n - 1})", loc=("--point",))

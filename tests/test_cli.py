@@ -1,0 +1,94 @@
+"""CLI contracts through typer's runner: sweep, show, check, eval, presets, validate, up-to-date."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import yaml
+
+from wsemoe.cli import app
+
+
+def _write(tmp_path, cfg):
+    p = tmp_path / "cfg.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+def test_sweep_writes_complete_results_and_is_up_to_date(runner, tmp_path, small_config):
+    cfg = _write(tmp_path, small_config)
+    res = tmp_path / "res"
+    r = runner.invoke(app, ["sweep", str(cfg), "--results", str(res)])
+    assert r.exit_code == 0, r.output
+    out = res / "small"
+    for f in ("config.yaml", "manifest.json", "points.parquet", "pareto.csv", "comparison.csv"):
+        assert (out / f).is_file(), f
+    man = json.loads((out / "manifest.json").read_text())
+    points = pd.read_parquet(out / "points.parquet")
+    assert man["points"] == len(points) == 16
+    assert set(points.columns) <= set(man["columns"]), "every column documented"
+    assert all(man["columns"][c]["doc"] for c in points.columns)
+    assert man["columns"]["step_time_s"]["unit"] == "s"
+    assert "numpy" in man["dependencies"] and man["version"]
+    assert not [p for p in res.iterdir() if p.name.startswith(".")], "no temp folders left"
+    r2 = runner.invoke(app, ["sweep", str(cfg), "--results", str(res)])
+    assert r2.exit_code == 0 and "up to date" in r2.output
+    r3 = runner.invoke(app, ["sweep", str(cfg), "--results", str(res), "--force"])
+    assert r3.exit_code == 0 and "up to date" not in r3.output
+
+
+def test_changed_config_reruns(runner, tmp_path, small_config):
+    res = tmp_path / "res"
+    runner.invoke(app, ["sweep", str(_write(tmp_path, small_config)), "--results", str(res)])
+    small_config["axes"]["workload.G"] = [1, 2]
+    r = runner.invoke(app, ["sweep", str(_write(tmp_path, small_config)), "--results", str(res)])
+    assert "up to date" not in r.output
+    assert json.loads((res / "small" / "manifest.json").read_text())["points"] == 8
+
+
+def test_output_option_and_show(runner, tmp_path, small_config):
+    out = tmp_path / "elsewhere"
+    r = runner.invoke(app, ["sweep", str(_write(tmp_path, small_config)), "-o", str(out), "-q"])
+    assert r.exit_code == 0 and str(out) in r.output
+    r = runner.invoke(app, ["show", str(out)])
+    assert r.exit_code == 0 and "feasible" in r.output and "speedup" in r.output
+
+
+def test_show_missing_results_is_one_line(runner, tmp_path):
+    r = runner.invoke(app, ["show", str(tmp_path / "none")])
+    assert r.exit_code != 0 and r.output.count("\n") == 1 and "no such results folder" in r.output
+
+
+def test_check_estimates(runner, tmp_path, small_config):
+    r = runner.invoke(app, ["check", str(_write(tmp_path, small_config))])
+    assert r.exit_code == 0 and "16 points" in r.output and "estimated time" in r.output
+    assert not (tmp_path / "results").exists()
+
+
+def test_eval_breaks_point_into_terms(runner, tmp_path, small_config):
+    r = runner.invoke(app, ["eval", str(_write(tmp_path, small_config)), "--point", "5"])
+    assert r.exit_code == 0, r.output
+    for term in ("moe_compute_s", "moe_weights_s", "attention_compute_s", "mem_attn_transient_node_bytes",
+                 "g_mem_attn", "bound", "expert_flops"):
+        assert term in r.output
+    r = runner.invoke(app, ["eval", str(_write(tmp_path, small_config)), "--set", "workload.G=3"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["eval", str(_write(tmp_path, small_config)), "--point", "99"])
+    assert r.exit_code != 0 and "out of range" in r.output
+
+
+def test_presets_lists_everything(runner):
+    r = runner.invoke(app, ["presets"])
+    assert r.exit_code == 0
+    for name in ("cs2", "cs3", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"):
+        assert name in r.output
+
+
+def test_python_api_matches_cli(tmp_path, small_config):
+    import wsemoe
+
+    df = wsemoe.evaluate(small_config)
+    assert len(df) == 16 and "workload.G" in df and "speedup_vs_uniform" in df
+    df2 = wsemoe.evaluate(_write(tmp_path, small_config))
+    pd.testing.assert_frame_equal(df, df2)
