@@ -21,7 +21,9 @@ from wsemoe.compare import add_comparison
 
 
 def _categorical(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if frame[c].dtype == object or frame[c].dtype == bool]
+    """Columns that are not plain numbers (names, flags, tuples): constant within a group."""
+    return [c for c in frame.columns
+            if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])]
 
 
 def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:

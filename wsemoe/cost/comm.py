@@ -1,14 +1,81 @@
-"""Communication per layer from the mesh model: TP all-reduce, dispatch and combine times."""
+"""Communication per layer from the fabric model: TP all-reduce, dispatch, combine, gradients.
+
+Structural terms come from structure.build (once per unique combination); here they are scaled
+by the bytes each phase moves and turned into times with numpy broadcasting:
+phase time = max(busiest link, busiest injection port, busiest ejection port) / bandwidth
++ latency. The ring all-reduce pays 2(tp−1) sequential steps of ring-neighbour hops.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 
-def comm_model(hw, m, wl, mp, bal):
-    """A callable (T, groups, tp) -> per-phase seconds, or None when no traffic crosses nodes.
+from wsemoe.cost import mesh, params, structure
 
-    Weight-streaming wafers run attention and experts over the whole wafer as one group: the
-    per-node traffic there lives inside the PE fabric and is not modelled as node-to-node phases.
+
+def _structural_keys(hw, m, mp_, tp):
+    rows, cols, tps, experts = np.broadcast_arrays(*(np.asarray(x) for x in (hw.rows, hw.cols, tp, m.num_experts)))
+    keys = np.stack([a.ravel() for a in (rows, cols, tps, experts)], axis=1).astype(np.int64)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    return rows.shape, uniq, inv.ravel()
+
+
+def comm_model(hw, m, wl, mp_, bal, expert_load=None):
+    """A callable (T, groups, tp) -> {phase_s..., extra columns}, or None when nothing crosses nodes.
+
+    Weight-streaming wafers run attention and experts over the whole wafer as one group: traffic
+    there stays inside the PE fabric and is not modelled as node-to-node phases.
     """
     if hw.weight_source == "streamed":
         return None
-    return None
+
+    def phases(T, groups, tp):
+        shape, uniq, inv = _structural_keys(hw, m, mp_, tp)
+        explicit = tuple(mp_.placement) if mp_.placement else None
+        ftd = tuple(mp_.ftd) if mp_.ftd else None
+        built = [structure.build(hw.topology, int(r), int(c), int(t), mp_.strategy, ftd, mp_.seed, explicit,
+                                 mp_.token_source, int(e), expert_load) for r, c, t, e in uniq]
+
+        def pick(fn):
+            return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
+
+        act = m.hidden_size * wl.bytes_per_act
+        tile_tokens = T / (groups * wl.G)          # tokens of one attention tile of one group
+        out, bounds = {}, {}
+        scales = {
+            "allreduce": tile_tokens * act,
+            "dispatch": (T / groups) * m.num_experts_per_tok * act,
+            "combine": (T / groups) * m.num_experts_per_tok * act,
+        }
+        if wl.mode == "train":  # attention-weight gradients reduced across groups (charged per micro-batch)
+            scales["gradient"] = params.attn_params(m) * wl.bytes_per_grad / tp
+        for name, scale in scales.items():
+            pt = mesh.phase_time_from_peaks(
+                pick(lambda s: s.phases[name].max_link), pick(lambda s: s.phases[name].max_inject),
+                pick(lambda s: s.phases[name].max_eject), 0.0, scale,
+                hw.link_bw_bytes_per_s if hw.topology == "mesh" else np.inf, hw.port_bw_bytes_per_s, 0.0)
+            if name in ("allreduce", "gradient"):
+                members = tp if name == "allreduce" else groups
+                step_hops = pick(lambda s: s.ring_step_hops if name == "allreduce" else s.grad_step_hops)
+                latency = 2.0 * np.maximum(members - 1, 0) * step_hops * hw.hop_latency_s
+            else:
+                latency = pick(lambda s: s.phases[name].max_hops) * hw.hop_latency_s
+            reps = wl.G if name == "allreduce" else 1   # one all-reduce per attention tile
+            volume = np.asarray(pt.time_s, dtype=float)
+            out[f"{name}_s"] = reps * (volume + latency)
+            bounds[name] = np.where(np.asarray(volume) <= 0, np.where(latency > 0, "latency", "none"),
+                                    np.where(latency > volume, "latency", np.asarray(pt.bound)))
+            out[f"{name}_max_link_bytes"] = pick(lambda s: s.phases[name].max_link) * scale
+        for name, b in bounds.items():
+            out[f"{name}_bound"] = b
+        out["dispatch_mean_hops"] = pick(lambda s: s.phases["dispatch"].mean_hops)
+        out["dispatch_max_hops"] = pick(lambda s: s.phases["dispatch"].max_hops)
+        out["allreduce_ring_hops"] = pick(lambda s: s.ring_step_hops)
+        out["allreduce_idle_link_share"] = pick(lambda s: s.phases["allreduce"].idle_share)
+        out["dispatch_idle_link_share"] = pick(lambda s: s.phases["dispatch"].idle_share)
+        out["hot_link_overlap"] = pick(lambda s: s.hot_overlap)
+        out["dispatch_inter_ftd_share"] = pick(lambda s: s.inter_ftd_share)
+        out["expert_imbalance"] = pick(lambda s: s.expert_imbalance)
+        return out
+
+    return phases

@@ -18,7 +18,7 @@ def roofline(terms: dict, overlap: bool):
 
 def names_at(names, idx):
     """Names of the binding terms for an index array."""
-    return np.asarray(list(names), dtype=object)[idx]
+    return np.asarray(np.asarray(list(names), dtype=object)[idx], dtype=object)
 
 
 class Stage:

@@ -72,16 +72,18 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
     if wl.mode != "train":
         kv_bytes = seqs * wl.seq_len * memory.kv_bytes_per_token_layer(m, wl) / nodes
     c = comm(T, groups, tp) if comm is not None else {}
+    phase = {k: v for k, v in c.items() if k.endswith("_s")}
+    imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     attn = Stage("attention", {
         "compute": _compute_time(hw, wl, f_proj + f_core, nodes, eff),
         "weights": _io_time(hw, wl, attn_w),
         "memory": kv_bytes / hw.node_memory_bw_bytes_per_s,
-    }, {k: c[k] for k in ("allreduce_s",) if k in c})
+    }, {k: phase[k] for k in ("allreduce_s", "gradient_s") if k in phase})
     moe = Stage("moe", {
-        "compute": _compute_time(hw, wl, f_router + f_expert, nodes, eff_exp),
+        "compute": _compute_time(hw, wl, f_router + f_expert * imbalance, nodes, eff_exp),
         "weights": _io_time(hw, wl, exp_w),
-    }, {k: c[k] for k in ("dispatch_s", "combine_s") if k in c})
+    }, {k: phase[k] for k in ("dispatch_s", "combine_s") if k in phase})
     dense = Stage("dense_ffn", {
         "compute": _compute_time(hw, wl, f_dense, nodes, eff),
         "weights": _io_time(hw, wl, dense_w),
@@ -110,7 +112,11 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
         "tokens_per_s": T / step,
         "sequences_per_s": seqs / step,
         "mfu": model_flops / (step * nodes * hw.node_peak_flops),
+        "per_device_moe_tokens_per_s": T / (layers[0].time_s * nodes),
+        "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s")) + zero,
     }
+    out.update({k: v if np.asarray(v).dtype.kind in "UO" else v + zero
+                for k, v in c.items() if not k.endswith("_s")})
     for la in layers:
         out[f"{la.name}_time_s"] = la.time_s + zero
     for st in (attn, moe, dense, head):

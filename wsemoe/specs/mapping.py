@@ -18,7 +18,8 @@ class MappingSpec(Spec):
     ftd: Optional[tuple[PositiveInt, PositiveInt]] = Field(None, description="ER full-token-domain tile (rows, cols); chosen from the group count if unset")
     seed: NonNegativeInt = Field(0, description="seed of the random strategy")
     placement: Optional[tuple[NonNegativeInt, ...]] = Field(None, description="explicit group id of every node (strategy explicit)")
-    token_source: Literal["nearest", "ftd"] = Field("nearest", description="which TP member sends a token to an expert")
+    token_source: Literal["auto", "nearest", "ftd"] = Field(
+        "auto", description="which TP member sends a token to an expert: nearest member, the member in the host's FTD, or auto (ftd under er)")
 
 
 class BalanceSpec(Spec):

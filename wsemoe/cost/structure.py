@@ -1,0 +1,126 @@
+"""Structural communication terms, built once per unique (mesh, mapping, experts) combination.
+
+A Structure holds the per-unit traffic matrices, link loads and their peaks for each phase;
+callers scale the peaks by bytes (numpy broadcasting), so a sweep's cost grows with its number
+of points, not with points × mesh size. `cache_info()` tells how many patterns were built.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wsemoe.cost import mapping as mp
+from wsemoe.cost import mesh, traffic
+
+PHASES = ("allreduce", "dispatch", "combine", "gradient")
+
+
+@dataclass(frozen=True, eq=False)
+class PhasePeaks:
+    """Peaks of one phase per unit of its volume (bytes per unit), plus the hop statistics."""
+
+    max_link: float
+    max_inject: float
+    max_eject: float
+    max_hops: float
+    mean_hops: float
+    idle_share: float
+    loads: mesh.LinkLoads | None = field(default=None, repr=False)
+    traffic: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Structure:
+    """Everything about communication that depends only on structure, not on batch or bandwidth."""
+
+    placement: mp.Placement
+    experts: mp.ExpertPlacement
+    phases: dict
+    ring_step_hops: float      # longest hop distance between ring neighbours (all-reduce latency)
+    grad_step_hops: float
+    hot_overlap: float         # Jaccard of the hottest links of all-reduce and dispatch
+    inter_ftd_share: float     # share of dispatch link load on links crossing FTD tiles (NaN without FTDs)
+    node_load: np.ndarray      # token copies each node's experts receive per unit dispatch (local included)
+    expert_imbalance: float    # busiest node's expert load over the mean (the expert stage runs at its pace)
+
+
+def _peaks(topology: str, rows: int, cols: int, t: np.ndarray) -> PhasePeaks:
+    hops = mesh.hops_matrix(rows, cols)
+    send = t.sum(axis=1) - np.diag(t)
+    recv = t.sum(axis=0) - np.diag(t)
+    moving = t * (hops > 0)
+    mean = float((moving * hops).sum() / moving.sum()) if moving.sum() > 0 else 0.0
+    if topology == "switch":  # one switch traversal per transfer; no links to load
+        return PhasePeaks(0.0, float(send.max(initial=0)), float(recv.max(initial=0)),
+                          float(moving.sum() > 0), float(moving.sum() > 0), 0.0, None, t)
+    loads = mesh.xy_link_loads(rows, cols, t)
+    return PhasePeaks(float(loads.max_link()), float(send.max(initial=0)), float(recv.max(initial=0)),
+                      float(mesh.max_hops(rows, cols, t)), mean, mesh.idle_share(loads), loads, t)
+
+
+def _ring_hops(rings: np.ndarray, hops: np.ndarray) -> float:
+    if rings.shape[1] < 2:
+        return 0.0
+    return float(hops[rings, np.roll(rings, -1, axis=1)].max())
+
+
+def _inter_ftd_share(placement: mp.Placement, loads: mesh.LinkLoads | None) -> float:
+    """Share of load on links whose two ends lie in different FTD tiles."""
+    if loads is None or placement.ftd_shape is None:
+        return float("nan")
+    tile = placement.ftd_id.reshape(placement.rows, placement.cols)
+    cross_h = tile[:, :-1] != tile[:, 1:]
+    cross_v = tile[:-1, :] != tile[1:, :]
+    cross = (loads.east * cross_h).sum() + (loads.west * cross_h).sum() + \
+        (loads.south * cross_v).sum() + (loads.north * cross_v).sum()
+    total = loads.total()
+    return float(cross / total) if total > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=512)
+def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
+          token_source: str, num_experts: int, expert_load=None) -> Structure:
+    """Placement, unit traffic of every phase, link loads and peaks for one structural combination.
+
+    Units: all-reduce and gradient per byte of each member's message; dispatch and combine per
+    token copy of one byte sent by every group (scale by tokens per group × top-k × H × bytes).
+    `expert_load` is a tuple of per-expert shares (None: uniform).
+    """
+    placement = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit)
+    experts = mp.place_experts(num_experts, rows, cols)
+    source = token_source if token_source != "auto" else ("ftd" if strategy == "er" else "nearest")
+    load = None if expert_load is None else np.asarray(expert_load, dtype=float)
+    dispatch = traffic.dispatch_traffic(placement, experts, 1.0, 1, 1.0, load, source)
+    mats = {
+        "allreduce": traffic.allreduce_ring_traffic(placement, 1.0),
+        "dispatch": dispatch,
+        "combine": dispatch.T.copy(),
+        "gradient": traffic.gradient_traffic(placement, 1.0),
+    }
+    phases = {k: _peaks(topology, rows, cols, v) for k, v in mats.items()}
+    hops = mesh.hops_matrix(rows, cols)
+    overlap = 0.0
+    if topology == "mesh":
+        overlap = mesh.hot_overlap(phases["allreduce"].loads, phases["dispatch"].loads)
+    return Structure(
+        placement=placement, experts=experts, phases=phases,
+        ring_step_hops=_ring_hops(placement.rings, hops) if topology == "mesh" else float(tp > 1),
+        grad_step_hops=_ring_hops(placement.rings.T, hops) if topology == "mesh" else float(rows * cols // tp > 1),
+        hot_overlap=overlap,
+        inter_ftd_share=_inter_ftd_share(placement, phases["dispatch"].loads),
+        node_load=dispatch.sum(axis=0),
+        expert_imbalance=float(dispatch.sum(axis=0).max() / dispatch.sum(axis=0).mean()),
+    )
+
+
+def cache_info():
+    """How many structures were built (misses) and reused (hits)."""
+    return build.cache_info()
+
+
+def clear_cache() -> None:
+    """Forget every built structure (benchmarks measure cold builds)."""
+    build.cache_clear()
