@@ -45,6 +45,7 @@ MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "K
              ("moe_transient", "MoE transient"))
 STAGE_TERMS = {"attention": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
                "MoE": ("weights", "kept_act", "kv", "moe_transient")}
+BETTER = {"max": ", higher is better", "min": ", lower is better"}
 ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
@@ -61,6 +62,8 @@ class _Results:
     comparison: pd.DataFrame | None
     compare: dict  # the config's compare section ({} when the sweep had none)
     model: dict  # the resolved base model (labels the density k/E)
+    metric: str = field(init=False)  # what "best" means: the compare metric, else tokens/s
+    baseline: dict = field(init=False)  # what "uniform" means: the compare baseline, else G = 1
     feasible: pd.DataFrame = field(init=False)
     group_cols: list = field(init=False)  # swept axes other than B and G: one design each
     varying: list = field(init=False)  # those that take several values (zipped constants add no label)
@@ -70,14 +73,8 @@ class _Results:
         self.feasible = self.points[feas]
         self.group_cols = [a for a in self.axes if a not in OVER and a in self.points]
         self.varying = [a for a in self.group_cols if self.points[a].nunique() > 1]
-
-    @property
-    def metric(self) -> str:
-        return self.compare.get("metric", "tokens_per_s")
-
-    @property
-    def baseline(self) -> dict:
-        return self.compare.get("baseline") or ({"workload.G": 1} if "workload.G" in self.axes else {})
+        self.metric = self.compare.get("metric", "tokens_per_s")
+        self.baseline = self.compare.get("baseline") or ({"workload.G": 1} if "workload.G" in self.axes else {})
 
 
 def plot_results(path) -> list[Path]:
@@ -194,10 +191,11 @@ def _single(title: str, height: float = SINGLE[1]):
 # ---------------------------------------------------------------- 1. Pareto front
 
 def _pareto(r: _Results) -> Figure | None:
-    objs = [c for c in r.objectives if c in r.points]
-    if not objs or r.feasible.empty or (len(objs) == 1 and not r.axes):
+    objs = [c for c in r.objectives if c in r.points and pd.api.types.is_numeric_dtype(r.points[c])]
+    numeric_axes = [a for a in r.axes if a in r.points and pd.api.types.is_numeric_dtype(r.points[a])]
+    if not objs or r.feasible.empty or (len(objs) == 1 and not numeric_axes):
         return None
-    xcol, ycol = (objs[0], objs[1]) if len(objs) > 1 else (r.axes[0], objs[0])
+    xcol, ycol = (objs[0], objs[1]) if len(objs) > 1 else (numeric_axes[0], objs[0])
     (fx, _), (fy, _) = _scale(xcol), _scale(ycol)
     title = "Pareto front" if len(objs) > 1 else f"{NAMES.get(ycol, ycol)} over {NAMES.get(xcol, xcol)}"
     fig, ax = _single(f"{r.name}: {title}")
@@ -210,8 +208,8 @@ def _pareto(r: _Results) -> Figure | None:
         lims[which] = _style_axis(ax, which, col, list(feas[col] * f) + ([cap] if cap else []))
         if cap:
             (ax.axvline if which == "x" else ax.axhline)(cap, ls="--", lw=1, color="0.3",
-                                                          label="memory capacity per node")
-        getattr(ax, f"set_{which}label")(_label(col) + _direction(r, col))
+                                                          label=f"capacity per node ({cap:.3g} GB)")
+        getattr(ax, f"set_{which}label")(_label(col) + BETTER.get(r.objectives.get(col), ""))
     if len(infeasible):
         ix, iy = infeasible[xcol] * fx, infeasible[ycol] * fy
         off = int((~(ix.between(*lims["x"]) & iy.between(*lims["y"]))).sum())
@@ -226,10 +224,6 @@ def _pareto(r: _Results) -> Figure | None:
                 zorder=4, label="Pareto front")
     fig.legend(loc="outside right upper", markerscale=1.3, frameon=False)  # off the axes: never covers data
     return fig
-
-
-def _direction(r: _Results, col: str) -> str:
-    return {"max": ", higher is better", "min": ", lower is better"}.get(r.objectives.get(col), "")
 
 
 def _colour_groups(r: _Results, df: pd.DataFrame):
@@ -323,7 +317,7 @@ def _speedup_vs_g(r: _Results) -> Figure | None:
             continue  # no feasible smallest-G point: nothing to compare against
         key = dict(zip(r.group_cols, key if isinstance(key, tuple) else (key,)))
         ax.plot(gs, best / best.iloc[0], marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none",
-                color=PALETTE[i % len(PALETTE)], label=_group_label(r.varying, [key[c] for c in r.varying]) or "all")
+                color=PALETTE[i % len(PALETTE)], label=_group_label(r.varying, tuple(key[c] for c in r.varying)))
         last.append(best.last_valid_index())
     if not last:
         return None
@@ -336,38 +330,42 @@ def _speedup_vs_g(r: _Results) -> Figure | None:
     ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
     ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {_num(gs[0])} (×)")
     title = ", ".join(NAMES.get(c, c) + (f" ({describe(c)[0]})" if describe(c)[0] else "") for c in r.varying)
-    ax.legend(title=title or None, loc="upper left", frameon=True, framealpha=0.9)
+    if r.varying:  # one line needs no legend
+        ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
     return fig
 
 
 # ---------------------------------------------------------------- 4. memory per node at the peak stage
 
 def _memory(r: _Results) -> Figure | None:
-    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS]
+    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS] + ["mem_attn_peak_node_bytes", "mem_moe_peak_node_bytes"]
     if any(c not in r.points for c in cols) or r.feasible.empty:
         return None
     bars = _memory_rows(r)
     if not bars:
         return None
     fig, ax = _single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars)))
-    ypos = _bar_positions(bars)
-    for (label, row, _), y in zip(bars, ypos):
+    # A half-row gap between designs, so each design's pair of bars reads as one block.
+    ypos = np.cumsum([0.0] + [1.5 if a[2] != b[2] else 1.0 for a, b in zip(bars, bars[1:])])
+    for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
     ax.set_yticks(ypos, [b[0] for b in bars])
     ax.invert_yaxis()  # first design on top, reading order
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
     ends = [max(_peak(row)[1], row.get("mem_capacity_node_bytes", 0)) * 1e-9 for _, row, _ in bars]
-    for (_, row, _), y, end in zip(bars, ypos, ends):
+    for (_, row, _), y in zip(bars, ypos):
         ax.text(max(ends) * 1.02, y, f"{_peak(row)[0]} stage", va="center", fontsize=8, color="0.25")
     ax.set_xlim(0, max(ends) * 1.22)
     cap = _capacity_marks(ax, [b[1] for b in bars], ypos)
     # Only terms some bar draws: a legend entry for, say, a zero KV cache would send readers looking for it.
-    drawn = [i for i, (t, _) in enumerate(MEM_TERMS)
-             if any(t in STAGE_TERMS[_peak(row)[0]] and row[f"mem_{t}_node_bytes"] > 0 for _, row, _ in bars)]
-    handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i in drawn] + [Line2D([], [], ls="--", color="0.2")]
-    labels = [MEM_TERMS[i][1] for i in drawn] + [f"capacity per node{cap}"]
-    fig.legend(handles, labels, loc="outside lower center", ncol=4, frameon=False)
+    # Too-thin terms carry their size, so a reader knows they are present but small.
+    top = {t: max((row[f"mem_{t}_node_bytes"] * 1e-9 for _, row, _ in bars
+                   if t in STAGE_TERMS[_peak(row)[0]]), default=0.0) for t, _ in MEM_TERMS}
+    drawn = [(i, name, top[t]) for i, (t, name) in enumerate(MEM_TERMS) if top[t] > 0]
+    handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
+    labels = [name + (f" (≤ {v:.1g} GB)" if v < 0.01 * max(ends) else "") for _, name, v in drawn]
+    fig.legend(handles, labels + [f"capacity per node{cap}"], loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 
@@ -403,16 +401,6 @@ def _over_label(row) -> str:
     return ", ".join(f"{SYMBOLS[c]}={_num(row[c])}" for c in ("workload.G", "workload.B") if c in row)
 
 
-def _bar_positions(bars) -> list:
-    """Bar rows with a half-row gap between designs, so each design's pair reads as one block."""
-    ypos, y, last = [], 0.0, None
-    for _, _, gi in bars:
-        y += 0.0 if last is None else (1.5 if gi != last else 1.0)
-        ypos.append(y)
-        last = gi
-    return ypos
-
-
 def _peak(row) -> tuple[str, float]:
     """The stage that sets the peak and its bytes: attention (with the BTA buffer) or MoE."""
     attn, moe = row["mem_attn_peak_node_bytes"], row["mem_moe_peak_node_bytes"]
@@ -420,14 +408,13 @@ def _peak(row) -> tuple[str, float]:
 
 
 def _stacked_bar(ax, y: float, row) -> None:
-    stage = _peak(row)[0]
+    """The terms of the stage that sets the peak only: the other stage's terms are not live at that moment."""
     left = 0.0
     for i, (term, _) in enumerate(MEM_TERMS):
-        if term not in STAGE_TERMS[stage]:
-            continue
-        w = float(row[f"mem_{term}_node_bytes"]) * 1e-9
-        ax.barh(y, w, left=left, height=0.8, color=PALETTE[i], edgecolor="white", linewidth=0.5)
-        left += w
+        if term in STAGE_TERMS[_peak(row)[0]]:
+            w = float(row[f"mem_{term}_node_bytes"]) * 1e-9
+            ax.barh(y, w, left=left, height=0.8, color=PALETTE[i], edgecolor="white", linewidth=0.5)
+            left += w
 
 
 def _capacity_marks(ax, rows, ypos) -> str:

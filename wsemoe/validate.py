@@ -14,25 +14,11 @@ from wsemoe import engine, presets, yamlio
 from wsemoe.compare import comparison_table
 from wsemoe.config import load_config
 from wsemoe.cost import step
-from wsemoe.errors import ConfigError
+from wsemoe.validate_common import row, sweep_config
 from wsemoe.specs import MappingSpec, ModelSpec, WorkloadSpec
 
-SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 BTA_SPEEDUP_RANGE = (4.0, 8.0)      # issue 2: between 4× and 8× (paper: "up to 5×")
 BTA_FLATNESS = 0.20                 # best-G MFU within ±20% of its mean across each sweep
-
-
-def _row(claim, published, model, error, tolerance, ok):
-    return {"claim": claim, "published": published, "model": model, "error": error,
-            "tolerance": tolerance, "ok": None if ok is None else bool(ok)}
-
-
-def sweep_config(name: str):
-    """A shipped reproduction config from sweeps/ (a clear error when run outside a checkout)."""
-    path = SWEEPS / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError("reproduction config not found (run from a wsemoe checkout)", loc=(str(path),))
-    return load_config(path)
 
 
 def bta_comparison(name: str):
@@ -52,17 +38,17 @@ def bta_rows() -> list[dict]:
         t = bta_comparison(name)
         uni, bta = t["baseline_mfu"].to_numpy(), t["best_mfu"].to_numpy()
         falls = bool(np.all(np.diff(uni) < 0))
-        rows.append(_row(f"uniform MFU falls as sparsity grows ({label})", "monotonic fall",
+        rows.append(row(f"uniform MFU falls as sparsity grows ({label})", "monotonic fall",
                          " → ".join(f"{100 * x:.1f}%" for x in uni), f"{uni[0] / uni[-1]:.2f}× drop",
                          "strictly decreasing", falls))
         dev = float(np.max(np.abs(bta / bta.mean() - 1)))
-        rows.append(_row(f"BTA (best G) MFU stays flat ({label})", "nearly flat",
+        rows.append(row(f"BTA (best G) MFU stays flat ({label})", "nearly flat",
                          " → ".join(f"{100 * x:.1f}%" for x in bta), f"±{100 * dev:.1f}% of mean",
                          f"±{100 * BTA_FLATNESS:.0f}%", dev <= BTA_FLATNESS))
         if name == "bta_topk":
             s = float(t["speedup_vs_uniform"].iloc[-1])
             lo, hi = BTA_SPEEDUP_RANGE
-            rows.append(_row("BTA speedup in tokens/s at E=128, top-k 1", "up to 5×", f"{s:.2f}× "
+            rows.append(row("BTA speedup in tokens/s at E=128, top-k 1", "up to 5×", f"{s:.2f}× "
                              f"(G={int(t['best_G'].iloc[-1])}, B={int(t['best_B'].iloc[-1])})",
                              f"{100 * (s / 5 - 1):+.1f}% vs 5×", f"{lo:g}×–{hi:g}×", lo <= s <= hi))
     return rows
@@ -85,7 +71,7 @@ def param_rows() -> list[dict]:
                 continue
             tol = tol if tol is not None else _tolerance_active(pub)
             err = value / pub - 1
-            rows.append(_row(f"{name} {what} parameters", f"{pub / 1e9:g} B", f"{value / 1e9:.2f} B",
+            rows.append(row(f"{name} {what} parameters", f"{pub / 1e9:g} B", f"{value / 1e9:.2f} B",
                              f"{100 * err:+.2f}%", f"±{100 * tol:.1f}%", abs(err) <= tol))
     return rows
 
@@ -134,15 +120,17 @@ def calibration_rows(hardware: str = "cs2") -> list[dict]:
         b = max_batch(hw, m, wl)
         need = float(_memory_at(hw, m, wl, mb)["mem_peak_node_bytes"]) / hw.node_memory_bytes
         needs.append(need)
-        rows.append(_row(f"shipped micro-batch {name} (S={seq})", str(mb),
+        rows.append(row(f"shipped micro-batch {name} (S={seq})", str(mb),
                          f"B_max {b}; shipped B needs {need:.2f} of SRAM", f"{b / mb:.2f}× B", "informational", None))
     gm = float(np.exp(np.mean(np.log(needs))))
     fit = hw.memory_usable_fraction
-    rows.append(_row(f"{hardware} memory_usable_fraction vs geometric mean of shipped needs", f"{gm:.3f} (fit)",
+    rows.append(row(f"{hardware} memory_usable_fraction vs geometric mean of shipped needs", f"{gm:.3f} (fit)",
                      f"{fit:.3f} (preset)", f"{100 * (fit / gm - 1):+.1f}%", "±10%", abs(fit / gm - 1) <= 0.10))
     return rows
 
 
 def run_all() -> list[dict]:
     """Every reproduced figure."""
-    return param_rows() + calibration_rows() + bta_rows()
+    from wsemoe.validate_moentwine import mapping_rows, nvl72_rows
+
+    return param_rows() + calibration_rows() + bta_rows() + mapping_rows() + nvl72_rows()

@@ -80,6 +80,16 @@ def _inter_ftd_share(placement: mp.Placement, loads: mesh.LinkLoads | None) -> f
     return float(cross / total) if total > 0 else 0.0
 
 
+def switch_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, expert_load=None) -> np.ndarray:
+    """Dispatch on a switch: distance means nothing, so every member sends 1/tp of its group's
+    token copies, split evenly over each expert's hosts (per unit token copy of one byte)."""
+    n, tp = placement.num_nodes, placement.tp
+    share = np.full(experts.num_experts, 1.0 / experts.num_experts) if expert_load is None else np.asarray(expert_load)
+    per_host = (experts.hosts / experts.replicas[:, None]) * share[:, None]  # (E, N) share landing on node
+    into = per_host.sum(axis=0)                                              # (N,) per unit from one group
+    return np.full((n, 1), 1.0 / tp) * into[None, :]
+
+
 @functools.lru_cache(maxsize=512)
 def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
           token_source: str, num_experts: int, expert_load=None) -> Structure:
@@ -93,7 +103,10 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
     experts = mp.place_experts(num_experts, rows, cols)
     source = token_source if token_source != "auto" else ("ftd" if strategy == "er" else "nearest")
     load = None if expert_load is None else np.asarray(expert_load, dtype=float)
-    dispatch = traffic.dispatch_traffic(placement, experts, 1.0, 1, 1.0, load, source)
+    if topology == "switch":
+        dispatch = switch_dispatch(placement, experts, load)
+    else:
+        dispatch = traffic.dispatch_traffic(placement, experts, 1.0, 1, 1.0, load, source)
     mats = {
         "allreduce": traffic.allreduce_ring_traffic(placement, 1.0),
         "dispatch": dispatch,
