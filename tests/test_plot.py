@@ -52,7 +52,7 @@ def test_memory_chart_is_single_column_width(bta):
 
 @pytest.mark.parametrize("stem,texts", [
     ("throughput_vs_sparsity", ["tokens/s", "MFU", "uniform batching (G = 1)", "BTA (best G, B)", "×"]),
-    ("pareto", ["MFU", "Pareto front", "GB"]),
+    ("pareto", ["throughput (tokens/s)", "Pareto front", "GB"]),
     ("speedup_vs_G", ["batch-tiling factor G", "E = 8", "E = 128"]),
     ("memory_breakdown", ["memory per node (GB)", "capacity per node", "stage"]),
 ])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
@@ -50,31 +49,18 @@ ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
 
-@dataclass
 class _Results:
     """One results folder, with what every plot needs derived once."""
 
-    name: str
-    axes: list
-    objectives: dict
-    points: pd.DataFrame
-    pareto: pd.DataFrame
-    comparison: pd.DataFrame | None
-    compare: dict  # the config's compare section ({} when the sweep had none)
-    model: dict  # the resolved base model (labels the density k/E)
-    metric: str = field(init=False)  # what "best" means: the compare metric, else tokens/s
-    baseline: dict = field(init=False)  # what "uniform" means: the compare baseline, else G = 1
-    feasible: pd.DataFrame = field(init=False)
-    group_cols: list = field(init=False)  # swept axes other than B and G: one design each
-    varying: list = field(init=False)  # those that take several values (zipped constants add no label)
-
-    def __post_init__(self):
-        feas = self.points["feasible"].astype(bool) if "feasible" in self.points else True
-        self.feasible = self.points[feas]
-        self.group_cols = [a for a in self.axes if a not in OVER and a in self.points]
-        self.varying = [a for a in self.group_cols if self.points[a].nunique() > 1]
-        self.metric = self.compare.get("metric", "tokens_per_s")
+    def __init__(self, man: dict, points: pd.DataFrame, pareto: pd.DataFrame, comparison, config: dict):
+        self.name, self.axes, self.objectives = man.get("name", ""), list(man.get("axes", [])), man.get("objectives", {})
+        self.points, self.pareto, self.comparison = points, pareto, comparison
+        self.compare, self.model = config.get("compare") or {}, config.get("model") or {}
+        self.metric = self.compare.get("metric", "tokens_per_s")  # what "best" means
         self.baseline = self.compare.get("baseline") or ({"workload.G": 1} if "workload.G" in self.axes else {})
+        self.feasible = points[points["feasible"].astype(bool)] if "feasible" in points else points
+        self.group_cols = [a for a in self.axes if a not in OVER and a in points]  # one design each
+        self.varying = [a for a in self.group_cols if points[a].nunique() > 1]  # zipped constants add no label
 
 
 def plot_results(path) -> list[Path]:
@@ -90,6 +76,9 @@ def plot_results(path) -> list[Path]:
             fig = build(res)
             if fig is not None:
                 written += _save(fig, folder, stem)
+            else:  # a plot the data no longer supports must not linger from an earlier run
+                for ext in ("png", "svg"):
+                    (folder / f"{stem}.{ext}").unlink(missing_ok=True)
     return written
 
 
@@ -106,8 +95,7 @@ def _load(path: Path) -> _Results:
     except Exception:  # the config only refines labels and the compare metric; plots work without it
         config = None
     config = config if isinstance(config, dict) else {}
-    return _Results(man.get("name", path.name), list(man.get("axes", [])), dict(man.get("objectives", {})),
-                    points, pareto, comparison, config.get("compare") or {}, config.get("model") or {})
+    return _Results({"name": path.name, **man}, points, pareto, comparison, config)
 
 
 def _save(fig: Figure, folder: Path, stem: str) -> list[Path]:

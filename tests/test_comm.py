@@ -1,0 +1,78 @@
+"""Fabric communication inside the cost model: zero cases, placement (in)dependence, caching, hand case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import wsemoe
+from wsemoe.cost import structure
+
+
+def cfg(hardware="wsc-b200-8x8", model="deepseek-v3", axes=None, **mapping):
+    return {"name": "c", "hardware": hardware, "model": model,
+            "workload": {"mode": "decode", "seq_len": 4096, "B": 256}, "mapping": mapping, "axes": axes or {}}
+
+
+def test_single_node_costs_no_communication():
+    hw = {"preset": "wsc-b200-8x8", "rows": 1, "cols": 1, "node_memory_bytes": 2.0e+13}
+    df = wsemoe.evaluate(cfg(hardware=hw, model="qwen3-30b-a3b"))
+    for col in ("attention_allreduce_s", "moe_dispatch_s", "moe_combine_s", "moe_comm_s"):
+        assert df[col].iloc[0] == 0.0, col
+
+
+def test_tp1_has_no_allreduce_and_one_expert_home_per_node():
+    df = wsemoe.evaluate(cfg(tp=1))
+    assert df["attention_allreduce_s"].iloc[0] == 0.0
+    assert df["moe_dispatch_s"].iloc[0] > 0
+
+
+def test_switch_is_indifferent_to_placement():
+    df = wsemoe.evaluate(cfg(hardware="nvl72", tp=8, axes={"mapping.strategy": ["block", "er", "snake", "random"]}))
+    for col in ("attention_allreduce_s", "moe_dispatch_s", "moe_combine_s", "step_time_s"):
+        assert np.allclose(df[col], df[col].iloc[0]), col
+
+
+def test_more_link_bandwidth_is_never_slower():
+    bws = [2.0e+11, 4.5e+11, 9.0e+11, 1.8e+12, 3.6e+12]
+    for strategy in ("block", "er", "random"):
+        df = wsemoe.evaluate(cfg(tp=4, strategy=strategy, axes={"hardware.link_bw_bytes_per_s": bws}))
+        t = df["step_time_s"].to_numpy()
+        assert np.all(np.diff(t) <= 1e-15), strategy
+        assert np.all(np.diff(df["moe_comm_s"].to_numpy()) <= 0)
+
+
+def test_structures_built_once_per_unique_combination():
+    structure.clear_cache()
+    df = wsemoe.evaluate(cfg(axes={"mapping.strategy": ["block", "er", "snake", "random"],
+                                   "mapping.tp": [4, 8, 16], "workload.B": list(range(1, 101))}))
+    assert len(df) == 1200
+    assert structure.cache_info().misses == 12
+
+
+def test_hand_derived_two_node_dispatch():
+    """1×2 mesh, tp 1, 2 experts (one per node), top-k 1, uniform: each node sends half its token
+    copies across the single link each way: bytes = tokens × ½ × H × 2 B; time = bytes / link + 1 hop."""
+    hw = {"preset": "wsc-b200-8x8", "rows": 1, "cols": 2, "port_bw_bytes_per_s": 1.0e+15}
+    model = {"preset": "qwen3-30b-a3b", "num_experts": 2, "num_experts_per_tok": 1}
+    df = wsemoe.evaluate({"name": "h", "hardware": hw, "model": model,
+                          "workload": {"mode": "decode", "seq_len": 128, "B": 10}, "mapping": {"tp": 1}})
+    bytes_ = 10 * 0.5 * 2048 * 2
+    assert df["moe_dispatch_s"].iloc[0] == pytest.approx(bytes_ / 9.0e11 + 2.0e-7)
+    assert df["moe_combine_s"].iloc[0] == pytest.approx(bytes_ / 9.0e11 + 2.0e-7)
+    assert df["dispatch_max_link_bytes"].iloc[0] == pytest.approx(bytes_)
+
+
+def test_er_dispatch_stays_in_ftd_and_block_does_not_benefit():
+    df = wsemoe.evaluate(cfg(axes={"mapping.strategy": ["block", "er"], "mapping.tp": [4, 16]}))
+    er = df[df["mapping.strategy"] == "er"]
+    assert (er["dispatch_inter_ftd_share"] == 0).all()
+    blk = df[df["mapping.strategy"] == "block"].set_index("mapping.tp")
+    assert (er.set_index("mapping.tp")["moe_dispatch_s"] < blk["moe_dispatch_s"]).all()
+
+
+def test_uniform_experts_on_mesh_are_balanced_and_nvl72_is_not():
+    mesh = wsemoe.evaluate(cfg(tp=4))
+    nvl = wsemoe.evaluate(cfg(hardware="nvl72", tp=4))
+    assert mesh["expert_imbalance"].iloc[0] == pytest.approx(1.0)
+    assert nvl["expert_imbalance"].iloc[0] == pytest.approx(4 / (256 / 72))  # 4 experts on the busiest of 72
