@@ -69,6 +69,7 @@ class SweepConfig(Spec):
         default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
     compare: Optional[Compare] = None
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
+    expert_histogram: Optional[list[float]] = Field(None, description="per-expert shares read from balance.histogram")
 
     @field_validator("name")
     @classmethod
@@ -241,11 +242,33 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
     dup = {p for p in seen if seen.count(p) > 1}
     if dup:
         raise ConfigError(f"axis '{sorted(dup)[0]}' is swept twice", loc=("axes", sorted(dup)[0]))
+    histogram = _histogram(specs, axes, zips, base_dir)
     return build(SweepConfig, {
         "name": meta.name, "description": meta.description, **specs, "axes": axes, "zip": zips,
         "sparsity": meta.sparsity, "constraints": meta.constraints, "objectives": meta.objectives or
         SweepConfig.model_fields["objectives"].default_factory(), "compare": meta.compare, "presets": preset_store,
+        "expert_histogram": histogram,
     })
+
+
+def _histogram(specs: dict, axes: dict, zips: list, base_dir: Path):
+    """Shares of a measured histogram, checked against every expert count the sweep uses."""
+    bal = specs["balance"]
+    if bal.distribution != "histogram":
+        return None
+    if not bal.histogram:
+        raise ConfigError("distribution 'histogram' needs balance.histogram (a CSV path)", loc=("balance", "histogram"))
+    from wsemoe.histogram import read_histogram
+
+    path = Path(bal.histogram)
+    shares = read_histogram(path if path.is_absolute() else base_dir / path)
+    counts = {specs["model"].num_experts, *axes.get("model.num_experts", [])}
+    for g in zips:
+        counts |= set(g.get("model.num_experts", []))
+    if any(c != len(shares) for c in counts):
+        raise ConfigError(f"histogram has {len(shares)} experts but the model has {sorted(counts)}",
+                          loc=("balance", "histogram"))
+    return shares
 
 
 class _Meta(Spec):

@@ -52,7 +52,8 @@ def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
         numeric = {c: sub[c].to_numpy() for c in sub.columns if c not in cats}
         ns = _namespaces(cfg, key, numeric)
         out = step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"],
-                            comm=comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"]))
+                            comm=comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
+                                            cfg.expert_histogram))
         n = len(sub)
         parts.append(pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in out.items()}, index=sub.index))
     result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]

@@ -194,6 +194,9 @@ def _pareto(r: _Results) -> Figure | None:
     for which, col, f in (("x", xcol, fx), ("y", ycol, fy)):
         cap = _capacity(col, r.points)
         lims[which] = _style_axis(ax, which, col, list(feas[col] * f) + ([cap] if cap else []))
+        axis = ax.xaxis if which == "x" else ax.yaxis
+        if pd.api.types.is_integer_dtype(r.points[col]) and axis.get_scale() == "linear":  # no 1.2 B ticks
+            axis.set_major_locator(ticker.MaxNLocator(integer=True))
         if cap:
             (ax.axvline if which == "x" else ax.axhline)(cap, ls="--", lw=1, color="0.3",
                                                           label=f"capacity per node ({cap:.3g} GB)")
@@ -338,7 +341,7 @@ def _memory(r: _Results) -> Figure | None:
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
     ax.set_yticks(ypos, [b[0] for b in bars])
-    ax.invert_yaxis()  # first design on top, reading order
+    ax.set_ylim(max(ypos[-1], 3.0) + 0.6, -0.6)  # first design on top; a few bars stay bar-thin, not slabs
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
     ends = [max(_peak(row)[1], row.get("mem_capacity_node_bytes", 0)) * 1e-9 for _, row, _ in bars]
@@ -371,8 +374,12 @@ def _memory_rows(r: _Results) -> list:
         for gi, (key, sub) in enumerate(groups):
             glabel = _group_label(r.varying, key)
             sub_base = sub[base_mask[feas.index.get_indexer(sub.index)]]
-            picks = ([(base_name, sub_base.loc[sub_base[r.metric].idxmax()])] if len(sub_base) else [])
-            picks.append((best_name, sub.loc[sub[r.metric].idxmax()]))
+            best = sub.loc[sub[r.metric].idxmax()]
+            base = sub_base.loc[sub_base[r.metric].idxmax()] if len(sub_base) else None
+            if base is not None and base.name == best.name:  # one bar, not the same point twice
+                picks = [(f"{base_name} = best", best)]
+            else:
+                picks = ([(base_name, base)] if base is not None else []) + [(best_name, best)]
             for name, row in picks:
                 rows.append((", ".join(filter(None, [glabel, f"{name} ({_over_label(row)})"])), row, gi))
         return rows

@@ -131,6 +131,7 @@ def calibration_rows(hardware: str = "cs2") -> list[dict]:
 
 def run_all() -> list[dict]:
     """Every reproduced figure."""
+    from wsemoe.validate_balance import balance_rows
     from wsemoe.validate_moentwine import mapping_rows, nvl72_rows
 
-    return param_rows() + calibration_rows() + bta_rows() + mapping_rows() + nvl72_rows()
+    return param_rows() + calibration_rows() + bta_rows() + mapping_rows() + nvl72_rows() + balance_rows()

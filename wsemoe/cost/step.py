@@ -58,11 +58,15 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
     eff = hw.matmul_efficiency
     eff_exp = compute.expert_efficiency(hw, n_exp)
 
+    c = comm(T, groups, tp) if comm is not None else {}
+    imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
+    slots = c.get("expert_slots_max", weights.experts_per_node(m, nodes))  # copies on the fullest node
     # Weight bytes moved per stage: resident reads happen per node; streamed ones cross the wafer I/O.
     if resident:
         attn_w = wl.G * w["attn"] / tp  # each tile re-reads the group's attention shard
-        exp_w = np.minimum(weights.active_experts(m, T) / nodes, weights.experts_per_node(m, nodes)) \
-            * params.expert_params(m) * wl.bytes_per_weight + (w["shared"] + w["router"]) / tp
+        # each hosted copy is read if any token reaches its expert (expected share of active experts)
+        exp_w = slots * weights.active_experts(m, T) / m.num_experts * params.expert_params(m) \
+            * wl.bytes_per_weight + (w["shared"] + w["router"]) / tp
         dense_w, head_w = w["dense_ffn"] / tp, w["head"] / tp
     else:
         attn_w, exp_w = w["attn"], w["experts"] + w["shared"] + w["router"]
@@ -71,9 +75,7 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
     kv_bytes = 0.0
     if wl.mode != "train":
         kv_bytes = seqs * wl.seq_len * memory.kv_bytes_per_token_layer(m, wl) / nodes
-    c = comm(T, groups, tp) if comm is not None else {}
-    phase = {k: v for k, v in c.items() if k.endswith("_s")}
-    imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
+    phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     attn = Stage("attention", {
         "compute": _compute_time(hw, wl, f_proj + f_core, nodes, eff),
@@ -96,7 +98,8 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
               Layer("dense_layer", [attn, dense], L - Lm, wl.overlap),
               Layer("head", [head], 1, wl.overlap))
 
-    step = sum(la.count * la.time_s for la in layers)
+    # Migration the balancer could not hide is paid once per step, on the critical path.
+    step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     model_flops = compute.pass_factor(wl.mode) * (
         L * (f_proj + f_core) + Lm * (f_router + f_expert) + (L - Lm) * f_dense + f_head)
     zero = 0.0 * step
@@ -116,7 +119,7 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
         "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s")) + zero,
     }
     out.update({k: v if np.asarray(v).dtype.kind in "UO" else v + zero
-                for k, v in c.items() if not k.endswith("_s")})
+                for k, v in c.items() if not k.endswith("_s") or k.startswith("migration")})
     for la in layers:
         out[f"{la.name}_time_s"] = la.time_s + zero
     for st in (attn, moe, dense, head):
@@ -125,7 +128,7 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
             out[f"{st.name}_{term.removesuffix('_s')}_s"] = v + zero
     out["bound"] = _step_bound(layers, step)
     out.update(memory.memory_terms(hw, m, wl, groups, T, seqs,
-                                   weights.resident_weights_node(hw, m, wl, tp), nodes))
+                                   weights.resident_weights_node(hw, m, wl, tp, slots), nodes))
     return out
 
 

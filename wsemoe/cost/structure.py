@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wsemoe.cost import balance, mesh, traffic
 from wsemoe.cost import mapping as mp
-from wsemoe.cost import mesh, traffic
 
-PHASES = ("allreduce", "dispatch", "combine", "gradient")
+PHASES = ("allreduce", "dispatch", "combine", "gradient", "migration")
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +45,9 @@ class Structure:
     inter_ftd_share: float     # share of dispatch link load on links crossing FTD tiles (NaN without FTDs)
     node_load: np.ndarray      # token copies each node's experts receive per unit dispatch (local included)
     expert_imbalance: float    # busiest node's expert load over the mean (the expert stage runs at its pace)
+    imbalance_before: float    # the same without the balancer's replicas
+    slots_max: int             # most expert copies any node holds (memory, weight reads)
+    copies_moved: int          # new expert copies the balancer creates (migration)
 
 
 def _peaks(topology: str, rows: int, cols: int, t: np.ndarray) -> PhasePeaks:
@@ -90,23 +93,63 @@ def switch_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, expert
     return np.full((n, 1), 1.0 / tp) * into[None, :]
 
 
+def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares: np.ndarray, source: str) -> np.ndarray:
+    """Dispatch when a balancer made replicas: an expert's copies share its tokens evenly, each copy
+    fed by the sender the token-source policy picks for that host (per unit token copy of one byte)."""
+    n = placement.num_nodes
+    into = balance.node_loads(experts, shares)                 # (N,) per unit from one group
+    sender, _ = traffic.dispatch_senders(placement, source)    # (ng, N)
+    out = np.zeros((n, n))
+    np.add.at(out, (sender.ravel(), np.tile(np.arange(n), placement.num_groups)), np.tile(into, placement.num_groups))
+    return out
+
+
+def expert_shares(num_experts: int, bal) -> np.ndarray:
+    """Per-expert popularity from the balance key (distribution, zipf_s, seed, ..., histogram shares)."""
+    distribution, zipf_s, seed, _, _, hist = bal
+    if distribution == "zipf":
+        return balance.zipf_shares(num_experts, zipf_s, seed)
+    if distribution == "histogram":
+        h = np.asarray(hist, dtype=float)
+        if len(h) != num_experts:
+            raise ValueError(f"histogram has {len(h)} experts, the model {num_experts}")
+        return h / h.sum()
+    return np.full(num_experts, 1.0 / num_experts)
+
+
+UNIFORM = ("uniform", 1.0, 0, "none", 0, None)
+
+
+def _migration(topology, rows, cols, before, after) -> tuple[PhasePeaks, int]:
+    """Unit traffic (one byte per new copy) of fetching every new replica from its nearest old host."""
+    experts, dst = np.nonzero(after.hosts & ~before.hosts)
+    hops = mesh.hops_matrix(rows, cols)
+    src = np.array([np.flatnonzero(before.hosts[e])[np.argmin(hops[before.hosts[e], d])] for e, d in zip(experts, dst)],
+                   dtype=np.int64)
+    t = traffic.migration_traffic(src, dst.astype(np.int64), 1.0, rows * cols) if len(dst) else np.zeros((rows * cols,) * 2)
+    return _peaks(topology, rows, cols, t), int(len(dst))
+
+
 @functools.lru_cache(maxsize=512)
 def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
-          token_source: str, num_experts: int, expert_load=None) -> Structure:
+          token_source: str, num_experts: int, bal=UNIFORM) -> Structure:
     """Placement, unit traffic of every phase, link loads and peaks for one structural combination.
 
     Units: all-reduce and gradient per byte of each member's message; dispatch and combine per
-    token copy of one byte sent by every group (scale by tokens per group × top-k × H × bytes).
-    `expert_load` is a tuple of per-expert shares (None: uniform).
+    token copy of one byte sent by every group (scale by tokens per group × top-k × H × bytes);
+    migration per byte of each new expert copy. `bal` = (distribution, zipf_s, seed, balancer,
+    spare_slots, histogram shares or None).
     """
     placement = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit)
-    experts = mp.place_experts(num_experts, rows, cols)
+    shares = expert_shares(num_experts, bal)
+    before, experts = balance.balance_experts(bal[3], shares, placement, bal[4])
     source = token_source if token_source != "auto" else ("ftd" if strategy == "er" else "nearest")
-    load = None if expert_load is None else np.asarray(expert_load, dtype=float)
     if topology == "switch":
-        dispatch = switch_dispatch(placement, experts, load)
+        first = switch_dispatch(placement, before, shares)
+        dispatch = switch_dispatch(placement, experts, shares)
     else:
-        dispatch = traffic.dispatch_traffic(placement, experts, 1.0, 1, 1.0, load, source)
+        first = traffic.dispatch_traffic(placement, before, 1.0, 1, 1.0, shares, source)
+        dispatch = first if experts is before else split_dispatch(placement, experts, shares, source)
     mats = {
         "allreduce": traffic.allreduce_ring_traffic(placement, 1.0),
         "dispatch": dispatch,
@@ -114,6 +157,7 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         "gradient": traffic.gradient_traffic(placement, 1.0),
     }
     phases = {k: _peaks(topology, rows, cols, v) for k, v in mats.items()}
+    phases["migration"], moved = _migration(topology, rows, cols, before, experts)
     hops = mesh.hops_matrix(rows, cols)
     overlap = 0.0
     if topology == "mesh":
@@ -125,7 +169,10 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         hot_overlap=overlap,
         inter_ftd_share=_inter_ftd_share(placement, phases["dispatch"].loads),
         node_load=dispatch.sum(axis=0),
-        expert_imbalance=float(dispatch.sum(axis=0).max() / dispatch.sum(axis=0).mean()),
+        expert_imbalance=balance.imbalance(dispatch.sum(axis=0)),
+        imbalance_before=balance.imbalance(first.sum(axis=0)),
+        slots_max=int(experts.slots_per_node.max()),
+        copies_moved=moved,
     )
 
 

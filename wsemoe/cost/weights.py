@@ -32,7 +32,7 @@ def active_experts(m, T):
     return m.num_experts * (1.0 - miss)
 
 
-def resident_weights_node(hw, m, wl, tp):
+def resident_weights_node(hw, m, wl, tp, slots=None):
     """Bytes each node keeps: all weights (resident) or the attention weights held across G tiles (streamed).
 
     Resident: attention, dense FFN, shared experts and embeddings split over the TP group;
@@ -45,5 +45,6 @@ def resident_weights_node(hw, m, wl, tp):
         # Attention weights of the current layer stay on-wafer while its G tiles run.
         return w["attn"] / nodes
     tp_split = (L * w["attn"] + Lm * (w["shared"] + w["router"]) + (L - Lm) * w["dense_ffn"] + w["head"]) / tp
-    expert = Lm * experts_per_node(m, nodes) * params.expert_params(m) * wl.bytes_per_weight
+    slots = experts_per_node(m, nodes) if slots is None else slots  # balancer replicas fill spare slots
+    expert = Lm * slots * params.expert_params(m) * wl.bytes_per_weight
     return tp_split + expert

@@ -32,4 +32,5 @@ class BalanceSpec(Spec):
     spare_slots: NonNegativeInt = Field(0, description="extra expert slots per node for replicas")
     rebalance_interval: PositiveInt = Field(10, description="iterations between stop-the-world rebalances")
     piece_bytes: PositiveFloat = Field(1.0e6, description="migration piece size, bytes")
+    churn: float = Field(1.0, gt=0, le=1, description="share of replica copies re-placed at each rebalance (popularity drift)")
     seed: NonNegativeInt = Field(0, description="seed of the expert ranking")

@@ -1,0 +1,48 @@
+"""Measured expert-load histograms: a CSV of per-expert (optionally per-layer) token counts or shares."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from wsemoe.errors import ConfigError
+
+
+def read_histogram(path, loc=("balance", "histogram")) -> list[float]:
+    """Per-expert shares from a CSV with columns `expert` and `tokens` (or `share`), optional `layer`.
+
+    Several layers are summed per expert after normalising each layer (every layer weighs the same);
+    the cost model has one representative MoE layer, so per-layer differences average out.
+    """
+    p = Path(path)
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise ConfigError("histogram file not found", loc=(*loc, str(p))) from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"cannot read histogram: {exc}", loc=(*loc, str(p))) from None
+    if not rows:
+        raise ConfigError("histogram has no rows", loc=(*loc, str(p)))
+    value_col = "tokens" if "tokens" in rows[0] else "share" if "share" in rows[0] else None
+    if "expert" not in rows[0] or value_col is None:
+        raise ConfigError("histogram needs columns 'expert' and 'tokens' (or 'share')", loc=(*loc, str(p)))
+    try:
+        experts = np.array([int(r["expert"]) for r in rows])
+        values = np.array([float(r[value_col]) for r in rows])
+        layers = np.array([int(r.get("layer") or 0) for r in rows])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad number in histogram: {exc}", loc=(*loc, str(p))) from None
+    if experts.min() < 0 or not np.all(np.isfinite(values)) or values.min() < 0:
+        raise ConfigError("expert ids and counts must be non-negative", loc=(*loc, str(p)))
+    n = int(experts.max()) + 1
+    shares = np.zeros(n)
+    for layer in np.unique(layers):
+        sel = layers == layer
+        per = np.bincount(experts[sel], weights=values[sel], minlength=n)
+        if per.sum() <= 0:
+            raise ConfigError(f"layer {layer} has no tokens", loc=(*loc, str(p)))
+        shares += per / per.sum()
+    return (shares / shares.sum()).tolist()
