@@ -1,0 +1,91 @@
+"""Expert-load skew and balancers: conservation, monotonicity, slots, migration bounds, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import wsemoe
+from wsemoe.cost import balance, mapping as mp
+
+PL = mp.place_groups("er", 8, 8, 4)
+
+
+def test_uniform_loads_have_factor_one_and_balancers_change_nothing():
+    shares = np.full(256, 1 / 256)
+    before, after = balance.balance_experts("replicate", shares, PL, spare_slots=2)
+    assert balance.imbalance(balance.node_loads(before, shares)) == pytest.approx(1.0)
+    assert balance.imbalance(balance.node_loads(after, shares)) == pytest.approx(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(s=st.floats(0.0, 1.2), seed=st.integers(0, 1000), spare=st.integers(1, 3), aware=st.booleans())
+def test_balancing_never_raises_max_load_conserves_and_respects_slots(s, seed, spare, aware):
+    shares = balance.zipf_shares(256, s, seed)
+    before, after = balance.balance_experts("replicate", shares, PL, spare, topology_aware=aware)
+    lb, la = balance.node_loads(before, shares), balance.node_loads(after, shares)
+    assert la.max() <= lb.max() + 1e-12
+    assert la.sum() == pytest.approx(1.0) and lb.sum() == pytest.approx(1.0)
+    assert after.slots_per_node.max() <= before.slots_per_node.max() + spare
+    assert np.all(after.replicas >= 1) and np.all(after.hosts.sum(axis=1) == after.replicas)
+
+
+def test_replica_counts_go_to_hottest_first():
+    counts = balance.replica_counts(np.array([0.5, 0.3, 0.2]), extra=2, max_per_expert=4)
+    assert counts.tolist() == [2, 2, 1] or counts.tolist() == [3, 1, 1]
+    assert counts.sum() == 5
+
+
+def test_zipf_is_deterministic_per_seed():
+    a, b, c = (balance.zipf_shares(64, 0.8, s) for s in (3, 3, 4))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    assert a.sum() == pytest.approx(1.0)
+
+
+def _cfg(**bal):
+    return {"name": "b", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+            "workload": {"mode": "decode", "seq_len": 4096, "B": 1024}, "mapping": {"tp": 4, "strategy": "er"},
+            "balance": {"distribution": "zipf", "zipf_s": 0.4, "seed": 1, "spare_slots": 2, **bal}}
+
+
+def test_same_seed_same_results():
+    a, b = wsemoe.evaluate(_cfg(balancer="replicate")), wsemoe.evaluate(_cfg(balancer="replicate"))
+    assert a.equals(b)
+
+
+def test_exposed_zero_with_large_windows_and_whole_without_windows():
+    long = wsemoe.evaluate(_cfg(balancer="non-invasive", rebalance_interval=10_000, churn=0.25)).iloc[0]
+    assert long["migration_exposed_s"] == 0.0
+    # pieces larger than any cold window: nothing can hide (only the hop latency is not re-paid)
+    none = wsemoe.evaluate(_cfg(balancer="non-invasive", piece_bytes=1.0e+15)).iloc[0]
+    assert none["migration_exposed_s"] == pytest.approx(none["migration_total_s"] / 10, rel=1e-4)
+    assert none["migration_hidden_s"] < 1e-4 * none["migration_exposed_s"]
+
+
+def test_stop_the_world_pays_everything_and_replicas_cost_memory():
+    df = wsemoe.evaluate({**_cfg(), "axes": {"balance.balancer": ["none", "replicate", "stop-the-world"]}})
+    none, rep, stw = (df.iloc[i] for i in range(3))
+    assert stw["migration_exposed_s"] == pytest.approx(stw["migration_total_s"] / 10)
+    assert rep["mem_weights_node_bytes"] > none["mem_weights_node_bytes"]
+    assert rep["moe_compute_s"] < none["moe_compute_s"]
+    assert rep["expert_imbalance"] < none["expert_imbalance"] == none["imbalance_before"]
+
+
+def test_replicas_that_do_not_fit_make_the_point_infeasible():
+    hw = {"preset": "wsc-b200-8x8", "node_memory_bytes": 1.0e+11}
+    df = wsemoe.evaluate({**_cfg(balancer="replicate", spare_slots=3), "hardware": hw})
+    row = df.iloc[0]
+    assert not row["feasible"] and "memory" in row["infeasible_reason"]
+
+
+def test_histogram_csv(tmp_path):
+    csv = tmp_path / "h.csv"
+    rows = ["layer,expert,tokens"] + [f"{layer},{e},{(e + 1) * (layer + 1)}" for layer in (0, 1) for e in range(256)]
+    csv.write_text("\n".join(rows))
+    cfg = _cfg(distribution="histogram", histogram=str(csv), balancer="none")
+    row = wsemoe.evaluate(cfg).iloc[0]
+    assert row["imbalance_before"] > 1.0
+    bad = _cfg(distribution="histogram", histogram=str(tmp_path / "missing.csv"))
+    with pytest.raises(wsemoe.WsemoeError, match="histogram"):
+        wsemoe.evaluate(bad)
