@@ -41,6 +41,16 @@ def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:
     return out
 
 
+def _frame(out: dict, index) -> pd.DataFrame:
+    """Cost-model outputs as columns; labels (bound, phase bounds) become categoricals (cheap to store)."""
+    n = len(index)
+    cols = {}
+    for k, v in out.items():
+        v = np.broadcast_to(v, (n,))
+        cols[k] = pd.Categorical(v) if v.dtype.kind in "OU" else v
+    return pd.DataFrame(cols, index=index)
+
+
 def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
     """Output columns for every row of `frame` (same index), feasibility included."""
     cats = _categorical(frame)
@@ -54,8 +64,7 @@ def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
         out = step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"],
                             comm=comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
                                             cfg.expert_histogram))
-        n = len(sub)
-        parts.append(pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in out.items()}, index=sub.index))
+        parts.append(_frame(out, sub.index))
     result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]
     return add_feasibility(result, cfg, frame)
 

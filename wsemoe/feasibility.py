@@ -9,7 +9,7 @@ from wsemoe.errors import ConfigError
 
 REASONS = {
     "g_mem_attn": "attention-stage memory (transient at B + kept activations + BTA buffer) exceeds node capacity",
-    "g_mem_moe": "MoE-stage memory (dispatched tokens and FFN intermediates at G·B) exceeds node capacity",
+    "g_mem_moe": "MoE-stage memory (weights, dispatched tokens and FFN intermediates at G·B) exceeds node capacity",
 }
 
 
@@ -27,13 +27,11 @@ def add_feasibility(out: pd.DataFrame, cfg, frame: pd.DataFrame) -> pd.DataFrame
             out[f"g_{c.column}_min"] = (c.min - x) / max(abs(c.min), 1e-300)
     gcols = [col for col in out.columns if col.startswith("g_")]
     g = out[gcols].to_numpy(dtype=float)
-    out["feasible"] = np.all(g <= 0, axis=1)
-    worst = np.argmax(g, axis=1)
-    texts = np.array([_reason(col) for col in gcols], dtype=object)
-    ratio = g[np.arange(len(g)), worst] + 1.0
-    reason = np.array([f"{t} ({r:.2f}×)" if col.startswith("g_mem") else t
-                       for t, r, col in zip(texts[worst], ratio, np.array(gcols)[worst])], dtype=object)
-    out["infeasible_reason"] = np.where(out["feasible"].to_numpy(), "", reason)
+    feasible = np.all(g <= 0, axis=1)
+    out["feasible"] = feasible
+    # The worst-violated constraint names the reason; its ratio stays in its g_ column.
+    codes = np.where(feasible, -1, np.argmax(g, axis=1))
+    out["infeasible_reason"] = pd.Categorical.from_codes(codes, categories=[_reason(c) for c in gcols])
     return out
 
 

@@ -46,25 +46,29 @@ class Layer:
         if overlap == "layer":
             keys = list(dict.fromkeys(k for s in stages for k in s.terms))
             merged = {k: sum(s.terms.get(k, 0.0) for s in stages) for k in keys}
-            core, idx = roofline(merged, True)
-            self.core_bound = names_at(keys, idx)
+            core, core_idx = roofline(merged, True)
+            labels = [f"{name}:{k}" for k in keys]
         else:
-            core = sum(s.time(overlap == "stage") - sum(s.comm.values()) for s in stages)
-            per_stage = [roofline(s.terms, overlap == "stage")[0] for s in stages]
-            slowest = np.stack(np.broadcast_arrays(*per_stage)).argmax(axis=0)
-            inner = [names_at(list(s.terms), roofline(s.terms, True)[1]) for s in stages]
-            labels = np.stack(np.broadcast_arrays(*[np.char.add(f"{s.name}:", i.astype(str)) for s, i in zip(stages, inner)]))
-            self.core_bound = np.take_along_axis(labels, slowest[None, ...], axis=0)[0]
+            per_stage = [roofline(s.terms, overlap == "stage") for s in stages]
+            core = sum(t for t, _ in per_stage)
+            slowest = np.stack(np.broadcast_arrays(*[t for t, _ in per_stage])).argmax(axis=0)
+            offsets = np.cumsum([0] + [len(s.terms) for s in stages[:-1]])
+            inner = np.stack(np.broadcast_arrays(*[i + o for (_, i), o in zip(per_stage, offsets)]))
+            core_idx = np.take_along_axis(inner, slowest[None, ...], axis=0)[0]
+            labels = [f"{s.name}:{k}" for s in stages for k in s.terms]
         self.comm = {k: v for s in stages for k, v in s.comm.items()}
         self.comm_s = sum(self.comm.values()) if self.comm else 0.0
         self.core_s = core
         self.time_s = core + self.comm_s
+        # Bound as an index into `labels`: the core's binding term, or the largest communication
+        # phase when communication outweighs the core.
+        self.labels = labels + [f"comm:{k.removesuffix('_s')}" for k in self.comm]
+        self.bound_idx = np.asarray(core_idx)
+        if self.comm:
+            stack = np.stack(np.broadcast_arrays(*[np.asarray(v, float) for v in self.comm.values()]))
+            comm_idx = len(labels) + stack.argmax(axis=0)
+            self.bound_idx = np.where(np.asarray(self.comm_s) > np.asarray(core), comm_idx, core_idx)
 
     def bound(self):
-        """`layer:term`, or the largest communication phase when communication outweighs the core."""
-        core = np.char.add(f"{self.name}:", np.asarray(self.core_bound).astype(str))
-        if not self.comm:
-            return core
-        stack = np.stack(np.broadcast_arrays(*[np.asarray(v, float) for v in self.comm.values()]))
-        comm_name = names_at([f"comm:{k.removesuffix('_s')}" for k in self.comm], stack.argmax(axis=0)).astype(str)
-        return np.where(np.asarray(self.comm_s) > np.asarray(self.core_s), comm_name, core)
+        """`layer:term` labels of the binding term, per point."""
+        return np.asarray(self.labels, dtype=object)[self.bound_idx]

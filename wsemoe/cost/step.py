@@ -136,5 +136,7 @@ def _step_bound(layers, step):
     """`layer:term` of the layer kind that takes the largest share of the step."""
     shares = np.stack(np.broadcast_arrays(*[la.count * la.time_s + 0.0 * step for la in layers]))
     idx = shares.argmax(axis=0)
-    bounds = np.stack(np.broadcast_arrays(*[la.bound() for la in layers])).astype(object)
-    return np.take_along_axis(bounds, idx[None, ...], axis=0)[0]
+    offsets = np.cumsum([0] + [len(la.labels) for la in layers[:-1]])
+    per_layer = np.stack(np.broadcast_arrays(*[la.bound_idx + o for la, o in zip(layers, offsets)]))
+    labels = np.asarray([lab for la in layers for lab in la.labels], dtype=object)
+    return labels[np.take_along_axis(per_layer, idx[None, ...], axis=0)[0]]
