@@ -103,7 +103,7 @@ def test_floats_in_exponent_form_parse(tmp_path):
 
 
 def test_results_not_written_on_error_inside_evaluation(runner, tmp_path, monkeypatch):
-    """A failure mid-sweep leaves no results folder (atomic write)."""
+    """A failure mid-sweep leaves no results folder; only a hidden partial one (for --resume) without a manifest."""
     from wsemoe import engine
 
     def boom(*a, **k):
@@ -115,4 +115,7 @@ def test_results_not_written_on_error_inside_evaluation(runner, tmp_path, monkey
     result = runner.invoke(app, ["sweep", str(cfg), "--results", str(tmp_path / "res")])
     assert result.exit_code == 130
     assert not (tmp_path / "res" / "bad").exists()
-    assert Path(tmp_path / "res").exists() is False or not any(Path(tmp_path / "res").iterdir())
+    left = list(Path(tmp_path / "res").iterdir()) if (tmp_path / "res").exists() else []
+    assert all(p.name.startswith(".bad.partial-") for p in left)
+    assert not any((p / "manifest.json").exists() for p in left)
+    assert "--resume" in result.output

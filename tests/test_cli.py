@@ -23,7 +23,7 @@ def test_sweep_writes_complete_results_and_is_up_to_date(runner, tmp_path, small
     assert r.exit_code == 0, r.output
     out = res / "small"
     for f in ("config.yaml", "manifest.json", "points.parquet", "pareto.csv", "comparison.csv"):
-        assert (out / f).is_file(), f
+        assert (out / f).exists(), f
     man = json.loads((out / "manifest.json").read_text())
     points = pd.read_parquet(out / "points.parquet")
     assert man["points"] == len(points) == 16

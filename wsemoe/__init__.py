@@ -10,7 +10,7 @@ from wsemoe.presets import load_hardware, load_model  # noqa: E402
 
 def evaluate(config, **kwargs):
     """Evaluate a sweep config (path, dict or SweepConfig) into a DataFrame, one row per design point."""
-    from wsemoe.engine import evaluate as _evaluate
+    from wsemoe.chunked import evaluate as _evaluate
 
     return _evaluate(config, **kwargs)
 

@@ -35,7 +35,7 @@ def guarded(fn):
         except WsemoeError as exc:
             _fail(exc.line())
         except KeyboardInterrupt:
-            _fail("interrupted; no results were written", 130)
+            _fail("interrupted; no results were written (a sweep continues with --resume)", 130)
         except Exception as exc:  # a bug, but users still get one line
             if os.environ.get("WSEMOE_DEBUG"):
                 raise
@@ -43,18 +43,51 @@ def guarded(fn):
     return wrapper
 
 
+def _progress_bar(quiet: bool):
+    """A rich progress bar (rate, ETA) on a terminal; nothing under CI, --quiet or a pipe."""
+    if quiet or os.environ.get("CI") or not sys.stderr.isatty():
+        return None, None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=err, transient=True)
+    task = bar.add_task("points", total=None, rate="")
+    start = {}
+
+    def update(done, total):
+        import time
+
+        start.setdefault("t", (time.perf_counter(), done))
+        t0, d0 = start["t"]
+        dt = time.perf_counter() - t0
+        rate = f"{(done - d0) / dt:,.0f} points/s" if dt > 0 and done > d0 else ""
+        bar.update(task, completed=done, total=total, rate=rate)
+    return bar, update
+
+
 @app.command()
 @guarded
 def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
           output: Optional[Path] = typer.Option(None, "-o", "--output", help="results folder (default results/<name>)"),
           results: Path = typer.Option(Path("results"), help="root folder of results"),
-          force: bool = typer.Option(False, "--force", "-f", help="re-run even if the config is unchanged"),
+          force: bool = typer.Option(False, "--force", "-f", help="re-run an unchanged config; allow sweeps over the size limit"),
+          resume: bool = typer.Option(False, "--resume", help="continue a killed run from its last complete chunk"),
+          workers: int = typer.Option(1, "--workers", "-j", min=1, help="local worker processes"),
+          scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (needs wsemoe[dask])"),
+          chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="points per chunk (memory bound)"),
           quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the results path")):
     """Evaluate every design point of CONFIG and write results/<name>/."""
     from wsemoe import tables
     from wsemoe.run import run_sweep
 
-    res = run_sweep(config, out_root=results, force=force, out_dir=output)
+    bar, update = _progress_bar(quiet)
+    if bar is not None:
+        with bar:
+            res = run_sweep(config, out_root=results, force=force, out_dir=output, resume=resume, workers=workers,
+                            scheduler=scheduler, chunk_size=chunk_size, on_progress=update)
+    else:
+        res = run_sweep(config, out_root=results, force=force, out_dir=output, resume=resume, workers=workers,
+                        scheduler=scheduler, chunk_size=chunk_size)
     if quiet:
         out.print(str(res.path))
         return
@@ -62,7 +95,7 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
         out.print(f"[bold]{res.config.name}[/bold]: up to date ({res.path}); use --force to re-run")
         return
     out.print(tables.summary(res.manifest, f"({res.manifest['points']:,} points in {res.seconds:.2f} s)"))
-    out.print(tables.top_points(res.points, res.config.axis_names(), res.config.objectives))
+    out.print(tables.top_points(res.pareto, res.config.axis_names(), res.config.objectives, title="Pareto front (best first)"))
     if res.comparison is not None:
         out.print(tables.comparison(res.comparison))
     out.print(f"results: {res.path}")
@@ -108,7 +141,9 @@ def check(config: Path = typer.Argument(..., help="sweep YAML")):
         out.print(f"  axis {axis}: {n} values")
     for group in info["zip_groups"]:
         out.print(f"  zipped: {', '.join(group)}")
-    out.print(f"  estimated time {fmt(info['estimated_seconds'], 's')}, output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
+    out.print(f"  estimated time {fmt(info['estimated_seconds'], 's')} on one core, output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
+    if info["over_limit"]:
+        out.print(f"  over the limit of {info['limit']:,} points: `sweep` needs --force")
 
 
 @app.command("eval")

@@ -10,7 +10,8 @@ from wsemoe.errors import ConfigError
 DEFAULT_OVER = ("workload.B", "workload.G")
 
 
-def _keys(df: pd.DataFrame, cfg) -> tuple[list[str], list[str]]:
+def group_keys(cfg) -> tuple[list[str], list[str]]:
+    """(axes that define a comparison group, axes optimized within it)."""
     cmp = cfg.compare
     axes = cfg.axis_names()
     over = list(cmp.over) if cmp.over is not None else [a for a in DEFAULT_OVER if a in axes]
@@ -21,33 +22,20 @@ def _keys(df: pd.DataFrame, cfg) -> tuple[list[str], list[str]]:
     return group, over
 
 
-def _baseline_mask(df: pd.DataFrame, cfg) -> np.ndarray:
+def baseline_mask(df: pd.DataFrame, cfg) -> np.ndarray:
+    """Rows at the baseline's axis values (e.g. G = 1)."""
     mask = np.ones(len(df), dtype=bool)
     for path, value in cfg.compare.baseline.items():
         mask &= (df[path] == value).to_numpy()
     return mask
 
 
-def add_comparison(df: pd.DataFrame, cfg) -> pd.DataFrame:
-    """Add `speedup_vs_<name>`: each point's metric over its group's best feasible baseline."""
-    cmp = cfg.compare
-    if cmp.metric not in df:
-        raise ConfigError(f"unknown metric column '{cmp.metric}'", loc=("compare", "metric"))
-    group, _ = _keys(df, cfg)
-    base = df[cmp.metric].where(_baseline_mask(df, cfg) & df["feasible"].to_numpy())
-    best_base = base.groupby([df[g] for g in group], sort=False).transform("max") if group else \
-        pd.Series(base.max(), index=df.index)
-    df = df.copy()
-    df[f"speedup_vs_{cmp.name}"] = df[cmp.metric].where(df["feasible"]) / best_base
-    return df
-
-
 def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     """One row per group: best baseline, best overall, speedup, and the winning values of the `over` axes."""
     cmp = cfg.compare
-    group, over = _keys(df, cfg)
+    group, over = group_keys(cfg)
     feas = df[df["feasible"]]
-    base = feas[_baseline_mask(feas, cfg)]
+    base = feas[baseline_mask(feas, cfg)]
     rows = []
     grouped = feas.groupby(group, sort=False) if group else [((), feas)]
     for key, sub in grouped:

@@ -243,12 +243,16 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
     if dup:
         raise ConfigError(f"axis '{sorted(dup)[0]}' is swept twice", loc=("axes", sorted(dup)[0]))
     histogram = _histogram(specs, axes, zips, base_dir)
-    return build(SweepConfig, {
+    cfg = build(SweepConfig, {
         "name": meta.name, "description": meta.description, **specs, "axes": axes, "zip": zips,
         "sparsity": meta.sparsity, "constraints": meta.constraints, "objectives": meta.objectives or
         SweepConfig.model_fields["objectives"].default_factory(), "compare": meta.compare, "presets": preset_store,
         "expert_histogram": histogram,
     })
+    from wsemoe.space import check_points
+
+    check_points(cfg)
+    return cfg
 
 
 def _histogram(specs: dict, axes: dict, zips: list, base_dir: Path):

@@ -17,7 +17,6 @@ from wsemoe.config import SECTIONS, SweepConfig, load_config
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
 from wsemoe.feasibility import add_feasibility
-from wsemoe.compare import add_comparison
 
 
 def _categorical(frame: pd.DataFrame) -> list[str]:
@@ -69,10 +68,8 @@ def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
     return add_feasibility(result, cfg, frame)
 
 
-def evaluate(config, start: int = 0, stop: int | None = None) -> pd.DataFrame:
-    """A DataFrame of design points: input columns (dotted names) then output columns."""
+def evaluate_points(config, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+    """Points [start, stop) of a sweep: input columns (dotted names) then output columns, no comparison."""
     cfg = load_config(config)
     frame = space.build_frame(cfg, start, stop)
-    out = evaluate_frame(cfg, frame)
-    df = pd.concat([frame, out], axis=1)
-    return add_comparison(df, cfg) if cfg.compare else df
+    return pd.concat([frame, evaluate_frame(cfg, frame)], axis=1)

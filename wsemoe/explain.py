@@ -52,7 +52,7 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
     n = space.size(cfg)
     if not 0 <= point < n:
         raise ConfigError(f"point {point} out of range: the sweep has {n} points (0..{n - 1})", loc=("--point",))
-    row = engine.evaluate(cfg, point, point + 1).iloc[0]
+    row = engine.evaluate_points(cfg, point, point + 1).iloc[0]
     rows, used = [], set()
     for c in cfg.axis_names():
         rows.append(("inputs", c, row[c], *describe(c)))

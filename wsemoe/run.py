@@ -1,18 +1,27 @@
-"""A sweep end to end as one pure function: config → evaluated points → results folder."""
+"""A sweep end to end as one function: config → chunks evaluated and written → reductions → results.
+
+No printing here: progress is reported through a callback the CLI turns into a progress bar.
+"""
 
 from __future__ import annotations
 
+import io
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from wsemoe import engine, space, store
+from wsemoe import chunked, engine, space, store
 from wsemoe.columns import manifest_columns
 from wsemoe.compare import comparison_table
 from wsemoe.config import SweepConfig, load_config
+from wsemoe.errors import ConfigError
+from wsemoe.executors import run_tasks
 from wsemoe.pareto import pareto_front
+
+MAX_POINTS = int(os.environ.get("WSEMOE_MAX_POINTS", 50_000_000))
 
 
 @dataclass
@@ -23,9 +32,8 @@ class SweepResult:
     config: SweepConfig
     status: str  # "written" or "up to date"
     manifest: dict
-    points: pd.DataFrame | None = None
     pareto: pd.DataFrame | None = None
-    comparison: pd.DataFrame | None = field(default=None)
+    comparison: pd.DataFrame | None = None
     seconds: float = 0.0
 
 
@@ -34,46 +42,71 @@ def resolved_config(cfg: SweepConfig) -> dict:
     return cfg.model_dump(mode="json", exclude_none=True)
 
 
-def run_sweep(config, out_root="results", force: bool = False, out_dir=None) -> SweepResult:
-    """Evaluate a sweep and write results/<name>/ unless identical results exist (or `force`)."""
+def run_sweep(config, out_root="results", force: bool = False, out_dir=None, resume: bool = False,
+              workers: int = 1, scheduler: str | None = None, chunk_size: int | None = None,
+              on_progress=None, max_points: int = MAX_POINTS) -> SweepResult:
+    """Evaluate a sweep chunk by chunk and write results/<name>/ (skipped when up to date unless forced).
+
+    `resume` continues a killed run of the same config from its last complete chunk.
+    """
     cfg = load_config(config)
     path = Path(out_dir).resolve() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
         return SweepResult(path, cfg, "up to date", store.read_manifest(path))
+    total = space.size(cfg)
+    if total > max_points and not force:
+        raise ConfigError(f"{total:,} points exceed the limit of {max_points:,} (WSEMOE_MAX_POINTS); "
+                          "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
+    chunk = chunk_size or chunked.DEFAULT_CHUNK
     t0 = time.perf_counter()
-    points = engine.evaluate(cfg)
-    front = pareto_front(points, cfg.objectives)
-    comparison = comparison_table(points, cfg) if cfg.compare else None
+    partial = store.PartialRun(path, h, resume)
+    done = partial.done()
+    tasks = [t for t in chunked.chunk_ranges(total, chunk) if t[0] not in done]
+    progress = on_progress or (lambda done_points, total_points: None)
+    finished = total - sum(e - s for _, s, e in tasks)
+    progress(finished, total)
+
+    def on_done(stats):
+        nonlocal finished
+        finished += stats["points"]
+        progress(finished, total)
+
+    baselines = chunked.baseline_best(cfg, chunk)
+    run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
+    cands, stats = partial.read_reductions()
+    front = pareto_front(cands, cfg.objectives)
+    comparison = comparison_table(cands, cfg) if cfg.compare else None
     seconds = time.perf_counter() - t0
-    bounds = points.loc[points["feasible"], "bound"].value_counts().to_dict()
+    bounds: dict = {}
+    for s in stats:
+        for k, v in s["bounds"].items():
+            bounds[k] = bounds.get(k, 0) + v
     manifest = {
-        "name": cfg.name,
-        "description": cfg.description,
-        "config_hash": h,
-        "points": int(len(points)),
-        "feasible": int(points["feasible"].sum()),
-        "pareto": int(len(front)),
-        "objectives": cfg.objectives,
-        "axes": cfg.axis_names(),
-        "bounds": {str(k): int(v) for k, v in bounds.items()},
-        "eval_seconds": round(seconds, 4),
-        "columns": manifest_columns(points.columns),
+        "name": cfg.name, "description": cfg.description, "config_hash": h,
+        "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
+        "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
+        "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
+        "chunks": len(stats), "chunk_size": chunk, "eval_seconds": round(seconds, 4),
+        "columns": manifest_columns(store.part_columns(partial.path)),
     }
     extra = {"comparison.csv": comparison} if comparison is not None else {}
-    store.write_results(path, resolved_config(cfg), points, front, manifest, extra)
-    return SweepResult(path, cfg, "written", manifest, points, front, comparison, seconds)
+    partial.finish(resolved_config(cfg), front, manifest, extra)
+    return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
 
 
 def check(config) -> dict:
-    """What a sweep would do, without running it: points, axes, and an output-size estimate."""
+    """What a sweep would do, without running it: points, axes, time and output-size estimates."""
     cfg = load_config(config)
     n = space.size(cfg)
-    sample = engine.evaluate(cfg, 0, min(n, 256))
-    bytes_per_row = sample.memory_usage(deep=True).sum() / max(len(sample), 1)
+    m = min(n, 8192)
+    engine.evaluate_points(cfg, 0, min(n, 64))  # warm caches so the timing below is representative
     t0 = time.perf_counter()
-    engine.evaluate(cfg, 0, min(n, 4096))
-    per_point = (time.perf_counter() - t0) / min(n, 4096)
+    sample = engine.evaluate_points(cfg, 0, m)
+    per_point = (time.perf_counter() - t0) / m
+    buf = io.BytesIO()
+    sample.to_parquet(buf, index=True)
     return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
             "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
-            "estimated_seconds": n * per_point, "estimated_output_bytes": n * bytes_per_row * 0.35}
+            "estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m,
+            "limit": MAX_POINTS, "over_limit": n > MAX_POINTS}

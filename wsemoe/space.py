@@ -39,9 +39,7 @@ def build_frame(cfg: SweepConfig, start: int = 0, stop: int | None = None) -> pd
         pick = (idx // stride) % n
         for path, values in f.items():
             cols[path] = _as_array(values)[pick]
-    frame = pd.DataFrame(cols, index=pd.RangeIndex(start, stop, name="point"))
-    check_points(cfg, frame)
-    return frame
+    return pd.DataFrame(cols, index=pd.RangeIndex(start, stop, name="point"))
 
 
 def _as_array(values: list) -> np.ndarray:
@@ -55,31 +53,58 @@ def _as_array(values: list) -> np.ndarray:
     return arr
 
 
-def column(cfg: SweepConfig, frame: pd.DataFrame, path: str):
-    """A field's per-point values: the swept column, or the base spec's scalar."""
-    if path in frame.columns:
-        return frame[path].to_numpy()
-    section, field = path.split(".", 1)
-    base = getattr(cfg, section)
-    if section in ("hardware", "model") and section in frame.columns:
-        names = frame[section].to_numpy()
-        return np.array([cfg.presets[n].get(field, getattr(base, field)) for n in names], dtype=object)
-    return getattr(base, field)
+def _combos(cfg: SweepConfig, paths: list[str]) -> dict[str, np.ndarray]:
+    """Every combination of values the sweep takes on `paths` (product over the factors involved only)."""
+    cols: dict[str, np.ndarray] = {}
+    n = 1
+    for f in factors(cfg):
+        hit = [p for p in paths if p in f]
+        if not hit:
+            continue
+        m = len(next(iter(f.values())))
+        for p in cols:  # repeat what we have for each row of this factor
+            cols[p] = np.repeat(cols[p], m)
+        for p in hit:
+            cols[p] = np.tile(np.asarray(f[p], dtype=object), n)
+        n *= m
+    for p in paths:
+        if p not in cols:
+            section, field = p.split(".", 1)
+            cols[p] = np.full(n, getattr(getattr(cfg, section), field), dtype=object)
+    return cols
 
 
-def check_points(cfg: SweepConfig, frame: pd.DataFrame) -> None:
-    """Cross-field rules no single axis value can break alone (top-k ≤ E, TP divides the nodes)."""
-    k = np.asarray(column(cfg, frame, "model.num_experts_per_tok"), dtype=float)
-    e = np.asarray(column(cfg, frame, "model.num_experts"), dtype=float)
+def check_points(cfg: SweepConfig) -> None:
+    """Cross-field rules no single axis value can break alone (top-k ≤ E, TP divides the nodes).
+
+    Checked on the combinations of just the fields involved, so a 10⁸-point sweep costs nothing here.
+    """
+    c = _combos(cfg, ["model.num_experts_per_tok", "model.num_experts"])
+    k, e = c["model.num_experts_per_tok"].astype(float), c["model.num_experts"].astype(float)
     if np.any(k > e):
-        key = "model.num_experts_per_tok" if "model.num_experts_per_tok" in frame else "model.num_experts"
-        bad = int(np.argmax(np.broadcast_to(k > e, (len(frame),)))) if len(frame) else 0
-        raise ConfigError(f"top-k exceeds the number of experts at point {frame.index[bad]} "
-                          f"(k={int(np.broadcast_to(k, (len(frame),))[bad])}, E={int(np.broadcast_to(e, (len(frame),))[bad])})",
-                          loc=("axes", key))
-    tp = column(cfg, frame, "mapping.tp")
-    if tp is not None and not (isinstance(tp, np.ndarray) and tp.dtype == object):
-        nodes = np.asarray(column(cfg, frame, "hardware.rows"), dtype=float) * \
-            np.asarray(column(cfg, frame, "hardware.cols"), dtype=float)
-        if np.any(np.mod(nodes, np.asarray(tp, dtype=float)) != 0):
-            raise ConfigError("mapping.tp must divide the number of nodes (rows × cols)", loc=("mapping", "tp"))
+        i = int(np.argmax(k > e))
+        key = "model.num_experts_per_tok" if "model.num_experts_per_tok" in cfg.axis_names() else "model.num_experts"
+        raise ConfigError(f"top-k exceeds the number of experts (k={int(k[i])}, E={int(e[i])})", loc=("axes", key))
+    if any(p in cfg.axis_names() for p in ("hardware", "mapping.tp", "hardware.rows", "hardware.cols")) \
+            or cfg.mapping.tp is not None:
+        _check_tp(cfg)
+
+
+def _check_tp(cfg: SweepConfig) -> None:
+    paths = [p for p in ("hardware.rows", "hardware.cols", "mapping.tp") if p in cfg.axis_names()]
+    c = _combos(cfg, [*paths, *(["hardware"] if "hardware" in cfg.axis_names() else [])])
+    n = len(next(iter(c.values()))) if c else 1
+    def field(path):
+        section, name = path.split(".", 1)
+        if path in c:
+            return c[path].astype(float)
+        if section == "hardware" and "hardware" in c:
+            return np.array([cfg.presets[h][name] for h in c["hardware"]], dtype=float)
+        v = getattr(getattr(cfg, section), name)
+        return np.full(n, np.nan if v is None else v, dtype=float)
+    tp, nodes = field("mapping.tp"), field("hardware.rows") * field("hardware.cols")
+    bad = ~np.isnan(tp) & (np.mod(nodes, np.where(np.isnan(tp), 1, tp)) != 0)
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
+        raise ConfigError(f"mapping.tp = {int(tp[i])} does not divide the {int(nodes[i])} nodes", loc=loc)

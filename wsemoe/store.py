@@ -1,7 +1,9 @@
-"""Results directories: config.yaml, manifest.json, points.parquet, pareto.csv, written atomically.
+"""Results folders: config.yaml, manifest.json, points.parquet/ (one part per chunk), pareto.csv.
 
-Everything is written into a hidden temporary folder beside the target and renamed into place
-at the end, manifest last; a killed run never leaves a folder with a manifest that looks complete.
+A sweep writes into a hidden partial folder beside the target (`.<name>.partial-<hash>`); every
+chunk lands as a part file renamed into place only when complete, so a killed run (even
+`kill -9`) leaves whole parts that `--resume` reuses. The manifest is written last and the folder
+renamed into place: a folder with a manifest is always complete.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from wsemoe import __version__, yamlio
 from wsemoe.errors import ResultsError
 
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
-DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib")
+DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "dask", "distributed")
 
 
 def results_dir(out_root, name: str) -> Path:
@@ -53,30 +55,82 @@ def read_manifest(path: Path) -> dict | None:
 def is_up_to_date(path: Path, config_hash: str) -> bool:
     """True when `path` holds complete results of exactly this config."""
     man = read_manifest(path)
-    return bool(man) and man.get("config_hash") == config_hash and all((Path(path) / f).is_file() for f in FILES)
+    return bool(man) and man.get("config_hash") == config_hash and all((Path(path) / f).exists() for f in FILES)
 
 
-def write_results(path: Path, config: dict, points: pd.DataFrame, pareto: pd.DataFrame,
-                  manifest: dict, extra_csv: dict | None = None) -> Path:
-    """Write a complete results folder atomically (temp folder, then rename over the old one)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+def _atomic_write(path: Path, write) -> None:
+    """Write through a temp file in the same folder, then rename (readers never see half a file)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
     try:
-        (tmp / "config.yaml").write_text(yamlio.dumps(config))
-        points.to_parquet(tmp / "points.parquet", index=True)
-        pareto.to_csv(tmp / "pareto.csv", index=True)
-        for name, frame in (extra_csv or {}).items():
-            frame.to_csv(tmp / name, index=False)
-        if path.is_dir() and (path / "plots").is_dir():
-            shutil.rmtree(path / "plots")  # plots of older results would describe other numbers
-        manifest = {"version": __version__, "dependencies": dependency_versions(), **manifest}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
-        _swap(tmp, path)
+        write(Path(tmp))
+        os.replace(tmp, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+
+
+class PartialRun:
+    """The hidden folder a sweep fills chunk by chunk before it becomes results/<name>."""
+
+    def __init__(self, target: Path, config_hash: str, resume: bool):
+        self.target = Path(target)
+        self.path = self.target.with_name(f".{self.target.name}.partial-{config_hash}")
+        self.parts = self.path / "points.parquet"
+        self.cands = self.path / "candidates"
+        if not resume:
+            for old in self.target.parent.glob(f".{self.target.name}.partial-*"):
+                shutil.rmtree(old, ignore_errors=True)
+        self.parts.mkdir(parents=True, exist_ok=True)
+        self.cands.mkdir(exist_ok=True)
+
+    def done(self) -> set[int]:
+        """Chunks whose part is complete (its candidates and stats were written before it)."""
+        return {int(p.stem.split("-")[1]) for p in self.parts.glob("part-*.parquet")}
+
+    def _names(self, index: int):
+        return _chunk_names(self.path, index)
+
+    def read_reductions(self) -> tuple[pd.DataFrame, list[dict]]:
+        """All chunks' candidate rows and stats."""
+        idx = sorted(self.done())
+        cands = [pd.read_parquet(self._names(i)[1]) for i in idx]
+        stats = [json.loads(self._names(i)[2].read_text()) for i in idx]
+        return (pd.concat(cands) if cands else pd.DataFrame()), stats
+
+    def finish(self, config: dict, pareto: pd.DataFrame, manifest: dict, extra_csv: dict | None = None) -> Path:
+        """Write the small files, the manifest last, and rename the folder into place."""
+        shutil.rmtree(self.cands, ignore_errors=True)
+        (self.path / "config.yaml").write_text(yamlio.dumps(config))
+        pareto.to_csv(self.path / "pareto.csv", index=True)
+        for name, frame in (extra_csv or {}).items():
+            frame.to_csv(self.path / name, index=False)
+        manifest = {"version": __version__, "dependencies": dependency_versions(), **manifest}
+        _atomic_write(self.path / "manifest.json", lambda p: p.write_text(json.dumps(manifest, indent=2, default=str)))
+        _swap(self.path, self.target)
+        return self.target
+
+
+def _chunk_names(partial: Path, index: int):
+    return (partial / "points.parquet" / f"part-{index:06d}.parquet",
+            partial / "candidates" / f"part-{index:06d}.parquet",
+            partial / "candidates" / f"part-{index:06d}.json")
+
+
+def write_chunk(partial: Path, index: int, points: pd.DataFrame, candidates: pd.DataFrame, stats: dict) -> None:
+    """Candidates and stats first, the part last: a part present means its chunk is whole."""
+    part, cand, meta = _chunk_names(Path(partial), index)
+    _atomic_write(cand, lambda p: candidates.to_parquet(p, index=True))
+    _atomic_write(meta, lambda p: p.write_text(json.dumps(stats)))
+    _atomic_write(part, lambda p: points.to_parquet(p, index=True))
+
+
+def part_columns(partial: Path) -> list[str]:
+    """Column names of the written points (from the first part's schema)."""
+    import pyarrow.parquet as pq
+
+    first = next(iter(sorted((Path(partial) / "points.parquet").glob("part-*.parquet"))), None)
+    return [] if first is None else [c for c in pq.read_schema(first).names if c != "point"]
 
 
 def _swap(tmp: Path, path: Path) -> None:
@@ -103,4 +157,4 @@ def load_results(path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
         pareto = pd.read_csv(path / "pareto.csv", index_col=0)
     except Exception as exc:  # pyarrow/pandas raise many types for damaged files
         raise ResultsError(f"cannot read results: {type(exc).__name__}", loc=(str(path),)) from None
-    return man, points, pareto
+    return man, points.sort_index(), pareto

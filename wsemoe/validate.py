@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wsemoe import engine, presets, yamlio
+from wsemoe import chunked, presets, yamlio
 from wsemoe.compare import comparison_table
 from wsemoe.config import load_config
 from wsemoe.cost import step
@@ -24,7 +24,7 @@ BTA_FLATNESS = 0.20                 # best-G MFU within ±20% of its mean across
 def bta_comparison(name: str):
     """Comparison table (uniform vs best BTA) of a BTA reproduction sweep, ordered by rising sparsity."""
     cfg = sweep_config(name)
-    table = comparison_table(engine.evaluate(cfg), cfg)
+    table = comparison_table(chunked.evaluate(cfg), cfg)
     k = table.get("model.num_experts_per_tok", cfg.model.num_experts_per_tok)
     e = table.get("model.num_experts", cfg.model.num_experts)
     table["density"] = k / e

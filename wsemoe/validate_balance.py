@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from wsemoe import engine
+from wsemoe import chunked
 from wsemoe.validate_common import row, sweep_config
 
 
 def balance_rows() -> list[dict]:
     """Skew ≈2×, replication −54% expert stage and −22% MoE comm, non-invasive hides, STW costs."""
     cfg = sweep_config("moentwine_balance")
-    df = engine.evaluate(cfg)
+    df = chunked.evaluate(cfg)
     at = df[(df["balance.zipf_s"] == cfg.balance.zipf_s) & (df["balance.churn"] == 0.25)].set_index("balance.balancer")
     none, rep, ni, stw = (at.loc[b] for b in ("none", "replicate", "non-invasive", "stop-the-world"))
     cut_exp = 1 - rep["moe_compute_s"] / none["moe_compute_s"]

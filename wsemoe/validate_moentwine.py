@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wsemoe import engine
+from wsemoe import chunked
 from wsemoe.validate_common import row, sweep_config
 
 KEYS = ["model", "model.num_experts_per_tok", "workload.B", "mapping.tp"]
@@ -13,7 +13,7 @@ KEYS = ["model", "model.num_experts_per_tok", "workload.B", "mapping.tp"]
 
 def mapping_table() -> pd.DataFrame:
     """Per (model, top-k, B, TP): ER-vs-block ratios of all-to-all, all-reduce and total MoE communication."""
-    df = engine.evaluate(sweep_config("moentwine_mapping"))
+    df = chunked.evaluate(sweep_config("moentwine_mapping"))
     df["a2a_s"] = df["moe_dispatch_s"] + df["moe_combine_s"]
     p = df.pivot_table(index=KEYS, columns="mapping.strategy",
                        values=["a2a_s", "attention_allreduce_s", "moe_comm_s", "dispatch_inter_ftd_share",
@@ -59,7 +59,7 @@ def mapping_rows() -> list[dict]:
 
 def nvl72_rows() -> list[dict]:
     """Per-device MoE throughput of the wafer (ER) against NVL72, averaged over the sweep."""
-    df = engine.evaluate(sweep_config("wsc_vs_nvl72"))
+    df = chunked.evaluate(sweep_config("wsc_vs_nvl72"))
     p = df.pivot_table(index=["workload.B", "mapping.tp"], columns="hardware", values="per_device_moe_tokens_per_s")
     gain = p["wsc-b200-8x8"] / p["nvl72"] - 1
     mean = float(np.mean(gain))

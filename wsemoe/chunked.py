@@ -1,0 +1,120 @@
+"""Chunked evaluation: each chunk of the design frame is evaluated, reduced and written on its own.
+
+A chunk task is a pure function of (config, start, stop): it returns the chunk's points with the
+per-point speedup, plus the rows any global reduction could need (its Pareto front and its best
+rows per comparison group) and its counts. Reductions over chunks are exact: the global front is
+the front of the chunk fronts; the best row of a group is the best of the chunks' best rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from wsemoe import engine, space
+from wsemoe.compare import baseline_mask, group_keys
+from wsemoe.config import SweepConfig, load_config
+from wsemoe.pareto import pareto_front
+
+DEFAULT_CHUNK = 262_144
+
+
+@dataclass
+class ChunkResult:
+    """One evaluated chunk: its points and what the global reductions need from it."""
+
+    index: int
+    points: pd.DataFrame
+    candidates: pd.DataFrame
+    stats: dict
+
+
+def chunk_ranges(total: int, chunk_size: int) -> list[tuple[int, int, int]]:
+    """(index, start, stop) of every chunk; the last one may be shorter."""
+    return [(i, s, min(s + chunk_size, total)) for i, s in enumerate(range(0, total, chunk_size))]
+
+
+def baseline_config(cfg: SweepConfig) -> SweepConfig:
+    """The sub-sweep of baseline points (e.g. G = 1 only), to learn each group's best baseline first."""
+    base = cfg.compare.baseline
+    axes = {p: [v for v in vals if p not in base or v == base[p]] for p, vals in cfg.axes.items()}
+    zips = []
+    for group in cfg.zip:
+        n = len(next(iter(group.values())))
+        keep = [i for i in range(n) if all(group[p][i] == base[p] for p in group if p in base)]
+        zips.append({p: [vals[i] for i in keep] for p, vals in group.items()})
+    return cfg.model_copy(update={"axes": axes, "zip": zips, "compare": None})
+
+
+def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame | None:
+    """Best feasible baseline metric per comparison group (columns: group keys + 'baseline_best')."""
+    if not cfg.compare:
+        return None
+    sub = baseline_config(cfg)
+    group, _ = group_keys(cfg)
+    best = []
+    for _, start, stop in chunk_ranges(space.size(sub), chunk_size):
+        df = engine.evaluate_points(sub, start, stop)
+        df = df[df["feasible"]]
+        if len(df):
+            best.append(df.groupby(group, sort=False)[cfg.compare.metric].max().reset_index() if group
+                        else pd.DataFrame({cfg.compare.metric: [df[cfg.compare.metric].max()]}))
+    if not best:
+        return pd.DataFrame(columns=[*group, "baseline_best"])
+    merged = pd.concat(best)
+    merged = merged.groupby(group, sort=False)[cfg.compare.metric].max().reset_index() if group else \
+        pd.DataFrame({cfg.compare.metric: [merged[cfg.compare.metric].max()]})
+    return merged.rename(columns={cfg.compare.metric: "baseline_best"})
+
+
+def add_speedup(df: pd.DataFrame, cfg: SweepConfig, baselines: pd.DataFrame) -> pd.DataFrame:
+    """`speedup_vs_<name>`: each feasible point's metric over its group's best feasible baseline."""
+    group, _ = group_keys(cfg)
+    if group:
+        best = df[group].merge(baselines, on=group, how="left")["baseline_best"].to_numpy()
+    else:
+        best = np.full(len(df), baselines["baseline_best"].iloc[0] if len(baselines) else np.nan)
+    metric = df[cfg.compare.metric].to_numpy(dtype=float)
+    df[f"speedup_vs_{cfg.compare.name}"] = np.where(df["feasible"].to_numpy(), metric / best, np.nan)
+    return df
+
+
+def candidates(df: pd.DataFrame, cfg: SweepConfig) -> pd.DataFrame:
+    """Rows a global reduction may pick: the chunk's Pareto front and best rows per comparison group."""
+    keep = [pareto_front(df, cfg.objectives)]
+    if cfg.compare:
+        group, _ = group_keys(cfg)
+        feas = df[df["feasible"]]
+        metric = cfg.compare.metric
+        for sub in (feas, feas[baseline_mask(feas, cfg)]):
+            if len(sub):
+                idx = sub.groupby(group, sort=False)[metric].idxmax() if group else [sub[metric].idxmax()]
+                keep.append(sub.loc[list(idx)])
+    out = pd.concat(keep)
+    return out[~out.index.duplicated()]
+
+
+def run_chunk(cfg: SweepConfig, index: int, start: int, stop: int, baselines) -> ChunkResult:
+    """Evaluate points [start, stop) and prepare their reductions."""
+    df = engine.evaluate_points(cfg, start, stop)
+    if cfg.compare:
+        df = add_speedup(df, cfg, baselines)
+    feas = df["feasible"].to_numpy()
+    bounds = df.loc[feas, "bound"].astype(str).value_counts().to_dict()
+    stats = {"index": index, "start": start, "stop": stop, "points": int(len(df)),
+             "feasible": int(feas.sum()), "bounds": {k: int(v) for k, v in bounds.items()}}
+    return ChunkResult(index, df, candidates(df, cfg), stats)
+
+
+def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
+    """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines."""
+    cfg = load_config(config)
+    total = space.size(cfg)
+    stop = total if stop is None else min(stop, total)
+    baselines = baseline_best(cfg, chunk_size)
+    parts = [run_chunk(cfg, i, s, e, baselines).points
+             for i, s, e in chunk_ranges(stop - start, chunk_size)
+             for s, e in [(s + start, e + start)]]
+    return pd.concat(parts) if len(parts) > 1 else parts[0]
