@@ -79,6 +79,9 @@ def plot_results(path) -> list[Path]:
             else:  # a plot the data no longer supports must not linger from an earlier run
                 for ext in ("png", "svg"):
                     (folder / f"{stem}.{ext}").unlink(missing_ok=True)
+        from wsemoe import plot_mesh  # late: plot_mesh imports this module's style helpers
+
+        written += plot_mesh.plot_extra(path, store.read_manifest(path), res.points, folder)
     return written
 
 

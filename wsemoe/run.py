@@ -21,7 +21,12 @@ from wsemoe.errors import ConfigError
 from wsemoe.executors import run_tasks
 from wsemoe.pareto import pareto_front
 
-MAX_POINTS = int(os.environ.get("WSEMOE_MAX_POINTS", 50_000_000))
+MAX_POINTS = 50_000_000  # default refusal limit; WSEMOE_MAX_POINTS overrides it at run time
+
+
+def max_points() -> int:
+    """The size limit in force (read when a sweep starts, not at import)."""
+    return int(os.environ.get("WSEMOE_MAX_POINTS", MAX_POINTS))
 
 
 @dataclass
@@ -44,7 +49,7 @@ def resolved_config(cfg: SweepConfig) -> dict:
 
 def run_sweep(config, out_root="results", force: bool = False, out_dir=None, resume: bool = False,
               workers: int = 1, scheduler: str | None = None, chunk_size: int | None = None,
-              on_progress=None, max_points: int = MAX_POINTS) -> SweepResult:
+              on_progress=None) -> SweepResult:
     """Evaluate a sweep chunk by chunk and write results/<name>/ (skipped when up to date unless forced).
 
     `resume` continues a killed run of the same config from its last complete chunk.
@@ -55,8 +60,9 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     if not force and store.is_up_to_date(path, h):
         return SweepResult(path, cfg, "up to date", store.read_manifest(path))
     total = space.size(cfg)
-    if total > max_points and not force:
-        raise ConfigError(f"{total:,} points exceed the limit of {max_points:,} (WSEMOE_MAX_POINTS); "
+    limit = max_points()
+    if total > limit and not force:
+        raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
                           "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
     chunk = chunk_size or chunked.DEFAULT_CHUNK
     t0 = time.perf_counter()
@@ -109,4 +115,4 @@ def check(config) -> dict:
     return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
             "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
             "estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m,
-            "limit": MAX_POINTS, "over_limit": n > MAX_POINTS}
+            "limit": max_points(), "over_limit": n > max_points()}

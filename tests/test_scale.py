@@ -1,0 +1,121 @@
+"""Scale and robustness: determinism across chunk sizes and executors, resume after kill -9, size limit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from wsemoe.cli import app
+from wsemoe.run import run_sweep
+
+BIG = {
+    "name": "big", "hardware": "cs2", "model": "qwen3-30b-a3b",
+    "workload": {"mode": "train", "seq_len": 8192},
+    "sparsity": {"vary": "num_experts", "values": [8, 32, 128]},
+    "axes": {"workload.B": {"range": [1, 40]}, "workload.G": {"range": [1, 64]}},
+    "compare": {"name": "uniform", "baseline": {"workload.G": 1}},
+}
+
+
+def _load(path):
+    points = pd.read_parquet(Path(path) / "points.parquet").sort_index()
+    pareto = pd.read_csv(Path(path) / "pareto.csv", index_col=0)
+    comparison = pd.read_csv(Path(path) / "comparison.csv")
+    return points, pareto, comparison
+
+
+def _same(a, b):
+    for x, y in zip(a, b):
+        pd.testing.assert_frame_equal(x, y, check_categorical=False)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ref")
+    res = run_sweep(BIG, out_root=root)
+    return _load(res.path)
+
+
+@pytest.mark.parametrize("chunk", [997, 4096])
+def test_identical_across_chunk_sizes(reference, tmp_path, chunk):
+    res = run_sweep(BIG, out_root=tmp_path, chunk_size=chunk)
+    assert res.manifest["chunks"] == -(-7680 // chunk)
+    _same(reference, _load(res.path))
+
+
+def test_identical_with_worker_processes(reference, tmp_path):
+    res = run_sweep(BIG, out_root=tmp_path, chunk_size=1500, workers=2)
+    _same(reference, _load(res.path))
+
+
+def test_identical_on_a_dask_local_cluster(reference, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        res = run_sweep(BIG, out_root=tmp_path, chunk_size=2000, scheduler=cluster.scheduler_address)
+    _same(reference, _load(res.path))
+
+
+def test_resume_after_kill_9_equals_uninterrupted(reference, tmp_path):
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text(yaml.safe_dump(BIG))
+    out = tmp_path / "res"
+    cmd = [sys.executable, "-m", "wsemoe.cli", "sweep", str(cfg), "--results", str(out), "--chunk-size", "64", "-q"]
+    env = {**os.environ, "CI": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    partial = None
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until some, but not all, chunks are on disk
+        found = list(out.glob(".big.partial-*/points.parquet/part-*.parquet")) if out.exists() else []
+        if len(found) >= 5:
+            partial = found[0].parent.parent
+            break
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert partial is not None, "the sweep finished or never started before the kill"
+    assert not (out / "big").exists() and not (partial / "manifest.json").exists()
+    done_before = len(list((partial / "points.parquet").glob("part-*.parquet")))
+    assert 0 < done_before < 120
+    r = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    _same(reference, _load(out / "big"))
+    assert not list(out.glob(".big.partial-*"))
+
+
+def test_size_limit_refuses_without_force(runner, tmp_path, monkeypatch):
+    import wsemoe.run as run
+
+    monkeypatch.setattr(run, "MAX_POINTS", 1000)
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text(yaml.safe_dump(BIG))
+    r = runner.invoke(app, ["sweep", str(cfg), "--results", str(tmp_path / "res")])
+    assert r.exit_code != 0 and "exceed the limit" in r.output and r.output.count("\n") == 1
+    monkeypatch.setattr(run, "MAX_POINTS", 1000)
+    r = runner.invoke(app, ["check", str(cfg)])
+    assert r.exit_code == 0 and "7,680 points" in r.output
+
+
+def test_manifest_provenance(tmp_path):
+    res = run_sweep(BIG, out_root=tmp_path)
+    man = res.manifest
+    assert man["config_hash"] and man["points"] == 7680
+    import json
+    on_disk = json.loads((res.path / "manifest.json").read_text())
+    assert on_disk["version"] and on_disk["dependencies"]["numpy"] and on_disk["dependencies"]["pyarrow"]
+
+
+def test_name_cannot_escape_results(tmp_path):
+    from wsemoe.errors import WsemoeError
+
+    with pytest.raises(WsemoeError):
+        run_sweep({**BIG, "name": "../escape"}, out_root=tmp_path / "res")
+    assert not (tmp_path / "escape").exists()

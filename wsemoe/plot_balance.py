@@ -1,0 +1,119 @@
+"""Plots of expert-load balancing: per-die expert load before and after balancing, throughput over skew."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps, ticker
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+
+from wsemoe.cost import comm
+from wsemoe.plot import DOUBLE, MARKERS, PALETTE, SINGLE, _num
+from wsemoe.plot_mesh import _Context, _first_row, draw_ftd, mesh_axes
+
+LINESTYLES = ["-", "--", "-.", ":"]  # balancers whose lines coincide stay distinguishable
+
+
+# ---------------------------------------------------------------- 4. expert load per die
+
+def node_loads(ctx: _Context) -> dict:
+    """{node_load_<balancer>: figure} for the first balancer that places replicas (all place them alike)."""
+    if "balance.balancer" not in ctx.axes or not ctx.cfg:
+        return {}
+    balancers = [b for b in pd.unique(ctx.points["balance.balancer"]) if b != "none"]
+    if not balancers:
+        return {}
+    # Every balancer but 'none' places replicas the same way; they differ in migration cost only.
+    balancer = "replicate" if "replicate" in balancers else balancers[0]
+    df, said = ctx.slice(keep=("balance.balancer", "balance.zipf_s", "balance.churn"))
+    row = {k: v for k, v in _first_row(df).items() if not k.startswith("balance.") or k == "balance.spare_slots"}
+    return {f"node_load_{balancer}": _node_load_figure(ctx, row, balancer, said)}
+
+
+def balanced_structures(ctx: _Context, row: dict, balancer: str) -> tuple:
+    """(structure without balancing, structure with `balancer`) at the base config's skew."""
+    bal = ctx.sections(row)["balance"]
+    hist = ctx.cfg.get("expert_histogram")
+    keys = [comm.balance_key(SimpleNamespace(**{**bal, "balancer": b}),
+                             (bal["zipf_s"], bal["seed"], bal["spare_slots"]), hist) for b in ("none", balancer)]
+    return ctx.build(row, keys[0]), ctx.build(row, keys[1])
+
+
+def _node_load_figure(ctx: _Context, row: dict, balancer: str, said: str) -> Figure:
+    before, after = balanced_structures(ctx, row, balancer)
+    bal, pl = ctx.sections(row)["balance"], before.placement
+    maps = [s.node_load.reshape(pl.rows, pl.cols) / s.node_load.mean() for s in (before, after)]
+    vmax = max(1.05, max(float(m.max()) for m in maps))
+    # Centred on the mean load: white = balanced, red = busier than the mean, blue = idler.
+    norm = TwoSlopeNorm(vcenter=1.0, vmin=0.0, vmax=vmax)
+    fig = Figure(figsize=(DOUBLE[0] * 0.85, 4.9), layout="constrained")
+    axes = fig.subplots(1, 2)
+    titles = ["no balancing", f"{balancer}, +{bal['spare_slots']} spare expert slots per die"]
+    for ax, m, s, title in zip(axes, maps, (before, after), titles):
+        mesh_axes(ax, pl.rows, pl.cols)
+        im = ax.imshow(m, cmap=colormaps["RdBu_r"], norm=norm, extent=(-0.5, pl.cols - 0.5, pl.rows - 0.5, -0.5),
+                       zorder=0)
+        im.set_gid(f"node-load-{'after' if s is after else 'before'}")
+        draw_ftd(ax, pl)
+        _cell_labels(ax, m, norm)
+        ax.set_title(f"{title}\nimbalance (busiest die / mean) {s.expert_imbalance:.2f}×")
+    cb = fig.colorbar(im, ax=axes, location="right", shrink=0.85, pad=0.02)
+    cb.set_label("expert load per die (× mean load)")
+    skew = f"Zipf s = {_num(bal['zipf_s'])} (seed {bal['seed']})" if bal["distribution"] == "zipf" else bal["distribution"]
+    fig.suptitle(f"{ctx.name}: expert load per die, {skew}, {ctx.context(row)}, TP {pl.tp}"
+                 + (f", {said}" if said else ""))
+    fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles; "
+                  "non-invasive and stop-the-world place replicas alike", fontsize=8.5)
+    return fig
+
+
+def _cell_labels(ax, m: np.ndarray, norm) -> None:
+    """The value in every cell (a colour alone is hard to read back), white on saturated cells."""
+    rows, cols = m.shape
+    if rows * cols > 256:
+        return
+    size = min(7.0, 60 / max(rows, cols))
+    for (r, c), v in np.ndenumerate(m):
+        dark = abs(float(norm(v)) - 0.5) > 0.32
+        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=size, color="white" if dark else "0.1")
+
+
+# ---------------------------------------------------------------- 5. throughput over skew
+
+def throughput_vs_skew(ctx: _Context) -> Figure | None:
+    col = "tokens_per_s"
+    if not all(a in ctx.axes for a in ("balance.balancer", "balance.zipf_s")) or not ctx.has(col):
+        return None
+    df, said = ctx.slice(keep=("balance.balancer", "balance.zipf_s"))
+    if df.empty:
+        return None
+    fig = Figure(figsize=SINGLE, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(f"{ctx.name}: throughput over expert-popularity skew\n{ctx.context(_first_row(df))}"
+                 + (f", {said}" if said else ""))
+    for i, (b, sub) in enumerate(df.groupby("balance.balancer", sort=False)):
+        sub = sub.sort_values("balance.zipf_s")
+        ax.plot(sub["balance.zipf_s"], sub[col], ls=LINESTYLES[i % 4], marker=MARKERS[i % len(MARKERS)],
+                ms=9 - 1.5 * i, mfc="none", mew=1.4, lw=1.5, color=PALETTE[i % len(PALETTE)], label=b)
+        if b == "none" and "expert_imbalance" in sub:
+            _imbalance_labels(ax, sub, col, PALETTE[i % len(PALETTE)])
+    xs = np.sort(pd.unique(df["balance.zipf_s"]))
+    ax.set_xticks(xs, [_num(x) for x in xs])
+    ax.set_xlim(xs[0] - 0.08 * (np.ptp(xs) or 1), xs[-1] + 0.08 * (np.ptp(xs) or 1))
+    ax.set_ylim(0, float(df[col].max()) * 1.12)  # from zero: the drop under skew is not exaggerated
+    ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
+    ax.set_xlabel("Zipf exponent s of expert popularity (0 = uniform)")
+    ax.set_ylabel("throughput (tokens/s)")
+    fig.legend(loc="outside right upper", frameon=False, title="balancer")
+    ax.text(0.01, 0.02, "labels: imbalance without balancing\n(busiest die's expert load / mean)",
+            transform=ax.transAxes, fontsize=8, color=PALETTE[0], va="bottom")
+    return fig
+
+
+def _imbalance_labels(ax, sub: pd.DataFrame, col: str, color) -> None:
+    for s, y, imb in zip(sub["balance.zipf_s"], sub[col], sub["expert_imbalance"]):
+        ax.annotate(f"{imb:.2f}×", (s, y), xytext=(0, -13), textcoords="offset points", ha="center",
+                    va="top", fontsize=8, color=color)
