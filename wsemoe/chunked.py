@@ -16,6 +16,7 @@ import pandas as pd
 from wsemoe import engine, space
 from wsemoe.compare import baseline_mask, group_keys
 from wsemoe.config import SweepConfig, load_config
+from wsemoe.errors import ConfigError
 from wsemoe.pareto import pareto_front
 
 DEFAULT_CHUNK = 262_144
@@ -96,11 +97,27 @@ def candidates(df: pd.DataFrame, cfg: SweepConfig) -> pd.DataFrame:
     return out[~out.index.duplicated()]
 
 
+def kept_columns(df: pd.DataFrame, cfg: SweepConfig) -> list[str]:
+    """Columns points.parquet keeps under `output.columns` (inputs, feasibility, objectives always)."""
+    wanted = cfg.output.columns
+    if wanted is None:
+        return list(df.columns)
+    unknown = [c for c in wanted if c not in df.columns]
+    if unknown:
+        raise ConfigError(f"unknown output column '{unknown[0]}'", loc=("output", "columns"))
+    always = [*cfg.axis_names(), "feasible", "infeasible_reason", "bound", *cfg.objectives]
+    if cfg.compare:
+        always += [cfg.compare.metric, f"speedup_vs_{cfg.compare.name}"]
+    keep = set(always) | set(wanted)
+    return [c for c in df.columns if c in keep]
+
+
 def run_chunk(cfg: SweepConfig, index: int, start: int, stop: int, baselines) -> ChunkResult:
     """Evaluate points [start, stop) and prepare their reductions."""
     df = engine.evaluate_points(cfg, start, stop)
     if cfg.compare:
         df = add_speedup(df, cfg, baselines)
+    df = df[kept_columns(df, cfg)] if cfg.output.columns is not None else df
     feas = df["feasible"].to_numpy()
     bounds = df.loc[feas, "bound"].astype(str).value_counts().to_dict()
     stats = {"index": index, "start": start, "stop": stop, "points": int(len(df)),

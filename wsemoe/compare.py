@@ -30,32 +30,29 @@ def baseline_mask(df: pd.DataFrame, cfg) -> np.ndarray:
     return mask
 
 
+def _best_rows(df: pd.DataFrame, group: list[str], metric: str) -> pd.DataFrame:
+    """The row with the largest metric in each group (one row when there is no group)."""
+    if not len(df):
+        return df.iloc[:0]
+    idx = df.groupby(group, sort=False, observed=True)[metric].idxmax() if group else [df[metric].idxmax()]
+    return df.loc[list(idx)]
+
+
 def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     """One row per group: best baseline, best overall, speedup, and the winning values of the `over` axes."""
     cmp = cfg.compare
     group, over = group_keys(cfg)
-    feas = df[df["feasible"]]
-    base = feas[baseline_mask(feas, cfg)]
-    rows = []
-    grouped = feas.groupby(group, sort=False) if group else [((), feas)]
-    for key, sub in grouped:
-        key = key if isinstance(key, tuple) else (key,)
-        sel = base
-        for g, v in zip(group, key):
-            sel = sel[sel[g] == v]
-        best = sub.loc[sub[cmp.metric].idxmax()]
-        row = dict(zip(group, key))
-        b = sel.loc[sel[cmp.metric].idxmax()] if len(sel) else None
-        row[f"baseline_{cmp.metric}"] = b[cmp.metric] if b is not None else np.nan
-        row[f"best_{cmp.metric}"] = best[cmp.metric]
-        row[f"speedup_vs_{cmp.name}"] = best[cmp.metric] / row[f"baseline_{cmp.metric}"]
-        for a in over:
-            row[f"best_{a.split('.')[-1]}"] = best[a]
-            if b is not None:
-                row[f"baseline_{a.split('.')[-1]}"] = b[a]
-        for extra in ("mfu", "bound"):
-            if extra in sub:
-                row[f"best_{extra}"] = best[extra]
-                row[f"baseline_{extra}"] = b[extra] if b is not None else None
-        rows.append(row)
-    return pd.DataFrame(rows)
+    feas = df[df["feasible"].to_numpy()]
+    keep = [*over, *(c for c in ("mfu", "bound") if c in df), cmp.metric]
+
+    def pick(rows, prefix):
+        named = {c: f"{prefix}_{c.split('.')[-1]}" for c in keep if c != cmp.metric}
+        named[cmp.metric] = f"{prefix}_{cmp.metric}"
+        return rows[group + keep].rename(columns=named)
+
+    best = pick(_best_rows(feas, group, cmp.metric), "best")
+    base = pick(_best_rows(feas[baseline_mask(feas, cfg)], group, cmp.metric), "baseline")
+    table = best.merge(base, on=group, how="left") if group else pd.concat(
+        [best.reset_index(drop=True), base.reset_index(drop=True)], axis=1)
+    table[f"speedup_vs_{cmp.name}"] = table[f"best_{cmp.metric}"] / table[f"baseline_{cmp.metric}"]
+    return table.reset_index(drop=True)

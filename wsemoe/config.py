@@ -22,7 +22,7 @@ from wsemoe.specs.base import Spec, build
 SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
             "mapping": MappingSpec, "balance": BalanceSpec}
 PRESET_KIND = {"hardware": "hardware", "model": "models"}
-TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare")
+TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -51,6 +51,12 @@ class Compare(Spec):
     over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
 
 
+class Output(Spec):
+    """What points.parquet keeps: every column (default) or the inputs plus these outputs."""
+
+    columns: Optional[list[str]] = Field(None, description="output columns to keep (feasibility, bound and objectives always kept)")
+
+
 class SweepConfig(Spec):
     """A validated sweep: base specs, axes (grid and zip), helpers, constraints, objectives, comparison."""
 
@@ -68,6 +74,7 @@ class SweepConfig(Spec):
     objectives: dict[str, Literal["min", "max"]] = Field(
         default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
     compare: Optional[Compare] = None
+    output: Output = Output()
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
     expert_histogram: Optional[list[float]] = Field(None, description="per-expert shares read from balance.histogram")
 
@@ -247,7 +254,7 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
         "name": meta.name, "description": meta.description, **specs, "axes": axes, "zip": zips,
         "sparsity": meta.sparsity, "constraints": meta.constraints, "objectives": meta.objectives or
         SweepConfig.model_fields["objectives"].default_factory(), "compare": meta.compare, "presets": preset_store,
-        "expert_histogram": histogram,
+        "expert_histogram": histogram, "output": meta.output,
     })
     from wsemoe.space import check_points
 
@@ -278,6 +285,7 @@ def _histogram(specs: dict, axes: dict, zips: list, base_dir: Path):
 class _Meta(Spec):
     """The non-spec part of a sweep file, validated before axes are expanded."""
 
+    output: Output = Output()
     name: str = "sweep"
     description: str = ""
     axes: Optional[dict[str, Any]] = None

@@ -40,32 +40,36 @@ def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:
     return out
 
 
-def _frame(out: dict, index) -> pd.DataFrame:
-    """Cost-model outputs as columns; labels (bound, phase bounds) become categoricals (cheap to store)."""
-    n = len(index)
+def _columns(out: dict, n: int) -> dict:
+    """Cost-model outputs broadcast to n rows; labels (bound, phase bounds) become categoricals."""
     cols = {}
     for k, v in out.items():
         v = np.broadcast_to(v, (n,))
         cols[k] = pd.Categorical(v) if v.dtype.kind in "OU" else v
-    return pd.DataFrame(cols, index=index)
+    return cols
 
 
 def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
     """Output columns for every row of `frame` (same index), feasibility included."""
     cats = _categorical(frame)
+    if not cats:  # one group: no split, no reassembly
+        ns = _namespaces(cfg, {}, {c: frame[c].to_numpy() for c in frame.columns})
+        cols = _columns(_evaluate_group(cfg, ns), len(frame))
+        return add_feasibility(pd.DataFrame(cols, index=frame.index), cfg, frame)
     parts = []
-    groups = frame.groupby(cats, sort=False, dropna=False) if cats else [((), frame)]
-    for values, sub in groups:
+    for values, sub in frame.groupby(cats, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
-        key = dict(zip(cats, values))
         numeric = {c: sub[c].to_numpy() for c in sub.columns if c not in cats}
-        ns = _namespaces(cfg, key, numeric)
-        out = step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"],
-                            comm=comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
-                                            cfg.expert_histogram))
-        parts.append(_frame(out, sub.index))
+        ns = _namespaces(cfg, dict(zip(cats, values)), numeric)
+        parts.append(pd.DataFrame(_columns(_evaluate_group(cfg, ns), len(sub)), index=sub.index))
     result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]
     return add_feasibility(result, cfg, frame)
+
+
+def _evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
+    """The cost model on one group's namespaces (communication from the fabric when it applies)."""
+    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
+    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm)
 
 
 def evaluate_points(config, start: int = 0, stop: int | None = None) -> pd.DataFrame:

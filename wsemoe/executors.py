@@ -32,8 +32,30 @@ def run_tasks(cfg, tasks, baselines, partial_dir, workers: int = 1, scheduler: s
             for fut in as_completed([pool.submit(chunk_task, *a) for a in args]):
                 done(fut.result())
     else:
-        for a in args:
-            done(chunk_task(*a))
+        _run_pipelined(args, done)
+
+
+def _run_pipelined(args, done) -> None:
+    """One process: evaluate chunk i+1 while a writer thread stores chunk i (pyarrow releases the GIL).
+
+    At most one write is pending, so at most two chunks are in memory.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending = None
+        for cfg, index, start, stop, baselines, partial in args:
+            res = chunked.run_chunk(cfg, index, start, stop, baselines)
+            if pending is not None:
+                done(pending.result())
+            pending = writer.submit(_write, Path(partial), res)
+        if pending is not None:
+            done(pending.result())
+
+
+def _write(partial: Path, res) -> dict:
+    store.write_chunk(partial, res.index, res.points, res.candidates, res.stats)
+    return res.stats
 
 
 def _run_dask(args, scheduler: str, done) -> None:

@@ -15,7 +15,6 @@ REASONS = {
 
 def add_feasibility(out: pd.DataFrame, cfg, frame: pd.DataFrame) -> pd.DataFrame:
     """Append user-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words)."""
-    out = out.copy()
     for i, c in enumerate(cfg.constraints):
         src = out[c.column] if c.column in out else frame[c.column] if c.column in frame else None
         if src is None:

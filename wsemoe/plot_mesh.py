@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps, rc_context, ticker
 from matplotlib.colors import ListedColormap, Normalize, to_rgb
+from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
@@ -15,9 +16,10 @@ from matplotlib.patches import Rectangle
 from wsemoe import yamlio
 from wsemoe.config import SECTIONS
 from wsemoe.cost import mesh, structure
-from wsemoe.plot import DOUBLE, PALETTE, SINGLE, STYLE, _num, _save
+from wsemoe.plot import DOUBLE, PALETTE, STYLE, _num, _save, _single
 
-PHASE_NAMES = {"allreduce": "all-reduce", "dispatch": "dispatch", "combine": "combine"}
+PHASE_NAMES = {"allreduce": "all-reduce (attention TP)", "dispatch": "dispatch (tokens to experts)",
+               "combine": "combine (results back)"}
 PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s"}
 PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1]}
 HOT_BOTH_C, IDLE_C = "black", "0.84"
@@ -39,12 +41,11 @@ def plot_extra(path, manifest: dict | None, points: pd.DataFrame, outdir) -> lis
 
     path, outdir = Path(path), Path(outdir)
     ctx = _Context(path, manifest or {}, points)
-    figures = {"comm_breakdown": comm_breakdown(ctx), "wsc_vs_nvl72": wsc_vs_nvl72(ctx),
-               "throughput_vs_skew": plot_balance.throughput_vs_skew(ctx)}
-    figures.update(link_heatmaps(ctx))
-    figures.update(plot_balance.node_loads(ctx))
     written = []
-    with rc_context(STYLE):  # also when called on its own, outside plot_results
+    with rc_context(STYLE):  # figures take their fonts when built: build and save inside the style
+        figures = {"comm_breakdown": comm_breakdown(ctx), "wsc_vs_nvl72": wsc_vs_nvl72(ctx),
+                   "throughput_vs_skew": plot_balance.throughput_vs_skew(ctx),
+                   **link_heatmaps(ctx), **plot_balance.node_loads(ctx)}
         for stem, fig in figures.items():
             if fig is not None:
                 written += _save(fig, outdir, stem)
@@ -112,7 +113,7 @@ class _Context:
                 continue
             values = list(pd.unique(df[col]))
             pick = PREFER[col](values) if col in PREFER and _numeric(values) else values[0]
-            if self.points[col].nunique() > 1:
+            if self.points[col].nunique() > 1 and col != "model":  # titles name the model anyway
                 said.append(_setting(col, pick))
             df = df[df[col] == pick]
         return df, ", ".join(said)
@@ -121,8 +122,8 @@ class _Context:
         """Model, mode and mapping of a point, for titles (what the reader needs to place the numbers)."""
         s = self.sections(row)
         parts = [s["model"].get("name"), s["workload"].get("mode")]
-        if "mapping.strategy" not in skip:
-            parts.append(f"{s['mapping'].get('strategy')} mapping")
+        if "mapping.strategy" not in skip and s["mapping"].get("strategy"):
+            parts.append(f"{s['mapping']['strategy']} mapping")
         return ", ".join(str(p) for p in parts if p)
 
 
@@ -133,6 +134,11 @@ def _numeric(values) -> bool:
 def _setting(col: str, value) -> str:
     name = SLICE_SYMBOLS.get(col, col.split(".")[-1])
     return str(value) if col in ("model", "hardware") else f"{name} {_num(value)}"
+
+
+def _pct(x: float) -> str:
+    """Signed percentage with a typographic minus."""
+    return f"{100 * x:+.0f}%".replace("-", "\u2212")
 
 
 def _first_row(df: pd.DataFrame) -> dict:
@@ -169,8 +175,7 @@ def draw_links(ax, rows: int, cols: int, values, cmap, norm, gid: str):
 
 def drawn_links(fig: Figure) -> dict:
     """{gid: values} of every link layer drawn in `fig` (what the colours encode, all_links() order)."""
-    return {c.get_gid(): np.asarray(c.get_array()) for ax in fig.axes for c in ax.collections
-            if (c.get_gid() or "").startswith("links-")}
+    return {c.get_gid(): np.asarray(c.get_array()) for ax in fig.axes for c in ax.collections if c.get_gid()}
 
 
 def mesh_axes(ax, rows: int, cols: int) -> None:
@@ -190,16 +195,25 @@ def _lighten(color, amount: float = 0.72):
     return tuple(c + (1 - c) * amount for c in to_rgb(color))
 
 
+# Cool hues only (no orange, no grey): group fills must not read as link loads or idle links. Five,
+# not four, so groups g and g + 4 (vertical neighbours in the usual row-major group grids) differ.
+GROUP_C = [_lighten(PALETTE[i]) for i in (0, 2, 4, 5, 6)]
+
+
 def draw_nodes(ax, placement) -> None:
     """Dies as small squares in light TP-group colours, numbered by group (colours repeat, numbers do not)."""
     rows, cols = placement.rows, placement.cols
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    squares = [Rectangle((x - NODE_HALF, y - NODE_HALF), 2 * NODE_HALF, 2 * NODE_HALF) for x, y in zip(c, r)]
+    fills = [GROUP_C[int(g) % len(GROUP_C)] for g in placement.group_of]
+    ax.add_collection(PatchCollection(squares, facecolors=fills, edgecolors="0.35", linewidths=0.5, zorder=2))
+    if rows * cols > 256:  # numbers would not fit
+        return
     size = min(6.5, 56 / max(rows, cols))
-    for n, g in enumerate(placement.group_of):
-        r, c = divmod(n, cols)
-        ax.add_patch(Rectangle((c - NODE_HALF, r - NODE_HALF), 2 * NODE_HALF, 2 * NODE_HALF, lw=0.5,
-                               ec="0.35", fc=_lighten(PALETTE[int(g) % len(PALETTE)]), zorder=2))
-        if rows * cols <= 256:
-            ax.text(c, r, str(int(g)), ha="center", va="center", fontsize=size, color="0.15", zorder=4)
+    for x, y, g in zip(c, r, placement.group_of):
+        # Kept out of the layout: they lie inside the axes, and measuring hundreds of them is slow.
+        ax.text(x, y, str(int(g)), ha="center", va="center", fontsize=size, color="0.15", zorder=4,
+                in_layout=False)
 
 
 def draw_ftd(ax, placement) -> None:
@@ -210,7 +224,7 @@ def draw_ftd(ax, placement) -> None:
     for r0 in range(0, placement.rows, fr):
         for c0 in range(0, placement.cols, fc):
             ax.add_patch(Rectangle((c0 - 0.5, r0 - 0.5), fc, fr, fill=False, lw=1.3, ls=(0, (4, 2)),
-                                   ec="0.25", zorder=1))
+                                   ec="0.25", zorder=1, in_layout=False))
 
 
 # ---------------------------------------------------------------- 1. link-load heat maps
@@ -264,29 +278,34 @@ def _heatmap_figure(ctx: _Context, m: dict, vmax: float) -> Figure:
     factor, unit = _byte_unit(vmax)
     # Loaded links map onto the heat colours from just above zero; exactly idle links fall 'under' (grey).
     norm = Normalize(vmin=vmax / factor * 1e-9, vmax=vmax / factor or 1.0)
+    # A grid, not colorbar(ax=...): constrained layout misaligns equal-aspect panels that share a colourbar.
     fig = Figure(figsize=(DOUBLE[0], 5.0), layout="constrained")
-    axes = fig.subplots(1, 3)
+    grid = fig.add_gridspec(2, 3, height_ratios=[1, 0.19])
+    axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
     idle = {p: mesh.idle_share(s.phases[p].loads) for p in vals}
     for ax, phase in zip(axes, vals):
         mesh_axes(ax, pl.rows, pl.cols)
         draw_ftd(ax, pl)
         draw_nodes(ax, pl)
         q = draw_links(ax, pl.rows, pl.cols, vals[phase] / factor, HEAT, norm, f"links-{phase}")
-        ax.set_title(f"{PHASE_NAMES[phase]}: {100 * idle[phase]:.0f}% of links idle")
-    _hot_panel(axes[2], s)
-    cb = fig.colorbar(q, ax=axes[:2], location="bottom", shrink=0.75, aspect=40, extend="min", pad=0.02)
-    cb.set_label(f"bytes on link per {PHASE_NAMES['allreduce']} / dispatch ({unit}); grey: idle")
+        ax.set_title(f"{PHASE_NAMES[phase]}\n{100 * idle[phase]:.0f}% of links idle")
+    legend, bar = fig.add_subplot(grid[1, 2]), fig.add_subplot(grid[1, :2])
+    legend.axis("off")
+    bar.axis("off")
+    _hot_panel(axes[2], s, legend)
+    # A thin bar inside a blank cell: its ticks and label stay within the cell the layout reserved.
+    cb = fig.colorbar(q, cax=bar.inset_axes([0.1, 0.72, 0.8, 0.2]), orientation="horizontal", extend="min")
+    cb.set_label(f"bytes per link in one all-reduce / one dispatch ({unit}); grey: idle; "
+                 "same scale for every mapping at this TP")
     _, said = ctx.slice(keep=("mapping.strategy", "mapping.tp"))
-    fig.suptitle(f"{ctx.name}: {pl.strategy} mapping, TP {pl.tp} on {pl.rows}×{pl.cols} dies — "
-                 f"idle links {100 * idle['allreduce']:.0f}% (all-reduce) / {100 * idle['dispatch']:.0f}% "
-                 f"(dispatch)\n{ctx.context(row, skip=('mapping.strategy',))}" + (f", {said}" if said else "")
-                 + "; colour scale shared by all mappings at this TP")
+    fig.suptitle(f"{ctx.name}: {pl.strategy} mapping, TP {pl.tp} on {pl.rows}×{pl.cols} dies "
+                 f"({ctx.context(row, skip=('mapping.strategy',))}" + (f", {said})" if said else ")"))
     note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "")
     fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing)", fontsize=8.5)
     return fig
 
 
-def _hot_panel(ax, s: structure.Structure) -> None:
+def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:
     """Links hot (top decile of loaded links) in one phase only, in both, or in neither."""
     pl, a, d = s.placement, s.phases["allreduce"].loads, s.phases["dispatch"].loads
     hot_a, hot_d = mesh.hot_links(a), mesh.hot_links(d)
@@ -296,12 +315,12 @@ def _hot_panel(ax, s: structure.Structure) -> None:
     draw_ftd(ax, pl)
     draw_nodes(ax, pl)
     draw_links(ax, pl.rows, pl.cols, code, colours, Normalize(-0.5, 3.5), "hot-links")
-    ax.set_title(f"hot links: overlap (Jaccard) {s.hot_overlap:.2f}")
+    ax.set_title(f"hot links (top 10% of each phase)\noverlap (Jaccard) {s.hot_overlap:.2f}")
     labels = [f"hot in all-reduce only ({int((code == 1).sum())})", f"hot in dispatch only ({int((code == 2).sum())})",
               f"hot in both ({int((code == 3).sum())})", "neither"]
     handles = [Line2D([], [], color=c, lw=3) for c in colours.colors[1:] + [IDLE_C]]
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=2, frameon=False,
-              fontsize=8, handlelength=1.5, columnspacing=1.0)
+    legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=8, handlelength=1.5,
+                     columnspacing=1.0)
 
 
 # ---------------------------------------------------------------- 2. communication breakdown
@@ -314,7 +333,7 @@ def comm_breakdown(ctx: _Context) -> Figure | None:
         return None
     tps = sorted(pd.unique(df["mapping.tp"])) if "mapping.tp" in df else [None]
     strategies = list(pd.unique(df["mapping.strategy"]))
-    fig, ax = _titled(f"{ctx.name}: communication per layer\n{ctx.context(_first_row(df), ('mapping.strategy',))}"
+    fig, ax = _single(f"{ctx.name}: communication per layer\n{ctx.context(_first_row(df), ('mapping.strategy',))}"
                       + (f", {said}" if said else ""))
     width, centres, ticks, labels = 0.8, [], [], []
     for i, tp in enumerate(tps):
@@ -326,7 +345,7 @@ def comm_breakdown(ctx: _Context) -> Figure | None:
             if sub.empty:
                 continue
             total = _stack(ax, x0 + j, sub.iloc[0], width)
-            change = "" if first is None else f"\n{100 * (total / first - 1):+.0f}%"
+            change = "" if first is None else f"\n{_pct(total / first - 1)}"
             first = total if first is None else first
             ax.annotate(f"{total:.3g}{change}", (x0 + j, total), xytext=(0, 2), textcoords="offset points",
                         ha="center", va="bottom", fontsize=8)
@@ -359,13 +378,6 @@ def _stack(ax, x: float, row, width: float) -> float:
     return bottom
 
 
-def _titled(title: str, size=SINGLE):
-    fig = Figure(figsize=size, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(title)
-    return fig, ax
-
-
 # ---------------------------------------------------------------- 3. wafer vs NVL72
 
 def wsc_vs_nvl72(ctx: _Context) -> Figure | None:
@@ -375,22 +387,20 @@ def wsc_vs_nvl72(ctx: _Context) -> Figure | None:
     over = [c for c in ("workload.B", "mapping.tp") if c in ctx.axes]
     df, said = ctx.slice(keep=("hardware", *over))
     hws = list(pd.unique(df["hardware"]))
-    keys = list(df.groupby(over, sort=True).groups) if over else [()]
-    fig, ax = _titled(f"{ctx.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}\n"
+    keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
+    fig, ax = _single(f"{ctx.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}\n"
                       f"{ctx.context(_first_row(df))}" + (f", {said}" if said else ""))
     width = 0.8 / len(hws)
     for i, key in enumerate(keys):
-        key = key if isinstance(key, tuple) else (key,)
         at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
         vals = [float(at.loc[at["hardware"] == hw, col].iloc[0]) if (at["hardware"] == hw).any() else np.nan
                 for hw in hws]
         for j, v in enumerate(vals):
             ax.bar(i + (j - (len(hws) - 1) / 2) * width, v, width, color=PALETTE[j], label=hws[j] if i == 0 else None)
         if np.isfinite(vals[0]) and np.isfinite(vals[1]):
-            ax.annotate(f"{100 * (vals[0] / vals[1] - 1):+.0f}%", (i, np.nanmax(vals)), xytext=(0, 3),
+            ax.annotate(_pct(vals[0] / vals[1] - 1), (i, np.nanmax(vals)), xytext=(0, 3),
                         textcoords="offset points", ha="center", va="bottom", fontsize=8.5, weight="bold")
-    ax.set_xticks(range(len(keys)), [", ".join(_setting(c, v) for c, v in zip(over, k if isinstance(k, tuple) else (k,)))
-                                     for k in keys])
+    ax.set_xticks(range(len(keys)), [", ".join(_setting(c, v) for c, v in zip(over, k)) for k in keys])
     ax.grid(axis="x", visible=False)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))

@@ -64,7 +64,11 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
                           "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
-    chunk = chunk_size or chunked.DEFAULT_CHUNK
+    # One process takes the largest chunk memory allows (per-chunk work is not free); several
+    # workers need several chunks each.
+    parallel = workers > 1 or scheduler
+    chunk = chunk_size or (max(16_384, min(chunked.DEFAULT_CHUNK, -(-total // (4 * workers if workers > 1 else 8))))
+                           if parallel else chunked.DEFAULT_CHUNK)
     t0 = time.perf_counter()
     partial = store.PartialRun(path, h, resume)
     done = partial.done()

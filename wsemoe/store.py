@@ -122,7 +122,8 @@ def write_chunk(partial: Path, index: int, points: pd.DataFrame, candidates: pd.
     part, cand, meta = _chunk_names(Path(partial), index)
     _atomic_write(cand, lambda p: candidates.to_parquet(p, index=True))
     _atomic_write(meta, lambda p: p.write_text(json.dumps(stats)))
-    _atomic_write(part, lambda p: points.to_parquet(p, index=True))
+    # lz4 keeps dictionary-friendly float columns small and writes faster than the snappy default
+    _atomic_write(part, lambda p: points.to_parquet(p, index=True, compression="lz4"))
 
 
 def part_columns(partial: Path) -> list[str]:

@@ -77,16 +77,16 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes):
     attn_peak = base + attn_transient + bta_buffer
     moe_peak = base + moe_transient
     return {
-        "mem_weights_node_bytes": weights_node + 0.0 * T,
-        "mem_kept_act_node_bytes": kept + 0.0 * T,
-        "mem_kv_node_bytes": kv + 0.0 * T,
-        "mem_attn_transient_node_bytes": attn_transient + 0.0 * T,
+        "mem_weights_node_bytes": weights_node,
+        "mem_kept_act_node_bytes": kept,
+        "mem_kv_node_bytes": kv,
+        "mem_attn_transient_node_bytes": attn_transient,
         "mem_bta_buffer_node_bytes": bta_buffer,
         "mem_moe_transient_node_bytes": moe_transient,
         "mem_attn_peak_node_bytes": attn_peak,
         "mem_moe_peak_node_bytes": moe_peak,
         "mem_peak_node_bytes": np.maximum(attn_peak, moe_peak),
-        "mem_capacity_node_bytes": capacity + 0.0 * T,
+        "mem_capacity_node_bytes": capacity,
         "g_mem_attn": attn_peak / capacity - 1.0,
         "g_mem_moe": moe_peak / capacity - 1.0,
     }

@@ -11,9 +11,23 @@ def roofline(terms: dict, overlap: bool):
     With overlap, compute, weight movement and memory traffic proceed concurrently and the
     slowest one binds; without it they serialize and the largest still names the bound.
     """
-    stack = np.stack(np.broadcast_arrays(*[np.asarray(v, dtype=float) for v in terms.values()]))
-    time = stack.max(axis=0) if overlap else stack.sum(axis=0)
-    return time, stack.argmax(axis=0)
+    vals = [np.asarray(v, dtype=float) for v in terms.values()]
+    best, idx = argmax_of(vals)
+    return (best if overlap else sum(vals)), idx
+
+
+def argmax_of(vals):
+    """(elementwise max, index of the first maximal array) of a few arrays, without stacking them.
+
+    A running comparison touches each array once; numpy's argmax over a stacked axis is strided
+    and several times slower for the few-terms × many-points shape the cost model has.
+    """
+    best = vals[0]
+    idx = np.zeros(np.broadcast_shapes(*(np.shape(v) for v in vals)), dtype=np.int8)
+    for i, v in enumerate(vals[1:], start=1):
+        idx = np.where(v > best, np.int8(i), idx)
+        best = np.maximum(best, v)
+    return best, idx
 
 
 def names_at(names, idx):
@@ -51,10 +65,10 @@ class Layer:
         else:
             per_stage = [roofline(s.terms, overlap == "stage") for s in stages]
             core = sum(t for t, _ in per_stage)
-            slowest = np.stack(np.broadcast_arrays(*[t for t, _ in per_stage])).argmax(axis=0)
+            _, slowest = argmax_of([t for t, _ in per_stage])
             offsets = np.cumsum([0] + [len(s.terms) for s in stages[:-1]])
             inner = np.stack(np.broadcast_arrays(*[i + o for (_, i), o in zip(per_stage, offsets)]))
-            core_idx = np.take_along_axis(inner, slowest[None, ...], axis=0)[0]
+            core_idx = np.take_along_axis(inner, slowest[None, ...].astype(np.intp), axis=0)[0]
             labels = [f"{s.name}:{k}" for s in stages for k in s.terms]
         self.comm = {k: v for s in stages for k, v in s.comm.items()}
         self.comm_s = sum(self.comm.values()) if self.comm else 0.0
@@ -65,8 +79,8 @@ class Layer:
         self.labels = labels + [f"comm:{k.removesuffix('_s')}" for k in self.comm]
         self.bound_idx = np.asarray(core_idx)
         if self.comm:
-            stack = np.stack(np.broadcast_arrays(*[np.asarray(v, float) for v in self.comm.values()]))
-            comm_idx = len(labels) + stack.argmax(axis=0)
+            _, arg = argmax_of([np.asarray(v, float) for v in self.comm.values()])
+            comm_idx = len(labels) + arg
             self.bound_idx = np.where(np.asarray(self.comm_s) > np.asarray(core), comm_idx, core_idx)
 
     def bound(self):

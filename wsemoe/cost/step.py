@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost import compute, memory, params, weights
-from wsemoe.cost.stages import Layer, Stage
+from wsemoe.cost.stages import Layer, Stage, argmax_of
 
 
 def _io_time(hw, wl, nbytes):
@@ -102,30 +102,29 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
     step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     model_flops = compute.pass_factor(wl.mode) * (
         L * (f_proj + f_core) + Lm * (f_router + f_expert) + (L - Lm) * f_dense + f_head)
-    zero = 0.0 * step
+    # Outputs may stay scalars where nothing varies; the engine broadcasts them to the frame.
     out = {
-        "tokens_per_microbatch": T + zero,
-        "sequences_per_microbatch": seqs + zero,
-        "tokens_per_expert": n_exp + zero,
-        "expert_efficiency": eff_exp + zero,
-        "attn_proj_flops": f_proj + zero, "attn_core_flops": f_core + zero,
-        "router_flops": f_router + zero, "expert_flops": f_expert + zero,
-        "model_flops_per_step": model_flops + zero,
+        "tokens_per_microbatch": T,
+        "sequences_per_microbatch": seqs,
+        "tokens_per_expert": n_exp,
+        "expert_efficiency": eff_exp,
+        "attn_proj_flops": f_proj, "attn_core_flops": f_core,
+        "router_flops": f_router, "expert_flops": f_expert,
+        "model_flops_per_step": model_flops,
         "step_time_s": step,
         "tokens_per_s": T / step,
         "sequences_per_s": seqs / step,
         "mfu": model_flops / (step * nodes * hw.node_peak_flops),
         "per_device_moe_tokens_per_s": T / (layers[0].time_s * nodes),
-        "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s")) + zero,
+        "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s")),
     }
-    out.update({k: v if np.asarray(v).dtype.kind in "UO" else v + zero
-                for k, v in c.items() if not k.endswith("_s") or k.startswith("migration")})
+    out.update({k: v for k, v in c.items() if not k.endswith("_s") or k.startswith("migration")})
     for la in layers:
-        out[f"{la.name}_time_s"] = la.time_s + zero
+        out[f"{la.name}_time_s"] = la.time_s
     for st in (attn, moe, dense, head):
-        out[f"{st.name}_time_s"] = st.time(wl.overlap != "none") + zero
+        out[f"{st.name}_time_s"] = st.time(wl.overlap != "none")
         for term, v in {**st.terms, **st.comm}.items():
-            out[f"{st.name}_{term.removesuffix('_s')}_s"] = v + zero
+            out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
     out["bound"] = _step_bound(layers, step)
     out.update(memory.memory_terms(hw, m, wl, groups, T, seqs,
                                    weights.resident_weights_node(hw, m, wl, tp, slots), nodes))
@@ -134,9 +133,10 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
 
 def _step_bound(layers, step):
     """`layer:term` of the layer kind that takes the largest share of the step."""
-    shares = np.stack(np.broadcast_arrays(*[la.count * la.time_s + 0.0 * step for la in layers]))
-    idx = shares.argmax(axis=0)
+    _, idx = argmax_of([la.count * la.time_s + 0.0 * step for la in layers])
     offsets = np.cumsum([0] + [len(la.labels) for la in layers[:-1]])
-    per_layer = np.stack(np.broadcast_arrays(*[la.bound_idx + o for la, o in zip(layers, offsets)]))
+    code = np.zeros(np.shape(step), dtype=np.int16)
+    for i, (la, o) in enumerate(zip(layers, offsets)):
+        code = np.where(idx == i, la.bound_idx + o, code)
     labels = np.asarray([lab for la in layers for lab in la.labels], dtype=object)
-    return labels[np.take_along_axis(per_layer, idx[None, ...], axis=0)[0]]
+    return labels[code]

@@ -1,0 +1,159 @@
+"""Tests of the mesh, communication and balancing plots: files, labels, and drawn data against the model."""
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib import image
+
+from wsemoe import plot_balance, plot_mesh, store
+from wsemoe.cost import mesh, structure
+from wsemoe.plot import plot_results
+from wsemoe.run import run_sweep
+
+BASE = {"hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+        "workload": {"mode": "decode", "seq_len": 4096, "B": 256}}
+MAPPING = {**BASE, "name": "map", "axes": {"mapping.strategy": ["block", "er"], "mapping.tp": [4, 16]}}
+HARDWARE = {**BASE, "name": "hw", "mapping": {"strategy": "er"},
+            "axes": {"hardware": ["wsc-b200-8x8", "nvl72"], "mapping.tp": [4, 8]}}
+BALANCE = {**BASE, "name": "bal", "mapping": {"tp": 4, "strategy": "er"},
+           "balance": {"distribution": "zipf", "zipf_s": 0.4, "seed": 1, "spare_slots": 2},
+           "axes": {"balance.balancer": ["none", "replicate"], "balance.zipf_s": [0.0, 0.4]}}
+HEATMAPS = [f"link_heatmap_{s}_tp{tp}" for s in ("block", "er") for tp in (4, 16)]
+EXPECTED = {"map": HEATMAPS + ["comm_breakdown"], "hw": ["wsc_vs_nvl72"],
+            "bal": ["node_load_replicate", "throughput_vs_skew"]}
+MINE = {"comm_breakdown", "wsc_vs_nvl72", "throughput_vs_skew"}
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """Each small sweep's results folder and the files plot_results wrote for it."""
+    out = {}
+    for cfg in (MAPPING, HARDWARE, BALANCE):
+        path = run_sweep(cfg, out_root=tmp_path_factory.mktemp(cfg["name"])).path
+        out[cfg["name"]] = (path, plot_results(path))
+    return out
+
+
+def _context(path):
+    man, points, _ = store.load_results(path)
+    return plot_mesh._Context(path, man, points)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_expected_plots_written_and_decodable(sweeps, name):
+    path, written = sweeps[name]
+    for stem in EXPECTED[name]:
+        for ext in ("png", "svg"):
+            f = path / "plots" / f"{stem}.{ext}"
+            assert f in written and f.stat().st_size > 1000, f
+        h, w = image.imread(path / "plots" / f"{stem}.png").shape[:2]
+        assert h > 500 and w > 1000  # 200 dpi, not a thumbnail
+    mine = {p.stem for p in written if p.stem in MINE or p.stem.startswith(("link_heatmap_", "node_load_"))}
+    assert mine == set(EXPECTED[name])  # nothing the data does not support
+    assert not [p for p in (path / "plots").iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("name,stem,texts", [
+    ("map", "link_heatmap_er_tp4", ["all-reduce (attention TP)", "of links idle", "bytes per link", "(MB)",
+                                    "hot in dispatch only", "overlap (Jaccard)", "er mapping, TP 4", "FTD tiles"]),
+    ("map", "comm_breakdown", ["communication time per layer (µs)", "TP 16", "block", "er",
+                               "dispatch (tokens to experts)"]),
+    ("hw", "wsc_vs_nvl72", ["MoE throughput per device (tokens/s)", "nvl72", "wsc-b200-8x8", "TP 8", "%"]),
+    ("bal", "node_load_replicate", ["imbalance (busiest die / mean)", "× mean load", "Zipf s = 0.4",
+                                    "no balancing", "replicate"]),
+    ("bal", "throughput_vs_skew", ["Zipf exponent", "throughput (tokens/s)", "imbalance without balancing",
+                                   "replicate", "none"]),
+])
+def test_svg_keeps_labels_as_text(sweeps, name, stem, texts):
+    svg = (sweeps[name][0] / "plots" / f"{stem}.svg").read_text()
+    for text in texts:
+        assert text in svg, text
+
+
+def test_heatmap_draws_the_structures_link_loads(sweeps):
+    """The colours encode the model's per-link bytes: unit loads × the point's busiest-link bytes."""
+    ctx = _context(sweeps["map"][0])
+    figs = plot_mesh.link_heatmaps(ctx)
+    assert set(figs) == set(HEATMAPS)
+    points = ctx.points
+    for strategy in ("block", "er"):
+        row = points[(points["mapping.strategy"] == strategy) & (points["mapping.tp"] == 4)].iloc[0]
+        s = structure.build("mesh", 8, 8, 4, strategy, None, 0, None, "auto", 256, structure.UNIFORM)
+        drawn = plot_mesh.drawn_links(figs[f"link_heatmap_{strategy}_tp4"])
+        for phase in ("allreduce", "dispatch"):
+            unit = s.phases[phase].loads.all_links()
+            expected = unit * row[f"{phase}_max_link_bytes"] / s.phases[phase].max_link / 1e6  # MB
+            np.testing.assert_allclose(drawn[f"links-{phase}"], expected, rtol=1e-12)
+            assert np.mean(drawn[f"links-{phase}"] == 0) == pytest.approx(row[f"{phase}_idle_link_share"])
+        hot = drawn["hot-links"]  # 1 all-reduce only, 2 dispatch only, 3 both
+        both, either = np.sum(hot == 3), np.sum(hot > 0)
+        assert both / either == pytest.approx(row["hot_link_overlap"])
+        assert np.array_equal(hot % 2 == 1, mesh.hot_links(s.phases["allreduce"].loads))
+
+
+def test_heatmap_scale_is_shared_across_mappings_at_one_tp(sweeps):
+    figs = plot_mesh.link_heatmaps(_context(sweeps["map"][0]))
+    for tp in (4, 16):
+        limits = {tuple(np.round(figs[f"link_heatmap_{s}_tp{tp}"].axes[0].collections[-1].norm.vmax, 9).ravel())
+                  for s in ("block", "er")}
+        assert len(limits) == 1
+
+
+def test_link_geometry_matches_link_order():
+    """Arrow k starts at the source node of all_links()[k] and points to its destination."""
+    rows, cols = 3, 4
+    x, y, u, v = plot_mesh.link_geometry(rows, cols)
+    t = np.zeros((12, 12))
+    t[5, 6] = 1.0  # node (1,1) -> (1,2): one east link
+    t[9, 5] = 2.0  # node (2,1) -> (1,1): one north link
+    links = mesh.xy_link_loads(rows, cols, t).all_links()
+    for k, node_from, node_to in ((np.flatnonzero(links == 1)[0], (1, 1), (1, 2)),
+                                  (np.flatnonzero(links == 2)[0], (2, 1), (1, 1))):
+        head = (x[k] + u[k], y[k] + v[k])
+        assert abs(x[k] - node_from[1]) + abs(y[k] - node_from[0]) < 0.5
+        assert abs(head[0] - node_to[1]) + abs(head[1] - node_to[0]) < 0.5
+
+
+def test_node_load_panels_match_the_points(sweeps):
+    """Before/after maps hold the per-die load over the mean; their maxima are the swept imbalance factors."""
+    ctx = _context(sweeps["bal"][0])
+    fig = plot_balance.node_loads(ctx)["node_load_replicate"]
+    shown = {im.get_gid(): im.get_array() for ax in fig.axes for im in ax.images}
+    p = ctx.points[ctx.points["balance.zipf_s"] == 0.4].set_index("balance.balancer")
+    assert shown["node-load-before"].max() == pytest.approx(p.loc["none", "expert_imbalance"])
+    assert shown["node-load-after"].max() == pytest.approx(p.loc["replicate", "expert_imbalance"])
+    assert shown["node-load-before"].mean() == pytest.approx(1.0)
+    assert fig.axes[0].images[0].norm.vmax == fig.axes[1].images[0].norm.vmax  # one colour scale
+
+
+def test_throughput_lines_follow_the_points(sweeps):
+    ctx = _context(sweeps["bal"][0])
+    fig = plot_balance.throughput_vs_skew(ctx)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    for b in ("none", "replicate"):
+        sub = ctx.points[ctx.points["balance.balancer"] == b].sort_values("balance.zipf_s")
+        np.testing.assert_allclose(lines[b].get_ydata(), sub["tokens_per_s"])
+
+
+def test_stale_plots_removed_and_config_optional(sweeps, tmp_path):
+    src, _ = sweeps["map"]
+    path = tmp_path / "copy"
+    shutil.copytree(src, path)
+    (path / "plots" / "link_heatmap_snake_tp2.png").write_bytes(b"old")
+    (path / "plots" / "wsc_vs_nvl72.svg").write_text("old")
+    (path / "config.yaml").unlink()  # without it no structure can be built: heat maps are skipped
+    man, points, _ = store.load_results(path)
+    written = plot_mesh.plot_extra(path, man, points, path / "plots")
+    assert {p.name for p in written} == {"comm_breakdown.png", "comm_breakdown.svg"}
+    left = {p.name for p in (path / "plots").iterdir()}
+    assert not any(n.startswith("link_heatmap_") or n.startswith("wsc_vs_nvl72") for n in left)
+
+
+def test_slice_prefers_top_k_8_and_largest_batch():
+    points = pd.DataFrame({"model.num_experts_per_tok": [2, 8, 2, 8], "workload.B": [1, 1, 4, 4], "x": range(4)})
+    ctx = plot_mesh._Context.__new__(plot_mesh._Context)
+    ctx.points, ctx.axes, ctx.cfg = points, ["model.num_experts_per_tok", "workload.B"], {}
+    df, said = ctx.slice()
+    assert list(df["x"]) == [3] and said == "top-k 8, B 4"
