@@ -13,14 +13,19 @@ class WsemoeError(Exception):
     def __init__(self, message: str, loc: tuple | list | str | None = None):
         if isinstance(loc, str):
             loc = (loc,)
-        self.loc = tuple(str(p) for p in (loc or ()))
-        self.message = " ".join(str(message).split())
+        self.loc = tuple(_printable(p) for p in (loc or ()))
+        self.message = _printable(" ".join(str(message).split()))
         super().__init__(self.line())
 
     def line(self) -> str:
         """The one-line form shown to users."""
         where = f"[{' -> '.join(self.loc)}] " if self.loc else ""
         return f"{where}{self.message}"
+
+
+def _printable(text) -> str:
+    """Text safe for a one-line message: control characters (newlines in a key) shown escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
 
 
 class ConfigError(WsemoeError):

@@ -50,6 +50,7 @@ def _node_load_figure(ctx: _Context, row: dict, balancer: str, said: str) -> Fig
     # Centred on the mean load: white = balanced, red = busier than the mean, blue = idler.
     norm = TwoSlopeNorm(vcenter=1.0, vmin=0.0, vmax=vmax)
     fig = Figure(figsize=(DOUBLE[0] * 0.85, 4.9), layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.06)  # air between the figure title and the two-line panel titles
     axes = fig.subplots(1, 2)
     titles = ["no balancing", f"{balancer}, +{bal['spare_slots']} spare expert slots per die"]
     for ax, m, s, title in zip(axes, maps, (before, after), titles):

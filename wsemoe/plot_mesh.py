@@ -280,6 +280,7 @@ def _heatmap_figure(ctx: _Context, m: dict, vmax: float) -> Figure:
     norm = Normalize(vmin=vmax / factor * 1e-9, vmax=vmax / factor or 1.0)
     # A grid, not colorbar(ax=...): constrained layout misaligns equal-aspect panels that share a colourbar.
     fig = Figure(figsize=(DOUBLE[0], 5.0), layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.06)  # air between the figure title and the two-line panel titles
     grid = fig.add_gridspec(2, 3, height_ratios=[1, 0.19])
     axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
     idle = {p: mesh.idle_share(s.phases[p].loads) for p in vals}

@@ -1,0 +1,78 @@
+"""Hostile input: mutated sweep configs and YAML texts end in one clean line, never a traceback."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from wsemoe.cli import app
+
+BASE = {
+    "name": "fz", "hardware": "cs2", "model": "qwen3-30b-a3b",
+    "workload": {"mode": "train", "seq_len": 1024, "B": 2},
+    "mapping": {}, "balance": {},
+    "axes": {"workload.G": [1, 2]},
+    "objectives": {"tokens_per_s": "max"},
+    "compare": {"name": "uniform", "baseline": {"workload.G": 1}},
+}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**12) | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=6)
+
+PATHS = [("name",), ("hardware",), ("model",), ("workload",), ("workload", "mode"), ("workload", "seq_len"),
+         ("workload", "B"), ("workload", "G"), ("mapping", "tp"), ("mapping", "strategy"), ("balance", "balancer"),
+         ("balance", "zipf_s"), ("axes",), ("axes", "workload.G"), ("axes", "model.num_experts"),
+         ("axes", "hardware"), ("objectives",), ("compare",), ("compare", "baseline"), ("zip",), ("sparsity",),
+         ("constraints",), ("output",), ("junk",), ("mapping", "placement"), ("workload", "bytes_per_act")]
+
+
+def _mutate(cfg, path, value, delete):
+    cfg = copy.deepcopy(cfg)
+    node = cfg
+    for p in path[:-1]:
+        if not isinstance(node.get(p), dict):
+            node[p] = {}
+        node = node[p]
+    if delete:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return cfg
+
+
+def _assert_clean(result, root: Path):
+    text = result.output.strip()
+    if result.exit_code == 0:
+        return
+    assert len(text.splitlines()) == 1, text
+    assert text.startswith("error: ") and "internal error" not in text and "Traceback" not in text, text
+    assert not any(p.is_dir() and (p / "manifest.json").exists() for p in root.glob("*")), "no complete-looking results"
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=st.lists(st.tuples(st.sampled_from(PATHS), json_values, st.booleans()), min_size=1, max_size=3))
+def test_mutated_configs_fail_cleanly(mutations, runner, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fz")
+    cfg = BASE
+    for path, value, delete in mutations:
+        cfg = _mutate(cfg, path, value, delete)
+    f = tmp / "cfg.yaml"
+    f.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    result = runner.invoke(app, ["sweep", str(f), "--results", str(tmp / "res")])
+    _assert_clean(result, tmp / "res")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=200))
+def test_arbitrary_yaml_text_fails_cleanly(text, runner, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fy")
+    f = tmp / "cfg.yaml"
+    f.write_text(text)
+    result = runner.invoke(app, ["check", str(f)])
+    _assert_clean(result, tmp)
