@@ -53,17 +53,18 @@ def _node_load_figure(ctx: _Context, row: dict, balancer: str, said: str) -> Fig
     fig.get_layout_engine().set(h_pad=0.06)  # air between the figure title and the two-line panel titles
     axes = fig.subplots(1, 2)
     titles = ["no balancing", f"{balancer}, +{bal['spare_slots']} spare expert slots per die"]
-    for ax, m, s, title in zip(axes, maps, (before, after), titles):
+    for ax, m, s, title, when in zip(axes, maps, (before, after), titles, ("before", "after")):
         mesh_axes(ax, pl.rows, pl.cols)
         im = ax.imshow(m, cmap=colormaps["RdBu_r"], norm=norm, extent=(-0.5, pl.cols - 0.5, pl.rows - 0.5, -0.5),
                        zorder=0)
-        im.set_gid(f"node-load-{'after' if s is after else 'before'}")
+        im.set_gid(f"node-load-{when}")  # lets tests read the drawn maps back
         draw_ftd(ax, pl)
         _cell_labels(ax, m, norm)
         ax.set_title(f"{title}\nimbalance (busiest die / mean) {s.expert_imbalance:.2f}×")
     cb = fig.colorbar(im, ax=axes, location="right", shrink=0.85, pad=0.02)
     cb.set_label("expert load per die (× mean load)")
-    skew = f"Zipf s = {_num(bal['zipf_s'])} (seed {bal['seed']})" if bal["distribution"] == "zipf" else bal["distribution"]
+    zipf = bal["distribution"] == "zipf"
+    skew = f"Zipf s = {_num(bal['zipf_s'])} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
     fig.suptitle(f"{ctx.name}: expert load per die, {skew}, {ctx.context(row)}, TP {pl.tp}"
                  + (f", {said}" if said else ""))
     fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles; "
