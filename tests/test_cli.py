@@ -92,3 +92,14 @@ def test_python_api_matches_cli(tmp_path, small_config):
     assert len(df) == 16 and "workload.G" in df and "speedup_vs_uniform" in df
     df2 = wsemoe.evaluate(_write(tmp_path, small_config))
     pd.testing.assert_frame_equal(df, df2)
+
+
+def test_resolved_config_reloads_to_the_same_run(runner, tmp_path, small_config):
+    from wsemoe.config import load_config
+
+    res = tmp_path / "res"
+    runner.invoke(app, ["sweep", str(_write(tmp_path, small_config)), "--results", str(res)])
+    again = res / "small" / "config.yaml"
+    assert load_config(again).config_hash() == json.loads((res / "small" / "manifest.json").read_text())["config_hash"]
+    r = runner.invoke(app, ["sweep", str(again), "--results", str(res)])
+    assert r.exit_code == 0 and "up to date" in r.output

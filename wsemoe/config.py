@@ -77,6 +77,7 @@ class SweepConfig(Spec):
     output: Output = Output()
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
     expert_histogram: Optional[list[float]] = Field(None, description="per-expert shares read from balance.histogram")
+    base_dir: Optional[str] = Field(None, exclude=True, description="folder relative paths in the config resolve against")
 
     @field_validator("name")
     @classmethod
@@ -86,9 +87,23 @@ class SweepConfig(Spec):
         return v
 
     def config_hash(self) -> str:
-        """Content hash of what runs: identical configs skip re-evaluation."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """Content hash of what runs: identical configs skip re-evaluation.
+
+        The sparsity helper is already expanded into `zip`, and a histogram counts by its shares,
+        not its path, so a resolved config.yaml hashes like the config it came from.
+        """
+        data = self.model_dump(mode="json", exclude={"sparsity"})
+        data["balance"].pop("histogram", None)
+        text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def resolved(self, base_dir: Path | None = None) -> dict:
+        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips."""
+        data = self.model_dump(mode="json", exclude_none=True, exclude={"sparsity", "presets", "expert_histogram"})
+        hist = data["balance"].get("histogram")
+        if hist and base_dir is not None and not Path(hist).is_absolute():
+            data["balance"]["histogram"] = str((base_dir / hist).resolve())
+        return data
 
     def axis_names(self) -> list[str]:
         """Every swept path, grid axes first, then zipped ones."""
@@ -254,7 +269,7 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
         "name": meta.name, "description": meta.description, **specs, "axes": axes, "zip": zips,
         "sparsity": meta.sparsity, "constraints": meta.constraints, "objectives": meta.objectives or
         SweepConfig.model_fields["objectives"].default_factory(), "compare": meta.compare, "presets": preset_store,
-        "expert_histogram": histogram, "output": meta.output,
+        "expert_histogram": histogram, "output": meta.output, "base_dir": str(base_dir),
     })
     from wsemoe.space import check_points
 

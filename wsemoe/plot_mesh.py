@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps, rc_context, ticker
+from matplotlib import colormaps, rc_context
 from matplotlib.colors import ListedColormap, Normalize, to_rgb
 from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 from wsemoe import yamlio
 from wsemoe.config import SECTIONS
 from wsemoe.cost import mesh, structure
-from wsemoe.plot import DOUBLE, PALETTE, STYLE, _num, _save, _single
+from wsemoe.plot import DOUBLE, PALETTE, STYLE, _num, _save
 
 PHASE_NAMES = {"allreduce": "all-reduce (attention TP)", "dispatch": "dispatch (tokens to experts)",
                "combine": "combine (results back)"}
@@ -37,13 +37,13 @@ DYNAMIC = ("link_heatmap_*", "node_load_*")  # stems that carry a value: cleaned
 
 def plot_extra(path, manifest: dict | None, points: pd.DataFrame, outdir) -> list[Path]:
     """Write the mesh, communication and balancing plots the sweep supports; return the written files."""
-    from wsemoe import plot_balance  # late: plot_balance imports this module's helpers
+    from wsemoe import plot_balance, plot_comm  # late: they import this module's helpers
 
     path, outdir = Path(path), Path(outdir)
     ctx = _Context(path, manifest or {}, points)
     written = []
     with rc_context(STYLE):  # figures take their fonts when built: build and save inside the style
-        figures = {"comm_breakdown": comm_breakdown(ctx), "wsc_vs_nvl72": wsc_vs_nvl72(ctx),
+        figures = {"comm_breakdown": plot_comm.comm_breakdown(ctx), "wsc_vs_nvl72": plot_comm.wsc_vs_nvl72(ctx),
                    "throughput_vs_skew": plot_balance.throughput_vs_skew(ctx),
                    **link_heatmaps(ctx), **plot_balance.node_loads(ctx)}
         for stem, fig in figures.items():
@@ -322,90 +322,3 @@ def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:
     handles = [Line2D([], [], color=c, lw=3) for c in colours.colors[1:] + [IDLE_C]]
     legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=8, handlelength=1.5,
                      columnspacing=1.0)
-
-
-# ---------------------------------------------------------------- 2. communication breakdown
-
-def comm_breakdown(ctx: _Context) -> Figure | None:
-    if "mapping.strategy" not in ctx.axes or not ctx.has(*PHASE_COLS.values()):
-        return None
-    df, said = ctx.slice(keep=("mapping.strategy", "mapping.tp"))
-    if df.empty:
-        return None
-    tps = sorted(pd.unique(df["mapping.tp"])) if "mapping.tp" in df else [None]
-    strategies = list(pd.unique(df["mapping.strategy"]))
-    fig, ax = _single(f"{ctx.name}: communication per layer\n{ctx.context(_first_row(df), ('mapping.strategy',))}"
-                      + (f", {said}" if said else ""))
-    width, centres, ticks, labels = 0.8, [], [], []
-    for i, tp in enumerate(tps):
-        at = df if tp is None else df[df["mapping.tp"] == tp]
-        x0 = i * (len(strategies) + 0.8)
-        first = None
-        for j, strat in enumerate(strategies):
-            sub = at[at["mapping.strategy"] == strat]
-            if sub.empty:
-                continue
-            total = _stack(ax, x0 + j, sub.iloc[0], width)
-            change = "" if first is None else f"\n{_pct(total / first - 1)}"
-            first = total if first is None else first
-            ax.annotate(f"{total:.3g}{change}", (x0 + j, total), xytext=(0, 2), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=8)
-            ticks.append(x0 + j)
-            labels.append(strat)
-        centres.append(x0 + (len(strategies) - 1) / 2)
-    ax.set_xticks(ticks, labels)
-    ax.tick_params(axis="x", length=0)
-    if tps != [None]:
-        sec = ax.secondary_xaxis("bottom")
-        sec.set_xticks(centres, [f"\nTP {_num(t)}" for t in tps])
-        sec.tick_params(length=0)
-        sec.spines["bottom"].set_visible(False)
-    ax.grid(axis="x", visible=False)
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the two-line totals
-    ax.set_ylabel("communication time per layer (µs)")
-    handles = [Rectangle((0, 0), 1, 1, color=PHASE_C[p]) for p in PHASE_COLS]
-    fig.legend(handles, [f"{PHASE_NAMES[p]}" for p in PHASE_COLS], loc="outside lower center", ncol=3,
-               frameon=False, title="bar labels: total µs and change vs the first mapping at the same TP")
-    return fig
-
-
-def _stack(ax, x: float, row, width: float) -> float:
-    """One stacked bar of the per-layer phase times in µs; returns its total."""
-    bottom = 0.0
-    for phase, col in PHASE_COLS.items():
-        h = float(row[col]) * 1e6
-        ax.bar(x, h, width, bottom=bottom, color=PHASE_C[phase], edgecolor="white", linewidth=0.5)
-        bottom += h
-    return bottom
-
-
-# ---------------------------------------------------------------- 3. wafer vs NVL72
-
-def wsc_vs_nvl72(ctx: _Context) -> Figure | None:
-    col = "per_device_moe_tokens_per_s"
-    if "hardware" not in ctx.axes or not ctx.has(col) or ctx.points["hardware"].nunique() < 2:
-        return None
-    over = [c for c in ("workload.B", "mapping.tp") if c in ctx.axes]
-    df, said = ctx.slice(keep=("hardware", *over))
-    hws = list(pd.unique(df["hardware"]))
-    keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
-    fig, ax = _single(f"{ctx.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}\n"
-                      f"{ctx.context(_first_row(df))}" + (f", {said}" if said else ""))
-    width = 0.8 / len(hws)
-    for i, key in enumerate(keys):
-        at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
-        vals = [float(at.loc[at["hardware"] == hw, col].iloc[0]) if (at["hardware"] == hw).any() else np.nan
-                for hw in hws]
-        for j, v in enumerate(vals):
-            ax.bar(i + (j - (len(hws) - 1) / 2) * width, v, width, color=PALETTE[j], label=hws[j] if i == 0 else None)
-        if np.isfinite(vals[0]) and np.isfinite(vals[1]):
-            ax.annotate(_pct(vals[0] / vals[1] - 1), (i, np.nanmax(vals)), xytext=(0, 3),
-                        textcoords="offset points", ha="center", va="bottom", fontsize=8.5, weight="bold")
-    ax.set_xticks(range(len(keys)), [", ".join(_setting(c, v) for c, v in zip(over, k)) for k in keys])
-    ax.grid(axis="x", visible=False)
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
-    ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
-    ax.set_ylabel("MoE throughput per device (tokens/s)")
-    fig.legend(loc="outside lower center", ncol=len(hws), frameon=False,
-               title=f"labels: gain of {hws[0]} over {hws[1]}")
-    return fig

@@ -43,8 +43,8 @@ class SweepResult:
 
 
 def resolved_config(cfg: SweepConfig) -> dict:
-    """The config as it ran: presets expanded into fields, axes expanded into value lists."""
-    return cfg.model_dump(mode="json", exclude_none=True)
+    """The config as it ran, loadable again: presets expanded into fields, axes into value lists."""
+    return cfg.resolved(Path(cfg.base_dir) if cfg.base_dir else None)
 
 
 def run_sweep(config, out_root="results", force: bool = False, out_dir=None, resume: bool = False,

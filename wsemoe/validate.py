@@ -12,7 +12,6 @@ import numpy as np
 
 from wsemoe import chunked, presets, yamlio
 from wsemoe.compare import comparison_table
-from wsemoe.config import load_config
 from wsemoe.cost import step
 from wsemoe.validate_common import row, sweep_config
 from wsemoe.specs import MappingSpec, ModelSpec, WorkloadSpec
