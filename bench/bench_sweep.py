@@ -20,7 +20,7 @@ BTA = {
     "name": "bench_bta", "hardware": "cs2", "model": "qwen3-30b-a3b",
     "workload": {"mode": "train", "seq_len": 8192},
     "axes": {"workload.seq_len": [2048, 8192], "model.num_experts": [8, 16, 32, 64, 128],
-             "model.num_experts_per_tok": [1, 2, 4, 8], "workload.B": {"range": [1, 64]},
+             "model.num_experts_per_tok": [1, 2, 4, 8], "workload.B": {"range": [1, 256]},
              "workload.G": {"range": [1, 64]}},
     "compare": {"name": "uniform", "baseline": {"workload.G": 1}},
 }

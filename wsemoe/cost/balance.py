@@ -32,8 +32,11 @@ def imbalance(loads: np.ndarray) -> float:
 
 
 def replica_counts(shares: np.ndarray, extra: int, max_per_expert: int) -> np.ndarray:
-    """Give `extra` replicas, one at a time, to the expert with the largest load per copy (EPLB-style)."""
+    """Give up to `extra` replicas, one at a time, to the expert with the largest load per copy
+    (EPLB-style), stopping once no copy carries more than a mean expert's share: replicas of
+    experts that are not hot would only cost memory and migration."""
     counts = np.ones(len(shares), dtype=np.int64)
+    mean = 1.0 / len(shares)
     heap = [(-s, e) for e, s in enumerate(shares)]
     heapq.heapify(heap)
     for _ in range(extra):
@@ -42,6 +45,8 @@ def replica_counts(shares: np.ndarray, extra: int, max_per_expert: int) -> np.nd
             if counts[e] < max_per_expert:
                 break
         else:
+            break
+        if -neg <= mean * (1 + 1e-9):
             break
         counts[e] += 1
         heapq.heappush(heap, (-shares[e] / counts[e], e))
@@ -88,6 +93,8 @@ def balance_experts(balancer: str, shares: np.ndarray, placement: Placement, spa
     slots = base_slots + spare_slots
     extra = slots * n - int(before.replicas.sum())
     counts = replica_counts(shares, extra, n)
+    if counts.max() == 1:  # nothing is hot: the default placement stays
+        return before, before
     hosts = pack(shares, counts, slots, n, placement.ftd_id if topology_aware else None)
     return before, ExpertPlacement(hosts)
 
