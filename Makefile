@@ -14,20 +14,20 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+SWEEPS := quickstart bta_experts bta_topk moentwine_mapping wsc_vs_nvl72 moentwine_balance
+
 demo: $(STAMP)
-	$(BIN)/wsemoe sweep sweeps/quickstart.yaml --force
-	$(BIN)/wsemoe plot results/quickstart
-	$(BIN)/wsemoe sweep sweeps/bta_experts.yaml --force
-	$(BIN)/wsemoe plot results/bta_experts
-	$(BIN)/wsemoe sweep sweeps/bta_topk.yaml --force
-	$(BIN)/wsemoe plot results/bta_topk
+	$(BIN)/wsemoe presets
+	@for s in $(SWEEPS); do \
+	  $(BIN)/wsemoe sweep sweeps/$$s.yaml --force && $(BIN)/wsemoe plot results/$$s || exit 1; \
+	done
 	$(BIN)/wsemoe validate
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/bench_sweep.py
+	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)
 
 validate: $(STAMP)
 	$(BIN)/wsemoe validate

@@ -135,13 +135,13 @@ def main(huge: bool) -> None:
         rows.append(SimpleNamespace(space=f"10^{k} points, 3 output columns", what="end to end, 1 process",
                                     points=r["points"], rate=r["points"] / r["seconds"], ratio=float("nan"),
                                     rss=r["rss_mb"], built=None))
-    head = f"| {'space':<32} | {'measurement':<34} | {'points':>11} | {'points/s':>11} | {'× loop':>7} | {'peak RSS':>9} |"
+    head = f"| {'space':<32} | {'measurement':<44} | {'points':>11} | {'points/s':>11} | {'× loop':>7} | {'peak RSS':>9} |"
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     for r in rows:
         ratio = "–" if r.ratio != r.ratio else f"{r.ratio:,.0f}"
         note = f" ({r.built} structures built)" if r.built else ""
-        print(f"| {r.space:<32} | {(r.what + note)[:34]:<34} | {r.points:>11,} | {r.rate:>11,.0f} | {ratio:>7} | {r.rss:>6,.0f} MB |")
+        print(f"| {r.space:<32} | {(r.what + note):<44} | {r.points:>11,} | {r.rate:>11,.0f} | {ratio:>7} | {r.rss:>6,.0f} MB |")
 
 
 if __name__ == "__main__":
