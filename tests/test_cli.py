@@ -103,3 +103,13 @@ def test_resolved_config_reloads_to_the_same_run(runner, tmp_path, small_config)
     assert load_config(again).config_hash() == json.loads((res / "small" / "manifest.json").read_text())["config_hash"]
     r = runner.invoke(app, ["sweep", str(again), "--results", str(res)])
     assert r.exit_code == 0 and "up to date" in r.output
+
+
+def test_every_column_of_every_shipped_sweep_is_documented():
+    import wsemoe
+    from wsemoe.columns import describe, documented
+
+    for f in ("bta_topk", "moentwine_balance", "wsc_vs_nvl72", "moentwine_mapping"):
+        for c in wsemoe.evaluate(f"sweeps/{f}.yaml", start=0, stop=2).columns:
+            assert documented(c), c
+            assert describe(c)[0] is not None

@@ -27,6 +27,52 @@ _DOCS = {
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to capacity"),
     "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time per node"),
+    "moe_comm_s": ("s", "TP all-reduce + dispatch + combine time per MoE layer"),
+    "allreduce_bound": ("", "what limits the all-reduce: link, inject, eject port, or hop latency"),
+    "dispatch_bound": ("", "what limits the dispatch: link, inject, eject port, or hop latency"),
+    "combine_bound": ("", "what limits the combine: link, inject, eject port, or hop latency"),
+    "gradient_bound": ("", "what limits the gradient reduction: link, inject, eject port, or hop latency"),
+    "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
+    "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch"),
+    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine"),
+    "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
+    "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
+    "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes"),
+    "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring"),
+    "allreduce_idle_link_share": ("1", "share of directed links the all-reduce leaves idle (cold)"),
+    "dispatch_idle_link_share": ("1", "share of directed links the dispatch leaves idle (cold)"),
+    "hot_link_overlap": ("1", "Jaccard overlap of the hottest 10% links of all-reduce and dispatch (0: complementary)"),
+    "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
+    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its pace)"),
+    "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas"),
+    "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),
+    "migration_bytes_per_step": ("bytes", "expert-copy bytes the balancer moves, amortized per step"),
+    "migration_total_s": ("s", "time of one rebalance's migration run alone on the fabric"),
+    "migration_exposed_s": ("s", "migration time per step left on the critical path"),
+    "migration_hidden_s": ("s", "migration time per step hidden in idle (cold) link windows"),
+}
+
+_MEMORY = {
+    "weights": "weights kept per node (resident weights and replicas, or the current layer's attention under streaming)",
+    "kept_act": "activations kept for the backward pass (all layers, by recompute policy)",
+    "kv": "KV cache of the micro-batch's sequences (decode, prefill)",
+    "attn_transient": "attention transient of one tile of B sequences (scores unless flash)",
+    "bta_buffer": "concatenated attention outputs of the G tiles (the MoE input)",
+    "moe_transient": "dispatched tokens and FFN intermediates of G·B sequences",
+    "attn_peak": "peak of the attention stage: weights + kept + KV + attention transient + BTA buffer",
+    "moe_peak": "peak of the MoE stage: weights + kept + KV + MoE transient",
+    "peak": "the larger of the two stage peaks",
+    "capacity": "usable node memory (capacity × memory_usable_fraction)",
+}
+_DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})
+
+# Units of input fields whose name does not carry one.
+_INPUT_UNITS = {
+    "workload.B": "sequences", "workload.G": "1", "workload.seq_len": "tokens", "mapping.tp": "nodes",
+    "model.num_experts": "experts", "model.num_experts_per_tok": "experts", "model.moe_intermediate_size": "1",
+    "model.hidden_size": "1", "balance.zipf_s": "1", "balance.churn": "1", "balance.spare_slots": "slots",
+    "balance.rebalance_interval": "steps", "balance.piece_bytes": "bytes", "hardware.rows": "nodes",
+    "hardware.cols": "nodes",
 }
 
 _PATTERNS = [
@@ -50,11 +96,12 @@ def _input_doc(name: str):
     if cls is None or field not in cls.model_fields:
         return None
     desc = cls.model_fields[field].description or field
-    return (_unit_of(field), desc)
+    return (_INPUT_UNITS.get(name, _unit_of(field)), desc)
 
 
 def _unit_of(name: str) -> str:
-    for suffix, unit in (("_bytes_per_s", "bytes/s"), ("_bytes", "bytes"), ("_flops", "FLOP/s"), ("_s", "s")):
+    for suffix, unit in (("_bytes_per_s", "bytes/s"), ("_bytes", "bytes"), ("_flops", "FLOP/s"), ("_hz", "Hz"),
+                         ("latency_s", "s")):
         if name.endswith(suffix):
             return unit
     return ""
@@ -72,6 +119,11 @@ def describe(name: str) -> tuple[str, str]:
         if mm:
             return unit, text.format(*[g.replace("_", " ") for g in mm.groups()])
     return ("", name.replace("_", " "))
+
+
+def documented(name: str) -> bool:
+    """True when a column has a written meaning (not the fallback spelled from its name)."""
+    return describe(name)[1] != name.replace("_", " ")
 
 
 def manifest_columns(columns) -> dict:
