@@ -97,11 +97,3 @@ def balance_experts(balancer: str, shares: np.ndarray, placement: Placement, spa
         return before, before
     hosts = pack(shares, counts, slots, n, placement.ftd_id if topology_aware else None)
     return before, ExpertPlacement(hosts)
-
-
-def migration_pairs(before: ExpertPlacement, after: ExpertPlacement) -> tuple[np.ndarray, np.ndarray]:
-    """(source, destination) node of every copy `after` holds that `before` did not: the copy is
-    fetched from the nearest old host — here the lowest-id one, resolved by the caller's distances."""
-    new = after.hosts & ~before.hosts
-    experts, dst = np.nonzero(new)
-    return experts, dst

@@ -15,9 +15,6 @@ import numpy as np
 from wsemoe.cost import balance, mesh, traffic
 from wsemoe.cost import mapping as mp
 
-PHASES = ("allreduce", "dispatch", "combine", "gradient", "migration")
-
-
 @dataclass(frozen=True, eq=False)
 class PhasePeaks:
     """Peaks of one phase per unit of its volume (bytes per unit), plus the hop statistics."""
