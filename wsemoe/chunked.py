@@ -131,7 +131,6 @@ def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = 
     total = space.size(cfg)
     stop = total if stop is None else min(stop, total)
     baselines = baseline_best(cfg, chunk_size)
-    parts = [run_chunk(cfg, i, s, e, baselines).points
-             for i, s, e in chunk_ranges(stop - start, chunk_size)
-             for s, e in [(s + start, e + start)]]
+    parts = [run_chunk(cfg, i, start + s, start + e, baselines).points
+             for i, s, e in chunk_ranges(stop - start, chunk_size)]
     return pd.concat(parts) if len(parts) > 1 else parts[0]

@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from wsemoe import presets, yamlio
-from wsemoe.errors import ConfigError, WsemoeError
+from wsemoe.errors import ConfigError
 from wsemoe.specs import BalanceSpec, HardwareSpec, MappingSpec, ModelSpec, WorkloadSpec
 from wsemoe.specs.base import Spec, build
 
@@ -240,10 +240,7 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
     specs = {k: build(cls, base[k], loc=(k,)) for k, cls in SECTIONS.items()}
     base = {k: s.model_dump(exclude_none=True) for k, s in specs.items()}
     rest = {k: v for k, v in data.items() if k not in SECTIONS}
-    try:
-        meta = build(_Meta, rest)
-    except WsemoeError:
-        raise
+    meta = build(_Meta, rest)
     preset_store: dict = {}
     axes = {}
     for path, values in (meta.axes or {}).items():

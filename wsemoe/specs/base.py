@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import difflib
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from wsemoe.errors import ConfigError
 
 
 class Spec(BaseModel):
@@ -16,12 +20,6 @@ def build(cls, data, loc=()):
 
     The message names the first offending key path (with a did-you-mean for unknown keys).
     """
-    import difflib
-
-    from pydantic import ValidationError
-
-    from wsemoe.errors import ConfigError
-
     if not isinstance(data, dict):
         raise ConfigError(f"expected a mapping of {cls.__name__} fields, got {type(data).__name__}", loc=loc)
     try:
