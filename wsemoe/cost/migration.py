@@ -23,22 +23,30 @@ def _flat(loads):
 
 
 def migration_columns(hw, m, wl, bal, built, inv, shape, windows, link_bw) -> dict:
-    """Per-step migration bytes, hidden and exposed time (s per step, amortized over the interval)."""
+    """Per-step migration bytes, hidden and exposed time (s per step, amortized over the interval).
+
+    `inv` (shape `shape`) indexes each point's structure in `built`; every other input may vary per
+    point too (batch, churn, piece size, interval, bandwidth), so all are broadcast to one shape.
+    """
     layers = params.moe_layers(m)
     # One expert copy in every MoE layer; only the `churn` share of copies changes per rebalance.
     copy_bytes = params.expert_params(m) * wl.bytes_per_weight * layers * bal.churn
-    moved = np.asarray([s.copies_moved for s in built], dtype=float)[inv].reshape(shape)
+    interval = bal.rebalance_interval
+    varying = [copy_bytes, interval, bal.piece_bytes, link_bw, hw.port_bw_bytes_per_s, hw.hop_latency_s,
+               *(x for w in windows.values() for x in w)]
+    full = np.broadcast_shapes(tuple(shape), *(np.shape(x) for x in varying))
+    idx = np.broadcast_to(np.asarray(inv).reshape(shape), full)
+    moved = np.asarray([s.copies_moved for s in built], dtype=float)[idx]
     mig = [s.phases["migration"] for s in built]
-    pick = lambda f: np.asarray([f(p) for p in mig], dtype=float)[inv].reshape(shape)  # noqa: E731
+    pick = lambda f: np.asarray([f(p) for p in mig], dtype=float)[idx]  # noqa: E731
     alone = mesh.phase_time_from_peaks(pick(lambda p: p.max_link), pick(lambda p: p.max_inject),
                                        pick(lambda p: p.max_eject), pick(lambda p: p.max_hops), copy_bytes,
                                        link_bw, hw.port_bw_bytes_per_s, hw.hop_latency_s)
-    total_s = np.asarray(alone.time_s, dtype=float)
-    interval = bal.rebalance_interval
+    total_s = np.broadcast_to(np.asarray(alone.time_s, dtype=float), full)
     if bal.balancer == "stop-the-world" or hw.topology != "mesh":
         exposed = total_s / interval  # a switch has no idle links to hide in: the whole migration is paid
     else:
-        exposed = _non_invasive_exposed(built, inv, shape, windows, copy_bytes, link_bw, bal, layers, interval)
+        exposed = _non_invasive_exposed(built, idx, full, windows, copy_bytes, link_bw, bal, layers, interval)
     return {
         "migration_bytes_per_step": moved * copy_bytes / interval,
         "migration_total_s": total_s,
@@ -47,28 +55,28 @@ def migration_columns(hw, m, wl, bal, built, inv, shape, windows, link_bw) -> di
     }
 
 
-def _non_invasive_exposed(built, inv, shape, windows, copy_bytes, link_bw, bal, layers, interval):
+def _non_invasive_exposed(built, idx, shape, windows, copy_bytes, link_bw, bal, layers, interval):
     """Exposed seconds per step: the busiest link's migration bytes beyond its cold-window budget."""
-    flat_inv = np.asarray(inv).ravel()
-    out = np.zeros(flat_inv.shape)
+    flat_idx = idx.ravel()
+    out = np.zeros(flat_idx.shape)
+
+    def rows_of(x, rows):
+        return np.broadcast_to(np.asarray(x, float), shape).ravel()[rows]
+
     for i, s in enumerate(built):
-        rows = flat_inv == i
+        rows = flat_idx == i
         need = _flat(s.phases["migration"].loads)                                    # per byte of a copy
-        if need.size == 0 or not need.any():
+        if not rows.any() or need.size == 0 or not need.any():
             continue
+        bw = rows_of(link_bw, rows)[:, None]
+        piece = rows_of(bal.piece_bytes, rows)[:, None]
         budget = np.zeros((rows.sum(), need.size))
         for name, (window, scale, reps) in windows.items():
             load = _flat(s.phases[name].loads)
-            w = np.broadcast_to(np.asarray(window, float), shape).ravel()[rows][:, None]
-            sc = np.broadcast_to(np.asarray(scale, float), shape).ravel()[rows][:, None]
-            bw = np.broadcast_to(np.asarray(link_bw, float), shape).ravel()[rows][:, None]
-            spare = np.maximum(w * bw - sc * load[None, :], 0.0)
-            piece = np.broadcast_to(np.asarray(bal.piece_bytes, float), shape).ravel()[rows][:, None]
+            spare = np.maximum(rows_of(window, rows)[:, None] * bw - rows_of(scale, rows)[:, None] * load[None, :], 0.0)
             pieces = np.floor(spare / piece) * piece                                  # whole pieces only
-            budget += reps * layers * pieces                                         # windows per step
-        n_int = np.broadcast_to(np.asarray(interval, float), shape).ravel()[rows]
-        need_rows = need[None, :] * np.broadcast_to(np.asarray(copy_bytes, float), shape).ravel()[rows][:, None]
-        left = np.maximum(need_rows - n_int[:, None] * budget, 0.0)
-        bw = np.broadcast_to(np.asarray(link_bw, float), shape).ravel()[rows]
-        out[rows] = left.max(axis=1) / bw / n_int
+            budget += rows_of(reps, rows)[:, None] * layers * pieces                  # windows per step
+        n_int = rows_of(interval, rows)
+        left = np.maximum(need[None, :] * rows_of(copy_bytes, rows)[:, None] - n_int[:, None] * budget, 0.0)
+        out[rows] = left.max(axis=1) / bw[:, 0] / n_int
     return out.reshape(shape)
