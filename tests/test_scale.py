@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -62,33 +57,6 @@ def test_identical_on_a_dask_local_cluster(reference, tmp_path):
                                   dashboard_address=None) as cluster:
         res = run_sweep(BIG, out_root=tmp_path, chunk_size=2000, scheduler=cluster.scheduler_address)
     _same(reference, _load(res.path))
-
-
-def test_resume_after_kill_9_equals_uninterrupted(reference, tmp_path):
-    cfg = tmp_path / "big.yaml"
-    cfg.write_text(yaml.safe_dump(BIG))
-    out = tmp_path / "res"
-    cmd = [sys.executable, "-m", "wsemoe.cli", "sweep", str(cfg), "--results", str(out), "--chunk-size", "64", "-q"]
-    env = {**os.environ, "CI": "1"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    partial = None
-    deadline = time.time() + 60
-    while time.time() < deadline:  # wait until some, but not all, chunks are on disk
-        found = list(out.glob(".big.partial-*/points.parquet/part-*.parquet")) if out.exists() else []
-        if len(found) >= 5:
-            partial = found[0].parent.parent
-            break
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert partial is not None, "the sweep finished or never started before the kill"
-    assert not (out / "big").exists() and not (partial / "manifest.json").exists()
-    done_before = len(list((partial / "points.parquet").glob("part-*.parquet")))
-    assert 0 < done_before < 120
-    r = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    _same(reference, _load(out / "big"))
-    assert not list(out.glob(".big.partial-*"))
 
 
 def test_size_limit_refuses_without_force(runner, tmp_path, monkeypatch):

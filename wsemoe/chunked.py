@@ -26,15 +26,18 @@ DEFAULT_CHUNK = 262_144
 class ChunkResult:
     """One evaluated chunk: its points and what the global reductions need from it."""
 
-    index: int
     points: pd.DataFrame
     candidates: pd.DataFrame
     stats: dict
 
 
-def chunk_ranges(total: int, chunk_size: int) -> list[tuple[int, int, int]]:
-    """(index, start, stop) of every chunk; the last one may be shorter."""
-    return [(i, s, min(s + chunk_size, total)) for i, s in enumerate(range(0, total, chunk_size))]
+def chunk_ranges(total: int, chunk_size: int, done=()) -> list[tuple[int, int]]:
+    """(start, stop) of chunks covering [0, total) except the `done` ranges; the last of a gap may be shorter."""
+    out, pos = [], 0
+    for start, stop in [*sorted(done), (total, total)]:
+        out += [(s, min(s + chunk_size, start)) for s in range(pos, start, chunk_size)]
+        pos = max(pos, stop)
+    return out
 
 
 def baseline_config(cfg: SweepConfig) -> SweepConfig:
@@ -56,7 +59,7 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
     sub = baseline_config(cfg)
     group, _ = group_keys(cfg)
     best = []
-    for _, start, stop in chunk_ranges(space.size(sub), chunk_size):
+    for start, stop in chunk_ranges(space.size(sub), chunk_size):
         df = engine.evaluate_points(sub, start, stop)
         df = df[df["feasible"]]
         if len(df):
@@ -112,7 +115,7 @@ def kept_columns(df: pd.DataFrame, cfg: SweepConfig) -> list[str]:
     return [c for c in df.columns if c in keep]
 
 
-def run_chunk(cfg: SweepConfig, index: int, start: int, stop: int, baselines) -> ChunkResult:
+def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines) -> ChunkResult:
     """Evaluate points [start, stop) and prepare their reductions."""
     df = engine.evaluate_points(cfg, start, stop)
     if cfg.compare:
@@ -120,17 +123,16 @@ def run_chunk(cfg: SweepConfig, index: int, start: int, stop: int, baselines) ->
     df = df[kept_columns(df, cfg)] if cfg.output.columns is not None else df
     feas = df["feasible"].to_numpy()
     bounds = df.loc[feas, "bound"].astype(str).value_counts().to_dict()
-    stats = {"index": index, "start": start, "stop": stop, "points": int(len(df)),
+    stats = {"start": start, "stop": stop, "points": int(len(df)),
              "feasible": int(feas.sum()), "bounds": {k: int(v) for k, v in bounds.items()}}
-    return ChunkResult(index, df, candidates(df, cfg), stats)
+    return ChunkResult(df, candidates(df, cfg), stats)
 
 
 def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
     """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines."""
     cfg = load_config(config)
-    total = space.size(cfg)
-    stop = total if stop is None else min(stop, total)
+    start, stop = space.check_range(space.size(cfg), start, stop, chunk_size)
     baselines = baseline_best(cfg, chunk_size)
-    parts = [run_chunk(cfg, i, start + s, start + e, baselines).points
-             for i, s, e in chunk_ranges(stop - start, chunk_size)]
+    parts = [run_chunk(cfg, start + s, start + e, baselines).points
+             for s, e in chunk_ranges(stop - start, chunk_size)]
     return pd.concat(parts) if len(parts) > 1 else parts[0]

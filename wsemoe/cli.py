@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -43,6 +44,10 @@ def guarded(fn):
     return wrapper
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def _progress_bar(quiet: bool):
     """A rich progress bar (rate, ETA) on a terminal; nothing under CI, --quiet or a pipe."""
     if quiet or os.environ.get("CI") or not sys.stderr.isatty():
@@ -80,6 +85,7 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     from wsemoe import tables
     from wsemoe.run import run_sweep
 
+    signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C: one line, progress kept
     bar, update = _progress_bar(quiet)
     if bar is not None:
         with bar:
@@ -104,7 +110,7 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
 @app.command()
 @guarded
 def show(results: Path = typer.Argument(..., help="a results folder"),
-         top: int = typer.Option(10, help="how many top points to list")):
+         top: int = typer.Option(10, min=0, help="how many top points to list")):
     """Summarize a results folder: counts, what binds, top points, comparison."""
     import pandas as pd
 

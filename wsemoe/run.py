@@ -11,13 +11,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from wsemoe import chunked, engine, space, store
+from wsemoe import partial as partial_mod
 from wsemoe.columns import manifest_columns
 from wsemoe.compare import comparison_table
 from wsemoe.config import SweepConfig, load_config
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, PresetError, excerpt
 from wsemoe.executors import run_tasks
 from wsemoe.pareto import pareto_front
 
@@ -26,7 +28,17 @@ MAX_POINTS = 50_000_000  # default refusal limit; WSEMOE_MAX_POINTS overrides it
 
 def max_points() -> int:
     """The size limit in force (read when a sweep starts, not at import)."""
-    return int(os.environ.get("WSEMOE_MAX_POINTS", MAX_POINTS))
+    text = os.environ.get("WSEMOE_MAX_POINTS")
+    if text is None:
+        return MAX_POINTS
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value.is_integer() and 0 < value <= 2**62):
+        raise ConfigError(f"must be a positive whole number of points, got {excerpt(text)!r}",
+                          loc=("WSEMOE_MAX_POINTS",))
+    return int(value)
 
 
 @dataclass
@@ -52,10 +64,12 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
               on_progress=None) -> SweepResult:
     """Evaluate a sweep chunk by chunk and write results/<name>/ (skipped when up to date unless forced).
 
-    `resume` continues a killed run of the same config from its last complete chunk.
+    The target is replaced only when it holds wsemoe results and nothing else (the same sweep, or
+    with `force`). `resume` continues a killed run of the same config from its whole parts, whatever
+    chunk size either run used.
     """
     cfg = load_config(config)
-    path = Path(out_dir).resolve() if out_dir else store.results_dir(out_root, cfg.name)
+    path = Path(out_dir).absolute() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
         return SweepResult(path, cfg, "up to date", store.read_manifest(path))
@@ -64,17 +78,29 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
                           "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
-    # One process takes the largest chunk memory allows (per-chunk work is not free); several
-    # workers need several chunks each.
-    parallel = workers > 1 or scheduler
-    chunk = chunk_size or (max(16_384, min(chunked.DEFAULT_CHUNK, -(-total // (4 * workers if workers > 1 else 8))))
-                           if parallel else chunked.DEFAULT_CHUNK)
+    if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
+        raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
+    partial_mod.check_target(path, cfg.name, force)
+    with partial_mod.RunLock(path):
+        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress)
+
+
+def _chunk_size(total: int, workers: int, parallel: bool) -> int:
+    """One process takes the largest chunk memory allows (per-chunk work is not free); several
+    workers need several chunks each."""
+    if not parallel:
+        return chunked.DEFAULT_CHUNK
+    return max(16_384, min(chunked.DEFAULT_CHUNK, -(-total // (4 * workers if workers > 1 else 8))))
+
+
+def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress) -> SweepResult:
+    chunk = chunk_size or _chunk_size(total, workers, bool(workers > 1 or scheduler))
     t0 = time.perf_counter()
-    partial = store.PartialRun(path, h, resume)
-    done = partial.done()
-    tasks = [t for t in chunked.chunk_ranges(total, chunk) if t[0] not in done]
+    partial = partial_mod.PartialRun(path, h, resume)
+    reused = partial.reusable() if resume else []
+    tasks = chunked.chunk_ranges(total, chunk, reused)
     progress = on_progress or (lambda done_points, total_points: None)
-    finished = total - sum(e - s for _, s, e in tasks)
+    finished = total - sum(e - s for s, e in tasks)
     progress(finished, total)
 
     def on_done(stats):
@@ -82,27 +108,44 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         finished += stats["points"]
         progress(finished, total)
 
-    baselines = chunked.baseline_best(cfg, chunk)
-    run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
-    cands, stats = partial.read_reductions()
-    front = pareto_front(cands, cfg.objectives)
-    comparison = comparison_table(cands, cfg) if cfg.compare else None
+    try:
+        baselines = chunked.baseline_best(cfg, chunk)
+        run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
+        cands, stats = partial.read_reductions(total)
+        front = pareto_front(cands, cfg.objectives)
+        comparison = comparison_table(cands, cfg) if cfg.compare else None
+    except (ConfigError, PresetError):
+        partial.discard()  # a problem with the input: resuming would fail the same way
+        raise
+    except BaseException:
+        if not partial.has_parts():
+            partial.discard()  # nothing to resume from: leave nothing behind
+        raise
     seconds = time.perf_counter() - t0
     bounds: dict = {}
     for s in stats:
         for k, v in s["bounds"].items():
             bounds[k] = bounds.get(k, 0) + v
+    parts = [{k: s[k] for k in ("file", "start", "stop", "rows", "bytes", "sha256")} for s in stats]
     manifest = {
         "name": cfg.name, "description": cfg.description, "config_hash": h,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
         "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
-        "chunks": len(stats), "chunk_size": chunk, "eval_seconds": round(seconds, 4),
-        "columns": manifest_columns(store.part_columns(partial.path)),
+        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused), "eval_seconds": round(seconds, 4),
+        "columns": manifest_columns(_part_columns(partial.parts)), "parts": parts,
     }
     extra = {"comparison.csv": comparison} if comparison is not None else {}
     partial.finish(resolved_config(cfg), front, manifest, extra)
     return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
+
+
+def _part_columns(parts_dir: Path) -> list[str]:
+    """Column names of the written points (from the first part's schema)."""
+    import pyarrow.parquet as pq
+
+    first = next(iter(sorted(parts_dir.iterdir())), None)
+    return [] if first is None else [c for c in pq.read_schema(first).names if c != "point"]
 
 
 def check(config) -> dict:
@@ -114,8 +157,10 @@ def check(config) -> dict:
     t0 = time.perf_counter()
     sample = engine.evaluate_points(cfg, 0, m)
     per_point = (time.perf_counter() - t0) / m
+    if cfg.compare:  # the written parts carry the speedup column; its values do not matter for size
+        sample[f"speedup_vs_{cfg.compare.name}"] = np.nan
     buf = io.BytesIO()
-    sample.to_parquet(buf, index=True)
+    sample[chunked.kept_columns(sample, cfg)].to_parquet(buf, index=True, compression="lz4")  # as parts are written
     return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
             "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
             "estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m,

@@ -1,27 +1,49 @@
-"""Results folders: config.yaml, manifest.json, points.parquet/ (one part per chunk), pareto.csv.
+"""Results folders: layout, manifest, verification against the manifest, and reading.
 
-A sweep writes into a hidden partial folder beside the target (`.<name>.partial-<hash>`); every
-chunk lands as a part file renamed into place only when complete, so a killed run (even
-`kill -9`) leaves whole parts that `--resume` reuses. The manifest is written last and the folder
-renamed into place: a folder with a manifest is always complete.
+A results folder holds config.yaml, manifest.json, points.parquet/ (one part file per point range,
+`part-<start>-<stop>.parquet`), pareto.csv and optional extras (comparison.csv, plots/, ...). The
+manifest records every part's range, row count, size and SHA-256, so a deleted, truncated or stray
+part is noticed before anything is shown, plotted or called up to date.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import shutil
-import tempfile
+import re
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
-from wsemoe import __version__, yamlio
 from wsemoe.errors import ResultsError
 
+FORMAT = "wsemoe-results/2"
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
+# Everything wsemoe itself writes into a results folder; anything else there belongs to the user.
+KNOWN_ENTRIES = frozenset({*FILES, "comparison.csv", "plots", "report.html", "sensitivity"})
 DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "dask", "distributed")
+PART_RE = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")
+
+
+def part_name(start: int, stop: int) -> str:
+    """File name of the part holding points [start, stop)."""
+    return f"part-{start:012d}-{stop:012d}.parquet"
+
+
+def part_range(name: str) -> tuple[int, int] | None:
+    """(start, stop) of a part file name, or None for any other name."""
+    m = PART_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def sha256_of(path: Path) -> str:
+    """SHA-256 of a file, read in 4 MB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(4 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def results_dir(out_root, name: str) -> Path:
@@ -44,118 +66,98 @@ def dependency_versions() -> dict:
     return out
 
 
-def read_manifest(path: Path) -> dict | None:
-    """The manifest of a complete results folder, or None."""
+def read_manifest(path) -> dict | None:
+    """The manifest of a wsemoe results folder, or None (missing, unreadable, or not ours)."""
     try:
-        return json.loads((Path(path) / "manifest.json").read_text())
+        man = json.loads((Path(path) / "manifest.json").read_text())
     except (OSError, ValueError):
         return None
+    return man if isinstance(man, dict) and man.get("format") == FORMAT else None
+
+
+def foreign_entries(path: Path) -> list[str]:
+    """Entries of a folder that wsemoe did not write (user files a replacement would destroy)."""
+    return sorted(p.name for p in Path(path).iterdir() if p.name not in KNOWN_ENTRIES)
+
+
+def verify(path, manifest: dict, checksums: bool = False) -> None:
+    """Check that points.parquet/ holds exactly the manifest's parts, whole; ResultsError otherwise.
+
+    Always: the part files are exactly those listed, each of the listed size, their ranges tile
+    [0, points) and their row counts add up. With `checksums`, every part's SHA-256 as well.
+    """
+    path = Path(path)
+    parts = manifest.get("parts")
+    folder = path / "points.parquet"
+    if not isinstance(parts, list) or not folder.is_dir():
+        raise ResultsError("incomplete results: points.parquet or its part list is missing; re-run the sweep",
+                           loc=(str(path),))
+    listed = {p["file"]: p for p in parts}
+    present = {p.name for p in folder.iterdir()}
+    for name in sorted(set(listed) - present):
+        raise ResultsError(f"incomplete results: part {name} is missing; re-run the sweep", loc=(str(path),))
+    for name in sorted(present - set(listed)):
+        raise ResultsError(f"points.parquet holds {name}, which the manifest does not list", loc=(str(path),))
+    expected = 0
+    for p in sorted(parts, key=lambda p: p["start"]):
+        f = folder / p["file"]
+        if p["start"] != expected or p["stop"] - p["start"] != p["rows"]:
+            raise ResultsError(f"part list does not cover the points (at {p['file']})", loc=(str(path),))
+        if f.stat().st_size != p["bytes"]:
+            raise ResultsError(f"part {p['file']} has {f.stat().st_size:,} bytes, the manifest says "
+                               f"{p['bytes']:,}: damaged; re-run the sweep", loc=(str(path),))
+        if checksums and sha256_of(f) != p["sha256"]:
+            raise ResultsError(f"part {p['file']} fails its checksum: damaged; re-run the sweep", loc=(str(path),))
+        expected = p["stop"]
+    if expected != manifest.get("points"):
+        raise ResultsError(f"parts hold {expected:,} points, the manifest says {manifest.get('points')}",
+                           loc=(str(path),))
 
 
 def is_up_to_date(path: Path, config_hash: str) -> bool:
-    """True when `path` holds complete results of exactly this config."""
+    """True when `path` holds complete, undamaged results of exactly this config."""
     man = read_manifest(path)
-    return bool(man) and man.get("config_hash") == config_hash and all((Path(path) / f).exists() for f in FILES)
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temp file in the same folder, then rename (readers never see half a file)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
+    if not man or man.get("config_hash") != config_hash or not all((Path(path) / f).exists() for f in FILES):
+        return False
     try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        verify(path, man)
+    except (ResultsError, OSError):
+        return False
+    return True
 
 
-class PartialRun:
-    """The hidden folder a sweep fills chunk by chunk before it becomes results/<name>."""
-
-    def __init__(self, target: Path, config_hash: str, resume: bool):
-        self.target = Path(target)
-        self.path = self.target.with_name(f".{self.target.name}.partial-{config_hash}")
-        self.parts = self.path / "points.parquet"
-        self.cands = self.path / "candidates"
-        if not resume:
-            for old in self.target.parent.glob(f".{self.target.name}.partial-*"):
-                shutil.rmtree(old, ignore_errors=True)
-        self.parts.mkdir(parents=True, exist_ok=True)
-        self.cands.mkdir(exist_ok=True)
-
-    def done(self) -> set[int]:
-        """Chunks whose part is complete (its candidates and stats were written before it)."""
-        return {int(p.stem.split("-")[1]) for p in self.parts.glob("part-*.parquet")}
-
-    def _names(self, index: int):
-        return _chunk_names(self.path, index)
-
-    def read_reductions(self) -> tuple[pd.DataFrame, list[dict]]:
-        """All chunks' candidate rows and stats."""
-        idx = sorted(self.done())
-        cands = [pd.read_parquet(self._names(i)[1]) for i in idx]
-        stats = [json.loads(self._names(i)[2].read_text()) for i in idx]
-        return (pd.concat(cands) if cands else pd.DataFrame()), stats
-
-    def finish(self, config: dict, pareto: pd.DataFrame, manifest: dict, extra_csv: dict | None = None) -> Path:
-        """Write the small files, the manifest last, and rename the folder into place."""
-        shutil.rmtree(self.cands, ignore_errors=True)
-        (self.path / "config.yaml").write_text(yamlio.dumps(config))
-        pareto.to_csv(self.path / "pareto.csv", index=True)
-        for name, frame in (extra_csv or {}).items():
-            frame.to_csv(self.path / name, index=False)
-        manifest = {"version": __version__, "dependencies": dependency_versions(), **manifest}
-        _atomic_write(self.path / "manifest.json", lambda p: p.write_text(json.dumps(manifest, indent=2, default=str)))
-        _swap(self.path, self.target)
-        return self.target
-
-
-def _chunk_names(partial: Path, index: int):
-    return (partial / "points.parquet" / f"part-{index:06d}.parquet",
-            partial / "candidates" / f"part-{index:06d}.parquet",
-            partial / "candidates" / f"part-{index:06d}.json")
-
-
-def write_chunk(partial: Path, index: int, points: pd.DataFrame, candidates: pd.DataFrame, stats: dict) -> None:
-    """Candidates and stats first, the part last: a part present means its chunk is whole."""
-    part, cand, meta = _chunk_names(Path(partial), index)
-    _atomic_write(cand, lambda p: candidates.to_parquet(p, index=True))
-    _atomic_write(meta, lambda p: p.write_text(json.dumps(stats)))
-    # lz4 keeps dictionary-friendly float columns small and writes faster than the snappy default
-    _atomic_write(part, lambda p: points.to_parquet(p, index=True, compression="lz4"))
-
-
-def part_columns(partial: Path) -> list[str]:
-    """Column names of the written points (from the first part's schema)."""
-    import pyarrow.parquet as pq
-
-    first = next(iter(sorted((Path(partial) / "points.parquet").glob("part-*.parquet"))), None)
-    return [] if first is None else [c for c in pq.read_schema(first).names if c != "point"]
-
-
-def _swap(tmp: Path, path: Path) -> None:
-    """Replace `path` by `tmp` with renames only (the old folder is removed after the swap)."""
-    old = None
-    if path.exists():
-        old = path.with_name(f".{path.name}.old-{os.getpid()}")
-        os.replace(path, old)
-    os.replace(tmp, path)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def load_results(path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """(manifest, points, pareto) of a complete results folder; a clear error otherwise."""
+def load_manifest(path) -> dict:
+    """The verified manifest of a complete results folder; a one-line error otherwise."""
     path = Path(path)
     if not path.is_dir():
         raise ResultsError("no such results folder", loc=(str(path),))
     man = read_manifest(path)
     if man is None:
-        raise ResultsError("incomplete results: manifest.json missing or unreadable (rerun the sweep)", loc=(str(path),))
+        raise ResultsError("not a wsemoe results folder, or incomplete: manifest.json missing, unreadable or "
+                           "from another version (re-run the sweep)", loc=(str(path),))
+    verify(path, man)
+    return man
+
+
+def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.DataFrame:
+    """points.parquet of a verified folder (only `columns` when given), indexed by point."""
     try:
-        points = pd.read_parquet(path / "points.parquet")
-        pareto = pd.read_csv(path / "pareto.csv", index_col=0)
+        points = pd.read_parquet(Path(path) / "points.parquet", columns=columns)
     except Exception as exc:  # pyarrow/pandas raise many types for damaged files
-        raise ResultsError(f"cannot read results: {type(exc).__name__}", loc=(str(path),)) from None
-    return man, points.sort_index(), pareto
+        raise ResultsError(f"cannot read points.parquet: {type(exc).__name__}", loc=(str(path),)) from None
+    if len(points) != manifest["points"]:
+        raise ResultsError(f"points.parquet has {len(points):,} rows, the manifest says {manifest['points']:,}",
+                           loc=(str(path),))
+    return points.sort_index()
+
+
+def load_results(path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(manifest, points, pareto) of a complete results folder; a clear error otherwise."""
+    path = Path(path)
+    man = load_manifest(path)
+    points = read_points(path, man)
+    try:
+        pareto = pd.read_csv(path / "pareto.csv", index_col=0)
+    except Exception as exc:  # pandas raises many types for damaged files
+        raise ResultsError(f"cannot read pareto.csv: {type(exc).__name__}", loc=(str(path),)) from None
+    return man, points, pareto
