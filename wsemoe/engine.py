@@ -40,6 +40,12 @@ def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:
     return out
 
 
+def _float(column: pd.Series) -> np.ndarray:
+    """Numeric inputs as float64: exact for the bounded integers specs admit, and products of them
+    (G·B·S·layers·width) cannot wrap around as int64 products silently would."""
+    return column.to_numpy(dtype=np.float64)
+
+
 def _columns(out: dict, n: int) -> dict:
     """Cost-model outputs broadcast to n rows; labels (bound, phase bounds) become categoricals."""
     cols = {}
@@ -53,13 +59,13 @@ def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
     """Output columns for every row of `frame` (same index), feasibility included."""
     cats = _categorical(frame)
     if not cats:  # one group: no split, no reassembly
-        ns = _namespaces(cfg, {}, {c: frame[c].to_numpy() for c in frame.columns})
+        ns = _namespaces(cfg, {}, {c: _float(frame[c]) for c in frame.columns})
         cols = _columns(_evaluate_group(cfg, ns), len(frame))
         return add_feasibility(pd.DataFrame(cols, index=frame.index), cfg, frame)
     parts = []
     for values, sub in frame.groupby(cats, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
-        numeric = {c: sub[c].to_numpy() for c in sub.columns if c not in cats}
+        numeric = {c: _float(sub[c]) for c in sub.columns if c not in cats}
         ns = _namespaces(cfg, dict(zip(cats, values)), numeric)
         parts.append(pd.DataFrame(_columns(_evaluate_group(cfg, ns), len(sub)), index=sub.index))
     result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]

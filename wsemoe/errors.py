@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+MAX_MESSAGE = 300  # characters of a message shown to users: never echo a whole hostile input
+MAX_KEY = 80       # characters of one key of the path
+
 
 class WsemoeError(Exception):
     """A user-facing error: one line, naming the key path or file at fault.
@@ -13,8 +16,8 @@ class WsemoeError(Exception):
     def __init__(self, message: str, loc: tuple | list | str | None = None):
         if isinstance(loc, str):
             loc = (loc,)
-        self.loc = tuple(_printable(p) for p in (loc or ()))
-        self.message = _printable(" ".join(str(message).split()))
+        self.loc = tuple(excerpt(p, MAX_KEY) for p in (loc or ()))
+        self.message = excerpt(" ".join(str(message).split()), MAX_MESSAGE)
         super().__init__(self.line())
 
     def line(self) -> str:
@@ -23,9 +26,10 @@ class WsemoeError(Exception):
         return f"{where}{self.message}"
 
 
-def _printable(text) -> str:
-    """Text safe for a one-line message: control characters (newlines in a key) shown escaped."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
+def excerpt(text, limit: int = 60) -> str:
+    """Text safe for a one-line message: control characters shown escaped, cut to `limit` characters."""
+    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text)[: 4 * limit])
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 class ConfigError(WsemoeError):
@@ -37,4 +41,8 @@ class PresetError(WsemoeError):
 
 
 class ResultsError(WsemoeError):
-    """A results directory is missing, incomplete or unreadable."""
+    """A results directory is missing, incomplete, unreadable, or not ours to replace."""
+
+
+class RunError(WsemoeError):
+    """A sweep could not finish (executor failure, another run holds the folder); progress is kept."""

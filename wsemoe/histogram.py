@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
 from wsemoe.errors import ConfigError
+from wsemoe.files import read_text
+from wsemoe.specs.base import MAX_COUNT
+
+MAX_HISTOGRAM_BYTES = 256 * 2**20  # per-layer, per-expert counts of even huge models are megabytes
 
 
 def read_histogram(path, loc=("balance", "histogram")) -> list[float]:
@@ -17,12 +22,10 @@ def read_histogram(path, loc=("balance", "histogram")) -> list[float]:
     the cost model has one representative MoE layer, so per-layer differences average out.
     """
     p = Path(path)
+    text = read_text(p, MAX_HISTOGRAM_BYTES, "histogram file", loc_prefix=loc)
     try:
-        with p.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except FileNotFoundError:
-        raise ConfigError("histogram file not found", loc=(*loc, str(p))) from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
         raise ConfigError(f"cannot read histogram: {exc}", loc=(*loc, str(p))) from None
     if not rows:
         raise ConfigError("histogram has no rows", loc=(*loc, str(p)))
@@ -37,6 +40,8 @@ def read_histogram(path, loc=("balance", "histogram")) -> list[float]:
         raise ConfigError(f"bad number in histogram: {exc}", loc=(*loc, str(p))) from None
     if experts.min() < 0 or not np.all(np.isfinite(values)) or values.min() < 0:
         raise ConfigError("expert ids and counts must be non-negative", loc=(*loc, str(p)))
+    if experts.max() >= MAX_COUNT:
+        raise ConfigError(f"expert id {experts.max()} is beyond the {MAX_COUNT:,} experts supported", loc=(*loc, str(p)))
     n = int(experts.max()) + 1
     shares = np.zeros(n)
     for layer in np.unique(layers):

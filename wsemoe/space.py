@@ -88,6 +88,40 @@ def check_points(cfg: SweepConfig) -> None:
     if any(p in cfg.axis_names() for p in ("hardware", "mapping.tp", "hardware.rows", "hardware.cols")) \
             or cfg.mapping.tp is not None:
         _check_tp(cfg)
+    _check_token_count(cfg)
+
+
+MAX_TOKEN_PAIRS = 2**48  # G·B·S: tokens (or query-key pairs per head) of one attention group's micro-batch
+
+
+def _largest(cfg: SweepConfig, path: str) -> float:
+    """The largest value `path` takes anywhere in the sweep."""
+    section, field = path.split(".", 1)
+    values = [v for f in factors(cfg) for v in f.get(path, [])]
+    return float(max(values)) if values else float(getattr(getattr(cfg, section), field))
+
+
+def _check_token_count(cfg: SweepConfig) -> None:
+    """G·B·S must stay far inside float64's exact integers; the largest values of each bound the product."""
+    g, b, s = (_largest(cfg, p) for p in ("workload.G", "workload.B", "workload.seq_len"))
+    if g * b * s > MAX_TOKEN_PAIRS:
+        raise ConfigError(f"G·B·seq_len reaches {g * b * s:.3g}; at most 2**48 ({MAX_TOKEN_PAIRS:.3g}) is supported",
+                          loc=("workload",))
+
+
+def check_range(total: int, start, stop, chunk_size=None) -> tuple[int, int]:
+    """Validated [start, stop) of a sweep of `total` points (stop None: to the end)."""
+    for name, v in (("start", start), ("stop", stop), ("chunk_size", chunk_size)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise ConfigError(f"{name} must be an integer, got {v!r}", loc=(name,))
+    stop = total if stop is None else int(stop)
+    if not 0 <= start < total:
+        raise ConfigError(f"start {start} out of range: the sweep has {total} points (0..{total - 1})", loc=("start",))
+    if not start < stop <= total:
+        raise ConfigError(f"stop {stop} out of range: need start < stop <= {total}", loc=("stop",))
+    if chunk_size is not None and chunk_size < 1:
+        raise ConfigError(f"chunk_size must be at least 1, got {chunk_size}", loc=("chunk_size",))
+    return int(start), stop
 
 
 def _check_tp(cfg: SweepConfig) -> None:

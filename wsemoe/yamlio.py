@@ -1,23 +1,39 @@
-"""Safe YAML reading that rejects duplicate keys and object tags, with file-naming errors."""
+"""Safe YAML reading that rejects duplicate keys, aliases and object tags, with file-naming errors."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import yaml
 
 from wsemoe.errors import ConfigError
+from wsemoe.files import read_text
+
+MAX_CONFIG_BYTES = 16 * 2**20  # a sweep config is hand-written: megabytes would be an accident
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last one)."""
+    """SafeLoader that refuses duplicate mapping keys and aliases.
+
+    PyYAML silently keeps the last of duplicate keys; aliases let a few lines expand into
+    gigabytes (a "billion laughs" document), so a config must write its values out.
+    """
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise ConfigError(f"YAML aliases (*{event.anchor}) are not supported; write the values out "
+                              f"(line {event.start_mark.line + 1})")
+        return super().compose_node(parent, index)
 
 
 def _no_duplicates(loader, node, deep=False):
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
+        try:
+            dup = key in seen
+        except TypeError:  # an unhashable key (a list as key): let the constructor report it
+            break
+        if dup:
             mark = key_node.start_mark
             raise ConfigError(f"duplicate key '{key}' (line {mark.line + 1})", loc=(str(key),))
         seen.add(key)
@@ -33,28 +49,24 @@ def loads(text: str, source: str = "<string>"):
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
     except ConfigError as exc:
         raise ConfigError(exc.message, loc=(source, *exc.loc)) from None
+    except RecursionError:
+        raise ConfigError("YAML nested too deeply", loc=(source,)) from None
     except yaml.constructor.ConstructorError as exc:
         line = f" (line {exc.problem_mark.line + 1})" if exc.problem_mark else ""
         raise ConfigError(f"unsupported YAML tag or value: {exc.problem}{line}", loc=(source,)) from None
+    except yaml.reader.ReaderError as exc:  # control characters and bad encodings
+        raise ConfigError(f"malformed YAML: {exc.reason}, character #x{exc.character:04x} "
+                          f"at position {exc.position}", loc=(source,)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "malformed YAML"
+        problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or "cannot parse"
         raise ConfigError(f"malformed YAML{line}: {problem}", loc=(source,)) from None
 
 
 def load(path) -> object:
-    """Read and parse a YAML file; a missing or unreadable file is a ConfigError naming it."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", loc=(str(p),)) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, expected a YAML file", loc=(str(p),)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read file: {getattr(exc, 'strerror', None) or exc}", loc=(str(p),)) from None
-    return loads(text, source=str(p))
+    """Read and parse a YAML file; a missing, unreadable, special or huge file is a ConfigError naming it."""
+    return loads(read_text(path, MAX_CONFIG_BYTES, "YAML file"), source=str(path))
 
 
 def dumps(data) -> str:

@@ -106,6 +106,8 @@ def _check_mesh(rows: int, cols: int) -> int:
 def _check_traffic(rows: int, cols: int, traffic) -> np.ndarray:
     """Validate a (..., N, N) nonnegative finite traffic array and return it as float64."""
     n = _check_mesh(rows, cols)
+    if np.iscomplexobj(traffic):
+        raise ValueError("traffic must be real (bytes), got complex values")
     t = np.asarray(traffic, dtype=np.float64)
     if t.ndim < 2 or t.shape[-2:] != (n, n):
         raise ValueError(f"traffic must have shape (..., {n}, {n}) for a {rows}x{cols} mesh, got {t.shape}")

@@ -37,7 +37,7 @@ def load_hardware(name: str) -> HardwareSpec:
 def load_model(name_or_path) -> ModelSpec:
     """A model by preset name, or from a Hugging Face `config.json` path."""
     p = Path(str(name_or_path))
-    if p.suffix == ".json" or p.is_file():
+    if p.suffix == ".json" or p.is_file() or (p.is_dir() and (p / "config.json").is_file()):
         from wsemoe.presets.hf import model_from_hf_config
 
         return model_from_hf_config(p)

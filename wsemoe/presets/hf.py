@@ -9,9 +9,11 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from wsemoe.errors import PresetError
+from wsemoe.errors import ConfigError, PresetError
+from wsemoe.files import read_text
 from wsemoe.specs.model import ModelSpec
 
+MAX_HF_BYTES = 4 * 2**20  # real config.json files are a few kB
 _REQUIRED = object()  # sentinel: the key has no default and must be present
 
 # Architecture class names, for configs that carry `architectures` but no `model_type`.
@@ -237,12 +239,13 @@ def _load(source: Any) -> tuple[dict, str]:
     if not isinstance(source, (str, Path)):
         raise PresetError(f"expected a config.json path or a dict, got {type(source).__name__}", ("hf_config",))
     where = str(source)
+    path = Path(source)
+    if path.is_dir() and (path / "config.json").is_file():  # a model folder as downloaded from the Hub
+        path, where = path / "config.json", str(path / "config.json")
     try:
-        text = Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PresetError("config file not found", (where,)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PresetError(f"cannot read config file: {exc}", (where,)) from None
+        text = read_text(path, MAX_HF_BYTES, "config file")
+    except ConfigError as exc:
+        raise PresetError(exc.message, exc.loc) from None
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:

@@ -3,16 +3,40 @@
 from __future__ import annotations
 
 import difflib
+import typing
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, excerpt
+
+
+def _admits_bool(annotation) -> bool:
+    """True when a field's type takes booleans (bool itself, or bool inside Optional/Union/containers)."""
+    if annotation is bool:
+        return True
+    if typing.get_origin(annotation) is typing.Literal:
+        return any(isinstance(a, bool) for a in typing.get_args(annotation))
+    return any(_admits_bool(a) for a in typing.get_args(annotation))
+
+
+def _has_bool(value) -> bool:
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value)
 
 
 class Spec(BaseModel):
     """Base of every spec: immutable, rejects unknown keys, documents every field."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, value, info):
+        """YAML `true` is not the number 1: pydantic's lax mode would run `seq_len: true` as 1."""
+        if _has_bool(value) and not _admits_bool(cls.model_fields[info.field_name].annotation):
+            raise ValueError(f"expected a number or text, got a boolean ({value!r})")
+        return value
 
 
 def build(cls, data, loc=()):
@@ -44,5 +68,20 @@ def build(cls, data, loc=()):
         if err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"] not in ("value_error",):
-            msg = f"{msg} (got {err['input']!r})"
+            msg = f"{msg} (got {excerpt(repr(err['input']))})"
         raise ConfigError(msg, loc=(*loc, *where)) from None
+
+
+# Bounds of integer and float inputs. The cost model multiplies them (tokens = G·B·S, bytes =
+# tokens·width·layers, ...) in float64, exact for integers below 2**53; these bounds keep every
+# product well inside that and inside what is physically meaningful, and make absurd inputs
+# (2**63, 1e308) one-line errors instead of wrapped integers or infinite times.
+MAX_TOKENS = 2**24        # sequence length and attention batch (16.7M)
+MAX_TILES = 2**16         # batch-tiling factor G
+MAX_WIDTH = 2**24         # hidden, FFN and head widths, low-rank widths
+MAX_COUNT = 2**20         # heads, experts, top-k, nodes per TP group
+MAX_LAYERS = 2**16
+MAX_VOCAB = 2**26
+MAX_MESH_SIDE = 1024      # node rows or columns of one wafer
+MAX_SEED = 2**32 - 1
+MAX_FIGURE = 1e30         # any hardware rate, capacity or byte size

@@ -7,20 +7,20 @@ from typing import Literal, Optional
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from wsemoe.specs.base import Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, Spec
 
 
 class PEFacts(Spec):
     """Processing-element facts a node's figures can be derived from (Cerebras-style wafers)."""
 
-    pe_count: PositiveInt = Field(description="PEs on the whole wafer")
-    fabric_rows: PositiveInt = Field(description="PE rows of the programmable fabric")
-    fabric_cols: PositiveInt = Field(description="PE columns of the programmable fabric")
-    sram_per_pe_bytes: PositiveFloat = Field(description="SRAM per PE, bytes")
-    clock_hz: PositiveFloat = Field(description="PE clock, Hz")
-    fmac_width: PositiveInt = Field(description="FP16 FMACs per PE per cycle (SIMD width)")
-    link_bytes_per_cycle: PositiveFloat = Field(description="bytes per cycle per PE link per direction")
-    sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, description="SRAM bandwidth of the wafer, bytes/s")
+    pe_count: PositiveInt = Field(le=2**40, description="PEs on the whole wafer")
+    fabric_rows: PositiveInt = Field(le=2**40, description="PE rows of the programmable fabric")
+    fabric_cols: PositiveInt = Field(le=2**40, description="PE columns of the programmable fabric")
+    sram_per_pe_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="SRAM per PE, bytes")
+    clock_hz: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="PE clock, Hz")
+    fmac_width: PositiveInt = Field(le=2**40, description="FP16 FMACs per PE per cycle (SIMD width)")
+    link_bytes_per_cycle: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bytes per cycle per PE link per direction")
+    sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
 
 
 def derive_node_figures(pe: PEFacts, rows: int, cols: int) -> dict:
@@ -53,20 +53,20 @@ class HardwareSpec(Spec):
 
     name: str = Field("custom", description="label of this hardware")
     topology: Literal["mesh", "switch"] = Field("mesh", description="2D mesh with XY routing, or a non-blocking switch")
-    rows: PositiveInt = Field(description="node rows of the grid")
-    cols: PositiveInt = Field(description="node columns of the grid")
-    node_peak_flops: PositiveFloat = Field(description="peak dense 16-bit FLOP/s per node")
-    node_memory_bytes: PositiveFloat = Field(description="local memory (SRAM or HBM) per node, bytes")
-    node_memory_bw_bytes_per_s: PositiveFloat = Field(description="local memory bandwidth per node, bytes/s")
-    link_bw_bytes_per_s: PositiveFloat = Field(description="bandwidth per mesh link per direction, bytes/s")
-    hop_latency_s: float = Field(0.0, ge=0, description="latency per mesh hop (or switch traversal), s")
-    port_bw_bytes_per_s: PositiveFloat = Field(math.inf, description="injection/ejection bandwidth per node, bytes/s")
+    rows: PositiveInt = Field(le=MAX_MESH_SIDE, description="node rows of the grid")
+    cols: PositiveInt = Field(le=MAX_MESH_SIDE, description="node columns of the grid")
+    node_peak_flops: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
+    node_memory_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
+    node_memory_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
+    link_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
+    hop_latency_s: float = Field(0.0, ge=0, le=1.0, allow_inf_nan=False, description="latency per mesh hop (or switch traversal), s")
+    port_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
     weight_source: Literal["streamed", "resident"] = Field(
         "resident", description="weights streamed in each pass through the I/O, or resident in node memory")
-    io_in_bw_bytes_per_s: PositiveFloat = Field(math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
-    io_out_bw_bytes_per_s: PositiveFloat = Field(math.inf, description="off-wafer egress bandwidth (gradients out), bytes/s")
+    io_in_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
+    io_out_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer egress bandwidth (gradients out), bytes/s")
     matmul_efficiency: float = Field(0.5, gt=0, le=1, description="achieved fraction of peak for large matmuls (calibration)")
-    expert_half_tokens: float = Field(0.0, ge=0, description="tokens per expert at which expert matmuls reach half of matmul_efficiency (calibration)")
+    expert_half_tokens: float = Field(0.0, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="tokens per expert at which expert matmuls reach half of matmul_efficiency (calibration)")
     memory_usable_fraction: float = Field(1.0, gt=0, le=1, description="fraction of node memory available to the model (calibration)")
     pe: Optional[PEFacts] = Field(None, description="PE-level facts the node figures were derived from")
     sources: dict[str, str] = Field(default_factory=dict, description="provenance of each figure")

@@ -7,39 +7,39 @@ from typing import Literal, Optional
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from wsemoe.cost import params
-from wsemoe.specs.base import Spec
+from wsemoe.specs.base import MAX_COUNT, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Spec
 
 
 class ModelSpec(Spec):
     """Shape of a MoE transformer; E = num_experts, k = num_experts_per_tok, F = moe_intermediate_size."""
 
     name: str = Field("custom", description="label of this model")
-    hidden_size: PositiveInt = Field(description="model width H")
-    num_hidden_layers: PositiveInt = Field(description="transformer layers L")
-    num_attention_heads: PositiveInt = Field(description="query heads n_h")
-    num_key_value_heads: PositiveInt = Field(description="key/value heads n_kv (GQA)")
-    head_dim: PositiveInt = Field(description="per-head width d_h (GQA)")
+    hidden_size: PositiveInt = Field(le=MAX_WIDTH, description="model width H")
+    num_hidden_layers: PositiveInt = Field(le=MAX_LAYERS, description="transformer layers L")
+    num_attention_heads: PositiveInt = Field(le=MAX_COUNT, description="query heads n_h")
+    num_key_value_heads: PositiveInt = Field(le=MAX_COUNT, description="key/value heads n_kv (GQA)")
+    head_dim: PositiveInt = Field(le=MAX_WIDTH, description="per-head width d_h (GQA)")
     attention: Literal["gqa", "mla"] = Field("gqa", description="grouped-query or multi-head latent attention")
-    q_lora_rank: Optional[NonNegativeInt] = Field(None, description="MLA query low-rank width (0/None: direct)")
-    kv_lora_rank: NonNegativeInt = Field(0, description="MLA compressed KV width")
-    qk_nope_head_dim: NonNegativeInt = Field(0, description="MLA non-rotary q/k width per head")
-    qk_rope_head_dim: NonNegativeInt = Field(0, description="MLA rotary q/k width per head")
-    v_head_dim: NonNegativeInt = Field(0, description="MLA value width per head")
+    q_lora_rank: Optional[NonNegativeInt] = Field(None, le=MAX_WIDTH, description="MLA query low-rank width (0/None: direct)")
+    kv_lora_rank: NonNegativeInt = Field(0, le=MAX_WIDTH, description="MLA compressed KV width")
+    qk_nope_head_dim: NonNegativeInt = Field(0, le=MAX_WIDTH, description="MLA non-rotary q/k width per head")
+    qk_rope_head_dim: NonNegativeInt = Field(0, le=MAX_WIDTH, description="MLA rotary q/k width per head")
+    v_head_dim: NonNegativeInt = Field(0, le=MAX_WIDTH, description="MLA value width per head")
     qkv_bias: bool = Field(False, description="q/k/v projections carry biases (Qwen2)")
     qk_norm: bool = Field(False, description="per-head RMSNorm on q and k (Qwen3)")
-    moe_intermediate_size: PositiveInt = Field(description="routed expert FFN width F")
-    num_experts: PositiveInt = Field(description="routed experts per MoE layer E")
-    num_experts_per_tok: PositiveInt = Field(description="experts per token k (top-k)")
-    n_shared_experts: NonNegativeInt = Field(0, description="shared experts per MoE layer")
-    shared_expert_intermediate_size: Optional[PositiveInt] = Field(None, description="width of one shared expert (default F)")
+    moe_intermediate_size: PositiveInt = Field(le=MAX_WIDTH, description="routed expert FFN width F")
+    num_experts: PositiveInt = Field(le=MAX_COUNT, description="routed experts per MoE layer E")
+    num_experts_per_tok: PositiveInt = Field(le=MAX_COUNT, description="experts per token k (top-k)")
+    n_shared_experts: NonNegativeInt = Field(0, le=MAX_COUNT, description="shared experts per MoE layer")
+    shared_expert_intermediate_size: Optional[PositiveInt] = Field(None, le=MAX_WIDTH, description="width of one shared expert (default F)")
     shared_expert_gate: bool = Field(False, description="a sigmoid gate scales the shared expert (Qwen2-MoE)")
     router_bias: bool = Field(False, description="router carries a per-expert bias (DeepSeek-V3)")
-    first_k_dense_replace: NonNegativeInt = Field(0, description="leading dense (non-MoE) layers")
-    intermediate_size: NonNegativeInt = Field(0, description="FFN width of the dense layers")
-    vocab_size: PositiveInt = Field(description="vocabulary size")
+    first_k_dense_replace: NonNegativeInt = Field(0, le=MAX_LAYERS, description="leading dense (non-MoE) layers")
+    intermediate_size: NonNegativeInt = Field(0, le=MAX_WIDTH, description="FFN width of the dense layers")
+    vocab_size: PositiveInt = Field(le=MAX_VOCAB, description="vocabulary size")
     tie_word_embeddings: bool = Field(False, description="input embedding and output head share weights")
-    published_total_params: Optional[float] = Field(None, description="published total parameter count (for checks)")
-    published_active_params: Optional[float] = Field(None, description="published active parameter count (for checks)")
+    published_total_params: Optional[float] = Field(None, gt=0, le=1e18, allow_inf_nan=False, description="published total parameter count (for checks)")
+    published_active_params: Optional[float] = Field(None, gt=0, le=1e18, allow_inf_nan=False, description="published active parameter count (for checks)")
     source: str = Field("", description="where the shape comes from")
 
     @model_validator(mode="after")

@@ -6,19 +6,19 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from wsemoe.specs.base import Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
 
 
 class WorkloadSpec(Spec):
     """What runs: one micro-batch of G·B sequences, attention in G tiles of B sequences."""
 
     mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token")
-    seq_len: PositiveInt = Field(2048, description="sequence length S (context length in decode), tokens")
-    B: PositiveInt = Field(1, description="attention batch: sequences per attention tile")
-    G: PositiveInt = Field(1, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
-    bytes_per_weight: PositiveFloat = Field(2.0, description="bytes per weight (2 = bf16)")
-    bytes_per_act: PositiveFloat = Field(2.0, description="bytes per activation element")
-    bytes_per_grad: PositiveFloat = Field(2.0, description="bytes per gradient element streamed out")
+    seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
+    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile")
+    G: PositiveInt = Field(1, le=MAX_TILES, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
+    bytes_per_weight: PositiveFloat = Field(2.0, le=64, description="bytes per weight (2 = bf16)")
+    bytes_per_act: PositiveFloat = Field(2.0, le=64, description="bytes per activation element")
+    bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
     attn_kernel: Literal["materialized", "flash"] = Field(
