@@ -38,8 +38,9 @@ def _rss_mb() -> float:
 
 def case_model(cfg_dict) -> dict:
     """The cost model alone: step.evaluate on whole arrays per categorical group."""
-    from wsemoe import engine, space
-    from wsemoe.config import load_config
+    from wsemoe.sweep import engine
+    from wsemoe.sweep import space
+    from wsemoe.config.loader import load_config
     from wsemoe.cost import step
     from wsemoe.cost.comm import comm_model
 
@@ -64,13 +65,14 @@ def case_model(cfg_dict) -> dict:
 
 def case_loop(cfg_dict, sample: int = 2000) -> dict:
     """Reference: the same model called once per point with Python scalars."""
-    from wsemoe import engine, space
-    from wsemoe.config import load_config
+    from wsemoe.sweep import engine
+    from wsemoe.sweep import space
+    from wsemoe.config.loader import load_config
     from wsemoe.cost import step
     from wsemoe.cost.comm import comm_model
 
     cfg = load_config(cfg_dict)
-    n = space.size(cfg)
+    n = cfg.size()
     frame = space.build_frame(cfg).iloc[:: max(1, n // sample)].head(sample)
     cats = engine._categorical(frame)
     rows = frame.to_dict("records")
@@ -85,7 +87,7 @@ def case_loop(cfg_dict, sample: int = 2000) -> dict:
 def case_sweep(cfg_dict, workers: int = 1) -> dict:
     """End to end: validation, baselines, evaluation, parquet parts, reductions, manifest."""
     from wsemoe.cost import structure
-    from wsemoe.run import run_sweep
+    from wsemoe.sweep.run import run_sweep
 
     structure.clear_cache()
     with tempfile.TemporaryDirectory() as tmp:

@@ -91,7 +91,7 @@ def test_directory_as_config(runner, tmp_path):
 
 def test_floats_in_exponent_form_parse(tmp_path):
     """PyYAML reads 2.5e10 (no dot) as a string; pydantic's lax float parsing must accept it."""
-    from wsemoe.config import load_config
+    from wsemoe.config.loader import load_config
 
     data = yaml.safe_load(GOOD)
     data["hardware"] = {"preset": "cs2", "io_in_bw_bytes_per_s": "3e11"}
@@ -104,7 +104,7 @@ def test_floats_in_exponent_form_parse(tmp_path):
 
 def test_results_not_written_on_error_inside_evaluation(runner, tmp_path, monkeypatch):
     """A failure mid-sweep leaves no results folder; only a hidden partial one (for --resume) without a manifest."""
-    from wsemoe import engine
+    from wsemoe.sweep import engine
 
     def boom(*a, **k):
         raise KeyboardInterrupt

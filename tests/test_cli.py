@@ -95,7 +95,7 @@ def test_python_api_matches_cli(tmp_path, small_config):
 
 
 def test_resolved_config_reloads_to_the_same_run(runner, tmp_path, small_config):
-    from wsemoe.config import load_config
+    from wsemoe.config.loader import load_config
 
     res = tmp_path / "res"
     runner.invoke(app, ["sweep", str(_write(tmp_path, small_config)), "--results", str(res)])
@@ -107,7 +107,7 @@ def test_resolved_config_reloads_to_the_same_run(runner, tmp_path, small_config)
 
 def test_every_column_of_every_shipped_sweep_is_documented():
     import wsemoe
-    from wsemoe.columns import describe, documented
+    from wsemoe.sweep.columns import describe, documented
 
     for f in ("bta_topk", "moentwine_balance", "wsc_vs_nvl72", "moentwine_mapping"):
         for c in wsemoe.evaluate(f"sweeps/{f}.yaml", start=0, stop=2).columns:

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 import wsemoe
-import wsemoe.chunked
-import wsemoe.config
-import wsemoe.run
-import wsemoe.store
+import wsemoe.sweep.chunked
+import wsemoe.config.loader
+import wsemoe.sweep.run
+import wsemoe.sweep.store
 from wsemoe.cli import app
 from wsemoe.errors import ConfigError, WsemoeError
 
@@ -106,7 +106,7 @@ def test_1_other_sweeps_results_need_force(workdir, runner):
     _one_line_error(runner.invoke(app, ["sweep", "another.yaml", "-o", "out"]), "holds results of sweep 'fs'", "--force")
     assert _snapshot(workdir) == before
     assert runner.invoke(app, ["sweep", "another.yaml", "-o", "out", "--force", "-q"]).exit_code == 0
-    assert wsemoe.store.read_manifest(workdir / "out")["name"] == "another"
+    assert wsemoe.sweep.store.read_manifest(workdir / "out")["name"] == "another"
 
 
 def test_1_same_sweep_replaces_its_own_results(workdir, runner):
@@ -115,7 +115,7 @@ def test_1_same_sweep_replaces_its_own_results(workdir, runner):
     (workdir / "fs.yaml").write_text(yaml.safe_dump(changed))
     r = runner.invoke(app, ["sweep", "fs.yaml", "-o", "out", "-q"])
     assert r.exit_code == 0, r.output
-    assert wsemoe.store.read_manifest(workdir / "out")["points"] == 3
+    assert wsemoe.sweep.store.read_manifest(workdir / "out")["points"] == 3
     assert not [p for p in workdir.iterdir() if p.name.startswith(".out.")]
 
 
@@ -149,12 +149,12 @@ def test_3_partials_without_our_marker_are_never_removed(workdir, runner):
 
 
 def test_17_resume_after_config_change_removes_the_old_partial(workdir):
-    from wsemoe import partial as partial_mod
+    from wsemoe.sweep import partial as partial_mod
 
     target = workdir / "out"
     old = partial_mod.PartialRun(target, "0" * 16, resume=False)
     assert old.path.is_dir()
-    wsemoe.run.run_sweep(GOOD, out_dir=target, resume=True)
+    wsemoe.sweep.run.run_sweep(GOOD, out_dir=target, resume=True)
     assert not old.path.exists()
     assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".out")) == []
 
@@ -181,44 +181,44 @@ def test_5_damaged_results_are_refused_by_show_plot_and_up_to_date(damage, workd
         _one_line_error(runner.invoke(app, cmd), "out")
     r = runner.invoke(app, ["sweep", "fs.yaml", "-o", "out", "--chunk-size", "10"])
     assert r.exit_code == 0 and "up to date" not in r.output, r.output
-    man = wsemoe.store.load_manifest(workdir / "out")
+    man = wsemoe.sweep.store.load_manifest(workdir / "out")
     assert man["points"] == 40 and sum(p["rows"] for p in man["parts"]) == 40
 
 
 def test_5_resume_reverifies_reused_parts(workdir):
-    from wsemoe import partial as partial_mod
+    from wsemoe.sweep import partial as partial_mod
 
     big = dict(GOOD, axes={"workload.G": list(range(1, 41))})
-    ref = wsemoe.run.run_sweep(big, out_dir=workdir / "ref")
-    cfg = wsemoe.config.load_config(big)
+    ref = wsemoe.sweep.run.run_sweep(big, out_dir=workdir / "ref")
+    cfg = wsemoe.config.loader.load_config(big)
     run = partial_mod.PartialRun(workdir / "out", cfg.config_hash(), resume=False)
     for start, stop in ((0, 10), (10, 20)):
-        res = wsemoe.chunked.run_chunk(cfg, start, stop, wsemoe.chunked.baseline_best(cfg))
+        res = wsemoe.sweep.chunked.run_chunk(cfg, start, stop, wsemoe.sweep.chunked.baseline_best(cfg))
         partial_mod.write_chunk(run.path, res.points, res.candidates, res.stats)
-    bad = run.parts / wsemoe.store.part_name(10, 20)
+    bad = run.parts / wsemoe.sweep.store.part_name(10, 20)
     data = bytearray(bad.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, different bytes: only the checksum can tell
     bad.write_bytes(bytes(data))
     assert partial_mod.PartialRun(workdir / "out", cfg.config_hash(), resume=True).reusable() == [(0, 10)]
-    res = wsemoe.run.run_sweep(big, out_dir=workdir / "out", resume=True, chunk_size=7)
+    res = wsemoe.sweep.run.run_sweep(big, out_dir=workdir / "out", resume=True, chunk_size=7)
     assert res.manifest["chunks_reused"] == 1
-    _, got, _ = wsemoe.store.load_results(res.path)
-    _, want, _ = wsemoe.store.load_results(ref.path)
+    _, got, _ = wsemoe.sweep.store.load_results(res.path)
+    _, want, _ = wsemoe.sweep.store.load_results(ref.path)
     import pandas as pd
 
     pd.testing.assert_frame_equal(got, want, check_categorical=False)
 
 
 def test_5_verify_with_checksums_finds_flipped_bytes(workdir):
-    res = wsemoe.run.run_sweep(GOOD, out_dir=workdir / "out")
+    res = wsemoe.sweep.run.run_sweep(GOOD, out_dir=workdir / "out")
     part = _parts(res.path)[0]
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0xFF
     part.write_bytes(bytes(data))
-    man = wsemoe.store.read_manifest(res.path)
-    wsemoe.store.verify(res.path, man)  # sizes agree
+    man = wsemoe.sweep.store.read_manifest(res.path)
+    wsemoe.sweep.store.verify(res.path, man)  # sizes agree
     with pytest.raises(WsemoeError, match="checksum"):
-        wsemoe.store.verify(res.path, man, checksums=True)
+        wsemoe.sweep.store.verify(res.path, man, checksums=True)
 
 
 # ---------------------------------------------------------------- 6, 7, 15: numbers
@@ -376,7 +376,7 @@ def test_19_complex_traffic_is_refused():
 
 
 def test_19_show_top_must_not_be_negative(tmp_path, runner):
-    res = wsemoe.run.run_sweep(GOOD, out_dir=tmp_path / "out")
+    res = wsemoe.sweep.run.run_sweep(GOOD, out_dir=tmp_path / "out")
     r = runner.invoke(app, ["show", str(res.path), "--top", "-3"])
     assert r.exit_code != 0 and "Traceback" not in r.output
 
@@ -390,7 +390,7 @@ def test_19_overlong_output_name_is_one_line(tmp_path, runner):
 # ---------------------------------------------------------------- 14: two runs, one folder
 
 def test_14_second_run_is_refused_while_the_first_holds_the_lock(tmp_path, runner):
-    from wsemoe.partial import RunLock
+    from wsemoe.sweep.partial import RunLock
 
     f = tmp_path / "cfg.yaml"
     f.write_text(yaml.safe_dump(GOOD))
@@ -427,15 +427,15 @@ def test_16_every_balancer_takes_every_per_point_field(balancer, field):
 def test_18_check_estimates_narrow_outputs(tmp_path):
     cfg = {**GOOD, "axes": {"workload.B": list(range(1, 9)), "workload.G": list(range(1, 65))},
            "output": {"columns": ["mfu"]}}
-    est = wsemoe.run.check(cfg)["estimated_output_bytes"]
-    res = wsemoe.run.run_sweep(cfg, out_dir=tmp_path / "out")
+    est = wsemoe.sweep.run.check(cfg)["estimated_output_bytes"]
+    res = wsemoe.sweep.run.run_sweep(cfg, out_dir=tmp_path / "out")
     actual = sum(p["bytes"] for p in res.manifest["parts"])
     assert 0.5 < est / actual < 2.0, (est, actual)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into read-only folders")
 def test_17_read_only_results_are_refused_before_running(tmp_path, runner):
-    res = wsemoe.run.run_sweep(GOOD, out_dir=tmp_path / "out")
+    res = wsemoe.sweep.run.run_sweep(GOOD, out_dir=tmp_path / "out")
     (res.path / "points.parquet").chmod(0o555)
     try:
         f = tmp_path / "fs.yaml"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from wsemoe.pareto import nondominated, pareto_front
+from wsemoe.sweep.pareto import nondominated, pareto_front
 
 
 def brute(points):

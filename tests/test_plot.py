@@ -5,8 +5,8 @@ import pytest
 from matplotlib import image
 
 from wsemoe.errors import ResultsError
-from wsemoe.plot import DOUBLE, SINGLE, plot_results
-from wsemoe.run import run_sweep
+from wsemoe.report.plots import DOUBLE, SINGLE, plot_results
+from wsemoe.sweep.run import run_sweep
 
 BASE = {"hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192}}
 BTA = {**BASE, "name": "t", "sparsity": {"vary": "num_experts", "values": [8, 128]},

@@ -7,10 +7,14 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from wsemoe import plot_balance, plot_mesh, store
+from wsemoe.report import plot_balance
+
+from wsemoe.report import plot_mesh
+
+from wsemoe.sweep import store
 from wsemoe.cost import mesh, structure
-from wsemoe.plot import plot_results
-from wsemoe.run import run_sweep
+from wsemoe.report.plots import plot_results
+from wsemoe.sweep.run import run_sweep
 
 BASE = {"hardware": "wsc-b200-8x8", "model": "deepseek-v3",
         "workload": {"mode": "decode", "seq_len": 4096, "B": 256}}

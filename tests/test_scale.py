@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from wsemoe.cli import app
-from wsemoe.run import run_sweep
+from wsemoe.sweep.run import run_sweep
 
 BIG = {
     "name": "big", "hardware": "cs2", "model": "qwen3-30b-a3b",
@@ -60,7 +60,7 @@ def test_identical_on_a_dask_local_cluster(reference, tmp_path):
 
 
 def test_size_limit_refuses_without_force(runner, tmp_path, monkeypatch):
-    import wsemoe.run as run
+    import wsemoe.sweep.run as run
 
     monkeypatch.setattr(run, "MAX_POINTS", 1000)
     cfg = tmp_path / "big.yaml"

@@ -1,18 +1,61 @@
-"""wsemoe: design-space explorer for Mixture-of-Experts models on wafer-scale processors."""
+"""wsemoe: design-space explorer for Mixture-of-Experts models on wafer-scale processors.
+
+The public API is imported lazily, so `wsemoe --help` and `import wsemoe` stay fast.
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-from wsemoe.errors import WsemoeError  # noqa: E402
-from wsemoe.presets import load_hardware, load_model  # noqa: E402
+__all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "load_config", "load_hardware", "load_model",
+           "parameter_counts"]
 
 
 def evaluate(config, **kwargs):
     """Evaluate a sweep config (path, dict or SweepConfig) into a DataFrame, one row per design point."""
-    from wsemoe.chunked import evaluate as _evaluate
+    from wsemoe.sweep.chunked import evaluate as evaluate_chunked
 
-    return _evaluate(config, **kwargs)
+    return evaluate_chunked(config, **kwargs)
 
 
-__all__ = ["__version__", "WsemoeError", "evaluate", "load_hardware", "load_model"]
+def run_sweep(config, **kwargs):
+    """Run a sweep end to end and write its results folder (see `wsemoe.sweep.run.run_sweep`)."""
+    from wsemoe.sweep.run import run_sweep as run
+
+    return run(config, **kwargs)
+
+
+def load_config(source):
+    """A validated SweepConfig from a YAML path or a dict."""
+    from wsemoe.config.loader import load_config as load
+
+    return load(source)
+
+
+def load_hardware(name: str):
+    """A hardware preset by name."""
+    from wsemoe.config.presets import load_hardware as load
+
+    return load(name)
+
+
+def load_model(name_or_path):
+    """A model by preset name, or from a Hugging Face config.json (or a folder holding one)."""
+    from wsemoe.config.presets import load_model as load
+
+    return load(name_or_path)
+
+
+def parameter_counts(model) -> dict:
+    """{'total': ..., 'active': ...} parameters of a ModelSpec (embeddings and head included)."""
+    from wsemoe.cost import params
+
+    return {"total": float(params.total_params(model)), "active": float(params.active_params(model))}
+
+
+def __getattr__(name):
+    if name == "WsemoeError":
+        from wsemoe.errors import WsemoeError
+
+        return WsemoeError
+    raise AttributeError(f"module 'wsemoe' has no attribute {name!r}")

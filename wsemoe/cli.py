@@ -82,8 +82,8 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
           chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="points per chunk (memory bound)"),
           quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the results path")):
     """Evaluate every design point of CONFIG and write results/<name>/."""
-    from wsemoe import tables
-    from wsemoe.run import run_sweep
+    from wsemoe.report import tables
+    from wsemoe.sweep.run import run_sweep
 
     signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C: one line, progress kept
     bar, update = _progress_bar(quiet)
@@ -114,7 +114,9 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     """Summarize a results folder: counts, what binds, top points, comparison."""
     import pandas as pd
 
-    from wsemoe import store, tables
+    from wsemoe.sweep import store
+
+    from wsemoe.report import tables
 
     man, points, _ = store.load_results(results)
     out.print(tables.summary(man))
@@ -127,7 +129,7 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
 @guarded
 def plot(results: Path = typer.Argument(..., help="a results folder")):
     """Write PNG and SVG plots of a results folder into its plots/ folder."""
-    from wsemoe import plot as plotting
+    from wsemoe.report import plots as plotting
 
     written = plotting.plot_results(results)
     for p in written:
@@ -138,8 +140,8 @@ def plot(results: Path = typer.Argument(..., help="a results folder")):
 @guarded
 def check(config: Path = typer.Argument(..., help="sweep YAML")):
     """Validate CONFIG and estimate points, time and output size, without running it."""
-    from wsemoe.run import check as check_config
-    from wsemoe.tables import fmt
+    from wsemoe.sweep.run import check as check_config
+    from wsemoe.report.tables import fmt
 
     info = check_config(config)
     out.print(f"[bold]{info['name']}[/bold]: valid; {info['points']:,} points")
@@ -158,7 +160,8 @@ def eval_point(config: Path = typer.Argument(..., help="sweep YAML"),
                point: int = typer.Option(0, help="index of the design point in the sweep"),
                set_: Optional[List[str]] = typer.Option(None, "--set", help="override, e.g. --set workload.G=8")):
     """Break one design point into every term of its time and memory."""
-    from wsemoe import explain, tables
+    from wsemoe.analysis import explain
+    from wsemoe.report import tables
 
     _, rows = explain.breakdown(config, point, set_ or [])
     out.print(tables.breakdown(rows))
@@ -170,8 +173,9 @@ def presets():
     """List hardware and model presets with their key figures."""
     from rich.table import Table
 
-    from wsemoe import presets as ps
-    from wsemoe.tables import fmt
+    from wsemoe.config import presets as ps
+    from wsemoe.cost import params
+    from wsemoe.report.tables import fmt
 
     t = Table(title="hardware presets")
     for c in ("name", "topology", "nodes", "peak/node", "memory/node", "link", "weights"):
@@ -187,7 +191,7 @@ def presets():
     for name in ps.names("models"):
         m = ps.load_model(name)
         t.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
-                  str(m.num_experts_per_tok), f"{m.total_params / 1e9:.2f} B", f"{m.active_params / 1e9:.2f} B")
+                  str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B", f"{params.active_params(m) / 1e9:.2f} B")
     out.print(t)
 
 
@@ -195,7 +199,7 @@ def presets():
 @guarded
 def validate():
     """Print each published figure the project reproduces beside the model's value and error."""
-    from wsemoe import tables
+    from wsemoe.report import tables
     from wsemoe.validate import run_all
 
     rows = run_all()

@@ -6,7 +6,6 @@ from typing import Literal, Optional
 
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from wsemoe.cost import params
 from wsemoe.specs.base import MAX_COUNT, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Spec
 
 
@@ -54,13 +53,3 @@ class ModelSpec(Spec):
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_nope_head_dim and self.v_head_dim):
             raise ValueError("MLA needs kv_lora_rank, qk_nope_head_dim and v_head_dim")
         return self
-
-    @property
-    def total_params(self) -> float:
-        """All parameters (embeddings, attention, every expert, router, norms)."""
-        return float(params.total_params(self))
-
-    @property
-    def active_params(self) -> float:
-        """Parameters one token touches (k routed experts plus shared ones)."""
-        return float(params.active_params(self))

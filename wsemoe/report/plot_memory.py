@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.plot import (MAX_BAR_GROUPS, MEM_TERMS, PALETTE, SINGLE, STAGE_TERMS, SYMBOLS, _group_label, _num,
+from wsemoe.report.plots import (MAX_BAR_GROUPS, MEM_TERMS, PALETTE, SINGLE, STAGE_TERMS, SYMBOLS, _group_label, _num,
                          _Results, _single)
 
 

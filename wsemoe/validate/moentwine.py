@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wsemoe import chunked
-from wsemoe.validate_common import row, sweep_config
+from wsemoe.sweep import chunked
+from wsemoe.validate.common import row, sweep_config
 
 KEYS = ["model", "model.num_experts_per_tok", "workload.B", "mapping.tp"]
 

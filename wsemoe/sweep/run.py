@@ -14,14 +14,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe import chunked, engine, space, store
-from wsemoe import partial as partial_mod
-from wsemoe.columns import manifest_columns
-from wsemoe.compare import comparison_table
-from wsemoe.config import SweepConfig, load_config
+from wsemoe.sweep import chunked
+
+from wsemoe.sweep import engine
+
+from wsemoe.sweep import space
+
+from wsemoe.sweep import store
+from wsemoe.sweep import partial as partial_mod
+from wsemoe.sweep.columns import manifest_columns
+from wsemoe.sweep.compare import comparison_table
+from wsemoe.config.schema import SweepConfig
+from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, PresetError, excerpt
-from wsemoe.executors import run_tasks
-from wsemoe.pareto import pareto_front
+from wsemoe.sweep.executors import run_tasks
+from wsemoe.sweep.pareto import pareto_front
 
 MAX_POINTS = 50_000_000  # default refusal limit; WSEMOE_MAX_POINTS overrides it at run time
 
@@ -73,7 +80,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
         return SweepResult(path, cfg, "up to date", store.read_manifest(path))
-    total = space.size(cfg)
+    total = cfg.size()
     limit = max_points()
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
@@ -151,7 +158,7 @@ def _part_columns(parts_dir: Path) -> list[str]:
 def check(config) -> dict:
     """What a sweep would do, without running it: points, axes, time and output-size estimates."""
     cfg = load_config(config)
-    n = space.size(cfg)
+    n = cfg.size()
     m = min(n, 8192)
     engine.evaluate_points(cfg, 0, min(n, 64))  # warm caches so the timing below is representative
     t0 = time.perf_counter()

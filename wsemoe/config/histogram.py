@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from wsemoe.errors import ConfigError
-from wsemoe.files import read_text
+from wsemoe.config.files import read_text
 from wsemoe.specs.base import MAX_COUNT
 
 MAX_HISTOGRAM_BYTES = 256 * 2**20  # per-layer, per-expert counts of even huge models are megabytes

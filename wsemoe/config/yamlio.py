@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from wsemoe.errors import ConfigError
-from wsemoe.files import read_text
+from wsemoe.config.files import read_text
 
 MAX_CONFIG_BYTES = 16 * 2**20  # a sweep config is hand-written: megabytes would be an accident
 

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
-from wsemoe.files import read_text
+from wsemoe.config.files import read_text
 from wsemoe.specs.model import ModelSpec
 
 MAX_HF_BYTES = 4 * 2**20  # real config.json files are a few kB

@@ -11,8 +11,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from wsemoe.cost import comm
-from wsemoe.plot import DOUBLE, MARKERS, PALETTE, SINGLE, _num
-from wsemoe.plot_mesh import _Context, _first_row, draw_ftd, mesh_axes
+from wsemoe.report.plots import DOUBLE, MARKERS, PALETTE, SINGLE, _num
+from wsemoe.report.plot_mesh import _Context, _first_row, draw_ftd, mesh_axes
 
 LINESTYLES = ["-", "--", "-.", ":"]  # balancers whose lines coincide stay distinguishable
 

@@ -8,8 +8,8 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from wsemoe.plot import PALETTE, _num, _single
-from wsemoe.plot_mesh import PHASE_C, PHASE_COLS, PHASE_NAMES, _Context, _first_row, _pct, _setting
+from wsemoe.report.plots import PALETTE, _num, _single
+from wsemoe.report.plot_mesh import PHASE_C, PHASE_COLS, PHASE_NAMES, _Context, _first_row, _pct, _setting
 
 
 # ---------------------------------------------------------------- 2. communication breakdown

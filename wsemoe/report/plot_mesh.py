@@ -13,10 +13,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from wsemoe import yamlio
-from wsemoe.config import SECTIONS
+from wsemoe.config import yamlio
+from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import mesh, structure
-from wsemoe.plot import DOUBLE, PALETTE, STYLE, _num, _save
+from wsemoe.report.plots import DOUBLE, PALETTE, STYLE, _num, _save
 
 PHASE_NAMES = {"allreduce": "all-reduce (attention TP)", "dispatch": "dispatch (tokens to experts)",
                "combine": "combine (results back)"}
@@ -37,7 +37,8 @@ DYNAMIC = ("link_heatmap_*", "node_load_*")  # stems that carry a value: cleaned
 
 def plot_extra(path, manifest: dict | None, points: pd.DataFrame, outdir) -> list[Path]:
     """Write the mesh, communication and balancing plots the sweep supports; return the written files."""
-    from wsemoe import plot_balance, plot_comm  # late: they import this module's helpers
+    from wsemoe.report import plot_balance
+    from wsemoe.report import plot_comm  # late: they import this module's helpers
 
     path, outdir = Path(path), Path(outdir)
     ctx = _Context(path, manifest or {}, points)

@@ -10,10 +10,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wsemoe import chunked, presets, yamlio
-from wsemoe.compare import comparison_table
-from wsemoe.cost import step
-from wsemoe.validate_common import row, sweep_config
+from wsemoe.sweep import chunked
+
+from wsemoe.config import presets
+
+from wsemoe.config import yamlio
+from wsemoe.sweep.compare import comparison_table
+from wsemoe.cost import params, step
+from wsemoe.validate.common import row, sweep_config
 from wsemoe.specs import MappingSpec, ModelSpec, WorkloadSpec
 
 BTA_SPEEDUP_RANGE = (4.0, 8.0)      # issue 2: between 4× and 8× (paper: "up to 5×")
@@ -64,8 +68,8 @@ def param_rows() -> list[dict]:
     rows = []
     for name in presets.names("models"):
         m = presets.load_model(name)
-        for what, value, pub, tol in (("total", m.total_params, m.published_total_params, 0.01),
-                                      ("active", m.active_params, m.published_active_params, None)):
+        for what, value, pub, tol in (("total", float(params.total_params(m)), m.published_total_params, 0.01),
+                                      ("active", float(params.active_params(m)), m.published_active_params, None)):
             if not pub:
                 continue
             tol = tol if tol is not None else _tolerance_active(pub)
@@ -77,7 +81,7 @@ def param_rows() -> list[dict]:
 
 def calibration_models() -> tuple[dict, list]:
     """The shipped micro-batch configs as (workload fields, [(name, seq_len, micro_batch, ModelSpec)])."""
-    data = yamlio.load(Path(presets.__file__).parent / "calibration.yaml")
+    data = yamlio.load(Path(__file__).resolve().parent / "data" / "calibration.yaml")
     out = []
     for entry in data["models"]:
         e = dict(entry)
@@ -130,7 +134,7 @@ def calibration_rows(hardware: str = "cs2") -> list[dict]:
 
 def run_all() -> list[dict]:
     """Every reproduced figure."""
-    from wsemoe.validate_balance import balance_rows
-    from wsemoe.validate_moentwine import mapping_rows, nvl72_rows
+    from wsemoe.validate.balance import balance_rows
+    from wsemoe.validate.moentwine import mapping_rows, nvl72_rows
 
     return param_rows() + calibration_rows() + bta_rows() + mapping_rows() + nvl72_rows() + balance_rows()

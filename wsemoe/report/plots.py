@@ -12,8 +12,10 @@ from cycler import cycler
 from matplotlib import rc_context, ticker
 from matplotlib.figure import Figure
 
-from wsemoe import store, yamlio
-from wsemoe.columns import describe
+from wsemoe.sweep import store
+
+from wsemoe.config import yamlio
+from wsemoe.sweep.columns import describe
 from wsemoe.errors import ResultsError
 
 # Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
@@ -70,7 +72,7 @@ def plot_results(path) -> list[Path]:
     folder.mkdir(exist_ok=True)
     written = []
     with rc_context(STYLE):  # local style: callers' matplotlib settings stay untouched
-        from wsemoe.plot_memory import memory_breakdown  # late: it builds on this module's helpers
+        from wsemoe.report.plot_memory import memory_breakdown  # late: it builds on this module's helpers
 
         for stem, build in (("pareto", _pareto), ("throughput_vs_sparsity", _sparsity),
                             ("speedup_vs_G", _speedup_vs_g), ("memory_breakdown", memory_breakdown)):
@@ -80,7 +82,7 @@ def plot_results(path) -> list[Path]:
             else:  # a plot the data no longer supports must not linger from an earlier run
                 for ext in ("png", "svg"):
                     (folder / f"{stem}.{ext}").unlink(missing_ok=True)
-        from wsemoe import plot_mesh  # late: plot_mesh imports this module's style helpers
+        from wsemoe.report import plot_mesh  # late: plot_mesh imports this module's style helpers
 
         written += plot_mesh.plot_extra(path, store.read_manifest(path), res.points, folder)
     return written

@@ -12,11 +12,12 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from wsemoe import space
-from wsemoe.config import SECTIONS, SweepConfig, load_config
+from wsemoe.sweep import space
+from wsemoe.config.schema import SECTIONS, SweepConfig
+from wsemoe.config.loader import load_config
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
-from wsemoe.feasibility import add_feasibility
+from wsemoe.sweep.feasibility import add_feasibility
 
 
 def _categorical(frame: pd.DataFrame) -> list[str]:

@@ -8,7 +8,7 @@ import pandas as pd
 from rich.console import Group
 from rich.table import Table
 
-from wsemoe.columns import describe
+from wsemoe.sweep.columns import describe
 
 
 def fmt(value, unit: str = "") -> str:

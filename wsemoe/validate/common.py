@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wsemoe.config import load_config
+from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
 
-SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
+SWEEPS = Path(__file__).resolve().parent / "sweeps"  # package data: validate works from an installed wheel
 
 
 def row(claim, published, model, error, tolerance, ok):
@@ -19,5 +19,5 @@ def sweep_config(name: str):
     """A shipped reproduction config from sweeps/ (a clear error when run outside a checkout)."""
     path = SWEEPS / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError("reproduction config not found (run from a wsemoe checkout)", loc=(str(path),))
+        raise ConfigError("reproduction config not found: the installation is incomplete", loc=(str(path),))
     return load_config(path)

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from wsemoe import engine, space
-from wsemoe.compare import baseline_mask, group_keys
-from wsemoe.config import SweepConfig, load_config
+from wsemoe.sweep import engine
+
+from wsemoe.sweep import space
+from wsemoe.sweep.compare import baseline_mask, group_keys
+from wsemoe.config.schema import SweepConfig
+from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
-from wsemoe.pareto import pareto_front
+from wsemoe.sweep.pareto import pareto_front
 
 DEFAULT_CHUNK = 262_144
 
@@ -59,7 +62,7 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
     sub = baseline_config(cfg)
     group, _ = group_keys(cfg)
     best = []
-    for start, stop in chunk_ranges(space.size(sub), chunk_size):
+    for start, stop in chunk_ranges(sub.size(), chunk_size):
         df = engine.evaluate_points(sub, start, stop)
         df = df[df["feasible"]]
         if len(df):
@@ -131,7 +134,7 @@ def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines) -> ChunkResult
 def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
     """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines."""
     cfg = load_config(config)
-    start, stop = space.check_range(space.size(cfg), start, stop, chunk_size)
+    start, stop = space.check_range(cfg.size(), start, stop, chunk_size)
     baselines = baseline_best(cfg, chunk_size)
     parts = [run_chunk(cfg, start + s, start + e, baselines).points
              for s, e in chunk_ranges(stop - start, chunk_size)]

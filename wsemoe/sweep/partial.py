@@ -21,7 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe import __version__, store, yamlio
+from wsemoe import __version__
+
+from wsemoe.sweep import store
+
+from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError
 
 MARKER = "wsemoe-partial.json"

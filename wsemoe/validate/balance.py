@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wsemoe import chunked
-from wsemoe.validate_common import row, sweep_config
+from wsemoe.sweep import chunked
+from wsemoe.validate.common import row, sweep_config
 
 
 def balance_rows() -> list[dict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from wsemoe.config import SECTIONS
+from wsemoe.config.schema import SECTIONS
 
 _DOCS = {
     "tokens_per_microbatch": ("tokens", "tokens in one micro-batch of G·B sequences per attention group, all groups"),

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from wsemoe import engine, space
-from wsemoe.columns import describe
-from wsemoe.config import load_config
+from wsemoe.sweep import engine
+
+from wsemoe.sweep import space
+from wsemoe.sweep.columns import describe
+from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
-from wsemoe import yamlio
+from wsemoe.config import yamlio
 
 GROUPS = [
     ("throughput", lambda c: c in ("step_time_s", "tokens_per_s", "sequences_per_s", "mfu", "bound",
@@ -49,7 +51,7 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
         config = _apply_sets(data, sets)
     cfg = load_config(config)
     cfg = cfg.model_copy(update={"compare": None})  # one point has no baseline group to compare with
-    n = space.size(cfg)
+    n = cfg.size()
     if not 0 <= point < n:
         raise ConfigError(f"point {point} out of range: the sweep has {n} points (0..{n - 1})", loc=("--point",))
     row = engine.evaluate_points(cfg, point, point + 1).iloc[0]

@@ -15,7 +15,9 @@ import signal
 import socket
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
-from wsemoe import chunked, partial
+from wsemoe.sweep import chunked
+
+from wsemoe.sweep import partial
 from wsemoe.errors import ConfigError, RunError
 
 DASK_TIMEOUT_S = 10

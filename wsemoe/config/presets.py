@@ -1,16 +1,16 @@
-"""Hardware and model presets (YAML files beside this module) and Hugging Face config import."""
+"""Hardware and model presets: the YAML files of the wsemoe/presets/ data folder, by name."""
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
 
-from wsemoe import yamlio
+from wsemoe.config import yamlio
 from wsemoe.errors import PresetError
 from wsemoe.specs import HardwareSpec, ModelSpec
 from wsemoe.specs.base import build
 
-_ROOT = Path(__file__).parent
+_ROOT = Path(__file__).resolve().parents[1] / "presets"  # package data, next to this package
 KINDS = ("hardware", "models")
 
 
@@ -38,7 +38,7 @@ def load_model(name_or_path) -> ModelSpec:
     """A model by preset name, or from a Hugging Face `config.json` path."""
     p = Path(str(name_or_path))
     if p.suffix == ".json" or p.is_file() or (p.is_dir() and (p / "config.json").is_file()):
-        from wsemoe.presets.hf import model_from_hf_config
+        from wsemoe.config.hf import model_from_hf_config
 
         return model_from_hf_config(p)
     return build(ModelSpec, raw("models", str(name_or_path)), loc=("model",))

@@ -1,0 +1,145 @@
+"""Axis values: lists, ranges and powers of two expanded (sizes known first), then typed against their spec."""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+import numpy as np
+
+from wsemoe.config import presets
+from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity
+from wsemoe.errors import ConfigError, excerpt
+from wsemoe.specs.base import build
+
+MAX_AXIS_VALUES = 1_000_000  # values of one axis; sweeps grow by combining axes, not by one endless list
+
+
+def _number(x, loc) -> float:
+    """A finite real number from a range/pow2 argument (booleans and text refused)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ConfigError(f"expected a number, got {excerpt(repr(x))}", loc=loc)
+    if not math.isfinite(x) or abs(x) > 2**53:
+        raise ConfigError(f"expected a finite number of magnitude at most 2**53, got {x!r}", loc=loc)
+    return x
+
+
+def _range_values(args, step, loc) -> list:
+    """Inclusive arithmetic progression; its length is computed before anything is expanded."""
+    if not isinstance(args, list) or len(args) not in (2, 3) or (len(args) == 3 and step is not None):
+        raise ConfigError("range takes [start, stop] or [start, stop, step] (or step: as its own key)", loc=loc)
+    start, stop = (_number(a, (*loc, i)) for i, a in enumerate(args[:2]))
+    step = _number(args[2] if len(args) == 3 else 1 if step is None else step, (*loc, "step"))
+    if step <= 0 or stop < start:
+        raise ConfigError("range needs start <= stop and step > 0", loc=loc)
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        count = (stop - start) // step + 1
+    else:  # a relative tolerance keeps 0.1-steps from losing their last value to rounding
+        count = math.floor((stop - start) / step * (1 + 1e-12)) + 1
+    if count > MAX_AXIS_VALUES:
+        shown = f"{count:,}" if count < 1e12 else f"{float(count):.3g}"
+        raise ConfigError(f"range has {shown} values; one axis takes at most {MAX_AXIS_VALUES:,}", loc=loc)
+    if isinstance(count, int) and all(isinstance(v, int) for v in (start, stop, step)):
+        return list(range(start, stop + 1, step))
+    vals = [round(start + i * step, 12) for i in range(int(count))]
+    return [int(v) if float(v).is_integer() else v for v in vals]
+
+
+def _pow2_values(args, loc) -> list:
+    if not isinstance(args, list) or len(args) != 2:
+        raise ConfigError("pow2 takes [lo, hi]", loc=loc)
+    lo, hi = (_number(a, (*loc, i)) for i, a in enumerate(args))
+    if not 0 < lo <= hi:
+        raise ConfigError("pow2 needs 0 < lo <= hi", loc=loc)
+    out = [2**e for e in range(0, 54) if lo <= 2**e <= hi]
+    if not out:
+        raise ConfigError(f"no power of two lies in [{lo:g}, {hi:g}]", loc=loc)
+    return out
+
+
+def expand(values, loc):
+    """Axis values: a list, {range: [start, stop, step]} or {range: [start, stop], step: s} (inclusive),
+    or {pow2: [lo, hi]}."""
+    if isinstance(values, list):
+        if not values:
+            raise ConfigError("empty list: an axis needs at least one value", loc=loc)
+        if len(values) > MAX_AXIS_VALUES:
+            raise ConfigError(f"{len(values):,} values; one axis takes at most {MAX_AXIS_VALUES:,}", loc=loc)
+        return values
+    if isinstance(values, dict) and "range" in values and set(values) <= {"range", "step"}:
+        return _range_values(values["range"], values.get("step"), (*loc, "range"))
+    if isinstance(values, dict) and set(values) == {"pow2"}:
+        return _pow2_values(values["pow2"], (*loc, "pow2"))
+    raise ConfigError("an axis takes a list of values, {range: [start, stop, step]} or {pow2: [lo, hi]}", loc=loc)
+
+
+def check_path(path: str, loc) -> tuple[str, str | None]:
+    """Split 'section.field' and check both exist (did-you-mean on typos); preset axes have no field."""
+    section, _, field = path.partition(".")
+    if section not in SECTIONS:
+        close = difflib.get_close_matches(section, list(SECTIONS), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"unknown axis section '{section}'{hint}", loc=loc)
+    if not field:
+        if section not in PRESET_KIND:
+            raise ConfigError(f"axis '{path}' needs a field, e.g. '{section}.<field>'", loc=loc)
+        return section, None
+    fields = SECTIONS[section].model_fields
+    if field not in fields:
+        close = difflib.get_close_matches(field, list(fields), n=1)
+        hint = f"; did you mean '{section}.{close[0]}'?" if close else ""
+        raise ConfigError(f"unknown field '{field}' of {section}{hint}", loc=loc)
+    return section, field
+
+
+FULL_CHECK = 512  # longer numeric axes validate their type per value and the whole spec at the extremes
+
+
+def typed_values(path, values, base: dict, loc, preset_store: dict) -> list:
+    """Validate each axis value against its spec (base with the value substituted); return typed values."""
+    section, field = check_path(path, loc)
+    if field is None:  # a preset axis: every value is a preset name
+        out = []
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                raise ConfigError("a preset axis takes preset names", loc=(*loc, i))
+            fields = presets.raw(PRESET_KIND[section], v, loc=(*loc, i))
+            build(SECTIONS[section], fields, loc=(*loc, i))
+            preset_store[v] = fields
+            out.append(v)
+        return out
+    if len(values) > FULL_CHECK and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return _typed_numbers(section, field, values, base, loc)
+    return [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=(*loc, i)), field)
+            for i, v in enumerate(values)]
+
+
+def _typed_numbers(section: str, field: str, values: list, base: dict, loc) -> list:
+    """A long numeric axis: every spec constraint is a bound (or monotone in the value), so the spec is
+    built at the smallest and largest value only; integrality and finiteness are checked for all."""
+    arr = np.asarray(values, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ConfigError(f"not a finite number (got {values[bad[0]]!r})", loc=(*loc, int(bad[0])))
+    typed = None
+    for i in (int(np.argmin(arr)), int(np.argmax(arr))):
+        typed = getattr(build(SECTIONS[section], {**base[section], field: values[i]}, loc=(*loc, i)), field)
+    if isinstance(typed, int):
+        frac = np.flatnonzero(arr != np.round(arr))
+        if frac.size:
+            raise ConfigError(f"Input should be a valid integer (got {values[frac[0]]!r})", loc=(*loc, int(frac[0])))
+        return [int(v) for v in values]
+    return [float(v) for v in values]
+
+
+def sparsity_zip(sp: Sparsity, model: dict) -> dict:
+    """Zip group of the sparsity helper: the varied field and the expert width that holds `hold` constant."""
+    F0, E0, k0 = model["moe_intermediate_size"], model["num_experts"], model["num_experts_per_tok"]
+    widths = []
+    for v in sp.values:
+        E, k = (v, k0) if sp.vary == "num_experts" else (E0, v)
+        scale = {"width": 1.0, "active": k0 / k, "total": E0 / E}[sp.hold]
+        widths.append(max(1, round(F0 * scale)))
+    return {f"model.{sp.vary}": list(sp.values), "model.moe_intermediate_size": widths}
+
+

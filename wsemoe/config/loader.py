@@ -1,0 +1,136 @@
+"""Sweep YAML → validated SweepConfig: presets resolved, axes expanded and typed, cross-field rules checked.
+
+Validation happens here in one step (ZigZag style); building the design frame is the sweep engine's job.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from wsemoe.config import axes, checks, presets, yamlio
+from wsemoe.config.histogram import read_histogram
+from wsemoe.config.hf import model_from_hf_config
+from wsemoe.config.schema import PRESET_KIND, SECTIONS, TOP_KEYS, RawSweep, SweepConfig
+from wsemoe.errors import ConfigError
+from wsemoe.specs.base import build
+
+
+def load_config(source, base_dir: Path | None = None) -> SweepConfig:
+    """Parse and validate a sweep config from a path, YAML text's parsed dict, or SweepConfig."""
+    if isinstance(source, SweepConfig):
+        return source
+    data, base_dir = _read(source, base_dir)
+    specs = _base_specs(data, base_dir)
+    base = {k: s.model_dump(exclude_none=True) for k, s in specs.items()}
+    raw = build(RawSweep, {k: v for k, v in data.items() if k not in SECTIONS})
+    preset_store: dict = {}
+    grid = {path: _axis(path, values, ("axes", path), base, preset_store) for path, values in (raw.axes or {}).items()}
+    zips = _zips(raw, base, preset_store)
+    _no_axis_twice(grid, zips)
+    cfg = build(SweepConfig, {
+        "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
+        "sparsity": raw.sparsity, "constraints": raw.constraints,
+        "objectives": raw.objectives or SweepConfig.model_fields["objectives"].default_factory(),
+        "compare": raw.compare, "presets": preset_store, "expert_histogram": _histogram(specs, grid, zips, base_dir),
+        "output": raw.output, "base_dir": str(base_dir),
+    })
+    checks.check_points(cfg)
+    return cfg
+
+
+def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
+    """The raw mapping and the folder its relative paths resolve against; unknown top-level keys refused."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        data, base_dir = yamlio.load(path), path.parent
+        if isinstance(data, dict):
+            data.setdefault("name", path.stem)
+    else:
+        data = source
+    if not isinstance(data, dict):
+        raise ConfigError("a sweep config must be a YAML mapping", loc=("config",))
+    for key in data:
+        if key not in TOP_KEYS:
+            close = difflib.get_close_matches(str(key), TOP_KEYS, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"unknown key '{key}'{hint}", loc=(str(key),))
+    return data, base_dir or Path.cwd()
+
+
+def _base_specs(data: dict, base_dir: Path) -> dict:
+    """The five base specs; a preset axis supplies hardware or model when its section is absent."""
+    swept = data.get("axes") if isinstance(data.get("axes"), dict) else {}
+    for key in ("hardware", "model"):
+        if key not in data and key not in swept:
+            raise ConfigError("required section is missing (a preset name or fields)", loc=(key,))
+    base = {k: _section(k, data.get(k), base_dir) for k in SECTIONS}
+    for k in ("hardware", "model"):
+        first = swept.get(k)
+        if not base[k] and isinstance(first, list) and first and isinstance(first[0], str):
+            base[k] = presets.raw(PRESET_KIND[k], first[0], loc=("axes", k, 0))
+    return {k: build(cls, base[k], loc=(k,)) for k, cls in SECTIONS.items()}
+
+
+def _section(key: str, value, base_dir: Path) -> dict:
+    """A base section as a dict: a preset name, {preset: name, ...overrides}, {hf_config: path}, or fields."""
+    if key in PRESET_KIND and isinstance(value, str):
+        return presets.raw(PRESET_KIND[key], value, loc=(key,))
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected a mapping or preset name, got {type(value).__name__}", loc=(key,))
+    value = dict(value)
+    if key in PRESET_KIND and "preset" in value:
+        return {**presets.raw(PRESET_KIND[key], value.pop("preset"), loc=(key, "preset")), **value}
+    if key == "model" and "hf_config" in value:
+        path = Path(str(value.pop("hf_config")))
+        path = path if path.is_absolute() else base_dir / path
+        return {**model_from_hf_config(path).model_dump(exclude_defaults=True), **value}
+    return value
+
+
+def _axis(path: str, values, loc, base: dict, preset_store: dict) -> list:
+    return axes.typed_values(path, axes.expand(values, loc), base, loc, preset_store)
+
+
+def _zips(raw: RawSweep, base: dict, preset_store: dict) -> list[dict]:
+    """Zip groups (the sparsity helper adds one), each of equal-length typed value lists."""
+    groups = [dict(g) if isinstance(g, dict) else g for g in (raw.zip or [])]
+    if raw.sparsity:
+        groups.append(axes.sparsity_zip(raw.sparsity, base["model"]))
+    zips = []
+    for gi, group in enumerate(groups):
+        if not group:
+            raise ConfigError("a zip group needs at least one axis", loc=("zip", gi))
+        typed = {path: _axis(path, vals, ("zip", gi, path), base, preset_store) for path, vals in group.items()}
+        lengths = {len(v) for v in typed.values()}
+        if len(lengths) > 1:
+            raise ConfigError(f"zipped axes need equal lengths, got {sorted(lengths)}", loc=("zip", gi))
+        zips.append(typed)
+    return zips
+
+
+def _no_axis_twice(grid: dict, zips: list) -> None:
+    seen = list(grid) + [p for g in zips for p in g]
+    dup = sorted({p for p in seen if seen.count(p) > 1})
+    if dup:
+        raise ConfigError(f"axis '{dup[0]}' is swept twice", loc=("axes", dup[0]))
+
+
+def _histogram(specs: dict, grid: dict, zips: list, base_dir: Path):
+    """Shares of a measured histogram, checked against every expert count the sweep uses."""
+    bal = specs["balance"]
+    if bal.distribution != "histogram":
+        return None
+    if not bal.histogram:
+        raise ConfigError("distribution 'histogram' needs balance.histogram (a CSV path)", loc=("balance", "histogram"))
+    path = Path(bal.histogram)
+    shares = read_histogram(path if path.is_absolute() else base_dir / path)
+    counts = {specs["model"].num_experts, *grid.get("model.num_experts", [])}
+    for g in zips:
+        counts |= set(g.get("model.num_experts", []))
+    if any(c != len(shares) for c in counts):
+        raise ConfigError(f"histogram has {len(shares)} experts but the model has {sorted(counts)}",
+                          loc=("balance", "histogram"))
+    return shares

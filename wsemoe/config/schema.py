@@ -1,0 +1,129 @@
+"""The sweep config's schema: pydantic models of a validated sweep and of its raw top-level keys."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import Field, field_validator
+
+from wsemoe.specs import BalanceSpec, HardwareSpec, MappingSpec, ModelSpec, WorkloadSpec
+from wsemoe.specs.base import Spec
+
+SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
+            "mapping": MappingSpec, "balance": BalanceSpec}
+PRESET_KIND = {"hardware": "hardware", "model": "models"}
+TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class Sparsity(Spec):
+    """Vary E or top-k, holding expert width, active or total routed-expert parameters constant."""
+
+    vary: Literal["num_experts", "num_experts_per_tok"] = Field(description="model field to vary")
+    values: list[int] = Field(min_length=1, description="values of the varied field")
+    hold: Literal["width", "active", "total"] = Field("width", description="what stays constant: F, k·F, or E·F")
+
+
+class Constraint(Spec):
+    """A user bound on an output column; it becomes a g_<column>_<min|max> column (g ≤ 0 satisfied)."""
+
+    column: str
+    max: Optional[float] = None
+    min: Optional[float] = None
+
+
+class Compare(Spec):
+    """Best feasible baseline point per group of the other axes against the best feasible point."""
+
+    name: str = Field("uniform", description="suffix of the speedup_vs_<name> column")
+    baseline: dict[str, Any] = Field(default_factory=lambda: {"workload.G": 1}, description="axis values of the baseline")
+    metric: str = Field("tokens_per_s", description="column to maximize")
+    over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
+
+
+class Output(Spec):
+    """What points.parquet keeps: every column (default) or the inputs plus these outputs."""
+
+    columns: Optional[list[str]] = Field(None, description="output columns to keep (feasibility, bound and objectives always kept)")
+
+
+class SweepConfig(Spec):
+    """A validated sweep: base specs, axes (grid and zip), helpers, constraints, objectives, comparison."""
+
+    name: str
+    description: str = ""
+    hardware: HardwareSpec
+    model: ModelSpec
+    workload: WorkloadSpec = WorkloadSpec()
+    mapping: MappingSpec = MappingSpec()
+    balance: BalanceSpec = BalanceSpec()
+    axes: dict[str, list[Any]] = Field(default_factory=dict)
+    zip: list[dict[str, list[Any]]] = Field(default_factory=list)
+    sparsity: Optional[Sparsity] = None
+    constraints: list[Constraint] = Field(default_factory=list)
+    objectives: dict[str, Literal["min", "max"]] = Field(
+        default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
+    compare: Optional[Compare] = None
+    output: Output = Output()
+    presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
+    expert_histogram: Optional[list[float]] = Field(None, description="per-expert shares read from balance.histogram")
+    base_dir: Optional[str] = Field(None, exclude=True, description="folder relative paths in the config resolve against")
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v):
+        if not NAME_RE.match(v):
+            raise ValueError("must be 1-100 letters, digits, '.', '_' or '-' (it names the results folder)")
+        return v
+
+    def config_hash(self) -> str:
+        """Content hash of what runs: identical configs skip re-evaluation.
+
+        The sparsity helper is already expanded into `zip`, and a histogram counts by its shares,
+        not its path, so a resolved config.yaml hashes like the config it came from.
+        """
+        data = self.model_dump(mode="json", exclude={"sparsity"})
+        data["balance"].pop("histogram", None)
+        text = json.dumps(data, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def resolved(self, base_dir: Path | None = None) -> dict:
+        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips."""
+        data = self.model_dump(mode="json", exclude_none=True, exclude={"sparsity", "presets", "expert_histogram"})
+        hist = data["balance"].get("histogram")
+        if hist and base_dir is not None and not Path(hist).is_absolute():
+            data["balance"]["histogram"] = str((base_dir / hist).resolve())
+        return data
+
+    def axis_names(self) -> list[str]:
+        """Every swept path, grid axes first, then zipped ones."""
+        return list(self.axes) + [k for group in self.zip for k in group]
+
+    def factors(self) -> list[dict[str, list]]:
+        """Independent factors of the design space: one per grid axis, one per zip group."""
+        return [{path: values} for path, values in self.axes.items()] + [dict(g) for g in self.zip]
+
+    def size(self) -> int:
+        """Number of design points (the product of the factors' lengths)."""
+        n = 1
+        for f in self.factors():
+            n *= len(next(iter(f.values())))
+        return n
+
+
+class RawSweep(Spec):
+    """The non-spec part of a sweep file, validated before axes are expanded."""
+
+    output: Output = Output()
+    name: str = "sweep"
+    description: str = ""
+    axes: Optional[dict[str, Any]] = None
+    zip: Optional[list[dict[str, Any]]] = None
+    sparsity: Optional[Sparsity] = None
+    constraints: list[Constraint] = Field(default_factory=list)
+    objectives: Optional[dict[str, Literal["min", "max"]]] = None
+    compare: Optional[Compare] = None

@@ -1,0 +1,1 @@
+"""The sweep machinery: design frames, the engine over the cost model, chunks, executors, runs and results."""
