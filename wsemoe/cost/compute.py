@@ -1,6 +1,6 @@
 """FLOPs per stage of one transformer layer, forward, for one micro-batch (scalars or arrays).
 
-Conventions (DESIGN.md §3): a matmul of m×k by k×n costs 2·m·n·k FLOP; T = G·B·S tokens
+Conventions (docs/cost-model.md): a matmul of m×k by k×n costs 2·m·n·k FLOP; T = G·B·S tokens
 (decode: G·B tokens, each attending over an S-token context); attention runs G tiles of B
 sequences, router and experts run once on all T tokens.
 """
@@ -25,7 +25,7 @@ def attn_proj_flops(m, T):
 def attn_core_flops(m, wl):
     """Score and value matmuls over the full S×S (decode: one query over S keys) for G·B sequences.
 
-    A causal discount would change time, not this count (DESIGN.md §3).
+    A causal discount would change time, not this count (docs/cost-model.md).
     """
     seqs = wl.G * wl.B
     per_pair = 2.0 * m.num_attention_heads * (params.qk_head_dim(m) + params.v_head_dim(m))
@@ -58,11 +58,16 @@ def pass_factor(mode: str) -> float:
     return 3.0 if mode == "train" else 1.0
 
 
-def recompute_factor(mode: str, recompute: str) -> float:
-    """Extra forward passes the hardware runs to rebuild dropped activations (not model FLOPs)."""
+def recomputed_shares(mode: str, recompute: str) -> tuple[float, float]:
+    """(share of every stage's forward FLOPs, extra share of the attention core's) rerun during backward.
+
+    `full` (layer-input checkpointing) reruns each layer's whole forward; `selective` drops only the
+    attention scores, so it reruns the score and value matmuls (the attention core); `none` reruns
+    nothing. These are hardware FLOPs, not model FLOPs: MFU does not count them.
+    """
     if mode != "train":
-        return 0.0
-    return {"none": 0.0, "selective": 0.0, "full": 1.0}[recompute]
+        return 0.0, 0.0
+    return {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 0.0)}[recompute]
 
 
 def tokens_per_expert(m, T):

@@ -62,18 +62,6 @@ class Placement:
         """Number of TP groups N / tp."""
         return self.rows * self.cols // self.tp
 
-    @property
-    def rank_of(self) -> np.ndarray:
-        """Position of every node inside its group's ring, shape (N,)."""
-        rank = np.empty(self.num_nodes, dtype=np.int64)
-        rank[self.rings] = np.arange(self.tp)[None, :]
-        return rank
-
-    def ftd_of(self, node: int) -> int | None:
-        """FTD tile id of ``node`` for ER placements, None otherwise."""
-        tile = int(self.ftd_id[node])
-        return None if tile < 0 else tile
-
 
 @dataclass(frozen=True, eq=False)
 class ExpertPlacement:
@@ -176,13 +164,13 @@ def place_block(rows: int, cols: int, tp: int) -> Placement:
     The block shape is as square as possible (bc >= br on ties); blocks, and so
     groups, are numbered row-major; the ring inside a block follows
     ``cycle_order`` (snake, closed through neighbours where the block allows).
-    If no block shape tiles the mesh, this falls back to the snake placement
-    (consecutive runs of tp nodes in boustrophedon order), keeping strategy "block".
+    A tiling rectangle always exists when tp divides rows·cols: take br = Π p^min(v_p(tp), v_p(rows))
+    over the primes p of tp; then tp/br divides cols. So there is no fallback to substitute silently.
     """
     _check_layout(rows, cols, tp)
     shape = near_square_factor(tp, rows, cols)
-    if shape is None:
-        return _from_rings(rows, cols, tp, snake_order(rows, cols), "block")
+    if shape is None:  # unreachable by the argument above; kept as a guard, not a substitution
+        raise ValueError(f"no block of tp={tp} nodes tiles a {rows}x{cols} mesh")
     br, bc = shape
     lr, lc = np.divmod(cycle_order(br, bc), bc)  # ring positions inside a block
     bi, bj = np.divmod(np.arange(rows * cols // tp), cols // bc)  # block origin per group

@@ -30,11 +30,6 @@ def argmax_of(vals):
     return best, idx
 
 
-def names_at(names, idx):
-    """Names of the binding terms for an index array."""
-    return np.asarray(np.asarray(list(names), dtype=object)[idx], dtype=object)
-
-
 class Stage:
     """A stage of a layer: named concurrent terms, plus serial communication phases after it."""
 
@@ -82,7 +77,3 @@ class Layer:
             _, arg = argmax_of([np.asarray(v, float) for v in self.comm.values()])
             comm_idx = len(labels) + arg
             self.bound_idx = np.where(np.asarray(self.comm_s) > np.asarray(core), comm_idx, core_idx)
-
-    def bound(self):
-        """`layer:term` labels of the binding term, per point."""
-        return np.asarray(self.labels, dtype=object)[self.bound_idx]

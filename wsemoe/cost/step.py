@@ -8,10 +8,79 @@ Step time adds dense layers and the embedding/head; training counts forward and 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from wsemoe.cost import compute, memory, params, weights
 from wsemoe.cost.stages import Layer, Stage, argmax_of
+
+
+class Shape(NamedTuple):
+    """How one micro-batch spreads over the nodes."""
+
+    nodes: int
+    tp: object      # nodes per attention group (array or scalar)
+    groups: object  # attention groups
+    seqs: object    # sequences per micro-batch, all groups
+    T: object       # tokens per micro-batch, all groups
+
+
+class Flops(NamedTuple):
+    """Forward FLOPs of one layer and one micro-batch, by stage (all groups)."""
+
+    proj: object
+    core: object
+    router: object
+    expert: object
+    dense: object
+    head: object
+
+
+def evaluate(hw, m, wl, mp, comm=None) -> dict:
+    """All output columns for the points described by hw, m, wl, mp (scalars or broadcast arrays).
+
+    `comm`, if given, is a callable (T, groups, tp) -> {"allreduce_s", "dispatch_s", "combine_s", ...}
+    per layer, from the fabric model; without it communication costs nothing (one group, no EP traffic).
+    """
+    shape = micro_batch(hw, wl, mp)
+    flops = layer_flops(m, wl, shape)
+    c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}
+    attn, moe, dense, head = stages(hw, m, wl, shape, flops, c)
+    L, Lm = m.num_hidden_layers, params.moe_layers(m)
+    layers = (Layer("moe_layer", [attn, moe], Lm, wl.overlap),
+              Layer("dense_layer", [attn, dense], L - Lm, wl.overlap),
+              Layer("head", [head], 1, wl.overlap))
+    # Migration the balancer could not hide is paid once per step, on the critical path.
+    step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
+    out = throughput(hw, m, wl, shape, flops, layers, step, c)
+    for la in layers:
+        out[f"{la.name}_time_s"] = la.time_s
+    for st in (attn, moe, dense, head):
+        out[f"{st.name}_time_s"] = st.time(wl.overlap != "none")
+        for term, v in {**st.terms, **st.comm}.items():
+            out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
+    out["bound"] = _step_bound(layers, step)
+    slots = c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))
+    out.update(memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
+                                   weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes))
+    return out
+
+
+def micro_batch(hw, wl, mp) -> Shape:
+    """Nodes, TP groups and the tokens of one micro-batch (every group runs its own G·B sequences)."""
+    nodes = hw.rows * hw.cols
+    tp = nodes if mp.tp is None else mp.tp
+    groups = nodes // tp
+    return Shape(nodes, tp, groups, groups * wl.G * wl.B, compute.tokens(wl) * groups)
+
+
+def layer_flops(m, wl, shape: Shape) -> Flops:
+    """Forward FLOPs per stage for one layer and one micro-batch."""
+    T = shape.T
+    return Flops(compute.attn_proj_flops(m, T), compute.attn_core_flops(m, wl) * shape.groups,
+                 compute.router_flops(m, T), compute.expert_flops(m, T), compute.dense_ffn_flops(m, T),
+                 compute.head_flops(m, T))
 
 
 def _io_time(hw, wl, nbytes):
@@ -26,108 +95,76 @@ def _io_time(hw, wl, nbytes):
     return nbytes / hw.node_memory_bw_bytes_per_s
 
 
-def _compute_time(hw, wl, flops, nodes, eff):
-    """Seconds of compute for forward FLOPs spread over all nodes (backward and recompute added)."""
-    factor = compute.pass_factor(wl.mode) + compute.recompute_factor(wl.mode, wl.recompute)
-    return factor * flops / (nodes * hw.node_peak_flops * eff)
+def _compute_time(hw, wl, flops, nodes, eff, recomputed=0.0):
+    """Seconds of compute: forward FLOPs × (1 forward + 2 backward when training), plus the forward
+    FLOPs recomputed to rebuild dropped activations, spread over all nodes at efficiency `eff`."""
+    return (compute.pass_factor(wl.mode) * flops + recomputed) / (nodes * hw.node_peak_flops * eff)
 
 
-def evaluate(hw, m, wl, mp, comm=None) -> dict:
-    """All output columns for the points described by hw, m, wl, mp (scalars or broadcast arrays).
-
-    `comm`, if given, is a callable (T, groups, tp) -> {"allreduce_s", "dispatch_s", "combine_s"}
-    per layer, from the mesh model; without it communication costs nothing (one group, no EP traffic).
-    """
-    nodes = hw.rows * hw.cols
-    tp = nodes if mp.tp is None else mp.tp
-    groups = nodes // tp
-    seqs = groups * wl.G * wl.B
-    T = compute.tokens(wl) * groups
-    resident = hw.weight_source == "resident"
-
-    # FLOPs, forward, one layer, one micro-batch (all groups).
-    f_proj = compute.attn_proj_flops(m, T)
-    f_core = compute.attn_core_flops(m, wl) * groups
-    f_router = compute.router_flops(m, T)
-    f_expert = compute.expert_flops(m, T)
-    f_dense = compute.dense_ffn_flops(m, T)
-    f_head = compute.head_flops(m, T)
-
+def _stage_weight_bytes(hw, m, wl, shape: Shape, slots) -> dict:
+    """Weight bytes each stage moves per pass: resident reads happen per node; streamed ones cross the wafer I/O."""
     w = weights.layer_weight_bytes(m, wl)
-    n_exp = compute.tokens_per_expert(m, T)
-    eff = hw.matmul_efficiency
-    eff_exp = compute.expert_efficiency(hw, n_exp)
+    if hw.weight_source != "resident":
+        return {"attn": w["attn"], "moe": w["experts"] + w["shared"] + w["router"],
+                "dense": w["dense_ffn"], "head": w["head"]}
+    # each hosted copy is read if any token reaches its expert (expected share of active experts)
+    experts = slots * weights.active_experts(m, shape.T) / m.num_experts * params.expert_params(m) * wl.bytes_per_weight
+    return {"attn": wl.G * w["attn"] / shape.tp,  # each tile re-reads the group's attention shard
+            "moe": experts + (w["shared"] + w["router"]) / shape.tp,
+            "dense": w["dense_ffn"] / shape.tp, "head": w["head"] / shape.tp}
 
-    c = comm(T, groups, tp) if comm is not None else {}
+
+def stages(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
+    """Attention, MoE, dense-FFN and head stages, each a roofline of named terms plus its communication."""
+    n, eff = shape.nodes, hw.matmul_efficiency
+    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
     imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
-    slots = c.get("expert_slots_max", weights.experts_per_node(m, nodes))  # copies on the fullest node
-    # Weight bytes moved per stage: resident reads happen per node; streamed ones cross the wafer I/O.
-    if resident:
-        attn_w = wl.G * w["attn"] / tp  # each tile re-reads the group's attention shard
-        # each hosted copy is read if any token reaches its expert (expected share of active experts)
-        exp_w = slots * weights.active_experts(m, T) / m.num_experts * params.expert_params(m) \
-            * wl.bytes_per_weight + (w["shared"] + w["router"]) / tp
-        dense_w, head_w = w["dense_ffn"] / tp, w["head"] / tp
-    else:
-        attn_w, exp_w = w["attn"], w["experts"] + w["shared"] + w["router"]
-        dense_w, head_w = w["dense_ffn"], w["head"]
-
+    wbytes = _stage_weight_bytes(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, n)))
     kv_bytes = 0.0
     if wl.mode != "train":
-        kv_bytes = seqs * wl.seq_len * memory.kv_bytes_per_token_layer(m, wl) / nodes
+        kv_bytes = shape.seqs * wl.seq_len * memory.kv_bytes_per_token_layer(m, wl) / n
+    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
-    L, Lm = m.num_hidden_layers, params.moe_layers(m)
     attn = Stage("attention", {
-        "compute": _compute_time(hw, wl, f_proj + f_core, nodes, eff),
-        "weights": _io_time(hw, wl, attn_w),
+        "compute": _compute_time(hw, wl, flops.proj + flops.core, n, eff, full * (flops.proj + flops.core) + core * flops.core),
+        "weights": _io_time(hw, wl, wbytes["attn"]),
         "memory": kv_bytes / hw.node_memory_bw_bytes_per_s,
     }, {k: phase[k] for k in ("allreduce_s", "gradient_s") if k in phase})
     moe = Stage("moe", {
-        "compute": _compute_time(hw, wl, f_router + f_expert * imbalance, nodes, eff_exp),
-        "weights": _io_time(hw, wl, exp_w),
+        "compute": _compute_time(hw, wl, flops.router + flops.expert * imbalance, n, eff_exp,
+                                 full * (flops.router + flops.expert * imbalance)),
+        "weights": _io_time(hw, wl, wbytes["moe"]),
     }, {k: phase[k] for k in ("dispatch_s", "combine_s") if k in phase})
-    dense = Stage("dense_ffn", {
-        "compute": _compute_time(hw, wl, f_dense, nodes, eff),
-        "weights": _io_time(hw, wl, dense_w),
-    })
-    head = Stage("head", {
-        "compute": _compute_time(hw, wl, f_head, nodes, eff),
-        "weights": _io_time(hw, wl, head_w),
-    })
-    layers = (Layer("moe_layer", [attn, moe], Lm, wl.overlap),
-              Layer("dense_layer", [attn, dense], L - Lm, wl.overlap),
-              Layer("head", [head], 1, wl.overlap))
+    dense = Stage("dense_ffn", {"compute": _compute_time(hw, wl, flops.dense, n, eff, full * flops.dense),
+                                "weights": _io_time(hw, wl, wbytes["dense"])})
+    head = Stage("head", {"compute": _compute_time(hw, wl, flops.head, n, eff, full * flops.head),
+                          "weights": _io_time(hw, wl, wbytes["head"])})
+    return attn, moe, dense, head
 
-    # Migration the balancer could not hide is paid once per step, on the critical path.
-    step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
+
+def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> dict:
+    """Throughput, MFU and the per-micro-batch counts (outputs may stay scalars; the engine broadcasts)."""
+    L, Lm = m.num_hidden_layers, params.moe_layers(m)
     model_flops = compute.pass_factor(wl.mode) * (
-        L * (f_proj + f_core) + Lm * (f_router + f_expert) + (L - Lm) * f_dense + f_head)
-    # Outputs may stay scalars where nothing varies; the engine broadcasts them to the frame.
+        L * (flops.proj + flops.core) + Lm * (flops.router + flops.expert) + (L - Lm) * flops.dense + flops.head)
+    phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
+    n_exp = compute.tokens_per_expert(m, shape.T)
     out = {
-        "tokens_per_microbatch": T,
-        "sequences_per_microbatch": seqs,
+        "tokens_per_microbatch": shape.T,
+        "sequences_per_microbatch": shape.seqs,
         "tokens_per_expert": n_exp,
-        "expert_efficiency": eff_exp,
-        "attn_proj_flops": f_proj, "attn_core_flops": f_core,
-        "router_flops": f_router, "expert_flops": f_expert,
+        "expert_efficiency": compute.expert_efficiency(hw, n_exp),
+        "attn_proj_flops": flops.proj, "attn_core_flops": flops.core,
+        "router_flops": flops.router, "expert_flops": flops.expert,
         "model_flops_per_step": model_flops,
         "step_time_s": step,
-        "tokens_per_s": T / step,
-        "sequences_per_s": seqs / step,
-        "mfu": model_flops / (step * nodes * hw.node_peak_flops),
-        "per_device_moe_tokens_per_s": T / (layers[0].time_s * nodes),
+        "tokens_per_s": shape.T / step,
+        "sequences_per_s": shape.seqs / step,
+        "mfu": model_flops / (step * shape.nodes * hw.node_peak_flops),
+        "per_device_moe_tokens_per_s": shape.T / (layers[0].time_s * shape.nodes),
         "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s")),
     }
     out.update({k: v for k, v in c.items() if not k.endswith("_s") or k.startswith("migration")})
-    for la in layers:
-        out[f"{la.name}_time_s"] = la.time_s
-    for st in (attn, moe, dense, head):
-        out[f"{st.name}_time_s"] = st.time(wl.overlap != "none")
-        for term, v in {**st.terms, **st.comm}.items():
-            out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
-    out["bound"] = _step_bound(layers, step)
-    out.update(memory.memory_terms(hw, m, wl, groups, T, seqs,
-                                   weights.resident_weights_node(hw, m, wl, tp, slots), nodes))
     return out
 
 

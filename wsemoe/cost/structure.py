@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -101,20 +102,32 @@ def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares:
     return out
 
 
-def expert_shares(num_experts: int, bal) -> np.ndarray:
-    """Per-expert popularity from the balance key (distribution, zipf_s, seed, ..., histogram shares)."""
-    distribution, zipf_s, seed, _, _, hist = bal
-    if distribution == "zipf":
-        return balance.zipf_shares(num_experts, zipf_s, seed)
-    if distribution == "histogram":
-        h = np.asarray(hist, dtype=float)
+class BalanceKey(NamedTuple):
+    """What the expert placement depends on (hashable: it keys the structure cache)."""
+
+    distribution: str = "uniform"
+    zipf_s: float = 1.0
+    seed: int = 0
+    balancer: str = "none"
+    spare_slots: int = 0
+    histogram: tuple | None = None  # measured per-expert shares
+
+
+UNIFORM = BalanceKey()
+
+
+def expert_shares(num_experts: int, bal: BalanceKey) -> np.ndarray:
+    """Per-expert popularity from the balance key."""
+    if bal.distribution == "zipf":
+        return balance.zipf_shares(num_experts, bal.zipf_s, bal.seed)
+    if bal.distribution == "histogram":
+        h = np.asarray(bal.histogram, dtype=float)
         if len(h) != num_experts:
             raise ValueError(f"histogram has {len(h)} experts, the model {num_experts}")
         return h / h.sum()
     return np.full(num_experts, 1.0 / num_experts)
 
 
-UNIFORM = ("uniform", 1.0, 0, "none", 0, None)
 
 
 def _migration(topology, rows, cols, before, after) -> tuple[PhasePeaks, int]:
@@ -129,17 +142,16 @@ def _migration(topology, rows, cols, before, after) -> tuple[PhasePeaks, int]:
 
 @functools.lru_cache(maxsize=512)
 def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
-          token_source: str, num_experts: int, bal=UNIFORM) -> Structure:
+          token_source: str, num_experts: int, bal: BalanceKey = UNIFORM) -> Structure:
     """Placement, unit traffic of every phase, link loads and peaks for one structural combination.
 
     Units: all-reduce and gradient per byte of each member's message; dispatch and combine per
     token copy of one byte sent by every group (scale by tokens per group × top-k × H × bytes);
-    migration per byte of each new expert copy. `bal` = (distribution, zipf_s, seed, balancer,
-    spare_slots, histogram shares or None).
+    migration per byte of each new expert copy.
     """
     placement = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit)
     shares = expert_shares(num_experts, bal)
-    before, experts = balance.balance_experts(bal[3], shares, placement, bal[4])
+    before, experts = balance.balance_experts(bal.balancer, shares, placement, bal.spare_slots)
     source = token_source if token_source != "auto" else ("ftd" if strategy == "er" else "nearest")
     if topology == "switch":
         first = switch_dispatch(placement, before, shares)

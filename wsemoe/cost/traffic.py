@@ -14,7 +14,6 @@ __all__ = [
     "gradient_traffic",
     "dispatch_senders",
     "dispatch_traffic",
-    "combine_traffic",
     "migration_traffic",
 ]
 
@@ -144,14 +143,6 @@ def dispatch_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_
         host = hosts[dist[:, hosts].argmin(axis=1)]
         np.add.at(traffic, (sender[groups, host], host), per_expert[e])
     return traffic
-
-
-def combine_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_group: float,
-                    top_k: int, hidden_bytes: float, expert_load=None,
-                    token_source: str = "nearest") -> np.ndarray:
-    """Expected bytes of the MoE combine: the dispatch pattern reversed (transpose)."""
-    return dispatch_traffic(placement, experts, tokens_per_group, top_k, hidden_bytes,
-                            expert_load, token_source).T.copy()
 
 
 def migration_traffic(src_nodes, dst_nodes, bytes_each, n: int) -> np.ndarray:
