@@ -16,7 +16,7 @@ GROUPS = [
     ("throughput", lambda c: c in ("step_time_s", "tokens_per_s", "sequences_per_s", "mfu", "bound",
                                    "feasible", "infeasible_reason") or c.startswith("speedup_vs_")),
     ("flops (forward, one layer, one micro-batch)", lambda c: c.endswith("_flops") or c == "model_flops_per_step"),
-    ("time per layer (s)", lambda c: c.endswith("_s") and c not in ("step_time_s", "tokens_per_s", "sequences_per_s")),
+    ("time per layer (s)", lambda c: describe(c)[0] == "s" and c != "step_time_s"),
     ("memory per node", lambda c: c.startswith("mem_")),
     ("constraints (g ≤ 0 satisfied)", lambda c: c.startswith("g_")),
 ]

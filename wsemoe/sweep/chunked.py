@@ -20,7 +20,7 @@ from wsemoe.sweep.compare import baseline_mask, group_keys
 from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
-from wsemoe.sweep.pareto import pareto_front
+from wsemoe.sweep.pareto import not_finite, pareto_front
 
 DEFAULT_CHUNK = 262_144
 
@@ -126,7 +126,7 @@ def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines) -> ChunkResult
     df = df[kept_columns(df, cfg)] if cfg.output.columns is not None else df
     feas = df["feasible"].to_numpy()
     bounds = df.loc[feas, "bound"].astype(str).value_counts().to_dict()
-    stats = {"start": start, "stop": stop, "points": int(len(df)),
+    stats = {"start": start, "stop": stop, "points": int(len(df)), "objectives_not_finite": not_finite(df, cfg.objectives),
              "feasible": int(feas.sum()), "bounds": {k: int(v) for k, v in bounds.items()}}
     return ChunkResult(df, candidates(df, cfg), stats)
 

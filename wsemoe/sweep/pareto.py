@@ -43,8 +43,17 @@ def nondominated(points: np.ndarray, block: int = 2048) -> np.ndarray:
     return mask
 
 
+def not_finite(df: pd.DataFrame, objectives: dict) -> int:
+    """Feasible rows the front cannot rank: an objective is NaN or infinite (counted, never hidden)."""
+    feas = df[df["feasible"]] if "feasible" in df else df
+    return int((~np.all(np.isfinite(_as_minimization(feas, objectives)), axis=1)).sum())
+
+
 def pareto_front(df: pd.DataFrame, objectives: dict) -> pd.DataFrame:
-    """Feasible, non-dominated rows, sorted by the first objective (best first)."""
+    """Feasible, non-dominated rows with finite objectives, sorted by the first objective (best first).
+
+    Rows with a non-finite objective cannot be ranked and are left out; `not_finite` counts them.
+    """
     feas = df[df["feasible"]] if "feasible" in df else df
     pts = _as_minimization(feas, objectives)
     ok = np.all(np.isfinite(pts), axis=1)

@@ -138,6 +138,7 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
         "name": cfg.name, "description": cfg.description, "config_hash": h,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
         "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
+        "objectives_not_finite": sum(s.get("objectives_not_finite", 0) for s in stats),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
         "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused), "eval_seconds": round(seconds, 4),
         "columns": manifest_columns(_part_columns(partial.parts)), "parts": parts,
