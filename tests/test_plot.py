@@ -5,7 +5,8 @@ import pytest
 from matplotlib import image
 
 from wsemoe.errors import ResultsError
-from wsemoe.report.plots import DOUBLE, SINGLE, plot_results
+from wsemoe.report.plots import plot_results
+from wsemoe.report.style import DOUBLE, SINGLE
 from wsemoe.sweep.run import run_sweep
 
 BASE = {"hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192}}

@@ -7,13 +7,10 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from wsemoe.report import plot_balance
-
-from wsemoe.report import plot_mesh
-
-from wsemoe.sweep import store
 from wsemoe.cost import mesh, structure
+from wsemoe.report import fig_balance, fig_mesh, meshdraw
 from wsemoe.report.plots import plot_results
+from wsemoe.report.view import ResultsView
 from wsemoe.sweep.run import run_sweep
 
 BASE = {"hardware": "wsc-b200-8x8", "model": "deepseek-v3",
@@ -41,8 +38,7 @@ def sweeps(tmp_path_factory):
 
 
 def _context(path):
-    man, points, _ = store.load_results(path)
-    return plot_mesh._Context(path, man, points)
+    return ResultsView.load(path)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -79,13 +75,13 @@ def test_svg_keeps_labels_as_text(sweeps, name, stem, texts):
 def test_heatmap_draws_the_structures_link_loads(sweeps):
     """The colours encode the model's per-link bytes: unit loads × the point's busiest-link bytes."""
     ctx = _context(sweeps["map"][0])
-    figs = plot_mesh.link_heatmaps(ctx)
+    figs = fig_mesh.link_heatmaps(ctx)
     assert set(figs) == set(HEATMAPS)
     points = ctx.points
     for strategy in ("block", "er"):
         row = points[(points["mapping.strategy"] == strategy) & (points["mapping.tp"] == 4)].iloc[0]
         s = structure.build("mesh", 8, 8, 4, strategy, None, 0, None, "auto", 256, structure.UNIFORM)
-        drawn = plot_mesh.drawn_links(figs[f"link_heatmap_{strategy}_tp4"])
+        drawn = meshdraw.drawn_links(figs[f"link_heatmap_{strategy}_tp4"])
         for phase in ("allreduce", "dispatch"):
             unit = s.phases[phase].loads.all_links()
             expected = unit * row[f"{phase}_max_link_bytes"] / s.phases[phase].max_link / 1e6  # MB
@@ -98,7 +94,7 @@ def test_heatmap_draws_the_structures_link_loads(sweeps):
 
 
 def test_heatmap_scale_is_shared_across_mappings_at_one_tp(sweeps):
-    figs = plot_mesh.link_heatmaps(_context(sweeps["map"][0]))
+    figs = fig_mesh.link_heatmaps(_context(sweeps["map"][0]))
     for tp in (4, 16):
         limits = {tuple(np.round(figs[f"link_heatmap_{s}_tp{tp}"].axes[0].collections[-1].norm.vmax, 9).ravel())
                   for s in ("block", "er")}
@@ -108,7 +104,7 @@ def test_heatmap_scale_is_shared_across_mappings_at_one_tp(sweeps):
 def test_link_geometry_matches_link_order():
     """Arrow k starts at the source node of all_links()[k] and points to its destination."""
     rows, cols = 3, 4
-    x, y, u, v = plot_mesh.link_geometry(rows, cols)
+    x, y, u, v = meshdraw.link_geometry(rows, cols)
     t = np.zeros((12, 12))
     t[5, 6] = 1.0  # node (1,1) -> (1,2): one east link
     t[9, 5] = 2.0  # node (2,1) -> (1,1): one north link
@@ -123,7 +119,7 @@ def test_link_geometry_matches_link_order():
 def test_node_load_panels_match_the_points(sweeps):
     """Before/after maps hold the per-die load over the mean; their maxima are the swept imbalance factors."""
     ctx = _context(sweeps["bal"][0])
-    fig = plot_balance.node_loads(ctx)["node_load_replicate"]
+    fig = fig_balance.node_loads(ctx)["node_load_replicate"]
     shown = {im.get_gid(): im.get_array() for ax in fig.axes for im in ax.images}
     p = ctx.points[ctx.points["balance.zipf_s"] == 0.4].set_index("balance.balancer")
     assert shown["node-load-before"].max() == pytest.approx(p.loc["none", "expert_imbalance"])
@@ -134,7 +130,7 @@ def test_node_load_panels_match_the_points(sweeps):
 
 def test_throughput_lines_follow_the_points(sweeps):
     ctx = _context(sweeps["bal"][0])
-    fig = plot_balance.throughput_vs_skew(ctx)
+    fig = fig_balance.throughput_vs_skew(ctx)
     lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
     for b in ("none", "replicate"):
         sub = ctx.points[ctx.points["balance.balancer"] == b].sort_values("balance.zipf_s")
@@ -148,16 +144,16 @@ def test_stale_plots_removed_and_config_optional(sweeps, tmp_path):
     (path / "plots" / "link_heatmap_snake_tp2.png").write_bytes(b"old")
     (path / "plots" / "wsc_vs_nvl72.svg").write_text("old")
     (path / "config.yaml").unlink()  # without it no structure can be built: heat maps are skipped
-    man, points, _ = store.load_results(path)
-    written = plot_mesh.plot_extra(path, man, points, path / "plots")
-    assert {p.name for p in written} == {"comm_breakdown.png", "comm_breakdown.svg"}
+    written = plot_results(path)
+    mine = {p.name for p in written if p.stem in MINE or p.stem.startswith(("link_heatmap_", "node_load_"))}
+    assert mine == {"comm_breakdown.png", "comm_breakdown.svg"}
     left = {p.name for p in (path / "plots").iterdir()}
     assert not any(n.startswith("link_heatmap_") or n.startswith("wsc_vs_nvl72") for n in left)
 
 
 def test_slice_prefers_top_k_8_and_largest_batch():
     points = pd.DataFrame({"model.num_experts_per_tok": [2, 8, 2, 8], "workload.B": [1, 1, 4, 4], "x": range(4)})
-    ctx = plot_mesh._Context.__new__(plot_mesh._Context)
+    ctx = ResultsView.__new__(ResultsView)
     ctx.points, ctx.axes, ctx.cfg = points, ["model.num_experts_per_tok", "workload.B"], {}
     df, said = ctx.slice()
     assert list(df["x"]) == [3] and said == "top-k 8, B 4"

@@ -39,6 +39,8 @@ def summary(manifest: dict, status: str = "") -> Table:
     t.add_row("points", f"{manifest['points']:,}")
     t.add_row("feasible", f"{manifest['feasible']:,}")
     t.add_row("pareto", f"{manifest['pareto']:,}")
+    if manifest.get("objectives_not_finite"):
+        t.add_row("left off the front", f"{manifest['objectives_not_finite']:,} feasible points with a non-finite objective")
     t.add_row("objectives", ", ".join(f"{k} ({v})" for k, v in manifest["objectives"].items()))
     binds = sorted(manifest.get("bounds", {}).items(), key=lambda kv: -kv[1])
     t.add_row("what binds (feasible)", "; ".join(f"{k}: {v:,}" for k, v in binds[:5]) or "–")

@@ -1,4 +1,4 @@
-"""Plots of expert-load balancing: per-die expert load before and after balancing, throughput over skew."""
+"""Expert-load balancing figures: per-die expert load before and after balancing, throughput over skew."""
 
 from __future__ import annotations
 
@@ -11,40 +11,47 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from wsemoe.cost import comm
-from wsemoe.report.plots import DOUBLE, MARKERS, PALETTE, SINGLE, _num
-from wsemoe.report.plot_mesh import _Context, _first_row, draw_ftd, mesh_axes
+from wsemoe.report.meshdraw import draw_ftd, mesh_axes
+from wsemoe.report.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, num, single
+from wsemoe.report.view import ResultsView
 
-LINESTYLES = ["-", "--", "-.", ":"]  # balancers whose lines coincide stay distinguishable
+DYNAMIC = ("node_load_*",)  # stems that carry a value: the orchestrator cleans them by pattern
 
 
-# ---------------------------------------------------------------- 4. expert load per die
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure (node-load stems appear only when drawn)."""
+    return {"throughput_vs_skew": throughput_vs_skew(view), **node_loads(view)}
 
-def node_loads(ctx: _Context) -> dict:
+
+# ---------------------------------------------------------------- expert load per die
+
+def node_loads(view: ResultsView) -> dict:
     """{node_load_<balancer>: figure} for the first balancer that places replicas (all place them alike)."""
-    if "balance.balancer" not in ctx.axes or not ctx.cfg:
+    if "balance.balancer" not in view.axes or not view.cfg:
         return {}
-    balancers = [b for b in pd.unique(ctx.points["balance.balancer"]) if b != "none"]
+    balancers = [b for b in pd.unique(view.points["balance.balancer"]) if b != "none"]
     if not balancers:
         return {}
     # Every balancer but 'none' places replicas the same way; they differ in migration cost only.
     balancer = "replicate" if "replicate" in balancers else balancers[0]
-    df, said = ctx.slice(keep=("balance.balancer", "balance.zipf_s", "balance.churn"))
-    row = {k: v for k, v in _first_row(df).items() if not k.startswith("balance.") or k == "balance.spare_slots"}
-    return {f"node_load_{balancer}": _node_load_figure(ctx, row, balancer, said)}
+    df, said = view.slice(keep=("balance.balancer", "balance.zipf_s", "balance.churn"))
+    row = {k: v for k, v in view.first_row(df).items()
+           if not k.startswith("balance.") or k == "balance.spare_slots"}
+    return {f"node_load_{balancer}": _node_load_figure(view, row, balancer, said)}
 
 
-def balanced_structures(ctx: _Context, row: dict, balancer: str) -> tuple:
+def balanced_structures(view: ResultsView, row: dict, balancer: str) -> tuple:
     """(structure without balancing, structure with `balancer`) at the base config's skew."""
-    bal = ctx.sections(row)["balance"]
-    hist = ctx.cfg.get("expert_histogram")
+    bal = view.sections(row)["balance"]
+    hist = view.cfg.get("expert_histogram")
     keys = [comm.balance_key(SimpleNamespace(**{**bal, "balancer": b}),
                              (bal["zipf_s"], bal["seed"], bal["spare_slots"]), hist) for b in ("none", balancer)]
-    return ctx.build(row, keys[0]), ctx.build(row, keys[1])
+    return view.build(row, keys[0]), view.build(row, keys[1])
 
 
-def _node_load_figure(ctx: _Context, row: dict, balancer: str, said: str) -> Figure:
-    before, after = balanced_structures(ctx, row, balancer)
-    bal, pl = ctx.sections(row)["balance"], before.placement
+def _node_load_figure(view: ResultsView, row: dict, balancer: str, said: str) -> Figure:
+    before, after = balanced_structures(view, row, balancer)
+    bal, pl = view.sections(row)["balance"], before.placement
     maps = [s.node_load.reshape(pl.rows, pl.cols) / s.node_load.mean() for s in (before, after)]
     vmax = max(1.05, max(float(m.max()) for m in maps))
     # Centred on the mean load: white = balanced, red = busier than the mean, blue = idler.
@@ -64,8 +71,8 @@ def _node_load_figure(ctx: _Context, row: dict, balancer: str, said: str) -> Fig
     cb = fig.colorbar(im, ax=axes, location="right", shrink=0.85, pad=0.02)
     cb.set_label("expert load per die (× mean load)")
     zipf = bal["distribution"] == "zipf"
-    skew = f"Zipf s = {_num(bal['zipf_s'])} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
-    fig.suptitle(f"{ctx.name}: expert load per die, {skew}, {ctx.context(row)}, TP {pl.tp}"
+    skew = f"Zipf s = {num(bal['zipf_s'])} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
+    fig.suptitle(f"{view.name}: expert load per die, {skew}, {view.context(row)}, TP {pl.tp}"
                  + (f", {said}" if said else ""))
     fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles; "
                   "non-invasive and stop-the-world place replicas alike", fontsize=8.5)
@@ -84,19 +91,17 @@ def _cell_labels(ax, m: np.ndarray, norm) -> None:
                 in_layout=False)  # inside the axes; measuring every label only slows the layout
 
 
-# ---------------------------------------------------------------- 5. throughput over skew
+# ---------------------------------------------------------------- throughput over skew
 
-def throughput_vs_skew(ctx: _Context) -> Figure | None:
+def throughput_vs_skew(view: ResultsView) -> Figure | None:
     col = "tokens_per_s"
-    if not all(a in ctx.axes for a in ("balance.balancer", "balance.zipf_s")) or not ctx.has(col):
+    if not all(a in view.axes for a in ("balance.balancer", "balance.zipf_s")) or not view.has(col):
         return None
-    df, said = ctx.slice(keep=("balance.balancer", "balance.zipf_s"))
+    df, said = view.slice(keep=("balance.balancer", "balance.zipf_s"))
     if df.empty:
         return None
-    fig = Figure(figsize=SINGLE, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(f"{ctx.name}: throughput over expert-popularity skew\n{ctx.context(_first_row(df))}"
-                 + (f", {said}" if said else ""))
+    fig, ax = single(f"{view.name}: throughput over expert-popularity skew\n{view.context(view.first_row(df))}"
+                     + (f", {said}" if said else ""))
     for i, (b, sub) in enumerate(df.groupby("balance.balancer", sort=False)):
         sub = sub.sort_values("balance.zipf_s")
         ax.plot(sub["balance.zipf_s"], sub[col], ls=LINESTYLES[i % 4], marker=MARKERS[i % len(MARKERS)],
@@ -104,7 +109,7 @@ def throughput_vs_skew(ctx: _Context) -> Figure | None:
         if b == "none" and "expert_imbalance" in sub:
             _imbalance_labels(ax, sub, PALETTE[i % len(PALETTE)])
     xs = np.sort(pd.unique(df["balance.zipf_s"]))
-    ax.set_xticks(xs, [_num(x) for x in xs])
+    ax.set_xticks(xs, [num(x) for x in xs])
     ax.set_xlim(xs[0] - 0.08 * (np.ptp(xs) or 1), xs[-1] + 0.08 * (np.ptp(xs) or 1))
     ax.set_ylim(0, float(df[col].max()) * 1.12)  # from zero: the drop under skew is not exaggerated
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))

@@ -1,4 +1,4 @@
-"""Memory-breakdown plot: per-node memory terms of the stage that sets each point's peak."""
+"""Memory-breakdown figure: per-node memory terms of the stage that sets each point's peak."""
 
 from __future__ import annotations
 
@@ -6,13 +6,23 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.report.plots import (MAX_BAR_GROUPS, MEM_TERMS, PALETTE, SINGLE, STAGE_TERMS, SYMBOLS, _group_label, _num,
-                         _Results, _single)
+from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, num, single
+from wsemoe.report.view import ResultsView
+
+MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
+             ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
+             ("moe_transient", "MoE transient"))
+STAGE_TERMS = {"attention": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
+               "MoE": ("weights", "kept_act", "kv", "moe_transient")}
+MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
 
-# ---------------------------------------------------------------- 4. memory per node at the peak stage
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"memory_breakdown": memory_breakdown(view)}
 
-def memory_breakdown(r: _Results) -> Figure | None:
+
+def memory_breakdown(r: ResultsView) -> Figure | None:
     """Stacked per-node memory of the stage that sets the peak, baseline and best point per design."""
     cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS] + ["mem_attn_peak_node_bytes", "mem_moe_peak_node_bytes"]
     if any(c not in r.points for c in cols) or r.feasible.empty:
@@ -20,7 +30,7 @@ def memory_breakdown(r: _Results) -> Figure | None:
     bars = _memory_rows(r)
     if not bars:
         return None
-    fig, ax = _single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars)))
+    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars)))
     # A half-row gap between designs, so each design's pair of bars reads as one block.
     ypos = np.cumsum([0.0] + [1.5 if a[2] != b[2] else 1.0 for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
@@ -45,7 +55,7 @@ def memory_breakdown(r: _Results) -> Figure | None:
     return fig
 
 
-def _memory_rows(r: _Results) -> list:
+def _memory_rows(r: ResultsView) -> list:
     """(label, row, group index): baseline and best point of each design, or the top 5 by the first objective."""
     feas = r.feasible
     base_mask = np.ones(len(feas), dtype=bool)
@@ -57,7 +67,7 @@ def _memory_rows(r: _Results) -> list:
         best_name = "BTA" if "workload.G" in r.axes else "best"
         rows = []
         for gi, (key, sub) in enumerate(groups):
-            glabel = _group_label(r.varying, key)
+            glabel = group_label(r.varying, key)
             sub_base = sub[base_mask[feas.index.get_indexer(sub.index)]]
             best = sub.loc[sub[r.metric].idxmax()]
             base = sub_base.loc[sub_base[r.metric].idxmax()] if len(sub_base) else None
@@ -73,12 +83,12 @@ def _memory_rows(r: _Results) -> list:
         return []
     top = feas.sort_values(objs[0], ascending=r.objectives[objs[0]] == "min").head(5)
     shown = [a for a in r.axes if a in feas and r.points[a].nunique() > 1]
-    return [(f"#{i + 1}: {_group_label(shown, tuple(row[shown]))}" if shown else f"#{i + 1}", row, i)
+    return [(f"#{i + 1}: {group_label(shown, tuple(row[shown]))}" if shown else f"#{i + 1}", row, i)
             for i, (_, row) in enumerate(top.iterrows())]
 
 
 def _over_label(row) -> str:
-    return ", ".join(f"{SYMBOLS[c]}={_num(row[c])}" for c in ("workload.G", "workload.B") if c in row)
+    return ", ".join(f"{SYMBOLS[c]}={num(row[c])}" for c in ("workload.G", "workload.B") if c in row)
 
 
 def _peak(row) -> tuple[str, float]:

@@ -1,4 +1,4 @@
-"""Communication plots: per-phase time per mapping and TP, and the wafer against NVL72 per device."""
+"""Communication figures: per-phase time per mapping and TP, and the wafer against NVL72 per device."""
 
 from __future__ import annotations
 
@@ -8,22 +8,28 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from wsemoe.report.plots import PALETTE, _num, _single
-from wsemoe.report.plot_mesh import PHASE_C, PHASE_COLS, PHASE_NAMES, _Context, _first_row, _pct, _setting
+from wsemoe.report.style import PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, num, pct, setting, single
+from wsemoe.report.view import ResultsView
 
 
-# ---------------------------------------------------------------- 2. communication breakdown
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"comm_breakdown": comm_breakdown(view), "wsc_vs_nvl72": wsc_vs_nvl72(view)}
 
-def comm_breakdown(ctx: _Context) -> Figure | None:
-    if "mapping.strategy" not in ctx.axes or not ctx.has(*PHASE_COLS.values()):
+
+# ---------------------------------------------------------------- communication breakdown
+
+def comm_breakdown(view: ResultsView) -> Figure | None:
+    """Stacked per-layer all-reduce, dispatch and combine time per mapping, grouped by TP."""
+    if "mapping.strategy" not in view.axes or not view.has(*PHASE_COLS.values()):
         return None
-    df, said = ctx.slice(keep=("mapping.strategy", "mapping.tp"))
+    df, said = view.slice(keep=("mapping.strategy", "mapping.tp"))
     if df.empty:
         return None
     tps = sorted(pd.unique(df["mapping.tp"])) if "mapping.tp" in df else [None]
     strategies = list(pd.unique(df["mapping.strategy"]))
-    fig, ax = _single(f"{ctx.name}: communication per layer\n{ctx.context(_first_row(df), ('mapping.strategy',))}"
-                      + (f", {said}" if said else ""))
+    setup = view.context(view.first_row(df), ("mapping.strategy",))
+    fig, ax = single(f"{view.name}: communication per layer\n{setup}" + (f", {said}" if said else ""))
     width, centres, ticks, labels = 0.8, [], [], []
     for i, tp in enumerate(tps):
         at = df if tp is None else df[df["mapping.tp"] == tp]
@@ -34,7 +40,7 @@ def comm_breakdown(ctx: _Context) -> Figure | None:
             if sub.empty:
                 continue
             total = _stack(ax, x0 + j, sub.iloc[0], width)
-            change = "" if first is None else f"\n{_pct(total / first - 1)}"
+            change = "" if first is None else f"\n{pct(total / first - 1)}"
             first = total if first is None else first
             ax.annotate(f"{total:.3g}{change}", (x0 + j, total), xytext=(0, 2), textcoords="offset points",
                         ha="center", va="bottom", fontsize=8)
@@ -45,7 +51,7 @@ def comm_breakdown(ctx: _Context) -> Figure | None:
     ax.tick_params(axis="x", length=0)
     if tps != [None]:
         sec = ax.secondary_xaxis("bottom")
-        sec.set_xticks(centres, [f"\nTP {_num(t)}" for t in tps])
+        sec.set_xticks(centres, [f"\nTP {num(t)}" for t in tps])
         sec.tick_params(length=0)
         sec.spines["bottom"].set_visible(False)
     ax.grid(axis="x", visible=False)
@@ -67,18 +73,19 @@ def _stack(ax, x: float, row, width: float) -> float:
     return bottom
 
 
-# ---------------------------------------------------------------- 3. wafer vs NVL72
+# ---------------------------------------------------------------- wafer vs NVL72
 
-def wsc_vs_nvl72(ctx: _Context) -> Figure | None:
+def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
+    """Per-device MoE throughput of each hardware side by side, per batch and TP."""
     col = "per_device_moe_tokens_per_s"
-    if "hardware" not in ctx.axes or not ctx.has(col) or ctx.points["hardware"].nunique() < 2:
+    if "hardware" not in view.axes or not view.has(col) or view.points["hardware"].nunique() < 2:
         return None
-    over = [c for c in ("workload.B", "mapping.tp") if c in ctx.axes]
-    df, said = ctx.slice(keep=("hardware", *over))
+    over = [c for c in ("workload.B", "mapping.tp") if c in view.axes]
+    df, said = view.slice(keep=("hardware", *over))
     hws = list(pd.unique(df["hardware"]))
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
-    fig, ax = _single(f"{ctx.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}\n"
-                      f"{ctx.context(_first_row(df))}" + (f", {said}" if said else ""))
+    fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}\n"
+                     f"{view.context(view.first_row(df))}" + (f", {said}" if said else ""))
     width = 0.8 / len(hws)
     for i, key in enumerate(keys):
         at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
@@ -87,9 +94,9 @@ def wsc_vs_nvl72(ctx: _Context) -> Figure | None:
         for j, v in enumerate(vals):
             ax.bar(i + (j - (len(hws) - 1) / 2) * width, v, width, color=PALETTE[j], label=hws[j] if i == 0 else None)
         if np.isfinite(vals[0]) and np.isfinite(vals[1]):
-            ax.annotate(_pct(vals[0] / vals[1] - 1), (i, np.nanmax(vals)), xytext=(0, 3),
+            ax.annotate(pct(vals[0] / vals[1] - 1), (i, np.nanmax(vals)), xytext=(0, 3),
                         textcoords="offset points", ha="center", va="bottom", fontsize=8.5, weight="bold")
-    ax.set_xticks(range(len(keys)), [", ".join(_setting(c, v) for c, v in zip(over, k)) for k in keys])
+    ax.set_xticks(range(len(keys)), [", ".join(setting(c, v) for c, v in zip(over, k)) for k in keys])
     ax.grid(axis="x", visible=False)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))

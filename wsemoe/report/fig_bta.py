@@ -1,0 +1,117 @@
+"""Batch-tiling (BTA) figures: BTA vs uniform batching across sparsity, and speedup over the tiling factor G."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
+from matplotlib.figure import Figure
+
+from wsemoe.report.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, UNIFORM_C, group_label, log2_ticks, num,
+                                 single)
+from wsemoe.report.view import ResultsView
+from wsemoe.sweep.columns import describe
+
+SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"throughput_vs_sparsity": sparsity(view), "speedup_vs_G": speedup_vs_g(view)}
+
+
+# ---------------------------------------------------------------- BTA vs uniform across sparsity
+
+def sparsity(r: ResultsView) -> Figure | None:
+    """MFU and throughput of the uniform baseline and the best BTA point, one point per sparsity."""
+    cmp = r.comparison
+    need = ("baseline_tokens_per_s", "best_tokens_per_s", "baseline_mfu", "best_mfu")
+    if cmp is None or any(c not in cmp for c in need):
+        return None
+    key = next((k for k in SPARSITY_KEYS if k in cmp and cmp[k].nunique() > 1), None)
+    if key is None or not cmp[key].is_unique:  # other varying keys would mix designs on one line
+        return None
+    topk = key == "model.num_experts_per_tok"
+    cmp = cmp.sort_values(key, ascending=not topk)  # sparsity grows left to right
+    x = cmp[key].to_numpy()
+    fig = Figure(figsize=DOUBLE, layout="constrained")
+    fig.suptitle(f"{r.name}: BTA vs uniform batching across sparsity")
+    left, right = fig.subplots(1, 2)
+    ticks, xlabel = _sparsity_ticks(r, key, x)
+    for ax, col, f in ((left, "mfu", 100.0), (right, "tokens_per_s", 1.0)):
+        ax.plot(x, cmp[f"baseline_{col}"] * f, "s--", color=UNIFORM_C, ms=6, label="uniform batching (G = 1)")
+        ax.plot(x, cmp[f"best_{col}"] * f, "o-", color=BTA_C, ms=6, label="BTA (best G, B)")
+        log2_ticks(ax, x, ticks)
+        ax.set_xlim(x.min() / 1.4, x.max() * 1.4)  # room for the end points' annotations
+        if topk:
+            ax.invert_xaxis()
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(0, 1.22 * np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f))
+    left.set_ylabel("MFU (%)")
+    right.set_ylabel("throughput (tokens/s)")
+    right.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
+    _annotate_bta(left, right, cmp, x)
+    # Below the panels: a legend above them collides with the figure title under constrained layout.
+    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
+    return fig
+
+
+def _sparsity_ticks(r: ResultsView, key: str, x) -> tuple[list, str]:
+    """Tick labels with the density k/E underneath, so both sparsity readings are on the axis."""
+    other = r.model.get("num_experts" if key == "model.num_experts_per_tok" else "num_experts_per_tok")
+    if not other:
+        return [num(v) for v in x], NAMES[key]
+    dens = [Fraction(int(v), int(other)) if key.endswith("per_tok") else Fraction(int(other), int(v)) for v in x]
+    labels = [f"{num(v)}\n{d}" for v, d in zip(x, dens)]
+    fixed = f"E = {other}" if key.endswith("per_tok") else f"k = {other}"
+    return labels, f"{NAMES[key]}  (below: density k/E, {fixed})"
+
+
+def _annotate_bta(left, right, cmp: pd.DataFrame, x) -> None:
+    """Each BTA point carries its tuned G and B (MFU panel) and its speedup over uniform (throughput panel)."""
+    speed = [c for c in cmp if c.startswith("speedup_vs_")]
+    for i, xi in enumerate(x):
+        row = cmp.iloc[i]
+        if "best_G" in cmp:
+            gb = f"G={num(row['best_G'])}" + (f", B={num(row['best_B'])}" if "best_B" in cmp else "")
+            left.annotate(gb, (xi, row["best_mfu"] * 100), xytext=(0, 7), textcoords="offset points",
+                          ha="center", fontsize=8, color=BTA_C)
+        if speed and np.isfinite(row[speed[0]]):
+            right.annotate(f"{row[speed[0]]:.2f}×", (xi, row["best_tokens_per_s"]), xytext=(0, 7),
+                           textcoords="offset points", ha="center", fontsize=8, color=BTA_C, weight="bold")
+
+
+# ---------------------------------------------------------------- speedup over G
+
+def speedup_vs_g(r: ResultsView) -> Figure | None:
+    """Best metric per G over the best at the smallest G, one line per design."""
+    if "workload.G" not in r.axes or r.metric not in r.points or r.feasible.empty:
+        return None
+    gs = np.sort(r.points["workload.G"].unique())
+    groups = r.feasible.groupby(r.group_cols) if r.group_cols else [((), r.feasible)]
+    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}")
+    last = []
+    for i, (key, sub) in enumerate(groups):
+        best = sub.groupby("workload.G")[r.metric].max().reindex(gs)  # infeasible G -> NaN -> a gap
+        if len(gs) < 2 or not np.isfinite(best.iloc[0]):
+            continue  # no feasible smallest-G point: nothing to compare against
+        key = dict(zip(r.group_cols, key if isinstance(key, tuple) else (key,)))
+        ax.plot(gs, best / best.iloc[0], marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none",
+                color=PALETTE[i % len(PALETTE)], label=group_label(r.varying, tuple(key[c] for c in r.varying)))
+        last.append(best.last_valid_index())
+    if not last:
+        return None
+    ax.axhline(1, color="0.4", lw=0.8, ls=":")
+    hi = max(last)  # no empty decade of infeasible G: the axis ends at the largest feasible G, said in the label
+    log2_ticks(ax, [g for g in gs if g <= hi and np.log2(g) % 1 == 0] + ([hi] if np.log2(hi) % 1 else []))
+    ax.set_xlim(gs[0] / 1.12, hi * 1.12)
+    ax.set_ylim(bottom=0)
+    note = f"; no feasible point for G > {num(hi)}" if hi < gs[-1] else ""
+    ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
+    ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {num(gs[0])} (×)")
+    title = ", ".join(NAMES.get(c, c) + (f" ({describe(c)[0]})" if describe(c)[0] else "") for c in r.varying)
+    if r.varying:  # one line needs no legend
+        ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
+    return fig

@@ -1,0 +1,140 @@
+"""The one look of every plot: palette, sizes, matplotlib style, atomic saving, and number/label/unit helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from cycler import cycler
+from matplotlib import ticker
+from matplotlib.figure import Figure
+
+from wsemoe.sweep.columns import describe
+
+# Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]  # second cue where lines of several designs coincide
+LINESTYLES = ["-", "--", "-.", ":"]  # series whose lines coincide stay distinguishable
+UNIFORM_C, BTA_C = PALETTE[3], PALETTE[0]
+SINGLE, DOUBLE = (7.0, 4.5), (11.0, 4.5)
+DPI = 200
+STYLE = {
+    "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
+    "legend.fontsize": 8.5, "legend.title_fontsize": 8.5, "figure.titlesize": 11.5,
+    "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.6,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.prop_cycle": cycler(color=PALETTE),
+    "svg.fonttype": "none",  # text stays text: SVGs remain editable and searchable
+    "svg.hashsalt": "wsemoe",  # fixed element ids, so replotting the same results gives the same SVG
+}
+FORMATS = ("png", "svg")
+
+SYMBOLS = {"model.num_experts": "E", "model.num_experts_per_tok": "k", "workload.B": "B", "workload.G": "G",
+           "model.moe_intermediate_size": "F", "workload.seq_len": "S"}
+NAMES = {"mfu": "MFU", "tokens_per_s": "throughput", "step_time_s": "step time",
+         "mem_peak_node_bytes": "peak memory per node", "model.num_experts": "experts E",
+         "model.num_experts_per_tok": "top-k k", "workload.G": "batch-tiling factor G",
+         "workload.B": "attention batch B"}
+# Short names of swept settings in titles and tick labels ("TP 4, B 256").
+SLICE_SYMBOLS = {"model.num_experts_per_tok": "top-k", "workload.B": "B", "mapping.tp": "TP",
+                 "mapping.strategy": "mapping", "workload.G": "G", "model.num_experts": "E"}
+BETTER = {"max": ", higher is better", "min": ", lower is better"}
+ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
+
+# Communication phases: names, per-layer time columns and colours, shared by the mesh and comm figures.
+PHASE_NAMES = {"allreduce": "all-reduce (attention TP)", "dispatch": "dispatch (tokens to experts)",
+               "combine": "combine (results back)"}
+PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s"}
+PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1]}
+
+
+def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
+    """PNG and SVG, each written to a temporary name and renamed, so readers never see half a file."""
+    out = []
+    for ext in FORMATS:
+        target = folder / f"{stem}.{ext}"
+        tmp = folder / f".{stem}.{ext}.tmp-{os.getpid()}"
+        meta = {"Date": None} if ext == "svg" else None  # no timestamp: same results, same SVG bytes
+        try:
+            fig.savefig(tmp, format=ext, dpi=DPI, metadata=meta)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        out.append(target)
+    return out
+
+
+# ---------------------------------------------------------------- labels, units and scales
+
+def scale(col: str) -> tuple[float, str]:
+    """(factor, display unit): fractions as %, bytes as GB, everything else as stored."""
+    unit = describe(col)[0]
+    if col == "mfu":
+        return 100.0, "%"
+    if unit == "bytes":
+        return 1e-9, "GB"
+    return 1.0, "" if unit in ("1", "bool") else unit
+
+
+def label(col: str) -> str:
+    """Axis label of a column: its readable name and display unit."""
+    unit = scale(col)[1]
+    return f"{NAMES.get(col, col)} ({unit})" if unit else NAMES.get(col, col)
+
+
+def num(v) -> str:
+    """A value as text: floats in their shortest form, everything else as is."""
+    return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def pct(x: float) -> str:
+    """Signed percentage with a typographic minus."""
+    return f"{100 * x:+.0f}%".replace("-", "\u2212")
+
+
+def group_label(cols, key) -> str:
+    """'E = 8, k = 2': a design's values of `cols`, by symbol."""
+    key = key if isinstance(key, tuple) else (key,)
+    return ", ".join(f"{SYMBOLS.get(c, c.split('.')[-1])} = {num(v)}" for c, v in zip(cols, key))
+
+
+def setting(col: str, value) -> str:
+    """'TP 4': one swept setting for titles and tick labels (preset names stand alone)."""
+    name = SLICE_SYMBOLS.get(col, col.split(".")[-1])
+    return str(value) if col in ("model", "hardware") else f"{name} {num(value)}"
+
+
+def style_axis(ax, which: str, col: str, values) -> tuple[float, float]:
+    """Limits from `values` (log when they span over two decades) and readable tick labels; returns the limits."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    lo, hi = (v.min(), v.max()) if len(v) else (0.0, 1.0)
+    if lo > 0 and hi / lo > 100:
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+        axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        axis.set_minor_formatter(ticker.NullFormatter())
+        lim = (lo / 1.4, hi * 1.4)
+    else:
+        pad = 0.06 * (hi - lo) or 0.05 * abs(hi) or 1.0
+        lim = (lo - pad, hi + pad)
+    (ax.set_xlim if which == "x" else ax.set_ylim)(*lim)
+    if scale(col)[1] in ENG_UNITS:
+        axis.set_major_formatter(ticker.EngFormatter(sep=""))
+    return lim
+
+
+def log2_ticks(ax, values, labels=None) -> None:
+    """log2 x axis with ticks exactly at the swept values (no 2^n tick clutter between them)."""
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(ticker.FixedLocator(list(values)))
+    ax.xaxis.set_major_formatter(ticker.FixedFormatter(labels or [num(v) for v in values]))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+
+
+def single(title: str, height: float = SINGLE[1]):
+    """A one-panel figure; the title sits on the axes so legends outside them cannot collide with it."""
+    fig = Figure(figsize=(SINGLE[0], height), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    return fig, ax
