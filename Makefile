@@ -4,13 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench validate clean
+.PHONY: install demo test fuzz bench validate clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dask]'
 	touch $(STAMP)
+	@echo "installed; use the CLI as $(BIN)/wsemoe, or run: source $(BIN)/activate"
 
 install: $(STAMP)
 
@@ -22,9 +23,12 @@ demo: $(STAMP)
 	  $(BIN)/wsemoe sweep sweeps/$$s.yaml --force && $(BIN)/wsemoe plot results/$$s || exit 1; \
 	done
 	$(BIN)/wsemoe validate
+	@echo "done: results/ holds every sweep and its plots/; run 'source $(BIN)/activate' to use wsemoe directly"
 
+# Layer contracts first (cheap), then the suite with coverage; the total is printed last.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest --cov --cov-report=term
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)
@@ -33,4 +37,4 @@ validate: $(STAMP)
 	$(BIN)/wsemoe validate
 
 clean:
-	rm -rf $(VENV) results/*/ .pytest_cache
+	rm -rf $(VENV) results/*/ .pytest_cache .coverage
