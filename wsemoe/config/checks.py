@@ -66,7 +66,10 @@ def _check_token_count(cfg: SweepConfig) -> None:
 
 
 def _check_tp(cfg: SweepConfig) -> None:
-    paths = [p for p in ("hardware.rows", "hardware.cols", "mapping.tp") if p in cfg.axis_names()]
+    """TP must divide the nodes; on a weight-streaming wafer it must span them all: the model runs one
+    attention group there (no node-to-node phases), so smaller groups would multiply tokens for free."""
+    paths = [p for p in ("hardware.rows", "hardware.cols", "mapping.tp", "hardware.weight_source")
+             if p in cfg.axis_names()]
     c = _combos(cfg, [*paths, *(["hardware"] if "hardware" in cfg.axis_names() else [])])
     n = len(next(iter(c.values()))) if c else 1
     def field(path):
@@ -83,3 +86,15 @@ def _check_tp(cfg: SweepConfig) -> None:
         i = int(np.argmax(bad))
         loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
         raise ConfigError(f"mapping.tp = {int(tp[i])} does not divide the {int(nodes[i])} nodes", loc=loc)
+    if "hardware.weight_source" in c:
+        source = c["hardware.weight_source"]
+    elif "hardware" in c:
+        source = np.array([cfg.presets[h].get("weight_source", "resident") for h in c["hardware"]])
+    else:
+        source = np.full(n, cfg.hardware.weight_source)
+    split = (source == "streamed") & ~np.isnan(tp) & (tp != nodes)
+    if np.any(split):
+        i = int(np.argmax(split))
+        loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
+        raise ConfigError(f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
+                          f"over all {int(nodes[i])} nodes; leave tp unset", loc=loc)

@@ -1,6 +1,6 @@
 """Memory per node: weights, kept activations, attention and MoE transients, KV cache.
 
-Activation byte counts follow Korthikanti et al. 2022 (Table 1, 16-bit): per token and
+Activation byte counts follow Korthikanti et al. 2022 (§4.1, activations per layer, 16-bit): per token and
 layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores only), norms
 4·H; the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/
 product of width F each). All counts scale with bytes_per_act / 2.
@@ -23,7 +23,7 @@ def attn_linear_bytes_per_token(m, wl):
 
 
 def attn_score_bytes_per_token(m, wl):
-    """Softmax input/output and mask over the S keys each query sees; 0 with a tiled kernel."""
+    """Softmax output, dropout mask and dropout output over the S keys each query sees; 0 with a tiled kernel."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
     return 5.0 * m.num_attention_heads * wl.seq_len * _scale(wl)

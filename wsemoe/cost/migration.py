@@ -3,7 +3,7 @@
 Every `rebalance_interval` steps the balancer's new expert copies are fetched (expert weights of
 every MoE layer). Stop-the-world pays the whole migration phase then. Non-invasive splits the
 bytes into pieces that ride links while they are idle: in each all-reduce, dispatch and combine
-window a link has (window × bandwidth − its phase load) spare bytes, usable in whole pieces; a
+window (and gradient-reduction window, when training) a link has (window × bandwidth − its phase load) spare bytes, usable in whole pieces; a
 piece routed local → global → local uses whichever links are cold in the current phase, which
 this link-level budget captures. What does not fit stays exposed on the critical path.
 """
