@@ -1,0 +1,24 @@
+"""The installed package carries everything `wsemoe validate` and the presets need (no checkout required)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_carries_presets_and_reproduction_sweeps(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    wheel = next(tmp_path.glob("wsemoe-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for sweep in (ROOT / "wsemoe" / "validate" / "sweeps").glob("*.yaml"):
+        assert f"wsemoe/validate/sweeps/{sweep.name}" in names
+    for preset in (ROOT / "wsemoe" / "presets").rglob("*.yaml"):
+        assert f"wsemoe/{preset.relative_to(ROOT / 'wsemoe').as_posix()}" in names
+    assert "wsemoe/validate/data/calibration.yaml" in names
+    assert not any(n.startswith(("tests/", "sweeps/", "bench/")) for n in names)
