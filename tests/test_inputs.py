@@ -307,8 +307,6 @@ def test_build_refuses_a_non_mapping():
     assert exc.value.loc == ("workload",) and "expected a mapping of WorkloadSpec fields, got list" in exc.value.message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG specs/base.py:57-60: the did-you-mean walk stops at Optional[...] "
-                   "annotations, so typos inside compare:, sparsity: and constraints: get no suggestion")
 @pytest.mark.parametrize("extra, hint", [
     ({"axes": {"workload.G": [1, 2]}, "compare": {"baseline": {"workload.G": 1}, "metrc": "mfu"}}, "'metric'"),
     ({"sparsity": {"vary": "num_experts", "values": [8], "hld": "total"}}, "'hold'"),
@@ -318,8 +316,6 @@ def test_did_you_mean_inside_optional_sections(extra, hint):
     assert f"did you mean {hint}" in err.message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG specs/hardware.py:79 _derive_from_pe: errors inside hardware.pe are "
-                   "reported without the 'pe' segment ([hardware -> fabric_row]), a key path that does not exist")
 def test_errors_inside_pe_facts_name_the_pe_key():
     from wsemoe.config.presets import raw
 

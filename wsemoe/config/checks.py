@@ -45,6 +45,23 @@ def check_points(cfg: SweepConfig) -> None:
             or cfg.mapping.tp is not None:
         _check_tp(cfg)
     _check_token_count(cfg)
+    if cfg.compare:
+        _check_compare(cfg)
+
+
+def _check_compare(cfg: SweepConfig) -> None:
+    """The baseline names swept axes at values they take; `over` names swept axes."""
+    values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
+    for path, value in cfg.compare.baseline.items():
+        if path not in values:
+            raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", "baseline", path))
+        if value not in values[path]:
+            shown = ", ".join(str(v) for v in values[path][:8]) + (", …" if len(values[path]) > 8 else "")
+            raise ConfigError(f"baseline value {value!r} is not among the axis values ({shown})",
+                              loc=("compare", "baseline", path))
+    for path in cfg.compare.over or []:
+        if path not in values:
+            raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", "over", path))
 
 
 MAX_TOKEN_PAIRS = 2**48  # G·B·S: tokens (or query-key pairs per head) of one attention group's micro-batch

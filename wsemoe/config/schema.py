@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from wsemoe.specs import BalanceSpec, HardwareSpec, MappingSpec, ModelSpec, WorkloadSpec
 from wsemoe.specs.base import Spec
@@ -31,9 +31,15 @@ class Sparsity(Spec):
 class Constraint(Spec):
     """A user bound on an output column; it becomes a g_<column>_<min|max> column (g ≤ 0 satisfied)."""
 
-    column: str
-    max: Optional[float] = None
-    min: Optional[float] = None
+    column: str = Field(description="an output or input column")
+    max: Optional[float] = Field(None, allow_inf_nan=False, description="upper bound (g = (x − max)/|max|)")
+    min: Optional[float] = Field(None, allow_inf_nan=False, description="lower bound (g = (min − x)/|min|)")
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        if self.max is None and self.min is None:
+            raise ValueError("a constraint needs max, min or both")
+        return self
 
 
 class Compare(Spec):

@@ -39,6 +39,17 @@ class Spec(BaseModel):
         return value
 
 
+def _spec_in(annotation):
+    """The Spec class inside an annotation (itself, or inside Optional[...], list[...], ...), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, Spec):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _spec_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
 def build(cls, data, loc=()):
     """Validate `data` into spec `cls`, turning pydantic errors into one-line ConfigErrors.
 
@@ -49,17 +60,18 @@ def build(cls, data, loc=()):
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # An unknown key (a typo) usually explains the other errors (the field it should have set is missing).
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         where = tuple(str(p) for p in err.get("loc", ()))
         if err["type"] == "extra_forbidden":
             key = where[-1] if where else "?"
             owner = cls
             for part in where[:-1]:  # walk into nested specs to suggest from the right field set
+                if owner is None or part.isdigit():  # list indices keep the item type
+                    continue
                 ann = owner.model_fields.get(part)
-                owner = getattr(ann, "annotation", None) if ann else None
-                if not (isinstance(owner, type) and issubclass(owner, Spec)):
-                    owner = None
-                    break
+                owner = _spec_in(ann.annotation) if ann else None
             fields = list(owner.model_fields) if owner else []
             close = difflib.get_close_matches(key, fields, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""

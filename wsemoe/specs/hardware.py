@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from typing import Literal, Optional
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, Spec
 
@@ -23,8 +25,8 @@ class PEFacts(Spec):
     sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
 
 
-def derive_node_figures(pe: PEFacts, rows: int, cols: int) -> dict:
-    """Node (die) figures from PE facts: the fabric split evenly into rows×cols nodes.
+def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
+    """Node (die) figures from PE facts: the fabric split evenly into rows×cols nodes (scalars or arrays).
 
     A node-to-node link is the bundle of PE links crossing the shared die edge; we take the
     narrower edge (fewer PE links) so the figure is a lower bound. Hop latency is one PE hop
@@ -35,14 +37,16 @@ def derive_node_figures(pe: PEFacts, rows: int, cols: int) -> dict:
     pe_rows_per_node = pe.fabric_rows / rows
     pe_cols_per_node = pe.fabric_cols / cols
     pe_link = pe.link_bytes_per_cycle * pe.clock_hz
-    edge = min(pe_rows_per_node, pe_cols_per_node)
+    edge = np.minimum(pe_rows_per_node, pe_cols_per_node)
     out = {
         "node_peak_flops": pes * pe.fmac_width * 2 * pe.clock_hz,
         "node_memory_bytes": pes * pe.sram_per_pe_bytes,
-        "link_bw_bytes_per_s": math.floor(edge) * pe_link,
-        "hop_latency_s": max(pe_rows_per_node, pe_cols_per_node) / pe.clock_hz,
-        "port_bw_bytes_per_s": 2 * (math.floor(pe_rows_per_node) + math.floor(pe_cols_per_node)) * pe_link,
+        "link_bw_bytes_per_s": np.floor(edge) * pe_link,
+        "hop_latency_s": np.maximum(pe_rows_per_node, pe_cols_per_node) / pe.clock_hz,
+        "port_bw_bytes_per_s": 2 * (np.floor(pe_rows_per_node) + np.floor(pe_cols_per_node)) * pe_link,
     }
+    if np.ndim(n) == 0:  # scalars stay Python floats for the spec
+        out = {k: float(v) for k, v in out.items()}
     if pe.sram_bw_total_bytes_per_s:
         out["node_memory_bw_bytes_per_s"] = pe.sram_bw_total_bytes_per_s / n
     return out
@@ -76,8 +80,11 @@ class HardwareSpec(Spec):
     def _derive_from_pe(cls, data):
         """Fill node figures the user left out from the PE facts (explicit figures win)."""
         if isinstance(data, dict) and data.get("pe") and data.get("rows") and data.get("cols"):
-            pe = data["pe"] if isinstance(data["pe"], PEFacts) else PEFacts(**data["pe"])
-            derived = derive_node_figures(pe, int(data["rows"]), int(data["cols"]))
+            try:
+                pe = data["pe"] if isinstance(data["pe"], PEFacts) else PEFacts.model_validate(data["pe"])
+                derived = derive_node_figures(pe, int(data["rows"]), int(data["cols"]))
+            except (ValidationError, TypeError, ValueError):
+                return data  # field validation then reports the error at its own key (hardware -> pe -> ...)
             data = {**derived, **{k: v for k, v in data.items() if v is not None}}
         return data
 

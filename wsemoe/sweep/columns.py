@@ -83,7 +83,7 @@ _PATTERNS = [
     (r"^(\w+?)_(allreduce|dispatch|combine)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
-    (r"^g_(\w+)_(max|min)$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
+    (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
     (r"^speedup_vs_(\w+)$", "×", "metric over the best feasible '{0}' baseline point of the same group"),
 ]
 

@@ -17,6 +17,7 @@ from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.config.loader import load_config
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
+from wsemoe.specs.hardware import PEFacts, derive_node_figures
 from wsemoe.sweep.feasibility import add_feasibility
 
 
@@ -33,12 +34,26 @@ def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:
         fields = getattr(cfg, section).model_dump()
         if section in key:  # a preset axis: the preset's fields replace the base section
             fields = type(getattr(cfg, section)).model_validate(cfg.presets[key[section]]).model_dump()
-        for path, value in {**key, **numeric}.items():
-            sec, _, field = path.partition(".")
-            if sec == section and field:
-                fields[field] = value
+        swept = {p.partition(".")[2]: v for p, v in {**key, **numeric}.items() if p.partition(".")[0] == section}
+        swept.pop("", None)
+        if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
+            fields = _rederive(fields, swept)
+        fields.update(swept)
         out[section] = SimpleNamespace(**fields)
     return out
+
+
+def _rederive(fields: dict, swept: dict) -> dict:
+    """A swept grid splits the same PE fabric differently: node figures derived from PE facts follow it.
+
+    A figure equal to its derived value at the base grid was derived (or agrees with the derivation),
+    so it is re-derived at the swept grid; a figure the user set to another value stays as set.
+    """
+    pe = PEFacts.model_validate(fields["pe"])
+    at_base = derive_node_figures(pe, fields["rows"], fields["cols"])
+    at_point = derive_node_figures(pe, np.asarray(swept.get("rows", fields["rows"]), float),
+                                   np.asarray(swept.get("cols", fields["cols"]), float))
+    return {**fields, **{k: at_point[k] for k, v in at_base.items() if np.isclose(fields.get(k), v, rtol=1e-12)}}
 
 
 def _float(column: pd.Series) -> np.ndarray:
