@@ -111,15 +111,16 @@ def more_compute_is_never_slower(chk: Checker, case: Case):
 
 
 @invariant("more bandwidth (node memory, I/O in and out, mesh links, injection ports) is never slower",
-           "each bandwidth divides the bytes of the terms it carries; the bytes do not depend on it, "
-           "so no step, layer or stage can take longer when a bandwidth grows", scaled_frames(BANDWIDTH))
+           "each bandwidth divides the bytes of the terms it carries and the bytes do not depend on it; a "
+           "phase it shortens leaves less idle link time to hide migration in, but never less than it saved",
+           scaled_frames(BANDWIDTH))
 def more_bandwidth_is_never_slower(chk: Checker, case: Case):
     _time_never_rises(chk, case, BANDWIDTH, "bandwidth")
 
 
 @invariant("more hop latency is never faster",
-           "latency adds to every communication phase and to nothing else; longer phases never shorten a step",
-           scaled_frames(LATENCY))
+           "latency only lengthens communication phases; the idle link time it adds can hide at most as much "
+           "migration as it costs, so no step, layer or stage gets shorter", scaled_frames(LATENCY))
 def more_latency_is_never_faster(chk: Checker, case: Case):
     def compare(base, more, rows, changes):
         for col in TIMES:
