@@ -227,3 +227,16 @@ def test_duplicate_config_names_are_labelled_by_path(tmp_path, small_config):
     paths = [_write(tmp_path / d, small_config) for d in ("a", "b")]
     report = wsemoe.check_invariants(paths, points=8, only=["step_time_adds_up"])
     assert [r.config for r in report.results] == [str(p) for p in paths]
+
+
+def test_a_negative_term_is_caught_and_named(monkeypatch, small_config):
+    """A head whose FLOPs come out negative: the finiteness check names the column and the point."""
+    from wsemoe.cost import compute
+
+    monkeypatch.setattr(compute, "head_flops", lambda m, T: -2.0 * T * m.vocab_size * m.hidden_size)
+    report = wsemoe.check_invariants([small_config], only=["terms_are_finite_and_nonnegative"])
+    (result,) = report.results
+    assert result.status == "fail"
+    assert result.outcome.worst.quantity in ("head_compute_s", "head_time_s", "step_time_s", "moe_layer_time_s",
+                                             "dense_layer_time_s")
+    assert result.outcome.worst.lhs < 0 and "workload.G" in result.outcome.worst.inputs

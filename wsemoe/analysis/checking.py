@@ -106,14 +106,16 @@ class Checker:
         self.outcome = Outcome()
         self._worst = 0.0
 
-    def compare(self, quantity: str, lhs, rhs, relation: str, labels=("model", "expected"),
+    def compare(self, quantity, lhs, rhs, relation: str, labels=("model", "expected"),
                 where=None, changes: dict | None = None, inputs: dict | None = None, rows=None) -> None:
         """Check `lhs relation rhs` elementwise over the grid rows (or once, for a structure).
 
-        `where` masks the rows the invariant applies to; `changes` ({path: (before, after)}, arrays
-        over rows) names the inputs the invariant changed; `rows` maps values to grid rows when
-        they cover only some (one group); `inputs` replaces the row's inputs for comparisons that
-        are not about a grid row (a communication structure).
+        `quantity` names what is compared: one name, or names broadcast against the values (one per
+        column when several outputs are compared at once). `where` masks the values the invariant
+        applies to; `rows` maps values to grid rows when they are not one per row in grid order (a
+        group of rows, a 2-D block); `changes` ({path: (before, after)}, arrays over the grid rows)
+        names the inputs the invariant changed; `inputs` replaces the row's inputs for comparisons
+        that are not about a grid row (a communication structure).
         """
         lhs, rhs = np.broadcast_arrays(np.asarray(lhs, dtype=float), np.asarray(rhs, dtype=float))
         mask = np.ones(lhs.shape, bool) if where is None else np.broadcast_to(np.asarray(where, bool), lhs.shape)
@@ -127,15 +129,16 @@ class Checker:
         if bad.flat[i] <= self._worst and self.outcome.worst is not None:
             return
         self._worst = float(bad.flat[i])
-        self.outcome.worst = Violation(quantity, relation, labels[0], float(lhs.flat[i]), labels[1], float(rhs.flat[i]),
-                                       _ratio(lhs.flat[i], rhs.flat[i]), self._inputs(i, inputs, changes, lhs.shape, rows))
+        name = quantity if isinstance(quantity, str) else str(np.broadcast_to(np.asarray(quantity, object), lhs.shape).flat[i])
+        row = i if rows is None else int(np.broadcast_to(rows, lhs.shape).flat[i])
+        self.outcome.worst = Violation(name, relation, labels[0], float(lhs.flat[i]), labels[1], float(rhs.flat[i]),
+                                       _ratio(lhs.flat[i], rhs.flat[i]), self._inputs(row, inputs, changes))
 
-    def _inputs(self, i: int, inputs, changes, shape, rows=None) -> dict:
+    def _inputs(self, row: int, inputs, changes) -> dict:
         """The violating point's inputs, with each changed input shown as `before → after`."""
-        row = i if rows is None else int(rows[i])
         out = dict(inputs) if inputs is not None else self.case.row_inputs(row)
-        for path, (before, after) in (changes or {}).items():  # arrays over the grid rows
-            out[path] = f"{_show(np.broadcast_to(before, shape).flat[row])} → {_show(np.broadcast_to(after, shape).flat[row])}"
+        for path, (before, after) in (changes or {}).items():  # values over the grid rows
+            out[path] = f"{_show(np.asarray(before).flat[row])} → {_show(np.asarray(after).flat[row])}"
         return out
 
     def same_labels(self, quantity: str, lhs, rhs, labels=("model", "expected"), inputs: dict | None = None) -> None:
@@ -150,7 +153,7 @@ class Checker:
             i = int(np.argmax(bad))
             self._worst = np.inf
             self.outcome.worst = Violation(quantity, "==", labels[0], lhs.flat[i], labels[1], rhs.flat[i], float("nan"),
-                                           self._inputs(i, inputs, None, lhs.shape))
+                                           self._inputs(i, inputs, None))
 
     def skip(self, reason: str) -> Outcome:
         """Nothing to compare on this config (the invariant does not apply), with the reason."""

@@ -152,13 +152,17 @@ def _tokens(case: Case) -> dict:
     return {"nodes": nodes, "groups": groups, "seqs": seqs, "T": seqs * q}
 
 
+def _g1(case: Case) -> dict:
+    """The grid with G = 1 at every point (attention batch B unchanged)."""
+    return {"G=1": {"workload.G": np.ones(len(case))}}
+
+
 @invariant("G = 1 is uniform batching: one tile of B sequences per group feeds the experts, and BTA's "
            "attention at G is G such tiles",
            "with a single tile there is nothing to concatenate, so router and experts work on exactly the tokens "
-           "attention just processed (Batch Tiling on Attention reduces to ordinary batching)",
-           lambda case: {"G=1": {"workload.G": np.ones(len(case))}})
+           "attention just processed (Batch Tiling on Attention reduces to ordinary batching)", _g1)
 def g1_is_uniform_batching(chk: Checker, case: Case):
-    one = case.outputs({"workload.G": np.ones(len(case))}, tag="G=1")
+    one = case.variants(_g1(case))["G=1"]
     t = _tokens(case)
     E, k, H = (case.inputs(f"model.{f}") for f in ("num_experts", "num_experts_per_tok", "hidden_size"))
     chk.compare("tokens_per_microbatch", one["tokens_per_microbatch"], t["T"], "==", ("at G=1", "groups·B·q"))
@@ -243,13 +247,14 @@ POINTWISE_SAMPLE = 16   # grid rows evaluated alone, spread over the grid (each 
 def vectorized_equals_pointwise(chk: Checker, case: Case):
     out = case.outputs()
     for row in np.unique(np.linspace(0, len(case) - 1, min(len(case), POINTWISE_SAMPLE)).astype(int)):
-        inputs = case.row_inputs(int(row))
-        for col, value in case.point_outputs(int(row)).items():
-            value, framed = np.asarray(value), out[col].iloc[row]
-            if value.dtype.kind in "OUS":
-                chk.same_labels(col, str(value.item()), str(framed), ("point alone", "in the frame"), inputs)
-            else:
-                chk.compare(col, float(value), float(framed), "==", ("point alone", "in the frame"), inputs=inputs)
+        inputs, framed = case.row_inputs(int(row)), out.iloc[int(row)]
+        alone = {col: np.asarray(v) for col, v in case.point_outputs(int(row)).items()}
+        labels = [c for c, v in alone.items() if v.dtype.kind in "OUS"]
+        numbers = [c for c in alone if c not in labels]
+        chk.compare(np.array(numbers, dtype=object), [float(alone[c]) for c in numbers],
+                    framed[numbers].to_numpy(dtype=float), "==", ("point alone", "in the frame"), inputs=inputs)
+        for col in labels:
+            chk.same_labels(col, str(alone[col].item()), str(framed[col]), ("point alone", "in the frame"), inputs)
 
 
 def _groups(case: Case):
@@ -334,9 +339,10 @@ def mfu_at_most_matmul_efficiency(chk: Checker, case: Case):
            "times, bytes and FLOPs are amounts: a negative or infinite one is an arithmetic error, not physics")
 def terms_are_finite_and_nonnegative(chk: Checker, case: Case):
     for rows, out in _groups(case):
-        for col, values in out.items():
-            if describe(col)[0] in ("s", "bytes", "FLOP"):
-                chk.compare(col, np.asarray(values, dtype=float), 0.0, "finite >= 0", ("model", "zero"), rows=rows)
+        amounts = [c for c in out if describe(c)[0] in ("s", "bytes", "FLOP")]
+        values = np.stack([np.asarray(out[c], dtype=float) for c in amounts], axis=1)   # rows × columns
+        chk.compare(np.array(amounts, dtype=object)[None, :], values, 0.0, "finite >= 0", ("model", "zero"),
+                    rows=rows[:, None])
 
 
 def _overlaps(case: Case) -> dict:
