@@ -240,3 +240,46 @@ def test_a_negative_term_is_caught_and_named(monkeypatch, small_config):
     assert result.outcome.worst.quantity in ("head_compute_s", "head_time_s", "step_time_s", "moe_layer_time_s",
                                              "dense_layer_time_s")
     assert result.outcome.worst.lhs < 0 and "workload.G" in result.outcome.worst.inputs
+
+
+def test_cli_default_points_is_the_library_default():
+    import inspect
+
+    from wsemoe import cli
+
+    assert inspect.signature(cli.invariants_cmd).parameters["points"].default.default == cases_mod.DEFAULT_POINTS
+
+
+def test_an_undocumented_overlap_mode_fails_the_layer_invariant(monkeypatch, small_config):
+    """A mode the invariant does not know (as a new one would be before docs/cost-model.md states it)."""
+    from wsemoe.analysis import invariants
+
+    monkeypatch.delitem(invariants.CORE, "stage")
+    cfg = {**small_config, "axes": {**small_config["axes"], "workload.overlap": ["layer", "stage"]}}
+    (result,) = wsemoe.check_invariants([cfg], only=["layer_time_is_its_documented_combination"]).results
+    assert result.status == "fail"
+    assert result.outcome.worst.quantity == "workload.overlap" and result.outcome.worst.lhs == "stage"
+
+
+def test_an_unset_optional_figure_stays_unset_when_others_double(monkeypatch, small_config):
+    """A hardware figure that may be left unset (None) is doubled only where it is set."""
+    from wsemoe.analysis import invariants
+
+    case = cases_mod.Case(load_config(small_config), points=4)
+    given = np.array([None, 3.0e11, None, 1.0e11], dtype=object)
+    monkeypatch.setattr(invariants, "hardware_fields", lambda suffix: ["io_in_bw_bytes_per_s"])
+    monkeypatch.setattr(case, "inputs", lambda path: given)
+    ((path, before, after, rows),) = invariants.scalings(case, "_bw_bytes_per_s")
+    assert path == "hardware.io_in_bw_bytes_per_s" and rows.tolist() == [False, True, False, True]
+    assert after.tolist() == [None, 6.0e11, None, 2.0e11] and np.isnan(before[0])
+
+
+def test_junit_write_failure_is_one_error_and_leaves_no_temporary_file(monkeypatch, tmp_path, small_config):
+    from wsemoe.errors import WsemoeError
+    from wsemoe.report import junit
+
+    report = wsemoe.check_invariants([small_config], points=4, only=["mfu_at_most_matmul_efficiency"])
+    monkeypatch.setattr(junit.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(WsemoeError, match="No space left"):
+        junit.write_junit(report, tmp_path / "r.xml")
+    assert list(tmp_path.iterdir()) == []
