@@ -34,12 +34,16 @@ def test_switch_is_indifferent_to_placement():
 
 
 def test_more_link_bandwidth_is_never_slower():
+    """Along five link bandwidths, and by the registry's bandwidth invariant (every bandwidth ×2) at each."""
     bws = [2.0e+11, 4.5e+11, 9.0e+11, 1.8e+12, 3.6e+12]
-    for strategy in ("block", "er", "random"):
-        df = wsemoe.evaluate(cfg(tp=4, strategy=strategy, axes={"hardware.link_bw_bytes_per_s": bws}))
-        t = df["step_time_s"].to_numpy()
-        assert np.all(np.diff(t) <= 1e-15), strategy
+    configs = [{**cfg(tp=4, strategy=s, axes={"hardware.link_bw_bytes_per_s": bws}), "name": s}
+               for s in ("block", "er", "random")]
+    for c in configs:
+        df = wsemoe.evaluate(c)
+        assert np.all(np.diff(df["step_time_s"].to_numpy()) <= 1e-15), c["name"]
         assert np.all(np.diff(df["moe_comm_s"].to_numpy()) <= 0)
+    report = wsemoe.check_invariants(configs, only=["more_bandwidth_is_never_slower"])
+    assert report.ok and all(r.outcome.checked > 0 for r in report.results)
 
 
 def test_structures_built_once_per_unique_combination():

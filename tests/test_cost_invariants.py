@@ -1,4 +1,5 @@
-"""Physics invariants of the cost model, checked on whole frames and with hypothesis."""
+"""Physics invariants of the cost model, driven by the one registry `wsemoe invariants` runs (so the
+project's tests and users' CI cannot drift), plus hand-derived cases the registry cannot state."""
 
 from __future__ import annotations
 
@@ -6,11 +7,70 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from wsemoe import load_hardware, load_model
+from wsemoe.analysis.cases import DEFAULT_POINTS, Case
+from wsemoe.analysis.invariants import REGISTRY
+from wsemoe.analysis.suite import check_invariants, run_one
+from wsemoe.config import presets
+from wsemoe.config.loader import load_config
 from wsemoe.cost import step
+from wsemoe.errors import ConfigError
 from wsemoe.specs import MappingSpec, WorkloadSpec
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+# Invariants that genuinely fail on a shipped preset: findings, reported in docs/ci.md, not weakened.
+FINDINGS = {
+    ("more_latency_is_never_faster", "preset-wsc-b200-8x8"):
+        "non-invasive migration budgets whole pieces per window (floor(spare / piece_bytes)): a longer window "
+        "can fit one more 1 MB piece and hide more migration than the latency added (docs/ci.md, known finding)",
+}
+CONFIGS = [f"preset-{h}" for h in presets.names("hardware")] + [p.stem for p in presets.shipped_sweeps()] + ["quickstart"]
+
+
+@pytest.fixture(scope="module")
+def suite():
+    """The default suite, as `wsemoe invariants` runs it, plus the quickstart sweep (not package data)."""
+    report = check_invariants(None, points=DEFAULT_POINTS)
+    extra = check_invariants([ROOT / "sweeps" / "quickstart.yaml"], points=DEFAULT_POINTS)
+    return {(r.invariant.name, r.config): r for r in report.results + extra.results}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_registry_holds_on_shipped_presets_and_sweeps(suite, name, config, request):
+    if (name, config) in FINDINGS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=FINDINGS[(name, config)]))
+    result = suite[(name, config)]
+    assert result.status in ("pass", "skip"), result.message()
+    if result.status == "skip":
+        assert result.outcome.skipped and result.outcome.checked == 0
+
+
+def test_every_invariant_compares_something_on_the_default_suite(suite):
+    """A check that never compares anything cannot fail: each one must bite somewhere."""
+    for name in REGISTRY:
+        assert sum(r.outcome.checked for (n, _), r in suite.items() if n == name) > 0, name
+
+
+def test_findings_are_real_violations(suite):
+    for key in FINDINGS:
+        worst = suite[key].outcome.worst
+        assert worst is not None and worst.lhs < worst.rhs and "hardware.hop_latency_s" in worst.inputs
+
+
+@pytest.mark.xfail(strict=True, reason=FINDINGS[("more_latency_is_never_faster", "preset-wsc-b200-8x8")])
+def test_more_latency_never_faster_with_whole_migration_pieces():
+    """The smallest case of the finding: one point, 1 MB pieces; with 10 kB pieces it holds (fluid limit)."""
+    cfg = {"name": "lat", "hardware": "wsc-b200-8x8", "model": "qwen3-235b-a22b",
+           "workload": {"mode": "decode", "seq_len": 4096, "B": 1, "G": 4}, "mapping": {"tp": 8, "strategy": "block"},
+           "balance": {"distribution": "zipf", "zipf_s": 0.4, "seed": 1, "spare_slots": 1, "balancer": "non-invasive"}}
+    small = check_invariants([{**cfg, "balance": {**cfg["balance"], "piece_bytes": 1.0e4}}],
+                             only=["more_latency_is_never_faster"])
+    assert small.ok
+    assert check_invariants([cfg], only=["more_latency_is_never_faster"]).ok
 
 
 def ns(spec, **kw):
@@ -26,51 +86,14 @@ def run(hw=None, model=None, mapping=None, **wl):
     return {k: np.broadcast_to(v, shape) for k, v in out.items()}
 
 
-GRID = dict(B=np.arange(1, 9)[:, None], G=np.arange(1, 33)[None, :])
-
-
-@pytest.mark.parametrize("field", ["io_in_bw_bytes_per_s", "node_peak_flops", "node_memory_bw_bytes_per_s"])
-def test_more_bandwidth_or_compute_is_never_slower(field):
-    hw = load_hardware("cs2")
-    slow = run(hw, **GRID)["step_time_s"]
-    fast = run(ns(hw, **{field: getattr(hw, field) * 2}), **GRID)["step_time_s"]
-    assert np.all(fast <= slow * (1 + 1e-12))
-    assert np.any(fast < slow) or field == "node_memory_bw_bytes_per_s"
-
-
-def test_more_sram_never_makes_a_feasible_point_infeasible():
-    hw = load_hardware("cs2")
-    small, big = run(hw, **GRID), run(ns(hw, node_memory_bytes=hw.node_memory_bytes * 1.5), **GRID)
-    feas = lambda o: (o["g_mem_attn"] <= 0) & (o["g_mem_moe"] <= 0)  # noqa: E731
-    assert np.all(feas(big)[feas(small)])
-    assert feas(big).sum() > feas(small).sum()
-
-
-def test_g1_is_uniform_batching():
-    """G = 1 at batch B is the same micro-batch as uniform batching: attention and experts at B."""
+def test_g1_hand_derived():
+    """G = 1 at batch B, by hand: T = B·S tokens, experts 6·T·k·H·F FLOPs, buffer T·H·2 bytes over 84 dies."""
     o = run(B=np.array([4]), G=1)
     m = load_model("qwen3-30b-a3b")
     T = 4 * 8192
     assert o["tokens_per_microbatch"][0] == T
     assert o["expert_flops"][0] == pytest.approx(6 * T * 8 * m.hidden_size * m.moe_intermediate_size)
     assert o["mem_bta_buffer_node_bytes"][0] == pytest.approx(T * m.hidden_size * 2 / 84)
-
-
-def test_tiling_keeps_flops_and_moe_terms_and_shrinks_attention_memory():
-    """(B=8, G=1) and (B=1, G=8) process the same tokens: same FLOPs and MoE stage, less attention memory."""
-    a, b = run(B=np.array([8]), G=1), run(B=np.array([1]), G=8)
-    for col in ("attn_proj_flops", "attn_core_flops", "router_flops", "expert_flops", "moe_compute_s", "moe_weights_s"):
-        assert a[col][0] == pytest.approx(b[col][0])
-    assert b["mem_attn_transient_node_bytes"][0] == pytest.approx(a["mem_attn_transient_node_bytes"][0] / 8)
-
-
-def test_vectorized_equals_scalar():
-    frame = run(**GRID)
-    for bi, gi in [(0, 0), (3, 7), (7, 31), (2, 15)]:
-        scalar = run(B=int(GRID["B"][bi, 0]), G=int(GRID["G"][0, gi]))
-        for col in ("step_time_s", "mfu", "mem_peak_node_bytes", "g_mem_attn", "bound"):
-            assert np.asarray(scalar[col]).item() == (frame[col][bi, gi] if col == "bound"
-                                                      else pytest.approx(frame[col][bi, gi], rel=1e-12))
 
 
 def test_hand_derived_flops_qwen3_30b():
@@ -93,25 +116,6 @@ def test_hand_derived_streaming_time():
     del m
 
 
-def test_mfu_never_exceeds_matmul_efficiency():
-    o = run(**GRID)
-    assert np.all(o["mfu"] <= load_hardware("cs2").matmul_efficiency + 1e-12)
-
-
-@settings(max_examples=60, deadline=None)
-@given(B=st.integers(1, 64), G=st.integers(1, 64), S=st.sampled_from([512, 2048, 8192]),
-       k=st.sampled_from([1, 2, 8]), E=st.sampled_from([8, 64, 128]), scale=st.floats(1.01, 10))
-def test_property_io_bandwidth_monotone_and_tokens_conserved(B, G, S, k, E, scale):
-    hw = load_hardware("cs2")
-    model = ns(load_model("qwen3-30b-a3b"), num_experts=E, num_experts_per_tok=k)
-    base = run(hw, model, B=B, G=G, seq_len=S)
-    fast = run(ns(hw, io_in_bw_bytes_per_s=hw.io_in_bw_bytes_per_s * scale), model, B=B, G=G, seq_len=S)
-    assert fast["step_time_s"] <= base["step_time_s"] * (1 + 1e-12)
-    # tokens routed to experts: E experts × tokens per expert = T·k
-    assert base["tokens_per_expert"] * E == pytest.approx(base["tokens_per_microbatch"] * k)
-    assert base["tokens_per_s"] == pytest.approx(base["tokens_per_microbatch"] / base["step_time_s"])
-
-
 @pytest.mark.parametrize("mode", ["train", "prefill", "decode"])
 def test_modes_evaluate_and_training_costs_three_passes(mode):
     o = run(mode=mode, B=np.array([2]), G=2)
@@ -124,7 +128,47 @@ def test_modes_evaluate_and_training_costs_three_passes(mode):
         assert train["model_flops_per_step"][0] == pytest.approx(3 * o["model_flops_per_step"][0])
 
 
-def test_layer_overlap_never_slower_than_stage_or_none():
-    t = {ov: run(overlap=ov, **GRID)["step_time_s"] for ov in ("layer", "stage", "none")}
-    assert np.all(t["layer"] <= t["stage"] + 1e-15)
-    assert np.all(t["stage"] <= t["none"] + 1e-15)
+# Randomized configs: every registered invariant on whatever hypothesis draws. The non-invasive
+# balancer is left out here because of the finding above (its whole-piece budget), which the
+# xfail tests pin; every other balancer, fabric, mapping and workload is drawn.
+def _random_config(d):
+    kind = d.draw(st.sampled_from(["streamed", "mesh", "switch"]))
+    model = {"preset": d.draw(st.sampled_from(presets.names("models")))}
+    E = d.draw(st.sampled_from([4, 8, 16, 64]))
+    model.update(num_experts=E, num_experts_per_tok=d.draw(st.integers(1, min(E, 8))))
+    if kind == "streamed":
+        hw, mapping = {"preset": d.draw(st.sampled_from(["cs2", "cs3"]))}, {}
+    else:
+        rows, cols = d.draw(st.integers(1, 4)), d.draw(st.integers(1, 4))
+        base = "wsc-b200-8x8" if kind == "mesh" else "nvl72"
+        hw = {"preset": base, "rows": rows, "cols": cols,
+              "hop_latency_s": d.draw(st.sampled_from([0.0, 2.0e-7])),
+              "port_bw_bytes_per_s": d.draw(st.sampled_from([9.0e11, 3.6e12, float("inf")]))}
+        n = rows * cols
+        mapping = {"tp": d.draw(st.sampled_from([t for t in range(1, n + 1) if n % t == 0])),
+                   "strategy": d.draw(st.sampled_from(["block", "er", "snake", "random"]))}
+    workload = {"mode": d.draw(st.sampled_from(["train", "prefill", "decode"])),
+                "seq_len": d.draw(st.sampled_from([128, 1024, 8192])),
+                "recompute": d.draw(st.sampled_from(["none", "selective", "full"])),
+                "attn_kernel": d.draw(st.sampled_from(["materialized", "flash"])),
+                "overlap": d.draw(st.sampled_from(["layer", "stage", "none"]))}
+    balance = {"distribution": d.draw(st.sampled_from(["uniform", "zipf"])), "zipf_s": d.draw(st.floats(0.0, 1.2)),
+               "balancer": d.draw(st.sampled_from(["none", "replicate", "stop-the-world"])),
+               "spare_slots": d.draw(st.integers(0, 2)), "seed": d.draw(st.integers(0, 5))}
+    axes = {"workload.B": sorted(d.draw(st.sets(st.integers(1, 64), min_size=1, max_size=3))),
+            "workload.G": sorted(d.draw(st.sets(st.integers(1, 32), min_size=1, max_size=3)))}
+    return {"name": "random", "hardware": hw, "model": model, "workload": workload, "mapping": mapping,
+            "balance": balance, "axes": axes}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(st.data())
+def test_registry_holds_on_random_configs(data):
+    cfg = _random_config(data)
+    try:
+        case = Case(load_config(cfg), points=DEFAULT_POINTS)
+    except ConfigError:  # a mapping the mesh cannot hold (e.g. ER tiles that do not divide it)
+        assume(False)
+    case.variants({t: c for inv in REGISTRY.values() if inv.frames for t, c in inv.frames(case).items()})
+    failed = [r.message() for r in (run_one(inv, case) for inv in REGISTRY.values()) if r.status in ("fail", "error")]
+    assert not failed, (cfg, failed)

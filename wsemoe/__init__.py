@@ -5,10 +5,10 @@ The public API is imported lazily, so `wsemoe --help` and `import wsemoe` stay f
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+from wsemoe.version import __version__
 
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "load_config", "load_hardware", "load_model",
-           "parameter_counts"]
+           "parameter_counts", "check_invariants"]
 
 
 def evaluate(config, **kwargs):
@@ -51,6 +51,14 @@ def parameter_counts(model) -> dict:
     from wsemoe.cost import params
 
     return {"total": float(params.total_params(model)), "active": float(params.active_params(model))}
+
+
+def check_invariants(configs=None, **kwargs):
+    """Check the cost-model invariants on sweep configs (paths, dicts or SweepConfigs; none: every shipped
+    preset and sweep); returns a report (`.ok`, `.results`, `.to_dict()`). See `wsemoe.analysis.suite`."""
+    from wsemoe.analysis.suite import check_invariants as check
+
+    return check(configs, **kwargs)
 
 
 def __getattr__(name):

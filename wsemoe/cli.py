@@ -6,6 +6,7 @@ import functools
 import os
 import signal
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
@@ -207,6 +208,52 @@ def validate():
     bad = [r for r in rows if r["ok"] is False]
     if bad:
         _fail(f"{len(bad)} reproduced figure(s) outside tolerance: {bad[0]['claim']}", 1)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command("invariants")
+@guarded
+def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sweep YAMLs (default: every shipped preset and sweep)"),
+                   points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
+                   junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (for CI)"),
+                   fmt: Format = typer.Option(Format.text, "--format", help="text, or json for scripts"),
+                   only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
+                   list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
+                   verbose: bool = typer.Option(False, "--verbose", "-v", help="the full table even in a pipe"),
+                   quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing; the exit code says it all")):
+    """Check the cost model's physical invariants on CONFIGS: exit 0 all hold, 1 one fails, 2 bad input.
+
+    On a terminal a table of every invariant; in a pipe (CI) only what fails, one line each.
+    """
+    import json
+
+    from wsemoe.analysis.invariants import REGISTRY
+    from wsemoe.analysis.suite import check_invariants
+    from wsemoe.report import junit as junit_report
+    from wsemoe.report import tables
+
+    if list_:
+        for inv in REGISTRY.values():
+            out.print(f"[bold]{inv.name}[/bold]: {inv.statement}\n    why: {inv.reason}", highlight=False, soft_wrap=True)
+        return
+    if junit is not None:
+        junit_report.check_target(junit)
+    report = check_invariants(configs or None, points=points, only=only)
+    if junit is not None:
+        junit_report.write_junit(report, junit)
+    if fmt is Format.json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
+    elif verbose or (not quiet and sys.stdout.isatty()):
+        out.print(tables.invariants(report))
+    elif not quiet:
+        for line in tables.invariant_lines(report):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def main():  # pragma: no cover - console entry point

@@ -1,4 +1,5 @@
-"""Hardware and model presets: the YAML files of the wsemoe/presets/ data folder, by name."""
+"""Hardware and model presets (the YAML files of the wsemoe/presets/ data folder, by name) and the
+shipped reproduction sweeps (wsemoe/validate/sweeps/)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from wsemoe.specs import HardwareSpec, ModelSpec
 from wsemoe.specs.base import build
 
 _ROOT = Path(__file__).resolve().parents[1] / "presets"  # package data, next to this package
+SWEEPS = _ROOT.parent / "validate" / "sweeps"  # package data: works from an installed wheel
 KINDS = ("hardware", "models")
 
 
 def names(kind: str) -> list[str]:
     """Preset names of one kind ('hardware' or 'models'), sorted."""
     return sorted(p.stem for p in (_ROOT / kind).glob("*.yaml"))
+
+
+def shipped_sweeps() -> list[Path]:
+    """The reproduction sweep configs that ship with the package, sorted by name."""
+    return sorted(SWEEPS.glob("*.yaml"))
 
 
 def raw(kind: str, name: str, loc=()) -> dict:

@@ -94,6 +94,11 @@ class CommModel:
             out.update({k: np.zeros(shape) for k in MIGRATION_COLUMNS})
         return out
 
+    def structures(self, tp) -> list[tuple[StructuralKey, structure.Structure]]:
+        """Every unique structure the points of this group use, with its key (built once, cached)."""
+        _, keys, _ = _structural_keys(self.hw, self.m, tp, self.bal)
+        return [(k, self._build(k)) for k in keys]
+
     def _build(self, key: StructuralKey) -> structure.Structure:
         mp_ = self.mp
         return structure.build(

@@ -16,6 +16,10 @@ from wsemoe.cost import compute, memory, params, weights
 from wsemoe.cost.stages import Layer, Stage, argmax_of
 
 
+# Communication phases each stage runs after its concurrent terms (serial in every overlap mode).
+STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s")}
+
+
 class Shape(NamedTuple):
     """How one micro-batch spreads over the nodes."""
 
@@ -129,12 +133,12 @@ def stages(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage
         "compute": _compute_time(hw, wl, flops.proj + flops.core, n, eff, full * (flops.proj + flops.core) + core * flops.core),
         "weights": _io_time(hw, wl, wbytes["attn"]),
         "memory": kv_bytes / hw.node_memory_bw_bytes_per_s,
-    }, {k: phase[k] for k in ("allreduce_s", "gradient_s") if k in phase})
+    }, {k: phase[k] for k in STAGE_COMM["attention"] if k in phase})
     moe = Stage("moe", {
         "compute": _compute_time(hw, wl, flops.router + flops.expert * imbalance, n, eff_exp,
                                  full * (flops.router + flops.expert * imbalance)),
         "weights": _io_time(hw, wl, wbytes["moe"]),
-    }, {k: phase[k] for k in ("dispatch_s", "combine_s") if k in phase})
+    }, {k: phase[k] for k in STAGE_COMM["moe"] if k in phase})
     dense = Stage("dense_ffn", {"compute": _compute_time(hw, wl, flops.dense, n, eff, full * flops.dense),
                                 "weights": _io_time(hw, wl, wbytes["dense"])})
     head = Stage("head", {"compute": _compute_time(hw, wl, flops.head, n, eff, full * flops.head),

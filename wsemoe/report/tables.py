@@ -7,6 +7,7 @@ import math
 import pandas as pd
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from wsemoe.sweep.columns import describe
 
@@ -95,3 +96,34 @@ def validation(rows: list) -> Table:
         t.add_row(r["claim"], r["published"], r["model"], r["error"], r["tolerance"],
                   "info" if r["ok"] is None else "[green]yes[/green]" if r["ok"] else "[red]NO[/red]")
     return t
+
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
+
+
+def invariant_lines(report, statuses=("fail", "error")) -> list[str]:
+    """One line per result with one of `statuses`: status, invariant, config and what was found."""
+    return [f"{r.status.upper()} {r.invariant.name} [{r.config}]: {r.message()}"
+            for r in report.results if r.status in statuses]
+
+
+def invariants(report) -> Group:
+    """Each invariant with the configs it holds on, fails on or skips; then every failure in full."""
+    t = Table(title="cost-model invariants")
+    for c in ("invariant", "holds", "fails", "skipped", "statement"):
+        t.add_column(c, overflow="fold")
+    by_name: dict = {}
+    for r in report.results:
+        by_name.setdefault(r.invariant.name, []).append(r)
+    for name, results in by_name.items():
+        def on(*statuses):
+            return ", ".join(r.config for r in results if r.status in statuses) or "–"
+        status = "fail" if any(r.status in ("fail", "error") for r in results) else "pass"
+        t.add_row(Text(name, style=STATUS_STYLE[status]), str(sum(r.status == "pass" for r in results)),
+                  on("fail", "error"), on("skip"), results[0].invariant.statement)
+    c = report.counts()
+    line = Text(f"{len(report.results)} checks on {len(report.configs)} configs in {report.seconds:.1f} s: "
+                f"{c['pass']} hold, {c['fail']} fail, {c['error']} error, {c['skip']} skipped")
+    details = [Text.assemble((r.status.upper(), STATUS_STYLE[r.status]), f" {r.invariant.name} [{r.config}]: {r.message()}")
+               for r in report.results if r.status in ("fail", "error")]
+    return Group(t, line, *details)

@@ -71,25 +71,33 @@ def _columns(out: dict, n: int) -> dict:
     return cols
 
 
-def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
-    """Output columns for every row of `frame` (same index), feasibility included."""
+def iter_groups(cfg: SweepConfig, frame: pd.DataFrame):
+    """(index, section namespaces) of each group of rows sharing their categorical values.
+
+    The namespaces hold what the cost model sees for those rows: the base spec (or the row's
+    preset) with the swept values applied, numeric ones as float64 arrays over the group.
+    """
     cats = _categorical(frame)
     if not cats:  # one group: no split, no reassembly
-        ns = _namespaces(cfg, {}, {c: _float(frame[c]) for c in frame.columns})
-        cols = _columns(_evaluate_group(cfg, ns), len(frame))
-        return add_feasibility(pd.DataFrame(cols, index=frame.index), cfg, frame)
-    parts = []
+        yield frame.index, _namespaces(cfg, {}, {c: _float(frame[c]) for c in frame.columns})
+        return
     for values, sub in frame.groupby(cats, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
         numeric = {c: _float(sub[c]) for c in sub.columns if c not in cats}
-        ns = _namespaces(cfg, dict(zip(cats, values)), numeric)
-        parts.append(pd.DataFrame(_columns(_evaluate_group(cfg, ns), len(sub)), index=sub.index))
+        yield sub.index, _namespaces(cfg, dict(zip(cats, values)), numeric)
+
+
+def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
+    """Output columns for every row of `frame` (same index), feasibility included."""
+    parts = [pd.DataFrame(_columns(evaluate_group(cfg, ns), len(index)), index=index)
+             for index, ns in iter_groups(cfg, frame)]
     result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]
     return add_feasibility(result, cfg, frame)
 
 
-def _evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
-    """The cost model on one group's namespaces (communication from the fabric when it applies)."""
+def evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
+    """The cost model on one group's namespaces (communication from the fabric when it applies): only the
+    columns that apply to the group (a frame of several groups fills the others with NaN)."""
     comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
     return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm)
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from wsemoe.config.loader import load_config
+from wsemoe.config.presets import SWEEPS
 from wsemoe.errors import ConfigError
-
-SWEEPS = Path(__file__).resolve().parent / "sweeps"  # package data: validate works from an installed wheel
 
 
 def row(claim, published, model, error, tolerance, ok):
