@@ -68,7 +68,7 @@ def test_broken_io_fails_its_invariant_naming_the_inputs_and_nothing_else(broken
 
 
 def test_cli_on_broken_model_exits_1_and_junit_lists_every_case(broken_io, runner, tmp_path, small_config):
-    other = {**small_config, "name": "other", "sparsity": None, "axes": {"workload.B": [1, 2]}}
+    other = {**small_config, "name": "other", "sparsity": None, "compare": None, "axes": {"workload.B": [1, 2]}}
     paths = [_write(tmp_path, small_config, "a.yaml"), _write(tmp_path, other, "b.yaml")]
     report = tmp_path / "out" / "junit.xml"
     r = runner.invoke(app, ["invariants", *map(str, paths), "--junit", str(report)])
