@@ -88,10 +88,13 @@ def breakdown(rows: list) -> Group:
 
 def validation(rows: list) -> Table:
     """Published figure vs model value with error and tolerance."""
-    t = Table(title="published results reproduced")
+    t = Table(title="published results reproduced (no: outside tolerance, with the reason; property: true by "
+                    "construction)")
     for c in ("claim", "published", "model", "error", "tolerance", "ok"):
         t.add_column(c)
+    shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
     for r in rows:
-        t.add_row(r["claim"], r["published"], r["model"], r["error"], r["tolerance"],
-                  "info" if r["ok"] is None else "[green]yes[/green]" if r["ok"] else "[red]NO[/red]")
+        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
+        claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
+        t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
     return t
