@@ -123,6 +123,33 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     out.print(tables.top_points(points, man.get("axes", []), man["objectives"], n=top))
     if (results / "comparison.csv").is_file():
         out.print(tables.comparison(pd.read_csv(results / "comparison.csv")))
+    from wsemoe.analysis import sensitivity as sens
+
+    result = sens.load(results, man.get("config_hash"))
+    if result is not None:
+        out.print(tables.sensitivity(result))
+
+
+@app.command("sensitivity")
+@guarded
+def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
+                    samples: int = typer.Option(10_000, "--samples", "-n", help="samples of the unknowns (at least)"),
+                    method: str = typer.Option("sobol", help="sobol (first-order and total indices) or morris"),
+                    seed: int = typer.Option(1, help="seed of the sample design"),
+                    unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
+                    only: Optional[List[str]] = typer.Option(None, "--only", help="vary only these unknowns"),
+                    results: Path = typer.Option(Path("results"), help="root folder of results")):
+    """Global sensitivity of CONFIG's results to the calibration unknowns; writes results/<name>/sensitivity/."""
+    from wsemoe.analysis import sensitivity as sens
+    from wsemoe.report import tables
+
+    result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
+                            unknowns_file=unknowns, only=only or ())
+    qs = list(dict.fromkeys(result.bands["quantity"]))
+    for q in [q for q in qs if q.startswith(("speedup_vs_", "best_", "baseline_")) and "tokens" in q or
+              q.startswith("speedup_vs_")] or qs[:1]:
+        out.print(tables.sensitivity(result, q))
+    out.print(f"sensitivity: {path} ({result.meta['evaluations']:,} evaluations in {result.meta['seconds']:.1f} s)")
 
 
 @app.command()

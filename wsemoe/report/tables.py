@@ -98,3 +98,29 @@ def validation(rows: list) -> Table:
         claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
         t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
     return t
+
+
+def sensitivity(result, quantity: str | None = None) -> Table:
+    """Per group: nominal value, 5–95% band, and each unknown's total (first-order) index or Morris μ*."""
+    bands, idx, meta = result.bands, result.indices, result.meta
+    qs = list(dict.fromkeys(bands["quantity"]))
+    quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
+    params = [u["name"] for u in meta["unknowns"]]
+    sobol = meta["method"] == "sobol"
+    t = Table(title=f"sensitivity of {quantity} ({meta['method']}, {meta['samples']:,} samples × "
+                    f"{meta['points']:,} points; {'total (first-order) index' if sobol else 'Morris μ*'})")
+    for c in ("group", "nominal", "5–95% band", *params):
+        t.add_column(c)
+    sel = idx[idx["quantity"] == quantity] if len(idx) else idx
+    for _, b in bands[bands["quantity"] == quantity].iterrows():
+        cells = []
+        for p in params:
+            r = sel[(sel["group"] == b["group"]) & (sel["parameter"] == p)] if len(sel) else sel
+            if not len(r):
+                cells.append("–")
+            elif sobol:
+                cells.append(f"{r['ST'].iloc[0]:.2f} ({r['S1'].iloc[0]:.2f})")
+            else:
+                cells.append(f"{r['mu_star'].iloc[0]:.3g}")
+        t.add_row(str(b["group"]), f"{b['nominal']:.4g}", f"{b['q05']:.4g} – {b['q95']:.4g}", *cells)
+    return t
