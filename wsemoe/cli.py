@@ -130,6 +130,25 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
         out.print(tables.sensitivity(result))
 
 
+@app.command()
+@guarded
+def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose unknowns are fitted"),
+              output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                                    help="folder for the fit (default results/calibration-<hardware>)"),
+              samples: int = typer.Option(512, "--samples", "-n", help="samples per search stage"),
+              seed: int = typer.Option(1, help="seed of the search"),
+              unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
+              only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns")):
+    """Fit the calibration unknowns to the public BTA targets; write the fitted preset beside the original."""
+    from wsemoe.analysis import calibrate as cal
+    from wsemoe.report import tables
+
+    result, table, path = cal.run(hardware, output, samples=samples, seed=seed, unknowns_file=unknowns,
+                                  only=only or ())
+    out.print(tables.calibration(table, result.residuals, result.chi2))
+    out.print(f"fitted preset, diff and residuals: {path} (no preset was changed)")
+
+
 @app.command("sensitivity")
 @guarded
 def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import time
 import warnings
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis import unknowns as unknowns_mod
+from wsemoe.analysis.folders import replace_folder
 from wsemoe.analysis.sampled import Sampled
 from wsemoe.errors import ConfigError
 
@@ -121,25 +120,11 @@ FOLDER = "sensitivity"  # inside a results folder (store.KNOWN_ENTRIES lists it)
 
 
 def write(result: Sensitivity, results_path) -> Path:
-    """Write indices.csv, bands.csv and meta.json into <results>/sensitivity/ atomically (a folder built
-    beside the results folder, then swapped in), replacing an earlier analysis."""
-    results_path = Path(results_path)
-    target = results_path / FOLDER
-    tmp = results_path.parent / f".{results_path.name}.{FOLDER}-{os.getpid()}"
-    old = results_path.parent / f".{results_path.name}.{FOLDER}-old-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        result.indices.to_csv(tmp / "indices.csv", index=False)
-        result.bands.to_csv(tmp / "bands.csv", index=False)
-        (tmp / "meta.json").write_text(json.dumps(result.meta, indent=2))
-        if target.exists():
-            os.replace(target, old)
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
-    return target
+    """Write indices.csv, bands.csv and meta.json into <results>/sensitivity/ atomically, replacing an earlier
+    analysis (the folder is built beside the results folder and swapped in)."""
+    return replace_folder(Path(results_path) / FOLDER, {
+        "indices.csv": result.indices.to_csv(index=False), "bands.csv": result.bands.to_csv(index=False),
+        "meta.json": json.dumps(result.meta, indent=2)})
 
 
 def load(results_path, config_hash: str | None = None) -> Sensitivity | None:

@@ -124,3 +124,20 @@ def sensitivity(result, quantity: str | None = None) -> Table:
                 cells.append(f"{r['mu_star'].iloc[0]:.3g}")
         t.add_row(str(b["group"]), f"{b['nominal']:.4g}", f"{b['q05']:.4g} – {b['q95']:.4g}", *cells)
     return t
+
+
+def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
+    """The fitted unknowns with their spread, and every target's residual (σ units)."""
+    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f})")
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
+        t.add_column(c)
+    for _, r in fit.iterrows():
+        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}",
+                  f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
+    u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
+    for c in ("target", "published", "source", "nominal", "fitted", "residual"):
+        u.add_column(c)
+    for _, r in residuals.iterrows():
+        u.add_row(r["target"], r["published"], r["source"], f"{r['nominal']:.3g}", f"{r['fitted']:.3g}",
+                  f"{r['residual_sigma']:+.2f}")
+    return Group(t, u)
