@@ -79,15 +79,22 @@ def _indices(method: str, prob: dict, X: np.ndarray, Y: np.ndarray, seed: int) -
         return {k: np.asarray(r[k]) for k in ("mu_star", "mu_star_conf", "sigma")}
 
 
-def analyse(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
-            unknowns_file=None, only=(), on_progress=None) -> Sensitivity:
-    """Sensitivity of every quantity of a sweep to the unknowns of its hardware (nothing is written)."""
-    t0 = time.perf_counter()
+def prepare(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
+            unknowns_file=None, only=()) -> tuple[Sampled, np.ndarray]:
+    """The sweep bound to its hardware's unknowns and the unit-cube design: every input checked before any
+    evaluation (so a bad option leaves nothing behind)."""
     sampled = Sampled(config, [])
     hw = hardware or sampled.cfg.hardware.name
     unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file), only)
-    sampled = Sampled(sampled.cfg, unknowns)
-    U = design(unknowns, method, samples, seed)
+    return Sampled(sampled.cfg, unknowns), design(unknowns, method, samples, seed)
+
+
+def analyse(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
+            unknowns_file=None, only=(), on_progress=None, prepared=None) -> Sensitivity:
+    """Sensitivity of every quantity of a sweep to the unknowns of its hardware (nothing is written)."""
+    t0 = time.perf_counter()
+    sampled, U = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    unknowns, hw = sampled.unknowns, hardware or sampled.cfg.hardware.name
     values = np.column_stack([u.value(U[:, j]) for j, u in enumerate(unknowns)])
     Y = sampled.evaluate(values, on_progress)
     nominal = sampled.evaluate(np.array([[u.nominal for u in unknowns]]))
@@ -141,10 +148,12 @@ def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
     return Sensitivity(indices, bands, meta)
 
 
-def run(config, out_root="results", on_progress=None, **kwargs) -> tuple[Sensitivity, Path]:
+def run(config, out_root="results", hardware=None, method="sobol", samples=10_000, seed=1, unknowns_file=None,
+        only=(), on_progress=None) -> tuple[Sensitivity, Path]:
     """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it."""
     from wsemoe.sweep.run import run_sweep
 
-    res = run_sweep(config, out_root=out_root)
-    result = analyse(res.config, on_progress=on_progress, **kwargs)
+    prepared = prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    res = run_sweep(prepared[0].cfg, out_root=out_root)
+    result = analyse(res.config, hardware, method, samples, seed, on_progress=on_progress, prepared=prepared)
     return result, write(result, res.path)

@@ -48,7 +48,9 @@ def sparsity(r: ResultsView) -> Figure | None:
                                           ("best", "o-", BTA_C, "BTA (best G, B)")):
             band = r.band(f"{which}_{col}", key, x)
             if band is not None:  # 5–95% over the calibration unknowns (wsemoe sensitivity)
-                ax.fill_between(x, band[0] * f, band[1] * f, color=color, alpha=0.15, lw=0)
+                ax.fill_between(x, band[0] * f, band[1] * f, color=color, alpha=0.12, lw=0)
+                for edge in band:  # edges in the series' colour: overlapping bands stay readable
+                    ax.plot(x, edge * f, ":", color=color, lw=1.0)
                 top, banded = max(top, np.nanmax(band[1]) * f), True
             ax.plot(x, cmp[f"{which}_{col}"] * f, style, color=color, ms=6, label=name)
         log2_ticks(ax, x, ticks)
@@ -64,9 +66,10 @@ def sparsity(r: ResultsView) -> Figure | None:
     # Below the panels: a legend above them collides with the figure title under constrained layout.
     handles, names = left.get_legend_handles_labels()
     if banded:
-        handles.append(Patch(color="0.5", alpha=0.3, lw=0))
-        names.append(f"5–95% over the calibration unknowns ({r.sensitivity.meta['samples']:,} samples)")
-    fig.legend(handles, names, loc="outside lower center", ncol=3, frameon=False)
+        n = r.sensitivity.meta["samples"]
+        handles += [Patch(facecolor=c, alpha=0.25, edgecolor=c, ls=":") for c in (UNIFORM_C, BTA_C)]
+        names += [f"5–95%, uniform (over {n:,} samples of the calibration unknowns)", "5–95%, BTA"]
+    fig.legend(handles, names, loc="outside lower center", ncol=4, frameon=False)
     return fig
 
 
