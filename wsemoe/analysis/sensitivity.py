@@ -113,7 +113,8 @@ def analyse(config, hardware: str | None = None, method: str = "sobol", samples:
                 continue  # SALib needs every sample: a quantity undefined somewhere gets bands, not indices
             idx = _indices(method, prob, U, y, seed)
             for j, u in enumerate(unknowns):
-                rows.append({"quantity": q, "group": label, "parameter": u.name, **{k: float(v[j]) for k, v in idx.items()}})
+                rows.append({"quantity": q, "group": label, "parameter": u.name,
+                             **{k: float(v[j]) for k, v in idx.items()}})
     meta = {"method": method, "samples": int(len(U)), "seed": seed, "points": sampled.points,
             "evaluations": int(len(U)) * sampled.points, "hardware": hw, "config_hash": sampled.cfg.config_hash(),
             "unknowns": [{"name": u.name, "paths": list(u.paths), "low": u.low, "high": u.high, "nominal": u.nominal,

@@ -102,5 +102,6 @@ def select(unknowns: list[Unknown], names) -> list[Unknown]:
     known = {u.name for u in unknowns}
     for n in names:
         if n not in known:
-            raise ConfigError(f"unknown calibration parameter '{n}' (known: {', '.join(sorted(known))})", loc=("--only",))
+            raise ConfigError(f"unknown calibration parameter '{n}' (known: {', '.join(sorted(known))})",
+                              loc=("--only",))
     return [u for u in unknowns if u.name in set(names)]

@@ -33,8 +33,8 @@ def param_rows() -> list[dict]:
                 continue
             tol = tol if tol is not None else _tolerance_active(pub)
             err = value / pub - 1
-            rows.append(row(f"{name} {what} parameters (published count vs the model's count)", f"{pub / 1e9:g} B", f"{value / 1e9:.2f} B",
-                             f"{100 * err:+.2f}%", f"±{100 * tol:.1f}%", abs(err) <= tol))
+            rows.append(row(f"{name} {what} parameters (published count vs the model's count)", f"{pub / 1e9:g} B",
+                            f"{value / 1e9:.2f} B", f"{100 * err:+.2f}%", f"±{100 * tol:.1f}%", abs(err) <= tol))
     return rows
 
 

@@ -16,15 +16,16 @@ from wsemoe.validate.common import row
 def shipped_rows(hardware: str = "cs2") -> list[dict]:
     """Every shipped micro-batch fits the preset's usable SRAM; checkpoints held in SRAM would not."""
     hw = presets.load_hardware(hardware)
-    wl_fields, _ = calibration_models()
+    wl_fields, models = calibration_models()
+    needs = shipped_needs(hw)
     f = hw.memory_usable_fraction
     rows = []
-    for (name, seq, mb, need, _), (_, _, _, m) in zip(shipped_needs(hw), calibration_models()[1]):
+    for (name, seq, mb, need, _), (_, _, _, m) in zip(needs, models):
         b = max_batch(hw, m, WorkloadSpec(seq_len=seq, **wl_fields))
         rows.append(row(f"shipped micro-batch of {name} (S={seq}) fits {hardware}'s usable SRAM", f"{mb} runs",
                         f"needs {need:.2f} of SRAM; largest B {b}", f"{need / f:.2f}× of usable",
                         f"need ≤ {f:.2f} (memory_usable_fraction)", need <= f))
-    kept = [(k, n) for n, _, _, _, k in shipped_needs(hw)]
+    kept = [(k, n) for n, _, _, _, k in needs]
     over = [n for k, n in kept if k > 1]
     worst = max(kept)
     rows.append(row("layer-input checkpoints of every shipped micro-batch fit the wafer's SRAM (if held there)",
