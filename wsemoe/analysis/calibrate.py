@@ -143,6 +143,15 @@ def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: i
 BTA_SWEEPS = ("bta_experts", "bta_topk")
 
 
+def at_edge(u: Unknown, value: float) -> bool:
+    """True when a fitted value sits within 2% of its range's end: the targets push it out of the range."""
+    if u.values is not None:
+        return False
+    lo, hi = (np.log(u.low), np.log(u.high)) if u.scale == "log" else (u.low, u.high)
+    v = np.log(value) if u.scale == "log" else value
+    return bool(min(v - lo, hi - v) <= 0.02 * (hi - lo))
+
+
 def _preset_text(fields: dict, header: str = "") -> str:
     return header + yaml.safe_dump(fields, sort_keys=False, width=120, allow_unicode=True)
 
@@ -188,7 +197,7 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, 
     diff = "".join(difflib.unified_diff(original.splitlines(True), fitted.splitlines(True),
                                         f"{hardware}.yaml", f"{hardware}-calibrated.yaml"))
     table = pd.DataFrame([{"unknown": u.name, "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
-                           "range_low": u.low, "range_high": u.high, "source": u.source}
+                           "range_low": u.low, "range_high": u.high, "at_edge": at_edge(u, v), "source": u.source}
                           for u, v, (lo, hi) in zip(us, result.best, result.spread)])
     meta = {"hardware": hardware, "chi2": result.chi2, "samples": result.samples, "seed": seed,
             "fitted_outside_preset": elsewhere, "sweeps": list(BTA_SWEEPS)}

@@ -132,7 +132,8 @@ def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Grou
     for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
         t.add_column(c)
     for _, r in fit.iterrows():
-        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}",
+        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
+        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
                   f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
     u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
     for c in ("target", "published", "source", "nominal", "fitted", "residual"):

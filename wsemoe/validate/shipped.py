@@ -13,6 +13,7 @@ from wsemoe.config import presets
 from wsemoe.specs import WorkloadSpec
 from wsemoe.validate.common import row
 
+
 def shipped_rows(hardware: str = "cs2") -> list[dict]:
     """Every shipped micro-batch fits the preset's usable SRAM; checkpoints held in SRAM would not."""
     hw = presets.load_hardware(hardware)
