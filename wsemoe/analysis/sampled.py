@@ -3,8 +3,8 @@
 The design frame of the sweep (P points) is repeated once per sample, and every unknown's spec fields
 become numeric columns of that frame, so the engine evaluates samples × points as one frame. Per sample
 the results are reduced to the quantities calibration and sensitivity study: for a sweep with a
-comparison, per group the best and baseline metric, their MFU, the speedup and the tuned axes; for every
-objective its best feasible value over the sweep.
+comparison, per group the best and baseline metric, their MFU, the speedup and the tuned axes, and over
+the groups how flat each series is (max over min); for every objective its best feasible value.
 """
 
 from __future__ import annotations
@@ -106,6 +106,9 @@ class Sampled:
         base, base_at = _best(metric, ok & self.base[None, :], self.codes, G)
         res[f"best_{cmp.metric}"], res[f"baseline_{cmp.metric}"] = best, base
         res[f"speedup_vs_{cmp.name}"] = best / base
+        if G > 1:  # how flat each series is across the groups (e.g. BTA across sparsity): max over min
+            for name, v in ((f"best_{cmp.metric}", best), (f"baseline_{cmp.metric}", base)):
+                res[f"sweep_{name}_max_over_min"] = (np.max(v, axis=1) / np.min(v, axis=1))[:, None]
         rows = np.arange(n)[:, None]
         if "mfu" in out:
             mfu = col("mfu")
