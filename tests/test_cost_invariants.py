@@ -172,3 +172,28 @@ def test_registry_holds_on_random_configs(data):
     case.variants({t: c for inv in REGISTRY.values() if inv.frames for t, c in inv.frames(case).items()})
     failed = [r.message() for r in (run_one(inv, case) for inv in REGISTRY.values()) if r.status in ("fail", "error")]
     assert not failed, (cfg, failed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 8), G=st.integers(1, 64), S=st.sampled_from([1024, 2048, 4096, 8192]),
+       k=st.sampled_from([1, 2, 8]), recompute=st.sampled_from(["none", "selective", "full"]))
+def test_streaming_kept_activations_trades_sram_for_io(B, G, S, k, recompute):
+    """Streamed checkpoints leave SRAM (peak drops by exactly the kept bytes) and cost I/O time: never faster,
+    and the I/O term grows by exactly their bytes both ways."""
+    hw = load_hardware("cs2")
+    model = ns(load_model("qwen3-30b-a3b"), num_experts_per_tok=k)
+    node, streamed = (run(ns(hw, kept_activations=where), model, B=B, G=G, seq_len=S, recompute=recompute)
+                      for where in ("node", "streamed"))
+    assert streamed["mem_kept_act_node_bytes"] == 0 and streamed["step_time_s"] >= node["step_time_s"] * (1 - 1e-12)
+    assert streamed["mem_peak_node_bytes"] == pytest.approx(node["mem_peak_node_bytes"] - node["mem_kept_act_node_bytes"])
+    kept = streamed["kept_act_io_bytes"]
+    assert kept == pytest.approx(node["mem_kept_act_node_bytes"] * hw.nodes / model.num_hidden_layers)
+    assert streamed["attention_weights_s"] == pytest.approx(node["attention_weights_s"] + kept / hw.io_in_bw_bytes_per_s)
+
+
+def test_kept_activations_streamed_needs_streamed_weights():
+    from wsemoe.specs import HardwareSpec
+
+    fields = {**load_hardware("nvl72").model_dump(), "kept_activations": "streamed"}
+    with pytest.raises(ValueError, match="kept_activations"):
+        HardwareSpec(**fields)

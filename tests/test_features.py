@@ -21,9 +21,11 @@ from wsemoe.sweep.feasibility import REASONS, add_feasibility
 
 REL = 1e-12
 
-# Qwen3-30B-A3B at top-2 on cs2: a 2×5 grid whose points are bound by MFU, step time or memory.
+# Qwen3-30B-A3B at top-2 on cs2 holding its kept activations in SRAM: a 2×5 grid whose points are
+# bound by MFU, step time or memory.
+CS2_SRAM = {"preset": "cs2", "kept_activations": "node"}
 BASE = {
-    "name": "feat", "hardware": "cs2", "model": {"preset": "qwen3-30b-a3b", "num_experts_per_tok": 2},
+    "name": "feat", "hardware": CS2_SRAM, "model": {"preset": "qwen3-30b-a3b", "num_experts_per_tok": 2},
     "workload": {"mode": "train", "seq_len": 8192},
     "axes": {"workload.B": [1, 2], "workload.G": [1, 2, 4, 8, 16]},
 }
@@ -263,7 +265,7 @@ def test_unknown_output_column_is_one_line(runner, tmp_path):
 # ------------------------------------------------------------------ recompute policies
 
 def _recompute_rows(mode="train", **workload):
-    cfg = {"name": "rc", "hardware": "cs2", "model": "qwen3-30b-a3b",
+    cfg = {"name": "rc", "hardware": CS2_SRAM, "model": "qwen3-30b-a3b",  # the policy's memory stays in SRAM
            "workload": {"mode": mode, "seq_len": 8192, "B": 1, "G": 2, **workload},
            "axes": {"workload.recompute": ["none", "selective", "full"]}}
     df = wsemoe.evaluate(cfg)
@@ -425,7 +427,7 @@ def test_speedup_per_group_with_zipped_tiling():
 
 def test_a_swept_grid_size_means_what_the_base_field_means():
     swept = wsemoe.evaluate({**BASE, "axes": {"hardware.rows": [6]}}).iloc[0]
-    based = wsemoe.evaluate({**BASE, "hardware": {"preset": "cs2", "rows": 6}, "axes": {}}).iloc[0]
+    based = wsemoe.evaluate({**BASE, "hardware": {**CS2_SRAM, "rows": 6}, "axes": {}}).iloc[0]
     for col in ("mem_capacity_node_bytes", "mfu", "step_time_s"):
         assert swept[col] == pytest.approx(based[col], rel=REL), col
 

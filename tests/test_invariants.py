@@ -42,11 +42,11 @@ def broken_io(monkeypatch):
     sees 1.5e11²/bandwidth), equal to the real model at the CS-2's 150 GB/s and slower above it."""
     real = step._io_time
 
-    def backwards(hw, wl, nbytes):
+    def backwards(hw, wl, nbytes, *args, **kwargs):
         if hw.weight_source != "streamed":
-            return real(hw, wl, nbytes)
+            return real(hw, wl, nbytes, *args, **kwargs)
         flipped = SimpleNamespace(**{**vars(hw), "io_in_bw_bytes_per_s": 1.5e11 ** 2 / hw.io_in_bw_bytes_per_s})
-        return real(flipped, wl, nbytes)
+        return real(flipped, wl, nbytes, *args, **kwargs)
     monkeypatch.setattr(step, "_io_time", backwards)
 
 

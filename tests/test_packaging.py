@@ -20,5 +20,6 @@ def test_wheel_carries_presets_and_reproduction_sweeps(tmp_path):
         assert f"wsemoe/validate/sweeps/{sweep.name}" in names
     for preset in (ROOT / "wsemoe" / "presets").rglob("*.yaml"):
         assert f"wsemoe/{preset.relative_to(ROOT / 'wsemoe').as_posix()}" in names
-    assert "wsemoe/validate/data/calibration.yaml" in names
+    for data in ("shipped_microbatches.yaml", "unknowns.yaml"):
+        assert f"wsemoe/analysis/data/{data}" in names
     assert not any(n.startswith(("tests/", "sweeps/", "bench/")) for n in names)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from wsemoe.version import __version__
 
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "load_config", "load_hardware", "load_model",
-           "parameter_counts", "check_invariants"]
+           "parameter_counts", "check_invariants", "sensitivity", "calibrate"]
 
 
 def evaluate(config, **kwargs):
@@ -59,6 +59,22 @@ def check_invariants(configs=None, **kwargs):
     from wsemoe.analysis.suite import check_invariants as check
 
     return check(configs, **kwargs)
+
+
+def sensitivity(config, **kwargs):
+    """Sobol/Morris indices and 5–95% bands of a sweep's results over the calibration unknowns; writes them into
+    results/<name>/sensitivity/ (see `wsemoe.analysis.sensitivity.run`; `analyse` computes without writing)."""
+    from wsemoe.analysis.sensitivity import run
+
+    return run(config, **kwargs)[0]
+
+
+def calibrate(hardware: str = "cs2", **kwargs):
+    """Fit a hardware preset's calibration unknowns to the public BTA targets; writes the fitted preset beside a
+    copy of the original with the diff and residuals (see `wsemoe.analysis.calibrate.run`)."""
+    from wsemoe.analysis.calibrate import run
+
+    return run(hardware, **kwargs)[0]
 
 
 def __getattr__(name):

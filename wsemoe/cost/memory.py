@@ -48,6 +48,11 @@ def kept_bytes_per_token_layer(m, wl):
     return kept
 
 
+def kept_in_node_memory(hw) -> bool:
+    """True when kept activations occupy node memory; a weight-streaming wafer may stream them out instead."""
+    return hw.kept_activations == "node"
+
+
 def kv_bytes_per_token_layer(m, wl):
     """KV-cache bytes per cached token per layer (MLA caches the compressed latent and rope key)."""
     if getattr(m, "attention", "gqa") == "mla":
@@ -69,6 +74,8 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes):
     bta_buffer = T * m.hidden_size * wl.bytes_per_act / nodes
     moe_transient = T * moe_bytes_per_token(m, wl) / nodes
     kept = T * m.num_hidden_layers * kept_bytes_per_token_layer(m, wl) / nodes
+    if not kept_in_node_memory(hw):  # streamed out over the I/O (charged as time in cost.step)
+        kept = 0.0 * kept
     kv = 0.0
     if wl.mode != "train":
         kv = seqs * wl.seq_len * m.num_hidden_layers * kv_bytes_per_token_layer(m, wl) / nodes

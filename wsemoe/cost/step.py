@@ -65,6 +65,7 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
         for term, v in {**st.terms, **st.comm}.items():
             out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
     out["bound"] = _step_bound(layers, step)
+    out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
     slots = c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))
     out.update(memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
                                    weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes))
@@ -87,16 +88,27 @@ def layer_flops(m, wl, shape: Shape) -> Flops:
                  compute.head_flops(m, T))
 
 
-def _io_time(hw, wl, nbytes):
-    """Seconds to move a stage's weights once per pass: streamed over the wafer I/O, or read from node memory."""
+def _io_time(hw, wl, nbytes, kept=0.0):
+    """Seconds to move a stage's weights once per pass: streamed over the wafer I/O, or read from node memory.
+
+    `kept` bytes of activations leave over the same I/O after the forward pass and come back for the
+    backward pass (kept_activations: streamed); weights in and gradients out share it, full duplex.
+    """
     if hw.weight_source == "streamed":
         passes_in = 2.0 if wl.mode == "train" else 1.0  # forward and backward each stream the weights
-        t_in = passes_in * nbytes / hw.io_in_bw_bytes_per_s
+        t_in = (passes_in * nbytes + kept) / hw.io_in_bw_bytes_per_s
         if wl.mode != "train":
             return t_in
         grads = nbytes / wl.bytes_per_weight * wl.bytes_per_grad
-        return np.maximum(t_in, grads / hw.io_out_bw_bytes_per_s)
+        return np.maximum(t_in, (grads + kept) / hw.io_out_bw_bytes_per_s)
     return nbytes / hw.node_memory_bw_bytes_per_s
+
+
+def streamed_kept_bytes(hw, m, wl, shape: Shape):
+    """Activation bytes of one layer and micro-batch streamed out and back in (0 when kept in node memory)."""
+    if memory.kept_in_node_memory(hw):
+        return 0.0 * shape.T
+    return shape.T * memory.kept_bytes_per_token_layer(m, wl)
 
 
 def _compute_time(hw, wl, flops, nodes, eff, recomputed=0.0):
@@ -131,7 +143,7 @@ def stages(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
     attn = Stage("attention", {
         "compute": _compute_time(hw, wl, flops.proj + flops.core, n, eff, full * (flops.proj + flops.core) + core * flops.core),
-        "weights": _io_time(hw, wl, wbytes["attn"]),
+        "weights": _io_time(hw, wl, wbytes["attn"], streamed_kept_bytes(hw, m, wl, shape)),  # the layer input is kept
         "memory": kv_bytes / hw.node_memory_bw_bytes_per_s,
     }, {k: phase[k] for k in STAGE_COMM["attention"] if k in phase})
     moe = Stage("moe", {

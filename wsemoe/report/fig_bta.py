@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from wsemoe.report.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, UNIFORM_C, group_label, log2_ticks, num,
                                  single)
@@ -40,21 +41,35 @@ def sparsity(r: ResultsView) -> Figure | None:
     fig.suptitle(f"{r.name}: BTA vs uniform batching across sparsity")
     left, right = fig.subplots(1, 2)
     ticks, xlabel = _sparsity_ticks(r, key, x)
+    banded = False
     for ax, col, f in ((left, "mfu", 100.0), (right, "tokens_per_s", 1.0)):
-        ax.plot(x, cmp[f"baseline_{col}"] * f, "s--", color=UNIFORM_C, ms=6, label="uniform batching (G = 1)")
-        ax.plot(x, cmp[f"best_{col}"] * f, "o-", color=BTA_C, ms=6, label="BTA (best G, B)")
+        top = np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f)
+        for which, style, color, name in (("baseline", "s--", UNIFORM_C, "uniform batching (G = 1)"),
+                                          ("best", "o-", BTA_C, "BTA (best G, B)")):
+            band = r.band(f"{which}_{col}", key, x)
+            if band is not None:  # 5–95% over the calibration unknowns (wsemoe sensitivity)
+                ax.fill_between(x, band[0] * f, band[1] * f, color=color, alpha=0.12, lw=0)
+                for edge in band:  # edges in the series' colour: overlapping bands stay readable
+                    ax.plot(x, edge * f, ":", color=color, lw=1.0)
+                top, banded = max(top, np.nanmax(band[1]) * f), True
+            ax.plot(x, cmp[f"{which}_{col}"] * f, style, color=color, ms=6, label=name)
         log2_ticks(ax, x, ticks)
         ax.set_xlim(x.min() / 1.4, x.max() * 1.4)  # room for the end points' annotations
         if topk:
             ax.invert_xaxis()
         ax.set_xlabel(xlabel)
-        ax.set_ylim(0, 1.22 * np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f))
+        ax.set_ylim(0, 1.22 * top)
     left.set_ylabel("MFU (%)")
     right.set_ylabel("throughput (tokens/s)")
     right.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
     _annotate_bta(left, right, cmp, x)
     # Below the panels: a legend above them collides with the figure title under constrained layout.
-    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
+    handles, names = left.get_legend_handles_labels()
+    if banded:
+        n = r.sensitivity.meta["samples"]
+        handles += [Patch(facecolor=c, alpha=0.25, edgecolor=c, ls=":") for c in (UNIFORM_C, BTA_C)]
+        names += [f"5–95%, uniform (over {n:,} samples of the calibration unknowns)", "5–95%, BTA"]
+    fig.legend(handles, names, loc="outside lower center", ncol=4, frameon=False)
     return fig
 
 

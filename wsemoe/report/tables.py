@@ -89,12 +89,15 @@ def breakdown(rows: list) -> Group:
 
 def validation(rows: list) -> Table:
     """Published figure vs model value with error and tolerance."""
-    t = Table(title="published results reproduced")
+    t = Table(title="published results reproduced (no: outside tolerance, with the reason; property: true by "
+                    "construction)")
     for c in ("claim", "published", "model", "error", "tolerance", "ok"):
         t.add_column(c)
+    shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
     for r in rows:
-        t.add_row(r["claim"], r["published"], r["model"], r["error"], r["tolerance"],
-                  "info" if r["ok"] is None else "[green]yes[/green]" if r["ok"] else "[red]NO[/red]")
+        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
+        claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
+        t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
     return t
 
 
@@ -127,3 +130,47 @@ def invariants(report) -> Group:
     details = [Text.assemble((r.status.upper(), STATUS_STYLE[r.status]), f" {r.invariant.name} [{r.config}]: {r.message()}")
                for r in report.results if r.status in ("fail", "error")]
     return Group(t, line, *details)
+
+
+def sensitivity(result, quantity: str | None = None) -> Table:
+    """Per group: nominal value, 5–95% band, and each unknown's total (first-order) index or Morris μ*."""
+    bands, idx, meta = result.bands, result.indices, result.meta
+    qs = list(dict.fromkeys(bands["quantity"]))
+    quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
+    params = [u["name"] for u in meta["unknowns"]]
+    sobol = meta["method"] == "sobol"
+    t = Table(title=f"sensitivity of {quantity} ({meta['method']}, {meta['samples']:,} samples × "
+                    f"{meta['points']:,} points; {'total (first-order) index' if sobol else 'Morris μ*'})")
+    for c in ("group", "nominal", "5–95% band", *params):
+        t.add_column(c)
+    sel = idx[idx["quantity"] == quantity] if len(idx) else idx
+    for _, b in bands[bands["quantity"] == quantity].iterrows():
+        cells = []
+        for p in params:
+            r = sel[(sel["group"] == b["group"]) & (sel["parameter"] == p)] if len(sel) else sel
+            if not len(r):
+                cells.append("–")
+            elif sobol:
+                cells.append(f"{r['ST'].iloc[0]:.2f} ({r['S1'].iloc[0]:.2f})")
+            else:
+                cells.append(f"{r['mu_star'].iloc[0]:.3g}")
+        t.add_row(str(b["group"]), f"{b['nominal']:.4g}", f"{b['q05']:.4g} – {b['q95']:.4g}", *cells)
+    return t
+
+
+def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
+    """The fitted unknowns with their spread, and every target's residual (σ units)."""
+    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f})")
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
+        t.add_column(c)
+    for _, r in fit.iterrows():
+        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
+        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
+                  f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
+    u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
+    for c in ("target", "published", "source", "nominal", "fitted", "residual"):
+        u.add_column(c)
+    for _, r in residuals.iterrows():
+        u.add_row(r["target"], r["published"], r["source"], f"{r['nominal']:.3g}", f"{r['fitted']:.3g}",
+                  f"{r['residual_sigma']:+.2f}")
+    return Group(t, u)

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wsemoe.analysis import sensitivity as sens
 from wsemoe.config import yamlio
 from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import structure
@@ -25,8 +26,9 @@ class ResultsView:
     extra keys), with what several figures need derived once."""
 
     def __init__(self, name: str, manifest: dict, points: pd.DataFrame, pareto: pd.DataFrame,
-                 comparison: pd.DataFrame | None, cfg: dict):
+                 comparison: pd.DataFrame | None, cfg: dict, sensitivity=None):
         self.name, self.points, self.pareto, self.comparison, self.cfg = name, points, pareto, comparison, cfg
+        self.sensitivity = sensitivity  # analysis.sensitivity.Sensitivity of these very points, or None
         self.axes = [a for a in manifest.get("axes", cfg.get("axes", {})) if a in points]
         self.objectives = manifest.get("objectives", {})
         self.compare, self.model = cfg.get("compare") or {}, cfg.get("model") or {}
@@ -51,7 +53,18 @@ class ResultsView:
             cfg = yamlio.load(path / "config.yaml")
         except Exception:  # the config refines labels and builds structures; plots that need neither still work
             cfg = None
-        return cls(man.get("name", path.name), man, points, pareto, comparison, cfg if isinstance(cfg, dict) else {})
+        return cls(man.get("name", path.name), man, points, pareto, comparison, cfg if isinstance(cfg, dict) else {},
+                   sens.load(path, man.get("config_hash")))
+
+    def band(self, quantity: str, key: str, values) -> tuple[np.ndarray, np.ndarray] | None:
+        """(5%, 95%) of a sensitivity quantity at each of `values` of the group column `key`, or None."""
+        b = self.sensitivity.bands if self.sensitivity is not None else None
+        if b is None or key not in b:
+            return None
+        b = b[b["quantity"] == quantity].set_index(key)
+        if not set(values) <= set(b.index):
+            return None
+        return b.loc[list(values), "q05"].to_numpy(), b.loc[list(values), "q95"].to_numpy()
 
     def has(self, *cols) -> bool:
         """True when the points hold every one of `cols`."""

@@ -72,6 +72,9 @@ class HardwareSpec(Spec):
     matmul_efficiency: float = Field(0.5, gt=0, le=1, description="achieved fraction of peak for large matmuls (calibration)")
     expert_half_tokens: float = Field(0.0, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="tokens per expert at which expert matmuls reach half of matmul_efficiency (calibration)")
     memory_usable_fraction: float = Field(1.0, gt=0, le=1, description="fraction of node memory available to the model (calibration)")
+    kept_activations: Literal["node", "streamed"] = Field(
+        "node", description="where training keeps activations for the backward pass: in node memory, or streamed out "
+                            "over the wafer I/O after the forward pass and back in for the backward pass")
     pe: Optional[PEFacts] = Field(None, description="PE-level facts the node figures were derived from")
     sources: dict[str, str] = Field(default_factory=dict, description="provenance of each figure")
 
@@ -87,6 +90,12 @@ class HardwareSpec(Spec):
                 return data  # field validation then reports the error at its own key (hardware -> pe -> ...)
             data = {**derived, **{k: v for k, v in data.items() if v is not None}}
         return data
+
+    @model_validator(mode="after")
+    def _kept_needs_io(self):
+        if self.kept_activations == "streamed" and self.weight_source != "streamed":
+            raise ValueError("kept_activations: streamed needs weight_source: streamed (the wafer I/O carries them)")
+        return self
 
     @property
     def nodes(self) -> int:

@@ -49,12 +49,13 @@ _DOCS = {
     "migration_bytes_per_step": ("bytes", "expert-copy bytes the balancer moves, amortized per step"),
     "migration_total_s": ("s", "time of one rebalance's migration run alone on the fabric"),
     "migration_exposed_s": ("s", "migration time per step left on the critical path"),
+    "kept_act_io_bytes": ("bytes", "activations of one layer and micro-batch streamed out after the forward pass and back in for the backward pass (kept_activations: streamed)"),
     "migration_hidden_s": ("s", "migration time per step hidden in idle (cold) link windows"),
 }
 
 _MEMORY = {
     "weights": "weights kept per node (resident weights and replicas, or the current layer's attention under streaming)",
-    "kept_act": "activations kept for the backward pass (all layers, by recompute policy)",
+    "kept_act": "activations kept in node memory for the backward pass (all layers, by recompute policy; 0 when streamed out)",
     "kv": "KV cache of the micro-batch's sequences (decode, prefill)",
     "attn_transient": "attention transient of one tile of B sequences (scores unless flash)",
     "bta_buffer": "concatenated attention outputs of the G tiles (the MoE input)",

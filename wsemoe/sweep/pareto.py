@@ -60,4 +60,5 @@ def pareto_front(df: pd.DataFrame, objectives: dict) -> pd.DataFrame:
     feas, pts = feas[ok], pts[ok]
     front = feas[nondominated(pts)]
     first, sense = next(iter(objectives.items()))
-    return front.sort_values(first, ascending=(sense == "min"))
+    # ties (equal first objective) keep point order, so the front is the same whatever the chunking
+    return front.sort_index().sort_values(first, ascending=(sense == "min"), kind="stable")

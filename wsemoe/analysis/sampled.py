@@ -1,0 +1,130 @@
+"""A sweep evaluated under many samples of the calibration unknowns, in one vectorized pass per chunk.
+
+The design frame of the sweep (P points) is repeated once per sample, and every unknown's spec fields
+become numeric columns of that frame, so the engine evaluates samples × points as one frame. Per sample
+the results are reduced to the quantities calibration and sensitivity study: for a sweep with a
+comparison, per group the best and baseline metric, their MFU, the speedup and the tuned axes, and over
+the groups how flat each series is (max over min); for every objective its best feasible value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wsemoe.analysis.unknowns import Unknown
+from wsemoe.config.loader import load_config
+from wsemoe.errors import ConfigError
+from wsemoe.sweep import engine, space
+from wsemoe.sweep.compare import baseline_mask, group_keys
+
+ROWS_PER_CHUNK = 1 << 18  # samples × points evaluated at once (memory bound)
+
+
+def _groups(cfg, frame: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """Group code of every point and one row of group values per code (a single group without a comparison)."""
+    group = group_keys(cfg)[0] if cfg.compare else []
+    if not group:
+        return np.zeros(len(frame), dtype=int), pd.DataFrame(index=[0])
+    codes = frame.groupby(group, sort=False).ngroup().to_numpy()
+    labels = frame[group].drop_duplicates().reset_index(drop=True)
+    return codes, labels
+
+
+def _check(cfg, unknowns: list[Unknown]) -> None:
+    swept = set(cfg.axis_names())
+    for u in unknowns:
+        for p in u.paths:
+            if p in swept:
+                raise ConfigError(f"'{p}' is both swept and a calibration unknown ({u.name})", loc=("axes", p))
+
+
+def _best(values: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int, sense: str = "max"):
+    """Per sample and group: (best value, index of the point) over points where `ok`; NaN / -1 where none."""
+    sign = 1.0 if sense == "max" else -1.0
+    v = np.where(ok, sign * values, -np.inf)
+    best = np.full((v.shape[0], n_groups), np.nan)
+    where = np.full((v.shape[0], n_groups), -1)
+    for g in range(n_groups):
+        cols = np.flatnonzero(codes == g)
+        i = np.argmax(v[:, cols], axis=1)
+        top = v[np.arange(len(v)), cols[i]]
+        has = np.isfinite(top)
+        best[has, g] = sign * top[has]
+        where[has, g] = cols[i][has]
+    return best, where
+
+
+class Sampled:
+    """Quantities per (sample, group) of one sweep under sampled unknowns."""
+
+    def __init__(self, config, unknowns: list[Unknown]):
+        self.cfg = load_config(config)
+        _check(self.cfg, unknowns)
+        self.unknowns = unknowns
+        self.frame = space.build_frame(self.cfg)
+        self.codes, self.groups = _groups(self.cfg, self.frame)
+        self.base = baseline_mask(self.frame, self.cfg) if self.cfg.compare else None
+
+    @property
+    def points(self) -> int:
+        return len(self.frame)
+
+    def evaluate(self, values: np.ndarray, on_progress=None) -> dict[str, np.ndarray]:
+        """{quantity: array (samples, groups)} for `values` of shape (samples, unknowns)."""
+        values = np.atleast_2d(np.asarray(values, dtype=float))
+        per = max(1, ROWS_PER_CHUNK // self.points)
+        parts = []
+        for s in range(0, len(values), per):
+            parts.append(self._chunk(values[s:s + per]))
+            if on_progress:
+                on_progress(min(s + per, len(values)), len(values))
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def _chunk(self, values: np.ndarray) -> dict[str, np.ndarray]:
+        n, P = len(values), self.points
+        big = pd.DataFrame({c: np.tile(self.frame[c].to_numpy(), n) for c in self.frame.columns})
+        for j, u in enumerate(self.unknowns):
+            col = np.repeat(values[:, j], P)
+            for path in u.paths:
+                big[path] = col.astype(np.int64) if path == "workload.seq_len" else col
+        out = engine.evaluate_frame(self.cfg, big)
+        ok = out["feasible"].to_numpy(dtype=bool).reshape(n, P)
+        return self._reduce(out, ok, n)
+
+    def _reduce(self, out: pd.DataFrame, ok: np.ndarray, n: int) -> dict[str, np.ndarray]:
+        P, G = self.points, len(self.groups)
+        col = lambda c: out[c].to_numpy(dtype=float).reshape(n, P)  # noqa: E731
+        res = {}
+        for obj, sense in self.cfg.objectives.items():
+            res[f"sweep_best_{obj}"] = _best(col(obj), ok, np.zeros(P, dtype=int), 1, sense)[0]
+        cmp = self.cfg.compare
+        if cmp is None:
+            return res
+        metric = col(cmp.metric)
+        best, at = _best(metric, ok, self.codes, G)
+        base, base_at = _best(metric, ok & self.base[None, :], self.codes, G)
+        res[f"best_{cmp.metric}"], res[f"baseline_{cmp.metric}"] = best, base
+        res[f"speedup_vs_{cmp.name}"] = best / base
+        if G > 1:  # how flat each series is across the groups (e.g. BTA across sparsity): max over min
+            for name, v in ((f"best_{cmp.metric}", best), (f"baseline_{cmp.metric}", base)):
+                res[f"sweep_{name}_max_over_min"] = (np.max(v, axis=1) / np.min(v, axis=1))[:, None]
+        rows = np.arange(n)[:, None]
+        if "mfu" in out:
+            mfu = col("mfu")
+            res["best_mfu"] = np.where(at >= 0, mfu[rows, np.maximum(at, 0)], np.nan)
+            res["baseline_mfu"] = np.where(base_at >= 0, mfu[rows, np.maximum(base_at, 0)], np.nan)
+        for axis in group_keys(self.cfg)[1]:
+            vals = self.frame[axis].to_numpy(dtype=float)
+            res[f"best_{axis.split('.')[-1]}"] = np.where(at >= 0, vals[np.maximum(at, 0)], np.nan)
+        return res
+
+    def group_labels(self) -> list[str]:
+        """'num_experts=128' per group (the whole sweep is 'all')."""
+        if self.groups.shape[1] == 0:
+            return ["all"]
+        cols = list(self.groups.columns)
+        zipped = next((z for z in self.cfg.zip if set(cols) <= set(z)), None)
+        cols = cols[:1] if zipped else cols  # zipped partners follow the first column
+        return [", ".join(f"{c.split('.')[-1]}={r[c]:g}" if isinstance(r[c], (int, float, np.number))
+                          else f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in self.groups.iterrows()]

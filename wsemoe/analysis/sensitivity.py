@@ -1,0 +1,160 @@
+"""Global sensitivity of a sweep's results to the calibration unknowns (Sobol or Morris, with SALib).
+
+Samples of the unknowns (unit cube → their ranges) go through the engine in one vectorized pass per
+chunk (analysis.sampled). For every quantity and group (e.g. the BTA speedup per sparsity point) SALib
+gives first-order and total Sobol indices (or Morris μ* and σ); the same samples give uncertainty bands
+(5–50–95% quantiles), and the nominal values are evaluated beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from wsemoe.analysis import unknowns as unknowns_mod
+from wsemoe.analysis.folders import replace_folder
+from wsemoe.analysis.sampled import Sampled
+from wsemoe.errors import ConfigError
+
+METHODS = ("sobol", "morris")
+QUANTILES = (0.05, 0.5, 0.95)
+MAX_SAMPLES = 1_000_000
+
+
+@dataclass
+class Sensitivity:
+    """Indices (one row per quantity, group, parameter), bands (one row per quantity and group), and metadata."""
+
+    indices: pd.DataFrame
+    bands: pd.DataFrame
+    meta: dict
+
+
+def problem(unknowns) -> dict:
+    """SALib's problem in the unit cube (each unknown maps [0, 1] onto its own range and scale)."""
+    return {"num_vars": len(unknowns), "names": [u.name for u in unknowns], "bounds": [[0.0, 1.0]] * len(unknowns)}
+
+
+def design(unknowns, method: str, samples: int, seed: int) -> np.ndarray:
+    """Unit-cube samples: Sobol (Saltelli) with N·(d+2) rows, N the smallest power of two reaching `samples`;
+    Morris with enough trajectories of d+1 rows each."""
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)}", loc=("--method",))
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
+        raise ConfigError(f"samples must be a whole number in 1…{MAX_SAMPLES:,}", loc=("--samples",))
+    d = len(unknowns)
+    if method == "sobol":
+        from SALib.sample import sobol
+
+        n = 2 ** max(2, math.ceil(math.log2(max(samples / (d + 2), 1))))
+        return sobol.sample(problem(unknowns), n, calc_second_order=False, seed=seed)
+    from SALib.sample import morris
+
+    return morris.sample(problem(unknowns), max(2, math.ceil(samples / (d + 1))), num_levels=4, seed=seed)
+
+
+def _indices(method: str, prob: dict, X: np.ndarray, Y: np.ndarray, seed: int) -> dict:
+    """{column: array per parameter} from SALib for one output vector."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SALib warns on constant outputs; their indices are reported as 0
+        if np.ptp(Y) == 0:
+            zero = np.zeros(prob["num_vars"])
+            return {"S1": zero, "S1_conf": zero, "ST": zero, "ST_conf": zero} if method == "sobol" else \
+                {"mu_star": zero, "mu_star_conf": zero, "sigma": zero}
+        if method == "sobol":
+            from SALib.analyze import sobol
+
+            r = sobol.analyze(prob, Y, calc_second_order=False, seed=seed)
+            return {k: np.asarray(r[k]) for k in ("S1", "S1_conf", "ST", "ST_conf")}
+        from SALib.analyze import morris
+
+        r = morris.analyze(prob, X, Y, seed=seed)
+        return {k: np.asarray(r[k]) for k in ("mu_star", "mu_star_conf", "sigma")}
+
+
+def prepare(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
+            unknowns_file=None, only=()) -> tuple[Sampled, np.ndarray]:
+    """The sweep bound to its hardware's unknowns and the unit-cube design: every input checked before any
+    evaluation (so a bad option leaves nothing behind)."""
+    sampled = Sampled(config, [])
+    hw = hardware or sampled.cfg.hardware.name
+    unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file), only)
+    return Sampled(sampled.cfg, unknowns), design(unknowns, method, samples, seed)
+
+
+def analyse(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
+            unknowns_file=None, only=(), on_progress=None, prepared=None) -> Sensitivity:
+    """Sensitivity of every quantity of a sweep to the unknowns of its hardware (nothing is written)."""
+    t0 = time.perf_counter()
+    sampled, U = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    unknowns, hw = sampled.unknowns, hardware or sampled.cfg.hardware.name
+    values = np.column_stack([u.value(U[:, j]) for j, u in enumerate(unknowns)])
+    Y = sampled.evaluate(values, on_progress)
+    nominal = sampled.evaluate(np.array([[u.nominal for u in unknowns]]))
+    prob, labels = problem(unknowns), sampled.group_labels()
+    rows, bands = [], []
+    for q, arr in Y.items():
+        per_group = arr.shape[1] == len(labels) and q.split("_")[0] != "sweep"
+        for g, label in enumerate(labels if per_group else ["sweep"]):
+            y = arr[:, g]
+            finite = np.isfinite(y)
+            qs = np.quantile(y[finite], QUANTILES) if finite.any() else [np.nan] * 3
+            keys = dict(zip(sampled.groups.columns, sampled.groups.iloc[g])) if per_group else {}
+            bands.append({"quantity": q, "group": label, **keys, "nominal": nominal[q][0, g],
+                          "q05": qs[0], "q50": qs[1], "q95": qs[2], "nonfinite": int((~finite).sum())})
+            if not finite.all():
+                continue  # SALib needs every sample: a quantity undefined somewhere gets bands, not indices
+            idx = _indices(method, prob, U, y, seed)
+            for j, u in enumerate(unknowns):
+                rows.append({"quantity": q, "group": label, "parameter": u.name,
+                             **{k: float(v[j]) for k, v in idx.items()}})
+    meta = {"method": method, "samples": int(len(U)), "seed": seed, "points": sampled.points,
+            "evaluations": int(len(U)) * sampled.points, "hardware": hw, "config_hash": sampled.cfg.config_hash(),
+            "unknowns": [{"name": u.name, "paths": list(u.paths), "low": u.low, "high": u.high, "nominal": u.nominal,
+                          "scale": u.scale, "values": list(u.values) if u.values else None, "source": u.source}
+                         for u in unknowns],
+            "seconds": round(time.perf_counter() - t0, 3)}
+    return Sensitivity(pd.DataFrame(rows), pd.DataFrame(bands), meta)
+
+
+FOLDER = "sensitivity"  # inside a results folder (store.KNOWN_ENTRIES lists it)
+
+
+def write(result: Sensitivity, results_path) -> Path:
+    """Write indices.csv, bands.csv and meta.json into <results>/sensitivity/ atomically, replacing an earlier
+    analysis (the folder is built beside the results folder and swapped in)."""
+    return replace_folder(Path(results_path) / FOLDER, {
+        "indices.csv": result.indices.to_csv(index=False), "bands.csv": result.bands.to_csv(index=False),
+        "meta.json": json.dumps(result.meta, indent=2)})
+
+
+def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
+    """The sensitivity analysis stored in a results folder, or None (absent, unreadable, or of another config)."""
+    folder = Path(results_path) / FOLDER
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+        indices = pd.read_csv(folder / "indices.csv") if (folder / "indices.csv").stat().st_size > 1 else pd.DataFrame()
+        bands = pd.read_csv(folder / "bands.csv")
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+    if config_hash is not None and meta.get("config_hash") != config_hash:
+        return None  # the sweep changed since: its bands no longer describe these points
+    return Sensitivity(indices, bands, meta)
+
+
+def run(config, out_root="results", hardware=None, method="sobol", samples=10_000, seed=1, unknowns_file=None,
+        only=(), on_progress=None) -> tuple[Sensitivity, Path]:
+    """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it."""
+    from wsemoe.sweep.run import run_sweep
+
+    prepared = prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    res = run_sweep(prepared[0].cfg, out_root=out_root)
+    result = analyse(res.config, hardware, method, samples, seed, on_progress=on_progress, prepared=prepared)
+    return result, write(result, res.path)

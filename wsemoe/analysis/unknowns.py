@@ -1,0 +1,107 @@
+"""Calibration unknowns: the figures no publication states, each with a range, a nominal value and a source.
+
+They live in one YAML file (package data, `analysis/data/unknowns.yaml`, keyed by hardware preset); a
+user file of the same form may replace it. An unknown maps a unit-interval sample onto its range
+(linear, log, or a discrete set) and sets one or more spec fields (`paths`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from wsemoe.config import yamlio
+from wsemoe.config.axes import check_path
+from wsemoe.errors import ConfigError
+
+DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
+KEYS = {"paths", "range", "values", "nominal", "scale", "source"}
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """One calibration unknown: the fields it sets, its range (or discrete values) and provenance."""
+
+    name: str
+    paths: tuple[str, ...]
+    low: float
+    high: float
+    nominal: float
+    scale: str = "linear"
+    values: tuple[float, ...] | None = None
+    source: str = ""
+
+    def value(self, u):
+        """Values for unit-interval samples `u` (array): linear or log over the range, or a discrete pick."""
+        u = np.clip(np.asarray(u, dtype=float), 0.0, 1.0)
+        if self.values is not None:
+            idx = np.minimum((u * len(self.values)).astype(int), len(self.values) - 1)
+            return np.asarray(self.values, dtype=float)[idx]
+        if self.scale == "log":
+            return np.exp(np.log(self.low) + u * (np.log(self.high) - np.log(self.low)))
+        return self.low + u * (self.high - self.low)
+
+    def unit(self, value) -> float:
+        """The unit-interval position of a value (inverse of `value`; a discrete value maps to its bin centre)."""
+        if self.values is not None:
+            return (list(self.values).index(value) + 0.5) / len(self.values)
+        if self.scale == "log":
+            return float((np.log(value) - np.log(self.low)) / (np.log(self.high) - np.log(self.low)))
+        return float((value - self.low) / (self.high - self.low))
+
+
+def _unknown(name: str, spec, loc) -> Unknown:
+    if not isinstance(spec, dict) or set(spec) - KEYS or "paths" not in spec or "nominal" not in spec:
+        raise ConfigError(f"an unknown takes {sorted(KEYS)} with paths and nominal", loc=loc)
+    paths = spec["paths"]
+    if not isinstance(paths, list) or not paths:
+        raise ConfigError("paths: a list of section.field", loc=(*loc, "paths"))
+    for p in paths:
+        if not isinstance(p, str) or check_path(p, (*loc, "paths"))[1] is None:
+            raise ConfigError(f"'{p}' is not a section.field path", loc=(*loc, "paths"))
+    values = spec.get("values")
+    if values is not None:
+        if not isinstance(values, list) or len(values) < 2 or not all(isinstance(v, (int, float)) for v in values):
+            raise ConfigError("values: a list of at least two numbers", loc=(*loc, "values"))
+        low, high = min(values), max(values)
+    else:
+        rng = spec.get("range")
+        if not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(v, (int, float)) for v in rng) \
+                or not rng[0] < rng[1]:
+            raise ConfigError("range: [low, high] with low < high (or values: [...])", loc=(*loc, "range"))
+        low, high = float(rng[0]), float(rng[1])
+    scale = spec.get("scale", "linear")
+    if scale not in ("linear", "log") or (scale == "log" and low <= 0):
+        raise ConfigError("scale: linear, or log over a positive range", loc=(*loc, "scale"))
+    nominal = spec["nominal"]
+    if not isinstance(nominal, (int, float)) or not low <= nominal <= high or (values and nominal not in values):
+        raise ConfigError(f"nominal {nominal!r} outside the range", loc=(*loc, "nominal"))
+    return Unknown(name, tuple(paths), low, high, float(nominal), scale,
+                   tuple(float(v) for v in values) if values else None, str(spec.get("source", "")))
+
+
+def load(hardware: str, path=None) -> list[Unknown]:
+    """The unknowns listed for a hardware preset (from `path`, or the shipped file)."""
+    source = Path(path) if path else DEFAULT
+    data = yamlio.load(source)
+    if not isinstance(data, dict) or hardware not in data:
+        known = ", ".join(sorted(data)) if isinstance(data, dict) else "none"
+        raise ConfigError(f"no calibration unknowns for hardware '{hardware}' (listed: {known})", loc=(str(source),))
+    entries = data[hardware]
+    if not isinstance(entries, dict) or not entries:
+        raise ConfigError("a mapping of unknowns", loc=(str(source), hardware))
+    return [_unknown(str(n), s, (str(source), hardware, str(n))) for n, s in entries.items()]
+
+
+def select(unknowns: list[Unknown], names) -> list[Unknown]:
+    """Only the named unknowns (all when `names` is empty), in the file's order."""
+    if not names:
+        return unknowns
+    known = {u.name for u in unknowns}
+    for n in names:
+        if n not in known:
+            raise ConfigError(f"unknown calibration parameter '{n}' (known: {', '.join(sorted(known))})",
+                              loc=("--only",))
+    return [u for u in unknowns if u.name in set(names)]
