@@ -17,6 +17,7 @@ SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSp
             "mapping": MappingSpec, "balance": BalanceSpec}
 PRESET_KIND = {"hardware": "hardware", "model": "models"}
 TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output")
+RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -92,11 +93,17 @@ class SweepConfig(Spec):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def resolved(self, base_dir: Path | None = None) -> dict:
-        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips."""
+        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips.
+
+        Whole-number progressions are written back as `{range: [start, stop, step]}`, which loads to
+        the same values (and hash) without thousands of lines of YAML.
+        """
         data = self.model_dump(mode="json", exclude_none=True, exclude={"sparsity", "presets", "expert_histogram"})
         hist = data["balance"].get("histogram")
         if hist and base_dir is not None and not Path(hist).is_absolute():
             data["balance"]["histogram"] = str((base_dir / hist).resolve())
+        data["axes"] = {p: _as_range(v) for p, v in data["axes"].items()}
+        data["zip"] = [{p: _as_range(v) for p, v in g.items()} for g in data["zip"]]
         return data
 
     def axis_names(self) -> list[str]:
@@ -113,6 +120,16 @@ class SweepConfig(Spec):
         for f in self.factors():
             n *= len(next(iter(f.values())))
         return n
+
+
+def _as_range(values: list):
+    """`{range: [start, stop, step]}` for a long run of integers in constant positive steps, else the list."""
+    if len(values) < RANGE_MIN or not all(type(v) is int for v in values):
+        return values
+    step = values[1] - values[0]
+    if step <= 0 or any(b - a != step for a, b in zip(values, values[1:])):
+        return values
+    return {"range": [values[0], values[-1], step]}
 
 
 class RawSweep(Spec):

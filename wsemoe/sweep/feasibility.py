@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from wsemoe.errors import ConfigError
+from wsemoe.sweep.block import Labels
 
 REASONS = {
     "g_mem_attn": "attention-stage memory (transient at B + kept activations + BTA buffer) exceeds node capacity",
@@ -13,25 +13,40 @@ REASONS = {
 }
 
 
-def add_feasibility(out: pd.DataFrame, cfg, frame: pd.DataFrame) -> pd.DataFrame:
-    """Append user-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words)."""
+def feasibility(cfg, outputs, inputs: dict) -> dict:
+    """User-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words).
+
+    `outputs` is the engine's `Outputs` (columns built on demand); `inputs` the input columns.
+    """
+    extra = {}
     for i, c in enumerate(cfg.constraints):
-        src = out[c.column] if c.column in out else frame[c.column] if c.column in frame else None
-        if src is None:
+        if c.column in outputs.names:
+            src = outputs.column(c.column)
+        elif c.column in inputs:
+            src = inputs[c.column]
+        else:
             raise ConfigError(f"unknown column '{c.column}'", loc=("constraints", i, "column"))
-        x = src.to_numpy(dtype=float)
+        x = np.asarray(src, dtype=float)
         if c.max is not None:
-            out[f"g_{c.column}_max"] = (x - c.max) / max(abs(c.max), 1e-300)
+            extra[f"g_{c.column}_max"] = (x - c.max) / max(abs(c.max), 1e-300)
         if c.min is not None:
-            out[f"g_{c.column}_min"] = (c.min - x) / max(abs(c.min), 1e-300)
-    gcols = [col for col in out.columns if col.startswith("g_")]
-    g = out[gcols].to_numpy(dtype=float)
-    feasible = np.all(g <= 0, axis=1)
-    out["feasible"] = feasible
-    # The worst-violated constraint names the reason; its ratio stays in its g_ column.
-    codes = np.where(feasible, -1, np.argmax(g, axis=1))
-    out["infeasible_reason"] = pd.Categorical.from_codes(codes, categories=[_reason(c) for c in gcols])
-    return out
+            extra[f"g_{c.column}_min"] = (c.min - x) / max(abs(c.min), 1e-300)
+    gcols = [col for col in outputs.names if col.startswith("g_")] + list(extra)
+    n = outputs.n
+    feasible = np.ones(n, dtype=bool)
+    worst, codes, nan = np.full(n, -np.inf), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool)
+    for k, col in enumerate(gcols):
+        g = np.asarray(extra[col] if col in extra else outputs.column(col), dtype=float)
+        feasible &= g <= 0
+        # The worst-violated constraint names the reason (the first on ties, a NaN first of all, as
+        # argmax ranks them); its ratio stays in its g_ column.
+        isnan = np.isnan(g)
+        codes = np.where(~nan & ((g > worst) | isnan), np.int32(k), codes)
+        worst, nan = np.fmax(worst, g), nan | isnan
+    codes = np.where(feasible, np.int32(-1), codes)
+    extra["feasible"] = feasible
+    extra["infeasible_reason"] = Labels(codes.astype(np.int32), [_reason(c) for c in gcols])
+    return extra
 
 
 def _reason(col: str) -> str:

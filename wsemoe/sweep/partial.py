@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import io
 import json
 import os
 import re
@@ -20,10 +19,12 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from wsemoe import __version__
 
-from wsemoe.sweep import store
+from wsemoe.sweep import partfile, store
+from wsemoe.sweep.block import Block
 
 from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError
@@ -129,21 +130,16 @@ def _files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
             partial / "chunks" / f"{name}.candidates.parquet")
 
 
-def write_chunk(partial, points: pd.DataFrame, candidates: pd.DataFrame, stats: dict) -> dict:
+def write_chunk(partial, points: Block, candidates: Block, stats: dict) -> dict:
     """Candidates and stats (with the part's size and checksum) first, the part last: a part present
     with matching stats is whole. Any process that sees the partial folder may call this."""
     partial = Path(partial)
     part, meta, cand = _files(partial, stats["start"], stats["stop"])
-    buf = io.BytesIO()
-    # lz4 keeps dictionary-friendly float columns small and writes faster than the snappy default
-    points.to_parquet(buf, index=True, compression="lz4")
-    data = buf.getvalue()
+    data = partfile.to_bytes(points)
     stats = {**stats, "file": part.name, "rows": int(len(points)), "bytes": len(data),
              "sha256": hashlib.sha256(data).hexdigest()}
-    cbuf = io.BytesIO()
-    candidates.to_parquet(cbuf, index=True)
     tmp = partial / "tmp"
-    _atomic_bytes(cand, cbuf.getvalue(), tmp)
+    _atomic_bytes(cand, partfile.to_bytes(candidates), tmp)
     _atomic_bytes(meta, json.dumps(stats).encode(), tmp)
     _atomic_bytes(part, data, tmp)
     return stats
@@ -211,7 +207,7 @@ class PartialRun:
                                loc=(str(self.path),))
             part, meta, cand = self._files(start, stop)
             stats.append(json.loads(meta.read_text()))
-            cands.append(pd.read_parquet(cand))
+            cands.append(pq.ParquetFile(cand).read().to_pandas())  # one small file: no dataset discovery
             end = stop
         if end != total or sum(s["rows"] for s in stats) != total:
             raise RunError(f"the run holds {end:,} of {total:,} points; rerun with --resume", loc=(str(self.path),))

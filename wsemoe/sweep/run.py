@@ -5,7 +5,6 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from wsemoe.sweep import engine
 
 from wsemoe.sweep import space
 
-from wsemoe.sweep import store
+from wsemoe.sweep import partfile, store
 from wsemoe.sweep import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
@@ -161,15 +160,20 @@ def check(config) -> dict:
     cfg = load_config(config)
     n = cfg.size()
     m = min(n, 8192)
-    engine.evaluate_points(cfg, 0, min(n, 64))  # warm caches so the timing below is representative
+    ev = engine.Evaluator(cfg)
+    chunked.run_chunk(cfg, 0, min(n, 64), None if not cfg.compare else _nan_baselines(cfg), evaluator=ev)  # warm caches
     t0 = time.perf_counter()
-    sample = engine.evaluate_points(cfg, 0, m)
+    sample = chunked.run_chunk(cfg, 0, m, None if not cfg.compare else _nan_baselines(cfg), evaluator=ev).points
     per_point = (time.perf_counter() - t0) / m
-    if cfg.compare:  # the written parts carry the speedup column; its values do not matter for size
-        sample[f"speedup_vs_{cfg.compare.name}"] = np.nan
-    buf = io.BytesIO()
-    sample[chunked.kept_columns(sample, cfg)].to_parquet(buf, index=True, compression="lz4")  # as parts are written
+    size = len(partfile.to_bytes(sample))  # as parts are written (the speedup's values do not matter for size)
     return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
             "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
-            "estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m,
+            "estimated_seconds": n * per_point, "estimated_output_bytes": n * size / m,
             "limit": max_points(), "over_limit": n > max_points()}
+
+
+def _nan_baselines(cfg: SweepConfig) -> pd.DataFrame:
+    """An empty baseline table: speedups come out NaN, which is all a size estimate needs."""
+    from wsemoe.sweep.compare import group_keys
+
+    return pd.DataFrame(columns=[*group_keys(cfg)[0], "baseline_best"])
