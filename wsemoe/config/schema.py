@@ -11,12 +11,15 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from wsemoe.specs import BalanceSpec, HardwareSpec, MappingSpec, ModelSpec, WorkloadSpec
-from wsemoe.specs.base import Spec
+from wsemoe.specs.base import MAX_SEED, Spec
 
 SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
             "mapping": MappingSpec, "balance": BalanceSpec}
 PRESET_KIND = {"hardware": "hardware", "model": "models"}
-TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output")
+TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output",
+            "search")
+MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as well)
+MAX_POPULATION = 100_000
 RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -52,6 +55,16 @@ class Output(Spec):
     columns: Optional[list[str]] = Field(None, description="output columns to keep (feasibility, bound and objectives always kept)")
 
 
+class Search(Spec):
+    """Search the grid instead of enumerating it: a genetic algorithm evaluates generations of points."""
+
+    algorithm: Literal["nsga2"] = Field("nsga2", description="NSGA-II (pymoo): non-dominated sorting, crowding distance")
+    evaluations: int = Field(gt=0, le=MAX_EVALUATIONS, description="distinct design points to evaluate at most")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the algorithm's random choices (same seed, same points)")
+    population: Optional[int] = Field(None, ge=4, le=MAX_POPULATION,
+                                      description="points per generation (default: evaluations / 200, within 100..1,000)")
+
+
 class SweepConfig(Spec):
     """A validated sweep: base specs, axes (grid and zip), helpers, constraints, objectives, comparison."""
 
@@ -70,6 +83,7 @@ class SweepConfig(Spec):
         default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
     compare: Optional[Compare] = None
     output: Output = Output()
+    search: Optional[Search] = None
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
     expert_histogram: Optional[list[float]] = Field(None, description="per-expert shares read from balance.histogram")
     base_dir: Optional[str] = Field(None, exclude=True, description="folder relative paths in the config resolve against")
@@ -144,3 +158,4 @@ class RawSweep(Spec):
     constraints: list[Constraint] = Field(default_factory=list)
     objectives: Optional[dict[str, Literal["min", "max"]]] = None
     compare: Optional[Compare] = None
+    search: Optional[Search] = None

@@ -88,13 +88,26 @@ def factorize(values) -> tuple[np.ndarray, list]:
     return rank[inv].astype(np.int32).reshape(arr.shape), [uniq[i] for i in order]
 
 
+def _concat(cols: list):
+    if not isinstance(cols[0], Labels):
+        return np.concatenate(cols)
+    cats: dict = {}
+    codes = []
+    for c in cols:
+        lut = np.asarray([cats.setdefault(x, len(cats)) for x in c.categories] + [-1], dtype=np.int32)
+        codes.append(lut[c.codes])
+    merged = type(cols[0])(np.concatenate(codes), list(cats))
+    return merged if isinstance(merged, Text) else merged.compact()
+
+
 class Block:
     """Points of one chunk: grid indices and named columns (ndarray, Labels or Text), in output order."""
 
-    def __init__(self, index: np.ndarray, columns: dict, digits: list | None = None):
+    def __init__(self, index: np.ndarray, columns: dict, digits: list | None = None, violation=None):
         self.index = index
         self.columns = columns
         self.digits = digits  # value position of every factor at each point (from the engine), if known
+        self.violation = violation  # worst constraint value g per point (≤ 0 feasible), if known
 
     def __len__(self) -> int:
         return len(self.index)
@@ -114,12 +127,24 @@ class Block:
         return np.asarray(self.columns[name], dtype=float)
 
     def select(self, names) -> "Block":
-        return Block(self.index, {n: self.columns[n] for n in names}, self.digits)
+        return Block(self.index, {n: self.columns[n] for n in names}, self.digits, self.violation)
 
     def take(self, rows) -> "Block":
         """The rows at `rows` (positions or a boolean mask), every column."""
         cols = {n: (c.take(rows) if isinstance(c, Labels) else c[rows]) for n, c in self.columns.items()}
-        return Block(self.index[rows], cols, None if self.digits is None else [d[rows] for d in self.digits])
+        return Block(self.index[rows], cols, None if self.digits is None else [d[rows] for d in self.digits],
+                     None if self.violation is None else self.violation[rows])
+
+    @staticmethod
+    def concat(blocks: list["Block"]) -> "Block":
+        """Rows of several blocks with the same columns, in order (labels merged into one category list)."""
+        if len(blocks) == 1:
+            return blocks[0]
+        first = blocks[0]
+        cols = {n: _concat([b.columns[n] for b in blocks]) for n in first.columns}
+        digits = None if first.digits is None else [np.concatenate(ds) for ds in zip(*(b.digits for b in blocks))]
+        viol = None if first.violation is None else np.concatenate([b.violation for b in blocks])
+        return Block(np.concatenate([b.index for b in blocks]), cols, digits, viol)
 
     def to_frame(self) -> pd.DataFrame:
         """The DataFrame users see: indexed by `point`, labels as categoricals, text as strings."""

@@ -170,20 +170,32 @@ def kept_columns(names: list[str], cfg: SweepConfig) -> list[str]:
     return [c for c in names if c in keep]
 
 
-def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, evaluator=None) -> ChunkResult:
-    """Evaluate points [start, stop) (or the grid points `index`) and prepare their reductions."""
+def evaluate_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, evaluator=None) -> Block:
+    """Points [start, stop) (or the grid points `index`) with the columns points.parquet keeps."""
     ev = evaluator or engine.Evaluator(cfg)
     blk = engine.evaluate_block(cfg, start, stop, index=index, keep=lambda names: kept_columns(names, cfg),
                                 evaluator=ev)
     if cfg.compare:
         add_speedup(blk, cfg, baselines, ev.grid)
+    return blk
+
+
+def reduce_chunk(blk: Block, cfg: SweepConfig, start: int, stop: int, grid: space.Grid) -> ChunkResult:
+    """A part's reductions: its counts and the candidate rows of the global front and comparison.
+    [start, stop) names the part: a range of points, or of evaluations in a search."""
     feas = np.asarray(blk["feasible"], dtype=bool)
     bound = blk["bound"].take(feas)
     counts = np.bincount(bound.codes[bound.codes >= 0], minlength=len(bound.categories))
     stats = {"start": start, "stop": stop, "points": int(len(blk)),
              "objectives_not_finite": int(not_finite_rows(blk, cfg.objectives).sum()), "feasible": int(feas.sum()),
              "bounds": {c: int(k) for c, k in zip(bound.categories, counts) if k}}
-    return ChunkResult(blk, blk.take(candidate_rows(blk, cfg, ev.grid)), stats)
+    return ChunkResult(blk, blk.take(candidate_rows(blk, cfg, grid)), stats)
+
+
+def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, evaluator=None) -> ChunkResult:
+    """Evaluate points [start, stop) (or the grid points `index`) and prepare their reductions."""
+    ev = evaluator or engine.Evaluator(cfg)
+    return reduce_chunk(evaluate_chunk(cfg, start, stop, baselines, index, ev), cfg, start, stop, ev.grid)
 
 
 def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:

@@ -186,11 +186,11 @@ def evaluate_block(cfg: SweepConfig, start: int = 0, stop: int | None = None, in
         digits = ev.grid.digits(index)
         outputs = ev.at(digits)
     inputs = ev.grid.inputs(digits)
-    extra = feasibility(cfg, outputs, inputs)
+    extra, worst = feasibility(cfg, outputs, inputs)
     names = [*inputs, *outputs.names, *extra]
     wanted = names if keep is None else keep(names)
     cols = {c: inputs[c] if c in inputs else extra[c] if c in extra else outputs.column(c) for c in wanted}
-    return Block(index, cols, digits)
+    return Block(index, cols, digits, worst)
 
 
 def evaluate_points(config, start: int = 0, stop: int | None = None) -> pd.DataFrame:

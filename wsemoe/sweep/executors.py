@@ -66,21 +66,40 @@ def _die_with_parent(parent: int) -> None:
     _keep_heap(True)  # a worker streams chunks until it exits: keep its heap for good
 
 
-def _run_pipelined(args, done) -> None:
-    """One process: evaluate the next chunk while writer threads encode and store earlier ones
-    (pyarrow and hashlib release the GIL, so the writers use the other cores).
+class Writers:
+    """Writer threads that encode and store chunks while this thread evaluates the next one (pyarrow
+    and hashlib release the GIL). At most WRITERS writes are pending, so at most WRITERS + 1 chunks
+    are in memory; `done(stats)` is called for each finished write, in submission order."""
 
-    At most WRITERS writes are pending, so at most WRITERS + 1 chunks are in memory.
-    """
-    pending: deque = deque()
-    with kept_heap(), ThreadPoolExecutor(max_workers=WRITERS) as writer:
+    def __init__(self, done):
+        self.done, self.pending = done, deque()
+
+    def __enter__(self):
+        self.heap = kept_heap()
+        self.heap.__enter__()
+        self.pool = ThreadPoolExecutor(max_workers=WRITERS)
+        return self
+
+    def submit(self, partial_dir, res) -> None:
+        while len(self.pending) >= WRITERS:
+            self.done(self.pending.popleft().result())
+        self.pending.append(self.pool.submit(partial.write_chunk, partial_dir, res.points, res.candidates, res.stats))
+
+    def __exit__(self, *exc):
+        try:
+            while self.pending and exc[0] is None:
+                self.done(self.pending.popleft().result())
+        finally:
+            self.pool.shutdown(wait=True)
+            self.heap.__exit__(*exc)
+        return False
+
+
+def _run_pipelined(args, done) -> None:
+    """One process: evaluate the next chunk while writer threads store earlier ones."""
+    with Writers(done) as writers:
         for cfg, start, stop, baselines, partial_dir in args:
-            res = chunked.run_chunk(cfg, start, stop, baselines, evaluator=_evaluator(cfg))
-            while len(pending) >= WRITERS:
-                done(pending.popleft().result())
-            pending.append(writer.submit(partial.write_chunk, partial_dir, res.points, res.candidates, res.stats))
-        while pending:
-            done(pending.popleft().result())
+            writers.submit(partial_dir, chunked.run_chunk(cfg, start, stop, baselines, evaluator=_evaluator(cfg)))
 
 
 _EVALUATOR: list = [None, None]  # (config, evaluator) of the last chunk: a process's chunks share one

@@ -13,8 +13,9 @@ REASONS = {
 }
 
 
-def feasibility(cfg, outputs, inputs: dict) -> dict:
-    """User-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words).
+def feasibility(cfg, outputs, inputs: dict) -> tuple[dict, np.ndarray]:
+    """(user-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words);
+    the worst g of each point, NaN first, as a search ranks infeasible points).
 
     `outputs` is the engine's `Outputs` (columns built on demand); `inputs` the input columns.
     """
@@ -46,7 +47,7 @@ def feasibility(cfg, outputs, inputs: dict) -> dict:
     codes = np.where(feasible, np.int32(-1), codes)
     extra["feasible"] = feasible
     extra["infeasible_reason"] = Labels(codes.astype(np.int32), [_reason(c) for c in gcols])
-    return extra
+    return extra, np.where(nan, np.nan, worst)
 
 
 def _reason(col: str) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 from wsemoe.errors import ConfigError
 
 
-def _as_minimization(table, objectives: dict) -> np.ndarray:
+def minimization(table, objectives: dict) -> np.ndarray:
     """Objective columns of a DataFrame or Block, maxima negated, as an (n, k) float array."""
     cols = []
     for col, sense in objectives.items():
@@ -64,7 +64,7 @@ def _feasible(table) -> np.ndarray:
 
 def not_finite_rows(table, objectives: dict) -> np.ndarray:
     """Feasible rows the front cannot rank: an objective is NaN or infinite (counted, never hidden)."""
-    return _feasible(table) & ~np.all(np.isfinite(_as_minimization(table, objectives)), axis=1)
+    return _feasible(table) & ~np.all(np.isfinite(minimization(table, objectives)), axis=1)
 
 
 def not_finite(df: pd.DataFrame, objectives: dict) -> int:
@@ -74,7 +74,7 @@ def not_finite(df: pd.DataFrame, objectives: dict) -> int:
 
 def front_rows(table, objectives: dict) -> np.ndarray:
     """Positions of the feasible, non-dominated rows with finite objectives (in row order)."""
-    pts = _as_minimization(table, objectives)
+    pts = minimization(table, objectives)
     rows = np.flatnonzero(_feasible(table) & np.all(np.isfinite(pts), axis=1))
     return rows[nondominated(pts[rows])]
 

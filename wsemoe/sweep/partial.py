@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from wsemoe import __version__
 
-from wsemoe.sweep import partfile, store
+from wsemoe.sweep import csvfile, partfile, store
 from wsemoe.sweep.block import Block
 
 from wsemoe.config import yamlio
@@ -123,7 +123,7 @@ def stale_partials(target: Path) -> list[Path]:
     return out
 
 
-def _files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
+def part_files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
     """Part, stats and candidates files of the chunk [start, stop) in a partial folder."""
     name = store.part_name(start, stop)
     return (partial / "points.parquet" / name, partial / "chunks" / f"{name}.json",
@@ -134,7 +134,7 @@ def write_chunk(partial, points: Block, candidates: Block, stats: dict) -> dict:
     """Candidates and stats (with the part's size and checksum) first, the part last: a part present
     with matching stats is whole. Any process that sees the partial folder may call this."""
     partial = Path(partial)
-    part, meta, cand = _files(partial, stats["start"], stats["stop"])
+    part, meta, cand = part_files(partial, stats["start"], stats["stop"])
     data = partfile.to_bytes(points)
     stats = {**stats, "file": part.name, "rows": int(len(points)), "bytes": len(data),
              "sha256": hashlib.sha256(data).hexdigest()}
@@ -169,7 +169,7 @@ class PartialRun:
         (self.path / MARKER).write_text(json.dumps({"target": self.target.name, "config_hash": config_hash}))
 
     def _files(self, start: int, stop: int) -> tuple[Path, Path, Path]:
-        return _files(self.path, start, stop)
+        return part_files(self.path, start, stop)
 
     def reusable(self) -> list[tuple[int, int]]:
         """Ranges whose part is whole (size and SHA-256 as recorded) and disjoint; the rest is deleted."""
@@ -219,9 +219,9 @@ class PartialRun:
         shutil.rmtree(self.tmp)
         (self.path / MARKER).unlink()
         (self.path / "config.yaml").write_text(yamlio.dumps(config))
-        pareto.to_csv(self.path / "pareto.csv", index=True)
+        csvfile.write_csv(pareto, self.path / "pareto.csv", index=True)
         for name, frame in (extra_csv or {}).items():
-            frame.to_csv(self.path / name, index=False)
+            csvfile.write_csv(frame, self.path / name, index=False)
         manifest = {"format": store.FORMAT, "version": __version__, "dependencies": store.dependency_versions(),
                     **manifest}
         self.tmp.mkdir()

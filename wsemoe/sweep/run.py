@@ -19,7 +19,7 @@ from wsemoe.sweep import engine
 
 from wsemoe.sweep import space
 
-from wsemoe.sweep import partfile, store
+from wsemoe.sweep import partfile, searchrun, store
 from wsemoe.sweep import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
@@ -79,16 +79,34 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
         return SweepResult(path, cfg, "up to date", store.read_manifest(path))
-    total = cfg.size()
+    total = planned_points(cfg)
     limit = max_points()
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
-                          "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
+                          "check the estimate with `wsemoe check` and pass --force to run it",
+                          loc=("search", "evaluations") if cfg.search else ("axes",))
+    if cfg.search:
+        _check_search(cfg, workers, scheduler, limit, force)
     if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     partial_mod.check_target(path, cfg.name, force)
     with partial_mod.RunLock(path):
         return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress)
+
+
+def planned_points(cfg: SweepConfig) -> int:
+    """Points a run evaluates: the whole grid, or a search's budget (at most the grid)."""
+    return min(cfg.search.evaluations, cfg.size()) if cfg.search else cfg.size()
+
+
+def _check_search(cfg: SweepConfig, workers: int, scheduler, limit: int, force: bool) -> None:
+    """A search runs generation by generation in this process; its comparison needs the baseline grid."""
+    if workers > 1 or scheduler:
+        raise ConfigError("a search evaluates one generation after another in this process; "
+                          "drop --workers/--scheduler", loc=("--scheduler" if scheduler else "--workers",))
+    if cfg.compare and chunked.baseline_config(cfg).size() > limit and not force:
+        raise ConfigError(f"the comparison needs every baseline point ({chunked.baseline_config(cfg).size():,}), "
+                          f"more than the limit of {limit:,}; drop compare or pass --force", loc=("compare",))
 
 
 def _chunk_size(total: int, workers: int, parallel: bool) -> int:
@@ -104,9 +122,9 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
     t0 = time.perf_counter()
     partial = partial_mod.PartialRun(path, h, resume)
     reused = partial.reusable() if resume else []
-    tasks = chunked.chunk_ranges(total, chunk, reused)
+    tasks = [] if cfg.search else chunked.chunk_ranges(total, chunk, reused)
     progress = on_progress or (lambda done_points, total_points: None)
-    finished = total - sum(e - s for s, e in tasks)
+    finished = 0 if cfg.search else total - sum(e - s for s, e in tasks)
     progress(finished, total)
 
     def on_done(stats):
@@ -114,9 +132,14 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
         finished += stats["points"]
         progress(finished, total)
 
+    search = None
     try:
         baselines = chunked.baseline_best(cfg, chunk)
-        run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
+        if cfg.search:
+            search = searchrun.run_search(cfg, baselines, partial.path, chunk, reused, on_done)
+            total = search["evaluated"]
+        else:
+            run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
         cands, stats = partial.read_reductions(total)
         front = pareto_front(cands, cfg.objectives)
         comparison = comparison_table(cands, cfg) if cfg.compare else None
@@ -128,23 +151,30 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
             partial.discard()  # nothing to resume from: leave nothing behind
         raise
     seconds = time.perf_counter() - t0
+    manifest = _manifest(cfg, h, stats, front, chunk, len(reused), seconds, partial.parts)
+    if search is not None:
+        manifest["search"] = {**cfg.search.model_dump(), **search}
+    extra = {"comparison.csv": comparison} if comparison is not None else {}
+    partial.finish(resolved_config(cfg), front, manifest, extra)
+    return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
+
+
+def _manifest(cfg, h, stats, front, chunk, reused, seconds, parts_dir) -> dict:
+    """The manifest of a finished run (the writer adds format, version and dependencies)."""
     bounds: dict = {}
     for s in stats:
         for k, v in s["bounds"].items():
             bounds[k] = bounds.get(k, 0) + v
     parts = [{k: s[k] for k in ("file", "start", "stop", "rows", "bytes", "sha256")} for s in stats]
-    manifest = {
+    return {
         "name": cfg.name, "description": cfg.description, "config_hash": h,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
         "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
         "objectives_not_finite": sum(s.get("objectives_not_finite", 0) for s in stats),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
-        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused), "eval_seconds": round(seconds, 4),
-        "columns": manifest_columns(_part_columns(partial.parts)), "parts": parts,
+        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": reused, "eval_seconds": round(seconds, 4),
+        "columns": manifest_columns(_part_columns(parts_dir)), "parts": parts,
     }
-    extra = {"comparison.csv": comparison} if comparison is not None else {}
-    partial.finish(resolved_config(cfg), front, manifest, extra)
-    return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
 
 
 def _part_columns(parts_dir: Path) -> list[str]:

@@ -1,0 +1,255 @@
+"""Search a design space too big to enumerate: NSGA-II over the grid's factors, generation by generation.
+
+A design point is one value position per factor (the index arithmetic of `space.Grid`), so the
+decision variables are those positions, integers in [0, size). Numeric factors are ordered
+(B = 1, 2, 3, ...; powers of two), so simulated binary crossover and polynomial mutation act on
+their positions and round. Categorical factors (strategy, presets, mode, ...) have no order:
+a child takes one parent's value (uniform crossover) and mutation draws any value of the axis
+with equal chance, so a category is never averaged or nudged towards a "neighbour". Each
+generation is evaluated by the same vectorized engine as a grid sweep. No point is evaluated
+twice: offspring already evaluated are eliminated and bred again, so `evaluations` counts
+distinct points, and a search that cannot breed new points stops early. Infeasible points are
+ranked by their worst constraint value g (constraint domination).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.config.schema import Search
+from wsemoe.sweep.space import Grid
+
+MIN_POPULATION, MAX_DEFAULT_POPULATION = 100, 1_000
+NOT_FINITE_VIOLATION = 1.0e30  # a feasible point whose objective is NaN or infinite cannot be ranked
+
+
+def population_size(search: Search) -> int:
+    """Points per generation: as given, else about 200 generations' worth of the budget."""
+    if search.population is not None:
+        return search.population
+    return int(min(MAX_DEFAULT_POPULATION, max(MIN_POPULATION, search.evaluations // 200)))
+
+
+def _draw(random_state, sizes: np.ndarray, n: int) -> np.ndarray:
+    """n rows of uniform positions in [0, size) for each size."""
+    return np.floor(random_state.random((n, len(sizes))) * sizes).astype(np.int64)
+
+
+class Variation:
+    """NSGA-II's breeding on grid positions, vectorized over a whole generation.
+
+    Binary tournaments by the crowded comparison (smaller constraint violation, then lower rank,
+    then larger crowding distance); pymoo's simulated binary crossover and polynomial mutation on
+    ordered positions, rounded; uniform crossover and uniform redraw on categories. A child equal
+    to its parent after rounding takes one step on one variable. Children already evaluated,
+    repeated, or in the population are dropped and more are bred.
+    """
+
+    CROSSOVER, SBX_ETA, PM_ETA, MAX_ROUNDS, MAX_BATCH = 0.9, 15.0, 20.0, 50, 1 << 16
+
+    def __init__(self, grid: Grid):
+        self.grid = grid
+        self.sizes = np.asarray(grid.shape, dtype=np.int64)
+        self.categorical = np.asarray([not f.numeric for f in grid.factors], dtype=bool)
+        self.xl, self.xu = np.zeros(len(self.sizes)), self.sizes - 1.0
+        self.seen = np.zeros(0, dtype=np.int64)  # sorted grid indices of every evaluated point
+        self.parents = None  # (positions, violation, rank, crowding) of the current population
+
+    def is_seen(self, keys: np.ndarray) -> np.ndarray:
+        if not len(self.seen):
+            return np.zeros(len(keys), dtype=bool)
+        pos = np.minimum(np.searchsorted(self.seen, keys), len(self.seen) - 1)
+        return self.seen[pos] == keys
+
+    def key(self, X: np.ndarray) -> np.ndarray:
+        return self.grid.index_of(list(np.asarray(X, dtype=np.int64).T))
+
+    def breed(self, X, cv, rank, crowding, n: int, rng) -> np.ndarray:
+        """Up to n new, distinct positions bred from the population (fewer when none can be found)."""
+        out, keys, rate = [], np.zeros(0, dtype=np.int64), 1.0
+        for _ in range(self.MAX_ROUNDS):
+            need = n - sum(len(o) for o in out)
+            if need <= 0:
+                break
+            # late in a search most children were seen already: breed as many as the last round's
+            # share of new ones says it takes (one round, not dozens)
+            m = int(min(self.MAX_BATCH, max(64, 1.25 * need / max(rate, 1e-3))))
+            m += m % 2
+            parents = self._tournament(cv, rank, crowding, m, rng)
+            child = self._mutate(self._crossover(X[parents[: m // 2]], X[parents[m // 2:]], rng), rng)
+            k = self.key(child)
+            _, first = np.unique(k, return_index=True)
+            first = np.sort(first)
+            fresh = first[~self.is_seen(k[first]) & ~np.isin(k[first], keys)]
+            rate = len(fresh) / m
+            fresh = fresh[:need]
+            out.append(child[fresh])
+            keys = np.concatenate([keys, k[fresh]])
+        return np.concatenate(out) if out else np.zeros((0, len(self.sizes)), dtype=np.int64)
+
+    @staticmethod
+    def _tournament(cv, rank, crowding, m: int, rng) -> np.ndarray:
+        a, b = (np.floor(rng.random((2, m)) * len(cv)).astype(np.int64))
+        coin = rng.random(m) < 0.5
+        infeasible = (cv[a] > 0) | (cv[b] > 0)
+        a_wins = np.where(infeasible, (cv[a] < cv[b]) | ((cv[a] == cv[b]) & coin),
+                          (rank[a] < rank[b]) | ((rank[a] == rank[b]) & (
+                              (crowding[a] > crowding[b]) | ((crowding[a] == crowding[b]) & coin))))
+        return np.where(a_wins, a, b)
+
+    def _crossover(self, p1: np.ndarray, p2: np.ndarray, rng) -> np.ndarray:
+        from pymoo.operators.crossover.sbx import cross_sbx
+
+        n = len(p1)
+        col = np.ones((n, 1))
+        Q = np.rint(cross_sbx(np.stack([p1, p2]).astype(float), self.xl, self.xu, self.SBX_ETA * col, 0.5 * col,
+                              0.5 * col, random_state=rng)).astype(np.int64)
+        swap = rng.random((n, int(self.categorical.sum()))) < 0.5
+        a, b = p1[:, self.categorical], p2[:, self.categorical]
+        Q[0][:, self.categorical], Q[1][:, self.categorical] = np.where(swap, b, a), np.where(swap, a, b)
+        cross = rng.random(n) < self.CROSSOVER  # the other pairs pass on copies (then mutate)
+        Q[:, ~cross] = np.stack([p1, p2])[:, ~cross]
+        return np.clip(np.concatenate([Q[0], Q[1]]), 0, self.sizes - 1)
+
+    def _mutate(self, X: np.ndarray, rng) -> np.ndarray:
+        from pymoo.operators.mutation.pm import mut_pm
+
+        n, d = X.shape
+        Xp = np.rint(mut_pm(X.astype(float), self.xl, self.xu, np.full(n, self.PM_ETA), np.full(n, 1.0 / d),
+                            False, random_state=rng)).astype(np.int64)
+        cats = np.flatnonzero(self.categorical)
+        redraw = rng.random((n, len(cats))) < 1.0 / d
+        Xp[:, cats] = np.where(redraw, _draw(rng, self.sizes[cats], n), X[:, cats])
+        same = np.flatnonzero(np.all(Xp == X, axis=1))
+        var = np.floor(rng.random(len(same)) * d).astype(np.int64)
+        step = np.where(rng.random(len(same)) < 0.5, -1, 1)
+        size, at = self.sizes[var], Xp[same, var]
+        moved = np.where((at + step < 0) | (at + step >= size), at - step, at + step)  # reflect at the ends
+        other = (at + 1 + np.floor(rng.random(len(same)) * np.maximum(size - 1, 1)).astype(np.int64)) % size
+        Xp[same, var] = np.where(self.categorical[var], other, moved)
+        return np.clip(Xp, 0, self.sizes - 1)
+
+
+def _pymoo_parts(variation: Variation):
+    """The pymoo problem, NSGA-II's survival on arrays, and the mating step that hands breeding to
+    `variation` (pymoo's per-individual bookkeeping would cost more than evaluating the points)."""
+    from pymoo.core.duplicate import DuplicateElimination
+    from pymoo.core.infill import InfillCriterion
+    from pymoo.core.population import Population
+    from pymoo.core.problem import Problem
+    from pymoo.core.survival import Survival
+    from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+    from pymoo.util.randomized_argsort import randomized_argsort
+
+    class Positions(Problem):
+        def __init__(self, n_obj: int):
+            super().__init__(n_var=len(variation.sizes), n_obj=n_obj, n_ieq_constr=1, xl=variation.xl,
+                             xu=variation.xu, vtype=int)
+
+    class CrowdedSurvival(Survival):
+        """NSGA-II survival: feasible points by non-dominated rank, the split front by crowding
+        distance, then infeasible points by violation; ranks and distances kept for breeding."""
+
+        def __init__(self):
+            super().__init__(filter_infeasible=False)
+            self.nds = NonDominatedSorting()
+
+        def _do(self, problem, pop, *args, n_survive=None, random_state=None, **kwargs):
+            F, cv = pop.get("F").astype(float), pop.get("CV")[:, 0].astype(float)
+            rank, crowd, chosen = np.full(len(pop), np.inf), np.zeros(len(pop)), []
+            feasible = np.flatnonzero(cv <= 0)
+            fronts = self.nds.do(F[feasible], n_stop_if_ranked=n_survive) if len(feasible) else []
+            for k, front in enumerate(fronts):
+                idx = feasible[front]
+                cd = calc_crowding_distance(F[idx]) if len(idx) > 2 else np.full(len(idx), np.inf)
+                rank[idx], crowd[idx] = k, cd
+                if len(chosen) + len(idx) > n_survive:
+                    idx = idx[randomized_argsort(cd, order="descending", method="numpy",
+                                                 random_state=random_state)[: n_survive - len(chosen)]]
+                chosen.extend(idx.tolist())
+                if len(chosen) >= n_survive:
+                    break
+            infeasible = np.flatnonzero(cv > 0)
+            chosen.extend(infeasible[np.argsort(cv[infeasible], kind="stable")][: n_survive - len(chosen)].tolist())
+            keep = np.asarray(chosen, dtype=np.int64)
+            variation.parents = (np.asarray(pop.get("X"), dtype=np.int64)[keep], cv[keep], rank[keep], crowd[keep])
+            return pop[keep]
+
+    class Breeding(InfillCriterion):
+        def do(self, problem, pop, n_offsprings, random_state=None, **kwargs):
+            X, cv, rank, crowd = variation.parents  # the survivors, in the population's order
+            return Population.new("X", variation.breed(X, cv, rank, crowd, n_offsprings, random_state))
+
+    class Distinct(DuplicateElimination):
+        """The first sample: distinct grid indices (later generations are bred distinct)."""
+
+        def _do(self, pop, other, is_duplicate):
+            k = variation.key(pop.get("X"))
+            _, first = np.unique(k, return_index=True)
+            is_duplicate[:] = True
+            is_duplicate[first] = False
+            if other is not None:
+                is_duplicate |= np.isin(k, variation.key(other.get("X")))
+            return is_duplicate
+
+    return Positions, CrowdedSurvival, Breeding, Distinct
+
+
+class Driver:
+    """NSGA-II in ask-and-tell form: `ask()` gives the grid indices of the next generation (None when
+    done), `tell(F, violation)` gives back their minimization objectives and worst g."""
+
+    def __init__(self, search: Search, grid: Grid, n_obj: int):
+        from pymoo.algorithms.moo.nsga2 import NSGA2
+        from pymoo.core.termination import NoTermination
+        from pymoo.operators.sampling.rnd import IntegerRandomSampling
+
+        self.variation = Variation(grid)
+        Positions, CrowdedSurvival, Breeding, Distinct = _pymoo_parts(self.variation)
+        self.grid, self.budget = grid, min(search.evaluations, grid.size)
+        self.population = population_size(search)
+        self.problem = Positions(n_obj)
+        self.algorithm = NSGA2(pop_size=self.population, sampling=IntegerRandomSampling(), mating=Breeding(),
+                               survival=CrowdedSurvival(), eliminate_duplicates=Distinct())
+        self.algorithm.setup(self.problem, termination=NoTermination(), seed=search.seed, verbose=False)
+        self.evaluated, self.generations, self.stopped = 0, 0, None
+        self._pending = None
+
+    def ask(self) -> np.ndarray | None:
+        """Grid indices of the next generation's new points, or None (budget spent, or nothing new)."""
+        if self.evaluated >= self.budget:
+            self.stopped = "budget"
+            return None
+        pop = self.algorithm.ask()
+        if pop is None or len(pop) == 0:
+            self.stopped = "no new points"
+            return None
+        pop = pop[: self.budget - self.evaluated]
+        self._pending = pop
+        return self.variation.key(pop.get("X"))
+
+    def tell(self, F: np.ndarray, violation: np.ndarray) -> None:
+        """Objectives (minimization form) and worst g of the points `ask` gave, in its order."""
+        from pymoo.core.evaluator import Evaluator
+        from pymoo.problems.static import StaticProblem
+
+        pop, self._pending = self._pending, None
+        F = np.asarray(F, dtype=float)
+        g = np.nan_to_num(np.asarray(violation, dtype=float), nan=NOT_FINITE_VIOLATION)
+        bad = ~np.all(np.isfinite(F), axis=1)
+        g = np.where(bad & (g <= 0), NOT_FINITE_VIOLATION, g)
+        F = np.where(np.isfinite(F), F, 0.0)
+        Evaluator().eval(StaticProblem(self.problem, F=F, G=g[:, None]), pop)
+        self.algorithm.tell(infills=pop)
+        self.variation.seen = np.union1d(self.variation.seen, self.variation.key(pop.get("X")))
+        self.evaluated += len(pop)
+        self.generations += 1
+
+    def info(self) -> dict:
+        """What the manifest records about the search."""
+        from importlib import metadata
+
+        return {"algorithm": "nsga2", "library": f"pymoo {metadata.version('pymoo')}", "population": self.population,
+                "generations": self.generations, "evaluated": self.evaluated, "budget": self.budget,
+                "space_points": self.grid.size, "stopped": self.stopped}
