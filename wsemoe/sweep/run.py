@@ -188,16 +188,18 @@ def _part_columns(parts_dir: Path) -> list[str]:
 def check(config) -> dict:
     """What a sweep would do, without running it: points, axes, time and output-size estimates."""
     cfg = load_config(config)
-    n = cfg.size()
+    n = planned_points(cfg)
     m = min(n, 8192)
     ev = engine.Evaluator(cfg)
-    chunked.run_chunk(cfg, 0, min(n, 64), None if not cfg.compare else _nan_baselines(cfg), evaluator=ev)  # warm caches
+    base = None if not cfg.compare else _nan_baselines(cfg)
+    chunked.run_chunk(cfg, 0, min(m, 64), base, evaluator=ev)  # warm caches so the timing below is representative
     t0 = time.perf_counter()
-    sample = chunked.run_chunk(cfg, 0, m, None if not cfg.compare else _nan_baselines(cfg), evaluator=ev).points
+    sample = chunked.run_chunk(cfg, 0, m, base, evaluator=ev).points
     per_point = (time.perf_counter() - t0) / m
     size = len(partfile.to_bytes(sample))  # as parts are written (the speedup's values do not matter for size)
-    return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
+    return {"name": cfg.name, "points": n, "space_points": cfg.size(), "axes": {a: len(v) for a, v in cfg.axes.items()},
             "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
+            "search": cfg.search.model_dump() if cfg.search else None,
             "estimated_seconds": n * per_point, "estimated_output_bytes": n * size / m,
             "limit": max_points(), "over_limit": n > max_points()}
 

@@ -130,72 +130,6 @@ class Variation:
         return np.clip(Xp, 0, self.sizes - 1)
 
 
-def _pymoo_parts(variation: Variation):
-    """The pymoo problem, NSGA-II's survival on arrays, and the mating step that hands breeding to
-    `variation` (pymoo's per-individual bookkeeping would cost more than evaluating the points)."""
-    from pymoo.core.duplicate import DuplicateElimination
-    from pymoo.core.infill import InfillCriterion
-    from pymoo.core.population import Population
-    from pymoo.core.problem import Problem
-    from pymoo.core.survival import Survival
-    from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
-    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
-    from pymoo.util.randomized_argsort import randomized_argsort
-
-    class Positions(Problem):
-        def __init__(self, n_obj: int):
-            super().__init__(n_var=len(variation.sizes), n_obj=n_obj, n_ieq_constr=1, xl=variation.xl,
-                             xu=variation.xu, vtype=int)
-
-    class CrowdedSurvival(Survival):
-        """NSGA-II survival: feasible points by non-dominated rank, the split front by crowding
-        distance, then infeasible points by violation; ranks and distances kept for breeding."""
-
-        def __init__(self):
-            super().__init__(filter_infeasible=False)
-            self.nds = NonDominatedSorting()
-
-        def _do(self, problem, pop, *args, n_survive=None, random_state=None, **kwargs):
-            F, cv = pop.get("F").astype(float), pop.get("CV")[:, 0].astype(float)
-            rank, crowd, chosen = np.full(len(pop), np.inf), np.zeros(len(pop)), []
-            feasible = np.flatnonzero(cv <= 0)
-            fronts = self.nds.do(F[feasible], n_stop_if_ranked=n_survive) if len(feasible) else []
-            for k, front in enumerate(fronts):
-                idx = feasible[front]
-                cd = calc_crowding_distance(F[idx]) if len(idx) > 2 else np.full(len(idx), np.inf)
-                rank[idx], crowd[idx] = k, cd
-                if len(chosen) + len(idx) > n_survive:
-                    idx = idx[randomized_argsort(cd, order="descending", method="numpy",
-                                                 random_state=random_state)[: n_survive - len(chosen)]]
-                chosen.extend(idx.tolist())
-                if len(chosen) >= n_survive:
-                    break
-            infeasible = np.flatnonzero(cv > 0)
-            chosen.extend(infeasible[np.argsort(cv[infeasible], kind="stable")][: n_survive - len(chosen)].tolist())
-            keep = np.asarray(chosen, dtype=np.int64)
-            variation.parents = (np.asarray(pop.get("X"), dtype=np.int64)[keep], cv[keep], rank[keep], crowd[keep])
-            return pop[keep]
-
-    class Breeding(InfillCriterion):
-        def do(self, problem, pop, n_offsprings, random_state=None, **kwargs):
-            X, cv, rank, crowd = variation.parents  # the survivors, in the population's order
-            return Population.new("X", variation.breed(X, cv, rank, crowd, n_offsprings, random_state))
-
-    class Distinct(DuplicateElimination):
-        """The first sample: distinct grid indices (later generations are bred distinct)."""
-
-        def _do(self, pop, other, is_duplicate):
-            k = variation.key(pop.get("X"))
-            _, first = np.unique(k, return_index=True)
-            is_duplicate[:] = True
-            is_duplicate[first] = False
-            if other is not None:
-                is_duplicate |= np.isin(k, variation.key(other.get("X")))
-            return is_duplicate
-
-    return Positions, CrowdedSurvival, Breeding, Distinct
-
-
 class Driver:
     """NSGA-II in ask-and-tell form: `ask()` gives the grid indices of the next generation (None when
     done), `tell(F, violation)` gives back their minimization objectives and worst g."""
@@ -205,13 +139,15 @@ class Driver:
         from pymoo.core.termination import NoTermination
         from pymoo.operators.sampling.rnd import IntegerRandomSampling
 
+        from wsemoe.sweep import nsga  # pymoo takes a second to import: only searches pay for it
+
         self.variation = Variation(grid)
-        Positions, CrowdedSurvival, Breeding, Distinct = _pymoo_parts(self.variation)
         self.grid, self.budget = grid, min(search.evaluations, grid.size)
         self.population = population_size(search)
-        self.problem = Positions(n_obj)
-        self.algorithm = NSGA2(pop_size=self.population, sampling=IntegerRandomSampling(), mating=Breeding(),
-                               survival=CrowdedSurvival(), eliminate_duplicates=Distinct())
+        self.problem = nsga.Positions(self.variation, n_obj)
+        self.algorithm = NSGA2(pop_size=self.population, sampling=IntegerRandomSampling(),
+                               mating=nsga.Breeding(self.variation), survival=nsga.CrowdedSurvival(self.variation),
+                               eliminate_duplicates=nsga.Distinct(self.variation))
         self.algorithm.setup(self.problem, termination=NoTermination(), seed=search.seed, verbose=False)
         self.evaluated, self.generations, self.stopped = 0, 0, None
         self._pending = None
