@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _NEEDS_QUOTES = r'[,"\r\n]'
+ARROW_ROWS = 500  # shorter tables go through pandas
 
 
 def _text(values: pd.Series | pd.Index) -> pa.Array:
@@ -55,6 +56,9 @@ def _field(name) -> str:
 
 def write_csv(df: pd.DataFrame, path: Path, index: bool = True) -> None:
     """Write `df` like `df.to_csv(path, index=index)` (same file after `pandas.read_csv`)."""
+    if len(df) < ARROW_ROWS:  # a few arrow calls per column cost more than pandas on a short table
+        df.to_csv(path, index=index)
+        return
     names = ([df.index.name] if index else []) + list(df.columns)
     cols = ([_text(df.index)] if index else []) + [_text(df[c]) for c in df.columns]
     lines = [",".join(_field(n) for n in names)]
