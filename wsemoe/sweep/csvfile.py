@@ -33,16 +33,20 @@ def _text(values: pd.Series | pd.Index) -> pa.Array:
         arr = arr.cast(arr.type.value_type)
     if pa.types.is_floating(arr.type):
         x = np.asarray(values, dtype=float)
-        s = pc.cast(arr, pa.string())
-        whole = np.isfinite(x) & (x == np.round(x))  # printed without a point unless in exponent form
-        whole &= ~np.asarray(pc.match_substring(s, "e").fill_null(False))
-        s = pc.if_else(pa.array(whole), pc.binary_join_element_wise(s, ".0", ""), s)
-        return pc.if_else(pa.array(np.isnan(x)), "", s).fill_null("")
+        s = arr.cast(pa.string())
+        whole = np.flatnonzero(np.isfinite(x) & (x == np.round(x)))  # printed without a point unless as 1e+16
+        if len(whole):
+            bare = whole[~np.asarray(pc.match_substring(s.take(whole), "e"))]
+            fixed = np.asarray(s.to_numpy(zero_copy_only=False), dtype=object)
+            fixed[bare] += ".0"
+            s = pa.array(fixed, type=pa.string())
+        nan = np.isnan(x)
+        return pc.if_else(pa.array(nan), "", s) if nan.any() else s
     if pa.types.is_boolean(arr.type):
         return pc.if_else(arr, "True", "False").fill_null("")
     if pa.types.is_integer(arr.type):
-        return pc.cast(arr, pa.string()).fill_null("")
-    s = pc.cast(arr, pa.string())
+        return arr.cast(pa.string()).fill_null("")
+    s = arr.cast(pa.string())
     if not any(pc.any(pc.match_substring(s, c)).as_py() for c in ',"\r\n'):
         return s.fill_null("")
     quoted = pc.binary_join_element_wise('"', pc.replace_substring(s, '"', '""'), '"', "")
