@@ -122,8 +122,10 @@ class Evaluator:
         return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
 
     def _categorical(self, i: int, d: int) -> dict:
+        """Values of a categorical factor at position d; numbers among them (a zip group's numeric paths)
+        as floats, as the numeric axes reach the model."""
         f = self.grid.factors[i]
-        return {p: (float(v) if f.numeric else v) for p, v in ((p, f.values[p][d]) for p in f.paths)}
+        return {p: (float(v) if space.is_number(v) else v) for p, v in ((p, f.values[p][d]) for p in f.paths)}
 
     def range(self, start: int, stop: int) -> Outputs:
         """Outputs of points [start, stop), rectangle by rectangle (one call per categorical combination;

@@ -19,7 +19,8 @@ from wsemoe.errors import ConfigError
 from wsemoe.sweep.block import Text
 
 
-def _is_number(v) -> bool:
+def is_number(v) -> bool:
+    """A plain number (booleans are not)."""
     return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
 
 
@@ -27,7 +28,7 @@ def _as_array(values: list) -> np.ndarray:
     """Typed column values: numbers as numpy numbers, anything else (names, tuples) as objects."""
     if all(isinstance(v, (bool, np.bool_)) for v in values):
         return np.asarray(values, dtype=bool)
-    if all(_is_number(v) for v in values):
+    if all(is_number(v) for v in values):
         return np.asarray(values)
     arr = np.empty(len(values), dtype=object)
     arr[:] = values
@@ -51,7 +52,7 @@ class Grid:
     """The design space of a sweep: its factors, sizes and the index arithmetic over them."""
 
     def __init__(self, cfg: SweepConfig):
-        self.factors = [Factor(f, len(next(iter(f.values()))), all(_is_number(v) for vals in f.values() for v in vals))
+        self.factors = [Factor(f, len(next(iter(f.values()))), all(is_number(v) for vals in f.values() for v in vals))
                         for f in cfg.factors()]
         self.shape = tuple(f.size for f in self.factors)
         self.size = math.prod(self.shape)
