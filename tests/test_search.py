@@ -129,10 +129,10 @@ def test_search_from_the_cli_and_refused_with_workers(runner, tmp_path):
 @pytest.mark.parametrize("search,needle", [({"evaluations": 0}, "evaluations"), ({"evaluations": 10, "algo": "x"}, "algo"),
                                            ({"evaluations": 10, "algorithm": "cmaes"}, "algorithm"),
                                            ({"evaluations": 10, "population": 2}, "population"),
-                                           ({"evaluations": True}, "evaluations")])
+                                           ({"evaluations": True}, "evaluations"), ({"evaluations": 5}, "axis")])
 def test_bad_search_settings_are_one_line(runner, tmp_path, search, needle):
     cfg = tmp_path / "s.yaml"
-    cfg.write_text(yaml.safe_dump({**SPACE, "search": search}))
+    cfg.write_text(yaml.safe_dump({**SPACE, "search": search, **({"axes": {}} if needle == "axis" else {})}))
     r = runner.invoke(app, ["sweep", str(cfg), "--results", str(tmp_path / "res")])
     assert r.exit_code != 0 and r.output.count("\n") == 1 and needle in r.output, r.output
     assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())

@@ -62,7 +62,7 @@ class Search(Spec):
     evaluations: int = Field(gt=0, le=MAX_EVALUATIONS, description="distinct design points to evaluate at most")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the algorithm's random choices (same seed, same points)")
     population: Optional[int] = Field(None, ge=4, le=MAX_POPULATION,
-                                      description="points per generation (default: evaluations / 200, within 100..1,000)")
+                                      description="points per generation (default: evaluations / 100, within 100..2,000)")
 
 
 class SweepConfig(Spec):

@@ -46,7 +46,32 @@ def nondominated(points: np.ndarray, block: int = 2048) -> np.ndarray:
 
 def _nondominated_2d(points: np.ndarray) -> np.ndarray:
     """Sorted by (f0, f1), a point survives when its f1 beats every f1 before its run of exact
-    duplicates (duplicates share one verdict)."""
+    duplicates (duplicates share one verdict). Large sets are thinned first without sorting."""
+    keep = _thin_2d(points) if len(points) > THIN_ABOVE else np.arange(len(points))
+    mask = np.zeros(len(points), dtype=bool)
+    mask[keep] = _sorted_front_2d(points[keep])
+    return mask
+
+
+THIN_ABOVE, THIN_BUCKETS = 4096, 1024
+
+
+def _thin_2d(points: np.ndarray) -> np.ndarray:
+    """Rows that may be non-dominated: f0 is cut into buckets; a point whose f1 is above the smallest
+    f1 of any lower bucket is strictly dominated (smaller f0 and smaller f1) and is dropped. Exact:
+    only dominated points go. Needs finite values (the front is taken over finite rows only)."""
+    f0, f1 = points[:, 0], points[:, 1]
+    lo, hi = f0.min(), f0.max()
+    if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
+        return np.arange(len(points))
+    bucket = np.minimum(((f0 - lo) / (hi - lo) * THIN_BUCKETS).astype(np.int64), THIN_BUCKETS - 1)
+    best = np.full(THIN_BUCKETS, np.inf)
+    np.minimum.at(best, bucket, f1)
+    below = np.concatenate([[np.inf], np.minimum.accumulate(best)[:-1]])  # smallest f1 in lower buckets
+    return np.flatnonzero(~(f1 > below[bucket]))
+
+
+def _sorted_front_2d(points: np.ndarray) -> np.ndarray:
     order = np.lexsort((points[:, 1], points[:, 0]))
     f0, f1 = points[order, 0], points[order, 1]
     first = np.ones(len(order), dtype=bool)

@@ -101,6 +101,8 @@ def planned_points(cfg: SweepConfig) -> int:
 
 def _check_search(cfg: SweepConfig, workers: int, scheduler, limit: int, force: bool) -> None:
     """A search runs generation by generation in this process; its comparison needs the baseline grid."""
+    if not cfg.factors():
+        raise ConfigError("a search needs at least one axis to search over", loc=("search",))
     if workers > 1 or scheduler:
         raise ConfigError("a search evaluates one generation after another in this process; "
                           "drop --workers/--scheduler", loc=("--scheduler" if scheduler else "--workers",))

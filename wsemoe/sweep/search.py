@@ -19,15 +19,16 @@ import numpy as np
 from wsemoe.config.schema import Search
 from wsemoe.sweep.space import Grid
 
-MIN_POPULATION, MAX_DEFAULT_POPULATION = 100, 1_000
+MIN_POPULATION, MAX_DEFAULT_POPULATION = 100, 2_000
 NOT_FINITE_VIOLATION = 1.0e30  # a feasible point whose objective is NaN or infinite cannot be ranked
 
 
 def population_size(search: Search) -> int:
-    """Points per generation: as given, else about 200 generations' worth of the budget."""
+    """Points per generation: as given, else about 100 generations' worth of the budget (pymoo's
+    bookkeeping costs per generation; the front was found as well with 100 as with 400 generations)."""
     if search.population is not None:
         return search.population
-    return int(min(MAX_DEFAULT_POPULATION, max(MIN_POPULATION, search.evaluations // 200)))
+    return int(min(MAX_DEFAULT_POPULATION, max(MIN_POPULATION, search.evaluations // 100)))
 
 
 def _draw(random_state, sizes: np.ndarray, n: int) -> np.ndarray:
@@ -41,11 +42,12 @@ class Variation:
     Binary tournaments by the crowded comparison (smaller constraint violation, then lower rank,
     then larger crowding distance); pymoo's simulated binary crossover and polynomial mutation on
     ordered positions, rounded; uniform crossover and uniform redraw on categories. A child equal
-    to its parent after rounding takes one step on one variable. Children already evaluated,
-    repeated, or in the population are dropped and more are bred.
+    to its parent after rounding takes one step on one variable. Children already evaluated or
+    repeated are dropped and more are bred; if a few rounds cannot fill the generation, random
+    immigrants (uniform unevaluated points) do, so the budget buys new points, not retries.
     """
 
-    CROSSOVER, SBX_ETA, PM_ETA, MAX_ROUNDS, MAX_BATCH = 0.9, 15.0, 20.0, 50, 1 << 16
+    CROSSOVER, SBX_ETA, PM_ETA, ROUNDS, MAX_BATCH = 0.9, 15.0, 20.0, 4, 1 << 16
 
     def __init__(self, grid: Grid):
         self.grid = grid
@@ -65,27 +67,34 @@ class Variation:
         return self.grid.index_of(list(np.asarray(X, dtype=np.int64).T))
 
     def breed(self, X, cv, rank, crowding, n: int, rng) -> np.ndarray:
-        """Up to n new, distinct positions bred from the population (fewer when none can be found)."""
-        out, keys, rate = [], np.zeros(0, dtype=np.int64), 1.0
-        for _ in range(self.MAX_ROUNDS):
-            need = n - sum(len(o) for o in out)
+        """n new, distinct positions: bred from the population, the rest (when breeding keeps landing
+        on evaluated points: the population sits in an exhausted neighbourhood) drawn uniformly from
+        unevaluated points. Fewer only when the space has no more points to give."""
+        out, keys = [], np.zeros(0, dtype=np.int64)
+        for _ in range(self.ROUNDS):
+            need = n - len(keys)
             if need <= 0:
                 break
-            # late in a search most children were seen already: breed as many as the last round's
-            # share of new ones says it takes (one round, not dozens)
-            m = int(min(self.MAX_BATCH, max(64, 1.25 * need / max(rate, 1e-3))))
+            m = min(self.MAX_BATCH, 4 * max(need, 16))
             m += m % 2
             parents = self._tournament(cv, rank, crowding, m, rng)
-            child = self._mutate(self._crossover(X[parents[: m // 2]], X[parents[m // 2:]], rng), rng)
-            k = self.key(child)
-            _, first = np.unique(k, return_index=True)
-            first = np.sort(first)
-            fresh = first[~self.is_seen(k[first]) & ~np.isin(k[first], keys)]
-            rate = len(fresh) / m
-            fresh = fresh[:need]
-            out.append(child[fresh])
-            keys = np.concatenate([keys, k[fresh]])
+            keys = self._keep(self._mutate(self._crossover(X[parents[: m // 2]], X[parents[m // 2:]], rng), rng),
+                              need, keys, out)
+        for _ in range(self.ROUNDS):  # random immigrants
+            need = n - len(keys)
+            if need <= 0 or len(self.seen) + len(keys) >= self.grid.size:
+                break
+            keys = self._keep(_draw(rng, self.sizes, min(self.MAX_BATCH, 4 * need)), need, keys, out)
         return np.concatenate(out) if out else np.zeros((0, len(self.sizes)), dtype=np.int64)
+
+    def _keep(self, child: np.ndarray, need: int, keys: np.ndarray, out: list) -> np.ndarray:
+        """Append to `out` up to `need` children never evaluated nor kept before; the kept keys."""
+        k = self.key(child)
+        _, first = np.unique(k, return_index=True)
+        first = np.sort(first)
+        fresh = first[~self.is_seen(k[first]) & ~np.isin(k[first], keys)][:need]
+        out.append(child[fresh])
+        return np.concatenate([keys, k[fresh]])
 
     @staticmethod
     def _tournament(cv, rank, crowding, m: int, rng) -> np.ndarray:
