@@ -43,11 +43,14 @@ class Variation:
     then larger crowding distance); pymoo's simulated binary crossover and polynomial mutation on
     ordered positions, rounded; uniform crossover and uniform redraw on categories. A child equal
     to its parent after rounding takes one step on one variable. Children already evaluated or
-    repeated are dropped and more are bred; if a few rounds cannot fill the generation, random
-    immigrants (uniform unevaluated points) do, so the budget buys new points, not retries.
+    repeated are dropped and more are bred; when 200 children per wanted point still cannot fill the
+    generation, random immigrants (uniform unevaluated points) do, so the budget buys new points
+    instead of endless retries.
     """
 
-    CROSSOVER, SBX_ETA, PM_ETA, ROUNDS, MAX_BATCH = 0.9, 15.0, 20.0, 4, 1 << 16
+    CROSSOVER, SBX_ETA, PM_ETA, MAX_BATCH = 0.9, 15.0, 20.0, 1 << 16
+    BREED_PER_CHILD = 200  # children bred per new point wanted, at most (a 0.5% novelty rate), then immigrants
+    ROUNDS = 8  # rounds of random draws for immigrants
 
     def __init__(self, grid: Grid):
         self.grid = grid
@@ -70,16 +73,18 @@ class Variation:
         """n new, distinct positions: bred from the population, the rest (when breeding keeps landing
         on evaluated points: the population sits in an exhausted neighbourhood) drawn uniformly from
         unevaluated points. Fewer only when the space has no more points to give."""
-        out, keys = [], np.zeros(0, dtype=np.int64)
-        for _ in range(self.ROUNDS):
+        out, keys, rate, bred = [], np.zeros(0, dtype=np.int64), 1.0, 0
+        while len(keys) < n and bred < self.BREED_PER_CHILD * n:
             need = n - len(keys)
-            if need <= 0:
-                break
-            m = min(self.MAX_BATCH, 4 * max(need, 16))
+            # late in a search most children were seen already: breed as many as the last round's
+            # share of new ones says it takes
+            m = int(min(self.MAX_BATCH, self.BREED_PER_CHILD * n - bred, max(64, 1.25 * need / max(rate, 1e-4))))
             m += m % 2
             parents = self._tournament(cv, rank, crowding, m, rng)
+            before = len(keys)
             keys = self._keep(self._mutate(self._crossover(X[parents[: m // 2]], X[parents[m // 2:]], rng), rng),
                               need, keys, out)
+            rate, bred = max(len(keys) - before, 1e-9) / m, bred + m
         for _ in range(self.ROUNDS):  # random immigrants
             need = n - len(keys)
             if need <= 0 or len(self.seen) + len(keys) >= self.grid.size:
