@@ -25,11 +25,15 @@ def is_number(v) -> bool:
 
 
 def _as_array(values: list) -> np.ndarray:
-    """Typed column values: numbers as numpy numbers, anything else (names, tuples) as objects."""
-    if all(isinstance(v, (bool, np.bool_)) for v in values):
-        return np.asarray(values, dtype=bool)
-    if all(is_number(v) for v in values):
-        return np.asarray(values)
+    """Typed column values: numbers as numpy numbers, anything else (names, tuples) as objects.
+    Numpy types a list in one C pass: only numbers become an integer or float array."""
+    try:
+        arr = np.asarray(values)
+    except ValueError:  # ragged tuples (explicit placements)
+        arr = None
+    if arr is not None and arr.ndim == 1 and (arr.dtype.kind == "b" or (
+            arr.dtype.kind in "iuf" and not any(type(v) in (bool, np.bool_) for v in values))):
+        return arr
     arr = np.empty(len(values), dtype=object)
     arr[:] = values
     return arr
@@ -52,8 +56,9 @@ class Grid:
     """The design space of a sweep: its factors, sizes and the index arithmetic over them."""
 
     def __init__(self, cfg: SweepConfig):
-        self.factors = [Factor(f, len(next(iter(f.values()))), all(is_number(v) for vals in f.values() for v in vals))
-                        for f in cfg.factors()]
+        self._arrays = [{p: _as_array(v) for p, v in f.items()} for f in cfg.factors()]
+        self.factors = [Factor(f, len(next(iter(f.values()))), all(a.dtype.kind in "iuf" for a in arrays.values()))
+                        for f, arrays in zip(cfg.factors(), self._arrays)]
         self.shape = tuple(f.size for f in self.factors)
         self.size = math.prod(self.shape)
         strides, s = [], 1
@@ -61,7 +66,6 @@ class Grid:
             strides.append(s)
             s *= n
         self.strides = tuple(reversed(strides))
-        self._arrays = [{p: _as_array(v) for p, v in f.values.items()} for f in self.factors]
 
     def digits(self, index: np.ndarray) -> list[np.ndarray]:
         """The value position of every factor at each point index."""
