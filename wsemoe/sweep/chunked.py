@@ -113,15 +113,19 @@ def add_speedup(blk: Block, cfg: SweepConfig, baselines: pd.DataFrame, grid: spa
     blk.columns[f"speedup_vs_{cfg.compare.name}"] = np.where(blk["feasible"], metric / best, np.nan)
 
 
-_TABLE: list = [None, None, None]  # (baselines, representatives, table) of the last lookup: every chunk reuses it
+_TABLE: tuple = (None, None, None)  # (baselines, representatives, table) of the last lookup: chunks reuse it
 
 
 def _baseline_table(baselines: pd.DataFrame, grid: space.Grid, reps: np.ndarray, group: list[str]) -> np.ndarray:
-    """Best baseline metric of every group combination (NaN where no baseline point is feasible)."""
-    if _TABLE[0] is not baselines or not np.array_equal(_TABLE[1], reps):
+    """Best baseline metric of every group combination (NaN where no baseline point is feasible).
+    The cache is one tuple, read and replaced whole (threads of a Dask worker may share it)."""
+    global _TABLE
+    last, last_reps, table = _TABLE
+    if last is not baselines or not np.array_equal(last_reps, reps):
         keys = space.build_values(grid, reps, group)
-        _TABLE[:] = [baselines, reps, keys.merge(baselines, on=group, how="left")["baseline_best"].to_numpy(dtype=float)]
-    return _TABLE[2]
+        table = keys.merge(baselines, on=group, how="left")["baseline_best"].to_numpy(dtype=float)
+        _TABLE = (baselines, reps, table)
+    return table
 
 
 def _plain(col):

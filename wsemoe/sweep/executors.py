@@ -102,13 +102,18 @@ def _run_pipelined(args, done) -> None:
             writers.submit(partial_dir, chunked.run_chunk(cfg, start, stop, baselines, evaluator=_evaluator(cfg)))
 
 
-_EVALUATOR: list = [None, None]  # (config, evaluator) of the last chunk: a process's chunks share one
+_EVALUATOR = (None, None)  # (config, evaluator) of the last chunk: a process's chunks share one
 
 
 def _evaluator(cfg) -> engine.Evaluator:
-    if _EVALUATOR[0] is not cfg:
-        _EVALUATOR[:] = [cfg, engine.Evaluator(cfg)]
-    return _EVALUATOR[1]
+    """The evaluator of `cfg`, reused across a process's chunks. The pair is read and replaced as one
+    tuple, so threads of a Dask worker running chunks of two sweeps never mix them up."""
+    global _EVALUATOR
+    last_cfg, last = _EVALUATOR
+    if last_cfg is not cfg:
+        last = engine.Evaluator(cfg)
+        _EVALUATOR = (cfg, last)
+    return last
 
 
 def _glibc():
