@@ -133,16 +133,23 @@ def _plain(col):
 
 
 def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Positions (among `rows`) of the first row with the largest metric of each group id."""
+    """Positions (among `rows`) of the first row with the largest metric of each group id, in the order
+    of the groups' first rows. Group ids index dense tables when they are few (no sort)."""
     if not len(rows):
         return rows
-    uniq, inv = np.unique(ids[rows], return_inverse=True)
+    g = ids[rows]
+    if g.max() < 4 * len(rows) + 1024:
+        inv, n = g, int(g.max()) + 1
+    else:
+        _, inv = np.unique(g, return_inverse=True)
+        n = int(inv.max()) + 1
     m = metric[rows]
-    best = np.full(len(uniq), -np.inf)
+    best = np.full(n, -np.inf)
     np.fmax.at(best, inv, m)
-    hit = np.flatnonzero((m == best[inv]) | (np.isnan(best[inv]) | np.isneginf(best[inv])))
-    _, first = np.unique(inv[hit], return_index=True)
-    return rows[hit[first]]
+    hit = np.flatnonzero((m == best[inv]) | np.isneginf(best[inv]))
+    first = np.full(n, len(rows))
+    np.minimum.at(first, inv[hit], hit)
+    return rows[np.sort(first[first < len(rows)])]
 
 
 def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray:
