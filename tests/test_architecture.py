@@ -54,3 +54,11 @@ def test_only_the_cli_prints_or_exits():
             if isinstance(node, ast.Attribute) and node.attr == "exit" and getattr(node.value, "id", "") == "sys":
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+def test_readme_speed_table_is_the_bench_output():
+    """The README's speed section is bench/speed.md verbatim (make bench BENCH_ARGS=--readme copies it)."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    block = readme.split("<!-- bench:start -->\n", 1)[1].split("<!-- bench:end -->", 1)[0]
+    assert block == (root / "bench" / "speed.md").read_text()

@@ -109,7 +109,7 @@ def test_results_not_written_on_error_inside_evaluation(runner, tmp_path, monkey
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(engine, "evaluate_frame", boom)
+    monkeypatch.setattr(engine, "evaluate_block", boom)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(GOOD)
     result = runner.invoke(app, ["sweep", str(cfg), "--results", str(tmp_path / "res")])

@@ -17,7 +17,8 @@ from wsemoe import load_hardware, load_model
 from wsemoe.cli import app
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import chunked
-from wsemoe.sweep.feasibility import REASONS, add_feasibility
+from wsemoe.sweep.engine import Outputs, Rows
+from wsemoe.sweep.feasibility import REASONS, feasibility
 
 REL = 1e-12
 
@@ -155,11 +156,12 @@ def test_constraints_shape_the_pareto_front_and_the_comparison(tmp_path, free):
 
 def test_reason_of_any_other_g_column_and_of_an_unknown_value():
     """Any g_* column counts as a constraint; a NaN g is not satisfied (it cannot be shown ≤ 0)."""
-    out = pd.DataFrame({"g_mem_attn": [-1.0, 0.5, np.nan, 0.2], "g_custom": [0.0, 1.0, -1.0, 0.2],
-                        "step_time_s": [1.0, 1.0, 1.0, 1.0]})
-    df = add_feasibility(out, SimpleNamespace(constraints=[]), pd.DataFrame(index=out.index))
-    assert df["feasible"].tolist() == [True, False, False, False]
-    assert _reasons(df) == [None, "constraint g_custom violated", REASONS["g_mem_attn"], REASONS["g_mem_attn"]]
+    out = {"g_mem_attn": np.array([-1.0, 0.5, np.nan, 0.2]), "g_custom": np.array([0.0, 1.0, -1.0, 0.2]),
+           "step_time_s": np.array([1.0, 1.0, 1.0, 1.0])}
+    extra, _ = feasibility(SimpleNamespace(constraints=[]), Outputs(4, [(Rows(np.arange(4)), out)]), {})
+    assert extra["feasible"].tolist() == [True, False, False, False]
+    assert list(extra["infeasible_reason"].values()) == [None, "constraint g_custom violated", REASONS["g_mem_attn"],
+                                                         REASONS["g_mem_attn"]]
 
 
 def test_two_bounds_on_one_column_both_apply(free):

@@ -47,3 +47,17 @@ def test_front_respects_senses_and_feasibility():
     df = pd.DataFrame({"tps": [10, 20, 30, 40], "mem": [1, 2, 3, 1], "feasible": [True, True, True, False]})
     front = pareto_front(df, {"tps": "max", "mem": "min"})
     assert front.index.tolist() == [2, 1, 0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([3, 50, 10**6]), st.booleans())
+def test_thinning_large_sets_keeps_the_exact_front(seed, spread, shuffle_scale):
+    from wsemoe.sweep.pareto import THIN_ABOVE, _sorted_front_2d
+
+    rng = np.random.default_rng(seed)
+    n = THIN_ABOVE + 1 + int(rng.integers(0, 5000))
+    pts = rng.integers(0, spread, size=(n, 2)).astype(float)
+    if shuffle_scale:  # a trade-off curve with noise: many points near the front
+        x = rng.random(n)
+        pts = np.column_stack([x, 1 / (x + 0.01) + rng.random(n) * 0.1])
+    assert nondominated(pts).tolist() == _sorted_front_2d(pts).tolist()

@@ -87,3 +87,12 @@ def test_name_cannot_escape_results(tmp_path):
     with pytest.raises(WsemoeError):
         run_sweep({**BIG, "name": "../escape"}, out_root=tmp_path / "res")
     assert not (tmp_path / "escape").exists()
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_identical_whether_written_in_this_thread_or_by_writers(reference, tmp_path, monkeypatch, threads):
+    from wsemoe.sweep import executors
+
+    monkeypatch.setattr(executors, "writer_threads", lambda: threads)
+    res = run_sweep(BIG, out_root=tmp_path, chunk_size=1000)
+    _same(reference, _load(res.path))

@@ -191,12 +191,19 @@ def check(config: Path = typer.Argument(..., help="sweep YAML")):
     from wsemoe.report.tables import fmt
 
     info = check_config(config)
-    out.print(f"[bold]{info['name']}[/bold]: valid; {info['points']:,} points")
+    if info["search"]:
+        s = info["search"]
+        out.print(f"[bold]{info['name']}[/bold]: valid; a space of {info['space_points']:,} points, searched with "
+                  f"{s['algorithm']} (seed {s['seed']}): at most {info['points']:,} evaluations")
+    else:
+        out.print(f"[bold]{info['name']}[/bold]: valid; {info['points']:,} points")
     for axis, n in info["axes"].items():
         out.print(f"  axis {axis}: {n} values")
     for group in info["zip_groups"]:
         out.print(f"  zipped: {', '.join(group)}")
-    out.print(f"  estimated time {fmt(info['estimated_seconds'], 's')} on one core, output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
+    what = "evaluation time (the search's own work comes on top)" if info["search"] else "time"
+    out.print(f"  estimated {what} {fmt(info['estimated_seconds'], 's')} on one core, "
+              f"output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
     if info["over_limit"]:
         out.print(f"  over the limit of {info['limit']:,} points: `sweep` needs --force")
 

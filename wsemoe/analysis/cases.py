@@ -22,7 +22,7 @@ from wsemoe.config.schema import SweepConfig
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import engine, space
+from wsemoe.sweep import frames as frame_eval, space
 
 DEFAULT_POINTS = 512   # design points per config: enough to cross every factor, fast enough for every push
 
@@ -98,7 +98,7 @@ class Case:
             paths = list(dict.fromkeys(p for changes in todo.values() for p in changes))
             frames = [self.frame.assign(**{p: np.broadcast_to(changes[p], len(self)) if p in changes else self.given(p)
                                            for p in paths}) for changes in todo.values()]
-            stacked = engine.evaluate_frame(self.cfg, pd.concat(frames, ignore_index=True))
+            stacked = frame_eval.evaluate_frame(self.cfg, pd.concat(frames, ignore_index=True))
             for j, tag in enumerate(todo):
                 self._outputs[tag] = stacked.iloc[j * len(self):(j + 1) * len(self)].set_axis(self.frame.index)
         return {tag: self._outputs[tag] for tag in requests}
@@ -122,20 +122,20 @@ class Case:
     def _namespaces(self) -> list[tuple[np.ndarray, dict]]:
         """(grid rows, section namespaces) of each group of rows the engine evaluates together."""
         if self._ns is None:
-            self._ns = [(self.frame.index.get_indexer(index), ns) for index, ns in engine.iter_groups(self.cfg, self.frame)]
+            self._ns = [(self.frame.index.get_indexer(index), ns) for index, ns in frame_eval.iter_groups(self.cfg, self.frame)]
         return self._ns
 
     def point_outputs(self, row: int) -> dict:
         """The cost model on one grid row alone, every input a Python scalar (no arrays, no frame)."""
-        (_, ns), = engine.iter_groups(self.cfg, self.frame.iloc[[row]])
+        (_, ns), = frame_eval.iter_groups(self.cfg, self.frame.iloc[[row]])
         ns = {k: SimpleNamespace(**{f: _scalar(v) for f, v in vars(sec).items()}) for k, sec in ns.items()}
-        return engine.evaluate_group(self.cfg, ns)
+        return frame_eval.evaluate_group(self.cfg, ns)
 
     def groups(self) -> list[tuple[np.ndarray, dict]]:
         """(grid rows, cost-model outputs) of each group of rows the engine evaluates together. Unlike a
         frame, a group's outputs hold only the columns that apply to it (no NaN fill for phases it lacks)."""
         if self._groups is None:
-            self._groups = [(rows, engine.evaluate_group(self.cfg, ns)) for rows, ns in self._namespaces()]
+            self._groups = [(rows, frame_eval.evaluate_group(self.cfg, ns)) for rows, ns in self._namespaces()]
         return self._groups
 
     def structures(self) -> list[tuple[dict, object]]:

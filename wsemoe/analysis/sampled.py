@@ -15,7 +15,7 @@ import pandas as pd
 from wsemoe.analysis.unknowns import Unknown
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import engine, space
+from wsemoe.sweep import frames, space
 from wsemoe.sweep.compare import baseline_mask, group_keys
 
 ROWS_PER_CHUNK = 1 << 18  # samples × points evaluated at once (memory bound)
@@ -88,7 +88,7 @@ class Sampled:
             col = np.repeat(values[:, j], P)
             for path in u.paths:
                 big[path] = col.astype(np.int64) if path == "workload.seq_len" else col
-        out = engine.evaluate_frame(self.cfg, big)
+        out = frames.evaluate_frame(self.cfg, big)
         ok = out["feasible"].to_numpy(dtype=bool).reshape(n, P)
         return self._reduce(out, ok, n)
 

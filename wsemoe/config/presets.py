@@ -3,7 +3,9 @@ shipped reproduction sweeps (wsemoe/validate/sweeps/)."""
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 from pathlib import Path
 
 from wsemoe.config import yamlio
@@ -33,6 +35,12 @@ def raw(kind: str, name: str, loc=()) -> dict:
         close = difflib.get_close_matches(str(name), names(kind), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(names(kind))}"
         raise PresetError(f"unknown {kind.rstrip('s')} preset '{name}'{hint}", loc=loc)
+    return copy.deepcopy(_read(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: Path) -> dict:
+    """A preset file, parsed once per process (package data does not change under a running program)."""
     return dict(yamlio.load(path))
 
 

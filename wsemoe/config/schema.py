@@ -11,12 +11,16 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator, model_validator
 
 from wsemoe.specs import BalanceSpec, HardwareSpec, MappingSpec, ModelSpec, WorkloadSpec
-from wsemoe.specs.base import Spec
+from wsemoe.specs.base import MAX_SEED, Spec
 
 SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
             "mapping": MappingSpec, "balance": BalanceSpec}
 PRESET_KIND = {"hardware": "hardware", "model": "models"}
-TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output")
+TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output",
+            "search")
+MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as well)
+MAX_POPULATION = 100_000
+RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -57,6 +61,16 @@ class Output(Spec):
     columns: Optional[list[str]] = Field(None, description="output columns to keep (feasibility, bound and objectives always kept)")
 
 
+class Search(Spec):
+    """Search the grid instead of enumerating it: a genetic algorithm evaluates generations of points."""
+
+    algorithm: Literal["nsga2"] = Field("nsga2", description="NSGA-II (pymoo): non-dominated sorting, crowding distance")
+    evaluations: int = Field(gt=0, le=MAX_EVALUATIONS, description="distinct design points to evaluate at most")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the algorithm's random choices (same seed, same points)")
+    population: Optional[int] = Field(None, ge=4, le=MAX_POPULATION,
+                                      description="points per generation (default: evaluations / 100, within 100..2,000)")
+
+
 class SweepConfig(Spec):
     """A validated sweep: base specs, axes (grid and zip), helpers, constraints, objectives, comparison."""
 
@@ -75,6 +89,7 @@ class SweepConfig(Spec):
         default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
     compare: Optional[Compare] = None
     output: Output = Output()
+    search: Optional[Search] = None
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
     expert_histogram: Optional[list[float]] = Field(None, description="per-expert shares read from balance.histogram")
     base_dir: Optional[str] = Field(None, exclude=True, description="folder relative paths in the config resolve against")
@@ -98,11 +113,17 @@ class SweepConfig(Spec):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def resolved(self, base_dir: Path | None = None) -> dict:
-        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips."""
+        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips.
+
+        Whole-number progressions are written back as `{range: [start, stop, step]}`, which loads to
+        the same values (and hash) without thousands of lines of YAML.
+        """
         data = self.model_dump(mode="json", exclude_none=True, exclude={"sparsity", "presets", "expert_histogram"})
         hist = data["balance"].get("histogram")
         if hist and base_dir is not None and not Path(hist).is_absolute():
             data["balance"]["histogram"] = str((base_dir / hist).resolve())
+        data["axes"] = {p: _as_range(v) for p, v in data["axes"].items()}
+        data["zip"] = [{p: _as_range(v) for p, v in g.items()} for g in data["zip"]]
         return data
 
     def axis_names(self) -> list[str]:
@@ -121,6 +142,16 @@ class SweepConfig(Spec):
         return n
 
 
+def _as_range(values: list):
+    """`{range: [start, stop, step]}` for a long run of integers in constant positive steps, else the list."""
+    if len(values) < RANGE_MIN or not all(type(v) is int for v in values):
+        return values
+    step = values[1] - values[0]
+    if step <= 0 or any(b - a != step for a, b in zip(values, values[1:])):
+        return values
+    return {"range": [values[0], values[-1], step]}
+
+
 class RawSweep(Spec):
     """The non-spec part of a sweep file, validated before axes are expanded."""
 
@@ -133,3 +164,4 @@ class RawSweep(Spec):
     constraints: list[Constraint] = Field(default_factory=list)
     objectives: Optional[dict[str, Literal["min", "max"]]] = None
     compare: Optional[Compare] = None
+    search: Optional[Search] = None

@@ -70,5 +70,7 @@ def load(path) -> object:
 
 
 def dumps(data) -> str:
-    """YAML text of plain data, keys in insertion order, floats in a form PyYAML reads back as floats."""
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+    """YAML text of plain data, keys in insertion order, floats in a form PyYAML reads back as floats
+    (libyaml's emitter when PyYAML has it: the same text, ten times faster)."""
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                     default_flow_style=None)

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
+
+class Coded(NamedTuple):
+    """Labels as integer codes into a tuple of names: no Python string per point until decoded."""
+
+    codes: np.ndarray
+    labels: tuple
+
+    def decode(self) -> np.ndarray:
+        """The labels themselves, as an object array of the codes' shape."""
+        return np.asarray(self.labels, dtype=object)[self.codes]
 
 
 def roofline(terms: dict, overlap: bool):

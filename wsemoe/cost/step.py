@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wsemoe.cost import compute, memory, params, weights
-from wsemoe.cost.stages import Layer, Stage, argmax_of
+from wsemoe.cost.stages import Coded, Layer, Stage, argmax_of
 
 
 # Communication phases each stage runs after its concurrent terms (serial in every overlap mode).
@@ -41,11 +41,13 @@ class Flops(NamedTuple):
     head: object
 
 
-def evaluate(hw, m, wl, mp, comm=None) -> dict:
+def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     """All output columns for the points described by hw, m, wl, mp (scalars or broadcast arrays).
 
     `comm`, if given, is a callable (T, groups, tp) -> {"allreduce_s", "dispatch_s", "combine_s", ...}
     per layer, from the fabric model; without it communication costs nothing (one group, no EP traffic).
+    Outputs keep the broadcast shape of the inputs they depend on (a scalar when they depend on none).
+    With `coded`, `bound` is a `Coded` (integer codes and their labels) instead of an array of strings.
     """
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
@@ -64,7 +66,8 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
         out[f"{st.name}_time_s"] = st.time(wl.overlap != "none")
         for term, v in {**st.terms, **st.comm}.items():
             out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
-    out["bound"] = _step_bound(layers, step)
+    bound = _step_bound(layers, step)
+    out["bound"] = bound if coded else bound.decode()
     out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
     slots = c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))
     out.update(memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
@@ -184,12 +187,11 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
     return out
 
 
-def _step_bound(layers, step):
-    """`layer:term` of the layer kind that takes the largest share of the step."""
+def _step_bound(layers, step) -> Coded:
+    """`layer:term` of the layer kind that takes the largest share of the step, as codes into the labels."""
     _, idx = argmax_of([la.count * la.time_s + 0.0 * step for la in layers])
     offsets = np.cumsum([0] + [len(la.labels) for la in layers[:-1]])
     code = np.zeros(np.shape(step), dtype=np.int16)
     for i, (la, o) in enumerate(zip(layers, offsets)):
         code = np.where(idx == i, la.bound_idx + o, code)
-    labels = np.asarray([lab for la in layers for lab in la.labels], dtype=object)
-    return labels[code]
+    return Coded(code, tuple(lab for la in layers for lab in la.labels))

@@ -38,6 +38,12 @@ def summary(manifest: dict, status: str = "") -> Table:
     """Counts of a run: points, feasible, Pareto size, what binds."""
     t = Table(title=f"sweep {manifest.get('name', '')} {status}".strip(), show_header=False)
     t.add_row("points", f"{manifest['points']:,}")
+    search = manifest.get("search")
+    if search:
+        share = search["evaluated"] / search["space_points"] if search["space_points"] else 0.0
+        t.add_row("search", f"{search['algorithm']} ({search['library']}), seed {search['seed']}: {search['evaluated']:,} "
+                  f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
+                  f"{search['population']:,}; stopped: {search['stopped']}")
     t.add_row("feasible", f"{manifest['feasible']:,}")
     t.add_row("pareto", f"{manifest['pareto']:,}")
     if manifest.get("objectives_not_finite"):

@@ -1,36 +1,38 @@
-"""Chunked evaluation: each chunk of the design frame is evaluated, reduced and written on its own.
+"""Chunked evaluation: each chunk of the design space is evaluated, reduced and written on its own.
 
-A chunk task is a pure function of (config, start, stop): it returns the chunk's points with the
-per-point speedup, plus the rows any global reduction could need (its Pareto front and its best
-rows per comparison group) and its counts. Reductions over chunks are exact: the global front is
-the front of the chunk fronts; the best row of a group is the best of the chunks' best rows.
+A chunk task is a pure function of (config, start, stop): it returns the chunk's points (a
+columnar `Block`) with the per-point speedup, plus the rows any global reduction could need (its
+Pareto front and its best rows per comparison group) and its counts. Reductions over chunks are
+exact: the global front is the front of the chunk fronts; the best row of a group is the best of
+the chunks' best rows.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from wsemoe.sweep import engine
-
-from wsemoe.sweep import space
-from wsemoe.sweep.compare import baseline_mask, group_keys
-from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
+from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
-from wsemoe.sweep.pareto import not_finite, pareto_front
+from wsemoe.sweep import engine, space
+from wsemoe.sweep.block import Block, Labels
+from wsemoe.sweep.compare import baseline_mask, group_keys
+from wsemoe.sweep.pareto import front_rows, not_finite_rows
 
-DEFAULT_CHUNK = 262_144
+DEFAULT_CHUNK = 131_072
+MAX_GROUP_TABLE = 1 << 20  # combinations of group factors looked up by table; more go through a merge
 
 
 @dataclass
 class ChunkResult:
     """One evaluated chunk: its points and what the global reductions need from it."""
 
-    points: pd.DataFrame
-    candidates: pd.DataFrame
+    points: Block
+    candidates: Block
     stats: dict
 
 
@@ -52,7 +54,7 @@ def baseline_config(cfg: SweepConfig) -> SweepConfig:
         n = len(next(iter(group.values())))
         keep = [i for i in range(n) if all(group[p][i] == base[p] for p in group if p in base)]
         zips.append({p: [vals[i] for i in keep] for p, vals in group.items()})
-    return cfg.model_copy(update={"axes": axes, "zip": zips, "compare": None})
+    return cfg.model_copy(update={"axes": axes, "zip": zips, "compare": None, "search": None})
 
 
 def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame | None:
@@ -61,74 +63,150 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
         return None
     sub = baseline_config(cfg)
     group, _ = group_keys(cfg)
+    metric = cfg.compare.metric
     best = []
+    ev = engine.Evaluator(sub)
     for start, stop in chunk_ranges(sub.size(), chunk_size):
-        df = engine.evaluate_points(sub, start, stop)
-        df = df[df["feasible"]]
+        blk = engine.evaluate_block(sub, start, stop, keep=lambda names: [*group, metric, "feasible"], evaluator=ev)
+        df = blk.take(blk["feasible"]).to_frame()
         if len(df):
-            best.append(df.groupby(group, sort=False)[cfg.compare.metric].max().reset_index() if group
-                        else pd.DataFrame({cfg.compare.metric: [df[cfg.compare.metric].max()]}))
+            best.append(df.groupby(group, sort=False)[metric].max().reset_index() if group
+                        else pd.DataFrame({metric: [df[metric].max()]}))
     if not best:
         return pd.DataFrame(columns=[*group, "baseline_best"])
     merged = pd.concat(best)
-    merged = merged.groupby(group, sort=False)[cfg.compare.metric].max().reset_index() if group else \
-        pd.DataFrame({cfg.compare.metric: [merged[cfg.compare.metric].max()]})
-    return merged.rename(columns={cfg.compare.metric: "baseline_best"})
+    merged = merged.groupby(group, sort=False)[metric].max().reset_index() if group else \
+        pd.DataFrame({metric: [merged[metric].max()]})
+    return merged.rename(columns={metric: "baseline_best"})
 
 
-def add_speedup(df: pd.DataFrame, cfg: SweepConfig, baselines: pd.DataFrame) -> pd.DataFrame:
+def group_ids(blk: Block, cfg: SweepConfig, grid: space.Grid) -> tuple[np.ndarray, np.ndarray | None]:
+    """(id of each point's comparison group, one grid index per id) from the digits of the factors the
+    group axes belong to. Points with equal ids share the group's values (a zip factor may give one
+    group several ids, which only refines it); None for the indices when there are too many ids."""
+    group, _ = group_keys(cfg)
+    facs = [i for i, f in enumerate(grid.factors) if any(p in group for p in f.paths)]
+    sizes = [grid.shape[i] for i in facs]
+    digits = blk.digits if blk.digits is not None else grid.digits(blk.index)
+    ids = np.zeros(len(blk), dtype=np.int64)
+    for i, n in zip(facs, sizes):
+        ids = ids * n + digits[i]
+    if math.prod(sizes) > MAX_GROUP_TABLE:
+        return ids, None
+    combo = np.unravel_index(np.arange(math.prod(sizes)), sizes) if facs else ()
+    return ids, grid.index_of([combo[facs.index(i)] if i in facs else 0 for i in range(len(grid.shape))])
+
+
+def add_speedup(blk: Block, cfg: SweepConfig, baselines: pd.DataFrame, grid: space.Grid) -> None:
     """`speedup_vs_<name>`: each feasible point's metric over its group's best feasible baseline."""
     group, _ = group_keys(cfg)
-    if group:
-        best = df[group].merge(baselines, on=group, how="left")["baseline_best"].to_numpy()
+    if not group:
+        best = np.full(len(blk), baselines["baseline_best"].iloc[0] if len(baselines) else np.nan)
     else:
-        best = np.full(len(df), baselines["baseline_best"].iloc[0] if len(baselines) else np.nan)
-    metric = df[cfg.compare.metric].to_numpy(dtype=float)
-    df[f"speedup_vs_{cfg.compare.name}"] = np.where(df["feasible"].to_numpy(), metric / best, np.nan)
-    return df
+        ids, reps = group_ids(blk, cfg, grid)
+        if reps is not None:  # one lookup per group combination, then a gather
+            best = _baseline_table(baselines, grid, reps, group)[ids]
+        else:
+            keys = pd.DataFrame({g: _plain(blk[g]) for g in group})
+            best = keys.merge(baselines, on=group, how="left")["baseline_best"].to_numpy(dtype=float)
+    metric = blk.numbers(cfg.compare.metric)
+    blk.columns[f"speedup_vs_{cfg.compare.name}"] = np.where(blk["feasible"], metric / best, np.nan)
 
 
-def candidates(df: pd.DataFrame, cfg: SweepConfig) -> pd.DataFrame:
-    """Rows a global reduction may pick: the chunk's Pareto front and best rows per comparison group."""
-    keep = [pareto_front(df, cfg.objectives)]
+_TABLE: tuple = (None, None, None)  # (baselines, representatives, table) of the last lookup: chunks reuse it
+
+
+def _baseline_table(baselines: pd.DataFrame, grid: space.Grid, reps: np.ndarray, group: list[str]) -> np.ndarray:
+    """Best baseline metric of every group combination (NaN where no baseline point is feasible).
+    The cache is one tuple, read and replaced whole (threads of a Dask worker may share it)."""
+    global _TABLE
+    last, last_reps, table = _TABLE
+    if last is not baselines or not np.array_equal(last_reps, reps):
+        keys = space.build_values(grid, reps, group)
+        table = keys.merge(baselines, on=group, how="left")["baseline_best"].to_numpy(dtype=float)
+        _TABLE = (baselines, reps, table)
+    return table
+
+
+def _plain(col):
+    return col.values() if isinstance(col, Labels) else col
+
+
+def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Positions (among `rows`) of the first row with the largest metric of each group id, in the order
+    of the groups' first rows. Group ids index dense tables when they are few (no sort)."""
+    if not len(rows):
+        return rows
+    g = ids[rows]
+    if g.max() < 4 * len(rows) + 1024:
+        inv, n = g, int(g.max()) + 1
+    else:
+        _, inv = np.unique(g, return_inverse=True)
+        n = int(inv.max()) + 1
+    m = metric[rows]
+    best = np.full(n, -np.inf)
+    np.fmax.at(best, inv, m)
+    hit = np.flatnonzero((m == best[inv]) | np.isneginf(best[inv]))
+    first = np.full(n, len(rows))
+    np.minimum.at(first, inv[hit], hit)
+    return rows[np.sort(first[first < len(rows)])]
+
+
+def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray:
+    """Positions of the rows a global reduction may pick: the Pareto front and best rows per group."""
+    feas = np.asarray(blk["feasible"], dtype=bool)
+    keep = [front_rows(blk, cfg.objectives)]
     if cfg.compare:
-        group, _ = group_keys(cfg)
-        feas = df[df["feasible"]]
-        metric = cfg.compare.metric
-        for sub in (feas, feas[baseline_mask(feas, cfg)]):
-            if len(sub):
-                idx = sub.groupby(group, sort=False)[metric].idxmax() if group else [sub[metric].idxmax()]
-                keep.append(sub.loc[list(idx)])
-    out = pd.concat(keep)
-    return out[~out.index.duplicated()]
+        metric = blk.numbers(cfg.compare.metric)
+        ids, _ = group_ids(blk, cfg, grid)
+        rows = np.flatnonzero(feas)
+        base = np.flatnonzero(feas & baseline_mask(blk, cfg))
+        keep += [_best_per_group(rows, ids, metric), _best_per_group(base, ids, metric)]
+    return np.unique(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
 
 
-def kept_columns(df: pd.DataFrame, cfg: SweepConfig) -> list[str]:
+def kept_columns(names: list[str], cfg: SweepConfig) -> list[str]:
     """Columns points.parquet keeps under `output.columns` (inputs, feasibility, objectives always)."""
     wanted = cfg.output.columns
     if wanted is None:
-        return list(df.columns)
-    unknown = [c for c in wanted if c not in df.columns]
+        return list(names)
+    speedup = f"speedup_vs_{cfg.compare.name}" if cfg.compare else None
+    unknown = [c for c in wanted if c not in names and c != speedup]
     if unknown:
         raise ConfigError(f"unknown output column '{unknown[0]}'", loc=("output", "columns"))
     always = [*cfg.axis_names(), "feasible", "infeasible_reason", "bound", *cfg.objectives]
     if cfg.compare:
-        always += [cfg.compare.metric, f"speedup_vs_{cfg.compare.name}"]
+        always += [cfg.compare.metric]
     keep = set(always) | set(wanted)
-    return [c for c in df.columns if c in keep]
+    return [c for c in names if c in keep]
 
 
-def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines) -> ChunkResult:
-    """Evaluate points [start, stop) and prepare their reductions."""
-    df = engine.evaluate_points(cfg, start, stop)
+def evaluate_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, evaluator=None) -> Block:
+    """Points [start, stop) (or the grid points `index`) with the columns points.parquet keeps."""
+    ev = evaluator or engine.Evaluator(cfg)
+    blk = engine.evaluate_block(cfg, start, stop, index=index, keep=lambda names: kept_columns(names, cfg),
+                                evaluator=ev)
     if cfg.compare:
-        df = add_speedup(df, cfg, baselines)
-    df = df[kept_columns(df, cfg)] if cfg.output.columns is not None else df
-    feas = df["feasible"].to_numpy()
-    bounds = df.loc[feas, "bound"].astype(str).value_counts().to_dict()
-    stats = {"start": start, "stop": stop, "points": int(len(df)), "objectives_not_finite": not_finite(df, cfg.objectives),
-             "feasible": int(feas.sum()), "bounds": {k: int(v) for k, v in bounds.items()}}
-    return ChunkResult(df, candidates(df, cfg), stats)
+        add_speedup(blk, cfg, baselines, ev.grid)
+    return blk
+
+
+def reduce_chunk(blk: Block, cfg: SweepConfig, start: int, stop: int, grid: space.Grid) -> ChunkResult:
+    """A part's reductions: its counts and the candidate rows of the global front and comparison.
+    [start, stop) names the part: a range of points, or of evaluations in a search."""
+    feas = np.asarray(blk["feasible"], dtype=bool)
+    bound = blk["bound"].take(feas)
+    counts = np.bincount(bound.codes[bound.codes >= 0], minlength=len(bound.categories))
+    stats = {"start": start, "stop": stop, "points": int(len(blk)),
+             "objectives_not_finite": int(not_finite_rows(blk, cfg.objectives).sum()), "feasible": int(feas.sum()),
+             "bounds": {c: int(k) for c, k in zip(bound.categories, counts) if k}}
+    return ChunkResult(blk, blk.take(candidate_rows(blk, cfg, grid)), stats)
+
+
+def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, evaluator=None) -> ChunkResult:
+    """Evaluate points [start, stop) (or the grid points `index`) and prepare their reductions."""
+    ev = evaluator or engine.Evaluator(cfg)
+    return reduce_chunk(evaluate_chunk(cfg, start, stop, baselines, index, ev), cfg, start, stop, ev.grid)
 
 
 def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
@@ -136,6 +214,7 @@ def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = 
     cfg = load_config(config)
     start, stop = space.check_range(cfg.size(), start, stop, chunk_size)
     baselines = baseline_best(cfg, chunk_size)
-    parts = [run_chunk(cfg, start + s, start + e, baselines).points
+    ev = engine.Evaluator(cfg)
+    parts = [run_chunk(cfg, start + s, start + e, baselines, evaluator=ev).points.to_frame()
              for s, e in chunk_ranges(stop - start, chunk_size)]
     return pd.concat(parts) if len(parts) > 1 else parts[0]

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.errors import ConfigError
+from wsemoe.sweep.block import Labels
 
 DEFAULT_OVER = ("workload.B", "workload.G")
 
@@ -22,11 +23,16 @@ def group_keys(cfg) -> tuple[list[str], list[str]]:
     return group, over
 
 
-def baseline_mask(df: pd.DataFrame, cfg) -> np.ndarray:
-    """Rows at the baseline's axis values (e.g. G = 1)."""
-    mask = np.ones(len(df), dtype=bool)
+def baseline_mask(table, cfg) -> np.ndarray:
+    """Rows at the baseline's axis values (e.g. G = 1), of a DataFrame or a Block."""
+    mask = np.ones(len(table), dtype=bool)
     for path, value in cfg.compare.baseline.items():
-        mask &= (df[path] == value).to_numpy()
+        col = table[path]
+        if isinstance(col, Labels):  # compare the few categories, then gather by code
+            hit = np.asarray([c == value for c in col.categories] + [False])
+            mask &= hit[col.codes]
+        else:
+            mask &= np.asarray(col == value, dtype=bool)
     return mask
 
 

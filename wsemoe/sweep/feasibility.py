@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from wsemoe.errors import ConfigError
+from wsemoe.sweep.block import Labels
 
 REASONS = {
     "g_mem_attn": "attention-stage memory (transient at B + kept activations + BTA buffer) exceeds node capacity",
@@ -13,43 +13,51 @@ REASONS = {
 }
 
 
-def add_feasibility(out: pd.DataFrame, cfg, frame: pd.DataFrame) -> pd.DataFrame:
-    """Append user-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words)."""
-    reasons = {}
+def feasibility(cfg, outputs, inputs: dict) -> tuple[dict, np.ndarray]:
+    """(user-constraint g columns, `feasible` and `infeasible_reason` (worst violation, in words);
+    the worst g of each point, NaN first, as a search ranks infeasible points).
+
+    `outputs` is the engine's `Outputs` (columns built on demand); `inputs` the input columns.
+    """
+    extra, reasons = {}, dict(REASONS)
     for i, c in enumerate(cfg.constraints):
-        x = _constrained(out, frame, c.column, i)
+        x = _constrained(outputs, inputs, c.column, i)
         for side, bound, g in (("max", c.max, lambda b: (x - b) / max(abs(b), 1e-300)),
                                ("min", c.min, lambda b: (b - x) / max(abs(b), 1e-300))):
             if bound is not None:
                 name = f"g_{c.column}_{side}"
-                name = name if name not in out else f"{name}_{i}"  # a repeated bound applies too
-                out[name] = g(bound)
+                name = name if name not in extra else f"{name}_{i}"  # a repeated bound applies too
+                extra[name] = g(bound)
                 reasons[name] = f"{c.column} {'above' if side == 'max' else 'below'} its configured {side}imum {bound:g}"
-    gcols = [col for col in out.columns if col.startswith("g_")]
-    g = out[gcols].to_numpy(dtype=float)
-    feasible = np.all(g <= 0, axis=1)  # NaN compares False: a point that cannot be judged is not feasible
-    out["feasible"] = feasible
-    # The worst-violated constraint names the reason; its ratio stays in its g_ column.
-    labels = [reasons.get(col) or _reason(col) for col in gcols]
-    categories = list(dict.fromkeys(labels))
-    code_of = np.array([categories.index(lab) for lab in labels] + [-1])
-    worst = np.where(feasible, -1, np.argmax(np.nan_to_num(g, nan=np.inf), axis=1))
-    out["infeasible_reason"] = pd.Categorical.from_codes(code_of[worst], categories=categories)
-    return out
+    gcols = [col for col in outputs.names if col.startswith("g_")] + list(extra)
+    n = outputs.n
+    feasible = np.ones(n, dtype=bool)
+    worst, codes, nan = np.full(n, -np.inf), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool)
+    for k, col in enumerate(gcols):
+        g = np.asarray(extra[col] if col in extra else outputs.column(col), dtype=float)
+        feasible &= g <= 0
+        # The worst-violated constraint names the reason (the first on ties, a NaN first of all, as
+        # argmax ranks them); its ratio stays in its g_ column.
+        isnan = np.isnan(g)
+        codes = np.where(~nan & ((g > worst) | isnan), np.int32(k), codes)
+        worst, nan = np.fmax(worst, g), nan | isnan
+    labels = [reasons.get(col, f"constraint {col} violated") for col in gcols]
+    categories = list(dict.fromkeys(labels))  # two constraints may read alike: one category
+    lut = np.asarray([categories.index(lab) for lab in labels] + [-1], dtype=np.int32)
+    codes = np.where(feasible, np.int32(-1), codes)
+    extra["feasible"] = feasible
+    extra["infeasible_reason"] = Labels(lut[codes], categories)
+    return extra, np.where(nan, np.nan, worst)
 
 
-def _constrained(out: pd.DataFrame, frame: pd.DataFrame, column: str, i: int) -> np.ndarray:
+def _constrained(outputs, inputs: dict, column: str, i: int) -> np.ndarray:
     """The numeric values a constraint bounds (an output or an input column)."""
-    src = out[column] if column in out else frame[column] if column in frame else None
-    if src is None:
+    if column in outputs.names:
+        src = outputs.column(column)
+    elif column in inputs:
+        src = inputs[column]
+    else:
         raise ConfigError(f"unknown column '{column}'", loc=("constraints", i, "column"))
-    if not pd.api.types.is_numeric_dtype(src) or pd.api.types.is_bool_dtype(src):
-        raise ConfigError(f"column '{column}' is not numeric; constraints bound numbers",
-                          loc=("constraints", i, "column"))
-    return src.to_numpy(dtype=float)
-
-
-def _reason(col: str) -> str:
-    if col in REASONS:
-        return REASONS[col]
-    return f"constraint {col} violated"
+    if isinstance(src, Labels) or np.asarray(src).dtype.kind not in "iuf":
+        raise ConfigError(f"column '{column}' is not numeric; constraints bound numbers", loc=("constraints", i, "column"))
+    return np.asarray(src, dtype=float)

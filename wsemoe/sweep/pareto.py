@@ -1,4 +1,7 @@
-"""Pareto front of feasible points under min/max objectives (vectorized, no per-point Python loop)."""
+"""Pareto front of feasible points under min/max objectives (vectorized, no per-point Python loop).
+
+Works on a DataFrame or on a columnar Block alike: both give columns by name.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +11,15 @@ import pandas as pd
 from wsemoe.errors import ConfigError
 
 
-def _as_minimization(df: pd.DataFrame, objectives: dict) -> np.ndarray:
+def minimization(table, objectives: dict) -> np.ndarray:
+    """Objective columns of a DataFrame or Block, maxima negated, as an (n, k) float array."""
     cols = []
     for col, sense in objectives.items():
-        if col not in df:
+        if col not in table:
             raise ConfigError(f"unknown objective column '{col}'", loc=("objectives", col))
-        x = df[col].to_numpy(dtype=float)
+        x = np.asarray(table[col], dtype=float)
         cols.append(-x if sense == "max" else x)
-    return np.column_stack(cols) if cols else np.empty((len(df), 0))
+    return np.column_stack(cols) if cols else np.empty((len(table), 0))
 
 
 def nondominated(points: np.ndarray, block: int = 2048) -> np.ndarray:
@@ -30,10 +34,7 @@ def nondominated(points: np.ndarray, block: int = 2048) -> np.ndarray:
     if points.shape[1] == 1:
         return points[:, 0] == points[:, 0].min()
     if points.shape[1] == 2:
-        # Exact duplicates share one verdict: decide on unique points, then map back.
-        uniq, inverse = np.unique(points, axis=0, return_inverse=True)  # sorted by (f0, f1)
-        prev_best = np.minimum.accumulate(np.concatenate([[np.inf], uniq[:-1, 1]]))
-        return (uniq[:, 1] < prev_best)[inverse.ravel()]
+        return _nondominated_2d(points)
     mask = np.ones(n, dtype=bool)
     for s in range(0, n, block):
         cand = points[s:s + block]
@@ -43,10 +44,64 @@ def nondominated(points: np.ndarray, block: int = 2048) -> np.ndarray:
     return mask
 
 
-def not_finite(df: pd.DataFrame, objectives: dict) -> int:
+def _nondominated_2d(points: np.ndarray) -> np.ndarray:
+    """Sorted by (f0, f1), a point survives when its f1 beats every f1 before its run of exact
+    duplicates (duplicates share one verdict). Large sets are thinned first without sorting."""
+    keep = _thin_2d(points) if len(points) > THIN_ABOVE else np.arange(len(points))
+    mask = np.zeros(len(points), dtype=bool)
+    mask[keep] = _sorted_front_2d(points[keep])
+    return mask
+
+
+THIN_ABOVE, THIN_BUCKETS = 4096, 1024
+
+
+def _thin_2d(points: np.ndarray) -> np.ndarray:
+    """Rows that may be non-dominated: f0 is cut into buckets; a point whose f1 is above the smallest
+    f1 of any lower bucket is strictly dominated (smaller f0 and smaller f1) and is dropped. Exact:
+    only dominated points go. Needs finite values (the front is taken over finite rows only)."""
+    f0, f1 = points[:, 0], points[:, 1]
+    lo, hi = f0.min(), f0.max()
+    if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
+        return np.arange(len(points))
+    bucket = np.minimum(((f0 - lo) / (hi - lo) * THIN_BUCKETS).astype(np.int64), THIN_BUCKETS - 1)
+    best = np.full(THIN_BUCKETS, np.inf)
+    np.minimum.at(best, bucket, f1)
+    below = np.concatenate([[np.inf], np.minimum.accumulate(best)[:-1]])  # smallest f1 in lower buckets
+    return np.flatnonzero(~(f1 > below[bucket]))
+
+
+def _sorted_front_2d(points: np.ndarray) -> np.ndarray:
+    order = np.lexsort((points[:, 1], points[:, 0]))
+    f0, f1 = points[order, 0], points[order, 1]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (f0[1:] != f0[:-1]) | (f1[1:] != f1[:-1])
+    run_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    before = np.minimum.accumulate(np.concatenate([[np.inf], f1[:-1]]))
+    mask = np.empty(len(order), dtype=bool)
+    mask[order] = f1 < before[run_start]
+    return mask
+
+
+def _feasible(table) -> np.ndarray:
+    return np.asarray(table["feasible"], dtype=bool) if "feasible" in table else np.ones(len(table), dtype=bool)
+
+
+def not_finite_rows(table, objectives: dict) -> np.ndarray:
     """Feasible rows the front cannot rank: an objective is NaN or infinite (counted, never hidden)."""
-    feas = df[df["feasible"]] if "feasible" in df else df
-    return int((~np.all(np.isfinite(_as_minimization(feas, objectives)), axis=1)).sum())
+    return _feasible(table) & ~np.all(np.isfinite(minimization(table, objectives)), axis=1)
+
+
+def not_finite(df: pd.DataFrame, objectives: dict) -> int:
+    """How many feasible rows have a non-finite objective."""
+    return int(not_finite_rows(df, objectives).sum())
+
+
+def front_rows(table, objectives: dict) -> np.ndarray:
+    """Positions of the feasible, non-dominated rows with finite objectives (in row order)."""
+    pts = minimization(table, objectives)
+    rows = np.flatnonzero(_feasible(table) & np.all(np.isfinite(pts), axis=1))
+    return rows[nondominated(pts[rows])]
 
 
 def pareto_front(df: pd.DataFrame, objectives: dict) -> pd.DataFrame:
@@ -54,11 +109,7 @@ def pareto_front(df: pd.DataFrame, objectives: dict) -> pd.DataFrame:
 
     Rows with a non-finite objective cannot be ranked and are left out; `not_finite` counts them.
     """
-    feas = df[df["feasible"]] if "feasible" in df else df
-    pts = _as_minimization(feas, objectives)
-    ok = np.all(np.isfinite(pts), axis=1)
-    feas, pts = feas[ok], pts[ok]
-    front = feas[nondominated(pts)]
+    front = df.iloc[front_rows(df, objectives)]
     first, sense = next(iter(objectives.items()))
     # ties (equal first objective) keep point order, so the front is the same whatever the chunking
     return front.sort_index().sort_values(first, ascending=(sense == "min"), kind="stable")

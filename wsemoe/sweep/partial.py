@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import io
 import json
 import os
 import re
@@ -20,10 +19,12 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from wsemoe.version import __version__
 
-from wsemoe.sweep import store
+from wsemoe.sweep import csvfile, partfile, store
+from wsemoe.sweep.block import Block
 
 from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError
@@ -122,28 +123,23 @@ def stale_partials(target: Path) -> list[Path]:
     return out
 
 
-def _files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
+def part_files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
     """Part, stats and candidates files of the chunk [start, stop) in a partial folder."""
     name = store.part_name(start, stop)
     return (partial / "points.parquet" / name, partial / "chunks" / f"{name}.json",
             partial / "chunks" / f"{name}.candidates.parquet")
 
 
-def write_chunk(partial, points: pd.DataFrame, candidates: pd.DataFrame, stats: dict) -> dict:
+def write_chunk(partial, points: Block, candidates: Block, stats: dict) -> dict:
     """Candidates and stats (with the part's size and checksum) first, the part last: a part present
     with matching stats is whole. Any process that sees the partial folder may call this."""
     partial = Path(partial)
-    part, meta, cand = _files(partial, stats["start"], stats["stop"])
-    buf = io.BytesIO()
-    # lz4 keeps dictionary-friendly float columns small and writes faster than the snappy default
-    points.to_parquet(buf, index=True, compression="lz4")
-    data = buf.getvalue()
+    part, meta, cand = part_files(partial, stats["start"], stats["stop"])
+    data = partfile.to_bytes(points)
     stats = {**stats, "file": part.name, "rows": int(len(points)), "bytes": len(data),
              "sha256": hashlib.sha256(data).hexdigest()}
-    cbuf = io.BytesIO()
-    candidates.to_parquet(cbuf, index=True)
     tmp = partial / "tmp"
-    _atomic_bytes(cand, cbuf.getvalue(), tmp)
+    _atomic_bytes(cand, partfile.to_bytes(candidates), tmp)
     _atomic_bytes(meta, json.dumps(stats).encode(), tmp)
     _atomic_bytes(part, data, tmp)
     return stats
@@ -173,7 +169,7 @@ class PartialRun:
         (self.path / MARKER).write_text(json.dumps({"target": self.target.name, "config_hash": config_hash}))
 
     def _files(self, start: int, stop: int) -> tuple[Path, Path, Path]:
-        return _files(self.path, start, stop)
+        return part_files(self.path, start, stop)
 
     def reusable(self) -> list[tuple[int, int]]:
         """Ranges whose part is whole (size and SHA-256 as recorded) and disjoint; the rest is deleted."""
@@ -211,7 +207,7 @@ class PartialRun:
                                loc=(str(self.path),))
             part, meta, cand = self._files(start, stop)
             stats.append(json.loads(meta.read_text()))
-            cands.append(pd.read_parquet(cand))
+            cands.append(pq.ParquetFile(cand).read().to_pandas())  # one small file: no dataset discovery
             end = stop
         if end != total or sum(s["rows"] for s in stats) != total:
             raise RunError(f"the run holds {end:,} of {total:,} points; rerun with --resume", loc=(str(self.path),))
@@ -223,9 +219,9 @@ class PartialRun:
         shutil.rmtree(self.tmp)
         (self.path / MARKER).unlink()
         (self.path / "config.yaml").write_text(yamlio.dumps(config))
-        pareto.to_csv(self.path / "pareto.csv", index=True)
+        csvfile.write_csv(pareto, self.path / "pareto.csv", index=True)
         for name, frame in (extra_csv or {}).items():
-            frame.to_csv(self.path / name, index=False)
+            csvfile.write_csv(frame, self.path / name, index=False)
         manifest = {"format": store.FORMAT, "version": __version__, "dependencies": store.dependency_versions(),
                     **manifest}
         self.tmp.mkdir()

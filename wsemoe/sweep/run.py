@@ -5,7 +5,6 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from wsemoe.sweep import engine
 
 from wsemoe.sweep import space
 
-from wsemoe.sweep import store
+from wsemoe.sweep import partfile, searchrun, store
 from wsemoe.sweep import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
@@ -80,16 +79,36 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
         return SweepResult(path, cfg, "up to date", store.read_manifest(path))
-    total = cfg.size()
+    total = planned_points(cfg)
     limit = max_points()
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
-                          "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
+                          "check the estimate with `wsemoe check` and pass --force to run it",
+                          loc=("search", "evaluations") if cfg.search else ("axes",))
+    if cfg.search:
+        _check_search(cfg, workers, scheduler, limit, force)
     if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     partial_mod.check_target(path, cfg.name, force)
     with partial_mod.RunLock(path):
         return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress)
+
+
+def planned_points(cfg: SweepConfig) -> int:
+    """Points a run evaluates: the whole grid, or a search's budget (at most the grid)."""
+    return min(cfg.search.evaluations, cfg.size()) if cfg.search else cfg.size()
+
+
+def _check_search(cfg: SweepConfig, workers: int, scheduler, limit: int, force: bool) -> None:
+    """A search runs generation by generation in this process; its comparison needs the baseline grid."""
+    if not cfg.factors():
+        raise ConfigError("a search needs at least one axis to search over", loc=("search",))
+    if workers > 1 or scheduler:
+        raise ConfigError("a search evaluates one generation after another in this process; "
+                          "drop --workers/--scheduler", loc=("--scheduler" if scheduler else "--workers",))
+    if cfg.compare and chunked.baseline_config(cfg).size() > limit and not force:
+        raise ConfigError(f"the comparison needs every baseline point ({chunked.baseline_config(cfg).size():,}), "
+                          f"more than the limit of {limit:,}; drop compare or pass --force", loc=("compare",))
 
 
 def _chunk_size(total: int, workers: int, parallel: bool) -> int:
@@ -105,9 +124,9 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
     t0 = time.perf_counter()
     partial = partial_mod.PartialRun(path, h, resume)
     reused = partial.reusable() if resume else []
-    tasks = chunked.chunk_ranges(total, chunk, reused)
+    tasks = [] if cfg.search else chunked.chunk_ranges(total, chunk, reused)
     progress = on_progress or (lambda done_points, total_points: None)
-    finished = total - sum(e - s for s, e in tasks)
+    finished = 0 if cfg.search else total - sum(e - s for s, e in tasks)
     progress(finished, total)
 
     def on_done(stats):
@@ -115,9 +134,14 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
         finished += stats["points"]
         progress(finished, total)
 
+    search = None
     try:
         baselines = chunked.baseline_best(cfg, chunk)
-        run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
+        if cfg.search:
+            search = searchrun.run_search(cfg, baselines, partial.path, chunk, reused, on_done)
+            total = search["evaluated"]
+        else:
+            run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
         cands, stats = partial.read_reductions(total)
         front = pareto_front(cands, cfg.objectives)
         comparison = comparison_table(cands, cfg) if cfg.compare else None
@@ -129,23 +153,30 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
             partial.discard()  # nothing to resume from: leave nothing behind
         raise
     seconds = time.perf_counter() - t0
+    manifest = _manifest(cfg, h, stats, front, chunk, len(reused), seconds, partial.parts)
+    if search is not None:
+        manifest["search"] = {**cfg.search.model_dump(), **search}
+    extra = {"comparison.csv": comparison} if comparison is not None else {}
+    partial.finish(resolved_config(cfg), front, manifest, extra)
+    return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
+
+
+def _manifest(cfg, h, stats, front, chunk, reused, seconds, parts_dir) -> dict:
+    """The manifest of a finished run (the writer adds format, version and dependencies)."""
     bounds: dict = {}
     for s in stats:
         for k, v in s["bounds"].items():
             bounds[k] = bounds.get(k, 0) + v
     parts = [{k: s[k] for k in ("file", "start", "stop", "rows", "bytes", "sha256")} for s in stats]
-    manifest = {
+    return {
         "name": cfg.name, "description": cfg.description, "config_hash": h,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
         "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
         "objectives_not_finite": sum(s.get("objectives_not_finite", 0) for s in stats),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
-        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused), "eval_seconds": round(seconds, 4),
-        "columns": manifest_columns(_part_columns(partial.parts)), "parts": parts,
+        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": reused, "eval_seconds": round(seconds, 4),
+        "columns": manifest_columns(_part_columns(parts_dir)), "parts": parts,
     }
-    extra = {"comparison.csv": comparison} if comparison is not None else {}
-    partial.finish(resolved_config(cfg), front, manifest, extra)
-    return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
 
 
 def _part_columns(parts_dir: Path) -> list[str]:
@@ -159,17 +190,24 @@ def _part_columns(parts_dir: Path) -> list[str]:
 def check(config) -> dict:
     """What a sweep would do, without running it: points, axes, time and output-size estimates."""
     cfg = load_config(config)
-    n = cfg.size()
+    n = planned_points(cfg)
     m = min(n, 8192)
-    engine.evaluate_points(cfg, 0, min(n, 64))  # warm caches so the timing below is representative
+    ev = engine.Evaluator(cfg)
+    base = None if not cfg.compare else _nan_baselines(cfg)
+    chunked.run_chunk(cfg, 0, min(m, 64), base, evaluator=ev)  # warm caches so the timing below is representative
     t0 = time.perf_counter()
-    sample = engine.evaluate_points(cfg, 0, m)
+    sample = chunked.run_chunk(cfg, 0, m, base, evaluator=ev).points
     per_point = (time.perf_counter() - t0) / m
-    if cfg.compare:  # the written parts carry the speedup column; its values do not matter for size
-        sample[f"speedup_vs_{cfg.compare.name}"] = np.nan
-    buf = io.BytesIO()
-    sample[chunked.kept_columns(sample, cfg)].to_parquet(buf, index=True, compression="lz4")  # as parts are written
-    return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
+    size = len(partfile.to_bytes(sample))  # as parts are written (the speedup's values do not matter for size)
+    return {"name": cfg.name, "points": n, "space_points": cfg.size(), "axes": {a: len(v) for a, v in cfg.axes.items()},
             "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
-            "estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m,
+            "search": cfg.search.model_dump() if cfg.search else None,
+            "estimated_seconds": n * per_point, "estimated_output_bytes": n * size / m,
             "limit": max_points(), "over_limit": n > max_points()}
+
+
+def _nan_baselines(cfg: SweepConfig) -> pd.DataFrame:
+    """An empty baseline table: speedups come out NaN, which is all a size estimate needs."""
+    from wsemoe.sweep.compare import group_keys
+
+    return pd.DataFrame(columns=[*group_keys(cfg)[0], "baseline_best"])

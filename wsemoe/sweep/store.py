@@ -8,6 +8,7 @@ part is noticed before anything is shown, plotted or called up to date.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -22,7 +23,8 @@ FORMAT = "wsemoe-results/2"
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
 # Everything wsemoe itself writes into a results folder; anything else there belongs to the user.
 KNOWN_ENTRIES = frozenset({*FILES, "comparison.csv", "plots", "report.html", "sensitivity"})
-DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "dask", "distributed")
+DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "pymoo", "moocore",
+                "dask", "distributed")
 PART_RE = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")
 
 
@@ -57,13 +59,19 @@ def results_dir(out_root, name: str) -> Path:
 
 def dependency_versions() -> dict:
     """Installed versions of the packages results depend on (provenance)."""
-    out = {}
+    return dict(_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple:
+    """(package, version) pairs, looked up once per process (importlib.metadata is slow)."""
+    out = []
     for pkg in DEPENDENCIES:
         try:
-            out[pkg] = metadata.version(pkg)
+            out.append((pkg, metadata.version(pkg)))
         except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
+            out.append((pkg, None))
+    return tuple(out)
 
 
 def read_manifest(path) -> dict | None:

@@ -1,0 +1,131 @@
+"""The columnar path: rectangles tile ranges, broadcast rectangles equal per-point evaluation, parts
+are standard parquet (pandas, pyarrow, DuckDB, Polars), CSVs and config.yaml read back exactly."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from wsemoe.config.loader import load_config
+from wsemoe.sweep import engine
+from wsemoe.sweep.block import factorize
+from wsemoe.sweep import csvfile
+from wsemoe.sweep.csvfile import write_csv
+from wsemoe.sweep.run import run_sweep
+from wsemoe.sweep.space import Grid, _split
+
+MIXED = {"name": "mixed", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+         "workload": {"mode": "decode", "seq_len": 4096},
+         "axes": {"mapping.strategy": ["block", "er"], "mapping.tp": [4, 16], "workload.B": [1, 7, 64],
+                  "workload.recompute": ["none", "full"]},
+         "zip": [{"model.num_experts_per_tok": [2, 8], "workload.G": [1, 3]}],
+         "constraints": [{"column": "step_time_s", "max": 0.05}]}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=0, max_size=4), st.data())
+def test_rectangles_tile_any_range_in_point_order(shape, data):
+    n = math.prod(shape)
+    start = data.draw(st.integers(0, n - 1))
+    stop = data.draw(st.integers(start + 1, n))
+    rects = _split(start, stop, tuple(shape))
+    assert len(rects) <= max(1, 2 * len(shape) - 1)
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    got = [sum(d * s for d, s in zip(p, strides)) for r in rects for p in itertools.product(*(range(*x) for x in r))]
+    assert got == list(range(start, stop))
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    cfg = load_config(MIXED)
+    return cfg, engine.evaluate_block(cfg).to_frame()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data())
+def test_any_range_equals_the_same_points_one_by_one(mixed, data):
+    cfg, whole = mixed
+    start = data.draw(st.integers(0, len(whole) - 1))
+    stop = data.draw(st.integers(start + 1, len(whole)))
+    ranged = engine.evaluate_block(cfg, start, stop).to_frame()
+    picked = data.draw(st.lists(st.integers(start, stop - 1), min_size=1, max_size=8))
+    scattered = engine.evaluate_block(cfg, index=picked).to_frame()
+    pd.testing.assert_frame_equal(ranged, whole.iloc[start:stop], check_categorical=False)
+    pd.testing.assert_frame_equal(scattered, whole.loc[picked], check_categorical=False)
+    one = pd.concat([engine.evaluate_block(cfg, i, i + 1).to_frame() for i in picked[:2]])
+    pd.testing.assert_frame_equal(_plain(one), _plain(whole.loc[picked[:2]]), check_dtype=False)
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """Labels as plain objects (concatenated categoricals with other categories become strings)."""
+    return df.astype({c: object for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])})
+
+
+def test_range_digits_equal_index_arithmetic():
+    grid = Grid(load_config(MIXED))
+    for start, stop in ((0, grid.size), (5, 37), (17, 18)):
+        idx = np.arange(start, stop)
+        for a, b in zip(grid.range_digits(start, stop), grid.digits(idx)):
+            assert np.array_equal(a, b)
+        assert np.array_equal(grid.index_of(grid.digits(idx)), idx)
+
+
+@pytest.mark.parametrize("values", [["a", "b", "a", "c"], np.array(["x", "y", "x"]), [f"l{i % 40}" for i in range(90)]])
+def test_factorize_keeps_first_appearance_order(values):
+    codes, cats = factorize(values)
+    assert [cats[c] for c in codes] == list(values)
+    assert cats == list(dict.fromkeys(values))
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    return run_sweep(MIXED, out_root=tmp_path_factory.mktemp("mixed"), chunk_size=40)
+
+
+def test_parts_are_standard_parquet_every_reader_agrees(written):
+    folder = written.path / "points.parquet"
+    pdf = pd.read_parquet(folder).sort_index()
+    assert pdf.index.name == "point" and len(pdf) == written.manifest["points"]
+    assert str(pdf["bound"].dtype) == "category" and pdf["mapping.strategy"].map(type).eq(str).all()
+    meta = pq.ParquetFile(sorted(folder.iterdir())[0]).metadata
+    encodings = {e for rg in range(meta.num_row_groups) for c in range(meta.num_columns)
+                 for e in meta.row_group(rg).column(c).encodings}
+    assert encodings <= {"PLAIN", "RLE", "RLE_DICTIONARY", "BYTE_STREAM_SPLIT", "DELTA_BINARY_PACKED"}, encodings
+    duckdb = pytest.importorskip("duckdb")
+    polars = pytest.importorskip("polars")
+    glob = str(folder / "*.parquet")
+    dk = duckdb.sql(f"select point, mfu, bound, \"mapping.strategy\" from read_parquet('{glob}') order by point").df()
+    pl = polars.read_parquet(glob).sort("point")
+    assert np.array_equal(dk["mfu"].to_numpy(), pdf["mfu"].to_numpy())
+    assert np.array_equal(pl["mfu"].to_numpy(), pdf["mfu"].to_numpy())
+    assert list(dk["bound"]) == list(pdf["bound"].astype(str)) == pl["bound"].cast(polars.String).to_list()
+    assert list(pl["mapping.strategy"]) == list(pdf["mapping.strategy"])
+
+
+def test_csv_reads_back_as_pandas_wrote_it(tmp_path, monkeypatch):
+    df = pd.DataFrame({"f": [1.0, 2.5, np.nan, np.inf, -1e300, 1e16, 123456789012345678.0, 0.1],
+                       "i": range(8), "b": [True, False] * 4, "t": ["a", 'q"uote', "c,omma", None, "x", "y", "z", "w"],
+                       "c": pd.Categorical(["l", "m"] * 4), "tup": [(1, 2)] * 8}, index=pd.Index(range(10, 18), name="point"))
+    monkeypatch.setattr(csvfile, "ARROW_ROWS", 0)  # the arrow path even for 8 rows
+    write_csv(df, tmp_path / "a.csv")
+    df.to_csv(tmp_path / "b.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a.csv", index_col=0), pd.read_csv(tmp_path / "b.csv", index_col=0))
+    write_csv(df, tmp_path / "c.csv", index=False)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "c.csv"), pd.read_csv(tmp_path / "d.csv"))
+
+
+def test_config_yaml_keeps_integer_ranges_and_loads_to_the_same_hash(written):
+    cfg = {**MIXED, "axes": {**MIXED["axes"], "workload.B": {"range": [3, 9000, 3]}, "workload.G": [1, 2, 3]}}
+    cfg["zip"] = []
+    loaded = load_config(cfg)
+    data = loaded.resolved()
+    assert data["axes"]["workload.B"] == {"range": [3, 9000, 3]} and data["axes"]["workload.G"] == [1, 2, 3]
+    assert load_config(data).config_hash() == loaded.config_hash()
+    assert load_config(written.path / "config.yaml").config_hash() == written.manifest["config_hash"]

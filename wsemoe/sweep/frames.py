@@ -1,0 +1,72 @@
+"""Evaluate arbitrary rows of input values (a DataFrame), as the analysis studies need them.
+
+Calibration samples and invariant frames carry values that are not grid positions (a sampled
+matmul efficiency, a bandwidth doubled), so they cannot go through the grid engine's digits.
+Rows are grouped by their categorical values; each group is one cost-model call on float64
+arrays; feasibility is added exactly as for a sweep.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wsemoe.config.schema import SECTIONS, SweepConfig
+from wsemoe.cost import step
+from wsemoe.cost.comm import comm_model
+from wsemoe.sweep.block import Labels
+from wsemoe.sweep.engine import Outputs, Rows, namespaces
+from wsemoe.sweep.feasibility import feasibility
+
+
+def _categorical(frame: pd.DataFrame) -> list[str]:
+    """Columns that are not plain numbers (names, flags, tuples): constant within a group."""
+    return [c for c in frame.columns
+            if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])]
+
+
+def _sources(cfg: SweepConfig) -> tuple[dict, dict]:
+    """Base fields per section and validated preset fields per preset name (the axes may name presets)."""
+    base = {s: getattr(cfg, s).model_dump() for s in SECTIONS}
+    preset = {s: {} for s in SECTIONS}
+    for name, fields in cfg.presets.items():
+        for s in ("hardware", "model"):
+            try:
+                preset[s][name] = type(getattr(cfg, s)).model_validate(fields).model_dump()
+            except ValueError:  # a preset of the other kind
+                pass
+    return base, preset
+
+
+def iter_groups(cfg: SweepConfig, frame: pd.DataFrame):
+    """(index, section namespaces) of each group of rows sharing their categorical values.
+
+    The namespaces hold what the cost model sees for those rows: the base spec (or the row's
+    preset) with the row values applied, numeric ones as float64 arrays over the group.
+    """
+    base, preset = _sources(cfg)
+    cats = _categorical(frame)
+    groups = frame.groupby(cats, sort=False, dropna=False) if cats else [((), frame)]
+    for values, sub in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        numeric = {c: sub[c].to_numpy(dtype=np.float64) for c in sub.columns if c not in cats}
+        yield sub.index, namespaces(base, preset, {**dict(zip(cats, values)), **numeric})
+
+
+def evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
+    """The cost model on one group's namespaces (communication from the fabric when it applies): only the
+    columns that apply to the group (a frame of several groups fills the others with NaN)."""
+    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
+    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm)
+
+
+def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
+    """Output columns for every row of `frame` (same index), feasibility included."""
+    position = pd.Series(np.arange(len(frame)), index=frame.index)
+    pieces = [(Rows(position.loc[index].to_numpy()), evaluate_group(cfg, ns)) for index, ns in iter_groups(cfg, frame)]
+    outputs = Outputs(len(frame), pieces)
+    inputs = {c: frame[c].to_numpy() for c in frame.columns}
+    extra, _ = feasibility(cfg, outputs, inputs)
+    cols = {name: outputs.column(name) for name in outputs.names}
+    cols.update(extra)
+    return pd.DataFrame({k: v.to_pandas() if isinstance(v, Labels) else v for k, v in cols.items()}, index=frame.index)

@@ -1,0 +1,74 @@
+"""One part file: a columnar Block written straight to parquet bytes through pyarrow (no DataFrame).
+
+The file is plain parquet that pandas, pyarrow, DuckDB and Polars read: numbers as float64/int64,
+labels dictionary-encoded (pandas reads them as categoricals), text inputs as strings, the grid
+index as the `point` column, and pandas metadata so `pandas.read_parquet` restores the index.
+
+Why these encodings (measured on 131k-point chunks of the BTA space, every column): a column
+without nulls is declared non-nullable, which halves the writer's per-value work (no definition
+levels); floats are BYTE_STREAM_SPLIT (sign-exponent and mantissa bytes apart) with lz4: 51 ms
+and 12.9 MB per chunk, against 88 ms and 20.4 MB for PLAIN with lz4 and 240 ms and 21.7 MB for
+pandas' default dictionary encoding, which overflows on the many columns that vary with every
+axis and then falls back after hashing every value. Labels and text are dictionary-encoded; the
+point index is delta-encoded (nearly free).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from wsemoe.sweep.block import Block, Labels, Text
+
+COMPRESSION = "lz4"
+WRITE_BATCH = 65_536  # values the writer encodes per call (its default of 1,024 costs 10% more)
+
+
+def _arrow(col, typ: pa.DataType) -> pa.Array:
+    if isinstance(col, Text):
+        arr = pa.array(col.categories, type=pa.string()).take(pa.array(col.codes))
+    elif isinstance(col, Labels):
+        codes = col.codes.astype(typ.index_type.to_pandas_dtype())  # the width pandas would pick
+        arr = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(col.categories, type=pa.string()))
+    else:
+        arr = pa.array(col)
+    return arr if arr.type == typ else arr.cast(typ)
+
+
+def _signature(block: Block) -> tuple:
+    return tuple((n, type(c).__name__, len(c.categories) if isinstance(c, Labels) else c.dtype.str)
+                 for n, c in block.columns.items())
+
+
+_SCHEMAS: dict = {}  # signature -> schema: chunks of one sweep share one (a dict is thread-safe enough here)
+
+
+def schema(block: Block) -> pa.Schema:
+    """The arrow schema and pandas metadata pandas itself would write for this block, derived from
+    its first row once per kind of block (names, types, category counts)."""
+    sig = _signature(block)
+    if sig not in _SCHEMAS:
+        if len(_SCHEMAS) > 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[sig] = pa.Schema.from_pandas(block.take(slice(0, 1)).to_frame(), preserve_index=True)
+    return _SCHEMAS[sig]
+
+
+def to_table(block: Block) -> pa.Table:
+    """The block as an arrow table with the schema (and pandas metadata) pandas itself would write;
+    columns without nulls are declared non-nullable."""
+    sch = schema(block)
+    arrays = [_arrow(c, f.type) for c, f in zip([*block.columns.values(), block.index], sch)]
+    fields = [f.with_nullable(a.null_count > 0) for f, a in zip(sch, arrays)]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=sch.metadata))
+
+
+def to_bytes(block: Block) -> memoryview:
+    """The part file's bytes (a view of arrow's buffer: hashed and written without a copy)."""
+    table = to_table(block)
+    labels = [n for n, c in block.columns.items() if isinstance(c, Labels)]
+    encoding = {n: "BYTE_STREAM_SPLIT" for n, f in zip(table.column_names, table.schema) if pa.types.is_floating(f.type)}
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=COMPRESSION, use_dictionary=labels, write_batch_size=WRITE_BATCH,
+                   column_encoding={**encoding, "point": "DELTA_BINARY_PACKED"}, write_statistics=["point"])
+    return memoryview(sink.getvalue())
