@@ -21,13 +21,20 @@ def _combos(cfg: SweepConfig, paths: list[str]) -> dict[str, np.ndarray]:
         for p in cols:  # repeat what we have for each row of this factor
             cols[p] = np.repeat(cols[p], m)
         for p in hit:
-            cols[p] = np.tile(np.asarray(f[p], dtype=object), n)
+            cols[p] = np.tile(_objects(f[p]), n)
         n *= m
     for p in paths:
         if p not in cols:
             section, field = p.split(".", 1)
             cols[p] = np.full(n, getattr(getattr(cfg, section), field), dtype=object)
     return cols
+
+
+def _objects(values) -> np.ndarray:
+    """A 1-D object array of `values`, list values (wafers, ftd) kept whole rather than spread into a 2-D array."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [tuple(v) if isinstance(v, list) else v for v in values]
+    return out
 
 
 def check_points(cfg: SweepConfig) -> None:
@@ -41,9 +48,7 @@ def check_points(cfg: SweepConfig) -> None:
         i = int(np.argmax(k > e))
         key = "model.num_experts_per_tok" if "model.num_experts_per_tok" in cfg.axis_names() else "model.num_experts"
         raise ConfigError(f"top-k exceeds the number of experts (k={int(k[i])}, E={int(e[i])})", loc=("axes", key))
-    if any(p in cfg.axis_names() for p in ("hardware", "mapping.tp", "hardware.rows", "hardware.cols")) \
-            or cfg.mapping.tp is not None:
-        _check_tp(cfg)
+    _check_tp(cfg)
     _check_token_count(cfg)
 
 
@@ -65,36 +70,68 @@ def _check_token_count(cfg: SweepConfig) -> None:
                           loc=("workload",))
 
 
-def _check_tp(cfg: SweepConfig) -> None:
-    """TP must divide the nodes; on a weight-streaming wafer it must span them all: the model runs one
-    attention group there (no node-to-node phases), so smaller groups would multiply tokens for free."""
-    paths = [p for p in ("hardware.rows", "hardware.cols", "mapping.tp", "hardware.weight_source")
-             if p in cfg.axis_names()]
-    c = _combos(cfg, [*paths, *(["hardware"] if "hardware" in cfg.axis_names() else [])])
+LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.weight_source", "hardware.topology",
+                 "mapping.tp", "mapping.strategy", "workload.mode", "workload.G", "workload.tokens_per_device")
+
+
+def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
+    """Every combination the sweep takes of the fields a layout depends on (hardware presets resolved)."""
+    swept = [p for p in LAYOUT_FIELDS if p in cfg.axis_names()]
+    c = _combos(cfg, [*swept, *(["hardware"] if "hardware" in cfg.axis_names() else [])])
     n = len(next(iter(c.values()))) if c else 1
-    def field(path):
+    out = {}
+    for path in LAYOUT_FIELDS:
         section, name = path.split(".", 1)
         if path in c:
-            return c[path].astype(float)
-        if section == "hardware" and "hardware" in c:
-            return np.array([cfg.presets[h][name] for h in c["hardware"]], dtype=float)
-        v = getattr(getattr(cfg, section), name)
-        return np.full(n, np.nan if v is None else v, dtype=float)
-    tp, nodes = field("mapping.tp"), field("hardware.rows") * field("hardware.cols")
-    bad = ~np.isnan(tp) & (np.mod(nodes, np.where(np.isnan(tp), 1, tp)) != 0)
+            out[path] = c[path]
+        elif section == "hardware" and "hardware" in c:
+            default = type(cfg.hardware).model_fields[name].default
+            out[path] = _objects([cfg.presets[h].get(name, default) for h in c["hardware"]])
+        else:
+            out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
+    return out
+
+
+def _fail(cfg: SweepConfig, bad: np.ndarray, path: str, message) -> None:
+    """Raise for the first combination flagged in `bad`, naming the axis (or base field) `path`."""
     if np.any(bad):
         i = int(np.argmax(bad))
-        loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
-        raise ConfigError(f"mapping.tp = {int(tp[i])} does not divide the {int(nodes[i])} nodes", loc=loc)
-    if "hardware.weight_source" in c:
-        source = c["hardware.weight_source"]
-    elif "hardware" in c:
-        source = np.array([cfg.presets[h].get("weight_source", "resident") for h in c["hardware"]])
-    else:
-        source = np.full(n, cfg.hardware.weight_source)
-    split = (source == "streamed") & ~np.isnan(tp) & (tp != nodes)
-    if np.any(split):
-        i = int(np.argmax(split))
-        loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
-        raise ConfigError(f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
-                          f"over all {int(nodes[i])} nodes; leave tp unset", loc=loc)
+        loc = ("axes", path) if path in cfg.axis_names() else tuple(path.split("."))
+        raise ConfigError(message(i), loc=loc)
+
+
+def _check_tp(cfg: SweepConfig) -> None:
+    """TP must divide the nodes (HER: the dies of one wafer); on a weight-streaming wafer it must span them all:
+    the model runs one attention group there (no node-to-node phases), so smaller groups would multiply tokens
+    for free. Decode by tokens per device needs B = tokens_per_device·tp/G to be a whole number of sequences."""
+    c = _layout(cfg)
+    wafers = np.array([np.prod(w) for w in c["hardware.wafers"]], dtype=float)
+    per_wafer = c["hardware.rows"].astype(float) * c["hardware.cols"].astype(float)
+    nodes = per_wafer * wafers
+    tp = np.array([np.nan if v is None else v for v in c["mapping.tp"]], dtype=float)
+    given = ~np.isnan(tp)
+    tp_ = np.where(given, tp, nodes)
+    her = c["mapping.strategy"] == "her"
+    span = np.where(her & (c["hardware.topology"] == "mesh"), per_wafer, nodes)
+    _fail(cfg, given & (np.mod(span, tp_) != 0), "mapping.tp",
+          lambda i: f"mapping.tp = {int(tp[i])} does not divide the {int(span[i])} "
+                    + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
+    streamed = c["hardware.weight_source"] == "streamed"
+    _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
+          lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
+    _fail(cfg, streamed & given & (tp != nodes), "mapping.tp",
+          lambda i: f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
+                    f"over all {int(nodes[i])} nodes; leave tp unset")
+    per_device = np.array([np.nan if v is None else v for v in c["workload.tokens_per_device"]], dtype=float)
+    by_device = ~np.isnan(per_device)
+    if not by_device.any():
+        return
+    _fail(cfg, by_device & (c["workload.mode"] != "decode"), "workload.tokens_per_device",
+          lambda i: "tokens_per_device sets the decode batch; use workload.B in other modes")
+    if "workload.B" in cfg.axis_names():
+        raise ConfigError("workload.B is not used when tokens_per_device is set; sweep one of them",
+                          loc=("axes", "workload.B"))
+    g = c["workload.G"].astype(float)
+    _fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
+          lambda i: f"tokens_per_device·tp = {int(per_device[i] * tp_[i])} is not a multiple of G = {int(g[i])} "
+                    "(B must be whole sequences)")

@@ -1,7 +1,7 @@
-"""Expert-load models and balancers: Zipf or measured popularity, greedy replication, migration.
+"""Expert-load models and balancers: Zipf or measured popularity, skew calibration, greedy replication, token splits.
 
-Node load = Σ over hosted experts of expert load / replicas (tokens of an expert are split
-evenly over its copies); the expert stage runs at the busiest node's pace.
+Node load = Σ over hosted experts of expert load × the share of its tokens that copy receives (evenly, or by
+water-filling that minimises the busiest host); the expert stage runs at the busiest node's pace.
 """
 
 from __future__ import annotations
@@ -20,9 +20,69 @@ def zipf_shares(num_experts: int, s: float, seed: int) -> np.ndarray:
     return w / w.sum()
 
 
+def zipf_imbalance(s: float, num_experts: int, devices: int, seed: int) -> float:
+    """Busiest device over mean expert load under Zipf(s) with the default placement on `devices` devices."""
+    shares = zipf_shares(num_experts, s, seed)
+    return imbalance(node_loads(place_experts(num_experts, 1, devices), shares))
+
+
+def calibrate_zipf(target: float, num_experts: int, devices: int, seed: int, hi: float = 64.0) -> float:
+    """The Zipf exponent whose busiest device carries `target` × the mean load on `devices` devices (bisection).
+
+    The imbalance a given popularity shows depends on experts per device: the exponent that puts 2.1× on the
+    busiest of 64 dies holding 4 experts each puts 5.7× on the busiest of 256 dies holding one. Raises when no
+    exponent in [0, hi] reaches the target (e.g. a target below what an uneven expert count already gives).
+    """
+    lo_val, hi_val = (zipf_imbalance(x, num_experts, devices, seed) for x in (0.0, hi))
+    if not lo_val <= target <= hi_val:
+        raise ValueError(f"skew_target {target:g} is outside what Zipf exponents 0…{hi:g} give "
+                         f"({lo_val:.3g}…{hi_val:.3g}) for {num_experts} experts on {devices} devices")
+    lo = 0.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if zipf_imbalance(mid, num_experts, devices, seed) < target:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
 def node_loads(experts: ExpertPlacement, shares: np.ndarray) -> np.ndarray:
-    """Share of all token copies each node's experts receive (copies split evenly over replicas)."""
-    return (experts.hosts / experts.replicas[:, None] * shares[:, None]).sum(axis=0)
+    """Share of all token copies each node's experts receive (each copy gets its split of its expert's tokens)."""
+    return (experts.weights * shares[:, None]).sum(axis=0)
+
+
+def _pour(base: np.ndarray, amount: float) -> np.ndarray:
+    """Water-filling: amounts that raise the lowest of `base` to one common level, adding up to `amount`."""
+    order = np.sort(base)
+    levels = (amount + np.cumsum(order)) / np.arange(1, len(order) + 1)
+    k = np.flatnonzero(levels >= order)[-1]     # the most hosts that can share one level
+    return np.maximum(levels[k] - base, 0.0)
+
+
+def water_fill(hosts: np.ndarray, shares: np.ndarray, sweeps: int = 60) -> np.ndarray:
+    """Split of every expert's tokens over its copies that minimises the busiest host (E×N, rows sum to 1).
+
+    Starts from the even split and re-pours one replicated expert at a time onto its hosts, lowest first
+    (exact block minimisation of Σ load², whose optimum is also the min-max split). A re-pour never raises
+    the busiest of the expert's hosts and leaves every other host alone, so the busiest node never gets
+    busier than under the even split.
+    """
+    split = hosts / hosts.sum(axis=1, keepdims=True)
+    load = (split * shares[:, None]).sum(axis=0)
+    multi = [e for e in np.flatnonzero(hosts.sum(axis=1) > 1) if shares[e] > 0]
+    for _ in range(sweeps):
+        moved = 0.0
+        for e in multi:
+            h = np.flatnonzero(hosts[e])
+            base = load[h] - split[e, h] * shares[e]
+            new = _pour(base, shares[e])
+            moved = max(moved, float(np.abs(new - split[e, h] * shares[e]).max()))
+            split[e, h] = new / shares[e]
+            load[h] = base + new
+        if moved <= 1e-12 * max(float(load.mean()), 1e-300):
+            break
+    return split
 
 
 def imbalance(loads: np.ndarray) -> float:
@@ -83,8 +143,12 @@ def pack(shares: np.ndarray, counts: np.ndarray, slots: int, nodes: int,
 
 
 def balance_experts(balancer: str, shares: np.ndarray, placement: Placement, spare_slots: int,
-                    topology_aware: bool = True) -> tuple[ExpertPlacement, ExpertPlacement]:
-    """(placement before, placement after) balancing; `none` leaves the default round-robin placement."""
+                    topology_aware: bool = True, split: str = "water-fill") -> tuple[ExpertPlacement, ExpertPlacement]:
+    """(placement before, placement after) balancing; `none` leaves the default round-robin placement.
+
+    `split` says how an expert's tokens divide over its copies after balancing: "water-fill" (the busiest
+    host as low as the copies allow) or "even".
+    """
     E, n = len(shares), placement.num_nodes
     before = place_experts(E, placement.rows, placement.cols)
     if balancer == "none" or spare_slots == 0:
@@ -96,4 +160,4 @@ def balance_experts(balancer: str, shares: np.ndarray, placement: Placement, spa
     if counts.max() == 1:  # nothing is hot: the default placement stays
         return before, before
     hosts = pack(shares, counts, slots, n, placement.ftd_id if topology_aware else None)
-    return before, ExpertPlacement(hosts)
+    return before, ExpertPlacement(hosts, water_fill(hosts, shares) if split == "water-fill" else None)
