@@ -63,7 +63,7 @@ def balance_key(bal, numeric, histogram=None) -> structure.BalanceKey:
     hist = tuple(float(x) for x in histogram) if histogram is not None else None
     return structure.BalanceKey(bal.distribution, float(zipf_s), int(seed), bal.balancer, int(spare), hist,
                                 None if target is None else float(target), None if devices is None else int(devices),
-                                getattr(bal, "replica_split", "water-fill"))
+                                getattr(bal, "replica_split", "water-fill"), getattr(bal, "replica_policy", "hot"))
 
 
 def comm_model(hw, m, wl, mp_, bal=None, histogram=None):

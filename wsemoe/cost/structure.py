@@ -81,6 +81,7 @@ class BalanceKey(NamedTuple):
     skew_target: float | None = None
     skew_devices: int | None = None
     split: str = "water-fill"
+    policy: str = "hot"
 
 
 UNIFORM = BalanceKey()
@@ -248,7 +249,8 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
     placement = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     shares, s = expert_shares(num_experts, bal, layout.nodes)
-    before, experts = balance.balance_experts(bal.balancer, shares, placement, bal.spare_slots, split=bal.split)
+    before, experts = balance.balance_experts(bal.balancer, shares, placement, bal.spare_slots, split=bal.split,
+                                              policy=bal.policy)
     source, flow = token_flow(topology, strategy, token_source)
     first = _dispatch(layout, placement, before, shares, source, flow, False)
     dispatch = first if experts is before else _dispatch(layout, placement, experts, shares, source, flow, True)
@@ -268,6 +270,21 @@ def _switch_reduction(layout: fabric.Layout, placement: mp.Placement) -> PhasePe
     return PhasePeaks((step,), 0.0, 1.0, 1.0, 0.0, None, None)
 
 
+@functools.lru_cache(maxsize=256)
+def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
+                      token_source: str, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> dict:
+    """All-reduce, output reduction and gradient phases: they depend on the placement and the collectives, not
+    on the experts, so every balance setting of one placement shares them (cached)."""
+    layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
+    pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
+    _, flow = token_flow(topology, strategy, token_source)
+    dirs = coll.ring_directions
+    allreduce = (_switch_reduction(layout, pl) if topology == "switch" and coll.switch_reduction else None) or \
+        _phase(layout, collectives.attention_steps(pl, flow, dirs))
+    return {"allreduce": allreduce, "reduce": _phase(layout, collectives.reduce_steps(pl, flow, dirs)),
+            "gradient": _phase(layout, collectives.gradient_steps(pl, dirs))}
+
+
 @functools.lru_cache(maxsize=512)
 def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit, token_source: str,
           num_experts: int, bal: BalanceKey = UNIFORM, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> Structure:
@@ -277,19 +294,12 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
     token copy of one byte sent by every group (scale by tokens per group × top-k × H × bytes); migration
     per byte of each new expert copy.
     """
-    c = core(topology, rows, cols, tp, strategy, ftd, seed, explicit, token_source, num_experts, bal, tuple(wafers),
-             domain)
-    layout, pl, dirs = c.layout, c.placement, coll.ring_directions
-    allreduce = (_switch_reduction(layout, pl) if topology == "switch" and coll.switch_reduction else None) or \
-        _phase(layout, collectives.attention_steps(pl, c.flow, dirs))
-    phases = {
-        "allreduce": allreduce,
-        "dispatch": c.dispatch,
-        "combine": c.combine_reverse if coll.combine_routing == "reverse" else c.combine,
-        "reduce": _phase(layout, collectives.reduce_steps(pl, c.flow, dirs)),
-        "gradient": _phase(layout, collectives.gradient_steps(pl, dirs)),
-        "migration": c.migration,
-    }
+    args = (topology, rows, cols, tp, strategy, ftd, seed, explicit, token_source)
+    c = core(*args, num_experts, bal, tuple(wafers), domain)
+    ring = collective_phases(*args, tuple(wafers), domain, coll)
+    layout, pl = c.layout, c.placement
+    phases = {**ring, "dispatch": c.dispatch, "migration": c.migration,
+              "combine": c.combine_reverse if coll.combine_routing == "reverse" else c.combine}
     on, cross = _hop_split(layout)
     mesh_ = topology == "mesh"
     dispatch_loads = c.dispatch.loads
@@ -297,7 +307,7 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
     return Structure(
         layout=layout, placement=pl, experts=c.experts, phases=phases, flow=c.flow,
         ring_step_hops=_ring_hops(pl.rings, on + cross),
-        hot_overlap=mesh.hot_overlap(allreduce.loads, dispatch_loads) if mesh_ else 0.0,
+        hot_overlap=mesh.hot_overlap(ring["allreduce"].loads, dispatch_loads) if mesh_ else 0.0,
         inter_ftd_share=_share_on(_ftd_crossing(pl) if mesh_ else None, dispatch_loads),
         inter_wafer_share=_share_on(wafer_cross, dispatch_loads),
         node_load=c.dispatch.traffic.sum(axis=0),
@@ -319,4 +329,5 @@ def clear_cache() -> None:
     """Forget every built structure (benchmarks measure cold builds)."""
     build.cache_clear()
     core.cache_clear()
+    collective_phases.cache_clear()
     _hop_split.cache_clear()

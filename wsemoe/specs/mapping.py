@@ -57,6 +57,9 @@ class BalanceSpec(Spec):
         None, le=2**20, description="devices of the layout skew_target is measured on (expert e on device e mod "
                                     "devices); unset: the point's own device count. Set it to compare systems under "
                                     "one expert popularity")
+    replica_policy: Literal["hot", "fill"] = Field(
+        "hot", description="replicas only while a copy carries more than a mean expert's share (hot, default: no "
+                           "replica that buys little), or every spare slot filled as EPLB fills its redundant slots")
     replica_split: Literal["water-fill", "even"] = Field(
         "water-fill", description="how an expert's tokens split over its copies: water-filling that minimises the "
                                   "busiest host (default: a router can weight copies by load), or evenly")

@@ -16,7 +16,7 @@ import pandas as pd
 from wsemoe.sweep import engine
 
 from wsemoe.sweep import space
-from wsemoe.sweep.compare import baseline_mask, group_keys
+from wsemoe.sweep.compare import baseline_mask, candidate_mask, check_metrics, group_keys, metrics
 from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
@@ -64,6 +64,7 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
     best = []
     for start, stop in chunk_ranges(sub.size(), chunk_size):
         df = engine.evaluate_points(sub, start, stop)
+        check_metrics(df, cfg)
         df = df[df["feasible"]]
         if len(df):
             best.append(df.groupby(group, sort=False)[cfg.compare.metric].max().reset_index() if group
@@ -94,11 +95,12 @@ def candidates(df: pd.DataFrame, cfg: SweepConfig) -> pd.DataFrame:
     if cfg.compare:
         group, _ = group_keys(cfg)
         feas = df[df["feasible"]]
-        metric = cfg.compare.metric
-        for sub in (feas, feas[baseline_mask(feas, cfg)]):
-            if len(sub):
-                idx = sub.groupby(group, sort=False)[metric].idxmax() if group else [sub[metric].idxmax()]
-                keep.append(sub.loc[list(idx)])
+        for metric in metrics(cfg):
+            for sub in (feas[candidate_mask(feas, cfg)], feas[baseline_mask(feas, cfg)]):
+                if len(sub):
+                    idx = sub.groupby(group, sort=False, observed=True)[metric].idxmax() if group \
+                        else [sub[metric].idxmax()]
+                    keep.append(sub.loc[list(idx)])
     out = pd.concat(keep)
     return out[~out.index.duplicated()]
 
@@ -113,7 +115,7 @@ def kept_columns(df: pd.DataFrame, cfg: SweepConfig) -> list[str]:
         raise ConfigError(f"unknown output column '{unknown[0]}'", loc=("output", "columns"))
     always = [*cfg.axis_names(), "feasible", "infeasible_reason", "bound", *cfg.objectives]
     if cfg.compare:
-        always += [cfg.compare.metric, f"speedup_vs_{cfg.compare.name}"]
+        always += [*metrics(cfg), f"speedup_vs_{cfg.compare.name}"]
     keep = set(always) | set(wanted)
     return [c for c in df.columns if c in keep]
 
@@ -122,6 +124,7 @@ def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines) -> ChunkResult
     """Evaluate points [start, stop) and prepare their reductions."""
     df = engine.evaluate_points(cfg, start, stop)
     if cfg.compare:
+        check_metrics(df, cfg)
         df = add_speedup(df, cfg, baselines)
     df = df[kept_columns(df, cfg)] if cfg.output.columns is not None else df
     feas = df["feasible"].to_numpy()

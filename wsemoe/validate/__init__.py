@@ -135,6 +135,7 @@ def calibration_rows(hardware: str = "cs2") -> list[dict]:
 def run_all() -> list[dict]:
     """Every reproduced figure."""
     from wsemoe.validate.balance import balance_rows
-    from wsemoe.validate.moentwine import mapping_rows, nvl72_rows
+    from wsemoe.validate.moentwine import mapping_rows
+    from wsemoe.validate.scale import scale_rows
 
-    return param_rows() + calibration_rows() + bta_rows() + mapping_rows() + nvl72_rows() + balance_rows()
+    return param_rows() + calibration_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()

@@ -1,4 +1,4 @@
-"""MoEntwine (Tang et al., HPCA 2026) trends reproduced: ER vs block mapping, WSC vs NVL72."""
+"""MoEntwine (Tang et al., HPCA 2026) trends reproduced on one 8 × 8 wafer: ER vs block mapping."""
 
 from __future__ import annotations
 
@@ -64,14 +64,3 @@ def mapping_rows() -> list[dict]:
 def _span(x) -> str:
     """'−31% … +10%': the range of a series of fractions as signed percentages."""
     return f"{100 * float(np.min(x)):+.0f}% … {100 * float(np.max(x)):+.0f}%".replace("-", "−")
-
-
-def nvl72_rows() -> list[dict]:
-    """Per-device MoE throughput of the wafer (ER) against NVL72, averaged over the sweep."""
-    df = chunked.evaluate(sweep_config("wsc_vs_nvl72"))
-    p = df.pivot_table(index=["workload.B", "mapping.tp"], columns="hardware", values="per_device_moe_tokens_per_s")
-    gain = p["wsc-b200-8x8"] / p["nvl72"] - 1
-    mean = float(np.mean(gain))
-    return [row("per-device MoE throughput, WSC (ER, one wafer) vs NVL72", "+39% (4 wafers, full method)",
-                f"{100 * mean:+.0f}% mean ({100 * gain.min():+.0f}% … {100 * gain.max():+.0f}%)",
-                f"{100 * (mean - 0.39):+.0f} pts", "informational: no NI-Balancer, no hierarchical ER", None)]
