@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.config.schema import SweepConfig
+from wsemoe.cost.balance import calibrate_zipf
 from wsemoe.errors import ConfigError
 
 
@@ -50,6 +51,7 @@ def check_points(cfg: SweepConfig) -> None:
         raise ConfigError(f"top-k exceeds the number of experts (k={int(k[i])}, E={int(e[i])})", loc=("axes", key))
     _check_tp(cfg)
     _check_token_count(cfg)
+    _check_skew(cfg)
 
 
 MAX_TOKEN_PAIRS = 2**48  # G·B·S: tokens (or query-key pairs per head) of one attention group's micro-batch
@@ -76,20 +78,7 @@ LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.
 
 def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
     """Every combination the sweep takes of the fields a layout depends on (hardware presets resolved)."""
-    swept = [p for p in LAYOUT_FIELDS if p in cfg.axis_names()]
-    c = _combos(cfg, [*swept, *(["hardware"] if "hardware" in cfg.axis_names() else [])])
-    n = len(next(iter(c.values()))) if c else 1
-    out = {}
-    for path in LAYOUT_FIELDS:
-        section, name = path.split(".", 1)
-        if path in c:
-            out[path] = c[path]
-        elif section == "hardware" and "hardware" in c:
-            default = type(cfg.hardware).model_fields[name].default
-            out[path] = _objects([cfg.presets[h].get(name, default) for h in c["hardware"]])
-        else:
-            out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
-    return out
+    return _field_values(cfg, LAYOUT_FIELDS)
 
 
 def _fail(cfg: SweepConfig, bad: np.ndarray, path: str, message) -> None:
@@ -135,3 +124,49 @@ def _check_tp(cfg: SweepConfig) -> None:
     _fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
           lambda i: f"tokens_per_device·tp = {int(per_device[i] * tp_[i])} is not a multiple of G = {int(g[i])} "
                     "(B must be whole sequences)")
+
+
+SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",
+               "model.num_experts", "hardware.rows", "hardware.cols", "hardware.wafers")
+
+
+def _field_values(cfg: SweepConfig, paths) -> dict[str, np.ndarray]:
+    """Every combination the sweep takes of `paths`, with hardware and model preset axes resolved to fields."""
+    presets = [k for k in ("hardware", "model") if k in cfg.axis_names()]
+    c = _combos(cfg, [*(p for p in paths if p in cfg.axis_names()), *presets])
+    n = len(next(iter(c.values()))) if c else 1
+    out = {}
+    for path in paths:
+        section, name = path.split(".", 1)
+        if path in c:
+            out[path] = c[path]
+        elif section in presets:
+            default = type(getattr(cfg, section)).model_fields[name].default
+            out[path] = _objects([cfg.presets[v].get(name, default) for v in c[section]])
+        else:
+            out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
+    return out
+
+
+def _check_skew(cfg: SweepConfig) -> None:
+    """A skew target must be reachable by some Zipf exponent on its layout (the exponent is solved per point)."""
+    if cfg.balance.skew_target is None and "balance.skew_target" not in cfg.axis_names():
+        return
+    v = _field_values(cfg, SKEW_FIELDS)
+    seen = set()
+    for i in range(len(v["balance.seed"])):
+        target = v["balance.skew_target"][i]
+        if target is None or v["balance.distribution"][i] != "zipf":
+            continue
+        nodes = int(v["hardware.rows"][i]) * int(v["hardware.cols"][i]) * int(np.prod(v["hardware.wafers"][i]))
+        devices = v["balance.skew_devices"][i] or nodes
+        key = (float(target), int(v["model.num_experts"][i]), int(devices), int(v["balance.seed"][i]))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            calibrate_zipf(*key)
+        except ValueError as exc:
+            path = "balance.skew_devices" if v["balance.skew_devices"][i] else "balance.skew_target"
+            raise ConfigError(str(exc), loc=("axes", path) if path in cfg.axis_names() else tuple(path.split("."))) \
+                from None

@@ -74,9 +74,14 @@ def holders(placement: Placement) -> np.ndarray:
 
 
 def _nearest_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (group, node): the holder of the group's tokens nearest to the node (lowest id on ties), its distance."""
+    """Per (group, node): the holder of the group's tokens nearest to the node (lowest id on ties), its distance.
+    Under hierarchical ER only holders on the node's own wafer count: dispatch never crosses a wafer."""
     members = np.sort(holders(placement), axis=1)  # ascending ids so argmin breaks ties low
     dist = hops[members]  # (ng, H, N)
+    if placement.cross_rings is not None:
+        wafer = np.empty(placement.num_nodes, dtype=np.int64)
+        wafer[placement.cross_rings] = np.arange(placement.num_wafers)[None, :]
+        dist = np.where(wafer[members][:, :, None] == wafer[None, None, :], dist, np.iinfo(np.int64).max // 2)
     pick = dist.argmin(axis=1)
     sender = np.take_along_axis(members, pick, axis=1)
     return sender, dist.min(axis=1)
