@@ -17,7 +17,9 @@ from wsemoe.sweep import store
 OVER = ("workload.B", "workload.G")  # axes a design is tuned over, not one design each
 # Preferred value of an axis held fixed for a representative slice; the rest take their first value.
 PREFER = {"model.num_experts_per_tok": lambda v: 8 if 8 in v else max(v), "workload.B": max,
-          "balance.spare_slots": max}
+          "balance.spare_slots": max,
+          # the middle of the decode regime: neither latency- nor memory-bound at its ends
+          "workload.tokens_per_device": lambda v: sorted(v)[len(v) // 2]}
 
 
 class ResultsView:
