@@ -109,7 +109,27 @@ def case_memory(points_exp: int) -> dict:
     return case_sweep(cfg)
 
 
-CASES = {"model": case_model, "loop": case_loop, "sweep": case_sweep, "memory": case_memory}
+def case_structures() -> dict:
+    """Cold build time of every structure of the 4-wafer system (2×2 wafers of 8×8 dies): each strategy, TP and
+    token flow with uniform experts, and with the NI-Balancer's replicas at one expert per die."""
+    from wsemoe.cost import structure
+
+    bal = [structure.UNIFORM] + [structure.BalanceKey("zipf", 1.0, 1, "non-invasive", 2, None, 2.0, 256, "water-fill", p)
+                                 for p in ("hot", "fill")]
+    times = []
+    for strategy in ("block", "er", "her"):
+        for tp in (1, 4, 16):
+            for source in ("auto", "slice"):
+                for b in bal:
+                    structure.clear_cache()
+                    t0 = time.perf_counter()
+                    structure.build("mesh", 8, 8, tp, strategy, None, 0, None, source, 256, b, (2, 2))
+                    times.append(time.perf_counter() - t0)
+    return {"built": len(times), "max_s": max(times), "median_s": sorted(times)[len(times) // 2], "rss_mb": _rss_mb()}
+
+
+CASES = {"model": case_model, "loop": case_loop, "sweep": case_sweep, "memory": case_memory,
+         "structures": case_structures}
 
 
 def run_case(name, *args) -> dict:
@@ -144,6 +164,9 @@ def main(huge: bool) -> None:
         ratio = "–" if r.ratio != r.ratio else f"{r.ratio:,.0f}"
         note = f" ({r.built} structures built)" if r.built else ""
         print(f"| {r.space:<32} | {(r.what + note):<44} | {r.points:>11,} | {r.rate:>11,.0f} | {ratio:>7} | {r.rss:>6,.0f} MB |")
+    st = run_case("structures")
+    print(f"\n4-wafer system (2×2 wafers of 8×8, 256 dies): {st['built']} structures built cold, "
+          f"median {st['median_s']:.3f} s, slowest {st['max_s']:.3f} s each")
 
 
 if __name__ == "__main__":

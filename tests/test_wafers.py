@@ -153,3 +153,18 @@ def test_four_wafer_structures_cached_once_and_steps_add_up():
     np.testing.assert_allclose(ar.loads.all_links(), mesh.xy_link_loads(16, 16, ar.traffic).all_links(), rtol=1e-12)
     assert len(ar.steps) == 3   # on-wafer reduce-scatter, cross-wafer all-gather, on-wafer all-gather
     assert ar.max_link >= max(max(st_.max_link, st_.max_cross) for st_ in ar.steps) - 1e-12
+
+
+def test_combine_on_the_reverse_path_mirrors_dispatch_link_by_link():
+    xy = structure.build("mesh", 8, 8, 8, "block", None, 0, None, "auto", 256)
+    rev = structure.build("mesh", 8, 8, 8, "block", None, 0, None, "auto", 256,
+                          coll=structure.Collectives(1, "reverse"))
+    d, c = rev.phases["dispatch"].loads, rev.phases["combine"].loads
+    for a, b in ((c.east, d.west), (c.west, d.east), (c.south, d.north), (c.north, d.south)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert rev.phases["combine"].max_link == pytest.approx(xy.phases["dispatch"].max_link)
+    df = wsemoe.evaluate(_cfg("wsc-b200-8x8", {"mapping.combine_routing": ["xy", "reverse"]}, tp=8, strategy="block")
+                         | {"workload": {"mode": "decode", "seq_len": 4096, "B": 1024}})
+    xy_row, rev_row = df.itertuples()
+    assert rev_row.moe_combine_s == pytest.approx(rev_row.moe_dispatch_s)
+    assert xy_row.combine_max_link_bytes != pytest.approx(rev_row.combine_max_link_bytes)  # XY changes block TP 8

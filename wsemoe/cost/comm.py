@@ -46,10 +46,17 @@ def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], n
         fields += [bal.zipf_s, bal.seed, bal.spare_slots, getattr(bal, "skew_target", None),
                    getattr(bal, "skew_devices", None)]
     arrays = np.broadcast_arrays(*(_number(x) for x in fields))
-    keys = np.stack([a.ravel() for a in arrays], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    # Unset optionals are NaN, which never equals itself: stand in -1 (no field takes it) so they group.
+    keys = np.nan_to_num(np.stack([a.ravel() for a in arrays], axis=1), nan=-1.0)
+    varies = np.flatnonzero((keys != keys[:1]).any(axis=0))   # sort only the columns that vary (usually few)
+    uniq = keys[:1].copy()
+    inv = np.zeros(len(keys), dtype=np.intp)
+    if varies.size:
+        sub, inv = np.unique(keys[:, varies], axis=0, return_inverse=True)
+        uniq = np.repeat(keys[:1], len(sub), axis=0)
+        uniq[:, varies] = sub
     casts = (int, int, int, int, int, float, int, int, float, int)
-    built = [StructuralKey(*(None if np.isnan(v) else c(v) for c, v in zip(casts, u))) for u in uniq]
+    built = [StructuralKey(*(None if v == -1.0 else c(v) for c, v in zip(casts, u))) for u in uniq]
     return arrays[0].shape, built, inv.ravel()
 
 
