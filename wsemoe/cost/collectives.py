@@ -72,12 +72,19 @@ def _ring(rings, per_edge, rounds, n, directions, reverse=False) -> list[StepTra
     return [StepTraffic(t.T.copy() if reverse else t, int(rounds))]
 
 
+def home_steps(pl: Placement, directions: int = 1) -> list[StepTraffic]:
+    """Reduce-scatter + all-gather over every group's own ring: the ring all-reduce. It is the whole collective
+    of a flat placement, and under HER what a dense layer needs (it dispatches nothing to other wafers)."""
+    n, t = pl.num_nodes, pl.tp
+    return 2 * _ring(pl.rings, (t - 1) / t, t - 1, n, directions)
+
+
 def attention_steps(pl: Placement, flow: str, directions: int = 1) -> list[StepTraffic]:
     """Steps of the collective after attention (per unit of one member's message M)."""
     n, t, w = pl.num_nodes, pl.tp, pl.num_wafers
-    rs = _ring(pl.rings, (t - 1) / t, t - 1, n, directions)
     if pl.cross_rings is None:                                   # flat: reduce-scatter + all-gather = all-reduce
-        return rs + _ring(pl.rings, (t - 1) / t, t - 1, n, directions)
+        return home_steps(pl, directions)
+    rs = _ring(pl.rings, (t - 1) / t, t - 1, n, directions)
     cross = _ring(pl.cross_rings, (w - 1) / t, w - 1, n, directions)
     gather = (t - 1) * (w if flow == "replicated" else 1) / t   # every wafer gathers W slices, or home gathers its own
     return rs + cross + _ring(pl.rings, gather, t - 1, n, directions)

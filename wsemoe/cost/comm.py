@@ -137,6 +137,8 @@ class CommModel:
         copies = (T / groups) * m.num_experts_per_tok * act
         scales = {"allreduce": tile_tokens * act, "dispatch": copies, "combine": copies,
                   "reduce": (T / groups) * act}    # the expert outputs of all G tiles, reduced once
+        if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
+            scales["dense_allreduce"] = tile_tokens * act
         if wl.mode == "train":  # attention-weight gradients reduced across groups (charged per micro-batch)
             scales["gradient"] = params.attn_params(m) * wl.bytes_per_grad / tp
         return scales
@@ -147,13 +149,14 @@ class CommModel:
         layers = params.moe_layers(self.m)
         for name, scale in scales.items():
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale)
-            reps = self.wl.G if name == "allreduce" else 1   # one all-reduce per attention tile
+            reps = self.wl.G if name in ("allreduce", "dense_allreduce") else 1   # one all-reduce per attention tile
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
             out[f"{name}_max_link_bytes"] = unit * scale
-            windows[name] = Window(once, scale, reps * layers, name)
+            if name != "dense_allreduce":   # migration rides MoE layers' phases (dense layers' cores are idle windows)
+                windows[name] = Window(once, scale, reps * layers, name)
         return out, windows
 
     @staticmethod

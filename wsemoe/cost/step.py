@@ -54,8 +54,11 @@ def evaluate(hw, m, wl, mp, comm=None) -> dict:
     attn, moe, dense, head = stages(hw, m, wl, mp, shape, flops, c)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     co = getattr(wl, "comm_overlap", "none")
+    # Under HER a dense layer dispatches nothing, so its attention needs only the home wafer's all-reduce.
+    attn_dense = attn if "dense_allreduce_s" not in c else \
+        Stage("attention", attn.terms, {**attn.comm, "allreduce_s": c["dense_allreduce_s"]})
     layers = (Layer("moe_layer", [attn, moe], Lm, wl.overlap, co),
-              Layer("dense_layer", [attn, dense], L - Lm, wl.overlap, co),
+              Layer("dense_layer", [attn_dense, dense], L - Lm, wl.overlap, co),
               Layer("head", [head], 1, wl.overlap, co))
     if comm is not None and hasattr(comm, "migration"):
         c.update(comm.migration(idle_windows(layers, co)))

@@ -281,8 +281,11 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     dirs = coll.ring_directions
     allreduce = (_switch_reduction(layout, pl) if topology == "switch" and coll.switch_reduction else None) or \
         _phase(layout, collectives.attention_steps(pl, flow, dirs))
-    return {"allreduce": allreduce, "reduce": _phase(layout, collectives.reduce_steps(pl, flow, dirs)),
-            "gradient": _phase(layout, collectives.gradient_steps(pl, dirs))}
+    out = {"allreduce": allreduce, "reduce": _phase(layout, collectives.reduce_steps(pl, flow, dirs)),
+           "gradient": _phase(layout, collectives.gradient_steps(pl, dirs))}
+    if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
+        out["dense_allreduce"] = _phase(layout, collectives.home_steps(pl, dirs))
+    return out
 
 
 @functools.lru_cache(maxsize=512)

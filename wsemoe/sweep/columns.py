@@ -33,6 +33,9 @@ _DOCS = {
     "moe_comm_s": ("s", "TP all-reduce + dispatch + combine + output reduction time per MoE layer"),
     "tokens_per_device": ("tokens", "tokens of one micro-batch per device (decode: sequences per device)"),
     "attention_batch": ("sequences", "attention batch B in use (set from tokens_per_device when given)"),
+    "dense_allreduce_bound": ("", "what limits a dense layer's all-reduce under HER (the home wafer's ring only: a "
+                                  "dense layer dispatches nothing, so it gathers nothing across wafers)"),
+    "dense_allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in a dense layer's all-reduce under HER"),
     "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, or hop latency"),
     "reduce_max_link_bytes": ("bytes", "load of the busiest directed link in one output reduction"),
     "dispatch_inter_wafer_share": ("1", "share of dispatch link load on links between wafers (NaN on one wafer)"),
