@@ -93,7 +93,7 @@ def _shade(ax, bound: np.ndarray, taus: np.ndarray, base: str) -> None:
     """Shade the tokens-per-device range where the baseline's MoE stage is HBM-bound (memory-access bound)."""
     if not len(bound):
         return
-    lo, hi = bound.min(), bound.max()
-    ax.axvspan(lo / 2 ** 0.5, hi * 2 ** 0.5 if hi < taus.max() else hi * 2 ** 0.5, color="0.92", zorder=0, lw=0)
+    lo, hi = bound.min(), bound.max()   # half a step (on log2) beyond the first and last bound point
+    ax.axvspan(lo / 2 ** 0.5, min(hi * 2 ** 0.5, taus.max() * 2 ** 0.5), color="0.92", zorder=0, lw=0)
     ax.text(np.sqrt(lo * hi), 0.98, f"{base} MoE stage bound by HBM", transform=ax.get_xaxis_transform(),
             ha="center", va="top", fontsize=8, color="0.35")
