@@ -143,6 +143,8 @@ def test_best_vs_best_comparison_tunes_each_side_for_each_metric(tmp_path):
     ({"hardware": {"preset": "wsc-b200-8x8", "scale_up_size": 8}}, "hardware"),
     ({"hardware": {"preset": "wsc-b200-8x8", "in_switch_reduction": True}}, "hardware"),
     ({"mapping": {"tp": 128, "strategy": "her"}, "hardware": "wsc-b200-4x8x8"}, "tp"),
+    ({"mapping": {"tp": 4, "strategy": "er", "ftd": [3, 3]}}, "ftd"),
+    ({"mapping": {"tp": 4, "strategy": "her", "ftd": [8, 8]}, "hardware": "wsc-b200-4x8x8"}, "ftd"),
     ({"workload": {"mode": "train", "tokens_per_device": 4}}, "tokens_per_device"),
     ({"workload": {**BASE, "tokens_per_device": 3, "G": 2}, "mapping": {"tp": 1}}, "tokens_per_device"),
     ({"axes": {"workload.B": [1, 2]}, "workload": {**BASE, "tokens_per_device": 4}}, "workload.B"),

@@ -73,7 +73,8 @@ def _check_token_count(cfg: SweepConfig) -> None:
 
 
 LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.weight_source", "hardware.topology",
-                 "mapping.tp", "mapping.strategy", "workload.mode", "workload.G", "workload.tokens_per_device")
+                 "mapping.tp", "mapping.strategy", "mapping.ftd", "workload.mode", "workload.G",
+                 "workload.tokens_per_device")
 
 
 def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
@@ -105,6 +106,7 @@ def _check_tp(cfg: SweepConfig) -> None:
     _fail(cfg, given & (np.mod(span, tp_) != 0), "mapping.tp",
           lambda i: f"mapping.tp = {int(tp[i])} does not divide the {int(span[i])} "
                     + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
+    _check_ftd(cfg, c, tp_, span, her)
     streamed = c["hardware.weight_source"] == "streamed"
     _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
           lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
@@ -124,6 +126,23 @@ def _check_tp(cfg: SweepConfig) -> None:
     _fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
           lambda i: f"tokens_per_device·tp = {int(per_device[i] * tp_[i])} is not a multiple of G = {int(g[i])} "
                     "(B must be whole sequences)")
+
+
+def _check_ftd(cfg: SweepConfig, c: dict, tp: np.ndarray, span: np.ndarray, her: np.ndarray) -> None:
+    """An explicit FTD tile (fr, fc) must hold one member of every group: fr·fc = groups (HER: per wafer), fr
+    dividing the rows and fc the columns it tiles."""
+    for i, ftd in enumerate(c["mapping.ftd"]):
+        if ftd is None or c["mapping.strategy"][i] not in ("er", "her"):
+            continue
+        wr, wc = (1, 1) if her[i] else tuple(c["hardware.wafers"][i])
+        rows, cols = int(c["hardware.rows"][i]) * wr, int(c["hardware.cols"][i]) * wc
+        groups = int(span[i] // tp[i])
+        fr, fc = (int(v) for v in ftd)
+        if fr * fc != groups or rows % fr or cols % fc:
+            path = "mapping.ftd"
+            raise ConfigError(f"ftd ({fr}, {fc}) must hold one member of each of the {groups} groups: fr·fc = "
+                              f"{groups}, fr dividing {rows} rows and fc {cols} columns",
+                              loc=("axes", path) if path in cfg.axis_names() else ("mapping", "ftd"))
 
 
 SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",
