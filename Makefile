@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-SWEEPS := quickstart bta_experts bta_topk moentwine_mapping wsc_vs_nvl72 moentwine_balance
+SWEEPS := quickstart bta_experts bta_topk moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72
 
 demo: $(STAMP)
 	$(BIN)/wsemoe presets

@@ -214,6 +214,25 @@ def breakdown(cfg_dict) -> dict:
     return {k: v / cfg.size() * 1e6 for k, v in t.items()}
 
 
+def structures_case() -> dict:
+    """Cold build time of every structure of the 4-wafer system (2×2 wafers of 8×8 dies): each strategy, TP and
+    token flow with uniform experts, and with the NI-Balancer's replicas at one expert per die."""
+    from wsemoe.cost import structure
+
+    bal = [structure.UNIFORM] + [structure.BalanceKey("zipf", 1.0, 1, "non-invasive", 2, None, 2.0, 256, "water-fill", p)
+                                 for p in ("hot", "fill")]
+    times = []
+    for strategy in ("block", "er", "her"):
+        for tp in (1, 4, 16):
+            for source in ("auto", "slice"):
+                for b in bal:
+                    structure.clear_cache()
+                    t0 = time.perf_counter()
+                    structure.build("mesh", 8, 8, tp, strategy, None, 0, None, source, 256, b, (2, 2))
+                    times.append(time.perf_counter() - t0)
+    return {"built": len(times), "max_s": max(times), "median_s": sorted(times)[len(times) // 2]}
+
+
 def _rate(r: dict) -> float:
     return r["points"] / r["wall"]
 
@@ -245,6 +264,7 @@ def measure(quick: bool) -> dict:
     res["exp"] = exp
     res["search"] = search_check(search, (0.05, 0.01))
     res["breakdown"] = breakdown(bta)
+    res["structures"] = structures_case()
     return res
 
 
@@ -300,6 +320,10 @@ def report(res: dict, quick: bool, seconds: float, load: tuple) -> str:
     b = res["breakdown"]
     lines += ["", "Where one process's CPU goes, per million BTA points (every column): " +
               "; ".join(f"{k} {v:.3f} s" for k, v in b.items()) + "."]
+    st = res["structures"]
+    lines += ["", f"Structures of the 4-wafer system (2×2 wafers of 8×8 dies; block, ER and HER × TP 1, 4, 16 × two "
+              f"token flows × uniform, hot and filled replicas): {st['built']} cold builds, median "
+              f"{st['median_s']:.3f} s, slowest {st['max_s']:.3f} s."]
     lines += ["", f"Measured by `bench/bench_sweep.py{' --quick' if quick else ''}` in {seconds:.0f} s on "
               f"{os.cpu_count()} cores (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after; other "
               f"work on the machine moves wall times, CPU times much less); pyarrow {pyarrow.__version__}, "

@@ -58,13 +58,15 @@ def test_same_seed_same_results():
     assert a.equals(b)
 
 
-def test_exposed_zero_with_large_windows_and_whole_without_windows():
+def test_exposed_zero_with_large_windows_and_hidden_never_beyond_the_windows():
     long = wsemoe.evaluate(_cfg(balancer="non-invasive", rebalance_interval=10_000, churn=0.25)).iloc[0]
     assert long["migration_exposed_s"] == 0.0
-    # pieces larger than any cold window: nothing can hide (only the hop latency is not re-paid)
-    none = wsemoe.evaluate(_cfg(balancer="non-invasive", piece_bytes=1.0e+15)).iloc[0]
-    assert none["migration_exposed_s"] == pytest.approx(none["migration_total_s"] / 10, rel=1e-4)
-    assert none["migration_hidden_s"] < 1e-4 * none["migration_exposed_s"]
+    # every rebalance: the migration needs more than the windows of one step can carry, so part is exposed,
+    # and what hides is at most the busiest link's spare window time per step
+    every = wsemoe.evaluate(_cfg(balancer="non-invasive", rebalance_interval=1, churn=1.0)).iloc[0]
+    assert every["migration_exposed_s"] > 0
+    assert every["migration_hidden_s"] + every["migration_exposed_s"] == pytest.approx(every["migration_total_s"])
+    assert every["migration_hidden_s"] <= every["step_time_s"] - every["migration_exposed_s"]
 
 
 def test_stop_the_world_pays_everything_and_replicas_cost_memory():

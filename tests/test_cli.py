@@ -109,7 +109,8 @@ def test_every_column_of_every_shipped_sweep_is_documented():
     import wsemoe
     from wsemoe.sweep.columns import describe, documented
 
-    for f in ("bta_topk", "moentwine_balance", "wsc_vs_nvl72", "moentwine_mapping"):
+    for f in ("bta_topk", "moentwine_balance", "moentwine_mapping", "moentwine_scale", "moentwine_scale_balance",
+              "moentwine_vs_nvl72"):
         for c in wsemoe.evaluate(f"sweeps/{f}.yaml", start=0, stop=2).columns:
             assert documented(c), c
             assert describe(c)[0] is not None

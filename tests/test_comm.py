@@ -80,3 +80,12 @@ def test_uniform_experts_on_mesh_are_balanced_and_nvl72_is_not():
     nvl = wsemoe.evaluate(cfg(hardware="nvl72", tp=4))
     assert mesh["expert_imbalance"].iloc[0] == pytest.approx(1.0)
     assert nvl["expert_imbalance"].iloc[0] == pytest.approx(4 / (256 / 72))  # 4 experts on the busiest of 72
+
+
+def test_each_unique_combination_is_looked_up_once_not_once_per_point(monkeypatch):
+    """Unset optional fields (skew target, skew devices) must group, not make every point its own key."""
+    calls = []
+    real = structure.build
+    monkeypatch.setattr(structure, "build", lambda *a, **k: calls.append(a) or real(*a, **k))
+    df = wsemoe.evaluate(cfg(axes={"mapping.tp": [4, 8], "workload.B": list(range(1, 51))}))
+    assert len(df) == 100 and len(calls) == 2

@@ -406,7 +406,7 @@ BALANCED = {"name": "bal", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
             "workload": {"mode": "decode", "seq_len": 4096, "B": 1024}, "mapping": {"tp": 4, "strategy": "er"},
             "balance": {"distribution": "zipf", "zipf_s": 0.4, "seed": 1, "spare_slots": 2}}
 FIELDS = {"workload.B": [256, 1024], "workload.G": [1, 2], "workload.seq_len": [1024, 4096],
-          "balance.churn": [0.25, 0.5], "balance.piece_bytes": [1.0e6, 4.0e6], "balance.rebalance_interval": [5, 10],
+          "balance.churn": [0.25, 0.5], "balance.rebalance_interval": [5, 10],
           "balance.zipf_s": [0.2, 0.4], "balance.spare_slots": [1, 2], "balance.seed": [1, 2],
           "hardware.link_bw_bytes_per_s": [4.5e11, 9.0e11], "hardware.hop_latency_s": [1e-7, 2e-7]}
 

@@ -229,9 +229,12 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     t_moe_w = (slots * active / E * expert * b + (shared + router) * b / tp) / bw_mem
     t_dense_w = dense * b / tp / bw_mem
     t_head_w = embedding * b / tp / bw_mem
-    # --- KV-cache reads (MLA caches the latent and the rope key)
+    # --- KV cache (MLA caches the latent and the rope key): every head reads the whole latent, so each
+    # TP rank holds its group's whole cache (mla_cache: replicated); one layer's cache is read per step,
+    # from the same HBM as the weights: one HBM term
     kv_tok = (r_kv + d_rope) * b
-    t_kv = seqs * S * kv_tok / N / bw_mem
+    kv_read = (seqs / g) * S * kv_tok
+    t_attn_hbm = t_attn_w + kv_read / bw_mem
     # --- ring all-reduce of each tile: 2(p-1)/p per byte on each 1-hop ring edge, 2(p-1) latency steps
     p = tp
     sigma = B * 1 * H * b
@@ -239,7 +242,7 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     # --- memory per node (inference: no kept activations)
     mem_weights = (L * W_attn + Lm * (shared + router) * b + (L - Lm) * dense * b + embedding * b) / tp \
         + Lm * slots * expert * b
-    mem_kv = seqs * S * L * kv_tok / N
+    mem_kv = (seqs / g) * S * L * kv_tok
     attn_transient = g * B * 1 * (11 * H + 5 * nh * S) / N
     bta_buffer = T * H * b / N
     moe_transient = T * (2 * H + 2 * k * H + 6 * k * F + 6 * n_sh * F) / N
@@ -249,8 +252,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
         tokens_per_microbatch=T, sequences_per_microbatch=seqs, tokens_per_expert=T * k / E, expert_efficiency=eff,
         attn_proj_flops=f_proj, attn_core_flops=f_core, router_flops=f_router, expert_flops=f_expert,
         attention_compute_s=t_attn_c, moe_compute_s=t_moe_c, dense_ffn_compute_s=t_dense_c,
-        head_compute_s=t_head_c, attention_weights_s=t_attn_w, moe_weights_s=t_moe_w,
-        dense_ffn_weights_s=t_dense_w, head_weights_s=t_head_w, attention_memory_s=t_kv,
+        head_compute_s=t_head_c, attention_hbm_s=t_attn_hbm, moe_hbm_s=t_moe_w,
+        dense_ffn_hbm_s=t_dense_w, head_hbm_s=t_head_w,
         attention_allreduce_s=allreduce, head_time_s=max(t_head_c, t_head_w),
         mem_weights_node_bytes=mem_weights, mem_kept_act_node_bytes=0.0, mem_kv_node_bytes=mem_kv,
         mem_attn_transient_node_bytes=attn_transient, mem_bta_buffer_node_bytes=bta_buffer,
@@ -259,8 +262,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
         model_flops_per_step=L * (f_proj + f_core) + Lm * (f_router + f_expert) + (L - Lm) * f_dense + f_head,
     )
     # core of each layer kind under overlap "layer": terms summed over its stages, then the max
-    out["_moe_core"] = max(t_attn_c + t_moe_c, t_attn_w + t_moe_w, t_kv)
-    out["_dense_core"] = max(t_attn_c + t_dense_c, t_attn_w + t_dense_w, t_kv)
+    out["_moe_core"] = max(t_attn_c + t_moe_c, t_attn_hbm + t_moe_w)
+    out["_dense_core"] = max(t_attn_c + t_dense_c, t_attn_hbm + t_dense_w)
     out["_counts"] = (Lm, L - Lm, N, peak)
     return out
 
@@ -275,7 +278,7 @@ def _decode_row(tp):
 
 @pytest.mark.parametrize("tp", [None, 16])
 def test_decode_terms_match_hand_derivation(tp):
-    """Compute, HBM weight reads, KV reads, the ring all-reduce and memory of a decode point."""
+    """Compute, HBM reads (weights and KV cache, one term), the ring all-reduce and memory of a decode point."""
     row = _decode_row(tp)
     want = derive_b200_deepseek_decode(tp)
     assert row["expert_imbalance"] == 1.0 and row["expert_slots_max"] == 4  # uniform routing, E = 4·N
@@ -288,14 +291,15 @@ def test_decode_layer_and_step_compose_the_derived_terms(tp):
 
     With one TP group over the mesh every expert host is a member of the group, so dispatch and
     combine stay on the diagonal (zero bytes, zero hops): the whole step is derived. With tp = 16
-    the dispatch/combine times are taken from the model; everything else is derived.
+    the dispatch/combine times and the output reduction (partial expert outputs summed over the
+    group, when every member holds all its tokens) are taken from the model; everything else is derived.
     """
     row = _decode_row(tp)
     want = derive_b200_deepseek_decode(tp)
     Lm, Ld, N, peak = want["_counts"]
     if tp is None:
         assert row["moe_dispatch_s"] == 0.0 and row["moe_combine_s"] == 0.0
-    a2a = row["moe_dispatch_s"] + row["moe_combine_s"]
+    a2a = row["moe_dispatch_s"] + row["moe_combine_s"] + row["moe_reduce_s"]
     moe_layer = want["_moe_core"] + want["attention_allreduce_s"] + a2a
     dense_layer = want["_dense_core"] + want["attention_allreduce_s"]
     step = Lm * moe_layer + Ld * dense_layer + want["head_time_s"]

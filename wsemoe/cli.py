@@ -236,7 +236,7 @@ def presets():
         t.add_column(c)
     for name in ps.names("hardware"):
         h = ps.load_hardware(name)
-        t.add_row(name, h.topology, f"{h.rows}×{h.cols}", fmt(h.node_peak_flops, "FLOP/s"),
+        t.add_row(name, h.topology, _layout(h), fmt(h.node_peak_flops, "FLOP/s"),
                   fmt(h.node_memory_bytes, "bytes"), fmt(h.link_bw_bytes_per_s, "B/s"), h.weight_source)
     out.print(t)
     t = Table(title="model presets")
@@ -247,6 +247,15 @@ def presets():
         t.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
                   str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B", f"{params.active_params(m) / 1e9:.2f} B")
     out.print(t)
+
+
+def _layout(h) -> str:
+    """Nodes of a hardware preset as people describe them: '2×2 wafers of 8×8 = 256', '32 × 8 = 256', '8×8'."""
+    if tuple(h.wafers) != (1, 1):
+        return f"{h.wafers[0]}×{h.wafers[1]} wafers of {h.rows}×{h.cols} = {h.nodes}"
+    if h.scale_up_size and h.scale_up_size < h.nodes:
+        return f"{h.nodes // h.scale_up_size} domains × {h.scale_up_size} = {h.nodes}"
+    return f"{h.rows}×{h.cols}"
 
 
 @app.command()

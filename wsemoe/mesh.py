@@ -1,6 +1,9 @@
-"""Public mesh network model: XY-routing link loads, phase times and link statistics."""
+"""Public mesh network model: XY/YX-routing link loads, per-link bandwidths of wafer meshes, phase times and link
+statistics."""
 
+from wsemoe.cost.fabric import link_bandwidths
 from wsemoe.cost.mesh import (
+    LinkArrays,
     LinkLoads,
     PhaseTime,
     hops_matrix,
@@ -13,19 +16,23 @@ from wsemoe.cost.mesh import (
     phase_time_from_peaks,
     switch_phase_time,
     xy_link_loads,
+    yx_link_loads,
 )
 
 __all__ = [
+    "LinkArrays",
     "LinkLoads",
     "PhaseTime",
     "hops_matrix",
     "hot_links",
     "hot_overlap",
     "idle_share",
+    "link_bandwidths",
     "max_hops",
     "mean_hops",
     "phase_time",
     "phase_time_from_peaks",
     "switch_phase_time",
     "xy_link_loads",
+    "yx_link_loads",
 ]

@@ -113,7 +113,11 @@ class Case:
             section, _, field = path.partition(".")
             values = np.empty(len(self), dtype=object)
             for pos, ns in self._namespaces():
-                values[pos] = list(np.broadcast_to(np.asarray(getattr(ns[section], field), dtype=object), len(pos)))
+                v = getattr(ns[section], field)
+                if isinstance(v, (tuple, list)):  # a tuple-valued field (wafers, ftd) is one value per row
+                    values[pos] = [v] * len(pos)
+                else:
+                    values[pos] = list(np.broadcast_to(np.asarray(v, dtype=object), len(pos)))
             kinds = {type(v) for v in values}
             numeric = kinds <= {int, float, np.float64, np.int64} and len(values)
             self._inputs[path] = values.astype(np.float64) if numeric else values

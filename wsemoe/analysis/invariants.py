@@ -142,19 +142,36 @@ def more_memory_never_makes_a_point_infeasible(chk: Checker, case: Case):
     _scaled(chk, case, CAPACITY, compare)
 
 
+def _nodes(case: Case) -> np.ndarray:
+    """Nodes of the whole system at every grid row (every wafer counted)."""
+    wafers = np.array([np.prod(w) if w is not None else 1 for w in case.inputs("hardware.wafers")], dtype=float)
+    return case.inputs("hardware.rows") * case.inputs("hardware.cols") * wafers
+
+
+def _batch(case: Case) -> np.ndarray:
+    """The attention batch B the model used: as given, or derived from tokens per device (decode)."""
+    out = case.outputs()
+    return np.asarray(out["attention_batch"], float) if "attention_batch" in out else case.inputs("workload.B")
+
+
 def _tokens(case: Case) -> dict:
     """Attention groups, sequences and tokens of one tile per group (uniform batching at B), from the inputs."""
-    nodes = case.inputs("hardware.rows") * case.inputs("hardware.cols")
+    nodes = _nodes(case)
     tp = np.array([n if t is None else t for t, n in zip(case.inputs("mapping.tp"), nodes)], dtype=float)
     q = np.where(case.inputs("workload.mode") == "decode", 1.0, case.inputs("workload.seq_len"))
     groups = nodes // tp
-    seqs = groups * case.inputs("workload.B")
+    seqs = groups * _batch(case)
     return {"nodes": nodes, "groups": groups, "seqs": seqs, "T": seqs * q}
 
 
 def _g1(case: Case) -> dict:
-    """The grid with G = 1 at every point (attention batch B unchanged)."""
-    return {"G=1": {"workload.G": np.ones(len(case))}}
+    """The grid with G = 1 at every point, attention batch B unchanged (where B derives from tokens per
+    device, that derivation is replaced by the B the model used, so the batch stays put)."""
+    changes = {"workload.G": np.ones(len(case))}
+    if any(v is not None for v in case.inputs("workload.tokens_per_device")):
+        changes["workload.tokens_per_device"] = np.full(len(case), None, dtype=object)
+        changes["workload.B"] = _batch(case)
+    return {"G=1": changes}
 
 
 @invariant("G = 1 is uniform batching: one tile of B sequences per group feeds the experts, and BTA's "
@@ -270,7 +287,7 @@ def _groups(case: Case):
 def step_time_adds_up(chk: Checker, case: Case):
     L = case.inputs("model.num_hidden_layers")
     Lm = L - case.inputs("model.first_k_dense_replace")
-    peak = case.inputs("hardware.node_peak_flops") * case.inputs("hardware.rows") * case.inputs("hardware.cols")
+    peak = case.inputs("hardware.node_peak_flops") * _nodes(case)
     for rows, out in _groups(case):
         step = out["step_time_s"]
         layers = Lm[rows] * out["moe_layer_time_s"] + (L - Lm)[rows] * out["dense_layer_time_s"] + out["head_time_s"]
@@ -280,8 +297,9 @@ def step_time_adds_up(chk: Checker, case: Case):
                     ("tokens/s × step", "tokens per micro-batch"), rows=rows)
         chk.compare("mfu", out["mfu"] * step * peak[rows], out["model_flops_per_step"], "==",
                     ("mfu × step × peak", "model FLOPs"), rows=rows)
-        comm = sum(out.get(c, 0.0) for c in ("attention_allreduce_s", "moe_dispatch_s", "moe_combine_s"))
-        chk.compare("moe_comm_s", out["moe_comm_s"], comm, "==", ("model", "all-reduce + dispatch + combine"), rows=rows)
+        comm = sum(out.get(c, 0.0) for c in ("attention_allreduce_s", "moe_dispatch_s", "moe_combine_s", "moe_reduce_s"))
+        chk.compare("moe_comm_s", out["moe_comm_s"], comm, "==",
+                    ("model", "all-reduce + dispatch + combine + output reduction"), rows=rows)
 
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
@@ -289,6 +307,10 @@ CORE = {  # how a layer's concurrent terms combine, per workload.overlap (docs/c
     "layer": lambda stages: np.max([sum(s[t] for s in stages if t in s) for t in {t for s in stages for t in s}], axis=0),
     "stage": lambda stages: sum(np.max(list(s.values()), axis=0) for s in stages),
     "none": lambda stages: sum(sum(s.values()) for s in stages),
+}
+COMM = {  # how communication joins the core, per workload.comm_overlap (docs/cost-model.md)
+    "none": lambda core, comm: core + comm,
+    "microbatch": np.maximum,  # two interleaved micro-batches: one communicates while the other computes
 }
 
 
@@ -311,6 +333,7 @@ def _stage_columns(out: dict, stage: str) -> tuple[dict, dict]:
 def layer_time_is_its_documented_combination(chk: Checker, case: Case):
     for rows, out in _groups(case):
         mode = case.inputs("workload.overlap")[rows[0]]  # categorical: one mode per group
+        joins = COMM[case.inputs("workload.comm_overlap")[rows[0]]]
         if mode not in CORE:  # a new mode must be documented here and in docs/cost-model.md
             chk.same_labels("workload.overlap", mode, "a documented mode", ("overlap", "one of " + ", ".join(CORE)),
                             case.row_inputs(int(rows[0])))
@@ -319,10 +342,13 @@ def layer_time_is_its_documented_combination(chk: Checker, case: Case):
         for layer, stages in LAYERS.items():
             core = CORE[mode]([columns[s][0] for s in stages])
             comm = sum(sum(columns[s][1].values()) for s in stages)
-            chk.compare(f"{layer}_time_s", out[f"{layer}_time_s"], core + comm, "==", ("model", f"overlap {mode}"),
-                        rows=rows)
+            if layer == "dense_layer" and "dense_layer_allreduce_s" in out:  # HER: the home wafer's all-reduce
+                comm = comm - columns["attention"][1]["allreduce"] + out["dense_layer_allreduce_s"]
+            chk.compare(f"{layer}_time_s", out[f"{layer}_time_s"], joins(core, comm), "==",
+                        ("model", f"overlap {mode}"), rows=rows)
         for stage, (terms, comm) in columns.items():
-            own = (sum(terms.values()) if mode == "none" else np.max(list(terms.values()), axis=0)) + sum(comm.values())
+            own = joins(sum(terms.values()) if mode == "none" else np.max(list(terms.values()), axis=0),
+                        sum(comm.values()))
             chk.compare(f"{stage}_time_s", out[f"{stage}_time_s"], own, "==", ("model", f"stage roofline, {mode}"),
                         rows=rows)
 

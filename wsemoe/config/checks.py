@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.config.schema import SweepConfig
+from wsemoe.cost.balance import calibrate_zipf
 from wsemoe.errors import ConfigError
 
 
@@ -21,13 +22,20 @@ def _combos(cfg: SweepConfig, paths: list[str]) -> dict[str, np.ndarray]:
         for p in cols:  # repeat what we have for each row of this factor
             cols[p] = np.repeat(cols[p], m)
         for p in hit:
-            cols[p] = np.tile(np.asarray(f[p], dtype=object), n)
+            cols[p] = np.tile(_objects(f[p]), n)
         n *= m
     for p in paths:
         if p not in cols:
             section, field = p.split(".", 1)
             cols[p] = np.full(n, getattr(getattr(cfg, section), field), dtype=object)
     return cols
+
+
+def _objects(values) -> np.ndarray:
+    """A 1-D object array of `values`, list values (wafers, ftd) kept whole rather than spread into a 2-D array."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [tuple(v) if isinstance(v, list) else v for v in values]
+    return out
 
 
 def check_points(cfg: SweepConfig) -> None:
@@ -41,24 +49,24 @@ def check_points(cfg: SweepConfig) -> None:
         i = int(np.argmax(k > e))
         key = "model.num_experts_per_tok" if "model.num_experts_per_tok" in cfg.axis_names() else "model.num_experts"
         raise ConfigError(f"top-k exceeds the number of experts (k={int(k[i])}, E={int(e[i])})", loc=("axes", key))
-    if any(p in cfg.axis_names() for p in ("hardware", "mapping.tp", "hardware.rows", "hardware.cols")) \
-            or cfg.mapping.tp is not None:
-        _check_tp(cfg)
+    _check_tp(cfg)
     _check_token_count(cfg)
+    _check_skew(cfg)
     if cfg.compare:
         _check_compare(cfg)
 
 
 def _check_compare(cfg: SweepConfig) -> None:
-    """The baseline names swept axes at values they take; `over` names swept axes."""
+    """The baseline and candidate name swept axes at values they take; `over` names swept axes."""
     values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
-    for path, value in cfg.compare.baseline.items():
-        if path not in values:
-            raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", "baseline", path))
-        if value not in values[path]:
-            shown = ", ".join(str(v) for v in values[path][:8]) + (", …" if len(values[path]) > 8 else "")
-            raise ConfigError(f"baseline value {value!r} is not among the axis values ({shown})",
-                              loc=("compare", "baseline", path))
+    for side in ("baseline", "candidate"):
+        for path, value in getattr(cfg.compare, side).items():
+            if path not in values:
+                raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", side, path))
+            if value not in values[path]:
+                shown = ", ".join(str(v) for v in values[path][:8]) + (", …" if len(values[path]) > 8 else "")
+                raise ConfigError(f"{side} value {value!r} is not among the axis values ({shown})",
+                                  loc=("compare", side, path))
     for path in cfg.compare.over or []:
         if path not in values:
             raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", "over", path))
@@ -82,36 +90,120 @@ def _check_token_count(cfg: SweepConfig) -> None:
                           loc=("workload",))
 
 
-def _check_tp(cfg: SweepConfig) -> None:
-    """TP must divide the nodes; on a weight-streaming wafer it must span them all: the model runs one
-    attention group there (no node-to-node phases), so smaller groups would multiply tokens for free."""
-    paths = [p for p in ("hardware.rows", "hardware.cols", "mapping.tp", "hardware.weight_source")
-             if p in cfg.axis_names()]
-    c = _combos(cfg, [*paths, *(["hardware"] if "hardware" in cfg.axis_names() else [])])
-    n = len(next(iter(c.values()))) if c else 1
-    def field(path):
-        section, name = path.split(".", 1)
-        if path in c:
-            return c[path].astype(float)
-        if section == "hardware" and "hardware" in c:
-            return np.array([cfg.presets[h][name] for h in c["hardware"]], dtype=float)
-        v = getattr(getattr(cfg, section), name)
-        return np.full(n, np.nan if v is None else v, dtype=float)
-    tp, nodes = field("mapping.tp"), field("hardware.rows") * field("hardware.cols")
-    bad = ~np.isnan(tp) & (np.mod(nodes, np.where(np.isnan(tp), 1, tp)) != 0)
+LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.weight_source", "hardware.topology",
+                 "mapping.tp", "mapping.strategy", "mapping.ftd", "workload.mode", "workload.G",
+                 "workload.tokens_per_device")
+
+
+def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
+    """Every combination the sweep takes of the fields a layout depends on (hardware presets resolved)."""
+    return _field_values(cfg, LAYOUT_FIELDS)
+
+
+def _fail(cfg: SweepConfig, bad: np.ndarray, path: str, message) -> None:
+    """Raise for the first combination flagged in `bad`, naming the axis (or base field) `path`."""
     if np.any(bad):
         i = int(np.argmax(bad))
-        loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
-        raise ConfigError(f"mapping.tp = {int(tp[i])} does not divide the {int(nodes[i])} nodes", loc=loc)
-    if "hardware.weight_source" in c:
-        source = c["hardware.weight_source"]
-    elif "hardware" in c:
-        source = np.array([cfg.presets[h].get("weight_source", "resident") for h in c["hardware"]])
-    else:
-        source = np.full(n, cfg.hardware.weight_source)
-    split = (source == "streamed") & ~np.isnan(tp) & (tp != nodes)
-    if np.any(split):
-        i = int(np.argmax(split))
-        loc = ("axes", "mapping.tp") if "mapping.tp" in cfg.axis_names() else ("mapping", "tp")
-        raise ConfigError(f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
-                          f"over all {int(nodes[i])} nodes; leave tp unset", loc=loc)
+        loc = ("axes", path) if path in cfg.axis_names() else tuple(path.split("."))
+        raise ConfigError(message(i), loc=loc)
+
+
+def _check_tp(cfg: SweepConfig) -> None:
+    """TP must divide the nodes (HER: the dies of one wafer); on a weight-streaming wafer it must span them all:
+    the model runs one attention group there (no node-to-node phases), so smaller groups would multiply tokens
+    for free. Decode by tokens per device needs B = tokens_per_device·tp/G to be a whole number of sequences."""
+    c = _layout(cfg)
+    wafers = np.array([np.prod(w) for w in c["hardware.wafers"]], dtype=float)
+    per_wafer = c["hardware.rows"].astype(float) * c["hardware.cols"].astype(float)
+    nodes = per_wafer * wafers
+    tp = np.array([np.nan if v is None else v for v in c["mapping.tp"]], dtype=float)
+    given = ~np.isnan(tp)
+    tp_ = np.where(given, tp, nodes)
+    her = c["mapping.strategy"] == "her"
+    span = np.where(her & (c["hardware.topology"] == "mesh"), per_wafer, nodes)
+    _fail(cfg, given & (np.mod(span, tp_) != 0), "mapping.tp",
+          lambda i: f"mapping.tp = {int(tp[i])} does not divide the {int(span[i])} "
+                    + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
+    _check_ftd(cfg, c, tp_, span, her)
+    streamed = c["hardware.weight_source"] == "streamed"
+    _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
+          lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
+    _fail(cfg, streamed & given & (tp != nodes), "mapping.tp",
+          lambda i: f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
+                    f"over all {int(nodes[i])} nodes; leave tp unset")
+    per_device = np.array([np.nan if v is None else v for v in c["workload.tokens_per_device"]], dtype=float)
+    by_device = ~np.isnan(per_device)
+    if not by_device.any():
+        return
+    _fail(cfg, by_device & (c["workload.mode"] != "decode"), "workload.tokens_per_device",
+          lambda i: "tokens_per_device sets the decode batch; use workload.B in other modes")
+    if "workload.B" in cfg.axis_names():
+        raise ConfigError("workload.B is not used when tokens_per_device is set; sweep one of them",
+                          loc=("axes", "workload.B"))
+    g = c["workload.G"].astype(float)
+    _fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
+          lambda i: f"tokens_per_device·tp = {int(per_device[i] * tp_[i])} is not a multiple of G = {int(g[i])} "
+                    "(B must be whole sequences)")
+
+
+def _check_ftd(cfg: SweepConfig, c: dict, tp: np.ndarray, span: np.ndarray, her: np.ndarray) -> None:
+    """An explicit FTD tile (fr, fc) must hold one member of every group: fr·fc = groups (HER: per wafer), fr
+    dividing the rows and fc the columns it tiles."""
+    for i, ftd in enumerate(c["mapping.ftd"]):
+        if ftd is None or c["mapping.strategy"][i] not in ("er", "her"):
+            continue
+        wr, wc = (1, 1) if her[i] else tuple(c["hardware.wafers"][i])
+        rows, cols = int(c["hardware.rows"][i]) * wr, int(c["hardware.cols"][i]) * wc
+        groups = int(span[i] // tp[i])
+        fr, fc = (int(v) for v in ftd)
+        if fr * fc != groups or rows % fr or cols % fc:
+            path = "mapping.ftd"
+            raise ConfigError(f"ftd ({fr}, {fc}) must hold one member of each of the {groups} groups: fr·fc = "
+                              f"{groups}, fr dividing {rows} rows and fc {cols} columns",
+                              loc=("axes", path) if path in cfg.axis_names() else ("mapping", "ftd"))
+
+
+SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",
+               "model.num_experts", "hardware.rows", "hardware.cols", "hardware.wafers")
+
+
+def _field_values(cfg: SweepConfig, paths) -> dict[str, np.ndarray]:
+    """Every combination the sweep takes of `paths`, with hardware and model preset axes resolved to fields."""
+    presets = [k for k in ("hardware", "model") if k in cfg.axis_names()]
+    c = _combos(cfg, [*(p for p in paths if p in cfg.axis_names()), *presets])
+    n = len(next(iter(c.values()))) if c else 1
+    out = {}
+    for path in paths:
+        section, name = path.split(".", 1)
+        if path in c:
+            out[path] = c[path]
+        elif section in presets:
+            default = type(getattr(cfg, section)).model_fields[name].default
+            out[path] = _objects([cfg.presets[v].get(name, default) for v in c[section]])
+        else:
+            out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
+    return out
+
+
+def _check_skew(cfg: SweepConfig) -> None:
+    """A skew target must be reachable by some Zipf exponent on its layout (the exponent is solved per point)."""
+    if cfg.balance.skew_target is None and "balance.skew_target" not in cfg.axis_names():
+        return
+    v = _field_values(cfg, SKEW_FIELDS)
+    seen = set()
+    for i in range(len(v["balance.seed"])):
+        target = v["balance.skew_target"][i]
+        if target is None or v["balance.distribution"][i] != "zipf":
+            continue
+        nodes = int(v["hardware.rows"][i]) * int(v["hardware.cols"][i]) * int(np.prod(v["hardware.wafers"][i]))
+        devices = v["balance.skew_devices"][i] or nodes
+        key = (float(target), int(v["model.num_experts"][i]), int(devices), int(v["balance.seed"][i]))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            calibrate_zipf(*key)
+        except ValueError as exc:
+            path = "balance.skew_devices" if v["balance.skew_devices"][i] else "balance.skew_target"
+            raise ConfigError(str(exc), loc=("axes", path) if path in cfg.axis_names() else tuple(path.split("."))) \
+                from None

@@ -51,7 +51,11 @@ class Compare(Spec):
 
     name: str = Field("uniform", description="suffix of the speedup_vs_<name> column")
     baseline: dict[str, Any] = Field(default_factory=lambda: {"workload.G": 1}, description="axis values of the baseline")
+    candidate: dict[str, Any] = Field(default_factory=dict, description="axis values the best side is taken from "
+                                      "(default: every point); e.g. one hardware against another, each tuned on its own")
     metric: str = Field("tokens_per_s", description="column to maximize")
+    also: list[str] = Field(default_factory=list, description="further columns to maximize and compare the same way, "
+                            "each side tuned for each one on its own")
     over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
 
 

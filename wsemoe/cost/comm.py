@@ -1,9 +1,10 @@
-"""Communication per layer from the fabric model: TP all-reduce, dispatch, combine, gradients, migration.
+"""Communication per layer from the fabric model: attention all-reduce, dispatch, combine, output reduction,
+gradients, migration.
 
-Structural terms come from structure.build (once per unique combination); here they are scaled
-by the bytes each phase moves and turned into times with numpy broadcasting:
-phase time = max(busiest link, busiest injection port, busiest ejection port) / bandwidth
-+ latency. The ring all-reduce pays 2(tp−1) sequential steps of ring-neighbour hops.
+Structural terms come from structure.build (once per unique combination); here they are scaled by the bytes
+each phase moves and turned into times with numpy broadcasting (cost/phasetime.py): every step of a phase
+takes max(busiest link of each class, busiest injection port, busiest ejection port) / bandwidth plus its
+ring rounds × its longest hop latency, and the steps add up.
 """
 
 from __future__ import annotations
@@ -12,57 +13,68 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost import mesh, params, structure
-from wsemoe.cost.migration import MIGRATION_COLUMNS, migration_columns
+from wsemoe.cost import params, phasetime, structure
+from wsemoe.cost.migration import MIGRATION_COLUMNS, Window, migration_columns
 
-RINGS = ("allreduce", "gradient")  # phases that are ring all-reduces (latency: 2(p−1) ring steps)
+PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient" joins them in training
 
 
 class StructuralKey(NamedTuple):
-    """The numeric fields a structure depends on, for one unique combination in a frame."""
+    """The numeric fields a structure depends on, for one unique combination in a frame (None: unset)."""
 
     rows: int
     cols: int
     tp: int
     num_experts: int
+    ring_directions: int = 1
     zipf_s: float = 1.0
     seed: int = 0
     spare_slots: int = 0
+    skew_target: float | None = None
+    skew_devices: int | None = None
 
 
-class Window(NamedTuple):
-    """One phase's time per occurrence, its bytes scale and occurrences per layer (migration budgets)."""
-
-    seconds: np.ndarray
-    scale: np.ndarray
-    reps: np.ndarray
+def _number(x) -> np.ndarray:
+    """A field as float64 (None, an unset optional, becomes NaN)."""
+    return np.asarray(np.nan if x is None else x, dtype=float)
 
 
-def _structural_keys(hw, m, tp, bal) -> tuple[tuple, list[StructuralKey], np.ndarray]:
+def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], np.ndarray]:
     """Unique combinations of the numeric fields structure depends on, and each point's index."""
-    fields = [hw.rows, hw.cols, tp, m.num_experts]
+    fields = [hw.rows, hw.cols, tp, m.num_experts, getattr(mp_, "ring_directions", 1)]
     if bal is not None:
-        fields += [bal.zipf_s, bal.seed, bal.spare_slots]
-    arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in fields))
-    keys = np.stack([a.ravel() for a in arrays], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    casts = (int, int, int, int, float, int, int)
-    built = [StructuralKey(*(c(v) for c, v in zip(casts, u))) for u in uniq]
+        fields += [bal.zipf_s, bal.seed, bal.spare_slots, getattr(bal, "skew_target", None),
+                   getattr(bal, "skew_devices", None)]
+    arrays = np.broadcast_arrays(*(_number(x) for x in fields))
+    # Unset optionals are NaN, which never equals itself: stand in -1 (no field takes it) so they group.
+    keys = np.nan_to_num(np.stack([a.ravel() for a in arrays], axis=1), nan=-1.0)
+    varies = np.flatnonzero((keys != keys[:1]).any(axis=0))   # sort only the columns that vary (usually few)
+    uniq = keys[:1].copy()
+    inv = np.zeros(len(keys), dtype=np.intp)
+    if varies.size:
+        sub, inv = np.unique(keys[:, varies], axis=0, return_inverse=True)
+        uniq = np.repeat(keys[:1], len(sub), axis=0)
+        uniq[:, varies] = sub
+    casts = (int, int, int, int, int, float, int, int, float, int)
+    built = [StructuralKey(*(None if v == -1.0 else c(v) for c, v in zip(casts, u))) for u in uniq]
     return arrays[0].shape, built, inv.ravel()
 
 
 def balance_key(bal, numeric, histogram=None) -> structure.BalanceKey:
     """Hashable balance description for the structure cache (uniform when no balance is given);
-    `numeric` = (zipf_s, seed, spare_slots) at one point."""
+    `numeric` = (zipf_s, seed, spare_slots[, skew_target, skew_devices]) at one point."""
     if bal is None:
         return structure.UNIFORM
-    zipf_s, seed, spare = numeric
+    zipf_s, seed, spare, *skew = numeric
+    target, devices = (skew + [None, None])[:2]
     hist = tuple(float(x) for x in histogram) if histogram is not None else None
-    return structure.BalanceKey(bal.distribution, float(zipf_s), int(seed), bal.balancer, int(spare), hist)
+    return structure.BalanceKey(bal.distribution, float(zipf_s), int(seed), bal.balancer, int(spare), hist,
+                                None if target is None else float(target), None if devices is None else int(devices),
+                                getattr(bal, "replica_split", "water-fill"), getattr(bal, "replica_policy", "hot"))
 
 
 def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
-    """A callable (T, groups, tp) -> {phase_s..., extra columns}, or None when nothing crosses nodes.
+    """A CommModel for the points, or None when nothing crosses nodes.
 
     Weight-streaming wafers run attention and experts over the whole wafer as one group: traffic
     there stays inside the PE fabric and is not modelled as node-to-node phases.
@@ -73,83 +85,89 @@ def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
 
 
 class CommModel:
-    """Per-layer communication of one categorical group of points (numeric fields may be arrays)."""
+    """Per-layer communication of one categorical group of points (numeric fields may be arrays).
+
+    Call it with (T, groups, tp) for the phase columns; then `migration(idle)` prices the balancer's
+    migration once the layer's compute windows are known.
+    """
 
     def __init__(self, hw, m, wl, mp_, bal, histogram):
         self.hw, self.m, self.wl, self.mp, self.bal, self.histogram = hw, m, wl, mp_, bal, histogram
+        self._state = None
 
     def __call__(self, T, groups, tp) -> dict:
-        shape, keys, inv = _structural_keys(self.hw, self.m, tp, self.bal)
+        shape, keys, inv = _structural_keys(self.hw, self.m, tp, self.mp, self.bal)
         built = [self._build(k) for k in keys]
 
         def pick(fn):  # a structural value per point
             return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
 
-        out, windows = self._phases(pick, self._scales(T, groups, tp), groups, tp)
-        out.update(self._statistics(pick))
-        if self.bal is not None and self.bal.balancer in ("non-invasive", "stop-the-world"):
-            out.update(migration_columns(self.hw, self.m, self.wl, self.bal, built, inv, shape, windows,
-                                         self._link_bw()))
-        else:  # a static placement (or none) migrates nothing
-            out.update({k: np.zeros(shape) for k in MIGRATION_COLUMNS})
+        out, windows = self._phases(built, inv, shape, self._scales(T, groups, tp))
+        out.update(self._statistics(pick, built, inv, shape))
+        self._state = (built, inv, shape, windows)
         return out
 
     def structures(self, tp) -> list[tuple[StructuralKey, structure.Structure]]:
         """Every unique structure the points of this group use, with its key (built once, cached)."""
-        _, keys, _ = _structural_keys(self.hw, self.m, tp, self.bal)
+        _, keys, _ = _structural_keys(self.hw, self.m, tp, self.mp, self.bal)
         return [(k, self._build(k)) for k in keys]
 
-    def _build(self, key: StructuralKey) -> structure.Structure:
-        mp_ = self.mp
-        return structure.build(
-            self.hw.topology, key.rows, key.cols, key.tp, mp_.strategy, tuple(mp_.ftd) if mp_.ftd else None,
-            mp_.seed, tuple(mp_.placement) if mp_.placement else None, mp_.token_source, key.num_experts,
-            balance_key(self.bal, (key.zipf_s, key.seed, key.spare_slots), self.histogram))
+    def migration(self, idle: list) -> dict:
+        """Migration columns: `idle` lists Windows in which no phase uses the links (compute and HBM time)."""
+        built, inv, shape, windows = self._state
+        if self.bal is None or self.bal.balancer not in ("non-invasive", "stop-the-world"):
+            return {k: np.zeros(shape) for k in MIGRATION_COLUMNS}  # a static placement (or none) migrates nothing
+        usable = list(windows.values())
+        if getattr(self.bal, "migration_windows", "all") == "all":
+            usable += idle
+        return migration_columns(self.hw, self.m, self.wl, self.bal, built, inv, shape, usable)
 
-    def _link_bw(self):
-        return self.hw.link_bw_bytes_per_s if self.hw.topology == "mesh" else np.inf
+    def _build(self, key: StructuralKey) -> structure.Structure:
+        mp_, hw = self.mp, self.hw
+        coll = structure.Collectives(key.ring_directions, getattr(mp_, "combine_routing", "xy"),
+                                     bool(getattr(hw, "in_switch_reduction", False)))
+        wafers = tuple(int(v) for v in (getattr(hw, "wafers", None) or (1, 1)))
+        return structure.build(
+            hw.topology, key.rows, key.cols, key.tp, mp_.strategy, tuple(mp_.ftd) if mp_.ftd else None,
+            mp_.seed, tuple(mp_.placement) if mp_.placement else None, mp_.token_source, key.num_experts,
+            balance_key(self.bal, (key.zipf_s, key.seed, key.spare_slots, key.skew_target, key.skew_devices),
+                        self.histogram),
+            wafers, getattr(hw, "scale_up_size", None), coll)
 
     def _scales(self, T, groups, tp) -> dict:
         """Bytes per unit of each phase's structural traffic, per point."""
         m, wl = self.m, self.wl
         act = m.hidden_size * wl.bytes_per_act
         tile_tokens = T / (groups * wl.G)          # tokens of one attention tile of one group
-        scales = {
-            "allreduce": tile_tokens * act,
-            "dispatch": (T / groups) * m.num_experts_per_tok * act,
-            "combine": (T / groups) * m.num_experts_per_tok * act,
-        }
+        copies = (T / groups) * m.num_experts_per_tok * act
+        scales = {"allreduce": tile_tokens * act, "dispatch": copies, "combine": copies,
+                  "reduce": (T / groups) * act}    # the expert outputs of all G tiles, reduced once
+        if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
+            scales["dense_allreduce"] = tile_tokens * act
         if wl.mode == "train":  # attention-weight gradients reduced across groups (charged per micro-batch)
             scales["gradient"] = params.attn_params(m) * wl.bytes_per_grad / tp
         return scales
 
-    def _latency(self, pick, name: str, groups, tp):
-        """Hop latency of one occurrence: rings pay 2(p−1) sequential neighbour steps, the rest their longest path."""
-        if name in RINGS:
-            members = tp if name == "allreduce" else groups
-            step_hops = pick(lambda s: s.ring_step_hops if name == "allreduce" else s.grad_step_hops)
-            return 2.0 * np.maximum(members - 1, 0) * step_hops * self.hw.hop_latency_s
-        return pick(lambda s: s.phases[name].max_hops) * self.hw.hop_latency_s
-
-    def _phases(self, pick, scales: dict, groups, tp) -> tuple[dict, dict]:
-        """Per-layer time, binding term and busiest-link bytes of every phase; windows for migration."""
+    def _phases(self, built, inv, shape, scales: dict) -> tuple[dict, dict]:
+        """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration."""
         out, windows = {}, {}
+        layers = params.moe_layers(self.m)
         for name, scale in scales.items():
-            peaks = [pick(lambda s: getattr(s.phases[name], f)) for f in ("max_link", "max_inject", "max_eject")]
-            pt = mesh.phase_time_from_peaks(*peaks, 0.0, scale, self._link_bw(), self.hw.port_bw_bytes_per_s, 0.0)
-            latency = self._latency(pick, name, groups, tp)
-            reps = self.wl.G if name == "allreduce" else 1   # one all-reduce per attention tile
-            volume = np.asarray(pt.time_s, dtype=float)
-            out[f"{name}_s"] = reps * (volume + latency)
-            windows[name] = Window(volume + latency, scale, reps)
-            out[f"{name}_bound"] = np.where(volume <= 0, np.where(latency > 0, "latency", "none"),
-                                            np.where(latency > volume, "latency", np.asarray(pt.bound)))
-            out[f"{name}_max_link_bytes"] = peaks[0] * scale
+            timed = phasetime.phase(self.hw, built, inv, shape, name, scale)
+            reps = self.wl.G if name in ("allreduce", "dense_allreduce") else 1   # one all-reduce per attention tile
+            once = timed.volume + timed.latency
+            out[f"{name}_s"] = reps * once
+            out[f"{name}_bound"] = timed.bound
+            unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
+            out[f"{name}_max_link_bytes"] = unit * scale
+            if name != "dense_allreduce":   # migration rides MoE layers' phases (dense layers' cores are idle windows)
+                windows[name] = Window(once, scale, reps * layers, name)
         return out, windows
 
     @staticmethod
-    def _statistics(pick) -> dict:
-        """Structural statistics per point: hops, idle links, hot-link overlap, imbalance, slots."""
+    def _statistics(pick, built, inv, shape) -> dict:
+        """Structural statistics per point: hops, idle links, hot-link overlap, imbalance, slots, flow."""
+        flow = np.asarray([s.flow for s in built], dtype=object)[inv].reshape(shape)
         return {
             "dispatch_mean_hops": pick(lambda s: s.phases["dispatch"].mean_hops),
             "dispatch_max_hops": pick(lambda s: s.phases["dispatch"].max_hops),
@@ -158,7 +176,11 @@ class CommModel:
             "dispatch_idle_link_share": pick(lambda s: s.phases["dispatch"].idle_share),
             "hot_link_overlap": pick(lambda s: s.hot_overlap),
             "dispatch_inter_ftd_share": pick(lambda s: s.inter_ftd_share),
+            "dispatch_inter_wafer_share": pick(lambda s: s.inter_wafer_share),
             "expert_imbalance": pick(lambda s: s.expert_imbalance),
             "imbalance_before": pick(lambda s: s.imbalance_before),
             "expert_slots_max": pick(lambda s: s.slots_max),
+            "expert_slots_before": pick(lambda s: s.slots_before),
+            "zipf_s_used": pick(lambda s: s.zipf_s),
+            "token_flow": flow,
         }

@@ -8,6 +8,7 @@ import numpy as np
 
 __all__ = [
     "STRATEGIES",
+    "place_her",
     "Placement",
     "ExpertPlacement",
     "place_groups",
@@ -22,7 +23,7 @@ __all__ = [
     "near_square_factor",
 ]
 
-STRATEGIES = ("block", "er", "snake", "random", "explicit")
+STRATEGIES = ("block", "er", "her", "snake", "random", "explicit")
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,7 +32,10 @@ class Placement:
 
     ``group_of[n]`` is the group of node n, ``rings[g]`` the node ids of group g
     in ring all-reduce order, ``ftd_id[n]`` the full-token-domain tile of node n
-    (ER placements only, else -1) and ``ftd_shape`` that tile's (fr, fc).
+    (ER placements only, else -1) and ``ftd_shape`` that tile's (fr, fc). Hierarchical ER adds
+    ``family_of[g]`` (groups at the same place on every wafer share a family and, after the
+    cross-wafer all-gather, each other's tokens) and ``cross_rings[l]`` (the dies at local
+    position l on every wafer, in cross-wafer ring order); elsewhere both are None.
     """
 
     rows: int
@@ -42,6 +46,8 @@ class Placement:
     ftd_id: np.ndarray
     strategy: str = "explicit"
     ftd_shape: tuple[int, int] | None = None
+    family_of: np.ndarray | None = None
+    cross_rings: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n, ng = self.rows * self.cols, self.num_groups
@@ -51,6 +57,16 @@ class Placement:
             raise ValueError("rings must list every node exactly once")
         if np.any(self.group_of[self.rings] != np.arange(ng)[:, None]):
             raise ValueError("rings disagree with group_of")
+
+    @property
+    def families(self) -> np.ndarray:
+        """Family of every group (its own id outside hierarchical ER)."""
+        return np.arange(self.num_groups) if self.family_of is None else self.family_of
+
+    @property
+    def num_wafers(self) -> int:
+        """Wafers a hierarchical placement spans (1 otherwise)."""
+        return 1 if self.cross_rings is None else self.cross_rings.shape[1]
 
     @property
     def num_nodes(self) -> int:
@@ -65,9 +81,21 @@ class Placement:
 
 @dataclass(frozen=True, eq=False)
 class ExpertPlacement:
-    """Expert copies on mesh nodes: ``hosts[e, n]`` is True if node n holds expert e."""
+    """Expert copies on mesh nodes: ``hosts[e, n]`` is True if node n holds expert e.
+
+    ``split[e, n]`` is the share of expert e's tokens its copy on node n receives (rows sum to 1,
+    zero where n holds no copy); None means an even split over the copies.
+    """
 
     hosts: np.ndarray
+    split: np.ndarray | None = None
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Share of each expert's tokens each node receives, shape (E, N): ``split`` or an even split."""
+        if self.split is not None:
+            return self.split
+        return self.hosts / self.hosts.sum(axis=1, keepdims=True)
 
     @property
     def num_experts(self) -> int:
@@ -205,6 +233,31 @@ def place_er(rows: int, cols: int, tp: int, ftd: tuple[int, int] | None = None) 
     return _from_rings(rows, cols, tp, rings, "er", ftd_id.astype(np.int64), (fr, fc))
 
 
+def place_her(rows: int, cols: int, wafers, tp: int, ftd: tuple[int, int] | None = None) -> Placement:
+    """Hierarchical ER on a (Wr, Wc) mesh of wafers of rows x cols dies: ER inside every wafer, the same layout repeated.
+
+    Each wafer holds g_w = rows·cols/tp TP groups placed by ``place_er`` (FTD tiles inside the wafer);
+    group w·g_w + j is local group j of wafer w (wafers numbered row-major), its family is j: the
+    groups at the same place on every wafer. ``cross_rings[l]`` lists the die at local position l of
+    every wafer in ``cycle_order`` over the wafer grid, the ring the cross-wafer all-gather runs on.
+    """
+    wr, wc = (int(v) for v in wafers)
+    local = place_er(rows, cols, tp, ftd)
+    n_w, g_w, tiles = rows * cols, local.num_groups, int(local.ftd_id.max()) + 1
+    C = cols * wc
+    wi, wj = np.divmod(np.arange(wr * wc), wc)
+    lr, lc = np.divmod(np.arange(n_w), cols)
+    glob = (wi[:, None] * rows + lr[None, :]) * C + wj[:, None] * cols + lc[None, :]   # (wafer, local id) -> id
+    rings = np.concatenate([glob[w][local.rings] for w in range(wr * wc)])
+    group_of = np.empty(n_w * wr * wc, dtype=np.int64)
+    group_of[rings] = np.arange(rings.shape[0])[:, None]
+    ftd_id = np.empty_like(group_of)
+    ftd_id[glob] = local.ftd_id[None, :] + tiles * np.arange(wr * wc)[:, None]
+    cross = glob[cycle_order(wr, wc)].T                                                  # (local id, W)
+    return Placement(rows * wr, C, tp, group_of, rings, ftd_id, "her", local.ftd_shape,
+                     np.arange(rings.shape[0]) % g_w, cross)
+
+
 def place_random(rows: int, cols: int, tp: int, seed: int = 0) -> Placement:
     """Random: a seeded permutation of the nodes (np.random.default_rng(seed)); consecutive runs of tp form groups."""
     _check_layout(rows, cols, tp)
@@ -232,8 +285,15 @@ def place_explicit(rows: int, cols: int, tp: int, group_ids) -> Placement:
 
 
 def place_groups(strategy: str, rows: int, cols: int, tp: int, *, ftd=None, seed: int = 0,
-                 explicit=None) -> Placement:
-    """Dispatch to one of the placement strategies in ``STRATEGIES``."""
+                 explicit=None, wafers=(1, 1)) -> Placement:
+    """Dispatch to one of the placement strategies in ``STRATEGIES``.
+
+    `rows`, `cols` are per wafer; every strategy but ``her`` places groups on the whole
+    (Wr·rows) x (Wc·cols) grid as if it were one wafer (flat placements).
+    """
+    if strategy == "her":
+        return place_her(rows, cols, wafers, tp, ftd)
+    rows, cols = rows * wafers[0], cols * wafers[1]
     if strategy == "block":
         return place_block(rows, cols, tp)
     if strategy == "er":

@@ -62,11 +62,28 @@ def kv_bytes_per_token_layer(m, wl):
     return width * wl.bytes_per_act
 
 
-def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes):
+def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
+    """KV-cache bytes one TP rank holds per cached token and layer of its group's sequences.
+
+    TP splits attention heads. GQA: a rank holds its ⌈n_kv/tp⌉ key/value heads (every rank keeps at least
+    one, so beyond tp = n_kv heads are replicated). MLA: every head reads the whole compressed latent, so
+    every rank holds all of it (`replicated`, the default) unless the cache is sharded over the ranks by
+    sequence (`sharded`: 1/tp each). This is how TP trades KV memory and reads for all-reduce traffic.
+    """
+    if getattr(m, "attention", "gqa") == "mla":
+        latent = (m.kv_lora_rank + m.qk_rope_head_dim) * wl.bytes_per_act
+        return latent / tp if mla_cache == "sharded" else latent + 0.0 * tp
+    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * wl.bytes_per_act
+
+
+def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False):
     """Peak memory per node of the attention and MoE stages, by term (bytes).
 
     `groups` attention groups each run their own tile of B sequences; activations spread
-    evenly over the `nodes` of the wafer; `weights_node` is what stays resident per node.
+    evenly over the `nodes` of the wafer; `weights_node` is what stays resident per node and
+    `kv_node` the KV cache a node holds (default: spread evenly). With `second_batch` (two
+    micro-batches interleaved) a second KV cache is held, and while one micro-batch is in a
+    stage the other one's transients of the other stage are alive too.
     """
     tile_tokens = groups * wl.B * (1 if wl.mode == "decode" else wl.seq_len)
     per_tok = attn_linear_bytes_per_token(m, wl) + attn_score_bytes_per_token(m, wl)
@@ -78,11 +95,14 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes):
         kept = 0.0 * kept
     kv = 0.0
     if wl.mode != "train":
-        kv = seqs * wl.seq_len * m.num_hidden_layers * kv_bytes_per_token_layer(m, wl) / nodes
+        kv = seqs * wl.seq_len * m.num_hidden_layers * kv_bytes_per_token_layer(m, wl) / nodes if kv_node is None \
+            else kv_node
+    if second_batch:
+        kv = 2.0 * kv
     base = weights_node + kept + kv
     capacity = hw.node_memory_bytes * hw.memory_usable_fraction
-    attn_peak = base + attn_transient + bta_buffer
-    moe_peak = base + moe_transient
+    attn_peak = base + attn_transient + bta_buffer + (moe_transient if second_batch else 0.0)
+    moe_peak = base + moe_transient + (attn_transient + bta_buffer if second_batch else 0.0)
     return {
         "mem_weights_node_bytes": weights_node,
         "mem_kept_act_node_bytes": kept,

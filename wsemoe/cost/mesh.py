@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "LinkArrays",
     "LinkLoads",
     "PhaseTime",
     "xy_link_loads",
+    "yx_link_loads",
     "phase_time",
     "phase_time_from_peaks",
     "switch_phase_time",
@@ -23,13 +25,12 @@ __all__ = [
 
 
 @dataclass(frozen=True, eq=False)
-class LinkLoads:
-    """Bytes carried by every directed link of an R x C mesh (optionally batched).
+class LinkArrays:
+    """One value per directed link of an R x C mesh (loads, bandwidths or masks), optionally batched.
 
     ``east[..., r, c]`` is link (r,c)->(r,c+1), ``west[..., r, c]`` is (r,c+1)->(r,c),
     ``south[..., r, c]`` is (r,c)->(r+1,c), ``north[..., r, c]`` is (r+1,c)->(r,c).
-    ``inject``/``eject`` are per-node bytes sent/received over the network
-    (self traffic excluded). Leading dimensions, if any, are batch dimensions.
+    Leading dimensions, if any, are batch dimensions.
     """
 
     rows: int
@@ -38,6 +39,36 @@ class LinkLoads:
     west: np.ndarray
     south: np.ndarray
     north: np.ndarray
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Leading batch dimensions (empty tuple for a single pattern)."""
+        return np.shape(self.east)[:-2]
+
+    def all_links(self) -> np.ndarray:
+        """All directed links flattened as east, west, south, north: shape (..., L)."""
+        parts = [np.reshape(a, self.batch_shape + (-1,)) for a in (self.east, self.west, self.south, self.north)]
+        return np.concatenate(parts, axis=-1)
+
+    def max_link(self) -> np.ndarray | float:
+        """Largest value over the links (0 for a mesh without links)."""
+        links = self.all_links()
+        if links.shape[-1] == 0:
+            return _scalarize(np.zeros(self.batch_shape))
+        return _scalarize(links.max(axis=-1))
+
+    def total(self) -> np.ndarray | float:
+        """Sum over all links (for loads: sum of bytes x hops)."""
+        return _scalarize(self.all_links().sum(axis=-1))
+
+
+@dataclass(frozen=True, eq=False)
+class LinkLoads(LinkArrays):
+    """Bytes carried by every directed link of an R x C mesh (see LinkArrays for the link layout).
+
+    ``inject``/``eject`` are per-node bytes sent/received over the network (self traffic excluded).
+    """
+
     inject: np.ndarray
     eject: np.ndarray
 
@@ -46,22 +77,6 @@ class LinkLoads:
         """Leading batch dimensions (empty tuple for a single pattern)."""
         return self.inject.shape[:-1]
 
-    def all_links(self) -> np.ndarray:
-        """All directed link loads flattened as east, west, south, north: shape (..., L)."""
-        parts = [a.reshape(self.batch_shape + (-1,)) for a in (self.east, self.west, self.south, self.north)]
-        return np.concatenate(parts, axis=-1)
-
-    def max_link(self) -> np.ndarray | float:
-        """Largest link load (0 for a mesh without links)."""
-        links = self.all_links()
-        if links.shape[-1] == 0:
-            return _scalarize(np.zeros(self.batch_shape))
-        return _scalarize(links.max(axis=-1))
-
-    def total(self) -> np.ndarray | float:
-        """Sum of all link loads (= sum of bytes x hops)."""
-        return _scalarize(self.all_links().sum(axis=-1))
-
     def max_inject(self) -> np.ndarray | float:
         """Largest per-node injected volume."""
         return _scalarize(self.inject.max(axis=-1))
@@ -69,6 +84,11 @@ class LinkLoads:
     def max_eject(self) -> np.ndarray | float:
         """Largest per-node ejected volume."""
         return _scalarize(self.eject.max(axis=-1))
+
+    def reversed(self) -> LinkLoads:
+        """Loads of every transfer sent back along its own path: each link's load moves to the opposite
+        direction, and injection and ejection swap (the YX loads of the transposed traffic)."""
+        return LinkLoads(self.rows, self.cols, self.west, self.east, self.north, self.south, self.eject, self.inject)
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +192,24 @@ def xy_link_loads(rows: int, cols: int, traffic) -> LinkLoads:
     return LinkLoads(rows, cols, east, west, south, north, inject, eject)
 
 
+def yx_link_loads(rows: int, cols: int, traffic) -> LinkLoads:
+    """Exact per-link loads of YX dimension-order routing (Y first, in the source column; then X).
+
+    YX on an R x C mesh is XY on the transposed C x R mesh: node (r, c) becomes (c, r), east links
+    of the transposed mesh are south links here, and so on. A reply routed YX retraces its
+    request's XY path backwards: ``yx_link_loads(R, C, t.T)`` equals ``xy_link_loads(R, C, t).reversed()``.
+    """
+    t = _check_traffic(rows, cols, traffic)
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    to_t = c * rows + r                                   # node id on the transposed mesh
+    perm = np.argsort(to_t)                               # transposed id -> original id
+    tt = t[..., perm, :][..., :, perm]
+    lt = xy_link_loads(cols, rows, tt)
+    sw = lambda a: np.swapaxes(a, -1, -2)  # noqa: E731
+    return LinkLoads(rows, cols, sw(lt.south), sw(lt.north), sw(lt.east), sw(lt.west),
+                     lt.inject[..., to_t], lt.eject[..., to_t])
+
+
 def _positive(name: str, value) -> np.ndarray:
     """Validate a strictly positive (possibly infinite) broadcastable parameter."""
     arr = np.asarray(value, dtype=np.float64)
@@ -223,9 +261,19 @@ def phase_time_from_peaks(max_link, max_inject, max_eject, max_hops, scale,
 def phase_time(loads: LinkLoads, link_bw, port_bw, hop_latency, max_hops) -> PhaseTime:
     """Time of a mesh phase: max(link, inject, eject) serialization + hop latency.
 
-    ``link_s = max link load / link_bw``, ``inject_s``/``eject_s`` = max per-node
-    network volume / port_bw, ``latency_s = max_hops * hop_latency``.
+    ``link_s = max over links of load / bandwidth``: ``link_bw`` is one bandwidth for every link or a
+    LinkArrays of per-link bandwidths (e.g. slower links across wafer boundaries, see
+    ``wsemoe.cost.fabric.link_bandwidths``); ``inject_s``/``eject_s`` = max per-node network volume
+    / port_bw, ``latency_s = max_hops * hop_latency``.
     """
+    if isinstance(link_bw, LinkArrays):
+        if (link_bw.rows, link_bw.cols) != (loads.rows, loads.cols):
+            raise ValueError("link bandwidths and loads describe different meshes")
+        bw = _positive("link_bw", link_bw.all_links())
+        links = loads.all_links()
+        ratio = (links / bw).max(axis=-1) if links.shape[-1] else np.zeros(loads.batch_shape)
+        return phase_time_from_peaks(ratio, loads.max_inject(), loads.max_eject(), max_hops, 1.0, 1.0, port_bw,
+                                     hop_latency)
     return phase_time_from_peaks(loads.max_link(), loads.max_inject(), loads.max_eject(),
                                  max_hops, 1.0, link_bw, port_bw, hop_latency)
 

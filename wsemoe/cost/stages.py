@@ -49,10 +49,20 @@ class Stage:
     def __init__(self, name: str, terms: dict, comm: dict | None = None):
         self.name, self.terms, self.comm = name, terms, comm or {}
 
-    def time(self, overlap: bool):
-        """Stage time on its own: roofline of its terms plus its communication."""
-        core, _ = roofline(self.terms, overlap)
-        return core + sum(self.comm.values())
+    def core(self, overlap: bool):
+        """Roofline of the stage's own terms (compute, weights, memory), without communication."""
+        return roofline(self.terms, overlap)[0]
+
+    def time(self, overlap: bool, comm_overlap: str = "none"):
+        """Stage time on its own: roofline of its terms plus its communication (or the larger of the two when
+        two micro-batches interleave)."""
+        return combine(self.core(overlap), sum(self.comm.values()), comm_overlap)
+
+
+def combine(core, comm, comm_overlap: str):
+    """Time of compute followed by communication: their sum, or with two interleaved micro-batches
+    ("microbatch") their maximum: one micro-batch communicates while the other computes."""
+    return np.maximum(core, comm) if comm_overlap == "microbatch" else core + comm
 
 
 class Layer:
@@ -60,10 +70,11 @@ class Layer:
 
     "layer": weights stream continuously across the layer (Cerebras weight streaming), so each
     term is summed over stages before the roofline; "stage": each stage is its own roofline;
-    "none": every term serializes. Communication is serial in every mode.
+    "none": every term serializes. Communication follows the core (`comm_overlap: none`) or hides behind
+    another micro-batch's core (`microbatch`: layer time = max(core, communication)).
     """
 
-    def __init__(self, name: str, stages: list, count, overlap: str):
+    def __init__(self, name: str, stages: list, count, overlap: str, comm_overlap: str = "none"):
         self.name, self.stages, self.count, self.overlap = name, stages, count, overlap
         if overlap == "layer":
             keys = list(dict.fromkeys(k for s in stages for k in s.terms))
@@ -81,7 +92,7 @@ class Layer:
         self.comm = {k: v for s in stages for k, v in s.comm.items()}
         self.comm_s = sum(self.comm.values()) if self.comm else 0.0
         self.core_s = core
-        self.time_s = core + self.comm_s
+        self.time_s = combine(core, self.comm_s, comm_overlap)
         # Bound as an index into `labels`: the core's binding term, or the largest communication
         # phase when communication outweighs the core.
         self.labels = labels + [f"comm:{k.removesuffix('_s')}" for k in self.comm]

@@ -1,23 +1,26 @@
 """One design point (or an array of them): stage times, step time, throughput, MFU, memory, feasibility.
 
 Layer time = attention stage (G tiles at B, + TP all-reduce) + MoE stage (router and experts
-once on G·B, + dispatch and combine). `workload.overlap` states in one place how far weight
-movement and memory traffic hide behind compute (stages.Layer); communication is serial.
-Step time adds dense layers and the embedding/head; training counts forward and backward.
+once on G·B, + dispatch, combine and the output reduction). `workload.overlap` states in one place
+how far weight movement and memory traffic hide behind compute (stages.Layer); `workload.comm_overlap`
+whether communication follows the core or hides behind a second micro-batch's core. Resident weights and
+the KV cache share one memory, so they are one HBM term. Step time adds dense layers and the
+embedding/head; training counts forward and backward.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost import compute, memory, params, weights
+from wsemoe.cost import compute, fabric, memory, params, weights
+from wsemoe.cost.migration import Window
 from wsemoe.cost.stages import Coded, Layer, Stage, argmax_of
 
-
-# Communication phases each stage runs after its concurrent terms (serial in every overlap mode).
-STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s")}
+# Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
+STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s")}
 
 
 class Shape(NamedTuple):
@@ -46,41 +49,96 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
 
     `comm`, if given, is a callable (T, groups, tp) -> {"allreduce_s", "dispatch_s", "combine_s", ...}
     per layer, from the fabric model; without it communication costs nothing (one group, no EP traffic).
+    
     Outputs keep the broadcast shape of the inputs they depend on (a scalar when they depend on none).
     With `coded`, `bound` is a `Coded` (integer codes and their labels) instead of an array of strings.
     """
+    wl = with_batch(hw, wl, mp)
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
     c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}
-    attn, moe, dense, head = stages(hw, m, wl, shape, flops, c)
+    attn, moe, dense, head = stages(hw, m, wl, mp, shape, flops, c)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
-    layers = (Layer("moe_layer", [attn, moe], Lm, wl.overlap),
-              Layer("dense_layer", [attn, dense], L - Lm, wl.overlap),
-              Layer("head", [head], 1, wl.overlap))
+    co = getattr(wl, "comm_overlap", "none")
+    # Under HER a dense layer dispatches nothing, so its attention needs only the home wafer's all-reduce.
+    attn_dense = attn if "dense_allreduce_s" not in c else \
+        Stage("attention", attn.terms, {**attn.comm, "allreduce_s": c["dense_allreduce_s"]})
+    layers = (Layer("moe_layer", [attn, moe], Lm, wl.overlap, co),
+              Layer("dense_layer", [attn_dense, dense], L - Lm, wl.overlap, co),
+              Layer("head", [head], 1, wl.overlap, co))
+    if comm is not None and hasattr(comm, "migration"):
+        c.update(comm.migration(idle_windows(layers, co)))
     # Migration the balancer could not hide is paid once per step, on the critical path.
     step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     out = throughput(hw, m, wl, shape, flops, layers, step, c)
-    for la in layers:
-        out[f"{la.name}_time_s"] = la.time_s
-    for st in (attn, moe, dense, head):
-        out[f"{st.name}_time_s"] = st.time(wl.overlap != "none")
-        for term, v in {**st.terms, **st.comm}.items():
-            out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
+    out.update(_stage_columns(wl, layers, (attn, moe, dense, head)))
+    if "dense_allreduce_s" in c:  # HER: a dense layer all-reduces on its home wafer only
+        out["dense_layer_allreduce_s"] = c["dense_allreduce_s"]
+    out["per_device_moe_block_tokens_per_s"] = shape.T / (out["moe_time_s"] * shape.nodes)
+    out.update(_balance_columns(hw, m, wl, shape, flops, c))
     bound = _step_bound(layers, step)
     out["bound"] = bound if coded else bound.decode()
     out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
     slots = c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))
     out.update(memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
-                                   weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes))
+                                   weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
+                                   kv_node(hw, m, wl, mp, shape), co == "microbatch"))
     return out
+
+
+def _stage_columns(wl, layers, stage_list) -> dict:
+    """Per-layer and per-stage times, and every stage's terms and communication phases."""
+    co = getattr(wl, "comm_overlap", "none")
+    out = {f"{la.name}_time_s": la.time_s for la in layers}
+    for st in stage_list:
+        out[f"{st.name}_time_s"] = st.time(wl.overlap != "none", co)
+        for term, v in {**st.terms, **st.comm}.items():
+            out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
+    return out
+
+
+def idle_windows(layers, comm_overlap: str) -> list:
+    """Windows of a step in which no phase uses the links: each layer's core time (compute and memory), or
+    with interleaved micro-batches only the part of it that the other micro-batch's communication leaves."""
+    out = []
+    for la in layers:
+        idle = np.maximum(la.core_s - la.comm_s, 0.0) if comm_overlap == "microbatch" else la.core_s
+        out.append(Window(idle, 0.0, la.count, None))
+    return out
+
+
+def with_batch(hw, wl, mp):
+    """The workload with B set from tokens_per_device (decode): B = tokens_per_device·tp/G; else unchanged."""
+    per_device = getattr(wl, "tokens_per_device", None)
+    if per_device is None:
+        return wl
+    nodes = fabric.system_nodes(hw)
+    tp = nodes if mp.tp is None else mp.tp
+    fields = wl.model_dump() if hasattr(wl, "model_dump") else dict(vars(wl))
+    fields["B"] = per_device * tp / wl.G
+    return SimpleNamespace(**fields)
 
 
 def micro_batch(hw, wl, mp) -> Shape:
     """Nodes, TP groups and the tokens of one micro-batch (every group runs its own G·B sequences)."""
-    nodes = hw.rows * hw.cols
+    nodes = fabric.system_nodes(hw)
     tp = nodes if mp.tp is None else mp.tp
     groups = nodes // tp
     return Shape(nodes, tp, groups, groups * wl.G * wl.B, compute.tokens(wl) * groups)
+
+
+def kv_node(hw, m, wl, mp, shape: Shape):
+    """KV cache a node holds: its group's sequences × context × layers × what one TP rank keeps per token.
+
+    A weight-streaming wafer runs attention as one group over the whole fabric, not as TP ranks
+    splitting heads: its cache spreads evenly over the dies.
+    """
+    if wl.mode == "train":
+        return 0.0
+    if hw.weight_source == "streamed":
+        return shape.seqs * wl.seq_len * m.num_hidden_layers * memory.kv_bytes_per_token_layer(m, wl) / shape.nodes
+    per_rank = memory.kv_bytes_per_rank(m, wl, shape.tp, getattr(mp, "mla_cache", "replicated"))
+    return shape.seqs / shape.groups * wl.seq_len * m.num_hidden_layers * per_rank
 
 
 def layer_flops(m, wl, shape: Shape) -> Flops:
@@ -107,13 +165,6 @@ def _io_time(hw, wl, nbytes, kept=0.0):
     return nbytes / hw.node_memory_bw_bytes_per_s
 
 
-def streamed_kept_bytes(hw, m, wl, shape: Shape):
-    """Activation bytes of one layer and micro-batch streamed out and back in (0 when kept in node memory)."""
-    if memory.kept_in_node_memory(hw):
-        return 0.0 * shape.T
-    return shape.T * memory.kept_bytes_per_token_layer(m, wl)
-
-
 def _compute_time(hw, wl, flops, nodes, eff, recomputed=0.0):
     """Seconds of compute: forward FLOPs × (1 forward + 2 backward when training), plus the forward
     FLOPs recomputed to rebuild dropped activations, spread over all nodes at efficiency `eff`."""
@@ -133,31 +184,45 @@ def _stage_weight_bytes(hw, m, wl, shape: Shape, slots) -> dict:
             "dense": w["dense_ffn"] / shape.tp, "head": w["head"] / shape.tp}
 
 
-def stages(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
+def streamed_kept_bytes(hw, m, wl, shape: Shape):
+    """Activation bytes of one layer and micro-batch streamed out and back in (0 when kept in node memory)."""
+    if memory.kept_in_node_memory(hw):
+        return 0.0 * shape.T
+    return shape.T * memory.kept_bytes_per_token_layer(m, wl)
+
+
+def _terms(hw, wl, flops_time, wbytes, kv_bytes=None, kept=0.0) -> dict:
+    """A stage's roofline terms: compute, and resident weights with the KV cache as one HBM term (they share
+    one memory); streamed weights cross the wafer I/O, a resource apart from the node memory's KV reads."""
+    kv = 0.0 if kv_bytes is None else kv_bytes
+    if hw.weight_source == "resident":
+        return {"compute": flops_time, "hbm": (wbytes + kv) / hw.node_memory_bw_bytes_per_s}
+    terms = {"compute": flops_time, "weights": _io_time(hw, wl, wbytes, kept)}
+    if kv_bytes is not None:
+        terms["memory"] = kv / hw.node_memory_bw_bytes_per_s
+    return terms
+
+
+def stages(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
     """Attention, MoE, dense-FFN and head stages, each a roofline of named terms plus its communication."""
     n, eff = shape.nodes, hw.matmul_efficiency
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
     imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
     wbytes = _stage_weight_bytes(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, n)))
-    kv_bytes = 0.0
-    if wl.mode != "train":
-        kv_bytes = shape.seqs * wl.seq_len * memory.kv_bytes_per_token_layer(m, wl) / n
+    kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
-    attn = Stage("attention", {
-        "compute": _compute_time(hw, wl, flops.proj + flops.core, n, eff, full * (flops.proj + flops.core) + core * flops.core),
-        "weights": _io_time(hw, wl, wbytes["attn"], streamed_kept_bytes(hw, m, wl, shape)),  # the layer input is kept
-        "memory": kv_bytes / hw.node_memory_bw_bytes_per_s,
-    }, {k: phase[k] for k in STAGE_COMM["attention"] if k in phase})
-    moe = Stage("moe", {
-        "compute": _compute_time(hw, wl, flops.router + flops.expert * imbalance, n, eff_exp,
-                                 full * (flops.router + flops.expert * imbalance)),
-        "weights": _io_time(hw, wl, wbytes["moe"]),
-    }, {k: phase[k] for k in STAGE_COMM["moe"] if k in phase})
-    dense = Stage("dense_ffn", {"compute": _compute_time(hw, wl, flops.dense, n, eff, full * flops.dense),
-                                "weights": _io_time(hw, wl, wbytes["dense"])})
-    head = Stage("head", {"compute": _compute_time(hw, wl, flops.head, n, eff, full * flops.head),
-                          "weights": _io_time(hw, wl, wbytes["head"])})
+    attn = Stage("attention", _terms(hw, wl, _compute_time(hw, wl, flops.proj + flops.core, n, eff,
+                                                           full * (flops.proj + flops.core) + core * flops.core),
+                                     wbytes["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input
+                 {k: phase[k] for k in STAGE_COMM["attention"] if k in phase})
+    moe = Stage("moe", _terms(hw, wl, _compute_time(hw, wl, flops.router + flops.expert * imbalance, n, eff_exp,
+                                                    full * (flops.router + flops.expert * imbalance)),
+                              wbytes["moe"]),
+                {k: phase[k] for k in STAGE_COMM["moe"] if k in phase})
+    dense = Stage("dense_ffn", _terms(hw, wl, _compute_time(hw, wl, flops.dense, n, eff, full * flops.dense),
+                                      wbytes["dense"]))
+    head = Stage("head", _terms(hw, wl, _compute_time(hw, wl, flops.head, n, eff, full * flops.head), wbytes["head"]))
     return attn, moe, dense, head
 
 
@@ -181,10 +246,27 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         "sequences_per_s": shape.seqs / step,
         "mfu": model_flops / (step * shape.nodes * hw.node_peak_flops),
         "per_device_moe_tokens_per_s": shape.T / (layers[0].time_s * shape.nodes),
-        "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s")),
+        "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s", "reduce_s")),
+        "tokens_per_device": shape.T / shape.nodes,
+        "attention_batch": wl.B + 0.0 * shape.T,
     }
     out.update({k: v for k, v in c.items() if not k.endswith("_s") or k.startswith("migration")})
     return out
+
+
+def _balance_columns(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> dict:
+    """What balancing saves and costs on the busiest node, per MoE layer: expert compute saved by the lower
+    imbalance, and HBM time spent reading the replica copies it added (resident weights)."""
+    if "expert_imbalance" not in c:
+        return {}
+    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
+    saved = flops.expert * (c["imbalance_before"] - c["expert_imbalance"])
+    extra = 0.0 * shape.T
+    if hw.weight_source == "resident":
+        copies = c["expert_slots_max"] - c["expert_slots_before"]
+        extra = copies * weights.active_experts(m, shape.T) / m.num_experts * params.expert_params(m) \
+            * wl.bytes_per_weight / hw.node_memory_bw_bytes_per_s
+    return {"moe_balance_saving_s": _compute_time(hw, wl, saved, shape.nodes, eff_exp), "moe_replica_hbm_s": extra}
 
 
 def _step_bound(layers, step) -> Coded:

@@ -14,6 +14,7 @@ __all__ = [
     "gradient_traffic",
     "dispatch_senders",
     "dispatch_traffic",
+    "slice_dispatch",
     "migration_traffic",
 ]
 
@@ -64,36 +65,49 @@ def gradient_traffic(placement: Placement, bytes_per_shard: float) -> np.ndarray
     return ring_allreduce_traffic(placement.rings.T, bytes_per_shard, placement.num_nodes)
 
 
+def holders(placement: Placement) -> np.ndarray:
+    """Nodes holding each group's tokens after the attention collective, shape (groups, H): the group's own
+    members, or under hierarchical ER every member of its family on every wafer (the cross-wafer all-gather)."""
+    fam = placement.families
+    by_family = np.stack([placement.rings[fam == f].ravel() for f in range(int(fam.max()) + 1)])
+    return by_family[fam]
+
+
 def _nearest_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (group, node): the group member nearest to the node (lowest id on ties) and its distance."""
-    members = np.sort(placement.rings, axis=1)  # ascending ids so argmin breaks ties low
-    dist = hops[members]  # (ng, tp, N)
+    """Per (group, node): the holder of the group's tokens nearest to the node (lowest id on ties), its distance.
+    Under hierarchical ER only holders on the node's own wafer count: dispatch never crosses a wafer."""
+    members = np.sort(holders(placement), axis=1)  # ascending ids so argmin breaks ties low
+    dist = hops[members]  # (ng, H, N)
+    if placement.cross_rings is not None:
+        wafer = np.empty(placement.num_nodes, dtype=np.int64)
+        wafer[placement.cross_rings] = np.arange(placement.num_wafers)[None, :]
+        dist = np.where(wafer[members][:, :, None] == wafer[None, None, :], dist, np.iinfo(np.int64).max // 2)
     pick = dist.argmin(axis=1)
     sender = np.take_along_axis(members, pick, axis=1)
     return sender, dist.min(axis=1)
 
 
 def _ftd_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (group, node): the group member inside the node's FTD tile and its distance."""
-    ng, n = placement.num_groups, placement.num_nodes
-    sender = np.empty((ng, n), dtype=np.int64)
+    """Per (group, node): the holder of the group's tokens inside the node's FTD tile, and its distance."""
+    n = placement.num_nodes
     member_nodes = placement.rings.ravel()
-    groups = placement.group_of[member_nodes]
+    families = placement.families[placement.group_of[member_nodes]]
     tiles = placement.ftd_id[member_nodes]
-    # Every tile holds exactly one member of every group, so this lookup is a bijection.
-    by_tile = np.empty((ng, tiles.max() + 1), dtype=np.int64)
-    by_tile[groups, tiles] = member_nodes
-    sender[:] = by_tile[:, placement.ftd_id]
+    # Every tile holds exactly one member of every family (ER: every group), so this lookup is a bijection.
+    by_tile = np.empty((families.max() + 1, tiles.max() + 1), dtype=np.int64)
+    by_tile[families, tiles] = member_nodes
+    sender = by_tile[placement.families][:, placement.ftd_id]
     return sender, hops[sender, np.arange(n)[None, :]]
 
 
 def dispatch_senders(placement: Placement, token_source: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """Sender of group j's tokens towards every node n, and the hop distance: two (ng, N) arrays.
 
-    "nearest": the member of j closest to n (lowest node id on ties). "ftd": for
+    "nearest": the holder of j's tokens closest to n (lowest node id on ties). "ftd": for
     ER placements the member of j in n's FTD tile, which keeps dispatch inside
     tiles (it is not always the nearest member: a member just across a tile
-    border can be closer); for other placements it falls back to "nearest".
+    border can be closer); for other placements it falls back to "nearest". Under
+    hierarchical ER every member of j's family on every wafer holds j's tokens.
     """
     if token_source not in TOKEN_SOURCES:
         raise ValueError(f"token_source must be one of {TOKEN_SOURCES}, got {token_source!r}")
@@ -143,6 +157,24 @@ def dispatch_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_
         host = hosts[dist[:, hosts].argmin(axis=1)]
         np.add.at(traffic, (sender[groups, host], host), per_expert[e])
     return traffic
+
+
+def slice_dispatch(placement: Placement, experts: ExpertPlacement, expert_load=None,
+                   wafer_of: np.ndarray | None = None) -> np.ndarray:
+    """Dispatch when every member sends only its own slice of the tokens (per token copy of one byte per group).
+
+    Each group's copies for node n come in equal parts from the holders of its tokens: its tp members
+    (flat), or the t members of its family on n's wafer under hierarchical ER (`wafer_of` per node), each
+    holding W groups' slices. A copy is split over its expert's hosts by `experts.weights`, whatever the
+    distance; the same pattern is the dispatch of a switch, where distance means nothing.
+    """
+    into = (experts.weights * _expert_shares(expert_load, experts.num_experts)[:, None]).sum(axis=0)  # (N,)
+    n, tp, w = placement.num_nodes, placement.tp, placement.num_wafers
+    t = np.full((n, 1), 1.0 / tp) * into[None, :]
+    if w > 1:
+        same = wafer_of[:, None] == wafer_of[None, :]
+        t = np.where(same, w * t, 0.0)
+    return t
 
 
 def migration_traffic(src_nodes, dst_nodes, bytes_each, n: int) -> np.ndarray:

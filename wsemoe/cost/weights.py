@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost import params
+from wsemoe.cost import fabric, params
 
 
 def layer_weight_bytes(m, wl):
@@ -40,7 +40,7 @@ def resident_weights_node(hw, m, wl, tp, slots=None):
     """
     w = layer_weight_bytes(m, wl)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
-    nodes = hw.rows * hw.cols
+    nodes = fabric.system_nodes(hw)
     if hw.weight_source == "streamed":
         # Attention weights of the current layer stay on-wafer while its G tiles run.
         return w["attn"] / nodes

@@ -11,7 +11,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from wsemoe.cost import comm
-from wsemoe.report.meshdraw import draw_ftd, mesh_axes
+from wsemoe.report.meshdraw import draw_ftd, draw_wafers, mesh_axes
 from wsemoe.report.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, num, single
 from wsemoe.report.view import ResultsView
 
@@ -35,8 +35,9 @@ def node_loads(view: ResultsView) -> dict:
     # Every balancer but 'none' places replicas the same way; they differ in migration cost only.
     balancer = "replicate" if "replicate" in balancers else balancers[0]
     df, said = view.slice(keep=("balance.balancer", "balance.zipf_s", "balance.churn"))
-    row = {k: v for k, v in view.first_row(df).items()
-           if not k.startswith("balance.") or k == "balance.spare_slots"}
+    placed = ("balance.spare_slots", "balance.replica_policy", "balance.replica_split", "balance.skew_devices",
+              "balance.skew_target")   # these change where replicas go; the rest keep the base config's skew
+    row = {k: v for k, v in view.first_row(df).items() if not k.startswith("balance.") or k in placed}
     return {f"node_load_{balancer}": _node_load_figure(view, row, balancer, said)}
 
 
@@ -45,7 +46,8 @@ def balanced_structures(view: ResultsView, row: dict, balancer: str) -> tuple:
     bal = view.sections(row)["balance"]
     hist = view.cfg.get("expert_histogram")
     keys = [comm.balance_key(SimpleNamespace(**{**bal, "balancer": b}),
-                             (bal["zipf_s"], bal["seed"], bal["spare_slots"]), hist) for b in ("none", balancer)]
+                             (bal["zipf_s"], bal["seed"], bal["spare_slots"], bal.get("skew_target"),
+                              bal.get("skew_devices")), hist) for b in ("none", balancer)]
     return view.build(row, keys[0]), view.build(row, keys[1])
 
 
@@ -65,17 +67,21 @@ def _node_load_figure(view: ResultsView, row: dict, balancer: str, said: str) ->
         im = ax.imshow(m, cmap=colormaps["RdBu_r"], norm=norm, extent=(-0.5, pl.cols - 0.5, pl.rows - 0.5, -0.5),
                        zorder=0)
         im.set_gid(f"node-load-{when}")  # lets tests read the drawn maps back
+        draw_wafers(ax, s.layout)
         draw_ftd(ax, pl)
         _cell_labels(ax, m, norm)
         ax.set_title(f"{title}\nimbalance (busiest die / mean) {s.expert_imbalance:.2f}×")
     cb = fig.colorbar(im, ax=axes, location="right", shrink=0.85, pad=0.02)
     cb.set_label("expert load per die (× mean load)")
     zipf = bal["distribution"] == "zipf"
-    skew = f"Zipf s = {num(bal['zipf_s'])} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
-    fig.suptitle(f"{view.name}: expert load per die, {skew}, {view.context(row)}, TP {pl.tp}"
+    solved = f"{before.zipf_s:.3f}, solved for {num(bal['skew_target'])}× on {bal.get('skew_devices') or pl.num_nodes} " \
+        "devices" if bal.get("skew_target") else num(bal["zipf_s"])
+    skew = f"Zipf s = {solved} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
+    fig.suptitle(f"{view.name}: expert load per die, {skew}\n{view.context(row)}, TP {pl.tp}"
                  + (f", {said}" if said else ""))
-    fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles; "
-                  "non-invasive and stop-the-world place replicas alike", fontsize=8.5)
+    fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles"
+                  + ("; solid: wafer boundaries" if before.layout.wafers != (1, 1) else "")
+                  + "; non-invasive and stop-the-world place replicas alike", fontsize=8.5)
     return fig
 
 

@@ -21,7 +21,7 @@ def figures(view: ResultsView) -> dict[str, Figure | None]:
 
 def comm_breakdown(view: ResultsView) -> Figure | None:
     """Stacked per-layer all-reduce, dispatch and combine time per mapping, grouped by TP."""
-    if "mapping.strategy" not in view.axes or not view.has(*PHASE_COLS.values()):
+    if "mapping.strategy" not in view.axes or not view.has(*list(PHASE_COLS.values())[:3]):
         return None
     df, said = view.slice(keep=("mapping.strategy", "mapping.tp"))
     if df.empty:
@@ -58,17 +58,28 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the two-line totals
     ax.set_ylabel("communication time per layer (µs)")
     handles = [Rectangle((0, 0), 1, 1, color=PHASE_C[p]) for p in PHASE_COLS]
-    fig.legend(handles, [f"{PHASE_NAMES[p]}" for p in PHASE_COLS], loc="outside lower center", ncol=3,
-               frameon=False, title="bar labels: total µs and change vs the first mapping at the same TP")
+    labels = [f"{PHASE_NAMES[p]}" for p in PHASE_COLS]
+    if _wafers(df):
+        handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="0.2", hatch="////"))
+        labels.append("hatched: bound by an inter-wafer link")
+    fig.legend(handles, labels, loc="outside lower center", ncol=2 if len(labels) > 3 else 3, frameon=False,
+               title="bar labels: total µs and change vs the first mapping at the same TP")
     return fig
 
 
+def _wafers(df) -> bool:
+    """True when any phase of these points is bound by a link across a wafer boundary."""
+    return any((df[c].astype(str) == "wafer-link").any() for c in (f"{p}_bound" for p in PHASE_COLS) if c in df)
+
+
 def _stack(ax, x: float, row, width: float) -> float:
-    """One stacked bar of the per-layer phase times in µs; returns its total."""
+    """One stacked bar of the per-layer phase times in µs (hatched where a wafer link binds); returns its total."""
     bottom = 0.0
     for phase, col in PHASE_COLS.items():
-        h = float(row[col]) * 1e6
-        ax.bar(x, h, width, bottom=bottom, color=PHASE_C[phase], edgecolor="white", linewidth=0.5)
+        h = float(row.get(col, 0.0)) * 1e6
+        across = str(row.get(f"{phase}_bound", "")) == "wafer-link"
+        ax.bar(x, h, width, bottom=bottom, color=PHASE_C[phase], edgecolor="white", linewidth=0.5,
+               hatch="////" if across else None)
         bottom += h
     return bottom
 

@@ -6,7 +6,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, num, single
+import textwrap
+
+from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, num, setting, single
 from wsemoe.report.view import ResultsView
 
 MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
@@ -30,9 +32,10 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     bars = _memory_rows(r)
     if not bars:
         return None
-    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars)))
+    lines = max(b[0].count("\n") + 1 for b in bars)
+    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars) * lines))
     # A half-row gap between designs, so each design's pair of bars reads as one block.
-    ypos = np.cumsum([0.0] + [1.5 if a[2] != b[2] else 1.0 for a, b in zip(bars, bars[1:])])
+    ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * max(1.0, 0.6 * lines) for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
     ax.set_yticks(ypos, [b[0] for b in bars])
@@ -83,8 +86,9 @@ def _memory_rows(r: ResultsView) -> list:
         return []
     top = feas.sort_values(objs[0], ascending=r.objectives[objs[0]] == "min").head(5)
     shown = [a for a in r.axes if a in feas and r.points[a].nunique() > 1]
-    return [(f"#{i + 1}: {group_label(shown, tuple(row[shown]))}" if shown else f"#{i + 1}", row, i)
-            for i, (_, row) in enumerate(top.iterrows())]
+    # Many swept axes make long labels: short names, wrapped, so the bars keep their width.
+    text = lambda row: textwrap.fill(", ".join(setting(a, row[a]) for a in shown), 34)  # noqa: E731
+    return [(f"#{i + 1}: {text(row)}" if shown else f"#{i + 1}", row, i) for i, (_, row) in enumerate(top.iterrows())]
 
 
 def _over_label(row) -> str:

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.cost import mesh, structure
-from wsemoe.report.meshdraw import HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, mesh_axes
+from wsemoe.report.meshdraw import HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, draw_wafers, mesh_axes
 from wsemoe.report.style import DOUBLE, PHASE_C, PHASE_NAMES
 from wsemoe.report.view import ResultsView
 
@@ -79,6 +79,7 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
     idle = {p: mesh.idle_share(s.phases[p].loads) for p in vals}
     for ax, phase in zip(axes, vals):
         mesh_axes(ax, pl.rows, pl.cols)
+        draw_wafers(ax, s.layout)
         draw_ftd(ax, pl)
         draw_nodes(ax, pl)
         q = draw_links(ax, pl.rows, pl.cols, vals[phase] / factor, HEAT, norm, f"links-{phase}")
@@ -92,9 +93,12 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
     cb.set_label(f"bytes per link in one all-reduce / one dispatch ({unit}); grey: idle; "
                  "same scale for every mapping at this TP")
     _, said = view.slice(keep=("mapping.strategy", "mapping.tp"))
-    fig.suptitle(f"{view.name}: {pl.strategy} mapping, TP {pl.tp} on {pl.rows}×{pl.cols} dies "
-                 f"({view.context(row, skip=('mapping.strategy',))}" + (f", {said})" if said else ")"))
-    note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "")
+    on = f"{pl.rows}×{pl.cols} dies" if s.layout.wafers == (1, 1) else \
+        f"{pl.rows}×{pl.cols} dies ({s.layout.wafers[0]}×{s.layout.wafers[1]} wafers)"
+    fig.suptitle(f"{view.name}: {pl.strategy} mapping, TP {pl.tp} on {on}\n"
+                 f"{view.context(row, skip=('mapping.strategy',))}" + (f", {said}" if said else ""))
+    note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "") + \
+        (", solid: wafer boundaries" if s.layout.wafers != (1, 1) else "")
     fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing)", fontsize=8.5)
     return fig
 
@@ -106,6 +110,7 @@ def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:
     code = np.where(hot_a & hot_d, 3, np.where(hot_d, 2, np.where(hot_a, 1, 0)))
     colours = ListedColormap([IDLE_C, PHASE_C["allreduce"], PHASE_C["dispatch"], HOT_BOTH_C])
     mesh_axes(ax, pl.rows, pl.cols)
+    draw_wafers(ax, s.layout)
     draw_ftd(ax, pl)
     draw_nodes(ax, pl)
     draw_links(ax, pl.rows, pl.cols, code, colours, Normalize(-0.5, 3.5), "hot-links")

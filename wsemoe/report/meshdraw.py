@@ -95,3 +95,13 @@ def draw_ftd(ax, placement) -> None:
         for c0 in range(0, placement.cols, fc):
             ax.add_patch(Rectangle((c0 - 0.5, r0 - 0.5), fc, fr, fill=False, lw=1.3, ls=(0, (4, 2)),
                                    ec="0.25", zorder=1, in_layout=False))
+
+
+def draw_wafers(ax, layout) -> None:
+    """Solid lines along the wafer boundaries of a mesh of wafers (links across them may be slower)."""
+    wr, wc = layout.wafers
+    rows, cols = layout.grid
+    for i in range(1, wr):
+        ax.plot([-0.5, cols - 0.5], [i * layout.rows - 0.5] * 2, color="0.1", lw=2.2, zorder=1.5)
+    for j in range(1, wc):
+        ax.plot([j * layout.cols - 0.5] * 2, [-0.5, rows - 0.5], color="0.1", lw=2.2, zorder=1.5)

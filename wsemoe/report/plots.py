@@ -6,12 +6,12 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
-from wsemoe.report import fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_sensitivity
+from wsemoe.report import fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_sensitivity, fig_versus
 from wsemoe.report.style import FORMATS, STYLE, save
 from wsemoe.report.view import ResultsView
 
 # Each family: figures(view) -> {stem: figure, or None when the data does not support it}.
-FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_comm, fig_balance, fig_mesh, fig_sensitivity)
+FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity)
 DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC)  # stems that carry a value: cleaned by pattern
 
 

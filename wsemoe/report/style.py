@@ -37,15 +37,20 @@ NAMES = {"mfu": "MFU", "tokens_per_s": "throughput", "step_time_s": "step time",
          "workload.B": "attention batch B"}
 # Short names of swept settings in titles and tick labels ("TP 4, B 256").
 SLICE_SYMBOLS = {"model.num_experts_per_tok": "top-k", "workload.B": "B", "mapping.tp": "TP",
-                 "mapping.strategy": "mapping", "workload.G": "G", "model.num_experts": "E"}
+                 "mapping.strategy": "mapping", "workload.G": "G", "model.num_experts": "E",
+                 "workload.tokens_per_device": "tokens/device", "mapping.token_source": "token source",
+                 "mapping.ring_directions": "ring directions", "balance.balancer": "balancer",
+                 "workload.comm_overlap": "overlap", "balance.replica_policy": "replicas",
+                 "balance.migration_windows": "migration windows", "balance.skew_devices": "skew read on"}
 BETTER = {"max": ", higher is better", "min": ", lower is better"}
 ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
 
 # Communication phases: names, per-layer time columns and colours, shared by the mesh and comm figures.
 PHASE_NAMES = {"allreduce": "all-reduce (attention TP)", "dispatch": "dispatch (tokens to experts)",
-               "combine": "combine (results back)"}
-PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s"}
-PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1]}
+               "combine": "combine (results back)", "reduce": "output reduction (partial outputs summed)"}
+PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s",
+              "reduce": "moe_reduce_s"}
+PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1], "reduce": PALETTE[5]}
 
 
 def save(fig: Figure, folder: Path, stem: str) -> list[Path]:

@@ -71,7 +71,7 @@ def top_points(points: pd.DataFrame, axes: list[str], objectives: dict, n: int =
     return t
 
 
-def comparison(df: pd.DataFrame, title="BTA vs uniform batching (best feasible per group)") -> Table:
+def comparison(df: pd.DataFrame, title="best feasible point against the best feasible baseline, per group") -> Table:
     """The comparison table (one row per group)."""
     t = Table(title=title)
     for c in df.columns:
@@ -93,18 +93,28 @@ def breakdown(rows: list) -> Group:
     return Group(t)
 
 
-def validation(rows: list) -> Table:
-    """Published figure vs model value with error and tolerance."""
+def validation(rows: list) -> Group:
+    """Published figure vs model value with error and tolerance; context rows in a table of their own."""
     t = Table(title="published results reproduced (no: outside tolerance, with the reason; property: true by "
                     "construction)")
     for c in ("claim", "published", "model", "error", "tolerance", "ok"):
         t.add_column(c)
     shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
     for r in rows:
+        if r["kind"] == "info":
+            continue
         status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
         claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
         t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
-    return t
+    context = [r for r in rows if r["kind"] == "info"]
+    if not context:
+        return Group(t)
+    c = Table(title="context: model figures beside published statements they do not check (no pass/fail)")
+    for col in ("figure", "published", "model", "note"):
+        c.add_column(col)
+    for r in context:
+        c.add_row(r["claim"], r["published"], r["model"], r["tolerance"])
+    return Group(t, c)
 
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "dim", "error": "bold magenta"}

@@ -18,7 +18,9 @@ from wsemoe.sweep import store
 OVER = ("workload.B", "workload.G")  # axes a design is tuned over, not one design each
 # Preferred value of an axis held fixed for a representative slice; the rest take their first value.
 PREFER = {"model.num_experts_per_tok": lambda v: 8 if 8 in v else max(v), "workload.B": max,
-          "balance.spare_slots": max}
+          "balance.spare_slots": max,
+          # the middle of the decode regime: neither latency- nor memory-bound at its ends
+          "workload.tokens_per_device": lambda v: sorted(v)[len(v) // 2]}
 
 
 class ResultsView:
@@ -93,12 +95,15 @@ class ResultsView:
         """The cached structure of one point (topology, mesh, mapping and experts resolved at that point)."""
         s = self.sections(row)
         hw, mp, m = s["hardware"], s["mapping"], s["model"]
-        tp = int(mp.get("tp") or hw["rows"] * hw["cols"])  # unset TP: one group of all nodes
+        wafers = tuple(int(v) for v in (hw.get("wafers") or (1, 1)))
+        tp = int(mp.get("tp") or hw["rows"] * hw["cols"] * wafers[0] * wafers[1])  # unset TP: one group of all nodes
         ftd = tuple(mp["ftd"]) if mp.get("ftd") else None
         explicit = tuple(mp["placement"]) if mp.get("placement") else None
+        coll = structure.Collectives(int(mp.get("ring_directions", 1)), mp.get("combine_routing", "xy"),
+                                     bool(hw.get("in_switch_reduction", False)))
         return structure.build(hw["topology"], int(hw["rows"]), int(hw["cols"]), tp, mp["strategy"], ftd,
                                int(mp.get("seed", 0)), explicit, mp.get("token_source", "auto"),
-                               int(m["num_experts"]), bal)
+                               int(m["num_experts"]), bal, wafers, hw.get("scale_up_size"), coll)
 
     def slice(self, keep=()) -> tuple[pd.DataFrame, str]:
         """Points with every swept axis but `keep` held at a representative value, and that slice as text."""

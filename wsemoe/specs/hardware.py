@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal, Optional
 
 import numpy as np
-from typing import Literal, Optional
 
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_WAFERS_SIDE, Spec
 
 
 class PEFacts(Spec):
@@ -57,14 +57,35 @@ class HardwareSpec(Spec):
 
     name: str = Field("custom", description="label of this hardware")
     topology: Literal["mesh", "switch"] = Field("mesh", description="2D mesh with XY routing, or a non-blocking switch")
-    rows: PositiveInt = Field(le=MAX_MESH_SIDE, description="node rows of the grid")
-    cols: PositiveInt = Field(le=MAX_MESH_SIDE, description="node columns of the grid")
+    rows: PositiveInt = Field(le=MAX_MESH_SIDE, description="node rows of one wafer (of the whole grid when wafers is [1, 1])")
+    cols: PositiveInt = Field(le=MAX_MESH_SIDE, description="node columns of one wafer (of the whole grid when wafers is [1, 1])")
+    wafers: tuple[Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)], Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)]] = Field(
+        (1, 1), description="a mesh of wafers [Wr, Wc]: the die grid is (Wr·rows)×(Wc·cols), one system; default one wafer")
     node_peak_flops: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
     node_memory_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
     node_memory_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
     link_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
     hop_latency_s: float = Field(0.0, ge=0, le=1.0, allow_inf_nan=False, description="latency per mesh hop (or switch traversal), s")
     port_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
+    inter_wafer_link_bw_bytes_per_s: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="bandwidth per directed link crossing a wafer boundary, bytes/s; unset: link_bw_bytes_per_s "
+                    "(the same die-to-die link across the wafer edge)")
+    inter_wafer_hop_latency_s: Optional[float] = Field(
+        None, ge=0, le=1.0, allow_inf_nan=False,
+        description="latency of a hop that crosses a wafer boundary, s; unset: hop_latency_s")
+    in_switch_reduction: bool = Field(
+        False, description="switch only: all-reduces run in the switch (NVLink SHARP): each device sends and receives "
+                           "its message once instead of a ring's 2(p−1)/p; default off (a capability, not every switch has it)")
+    scale_up_size: Optional[PositiveInt] = Field(
+        None, le=2**20, description="switch only: devices per scale-up (NVLink) domain, e.g. 8 GPUs of a DGX server; "
+                                    "unset: one domain of all devices")
+    scale_out_bw_bytes_per_s: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="switch only: network (NIC) bandwidth per scale-up domain and direction between domains, bytes/s")
+    scale_out_latency_s: Optional[float] = Field(
+        None, ge=0, le=1.0, allow_inf_nan=False,
+        description="switch only: latency of one transfer between scale-up domains, s; unset: hop_latency_s")
     weight_source: Literal["streamed", "resident"] = Field(
         "resident", description="weights streamed in each pass through the I/O, or resident in node memory")
     io_in_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
@@ -92,12 +113,30 @@ class HardwareSpec(Spec):
         return data
 
     @model_validator(mode="after")
-    def _kept_needs_io(self):
+    def _fields_fit_each_other(self):
+        """Streamed kept activations need the wafer I/O; wafer fields belong to meshes, scale-up domains
+        and in-switch reduction to switches."""
         if self.kept_activations == "streamed" and self.weight_source != "streamed":
             raise ValueError("kept_activations: streamed needs weight_source: streamed (the wafer I/O carries them)")
+        if self.topology == "switch":
+            if tuple(self.wafers) != (1, 1):
+                raise ValueError("wafers applies to a mesh; a switch is one domain of rows·cols devices")
+            for name in ("inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} applies to a mesh of wafers, not to a switch")
+            if self.scale_up_size is not None and self.nodes % self.scale_up_size:
+                raise ValueError(f"scale_up_size {self.scale_up_size} does not divide the {self.nodes} devices")
+            if self.scale_up_size is not None and self.scale_up_size < self.nodes and self.scale_out_bw_bytes_per_s is None:
+                raise ValueError("scale_up_size splits the devices into domains: scale_out_bw_bytes_per_s is required")
+        else:
+            for name in ("scale_up_size", "scale_out_bw_bytes_per_s", "scale_out_latency_s"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} applies to a switch topology, not to a mesh")
+            if self.in_switch_reduction:
+                raise ValueError("in_switch_reduction needs topology: switch")
         return self
 
     @property
     def nodes(self) -> int:
-        """Number of nodes (dies or devices)."""
-        return self.rows * self.cols
+        """Number of nodes (dies or devices) of the whole system, every wafer included."""
+        return self.rows * self.cols * self.wafers[0] * self.wafers[1]

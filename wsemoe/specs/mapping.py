@@ -13,13 +13,28 @@ class MappingSpec(Spec):
     """Placement of attention TP groups and experts on the nodes."""
 
     tp: Optional[PositiveInt] = Field(None, le=MAX_COUNT, description="attention tensor-parallel group size, nodes (unset: one group of all nodes)")
-    strategy: Literal["block", "er", "snake", "random", "explicit"] = Field(
-        "block", description="placement of TP groups: contiguous blocks, entwined rings, snake, random, or explicit")
+    strategy: Literal["block", "er", "her", "snake", "random", "explicit"] = Field(
+        "block", description="placement of TP groups: contiguous blocks, entwined rings (er), hierarchical ER on a "
+                             "mesh of wafers (her: ER inside each wafer, tokens gathered across wafers), snake, random, "
+                             "or explicit")
     ftd: Optional[tuple[Annotated[int, Field(gt=0, le=MAX_COUNT)], Annotated[int, Field(gt=0, le=MAX_COUNT)]]] = Field(None, description="ER full-token-domain tile (rows, cols); chosen from the group count if unset")
     seed: NonNegativeInt = Field(0, le=MAX_SEED, description="seed of the random strategy")
     placement: Optional[tuple[Annotated[int, Field(ge=0, le=MAX_COUNT)], ...]] = Field(None, description="explicit group id of every node (strategy explicit)")
-    token_source: Literal["auto", "nearest", "ftd"] = Field(
-        "auto", description="which TP member sends a token to an expert: nearest member, the member in the host's FTD, or auto (ftd under er)")
+    token_source: Literal["auto", "nearest", "ftd", "slice"] = Field(
+        "auto", description="which TP member sends a token to an expert: after a full all-reduce, the nearest member or "
+                            "the member in the host's FTD (then the partial expert outputs are all-reduced again); "
+                            "slice: each member sends only its own 1/tp of the tokens (reduce-scatter before, all-gather "
+                            "after the MoE); auto: ftd under er and her, nearest otherwise")
+    ring_directions: Literal[1, 2] = Field(
+        1, description="ring collectives run one way round (1) or send half of every message each way (2: half the "
+                       "bytes per link); default 1, the single ring MoEntwine describes")
+    combine_routing: Literal["xy", "reverse"] = Field(
+        "xy", description="combine routed XY like every packet of a dimension-order router (default), or on the reverse "
+                          "of its dispatch path (YX), which needs a router that can route YX")
+    mla_cache: Literal["replicated", "sharded"] = Field(
+        "replicated", description="MLA latent KV cache on every TP rank (default: TP splits heads and every head reads "
+                                  "the whole latent) or sharded over the TP ranks (a sequence-split attention kernel; "
+                                  "its extra reduction is not charged)")
 
 
 class BalanceSpec(Spec):
@@ -31,6 +46,23 @@ class BalanceSpec(Spec):
     balancer: Literal["none", "replicate", "non-invasive", "stop-the-world"] = Field("none", description="expert balancer")
     spare_slots: NonNegativeInt = Field(0, le=2**16, description="extra expert slots per node for replicas")
     rebalance_interval: PositiveInt = Field(10, le=2**31, description="iterations between stop-the-world rebalances")
-    piece_bytes: PositiveFloat = Field(1.0e6, le=MAX_FIGURE, allow_inf_nan=False, description="migration piece size, bytes")
     churn: float = Field(1.0, gt=0, le=1, description="share of replica copies re-placed at each rebalance (popularity drift)")
     seed: NonNegativeInt = Field(0, le=MAX_SEED, description="seed of the expert ranking")
+    skew_target: Optional[float] = Field(
+        None, ge=1, le=1e6, allow_inf_nan=False,
+        description="busiest device over mean expert load without balancing; when set, the Zipf exponent is solved "
+                    "for it (zipf_s is ignored) on the layout of skew_devices")
+    skew_devices: Optional[PositiveInt] = Field(
+        None, le=2**20, description="devices of the layout skew_target is measured on (expert e on device e mod "
+                                    "devices); unset: the point's own device count. Set it to compare systems under "
+                                    "one expert popularity")
+    replica_policy: Literal["hot", "fill"] = Field(
+        "hot", description="replicas only while a copy carries more than a mean expert's share (hot, default: no "
+                           "replica that buys little), or every spare slot filled as EPLB fills its redundant slots")
+    replica_split: Literal["water-fill", "even"] = Field(
+        "water-fill", description="how an expert's tokens split over its copies: water-filling that minimises the "
+                                  "busiest host (default: a router can weight copies by load), or evenly")
+    migration_windows: Literal["all", "comm"] = Field(
+        "all", description="non-invasive migration rides idle links in every window of a layer, compute and HBM "
+                           "phases included (default: links idle while cores compute), or only in the "
+                           "communication phases (all-reduce, all-to-all)")

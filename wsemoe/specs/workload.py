@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
@@ -25,3 +25,11 @@ class WorkloadSpec(Spec):
         "materialized", description="attention scores held as n_h·S×S per sequence, or tiled (linear in S)")
     overlap: Literal["layer", "stage", "none"] = Field(
         "layer", description="compute overlaps weight/memory movement across a whole layer, within each stage, or not at all")
+    comm_overlap: Literal["none", "microbatch"] = Field(
+        "none", description="communication after compute (none, default: the per-phase accounting the papers report), "
+                            "or two micro-batches interleaved so one communicates while the other computes "
+                            "(layer time = max(compute/memory, communication); the second micro-batch's KV cache "
+                            "and transients are charged)")
+    tokens_per_device: Optional[PositiveInt] = Field(
+        None, le=MAX_TOKENS, description="decode only: tokens (sequences) per device per step; when set, B = "
+                                         "tokens_per_device·tp/G and workload.B is not used")

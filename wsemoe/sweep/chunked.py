@@ -20,7 +20,7 @@ from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
 from wsemoe.sweep.block import Block, Labels
-from wsemoe.sweep.compare import baseline_mask, group_keys
+from wsemoe.sweep.compare import baseline_mask, candidate_mask, check_metrics, group_keys, metrics
 from wsemoe.sweep.pareto import front_rows, not_finite_rows
 
 DEFAULT_CHUNK = 131_072
@@ -67,7 +67,8 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
     best = []
     ev = engine.Evaluator(sub)
     for start, stop in chunk_ranges(sub.size(), chunk_size):
-        blk = engine.evaluate_block(sub, start, stop, keep=lambda names: [*group, metric, "feasible"], evaluator=ev)
+        blk = engine.evaluate_block(sub, start, stop, keep=lambda names: _baseline_columns(names, cfg, group),
+                                    evaluator=ev)
         df = blk.take(blk["feasible"]).to_frame()
         if len(df):
             best.append(df.groupby(group, sort=False)[metric].max().reset_index() if group
@@ -78,6 +79,11 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
     merged = merged.groupby(group, sort=False)[metric].max().reset_index() if group else \
         pd.DataFrame({metric: [merged[metric].max()]})
     return merged.rename(columns={metric: "baseline_best"})
+
+
+def _baseline_columns(names: list[str], cfg: SweepConfig, group: list[str]) -> list[str]:
+    check_metrics(names, cfg)  # an unknown metric is a one-line error, not a KeyError
+    return [*group, cfg.compare.metric, "feasible"]
 
 
 def group_ids(blk: Block, cfg: SweepConfig, grid: space.Grid) -> tuple[np.ndarray, np.ndarray | None]:
@@ -157,11 +163,12 @@ def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray
     feas = np.asarray(blk["feasible"], dtype=bool)
     keep = [front_rows(blk, cfg.objectives)]
     if cfg.compare:
-        metric = blk.numbers(cfg.compare.metric)
         ids, _ = group_ids(blk, cfg, grid)
-        rows = np.flatnonzero(feas)
+        rows = np.flatnonzero(feas & candidate_mask(blk, cfg))
         base = np.flatnonzero(feas & baseline_mask(blk, cfg))
-        keep += [_best_per_group(rows, ids, metric), _best_per_group(base, ids, metric)]
+        for metric in metrics(cfg):  # each compared column: both sides tuned for it on their own
+            values = blk.numbers(metric)
+            keep += [_best_per_group(rows, ids, values), _best_per_group(base, ids, values)]
     return np.unique(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
 
 
@@ -170,13 +177,15 @@ def kept_columns(names: list[str], cfg: SweepConfig) -> list[str]:
     wanted = cfg.output.columns
     if wanted is None:
         return list(names)
+    if cfg.compare:
+        check_metrics(names, cfg)
     speedup = f"speedup_vs_{cfg.compare.name}" if cfg.compare else None
     unknown = [c for c in wanted if c not in names and c != speedup]
     if unknown:
         raise ConfigError(f"unknown output column '{unknown[0]}'", loc=("output", "columns"))
     always = [*cfg.axis_names(), "feasible", "infeasible_reason", "bound", *cfg.objectives]
     if cfg.compare:
-        always += [cfg.compare.metric]
+        always += metrics(cfg)
     keep = set(always) | set(wanted)
     return [c for c in names if c in keep]
 

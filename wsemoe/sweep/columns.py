@@ -26,12 +26,32 @@ _DOCS = {
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase)"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to capacity"),
-    "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time per node"),
-    "moe_comm_s": ("s", "TP all-reduce + dispatch + combine time per MoE layer"),
-    "allreduce_bound": ("", "what limits the all-reduce: link, inject, eject port, or hop latency"),
-    "dispatch_bound": ("", "what limits the dispatch: link, inject, eject port, or hop latency"),
-    "combine_bound": ("", "what limits the combine: link, inject, eject port, or hop latency"),
-    "gradient_bound": ("", "what limits the gradient reduction: link, inject, eject port, or hop latency"),
+    "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time "
+                                                "(attention and MoE block) per node"),
+    "per_device_moe_block_tokens_per_s": ("tokens/s", "MoE-block throughput per device: tokens per MoE-stage time "
+                                                      "(expert compute/HBM + dispatch + combine + output reduction) per node"),
+    "moe_comm_s": ("s", "TP all-reduce + dispatch + combine + output reduction time per MoE layer"),
+    "tokens_per_device": ("tokens", "tokens of one micro-batch per device (decode: sequences per device)"),
+    "attention_batch": ("sequences", "attention batch B in use (set from tokens_per_device when given)"),
+    "dense_allreduce_bound": ("", "what limits a dense layer's all-reduce under HER (the home wafer's ring only: a "
+                                  "dense layer dispatches nothing, so it gathers nothing across wafers)"),
+    "dense_layer_allreduce_s": ("s", "a dense layer's attention all-reduce under HER (the home wafer's ring only), "
+                                "which replaces attention_allreduce_s in dense_layer_time_s"),
+    "dense_allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in a dense layer's all-reduce under HER"),
+    "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, or hop latency"),
+    "reduce_max_link_bytes": ("bytes", "load of the busiest directed link in one output reduction"),
+    "dispatch_inter_wafer_share": ("1", "share of dispatch link load on links between wafers (NaN on one wafer)"),
+    "expert_slots_before": ("experts", "expert copies on the fullest node before balancing"),
+    "zipf_s_used": ("1", "Zipf exponent of expert popularity in use (solved from balance.skew_target when set)"),
+    "token_flow": ("", "replicated: every TP member holds all of its group's tokens (outputs reduced again); "
+                       "slice: each member sends and receives only its own 1/tp"),
+    "moe_balance_saving_s": ("s", "expert compute time per MoE layer the balancer saves on the busiest node"),
+    "moe_replica_hbm_s": ("s", "HBM time per MoE layer the fullest node spends reading the replica copies it added"),
+    "allreduce_bound": ("", "what limits the all-reduce: link, wafer-link, scale-out, inject, eject port, or hop latency"),
+    "dispatch_bound": ("", "what limits the dispatch: link, wafer-link, scale-out, inject, eject port, or hop latency"),
+    "combine_bound": ("", "what limits the combine: link, wafer-link, scale-out, inject, eject port, or hop latency"),
+    "gradient_bound": ("", "what limits the gradient reduction: link, wafer-link, scale-out, inject, eject port, "
+                           "or hop latency"),
     "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
     "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch"),
     "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine"),
@@ -72,8 +92,10 @@ _INPUT_UNITS = {
     "workload.B": "sequences", "workload.G": "1", "workload.seq_len": "tokens", "mapping.tp": "nodes",
     "model.num_experts": "experts", "model.num_experts_per_tok": "experts", "model.moe_intermediate_size": "1",
     "model.hidden_size": "1", "balance.zipf_s": "1", "balance.churn": "1", "balance.spare_slots": "slots",
-    "balance.rebalance_interval": "steps", "balance.piece_bytes": "bytes", "hardware.rows": "nodes",
-    "hardware.cols": "nodes",
+    "balance.rebalance_interval": "steps", "hardware.rows": "nodes",
+    "hardware.cols": "nodes", "hardware.wafers": "wafers", "hardware.scale_up_size": "devices",
+    "workload.tokens_per_device": "tokens", "mapping.ring_directions": "1", "balance.skew_target": "×",
+    "balance.skew_devices": "devices",
 }
 
 _PATTERNS = [
@@ -81,7 +103,10 @@ _PATTERNS = [
     (r"^(\w+?)_compute_s$", "s", "compute term of the {0} stage per layer (FLOPs / (nodes · peak · efficiency))"),
     (r"^(\w+?)_weights_s$", "s", "weight-movement term of the {0} stage per layer (streamed over I/O or read from node memory)"),
     (r"^(\w+?)_memory_s$", "s", "memory-traffic term of the {0} stage per layer (KV cache reads)"),
-    (r"^(\w+?)_(allreduce|dispatch|combine)_s$", "s", "{1} communication time per layer on the fabric"),
+    (r"^(\w+?)_hbm_s$", "s", "HBM term of the {0} stage per layer: resident weights and KV cache read from node memory"),
+    (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
+    (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
+                                 "that fed them (HER: and returned to the home wafer)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
     (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),

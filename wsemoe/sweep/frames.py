@@ -49,6 +49,8 @@ def iter_groups(cfg: SweepConfig, frame: pd.DataFrame):
     groups = frame.groupby(cats, sort=False, dropna=False) if cats else [((), frame)]
     for values, sub in groups:
         values = values if isinstance(values, tuple) else (values,)
+        # groupby turns an unset optional (None) into a NaN key: unset it is
+        values = tuple(None if isinstance(v, float) and v != v else v for v in values)
         numeric = {c: sub[c].to_numpy(dtype=np.float64) for c in sub.columns if c not in cats}
         yield sub.index, namespaces(base, preset, {**dict(zip(cats, values)), **numeric})
 

@@ -42,7 +42,8 @@ def run_all() -> list[dict]:
     """Every reproduced figure."""
     from wsemoe.validate.balance import balance_rows
     from wsemoe.validate.bta import bta_rows
+    from wsemoe.validate.moentwine import mapping_rows
+    from wsemoe.validate.scale import scale_rows
     from wsemoe.validate.shipped import shipped_rows
-    from wsemoe.validate.moentwine import mapping_rows, nvl72_rows
 
-    return param_rows() + shipped_rows() + bta_rows() + mapping_rows() + nvl72_rows() + balance_rows()
+    return param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()

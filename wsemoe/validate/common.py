@@ -3,6 +3,8 @@
 A row compares one published figure with the model's value. Its `status` is `yes` (within the stated
 tolerance), `no` (outside it: the row carries the reason the model does not reproduce it) or `property`
 (true by construction of the model; checked all the same, but it tests the code, not the physics).
+Context rows (`info`) put a model figure beside a published statement it cannot check; they are shown
+apart from the claims.
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ from wsemoe.errors import ConfigError
 
 def row(claim, published, model, error, tolerance, ok, reason: str | None = None, kind: str = "check"):
     """One reproduced figure. `ok` is whether the model is within `tolerance`; a failing check carries
-    `reason` (why the model does not reproduce it); `kind="property"` marks a row true by construction."""
+    `reason` (why the model does not reproduce it); `kind="property"` marks a row true by construction.
+    `ok=None` makes a context row: a model figure next to a published statement it is not a check of
+    (shown apart from the claims, never pass or fail)."""
+    if ok is None:
+        return {"claim": claim, "published": published, "model": model, "error": error, "tolerance": tolerance,
+                "ok": True, "status": "info", "reason": reason, "kind": "info"}
     ok = bool(ok)
     status = "property" if kind == "property" else "yes" if ok else "no"
     return {"claim": claim, "published": published, "model": model, "error": error, "tolerance": tolerance,
