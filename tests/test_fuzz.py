@@ -1,4 +1,8 @@
-"""Hostile input: mutated sweep configs and YAML texts end in one clean line, never a traceback."""
+"""Hostile input: mutated sweep configs and YAML texts end in one clean line, never a traceback.
+
+Example counts come from the hypothesis profile (tests/conftest.py): 100 derandomized examples per
+test in `make test`, 10,000 randomized ones in `make fuzz`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import copy
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from wsemoe.cli import app
 
@@ -55,7 +59,6 @@ def _assert_clean(result, root: Path):
     assert not any(p.is_dir() and (p / "manifest.json").exists() for p in root.glob("*")), "no complete-looking results"
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(st.tuples(st.sampled_from(PATHS), json_values, st.booleans()), min_size=1, max_size=3))
 def test_mutated_configs_fail_cleanly(mutations, runner, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fz")
@@ -68,7 +71,6 @@ def test_mutated_configs_fail_cleanly(mutations, runner, tmp_path_factory):
     _assert_clean(result, tmp / "res")
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=200))
 def test_arbitrary_yaml_text_fails_cleanly(text, runner, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fy")
