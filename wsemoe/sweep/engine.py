@@ -7,38 +7,20 @@ once per group, not per point.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pandas as pd
 
 from wsemoe.sweep import space
-from wsemoe.config.schema import SECTIONS, SweepConfig
+from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
-from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
 from wsemoe.sweep.feasibility import add_feasibility
+from wsemoe.sweep.outputs import evaluate, namespaces
 
 
 def _categorical(frame: pd.DataFrame) -> list[str]:
     """Columns that are not plain numbers (names, flags, tuples): constant within a group."""
     return [c for c in frame.columns
             if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])]
-
-
-def _namespaces(cfg: SweepConfig, key: dict, numeric: dict) -> dict:
-    """Section namespaces for one group: base spec (or preset) fields, then swept values."""
-    out = {}
-    for section in SECTIONS:
-        fields = getattr(cfg, section).model_dump()
-        if section in key:  # a preset axis: the preset's fields replace the base section
-            fields = type(getattr(cfg, section)).model_validate(cfg.presets[key[section]]).model_dump()
-        for path, value in {**key, **numeric}.items():
-            sec, _, field = path.partition(".")
-            if sec == section and field:
-                fields[field] = value
-        out[section] = SimpleNamespace(**fields)
-    return out
 
 
 def _float(column: pd.Series) -> np.ndarray:
@@ -60,23 +42,17 @@ def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
     """Output columns for every row of `frame` (same index), feasibility included."""
     cats = _categorical(frame)
     if not cats:  # one group: no split, no reassembly
-        ns = _namespaces(cfg, {}, {c: _float(frame[c]) for c in frame.columns})
-        cols = _columns(_evaluate_group(cfg, ns), len(frame))
+        ns = namespaces(cfg, {c: _float(frame[c]) for c in frame.columns})
+        cols = _columns(evaluate(cfg, ns), len(frame))
         return add_feasibility(pd.DataFrame(cols, index=frame.index), cfg, frame)
     parts = []
     for values, sub in frame.groupby(cats, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
         numeric = {c: _float(sub[c]) for c in sub.columns if c not in cats}
-        ns = _namespaces(cfg, dict(zip(cats, values)), numeric)
-        parts.append(pd.DataFrame(_columns(_evaluate_group(cfg, ns), len(sub)), index=sub.index))
+        ns = namespaces(cfg, {**dict(zip(cats, values)), **numeric})
+        parts.append(pd.DataFrame(_columns(evaluate(cfg, ns), len(sub)), index=sub.index))
     result = pd.concat(parts).loc[frame.index] if len(parts) > 1 else parts[0]
     return add_feasibility(result, cfg, frame)
-
-
-def _evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
-    """The cost model on one group's namespaces (communication from the fabric when it applies)."""
-    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
-    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm)
 
 
 def evaluate_points(config, start: int = 0, stop: int | None = None) -> pd.DataFrame:

@@ -5,48 +5,24 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
-import io
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from wsemoe.sweep import chunked
-
-from wsemoe.sweep import engine
-
-from wsemoe.sweep import space
-
 from wsemoe.sweep import store
 from wsemoe.sweep import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
 from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
-from wsemoe.errors import ConfigError, PresetError, excerpt
+from wsemoe.errors import ConfigError, PresetError
 from wsemoe.sweep.executors import run_tasks
+from wsemoe.sweep.outputs import check_columns
 from wsemoe.sweep.pareto import pareto_front
-
-MAX_POINTS = 50_000_000  # default refusal limit; WSEMOE_MAX_POINTS overrides it at run time
-
-
-def max_points() -> int:
-    """The size limit in force (read when a sweep starts, not at import)."""
-    text = os.environ.get("WSEMOE_MAX_POINTS")
-    if text is None:
-        return MAX_POINTS
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value.is_integer() and 0 < value <= 2**62):
-        raise ConfigError(f"must be a positive whole number of points, got {excerpt(text)!r}",
-                          loc=("WSEMOE_MAX_POINTS",))
-    return int(value)
-
+from wsemoe.sweep.plan import MAX_POINTS, check, max_points  # noqa: F401 - re-exported (wsemoe.sweep.run.check)
 
 @dataclass
 class SweepResult:
@@ -76,6 +52,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     chunk size either run used.
     """
     cfg = load_config(config)
+    check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
     path = Path(out_dir).absolute() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
@@ -84,12 +61,17 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     limit = max_points()
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
-                          "check the estimate with `wsemoe check` and pass --force to run it", loc=("axes",))
+                          "check the estimate with `wsemoe check --estimate` and pass --force to run it", loc=("axes",))
     if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     partial_mod.check_target(path, cfg.name, force)
     with partial_mod.RunLock(path):
-        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress)
+        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, _source(config))
+
+
+def _source(config) -> str | None:
+    """The sweep file's absolute path (so `wsemoe ls` can tell whether results are up to date), or None."""
+    return str(Path(config).resolve()) if isinstance(config, (str, Path)) else None
 
 
 def _chunk_size(total: int, workers: int, parallel: bool) -> int:
@@ -100,7 +82,7 @@ def _chunk_size(total: int, workers: int, parallel: bool) -> int:
     return max(16_384, min(chunked.DEFAULT_CHUNK, -(-total // (4 * workers if workers > 1 else 8))))
 
 
-def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress) -> SweepResult:
+def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, source) -> SweepResult:
     chunk = chunk_size or _chunk_size(total, workers, bool(workers > 1 or scheduler))
     t0 = time.perf_counter()
     partial = partial_mod.PartialRun(path, h, resume)
@@ -135,12 +117,13 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
             bounds[k] = bounds.get(k, 0) + v
     parts = [{k: s[k] for k in ("file", "start", "stop", "rows", "bytes", "sha256")} for s in stats]
     manifest = {
-        "name": cfg.name, "description": cfg.description, "config_hash": h,
+        "name": cfg.name, "description": cfg.description, "config_hash": h, "source": source,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
         "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
         "objectives_not_finite": sum(s.get("objectives_not_finite", 0) for s in stats),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
-        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused), "eval_seconds": round(seconds, 4),
+        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused),
+        "points_reused": sum(e - s for s, e in reused), "eval_seconds": round(seconds, 4),
         "columns": manifest_columns(_part_columns(partial.parts)), "parts": parts,
     }
     extra = {"comparison.csv": comparison} if comparison is not None else {}
@@ -154,22 +137,3 @@ def _part_columns(parts_dir: Path) -> list[str]:
 
     first = next(iter(sorted(parts_dir.iterdir())), None)
     return [] if first is None else [c for c in pq.read_schema(first).names if c != "point"]
-
-
-def check(config) -> dict:
-    """What a sweep would do, without running it: points, axes, time and output-size estimates."""
-    cfg = load_config(config)
-    n = cfg.size()
-    m = min(n, 8192)
-    engine.evaluate_points(cfg, 0, min(n, 64))  # warm caches so the timing below is representative
-    t0 = time.perf_counter()
-    sample = engine.evaluate_points(cfg, 0, m)
-    per_point = (time.perf_counter() - t0) / m
-    if cfg.compare:  # the written parts carry the speedup column; its values do not matter for size
-        sample[f"speedup_vs_{cfg.compare.name}"] = np.nan
-    buf = io.BytesIO()
-    sample[chunked.kept_columns(sample, cfg)].to_parquet(buf, index=True, compression="lz4")  # as parts are written
-    return {"name": cfg.name, "points": n, "axes": {a: len(v) for a, v in cfg.axes.items()},
-            "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
-            "estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m,
-            "limit": max_points(), "over_limit": n > max_points()}
