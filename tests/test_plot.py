@@ -5,6 +5,7 @@ import pytest
 from matplotlib import image
 
 from wsemoe.errors import ResultsError
+from wsemoe.report.fig_pareto import SIZE as PARETO_SIZE
 from wsemoe.report.plots import plot_results
 from wsemoe.report.style import DOUBLE, SINGLE
 from wsemoe.sweep.run import run_sweep
@@ -38,7 +39,7 @@ def test_every_plot_written_as_png_and_svg(bta):
     assert not [p for p in (path / "plots").iterdir() if p.name.startswith(".")]  # no temp files left
 
 
-@pytest.mark.parametrize("stem,size", [("pareto", SINGLE), ("throughput_vs_sparsity", DOUBLE),
+@pytest.mark.parametrize("stem,size", [("pareto", PARETO_SIZE), ("throughput_vs_sparsity", DOUBLE),
                                        ("speedup_vs_G", SINGLE)])
 def test_png_decodes_with_expected_aspect(bta, stem, size):
     img = image.imread(bta[0] / "plots" / f"{stem}.png")

@@ -6,8 +6,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, num, single
+from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, single
 from wsemoe.report.view import ResultsView
+
+STEMS = ("memory_breakdown",)
+COLUMNS = ("mem_*_node_bytes",)
 
 MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
              ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
@@ -30,7 +33,8 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     bars = _memory_rows(r)
     if not bars:
         return None
-    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars)))
+    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 2.1 + 0.36 * len(bars)),
+                     subtitle=_drawn(r, bars))
     # A half-row gap between designs, so each design's pair of bars reads as one block.
     ypos = np.cumsum([0.0] + [1.5 if a[2] != b[2] else 1.0 for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
@@ -85,6 +89,16 @@ def _memory_rows(r: ResultsView) -> list:
     shown = [a for a in r.axes if a in feas and r.points[a].nunique() > 1]
     return [(f"#{i + 1}: {group_label(shown, tuple(row[shown]))}" if shown else f"#{i + 1}", row, i)
             for i, (_, row) in enumerate(top.iterrows())]
+
+
+def _drawn(r: ResultsView, bars: list) -> str:
+    """What the bars are: baseline and best point per design, or the top points by the first objective."""
+    if bars and bars[0][0].startswith("#"):
+        first = next(iter(r.objectives))
+        return f"the {len(bars)} best feasible points by {name(first)}; each bar: the terms of the stage that sets its peak"
+    base = ", ".join(f"{SYMBOLS.get(c, c)} = {num(v)}" for c, v in r.baseline.items())
+    return (f"per design: the best feasible point by {name(r.metric)}, and the best with {base}; each bar: the "
+            "terms of the stage that sets its peak")
 
 
 def _over_label(row) -> str:

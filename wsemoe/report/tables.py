@@ -1,14 +1,15 @@
-"""rich renderables: sweep summary, top points, what binds, comparisons, one-point breakdowns."""
+"""rich renderables: sweep summary, what binds, rows of a query, comparisons, one-point breakdowns, validation."""
 
 from __future__ import annotations
 
 import math
 
 import pandas as pd
-from rich.console import Group
+from rich import box
+from rich.markup import escape
 from rich.table import Table
 
-from wsemoe.sweep.columns import describe
+from wsemoe.report import formats
 
 
 def fmt(value, unit: str = "") -> str:
@@ -48,42 +49,44 @@ def summary(manifest: dict, status: str = "") -> Table:
     return t
 
 
-def top_points(points: pd.DataFrame, axes: list[str], objectives: dict, n: int = 8, title="top feasible points") -> Table:
-    """The n best feasible points by the first objective, with the axes and key outputs."""
-    first, sense = next(iter(objectives.items()))
-    feas = points[points["feasible"]] if "feasible" in points else points
-    best = feas.sort_values(first, ascending=(sense == "min")).head(n)
-    cols = list(dict.fromkeys([*axes, *objectives, "tokens_per_s", "mfu", "bound"]))
-    cols = [c for c in cols if c in best]
-    t = Table(title=title)
-    for c in cols:
-        unit = describe(c)[0]
-        t.add_column(f"{c}" + (f" [{unit}]" if unit not in ("", "1", "bool") else ""), justify="right")
-    for _, r in best.iterrows():
-        t.add_row(*[fmt(r[c], describe(c)[0]) for c in cols])
-    return t
+def selection(sel, width: int, title: str) -> Table:
+    """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it."""
+    cols, hidden = formats.fit(sel.rows, sel.priority, width)
+    notes = []
+    if len(sel.rows) < sel.matched:
+        notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
+    if hidden:
+        notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
+    return formats.table(sel.rows[cols], title=title, caption="; ".join(notes))
 
 
-def comparison(df: pd.DataFrame, title="BTA vs uniform batching (best feasible per group)") -> Table:
-    """The comparison table (one row per group)."""
-    t = Table(title=title)
-    for c in df.columns:
-        t.add_column(c, justify="right")
-    for _, r in df.iterrows():
-        t.add_row(*[fmt(r[c], describe(c)[0]) for c in df.columns])
-    return t
+COMPARISON_FIRST = ("speedup_vs_", "best_G", "best_B", "best_tokens_per_s", "baseline_tokens_per_s", "best_bound",
+                    "baseline_bound", "best_mfu", "baseline_mfu", "baseline_B", "baseline_G")
 
 
-def breakdown(rows: list) -> Group:
-    """A one-point breakdown: one table section per group of terms."""
-    t = Table(title="design point breakdown")
-    for c in ("group", "term", "value", "meaning"):
-        t.add_column(c)
+def comparison(df: pd.DataFrame, width: int, title="BTA vs uniform batching (best feasible per group)") -> Table:
+    """The comparison table (one row per group): group keys first, then what the comparison found."""
+    keys = [c for c in df.columns if "." in c or c in ("model", "hardware")]
+    ranked = [c for first in COMPARISON_FIRST for c in df.columns if c.startswith(first)]
+    order = list(dict.fromkeys([*keys, *ranked, *df.columns]))
+    cols, hidden = formats.fit(df[order], order, width, index=None)
+    note = f"not shown for width: {', '.join(hidden)}" if hidden else ""
+    return formats.table(df[cols], title=title, index=None, caption=note)
+
+
+def breakdown(rows: list) -> Table:
+    """A one-point breakdown: a section per group of terms; value in its unit; meaning or formula beside it."""
+    t = Table(title="design point breakdown", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t.add_column("term", no_wrap=True)
+    t.add_column("value", justify="right", no_wrap=True)
+    t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
     last = None
     for group, name, value, unit, doc in rows:
-        t.add_row(group if group != last else "", name, fmt(value, unit), doc)
-        last = group
-    return Group(t)
+        if group != last:
+            t.add_row(f"[bold]{escape(group)}[/bold]", "", "", end_section=False)
+            last = group
+        t.add_row(f"  {escape(name)}", escape(fmt(value, unit)), escape(str(doc)))
+    return t
 
 
 def validation(rows: list) -> Table:
