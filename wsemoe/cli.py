@@ -277,9 +277,13 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     cmp = compare_runs(folders, metric)
     title = (f"best feasible point per group by {cmp.metric} ({cmp.sense}); ratios to {cmp.labels[0]}"
              + "".join(f"; {n} group(s) of {lab} left out (not in every folder)" for lab, n in cmp.dropped.items() if n))
-    priority = [*cmp.group, *(c for c in cmp.table.columns if "/" in c and c.endswith(cmp.metric)),
+    table = cmp.table
+    if fmt == "table" and cmp.fixed:  # said once in the title, not in every row
+        title += "; every row: " + ", ".join(f"{c} = {v}" for c, v in cmp.fixed.items())
+        table = table.drop(columns=list(cmp.fixed))
+    priority = [*cmp.varying, *(c for c in table.columns if "/" in c and c.endswith(cmp.metric)),
                 *(f"{lab}:{cmp.metric}" for lab in cmp.labels), *(f"{lab}:bound" for lab in cmp.labels)]
-    _emit(cmp.table, fmt, title, index=None, priority=priority)
+    _emit(table, fmt, title, index=None, priority=priority)
     if plot_to is not None:
         from wsemoe.report import compareplot, output
 

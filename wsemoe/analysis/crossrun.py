@@ -32,6 +32,16 @@ class Comparison:
     objectives: list[str]      # objectives every folder has (ratios are given for these)
     dropped: dict              # label -> groups with no feasible point there, or not in every folder
 
+    @property
+    def fixed(self) -> dict:
+        """Group axes with one value in every row ({axis: value}): said once, not in every row."""
+        return {g: self.table[g].iloc[0] for g in self.group if len(self.table) and self.table[g].nunique() == 1}
+
+    @property
+    def varying(self) -> list[str]:
+        """Group axes that tell the rows apart."""
+        return [g for g in self.group if g not in self.fixed]
+
 
 def _labels(paths: list[Path], mans: list[dict]) -> list[str]:
     names = [m.get("name") or p.name for p, m in zip(paths, mans)]

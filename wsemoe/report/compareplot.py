@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib import rc_context, ticker
 from matplotlib.figure import Figure
 
-from wsemoe.report.style import ENG_UNITS, PALETTE, SINGLE, STYLE, group_label, label, scale, single
+from wsemoe.report.style import ENG_UNITS, PALETTE, SINGLE, STYLE, group_label, label, name, scale, setting, single
 
 MAX_GROUPS = 24  # more groups than this are listed in the table; the figure shows the first ones
 
@@ -25,8 +25,10 @@ def _figure(cmp) -> Figure:
     values = table[cols].to_numpy(dtype=float) if n else np.zeros((0, k))
     factor, _ = scale(cmp.metric, values.ravel())
     shown = f"{n} of {len(cmp.table)} groups" if len(cmp.table) > n else f"{n} group{'s' * (n != 1)}"
-    sub = (f"best feasible point per group ({', '.join(cmp.group) or 'the whole sweep'}), {cmp.sense}imizing "
-           f"{cmp.metric}; {shown}; labels: ratio to {cmp.labels[0]}, and what binds")
+    fixed = ", ".join(setting(c, v) for c, v in cmp.fixed.items())
+    sub = (f"best feasible point per group ({', '.join(name(g) for g in cmp.varying) or 'the whole sweep'}), "
+           f"{cmp.sense}imizing {name(cmp.metric)}; {shown}" + (f"; fixed: {fixed}" if fixed else "")
+           + f"; labels: ratio to {cmp.labels[0]}, and what binds")
     fig, ax = single(f"compare: {' vs '.join(cmp.labels)}", height=max(SINGLE[1], 3.2 + 0.22 * n * k ** 0.5),
                      subtitle=sub)
     width = 0.8 / k
@@ -42,8 +44,8 @@ def _figure(cmp) -> Figure:
             what = str(bound.iloc[i]).split(":")[-1] if bound is not None else ""
             ax.annotate(f"{ratio}{what}", (x[i], y[i]), xytext=(0, 2), textcoords="offset points", ha="center",
                         va="bottom", fontsize=7 if n * k > 12 else 8)
-    keys = [tuple(r) for r in table[cmp.group].to_numpy()] if cmp.group else [()]
-    ax.set_xticks(range(n), [group_label(cmp.group, key) or "all" for key in keys],
+    keys = [tuple(r) for r in table[cmp.varying].to_numpy()] if cmp.varying else [()] * n
+    ax.set_xticks(range(n), [group_label(cmp.varying, key) or "all" for key in keys],
                   rotation=30 if n > 4 else 0, ha="right" if n > 4 else "center")
     ax.grid(axis="x", visible=False)
     ax.set_ylim(0, np.nanmax(values * factor) * 1.25 if n and np.isfinite(values).any() else 1)

@@ -14,17 +14,20 @@ import numpy as np
 import pandas as pd
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from wsemoe.sweep.columns import describe
 
 FORMATS = ("table", "csv", "json", "markdown")
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 TIME = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
-MIN_TEXT = 16  # a text column folds to this width before it is dropped
+MIN_TEXT = 24  # a text column wraps to this width before it is dropped
 
 
 def unit_of(col: str) -> str:
-    """A column's unit, also for comparison columns (`best_tokens_per_s`, `baseline_G`)."""
+    """A column's unit, also for comparison columns (`best_tokens_per_s`, `baseline_G`); `_unit_<u>` is u."""
+    if col.startswith("_unit_"):
+        return col.removeprefix("_unit_")
     for prefix in ("best_", "baseline_"):
         if col.startswith(prefix):
             rest = col.removeprefix(prefix)
@@ -69,6 +72,15 @@ def cell(value, factor: float = 1.0) -> str:
     return str(value)
 
 
+def quantity(value, unit: str) -> tuple[str, str]:
+    """(number, unit shown) of one value in a readable unit: ms or µs for seconds, MB or GB for bytes, k or M
+    for large rates; text and flags as they are."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return cell(value), ""
+    factor, shown = display(unit and f"_unit_{unit}", pd.Series([value])) if unit else (1.0, "")
+    return cell(value, factor), shown
+
+
 def _columns(df: pd.DataFrame, index: str | None) -> list[tuple[str, str, list[str], bool]]:
     """[(name, unit shown, cells, is text)] of every column, the index first when named."""
     out = []
@@ -82,15 +94,39 @@ def _columns(df: pd.DataFrame, index: str | None) -> list[tuple[str, str, list[s
     return out
 
 
+HEADER_WRAP = 14  # a long column name wraps after '.' or '_' to about this width
+
+
+def header_lines(name: str, width: int = HEADER_WRAP) -> list[str]:
+    """A column name in lines of about `width` characters, broken only after '.' or '_'."""
+    parts, cur = [], ""
+    for i, ch in enumerate(name):
+        cur += ch
+        if ch in "._" and i < len(name) - 1:
+            parts.append(cur)
+            cur = ""
+    parts.append(cur)
+    lines = [""]
+    for p in parts:
+        if lines[-1] and len(lines[-1]) + len(p) > width:
+            lines.append("")
+        lines[-1] += p
+    return lines
+
+
+def _head_width(name: str) -> int:
+    return max(len(line) for line in header_lines(name))
+
+
 def _width(name: str, unit: str, cells: list[str], text: bool) -> int:
-    wide = max([len(name), len(unit) + 2 if unit else 0, *(len(c) for c in cells)])
-    return min(wide, max(MIN_TEXT, len(name))) if text else wide
+    wide = max([_head_width(name), len(unit) + 2 if unit else 0, *(len(c) for c in cells)])
+    return min(wide, max(MIN_TEXT, _head_width(name))) if text else wide
 
 
 def fit(df: pd.DataFrame, priority: list[str], width: int, index: str | None = "point") -> tuple[list[str], list[str]]:
     """(columns that fit in `width` characters, in display order; columns left out), keeping `priority` first."""
     cols = {name: _width(name, unit, cells, text) for name, unit, cells, text in _columns(df, None)}
-    budget = width - (max([len(index), *(len(str(i)) for i in df.index)]) + 2 if index else 0)
+    budget = width - 2 - (max([len(index), *(len(str(i)) for i in df.index)]) + 2 if index else 0)
     kept, used = set(), 0
     for c in [*priority, *(c for c in df.columns if c not in priority)]:
         if c in cols and used + cols[c] + 2 <= budget:
@@ -105,11 +141,11 @@ def table(df: pd.DataFrame, title: str = "", index: str | None = "point", captio
               caption_justify="left", pad_edge=False, collapse_padding=True)
     cols = _columns(df, index)
     for name, unit, cells, text in cols:
-        head = f"{name}\n[{unit}]" if unit else name
-        t.add_column(head, justify="left" if text else "right", overflow="fold",
+        head = Text("\n".join(header_lines(name)) + (f"\n[{unit}]" if unit else ""))  # Text: '[unit]' is not markup
+        t.add_column(head, justify="left" if text else "right", overflow="fold", min_width=_width(name, unit, cells, text),
                      max_width=_width(name, unit, cells, text) if text else None, no_wrap=not text)
     for i in range(len(df)):
-        t.add_row(*[c[2][i] for c in cols])
+        t.add_row(*[Text(c[2][i]) for c in cols])
     return t
 
 

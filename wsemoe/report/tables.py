@@ -6,8 +6,9 @@ import math
 
 import pandas as pd
 from rich import box
-from rich.markup import escape
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from wsemoe.report import formats
 
@@ -36,7 +37,8 @@ def fmt(value, unit: str = "") -> str:
 
 def summary(manifest: dict, status: str = "") -> Table:
     """Counts of a run: points, feasible, Pareto size, what binds."""
-    t = Table(title=f"sweep {manifest.get('name', '')} {status}".strip(), show_header=False)
+    t = Table(title=f"sweep {manifest.get('name', '')} {status}".strip(), show_header=False, box=box.SIMPLE,
+              title_justify="left", pad_edge=False)
     t.add_row("points", f"{manifest['points']:,}")
     t.add_row("feasible", f"{manifest['feasible']:,}")
     t.add_row("pareto", f"{manifest['pareto']:,}")
@@ -67,26 +69,32 @@ COMPARISON_FIRST = ("speedup_vs_", "best_G", "best_B", "best_tokens_per_s", "bas
 def comparison(df: pd.DataFrame, width: int, title="BTA vs uniform batching (best feasible per group)") -> Table:
     """The comparison table (one row per group): group keys first, then what the comparison found."""
     keys = [c for c in df.columns if "." in c or c in ("model", "hardware")]
+    same = [c for c in keys if len(df) > 1 and df[c].nunique(dropna=False) == 1]  # a zipped constant, say
     ranked = [c for first in COMPARISON_FIRST for c in df.columns if c.startswith(first)]
-    order = list(dict.fromkeys([*keys, *ranked, *df.columns]))
+    order = [c for c in dict.fromkeys([*keys, *ranked, *df.columns]) if c not in same]
     cols, hidden = formats.fit(df[order], order, width, index=None)
-    note = f"not shown for width: {', '.join(hidden)}" if hidden else ""
-    return formats.table(df[cols], title=title, index=None, caption=note)
+    notes = ([f"every row: {', '.join(f'{c} = {df[c].iloc[0]}' for c in same)}"] if same else []) + \
+        ([f"not shown for width: {', '.join(hidden)} (--format csv shows all)"] if hidden else [])
+    return formats.table(df[cols], title=title, index=None, caption="; ".join(notes))
 
 
-def breakdown(rows: list) -> Table:
-    """A one-point breakdown: a section per group of terms; value in its unit; meaning or formula beside it."""
-    t = Table(title="design point breakdown", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    t.add_column("term", no_wrap=True)
-    t.add_column("value", justify="right", no_wrap=True)
-    t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
-    last = None
+def breakdown(rows: list) -> Group:
+    """A one-point breakdown: a table per group of terms; value in a readable unit; meaning or formula beside it."""
+    tables, groups = [], {}
     for group, name, value, unit, doc in rows:
-        if group != last:
-            t.add_row(f"[bold]{escape(group)}[/bold]", "", "", end_section=False)
-            last = group
-        t.add_row(f"  {escape(name)}", escape(fmt(value, unit)), escape(str(doc)))
-    return t
+        groups.setdefault(group, []).append((name, value, unit, doc))
+    for group, items in groups.items():
+        t = Table(title=group, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, expand=True,
+                  title_style="bold")
+        t.add_column("term", no_wrap=True)
+        t.add_column("value", justify="right", no_wrap=True)
+        t.add_column("unit", no_wrap=True)
+        t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
+        for name, value, unit, doc in items:
+            number, shown = formats.quantity(value, unit)
+            t.add_row(Text(name), Text(number), Text(shown), Text(str(doc)))
+        tables.append(t)
+    return Group(*tables)
 
 
 def validation(rows: list) -> Table:
