@@ -22,13 +22,14 @@ shell: $(STAMP)
 	@echo "wsemoe is on PATH in this shell; 'exit' leaves it"
 	@VIRTUAL_ENV="$(CURDIR)/$(VENV)" PATH="$(CURDIR)/$(BIN):$$PATH" $${SHELL:-/bin/sh} -i
 
-SWEEPS := quickstart bta_experts bta_topk moentwine_mapping wsc_vs_nvl72 moentwine_balance
+SWEEPS := quickstart bta_experts bta_topk bta_topk_cs3 moentwine_mapping wsc_vs_nvl72 moentwine_balance
 
 demo: $(STAMP)
 	$(BIN)/wsemoe presets
 	@for s in $(SWEEPS); do \
 	  $(BIN)/wsemoe sweep sweeps/$$s.yaml --force && $(BIN)/wsemoe plot results/$$s || exit 1; \
 	done
+	$(BIN)/wsemoe compare results/bta_topk results/bta_topk_cs3 --plot results/compare_bta_topk_cs2_cs3.svg
 	$(BIN)/wsemoe validate
 	@echo "done: results/ holds every sweep and its plots/. To use wsemoe in this shell: source $(BIN)/activate"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given, strategies as st
 
@@ -78,3 +79,38 @@ def test_arbitrary_yaml_text_fails_cleanly(text, runner, tmp_path_factory):
     f.write_text(text)
     result = runner.invoke(app, ["check", str(f)])
     _assert_clean(result, tmp)
+
+
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory):
+    from wsemoe.sweep.run import run_sweep
+
+    return run_sweep({**BASE, "name": "fzres"}, out_root=tmp_path_factory.mktemp("fzres")).path
+
+
+WORDS = st.sampled_from(["mfu", "workload.G", "tokens_per_s", "bound", "'er'", "0.3", "1e9", "and", "or", "not", "in",
+                         "[", "]", "(", ")", ">", "<=", "==", "+", "-", "*", "/", ",", "model", "x.y", "True", "'"])
+
+
+@given(where=st.one_of(st.text(max_size=60), st.lists(WORDS, max_size=10).map(" ".join)),
+       columns=st.text(max_size=30), sort=st.text(max_size=20), limit=st.integers(-3, 5),
+       fmt=st.sampled_from(["table", "csv", "json", "markdown", "xml"]), every=st.booleans())
+def test_show_questions_fail_cleanly(where, columns, sort, limit, fmt, every, runner, small_results):
+    args = ["show", str(small_results), "--where", where, "--columns", columns, "--sort", sort,
+            "--limit", str(limit), "--format", fmt] + (["--all"] if every else [])
+    _assert_clean(runner.invoke(app, args), small_results.parent / "none")
+
+
+SET_PATHS = st.sampled_from(["workload.G", "workload.B", "workload.mode", "model", "hardware", "mapping.tp",
+                             "model.num_experts", "balance.zipf_s", "workload.seq_len", "junk.x", "workload"])
+
+
+@given(sets=st.lists(st.tuples(SET_PATHS, json_values), max_size=3), point=st.integers(-2, 3))
+def test_eval_overrides_fail_cleanly(sets, point, runner, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fe")
+    f = tmp / "cfg.yaml"
+    f.write_text(yaml.safe_dump(BASE))
+    args = ["eval", str(f), "--point", str(point)]
+    for path, value in sets:
+        args += ["--set", f"{path}={yaml.safe_dump(value, default_flow_style=True).strip()}"]
+    _assert_clean(runner.invoke(app, args), tmp / "none")

@@ -15,14 +15,40 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from wsemoe import __version__
 from wsemoe.errors import ConfigError, WsemoeError
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+
+def _one_line(exc: Exception) -> None:
+    """Usage errors (unknown option, bad or missing value) print as one line, like every other error."""
+    if isinstance(exc, typer.TyperException) and hasattr(exc, "show") and type(exc).__name__ != "NoArgsIsHelpError":
+        text = " ".join(exc.format_message().split())
+        exc.show = lambda file=None: typer.echo(f"error: {text} (see --help)", err=True)
+
+
+class OneLineGroup(TyperGroup):
+    """The command group, with usage errors of the group and of every command shown in one line."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except typer.TyperException as exc:
+            _one_line(exc)
+            raise
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except typer.TyperException as exc:
+            _one_line(exc)
+            raise
+
+
+app = typer.Typer(cls=OneLineGroup, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Design-space explorer for Mixture-of-Experts models on wafer-scale processors.")
 TABLE_FORMATS = ("table", "csv", "json", "markdown")
-_consoles: dict = {}
 
 
 def _width() -> int:
@@ -34,12 +60,10 @@ def _width() -> int:
 
 
 def _out():
-    """The rich console for tables, made on first use (rich is imported only by commands that print tables)."""
-    if "out" not in _consoles:
-        from rich.console import Console
+    """A rich console for tables at the terminal's width (rich is imported only by commands that print tables)."""
+    from rich.console import Console
 
-        _consoles["out"] = Console(soft_wrap=False, width=_width(), highlight=False)
-    return _consoles["out"]
+    return Console(soft_wrap=False, width=_width(), highlight=False)
 
 
 def _fail(message: str, code: int = 2):
@@ -337,53 +361,23 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
 
     removed = inventory.clean(root) if clean else []
     rows = inventory.results_in(root)
-    from rich.table import Table
+    from wsemoe.report import tables
 
-    from wsemoe.report.tables import fmt
-
-    t = Table(title=f"results in {root}", show_edge=False, pad_edge=False)
-    for c in ("sweep", "points", "feasible", "size", "finished", "status"):
-        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
-    for r in rows:
-        note = inventory.version_note(r)
-        t.add_row(r.path.name, f"{r.points:,}" if r.points is not None else "–",
-                  f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
-                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–", r.status + (f"; {note}" if note else ""))
-    _out().print(t if rows else f"no results in {root}")
+    _out().print(tables.inventory(rows, root) if rows else f"no results in {root}")
     for p in removed:
         typer.echo(f"removed stale partial folder {p}")
     for p in inventory.partials_in(root):
-        state = "a run is writing it" if p.running else "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it"
-        typer.echo(f"partial run of '{p.target}': {p.path.name} ({p.parts} part(s), {p.points:,} points, "
-                   f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
+        typer.echo(tables.partial_line(p))
 
 
 @app.command()
 @guarded
 def presets():
     """List hardware and model presets with their key figures."""
-    from rich.table import Table
+    from wsemoe.report import tables
 
-    from wsemoe.config import presets as ps
-    from wsemoe.cost import params
-    from wsemoe.report.tables import fmt
-
-    t = Table(title="hardware presets")
-    for c in ("name", "topology", "nodes", "peak/node", "memory/node", "link", "weights"):
-        t.add_column(c)
-    for name in ps.names("hardware"):
-        h = ps.load_hardware(name)
-        t.add_row(name, h.topology, f"{h.rows}×{h.cols}", fmt(h.node_peak_flops, "FLOP/s"),
-                  fmt(h.node_memory_bytes, "bytes"), fmt(h.link_bw_bytes_per_s, "B/s"), h.weight_source)
-    _out().print(t)
-    t = Table(title="model presets")
-    for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
-        t.add_column(c)
-    for name in ps.names("models"):
-        m = ps.load_model(name)
-        t.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
-                  str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B", f"{params.active_params(m) / 1e9:.2f} B")
-    _out().print(t)
+    for t in tables.presets():
+        _out().print(t)
 
 
 @app.command()

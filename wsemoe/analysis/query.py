@@ -116,7 +116,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
             matched = man["points"] if every_point else matched  # unfiltered: every point matches
             break
     rows = pd.concat(kept) if kept else pd.DataFrame(columns=needed)
-    if order and len(kept) > 1:
+    if order and not limit:  # with a limit, _keep kept the rows sorted
         rows = _sorted(rows, order)
     rows = rows[[c for c in shown if c in rows]]
     if limit:

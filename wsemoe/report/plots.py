@@ -30,24 +30,26 @@ def family_name(module) -> str:
     return module.__name__.rsplit(".", 1)[-1].removeprefix("fig_")
 
 
-def _wanted(only) -> tuple[list, set]:
-    """(families to build, stems to keep or empty for all) for `only` (family names or figure stems)."""
+def _wanted(only) -> dict:
+    """{family: stems to keep, or None for all} for `only` (family names or figure stems; None: everything)."""
     if not only:
-        return list(FAMILIES), set()
+        return {f: None for f in FAMILIES}
     names = {family_name(f): f for f in FAMILIES}
     stems = {s: f for f in FAMILIES for s in getattr(f, "STEMS", ())}
-    families, keep = [], set()
+    wanted: dict = {}
     for item in only:
-        hit = names.get(item) or next((f for s, f in stems.items() if fnmatch.fnmatchcase(item, s)), None)
+        if item in names:
+            wanted[names[item]] = None
+            continue
+        hit = next((f for s, f in stems.items() if fnmatch.fnmatchcase(item, s)), None)
         if hit is None:
             known = sorted([*names, *stems])
             close = difflib.get_close_matches(str(item), known, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
             raise ConfigError(f"no figure or figure family named '{item}'{hint}", loc=("--only",))
-        families.append(hit)
-        if item not in names:
-            keep.add(item)
-    return [f for f in FAMILIES if f in families], keep
+        if hit not in wanted or wanted[hit] is not None:
+            wanted[hit] = {*(wanted.get(hit) or ()), item}
+    return {f: wanted[f] for f in FAMILIES if f in wanted}
 
 
 def figures(path, only=None):
@@ -55,13 +57,12 @@ def figures(path, only=None):
     yielded inside the plot style; a caller saves or renders a figure before asking for the next)."""
     path = Path(path)
     store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
-    families, keep = _wanted(only)
-    for family in families:
+    for family, keep in _wanted(only).items():
         view = ResultsView.load(path, getattr(family, "COLUMNS", None))
         # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
         with rc_context(STYLE):
             for stem, fig in family.figures(view).items():
-                if not keep or stem in keep:
+                if keep is None or stem in keep:
                     yield stem, fig
         del view
 

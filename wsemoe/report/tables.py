@@ -106,3 +106,50 @@ def validation(rows: list) -> Table:
         t.add_row(r["claim"], r["published"], r["model"], r["error"], r["tolerance"],
                   "info" if r["ok"] is None else "[green]yes[/green]" if r["ok"] else "[red]NO[/red]")
     return t
+
+
+def presets() -> list[Table]:
+    """The hardware and model presets with their key figures."""
+    from wsemoe.config import presets as ps
+    from wsemoe.cost import params
+
+    hw = Table(title="hardware presets")
+    for c in ("name", "topology", "nodes", "peak/node", "memory/node", "link", "weights"):
+        hw.add_column(c)
+    for name in ps.names("hardware"):
+        h = ps.load_hardware(name)
+        hw.add_row(name, h.topology, f"{h.rows}×{h.cols}", fmt(h.node_peak_flops, "FLOP/s"),
+                   fmt(h.node_memory_bytes, "bytes"), fmt(h.link_bw_bytes_per_s, "B/s"), h.weight_source)
+    models = Table(title="model presets")
+    for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
+        models.add_column(c)
+    for name in ps.names("models"):
+        m = ps.load_model(name)
+        models.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
+                       str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B",
+                       f"{params.active_params(m) / 1e9:.2f} B")
+    return [hw, models]
+
+
+def inventory(rows: list, root) -> Table:
+    """`wsemoe ls`: one row per results folder with its size, points, finish time and state."""
+    from wsemoe.sweep.inventory import version_note
+
+    t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for c in ("sweep", "points", "feasible", "size", "finished", "status"):
+        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
+    for r in rows:
+        note = version_note(r)
+        t.add_row(Text(r.path.name), f"{r.points:,}" if r.points is not None else "–",
+                  f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
+                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
+                  Text(r.status + (f"; {note}" if note else "")))
+    return t
+
+
+def partial_line(p) -> str:
+    """One line about a partial folder: whose, how far, and what to do with it."""
+    state = ("a run is writing it" if p.running
+             else "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it")
+    return (f"partial run of '{p.target}': {p.path.name} ({p.parts} part(s), {p.points:,} points, "
+            f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
