@@ -5,7 +5,7 @@ The public API is imported lazily, so `wsemoe --help` and `import wsemoe` stay f
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+from wsemoe.version import __version__
 
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
            "load_model", "parameter_counts", "query", "explain", "compare", "plot", "write_report", "list_results",

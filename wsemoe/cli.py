@@ -17,7 +17,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from wsemoe import __version__
+from wsemoe.version import __version__
 from wsemoe.errors import ConfigError, WsemoeError
 
 

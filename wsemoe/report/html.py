@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe import __version__
+from wsemoe.version import __version__
 from wsemoe.analysis.query import default_columns, select
 from wsemoe.report import formats, output, plots
 from wsemoe.sweep import store

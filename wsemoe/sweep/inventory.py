@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from wsemoe import __version__
+from wsemoe.version import __version__
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ResultsError, WsemoeError
 from wsemoe.sweep import partial, store

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe import __version__
+from wsemoe.version import __version__
 
 from wsemoe.sweep import store
 
