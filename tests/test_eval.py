@@ -125,3 +125,20 @@ def test_user_constraints_read_as_ratios():
     r = df.iloc[0]
     assert "step_time_s is" in r["infeasible_reason"] and "configured maximum (0.1)" in r["infeasible_reason"]
     assert float(r["infeasible_reason"].split(" is ")[1].split("×")[0]) >= r["step_time_s"] / 0.1
+
+
+def test_parts_with_few_then_many_reasons_read_as_one_dataset(tmp_path):
+    """pandas codes a categorical in 8 bits up to 127 categories and wider beyond; a first part with few
+    reasons and a later one with many must still read as one table, so parts use one index width."""
+    from wsemoe.sweep.partial import part_bytes
+
+    few = pd.DataFrame({"infeasible_reason": pd.Categorical(["a", "b"] * 50)},
+                       index=pd.RangeIndex(0, 100, name="point"))
+    many = pd.DataFrame({"infeasible_reason": pd.Categorical([f"needs {i}×" for i in range(300)])},
+                        index=pd.RangeIndex(100, 400, name="point"))
+    folder = tmp_path / "points.parquet"
+    folder.mkdir()
+    (folder / "part-000000000000-000000000100.parquet").write_bytes(part_bytes(few))
+    (folder / "part-000000000100-000000000400.parquet").write_bytes(part_bytes(many))
+    df = pd.read_parquet(folder).sort_index()
+    assert len(df) == 400 and df["infeasible_reason"].iloc[0] == "a" and df["infeasible_reason"].iloc[-1] == "needs 299×"

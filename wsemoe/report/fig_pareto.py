@@ -4,6 +4,7 @@ memory capacity. Huge clouds are sampled and huge fronts drawn as a line, and th
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
@@ -72,7 +73,8 @@ def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float) -> dic
     lims = {}
     for which, col, f in (("x", xcol, fx), ("y", ycol, fy)):
         cap = _capacity(col, r.points)
-        lims[which] = style_axis(ax, which, col, list(r.feasible[col] * f) + ([cap] if cap else []))
+        values = r.feasible[col].to_numpy(dtype=float) * f
+        lims[which] = style_axis(ax, which, col, np.append(values, cap) if cap else values)
         axis = ax.xaxis if which == "x" else ax.yaxis
         if pd.api.types.is_integer_dtype(r.points[col]) and axis.get_scale() == "linear":  # no 1.2 B ticks
             axis.set_major_locator(ticker.MaxNLocator(integer=True))

@@ -145,15 +145,28 @@ def _files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
             partial / "chunks" / f"{name}.candidates.parquet")
 
 
+def part_bytes(points: pd.DataFrame) -> bytes:
+    """A part file's bytes: parquet, lz4, the point index kept, and every categorical column (bound,
+    infeasible_reason, ...) with 32-bit dictionary indices. pandas gives a categorical 8-bit codes up to 127
+    categories and wider ones beyond; parts written with different widths could not be read as one dataset."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(points, preserve_index=True)
+    wide = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type.value_type)) if pa.types.is_dictionary(f.type)
+                      else f for f in table.schema], metadata=table.schema.metadata)
+    buf = io.BytesIO()
+    # lz4 keeps dictionary-friendly float columns small and writes faster than the snappy default
+    pq.write_table(table.cast(wide), buf, compression="lz4")
+    return buf.getvalue()
+
+
 def write_chunk(partial, points: pd.DataFrame, candidates: pd.DataFrame, stats: dict) -> dict:
     """Candidates and stats (with the part's size and checksum) first, the part last: a part present
     with matching stats is whole. Any process that sees the partial folder may call this."""
     partial = Path(partial)
     part, meta, cand = _files(partial, stats["start"], stats["stop"])
-    buf = io.BytesIO()
-    # lz4 keeps dictionary-friendly float columns small and writes faster than the snappy default
-    points.to_parquet(buf, index=True, compression="lz4")
-    data = buf.getvalue()
+    data = part_bytes(points)
     stats = {**stats, "file": part.name, "rows": int(len(points)), "bytes": len(data),
              "sha256": hashlib.sha256(data).hexdigest()}
     cbuf = io.BytesIO()

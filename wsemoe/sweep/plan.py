@@ -7,7 +7,6 @@ second; the estimates run the real engine on a sample and pay for those imports.
 
 from __future__ import annotations
 
-import io
 import os
 import time
 
@@ -50,6 +49,7 @@ def check(config, estimate: bool = True) -> dict:
 
 def _estimate(cfg) -> dict:
     from wsemoe.sweep import chunked, engine
+    from wsemoe.sweep.partial import part_bytes
 
     n = cfg.size()
     m = min(n, SAMPLE)
@@ -59,6 +59,5 @@ def _estimate(cfg) -> dict:
     per_point = (time.perf_counter() - t0) / m
     if cfg.compare:  # the written parts carry the speedup column; its values do not matter for size
         sample[f"speedup_vs_{cfg.compare.name}"] = float("nan")
-    buf = io.BytesIO()
-    sample[chunked.kept_columns(sample, cfg)].to_parquet(buf, index=True, compression="lz4")  # as parts are written
-    return {"estimated_seconds": n * per_point, "estimated_output_bytes": n * buf.tell() / m}
+    size = len(part_bytes(sample[chunked.kept_columns(sample, cfg)]))  # written as a part would be
+    return {"estimated_seconds": n * per_point, "estimated_output_bytes": n * size / m}
