@@ -97,7 +97,7 @@ def test_global_matplotlib_style_untouched(bta):
 
 def test_every_figure_states_what_it_shows(bta):
     path, _ = bta
-    for stem, needle in (("pareto", "feasible; colour: experts E"), ("speedup_vs_G", "labels: its B where it changes"),
+    for stem, needle in (("pareto", "feasible; colour: experts E"), ("speedup_vs_G", "along the bottom: its B where it changes"),
                          ("throughput_vs_sparsity", "each point: the best feasible point of its sparsity"),
                          ("memory_breakdown", "each bar: the terms of the stage")):
         svg = " ".join((path / "plots" / f"{stem}.svg").read_text().split())
@@ -185,3 +185,14 @@ def test_slices_prefer_values_with_feasible_points():
     bad = _view(pts.assign(feasible=False), {"tokens_per_s": "max"})
     bad.slice(keep=("mapping.strategy",))
     assert "every point shown is infeasible" in bad.subtitle("B 60000")
+
+
+def test_marker_axis_is_never_the_colour_axis():
+    import pandas as pd
+
+    from wsemoe.report import fig_pareto
+
+    pts = pd.DataFrame({"balance.balancer": ["none", "replicate"] * 4, "balance.zipf_s": [0.0, 0.0, 0.2, 0.2] * 2,
+                        "tokens_per_s": range(8), "mem_peak_node_bytes": range(8), "feasible": True})
+    colour, shape = fig_pareto._colour_axes(_view(pts, {"tokens_per_s": "max"}))
+    assert colour == "balance.balancer" and shape != colour

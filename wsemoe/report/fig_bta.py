@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker
+from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 
 from wsemoe.report.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label, heading,
@@ -99,7 +99,7 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     tuned = [c for c in r.axes if c in OVER and c != "workload.G" and r.points[c].nunique() > 1]
     over = ", ".join(SYMBOLS.get(c, c) for c in tuned)
     drawn = (f"each line: the best feasible point at each G{f' (over {over})' if tuned else ''} against the best "
-             f"at G = {num(gs[0])}" + (f"; labels: its {over} where it changes" if tuned else ""))
+             f"at G = {num(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
     fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
     last, notes = [], []
     for i, (key, sub) in enumerate(groups):
@@ -145,12 +145,13 @@ def _changes(gs, y, at: pd.DataFrame, tuned: list, colour) -> list:
 
 
 def _label(ax, notes: list) -> None:
-    """One label per place: lines that coincide and share a value get it once, in the text colour."""
+    """The changes as a row of labels along the bottom, under their G: clear of every line, one label where
+    several lines share a value (in the text colour), stacked where they differ."""
+    row = transforms.blended_transform_factory(ax.transData, ax.transAxes)
     places: dict = {}
-    for g, y, text, colour in notes:
-        places.setdefault((g, round(float(y), 3), text), []).append(colour)
-    stacked: dict = {}
-    for (g, y, text), colours in places.items():
-        k = stacked[(g, y)] = stacked.get((g, y), -1) + 1
-        ax.annotate(text, (g, y), xytext=(4, -10 - 9 * k), textcoords="offset points", fontsize=7.5,
+    for g, _, text, colour in notes:
+        places.setdefault(g, {}).setdefault(text, []).append(colour)
+    for g, texts in places.items():
+        for k, (text, colours) in enumerate(sorted(texts.items())):
+            ax.text(g, 0.03 + 0.05 * k, text, transform=row, ha="center", va="bottom", fontsize=7.5,
                     color=colours[0] if len(colours) == 1 else "0.2")

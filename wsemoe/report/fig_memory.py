@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, single
+from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, setting, single
 from wsemoe.report.view import ResultsView
 
 STEMS = ("memory_breakdown",)
@@ -17,6 +19,7 @@ MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "K
              ("moe_transient", "MoE transient"))
 STAGE_TERMS = {"attention": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
                "MoE": ("weights", "kept_act", "kv", "moe_transient")}
+LABEL_WIDTH = 30  # characters per line of a bar's label
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
 
@@ -39,7 +42,7 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     ypos = np.cumsum([0.0] + [1.5 if a[2] != b[2] else 1.0 for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
-    ax.set_yticks(ypos, [b[0] for b in bars])
+    ax.set_yticks(ypos, ["\n".join(textwrap.wrap(b[0], LABEL_WIDTH)) for b in bars])  # narrow labels, wide bars
     ax.set_ylim(max(ypos[-1], 3.0) + 0.6, -0.6)  # first design on top; a few bars stay bar-thin, not slabs
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
@@ -87,7 +90,7 @@ def _memory_rows(r: ResultsView) -> list:
         return []
     top = feas.sort_values(objs[0], ascending=r.objectives[objs[0]] == "min").head(5)
     shown = [a for a in r.axes if a in feas and r.points[a].nunique() > 1]
-    return [(f"#{i + 1}: {group_label(shown, tuple(row[shown]))}" if shown else f"#{i + 1}", row, i)
+    return [(f"#{i + 1}: " + ", ".join(setting(c, row[c]) for c in shown) if shown else f"#{i + 1}", row, i)
             for i, (_, row) in enumerate(top.iterrows())]
 
 

@@ -89,8 +89,8 @@ def _colour_axes(r: ResultsView) -> tuple[str | None, str | None]:
     """(axis coloured, axis shown by marker): categorical design choices first, then a numeric axis with
     few values (E, top-k); None when nothing differs or too many values would share the palette."""
     few = [a for a in r.varying if r.points[a].nunique() <= len(PALETTE)]
-    ranked = [a for a in COLOUR_FIRST if a in few] + [a for a in few if not _numeric(r.points, a)]
-    ranked += [a for a in few if a not in ranked]
+    ranked = list(dict.fromkeys([*(a for a in COLOUR_FIRST if a in few), *(a for a in few if not _numeric(r.points, a)),
+                                 *few]))
     colour = ranked[0] if ranked else None
     shape = next((a for a in ranked[1:] if not _numeric(r.points, a)
                   and r.points[a].nunique() <= len(MARKERS)), None)

@@ -89,10 +89,19 @@ def heading(fig: Figure, title: str, subtitle: str = "", ax=None) -> None:
     width = int(0.6 * fig.get_figwidth() * 72 / (SUB_SIZE * 0.56))  # characters per line
     sub = "\n".join(textwrap.wrap(subtitle, width)) if subtitle else ""
     lines = sub.count("\n") + 1 if sub else 0
+    size = plt_size("axes.titlesize")
+    title = "\n".join(textwrap.wrap(title, int(0.75 * fig.get_figwidth() * 72 / (size * 0.56))))
     ax.set_title(title, pad=6 + lines * SUB_SIZE * 1.25 + (4 if sub else 0))
     if sub:
         ax.annotate(sub, (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5), textcoords="offset points",
                     ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
+
+
+def plt_size(key: str) -> float:
+    """A font size of the current style, in points."""
+    from matplotlib import font_manager, rcParams
+
+    return font_manager.FontProperties(size=rcParams[key]).get_size_in_points()
 
 
 # ---------------------------------------------------------------- labels, units and scales
