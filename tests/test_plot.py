@@ -138,8 +138,7 @@ def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
     list(plots.figures(bta[0], only=["pareto"]))
     assert len(asked) == 1 and asked[0] is not None
     assert set(asked[0]) <= {*fig_pareto.COLUMNS, "workload.B", "workload.G", "model.num_experts",
-                             "model.moe_intermediate_size", "feasible", "infeasible_reason", "bound", "tokens_per_s",
-                             "mem_peak_node_bytes"}
+                             "model.moe_intermediate_size", "feasible", "tokens_per_s", "mem_peak_node_bytes"}
 
 
 def _view(points, objectives, name="v"):

@@ -43,7 +43,7 @@ class ResultsView:
         """Read and verify a results folder; ResultsError when it is missing, incomplete or damaged.
 
         `columns` (names or fnmatch patterns of the manifest's columns) bounds memory: the points hold only
-        those, plus the axes, feasibility, bound, objectives and comparison metric every figure may use.
+        those, plus the axes, `feasible`, the objectives and the comparison metric every figure may use.
         """
         path = Path(path)
         man = store.load_manifest(path)
@@ -157,7 +157,7 @@ def _projection(man: dict, path: Path, columns) -> list[str] | None:
         cmp = (yamlio.load(path / "config.yaml") or {}).get("compare") or {}
     except Exception:  # without the config only the default metric is kept
         cmp = {}
-    base = [*man.get("axes", []), "feasible", "infeasible_reason", "bound", *man.get("objectives", {}),
+    base = [*man.get("axes", []), "feasible", *man.get("objectives", {}),
             cmp.get("metric", "tokens_per_s")]
     wanted = [c for c in have if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
     return wanted
