@@ -39,7 +39,7 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest --cov --cov-report=term
 
-# The fuzz tests, randomized, 10,000 examples each (about half an hour on two cores); nothing is stored.
+# The fuzz tests, randomized, 10,000 examples each (about 40 minutes on the shared 2-core machine); nothing is stored.
 fuzz: $(STAMP)
 	$(BIN)/python -m pytest tests/test_fuzz.py --hypothesis-profile=fuzz --hypothesis-show-statistics $(FUZZ_ARGS)
 

@@ -89,7 +89,8 @@ def small_results(tmp_path_factory):
 
 
 WORDS = st.sampled_from(["mfu", "workload.G", "tokens_per_s", "bound", "'er'", "0.3", "1e9", "and", "or", "not", "in",
-                         "[", "]", "(", ")", ">", "<=", "==", "+", "-", "*", "/", ",", "model", "x.y", "True", "'"])
+                         "[", "]", "(", ")", ">", "<=", "==", "+", "-", "*", "/", ",", "model", "x.y", "True", "'",
+                         "0", "1000000000", "1e308", "feasible", "infeasible_reason", "**", "%", "lambda", "if"])
 
 
 @given(where=st.one_of(st.text(max_size=60), st.lists(WORDS, max_size=10).map(" ".join)),
@@ -114,3 +115,21 @@ def test_eval_overrides_fail_cleanly(sets, point, runner, tmp_path_factory):
     for path, value in sets:
         args += ["--set", f"{path}={yaml.safe_dump(value, default_flow_style=True).strip()}"]
     _assert_clean(runner.invoke(app, args), tmp / "none")
+
+
+@given(text=st.one_of(st.text(max_size=60), st.lists(WORDS, max_size=12).map(" ".join)))
+def test_filter_expressions_evaluate_or_fail_cleanly(text):
+    """The --where grammar on its own, fast enough for many examples: a mask or a ConfigError, nothing else."""
+    import pandas as pd
+
+    from wsemoe.analysis.where import Where
+    from wsemoe.errors import ConfigError
+
+    df = pd.DataFrame({"mfu": [0.1, 0.5], "workload.G": [1, 64], "tokens_per_s": [1e3, 1e6],
+                       "bound": pd.Categorical(["a", "b"]), "model": ["m", "n"], "feasible": [True, False],
+                       "infeasible_reason": pd.Categorical([None, "x"])})
+    try:
+        mask = Where(text, df.columns).mask(df)
+    except ConfigError:
+        return
+    assert mask.dtype == bool and len(mask) == len(df)

@@ -123,6 +123,8 @@ def test_show_reads_only_the_columns_it_needs(folders, monkeypatch):
     ("not " * 60 + "mfu > 0", "nested too deeply"),
     ("(" * 995 + "mfu > 0" + ")" * 995, "cannot parse"),
     ("mfu > 'x'", "cannot evaluate"),
+    ("0/0 > mfu", "division by zero"),
+    ("'x' * 1000000000 == bound", "take numbers"),
 ])
 def test_bad_filters_are_one_line(folders, runner, where, needle):
     r = runner.invoke(app, ["show", str(folders["mesh"]), "--all", "--where", where])

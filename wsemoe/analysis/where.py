@@ -25,6 +25,15 @@ _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
 _WORDS = {"true": True, "false": False, "True": True, "False": False}
 
 
+def _numeric(x) -> bool:
+    """A number, or an array of numbers (booleans excluded)."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, float)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
+
+
 class Where:
     """A parsed filter: `columns` it reads, and `mask(df)` the rows it keeps."""
 
@@ -92,7 +101,7 @@ class Where:
         try:
             with np.errstate(all="ignore"):
                 out = self._eval(self.tree, df)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, ArithmeticError) as exc:  # 'x' > 1, 0/0, ...
             raise ConfigError(f"cannot evaluate '{excerpt(self.text)}': {excerpt(exc, 120)}", loc=LOC) from None
         out = np.asarray(out)
         if out.dtype != bool:
@@ -116,7 +125,10 @@ class Where:
             v = self._eval(node.operand, df)
             return np.logical_not(v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
         if isinstance(node, ast.BinOp):
-            return _ARITH[type(node.op)](self._eval(node.left, df), self._eval(node.right, df))
+            left, right = self._eval(node.left, df), self._eval(node.right, df)
+            if not (_numeric(left) and _numeric(right)):  # 'x' * 10**9 would build a gigabyte of text
+                raise TypeError("+ - * / take numbers")
+            return _ARITH[type(node.op)](left, right)
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self._eval(e, df) for e in node.elts]
         return self._compare(node, df)
