@@ -118,6 +118,7 @@ def test_show_reads_only_the_columns_it_needs(folders, monkeypatch):
     ("mapping.strategy == er", "quote it"),
     ("mfu >", "cannot parse"),
     ("mfu + 1", "not a condition"),
+    ("mfu > 0.1,", "not a condition"),
     ("__import__('os').system('true')", "unsupported"),
     ("workload.G.real > 1", "unknown column"),
     ("not " * 60 + "mfu > 0", "nested too deeply"),

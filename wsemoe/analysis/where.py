@@ -100,13 +100,12 @@ class Where:
         """Boolean mask of the rows of `df` the expression keeps."""
         try:
             with np.errstate(all="ignore"):
-                out = self._eval(self.tree, df)
-        except (TypeError, ValueError, ArithmeticError) as exc:  # 'x' > 1, 0/0, ...
+                out = np.asarray(self._eval(self.tree, df))
+        except (TypeError, ValueError, ArithmeticError) as exc:  # 'x' > 1, 0/0, ragged lists, ...
             raise ConfigError(f"cannot evaluate '{excerpt(self.text)}': {excerpt(exc, 120)}", loc=LOC) from None
-        out = np.asarray(out)
-        if out.dtype != bool:
-            raise ConfigError(f"'{excerpt(self.text)}' is not a condition (it gives {out.dtype} values, "
-                              "not true/false)", loc=LOC)
+        if out.dtype != bool or out.ndim > 1 or (out.ndim == 1 and len(out) != len(df)):  # 'mfu > 0,' is a tuple
+            raise ConfigError(f"'{excerpt(self.text)}' is not a condition (true or false for each point; "
+                              "combine conditions with and/or)", loc=LOC)
         return np.broadcast_to(out, (len(df),))
 
     def _eval(self, node, df):
