@@ -64,9 +64,9 @@ def mesh(points: float) -> dict:
 def run(args: list[str], src: Path | None) -> dict:
     env = {**os.environ, "CI": "1", "COLUMNS": "120"}
     if src is not None:
-        env["PYTHONPATH"] = str(src)
+        env["PYTHONPATH"] = str(src)  # and run there: `python -c` puts the working folder first on sys.path
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], cwd=ROOT, env=env, capture_output=True,
+    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], cwd=src or ROOT, env=env, capture_output=True,
                        text=True)
     wall = time.perf_counter() - t0
     stats = json.loads(r.stderr.strip().splitlines()[-1])
