@@ -4,31 +4,44 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test fuzz bench validate clean
+.PHONY: install shell demo test fuzz bench validate clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dask]'
 	touch $(STAMP)
-	@echo "installed; use the CLI as $(BIN)/wsemoe, or run: source $(BIN)/activate"
 
 install: $(STAMP)
+	@echo "installed. Next, put wsemoe on your PATH in this shell:"
+	@echo "    source $(BIN)/activate"
+	@echo "(or run 'make shell' for a shell with it, or call $(BIN)/wsemoe directly)"
 
-SWEEPS := quickstart bta_experts bta_topk moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72
+# A subshell with .venv activated (exit to leave it).
+shell: $(STAMP)
+	@echo "wsemoe is on PATH in this shell; 'exit' leaves it"
+	@VIRTUAL_ENV="$(CURDIR)/$(VENV)" PATH="$(CURDIR)/$(BIN):$$PATH" $${SHELL:-/bin/sh} -i
+
+SWEEPS := quickstart bta_experts bta_topk bta_topk_cs3 moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72
 
 demo: $(STAMP)
 	$(BIN)/wsemoe presets
 	@for s in $(SWEEPS); do \
 	  $(BIN)/wsemoe sweep sweeps/$$s.yaml --force && $(BIN)/wsemoe plot results/$$s || exit 1; \
 	done
+	$(BIN)/wsemoe compare results/bta_topk results/bta_topk_cs3 --plot results/compare_bta_topk_cs2_cs3.svg
 	$(BIN)/wsemoe validate
-	@echo "done: results/ holds every sweep and its plots/; run 'source $(BIN)/activate' to use wsemoe directly"
+	@echo "done: results/ holds every sweep and its plots/. To use wsemoe in this shell: source $(BIN)/activate"
 
 # Layer contracts first (cheap), then the suite with coverage; the total is printed last.
+# Property tests run the derandomized `ci` hypothesis profile (tests/conftest.py): same examples every run.
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest --cov --cov-report=term
+
+# The fuzz tests, randomized, 10,000 examples each (about 40 minutes on the shared 2-core machine); nothing is stored.
+fuzz: $(STAMP)
+	$(BIN)/python -m pytest tests/test_fuzz.py --hypothesis-profile=fuzz --hypothesis-show-statistics $(FUZZ_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)

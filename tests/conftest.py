@@ -1,9 +1,30 @@
-"""Shared fixtures: small sweep configs and a CLI runner."""
+"""Shared fixtures (small sweep configs, a CLI runner) and the hypothesis profiles.
+
+Profiles (nothing is stored: `.hypothesis/` is never read or written, so no failure found once can
+linger and fail every later run in a checkout):
+- `ci` (default): derandomized, the same examples every run, so CI passes or fails on the code alone;
+- `dev`: randomized, taken automatically when `--hypothesis-seed` is given, so several seeds explore;
+- `fuzz`: randomized and long (`make fuzz`: at least 10,000 examples per fuzz test).
+"""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
+
+_COMMON = {"database": None, "deadline": None, "print_blob": True,
+           "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]}
+settings.register_profile("ci", derandomize=True, max_examples=100, **_COMMON)
+settings.register_profile("dev", derandomize=False, max_examples=100, **_COMMON)
+settings.register_profile("fuzz", derandomize=False, max_examples=10_000, **_COMMON)
+settings.load_profile("ci")
+
+
+def pytest_configure(config):
+    """`--hypothesis-seed N` alone means "explore with seed N": a derandomized profile would ignore it."""
+    if config.getoption("hypothesis_seed", None) is not None and not config.getoption("hypothesis_profile", None):
+        settings.load_profile("dev")
 
 
 @pytest.fixture

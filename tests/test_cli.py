@@ -60,8 +60,10 @@ def test_show_missing_results_is_one_line(runner, tmp_path):
     assert r.exit_code != 0 and r.output.count("\n") == 1 and "no such results folder" in r.output
 
 
-def test_check_estimates(runner, tmp_path, small_config):
+def test_check_counts_and_estimates_on_request(runner, tmp_path, small_config):
     r = runner.invoke(app, ["check", str(_write(tmp_path, small_config))])
+    assert r.exit_code == 0 and "16 points" in r.output and "estimated time" not in r.output
+    r = runner.invoke(app, ["check", "--estimate", str(_write(tmp_path, small_config))])
     assert r.exit_code == 0 and "16 points" in r.output and "estimated time" in r.output
     assert not (tmp_path / "results").exists()
 

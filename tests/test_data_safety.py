@@ -213,10 +213,10 @@ def test_5_verify_with_checksums_finds_flipped_bytes(workdir):
     res = wsemoe.sweep.run.run_sweep(GOOD, out_dir=workdir / "out")
     part = _parts(res.path)[0]
     data = bytearray(part.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[8] ^= 0xFF  # inside the first column chunk: the footer (row counts) still reads
     part.write_bytes(bytes(data))
     man = wsemoe.sweep.store.read_manifest(res.path)
-    wsemoe.sweep.store.verify(res.path, man)  # sizes agree
+    wsemoe.sweep.store.verify(res.path, man)  # sizes and footers agree
     with pytest.raises(WsemoeError, match="checksum"):
         wsemoe.sweep.store.verify(res.path, man, checksums=True)
 
@@ -427,7 +427,7 @@ def test_16_every_balancer_takes_every_per_point_field(balancer, field):
 def test_18_check_estimates_narrow_outputs(tmp_path):
     cfg = {**GOOD, "axes": {"workload.B": list(range(1, 9)), "workload.G": list(range(1, 65))},
            "output": {"columns": ["mfu"]}}
-    est = wsemoe.sweep.run.check(cfg)["estimated_output_bytes"]
+    est = wsemoe.sweep.plan.check(cfg)["estimated_output_bytes"]
     res = wsemoe.sweep.run.run_sweep(cfg, out_dir=tmp_path / "out")
     actual = sum(p["bytes"] for p in res.manifest["parts"])
     assert 0.5 < est / actual < 2.0, (est, actual)

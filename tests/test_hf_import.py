@@ -104,7 +104,7 @@ def test_qwen2_moe_has_gated_shared_expert():
     assert spec.shared_expert_intermediate_size == 5632
     assert spec.shared_expert_gate and spec.qkv_bias
     assert spec.head_dim == 128
-    assert spec.name == "Qwen/Qwen1.5-MoE-A2.7B"
+    assert spec.name == "qwen1.5-moe-a2.7b"  # named after its file; a dict keeps _name_or_path
 
 
 def test_qwen3_moe_has_qk_norm_and_no_shared_expert():

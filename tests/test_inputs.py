@@ -340,12 +340,12 @@ def test_pe_facts_derive_the_node_figures_of_the_grid_they_are_given():
 def test_an_internal_error_is_still_one_line_and_debuggable(runner, tmp_path, monkeypatch):
     """An unexpected exception is one `error: internal error (...)` line with exit 1; WSEMOE_DEBUG
     lets the traceback through."""
-    from wsemoe.sweep import run
+    from wsemoe.sweep import plan
 
-    def boom(config):
+    def boom(config, estimate=False):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(run, "check", boom)
+    monkeypatch.setattr(plan, "check", boom)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump(BASE))
     res = runner.invoke(app, ["check", str(cfg)])

@@ -5,6 +5,7 @@ import pytest
 from matplotlib import image
 
 from wsemoe.errors import ResultsError
+from wsemoe.report.fig_pareto import SIZE as PARETO_SIZE
 from wsemoe.report.plots import plot_results
 from wsemoe.report.style import DOUBLE, SINGLE
 from wsemoe.sweep.run import run_sweep
@@ -38,7 +39,7 @@ def test_every_plot_written_as_png_and_svg(bta):
     assert not [p for p in (path / "plots").iterdir() if p.name.startswith(".")]  # no temp files left
 
 
-@pytest.mark.parametrize("stem,size", [("pareto", SINGLE), ("throughput_vs_sparsity", DOUBLE),
+@pytest.mark.parametrize("stem,size", [("pareto", PARETO_SIZE), ("throughput_vs_sparsity", DOUBLE),
                                        ("speedup_vs_G", SINGLE)])
 def test_png_decodes_with_expected_aspect(bta, stem, size):
     img = image.imread(bta[0] / "plots" / f"{stem}.png")
@@ -90,3 +91,107 @@ def test_global_matplotlib_style_untouched(bta):
     before = dict(matplotlib.rcParams)
     plot_results(bta[0])
     assert dict(matplotlib.rcParams) == before
+
+
+# ---------------------------------------------------------------- plots that say what they show (issue 12)
+
+def test_every_figure_states_what_it_shows(bta):
+    path, _ = bta
+    for stem, needle in (("pareto", "feasible; colour: experts E"), ("speedup_vs_G", "along the bottom: its B where it changes"),
+                         ("throughput_vs_sparsity", "each point: the best feasible point of its sparsity"),
+                         ("memory_breakdown", "each bar: the terms of the stage")):
+        svg = " ".join((path / "plots" / f"{stem}.svg").read_text().split())
+        assert needle in svg.replace("</text> <text", ""), stem
+
+
+def test_speedup_labels_the_best_b_where_it_changes(bta):
+    import re
+
+    svg = (bta[0] / "plots" / "speedup_vs_G.svg").read_text()
+    assert re.findall(r">B=(\d+)<", svg), "B of the best point is written on the plot"
+
+
+def test_only_and_pdf(bta, tmp_path):
+    import shutil
+
+    path = tmp_path / "copy"
+    shutil.copytree(bta[0], path)
+    before = {p.name: p.stat().st_mtime_ns for p in (path / "plots").iterdir()}
+    written = plot_results(path, only=["speedup_vs_G", "memory"], formats=["pdf"])
+    assert sorted(p.name for p in written) == ["memory_breakdown.pdf", "speedup_vs_G.pdf"]
+    assert all(p.read_bytes().startswith(b"%PDF") for p in written)
+    after = {p.name: p.stat().st_mtime_ns for p in (path / "plots").iterdir() if p.suffix != ".pdf"}
+    assert after == before  # --only leaves the other plots alone
+    with pytest.raises(Exception, match="did you mean 'pareto'"):
+        plot_results(path, only=["paretto"])
+    with pytest.raises(Exception, match="unknown format"):
+        plot_results(path, formats=["jpg"])
+
+
+def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
+    from wsemoe.report import fig_pareto, plots
+    from wsemoe.sweep import store
+
+    asked = []
+    real = store.read_points
+    monkeypatch.setattr(store, "read_points", lambda p, m, columns=None: asked.append(columns) or real(p, m, columns))
+    list(plots.figures(bta[0], only=["pareto"]))
+    assert len(asked) == 1 and asked[0] is not None
+    assert set(asked[0]) <= {*fig_pareto.COLUMNS, "workload.B", "workload.G", "model.num_experts",
+                             "model.moe_intermediate_size", "feasible", "tokens_per_s", "mem_peak_node_bytes"}
+
+
+def _view(points, objectives, name="v"):
+    import pandas as pd
+
+    from wsemoe.report.view import ResultsView
+    from wsemoe.sweep.pareto import pareto_front
+
+    man = {"axes": [c for c in points if "." in c or c in ("model", "hardware")], "objectives": objectives}
+    return ResultsView(name, man, points, pareto_front(points, objectives), None, {})
+
+
+def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report import fig_pareto
+
+    n = 3000
+    x = np.linspace(1, 2, n)
+    pts = pd.DataFrame({"model": ["a"] * n + ["b"] * n, "mapping.strategy": (["er", "block"] * n),
+                        "tokens_per_s": np.concatenate([x, x * 1.1]),
+                        "mem_peak_node_bytes": np.concatenate([x * 1e9, x * 1e9]), "feasible": True})
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(lab.startswith("Pareto front of a (3,000 points, every") for lab in labels)
+    assert any(lab.startswith("Pareto front of b (") for lab in labels)
+    assert any(lab.startswith("a, er") for lab in labels) and any(lab.startswith("b, block") for lab in labels)
+    rings = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]
+    assert all(len(ln.get_xdata()) <= fig_pareto.MAX_MARKED + 1 for ln in rings)
+    clouds = [c for c in fig.axes[0].collections if len(c.get_offsets())]
+    assert all(len(c.get_offsets()) <= fig_pareto.MAX_CLOUD for c in clouds)
+
+
+def test_slices_prefer_values_with_feasible_points():
+    import pandas as pd
+
+    pts = pd.DataFrame({"workload.B": [256, 256, 60000, 60000], "mapping.strategy": ["er", "block"] * 2,
+                        "feasible": [True, True, False, False], "tokens_per_s": [1.0, 2.0, 3.0, 4.0]})
+    view = _view(pts, {"tokens_per_s": "max"})
+    df, said = view.slice(keep=("mapping.strategy",))
+    assert said == "B 256" and view.slice_feasible  # not the largest B, where nothing fits
+    bad = _view(pts.assign(feasible=False), {"tokens_per_s": "max"})
+    bad.slice(keep=("mapping.strategy",))
+    assert "every point shown is infeasible" in bad.subtitle("B 60000")
+
+
+def test_marker_axis_is_never_the_colour_axis():
+    import pandas as pd
+
+    from wsemoe.report import fig_pareto
+
+    pts = pd.DataFrame({"balance.balancer": ["none", "replicate"] * 4, "balance.zipf_s": [0.0, 0.0, 0.2, 0.2] * 2,
+                        "tokens_per_s": range(8), "mem_peak_node_bytes": range(8), "feasible": True})
+    colour, shape = fig_pareto._colour_axes(_view(pts, {"tokens_per_s": "max"}))
+    assert colour == "balance.balancer" and shape != colour

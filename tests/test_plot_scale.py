@@ -42,7 +42,7 @@ def test_crossover_draws_best_against_best_ratios(views):
     for metric, line in zip(fig_versus.METRICS, drawn):
         best = feas.groupby(["workload.tokens_per_device", "hardware"], observed=True)[metric].max().unstack()
         np.testing.assert_allclose(line.get_ydata(), best["wsc-b200-4x8x8"] / best["nvl72"], rtol=1e-12)
-    texts = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+    texts = " ".join(" ".join(t.get_text().split()) for t in fig.findobj(lambda a: hasattr(a, "get_text")))
     assert "best against best" in texts and "tokens per device" in texts and "nvl72" in texts
 
 

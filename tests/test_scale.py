@@ -60,16 +60,16 @@ def test_identical_on_a_dask_local_cluster(reference, tmp_path):
 
 
 def test_size_limit_refuses_without_force(runner, tmp_path, monkeypatch):
-    import wsemoe.sweep.run as run
+    import wsemoe.sweep.plan as plan
 
-    monkeypatch.setattr(run, "MAX_POINTS", 1000)
+    monkeypatch.setattr(plan, "MAX_POINTS", 1000)
     cfg = tmp_path / "big.yaml"
     cfg.write_text(yaml.safe_dump(BIG))
     r = runner.invoke(app, ["sweep", str(cfg), "--results", str(tmp_path / "res")])
     assert r.exit_code != 0 and "exceed the limit" in r.output and r.output.count("\n") == 1
-    monkeypatch.setattr(run, "MAX_POINTS", 1000)
+    assert not (tmp_path / "res").exists() or not list((tmp_path / "res").iterdir())
     r = runner.invoke(app, ["check", str(cfg)])
-    assert r.exit_code == 0 and "7,680 points" in r.output
+    assert r.exit_code == 0 and "7,680 points" in r.output and "needs --force" in r.output
 
 
 def test_manifest_provenance(tmp_path):

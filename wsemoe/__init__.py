@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from wsemoe.version import __version__
 
-__all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "load_config", "load_hardware", "load_model",
-           "parameter_counts", "check_invariants", "sensitivity", "calibrate"]
+__all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
+           "load_model", "parameter_counts", "check_invariants", "sensitivity", "calibrate", "query", "explain",
+           "compare", "plot", "write_report", "list_results", "config_schema"]
 
 
 def evaluate(config, **kwargs):
@@ -23,6 +24,65 @@ def run_sweep(config, **kwargs):
     from wsemoe.sweep.run import run_sweep as run
 
     return run(config, **kwargs)
+
+
+def check(config, estimate: bool = False) -> dict:
+    """Validate a sweep (every column it names included) and count its points; `estimate` times a sample."""
+    from wsemoe.sweep.plan import check as plan
+
+    return plan(config, estimate=estimate)
+
+
+def query(results, where=None, columns=None, sort=None, limit=None, every_point=False):
+    """Rows of a results folder: the Pareto front (or every point) where `where` holds, sorted, at most `limit`
+    (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
+    from wsemoe.analysis.query import select
+
+    return select(results, where=where, columns=columns, sort=sort, limit=limit, every_point=every_point)
+
+
+def explain(config, point: int = 0, sets=None):
+    """One point (its index in the sweep) broken into its terms and how they add up: (row, [(group, term,
+    value, unit, meaning)]); `sets` like ["workload.G=8"] override that point's values."""
+    from wsemoe.analysis.explain import breakdown
+
+    return breakdown(config, point, sets or [])
+
+
+def compare(folders, metric=None):
+    """Results folders side by side: the best point of each per common group, ratios, what binds."""
+    from wsemoe.analysis.crossrun import compare as run
+
+    return run(folders, metric)
+
+
+def plot(results, only=None, formats=("png", "svg")):
+    """Write the plots of a results folder (or those `only` names) into its plots/ folder; returns the files."""
+    from wsemoe.report.plots import plot_results
+
+    return plot_results(results, only=only, formats=formats)
+
+
+def write_report(results, output=None):
+    """Write the self-contained HTML report of a results folder; returns its path (`wsemoe.report` is the
+    package of tables and figures, so the function has its own name)."""
+    from wsemoe.report.html import write_report
+
+    return write_report(results, output)
+
+
+def list_results(root="results"):
+    """(results folders with their state, partial folders runs left) under `root`."""
+    from wsemoe.sweep import inventory
+
+    return inventory.results_in(root), inventory.partials_in(root)
+
+
+def config_schema() -> dict:
+    """The JSON Schema of sweep configs (what `wsemoe schema` writes)."""
+    from wsemoe.config.reference import json_schema
+
+    return json_schema()
 
 
 def load_config(source):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import math
+from pathlib import Path
 
 import numpy as np
 
 from wsemoe.config import presets
+from wsemoe.config.hf import model_from_hf_config, name_for_path
 from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.base import build
@@ -95,23 +97,74 @@ def check_path(path: str, loc) -> tuple[str, str | None]:
 FULL_CHECK = 512  # longer numeric axes validate their type per value and the whole spec at the extremes
 
 
-def typed_values(path, values, base: dict, loc, preset_store: dict) -> list:
-    """Validate each axis value against its spec (base with the value substituted); return typed values."""
+def typed_values(path, values, base: dict, loc, preset_store: dict, unique: bool = True, base_dir=None) -> list:
+    """Validate each axis value against its spec (base with the value substituted); return typed values.
+
+    With `unique` (grid axes), a value given twice is refused: it would evaluate every point twice.
+    `base_dir` is where relative config.json paths of a model axis resolve.
+    """
     section, field = check_path(path, loc)
-    if field is None:  # a preset axis: every value is a preset name
-        out = []
-        for i, v in enumerate(values):
-            if not isinstance(v, str):
-                raise ConfigError("a preset axis takes preset names", loc=(*loc, i))
-            fields = presets.raw(PRESET_KIND[section], v, loc=(*loc, i))
-            build(SECTIONS[section], fields, loc=(*loc, i))
-            preset_store[v] = fields
-            out.append(v)
-        return out
+    if field is None:  # a preset axis: preset names, or (models) Hugging Face config.json paths
+        typed = [_preset_value(section, v, (*loc, i), preset_store, base_dir) for i, v in enumerate(values)]
+    elif len(values) > FULL_CHECK and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        typed = _typed_numbers(section, field, values, base, loc)
+    else:
+        typed = [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=(*loc, i)), field)
+                 for i, v in enumerate(values)]
+    if unique:
+        no_repeats(typed, loc)
+    return typed
+
+
+def no_repeats(values: list, loc, what: str = "value") -> None:
+    """Refuse a list that holds one value twice (after typing: 2 and 2.0 are one value), naming both places."""
     if len(values) > FULL_CHECK and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return _typed_numbers(section, field, values, base, loc)
-    return [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=(*loc, i)), field)
-            for i, v in enumerate(values)]
+        arr = np.asarray(values, dtype=float)  # a long numeric axis: sorted neighbours, not a Python loop
+        order = np.argsort(arr, kind="stable")
+        same = np.flatnonzero(arr[order][1:] == arr[order][:-1])
+        offsets = [int(order[same[0]]), int(order[same[0] + 1])] if same.size else []
+        values = [values[i] for i in offsets]
+    else:
+        offsets = list(range(len(values)))
+    first: dict = {}
+    for i, v in zip(offsets, values):
+        key = repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
+        if key in first:
+            raise ConfigError(f"{what} {excerpt(repr(v))} appears twice (at {first[key]} and {i}); each design "
+                              "point would be evaluated twice", loc=(*loc, i))
+        first[key] = i
+
+
+def is_model_file(value) -> bool:
+    """A model axis value that names a Hugging Face config (a .json path, a folder path, or {hf_config: path})."""
+    if isinstance(value, dict):
+        return set(value) == {"hf_config"}
+    return isinstance(value, str) and (value.endswith(".json") or "/" in value or "\\" in value)
+
+
+def _preset_value(section: str, v, loc, preset_store: dict, base_dir) -> str:
+    """The name of one preset-axis value, its fields stored in `preset_store` (imported files under their name)."""
+    if section == "model" and is_model_file(v):
+        raw = v["hf_config"] if isinstance(v, dict) else v
+        p = Path(str(raw))
+        p = (p if p.is_absolute() else Path(base_dir or ".") / p).absolute()
+        spec = model_from_hf_config(p, name=name_for_path(p))
+        fields = spec.model_dump()
+        if spec.name in preset_store and preset_store[spec.name] != fields:
+            raise ConfigError(f"'{excerpt(raw)}' is named '{spec.name}' after its folder or file, like another "
+                              "model of this sweep; rename one folder", loc=loc)
+        preset_store[spec.name] = fields
+        return spec.name
+    if not isinstance(v, str):
+        raise ConfigError("a preset axis takes preset names" + (" or config.json paths" if section == "model" else ""),
+                          loc=loc)
+    fields = presets.raw(PRESET_KIND[section], v, loc=loc)
+    build(SECTIONS[section], fields, loc=loc)
+    if v in preset_store and preset_store[v] != fields:
+        raise ConfigError(f"'{v}' names both a preset and an imported model of this sweep; rename the folder",
+                          loc=loc)
+    preset_store[v] = fields
+    return v
 
 
 def _typed_numbers(section: str, field: str, values: list, base: dict, loc) -> list:

@@ -3,6 +3,8 @@ nodes, token counts exact in float64), checked on combinations of just the field
 
 from __future__ import annotations
 
+import difflib
+
 import numpy as np
 
 from wsemoe.config.schema import SweepConfig
@@ -61,15 +63,19 @@ def _check_compare(cfg: SweepConfig) -> None:
     values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
     for side in ("baseline", "candidate"):
         for path, value in getattr(cfg.compare, side).items():
-            if path not in values:
-                raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", side, path))
+            _swept(path, values, ("compare", side, path))
             if value not in values[path]:
                 shown = ", ".join(str(v) for v in values[path][:8]) + (", …" if len(values[path]) > 8 else "")
-                raise ConfigError(f"{side} value {value!r} is not among the axis values ({shown})",
-                                  loc=("compare", side, path))
+                raise ConfigError(f"{side} value {value!r} is not among the values of {path} ({shown}): "
+                                  f"no point would be the {side}", loc=("compare", side, path))
     for path in cfg.compare.over or []:
-        if path not in values:
-            raise ConfigError(f"'{path}' is not a swept axis", loc=("compare", "over", path))
+        _swept(path, values, ("compare", "over", path))
+
+
+def _swept(path: str, values: dict, loc: tuple) -> None:
+    if path not in values:
+        close = difflib.get_close_matches(str(path), list(values), n=1)
+        raise ConfigError(f"'{path}' is not a swept axis" + (f"; did you mean '{close[0]}'?" if close else ""), loc=loc)
 
 
 MAX_TOKEN_PAIRS = 2**48  # G·B·S: tokens (or query-key pairs per head) of one attention group's micro-batch

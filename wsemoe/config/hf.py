@@ -271,9 +271,21 @@ def _model_type(r: _Reader) -> str:
     raise r.fail("architectures", f"unsupported architectures {archs!r:.80} and no model_type; supported: {supported}")
 
 
-def _name(r: _Reader, name: str | None, mtype: str) -> str:
+def name_for_path(path) -> str:
+    """A model's name from where it lives: its folder for `<folder>/config.json` (or a folder), else the
+    file's stem, so `mixtral-8x7b/config.json` and `mixtral-8x22b.json` stay apart."""
+    p = Path(path)
+    if p.is_dir() or p.name == "config.json":
+        return (p if p.is_dir() else p.parent).resolve().name or "model"
+    return p.stem
+
+
+def _name(r: _Reader, name: str | None, mtype: str, source=None) -> str:
+    """The given name; else the file's or folder's name; else the config's `_name_or_path`; else its type."""
     if name:
         return name
+    if isinstance(source, (str, Path)):
+        return name_for_path(source)
     hf_name = r.data.get("_name_or_path")
     return hf_name if isinstance(hf_name, str) and hf_name else mtype
 
@@ -303,5 +315,6 @@ def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> 
     r = _Reader(data, where)
     mtype = _model_type(r)
     fields = {**_common(r), **_FAMILIES[mtype](r)}
-    fields.update(name=_name(r, name, mtype), source=f"hf:{where}" if where != "hf_config" else f"hf:{mtype}")
+    fields.update(name=_name(r, name, mtype, source),
+                  source=f"hf:{where}" if where != "hf_config" else f"hf:{mtype}")
     return _build(fields, r)

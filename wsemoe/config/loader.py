@@ -25,8 +25,9 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
     base = {k: s.model_dump(exclude_none=True) for k, s in specs.items()}
     raw = build(RawSweep, {k: v for k, v in data.items() if k not in SECTIONS})
     preset_store: dict = {}
-    grid = {path: _axis(path, values, ("axes", path), base, preset_store) for path, values in (raw.axes or {}).items()}
-    zips = _zips(raw, base, preset_store)
+    grid = {path: _axis(path, values, ("axes", path), base, preset_store, base_dir=base_dir)
+            for path, values in (raw.axes or {}).items()}
+    zips = _zips(raw, base, preset_store, base_dir)
     _no_axis_twice(grid, zips)
     cfg = build(SweepConfig, {
         "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
@@ -67,8 +68,10 @@ def _base_specs(data: dict, base_dir: Path) -> dict:
     base = {k: _section(k, data.get(k), base_dir) for k in SECTIONS}
     for k in ("hardware", "model"):
         first = swept.get(k)
-        if not base[k] and isinstance(first, list) and first and isinstance(first[0], str):
-            base[k] = presets.raw(PRESET_KIND[k], first[0], loc=("axes", k, 0))
+        if not base[k] and isinstance(first, list) and first and (isinstance(first[0], str) or axes.is_model_file(first[0])):
+            store: dict = {}
+            name = axes.typed_values(k, first[:1], {}, ("axes", k), store, base_dir=base_dir)[0]
+            base[k] = store[name]
     return {k: build(cls, base[k], loc=(k,)) for k, cls in SECTIONS.items()}
 
 
@@ -90,11 +93,11 @@ def _section(key: str, value, base_dir: Path) -> dict:
     return value
 
 
-def _axis(path: str, values, loc, base: dict, preset_store: dict) -> list:
-    return axes.typed_values(path, axes.expand(values, loc), base, loc, preset_store)
+def _axis(path: str, values, loc, base: dict, preset_store: dict, unique: bool = True, base_dir=None) -> list:
+    return axes.typed_values(path, axes.expand(values, loc), base, loc, preset_store, unique, base_dir)
 
 
-def _zips(raw: RawSweep, base: dict, preset_store: dict) -> list[dict]:
+def _zips(raw: RawSweep, base: dict, preset_store: dict, base_dir: Path) -> list[dict]:
     """Zip groups (the sparsity helper adds one), each of equal-length typed value lists."""
     groups = [dict(g) if isinstance(g, dict) else g for g in (raw.zip or [])]
     if raw.sparsity:
@@ -103,10 +106,12 @@ def _zips(raw: RawSweep, base: dict, preset_store: dict) -> list[dict]:
     for gi, group in enumerate(groups):
         if not group:
             raise ConfigError("a zip group needs at least one axis", loc=("zip", gi))
-        typed = {path: _axis(path, vals, ("zip", gi, path), base, preset_store) for path, vals in group.items()}
+        typed = {path: _axis(path, vals, ("zip", gi, path), base, preset_store, unique=False, base_dir=base_dir)
+                 for path, vals in group.items()}
         lengths = {len(v) for v in typed.values()}
         if len(lengths) > 1:
             raise ConfigError(f"zipped axes need equal lengths, got {sorted(lengths)}", loc=("zip", gi))
+        axes.no_repeats(list(zip(*typed.values())), ("zip", gi), "row")  # one column may repeat; a whole row may not
         zips.append(typed)
     return zips
 

@@ -117,7 +117,8 @@ class SweepConfig(Spec):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def resolved(self, base_dir: Path | None = None) -> dict:
-        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips.
+        """A loadable config of exactly what runs: presets expanded to fields, helpers expanded to zips,
+        imported models on an axis by their config.json's absolute path (it names them again on reload).
 
         Whole-number progressions are written back as `{range: [start, stop, step]}`, which loads to
         the same values (and hash) without thousands of lines of YAML.
@@ -126,9 +127,17 @@ class SweepConfig(Spec):
         hist = data["balance"].get("histogram")
         if hist and base_dir is not None and not Path(hist).is_absolute():
             data["balance"]["histogram"] = str((base_dir / hist).resolve())
+        for group in [data["axes"], *data["zip"]]:
+            if "model" in group:
+                group["model"] = [self.imported_from(v) or v for v in group["model"]]
         data["axes"] = {p: _as_range(v) for p, v in data["axes"].items()}
         data["zip"] = [{p: _as_range(v) for p, v in g.items()} for g in data["zip"]]
         return data
+
+    def imported_from(self, name: str) -> str | None:
+        """The config.json a model-axis value was imported from (None for a preset)."""
+        source = str(self.presets.get(name, {}).get("source", ""))
+        return source[3:] if source.startswith("hf:") and Path(source[3:]).is_absolute() else None
 
     def axis_names(self) -> list[str]:
         """Every swept path, grid axes first, then zipped ones."""

@@ -12,10 +12,12 @@ from matplotlib.figure import Figure
 
 from wsemoe.cost import comm
 from wsemoe.report.meshdraw import draw_ftd, draw_wafers, mesh_axes
-from wsemoe.report.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, num, single
+from wsemoe.report.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, num, single
 from wsemoe.report.view import ResultsView
 
 DYNAMIC = ("node_load_*",)  # stems that carry a value: the orchestrator cleans them by pattern
+STEMS = ("throughput_vs_skew", *DYNAMIC)
+COLUMNS = ("tokens_per_s", "expert_imbalance")
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
@@ -77,8 +79,8 @@ def _node_load_figure(view: ResultsView, row: dict, balancer: str, said: str) ->
     solved = f"{before.zipf_s:.3f}, solved for {num(bal['skew_target'])}× on {bal.get('skew_devices') or pl.num_nodes} " \
         "devices" if bal.get("skew_target") else num(bal["zipf_s"])
     skew = f"Zipf s = {solved} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
-    fig.suptitle(f"{view.name}: expert load per die, {skew}\n{view.context(row)}, TP {pl.tp}"
-                 + (f", {said}" if said else ""))
+    heading(fig, f"{view.name}: expert load per die, {skew}",
+            view.subtitle(", ".join(p for p in (view.context(row), f"TP {pl.tp}", said) if p)))
     fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles"
                   + ("; solid: wafer boundaries" if before.layout.wafers != (1, 1) else "")
                   + "; non-invasive and stop-the-world place replicas alike", fontsize=8.5)
@@ -106,8 +108,8 @@ def throughput_vs_skew(view: ResultsView) -> Figure | None:
     df, said = view.slice(keep=("balance.balancer", "balance.zipf_s"))
     if df.empty:
         return None
-    fig, ax = single(f"{view.name}: throughput over expert-popularity skew\n{view.context(view.first_row(df))}"
-                     + (f", {said}" if said else ""))
+    fig, ax = single(f"{view.name}: throughput over expert-popularity skew", subtitle=view.subtitle(
+        ", ".join(p for p in (view.context(view.first_row(df)), said) if p), drawn="each point: one design point"))
     for i, (b, sub) in enumerate(df.groupby("balance.balancer", sort=False)):
         sub = sub.sort_values("balance.zipf_s")
         ax.plot(sub["balance.zipf_s"], sub[col], ls=LINESTYLES[i % 4], marker=MARKERS[i % len(MARKERS)],
@@ -121,7 +123,7 @@ def throughput_vs_skew(view: ResultsView) -> Figure | None:
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
     ax.set_xlabel("Zipf exponent s of expert popularity (0 = uniform)")
     ax.set_ylabel("throughput (tokens/s)")
-    fig.legend(loc="outside right upper", frameon=False, title="balancer")
+    fig.legend(loc="outside lower center", ncol=4, frameon=False, title="balancer")
     return fig
 
 

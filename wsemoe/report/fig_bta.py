@@ -6,16 +6,17 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker
+from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from wsemoe.report.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, UNIFORM_C, group_label, log2_ticks, num,
-                                 single)
-from wsemoe.report.view import ResultsView
-from wsemoe.sweep.columns import describe
+from wsemoe.report.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label, heading,
+                                 log2_ticks, num, setting, single)
+from wsemoe.report.view import OVER, ResultsView
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
+STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
+COLUMNS = ()  # the axes, feasibility and the comparison metric every view holds; the rest is comparison.csv
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
@@ -38,7 +39,11 @@ def sparsity(r: ResultsView) -> Figure | None:
     cmp = cmp.sort_values(key, ascending=not topk)  # sparsity grows left to right
     x = cmp[key].to_numpy()
     fig = Figure(figsize=DOUBLE, layout="constrained")
-    fig.suptitle(f"{r.name}: BTA vs uniform batching across sparsity")
+    others = [c for c in cmp.columns if ("." in c or c in ("model", "hardware")) and c != key and cmp[c].nunique() == 1]
+    fixed = ", ".join(setting(c, cmp[c].iloc[0]) for c in others if c != "model.moe_intermediate_size")
+    heading(fig, f"{r.name}: BTA vs uniform batching across sparsity",
+            r.subtitle(fixed, drawn="each point: the best feasible point of its sparsity (best G, B for BTA, "
+                                    "best B at G = 1 for uniform)"))
     left, right = fig.subplots(1, 2)
     ticks, xlabel = _sparsity_ticks(r, key, x)
     banded = False
@@ -106,18 +111,26 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
         return None
     gs = np.sort(r.points["workload.G"].unique())
     groups = r.feasible.groupby(r.group_cols) if r.group_cols else [((), r.feasible)]
-    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}")
-    last = []
+    tuned = [c for c in r.axes if c in OVER and c != "workload.G" and r.points[c].nunique() > 1]
+    over = ", ".join(SYMBOLS.get(c, c) for c in tuned)
+    drawn = (f"each line: the best feasible point at each G{f' (over {over})' if tuned else ''} against the best "
+             f"at G = {num(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
+    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
+    last, notes = [], []
     for i, (key, sub) in enumerate(groups):
-        best = sub.groupby("workload.G")[r.metric].max().reindex(gs)  # infeasible G -> NaN -> a gap
+        at = sub.loc[sub.groupby("workload.G")[r.metric].idxmax()].set_index("workload.G").reindex(gs)
+        best = at[r.metric]  # infeasible G -> NaN -> a gap
         if len(gs) < 2 or not np.isfinite(best.iloc[0]):
             continue  # no feasible smallest-G point: nothing to compare against
         key = dict(zip(r.group_cols, key if isinstance(key, tuple) else (key,)))
+        colour = PALETTE[i % len(PALETTE)]
         ax.plot(gs, best / best.iloc[0], marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none",
-                color=PALETTE[i % len(PALETTE)], label=group_label(r.varying, tuple(key[c] for c in r.varying)))
+                color=colour, label=group_label(r.varying, tuple(key[c] for c in r.varying)))
+        notes += _changes(gs, (best / best.iloc[0]).to_numpy(), at, tuned, colour)
         last.append(best.last_valid_index())
     if not last:
         return None
+    _label(ax, notes)
     ax.axhline(1, color="0.4", lw=0.8, ls=":")
     hi = max(last)  # no empty decade of infeasible G: the axis ends at the largest feasible G, said in the label
     log2_ticks(ax, [g for g in gs if g <= hi and np.log2(g) % 1 == 0] + ([hi] if np.log2(hi) % 1 else []))
@@ -126,7 +139,34 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     note = f"; no feasible point for G > {num(hi)}" if hi < gs[-1] else ""
     ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
     ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {num(gs[0])} (×)")
-    title = ", ".join(NAMES.get(c, c) + (f" ({describe(c)[0]})" if describe(c)[0] else "") for c in r.varying)
+    title = ", ".join(NAMES.get(c, c) for c in r.varying)
     if r.varying:  # one line needs no legend
         ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
     return fig
+
+
+def _changes(gs, y, at: pd.DataFrame, tuned: list, colour) -> list:
+    """(G, y, text, colour) of the tuned values (B) of a line's best point, at its first G and wherever they
+    change: a line that bends because the best B moved says so on the plot."""
+    out, last = [], None
+    for g, yi, (_, row) in zip(gs, y, at.iterrows()):
+        if not np.isfinite(yi):
+            continue
+        now = tuple(row[c] for c in tuned)
+        if now != last:
+            out.append((g, yi, ", ".join(f"{SYMBOLS.get(c, c)}={num(v)}" for c, v in zip(tuned, now)), colour))
+        last = now
+    return out
+
+
+def _label(ax, notes: list) -> None:
+    """The changes as a row of labels along the bottom, under their G: clear of every line, one label where
+    several lines share a value (in the text colour), stacked where they differ."""
+    row = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    places: dict = {}
+    for g, _, text, colour in notes:
+        places.setdefault(g, {}).setdefault(text, []).append(colour)
+    for g, texts in places.items():
+        for k, (text, colours) in enumerate(sorted(texts.items())):
+            ax.text(g, 0.03 + 0.05 * k, text, transform=row, ha="center", va="bottom", fontsize=7.5,
+                    color=colours[0] if len(colours) == 1 else "0.2")

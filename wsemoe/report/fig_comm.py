@@ -11,6 +11,10 @@ from matplotlib.patches import Rectangle
 from wsemoe.report.style import PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, num, pct, setting, single
 from wsemoe.report.view import ResultsView
 
+STEMS = ("comm_breakdown", "wsc_vs_nvl72")
+COLUMNS = (*PHASE_COLS.values(), "per_device_moe_tokens_per_s")
+INFEASIBLE = "////"  # hatch of a bar whose point is infeasible (drawn, since its time still answers a question)
+
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
     """{stem: figure}; None where the data does not support the figure."""
@@ -29,7 +33,9 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
     tps = sorted(pd.unique(df["mapping.tp"])) if "mapping.tp" in df else [None]
     strategies = list(pd.unique(df["mapping.strategy"]))
     setup = view.context(view.first_row(df), ("mapping.strategy",))
-    fig, ax = single(f"{view.name}: communication per layer\n{setup}" + (f", {said}" if said else ""))
+    fig, ax = single(f"{view.name}: communication per layer", subtitle=view.subtitle(
+        ", ".join(p for p in (setup, said) if p), drawn="each bar: one point"
+        + ("; hatched: infeasible" if not df["feasible"].all() else "")))
     width, centres, ticks, labels = 0.8, [], [], []
     for i, tp in enumerate(tps):
         at = df if tp is None else df[df["mapping.tp"] == tp]
@@ -40,6 +46,8 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
             if sub.empty:
                 continue
             total = _stack(ax, x0 + j, sub.iloc[0], width)
+            if not bool(sub["feasible"].iloc[0]):
+                ax.bar(x0 + j, total, width, fill=False, hatch=INFEASIBLE, edgecolor="0.25", lw=0)
             change = "" if first is None else f"\n{pct(total / first - 1)}"
             first = total if first is None else first
             ax.annotate(f"{total:.3g}{change}", (x0 + j, total), xytext=(0, 2), textcoords="offset points",
@@ -95,15 +103,19 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     df, said = view.slice(keep=("hardware", *over))
     hws = list(pd.unique(df["hardware"]))
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
-    fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}\n"
-                     f"{view.context(view.first_row(df))}" + (f", {said}" if said else ""))
+    fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}", subtitle=view.subtitle(
+        ", ".join(p for p in (view.context(view.first_row(df)), said) if p),
+        drawn="each bar: one point" + ("; hatched: infeasible" if not df["feasible"].all() else "")))
     width = 0.8 / len(hws)
     for i, key in enumerate(keys):
         at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
-        vals = [float(at.loc[at["hardware"] == hw, col].iloc[0]) if (at["hardware"] == hw).any() else np.nan
-                for hw in hws]
-        for j, v in enumerate(vals):
-            ax.bar(i + (j - (len(hws) - 1) / 2) * width, v, width, color=PALETTE[j], label=hws[j] if i == 0 else None)
+        rows = [at[at["hardware"] == hw].iloc[0] if (at["hardware"] == hw).any() else None for hw in hws]
+        vals = [float(r[col]) if r is not None else np.nan for r in rows]
+        for j, (v, r) in enumerate(zip(vals, rows)):
+            x = i + (j - (len(hws) - 1) / 2) * width
+            ax.bar(x, v, width, color=PALETTE[j], label=hws[j] if i == 0 else None)
+            if r is not None and not bool(r["feasible"]):
+                ax.bar(x, v, width, fill=False, hatch=INFEASIBLE, edgecolor="0.25", lw=0)
         if np.isfinite(vals[0]) and np.isfinite(vals[1]):
             ax.annotate(pct(vals[0] / vals[1] - 1), (i, np.nanmax(vals)), xytext=(0, 3),
                         textcoords="offset points", ha="center", va="bottom", fontsize=8.5, weight="bold")

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-import textwrap
-
-from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, num, setting, single
+from wsemoe.report.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, setting, single
 from wsemoe.report.view import ResultsView
+
+STEMS = ("memory_breakdown",)
+COLUMNS = ("mem_*_node_bytes",)
 
 MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
              ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
              ("moe_transient", "MoE transient"))
 STAGE_TERMS = {"attention": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
                "MoE": ("weights", "kept_act", "kv", "moe_transient")}
+LABEL_WIDTH = 30  # characters per line of a bar's label
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
 
@@ -33,12 +37,13 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     if not bars:
         return None
     lines = max(b[0].count("\n") + 1 for b in bars)
-    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 1.8 + 0.36 * len(bars) * lines))
+    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 2.1 + 0.36 * len(bars) * lines),
+                     subtitle=_drawn(r, bars))
     # A half-row gap between designs, so each design's pair of bars reads as one block.
     ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * max(1.0, 0.6 * lines) for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
-    ax.set_yticks(ypos, [b[0] for b in bars])
+    ax.set_yticks(ypos, ["\n".join(textwrap.wrap(b[0], LABEL_WIDTH)) for b in bars])  # narrow labels, wide bars
     ax.set_ylim(max(ypos[-1], 3.0) + 0.6, -0.6)  # first design on top; a few bars stay bar-thin, not slabs
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
@@ -78,8 +83,8 @@ def _memory_rows(r: ResultsView) -> list:
                 picks = [(f"{base_name} = best", best)]
             else:
                 picks = ([(base_name, base)] if base is not None else []) + [(best_name, best)]
-            for name, row in picks:
-                rows.append((", ".join(filter(None, [glabel, f"{name} ({_over_label(row)})"])), row, gi))
+            for pick, row in picks:
+                rows.append((", ".join(filter(None, [glabel, f"{pick} ({_over_label(row)})"])), row, gi))
         return rows
     objs = [c for c in r.objectives if c in feas]
     if not objs:
@@ -89,6 +94,16 @@ def _memory_rows(r: ResultsView) -> list:
     # Many swept axes make long labels: short names, wrapped, so the bars keep their width.
     text = lambda row: textwrap.fill(", ".join(setting(a, row[a]) for a in shown), 34)  # noqa: E731
     return [(f"#{i + 1}: {text(row)}" if shown else f"#{i + 1}", row, i) for i, (_, row) in enumerate(top.iterrows())]
+
+
+def _drawn(r: ResultsView, bars: list) -> str:
+    """What the bars are: baseline and best point per design, or the top points by the first objective."""
+    if bars and bars[0][0].startswith("#"):
+        first = next(iter(r.objectives))
+        return f"the {len(bars)} best feasible points by {name(first)}; each bar: the terms of the stage that sets its peak"
+    base = ", ".join(f"{SYMBOLS.get(c, c)} = {num(v)}" for c, v in r.baseline.items())
+    return (f"per design: the best feasible point by {name(r.metric)}, and the best with {base}; each bar: the "
+            "terms of the stage that sets its peak")
 
 
 def _over_label(row) -> str:

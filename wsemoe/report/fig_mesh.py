@@ -10,11 +10,13 @@ from matplotlib.lines import Line2D
 
 from wsemoe.cost import mesh, structure
 from wsemoe.report.meshdraw import HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, draw_wafers, mesh_axes
-from wsemoe.report.style import DOUBLE, PHASE_C, PHASE_NAMES
+from wsemoe.report.style import DOUBLE, PHASE_C, PHASE_NAMES, heading
 from wsemoe.report.view import ResultsView
 
 MAX_TP = 3  # more TP sizes than this would flood the plots folder with near-identical maps
 DYNAMIC = ("link_heatmap_*",)  # stems that carry a value: the orchestrator cleans them by pattern
+STEMS = DYNAMIC
+COLUMNS = ("*_max_link_bytes",)
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
@@ -95,8 +97,8 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
     _, said = view.slice(keep=("mapping.strategy", "mapping.tp"))
     on = f"{pl.rows}×{pl.cols} dies" if s.layout.wafers == (1, 1) else \
         f"{pl.rows}×{pl.cols} dies ({s.layout.wafers[0]}×{s.layout.wafers[1]} wafers)"
-    fig.suptitle(f"{view.name}: {pl.strategy} mapping, TP {pl.tp} on {on}\n"
-                 f"{view.context(row, skip=('mapping.strategy',))}" + (f", {said}" if said else ""))
+    heading(fig, f"{view.name}: {pl.strategy} mapping, TP {pl.tp} on {on}",
+            view.subtitle(", ".join(p for p in (view.context(row, skip=("mapping.strategy",)), said) if p)))
     note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "") + \
         (", solid: wafer boundaries" if s.layout.wafers != (1, 1) else "")
     fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing)", fontsize=8.5)

@@ -13,6 +13,9 @@ from matplotlib.figure import Figure
 from wsemoe.report.style import BTA_C, DOUBLE, PALETTE
 from wsemoe.report.view import ResultsView
 
+STEMS = ("sensitivity_tornado",)
+COLUMNS = ()  # drawn from the sensitivity folder, not from the points
+
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
     """{stem: figure}; None without a sensitivity analysis of these results."""

@@ -12,8 +12,10 @@ from wsemoe.report.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, single
 from wsemoe.report.view import ResultsView
 
 TAU = "workload.tokens_per_device"
+STEMS = ("crossover",)
 METRICS = {"per_device_moe_block_tokens_per_s": "MoE block (expert compute/HBM + dispatch + combine + reduction)",
            "per_device_moe_tokens_per_s": "whole MoE layer (attention included)"}
+COLUMNS = (*METRICS, "moe_hbm_s", "moe_compute_s")  # with the axes, feasibility and objectives every view holds
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
@@ -60,8 +62,9 @@ def crossover(view: ResultsView) -> Figure | None:
             not view.has(*METRICS) or view.feasible.empty:
         return None
     base = _base(view)
-    fig, ax = single(f"{view.name}: per-device throughput against {base}, best against best\n"
-                     f"{view.context(view.first_row(view.points), ('mapping.strategy',))}", height=4.9)
+    fig, ax = single(f"{view.name}: per-device throughput against {base}", height=4.9,
+                     subtitle=f"best against best (each system tuned for each metric); "
+                              f"{view.context(view.first_row(view.points), ('mapping.strategy',))}")
     taus = np.sort(pd.unique(view.points[TAU])).astype(float)
     _shade(ax, _memory_bound(view, base), taus, base)
     ax.axhline(1.0, color="0.25", lw=1.0, zorder=1)

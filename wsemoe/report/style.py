@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -26,15 +27,25 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False, "axes.prop_cycle": cycler(color=PALETTE),
     "svg.fonttype": "none",  # text stays text: SVGs remain editable and searchable
     "svg.hashsalt": "wsemoe",  # fixed element ids, so replotting the same results gives the same SVG
+    "pdf.fonttype": 42,  # TrueType in PDFs: text stays text in journals' tools
 }
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg")  # what `wsemoe plot` writes by default
+ALL_FORMATS = ("png", "svg", "pdf")
+SUB_SIZE, SUB_COLOUR = 8.5, "0.3"  # subtitles: what a figure holds fixed and what it optimizes
 
 SYMBOLS = {"model.num_experts": "E", "model.num_experts_per_tok": "k", "workload.B": "B", "workload.G": "G",
            "model.moe_intermediate_size": "F", "workload.seq_len": "S"}
 NAMES = {"mfu": "MFU", "tokens_per_s": "throughput", "step_time_s": "step time",
          "mem_peak_node_bytes": "peak memory per node", "model.num_experts": "experts E",
          "model.num_experts_per_tok": "top-k k", "workload.G": "batch-tiling factor G",
-         "workload.B": "attention batch B"}
+         "workload.B": "attention batch B", "per_device_moe_tokens_per_s": "MoE throughput per device",
+         "moe_comm_s": "MoE communication per layer", "sequences_per_s": "sequences per second",
+         "moe_layer_time_s": "MoE layer time", "expert_imbalance": "expert imbalance (busiest / mean)",
+         "migration_exposed_s": "exposed migration per step", "workload.seq_len": "sequence length S",
+         "mapping.tp": "TP group size", "balance.zipf_s": "Zipf exponent s", "model.moe_intermediate_size":
+         "expert width F", "speedup_vs_uniform": "speedup over uniform batching"}
+WORDS = {"moe": "MoE", "mem": "memory", "attn": "attention", "tp": "TP", "bta": "BTA", "kv": "KV", "mfu": "MFU",
+         "flops": "FLOPs", "g": "constraint"}
 # Short names of swept settings in titles and tick labels ("TP 4, B 256").
 SLICE_SYMBOLS = {"model.num_experts_per_tok": "top-k", "workload.B": "B", "mapping.tp": "TP",
                  "mapping.strategy": "mapping", "workload.G": "G", "model.num_experts": "E",
@@ -53,13 +64,14 @@ PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s"
 PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1], "reduce": PALETTE[5]}
 
 
-def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
-    """PNG and SVG, each written to a temporary name and renamed, so readers never see half a file."""
+def save(fig: Figure, folder: Path, stem: str, formats=FORMATS) -> list[Path]:
+    """Each format (PNG, SVG, PDF) written to a temporary name and renamed, so readers never see half a file."""
     out = []
-    for ext in FORMATS:
+    for ext in formats:
         target = folder / f"{stem}.{ext}"
         tmp = folder / f".{stem}.{ext}.tmp-{os.getpid()}"
-        meta = {"Date": None} if ext == "svg" else None  # no timestamp: same results, same SVG bytes
+        # no timestamps: the same results give the same SVG and PDF bytes
+        meta = {"Date": None} if ext == "svg" else {"CreationDate": None} if ext == "pdf" else None
         try:
             fig.savefig(tmp, format=ext, dpi=DPI, metadata=meta)
             os.replace(tmp, target)
@@ -69,22 +81,67 @@ def save(fig: Figure, folder: Path, stem: str) -> list[Path]:
     return out
 
 
+def heading(fig: Figure, title: str, subtitle: str = "", ax=None) -> None:
+    """The figure's title and, below it in smaller grey type, what it holds fixed and what it optimizes.
+
+    With `ax` (one panel) both sit on the axes, so legends outside the axes cannot collide with them; the
+    subtitle wraps to the narrowest plot a y label leaves. Without, both go in the figure title.
+    """
+    if ax is None:
+        width = int(fig.get_figwidth() * 72 / (SUB_SIZE * 0.56))
+        fig.suptitle(f"{title}\n" + "\n".join(textwrap.wrap(subtitle, width)) if subtitle else title)
+        return
+    width = int(0.6 * fig.get_figwidth() * 72 / (SUB_SIZE * 0.56))  # characters per line
+    sub = "\n".join(textwrap.wrap(subtitle, width)) if subtitle else ""
+    lines = sub.count("\n") + 1 if sub else 0
+    size = plt_size("axes.titlesize")
+    title = "\n".join(textwrap.wrap(title, int(0.75 * fig.get_figwidth() * 72 / (size * 0.56))))
+    ax.set_title(title, pad=6 + lines * SUB_SIZE * 1.25 + (4 if sub else 0))
+    if sub:
+        ax.annotate(sub, (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
+
+
+def plt_size(key: str) -> float:
+    """A font size of the current style, in points."""
+    from matplotlib import font_manager, rcParams
+
+    return font_manager.FontProperties(size=rcParams[key]).get_size_in_points()
+
+
 # ---------------------------------------------------------------- labels, units and scales
 
-def scale(col: str) -> tuple[float, str]:
-    """(factor, display unit): fractions as %, bytes as GB, everything else as stored."""
+def scale(col: str, values=None) -> tuple[float, str]:
+    """(factor, display unit): fractions as %, bytes as GB, seconds as s, ms or µs by the values' size."""
     unit = describe(col)[0]
     if col == "mfu":
         return 100.0, "%"
     if unit == "bytes":
         return 1e-9, "GB"
+    if unit == "s" and values is not None:
+        v = np.abs(np.asarray(values, dtype=float))
+        v = v[np.isfinite(v) & (v > 0)]
+        top = float(np.median(v)) if len(v) else 1.0
+        return next(((1 / f, u) for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")) if top >= f), (1e9, "ns"))
     return 1.0, "" if unit in ("1", "bool") else unit
 
 
-def label(col: str) -> str:
+def name(col: str) -> str:
+    """The readable name of a column: a written one, else its words with the unit suffix dropped."""
+    if col in NAMES:
+        return NAMES[col]
+    base = col.split(".")[-1]
+    for suffix in ("_node_bytes", "_bytes", "_per_s", "_s"):
+        if base.endswith(suffix) and len(base) > len(suffix):
+            base = base[: -len(suffix)] + (" per second" if suffix == "_per_s" else "")
+            break
+    return " ".join(WORDS.get(w, w) for w in base.split("_"))
+
+
+def label(col: str, values=None) -> str:
     """Axis label of a column: its readable name and display unit."""
-    unit = scale(col)[1]
-    return f"{NAMES.get(col, col)} ({unit})" if unit else NAMES.get(col, col)
+    unit = scale(col, values)[1]
+    return f"{name(col)} ({unit})" if unit else name(col)
 
 
 def num(v) -> str:
@@ -137,9 +194,9 @@ def log2_ticks(ax, values, labels=None) -> None:
     ax.xaxis.set_minor_locator(ticker.NullLocator())
 
 
-def single(title: str, height: float = SINGLE[1]):
-    """A one-panel figure; the title sits on the axes so legends outside them cannot collide with it."""
+def single(title: str, height: float = SINGLE[1], subtitle: str = ""):
+    """A one-panel figure; the title (and subtitle) sits on the axes so legends outside them cannot collide."""
     fig = Figure(figsize=(SINGLE[0], height), layout="constrained")
     ax = fig.add_subplot()
-    ax.set_title(title)
+    heading(fig, title, subtitle, ax)
     return fig, ax

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import numpy as np
@@ -9,10 +10,11 @@ import pandas as pd
 
 from wsemoe.analysis import sensitivity as sens
 from wsemoe.config import yamlio
+from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import structure
 from wsemoe.errors import ResultsError
-from wsemoe.report.style import setting
+from wsemoe.report.style import SLICE_SYMBOLS, setting
 from wsemoe.sweep import store
 
 OVER = ("workload.B", "workload.G")  # axes a design is tuned over, not one design each
@@ -41,21 +43,23 @@ class ResultsView:
         self.varying = [a for a in self.group_cols if points[a].nunique() > 1]  # zipped constants add no label
 
     @classmethod
-    def load(cls, path) -> ResultsView:
-        """Read and verify a results folder; ResultsError when it is missing, incomplete or damaged."""
+    def load(cls, path, columns=None) -> ResultsView:
+        """Read and verify a results folder; ResultsError when it is missing, incomplete or damaged.
+
+        `columns` (names or fnmatch patterns of the manifest's columns) bounds memory: the points hold only
+        those, plus the axes, `feasible`, the objectives and the comparison metric every figure may use.
+        """
         path = Path(path)
-        man, points, pareto = store.load_results(path)
+        man = store.load_manifest(path)
+        points = store.read_points(path, man, _projection(man, path, columns))
+        pareto = store.read_pareto(path)
         comparison = None
         if (path / "comparison.csv").is_file():
             try:
                 comparison = pd.read_csv(path / "comparison.csv")
             except Exception as exc:  # pandas raises many types for damaged files
                 raise ResultsError(f"cannot read comparison.csv: {type(exc).__name__}", loc=(str(path),)) from None
-        try:
-            cfg = yamlio.load(path / "config.yaml")
-        except Exception:  # the config refines labels and builds structures; plots that need neither still work
-            cfg = None
-        return cls(man.get("name", path.name), man, points, pareto, comparison, cfg if isinstance(cfg, dict) else {},
+        return cls(man.get("name", path.name), man, points, pareto, comparison, _config(path),
                    sens.load(path, man.get("config_hash")))
 
     def band(self, quantity: str, key: str, values) -> tuple[np.ndarray, np.ndarray] | None:
@@ -106,17 +110,37 @@ class ResultsView:
                                int(m["num_experts"]), bal, wafers, hw.get("scale_up_size"), coll)
 
     def slice(self, keep=()) -> tuple[pd.DataFrame, str]:
-        """Points with every swept axis but `keep` held at a representative value, and that slice as text."""
+        """Points with every swept axis but `keep` held at a representative value, and that slice as text.
+
+        Representatives are chosen among values that keep a feasible point in the slice when there is one
+        (a slice where every point is infeasible says little); `slice_feasible` tells figures whether any is.
+        """
         df, said = self.points, []
         for col in self.axes:
             if col in keep:
                 continue
             values = list(pd.unique(df[col]))
+            ok = list(pd.unique(df.loc[df["feasible"].to_numpy(dtype=bool), col])) if "feasible" in df else values
+            values = ok or values
             pick = PREFER[col](values) if col in PREFER and _numeric(values) else values[0]
             if self.points[col].nunique() > 1 and col != "model":  # titles name the model anyway
                 said.append(setting(col, pick))
             df = df[df[col] == pick]
+        self.slice_feasible = bool(df["feasible"].to_numpy(dtype=bool).any()) if "feasible" in df else True
         return df, ", ".join(said)
+
+    def subtitle(self, fixed: str = "", best_over=(), drawn: str = "") -> str:
+        """What a figure shows in words: what it draws, what it holds fixed, what it optimizes, and when
+        nothing in it is feasible."""
+        parts = [drawn] if drawn else []
+        if fixed:
+            parts.append(f"fixed: {fixed}")
+        over = [SLICE_SYMBOLS.get(c, c.split(".")[-1]) for c in best_over if c in self.axes]
+        if over:
+            parts.append(f"best feasible over {', '.join(over)}")
+        if not getattr(self, "slice_feasible", True):
+            parts.append("every point shown is infeasible")
+        return "; ".join(parts)
 
     def context(self, row, skip=()) -> str:
         """Model, mode and mapping of a point, for titles (what the reader needs to place the numbers)."""
@@ -125,6 +149,36 @@ class ResultsView:
         if "mapping.strategy" not in skip and s["mapping"].get("strategy"):
             parts.append(f"{s['mapping']['strategy']} mapping")
         return ", ".join(str(p) for p in parts if p)
+
+
+def _config(path: Path) -> dict:
+    """The resolved config as plain data, with preset axes' fields (reloaded, so imported models resolve too)."""
+    try:
+        cfg = yamlio.load(path / "config.yaml")
+    except Exception:  # the config refines labels and builds structures; plots that need neither still work
+        return {}
+    if not isinstance(cfg, dict):
+        return {}
+    try:
+        cfg["presets"] = load_config(path / "config.yaml").presets
+    except Exception:  # a config that no longer loads (a preset renamed since) still labels the plots
+        pass
+    return cfg
+
+
+def _projection(man: dict, path: Path, columns) -> list[str] | None:
+    """The columns to read: every one when `columns` is None, else these plus what every figure may use."""
+    if columns is None:
+        return None
+    have = list(man.get("columns", {}))
+    try:
+        cmp = (yamlio.load(path / "config.yaml") or {}).get("compare") or {}
+    except Exception:  # without the config only the default metric is kept
+        cmp = {}
+    base = [*man.get("axes", []), "feasible", *man.get("objectives", {}),
+            cmp.get("metric", "tokens_per_s")]
+    wanted = [c for c in have if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
+    return wanted
 
 
 def _numeric(values) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from wsemoe.config.reference import input_unit
 from wsemoe.config.schema import SECTIONS
 
 _DOCS = {
@@ -25,7 +26,8 @@ _DOCS = {
     "head_time_s": ("s", "output head and embedding"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase)"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
-    "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to capacity"),
+    "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
+                              "(memory: to the usable node memory); empty when feasible"),
     "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time "
                                                 "(attention and MoE block) per node"),
     "per_device_moe_block_tokens_per_s": ("tokens/s", "MoE-block throughput per device: tokens per MoE-stage time "
@@ -87,17 +89,6 @@ _MEMORY = {
 }
 _DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})
 
-# Units of input fields whose name does not carry one.
-_INPUT_UNITS = {
-    "workload.B": "sequences", "workload.G": "1", "workload.seq_len": "tokens", "mapping.tp": "nodes",
-    "model.num_experts": "experts", "model.num_experts_per_tok": "experts", "model.moe_intermediate_size": "1",
-    "model.hidden_size": "1", "balance.zipf_s": "1", "balance.churn": "1", "balance.spare_slots": "slots",
-    "balance.rebalance_interval": "steps", "hardware.rows": "nodes",
-    "hardware.cols": "nodes", "hardware.wafers": "wafers", "hardware.scale_up_size": "devices",
-    "workload.tokens_per_device": "tokens", "mapping.ring_directions": "1", "balance.skew_target": "×",
-    "balance.skew_devices": "devices",
-}
-
 _PATTERNS = [
     (r"^(\w+?)_time_s$", "s", "time of the {0} stage per layer (its own roofline, plus communication)"),
     (r"^(\w+?)_compute_s$", "s", "compute term of the {0} stage per layer (FLOPs / (nodes · peak · efficiency))"),
@@ -122,15 +113,7 @@ def _input_doc(name: str):
     if cls is None or field not in cls.model_fields:
         return None
     desc = cls.model_fields[field].description or field
-    return (_INPUT_UNITS.get(name, _unit_of(field)), desc)
-
-
-def _unit_of(name: str) -> str:
-    for suffix, unit in (("_bytes_per_s", "bytes/s"), ("_bytes", "bytes"), ("_flops", "FLOP/s"), ("_hz", "Hz"),
-                         ("latency_s", "s")):
-        if name.endswith(suffix):
-            return unit
-    return ""
+    return (input_unit(name), desc)
 
 
 def describe(name: str) -> tuple[str, str]:
@@ -155,3 +138,17 @@ def documented(name: str) -> bool:
 def manifest_columns(columns) -> dict:
     """{column: {unit, doc}} for a results manifest."""
     return {c: dict(zip(("unit", "doc"), describe(c))) for c in columns}
+
+
+_PATTERN_NAMES = ["<stage>_time_s", "<stage>_compute_s", "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s",
+                  "<stage>_<allreduce|dispatch|combine|gradient>_s", "<stage>_reduce_s", "mem_<term>_node_bytes",
+                  "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
+assert len(_PATTERN_NAMES) == len(_PATTERNS)  # one readable name per pattern, in order
+
+
+def reference() -> list[tuple[str, str, str]]:
+    """[(column, unit, meaning)] of every named output column, then the patterned families (for docs)."""
+    named = [(c, u, d) for c, (u, d) in _DOCS.items()]
+    patterned = [(n, u, t.format(*re.findall(r"<[^>]+>", n)))
+                 for n, (_, u, t) in zip(_PATTERN_NAMES, _PATTERNS)]
+    return named + patterned

@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS, SweepConfig
-from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
 from wsemoe.cost.stages import Coded
-from wsemoe.specs.hardware import PEFacts, derive_node_figures
 from wsemoe.sweep import space
 from wsemoe.sweep.block import Block, Labels, factorize
 from wsemoe.sweep.feasibility import feasibility
+from wsemoe.sweep.outputs import evaluate, namespaces
 
 
 class _Slab:
@@ -90,35 +87,6 @@ class Outputs:
         return Labels(codes, list(cats)).compact()
 
 
-def namespaces(base: dict, preset: dict, values: dict) -> dict:
-    """Section namespaces the cost model sees: base spec (or the point's preset) fields, then swept values.
-
-    `base` maps section -> fields; `preset` section -> preset name -> fields; `values` path -> value.
-    """
-    out = {}
-    for section in SECTIONS:
-        fields = dict(preset[section][values[section]] if section in values else base[section])
-        swept = {p.partition(".")[2]: v for p, v in values.items() if p.partition(".")[0] == section}
-        swept.pop("", None)
-        if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
-            fields = _rederive(fields, swept)
-        fields.update(swept)
-        out[section] = SimpleNamespace(**fields)
-    return out
-
-
-def _rederive(fields: dict, swept: dict) -> dict:
-    """A swept grid splits the same PE fabric differently: node figures derived from PE facts follow it.
-
-    A figure equal to its derived value at the base grid was derived (or agrees with the derivation),
-    so it is re-derived at the swept grid; a figure the user set to another value stays as set.
-    """
-    pe = PEFacts.model_validate(fields["pe"])
-    at_base = derive_node_figures(pe, fields["rows"], fields["cols"])
-    at_point = derive_node_figures(pe, np.asarray(swept.get("rows", fields["rows"]), float),
-                                   np.asarray(swept.get("cols", fields["cols"]), float))
-    return {**fields, **{k: at_point[k] for k, v in at_base.items() if np.isclose(fields.get(k), v, rtol=1e-12)}}
-
 
 class Evaluator:
     """The cost model over any points of one sweep: ranges (broadcast rectangles) or index sets."""
@@ -139,10 +107,7 @@ class Evaluator:
 
     def call(self, values: dict) -> dict:
         """The cost model on one piece (communication from the fabric when it applies)."""
-        ns = self._namespaces(values)
-        comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
-                          self.cfg.expert_histogram)
-        return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
+        return evaluate(self.cfg, self._namespaces(values))
 
     def _categorical(self, i: int, d: int) -> dict:
         """Values of a categorical factor at position d; numbers among them (a zip group's numeric paths)

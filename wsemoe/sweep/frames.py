@@ -15,7 +15,8 @@ from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
 from wsemoe.sweep.block import Labels
-from wsemoe.sweep.engine import Outputs, Rows, namespaces
+from wsemoe.sweep.engine import Outputs, Rows
+from wsemoe.sweep.outputs import namespaces
 from wsemoe.sweep.feasibility import feasibility
 
 

@@ -15,6 +15,7 @@ point index is delta-encoded (nearly free).
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -28,7 +29,7 @@ def _arrow(col, typ: pa.DataType) -> pa.Array:
     if isinstance(col, Text):
         arr = pa.array(col.categories, type=pa.string()).take(pa.array(col.codes))
     elif isinstance(col, Labels):
-        codes = col.codes.astype(typ.index_type.to_pandas_dtype())  # the width pandas would pick
+        codes = col.codes.astype(np.int32)
         arr = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(col.categories, type=pa.string()))
     else:
         arr = pa.array(col)
@@ -36,7 +37,7 @@ def _arrow(col, typ: pa.DataType) -> pa.Array:
 
 
 def _signature(block: Block) -> tuple:
-    return tuple((n, type(c).__name__, len(c.categories) if isinstance(c, Labels) else c.dtype.str)
+    return tuple((n, type(c).__name__, None if isinstance(c, (Labels, Text)) else c.dtype.str)
                  for n, c in block.columns.items())
 
 
@@ -45,12 +46,16 @@ _SCHEMAS: dict = {}  # signature -> schema: chunks of one sweep share one (a dic
 
 def schema(block: Block) -> pa.Schema:
     """The arrow schema and pandas metadata pandas itself would write for this block, derived from
-    its first row once per kind of block (names, types, category counts)."""
+    its first row once per kind of block (names and types), with every label column's dictionary
+    indices 32-bit: pandas gives a categorical 8-bit codes up to 127 categories and wider ones beyond,
+    and parts written with different widths could not be read as one dataset."""
     sig = _signature(block)
     if sig not in _SCHEMAS:
         if len(_SCHEMAS) > 64:
             _SCHEMAS.clear()
-        _SCHEMAS[sig] = pa.Schema.from_pandas(block.take(slice(0, 1)).to_frame(), preserve_index=True)
+        sch = pa.Schema.from_pandas(block.take(slice(0, 1)).to_frame(), preserve_index=True)
+        _SCHEMAS[sig] = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string()))
+                                   if pa.types.is_dictionary(f.type) else f for f in sch], metadata=sch.metadata)
     return _SCHEMAS[sig]
 
 

@@ -105,6 +105,22 @@ class RunLock:
         return False
 
 
+def lock_held(target: Path) -> bool:
+    """True while a run holds the lock of `target` (its partial folder is in use, not stale)."""
+    path = Path(target).with_name(f".{Path(target).name}.lock")
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: no run
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock we took
+    return False
+
+
 def stale_partials(target: Path) -> list[Path]:
     """Hidden partial folders this target's runs left (matched literally, and carrying our marker)."""
     target = Path(target)

@@ -5,47 +5,24 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from wsemoe.sweep import chunked
-
-from wsemoe.sweep import engine
-
-from wsemoe.sweep import space
-
-from wsemoe.sweep import partfile, searchrun, store
+from wsemoe.sweep import searchrun, store
 from wsemoe.sweep import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
 from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
-from wsemoe.errors import ConfigError, PresetError, excerpt
+from wsemoe.errors import ConfigError, PresetError
 from wsemoe.sweep.executors import run_tasks
+from wsemoe.sweep.outputs import check_columns
 from wsemoe.sweep.pareto import pareto_front
-
-MAX_POINTS = 50_000_000  # default refusal limit; WSEMOE_MAX_POINTS overrides it at run time
-
-
-def max_points() -> int:
-    """The size limit in force (read when a sweep starts, not at import)."""
-    text = os.environ.get("WSEMOE_MAX_POINTS")
-    if text is None:
-        return MAX_POINTS
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value.is_integer() and 0 < value <= 2**62):
-        raise ConfigError(f"must be a positive whole number of points, got {excerpt(text)!r}",
-                          loc=("WSEMOE_MAX_POINTS",))
-    return int(value)
-
+from wsemoe.sweep.plan import max_points, planned_points
 
 @dataclass
 class SweepResult:
@@ -75,6 +52,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     chunk size either run used.
     """
     cfg = load_config(config)
+    check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
     path = Path(out_dir).absolute() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
@@ -83,7 +61,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     limit = max_points()
     if total > limit and not force:
         raise ConfigError(f"{total:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
-                          "check the estimate with `wsemoe check` and pass --force to run it",
+                          "check the estimate with `wsemoe check --estimate` and pass --force to run it",
                           loc=("search", "evaluations") if cfg.search else ("axes",))
     if cfg.search:
         _check_search(cfg, workers, scheduler, limit, force)
@@ -91,12 +69,12 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     partial_mod.check_target(path, cfg.name, force)
     with partial_mod.RunLock(path):
-        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress)
+        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, _source(config))
 
 
-def planned_points(cfg: SweepConfig) -> int:
-    """Points a run evaluates: the whole grid, or a search's budget (at most the grid)."""
-    return min(cfg.search.evaluations, cfg.size()) if cfg.search else cfg.size()
+def _source(config) -> str | None:
+    """The sweep file's absolute path (so `wsemoe ls` can tell whether results are up to date), or None."""
+    return str(Path(config).resolve()) if isinstance(config, (str, Path)) else None
 
 
 def _check_search(cfg: SweepConfig, workers: int, scheduler, limit: int, force: bool) -> None:
@@ -119,7 +97,7 @@ def _chunk_size(total: int, workers: int, parallel: bool) -> int:
     return max(16_384, min(chunked.DEFAULT_CHUNK, -(-total // (4 * workers if workers > 1 else 8))))
 
 
-def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress) -> SweepResult:
+def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, source) -> SweepResult:
     chunk = chunk_size or _chunk_size(total, workers, bool(workers > 1 or scheduler))
     t0 = time.perf_counter()
     partial = partial_mod.PartialRun(path, h, resume)
@@ -153,7 +131,7 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
             partial.discard()  # nothing to resume from: leave nothing behind
         raise
     seconds = time.perf_counter() - t0
-    manifest = _manifest(cfg, h, stats, front, chunk, len(reused), seconds, partial.parts)
+    manifest = _manifest(cfg, h, stats, front, chunk, reused, seconds, partial.parts, source)
     if search is not None:
         manifest["search"] = {**cfg.search.model_dump(), **search}
     extra = {"comparison.csv": comparison} if comparison is not None else {}
@@ -161,7 +139,7 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
     return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
 
 
-def _manifest(cfg, h, stats, front, chunk, reused, seconds, parts_dir) -> dict:
+def _manifest(cfg, h, stats, front, chunk, reused, seconds, parts_dir, source) -> dict:
     """The manifest of a finished run (the writer adds format, version and dependencies)."""
     bounds: dict = {}
     for s in stats:
@@ -169,12 +147,13 @@ def _manifest(cfg, h, stats, front, chunk, reused, seconds, parts_dir) -> dict:
             bounds[k] = bounds.get(k, 0) + v
     parts = [{k: s[k] for k in ("file", "start", "stop", "rows", "bytes", "sha256")} for s in stats]
     return {
-        "name": cfg.name, "description": cfg.description, "config_hash": h,
+        "name": cfg.name, "description": cfg.description, "config_hash": h, "source": source,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
         "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
         "objectives_not_finite": sum(s.get("objectives_not_finite", 0) for s in stats),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
-        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": reused, "eval_seconds": round(seconds, 4),
+        "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused),
+        "points_reused": sum(e - s for s, e in reused), "eval_seconds": round(seconds, 4),
         "columns": manifest_columns(_part_columns(parts_dir)), "parts": parts,
     }
 
@@ -185,29 +164,3 @@ def _part_columns(parts_dir: Path) -> list[str]:
 
     first = next(iter(sorted(parts_dir.iterdir())), None)
     return [] if first is None else [c for c in pq.read_schema(first).names if c != "point"]
-
-
-def check(config) -> dict:
-    """What a sweep would do, without running it: points, axes, time and output-size estimates."""
-    cfg = load_config(config)
-    n = planned_points(cfg)
-    m = min(n, 8192)
-    ev = engine.Evaluator(cfg)
-    base = None if not cfg.compare else _nan_baselines(cfg)
-    chunked.run_chunk(cfg, 0, min(m, 64), base, evaluator=ev)  # warm caches so the timing below is representative
-    t0 = time.perf_counter()
-    sample = chunked.run_chunk(cfg, 0, m, base, evaluator=ev).points
-    per_point = (time.perf_counter() - t0) / m
-    size = len(partfile.to_bytes(sample))  # as parts are written (the speedup's values do not matter for size)
-    return {"name": cfg.name, "points": n, "space_points": cfg.size(), "axes": {a: len(v) for a, v in cfg.axes.items()},
-            "zip_groups": [list(g) for g in cfg.zip], "config_hash": cfg.config_hash(),
-            "search": cfg.search.model_dump() if cfg.search else None,
-            "estimated_seconds": n * per_point, "estimated_output_bytes": n * size / m,
-            "limit": max_points(), "over_limit": n > max_points()}
-
-
-def _nan_baselines(cfg: SweepConfig) -> pd.DataFrame:
-    """An empty baseline table: speedups come out NaN, which is all a size estimate needs."""
-    from wsemoe.sweep.compare import group_keys
-
-    return pd.DataFrame(columns=[*group_keys(cfg)[0], "baseline_best"])

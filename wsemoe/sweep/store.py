@@ -120,6 +120,26 @@ def verify(path, manifest: dict, checksums: bool = False) -> None:
     if expected != manifest.get("points"):
         raise ResultsError(f"parts hold {expected:,} points, the manifest says {manifest.get('points')}",
                            loc=(str(path),))
+    _check_footers(path, folder, parts, expected)
+
+
+def _check_footers(path: Path, folder: Path, parts: list, points: int) -> None:
+    """Each part's parquet footer is readable and its row counts add up to the points (a part damaged in
+    place, at its recorded size, fails here without reading the data)."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for p in parts:
+        try:
+            rows.append(pq.read_metadata(folder / p["file"]).num_rows)
+        except Exception as exc:  # pyarrow raises several types for damaged files
+            raise ResultsError(f"cannot read points.parquet: part {p['file']} is damaged ({type(exc).__name__}); "
+                               "re-run the sweep", loc=(str(path),)) from None
+    if sum(rows) != points:
+        raise ResultsError(f"points.parquet has {sum(rows):,} rows, the manifest says {points:,}", loc=(str(path),))
+    for p, n in zip(parts, rows):
+        if n != p["rows"]:
+            raise ResultsError(f"part {p['file']} has {n:,} rows, the manifest says {p['rows']:,}", loc=(str(path),))
 
 
 def is_up_to_date(path: Path, config_hash: str) -> bool:
@@ -159,13 +179,31 @@ def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.Da
     return points.sort_index()
 
 
+def iter_parts(path, manifest: dict, columns: list[str] | None = None):
+    """The points of a verified folder part by part, in point order (only `columns` when given): memory
+    stays at one part whatever the sweep's size."""
+    folder = Path(path) / "points.parquet"
+    for p in sorted(manifest["parts"], key=lambda p: p["start"]):
+        try:
+            df = pd.read_parquet(folder / p["file"], columns=columns)
+        except Exception as exc:  # pyarrow/pandas raise many types for damaged files
+            raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
+        if len(df) != p["rows"]:
+            raise ResultsError(f"part {p['file']} has {len(df):,} rows, the manifest says {p['rows']:,}",
+                               loc=(str(path),))
+        yield df
+
+
+def read_pareto(path) -> pd.DataFrame:
+    """pareto.csv of a results folder, indexed by point."""
+    try:
+        return pd.read_csv(Path(path) / "pareto.csv", index_col=0)
+    except Exception as exc:  # pandas raises many types for damaged files
+        raise ResultsError(f"cannot read pareto.csv: {type(exc).__name__}", loc=(str(path),)) from None
+
+
 def load_results(path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """(manifest, points, pareto) of a complete results folder; a clear error otherwise."""
     path = Path(path)
     man = load_manifest(path)
-    points = read_points(path, man)
-    try:
-        pareto = pd.read_csv(path / "pareto.csv", index_col=0)
-    except Exception as exc:  # pandas raises many types for damaged files
-        raise ResultsError(f"cannot read pareto.csv: {type(exc).__name__}", loc=(str(path),)) from None
-    return man, points, pareto
+    return man, read_points(path, man), read_pareto(path)

@@ -1,0 +1,143 @@
+"""`wsemoe compare` (checked against a pandas reference) and `wsemoe report` (a self-contained HTML page that
+parses, with every figure the results support inline as SVG and every table present)."""
+
+from __future__ import annotations
+
+import io
+import re
+from html.parser import HTMLParser
+
+import pandas as pd
+import pytest
+from matplotlib import image
+
+import wsemoe
+from wsemoe.cli import app
+from wsemoe.report import plots
+from wsemoe.sweep.run import run_sweep
+
+BTA = {"hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+       "sparsity": {"vary": "num_experts_per_tok", "values": [8, 2]},
+       "axes": {"workload.B": [1, 2], "workload.G": [1, 2, 4, 8, 14]},
+       "objectives": {"mfu": "max", "mem_peak_node_bytes": "min"},
+       "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmp")
+    a = run_sweep({**BTA, "name": "on_cs2"}, out_root=root, chunk_size=7).path
+    b = run_sweep({**BTA, "name": "on_cs3", "hardware": "cs3"}, out_root=root).path
+    return a, b
+
+
+def _best(path, metric):
+    pts = pd.read_parquet(path / "points.parquet")
+    feas = pts[pts["feasible"]].reset_index()
+    return feas.loc[feas.groupby("model.num_experts_per_tok")[metric].idxmax()].set_index("model.num_experts_per_tok")
+
+
+def test_compare_matches_a_pandas_reference(runs):
+    a, b = runs
+    cmp = wsemoe.compare([a, b])
+    assert cmp.metric == "mfu" and cmp.group == ["model.num_experts_per_tok", "model.moe_intermediate_size"]
+    ra, rb = _best(a, "mfu"), _best(b, "mfu")
+    t = cmp.table.set_index("model.num_experts_per_tok")
+    for k in (8, 2):
+        assert t.loc[k, "on_cs2:point"] == ra.loc[k, "point"] and t.loc[k, "on_cs2:mfu"] == ra.loc[k, "mfu"]
+        assert t.loc[k, "on_cs3:mfu"] == rb.loc[k, "mfu"] and t.loc[k, "on_cs3:bound"] == rb.loc[k, "bound"]
+        assert t.loc[k, "on_cs3/on_cs2:mem_peak_node_bytes"] == pytest.approx(
+            rb.loc[k, "mem_peak_node_bytes"] / ra.loc[k, "mem_peak_node_bytes"])
+    cmp = wsemoe.compare([a, b], metric="step_time_s:min")
+    assert cmp.sense == "min"
+
+
+def test_compare_cli_table_formats_and_plot(runs, runner, tmp_path):
+    a, b = runs
+    r = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "100"})
+    assert r.exit_code == 0 and max(len(x) for x in r.output.splitlines()) <= 100, r.output
+    flat = " ".join(r.output.split())
+    assert "every row: model.moe_intermediate_size = 768" in flat and "on_cs3/" in flat
+    r = runner.invoke(app, ["compare", str(a), str(b), "-F", "csv", "--plot", str(tmp_path / "c.png")])
+    assert r.exit_code == 0
+    df = pd.read_csv(io.StringIO(r.stdout))
+    assert len(df) == 2 and "on_cs2:bound" in df
+    h, w = image.imread(tmp_path / "c.png").shape[:2]
+    assert w == 1400 and h >= 900
+    assert runner.invoke(app, ["compare", str(a), str(b), "--plot", str(tmp_path / "c.svg")]).exit_code == 0
+    svg = (tmp_path / "c.svg").read_text()
+    assert "on_cs3" in svg and "ratio to" in svg and "what binds" in svg and "×" in svg
+
+
+@pytest.mark.parametrize("args,needle", [(["only-one"], "two or more"), (["--metric", "mfuu"], "not a column"),
+                                         (["--metric", "mfu:best"], "not max or min")])
+def test_compare_refuses_in_one_line(runs, runner, args, needle):
+    a, b = runs
+    cmd = ["compare", str(a)] if args == ["only-one"] else ["compare", str(a), str(b), *args]
+    r = runner.invoke(app, cmd)
+    assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output
+
+
+def test_compare_plot_never_replaces_a_users_file(runs, runner, tmp_path):
+    mine = tmp_path / "figure.png"
+    mine.write_bytes(b"my figure")
+    r = runner.invoke(app, ["compare", *map(str, runs), "--plot", str(mine)])
+    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_bytes() == b"my figure"
+
+
+# ---------------------------------------------------------------- the HTML report
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.tags, self.stack, self.svg_in, self.external = [], [], [], {}, []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append(tag)
+        if "id" in a:
+            self.ids.append(a["id"])
+        if tag == "svg" and self.stack:
+            self.svg_in[self.stack[-1]] = self.svg_in.get(self.stack[-1], 0) + 1
+        if tag == "figure":
+            self.stack.append(a.get("id"))
+        for k in ("src", "href"):
+            if k in a and not str(a[k]).startswith("#"):
+                self.external.append(a[k])
+
+    def handle_endtag(self, tag):
+        if tag == "figure":
+            self.stack.pop()
+
+
+def test_report_is_one_self_contained_page_with_every_figure_and_table(runs, runner):
+    a, _ = runs
+    r = runner.invoke(app, ["report", str(a)])
+    assert r.exit_code == 0, r.output
+    html = (a / "report.html").read_text()
+    page = _Page()
+    page.feed(html)
+    page.close()
+    stems = [s for s, fig in plots.figures(a) if fig is not None]
+    assert stems and set(page.svg_in) == {f"fig-{s}" for s in stems}
+    assert all(n == 1 for n in page.svg_in.values())
+    for table in ("summary", "binds", "pareto", "comparison", "columns"):
+        assert table in page.ids, table
+    for block in ("config", "manifest"):
+        assert block in page.ids
+    assert not page.external  # nothing to fetch: the page travels as one file
+    figure_ids = [i for i in page.ids if re.match(r"f\d+-", i)]
+    assert len(figure_ids) == len(set(figure_ids))  # prefixed: figures on one page never share an id
+    assert "<script" not in html.lower()
+    front = pd.read_csv(a / "pareto.csv", index_col=0)
+    for point in front.index:
+        assert f'<td class="n">{point}</td>' in html
+
+
+def test_report_refuses_to_overwrite_a_users_file(runs, runner, tmp_path):
+    mine = tmp_path / "index.html"
+    mine.write_text("<p>mine</p>")
+    r = runner.invoke(app, ["report", str(runs[0]), "-o", str(mine)])
+    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_text() == "<p>mine</p>"
+    assert runner.invoke(app, ["report", str(runs[0]), "-o", str(tmp_path / "r.html")]).exit_code == 0
+    assert runner.invoke(app, ["report", str(runs[0]), "-o", str(tmp_path / "r.html")]).exit_code == 0  # ours

@@ -1,0 +1,146 @@
+"""`wsemoe eval`: --point is the index `show` and pareto.csv give, --set overrides that point's own values,
+the breakdown adds up (every written-out sum equals the model's column), and infeasible_reason gives the
+ratio to the limit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import wsemoe
+from wsemoe.analysis.explain import breakdown
+from wsemoe.cli import app
+from wsemoe.sweep import feasibility
+from wsemoe.sweep.run import run_sweep
+
+TOPK = {"name": "topk", "hardware": "cs2", "model": "qwen3-30b-a3b",
+        "workload": {"mode": "train", "seq_len": 8192, "attn_kernel": "materialized", "recompute": "full"},
+        "sparsity": {"vary": "num_experts_per_tok", "values": [8, 4, 2, 1]},
+        "axes": {"workload.B": {"range": [1, 4]}, "workload.G": {"range": [1, 8]}},
+        "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+
+
+@pytest.fixture(scope="module")
+def topk(tmp_path_factory):
+    return run_sweep(TOPK, out_root=tmp_path_factory.mktemp("eval"))
+
+
+def _inputs(rows):
+    return {name: value for group, name, value, _, _ in rows if group == "inputs"}
+
+
+@pytest.mark.parametrize("point", [0, 17, 53, 127])
+def test_point_is_the_sweep_index(topk, point):
+    points = pd.read_parquet(topk.path / "points.parquet").sort_index()
+    row, rows = breakdown(topk.path / "config.yaml", point)
+    for col in ("workload.B", "workload.G", "model.num_experts_per_tok", "step_time_s", "mfu", "g_mem_attn"):
+        assert row[col] == pytest.approx(points.loc[point, col], rel=1e-12), col
+    assert set(_inputs(rows)) == set(topk.config.axis_names())
+
+
+def test_set_overrides_that_points_value_and_shows_it(topk, tmp_path):
+    points = pd.read_parquet(topk.path / "points.parquet").sort_index()
+    p = 17
+    row, rows = breakdown(topk.path / "config.yaml", p, ["workload.G=8"])
+    ins = _inputs(rows)
+    assert ins["workload.G"] == 8 and ins["workload.B"] == points.loc[p, "workload.B"]
+    assert ins["model.num_experts_per_tok"] == points.loc[p, "model.num_experts_per_tok"]
+    same = points[(points["workload.B"] == points.loc[p, "workload.B"]) & (points["workload.G"] == 8)
+                  & (points["model.num_experts_per_tok"] == points.loc[p, "model.num_experts_per_tok"])]
+    assert row["step_time_s"] == pytest.approx(same["step_time_s"].iloc[0], rel=1e-12)
+    doc = next(d for g, n, _, _, d in rows if n == "workload.G")
+    assert "--set" in doc and f"the point has {points.loc[p, 'workload.G']}" in doc
+    # a field that is not swept shows too, with the config's own value
+    _, rows = breakdown(topk.path / "config.yaml", p, ["workload.seq_len=4096"])
+    assert _inputs(rows)["workload.seq_len"] == 4096
+
+
+def test_eval_cli_takes_a_results_folder_and_prints_every_override(topk, runner):
+    r = runner.invoke(app, ["eval", str(topk.path), "--point", "17", "--set", "workload.G=8",
+                            "--set", "workload.overlap=stage"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    assert "the point has" in r.output and "workload.overlap" in r.output and "✓" in r.output and "≠" not in r.output
+
+
+@pytest.mark.parametrize("config,point,sets", [
+    ("sweeps/bta_topk.yaml", 17, []), ("sweeps/bta_topk.yaml", 17, ["workload.overlap=stage"]),
+    ("sweeps/bta_topk.yaml", 40, ["workload.overlap=none", "workload.recompute=selective"]),
+    ("sweeps/moentwine_balance.yaml", 7, []), ("sweeps/moentwine_mapping.yaml", 11, []),
+    ("sweeps/moentwine_vs_nvl72.yaml", 5, []), ("sweeps/moentwine_scale.yaml", 3, []),
+    ("sweeps/moentwine_scale.yaml", 3, ["workload.comm_overlap=none"]),
+])
+def test_breakdown_adds_up(config, point, sets):
+    _, rows = breakdown(config, point, sets)
+    sums = [(n, text) for g, n, _, _, text in rows if g.startswith("how")]
+    assert {n for n, _ in sums} >= {"step_time_s", "tokens_per_s", "mfu", "moe_layer_time_s", "g_mem_attn"}
+    for name, text in sums:
+        assert text.endswith("✓"), (name, text)
+
+
+def test_breakdown_notices_a_wrong_column(monkeypatch):
+    from wsemoe.analysis import addsup
+
+    row = pd.Series({"moe_layer_time_s": 1.0, "attention_compute_s": 0.5, "moe_compute_s": 0.25,
+                     "attention_weights_s": 0.1, "moe_weights_s": 0.1})
+    time, _ = addsup._layer(row, "moe_layer", "layer", "none")
+    assert time == 0.75 and addsup._check(time, 1.0).startswith("≠")
+
+
+def test_point_out_of_range_and_bad_sets_are_one_line(runner):
+    for args, needle in ((["--point", "4096"], "out of range"), (["--set", "workload.GG=2"], "did you mean"),
+                         (["--set", "G"], "use --set section.field=value"), (["--set", "workload.G=0"], "greater than 0"),
+                         (["--set", "model.num_experts_per_tok=999"], "exceeds")):
+        r = runner.invoke(app, ["eval", "sweeps/bta_topk.yaml", *args])
+        text = r.output.strip()
+        assert r.exit_code != 0 and len(text.splitlines()) == 1 and needle in text, (args, text)
+
+
+# ---------------------------------------------------------------- infeasible_reason
+
+def test_infeasible_reason_gives_the_ratio_to_capacity(topk):
+    points = pd.read_parquet(topk.path / "points.parquet")
+    bad = points[~points["feasible"]]
+    assert len(bad) > 0
+    for _, r in bad.iterrows():
+        g = {c: r[c] for c in ("g_mem_attn", "g_mem_moe")}
+        worst = max(g, key=g.get)
+        text = r["infeasible_reason"]
+        assert ("attention-stage" if worst == "g_mem_attn" else "MoE-stage") in text
+        ratio = float(text.split(" needs ")[1].split("×")[0])
+        assert g[worst] + 1 <= ratio <= (g[worst] + 1) * 1.01  # rounded up: never reads as within capacity
+
+
+def test_ratios_round_away_from_the_limit():
+    bounds = {"g_x_max": 2.0, "g_y_min": 100.0}
+    g = np.array([[0.0004, -1.0, -1.0], [-1.0, 0.5, -1.0], [-1.0, -1.0, 0.2]])
+    reasons = feasibility.reasons(g.max(axis=1), g.argmax(axis=1).astype(np.int32), ["g_mem_attn", "g_y_min", "g_x_max"],
+                                  bounds, np.array([False, False, False])).to_pandas()
+    assert list(reasons) == ["attention-stage memory needs 1.01× the usable node memory (transient at B + kept "
+                             "activations + BTA buffer)", "y is 0.5× its configured minimum (100)",
+                             "x is 1.2× its configured maximum (2)"]
+
+
+def test_user_constraints_read_as_ratios():
+    cfg = {"name": "u", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"seq_len": 2048},
+           "axes": {"workload.B": [1, 8]}, "constraints": [{"column": "step_time_s", "max": 0.1}]}
+    df = wsemoe.evaluate(cfg)
+    r = df.iloc[0]
+    assert "step_time_s is" in r["infeasible_reason"] and "configured maximum (0.1)" in r["infeasible_reason"]
+    assert float(r["infeasible_reason"].split(" is ")[1].split("×")[0]) >= r["step_time_s"] / 0.1
+
+
+def test_parts_with_few_then_many_reasons_read_as_one_dataset(tmp_path):
+    """pandas codes a categorical in 8 bits up to 127 categories and wider beyond; a first part with few
+    reasons and a later one with many must still read as one table, so parts use one index width."""
+    from wsemoe.sweep.block import Block, Labels
+    from wsemoe.sweep.partfile import to_bytes as part_bytes
+
+    few = Block(np.arange(0, 100), {"infeasible_reason": Labels(np.tile(np.arange(2, dtype=np.int32), 50), ["a", "b"])})
+    many = Block(np.arange(100, 400), {"infeasible_reason": Labels(np.arange(300, dtype=np.int32),
+                                                                   [f"needs {i}×" for i in range(300)])})
+    folder = tmp_path / "points.parquet"
+    folder.mkdir()
+    (folder / "part-000000000000-000000000100.parquet").write_bytes(part_bytes(few))
+    (folder / "part-000000000100-000000000400.parquet").write_bytes(part_bytes(many))
+    df = pd.read_parquet(folder).sort_index()
+    assert len(df) == 400 and df["infeasible_reason"].iloc[0] == "a" and df["infeasible_reason"].iloc[-1] == "needs 299×"

@@ -1,0 +1,103 @@
+"""`wsemoe ls`: every sweep with size, points, date and state (up to date, config changed, damaged); partial
+folders runs left are reported and `--clean` removes only the stale ones a run marked as its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import yaml
+
+from wsemoe.cli import app
+from wsemoe.sweep import inventory, partial
+from wsemoe.sweep.run import run_sweep
+
+CFG = {"name": "one", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"seq_len": 2048},
+       "axes": {"workload.G": [1, 2]}}
+
+
+def _sweep(tmp_path, name, **change):
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump({**CFG, "name": name, **change}))
+    return f, run_sweep(f, out_root=tmp_path / "results")
+
+
+def test_ls_reports_state_size_points_and_date(tmp_path, runner):
+    same, _ = _sweep(tmp_path, "same")
+    changed, _ = _sweep(tmp_path, "changed")
+    _, dmg = _sweep(tmp_path, "damaged")
+    run_sweep({**CFG, "name": "frompython"}, out_root=tmp_path / "results")
+    changed.write_text(yaml.safe_dump({**CFG, "name": "changed", "axes": {"workload.G": [1, 2, 4]}}))
+    part = next((dmg.path / "points.parquet").iterdir())
+    part.write_bytes(part.read_bytes()[:-10])
+    (tmp_path / "results" / "notours").mkdir()
+    states = {r.name: r.status for r in inventory.results_in(tmp_path / "results")}
+    assert states["same"] == "up to date"
+    assert states["changed"].startswith("config changed")
+    assert states["damaged"].startswith("damaged:")
+    assert states["frompython"].startswith("config unknown")
+    assert "notours" not in states
+    r = runner.invoke(app, ["ls", str(tmp_path / "results")], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    for name in ("same", "changed", "damaged", "frompython"):
+        assert name in r.output
+    assert "up to date" in r.output and "config changed" in r.output and "2 " in r.output and "kB" in r.output
+
+
+def _partial(tmp_path, target="one", marked=True):
+    """A partial folder as a killed run leaves it: marker, one whole part."""
+    run = partial.PartialRun(tmp_path / "results" / target, "0123456789abcdef", resume=False)
+    (run.parts / "part-000000000000-000000000001.parquet").write_bytes(b"x" * 100)
+    if not marked:
+        (run.path / partial.MARKER).unlink()
+    return run.path
+
+
+def test_stale_partials_are_reported_and_cleaned(tmp_path, runner):
+    (tmp_path / "results").mkdir()
+    stale = _partial(tmp_path, "one")
+    lookalike = _partial(tmp_path, "two", marked=False)  # no marker: not ours, never removed
+    user = tmp_path / "results" / ".one.partial-notahash"
+    user.mkdir()
+    r = runner.invoke(app, ["ls", str(tmp_path / "results")], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "partial run of 'one'" in r.output and "stale" in r.output and "--clean" in r.output
+    assert "'two'" not in r.output
+    r = runner.invoke(app, ["ls", str(tmp_path / "results"), "--clean"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and f"removed stale partial folder {stale}" in r.output
+    assert not stale.exists() and lookalike.exists() and user.exists()
+    assert not (tmp_path / "results" / ".one.lock").exists()
+
+
+def test_a_partial_a_run_holds_is_left_alone(tmp_path):
+    (tmp_path / "results").mkdir()
+    held = _partial(tmp_path, "busy")
+    with partial.RunLock(tmp_path / "results" / "busy"):
+        assert [p.running for p in inventory.partials_in(tmp_path / "results")] == [True]
+        assert inventory.clean(tmp_path / "results") == []
+    assert held.exists()
+    assert [p.running for p in inventory.partials_in(tmp_path / "results")] == [False]
+
+
+def test_resume_reports_the_chunks_it_reused(tmp_path):
+    cfg = {**CFG, "name": "big", "axes": {"workload.B": {"range": [1, 40]}, "workload.G": {"range": [1, 64]}}}
+    f = tmp_path / "big.yaml"
+    f.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "results"
+    cmd = [sys.executable, "-m", "wsemoe.cli", "sweep", str(f), "--results", str(out), "--chunk-size", "64"]
+    env = {**os.environ, "CI": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(out.glob(".big.partial-*/points.parquet/part-*"))) < 3:
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait(timeout=60)
+    listed = inventory.partials_in(out)
+    assert len(listed) == 1 and listed[0].parts >= 3 and not listed[0].running
+    r = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("resumed:"))
+    reused = int(line.split("reused ")[1].split(" of")[0])
+    assert reused >= 3 and "of 40 chunks" in line and "points), evaluated the rest" in line
+    assert inventory.partials_in(out) == []

@@ -1,0 +1,211 @@
+"""`wsemoe show`: fits the terminal, shows the Pareto front with point indices, answers questions (--where,
+--sort, --limit, --columns) and formats for tools; filters are checked against pandas and a brute-force
+evaluation of the same expression."""
+
+from __future__ import annotations
+
+import io
+import json
+import operator
+
+import pandas as pd
+import pytest
+from hypothesis import given, strategies as st
+
+import wsemoe
+from wsemoe.analysis import query
+from wsemoe.analysis.where import Where
+from wsemoe.cli import app
+from wsemoe.errors import ConfigError
+from wsemoe.sweep import store
+from wsemoe.sweep.run import run_sweep
+
+BTA = {"name": "bta", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+       "sparsity": {"vary": "num_experts_per_tok", "values": [8, 4, 2, 1]},
+       "axes": {"workload.B": [1, 2, 3], "workload.G": {"range": [1, 16]}},
+       "objectives": {"mfu": "max", "mem_peak_node_bytes": "min"},
+       "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+MESH = {"name": "mesh", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+        "workload": {"mode": "decode", "seq_len": 4096, "G": 1},
+        "axes": {"model": ["deepseek-v3", "qwen3-235b-a22b"], "workload.B": [256, 1024], "mapping.tp": [4, 8],
+                 "mapping.strategy": ["block", "er"]},
+        "objectives": {"per_device_moe_tokens_per_s": "max", "moe_comm_s": "min"}}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("show")
+    return {c["name"]: run_sweep(c, out_root=root, chunk_size=50).path for c in (BTA, MESH)}
+
+
+def _points(path):
+    man = store.load_manifest(path)
+    return store.read_points(path, man)
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("name", ["bta", "mesh"])
+def test_show_fits_the_terminal_and_lists_the_front_with_indices(folders, runner, name, width):
+    r = runner.invoke(app, ["show", str(folders[name])], env={"COLUMNS": str(width)})
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= width, r.output
+    front = pd.read_csv(folders[name] / "pareto.csv", index_col=0)
+    assert "Pareto front" in r.output and "top feasible points" not in r.output
+    first_cells = {line.split()[0] for line in r.output.splitlines() if line.strip()[:1].isdigit()}
+    assert {str(i) for i in front.index[:20]} <= first_cells  # every shown row starts with its point index
+    assert "1 experts" not in r.output and " experts " not in r.output.replace("[experts]", "")  # units in headers
+    assert "…" not in r.output
+
+
+def test_default_limit_and_what_is_left_out_are_said(folders, runner):
+    r = runner.invoke(app, ["show", str(folders["bta"]), "--all", "-n", "5"], env={"COLUMNS": "100"})
+    assert r.exit_code == 0 and "5 of 192 rows (--limit 0 shows all)" in r.output
+
+
+def test_where_sort_limit_columns_match_pandas(folders):
+    pts = _points(folders["bta"])
+    sel = wsemoe.query(folders["bta"], where="mfu > 0.2 and workload.G <= 12", sort=["-mfu", "workload.B"],
+                       limit=7, columns=["workload.B", "workload.G", "mfu"], every_point=True)
+    ref = pts[(pts["mfu"] > 0.2) & (pts["workload.G"] <= 12)]
+    ref = ref.sort_values(["mfu", "workload.B"], ascending=[False, True], kind="stable")
+    assert sel.matched == len(ref) and list(sel.rows.columns) == ["workload.B", "workload.G", "mfu"]
+    pd.testing.assert_frame_equal(sel.rows, ref[["workload.B", "workload.G", "mfu"]].head(7))
+
+
+def test_objective_sort_is_best_first_and_text_filters_work(folders):
+    pts = _points(folders["mesh"])
+    sel = wsemoe.query(folders["mesh"], where="mapping.strategy == 'er' and model in ['qwen3-235b-a22b']",
+                       sort=["moe_comm_s"], every_point=True, columns=["moe_comm_s"])
+    ref = pts[(pts["mapping.strategy"] == "er") & (pts["model"] == "qwen3-235b-a22b")].sort_values("moe_comm_s")
+    assert list(sel.rows.index) == list(ref.index)
+    best = wsemoe.query(folders["mesh"], sort=["per_device_moe_tokens_per_s"], every_point=True, limit=1)
+    assert best.rows.index[0] == pts["per_device_moe_tokens_per_s"].idxmax()  # max objective: best first
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
+def test_formats_for_tools(folders, runner, fmt):
+    r = runner.invoke(app, ["show", str(folders["mesh"]), "-a", "-F", fmt, "-c", "mapping.tp,moe_comm_s,bound"])
+    assert r.exit_code == 0, r.output
+    pts = _points(folders["mesh"])
+    if fmt == "csv":
+        got = pd.read_csv(io.StringIO(r.output), index_col="point")
+        assert len(got) == len(pts) and list(got.columns) == ["mapping.tp", "moe_comm_s", "bound"]
+        assert (got["moe_comm_s"] - pts["moe_comm_s"]).abs().max() < 1e-15  # full precision, no units
+    elif fmt == "json":
+        rows = json.loads(r.output)
+        assert len(rows) == len(pts) and set(rows[0]) == {"point", "mapping.tp", "moe_comm_s", "bound"}
+    else:
+        lines = r.output.strip().splitlines()
+        assert lines[2].startswith("| point | mapping.tp [nodes] | moe_comm_s [µs] | bound |")
+        assert len(lines) == 4 + len(pts)
+
+
+def test_show_reads_only_the_columns_it_needs(folders, monkeypatch):
+    asked = []
+    real = store.iter_parts
+
+    def spy(path, manifest, columns=None):
+        asked.append(columns)
+        return real(path, manifest, columns)
+
+    monkeypatch.setattr(store, "iter_parts", spy)
+    wsemoe.query(folders["bta"], where="mfu > 0.3", columns=["workload.G"], sort=["step_time_s"], every_point=True)
+    assert asked == [["workload.G", "mfu", "step_time_s"]]
+
+
+@pytest.mark.parametrize("where,needle", [
+    ("mfuu > 0.3", "did you mean 'mfu'"),
+    ("mapping.strategy == er", "quote it"),
+    ("mfu >", "cannot parse"),
+    ("mfu + 1", "not a condition"),
+    ("mfu > 0.1,", "not a condition"),
+    ("__import__('os').system('true')", "unsupported"),
+    ("workload.G.real > 1", "unknown column"),
+    ("not " * 60 + "mfu > 0", "nested too deeply"),
+    ("(" * 995 + "mfu > 0" + ")" * 995, "cannot parse"),
+    ("mfu > 'x'", "cannot evaluate"),
+    ("0/0 > mfu", "division by zero"),
+    ("'x' * 1000000000 == bound", "take numbers"),
+])
+def test_bad_filters_are_one_line(folders, runner, where, needle):
+    r = runner.invoke(app, ["show", str(folders["mesh"]), "--all", "--where", where])
+    text = r.output.strip()
+    assert r.exit_code != 0 and len(text.splitlines()) == 1 and text.startswith("error: [--where]"), text
+    assert needle in text, text
+
+
+@pytest.mark.parametrize("args,needle", [(["--sort", "mfuu"], "did you mean 'mfu'"),
+                                         (["--columns", "bond"], "did you mean 'bound'"),
+                                         (["--format", "xml"], "not one of")])
+def test_bad_options_are_one_line(folders, runner, args, needle):
+    r = runner.invoke(app, ["show", str(folders["bta"]), *args])
+    assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output
+
+
+# ---------------------------------------------------------------- the filter against a brute-force reference
+
+COLS = {"a": [0.5, 1.0, 2.0, -1.0, 3.5], "b.c": [1, 2, 3, 4, 5], "s": ["er", "block", "er", "snake", "block"]}
+OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+atom = st.one_of(
+    st.tuples(st.sampled_from(["a", "b.c", "a * 2", "b.c - a"]), st.sampled_from(list(OPS)),
+              st.sampled_from([-1, 0, 1, 2.5, 3])).map(lambda t: (f"{t[0]} {t[1]} {t[2]}", t)),
+    st.tuples(st.sampled_from(["er", "block", "x"]), st.booleans()).map(
+        lambda t: (f"s {'==' if t[1] else '!='} '{t[0]}'", ("s", t))),
+)
+
+
+def _ref(expr_tree, row) -> bool:
+    kind, rest = expr_tree
+    if kind == "and":
+        return all(_ref(e, row) for e in rest)
+    if kind == "or":
+        return any(_ref(e, row) for e in rest)
+    if kind == "not":
+        return not _ref(rest, row)
+    text, t = rest
+    if t[0] == "s":
+        value, eq = t[1]
+        return (row["s"] == value) == eq
+    left = eval(t[0].replace("b.c", "bc"), {}, {"a": row["a"], "bc": row["b.c"]})  # the reference, on trusted text
+    return OPS[t[1]](left, t[2])
+
+
+exprs = st.recursive(atom.map(lambda a: (a[0], ("atom", a))),
+                     lambda kids: st.one_of(
+                         st.tuples(kids, kids).map(lambda p: (f"({p[0][0]}) and ({p[1][0]})", ("and", [p[0][1], p[1][1]]))),
+                         st.tuples(kids, kids).map(lambda p: (f"({p[0][0]}) or ({p[1][0]})", ("or", [p[0][1], p[1][1]]))),
+                         kids.map(lambda k: (f"not ({k[0]})", ("not", k[1])))),
+                     max_leaves=6)
+
+
+@given(exprs)
+def test_filter_agrees_with_a_brute_force_reference(expr):
+    text, tree = expr
+    df = pd.DataFrame(COLS)
+    got = Where(text, df.columns).mask(df)
+    rows = df.to_dict("records")
+    assert list(got) == [_ref(tree, r) for r in rows], text
+
+
+@given(st.text(max_size=80))
+def test_any_filter_text_is_a_result_or_a_config_error(text):
+    df = pd.DataFrame(COLS)
+    try:
+        mask = Where(text, df.columns).mask(df)
+    except ConfigError:
+        return
+    assert mask.dtype == bool and len(mask) == len(df)
+
+
+def test_selection_without_filter_stops_early(folders, monkeypatch):
+    calls = []
+    real = store.iter_parts
+
+    def spy(*a, **k):
+        for df in real(*a, **k):
+            calls.append(len(df))
+            yield df
+
+    monkeypatch.setattr(store, "iter_parts", spy)
+    sel = query.select(folders["bta"], limit=3, every_point=True)
+    assert len(sel.rows) == 3 and calls == [50]  # one 50-point part read, not the whole sweep

@@ -1,0 +1,128 @@
+"""How one point's numbers combine: stage rooflines → layer times → step time → throughput and MFU, and
+memory terms → stage peaks → constraint, each written out with its numbers and checked against the column.
+
+The formulas mirror cost/stages.py (rooflines, `workload.overlap` and `workload.comm_overlap`) and cost/memory.py; a line whose
+recomputed value does not match the model's column says so instead of showing a check mark.
+"""
+
+from __future__ import annotations
+
+import math
+
+from wsemoe.cost.step import STAGE_COMM
+
+STAGES = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
+MEMORY = {"attn": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
+          "moe": ("weights", "kept_act", "kv", "moe_transient")}
+
+
+def _t(x: float) -> str:
+    """Seconds with a readable prefix."""
+    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(x) >= f:
+            return f"{x / f:.4g} {u}"
+    return "0 s" if x == 0 else f"{x * 1e9:.4g} ns"
+
+
+def _b(x: float) -> str:
+    for f, u in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(x) >= f:
+            return f"{x / f:.4g} {u}"
+    return f"{x:.4g} B"
+
+
+def _check(value: float, column: float) -> str:
+    ok = math.isclose(value, column, rel_tol=1e-9, abs_tol=1e-300)
+    return "✓" if ok else f"≠ {column:.6g} in the model's column"
+
+
+def _get(row, col) -> float:
+    v = row.get(col, 0.0)
+    return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def _stage_terms(row, stage: str) -> tuple[dict, dict]:
+    """(concurrent terms, communication phases) of a stage, from its columns `<stage>_<term>_s`."""
+    comm_names = {c.removesuffix("_s") for c in STAGE_COMM.get(stage, ())}
+    terms, comm = {}, {}
+    for col in row.keys():
+        term = col.removeprefix(f"{stage}_").removesuffix("_s")
+        if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term and term not in ("time", "comm"):
+            (comm if term in comm_names else terms)[term] = _get(row, col)
+    return terms, comm
+
+
+def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str]:
+    """(time, formula) of one layer kind from its stages' terms, as cost/stages.Layer combines them."""
+    stages = STAGES[layer]
+    split = [_stage_terms(row, s) for s in stages]
+    if overlap == "layer":  # every term summed over the stages, then the slowest binds
+        names = list(dict.fromkeys(t for terms, _ in split for t in terms))
+        sums = {t: [terms[t] for terms, _ in split if t in terms] for t in names}
+        core = max(sum(v) for v in sums.values())
+        text = "max(" + ", ".join(f"{t} {' + '.join(_t(x) for x in v)}" for t, v in sums.items()) + ")"
+    elif overlap == "stage":  # each stage its own roofline, stages back to back
+        core = sum(max(terms.values()) for terms, _ in split)
+        text = " + ".join(f"{s} max({', '.join(f'{t} {_t(v)}' for t, v in terms.items())})"
+                          for s, (terms, _) in zip(stages, split))
+    else:  # nothing overlaps
+        core = sum(sum(terms.values()) for terms, _ in split)
+        text = " + ".join(f"{s} {' + '.join(f'{t} {_t(v)}' for t, v in terms.items())}" for s, (terms, _) in zip(stages, split))
+    comm = {f"{s}:{p}": v for s, (_, phases) in zip(stages, split) for p, v in phases.items()}
+    if layer == "dense_layer" and "dense_layer_allreduce_s" in row:  # HER: the home wafer's all-reduce only
+        comm["attention:allreduce"] = _get(row, "dense_layer_allreduce_s")
+    shown = " + ".join(f"{k} {_t(v)}" for k, v in comm.items() if v)
+    if comm_overlap == "microbatch":  # one micro-batch communicates while the other computes
+        total = max(core, sum(comm.values()))
+        return total, f"max({text}, communication {shown or '0 s'})"
+    total = core + sum(comm.values())
+    return total, text + (f" + communication {shown}" if shown else "")
+
+
+def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int,
+          peak_flops: float) -> list:
+    """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU."""
+    out = []
+    times = {}
+    for layer in STAGES:
+        col = f"{layer}_time_s"
+        if col not in row:
+            continue
+        times[layer], text = _layer(row, layer, overlap, comm_overlap)
+        out.append((col, row[col], "s", f"{text} = {_t(times[layer])} {_check(times[layer], _get(row, col))}"))
+    counts = {"moe_layer": moe_layers, "dense_layer": layers - moe_layers, "head": 1}
+    mig = _get(row, "migration_exposed_s")
+    step = sum(counts[k] * times.get(k, 0.0) for k in counts) + mig
+    parts = [f"{counts[k]} × {_t(times.get(k, 0.0))} ({k.replace('_', ' ')})" for k in counts]
+    if "migration_exposed_s" in row:
+        parts.append(f"{_t(mig)} (exposed migration)")
+    out.append(("step_time_s", row["step_time_s"], "s",
+                f"{' + '.join(parts)} = {_t(step)} {_check(step, _get(row, 'step_time_s'))}"))
+    tokens = _get(row, "tokens_per_microbatch")
+    out.append(("tokens_per_s", row["tokens_per_s"], "tokens/s",
+                f"{tokens:,.0f} tokens per micro-batch / {_t(step)} = {tokens / step:,.6g} tokens/s "
+                f"{_check(tokens / step, _get(row, 'tokens_per_s'))}"))
+    flops = _get(row, "model_flops_per_step")
+    mfu = flops / (step * nodes * peak_flops)
+    out.append(("mfu", row["mfu"], "1", f"{flops:.4g} model FLOPs / ({_t(step)} × {nodes} nodes × "
+                f"{peak_flops:.4g} FLOP/s) = {mfu:.4g} {_check(mfu, _get(row, 'mfu'))}"))
+    return out
+
+
+def memory(row) -> list:
+    """[(term, value, unit, how it is made of the memory terms)] from the terms to the constraint columns."""
+    out = []
+    cap = _get(row, "mem_capacity_node_bytes")
+    for stage, terms in MEMORY.items():
+        col = f"mem_{stage}_peak_node_bytes"
+        if col not in row:
+            continue
+        vals = [(t, _get(row, f"mem_{t}_node_bytes")) for t in terms]
+        total = sum(v for _, v in vals)
+        text = " + ".join(f"{t.replace('_', ' ')} {_b(v)}" for t, v in vals)
+        out.append((col, row[col], "bytes", f"{text} = {_b(total)} {_check(total, _get(row, col))}"))
+        g = f"g_mem_{stage}"
+        if g in row and cap:
+            out.append((g, row[g], "1", f"{_b(total)} / {_b(cap)} usable − 1 = {total / cap - 1:.4g} "
+                        f"({total / cap:.3g}× capacity) {_check(total / cap - 1, _get(row, g))}"))
+    return out

@@ -1,0 +1,123 @@
+"""Several results folders side by side: the best feasible point of each folder in every group they have in
+common, its metric, what binds it, and the ratio of each shared objective to the first folder's.
+
+A group is one value of every axis all folders sweep, except the axes a design is tuned over (B and G,
+or each sweep's `compare.over`): those, and axes only some folders sweep, are optimized within the group.
+Each folder is read part by part with only the columns needed, keeping the best row per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from wsemoe.config import yamlio
+from wsemoe.errors import ConfigError
+from wsemoe.sweep import store
+from wsemoe.sweep.compare import DEFAULT_OVER
+
+
+@dataclass
+class Comparison:
+    """The side-by-side table and how it was made."""
+
+    table: pd.DataFrame        # one row per common group
+    labels: list[str]          # one per folder, in the order given
+    group: list[str]           # axes that define a group
+    metric: str
+    sense: str                 # "max" or "min"
+    objectives: list[str]      # objectives every folder has (ratios are given for these)
+    dropped: dict              # label -> groups with no feasible point there, or not in every folder
+
+    @property
+    def fixed(self) -> dict:
+        """Group axes with one value in every row ({axis: value}): said once, not in every row."""
+        return {g: self.table[g].iloc[0] for g in self.group if len(self.table) and self.table[g].nunique() == 1}
+
+    @property
+    def varying(self) -> list[str]:
+        """Group axes that tell the rows apart."""
+        return [g for g in self.group if g not in self.fixed]
+
+
+def _labels(paths: list[Path], mans: list[dict]) -> list[str]:
+    names = [m.get("name") or p.name for p, m in zip(paths, mans)]
+    return names if len(set(names)) == len(names) else [f"{n}#{i + 1}" for i, n in enumerate(names)]
+
+
+def _over(path: Path, axes: list[str]) -> set:
+    """Axes tuned within a design for this folder: its compare.over, else B and G."""
+    try:
+        cmp = (yamlio.load(path / "config.yaml") or {}).get("compare") or {}
+    except Exception:  # a damaged config only costs the default
+        cmp = {}
+    over = cmp.get("over") if isinstance(cmp, dict) else None
+    return set(over) if isinstance(over, list) else {a for a in DEFAULT_OVER if a in axes}
+
+
+def _metric(metric: str | None, first: dict, columns: set) -> tuple[str, str]:
+    text = metric or next(iter(first.get("objectives", {})), "tokens_per_s")
+    name, _, sense = text.partition(":")
+    sense = sense or first.get("objectives", {}).get(name, "max")
+    if sense not in ("max", "min"):
+        raise ConfigError(f"'{sense}' is not max or min (use --metric column:max or column:min)", loc=("--metric",))
+    if name not in columns:
+        raise ConfigError(f"'{name}' is not a column of every folder", loc=("--metric",))
+    return name, sense
+
+
+def _best(path: Path, man: dict, group: list[str], cols: list[str], metric: str, sense: str) -> pd.DataFrame:
+    """Best feasible row per group, read part by part (point index kept as a column)."""
+    best = None
+    for df in store.iter_parts(path, man, list(dict.fromkeys([*group, *cols, "feasible"]))):
+        df = df[df["feasible"].to_numpy(dtype=bool)].reset_index()
+        if best is not None:
+            df = pd.concat([best, df], ignore_index=True)
+        if df.empty:
+            continue
+        values = df[metric].to_numpy(dtype=float)
+        key = np.where(np.isfinite(values), values if sense == "max" else -values, -np.inf)
+        df = df.assign(_key=key).sort_values("_key", ascending=False, kind="stable")
+        best = (df.drop_duplicates(group) if group else df.head(1)).drop(columns="_key")
+    return best if best is not None else pd.DataFrame(columns=["point", *group, *cols])
+
+
+def compare(paths, metric: str | None = None) -> Comparison:
+    """Compare two or more results folders (see the module docstring)."""
+    paths = [Path(p) for p in paths]
+    if len(paths) < 2:
+        raise ConfigError("compare needs two or more results folders", loc=("folders",))
+    mans = [store.load_manifest(p) for p in paths]
+    labels = _labels(paths, mans)
+    columns = set.intersection(*(set(m.get("columns", {})) for m in mans))
+    metric, sense = _metric(metric, mans[0], columns)
+    axes = [a for a in mans[0].get("axes", []) if all(a in m.get("axes", []) for m in mans)]
+    over = set.union(*(_over(p, m.get("axes", [])) for p, m in zip(paths, mans)))
+    group = [a for a in axes if a not in over]
+    objectives = [o for o in mans[0].get("objectives", {}) if o in columns]
+    cols = list(dict.fromkeys([metric, *objectives, *(c for c in ("bound",) if c in columns)]))
+    bests = [_best(p, m, group, cols, metric, sense) for p, m in zip(paths, mans)]
+    table, dropped = _join(bests, labels, group, cols)
+    for label in labels[1:]:
+        for col in dict.fromkeys([metric, *objectives]):
+            table[f"{label}/{labels[0]}:{col}"] = (table[f"{label}:{col}"].astype(float)
+                                                    / table[f"{labels[0]}:{col}"].astype(float))
+    return Comparison(table, labels, group, metric, sense, objectives, dropped)
+
+
+def _join(bests: list[pd.DataFrame], labels: list[str], group: list[str], cols: list[str]):
+    """Groups every folder has a best point in, side by side; and how many each folder loses to the join."""
+    keep = ["point", *cols]
+    renamed = [b.rename(columns={c: f"{lab}:{c}" for c in keep})[[*group, *(f"{lab}:{c}" for c in keep)]]
+               for b, lab in zip(bests, labels)]
+    if not group:
+        table = pd.concat([r.reset_index(drop=True).head(1) for r in renamed], axis=1)
+        return table, {lab: 0 for lab in labels}
+    table = renamed[0]
+    for r in renamed[1:]:
+        table = table.merge(r, on=group, how="inner")
+    dropped = {lab: len(b) - len(table) for lab, b in zip(labels, bests)}
+    return table.reset_index(drop=True), dropped

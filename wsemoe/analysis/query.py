@@ -1,0 +1,138 @@
+"""Rows of a results folder by question: which rows (the Pareto front or every point), a filter, the
+columns, the order and how many, read part by part with only the columns the question needs.
+
+Memory stays at one part plus the rows kept, whatever the sweep's size: each part is read with the
+columns shown, filtered and sorted by, filtered, and cut to the best `limit` rows before the next one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from wsemoe.analysis.where import Where
+from wsemoe.config import yamlio
+from wsemoe.errors import ConfigError
+from wsemoe.sweep import store
+
+
+@dataclass
+class Selection:
+    """The rows a question selected, and what it took to get them."""
+
+    rows: pd.DataFrame               # indexed by point, columns in display order
+    matched: int                     # rows the filter kept, before `limit`
+    scanned: int                     # rows looked at (the front, or every point)
+    source: str                      # "pareto" or "points"
+    priority: list[str] = field(default_factory=list)  # columns most worth keeping when space is short
+
+
+def columns_of(manifest: dict) -> list[str]:
+    """Every column of a results folder's points (the manifest documents each one)."""
+    return list(manifest.get("columns", {}))
+
+
+def varying_axes(path, manifest: dict) -> list[str]:
+    """Swept axes that take more than one value (from the resolved config; no points are read)."""
+    try:
+        cfg = yamlio.load(Path(path) / "config.yaml")
+    except Exception:  # an unreadable config only costs the choice of default columns
+        cfg = {}
+    counts = {p: len(v) for p, v in (cfg.get("axes") or {}).items() if isinstance(v, list)}
+    for group in cfg.get("zip") or []:
+        for p, v in group.items():
+            counts[p] = len({repr(x) for x in v}) if isinstance(v, list) else 2
+    return [a for a in manifest.get("axes", []) if counts.get(a, 2) > 1]
+
+
+def default_columns(path, manifest: dict, source: str) -> tuple[list[str], list[str]]:
+    """(display order, keep-first order) of the columns shown when none are asked for."""
+    axes = varying_axes(path, manifest)
+    objectives = list(manifest.get("objectives", {}))
+    extra = ["bound"] + (["feasible", "infeasible_reason"] if source == "points" else [])
+    shown = list(dict.fromkeys([*axes, *objectives, *extra]))
+    priority = list(dict.fromkeys([*objectives, *axes, *extra]))
+    return shown, priority
+
+
+def _check_names(names, known, what: str, loc) -> None:
+    for n in names:
+        if n not in known:
+            close = difflib.get_close_matches(str(n), list(known), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"unknown {what} '{n}'{hint}", loc=loc)
+
+
+def parse_sort(sort: list[str] | None, known, objectives: dict) -> list[tuple[str, bool]]:
+    """[(column, ascending)]: 'mfu' sorts an objective best first and anything else ascending; '-mfu'
+    descending, '+mfu' ascending."""
+    out = []
+    for item in sort or []:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            name = part.lstrip("+-")
+            _check_names([name], known, "sort column", ("--sort",))
+            asc = part.startswith("+") or (not part.startswith("-") and objectives.get(name) != "max")
+            out.append((name, asc))
+    return out
+
+
+def select(path, where: str | None = None, columns: list[str] | None = None, sort: list[str] | None = None,
+           limit: int | None = None, every_point: bool = False) -> Selection:
+    """Rows of the Pareto front (or every point) matching `where`, sorted, at most `limit` of them."""
+    path = Path(path)
+    man = store.load_manifest(path)
+    known = columns_of(man)
+    source = "points" if every_point else "pareto"
+    shown, priority = default_columns(path, man, source)
+    if columns:
+        _check_names(columns, known, "column", ("--columns",))
+        shown = priority = list(dict.fromkeys(columns))
+    shown = [c for c in shown if c in known]
+    flt = Where(where, known) if where else None
+    order = parse_sort(sort, known, man.get("objectives", {}))
+    if limit is not None and (isinstance(limit, bool) or limit < 0):
+        raise ConfigError(f"must be 0 (all) or more, got {limit}", loc=("--limit",))
+    limit = limit or None
+    needed = list(dict.fromkeys([*shown, *(flt.columns if flt else []), *(c for c, _ in order)]))
+    if every_point:
+        frames = store.iter_parts(path, man, needed)
+    else:
+        front = store.read_pareto(path)
+        frames = [front[[c for c in needed if c in front]]]
+    kept, matched, scanned = [], 0, 0
+    for df in frames:
+        scanned += len(df)
+        if flt is not None:
+            df = df[flt.mask(df)]
+        matched += len(df)
+        kept = _keep(kept, df, order, limit)
+        if limit and not order and flt is None and matched >= limit:
+            matched = man["points"] if every_point else matched  # unfiltered: every point matches
+            break
+    rows = pd.concat(kept) if kept else pd.DataFrame(columns=needed)
+    if order and not limit:  # with a limit, _keep kept the rows sorted
+        rows = _sorted(rows, order)
+    rows = rows[[c for c in shown if c in rows]]
+    if limit:
+        rows = rows.head(limit)
+    return Selection(rows, matched, scanned if not every_point else man["points"], source,
+                     [c for c in priority if c in rows])
+
+
+def _sorted(df: pd.DataFrame, order) -> pd.DataFrame:
+    """Stable sort, so equal rows keep point order; NaN last whatever the direction."""
+    return df.sort_values([c for c, _ in order], ascending=[a for _, a in order], kind="stable", na_position="last")
+
+
+def _keep(kept: list, df: pd.DataFrame, order, limit) -> list:
+    """Rows kept so far plus this part's; with an order and a limit, only the best `limit` (bounded memory)."""
+    if not (order and limit):
+        return kept + [df]
+    both = pd.concat([*kept, df]) if kept else df
+    return [_sorted(both, order).head(limit)]

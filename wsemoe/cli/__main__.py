@@ -1,0 +1,5 @@
+"""`python -m wsemoe.cli`: the command line."""
+
+from wsemoe.cli import app
+
+app()

@@ -1,0 +1,186 @@
+"""Tables of result rows for people and for tools: a terminal table that fits its width (units in the
+headers, not in every cell), Markdown, CSV and JSON (raw values, full precision, for piping).
+
+Each numeric column is shown in one display unit chosen from its values (GB, ms, k tokens/s, %), so
+cells stay short and comparable down the column.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from wsemoe.sweep.columns import describe
+
+FORMATS = ("table", "csv", "json", "markdown")
+PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+TIME = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+MIN_TEXT = 24  # a text column wraps to this width before it is dropped
+
+
+def unit_of(col: str) -> str:
+    """A column's unit, also for comparison columns (`best_tokens_per_s`, `baseline_G`); `_unit_<u>` is u."""
+    if col.startswith("_unit_"):
+        return col.removeprefix("_unit_")
+    for prefix in ("best_", "baseline_"):
+        if col.startswith(prefix):
+            rest = col.removeprefix(prefix)
+            return describe(rest if rest not in ("B", "G") else f"workload.{rest}")[0]
+    return describe(col)[0]
+
+
+def display(col: str, values: pd.Series) -> tuple[float, str]:
+    """(divide by, unit shown in the header) for a numeric column, chosen from its largest magnitude."""
+    unit = unit_of(col)
+    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    x = np.abs(x[np.isfinite(x) & (x != 0)])
+    top = float(np.median(x)) if len(x) else 1.0
+    if unit in ("", "1", "bool", "×") or col.startswith("g_"):
+        return 1.0, unit if unit not in ("", "1", "bool") else ""
+    if unit == "s":
+        return next(((f, u) for f, u in TIME if top >= f), TIME[-1])
+    if unit == "bytes":
+        f, p = next(((f, p) for f, p in PREFIXES if top >= f), PREFIXES[-1])
+        return f, f"{p}B"
+    if top >= 1e4:  # tokens/s, FLOP, ... with an engineering prefix
+        f, p = next((f, p) for f, p in PREFIXES if top >= f)
+        return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s
+    return 1.0, unit
+
+
+def cell(value, factor: float = 1.0) -> str:
+    """One cell as text: integers whole, other numbers to 4 significant digits, NaN as '–'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)) and factor == 1.0:
+        return f"{int(value):,}" if abs(value) >= 10_000 else str(int(value))
+    if isinstance(value, (float, np.floating)):
+        x = float(value) / factor
+        if factor == 1.0 and x.is_integer() and abs(x) < 1e6:
+            return str(int(x))
+        return f"{x:.4g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
+    if pd.isna(value):
+        return "–"
+    return str(value)
+
+
+def quantity(value, unit: str) -> tuple[str, str]:
+    """(number, unit shown) of one value in a readable unit: ms or µs for seconds, MB or GB for bytes, k or M
+    for large rates; text and flags as they are."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return cell(value), ""
+    factor, shown = display(unit and f"_unit_{unit}", pd.Series([value])) if unit else (1.0, "")
+    return cell(value, factor), shown
+
+
+def _columns(df: pd.DataFrame, index: str | None) -> list[tuple[str, str, list[str], bool]]:
+    """[(name, unit shown, cells, is text)] of every column, the index first when named."""
+    out = []
+    if index:
+        out.append((index, "", [str(i) for i in df.index], False))
+    for c in df.columns:
+        s = df[c]
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        factor, unit = display(c, s) if numeric else (1.0, "")
+        out.append((c, unit, [cell(v, factor) for v in s.tolist()], not numeric))
+    return out
+
+
+HEADER_WRAP = 14  # a long column name wraps after '.' or '_' to about this width
+
+
+def header_lines(name: str, width: int = HEADER_WRAP) -> list[str]:
+    """A column name in lines of about `width` characters, broken only after '.' or '_'."""
+    parts, cur = [], ""
+    for i, ch in enumerate(name):
+        cur += ch
+        if ch in "._" and i < len(name) - 1:
+            parts.append(cur)
+            cur = ""
+    parts.append(cur)
+    lines = [""]
+    for p in parts:
+        if lines[-1] and len(lines[-1]) + len(p) > width:
+            lines.append("")
+        lines[-1] += p
+    return lines
+
+
+def _head_width(name: str) -> int:
+    return max(len(line) for line in header_lines(name))
+
+
+def _width(name: str, unit: str, cells: list[str], text: bool) -> int:
+    wide = max([_head_width(name), len(unit) + 2 if unit else 0, *(len(c) for c in cells)])
+    return min(wide, max(MIN_TEXT, _head_width(name))) if text else wide
+
+
+def fit(df: pd.DataFrame, priority: list[str], width: int, index: str | None = "point") -> tuple[list[str], list[str]]:
+    """(columns that fit in `width` characters, in display order; columns left out), keeping `priority` first."""
+    cols = {name: _width(name, unit, cells, text) for name, unit, cells, text in _columns(df, None)}
+    budget = width - 2 - (max([len(index), *(len(str(i)) for i in df.index)]) + 2 if index else 0)
+    kept, used = set(), 0
+    for c in [*priority, *(c for c in df.columns if c not in priority)]:
+        if c in cols and used + cols[c] + 2 <= budget:
+            kept.add(c)
+            used += cols[c] + 2
+    return [c for c in df.columns if c in kept], [c for c in df.columns if c not in kept]
+
+
+def table(df: pd.DataFrame, title: str = "", index: str | None = "point", caption: str = "") -> Table:
+    """A compact rich table: header = name and [unit], numbers right-aligned in that unit."""
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", caption=caption or None,
+              caption_justify="left", pad_edge=False, collapse_padding=True)
+    cols = _columns(df, index)
+    for name, unit, cells, text in cols:
+        head = Text("\n".join(header_lines(name)) + (f"\n[{unit}]" if unit else ""))  # Text: '[unit]' is not markup
+        t.add_column(head, justify="left" if text else "right", overflow="fold", min_width=_width(name, unit, cells, text),
+                     max_width=_width(name, unit, cells, text) if text else None, no_wrap=not text)
+    for i in range(len(df)):
+        t.add_row(*[Text(c[2][i]) for c in cols])
+    return t
+
+
+def markdown(df: pd.DataFrame, index: str | None = "point") -> str:
+    """A GitHub Markdown table with units in the header."""
+    cols = _columns(df, index)
+    head = [f"{n} [{u}]" if u else n for n, u, _, _ in cols]
+    rows = ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if not t else "---" for *_, t in cols) + "|"]
+    for i in range(len(df)):
+        rows.append("| " + " | ".join(c[2][i].replace("|", "\\|") for c in cols) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def machine(df: pd.DataFrame, fmt: str, index: str | None = "point") -> str:
+    """CSV or JSON records of the raw values (full precision, no units), the index as a column."""
+    out = df.reset_index() if index else df
+    if index and out.columns[0] != index:
+        out = out.rename(columns={out.columns[0]: index})
+    for c in out.columns:
+        if isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype(object)
+    if fmt == "csv":
+        return out.to_csv(index=False)
+    records = json.loads(out.to_json(orient="records", double_precision=15))
+    return json.dumps(records, indent=1, ensure_ascii=False) + "\n"
+
+
+def html(df: pd.DataFrame, index: str | None = "point", table_id: str = "") -> str:
+    """An HTML table (units in the header, cells as in the terminal table), escaped."""
+    from html import escape
+
+    cols = _columns(df, index)
+    head = "".join(f"<th>{escape(n)}" + (f"<br><small>[{escape(u)}]</small>" if u else "") + "</th>"
+                   for n, u, _, _ in cols)
+    body = "".join("<tr>" + "".join(f"<td class=\"{'t' if c[3] else 'n'}\">{escape(c[2][i])}</td>" for c in cols)
+                   + "</tr>" for i in range(len(df)))
+    ident = f' id="{escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

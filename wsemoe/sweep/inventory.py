@@ -1,0 +1,142 @@
+"""What a results root holds: each sweep's results with size, points, date and whether they are up to
+date, and the hidden partial folders runs left behind (reported, and removed on request).
+
+Only folders a run marked as its own partial (`wsemoe-partial.json` naming its target) are ever
+removed, and only while no run holds that target's lock; nothing is matched by pattern alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from wsemoe.version import __version__
+from wsemoe.config.loader import load_config
+from wsemoe.errors import ResultsError, WsemoeError
+from wsemoe.sweep import partial, store
+
+PARTIAL_NAME = re.compile(r"^\.(?P<target>.+)\.partial-[0-9a-f]{16}$")
+
+
+@dataclass
+class Results:
+    """One results folder and its state."""
+
+    path: Path
+    name: str
+    status: str          # "up to date", "config changed", "config unknown", "damaged: ...", ...
+    points: int | None
+    feasible: int | None
+    bytes: int
+    finished: dt.datetime | None
+    version: str | None
+    source: str | None
+
+
+@dataclass
+class Partial:
+    """A hidden folder a run fills before it publishes its results."""
+
+    path: Path
+    target: str
+    parts: int
+    points: int
+    bytes: int
+    modified: dt.datetime
+    running: bool
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of every file under `path` (symbolic links not followed)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _when(path: Path) -> dt.datetime:
+    return dt.datetime.fromtimestamp(path.stat().st_mtime)
+
+
+def _status(path: Path, man: dict) -> str:
+    """Whether the results are whole and still those of their sweep file."""
+    try:
+        store.verify(path, man)
+    except (ResultsError, OSError) as exc:
+        return f"damaged: {getattr(exc, 'message', exc)}"
+    source = man.get("source")
+    if not source:
+        return "config unknown (made before sweeps recorded their file, or from Python)"
+    if not Path(source).is_file():
+        return f"config file gone ({source})"
+    try:
+        changed = load_config(source).config_hash() != man.get("config_hash")
+    except WsemoeError as exc:
+        return f"config no longer valid: {exc.line()}"
+    return f"config changed: re-run `wsemoe sweep {source}`" if changed else "up to date"
+
+
+def results_in(root) -> list[Results]:
+    """Every wsemoe results folder directly under `root`, by name."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultsError("no such folder", loc=(str(root),))
+    out = []
+    for p in sorted(root.iterdir()):
+        if p.name.startswith(".") or p.is_symlink() or not p.is_dir():
+            continue
+        man = store.read_manifest(p)
+        if man is None:
+            continue
+        out.append(Results(p, man.get("name", p.name), _status(p, man), man.get("points"), man.get("feasible"),
+                           folder_bytes(p), _when(p / "manifest.json"), man.get("version"), man.get("source")))
+    return out
+
+
+def partials_in(root) -> list[Partial]:
+    """Hidden partial folders under `root` that a run marked as its own, and whether a run holds them now."""
+    root = Path(root)
+    out = []
+    for p in sorted(root.iterdir()) if root.is_dir() else []:
+        m = PARTIAL_NAME.match(p.name)
+        if not m or p not in partial.stale_partials(root / m.group("target")):
+            continue
+        ranges = [r for r in (store.part_range(f.name) for f in _parts(p)) if r]
+        out.append(Partial(p, m.group("target"), len(ranges), sum(b - a for a, b in ranges), folder_bytes(p),
+                           _when(p), partial.lock_held(root / m.group("target"))))
+    return out
+
+
+def _parts(p: Path) -> list[Path]:
+    folder = p / "points.parquet"
+    return list(folder.iterdir()) if folder.is_dir() else []
+
+
+def clean(root) -> list[Path]:
+    """Remove the partial folders under `root` that no run holds (each under its target's run lock)."""
+    removed = []
+    for part in partials_in(root):
+        if part.running:
+            continue
+        target = Path(root) / part.target
+        try:
+            with partial.RunLock(target):
+                if part.path in partial.stale_partials(target):  # still ours, still there
+                    shutil.rmtree(part.path)
+                    removed.append(part.path)
+        except WsemoeError:
+            continue  # a run started meanwhile: its folder is not stale
+    return removed
+
+
+def version_note(r: Results) -> str:
+    """'' when the results come from this version of wsemoe, else which one made them."""
+    return "" if r.version in (None, __version__) else f"made by wsemoe {r.version} (this is {__version__})"

@@ -1,0 +1,139 @@
+"""A sweep's output columns, known before it runs: one point per categorical group, numpy only.
+
+`check` and `sweep` use this to refuse a misspelt objective, constraint, comparison or output column
+with a did-you-mean before anything is evaluated or written. It imports no pandas, so `wsemoe check`
+starts fast; the engine builds its per-group namespaces with the same `namespaces`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+
+from wsemoe.config.schema import SECTIONS, SweepConfig
+from wsemoe.cost import step
+from wsemoe.cost.comm import comm_model
+from wsemoe.errors import ConfigError
+from wsemoe.specs.hardware import PEFacts, derive_node_figures
+
+MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
+ALWAYS = ("feasible", "infeasible_reason")
+
+
+def namespaces(base: dict, preset: dict, values: dict) -> dict:
+    """Section namespaces the cost model sees: base spec (or the point's preset) fields, then swept values.
+
+    `base` maps section -> fields; `preset` section -> preset name -> fields; `values` path -> value.
+    """
+    out = {}
+    for section in SECTIONS:
+        fields = dict(preset[section][values[section]] if section in values else base[section])
+        swept = {p.partition(".")[2]: v for p, v in values.items() if p.partition(".")[0] == section}
+        swept.pop("", None)
+        if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
+            fields = _rederive(fields, swept)
+        fields.update(swept)
+        out[section] = SimpleNamespace(**fields)
+    return out
+
+
+def _rederive(fields: dict, swept: dict) -> dict:
+    """A swept grid splits the same PE fabric differently: node figures derived from PE facts follow it.
+
+    A figure equal to its derived value at the base grid was derived (or agrees with the derivation),
+    so it is re-derived at the swept grid; a figure the user set to another value stays as set.
+    """
+    pe = PEFacts.model_validate(fields["pe"])
+    at_base = derive_node_figures(pe, fields["rows"], fields["cols"])
+    at_point = derive_node_figures(pe, np.asarray(swept.get("rows", fields["rows"]), float),
+                                   np.asarray(swept.get("cols", fields["cols"]), float))
+    return {**fields, **{k: at_point[k] for k, v in at_base.items() if np.isclose(fields.get(k), v, rtol=1e-12)}}
+
+
+
+def config_namespaces(cfg: SweepConfig, values: dict) -> dict:
+    """Section namespaces at `values` ({path: value}) of one sweep: a preset axis value (e.g. `model`)
+    replaces its whole section by the preset's fields."""
+    base = {s: getattr(cfg, s).model_dump() for s in SECTIONS}
+    preset = {s: {values[s]: type(getattr(cfg, s)).model_validate(cfg.presets[values[s]]).model_dump()}
+              for s in SECTIONS if s in values}
+    return namespaces(base, preset, values)
+
+
+def evaluate(cfg: SweepConfig, ns: dict) -> dict:
+    """The cost model on one piece's namespaces (communication from the fabric when it applies); labels
+    stay coded."""
+    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
+    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def representatives(cfg: SweepConfig, limit: int = MAX_GROUPS) -> list[dict]:
+    """One point ({path: value}) per distinct combination of categorical axis values (at most `limit`)."""
+    per_factor = []
+    for f in cfg.factors():
+        n = len(next(iter(f.values())))
+        rows, seen = [], set()
+        for i in range(n):
+            row = {p: v[i] for p, v in f.items()}
+            key = tuple(repr(v) for v in row.values() if not _is_number(v))
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+        per_factor.append(rows)
+    return [{k: v for row in combo for k, v in row.items()}
+            for combo in itertools.islice(itertools.product(*per_factor), limit)]
+
+
+def output_columns(cfg: SweepConfig) -> dict[str, bool]:
+    """{column: numeric?} of every column a sweep's points carry (inputs, cost outputs, feasibility)."""
+    cols: dict[str, bool] = {}
+    for values in representatives(cfg):
+        for path, v in values.items():
+            cols.setdefault(path, _is_number(v))
+        out = evaluate(cfg, config_namespaces(cfg, {p: float(v) if _is_number(v) else v for p, v in values.items()}))
+        for name, v in out.items():
+            kind = getattr(v, "dtype", None)
+            cols.setdefault(name, kind.kind in "fiu" if kind is not None else _is_number(v))
+    for c in cfg.constraints:
+        for bound in ("max", "min"):
+            if getattr(c, bound) is not None:
+                cols[f"g_{c.column}_{bound}"] = True
+    cols.update({"feasible": False, "infeasible_reason": False})
+    if cfg.compare:
+        cols[f"speedup_vs_{cfg.compare.name}"] = True
+    return cols
+
+
+def _known(name: str, cols, loc, what: str, numeric: dict | None = None) -> None:
+    """Refuse a column that is not among `cols` (with a did-you-mean), or that is text where a number is needed."""
+    if name not in cols:
+        close = difflib.get_close_matches(str(name), list(cols), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"unknown {what} '{name}'{hint}", loc=loc)
+    if numeric is not None and not numeric[name]:
+        raise ConfigError(f"{what} '{name}' is not a number", loc=loc)
+
+
+def check_columns(cfg: SweepConfig) -> dict[str, bool]:
+    """Every column the config names exists (objectives, constraints, comparison, output); returns the columns."""
+    cols = output_columns(cfg)
+    for name in cfg.objectives:
+        _known(name, cols, ("objectives", name), "objective column", cols)
+    for i, c in enumerate(cfg.constraints):
+        _known(c.column, {k: v for k, v in cols.items() if not k.startswith("g_")}, ("constraints", i, "column"),
+               "constraint column", cols)
+    if cfg.compare:
+        # (the baseline, candidate and `over` axes are checked when the config loads)
+        _known(cfg.compare.metric, cols, ("compare", "metric"), "comparison metric", cols)
+        for i, name in enumerate(cfg.compare.also):
+            _known(name, cols, ("compare", "also", i), "comparison metric", cols)
+    for name in cfg.output.columns or ():
+        _known(name, cols, ("output", "columns"), "output column")
+    return cols
