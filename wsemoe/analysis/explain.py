@@ -111,3 +111,12 @@ def _base_value(cfg, path: str):
     section, _, field = path.partition(".")
     spec = getattr(cfg, section)
     return spec.name if not field else getattr(spec, field)
+
+
+def frame(rows: list):
+    """The breakdown's rows as a DataFrame (group, term, value, unit, meaning), values as plain Python numbers."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["group", "term", "value", "unit", "meaning"])
+    df["value"] = df["value"].map(lambda v: v.item() if hasattr(v, "item") else v)
+    return df

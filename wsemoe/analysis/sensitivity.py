@@ -158,3 +158,10 @@ def run(config, out_root="results", hardware=None, method="sobol", samples=10_00
     res = run_sweep(prepared[0].cfg, out_root=out_root)
     result = analyse(res.config, hardware, method, samples, seed, on_progress=on_progress, prepared=prepared)
     return result, write(result, res.path)
+
+
+def headline_quantities(result) -> list[str]:
+    """The quantities a summary shows: the speedups and the best/baseline throughputs (else the first)."""
+    qs = list(dict.fromkeys(result.bands["quantity"]))
+    return [q for q in qs if q.startswith(("speedup_vs_", "best_", "baseline_")) and "tokens" in q or
+            q.startswith("speedup_vs_")] or qs[:1]

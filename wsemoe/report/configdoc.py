@@ -70,3 +70,17 @@ def markdown() -> str:
     lines += ["## Output columns", "", "Every results manifest documents its columns the same way.", ""]
     lines += _table(reference(), head=("column", "unit", "meaning"))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def reference_text(fmt: str) -> str:
+    """The sweep-config reference as `wsemoe schema` writes it: JSON Schema ("json") or Markdown."""
+    if fmt == "markdown":
+        return markdown()
+    import json
+
+    from wsemoe.config.reference import json_schema
+    from wsemoe.report.output import MARK
+    from wsemoe.version import __version__
+
+    return json.dumps({"$comment": f"{MARK} {__version__}", **json_schema()}, indent=1, ensure_ascii=False,
+                      allow_nan=False) + "\n"

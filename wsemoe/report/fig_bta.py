@@ -130,7 +130,7 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
         last.append(best.last_valid_index())
     if not last:
         return None
-    _label(ax, notes)
+    _label(ax, notes, log=True)
     ax.axhline(1, color="0.4", lw=0.8, ls=":")
     hi = max(last)  # no empty decade of infeasible G: the axis ends at the largest feasible G, said in the label
     log2_ticks(ax, [g for g in gs if g <= hi and np.log2(g) % 1 == 0] + ([hi] if np.log2(hi) % 1 else []))
@@ -159,14 +159,23 @@ def _changes(gs, y, at: pd.DataFrame, tuned: list, colour) -> list:
     return out
 
 
-def _label(ax, notes: list) -> None:
+def _label(ax, notes: list, log: bool) -> None:
     """The changes as a row of labels along the bottom, under their G: clear of every line, one label where
     several lines share a value (in the text colour), stacked where they differ."""
     row = transforms.blended_transform_factory(ax.transData, ax.transAxes)
     places: dict = {}
     for g, _, text, colour in notes:
         places.setdefault(g, {}).setdefault(text, []).append(colour)
-    for g, texts in places.items():
-        for k, (text, colours) in enumerate(sorted(texts.items())):
+    xs = np.asarray(sorted(places), dtype=float)
+    scale = np.log if log else (lambda v: v)  # where labels sit on the axis the figure ends with
+    lo, hi = (scale(xs.min()), scale(xs.max())) if len(xs) else (0.0, 1.0)
+    ends: list = []  # per row of labels: where its last label ends (fraction of the G range)
+    for g in xs:
+        for text, colours in sorted(places[g].items()):
+            at = (scale(g) - lo) / (hi - lo) if hi > lo else 0.5
+            k = next((i for i, end in enumerate(ends) if end < at - 0.06), len(ends))  # labels ~6% wide
+            if k == len(ends):
+                ends.append(at)
+            ends[k] = at
             ax.text(g, 0.03 + 0.05 * k, text, transform=row, ha="center", va="bottom", fontsize=7.5,
                     color=colours[0] if len(colours) == 1 else "0.2")

@@ -184,3 +184,14 @@ def html(df: pd.DataFrame, index: str | None = "point", table_id: str = "") -> s
                    + "</tr>" for i in range(len(df)))
     ident = f' id="{escape(table_id)}"' if table_id else ""
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render(df: pd.DataFrame, fmt: str, title: str, index: str | None, priority, width: int):
+    """Rows for the terminal: CSV, JSON or Markdown text, or a rich table fitted to `width` columns."""
+    if fmt in ("csv", "json"):
+        return machine(df, fmt, index)
+    if fmt == "markdown":
+        return (f"**{title}**\n\n" if title else "") + markdown(df, index)
+    cols, hidden = fit(df, priority or list(df.columns), width, index)
+    note = f"not shown for width: {', '.join(hidden)} (--format csv shows every column)" if hidden else ""
+    return table(df[cols], title=title, index=index, caption=note)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 from rich import box
@@ -256,3 +257,22 @@ def partial_line(p) -> str:
              else "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it")
     return (f"partial run of '{p.target}': {p.path.name} ({p.parts} part(s), {p.points:,} points, "
             f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
+
+
+def folder_view(path, status: str, limit, width: int) -> list:
+    """What `wsemoe show` prints for a results folder: summary, Pareto front (with point indices), comparison
+    and sensitivity bands; every file read before anything is returned."""
+    from wsemoe.analysis import sensitivity as sens
+    from wsemoe.analysis.query import select
+    from wsemoe.sweep import store
+
+    man = store.load_manifest(path)
+    sel = select(path, limit=limit)
+    first = next(iter(man["objectives"]))
+    parts = [summary(man, status), selection(sel, width, f"Pareto front ({man['pareto']:,} points, best {first} first)")]
+    if (Path(path) / "comparison.csv").is_file():
+        parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+    bands = sens.load(path, man.get("config_hash"))
+    if bands is not None:
+        parts.append(sensitivity(bands))
+    return parts

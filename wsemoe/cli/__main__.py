@@ -1,5 +1,0 @@
-"""`python -m wsemoe.cli`: the command line."""
-
-from wsemoe.cli import app
-
-app()
