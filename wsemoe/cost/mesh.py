@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -320,14 +321,18 @@ def hops_matrix(rows: int, cols: int) -> np.ndarray:
     """N x N Manhattan distances between mesh nodes (= XY-routing hop counts)."""
     _check_mesh(rows, cols)
     n = np.arange(rows * cols)
-    return hops_between(cols, n[:, None], n[None, :])
+    return hops_between(rows, cols, n[:, None], n[None, :])
 
 
-def hops_between(cols: int, src, dst) -> np.ndarray:
-    """Manhattan distances (XY hop counts) between node ids `src` and `dst` (broadcast) on a mesh of `cols` columns."""
-    rs, cs = np.divmod(np.asarray(src, dtype=np.int64), cols)
-    rd, cd = np.divmod(np.asarray(dst, dtype=np.int64), cols)
-    return np.abs(rs - rd) + np.abs(cs - cd)
+@functools.lru_cache(maxsize=16)
+def _coords(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.divmod(np.arange(rows * cols, dtype=np.int64), cols)
+
+
+def hops_between(rows: int, cols: int, src, dst) -> np.ndarray:
+    """Manhattan distances (XY hop counts) between node ids `src` and `dst` (broadcast) of a rows × cols mesh."""
+    r, c = _coords(rows, cols)   # looking coordinates up is faster than dividing
+    return np.abs(r[src] - r[dst]) + np.abs(c[src] - c[dst])
 
 
 def max_hops(rows: int, cols: int, traffic) -> np.ndarray | int:

@@ -71,10 +71,9 @@ class Transfers:
 
     def lines(self, layout: fabric.Layout) -> tuple[np.ndarray, np.ndarray]:
         """What each row carries between its columns (R, C, C) and each column between its rows (C, R, R)."""
-        R, C = layout.grid
-        (rs, cs), (rd, cd) = np.divmod(self.src, C), np.divmod(self.dst, C)
-        horiz = np.bincount((rs * C + cs) * C + cd, self.vol, R * C * C).reshape(R, C, C)
-        vert = np.bincount((cd * R + rs) * R + rd, self.vol, C * R * R).reshape(C, R, R)
+        (R, C), (r, c, _, _) = layout.grid, layout.coords
+        horiz = np.bincount(self.src * C + c[self.dst], self.vol, R * C * C).reshape(R, C, C)   # [rs, cs, cd]
+        vert = np.bincount((c[self.dst] * R + r[self.src]) * R + r[self.dst], self.vol, C * R * R).reshape(C, R, R)
         return horiz, vert
 
     def ports(self) -> tuple[np.ndarray, np.ndarray]:
@@ -91,16 +90,16 @@ class Transfers:
         """(traffic-weighted mean hops, longest hops) of what crosses the network."""
         return _mean_longest(*self.hop_sums(layout))
 
-    def hop_sums(self, layout: fabric.Layout) -> tuple[float, float, float]:
-        """(Σ bytes × hops, Σ bytes, longest hops) of what crosses the network."""
-        hops = sum(layout.hops_of(self.src, self.dst))
+    def hop_sums(self, layout: fabric.Layout, split=None) -> tuple[float, float, float]:
+        """(Σ bytes × hops, Σ bytes, longest hops) of what crosses the network (`split`: `layout.hops_of` known)."""
+        hops = sum(split or layout.hops_of(self.src, self.dst))
         moving = (hops > 0) & (self.vol > 0)
         vol, hops = self.vol[moving], hops[moving]
         return float((vol * hops).sum()), float(vol.sum()), float(hops.max(initial=0))
 
-    def profile(self, layout: fabric.Layout) -> np.ndarray:
+    def profile(self, layout: fabric.Layout, split=None) -> np.ndarray:
         """Pareto-maximal (on-wafer hops, crossing hops) of the transfers (see `fabric.latency_profile`)."""
-        on, cross = layout.hops_of(self.src, self.dst)
+        on, cross = split or layout.hops_of(self.src, self.dst)
         return fabric.latency_profile((self.vol > 0) & (self.src != self.dst), on, cross)
 
 
@@ -142,12 +141,13 @@ class Blocks:
         if layout not in self.memo:
             acc = {}
             for b in self._each():
+                split = layout.hops_of(b.src, b.dst)
                 part = {"lines": b.lines(layout), "lines_T": b.T.lines(layout), "ports": b.ports(),
-                        "hops": b.hop_sums(layout)}
+                        "received": (b.received(), b.T.received()), "hops": b.hop_sums(layout, split)}
                 for k, v in part.items():
                     acc[k] = v if k not in acc else tuple(x + y for x, y in zip(acc[k], v))
                 acc["longest"] = max(acc.get("longest", 0.0), part["hops"][2])
-                acc.setdefault("profile", []).append(b.profile(layout))
+                acc.setdefault("profile", []).append(b.profile(layout, split))
             pairs = np.concatenate(acc["profile"])
             acc["profile"] = fabric.latency_profile(np.ones(len(pairs), dtype=bool), pairs[:, 0], pairs[:, 1])
             self.memo[layout] = acc
@@ -172,6 +172,9 @@ class Blocks:
 
     def received(self) -> np.ndarray:
         """Bytes each node receives, local deliveries included."""
+        sums = next(iter(self.memo.values()), None)   # what is received does not depend on the layout
+        if sums is not None:
+            return sums["received"][int(self.flipped)]
         return sum((b.T if self.flipped else b).received() for b in self._each())
 
     def hop_stats(self, layout: fabric.Layout) -> tuple[float, float]:

@@ -95,7 +95,7 @@ def _nearest_senders(placement: Placement, nodes: np.ndarray) -> tuple[np.ndarra
     dist = np.full(sender.shape, far)
     for h in range(members.shape[1]):   # one holder rank at a time: (groups, nodes), never (groups, holders, nodes)
         m = members[:, h:h + 1]
-        d = hops_between(placement.cols, m, nodes[None, :])
+        d = hops_between(placement.rows, placement.cols, m, nodes[None, :])
         if wafer is not None:
             d = np.where(wafer[m] == wafer[nodes][None, :], d, far)
         closer = d < dist
@@ -112,7 +112,7 @@ def _ftd_senders(placement: Placement, nodes: np.ndarray) -> tuple[np.ndarray, n
     by_tile = np.empty((families.max() + 1, tiles.max() + 1), dtype=np.int64)
     by_tile[families, tiles] = member_nodes
     sender = by_tile[placement.families][:, placement.ftd_id[nodes]]
-    return sender, hops_between(placement.cols, sender, nodes[None, :])
+    return sender, hops_between(placement.rows, placement.cols, sender, nodes[None, :])
 
 
 def dispatch_senders(placement: Placement, token_source: str = "nearest",
