@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 from test_mesh import walk_loads
 from wsemoe.cost import collectives, fabric, mapping as mp, patterns, structure, traffic
+from wsemoe.cost.cache import bounded_cache
 
 TIGHT = {"rtol": 1e-12, "atol": 1e-12}
 
@@ -167,3 +168,32 @@ def test_multi_wafer_structures_on_compact_patterns_equal_the_general_path(monke
 def monkeypatch_module():
     with pytest.MonkeyPatch.context() as mp_:
         yield mp_
+
+
+def test_caches_drop_the_least_recently_used_beyond_their_node_budget():
+    calls = []
+
+    @bounded_cache(3, 10, lambda args, value: args[0])
+    def f(x, tag=""):
+        calls.append(x)
+        return x
+
+    f(4), f(4), f(5)                  # one hit; 9 nodes held
+    assert calls == [4, 5] and f.cache_info().hits == 1 and f.cache_info().weight == 9
+    f(2)                              # 11 > 10: the least recently used (4) goes
+    assert f.cache_info()[3:] == (2, 7)
+    f(5), f(4)                        # 5 is still held; 4 is built again, and 2 goes
+    assert calls == [4, 5, 2, 4] and f.cache_info()[3:] == (2, 9)
+    f(1, tag="a"), f(1, tag="b"), f(1, tag="c")   # four entries > 3: only the three newest stay
+    assert f.cache_info().currsize == 3
+    f(50)                             # alone over budget: kept, everything else dropped
+    assert f.cache_info()[3:] == (1, 50)
+    f.cache_clear()
+    assert f.cache_info() == (0, 0, 3, 0, 0)
+
+
+def test_a_structure_weighs_its_nodes_in_the_cache():
+    structure.clear_cache()
+    structure.build("mesh", 4, 4, 4, "her", None, 0, None, "auto", 64, wafers=(2, 2))
+    assert structure.cache_info().weight == 64 and structure.cache_info().misses == 1
+    assert structure.CACHE_NODES >= 64 * 64 * 16   # sixteen 64×64 structures fit; small meshes keep every entry

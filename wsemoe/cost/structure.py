@@ -17,7 +17,6 @@ it to rounding (tests), in memory that grows with the transfers rather than with
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -25,9 +24,18 @@ import numpy as np
 
 from wsemoe.cost import balance, collectives, fabric, mesh, patterns, traffic
 from wsemoe.cost import mapping as mp
+from wsemoe.cost.cache import bounded_cache
 from wsemoe.cost.collectives import StepTraffic
 
 DENSE_MAX_NODES = 1024   # a step on at most this many nodes is evaluated on its N×N matrix (8 MB)
+CACHE_NODES = 1 << 18    # nodes of the structures each cache holds (≈ 0.7 kB a node: ≈ 180 MB; 64 at 64×64)
+
+
+def _held(value) -> int:
+    """Nodes a cached structure, core or set of collective phases keeps per-node arrays for (its cache weight)."""
+    if isinstance(value, dict):
+        return max((p.loads.rows * p.loads.cols for p in value.values() if p.loads is not None), default=1)
+    return value.layout.nodes
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,7 +265,7 @@ def _core_traffic(layout, placement, before, experts, shares, source, flow) -> t
     return first, dispatch, _migration(layout, before, experts)
 
 
-@functools.lru_cache(maxsize=256)
+@bounded_cache(256, CACHE_NODES, lambda _, v: _held(v))
 def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit, token_source: str,
          num_experts: int, bal: BalanceKey = UNIFORM, wafers=(1, 1), domain=None) -> Core:
     """Placement, balancing, dispatch and combine of one structural combination (cached; patterns not kept)."""
@@ -294,7 +302,7 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=256)
+@bounded_cache(256, CACHE_NODES, lambda _, v: _held(v))
 def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
                       token_source: str, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> dict:
     """All-reduce, output reduction and gradient phases: they depend on the placement and the collectives, not
@@ -308,7 +316,7 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     return out
 
 
-@functools.lru_cache(maxsize=512)
+@bounded_cache(512, CACHE_NODES, lambda _, v: _held(v))
 def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit, token_source: str,
           num_experts: int, bal: BalanceKey = UNIFORM, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> Structure:
     """Every phase, its link loads and peaks for one structural combination (rows, cols per wafer).
@@ -350,8 +358,8 @@ def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
     if name in ("dispatch", "combine", "migration"):
         _, dispatch, moving = _core_traffic(c.layout, c.placement, c.before, c.experts, c.shares, c.source, c.flow)
         return [StepTraffic({"dispatch": dispatch, "combine": dispatch.T, "migration": moving}[name], 1, False)]
-    if name == "allreduce" and s.phases[name].loads is None and s.phases[name].steps[0].max_link == 0.0 \
-            and s.coll.switch_reduction and _switch_reduction(c.layout, c.placement) is not None:
+    if name == "allreduce" and s.layout.topology == "switch" and s.coll.switch_reduction \
+            and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
         return []
     return _collective_steps(c.placement, c.flow, s.coll.ring_directions)[name]
 
