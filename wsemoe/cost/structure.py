@@ -146,7 +146,7 @@ def _step(layout: fabric.Layout, p, rounds: int, routing: str = "xy") -> tuple[S
     return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds)), loads
 
 
-def _phase(layout: fabric.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
+def phase_peaks(layout: fabric.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
     """A phase from its steps: each step's peaks, and statistics of the summed traffic."""
     parts = [_evaluable(layout, s.pattern) for s in steps]
     built = [_step(layout, p, s.rounds, routing) for p, s in zip(parts, steps)]
@@ -278,9 +278,9 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     first, dispatch = _evaluable(layout, first), _evaluable(layout, dispatch)
     one = lambda p: [StepTraffic(p, 1, False)]  # noqa: E731
-    return Core(layout, placement, before, experts, shares, source, flow, s, _phase(layout, one(dispatch)),
-                _phase(layout, one(dispatch.T)), _phase(layout, one(dispatch.T), "reverse"),
-                _phase(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received())
+    return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),
+                phase_peaks(layout, one(dispatch.T)), phase_peaks(layout, one(dispatch.T), "reverse"),
+                phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received())
 
 
 def _switch_reduction(layout: fabric.Layout, placement: mp.Placement) -> PhasePeaks | None:
@@ -310,7 +310,7 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
     pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     _, flow = token_flow(topology, strategy, token_source)
-    out = {name: _phase(layout, steps) for name, steps in _collective_steps(pl, flow, coll.ring_directions).items()}
+    out = {name: phase_peaks(layout, steps) for name, steps in _collective_steps(pl, flow, coll.ring_directions).items()}
     if topology == "switch" and coll.switch_reduction:
         out["allreduce"] = _switch_reduction(layout, pl) or out["allreduce"]
     return out
