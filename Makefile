@@ -32,6 +32,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_mesh.py $(BENCH_ARGS)
 
 validate: $(STAMP)
 	$(BIN)/wsemoe validate

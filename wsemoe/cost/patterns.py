@@ -1,19 +1,22 @@
 """Unit traffic of one communication step, and what a structure reads from it, with or without an N×N matrix.
 
-A step's traffic t[s, d] (bytes from node s to node d per unit) comes in one of three forms:
+A step's traffic t[s, d] (bytes from node s to node d per unit) comes in one of four forms:
 
 - `Transfers`: point-to-point transfers (src, dst, bytes), repeats adding up: ring steps, dispatch, migration.
   Memory O(transfers).
 - `Outer`: an all-to-all whose volume factorises by sender and receiver, t[s, d] = f·a[s]·b[d], optionally only
   between dies of the same tile (a wafer): the slice dispatch (uniform all-to-all: a and b constant). Memory O(N).
+- `Blocks`: transfers made a block at a time, too many to hold at once: the dispatch after a balancer made
+  replicas, which reaches every node from every group. Memory O(one block).
 - `Dense`: the N×N matrix itself, the general path.
 
 Each gives the exact XY (or YX) link loads, the per-node port volumes, the bytes each node receives, the
 traffic-weighted mean and longest hop count and the latency profile (a switch, whose devices number hundreds,
-keeps the matrix: `Dense` also gives the bytes between its scale-up domains). XY loads depend on t only through what each row carries between its columns and each column between
-its rows (`mesh.loads_from_lines`, R·C² + C·R² numbers): `Transfers` sums them by `bincount`, `Outer` has them
-in closed form (segmented prefix sums of a and b, O(N)), so neither builds an N×N array. Every load is a sum
-of non-negative terms, never a difference, so an idle link is exactly 0 on every path.
+keeps the matrix: `Dense` also gives the bytes between its scale-up domains). XY loads depend on t only
+through what each row carries between its columns and each column between its rows (`mesh.loads_from_lines`,
+R·C² + C·R² numbers): `Transfers` and `Blocks` sum them by `bincount`, `Outer` has them in closed form
+(segmented prefix sums of a and b, O(N)), so none builds an N×N array. Every load is a sum of non-negative
+terms, never a difference, so an idle link is exactly 0 on every path.
 
 `dense()` materialises the matrix, adding the transfers in their order, so a `Dense` built from a compact
 pattern holds the very matrix the general path always used; `structure` evaluates `Dense` while N×N matrices
