@@ -197,3 +197,23 @@ def test_a_structure_weighs_its_nodes_in_the_cache():
     structure.build("mesh", 4, 4, 4, "her", None, 0, None, "auto", 64, wafers=(2, 2))
     assert structure.cache_info().weight == 64 and structure.cache_info().misses == 1
     assert structure.CACHE_NODES >= 64 * 64 * 16   # sixteen 64×64 structures fit; small meshes keep every entry
+
+
+@pytest.mark.parametrize("strategy, tp, source", [("random", 1, "auto"), ("block", 1, "nearest"), ("er", 2, "auto"),
+                                                  ("er", 4, "nearest"), ("snake", 4, "auto")])
+def test_split_dispatch_is_every_groups_sender_feeding_every_node(monkeypatch, strategy, tp, source):
+    """Brute force: each group's sender to node d (`dispatch_senders`) sends d its share, for every d."""
+    monkeypatch.setattr(traffic, "SENDER_BLOCK", 7)   # many blocks
+    pl = mp.place_groups(strategy, 4, 6, tp)
+    shares = np.linspace(1.0, 3.0, 12) / np.linspace(1.0, 3.0, 12).sum()
+    _, experts = structure.balance.balance_experts("non-invasive", shares, pl, 2)
+    into = structure.balance.node_loads(experts, shares)
+    sender, _ = traffic.dispatch_senders(pl, "ftd" if source == "auto" and pl.ftd_shape is not None else "nearest")
+    brute = np.zeros((24, 24))
+    for j in range(pl.num_groups):
+        for d in range(24):
+            brute[sender[j, d], d] += into[d]
+    p = structure.split_dispatch(pl, experts, shares, "ftd" if source == "auto" else source)
+    assert isinstance(p, patterns.Outer if tp == 1 else patterns.Blocks)
+    np.testing.assert_array_equal(p.dense(), brute)
+    _assert_same(p, patterns.Dense(brute), fabric.Layout("mesh", 4, 6))

@@ -209,7 +209,7 @@ def token_flow(topology: str, strategy: str, token_source: str) -> tuple[str, st
 
 
 def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares: np.ndarray,
-                   source: str) -> patterns.Blocks:
+                   source: str) -> patterns.Blocks | patterns.Outer:
     """Dispatch when a balancer made replicas: each copy receives its split of its expert's tokens, fed by the
     sender the token-source policy picks for that host (per unit token copy of one byte).
 
@@ -218,6 +218,8 @@ def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares:
     block, so the matrix is the one a single block adds up."""
     n, ng = placement.num_nodes, placement.num_groups
     into = balance.node_loads(experts, shares)                 # (N,) per unit from one group
+    if placement.tp == 1 and placement.cross_rings is None:   # every node a group, its only sender: t[s, d] = into[d]
+        return patterns.Outer((placement.rows, placement.cols), np.ones(n), into)
     width = max(1, traffic.SENDER_BLOCK // ng)
 
     def make(i: int) -> patterns.Transfers:
