@@ -35,6 +35,8 @@ CASES = {   # (strategy, tp, token source, balancer): a 64×64 structure each, D
     "random, tp 1": ("random", 1, "auto", "none"),
     "ER, tp 4, slice (all-to-all)": ("er", 4, "slice", "none"),
     "ER, tp 4, balanced (Zipf 1)": ("er", 4, "auto", "non-invasive"),
+    "random, tp 1, balanced": ("random", 1, "auto", "non-invasive"),
+    "block, tp 2, balanced (groups × N transfers)": ("block", 2, "auto", "non-invasive"),
 }
 SWEEP = {"name": "bench_mesh64", "hardware": {"preset": "wsc-b200-8x8", "rows": 64, "cols": 64},
          "model": "deepseek-v3", "workload": {"mode": "decode", "seq_len": 4096},
@@ -114,6 +116,9 @@ def all_to_all(rounds: int) -> list[dict]:
         m = measure(lambda: phase(rows, dense), rounds if not dense else 1)
         out.append({"mesh": f"{rows}×{rows}", "path": "general N×N" if dense else "closed form", "s": m["s"],
                     "mb": m["mb"], "max_link": m["out"].max_link, "nxn_mb": (rows * rows) ** 2 * 8 / 1e6})
+    whole = measure(lambda: build(CASES["ER, tp 4, slice (all-to-all)"], rows=128), 1)   # every phase of it
+    out.append({"mesh": "128×128", "path": "whole structure (ER, tp 4, slice)", "s": whole["s"], "mb": whole["mb"],
+                "max_link": whole["out"].phases["dispatch"].max_link, "nxn_mb": 128**4 * 8 / 1e6})
     return out
 
 
