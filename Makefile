@@ -45,9 +45,10 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_mesh.py $(BENCH_ARGS)
 
 validate: $(STAMP)
 	$(BIN)/wsemoe validate
 
 clean:
-	rm -rf $(VENV) results/*/ .pytest_cache .coverage
+	rm -rf $(VENV) results/*/ results/*.svg .pytest_cache .coverage

@@ -94,7 +94,7 @@ def test_bidirectional_rings_halve_the_all_reduce_volume_in_a_sweep():
 @pytest.mark.parametrize("source", ["auto", "nearest"])
 def test_her_dispatch_sources_tokens_on_the_experts_own_wafer(source):
     s = structure.build("mesh", 8, 8, 4, "her", None, 0, None, source, 256, wafers=(2, 2))
-    src, dst = np.nonzero(s.phases["dispatch"].traffic)
+    src, dst = np.nonzero(structure.phase_traffic(s, "dispatch"))
     wafer = s.layout.wafer_of()
     assert np.all(wafer[src] == wafer[dst])
     if source == "auto":   # inside the expert's FTD tile, too
@@ -104,7 +104,7 @@ def test_her_dispatch_sources_tokens_on_the_experts_own_wafer(source):
 def test_slice_flow_splits_tokens_evenly_and_needs_no_output_reduction():
     pl = mp.place_her(8, 8, (2, 2), 4)
     experts = mp.place_experts(256, 16, 16)
-    t = traffic.slice_dispatch(pl, experts, None, fabric.Layout("mesh", 8, 8, (2, 2)).wafer_of())
+    t = traffic.slice_dispatch(pl, experts, None, (8, 8))
     wafer = fabric.Layout("mesh", 8, 8, (2, 2)).wafer_of()
     assert np.all(t[wafer[:, None] != wafer[None, :]] == 0)
     # every group's copies (one unit per group, 64 groups) arrive: each node receives its expert's share
@@ -125,7 +125,7 @@ def test_her_dense_layers_all_reduce_on_their_home_wafer_only():
     df = wsemoe.evaluate(cfg).set_index("mapping.strategy")
     her = structure.build("mesh", 8, 8, 4, "her", None, 0, None, "auto", 256, wafers=(2, 2))
     home = collectives.ring_traffic(her.placement.rings, 2 * 3 / 4, 256)
-    np.testing.assert_allclose(her.phases["dense_allreduce"].traffic, home, rtol=1e-12)
+    np.testing.assert_allclose(structure.phase_traffic(her, "dense_allreduce"), home, rtol=1e-12)
     assert "dense_allreduce_bound" in df.columns and "dense_allreduce" not in structure.build(
         "mesh", 8, 8, 4, "er", None, 0, None, "auto", 256, wafers=(2, 2)).phases
     r = df.loc["her"]

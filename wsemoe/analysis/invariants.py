@@ -20,6 +20,7 @@ import numpy as np
 from wsemoe.analysis.cases import Case
 from wsemoe.analysis.checking import Checker, Outcome
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
+from wsemoe.cost import structure
 from wsemoe.cost.mesh import hops_matrix
 from wsemoe.cost.step import STAGE_COMM
 from wsemoe.specs import HardwareSpec
@@ -234,7 +235,7 @@ def tokens_are_conserved_across_experts(chk: Checker, case: Case):
                 ("E × tokens_per_expert", "T·k"))
     for key, s in case.structures():
         groups = s.placement.num_groups  # dispatch carries one unit of token copies from every group
-        dispatch, combine = s.phases["dispatch"].traffic, s.phases["combine"].traffic
+        dispatch, combine = structure.phase_traffic(s, "dispatch"), structure.phase_traffic(s, "combine")
         chk.compare("dispatched token copies", dispatch.sum(), groups, "==", ("Σ dispatch", "groups"), inputs=key)
         chk.compare("expert load over nodes", s.node_load.sum(), groups, "==", ("Σ node load", "groups"), inputs=key)
         chk.compare("combined token copies", combine.sum(), dispatch.sum(), "==", ("Σ combine", "Σ dispatch"), inputs=key)
@@ -250,7 +251,7 @@ def link_loads_conserve_bytes_times_hops(chk: Checker, case: Case):
         hops = hops_matrix(s.placement.rows, s.placement.cols)
         for name, phase in s.phases.items():
             if phase.loads is not None:  # a switch has no links to load
-                chk.compare(f"{name} link load", phase.loads.total(), (phase.traffic * hops).sum(), "==",
+                chk.compare(f"{name} link load", phase.loads.total(), (structure.phase_traffic(s, name) * hops).sum(), "==",
                             ("Σ link loads", "Σ bytes × hops"), inputs={**key, "phase": name})
     return chk.skip("no node-to-node traffic on links (weight-streaming wafer or switch)")
 

@@ -1,7 +1,7 @@
 """Collective schedules of one MoE layer as sequential steps: attention all-reduce, MoE output reduction, gradients.
 
-Every step is a unit traffic matrix (bytes per byte of one TP member's message M, the attention output
-of its group's tile) and the number of sequential ring rounds it takes. A ring over p members moves a
+Every step is a unit traffic pattern (bytes per byte of one TP member's message M, the attention output
+of its group's tile; transfers along ring edges, never an N×N matrix) and the number of sequential ring rounds it takes. A ring over p members moves a
 reduce-scatter in p−1 rounds, each member sending M/p to its successor, so every ring edge carries
 (p−1)/p·M; an all-gather is the same traffic in p−1 more rounds. `directions = 2` sends half of every
 message each way round (a ring edge i→i+1 and its reverse i+1→i each carry half).
@@ -43,33 +43,47 @@ from dataclasses import dataclass
 import numpy as np
 
 from wsemoe.cost.mapping import Placement
+from wsemoe.cost.patterns import Transfers
 
 
 @dataclass(frozen=True, eq=False)
 class StepTraffic:
-    """One sequential step: unit traffic (per byte of a member's message) and its ring rounds."""
+    """One sequential step: unit traffic (per byte of a member's message) as a pattern, and its ring rounds."""
 
-    traffic: np.ndarray
+    pattern: object   # a cost.patterns form: Transfers, Outer or Dense
     rounds: int
     ring: bool = True   # ring steps have a bidirectional variant; one-shot steps (dispatch) do not
 
+    @property
+    def traffic(self) -> np.ndarray:
+        """The step's N×N matrix (materialised on demand: structures never keep it)."""
+        return self.pattern.dense()
 
-def ring_traffic(rings: np.ndarray, per_edge: float, n: int, directions: int = 1) -> np.ndarray:
+
+def ring_transfers(rings: np.ndarray, per_edge: float, n: int, directions: int = 1) -> Transfers:
     """Each ring edge i → i+1 (last → first included) carries `per_edge`; with 2 directions, half each way."""
     rings = np.asarray(rings, dtype=np.int64)
-    t = np.zeros((n, n))
     if rings.ndim != 2 or rings.shape[1] < 2 or per_edge == 0:
-        return t
-    np.add.at(t, (rings.ravel(), np.roll(rings, -1, axis=1).ravel()), per_edge)
-    return t if directions == 1 else 0.5 * (t + t.T)
+        return Transfers.empty(n)
+    src, dst = rings.ravel(), np.roll(rings, -1, axis=1).ravel()
+    vol = np.full(src.size, float(per_edge))
+    if directions == 1:
+        return Transfers(n, src, dst, vol)
+    # Rings share no node, so each directed pair gets at most one edge each way: ½ + ½ adds up exactly.
+    return Transfers(n, np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([0.5 * vol, 0.5 * vol]))
+
+
+def ring_traffic(rings: np.ndarray, per_edge: float, n: int, directions: int = 1) -> np.ndarray:
+    """`ring_transfers` as an N×N matrix."""
+    return ring_transfers(rings, per_edge, n, directions).dense()
 
 
 def _ring(rings, per_edge, rounds, n, directions, reverse=False) -> list[StepTraffic]:
     """One ring step, dropped when it moves nothing; `reverse` runs it the other way round."""
-    t = ring_traffic(rings, per_edge, n, directions)
+    t = ring_transfers(rings, per_edge, n, directions)
     if not t.any():
         return []
-    return [StepTraffic(t.T.copy() if reverse else t, int(rounds))]
+    return [StepTraffic(t.T if reverse else t, int(rounds))]
 
 
 def home_steps(pl: Placement, directions: int = 1) -> list[StepTraffic]:
@@ -95,7 +109,7 @@ def reduce_steps(pl: Placement, flow: str, directions: int = 1) -> list[StepTraf
     n, t, w = pl.num_nodes, pl.tp, pl.num_wafers
     if flow == "slice":   # owners hold complete outputs; only HER's other wafers must send theirs home
         return [] if pl.cross_rings is None else _ring(pl.cross_rings, (w - 1) / t, w - 1, n, directions, True)
-    return [StepTraffic(s.traffic.T.copy(), s.rounds) for s in attention_steps(pl, flow, directions)]
+    return [StepTraffic(s.pattern.T, s.rounds) for s in attention_steps(pl, flow, directions)]
 
 
 def gradient_steps(pl: Placement, directions: int = 1) -> list[StepTraffic]:

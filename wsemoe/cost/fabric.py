@@ -15,11 +15,12 @@ transfer is `on-wafer hops · t_hop + crossing hops · t_cross`; a phase keeps t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from wsemoe.cost.mesh import LinkArrays, LinkLoads, hops_matrix
+from wsemoe.cost.mesh import LinkArrays, LinkLoads
 
 
 def wafer_grid(hw) -> tuple[int, int]:
@@ -85,19 +86,37 @@ class Layout:
         return (r // self.rows) * self.wafers[1] + c // self.cols
 
     def hop_split(self) -> tuple[np.ndarray, np.ndarray]:
-        """(on-wafer hops, wafer-crossing hops) of every transfer, two N×N arrays.
+        """(on-wafer hops, wafer-crossing hops) of every transfer, two N×N arrays (see `hops_of`)."""
+        n = np.arange(self.nodes)
+        return self.hops_of(n[:, None], n[None, :])
+
+    def hops_of(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        """(on-wafer hops, wafer-crossing hops) of transfers from nodes `src` to nodes `dst` (broadcast).
 
         Mesh: XY hops split by wafer boundaries crossed (|Δ wafer row| + |Δ wafer column|). Switch: one
         traversal, class 1 when source and destination lie in different scale-up domains.
         """
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         if self.topology == "switch":
             dom = self.wafer_of()
-            cross = (dom[:, None] != dom[None, :]).astype(np.int64)
-            return (1 - np.eye(self.nodes, dtype=np.int64)) - cross, cross
-        r, c = np.divmod(np.arange(self.nodes), self.grid[1])
-        wr, wc = r // self.rows, c // self.cols
-        cross = np.abs(wr[:, None] - wr[None, :]) + np.abs(wc[:, None] - wc[None, :])
-        return hops_matrix(*self.grid) - cross, cross
+            cross = (dom[src] != dom[dst]).astype(np.int64)
+            return (src != dst).astype(np.int64) - cross, cross
+        r, c, wr, wc = self.coords
+        cross = np.abs(wr[src] - wr[dst]) + np.abs(wc[src] - wc[dst])
+        return np.abs(r[src] - r[dst]) + np.abs(c[src] - c[dst]) - cross, cross
+
+    @functools.cached_property
+    def coords(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(row, column, wafer row, wafer column) of every node: looked up, which is faster than dividing."""
+        r, c = np.divmod(np.arange(self.nodes, dtype=np.int64), self.grid[1])
+        return r, c, r // self.rows, c // self.cols
+
+    @property
+    def domains(self) -> int:
+        """Scale-up domains of a switch (1 when every device shares one switch; 1 on a mesh)."""
+        if self.topology != "switch" or self.domain is None or self.domain >= self.nodes:
+            return 1
+        return self.nodes // self.domain
 
     def crossing(self) -> LinkArrays:
         """Boolean LinkArrays: True where a mesh link joins two different wafers."""
@@ -118,18 +137,17 @@ def link_bandwidths(rows: int, cols: int, wafers, link_bw: float, inter_bw: floa
     return LinkArrays(cross.rows, cross.cols, pick(cross.east), pick(cross.west), pick(cross.south), pick(cross.north))
 
 
-def class_peaks(layout: Layout, loads: LinkLoads | None, traffic: np.ndarray) -> tuple[float, float]:
+def class_peaks(layout: Layout, loads: LinkLoads | None, between: np.ndarray | None = None) -> tuple[float, float]:
     """(busiest class-0 link, busiest class-1 link) of one pattern.
 
     Mesh: the busiest on-wafer and wafer-crossing link loads. Switch: no class-0 links (ports are
-    charged separately); class 1 is the busiest scale-out NIC direction of a domain (bytes leaving or
-    entering it).
+    charged separately); class 1 is the busiest scale-out NIC direction of a domain, from `between`,
+    the bytes from every scale-up domain to every other (domains × domains; None with one domain).
     """
     if layout.topology == "switch":
-        if layout.domain is None or layout.domain >= layout.nodes:
+        if between is None or layout.domains < 2:
             return 0.0, 0.0
-        member = np.eye(layout.nodes // layout.domain)[layout.wafer_of()]   # (N, domains) one-hot
-        between = member.T @ traffic @ member
+        between = between.copy()
         np.fill_diagonal(between, 0.0)
         return 0.0, float(max(between.sum(axis=1).max(), between.sum(axis=0).max()))
     links = loads.all_links()

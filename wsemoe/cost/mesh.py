@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,10 +13,13 @@ __all__ = [
     "PhaseTime",
     "xy_link_loads",
     "yx_link_loads",
+    "line_loads",
+    "loads_from_lines",
     "phase_time",
     "phase_time_from_peaks",
     "switch_phase_time",
     "hops_matrix",
+    "hops_between",
     "max_hops",
     "mean_hops",
     "idle_share",
@@ -138,7 +142,7 @@ def _check_traffic(rows: int, cols: int, traffic) -> np.ndarray:
     return t
 
 
-def _line_loads(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def line_loads(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Loads on the links of independent 1D lines from a (..., L, M, M) [line, src, dst] array.
 
     Forward link k->k+1 carries every (s, d) with s <= k < d, backward link
@@ -168,7 +172,7 @@ def xy_link_loads(rows: int, cols: int, traffic) -> LinkLoads:
     T[rs, cs, rd, cd]. The X phase runs in the source row: A[rs, cs, cd] =
     sum_rd T, and east(r, c) = sum_{cs<=c<cd} A[r, cs, cd]. The Y phase runs in
     the destination column: V[cd, rs, rd] = sum_cs T, and south(r, c) =
-    sum_{rs<=r<rd} V[c, rs, rd]. Both use prefix sums (see ``_line_loads``), so
+    sum_{rs<=r<rd} V[c, rs, rd]. Both use prefix sums (see ``line_loads``), so
     total work is O(N^2). Self traffic (s == d) crosses no link and no port.
     """
     t = _check_traffic(rows, cols, traffic)
@@ -177,18 +181,29 @@ def xy_link_loads(rows: int, cols: int, traffic) -> LinkLoads:
     t4 = t.reshape(batch + (rows, cols, rows, cols))
     horiz = t4.sum(axis=-2)  # (..., rs, cs, cd)
     vert = np.moveaxis(t4.sum(axis=-3), -1, -3)  # (..., cd, rs, rd)
-    east, west = _line_loads(horiz)
-    south_t, north_t = _line_loads(vert)
-    east = east.reshape(batch + (rows, cols - 1))
-    west = west.reshape(batch + (rows, cols - 1))
-    south = np.swapaxes(south_t.reshape(batch + (cols, rows - 1)), -1, -2)
-    north = np.swapaxes(north_t.reshape(batch + (cols, rows - 1)), -1, -2)
     diag = np.diagonal(t, axis1=-2, axis2=-1)
     inject = t.sum(axis=-1) - diag
     eject = t.sum(axis=-2) - diag
     # Subtracting the diagonal may leave -0.0-level noise; clamp so loads stay >= 0.
     inject = np.maximum(inject, 0.0).reshape(batch + (n,))
     eject = np.maximum(eject, 0.0).reshape(batch + (n,))
+    return loads_from_lines(rows, cols, horiz, vert, inject, eject)
+
+
+def loads_from_lines(rows: int, cols: int, horiz: np.ndarray, vert: np.ndarray, inject, eject) -> LinkLoads:
+    """Link loads from what each line carries: ``horiz[..., r, cs, cd]`` bytes routed along row r from column cs to
+    column cd (the X legs), ``vert[..., c, rs, rd]`` along column c from row rs to row rd (the Y legs).
+
+    XY loads depend on a traffic matrix only through these R·C² + C·R² numbers, so a pattern that knows
+    them (a list of transfers, an all-to-all) gets exact loads without an N x N matrix.
+    """
+    batch = horiz.shape[:-3]
+    east, west = line_loads(horiz)
+    south_t, north_t = line_loads(vert)
+    east = east.reshape(batch + (rows, cols - 1))
+    west = west.reshape(batch + (rows, cols - 1))
+    south = np.swapaxes(south_t.reshape(batch + (cols, rows - 1)), -1, -2)
+    north = np.swapaxes(north_t.reshape(batch + (cols, rows - 1)), -1, -2)
     return LinkLoads(rows, cols, east, west, south, north, inject, eject)
 
 
@@ -305,8 +320,19 @@ def switch_phase_time(traffic, port_bw, latency) -> PhaseTime:
 def hops_matrix(rows: int, cols: int) -> np.ndarray:
     """N x N Manhattan distances between mesh nodes (= XY-routing hop counts)."""
     _check_mesh(rows, cols)
-    r, c = np.divmod(np.arange(rows * cols), cols)
-    return np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])
+    n = np.arange(rows * cols)
+    return hops_between(rows, cols, n[:, None], n[None, :])
+
+
+@functools.lru_cache(maxsize=16)
+def _coords(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.divmod(np.arange(rows * cols, dtype=np.int64), cols)
+
+
+def hops_between(rows: int, cols: int, src, dst) -> np.ndarray:
+    """Manhattan distances (XY hop counts) between node ids `src` and `dst` (broadcast) of a rows × cols mesh."""
+    r, c = _coords(rows, cols)   # looking coordinates up is faster than dividing
+    return np.abs(r[src] - r[dst]) + np.abs(c[src] - c[dst])
 
 
 def max_hops(rows: int, cols: int, traffic) -> np.ndarray | int:

@@ -7,19 +7,35 @@ rounds, plus the summed link loads for heat maps and migration budgets. Callers 
 Building is split in two cached layers: the expensive core (placement, balancing, dispatch) and the
 collective schedules on top of it (ring directions, combine routing, in-switch reduction), which reuse it.
 `cache_info()` tells how many structures were built.
+
+Traffic is built as compact patterns (`cost.patterns`: transfer lists, factorised all-to-alls) and never kept:
+a structure holds peaks, statistics and per-link loads (O(N)); `phase_traffic` rebuilds a phase's N×N matrix
+on demand. Up to DENSE_MAX_NODES nodes (and on every switch) each step is evaluated on its N×N matrix, the
+general path every result was computed with; above, on the compact form, whose loads and statistics agree with
+it to rounding (tests), in memory that grows with the transfers rather than with N².
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost import balance, collectives, fabric, mesh, traffic
+from wsemoe.cost import balance, collectives, fabric, mesh, patterns, traffic
 from wsemoe.cost import mapping as mp
+from wsemoe.cost.cache import bounded_cache
 from wsemoe.cost.collectives import StepTraffic
+
+DENSE_MAX_NODES = 1024   # a step on at most this many nodes is evaluated on its N×N matrix (8 MB)
+CACHE_NODES = 1 << 18    # nodes of the structures each cache holds (≈ 0.7 kB a node: ≈ 180 MB; 64 at 64×64)
+
+
+def _held(value) -> int:
+    """Nodes a cached structure, core or set of collective phases keeps per-node arrays for (its cache weight)."""
+    if isinstance(value, dict):
+        return max((p.loads.rows * p.loads.cols for p in value.values() if p.loads is not None), default=1)
+    return value.layout.nodes
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +60,6 @@ class PhasePeaks:
     mean_hops: float
     idle_share: float
     loads: mesh.LinkLoads | None = field(default=None, repr=False)
-    traffic: np.ndarray | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +82,8 @@ class Structure:
     slots_before: int          # the same before balancing
     copies_moved: int          # new expert copies the balancer creates (migration)
     zipf_s: float              # Zipf exponent in use (solved when the balance sets a skew target; NaN otherwise)
+    key: tuple = field(default=(), repr=False)   # the core's cache key, to rebuild traffic on demand
+    coll: object = field(default=None, repr=False)
 
 
 class BalanceKey(NamedTuple):
@@ -113,55 +130,46 @@ def expert_shares(num_experts: int, bal: BalanceKey, devices: int) -> tuple[np.n
     return np.full(num_experts, 1.0 / num_experts), float("nan")
 
 
-@functools.lru_cache(maxsize=64)
-def _hop_split(layout: fabric.Layout) -> tuple[np.ndarray, np.ndarray]:
-    return layout.hop_split()
+def _evaluable(layout: fabric.Layout, pattern):
+    """The form a step is evaluated on: its N×N matrix (the general path) on a switch or while matrices are small,
+    else the compact pattern itself."""
+    if layout.topology == "switch" or layout.nodes <= DENSE_MAX_NODES:
+        return pattern if isinstance(pattern, patterns.Dense) else patterns.Dense(pattern.dense())
+    return pattern
 
 
-def _step(layout: fabric.Layout, st: StepTraffic, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
-    """Peaks, profile and loads of one step's unit traffic."""
-    t = st.traffic
-    on, cross = _hop_split(layout)
-    send, recv = t.sum(axis=1) - np.diag(t), t.sum(axis=0) - np.diag(t)
-    loads = None
-    if layout.topology == "mesh":
-        route = mesh.yx_link_loads if routing == "reverse" else mesh.xy_link_loads
-        loads = route(*layout.grid, t)
-    l0, l1 = fabric.class_peaks(layout, loads, t)
-    used = (t > 0) & ~np.eye(layout.nodes, dtype=bool)
-    return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)),
-                fabric.latency_profile(used, on, cross), float(st.rounds)), loads
+def _step(layout: fabric.Layout, p, rounds: int, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
+    """Peaks, profile and loads of one step's unit traffic (an evaluable pattern)."""
+    loads = p.loads(layout, routing) if layout.topology == "mesh" else None
+    send, recv = p.ports()
+    l0, l1 = fabric.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
+    return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds)), loads
 
 
-def _phase(layout: fabric.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
+def phase_peaks(layout: fabric.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
     """A phase from its steps: each step's peaks, and statistics of the summed traffic."""
-    n = layout.nodes
-    built = [_step(layout, s, routing) for s in steps]
-    total = sum((s.traffic for s in steps), np.zeros((n, n)))
-    on, cross = _hop_split(layout)
-    hops = on + cross
-    moving = total * (hops > 0)
-    mean = float((moving * hops).sum() / moving.sum()) if moving.sum() > 0 else 0.0
-    longest = float(hops[moving > 0].max(initial=0))
+    parts = [_evaluable(layout, s.pattern) for s in steps]
+    built = [_step(layout, p, s.rounds, routing) for p, s in zip(parts, steps)]
+    mean, longest = patterns.total(parts, layout.nodes).hop_stats(layout)
     if layout.topology == "switch":
-        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None, total)
+        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None)
     loads = _sum_loads(layout, [ld for _, ld in built])
-    return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads),
-                      loads, total)
+    return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads)
 
 
 def _sum_loads(layout: fabric.Layout, parts: list) -> mesh.LinkLoads:
     """The loads of sequential steps added link by link (a phase's total per unit)."""
     if not parts:
-        return mesh.xy_link_loads(*layout.grid, np.zeros((layout.nodes, layout.nodes)))
+        return patterns.Transfers.empty(layout.nodes).loads(layout)
     keys = ("east", "west", "south", "north", "inject", "eject")
     return mesh.LinkLoads(parts[0].rows, parts[0].cols, *(sum(getattr(p, k) for p in parts) for k in keys))
 
 
-def _ring_hops(rings: np.ndarray, hops: np.ndarray) -> float:
+def _ring_hops(layout: fabric.Layout, rings: np.ndarray) -> float:
+    """Longest hop distance between ring neighbours."""
     if rings.shape[1] < 2:
         return 0.0
-    return float(hops[rings, np.roll(rings, -1, axis=1)].max())
+    return float(sum(layout.hops_of(rings, np.roll(rings, -1, axis=1))).max())
 
 
 def _share_on(mask_links: np.ndarray | None, loads: mesh.LinkLoads | None) -> float:
@@ -181,16 +189,13 @@ def _ftd_crossing(placement: mp.Placement) -> np.ndarray | None:
     return mesh.LinkArrays(placement.rows, placement.cols, h, h, v, v).all_links()
 
 
-def _migration(layout, before, after) -> tuple[PhasePeaks, int]:
+def _migration(layout: fabric.Layout, before, after) -> patterns.Transfers:
     """Unit traffic (one byte per new copy) of fetching every new replica from its nearest old host."""
     experts, dst = np.nonzero(after.hosts & ~before.hosts)
-    on, cross = _hop_split(layout)
-    hops = on + cross
-    src = np.array([np.flatnonzero(before.hosts[e])[np.argmin(hops[before.hosts[e], d])] for e, d in zip(experts, dst)],
-                   dtype=np.int64)
+    old = [np.flatnonzero(before.hosts[e]) for e in experts]
+    src = np.array([h[np.argmin(sum(layout.hops_of(h, d)))] for h, d in zip(old, dst)], dtype=np.int64)
     n = layout.nodes
-    t = traffic.migration_traffic(src, dst.astype(np.int64), 1.0, n) if len(dst) else np.zeros((n, n))
-    return _phase(layout, [StepTraffic(t, 1, False)]), int(len(dst))
+    return traffic.migration_transfers(src, dst.astype(np.int64), 1.0, n) if len(dst) else patterns.Transfers.empty(n)
 
 
 def token_flow(topology: str, strategy: str, token_source: str) -> tuple[str, str]:
@@ -203,61 +208,81 @@ def token_flow(topology: str, strategy: str, token_source: str) -> tuple[str, st
     return token_source, "replicated"
 
 
-def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares: np.ndarray, source: str) -> np.ndarray:
+def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares: np.ndarray,
+                   source: str) -> patterns.Blocks | patterns.Outer:
     """Dispatch when a balancer made replicas: each copy receives its split of its expert's tokens, fed by the
-    sender the token-source policy picks for that host (per unit token copy of one byte)."""
-    n = placement.num_nodes
+    sender the token-source policy picks for that host (per unit token copy of one byte).
+
+    Every node hears from every group: groups × N transfers, made for a block of receiving nodes at a time
+    (traffic.SENDER_BLOCK transfers). Each (sender, node) cell gets its groups in ascending order in any
+    block, so the matrix is the one a single block adds up."""
+    n, ng = placement.num_nodes, placement.num_groups
     into = balance.node_loads(experts, shares)                 # (N,) per unit from one group
-    sender, _ = traffic.dispatch_senders(placement, source)    # (ng, N)
-    out = np.zeros((n, n))
-    np.add.at(out, (sender.ravel(), np.tile(np.arange(n), placement.num_groups)), np.tile(into, placement.num_groups))
-    return out
+    if placement.tp == 1 and placement.cross_rings is None:   # every node a group, its only sender: t[s, d] = into[d]
+        return patterns.Outer((placement.rows, placement.cols), np.ones(n), into)
+    width = max(1, traffic.SENDER_BLOCK // ng)
+
+    def make(i: int) -> patterns.Transfers:
+        nodes = np.arange(i * width, min(n, (i + 1) * width))
+        sender, _ = traffic.dispatch_senders(placement, source, nodes)    # (ng, nodes)
+        return patterns.Transfers(n, sender.ravel(), np.tile(nodes, ng), np.tile(into[nodes], ng))
+
+    return patterns.Blocks(n, -(-n // width), make)
 
 
-def _dispatch(layout, placement, experts, shares, source, flow, replicas: bool) -> np.ndarray:
+def _dispatch(layout, placement, experts, shares, source, flow, replicas: bool):
     """Unit dispatch pattern (per token copy of one byte sent by every group)."""
     if flow == "slice":
-        wafer_of = layout.wafer_of() if placement.num_wafers > 1 else None
-        return traffic.slice_dispatch(placement, experts, shares, wafer_of)
+        return traffic.slice_pattern(placement, experts, shares, (layout.rows, layout.cols))
     if replicas:
         return split_dispatch(placement, experts, shares, source)
-    return traffic.dispatch_traffic(placement, experts, 1.0, 1, 1.0, shares, source)
+    return traffic.dispatch_transfers(placement, experts, shares, source)
 
 
 @dataclass(frozen=True, eq=False)
 class Core:
-    """The expensive part of a structure: placement, balanced experts, dispatch, migration."""
+    """The expensive part of a structure: placement, balanced experts, dispatch, combine, migration."""
 
     layout: fabric.Layout
     placement: mp.Placement
     before: mp.ExpertPlacement
     experts: mp.ExpertPlacement
+    shares: np.ndarray
+    source: str
     flow: str
     zipf_s: float
-    first: np.ndarray          # dispatch before balancing
     dispatch: PhasePeaks
     combine: PhasePeaks        # XY-routed
     combine_reverse: PhasePeaks
     migration: PhasePeaks
     moved: int
+    node_load: np.ndarray      # what each node's experts receive, after and before balancing
+    load_before: np.ndarray
 
 
-@functools.lru_cache(maxsize=256)
+def _core_traffic(layout, placement, before, experts, shares, source, flow) -> tuple:
+    """Unit patterns of the dispatch before and after balancing, and of the migration between them."""
+    first = _dispatch(layout, placement, before, shares, source, flow, False)
+    dispatch = first if experts is before else _dispatch(layout, placement, experts, shares, source, flow, True)
+    return first, dispatch, _migration(layout, before, experts)
+
+
+@bounded_cache(256, CACHE_NODES, lambda _, v: _held(v))
 def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit, token_source: str,
          num_experts: int, bal: BalanceKey = UNIFORM, wafers=(1, 1), domain=None) -> Core:
-    """Placement, balancing, dispatch and combine of one structural combination (cached)."""
+    """Placement, balancing, dispatch and combine of one structural combination (cached; patterns not kept)."""
     layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
     placement = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     shares, s = expert_shares(num_experts, bal, layout.nodes)
     before, experts = balance.balance_experts(bal.balancer, shares, placement, bal.spare_slots, split=bal.split,
                                               policy=bal.policy)
     source, flow = token_flow(topology, strategy, token_source)
-    first = _dispatch(layout, placement, before, shares, source, flow, False)
-    dispatch = first if experts is before else _dispatch(layout, placement, experts, shares, source, flow, True)
-    migration, moved = _migration(layout, before, experts)
-    back = [StepTraffic(dispatch.T.copy(), 1, False)]
-    return Core(layout, placement, before, experts, flow, s, first, _phase(layout, [StepTraffic(dispatch, 1, False)]),
-                _phase(layout, back), _phase(layout, back, "reverse"), migration, moved)
+    first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
+    first, dispatch = _evaluable(layout, first), _evaluable(layout, dispatch)
+    one = lambda p: [StepTraffic(p, 1, False)]  # noqa: E731
+    return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),
+                phase_peaks(layout, one(dispatch.T)), phase_peaks(layout, one(dispatch.T), "reverse"),
+                phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received())
 
 
 def _switch_reduction(layout: fabric.Layout, placement: mp.Placement) -> PhasePeaks | None:
@@ -267,10 +292,19 @@ def _switch_reduction(layout: fabric.Layout, placement: mp.Placement) -> PhasePe
         return None
     send, recv = collectives.switch_reduction_peaks()
     step = Step(0.0, 0.0, send, recv, np.array([[1.0, 0.0]]), 2.0)   # up to the switch and back down
-    return PhasePeaks((step,), 0.0, 1.0, 1.0, 0.0, None, None)
+    return PhasePeaks((step,), 0.0, 1.0, 1.0, 0.0, None)
 
 
-@functools.lru_cache(maxsize=256)
+def _collective_steps(pl: mp.Placement, flow: str, dirs: int) -> dict:
+    """Steps of the all-reduce, output reduction, gradient and (HER) dense all-reduce."""
+    out = {"allreduce": collectives.attention_steps(pl, flow, dirs), "reduce": collectives.reduce_steps(pl, flow, dirs),
+           "gradient": collectives.gradient_steps(pl, dirs)}
+    if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
+        out["dense_allreduce"] = collectives.home_steps(pl, dirs)
+    return out
+
+
+@bounded_cache(256, CACHE_NODES, lambda _, v: _held(v))
 def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
                       token_source: str, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> dict:
     """All-reduce, output reduction and gradient phases: they depend on the placement and the collectives, not
@@ -278,17 +312,13 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
     pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     _, flow = token_flow(topology, strategy, token_source)
-    dirs = coll.ring_directions
-    allreduce = (_switch_reduction(layout, pl) if topology == "switch" and coll.switch_reduction else None) or \
-        _phase(layout, collectives.attention_steps(pl, flow, dirs))
-    out = {"allreduce": allreduce, "reduce": _phase(layout, collectives.reduce_steps(pl, flow, dirs)),
-           "gradient": _phase(layout, collectives.gradient_steps(pl, dirs))}
-    if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
-        out["dense_allreduce"] = _phase(layout, collectives.home_steps(pl, dirs))
+    out = {name: phase_peaks(layout, steps) for name, steps in _collective_steps(pl, flow, coll.ring_directions).items()}
+    if topology == "switch" and coll.switch_reduction:
+        out["allreduce"] = _switch_reduction(layout, pl) or out["allreduce"]
     return out
 
 
-@functools.lru_cache(maxsize=512)
+@bounded_cache(512, CACHE_NODES, lambda _, v: _held(v))
 def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit, token_source: str,
           num_experts: int, bal: BalanceKey = UNIFORM, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> Structure:
     """Every phase, its link loads and peaks for one structural combination (rows, cols per wafer).
@@ -297,30 +327,48 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
     token copy of one byte sent by every group (scale by tokens per group × top-k × H × bytes); migration
     per byte of each new expert copy.
     """
-    args = (topology, rows, cols, tp, strategy, ftd, seed, explicit, token_source)
-    c = core(*args, num_experts, bal, tuple(wafers), domain)
-    ring = collective_phases(*args, tuple(wafers), domain, coll)
+    key = (topology, rows, cols, tp, strategy, ftd, seed, explicit, token_source, num_experts, bal, tuple(wafers), domain)
+    c = core(*key)
+    ring = collective_phases(*key[:9], tuple(wafers), domain, coll)
     layout, pl = c.layout, c.placement
     phases = {**ring, "dispatch": c.dispatch, "migration": c.migration,
               "combine": c.combine_reverse if coll.combine_routing == "reverse" else c.combine}
-    on, cross = _hop_split(layout)
     mesh_ = topology == "mesh"
     dispatch_loads = c.dispatch.loads
     wafer_cross = layout.crossing().all_links() if mesh_ and layout.wafers != (1, 1) else None
     return Structure(
         layout=layout, placement=pl, experts=c.experts, phases=phases, flow=c.flow,
-        ring_step_hops=_ring_hops(pl.rings, on + cross),
+        ring_step_hops=_ring_hops(layout, pl.rings),
         hot_overlap=mesh.hot_overlap(ring["allreduce"].loads, dispatch_loads) if mesh_ else 0.0,
         inter_ftd_share=_share_on(_ftd_crossing(pl) if mesh_ else None, dispatch_loads),
         inter_wafer_share=_share_on(wafer_cross, dispatch_loads),
-        node_load=c.dispatch.traffic.sum(axis=0),
-        expert_imbalance=balance.imbalance(c.dispatch.traffic.sum(axis=0)),
-        imbalance_before=balance.imbalance(c.first.sum(axis=0)),
+        node_load=c.node_load,
+        expert_imbalance=balance.imbalance(c.node_load),
+        imbalance_before=balance.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),
         slots_before=int(c.before.slots_per_node.max()),
         copies_moved=c.moved,
         zipf_s=c.zipf_s,
+        key=key, coll=coll,
     )
+
+
+def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
+    """The steps of phase `name` as patterns, rebuilt: a structure keeps peaks, statistics and link loads, not
+    traffic. An in-switch reduction moves nothing between devices (no steps)."""
+    c = core(*s.key)
+    if name in ("dispatch", "combine", "migration"):
+        _, dispatch, moving = _core_traffic(c.layout, c.placement, c.before, c.experts, c.shares, c.source, c.flow)
+        return [StepTraffic({"dispatch": dispatch, "combine": dispatch.T, "migration": moving}[name], 1, False)]
+    if name == "allreduce" and s.layout.topology == "switch" and s.coll.switch_reduction \
+            and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
+        return []
+    return _collective_steps(c.placement, c.flow, s.coll.ring_directions)[name]
+
+
+def phase_traffic(s: Structure, name: str) -> np.ndarray:
+    """The unit traffic matrix (N×N) of phase `name`, its steps summed (rebuilt on demand; for checks and figures)."""
+    return sum((st.traffic for st in phase_steps(s, name)), np.zeros((s.layout.nodes, s.layout.nodes)))
 
 
 def cache_info():
@@ -333,4 +381,4 @@ def clear_cache() -> None:
     build.cache_clear()
     core.cache_clear()
     collective_phases.cache_clear()
-    _hop_split.cache_clear()
+    patterns.hop_split.cache_clear()

@@ -1,11 +1,15 @@
-"""Traffic matrices (bytes, N x N) of the communication phases of one MoE layer on a placement."""
+"""Traffic of the communication phases of one MoE layer on a placement: compact patterns (`cost.patterns`) for
+structures, N x N matrices (bytes) for callers that want one."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from wsemoe.cost.mapping import ExpertPlacement, Placement
-from wsemoe.cost.mesh import hops_matrix
+from wsemoe.cost.mesh import hops_between
+from wsemoe.cost.patterns import Outer, Transfers
+
+SENDER_BLOCK = 1 << 20   # (group, node) sender entries computed at once by `dispatch_transfers` (bounds its memory)
 
 __all__ = [
     "TOKEN_SOURCES",
@@ -13,8 +17,11 @@ __all__ = [
     "allreduce_ring_traffic",
     "gradient_traffic",
     "dispatch_senders",
+    "dispatch_transfers",
     "dispatch_traffic",
+    "slice_pattern",
     "slice_dispatch",
+    "migration_transfers",
     "migration_traffic",
 ]
 
@@ -69,39 +76,49 @@ def holders(placement: Placement) -> np.ndarray:
     """Nodes holding each group's tokens after the attention collective, shape (groups, H): the group's own
     members, or under hierarchical ER every member of its family on every wafer (the cross-wafer all-gather)."""
     fam = placement.families
-    by_family = np.stack([placement.rings[fam == f].ravel() for f in range(int(fam.max()) + 1)])
+    # Groups of a family in ascending id, their rings concatenated; every family has as many groups.
+    order = np.argsort(fam, kind="stable")
+    by_family = placement.rings[order].reshape(int(fam.max()) + 1, -1)
     return by_family[fam]
 
 
-def _nearest_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (group, node): the holder of the group's tokens nearest to the node (lowest id on ties), its distance.
-    Under hierarchical ER only holders on the node's own wafer count: dispatch never crosses a wafer."""
-    members = np.sort(holders(placement), axis=1)  # ascending ids so argmin breaks ties low
-    dist = hops[members]  # (ng, H, N)
+def _nearest_senders(placement: Placement, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (group, node in `nodes`): the holder of the group's tokens nearest to the node (lowest id on ties), its
+    distance. Under hierarchical ER only holders on the node's own wafer count: dispatch never crosses a wafer."""
+    members = np.sort(holders(placement), axis=1)  # ascending ids: a strict < keeps the lowest on ties
+    far = np.iinfo(np.int64).max // 2
+    wafer = None
     if placement.cross_rings is not None:
         wafer = np.empty(placement.num_nodes, dtype=np.int64)
         wafer[placement.cross_rings] = np.arange(placement.num_wafers)[None, :]
-        dist = np.where(wafer[members][:, :, None] == wafer[None, None, :], dist, np.iinfo(np.int64).max // 2)
-    pick = dist.argmin(axis=1)
-    sender = np.take_along_axis(members, pick, axis=1)
-    return sender, dist.min(axis=1)
+    sender = np.broadcast_to(members[:, :1], (len(members), len(nodes))).copy()
+    dist = np.full(sender.shape, far)
+    for h in range(members.shape[1]):   # one holder rank at a time: (groups, nodes), never (groups, holders, nodes)
+        m = members[:, h:h + 1]
+        d = hops_between(placement.rows, placement.cols, m, nodes[None, :])
+        if wafer is not None:
+            d = np.where(wafer[m] == wafer[nodes][None, :], d, far)
+        closer = d < dist
+        sender, dist = np.where(closer, m, sender), np.where(closer, d, dist)
+    return sender, dist
 
 
-def _ftd_senders(placement: Placement, hops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (group, node): the holder of the group's tokens inside the node's FTD tile, and its distance."""
-    n = placement.num_nodes
+def _ftd_senders(placement: Placement, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (group, node in `nodes`): the holder of the group's tokens inside the node's FTD tile, and its distance."""
     member_nodes = placement.rings.ravel()
     families = placement.families[placement.group_of[member_nodes]]
     tiles = placement.ftd_id[member_nodes]
     # Every tile holds exactly one member of every family (ER: every group), so this lookup is a bijection.
     by_tile = np.empty((families.max() + 1, tiles.max() + 1), dtype=np.int64)
     by_tile[families, tiles] = member_nodes
-    sender = by_tile[placement.families][:, placement.ftd_id]
-    return sender, hops[sender, np.arange(n)[None, :]]
+    sender = by_tile[placement.families][:, placement.ftd_id[nodes]]
+    return sender, hops_between(placement.rows, placement.cols, sender, nodes[None, :])
 
 
-def dispatch_senders(placement: Placement, token_source: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
-    """Sender of group j's tokens towards every node n, and the hop distance: two (ng, N) arrays.
+def dispatch_senders(placement: Placement, token_source: str = "nearest",
+                     nodes=None) -> tuple[np.ndarray, np.ndarray]:
+    """Sender of group j's tokens towards every node n (of `nodes`, default all), and the hop distance: two
+    (ng, len(nodes)) arrays.
 
     "nearest": the holder of j's tokens closest to n (lowest node id on ties). "ftd": for
     ER placements the member of j in n's FTD tile, which keeps dispatch inside
@@ -111,10 +128,10 @@ def dispatch_senders(placement: Placement, token_source: str = "nearest") -> tup
     """
     if token_source not in TOKEN_SOURCES:
         raise ValueError(f"token_source must be one of {TOKEN_SOURCES}, got {token_source!r}")
-    hops = hops_matrix(placement.rows, placement.cols)
+    nodes = np.arange(placement.num_nodes) if nodes is None else np.asarray(nodes, dtype=np.int64)
     if token_source == "ftd" and placement.ftd_shape is not None:
-        return _ftd_senders(placement, hops)
-    return _nearest_senders(placement, hops)
+        return _ftd_senders(placement, nodes)
+    return _nearest_senders(placement, nodes)
 
 
 def _expert_shares(expert_load, num_experts: int) -> np.ndarray:
@@ -129,6 +146,40 @@ def _expert_shares(expert_load, num_experts: int) -> np.ndarray:
     return load
 
 
+def dispatch_transfers(placement: Placement, experts: ExpertPlacement, per_expert: np.ndarray,
+                       token_source: str = "nearest") -> Transfers:
+    """The MoE dispatch as transfers: for each expert e (in order) and group j, `per_expert[e]` bytes in one piece
+    from j's sender to the host of e nearest to its own sender (``dispatch_senders``; ties to the lowest host id).
+
+    Senders are found for the hosts of a few experts at a time (at most SENDER_BLOCK (group, host) pairs, or
+    one expert's), so memory stays O(groups × hosts of a block), never groups × nodes.
+    """
+    if experts.hosts.shape[1] != placement.num_nodes:
+        raise ValueError("expert placement and group placement use different meshes")
+    if np.any(experts.replicas < 1):
+        raise ValueError("every expert needs at least one host")
+    hosts = [experts.hosts_of(e) for e in range(experts.num_experts)]   # ascending: argmin ties go to the lowest id
+    groups = np.arange(placement.num_groups)
+    width = max(1, SENDER_BLOCK // placement.num_groups)
+    src, dst, vol, e = [], [], [], 0
+    while e < len(hosts):
+        stop, cols = e + 1, len(hosts[e])
+        while stop < len(hosts) and cols + len(hosts[stop]) <= width:
+            cols += len(hosts[stop])
+            stop += 1
+        sender, dist = dispatch_senders(placement, token_source, np.concatenate(hosts[e:stop]))
+        at = 0
+        for k in range(e, stop):
+            h = hosts[k]
+            pick = dist[:, at:at + len(h)].argmin(axis=1)
+            src.append(sender[groups, at + pick])
+            dst.append(h[pick])
+            vol.append(np.full(len(groups), per_expert[k]))
+            at += len(h)
+        e = stop
+    return Transfers(placement.num_nodes, np.concatenate(src), np.concatenate(dst), np.concatenate(vol))
+
+
 def dispatch_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_group: float,
                      top_k: int, hidden_bytes: float, expert_load=None,
                      token_source: str = "nearest") -> np.ndarray:
@@ -141,43 +192,34 @@ def dispatch_traffic(placement: Placement, experts: ExpertPlacement, tokens_per_
     (``dispatch_senders``), ties to the lowest host id; that sender sends it.
     Local deliveries (sender == host) stay on the diagonal; they cost no link.
     """
-    if experts.hosts.shape[1] != placement.num_nodes:
-        raise ValueError("expert placement and group placement use different meshes")
     if int(top_k) != top_k or not 1 <= top_k <= experts.num_experts:
         raise ValueError(f"top_k must be an integer in 1..{experts.num_experts}, got {top_k!r}")
-    if np.any(experts.replicas < 1):
-        raise ValueError("every expert needs at least one host")
     per_expert = (_nonneg("tokens_per_group", tokens_per_group) * top_k
                   * _nonneg("hidden_bytes", hidden_bytes) * _expert_shares(expert_load, experts.num_experts))
-    sender, dist = dispatch_senders(placement, token_source)
-    n, groups = placement.num_nodes, np.arange(placement.num_groups)
-    traffic = np.zeros((n, n))
-    for e in range(experts.num_experts):
-        hosts = experts.hosts_of(e)  # ascending, so argmin breaks ties to the lowest id
-        host = hosts[dist[:, hosts].argmin(axis=1)]
-        np.add.at(traffic, (sender[groups, host], host), per_expert[e])
-    return traffic
+    return dispatch_transfers(placement, experts, per_expert, token_source).dense()
 
 
-def slice_dispatch(placement: Placement, experts: ExpertPlacement, expert_load=None,
-                   wafer_of: np.ndarray | None = None) -> np.ndarray:
+def slice_pattern(placement: Placement, experts: ExpertPlacement, expert_load=None, wafer=None) -> Outer:
     """Dispatch when every member sends only its own slice of the tokens (per token copy of one byte per group).
 
     Each group's copies for node n come in equal parts from the holders of its tokens: its tp members
-    (flat), or the t members of its family on n's wafer under hierarchical ER (`wafer_of` per node), each
-    holding W groups' slices. A copy is split over its expert's hosts by `experts.weights`, whatever the
-    distance; the same pattern is the dispatch of a switch, where distance means nothing.
+    (flat), or under hierarchical ER the t members of its family on n's wafer (`wafer` = (rows, cols) of
+    one wafer), each holding W groups' slices. A copy is split over its expert's hosts by `experts.weights`,
+    whatever the distance: an all-to-all t[s, n] = into[n]/tp (within wafers: W·into[n]/tp), the same pattern
+    as the dispatch of a switch, where distance means nothing.
     """
     into = (experts.weights * _expert_shares(expert_load, experts.num_experts)[:, None]).sum(axis=0)  # (N,)
-    n, tp, w = placement.num_nodes, placement.tp, placement.num_wafers
-    t = np.full((n, 1), 1.0 / tp) * into[None, :]
-    if w > 1:
-        same = wafer_of[:, None] == wafer_of[None, :]
-        t = np.where(same, w * t, 0.0)
-    return t
+    n, w = placement.num_nodes, placement.num_wafers
+    shape = (placement.rows, placement.cols)
+    return Outer(shape, np.full(n, 1.0 / placement.tp), into, float(w), tuple(wafer) if w > 1 else None)
 
 
-def migration_traffic(src_nodes, dst_nodes, bytes_each, n: int) -> np.ndarray:
+def slice_dispatch(placement: Placement, experts: ExpertPlacement, expert_load=None, wafer=None) -> np.ndarray:
+    """`slice_pattern` as an N x N matrix."""
+    return slice_pattern(placement, experts, expert_load, wafer).dense()
+
+
+def migration_transfers(src_nodes, dst_nodes, bytes_each, n: int) -> Transfers:
     """Point-to-point transfers: ``bytes_each`` (scalar or per pair) from src_nodes[i] to dst_nodes[i]."""
     src = np.atleast_1d(np.asarray(src_nodes))
     dst = np.atleast_1d(np.asarray(dst_nodes))
@@ -192,6 +234,9 @@ def migration_traffic(src_nodes, dst_nodes, bytes_each, n: int) -> np.ndarray:
     vol = np.broadcast_to(np.asarray(bytes_each, dtype=np.float64), src.shape)
     if not np.all(np.isfinite(vol)) or np.any(vol < 0):
         raise ValueError("bytes_each must be finite and >= 0")
-    traffic = np.zeros((int(n), int(n)))
-    np.add.at(traffic, (src.astype(np.int64), dst.astype(np.int64)), vol)
-    return traffic
+    return Transfers(int(n), src.astype(np.int64), dst.astype(np.int64), np.array(vol))
+
+
+def migration_traffic(src_nodes, dst_nodes, bytes_each, n: int) -> np.ndarray:
+    """`migration_transfers` as an N x N matrix."""
+    return migration_transfers(src_nodes, dst_nodes, bytes_each, n).dense()
