@@ -446,6 +446,22 @@ def test_a_swept_grid_size_means_what_the_base_field_means():
         assert swept[col] == pytest.approx(based[col], rel=REL), col
 
 
+def test_a_swept_mapping_seed_means_what_the_base_field_means():
+    """The random strategy's seed is structural: as an axis it builds one placement per value (it once
+    reached the structure cache as an array and failed)."""
+    cfg = {"name": "seed", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+           "workload": {"mode": "decode", "seq_len": 4096}, "mapping": {"strategy": "random", "tp": 4},
+           "axes": {"mapping.seed": [0, 3], "workload.B": [1, 8]}}
+    swept = wsemoe.evaluate(cfg)
+    for seed in (0, 3):
+        fixed = wsemoe.evaluate({**cfg, "mapping": {"strategy": "random", "tp": 4, "seed": seed},
+                                 "axes": {"workload.B": [1, 8]}})
+        mine = swept[swept["mapping.seed"] == seed]
+        np.testing.assert_allclose(mine["step_time_s"], fixed["step_time_s"], rtol=REL)
+        np.testing.assert_allclose(mine["dispatch_max_link_bytes"], fixed["dispatch_max_link_bytes"], rtol=REL)
+    assert swept.groupby("mapping.seed")["dispatch_max_link_bytes"].first().nunique() == 2  # two placements
+
+
 # ------------------------------------------------------------------ damaged results folders
 
 @pytest.fixture

@@ -27,6 +27,7 @@ class StructuralKey(NamedTuple):
     tp: int
     num_experts: int
     ring_directions: int = 1
+    mapping_seed: int = 0  # the random strategy's seed (a sweepable axis like any other)
     zipf_s: float = 1.0
     seed: int = 0
     spare_slots: int = 0
@@ -41,7 +42,7 @@ def _number(x) -> np.ndarray:
 
 def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], np.ndarray]:
     """Unique combinations of the numeric fields structure depends on, and each point's index."""
-    fields = [hw.rows, hw.cols, tp, m.num_experts, getattr(mp_, "ring_directions", 1)]
+    fields = [hw.rows, hw.cols, tp, m.num_experts, getattr(mp_, "ring_directions", 1), getattr(mp_, "seed", 0)]
     if bal is not None:
         fields += [bal.zipf_s, bal.seed, bal.spare_slots, getattr(bal, "skew_target", None),
                    getattr(bal, "skew_devices", None)]
@@ -55,7 +56,7 @@ def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], n
         sub, inv = np.unique(keys[:, varies], axis=0, return_inverse=True)
         uniq = np.repeat(keys[:1], len(sub), axis=0)
         uniq[:, varies] = sub
-    casts = (int, int, int, int, int, float, int, int, float, int)
+    casts = (int, int, int, int, int, int, float, int, int, float, int)
     built = [StructuralKey(*(None if v == -1.0 else c(v) for c, v in zip(casts, u))) for u in uniq]
     return arrays[0].shape, built, inv.ravel()
 
@@ -129,7 +130,7 @@ class CommModel:
         wafers = tuple(int(v) for v in (getattr(hw, "wafers", None) or (1, 1)))
         return structure.build(
             hw.topology, key.rows, key.cols, key.tp, mp_.strategy, tuple(mp_.ftd) if mp_.ftd else None,
-            mp_.seed, tuple(mp_.placement) if mp_.placement else None, mp_.token_source, key.num_experts,
+            key.mapping_seed, tuple(mp_.placement) if mp_.placement else None, mp_.token_source, key.num_experts,
             balance_key(self.bal, (key.zipf_s, key.seed, key.spare_slots, key.skew_target, key.skew_devices),
                         self.histogram),
             wafers, getattr(hw, "scale_up_size", None), coll)

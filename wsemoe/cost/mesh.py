@@ -7,25 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "LinkArrays",
-    "LinkLoads",
-    "PhaseTime",
-    "xy_link_loads",
-    "yx_link_loads",
-    "line_loads",
-    "loads_from_lines",
-    "phase_time",
-    "phase_time_from_peaks",
-    "switch_phase_time",
-    "hops_matrix",
-    "hops_between",
-    "max_hops",
-    "mean_hops",
-    "idle_share",
-    "hot_links",
-    "hot_overlap",
-]
+__all__ = ["LinkArrays", "LinkLoads", "PhaseTime", "xy_link_loads", "yx_link_loads", "line_loads",
+           "loads_from_lines", "phase_time", "phase_time_from_peaks", "switch_phase_time", "hops_matrix",
+           "hops_between", "max_hops", "mean_hops", "idle_share", "hot_links", "hot_overlap"]
 
 
 @dataclass(frozen=True, eq=False)
