@@ -33,11 +33,12 @@ demo: $(STAMP)
 	$(BIN)/wsemoe validate
 	@echo "done: results/ holds every sweep and its plots/. To use wsemoe in this shell: source $(BIN)/activate"
 
-# Layer contracts first (cheap), then the suite with coverage; the total is printed last.
+# Layer contracts first (cheap), then the suite with coverage on every core (one test file per worker,
+# so module fixtures are built once); the total is printed last.
 # Property tests run the derandomized `ci` hypothesis profile (tests/conftest.py): same examples every run.
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest --cov --cov-report=term
+	$(BIN)/python -m pytest -n auto --dist loadfile --cov --cov-report=term
 
 # The fuzz tests, randomized, 10,000 examples each (about 40 minutes on the shared 2-core machine); nothing is stored.
 fuzz: $(STAMP)

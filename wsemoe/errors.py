@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 MAX_MESSAGE = 300  # characters of a message shown to users: never echo a whole hostile input
-MAX_KEY = 80       # characters of one key of the path
+MAX_KEY = 240      # characters of one key of the path (file paths included: shown whole up to here)
 
 
 class WsemoeError(Exception):

@@ -208,16 +208,17 @@ def presets() -> list[Table]:
     from wsemoe.config import presets as ps
     from wsemoe.cost import params
 
-    hw = Table(title="hardware presets")
-    for c in ("name", "topology", "nodes", "peak/node", "memory/node", "link", "weights"):
-        hw.add_column(c)
+    hw = Table(title="hardware presets", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("name", "topology", "nodes", "TFLOP/s per node", "memory per node", "link GB/s", "weights"):
+        # names are typed and short words read badly broken: never folded; the node layout may wrap
+        hw.add_column(c, no_wrap=c in ("name", "topology", "weights"), justify="right" if "/" in c else "left")
     for name in ps.names("hardware"):
         h = ps.load_hardware(name)
-        hw.add_row(name, h.topology, _layout(h), fmt(h.node_peak_flops, "FLOP/s"),
-                   fmt(h.node_memory_bytes, "bytes"), fmt(h.link_bw_bytes_per_s, "B/s"), h.weight_source)
-    models = Table(title="model presets")
+        hw.add_row(name, h.topology, _layout(h), f"{h.node_peak_flops / 1e12:,.4g}", fmt(h.node_memory_bytes, "bytes"),
+                   f"{h.link_bw_bytes_per_s / 1e9:,.4g}", h.weight_source)
+    models = Table(title="model presets", box=box.SIMPLE_HEAD, pad_edge=False)
     for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
-        models.add_column(c)
+        models.add_column(c, no_wrap=c == "name")
     for name in ps.names("models"):
         m = ps.load_model(name)
         models.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
