@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
 import wsemoe
 from wsemoe.analysis.explain import breakdown
 from wsemoe.cli import app
@@ -144,3 +145,20 @@ def test_parts_with_few_then_many_reasons_read_as_one_dataset(tmp_path):
     (folder / "part-000000000100-000000000400.parquet").write_bytes(part_bytes(many))
     df = pd.read_parquet(folder).sort_index()
     assert len(df) == 400 and df["infeasible_reason"].iloc[0] == "a" and df["infeasible_reason"].iloc[-1] == "needs 299×"
+
+
+@settings(max_examples=300)
+@given(st.lists(st.floats(min_value=1e-300, max_value=1e300, allow_nan=False), min_size=1, max_size=50),
+       st.booleans())
+def test_rounded_ratios_never_cross_the_limit_side(ratios, below):
+    """Three significant digits, up above the limit and down below it: the text never reads closer to the
+    limit than the value is, and never more than one step away."""
+    r = np.asarray(ratios)
+    keys = feasibility._rounded_keys(r, below)
+    shown = np.array([float(f"{feasibility._key_value(k):.3g}") for k in keys])
+    if below:
+        assert np.all(shown <= r * (1 + 1e-12)) and np.all(shown >= r * (1 - 1e-2) * (1 - 1e-12))
+    else:
+        assert np.all(shown >= r * (1 - 1e-12)) and np.all(shown <= r * (1 + 1e-2) * (1 + 1e-12))
+    uniq, inverse = feasibility._factorize(keys)
+    assert np.array_equal(uniq[inverse], keys) and np.all(np.diff(uniq) > 0)

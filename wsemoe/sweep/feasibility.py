@@ -61,10 +61,10 @@ def reasons(worst: np.ndarray, which: np.ndarray, gcols: list[str], bounds: dict
         rows = np.flatnonzero(~feasible & (which == j))
         if not len(rows):
             continue
-        ratio = _round_away(_ratio(worst[rows], col, bounds.get(col)), col.endswith("_min"))
-        uniq, inverse = np.unique(ratio, return_inverse=True)  # NaNs (no ratio) collapse into one value
-        codes[rows] = len(texts) + inverse.ravel()
-        texts += [_text(col, r, bounds.get(col)) for r in uniq]
+        keys = _rounded_keys(_ratio(worst[rows], col, bounds.get(col)), col.endswith("_min"))
+        uniq, inverse = _factorize(keys)
+        codes[rows] = len(texts) + inverse
+        texts += [_text(col, _key_value(k), bounds.get(col)) for k in uniq]
     return Labels(codes, _distinct(texts))
 
 
@@ -88,14 +88,39 @@ def _ratio(g: np.ndarray, col: str, bound) -> np.ndarray:
     return 1.0 - g if col.endswith("_min") and bound is not None else g + 1.0
 
 
-def _round_away(ratio: np.ndarray, below: bool) -> np.ndarray:
-    """Ratios to DIGITS significant digits, rounded up above the limit and down below it."""
-    out = np.full(len(ratio), np.nan)
-    ok = np.isfinite(ratio) & (ratio > 0)
+_E0 = 330  # exponent offset: every positive finite float64 has its decimal exponent in [-330, 330]
+_POW = 10.0 ** np.arange(-_E0, 309)  # looked up per row (far cheaper than 10.0 ** x elementwise); 1e308 is the top
+_MANTISSA = 10 ** (DIGITS + 1)  # keys hold (exponent, mantissa of DIGITS digits, up to 10**DIGITS when rounded up)
+
+
+def _rounded_keys(ratio: np.ndarray, below: bool) -> np.ndarray:
+    """Ratios to DIGITS significant digits, rounded up above the limit and down below it, as integer keys
+    ((exponent + _E0) · _MANTISSA + mantissa); −1 where there is no ratio (NaN, zero or negative limit)."""
+    keys = np.full(len(ratio), -1, dtype=np.int64)
+    ok = np.flatnonzero(np.isfinite(ratio) & (ratio > 0))
     r = ratio[ok]
-    step = 10.0 ** (np.floor(np.log10(r)) - (DIGITS - 1))
-    out[ok] = np.floor(r / step * (1 + 1e-12)) * step if below else np.ceil(r / step * (1 - 1e-12)) * step
-    return out
+    e = np.floor(np.log10(r)).astype(np.int64) - (DIGITS - 1)
+    q = r / _POW[e + _E0]
+    q = np.floor(q * (1 + 1e-12)) if below else np.ceil(q * (1 - 1e-12))
+    keys[ok] = (e + _E0) * _MANTISSA + q.astype(np.int64)
+    return keys
+
+
+def _key_value(key: int) -> float:
+    """The rounded ratio a key stands for (NaN for −1)."""
+    return float("nan") if key < 0 else (key % _MANTISSA) * 10.0 ** (key // _MANTISSA - _E0)
+
+
+def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys ascending, each row's position among them): by presence over the keys' span when it is
+    small (linear time; ratios of one chunk span few decades), else by sorting."""
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo >= 1 << 22:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        return uniq, inverse.ravel()
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[keys - lo] = True
+    return np.flatnonzero(present) + lo, (np.cumsum(present) - 1)[keys - lo]
 
 
 def _text(col: str, r: float, bound) -> str:
