@@ -10,7 +10,8 @@ same run, a 128×128 all-to-all phase without any N×N array, and a 64×64 sweep
   structure caches keep), against the same 12-structure sweep on 8×8 (the process's own footprint) and on
   the general path.
 
-Usage: python bench/bench_mesh.py [--quick]   (writes bench/mesh.md)
+Usage: python bench/bench_mesh.py [--quick] [--readme]   (writes bench/mesh.md; --readme also copies it into
+       README.md between the mesh markers)
 """
 
 from __future__ import annotations
@@ -175,6 +176,9 @@ def report(st: list[dict], a2a: list[dict], sw: list[dict], seconds: float) -> s
     return "\n".join(lines) + "\n"
 
 
+MARK = ("<!-- mesh:start -->", "<!-- mesh:end -->")
+
+
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     t0 = time.perf_counter()
@@ -185,6 +189,11 @@ def main(argv: list[str]) -> None:
     print(text)
     if not quick:
         OUT.write_text(text)
+    if "--readme" in argv and not quick:
+        readme = HERE.parent / "README.md"
+        head, rest = readme.read_text().split(MARK[0], 1)
+        _, tail = rest.split(MARK[1], 1)
+        readme.write_text(f"{head}{MARK[0]}\n{text}{MARK[1]}{tail}")
 
 
 if __name__ == "__main__":

@@ -62,3 +62,10 @@ def test_readme_speed_table_is_the_bench_output():
     readme = (root / "README.md").read_text()
     block = readme.split("<!-- bench:start -->\n", 1)[1].split("<!-- bench:end -->", 1)[0]
     assert block == (root / "bench" / "speed.md").read_text()
+
+
+def test_readme_mesh_tables_are_the_bench_output():
+    """The README's huge-mesh tables are bench/mesh.md verbatim (make bench BENCH_ARGS=--readme copies them)."""
+    root = ROOT.parent
+    block = (root / "README.md").read_text().split("<!-- mesh:start -->\n", 1)[1].split("<!-- mesh:end -->", 1)[0]
+    assert block == (root / "bench" / "mesh.md").read_text()
