@@ -26,6 +26,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from readme import update_readme  # bench/readme.py: the script's own folder is on sys.path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "mesh.md"
@@ -190,10 +191,7 @@ def main(argv: list[str]) -> None:
     if not quick:
         OUT.write_text(text)
     if "--readme" in argv and not quick:
-        readme = HERE.parent / "README.md"
-        head, rest = readme.read_text().split(MARK[0], 1)
-        _, tail = rest.split(MARK[1], 1)
-        readme.write_text(f"{head}{MARK[0]}\n{text}{MARK[1]}{tail}")
+        update_readme(text, MARK)
 
 
 if __name__ == "__main__":

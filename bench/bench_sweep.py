@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from readme import update_readme  # bench/readme.py: the script's own folder is on sys.path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "speed.md"
-README = HERE.parent / "README.md"
 MARK = ("<!-- bench:start -->", "<!-- bench:end -->")
 
 BTA = {"name": "bench_bta", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
@@ -331,14 +331,6 @@ def report(res: dict, quick: bool, seconds: float, load: tuple) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_readme(text: str) -> None:
-    """Replace the README's speed table (between the bench markers) by the bench's own output."""
-    readme = README.read_text()
-    head, rest = readme.split(MARK[0], 1)
-    _, tail = rest.split(MARK[1], 1)
-    README.write_text(f"{head}{MARK[0]}\n{text}{MARK[1]}{tail}")
-
-
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     load, t0 = os.getloadavg(), time.perf_counter()
@@ -348,7 +340,7 @@ def main(argv: list[str]) -> None:
     if not quick:
         OUT.write_text(text)
     if "--readme" in argv:
-        update_readme(OUT.read_text())
+        update_readme(OUT.read_text(), MARK)
 
 
 if __name__ == "__main__":

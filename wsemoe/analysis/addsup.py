@@ -11,7 +11,7 @@ import math
 
 from wsemoe.cost.step import STAGE_COMM
 
-STAGES = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
+LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
 MEMORY = {"attn": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
           "moe": ("weights", "kept_act", "kv", "moe_transient")}
 
@@ -41,20 +41,26 @@ def _get(row, col) -> float:
     return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
-def _stage_terms(row, stage: str) -> tuple[dict, dict]:
-    """(concurrent terms, communication phases) of a stage, from its columns `<stage>_<term>_s`."""
+def stage_columns(names, stage: str) -> tuple[dict, dict]:
+    """({term: column} of a stage's concurrent terms, {phase: column} of its communication), from the
+    column names `<stage>_<term>_s` among `names` (what `eval` and the layer invariant both combine)."""
     comm_names = {c.removesuffix("_s") for c in STAGE_COMM.get(stage, ())}
     terms, comm = {}, {}
-    for col in row.keys():
+    for col in names:
         term = col.removeprefix(f"{stage}_").removesuffix("_s")
         if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term and term not in ("time", "comm"):
-            (comm if term in comm_names else terms)[term] = _get(row, col)
+            (comm if term in comm_names else terms)[term] = col
     return terms, comm
+
+
+def _stage_terms(row, stage: str) -> tuple[dict, dict]:
+    """(concurrent terms, communication phases) of a stage at one point, as numbers."""
+    return tuple({k: _get(row, c) for k, c in part.items()} for part in stage_columns(row.keys(), stage))
 
 
 def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str]:
     """(time, formula) of one layer kind from its stages' terms, as cost/stages.Layer combines them."""
-    stages = STAGES[layer]
+    stages = LAYERS[layer]
     split = [_stage_terms(row, s) for s in stages]
     if overlap == "layer":  # every term summed over the stages, then the slowest binds
         names = list(dict.fromkeys(t for terms, _ in split for t in terms))
@@ -84,7 +90,7 @@ def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, no
     """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU."""
     out = []
     times = {}
-    for layer in STAGES:
+    for layer in LAYERS:
         col = f"{layer}_time_s"
         if col not in row:
             continue

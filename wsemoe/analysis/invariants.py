@@ -17,12 +17,12 @@ from typing import Callable, get_args
 
 import numpy as np
 
+from wsemoe.analysis.addsup import LAYERS, stage_columns
 from wsemoe.analysis.cases import Case
 from wsemoe.analysis.checking import Checker, Outcome
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
 from wsemoe.cost import structure
 from wsemoe.cost.mesh import hops_matrix
-from wsemoe.cost.step import STAGE_COMM
 from wsemoe.specs import HardwareSpec
 from wsemoe.specs.base import MAX_TILES, MAX_TOKENS
 from wsemoe.sweep.columns import describe
@@ -303,7 +303,6 @@ def step_time_adds_up(chk: Checker, case: Case):
                     ("model", "all-reduce + dispatch + combine + output reduction"), rows=rows)
 
 
-LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
 CORE = {  # how a layer's concurrent terms combine, per workload.overlap (docs/cost-model.md)
     "layer": lambda stages: np.max([sum(s[t] for s in stages if t in s) for t in {t for s in stages for t in s}], axis=0),
     "stage": lambda stages: sum(np.max(list(s.values()), axis=0) for s in stages),
@@ -316,14 +315,8 @@ COMM = {  # how communication joins the core, per workload.comm_overlap (docs/co
 
 
 def _stage_columns(out: dict, stage: str) -> tuple[dict, dict]:
-    """(concurrent terms, serial communication) of a stage, from its output columns `<stage>_<term>_s`."""
-    comm_names = {c.removesuffix("_s") for c in STAGE_COMM.get(stage, ())}
-    terms, comm = {}, {}
-    for col, values in out.items():
-        term = col.removeprefix(f"{stage}_").removesuffix("_s")
-        if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term and term not in ("time", "comm"):
-            (comm if term in comm_names else terms)[term] = np.asarray(values, dtype=float)
-    return terms, comm
+    """(concurrent terms, serial communication) of a stage, as arrays from its output columns."""
+    return tuple({k: np.asarray(out[c], dtype=float) for k, c in part.items()} for part in stage_columns(out, stage))
 
 
 @invariant("each layer is the documented combination of its terms: overlap `layer` takes the largest "

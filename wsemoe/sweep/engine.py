@@ -23,7 +23,7 @@ from wsemoe.cost.stages import Coded
 from wsemoe.sweep import space
 from wsemoe.sweep.block import Block, Labels, factorize
 from wsemoe.sweep.feasibility import feasibility
-from wsemoe.sweep.outputs import evaluate, namespaces
+from wsemoe.sweep.outputs import base_fields, evaluate, namespaces, preset_fields
 
 
 class _Slab:
@@ -94,12 +94,11 @@ class Evaluator:
     def __init__(self, cfg: SweepConfig):
         self.cfg = cfg
         self.grid = space.Grid(cfg)
-        self.base = {s: getattr(cfg, s).model_dump() for s in SECTIONS}
+        self.base = base_fields(cfg)
         self.preset = {s: {} for s in SECTIONS}  # preset axes (hardware, model): name -> validated fields
         for f in self.grid.factors:
             for s in set(f.paths) & set(SECTIONS):
-                self.preset[s].update({name: type(getattr(cfg, s)).model_validate(cfg.presets[name]).model_dump()
-                                       for name in f.values[s]})
+                self.preset[s].update({name: preset_fields(cfg, s, name) for name in f.values[s]})
 
     def _namespaces(self, values: dict) -> dict:
         """Section namespaces for one call: base spec (or preset) fields, then swept values."""

@@ -16,7 +16,7 @@ from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
 from wsemoe.sweep.block import Labels
 from wsemoe.sweep.engine import Outputs, Rows
-from wsemoe.sweep.outputs import namespaces
+from wsemoe.sweep.outputs import base_fields, namespaces, preset_fields
 from wsemoe.sweep.feasibility import feasibility
 
 
@@ -28,15 +28,14 @@ def _categorical(frame: pd.DataFrame) -> list[str]:
 
 def _sources(cfg: SweepConfig) -> tuple[dict, dict]:
     """Base fields per section and validated preset fields per preset name (the axes may name presets)."""
-    base = {s: getattr(cfg, s).model_dump() for s in SECTIONS}
     preset = {s: {} for s in SECTIONS}
-    for name, fields in cfg.presets.items():
+    for name in cfg.presets:
         for s in ("hardware", "model"):
             try:
-                preset[s][name] = type(getattr(cfg, s)).model_validate(fields).model_dump()
+                preset[s][name] = preset_fields(cfg, s, name)
             except ValueError:  # a preset of the other kind
                 pass
-    return base, preset
+    return base_fields(cfg), preset
 
 
 def iter_groups(cfg: SweepConfig, frame: pd.DataFrame):

@@ -57,10 +57,18 @@ def _rederive(fields: dict, swept: dict) -> dict:
 def config_namespaces(cfg: SweepConfig, values: dict) -> dict:
     """Section namespaces at `values` ({path: value}) of one sweep: a preset axis value (e.g. `model`)
     replaces its whole section by the preset's fields."""
-    base = {s: getattr(cfg, s).model_dump() for s in SECTIONS}
-    preset = {s: {values[s]: type(getattr(cfg, s)).model_validate(cfg.presets[values[s]]).model_dump()}
-              for s in SECTIONS if s in values}
-    return namespaces(base, preset, values)
+    preset = {s: {values[s]: preset_fields(cfg, s, values[s])} for s in SECTIONS if s in values}
+    return namespaces(base_fields(cfg), preset, values)
+
+
+def base_fields(cfg: SweepConfig) -> dict:
+    """{section: fields} of the sweep's base specs."""
+    return {s: getattr(cfg, s).model_dump() for s in SECTIONS}
+
+
+def preset_fields(cfg: SweepConfig, section: str, name: str) -> dict:
+    """The fields of a preset-axis value (e.g. model: deepseek-v3), validated by its section's spec."""
+    return type(getattr(cfg, section)).model_validate(cfg.presets[name]).model_dump()
 
 
 def evaluate(cfg: SweepConfig, ns: dict) -> dict:

@@ -1,0 +1,14 @@
+"""Copy a bench's own output into README.md between its markers, so the README shows what the bench printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def update_readme(text: str, marks: tuple[str, str]) -> None:
+    """Replace what README.md holds between `marks` (start, end) by `text`."""
+    head, rest = README.read_text().split(marks[0], 1)
+    _, tail = rest.split(marks[1], 1)
+    README.write_text(f"{head}{marks[0]}\n{text}{marks[1]}{tail}")
