@@ -105,10 +105,11 @@ def structures(rounds: int) -> list[dict]:
 
 def all_to_all(rounds: int) -> list[dict]:
     """A uniform all-to-all phase: closed form at 128×128 and 64×64, general path at 64×64."""
-    from wsemoe.cost import collectives, fabric, patterns, structure
+    from wsemoe.cost.fabric import collectives, topology, patterns
+    from wsemoe.cost import structure
 
     def phase(rows, dense):
-        layout = fabric.Layout("mesh", rows, rows)
+        layout = topology.Layout("mesh", rows, rows)
         ones = np.ones(rows * rows)
         p = patterns.Outer((rows, rows), ones, ones)
         return structure.phase_peaks(layout, [collectives.StepTraffic(patterns.Dense(p.dense()) if dense else p, 1, False)])

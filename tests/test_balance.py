@@ -7,15 +7,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import wsemoe
-from wsemoe.cost import balance, mapping as mp
+from wsemoe.cost.balance import popularity
+from wsemoe.cost.fabric import mapping as mp
 
 PL = mp.place_groups("er", 8, 8, 4)
 
 
 def test_uniform_loads_have_factor_one_and_balancers_change_nothing():
     shares = np.full(256, 1 / 256)
-    before, after = balance.balance_experts("replicate", shares, PL, spare_slots=2)
-    assert balance.imbalance(balance.node_loads(before, shares)) == pytest.approx(1.0)
+    before, after = popularity.balance_experts("replicate", shares, PL, spare_slots=2)
+    assert popularity.imbalance(popularity.node_loads(before, shares)) == pytest.approx(1.0)
     assert after is before  # no replicas, no migration, no extra memory
     df = wsemoe.evaluate({**_cfg(zipf_s=0.0), "axes": {"balance.balancer": ["none", "replicate", "stop-the-world"]}})
     for col in ("step_time_s", "mem_weights_node_bytes", "migration_total_s", "expert_imbalance"):
@@ -25,9 +26,9 @@ def test_uniform_loads_have_factor_one_and_balancers_change_nothing():
 @settings(max_examples=40, deadline=None)
 @given(s=st.floats(0.0, 1.2), seed=st.integers(0, 1000), spare=st.integers(1, 3), aware=st.booleans())
 def test_balancing_never_raises_max_load_conserves_and_respects_slots(s, seed, spare, aware):
-    shares = balance.zipf_shares(256, s, seed)
-    before, after = balance.balance_experts("replicate", shares, PL, spare, topology_aware=aware)
-    lb, la = balance.node_loads(before, shares), balance.node_loads(after, shares)
+    shares = popularity.zipf_shares(256, s, seed)
+    before, after = popularity.balance_experts("replicate", shares, PL, spare, topology_aware=aware)
+    lb, la = popularity.node_loads(before, shares), popularity.node_loads(after, shares)
     assert la.max() <= lb.max() + 1e-12
     assert la.sum() == pytest.approx(1.0) and lb.sum() == pytest.approx(1.0)
     assert after.slots_per_node.max() <= before.slots_per_node.max() + spare
@@ -36,13 +37,13 @@ def test_balancing_never_raises_max_load_conserves_and_respects_slots(s, seed, s
 
 def test_replica_counts_go_to_hottest_first_and_stop_at_the_mean():
     # 0.7 → two copies of 0.35 (still above the mean 1/3) → three of 0.233; nothing else is hot
-    assert balance.replica_counts(np.array([0.7, 0.2, 0.1]), extra=5, max_per_expert=4).tolist() == [3, 1, 1]
-    assert balance.replica_counts(np.array([0.7, 0.2, 0.1]), extra=1, max_per_expert=4).tolist() == [2, 1, 1]
-    assert balance.replica_counts(np.full(4, 0.25), extra=4, max_per_expert=4).tolist() == [1, 1, 1, 1]
+    assert popularity.replica_counts(np.array([0.7, 0.2, 0.1]), extra=5, max_per_expert=4).tolist() == [3, 1, 1]
+    assert popularity.replica_counts(np.array([0.7, 0.2, 0.1]), extra=1, max_per_expert=4).tolist() == [2, 1, 1]
+    assert popularity.replica_counts(np.full(4, 0.25), extra=4, max_per_expert=4).tolist() == [1, 1, 1, 1]
 
 
 def test_zipf_is_deterministic_per_seed():
-    a, b, c = (balance.zipf_shares(64, 0.8, s) for s in (3, 3, 4))
+    a, b, c = (popularity.zipf_shares(64, 0.8, s) for s in (3, 3, 4))
     assert np.array_equal(a, b) and not np.array_equal(a, c)
     assert a.sum() == pytest.approx(1.0)
 

@@ -104,7 +104,7 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
     assert r.exit_code == 0 and "sensitivity of speedup_vs_uniform" in r.output
     r = runner.invoke(app, ["plot", str(root / "small_cal")])
     assert r.exit_code == 0 and "sensitivity_tornado.png" in r.output
-    from wsemoe.report.view import ResultsView
+    from wsemoe.report.figures.view import ResultsView
 
     view = ResultsView.load(root / "small_cal")
     assert view.band("best_tokens_per_s", "model.num_experts", [8, 128]) is not None

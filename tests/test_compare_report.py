@@ -13,7 +13,7 @@ from matplotlib import image
 
 import wsemoe
 from wsemoe.cli import app
-from wsemoe.report import plots
+from wsemoe.report.figures import plots
 from wsemoe.sweep.run import run_sweep
 
 BTA = {"hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},

@@ -369,7 +369,7 @@ def test_19_load_model_from_a_model_folder(tmp_path):
 
 
 def test_19_complex_traffic_is_refused():
-    from wsemoe.cost.mesh import xy_link_loads
+    from wsemoe.cost.fabric.mesh import xy_link_loads
 
     with pytest.raises(ValueError, match="real"):
         xy_link_loads(2, 2, np.ones((4, 4)) * (1 + 1j))

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import wsemoe
-from wsemoe.cost import balance, mapping as mp
+from wsemoe.cost.balance import popularity
+from wsemoe.cost.fabric import mapping as mp
 
 BASE = {"mode": "decode", "seq_len": 4096, "overlap": "stage"}
 
@@ -88,16 +89,16 @@ def test_mla_latent_is_replicated_on_every_tp_rank_unless_sharded():
 
 @pytest.mark.parametrize("devices,target", [(256, 2.0), (64, 2.0), (64, 2.12), (256, 5.0)])
 def test_zipf_calibration_hits_its_target(devices, target):
-    s = balance.calibrate_zipf(target, 256, devices, 1)
-    assert balance.zipf_imbalance(s, 256, devices, 1) == pytest.approx(target, rel=1e-6)
+    s = popularity.calibrate_zipf(target, 256, devices, 1)
+    assert popularity.zipf_imbalance(s, 256, devices, 1) == pytest.approx(target, rel=1e-6)
 
 
 def test_one_popularity_shows_more_skew_with_fewer_experts_per_device():
-    s = balance.calibrate_zipf(2.12, 256, 64, 1)
+    s = popularity.calibrate_zipf(2.12, 256, 64, 1)
     assert s == pytest.approx(0.4, abs=0.01)
-    assert balance.zipf_imbalance(s, 256, 256, 1) == pytest.approx(5.7, abs=0.1)
+    assert popularity.zipf_imbalance(s, 256, 256, 1) == pytest.approx(5.7, abs=0.1)
     with pytest.raises(ValueError, match="skew_target"):
-        balance.calibrate_zipf(0.5, 256, 64, 1)
+        popularity.calibrate_zipf(0.5, 256, 64, 1)
 
 
 @settings(max_examples=40, deadline=None)
@@ -105,21 +106,21 @@ def test_one_popularity_shows_more_skew_with_fewer_experts_per_device():
        policy=st.sampled_from(["hot", "fill"]), experts=st.sampled_from([64, 256]))
 def test_water_filling_never_leaves_a_busier_host_than_even_splitting(s, seed, spare, policy, experts):
     pl = mp.place_er(8, 8, 4)
-    shares = balance.zipf_shares(experts, s, seed)
-    _, even = balance.balance_experts("replicate", shares, pl, spare, split="even", policy=policy)
-    _, filled = balance.balance_experts("replicate", shares, pl, spare, split="water-fill", policy=policy)
+    shares = popularity.zipf_shares(experts, s, seed)
+    _, even = popularity.balance_experts("replicate", shares, pl, spare, split="even", policy=policy)
+    _, filled = popularity.balance_experts("replicate", shares, pl, spare, split="water-fill", policy=policy)
     assert np.array_equal(even.hosts, filled.hosts)
-    le, lw = balance.node_loads(even, shares), balance.node_loads(filled, shares)
+    le, lw = popularity.node_loads(even, shares), popularity.node_loads(filled, shares)
     assert lw.max() <= le.max() * (1 + 1e-12)
     assert lw.sum() == pytest.approx(1.0) and np.allclose(filled.weights.sum(axis=1), 1.0)
     assert np.all(filled.weights[~filled.hosts] == 0) and np.all(filled.weights >= 0)
 
 
 def test_fill_uses_every_spare_slot_but_uniform_loads_change_nothing():
-    shares = balance.zipf_shares(256, 0.4, 1)
-    assert balance.replica_counts(shares, 128, 256, "fill").sum() == 256 + 128
-    assert balance.replica_counts(shares, 128, 256, "hot").sum() < 256 + 128
-    assert balance.replica_counts(np.full(256, 1 / 256), 128, 256, "fill").sum() == 256
+    shares = popularity.zipf_shares(256, 0.4, 1)
+    assert popularity.replica_counts(shares, 128, 256, "fill").sum() == 256 + 128
+    assert popularity.replica_counts(shares, 128, 256, "hot").sum() < 256 + 128
+    assert popularity.replica_counts(np.full(256, 1 / 256), 128, 256, "fill").sum() == 256
 
 
 def test_best_vs_best_comparison_tunes_each_side_for_each_metric(tmp_path):

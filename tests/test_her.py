@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import wsemoe
-from wsemoe.cost import collectives, fabric, mapping as mp, mesh, structure, traffic
+from wsemoe.cost.fabric import collectives, topology, mapping as mp, mesh, traffic
+from wsemoe.cost import structure
 
 
 def _bytes_per_member(steps, n) -> np.ndarray:
@@ -105,7 +106,7 @@ def test_slice_flow_splits_tokens_evenly_and_needs_no_output_reduction():
     pl = mp.place_her(8, 8, (2, 2), 4)
     experts = mp.place_experts(256, 16, 16)
     t = traffic.slice_dispatch(pl, experts, None, (8, 8))
-    wafer = fabric.Layout("mesh", 8, 8, (2, 2)).wafer_of()
+    wafer = topology.Layout("mesh", 8, 8, (2, 2)).wafer_of()
     assert np.all(t[wafer[:, None] != wafer[None, :]] == 0)
     # every group's copies (one unit per group, 64 groups) arrive: each node receives its expert's share
     np.testing.assert_allclose(t.sum(axis=0), 64 / 256)

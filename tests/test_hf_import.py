@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wsemoe.cost import params
+from wsemoe.cost.node import params
 from wsemoe.errors import PresetError
 from wsemoe.config.hf import model_from_hf_config
 from wsemoe.specs.model import ModelSpec

@@ -231,7 +231,7 @@ def test_duplicate_config_names_are_labelled_by_path(tmp_path, small_config):
 
 def test_a_negative_term_is_caught_and_named(monkeypatch, small_config):
     """A head whose FLOPs come out negative: the finiteness check names the column and the point."""
-    from wsemoe.cost import compute
+    from wsemoe.cost.node import compute
 
     monkeypatch.setattr(compute, "head_flops", lambda m, T: -2.0 * T * m.vocab_size * m.hidden_size)
     report = wsemoe.check_invariants([small_config], only=["terms_are_finite_and_nonnegative"])

@@ -5,14 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wsemoe.cost.mapping import (
+from wsemoe.cost.fabric.mapping import (
     cycle_order,
     place_block,
     place_er,
     place_experts,
     place_groups,
 )
-from wsemoe.cost.traffic import (
+from wsemoe.cost.fabric.traffic import (
     allreduce_ring_traffic,
     dispatch_traffic,
     gradient_traffic,
@@ -239,7 +239,7 @@ def test_dispatch_rejects_bad_arguments():
 def test_block_always_finds_a_tiling_rectangle():
     """Whenever tp divides rows·cols some br × bc = tp rectangle tiles the mesh (br | rows, bc | cols):
     the block strategy never needs a fallback. Exhaustive over meshes up to 16 × 16."""
-    from wsemoe.cost.mapping import near_square_factor
+    from wsemoe.cost.fabric.mapping import near_square_factor
 
     for rows in range(1, 17):
         for cols in range(1, 17):

@@ -9,13 +9,15 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from test_mesh import walk_loads
-from wsemoe.cost import collectives, fabric, mapping as mp, patterns, structure, traffic
-from wsemoe.cost.cache import bounded_cache
+from wsemoe.cost.fabric import collectives, topology, mapping as mp, patterns, traffic
+from wsemoe.cost import structure
+from wsemoe.cost.balance import popularity
+from wsemoe.cost.fabric.cache import bounded_cache
 
 TIGHT = {"rtol": 1e-12, "atol": 1e-12}
 
 
-def _assert_same(p, q, layout: fabric.Layout):
+def _assert_same(p, q, layout: topology.Layout):
     """Pattern p (compact) and q (Dense, the general path) agree on everything a structure reads."""
     np.testing.assert_allclose(p.dense(), q.t, **TIGHT)
     for routing in ("xy", "reverse"):
@@ -35,7 +37,7 @@ def layouts(draw):
     rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     wafers = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     assume(rows * cols * wafers[0] * wafers[1] > 1)
-    return fabric.Layout("mesh", rows, cols, wafers)
+    return topology.Layout("mesh", rows, cols, wafers)
 
 
 @settings(max_examples=60, deadline=None)
@@ -71,7 +73,7 @@ def test_uniform_all_to_all_has_the_closed_form_link_loads(rows, cols):
     """XY routing: the east link c→c+1 of row r carries row r's sources at columns ≤ c to every destination at
     columns > c in any row, (c+1)·(C−c−1)·R; the south link r→r+1 of column c carries every source in rows ≤ r
     to column c's destinations below, (r+1)·C·(R−r−1). 128×128 = 16,384 dies: no N×N array is built."""
-    layout = fabric.Layout("mesh", rows, cols)
+    layout = topology.Layout("mesh", rows, cols)
     ones = np.ones(rows * cols)
     loads = patterns.Outer((rows, cols), ones, ones).loads(layout)
     c, r = np.arange(cols - 1), np.arange(rows - 1)
@@ -90,7 +92,7 @@ def test_uniform_all_to_all_has_the_closed_form_link_loads(rows, cols):
 
 def test_rings_are_transfers_and_equal_the_matrix_of_the_general_path():
     pl = mp.place_snake(16, 16, 8)
-    layout = fabric.Layout("mesh", 16, 16)
+    layout = topology.Layout("mesh", 16, 16)
     for dirs in (1, 2):
         p = collectives.ring_transfers(pl.rings, 1.75, pl.num_nodes, dirs)
         assert isinstance(p, patterns.Transfers) and len(p.src) == pl.num_nodes * dirs
@@ -206,8 +208,8 @@ def test_split_dispatch_is_every_groups_sender_feeding_every_node(monkeypatch, s
     monkeypatch.setattr(traffic, "SENDER_BLOCK", 7)   # many blocks
     pl = mp.place_groups(strategy, 4, 6, tp)
     shares = np.linspace(1.0, 3.0, 12) / np.linspace(1.0, 3.0, 12).sum()
-    _, experts = structure.balance.balance_experts("non-invasive", shares, pl, 2)
-    into = structure.balance.node_loads(experts, shares)
+    _, experts = popularity.balance_experts("non-invasive", shares, pl, 2)
+    into = popularity.node_loads(experts, shares)
     sender, _ = traffic.dispatch_senders(pl, "ftd" if source == "auto" and pl.ftd_shape is not None else "nearest")
     brute = np.zeros((24, 24))
     for j in range(pl.num_groups):
@@ -216,4 +218,4 @@ def test_split_dispatch_is_every_groups_sender_feeding_every_node(monkeypatch, s
     p = structure.split_dispatch(pl, experts, shares, "ftd" if source == "auto" else source)
     assert isinstance(p, patterns.Outer if tp == 1 else patterns.Blocks)
     np.testing.assert_array_equal(p.dense(), brute)
-    _assert_same(p, patterns.Dense(brute), fabric.Layout("mesh", 4, 6))
+    _assert_same(p, patterns.Dense(brute), topology.Layout("mesh", 4, 6))

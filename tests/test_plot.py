@@ -5,9 +5,9 @@ import pytest
 from matplotlib import image
 
 from wsemoe.errors import ResultsError
-from wsemoe.report.fig_pareto import SIZE as PARETO_SIZE
-from wsemoe.report.plots import plot_results
-from wsemoe.report.style import DOUBLE, SINGLE
+from wsemoe.report.figures.fig_pareto import SIZE as PARETO_SIZE
+from wsemoe.report.figures.plots import plot_results
+from wsemoe.report.figures.style import DOUBLE, SINGLE
 from wsemoe.sweep.run import run_sweep
 
 BASE = {"hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192}}
@@ -129,7 +129,7 @@ def test_only_and_pdf(bta, tmp_path):
 
 
 def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
-    from wsemoe.report import fig_pareto, plots
+    from wsemoe.report.figures import fig_pareto, plots
     from wsemoe.sweep import store
 
     asked = []
@@ -144,7 +144,7 @@ def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
 def _view(points, objectives, name="v"):
     import pandas as pd
 
-    from wsemoe.report.view import ResultsView
+    from wsemoe.report.figures.view import ResultsView
     from wsemoe.sweep.pareto import pareto_front
 
     man = {"axes": [c for c in points if "." in c or c in ("model", "hardware")], "objectives": objectives}
@@ -155,7 +155,7 @@ def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
     import numpy as np
     import pandas as pd
 
-    from wsemoe.report import fig_pareto
+    from wsemoe.report.figures import fig_pareto
 
     n = 3000
     x = np.linspace(1, 2, n)
@@ -189,7 +189,7 @@ def test_slices_prefer_values_with_feasible_points():
 def test_marker_axis_is_never_the_colour_axis():
     import pandas as pd
 
-    from wsemoe.report import fig_pareto
+    from wsemoe.report.figures import fig_pareto
 
     pts = pd.DataFrame({"balance.balancer": ["none", "replicate"] * 4, "balance.zipf_s": [0.0, 0.0, 0.2, 0.2] * 2,
                         "tokens_per_s": range(8), "mem_peak_node_bytes": range(8), "feasible": True})

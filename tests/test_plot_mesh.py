@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from wsemoe.cost import mesh, structure
-from wsemoe.report import fig_balance, fig_mesh, meshdraw
-from wsemoe.report.plots import plot_results
-from wsemoe.report.view import ResultsView
+from wsemoe.cost.fabric import mesh
+from wsemoe.cost import structure
+from wsemoe.report.figures import fig_balance, fig_mesh, meshdraw
+from wsemoe.report.figures.plots import plot_results
+from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.run import run_sweep
 
 BASE = {"hardware": "wsc-b200-8x8", "model": "deepseek-v3",

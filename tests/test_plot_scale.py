@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wsemoe.report import fig_comm, fig_mesh, fig_versus
-from wsemoe.report.plots import plot_results
-from wsemoe.report.view import ResultsView
+from wsemoe.report.figures import fig_comm, fig_mesh, fig_versus
+from wsemoe.report.figures.plots import plot_results
+from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.run import run_sweep
 
 DECODE = {"mode": "decode", "seq_len": 4096, "overlap": "stage"}

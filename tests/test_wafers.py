@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 import wsemoe
 from test_mesh import walk_loads
-from wsemoe.cost import fabric, mesh, structure
+from wsemoe.cost.fabric import topology, mesh
+from wsemoe.cost import structure
 
 GRID = {"preset": "wsc-b200-4x8x8"}
 FLAT = {"preset": "wsc-b200-4x8x8", "rows": 16, "cols": 16, "wafers": [1, 1],
@@ -46,14 +47,14 @@ def wafer_traffic(draw):
 @given(wafer_traffic(), st.floats(1e9, 1e12), st.floats(1e9, 1e12))
 def test_class_peaks_and_per_link_time_match_a_brute_force_walk(case, bw, bw_x):
     rw, cw, wafers, t = case
-    layout = fabric.Layout("mesh", rw, cw, wafers)
+    layout = topology.Layout("mesh", rw, cw, wafers)
     walked, cross = _crossing_walk(rw, cw, wafers, t)
     loads = mesh.xy_link_loads(*layout.grid, t)
-    l0, l1 = fabric.class_peaks(layout, loads, t)
+    l0, l1 = topology.class_peaks(layout, loads, t)
     assert l0 == pytest.approx(walked[~cross].max(initial=0), rel=1e-12, abs=1e-6)
     assert l1 == pytest.approx(walked[cross].max(initial=0), rel=1e-12, abs=1e-6)
     brute = (walked / np.where(cross, bw_x, bw)).max(initial=0)   # max over links of load / its bandwidth
-    per_link = mesh.phase_time(loads, fabric.link_bandwidths(rw, cw, wafers, bw, bw_x), np.inf, 0.0, 0)
+    per_link = mesh.phase_time(loads, topology.link_bandwidths(rw, cw, wafers, bw, bw_x), np.inf, 0.0, 0)
     assert per_link.link_s == pytest.approx(brute, rel=1e-12, abs=1e-15)
     assert max(l0 / bw, l1 / bw_x) == pytest.approx(brute, rel=1e-12, abs=1e-15)
 
@@ -62,11 +63,11 @@ def test_class_peaks_and_per_link_time_match_a_brute_force_walk(case, bw, bw_x):
 @given(wafer_traffic(), st.floats(0, 1e-6), st.floats(0, 1e-6))
 def test_latency_profile_is_the_longest_transfer(case, t0, t1):
     rw, cw, wafers, t = case
-    layout = fabric.Layout("mesh", rw, cw, wafers)
+    layout = topology.Layout("mesh", rw, cw, wafers)
     on, cross = layout.hop_split()
     used = (t > 0) & ~np.eye(layout.nodes, dtype=bool)
     brute = (on * t0 + cross * t1)[used].max(initial=0.0)
-    assert fabric.profile_latency(fabric.latency_profile(used, on, cross), t0, t1) == pytest.approx(brute, abs=1e-18)
+    assert topology.profile_latency(topology.latency_profile(used, on, cross), t0, t1) == pytest.approx(brute, abs=1e-18)
     assert np.all(on + cross == mesh.hops_matrix(*layout.grid))
 
 

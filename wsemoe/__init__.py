@@ -58,7 +58,7 @@ def compare(folders, metric=None):
 
 def plot(results, only=None, formats=("png", "svg")):
     """Write the plots of a results folder (or those `only` names) into its plots/ folder; returns the files."""
-    from wsemoe.report.plots import plot_results
+    from wsemoe.report.figures.plots import plot_results
 
     return plot_results(results, only=only, formats=formats)
 
@@ -66,7 +66,7 @@ def plot(results, only=None, formats=("png", "svg")):
 def write_report(results, output=None):
     """Write the self-contained HTML report of a results folder; returns its path (`wsemoe.report` is the
     package of tables and figures, so the function has its own name)."""
-    from wsemoe.report.html import write_report
+    from wsemoe.report.html.page import write_report
 
     return write_report(results, output)
 
@@ -108,7 +108,7 @@ def load_model(name_or_path):
 
 def parameter_counts(model) -> dict:
     """{'total': ..., 'active': ...} parameters of a ModelSpec (embeddings and head included)."""
-    from wsemoe.cost import params
+    from wsemoe.cost.node import params
 
     return {"total": float(params.total_params(model)), "active": float(params.active_params(model))}
 

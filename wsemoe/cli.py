@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from wsemoe.errors import ConfigError, WsemoeError
-from wsemoe.report.terminal import console, width
+from wsemoe.report.terminal.console import console, width
 from wsemoe.version import __version__
 
 
@@ -85,7 +85,7 @@ def choice(value: str, allowed, option: str) -> str:
 
 def emit(df, fmt: str, title: str = "", index: str | None = "point", priority=None):
     """Rows as a table that fits the terminal, or as Markdown, CSV or JSON on stdout."""
-    from wsemoe.report import formats
+    from wsemoe.report.terminal import formats
 
     out = formats.render(df, fmt, title, index, priority, width())
     sys.stdout.write(out) if isinstance(out, str) else console().print(out)
@@ -93,7 +93,7 @@ def emit(df, fmt: str, title: str = "", index: str | None = "point", priority=No
 
 def show_folder(path: Path, status: str = "", limit: Optional[int] = 20):
     """Summary, Pareto front (with point indices) and comparison of a results folder, fitted to the terminal."""
-    from wsemoe.report.tables import folder_view
+    from wsemoe.report.terminal.tables import folder_view
 
     for part in folder_view(path, status, limit, width()):  # built whole first: a damaged file prints nothing
         console().print(part)
@@ -127,7 +127,7 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
           chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="points per chunk (memory bound)"),
           quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the results path")):
     """Evaluate every design point of CONFIG and write results/<name>/."""
-    from wsemoe.report import progress
+    from wsemoe.report.terminal import progress
     from wsemoe.sweep.run import run_sweep
 
     signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C: one line, progress kept
@@ -159,7 +159,7 @@ def check(config: Path = typer.Argument(..., help="sweep YAML"),
     """Validate CONFIG (every key, value and column it names) and count its points, without running it."""
     from wsemoe.sweep.plan import check as check_config
 
-    from wsemoe.report.texts import check_lines
+    from wsemoe.report.terminal.texts import check_lines
 
     for line in check_lines(check_config(config, estimate=estimate)):
         typer.echo(line)
@@ -177,7 +177,7 @@ def eval_point(config: Path = typer.Argument(..., help="sweep YAML, or a results
     choice(fmt, TABLE_FORMATS, "--format")
     _, rows = explain.breakdown(config, point, set_ or [])
     if fmt == "table":
-        from wsemoe.report import tables
+        from wsemoe.report.terminal import tables
 
         console().print(tables.breakdown(rows))
         return
@@ -204,7 +204,7 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
 @guarded
 def presets():
     """List hardware and model presets with their key figures."""
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
 
     for t in tables.presets():
         console().print(t)
@@ -222,7 +222,7 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     """Show a results folder: summary, Pareto front (point indices for `eval --point`) and comparison;
     or the rows a question selects (--all, --where, --sort, --columns)."""
     from wsemoe.analysis.query import select
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
 
     choice(fmt, TABLE_FORMATS, "--format")
     if limit is None:
@@ -245,7 +245,7 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
          only: Optional[List[str]] = typer.Option(None, "--only", help="a figure (e.g. pareto, speedup_vs_G) or family (bta, mesh, ...); repeatable"),
          fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)")):
     """Write the plots of a results folder into its plots/ folder."""
-    from wsemoe.report import plots as plotting
+    from wsemoe.report.figures import plots as plotting
 
     for p in plotting.plot_results(results, only=only, formats=fmt or None):
         typer.echo(str(p))
@@ -261,13 +261,14 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     from wsemoe.analysis.crossrun import compare as compare_runs
 
     choice(fmt, TABLE_FORMATS, "--format")
-    from wsemoe.report.texts import comparison_view
+    from wsemoe.report.terminal.texts import comparison_view
 
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     emit(table, fmt, title, index=None, priority=priority)
     if plot_to is not None:
-        from wsemoe.report import compareplot, output
+        from wsemoe.report.figures import compareplot
+        from wsemoe.report import output
 
         ext = plot_to.suffix.lstrip(".").lower()
         output.write(plot_to, output.figure_bytes(compareplot.figure(cmp), ext), "figure")
@@ -279,7 +280,7 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
 def report(results: Path = typer.Argument(..., help="a results folder"),
            output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)")):
     """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures, config, manifest."""
-    from wsemoe.report.html import write_report
+    from wsemoe.report.html.page import write_report
 
     typer.echo(str(write_report(results, output)))
 
@@ -289,7 +290,7 @@ def report(results: Path = typer.Argument(..., help="a results folder"),
 def list_results(root: Path = typer.Argument(Path("results"), help="folder holding results folders"),
                  clean: bool = typer.Option(False, "--clean", help="remove stale partial folders (unfinished runs no run holds)")):
     """List the sweeps under ROOT (size, points, date, up to date?) and the partial folders runs left behind."""
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
     from wsemoe.sweep import inventory
 
     removed = inventory.clean(root) if clean else []
@@ -305,7 +306,7 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
 @guarded
 def validate():
     """Print each published figure the project reproduces beside the model's value and error."""
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
     from wsemoe.validate import run_all
     from wsemoe.validate.common import unexplained
 
@@ -333,7 +334,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     from wsemoe.analysis.invariants import REGISTRY
     from wsemoe.analysis.suite import check_invariants
     from wsemoe.report import junit as junit_report
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
 
     out, fmt = console(), choice(fmt, ("text", "json"), "--format")
     if list_:
@@ -367,7 +368,7 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     results: Path = typer.Option(Path("results"), help="root folder of results")):
     """Global sensitivity of CONFIG's results to the calibration unknowns; writes results/<name>/sensitivity/."""
     from wsemoe.analysis import sensitivity as sens
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
 
     result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
                             unknowns_file=unknowns, only=only or ())
@@ -387,7 +388,7 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
               only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns")):
     """Fit the calibration unknowns to the public BTA targets; write the fitted preset beside the original."""
     from wsemoe.analysis import calibrate as cal
-    from wsemoe.report import tables
+    from wsemoe.report.terminal import tables
 
     result, table, path = cal.run(hardware, output, samples=samples, seed=seed, unknowns_file=unknowns,
                                   only=only or ())

@@ -1,8 +1,8 @@
 """Public mesh network model: XY/YX-routing link loads, per-link bandwidths of wafer meshes, phase times and link
 statistics."""
 
-from wsemoe.cost.fabric import link_bandwidths
-from wsemoe.cost.mesh import (
+from wsemoe.cost.fabric.topology import link_bandwidths
+from wsemoe.cost.fabric.mesh import (
     LinkArrays,
     LinkLoads,
     PhaseTime,

@@ -1,7 +1,7 @@
 """How one point's numbers combine: stage rooflines → layer times → step time → throughput and MFU, and
 memory terms → stage peaks → constraint, each written out with its numbers and checked against the column.
 
-The formulas mirror cost/stages.py (rooflines, `workload.overlap` and `workload.comm_overlap`) and cost/memory.py; a line whose
+The formulas mirror cost/node/stages.py (rooflines, `workload.overlap` and `workload.comm_overlap`) and cost/node/memory.py; a line whose
 recomputed value does not match the model's column says so instead of showing a check mark.
 """
 

@@ -14,7 +14,7 @@ import pandas as pd
 from wsemoe.analysis import addsup
 from wsemoe.config import axes, checks, yamlio
 from wsemoe.config.loader import load_config
-from wsemoe.cost import params
+from wsemoe.cost.node import params
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space, store
 from wsemoe.sweep.columns import describe

@@ -22,7 +22,7 @@ from wsemoe.analysis.cases import Case
 from wsemoe.analysis.checking import Checker, Outcome
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
 from wsemoe.cost import structure
-from wsemoe.cost.mesh import hops_matrix
+from wsemoe.cost.fabric.mesh import hops_matrix
 from wsemoe.specs import HardwareSpec
 from wsemoe.specs.base import MAX_TILES, MAX_TOKENS
 from wsemoe.sweep.columns import describe

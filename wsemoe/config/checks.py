@@ -8,7 +8,7 @@ import difflib
 import numpy as np
 
 from wsemoe.config.schema import SweepConfig
-from wsemoe.cost.balance import calibrate_zipf
+from wsemoe.cost.balance.popularity import calibrate_zipf
 from wsemoe.errors import ConfigError
 
 

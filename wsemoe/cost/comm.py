@@ -2,7 +2,7 @@
 gradients, migration.
 
 Structural terms come from structure.build (once per unique combination); here they are scaled by the bytes
-each phase moves and turned into times with numpy broadcasting (cost/phasetime.py): every step of a phase
+each phase moves and turned into times with numpy broadcasting (cost/fabric/phasetime.py): every step of a phase
 takes max(busiest link of each class, busiest injection port, busiest ejection port) / bandwidth plus its
 ring rounds × its longest hop latency, and the steps add up.
 """
@@ -13,8 +13,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost import params, phasetime, structure
-from wsemoe.cost.migration import MIGRATION_COLUMNS, Window, migration_columns
+from wsemoe.cost.node import params
+from wsemoe.cost.fabric import phasetime
+from wsemoe.cost import structure
+from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
 PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient" joins them in training
 

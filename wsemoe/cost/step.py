@@ -15,9 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost import compute, fabric, memory, params, weights
-from wsemoe.cost.migration import Window
-from wsemoe.cost.stages import Coded, Layer, Stage, argmax_of
+from wsemoe.cost.node import compute, memory, params, weights
+from wsemoe.cost.fabric import topology
+from wsemoe.cost.balance.migration import Window
+from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
 
 # Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
 STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s")}
@@ -112,7 +113,7 @@ def with_batch(hw, wl, mp):
     per_device = getattr(wl, "tokens_per_device", None)
     if per_device is None:
         return wl
-    nodes = fabric.system_nodes(hw)
+    nodes = topology.system_nodes(hw)
     tp = nodes if mp.tp is None else mp.tp
     fields = wl.model_dump() if hasattr(wl, "model_dump") else dict(vars(wl))
     fields["B"] = per_device * tp / wl.G
@@ -121,7 +122,7 @@ def with_batch(hw, wl, mp):
 
 def micro_batch(hw, wl, mp) -> Shape:
     """Nodes, TP groups and the tokens of one micro-batch (every group runs its own G·B sequences)."""
-    nodes = fabric.system_nodes(hw)
+    nodes = topology.system_nodes(hw)
     tp = nodes if mp.tp is None else mp.tp
     groups = nodes // tp
     return Shape(nodes, tp, groups, groups * wl.G * wl.B, compute.tokens(wl) * groups)

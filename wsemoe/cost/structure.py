@@ -22,10 +22,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost import balance, collectives, fabric, mesh, patterns, traffic
-from wsemoe.cost import mapping as mp
-from wsemoe.cost.cache import bounded_cache
-from wsemoe.cost.collectives import StepTraffic
+from wsemoe.cost.balance import popularity
+from wsemoe.cost.fabric import collectives, mesh, patterns, traffic
+from wsemoe.cost.fabric import topology as topo
+from wsemoe.cost.fabric import mapping as mp
+from wsemoe.cost.fabric.cache import bounded_cache
+from wsemoe.cost.fabric.collectives import StepTraffic
 
 DENSE_MAX_NODES = 1024   # a step on at most this many nodes is evaluated on its N×N matrix (8 MB)
 CACHE_NODES = 1 << 18    # nodes of the structures each cache holds (≈ 0.7 kB a node: ≈ 180 MB; 64 at 64×64)
@@ -66,7 +68,7 @@ class PhasePeaks:
 class Structure:
     """Everything about communication that depends only on structure, not on batch or bandwidth."""
 
-    layout: fabric.Layout
+    layout: topo.Layout
     placement: mp.Placement
     experts: mp.ExpertPlacement
     phases: dict
@@ -120,8 +122,8 @@ def expert_shares(num_experts: int, bal: BalanceKey, devices: int) -> tuple[np.n
     if bal.distribution == "zipf":
         s = bal.zipf_s
         if bal.skew_target is not None:
-            s = balance.calibrate_zipf(bal.skew_target, num_experts, bal.skew_devices or devices, bal.seed)
-        return balance.zipf_shares(num_experts, s, bal.seed), float(s)
+            s = popularity.calibrate_zipf(bal.skew_target, num_experts, bal.skew_devices or devices, bal.seed)
+        return popularity.zipf_shares(num_experts, s, bal.seed), float(s)
     if bal.distribution == "histogram":
         h = np.asarray(bal.histogram, dtype=float)
         if len(h) != num_experts:
@@ -130,7 +132,7 @@ def expert_shares(num_experts: int, bal: BalanceKey, devices: int) -> tuple[np.n
     return np.full(num_experts, 1.0 / num_experts), float("nan")
 
 
-def _evaluable(layout: fabric.Layout, pattern):
+def _evaluable(layout: topo.Layout, pattern):
     """The form a step is evaluated on: its N×N matrix (the general path) on a switch or while matrices are small,
     else the compact pattern itself."""
     if layout.topology == "switch" or layout.nodes <= DENSE_MAX_NODES:
@@ -138,15 +140,15 @@ def _evaluable(layout: fabric.Layout, pattern):
     return pattern
 
 
-def _step(layout: fabric.Layout, p, rounds: int, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
+def _step(layout: topo.Layout, p, rounds: int, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
     """Peaks, profile and loads of one step's unit traffic (an evaluable pattern)."""
     loads = p.loads(layout, routing) if layout.topology == "mesh" else None
     send, recv = p.ports()
-    l0, l1 = fabric.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
+    l0, l1 = topo.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
     return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds)), loads
 
 
-def phase_peaks(layout: fabric.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
+def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
     """A phase from its steps: each step's peaks, and statistics of the summed traffic."""
     parts = [_evaluable(layout, s.pattern) for s in steps]
     built = [_step(layout, p, s.rounds, routing) for p, s in zip(parts, steps)]
@@ -157,7 +159,7 @@ def phase_peaks(layout: fabric.Layout, steps: list[StepTraffic], routing: str = 
     return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads)
 
 
-def _sum_loads(layout: fabric.Layout, parts: list) -> mesh.LinkLoads:
+def _sum_loads(layout: topo.Layout, parts: list) -> mesh.LinkLoads:
     """The loads of sequential steps added link by link (a phase's total per unit)."""
     if not parts:
         return patterns.Transfers.empty(layout.nodes).loads(layout)
@@ -165,7 +167,7 @@ def _sum_loads(layout: fabric.Layout, parts: list) -> mesh.LinkLoads:
     return mesh.LinkLoads(parts[0].rows, parts[0].cols, *(sum(getattr(p, k) for p in parts) for k in keys))
 
 
-def _ring_hops(layout: fabric.Layout, rings: np.ndarray) -> float:
+def _ring_hops(layout: topo.Layout, rings: np.ndarray) -> float:
     """Longest hop distance between ring neighbours."""
     if rings.shape[1] < 2:
         return 0.0
@@ -189,7 +191,7 @@ def _ftd_crossing(placement: mp.Placement) -> np.ndarray | None:
     return mesh.LinkArrays(placement.rows, placement.cols, h, h, v, v).all_links()
 
 
-def _migration(layout: fabric.Layout, before, after) -> patterns.Transfers:
+def _migration(layout: topo.Layout, before, after) -> patterns.Transfers:
     """Unit traffic (one byte per new copy) of fetching every new replica from its nearest old host."""
     experts, dst = np.nonzero(after.hosts & ~before.hosts)
     old = [np.flatnonzero(before.hosts[e]) for e in experts]
@@ -217,7 +219,7 @@ def split_dispatch(placement: mp.Placement, experts: mp.ExpertPlacement, shares:
     (traffic.SENDER_BLOCK transfers). Each (sender, node) cell gets its groups in ascending order in any
     block, so the matrix is the one a single block adds up."""
     n, ng = placement.num_nodes, placement.num_groups
-    into = balance.node_loads(experts, shares)                 # (N,) per unit from one group
+    into = popularity.node_loads(experts, shares)                 # (N,) per unit from one group
     if placement.tp == 1 and placement.cross_rings is None:   # every node a group, its only sender: t[s, d] = into[d]
         return patterns.Outer((placement.rows, placement.cols), np.ones(n), into)
     width = max(1, traffic.SENDER_BLOCK // ng)
@@ -243,7 +245,7 @@ def _dispatch(layout, placement, experts, shares, source, flow, replicas: bool):
 class Core:
     """The expensive part of a structure: placement, balanced experts, dispatch, combine, migration."""
 
-    layout: fabric.Layout
+    layout: topo.Layout
     placement: mp.Placement
     before: mp.ExpertPlacement
     experts: mp.ExpertPlacement
@@ -271,10 +273,10 @@ def _core_traffic(layout, placement, before, experts, shares, source, flow) -> t
 def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit, token_source: str,
          num_experts: int, bal: BalanceKey = UNIFORM, wafers=(1, 1), domain=None) -> Core:
     """Placement, balancing, dispatch and combine of one structural combination (cached; patterns not kept)."""
-    layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
+    layout = topo.Layout(topology, rows, cols, tuple(wafers), domain)
     placement = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     shares, s = expert_shares(num_experts, bal, layout.nodes)
-    before, experts = balance.balance_experts(bal.balancer, shares, placement, bal.spare_slots, split=bal.split,
+    before, experts = popularity.balance_experts(bal.balancer, shares, placement, bal.spare_slots, split=bal.split,
                                               policy=bal.policy)
     source, flow = token_flow(topology, strategy, token_source)
     first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
@@ -285,7 +287,7 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
                 phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received())
 
 
-def _switch_reduction(layout: fabric.Layout, placement: mp.Placement) -> PhasePeaks | None:
+def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeaks | None:
     """The all-reduce done in the switch (NVLink SHARP) when every TP group lies inside one scale-up domain."""
     dom = layout.wafer_of()[placement.rings]
     if placement.tp < 2 or np.any(dom != dom[:, :1]):
@@ -309,7 +311,7 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
                       token_source: str, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> dict:
     """All-reduce, output reduction and gradient phases: they depend on the placement and the collectives, not
     on the experts, so every balance setting of one placement shares them (cached)."""
-    layout = fabric.Layout(topology, rows, cols, tuple(wafers), domain)
+    layout = topo.Layout(topology, rows, cols, tuple(wafers), domain)
     pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     _, flow = token_flow(topology, strategy, token_source)
     out = {name: phase_peaks(layout, steps) for name, steps in _collective_steps(pl, flow, coll.ring_directions).items()}
@@ -343,8 +345,8 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         inter_ftd_share=_share_on(_ftd_crossing(pl) if mesh_ else None, dispatch_loads),
         inter_wafer_share=_share_on(wafer_cross, dispatch_loads),
         node_load=c.node_load,
-        expert_imbalance=balance.imbalance(c.node_load),
-        imbalance_before=balance.imbalance(c.load_before),
+        expert_imbalance=popularity.imbalance(c.node_load),
+        imbalance_before=popularity.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),
         slots_before=int(c.before.slots_per_node.max()),
         copies_moved=c.moved,

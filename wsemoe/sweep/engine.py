@@ -19,7 +19,7 @@ import pandas as pd
 
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS, SweepConfig
-from wsemoe.cost.stages import Coded
+from wsemoe.cost.node.stages import Coded
 from wsemoe.sweep import space
 from wsemoe.sweep.block import Block, Labels, factorize
 from wsemoe.sweep.feasibility import feasibility

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.config import presets
-from wsemoe.cost import params
+from wsemoe.cost.node import params
 from wsemoe.validate.bta import bta_comparison
 from wsemoe.validate.common import row
 

@@ -1,0 +1,1 @@
+"""Node physics: parameter counts, FLOPs, memory, weights and the rooflines of stages."""

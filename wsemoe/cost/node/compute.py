@@ -1,0 +1,85 @@
+"""FLOPs per stage of one transformer layer, forward, for one micro-batch (scalars or arrays).
+
+Conventions (docs/cost-model.md): a matmul of m×k by k×n costs 2·m·n·k FLOP; T = G·B·S tokens
+(decode: G·B tokens, each attending over an S-token context); attention runs G tiles of B
+sequences, router and experts run once on all T tokens.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.node import params
+
+
+def tokens(wl):
+    """Tokens one micro-batch of G·B sequences processes (decode: one per sequence)."""
+    return wl.G * wl.B * (1 if wl.mode == "decode" else wl.seq_len)
+
+
+def attn_proj_flops(m, T):
+    """Q, K, V and output projections for T tokens (MLA: its low-rank projections)."""
+    return 2.0 * T * params.attn_params(m)
+
+
+def attn_core_flops(m, wl):
+    """Score and value matmuls over the full S×S (decode: one query over S keys) for G·B sequences.
+
+    A causal discount would change time, not this count (docs/cost-model.md).
+    """
+    seqs = wl.G * wl.B
+    per_pair = 2.0 * m.num_attention_heads * (params.qk_head_dim(m) + params.v_head_dim(m))
+    queries = 1 if wl.mode == "decode" else wl.seq_len
+    return per_pair * seqs * queries * wl.seq_len
+
+
+def router_flops(m, T):
+    """Router logits: T tokens × H × E."""
+    return 2.0 * T * m.hidden_size * m.num_experts
+
+
+def expert_flops(m, T):
+    """Routed experts (k per token) plus shared experts, SwiGLU: 6·T·k·H·F + shared."""
+    return 2.0 * T * (m.num_experts_per_tok * params.expert_params(m) + params.shared_expert_params(m))
+
+
+def dense_ffn_flops(m, T):
+    """FFN of one dense (non-MoE) layer."""
+    return 2.0 * T * params.dense_ffn_params(m)
+
+
+def head_flops(m, T):
+    """Output head (vocabulary projection); the embedding lookup costs no matmul."""
+    return 2.0 * T * m.vocab_size * m.hidden_size
+
+
+def pass_factor(mode: str) -> float:
+    """Forward+backward FLOPs relative to forward: backward is 2× forward when training."""
+    return 3.0 if mode == "train" else 1.0
+
+
+def recomputed_shares(mode: str, recompute: str) -> tuple[float, float]:
+    """(share of every stage's forward FLOPs, extra share of the attention core's) rerun during backward.
+
+    `full` (layer-input checkpointing) reruns each layer's whole forward; `selective` drops only the
+    attention scores, so it reruns the score and value matmuls (the attention core); `none` reruns
+    nothing. These are hardware FLOPs, not model FLOPs: MFU does not count them.
+    """
+    if mode != "train":
+        return 0.0, 0.0
+    return {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 0.0)}[recompute]
+
+
+def tokens_per_expert(m, T):
+    """Mean tokens each routed expert receives: T·k/E."""
+    return T * m.num_experts_per_tok / m.num_experts
+
+
+def expert_efficiency(hw, n_tokens):
+    """Matmul efficiency of an expert that sees n tokens: eff · n / (n + n_half).
+
+    Few rows per expert leave the PE pipeline mostly filling and draining; n_half is the
+    preset's calibration `expert_half_tokens` (0 disables the effect).
+    """
+    n = np.asarray(n_tokens, dtype=float)
+    return hw.matmul_efficiency * n / (n + hw.expert_half_tokens)

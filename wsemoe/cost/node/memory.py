@@ -1,0 +1,119 @@
+"""Memory per node: weights, kept activations, attention and MoE transients, KV cache.
+
+Activation byte counts follow Korthikanti et al. 2022 (§4.1, activations per layer, 16-bit): per token and
+layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores only), norms
+4·H; the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/
+product of width F each). All counts scale with bytes_per_act / 2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.node import params
+
+
+def _scale(wl):
+    return wl.bytes_per_act / 2.0
+
+
+def attn_linear_bytes_per_token(m, wl):
+    """Attention activations linear in tokens: QKV input, Q, K, V, output projections."""
+    return 11.0 * m.hidden_size * _scale(wl)
+
+
+def attn_score_bytes_per_token(m, wl):
+    """Softmax output, dropout mask and dropout output over the S keys each query sees; 0 with a tiled kernel."""
+    if wl.attn_kernel == "flash":
+        return 0.0 * m.hidden_size
+    return 5.0 * m.num_attention_heads * wl.seq_len * _scale(wl)
+
+
+def moe_bytes_per_token(m, wl):
+    """Routed MLP activations: token input, k dispatched copies, gate, up and product (width F)."""
+    k, H, F = m.num_experts_per_tok, m.hidden_size, m.moe_intermediate_size
+    shared = 3.0 * m.n_shared_experts * params.shared_width(m)
+    return (2.0 * H + 2.0 * k * H + 6.0 * k * F + 2.0 * shared) * _scale(wl)
+
+
+def kept_bytes_per_token_layer(m, wl):
+    """Activations one token leaves per layer for the backward pass, by recompute policy."""
+    if wl.mode != "train":
+        return 0.0 * m.hidden_size
+    if wl.recompute == "full":
+        return 2.0 * m.hidden_size * _scale(wl)
+    kept = attn_linear_bytes_per_token(m, wl) + moe_bytes_per_token(m, wl) + 4.0 * m.hidden_size * _scale(wl)
+    if wl.recompute == "none":
+        kept = kept + attn_score_bytes_per_token(m, wl)
+    return kept
+
+
+def kept_in_node_memory(hw) -> bool:
+    """True when kept activations occupy node memory; a weight-streaming wafer may stream them out instead."""
+    return hw.kept_activations == "node"
+
+
+def kv_bytes_per_token_layer(m, wl):
+    """KV-cache bytes per cached token per layer (MLA caches the compressed latent and rope key)."""
+    if getattr(m, "attention", "gqa") == "mla":
+        width = m.kv_lora_rank + m.qk_rope_head_dim
+    else:
+        width = 2.0 * m.num_key_value_heads * m.head_dim
+    return width * wl.bytes_per_act
+
+
+def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
+    """KV-cache bytes one TP rank holds per cached token and layer of its group's sequences.
+
+    TP splits attention heads. GQA: a rank holds its ⌈n_kv/tp⌉ key/value heads (every rank keeps at least
+    one, so beyond tp = n_kv heads are replicated). MLA: every head reads the whole compressed latent, so
+    every rank holds all of it (`replicated`, the default) unless the cache is sharded over the ranks by
+    sequence (`sharded`: 1/tp each). This is how TP trades KV memory and reads for all-reduce traffic.
+    """
+    if getattr(m, "attention", "gqa") == "mla":
+        latent = (m.kv_lora_rank + m.qk_rope_head_dim) * wl.bytes_per_act
+        return latent / tp if mla_cache == "sharded" else latent + 0.0 * tp
+    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * wl.bytes_per_act
+
+
+def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False):
+    """Peak memory per node of the attention and MoE stages, by term (bytes).
+
+    `groups` attention groups each run their own tile of B sequences; activations spread
+    evenly over the `nodes` of the wafer; `weights_node` is what stays resident per node and
+    `kv_node` the KV cache a node holds (default: spread evenly). With `second_batch` (two
+    micro-batches interleaved) a second KV cache is held, and while one micro-batch is in a
+    stage the other one's transients of the other stage are alive too.
+    """
+    tile_tokens = groups * wl.B * (1 if wl.mode == "decode" else wl.seq_len)
+    per_tok = attn_linear_bytes_per_token(m, wl) + attn_score_bytes_per_token(m, wl)
+    attn_transient = tile_tokens * per_tok / nodes
+    bta_buffer = T * m.hidden_size * wl.bytes_per_act / nodes
+    moe_transient = T * moe_bytes_per_token(m, wl) / nodes
+    kept = T * m.num_hidden_layers * kept_bytes_per_token_layer(m, wl) / nodes
+    if not kept_in_node_memory(hw):  # streamed out over the I/O (charged as time in cost.step)
+        kept = 0.0 * kept
+    kv = 0.0
+    if wl.mode != "train":
+        kv = seqs * wl.seq_len * m.num_hidden_layers * kv_bytes_per_token_layer(m, wl) / nodes if kv_node is None \
+            else kv_node
+    if second_batch:
+        kv = 2.0 * kv
+    base = weights_node + kept + kv
+    capacity = hw.node_memory_bytes * hw.memory_usable_fraction
+    attn_peak = base + attn_transient + bta_buffer + (moe_transient if second_batch else 0.0)
+    moe_peak = base + moe_transient + (attn_transient + bta_buffer if second_batch else 0.0)
+    return {
+        "mem_weights_node_bytes": weights_node,
+        "mem_kept_act_node_bytes": kept,
+        "mem_kv_node_bytes": kv,
+        "mem_attn_transient_node_bytes": attn_transient,
+        "mem_bta_buffer_node_bytes": bta_buffer,
+        "mem_moe_transient_node_bytes": moe_transient,
+        "mem_attn_peak_node_bytes": attn_peak,
+        "mem_moe_peak_node_bytes": moe_peak,
+        "mem_peak_node_bytes": np.maximum(attn_peak, moe_peak),
+        "mem_capacity_node_bytes": capacity,
+        "g_mem_attn": attn_peak / capacity - 1.0,
+        "g_mem_moe": moe_peak / capacity - 1.0,
+    }

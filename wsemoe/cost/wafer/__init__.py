@@ -1,0 +1,1 @@
+"""The wafer at PE level: per-PE SRAM, the fabric between PEs, operators on PE regions, placement and serving."""

@@ -1,0 +1,181 @@
+"""Batch-tiling (BTA) figures: BTA vs uniform batching across sparsity, and speedup over the tiling factor G."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker, transforms
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label, heading,
+                                 log2_ticks, num, setting, single)
+from wsemoe.report.figures.view import OVER, ResultsView
+
+SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
+STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
+COLUMNS = ()  # the axes, feasibility and the comparison metric every view holds; the rest is comparison.csv
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"throughput_vs_sparsity": sparsity(view), "speedup_vs_G": speedup_vs_g(view)}
+
+
+# ---------------------------------------------------------------- BTA vs uniform across sparsity
+
+def sparsity(r: ResultsView) -> Figure | None:
+    """MFU and throughput of the uniform baseline and the best BTA point, one point per sparsity."""
+    cmp = r.comparison
+    need = ("baseline_tokens_per_s", "best_tokens_per_s", "baseline_mfu", "best_mfu")
+    if cmp is None or any(c not in cmp for c in need):
+        return None
+    key = next((k for k in SPARSITY_KEYS if k in cmp and cmp[k].nunique() > 1), None)
+    if key is None or not cmp[key].is_unique:  # other varying keys would mix designs on one line
+        return None
+    topk = key == "model.num_experts_per_tok"
+    cmp = cmp.sort_values(key, ascending=not topk)  # sparsity grows left to right
+    x = cmp[key].to_numpy()
+    fig = Figure(figsize=DOUBLE, layout="constrained")
+    others = [c for c in cmp.columns if ("." in c or c in ("model", "hardware")) and c != key and cmp[c].nunique() == 1]
+    fixed = ", ".join(setting(c, cmp[c].iloc[0]) for c in others if c != "model.moe_intermediate_size")
+    heading(fig, f"{r.name}: BTA vs uniform batching across sparsity",
+            r.subtitle(fixed, drawn="each point: the best feasible point of its sparsity (best G, B for BTA, "
+                                    "best B at G = 1 for uniform)"))
+    left, right = fig.subplots(1, 2)
+    ticks, xlabel = _sparsity_ticks(r, key, x)
+    banded = False
+    for ax, col, f in ((left, "mfu", 100.0), (right, "tokens_per_s", 1.0)):
+        top = np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f)
+        for which, style, color, name in (("baseline", "s--", UNIFORM_C, "uniform batching (G = 1)"),
+                                          ("best", "o-", BTA_C, "BTA (best G, B)")):
+            band = r.band(f"{which}_{col}", key, x)
+            if band is not None:  # 5–95% over the calibration unknowns (wsemoe sensitivity)
+                ax.fill_between(x, band[0] * f, band[1] * f, color=color, alpha=0.12, lw=0)
+                for edge in band:  # edges in the series' colour: overlapping bands stay readable
+                    ax.plot(x, edge * f, ":", color=color, lw=1.0)
+                top, banded = max(top, np.nanmax(band[1]) * f), True
+            ax.plot(x, cmp[f"{which}_{col}"] * f, style, color=color, ms=6, label=name)
+        log2_ticks(ax, x, ticks)
+        ax.set_xlim(x.min() / 1.4, x.max() * 1.4)  # room for the end points' annotations
+        if topk:
+            ax.invert_xaxis()
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(0, 1.22 * top)
+    left.set_ylabel("MFU (%)")
+    right.set_ylabel("throughput (tokens/s)")
+    right.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
+    _annotate_bta(left, right, cmp, x)
+    # Below the panels: a legend above them collides with the figure title under constrained layout.
+    handles, names = left.get_legend_handles_labels()
+    if banded:
+        n = r.sensitivity.meta["samples"]
+        handles += [Patch(facecolor=c, alpha=0.25, edgecolor=c, ls=":") for c in (UNIFORM_C, BTA_C)]
+        names += [f"5–95%, uniform (over {n:,} samples of the calibration unknowns)", "5–95%, BTA"]
+    fig.legend(handles, names, loc="outside lower center", ncol=4, frameon=False)
+    return fig
+
+
+def _sparsity_ticks(r: ResultsView, key: str, x) -> tuple[list, str]:
+    """Tick labels with the density k/E underneath, so both sparsity readings are on the axis."""
+    other = r.model.get("num_experts" if key == "model.num_experts_per_tok" else "num_experts_per_tok")
+    if not other:
+        return [num(v) for v in x], NAMES[key]
+    dens = [Fraction(int(v), int(other)) if key.endswith("per_tok") else Fraction(int(other), int(v)) for v in x]
+    labels = [f"{num(v)}\n{d}" for v, d in zip(x, dens)]
+    fixed = f"E = {other}" if key.endswith("per_tok") else f"k = {other}"
+    return labels, f"{NAMES[key]}  (below: density k/E, {fixed})"
+
+
+def _annotate_bta(left, right, cmp: pd.DataFrame, x) -> None:
+    """Each BTA point carries its tuned G and B (MFU panel) and its speedup over uniform (throughput panel)."""
+    speed = [c for c in cmp if c.startswith("speedup_vs_")]
+    for i, xi in enumerate(x):
+        row = cmp.iloc[i]
+        if "best_G" in cmp:
+            gb = f"G={num(row['best_G'])}" + (f", B={num(row['best_B'])}" if "best_B" in cmp else "")
+            left.annotate(gb, (xi, row["best_mfu"] * 100), xytext=(0, 7), textcoords="offset points",
+                          ha="center", fontsize=8, color=BTA_C)
+        if speed and np.isfinite(row[speed[0]]):
+            right.annotate(f"{row[speed[0]]:.2f}×", (xi, row["best_tokens_per_s"]), xytext=(0, 7),
+                           textcoords="offset points", ha="center", fontsize=8, color=BTA_C, weight="bold")
+
+
+# ---------------------------------------------------------------- speedup over G
+
+def speedup_vs_g(r: ResultsView) -> Figure | None:
+    """Best metric per G over the best at the smallest G, one line per design."""
+    if "workload.G" not in r.axes or r.metric not in r.points or r.feasible.empty:
+        return None
+    gs = np.sort(r.points["workload.G"].unique())
+    groups = r.feasible.groupby(r.group_cols) if r.group_cols else [((), r.feasible)]
+    tuned = [c for c in r.axes if c in OVER and c != "workload.G" and r.points[c].nunique() > 1]
+    over = ", ".join(SYMBOLS.get(c, c) for c in tuned)
+    drawn = (f"each line: the best feasible point at each G{f' (over {over})' if tuned else ''} against the best "
+             f"at G = {num(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
+    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
+    last, notes = [], []
+    for i, (key, sub) in enumerate(groups):
+        at = sub.loc[sub.groupby("workload.G")[r.metric].idxmax()].set_index("workload.G").reindex(gs)
+        best = at[r.metric]  # infeasible G -> NaN -> a gap
+        if len(gs) < 2 or not np.isfinite(best.iloc[0]):
+            continue  # no feasible smallest-G point: nothing to compare against
+        key = dict(zip(r.group_cols, key if isinstance(key, tuple) else (key,)))
+        colour = PALETTE[i % len(PALETTE)]
+        ax.plot(gs, best / best.iloc[0], marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none",
+                color=colour, label=group_label(r.varying, tuple(key[c] for c in r.varying)))
+        notes += _changes(gs, (best / best.iloc[0]).to_numpy(), at, tuned, colour)
+        last.append(best.last_valid_index())
+    if not last:
+        return None
+    _label(ax, notes, log=True)
+    ax.axhline(1, color="0.4", lw=0.8, ls=":")
+    hi = max(last)  # no empty decade of infeasible G: the axis ends at the largest feasible G, said in the label
+    log2_ticks(ax, [g for g in gs if g <= hi and np.log2(g) % 1 == 0] + ([hi] if np.log2(hi) % 1 else []))
+    ax.set_xlim(gs[0] / 1.12, hi * 1.12)
+    ax.set_ylim(bottom=0)
+    note = f"; no feasible point for G > {num(hi)}" if hi < gs[-1] else ""
+    ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
+    ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {num(gs[0])} (×)")
+    title = ", ".join(NAMES.get(c, c) for c in r.varying)
+    if r.varying:  # one line needs no legend
+        ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
+    return fig
+
+
+def _changes(gs, y, at: pd.DataFrame, tuned: list, colour) -> list:
+    """(G, y, text, colour) of the tuned values (B) of a line's best point, at its first G and wherever they
+    change: a line that bends because the best B moved says so on the plot."""
+    out, last = [], None
+    for g, yi, (_, row) in zip(gs, y, at.iterrows()):
+        if not np.isfinite(yi):
+            continue
+        now = tuple(row[c] for c in tuned)
+        if now != last:
+            out.append((g, yi, ", ".join(f"{SYMBOLS.get(c, c)}={num(v)}" for c, v in zip(tuned, now)), colour))
+        last = now
+    return out
+
+
+def _label(ax, notes: list, log: bool) -> None:
+    """The changes as a row of labels along the bottom, under their G: clear of every line, one label where
+    several lines share a value (in the text colour), stacked where they differ."""
+    row = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    places: dict = {}
+    for g, _, text, colour in notes:
+        places.setdefault(g, {}).setdefault(text, []).append(colour)
+    xs = np.asarray(sorted(places), dtype=float)
+    scale = np.log if log else (lambda v: v)  # where labels sit on the axis the figure ends with
+    lo, hi = (scale(xs.min()), scale(xs.max())) if len(xs) else (0.0, 1.0)
+    ends: list = []  # per row of labels: where its last label ends (fraction of the G range)
+    for g in xs:
+        for text, colours in sorted(places[g].items()):
+            at = (scale(g) - lo) / (hi - lo) if hi > lo else 0.5
+            k = next((i for i, end in enumerate(ends) if end < at - 0.06), len(ends))  # labels ~6% wide
+            if k == len(ends):
+                ends.append(at)
+            ends[k] = at
+            ax.text(g, 0.03 + 0.05 * k, text, transform=row, ha="center", va="bottom", fontsize=7.5,
+                    color=colours[0] if len(colours) == 1 else "0.2")

@@ -1,0 +1,136 @@
+"""Memory-breakdown figure: per-node memory terms of the stage that sets each point's peak."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from wsemoe.report.figures.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, setting, single
+from wsemoe.report.figures.view import ResultsView
+
+STEMS = ("memory_breakdown",)
+COLUMNS = ("mem_*_node_bytes",)
+
+MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
+             ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
+             ("moe_transient", "MoE transient"))
+STAGE_TERMS = {"attention": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
+               "MoE": ("weights", "kept_act", "kv", "moe_transient")}
+LABEL_WIDTH = 30  # characters per line of a bar's label
+MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"memory_breakdown": memory_breakdown(view)}
+
+
+def memory_breakdown(r: ResultsView) -> Figure | None:
+    """Stacked per-node memory of the stage that sets the peak, baseline and best point per design."""
+    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS] + ["mem_attn_peak_node_bytes", "mem_moe_peak_node_bytes"]
+    if any(c not in r.points for c in cols) or r.feasible.empty:
+        return None
+    bars = _memory_rows(r)
+    if not bars:
+        return None
+    lines = max(b[0].count("\n") + 1 for b in bars)
+    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 2.1 + 0.36 * len(bars) * lines),
+                     subtitle=_drawn(r, bars))
+    # A half-row gap between designs, so each design's pair of bars reads as one block.
+    ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * max(1.0, 0.6 * lines) for a, b in zip(bars, bars[1:])])
+    for (_, row, _), y in zip(bars, ypos):
+        _stacked_bar(ax, y, row)
+    ax.set_yticks(ypos, ["\n".join(textwrap.wrap(b[0], LABEL_WIDTH)) for b in bars])  # narrow labels, wide bars
+    ax.set_ylim(max(ypos[-1], 3.0) + 0.6, -0.6)  # first design on top; a few bars stay bar-thin, not slabs
+    ax.set_xlabel("memory per node (GB)")
+    ax.grid(axis="y", visible=False)
+    ends = [max(_peak(row)[1], row.get("mem_capacity_node_bytes", 0)) * 1e-9 for _, row, _ in bars]
+    for (_, row, _), y in zip(bars, ypos):
+        ax.text(max(ends) * 1.02, y, f"{_peak(row)[0]} stage", va="center", fontsize=8, color="0.25")
+    ax.set_xlim(0, max(ends) * 1.22)
+    cap = _capacity_marks(ax, [b[1] for b in bars], ypos)
+    # Only terms some bar draws: a legend entry for, say, a zero KV cache would send readers looking for it.
+    # Too-thin terms carry their size, so a reader knows they are present but small.
+    top = {t: max((row[f"mem_{t}_node_bytes"] * 1e-9 for _, row, _ in bars
+                   if t in STAGE_TERMS[_peak(row)[0]]), default=0.0) for t, _ in MEM_TERMS}
+    drawn = [(i, name, top[t]) for i, (t, name) in enumerate(MEM_TERMS) if top[t] > 0]
+    handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
+    labels = [name + (f" (≤ {v:.1g} GB)" if v < 0.01 * max(ends) else "") for _, name, v in drawn]
+    fig.legend(handles, labels + [f"capacity per node{cap}"], loc="outside lower center", ncol=3, frameon=False)
+    return fig
+
+
+def _memory_rows(r: ResultsView) -> list:
+    """(label, row, group index): baseline and best point of each design, or the top 5 by the first objective."""
+    feas = r.feasible
+    base_mask = np.ones(len(feas), dtype=bool)
+    for col, val in r.baseline.items():
+        base_mask &= (feas[col] == val).to_numpy() if col in feas else False
+    groups = feas.groupby(r.varying) if r.varying else [((), feas)]
+    if r.baseline and r.metric in feas and base_mask.any() and len(groups) <= MAX_BAR_GROUPS:
+        base_name = r.compare.get("name", "uniform")
+        best_name = "BTA" if "workload.G" in r.axes else "best"
+        rows = []
+        for gi, (key, sub) in enumerate(groups):
+            glabel = group_label(r.varying, key)
+            sub_base = sub[base_mask[feas.index.get_indexer(sub.index)]]
+            best = sub.loc[sub[r.metric].idxmax()]
+            base = sub_base.loc[sub_base[r.metric].idxmax()] if len(sub_base) else None
+            if base is not None and base.name == best.name:  # one bar, not the same point twice
+                picks = [(f"{base_name} = best", best)]
+            else:
+                picks = ([(base_name, base)] if base is not None else []) + [(best_name, best)]
+            for pick, row in picks:
+                rows.append((", ".join(filter(None, [glabel, f"{pick} ({_over_label(row)})"])), row, gi))
+        return rows
+    objs = [c for c in r.objectives if c in feas]
+    if not objs:
+        return []
+    top = feas.sort_values(objs[0], ascending=r.objectives[objs[0]] == "min").head(5)
+    shown = [a for a in r.axes if a in feas and r.points[a].nunique() > 1]
+    # Many swept axes make long labels: short names, wrapped, so the bars keep their width.
+    text = lambda row: textwrap.fill(", ".join(setting(a, row[a]) for a in shown), 34)  # noqa: E731
+    return [(f"#{i + 1}: {text(row)}" if shown else f"#{i + 1}", row, i) for i, (_, row) in enumerate(top.iterrows())]
+
+
+def _drawn(r: ResultsView, bars: list) -> str:
+    """What the bars are: baseline and best point per design, or the top points by the first objective."""
+    if bars and bars[0][0].startswith("#"):
+        first = next(iter(r.objectives))
+        return f"the {len(bars)} best feasible points by {name(first)}; each bar: the terms of the stage that sets its peak"
+    base = ", ".join(f"{SYMBOLS.get(c, c)} = {num(v)}" for c, v in r.baseline.items())
+    return (f"per design: the best feasible point by {name(r.metric)}, and the best with {base}; each bar: the "
+            "terms of the stage that sets its peak")
+
+
+def _over_label(row) -> str:
+    return ", ".join(f"{SYMBOLS[c]}={num(row[c])}" for c in ("workload.G", "workload.B") if c in row)
+
+
+def _peak(row) -> tuple[str, float]:
+    """The stage that sets the peak and its bytes: attention (with the BTA buffer) or MoE."""
+    attn, moe = row["mem_attn_peak_node_bytes"], row["mem_moe_peak_node_bytes"]
+    return ("attention", attn) if attn >= moe else ("MoE", moe)
+
+
+def _stacked_bar(ax, y: float, row) -> None:
+    """The terms of the stage that sets the peak only: the other stage's terms are not live at that moment."""
+    left = 0.0
+    for i, (term, _) in enumerate(MEM_TERMS):
+        if term in STAGE_TERMS[_peak(row)[0]]:
+            w = float(row[f"mem_{term}_node_bytes"]) * 1e-9
+            ax.barh(y, w, left=left, height=0.8, color=PALETTE[i], edgecolor="white", linewidth=0.5)
+            left += w
+
+
+def _capacity_marks(ax, rows, ypos) -> str:
+    """One dashed line when all bars share a capacity, else a dashed tick per bar; returns a legend suffix."""
+    caps = [float(row.get("mem_capacity_node_bytes", np.nan)) * 1e-9 for row in rows]
+    if len(set(caps)) == 1 and np.isfinite(caps[0]):
+        ax.axvline(caps[0], ls="--", color="0.2", lw=1.2)
+        return f" ({caps[0]:.3g} GB)"
+    ax.vlines(caps, np.array(ypos) - 0.45, np.array(ypos) + 0.45, linestyles="--", color="0.2", lw=1.2)
+    return ""

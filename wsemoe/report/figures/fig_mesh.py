@@ -1,0 +1,125 @@
+"""Link-load heat-map figures: per-link bytes of one all-reduce and one dispatch, and links hot in each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import ListedColormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from wsemoe.cost.fabric import mesh
+from wsemoe.cost import structure
+from wsemoe.report.figures.meshdraw import HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, draw_wafers, mesh_axes
+from wsemoe.report.figures.style import DOUBLE, PHASE_C, PHASE_NAMES, heading
+from wsemoe.report.figures.view import ResultsView
+
+MAX_TP = 3  # more TP sizes than this would flood the plots folder with near-identical maps
+DYNAMIC = ("link_heatmap_*",)  # stems that carry a value: the orchestrator cleans them by pattern
+STEMS = DYNAMIC
+COLUMNS = ("*_max_link_bytes",)
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure} of the heat maps the sweep supports (none without a mapping axis or the saved config)."""
+    return link_heatmaps(view)
+
+
+def link_heatmaps(view: ResultsView) -> dict:
+    """{stem: figure} per strategy and TP; colour scales shared across strategies at one TP."""
+    if "mapping.strategy" not in view.axes or not view.cfg or not view.has("dispatch_max_link_bytes"):
+        return {}
+    rows, _ = view.slice(keep=("mapping.strategy", "mapping.tp"))
+    tps = sorted(pd.unique(rows["mapping.tp"])) if "mapping.tp" in rows else [None]
+    if len(tps) > MAX_TP:  # smallest, middle and largest
+        tps = [tps[0], tps[len(tps) // 2], tps[-1]]
+    out = {}
+    for tp in tps:
+        at = rows if tp is None else rows[rows["mapping.tp"] == tp]
+        firsts = (view.first_row(g) for _, g in at.groupby("mapping.strategy", sort=False))
+        maps = [m for m in (link_loads(view, row) for row in firsts) if m is not None]
+        vmax = max((float(v.max()) for m in maps for v in m["values"].values()), default=0.0)
+        for m in maps:
+            out[f"link_heatmap_{m['strategy']}_tp{m['tp']}"] = _heatmap_figure(view, m, vmax)
+    return out
+
+
+def link_loads(view: ResultsView, row: dict) -> dict | None:
+    """Per-link bytes of one all-reduce and one dispatch at a point (unit loads × the point's bytes)."""
+    s = view.build(row)
+    if s.phases["dispatch"].loads is None:  # a switch has no links to draw
+        return None
+    values = {}
+    for phase in ("allreduce", "dispatch"):
+        values[phase] = s.phases[phase].loads.all_links() * phase_scale(s, row, phase)
+    return {"row": row, "structure": s, "values": values, "strategy": s.placement.strategy, "tp": s.placement.tp}
+
+
+def phase_scale(s: structure.Structure, row: dict, phase: str) -> float:
+    """Bytes per unit of a phase at a point, recovered from its busiest-link bytes (no cost formula repeated)."""
+    unit = s.phases[phase].max_link
+    return float(row[f"{phase}_max_link_bytes"]) / unit if unit > 0 else 0.0
+
+
+def _byte_unit(vmax: float) -> tuple[float, str]:
+    for factor, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if vmax >= factor:
+            return factor, unit
+    return 1.0, "bytes"
+
+
+def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
+    s, vals, row = m["structure"], m["values"], m["row"]
+    pl = s.placement
+    factor, unit = _byte_unit(vmax)
+    # Loaded links map onto the heat colours from just above zero; exactly idle links fall 'under' (grey).
+    norm = Normalize(vmin=vmax / factor * 1e-9, vmax=vmax / factor or 1.0)
+    # A grid, not colorbar(ax=...): constrained layout misaligns equal-aspect panels that share a colourbar.
+    fig = Figure(figsize=(DOUBLE[0], 5.0), layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.06)  # air between the figure title and the two-line panel titles
+    grid = fig.add_gridspec(2, 3, height_ratios=[1, 0.19])
+    axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
+    idle = {p: mesh.idle_share(s.phases[p].loads) for p in vals}
+    for ax, phase in zip(axes, vals):
+        mesh_axes(ax, pl.rows, pl.cols)
+        draw_wafers(ax, s.layout)
+        draw_ftd(ax, pl)
+        draw_nodes(ax, pl)
+        q = draw_links(ax, pl.rows, pl.cols, vals[phase] / factor, HEAT, norm, f"links-{phase}")
+        ax.set_title(f"{PHASE_NAMES[phase]}\n{100 * idle[phase]:.0f}% of links idle")
+    legend, bar = fig.add_subplot(grid[1, 2]), fig.add_subplot(grid[1, :2])
+    legend.axis("off")
+    bar.axis("off")
+    _hot_panel(axes[2], s, legend)
+    # A thin bar inside a blank cell: its ticks and label stay within the cell the layout reserved.
+    cb = fig.colorbar(q, cax=bar.inset_axes([0.1, 0.72, 0.8, 0.2]), orientation="horizontal", extend="min")
+    cb.set_label(f"bytes per link in one all-reduce / one dispatch ({unit}); grey: idle; "
+                 "same scale for every mapping at this TP")
+    _, said = view.slice(keep=("mapping.strategy", "mapping.tp"))
+    on = f"{pl.rows}×{pl.cols} dies" if s.layout.wafers == (1, 1) else \
+        f"{pl.rows}×{pl.cols} dies ({s.layout.wafers[0]}×{s.layout.wafers[1]} wafers)"
+    heading(fig, f"{view.name}: {pl.strategy} mapping, TP {pl.tp} on {on}",
+            view.subtitle(", ".join(p for p in (view.context(row, skip=("mapping.strategy",)), said) if p)))
+    note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "") + \
+        (", solid: wafer boundaries" if s.layout.wafers != (1, 1) else "")
+    fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing)", fontsize=8.5)
+    return fig
+
+
+def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:
+    """Links hot (top decile of loaded links) in one phase only, in both, or in neither."""
+    pl, a, d = s.placement, s.phases["allreduce"].loads, s.phases["dispatch"].loads
+    hot_a, hot_d = mesh.hot_links(a), mesh.hot_links(d)
+    code = np.where(hot_a & hot_d, 3, np.where(hot_d, 2, np.where(hot_a, 1, 0)))
+    colours = ListedColormap([IDLE_C, PHASE_C["allreduce"], PHASE_C["dispatch"], HOT_BOTH_C])
+    mesh_axes(ax, pl.rows, pl.cols)
+    draw_wafers(ax, s.layout)
+    draw_ftd(ax, pl)
+    draw_nodes(ax, pl)
+    draw_links(ax, pl.rows, pl.cols, code, colours, Normalize(-0.5, 3.5), "hot-links")
+    ax.set_title(f"hot links (top 10% of each phase)\noverlap (Jaccard) {s.hot_overlap:.2f}")
+    labels = [f"hot in all-reduce only ({int((code == 1).sum())})", f"hot in dispatch only ({int((code == 2).sum())})",
+              f"hot in both ({int((code == 3).sum())})", "neither"]
+    handles = [Line2D([], [], color=c, lw=3) for c in colours.colors[1:] + [IDLE_C]]
+    legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=8, handlelength=1.5,
+                     columnspacing=1.0)

@@ -1,0 +1,153 @@
+"""Pareto-front figure: feasible points coloured by the design choice that differs (model, hardware, mapping,
+balancer, ...), infeasible ones in grey, the front (one per system when models or hardware differ), the
+memory capacity. Huge clouds are sampled and huge fronts drawn as a line, and the figure says so."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
+from matplotlib.figure import Figure
+
+from wsemoe.report.figures.style import BETTER, MARKERS, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
+from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.columns import describe
+from wsemoe.sweep.pareto import pareto_front
+
+STEMS = ("pareto",)
+COLUMNS = ("mem_capacity_node_bytes",)  # with the axes, feasibility and objectives every view holds
+SYSTEM_AXES = ("hardware", "model")  # points of different systems are not one design space: a front each
+COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "workload.mode", "mapping.token_source")
+MAX_CLOUD = 20_000   # points drawn per cloud; more are sampled evenly (the counts stay in the legend)
+MAX_MARKED = 40      # front points drawn as rings; a longer front is a line with every n-th point ringed
+SIZE = (SINGLE[0], 5.4)  # taller than one panel: the legend sits below the plot, not beside it
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"pareto": pareto(view)}
+
+
+def _numeric(df: pd.DataFrame, col: str) -> bool:
+    return col in df and pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
+
+
+def pareto(r: ResultsView) -> Figure | None:
+    """The first two objectives against each other (or the only one over the first numeric axis)."""
+    objs = [c for c in r.objectives if _numeric(r.points, c)]
+    numeric_axes = [a for a in r.axes if _numeric(r.points, a)]
+    if not objs or r.feasible.empty or (len(objs) == 1 and not numeric_axes):
+        return None
+    xcol, ycol = (objs[0], objs[1]) if len(objs) > 1 else (numeric_axes[0], objs[0])
+    (fx, _), (fy, _) = scale(xcol, r.feasible[xcol]), scale(ycol, r.feasible[ycol])
+    colour, shape = _colour_axes(r)
+    systems = [a for a in SYSTEM_AXES if a in r.varying]
+    feas, infeasible = r.feasible, r.points.drop(r.feasible.index)
+    drawn = f"{len(r.points):,} points, {len(feas):,} feasible"
+    how = (f"colour: {name(colour)}" if colour else "") + (f", marker: {name(shape)}" if shape else "")
+    fronts = f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points"
+    title = "Pareto front" if len(objs) > 1 else f"{name(ycol)} over {name(xcol)}"
+    fig, ax = single(f"{r.name}: {title}", height=SIZE[1], subtitle="; ".join(p for p in (drawn, how, fronts) if p))
+    lims = _axes(ax, r, xcol, ycol, fx, fy)
+    if len(infeasible):
+        sample = _sample(infeasible)
+        ix, iy = infeasible[xcol] * fx, infeasible[ycol] * fy
+        off = int((~(ix.between(*lims["x"]) & iy.between(*lims["y"]))).sum())
+        note = f"infeasible ({len(infeasible):,}" + (f"; {off:,} off-scale" if off else "") + \
+            (f"; {len(sample):,} drawn" if len(sample) < len(infeasible) else "") + ")"
+        ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=5, c="0.7", alpha=0.3, lw=0,
+                   rasterized=len(sample) > 1000, label=note)
+    colours = _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy)
+    _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy)
+    # Below the axes, off the data, and not eating the plot's width as a column on the right would.
+    n = len(ax.get_legend_handles_labels()[0])
+    fig.legend(loc="outside lower center", ncol=2 if n > 3 else n, markerscale=1.3, frameon=False)
+    return fig
+
+
+def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float) -> dict:
+    """Limits that fit the feasible points (and the capacity line), labels with names, units and direction.
+
+    Infeasible points can need 100× the memory and would squash the region that matters into a corner;
+    off-scale ones are counted in the legend instead."""
+    lims = {}
+    for which, col, f in (("x", xcol, fx), ("y", ycol, fy)):
+        cap = _capacity(col, r.points)
+        values = r.feasible[col].to_numpy(dtype=float) * f
+        lims[which] = style_axis(ax, which, col, np.append(values, cap) if cap else values)
+        axis = ax.xaxis if which == "x" else ax.yaxis
+        if pd.api.types.is_integer_dtype(r.points[col]) and axis.get_scale() == "linear":  # no 1.2 B ticks
+            axis.set_major_locator(ticker.MaxNLocator(integer=True))
+        if cap:
+            (ax.axvline if which == "x" else ax.axhline)(cap, ls="--", lw=1, color="0.3",
+                                                          label=f"capacity per node ({cap:.3g} GB)")
+        getattr(ax, f"set_{which}label")(label(col, r.feasible[col]) + BETTER.get(r.objectives.get(col), ""))
+    return lims
+
+
+def _colour_axes(r: ResultsView) -> tuple[str | None, str | None]:
+    """(axis coloured, axis shown by marker): categorical design choices first, then a numeric axis with
+    few values (E, top-k); None when nothing differs or too many values would share the palette."""
+    few = [a for a in r.varying if r.points[a].nunique() <= len(PALETTE)]
+    ranked = list(dict.fromkeys([*(a for a in COLOUR_FIRST if a in few), *(a for a in few if not _numeric(r.points, a)),
+                                 *few]))
+    colour = ranked[0] if ranked else None
+    shape = next((a for a in ranked[1:] if not _numeric(r.points, a)
+                  and r.points[a].nunique() <= len(MARKERS)), None)
+    return colour, shape
+
+
+def _sample(df: pd.DataFrame) -> pd.DataFrame:
+    """At most MAX_CLOUD rows, every n-th (deterministic: the same results draw the same figure)."""
+    return df if len(df) <= MAX_CLOUD else df.iloc[:: -(-len(df) // MAX_CLOUD)]
+
+
+def _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy) -> dict:
+    """Feasible points, one colour per value of `colour` (marker per value of `shape`); returns the colours."""
+    colours = {}
+    groups = feas.groupby([c for c in (colour, shape) if c], sort=False) if colour else [((), feas)]
+    shapes = {v: MARKERS[i % len(MARKERS)] for i, v in enumerate(pd.unique(feas[shape]))} if shape else {}
+    for key, sub in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        cval = key[0] if colour else None
+        colours.setdefault(cval, PALETTE[len(colours) % len(PALETTE)])
+        sample = _sample(sub)
+        text = ", ".join(group_label([c], v) if _numeric(r.points, c) else str(v)
+                         for c, v in zip([c for c in (colour, shape) if c], key)) or "feasible"
+        n = f"{len(sub):,}" + (f"; {len(sample):,} drawn" if len(sample) < len(sub) else "")
+        ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=18, color=colours[cval], alpha=0.85, lw=0,
+                   marker=shapes.get(key[-1], "o") if shape else "o", label=f"{text} ({n})",
+                   rasterized=len(sample) > 1000, zorder=3)
+    return colours
+
+
+def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> None:
+    """The global front, or one per system in its colour; long fronts as a line with every n-th point ringed."""
+    if systems:
+        fronts = [(key, pareto_front(sub, r.objectives)) for key, sub in feas.groupby(systems, sort=False)]
+    else:
+        fronts = [((), r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0])]
+    for key, front in fronts:
+        if not len(front):
+            continue
+        key = key if isinstance(key, tuple) else (key,)
+        c = colours.get(key[0], "black") if systems and colour == systems[0] else "black"
+        front = front.sort_values(xcol)
+        x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
+        step = max(1, -(-len(front) // MAX_MARKED))
+        what = "Pareto front" + (f" of {', '.join(map(str, key))}" if systems else "")
+        what += f" ({len(front):,} points" + (f", every {step}th ringed)" if step > 1 else ")")
+        ax.plot(x, y, "-", color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
+        # hollow rings: the design colour of each front point stays visible inside
+        ax.plot(x[::step], y[::step], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what)
+        if step > 1 and (len(x) - 1) % step:
+            ax.plot(x[-1:], y[-1:], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5)
+
+
+def _capacity(col: str, points: pd.DataFrame) -> float | None:
+    """Per-node memory capacity in GB when `col` is a per-node memory column and the capacity is one value."""
+    cap = points.get("mem_capacity_node_bytes")
+    if not (col.startswith("mem_") and describe(col)[0] == "bytes") or cap is None or cap.nunique() != 1:
+        return None
+    return float(cap.iloc[0]) * 1e-9
+

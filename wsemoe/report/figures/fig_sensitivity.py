@@ -1,0 +1,69 @@
+"""Sensitivity figures: a tornado of Sobol indices (or Morris μ*) of the calibration unknowns.
+
+Drawn from results/<name>/sensitivity/ (wsemoe sensitivity): for the comparison's speedup and the best
+metric at the group where the speedup is largest (the sparsest point of a BTA sweep), one bar per
+unknown, longest first: total index (solid, with its 95% confidence) and first-order index (hatched).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from wsemoe.report.figures.style import BTA_C, DOUBLE, PALETTE
+from wsemoe.report.figures.view import ResultsView
+
+STEMS = ("sensitivity_tornado",)
+COLUMNS = ()  # drawn from the sensitivity folder, not from the points
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None without a sensitivity analysis of these results."""
+    return {"sensitivity_tornado": tornado(view)}
+
+
+def _focus(s) -> tuple[list[str], str]:
+    """Quantities to draw and the group to draw them at (largest nominal speedup, else the first group)."""
+    bands, qs = s.bands, list(dict.fromkeys(s.bands["quantity"]))
+    speed = [q for q in qs if q.startswith("speedup_vs_")]
+    if speed:
+        b = bands[bands["quantity"] == speed[0]]
+        group = b.loc[b["nominal"].idxmax(), "group"]
+        best = [q for q in qs if q.startswith("best_") and "tokens" in q][:1]
+        return speed + best, group
+    return qs[:2], bands["group"].iloc[0]
+
+
+def tornado(r: ResultsView) -> Figure | None:
+    s = r.sensitivity
+    if s is None or not len(s.indices):
+        return None
+    quantities, group = _focus(s)
+    sobol = s.meta["method"] == "sobol"
+    fig = Figure(figsize=(DOUBLE[0], 1.2 + 0.55 * len(s.meta["unknowns"])), layout="constrained")
+    fig.suptitle(f"{r.name}: what the result depends on ({s.meta['method']}, {s.meta['samples']:,} samples of "
+                 f"the calibration unknowns; at {group})")
+    axes = fig.subplots(1, len(quantities), squeeze=False)[0]
+    for ax, q in zip(axes, quantities):
+        d = s.indices[(s.indices["quantity"] == q) & (s.indices["group"] == group)]
+        if not len(d):
+            ax.set_axis_off()
+            continue
+        key = "ST" if sobol else "mu_star"
+        d = d.sort_values(key)
+        y = np.arange(len(d))
+        if sobol:
+            ax.barh(y, d["ST"], xerr=d["ST_conf"], color=BTA_C, alpha=0.85, label="total index S_T", capsize=2)
+            ax.barh(y, d["S1"].clip(lower=0), color="none", edgecolor=PALETTE[1], hatch="///", lw=1.2,
+                    label="first-order index S_1")
+            ax.set_xlim(0, max(1.0, float((d["ST"] + d["ST_conf"]).max()) * 1.05))
+            ax.set_xlabel("Sobol index (share of output variance)")
+        else:
+            ax.barh(y, d["mu_star"], xerr=d["mu_star_conf"], color=BTA_C, alpha=0.85, label="Morris μ*", capsize=2)
+            ax.set_xlabel("Morris μ* (mean absolute elementary effect)")
+        ax.set_yticks(y, [n.replace("_", " ") for n in d["parameter"]])
+        b = s.bands[(s.bands["quantity"] == q) & (s.bands["group"] == group)].iloc[0]
+        ax.set_title(f"{q}\nnominal {b['nominal']:.3g}, 5–95%: {b['q05']:.3g} – {b['q95']:.3g}")
+        ax.grid(axis="y", alpha=0)
+    axes[0].legend(loc="lower right", frameon=True, framealpha=0.9)
+    return fig

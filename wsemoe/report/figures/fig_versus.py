@@ -1,0 +1,102 @@
+"""Systems compared per device across the decode regime: where one overtakes the other (crossover plot)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, single
+from wsemoe.report.figures.view import ResultsView
+
+TAU = "workload.tokens_per_device"
+STEMS = ("crossover",)
+METRICS = {"per_device_moe_block_tokens_per_s": "MoE block (expert compute/HBM + dispatch + combine + reduction)",
+           "per_device_moe_tokens_per_s": "whole MoE layer (attention included)"}
+COLUMNS = (*METRICS, "moe_hbm_s", "moe_compute_s")  # with the axes, feasibility and objectives every view holds
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"crossover": crossover(view)}
+
+
+def best_ratios(view: ResultsView, metric: str, base: str) -> pd.DataFrame:
+    """Best feasible `metric` of every hardware over that of `base`, per tokens per device (each tuned on its own)."""
+    best = view.feasible.groupby([TAU, "hardware"], observed=True)[metric].max().unstack().sort_index()
+    first = (view.compare.get("candidate") or {}).get("hardware")
+    order = sorted((h for h in best.columns if h != base), key=lambda h: (h != first, h))
+    return best.div(best[base], axis=0)[order]
+
+
+def crossing(ratio: pd.Series) -> float | None:
+    """Tokens per device where a ratio first falls through 1 (interpolated on log2), or None."""
+    x, y = np.log2(ratio.index.to_numpy(dtype=float)), ratio.to_numpy(dtype=float)
+    for i in range(len(y) - 1):
+        if np.isfinite(y[i]) and np.isfinite(y[i + 1]) and y[i] >= 1 > y[i + 1]:
+            return float(2 ** (x[i] + (y[i] - 1) / (y[i] - y[i + 1]) * (x[i + 1] - x[i])))
+    return None
+
+
+def _base(view: ResultsView) -> str | None:
+    """The hardware everything is divided by: the comparison's baseline, else the last hardware swept."""
+    hws = list(pd.unique(view.points["hardware"]))
+    named = view.baseline.get("hardware") if view.baseline else None
+    return named if named in hws else hws[-1]
+
+
+def _memory_bound(view: ResultsView, base: str) -> np.ndarray:
+    """Tokens per device at which the baseline's best MoE-block point is bound by HBM rather than compute."""
+    feas = view.feasible[view.feasible["hardware"] == base]
+    if not {"moe_hbm_s", "moe_compute_s"} <= set(feas.columns) or feas.empty:
+        return np.array([])
+    best = feas.loc[feas.groupby(TAU, observed=True)["per_device_moe_block_tokens_per_s"].idxmax()]
+    return np.sort(best.loc[best["moe_hbm_s"] >= best["moe_compute_s"], TAU].to_numpy(dtype=float))
+
+
+def crossover(view: ResultsView) -> Figure | None:
+    """Per-device throughput of each system over the baseline's, best against best, across tokens per device."""
+    if not {"hardware", TAU} <= set(view.axes) or view.points["hardware"].nunique() < 2 or \
+            not view.has(*METRICS) or view.feasible.empty:
+        return None
+    base = _base(view)
+    fig, ax = single(f"{view.name}: per-device throughput against {base}", height=4.9,
+                     subtitle=f"best against best (each system tuned for each metric); "
+                              f"{view.context(view.first_row(view.points), ('mapping.strategy',))}")
+    taus = np.sort(pd.unique(view.points[TAU])).astype(float)
+    _shade(ax, _memory_bound(view, base), taus, base)
+    ax.axhline(1.0, color="0.25", lw=1.0, zorder=1)
+    for m, (metric, _) in enumerate(METRICS.items()):
+        ratios = best_ratios(view, metric, base)
+        for h, hw in enumerate(ratios.columns):
+            r = ratios[hw]
+            ax.plot(r.index, r.to_numpy(), ls=LINESTYLES[m], marker=MARKERS[h], ms=5, mfc="none" if m else None,
+                    lw=1.6, color=PALETTE[h])
+            c = crossing(r)
+            if c is not None:
+                ax.axvline(c, color=PALETTE[h], lw=0.8, ls=LINESTYLES[m], zorder=1, alpha=0.7)
+                ax.text(c, 0.03 + 0.06 * m, f" {c:.0f}", transform=ax.get_xaxis_transform(), fontsize=8,
+                        color=PALETTE[h], ha="left", va="bottom")
+    log2_ticks(ax, taus, [f"{t:g}" for t in taus])
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}×"))
+    ax.set_xlabel("tokens per device per decode step (equal on every system)")
+    ax.set_ylabel(f"per-device throughput / {base}'s")
+    hws = list(best_ratios(view, next(iter(METRICS)), base).columns)
+    handles = [Line2D([], [], color=PALETTE[h], marker=MARKERS[h], lw=1.6, label=hw) for h, hw in enumerate(hws)]
+    handles += [Line2D([], [], color="0.3", ls=LINESTYLES[m], lw=1.6, label=text) for m, text in enumerate(METRICS.values())]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False,
+               title=f"verticals: where a system falls behind {base} (tokens per device, at the foot)")
+    return fig
+
+
+def _shade(ax, bound: np.ndarray, taus: np.ndarray, base: str) -> None:
+    """Shade the tokens-per-device range where the baseline's MoE stage is HBM-bound (memory-access bound)."""
+    if not len(bound):
+        return
+    lo, hi = bound.min(), bound.max()   # half a step (on log2) beyond the first and last bound point
+    ax.axvspan(lo / 2 ** 0.5, min(hi * 2 ** 0.5, taus.max() * 2 ** 0.5), color="0.92", zorder=0, lw=0)
+    ax.text(np.sqrt(lo * hi), 0.98, f"{base} MoE stage bound by HBM", transform=ax.get_xaxis_transform(),
+            ha="center", va="top", fontsize=8, color="0.35")

@@ -1,0 +1,1 @@
+"""HTML pages: the self-contained report of a results folder."""

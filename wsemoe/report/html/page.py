@@ -1,0 +1,103 @@
+"""`wsemoe report`: one self-contained HTML page of a results folder (summary, what binds, the Pareto front,
+comparisons, every figure inline as SVG, the resolved config, the manifest and the column reference)
+that a researcher can attach to an email: no scripts, no external files, no network."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+
+from wsemoe.version import __version__
+from wsemoe.analysis.query import default_columns, select
+from wsemoe.report.terminal import formats
+from wsemoe.report import output
+from wsemoe.report.figures import plots
+from wsemoe.sweep import store
+
+MAX_ROWS = 500  # rows of the Pareto front written out; the page says when there are more
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;
+font-size:13px;margin:.5em 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;vertical-align:top}th{text-align:left;
+background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}figure{margin:1.5em 0}figure svg{max-width:100%;
+height:auto}figcaption{color:#555;font-size:13px}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}
+.note{color:#555;font-size:13px}
+"""
+
+
+def _svg(fig, n: int) -> str:
+    """A figure as inline SVG: prolog dropped, every id prefixed so figures on one page cannot collide."""
+    text = output.figure_bytes(fig, "svg").decode()
+    text = text[text.index("<svg"):]
+    ids = set(re.findall(r'id="([^"]+)"', text))
+    return re.sub(r'(id="|url\(#|href="#)([^")]+)', lambda m: m.group(1) + (f"f{n}-{m.group(2)}" if m.group(2) in ids
+                                                                               else m.group(2)), text)
+
+
+def _summary(man: dict) -> str:
+    rows = [("points", f"{man['points']:,}"), ("feasible", f"{man['feasible']:,}"), ("Pareto front", f"{man['pareto']:,}"),
+            ("objectives", ", ".join(f"{k} ({v})" for k, v in man.get("objectives", {}).items())),
+            ("swept axes", ", ".join(man.get("axes", [])) or "–"), ("config hash", man.get("config_hash", "")),
+            ("evaluated in", f"{man.get('eval_seconds', 0):.3g} s, {man.get('chunks', 0)} chunk(s)"),
+            ("made by", f"wsemoe {man.get('version', '?')}"), ("sweep file", man.get("source") or "–")]
+    if man.get("objectives_not_finite"):
+        rows.append(("left off the front", f"{man['objectives_not_finite']:,} feasible points with a non-finite objective"))
+    return "<table id=\"summary\">" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>"
+                                             for k, v in rows) + "</table>"
+
+
+def _binds(man: dict) -> str:
+    bounds = man.get("bounds", {})
+    total = sum(bounds.values()) or 1
+    df = pd.DataFrame({"bound": list(bounds), "feasible points": list(bounds.values()),
+                       "share": [v / total for v in bounds.values()]})
+    return formats.html(df, index=None, table_id="binds") if len(df) else "<p id=\"binds\">no feasible point</p>"
+
+
+def page(path) -> str:
+    """The HTML text of the report of one results folder."""
+    path = Path(path)
+    man = store.load_manifest(path)
+    name = man.get("name", path.name)
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" "
+             f"content=\"{output.MARK} {__version__}\"><title>{escape(name)}: wsemoe report</title>"
+             f"<style>{CSS}</style></head><body>", f"<h1>{escape(name)}</h1>",
+             f"<p>{escape(man.get('description') or '')}</p>", "<h2 id=\"s-summary\">Summary</h2>", _summary(man),
+             "<h2 id=\"s-binds\">What binds (feasible points)</h2>", _binds(man)]
+    shown, _ = default_columns(path, man, "pareto")
+    extra = [c for c in ("tokens_per_s", "mfu") if c in man.get("columns", {})]
+    front = select(path, columns=list(dict.fromkeys([*shown[:-1], *extra, *shown[-1:]])), limit=MAX_ROWS)
+    more = f" (the first {len(front.rows):,} of {front.matched:,})" if front.matched > len(front.rows) else ""
+    parts += [f"<h2 id=\"s-pareto\">Pareto front{more}</h2>", formats.html(front.rows, table_id="pareto")]
+    if (path / "comparison.csv").is_file():
+        parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
+                  formats.html(pd.read_csv(path / "comparison.csv"), index=None, table_id="comparison")]
+    parts.append("<h2 id=\"s-figures\">Figures</h2>")
+    stems = []
+    for stem, fig in plots.figures(path):
+        if fig is not None:
+            parts.append(f"<figure id=\"fig-{escape(stem)}\">{_svg(fig, len(stems))}"
+                         f"<figcaption>{escape(stem)}</figcaption></figure>")
+            stems.append(stem)
+    if not stems:
+        parts.append("<p class=\"note\">the results support no figure</p>")
+    parts += ["<h2 id=\"s-config\">Resolved config</h2>",
+              f"<pre id=\"config\">{escape((path / 'config.yaml').read_text())}</pre>",
+              "<h2 id=\"s-columns\">Columns</h2>",
+              formats.html(pd.DataFrame([(c, d.get("unit", ""), d.get("doc", "")) for c, d in man.get("columns", {}).items()],
+                                        columns=["column", "unit", "meaning"]), index=None, table_id="columns"),
+              "<h2 id=\"s-manifest\">Manifest</h2>",
+              f"<pre id=\"manifest\">{escape(json.dumps(man, indent=1, default=str))}</pre>",
+              f"<p class=\"note\">{output.MARK} {__version__} from {escape(str(path))}</p></body></html>"]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(path, out=None) -> Path:
+    """Write the report (default <results>/report.html, a file wsemoe owns there); return its path."""
+    path = Path(path)
+    text = page(path)
+    return output.write(Path(out) if out else path / "report.html", text, "report")

@@ -1,0 +1,1 @@
+"""What the terminal shows: tables that fit its width, formats for other tools, texts, progress."""

@@ -1,0 +1,279 @@
+"""rich renderables: sweep summary, what binds, rows of a query, comparisons, one-point breakdowns, validation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from wsemoe.report.terminal import formats
+
+
+def fmt(value, unit: str = "") -> str:
+    """Compact human form of a number with its unit (engineering prefixes for large values)."""
+    if isinstance(value, (bool,)) or value is None:
+        return str(value)
+    if isinstance(value, str):
+        return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x):
+        return "–"
+    if unit == "bytes":
+        for p, s in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+            if abs(x) >= p:
+                return f"{x / p:.3g} {s}"
+        return f"{x:.3g} B"
+    if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
+        return f"{x:.3e}" + (f" {unit}" if unit and unit != "1" else "")
+    return f"{x:.4g}" + (f" {unit}" if unit and unit not in ("1", "bool") else "")
+
+
+def summary(manifest: dict, status: str = "") -> Table:
+    """Counts of a run: points, feasible, Pareto size, what binds."""
+    t = Table(title=f"sweep {manifest.get('name', '')} {status}".strip(), show_header=False, box=box.SIMPLE,
+              title_justify="left", pad_edge=False)
+    t.add_row("points", f"{manifest['points']:,}")
+    search = manifest.get("search")
+    if search:
+        share = search["evaluated"] / search["space_points"] if search["space_points"] else 0.0
+        t.add_row("search", f"{search['algorithm']} ({search['library']}), seed {search['seed']}: {search['evaluated']:,} "
+                  f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
+                  f"{search['population']:,}; stopped: {search['stopped']}")
+    t.add_row("feasible", f"{manifest['feasible']:,}")
+    t.add_row("pareto", f"{manifest['pareto']:,}")
+    if manifest.get("objectives_not_finite"):
+        t.add_row("left off the front", f"{manifest['objectives_not_finite']:,} feasible points with a non-finite objective")
+    t.add_row("objectives", ", ".join(f"{k} ({v})" for k, v in manifest["objectives"].items()))
+    binds = sorted(manifest.get("bounds", {}).items(), key=lambda kv: -kv[1])
+    t.add_row("what binds (feasible)", "; ".join(f"{k}: {v:,}" for k, v in binds[:5]) or "–")
+    t.add_row("config hash", manifest["config_hash"])
+    return t
+
+
+def selection(sel, width: int, title: str) -> Table:
+    """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it."""
+    cols, hidden = formats.fit(sel.rows, sel.priority, width)
+    notes = []
+    if len(sel.rows) < sel.matched:
+        notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
+    if hidden:
+        notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
+    return formats.table(sel.rows[cols], title=title, caption="; ".join(notes))
+
+
+COMPARISON_FIRST = ("speedup_vs_", "best_G", "best_B", "best_tokens_per_s", "baseline_tokens_per_s", "best_bound",
+                    "baseline_bound", "best_mfu", "baseline_mfu", "baseline_B", "baseline_G")
+
+
+def comparison(df: pd.DataFrame, width: int, title="best feasible point against the best feasible baseline, per group") -> Table:
+    """The comparison table (one row per group): group keys first, then what the comparison found."""
+    keys = [c for c in df.columns if "." in c or c in ("model", "hardware")]
+    same = [c for c in keys if len(df) > 1 and df[c].nunique(dropna=False) == 1]  # a zipped constant, say
+    ranked = [c for first in COMPARISON_FIRST for c in df.columns if c.startswith(first)]
+    order = [c for c in dict.fromkeys([*keys, *ranked, *df.columns]) if c not in same]
+    cols, hidden = formats.fit(df[order], order, width, index=None)
+    notes = ([f"every row: {', '.join(f'{c} = {df[c].iloc[0]}' for c in same)}"] if same else []) + \
+        ([f"not shown for width: {', '.join(hidden)} (--format csv shows all)"] if hidden else [])
+    return formats.table(df[cols], title=title, index=None, caption="; ".join(notes))
+
+
+def breakdown(rows: list) -> Group:
+    """A one-point breakdown: a table per group of terms; value in a readable unit; meaning or formula beside it."""
+    tables, groups = [], {}
+    for group, name, value, unit, doc in rows:
+        groups.setdefault(group, []).append((name, value, unit, doc))
+    for group, items in groups.items():
+        t = Table(title=group, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, expand=True,
+                  title_style="bold")
+        t.add_column("term", no_wrap=True)
+        t.add_column("value", justify="right", no_wrap=True)
+        t.add_column("unit", no_wrap=True)
+        t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
+        for name, value, unit, doc in items:
+            number, shown = formats.quantity(value, unit)
+            t.add_row(Text(name), Text(number), Text(shown), Text(str(doc)))
+        tables.append(t)
+    return Group(*tables)
+
+
+def validation(rows: list) -> Group:
+    """Published figure vs model value with error and tolerance; context rows in a table of their own."""
+    t = Table(title="published results reproduced (no: outside tolerance, with the reason; property: true by "
+                    "construction)")
+    for c in ("claim", "published", "model", "error", "tolerance", "ok"):
+        t.add_column(c)
+    shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
+    for r in rows:
+        if r["kind"] == "info":
+            continue
+        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
+        claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
+        t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
+    context = [r for r in rows if r["kind"] == "info"]
+    if not context:
+        return Group(t)
+    c = Table(title="context: model figures beside published statements they do not check (no pass/fail)")
+    for col in ("figure", "published", "model", "note"):
+        c.add_column(col)
+    for r in context:
+        c.add_row(r["claim"], r["published"], r["model"], r["tolerance"])
+    return Group(t, c)
+
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
+
+
+def invariant_lines(report, statuses=("fail", "error")) -> list[str]:
+    """One line per result with one of `statuses`: status, invariant, config and what was found."""
+    return [f"{r.status.upper()} {r.invariant.name} [{r.config}]: {r.message()}"
+            for r in report.results if r.status in statuses]
+
+
+def invariants(report) -> Group:
+    """Each invariant with the configs it holds on, fails on or skips; then every failure in full."""
+    t = Table(title="cost-model invariants")
+    for c in ("invariant", "holds", "fails", "skipped", "statement"):
+        t.add_column(c, overflow="fold")
+    by_name: dict = {}
+    for r in report.results:
+        by_name.setdefault(r.invariant.name, []).append(r)
+    for name, results in by_name.items():
+        def on(*statuses):
+            return ", ".join(r.config for r in results if r.status in statuses) or "–"
+        status = "fail" if any(r.status in ("fail", "error") for r in results) else "pass"
+        t.add_row(Text(name, style=STATUS_STYLE[status]), str(sum(r.status == "pass" for r in results)),
+                  on("fail", "error"), on("skip"), results[0].invariant.statement)
+    c = report.counts()
+    line = Text(f"{len(report.results)} checks on {len(report.configs)} configs in {report.seconds:.1f} s: "
+                f"{c['pass']} hold, {c['fail']} fail, {c['error']} error, {c['skip']} skipped")
+    details = [Text.assemble((r.status.upper(), STATUS_STYLE[r.status]), f" {r.invariant.name} [{r.config}]: {r.message()}")
+               for r in report.results if r.status in ("fail", "error")]
+    return Group(t, line, *details)
+
+
+def sensitivity(result, quantity: str | None = None) -> Table:
+    """Per group: nominal value, 5–95% band, and each unknown's total (first-order) index or Morris μ*."""
+    bands, idx, meta = result.bands, result.indices, result.meta
+    qs = list(dict.fromkeys(bands["quantity"]))
+    quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
+    params = [u["name"] for u in meta["unknowns"]]
+    sobol = meta["method"] == "sobol"
+    t = Table(title=f"sensitivity of {quantity} ({meta['method']}, {meta['samples']:,} samples × "
+                    f"{meta['points']:,} points; {'total (first-order) index' if sobol else 'Morris μ*'})")
+    for c in ("group", "nominal", "5–95% band", *params):
+        t.add_column(c)
+    sel = idx[idx["quantity"] == quantity] if len(idx) else idx
+    for _, b in bands[bands["quantity"] == quantity].iterrows():
+        cells = []
+        for p in params:
+            r = sel[(sel["group"] == b["group"]) & (sel["parameter"] == p)] if len(sel) else sel
+            if not len(r):
+                cells.append("–")
+            elif sobol:
+                cells.append(f"{r['ST'].iloc[0]:.2f} ({r['S1'].iloc[0]:.2f})")
+            else:
+                cells.append(f"{r['mu_star'].iloc[0]:.3g}")
+        t.add_row(str(b["group"]), f"{b['nominal']:.4g}", f"{b['q05']:.4g} – {b['q95']:.4g}", *cells)
+    return t
+
+
+def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
+    """The fitted unknowns with their spread, and every target's residual (σ units)."""
+    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f})")
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
+        t.add_column(c)
+    for _, r in fit.iterrows():
+        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
+        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
+                  f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
+    u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
+    for c in ("target", "published", "source", "nominal", "fitted", "residual"):
+        u.add_column(c)
+    for _, r in residuals.iterrows():
+        u.add_row(r["target"], r["published"], r["source"], f"{r['nominal']:.3g}", f"{r['fitted']:.3g}",
+                  f"{r['residual_sigma']:+.2f}")
+    return Group(t, u)
+
+
+def presets() -> list[Table]:
+    """The hardware and model presets with their key figures."""
+    from wsemoe.config import presets as ps
+    from wsemoe.cost.node import params
+
+    hw = Table(title="hardware presets", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("name", "topology", "nodes", "TFLOP/s per node", "memory per node", "link GB/s", "weights"):
+        # names are typed and short words read badly broken: never folded; the node layout may wrap
+        hw.add_column(c, no_wrap=c in ("name", "topology", "weights"), justify="right" if "/" in c else "left")
+    for name in ps.names("hardware"):
+        h = ps.load_hardware(name)
+        hw.add_row(name, h.topology, _layout(h), f"{h.node_peak_flops / 1e12:,.4g}", fmt(h.node_memory_bytes, "bytes"),
+                   f"{h.link_bw_bytes_per_s / 1e9:,.4g}", h.weight_source)
+    models = Table(title="model presets", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
+        models.add_column(c, no_wrap=c == "name")
+    for name in ps.names("models"):
+        m = ps.load_model(name)
+        models.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
+                       str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B",
+                       f"{params.active_params(m) / 1e9:.2f} B")
+    return [hw, models]
+
+
+def _layout(h) -> str:
+    """Nodes of a hardware preset as people describe them: '2×2 wafers of 8×8 = 256', '32 × 8 = 256', '8×8'."""
+    if tuple(h.wafers) != (1, 1):
+        return f"{h.wafers[0]}×{h.wafers[1]} wafers of {h.rows}×{h.cols} = {h.nodes}"
+    if h.scale_up_size and h.scale_up_size < h.nodes:
+        return f"{h.nodes // h.scale_up_size} domains × {h.scale_up_size} = {h.nodes}"
+    return f"{h.rows}×{h.cols}"
+
+
+def inventory(rows: list, root) -> Table:
+    """`wsemoe ls`: one row per results folder with its size, points, finish time and state."""
+    from wsemoe.sweep.inventory import version_note
+
+    t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for c in ("sweep", "points", "feasible", "size", "finished", "status"):
+        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
+    for r in rows:
+        note = version_note(r)
+        t.add_row(Text(r.path.name), f"{r.points:,}" if r.points is not None else "–",
+                  f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
+                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
+                  Text(r.status + (f"; {note}" if note else "")))
+    return t
+
+
+def partial_line(p) -> str:
+    """One line about a partial folder: whose, how far, and what to do with it."""
+    state = ("a run is writing it" if p.running
+             else "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it")
+    return (f"partial run of '{p.target}': {p.path.name} ({p.parts} part(s), {p.points:,} points, "
+            f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
+
+
+def folder_view(path, status: str, limit, width: int) -> list:
+    """What `wsemoe show` prints for a results folder: summary, Pareto front (with point indices), comparison
+    and sensitivity bands; every file read before anything is returned."""
+    from wsemoe.analysis import sensitivity as sens
+    from wsemoe.analysis.query import select
+    from wsemoe.sweep import store
+
+    man = store.load_manifest(path)
+    sel = select(path, limit=limit)
+    first = next(iter(man["objectives"]))
+    parts = [summary(man, status), selection(sel, width, f"Pareto front ({man['pareto']:,} points, best {first} first)")]
+    if (Path(path) / "comparison.csv").is_file():
+        parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+    bands = sens.load(path, man.get("config_hash"))
+    if bands is not None:
+        parts.append(sensitivity(bands))
+    return parts
