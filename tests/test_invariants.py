@@ -245,9 +245,9 @@ def test_a_negative_term_is_caught_and_named(monkeypatch, small_config):
 def test_cli_default_points_is_the_library_default():
     import inspect
 
-    from wsemoe import cli
+    from wsemoe.commands import study
 
-    assert inspect.signature(cli.invariants_cmd).parameters["points"].default.default == cases_mod.DEFAULT_POINTS
+    assert inspect.signature(study.invariants_cmd).parameters["points"].default.default == cases_mod.DEFAULT_POINTS
 
 
 def test_an_undocumented_overlap_mode_fails_the_layer_invariant(monkeypatch, small_config):

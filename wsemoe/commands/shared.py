@@ -1,0 +1,37 @@
+"""Pieces several commands share: rows in any table format, a results folder's view, checked option values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from wsemoe.commands.reply import Reply
+from wsemoe.errors import ConfigError
+
+TABLE_FORMATS = ("table", "csv", "json", "markdown")
+
+
+def choice(value: str, allowed, option: str) -> str:
+    """`value` if it is one of `allowed`, else a one-line error naming the option."""
+    if value not in allowed:
+        raise ConfigError(f"'{value}' is not one of {', '.join(allowed)}", loc=(option,))
+    return value
+
+
+def emit(reply: Reply, df, fmt: str, title: str = "", index: str | None = "point", priority=None) -> Reply:
+    """Rows as a table that fits the terminal, or as Markdown, CSV or JSON on stdout."""
+    from wsemoe.report.terminal import formats
+    from wsemoe.report.terminal.console import width
+
+    out = formats.render(df, fmt, title, index, priority, width())
+    return reply.raw(out) if isinstance(out, str) else reply.rich(out)
+
+
+def folder(reply: Reply, path: Path, status: str = "", limit: Optional[int] = 20) -> Reply:
+    """Summary, Pareto front (with point indices) and comparison of a results folder, fitted to the terminal."""
+    from wsemoe.report.terminal.console import width
+    from wsemoe.report.terminal.tables import folder_view
+
+    for part in folder_view(path, status, limit, width()):  # built whole first: a damaged file prints nothing
+        reply.rich(part)
+    return reply
