@@ -264,3 +264,13 @@ def test_terms_add_up():
     for name, t in ops.items():
         assert t["cycles"] == pytest.approx(sum(t[k] for k in keys)), name
     assert ops["layer"]["cycles"] == pytest.approx(sum(t["cycles"] for n, t in ops.items() if n != "layer"))
+
+
+def test_the_preset_overhead_is_the_gemv_fit():
+    # The one fitted PE constant is reproducible: the presets carry the least-squares fit to WaferLLM's
+    # two GEMV times, rounded to a cycle.
+    from wsemoe.validate import waferllm
+
+    fit = waferllm.fit_overhead()
+    assert presets.load_hardware("cs2").pe.op_overhead_cycles == round(fit)
+    assert presets.load_hardware("cs3").pe.op_overhead_cycles == round(fit)
