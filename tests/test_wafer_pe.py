@@ -196,11 +196,29 @@ def test_broadcast_by_hand():
 # --- invariants -------------------------------------------------------------------------------------------
 
 @settings(max_examples=60, deadline=None)
-@given(p=st.integers(1, 3000), b=st.integers(1, 200), levels=st.integers(1, 4))
-def test_reduction_time_never_falls_as_the_line_grows(p, b, levels):
-    for pattern in ("chain", "tree", "ring"):
-        longer = collectives.allreduce(p + 1, b, pattern, levels).cycles(PE)
-        assert longer >= collectives.allreduce(p, b, pattern, levels).cycles(PE) - 1e-9, pattern
+@given(p=st.integers(1, 3000), b=st.integers(1, 200), levels=st.integers(1, 4), group=st.integers(2, 40))
+def test_reduction_time_never_falls_as_the_line_grows(p, b, levels, group):
+    # A fixed recipe (chain; tree of given levels and group; broadcast) on a longer line is never faster.
+    for cost in (collectives.chain_reduce, collectives.broadcast,
+                 lambda p, b: collectives.tree_reduce(p, b, levels, group)):
+        assert cost(p + 1, b).cycles(PE) >= cost(p, b).cycles(PE)
+
+
+def test_the_best_reduction_never_falls_as_the_line_grows():
+    # Every line length from 1 to 800 PEs: the best of chain and trees (any levels and group) never gets
+    # faster on a longer line, a recipe chosen from p can always run on fewer PEs.
+    p = np.arange(1, 801)
+    for b in (1, 17, 300):
+        best = collectives.best_allreduce(p, b, PE, max_levels=4, max_group=32, patterns=("chain", "tree"))[0]
+        assert np.all(np.diff(best) >= 0), b
+
+
+def test_quantization_can_make_a_longer_line_faster():
+    # Not physics broken but whole wavelets: a ring's chunks are ⌈b/p⌉ (17 wavelets over 16 PEs: chunks
+    # of 2, 30 rounds = 60; over 17 PEs: chunks of 1, 32 rounds = 32), and the default tree group ⌈p^(1/K)⌉
+    # jumps (8 PEs, 3 levels: groups of 2; 9 PEs: groups of 3, one level fewer in use).
+    assert collectives.ring_allreduce(17, 17).cycles(PE) < collectives.ring_allreduce(16, 17).cycles(PE)
+    assert collectives.allreduce(9, 1, "tree", 3).cycles(PE) < collectives.allreduce(8, 1, "tree", 3).cycles(PE)
 
 
 @settings(max_examples=60, deadline=None)
@@ -235,11 +253,18 @@ def test_more_link_bandwidth_never_slower(k, n, ks, ns, element_bytes):
 
 def test_best_allreduce_is_no_worse_than_any_pattern():
     p, b = np.array([2, 16, 100, 420, 750]), np.array([1, 8, 64, 512, 4096])[:, None]
-    best, pattern, levels = collectives.best_allreduce(p, b, PE)
+    best, pattern, levels, group = collectives.best_allreduce(p, b, PE, max_levels=4, max_group=32)
     for pat in ("chain", "ring", "tree"):
-        assert np.all(best <= collectives.allreduce(p, b, pat, 2).cycles(PE) + 1e-9)
+        for k in (1, 2, 3):
+            assert np.all(best <= collectives.allreduce(p, b, pat, k).cycles(PE) + 1e-9)
+    # The returned recipe costs what it says.
+    i, j = 3, 2
+    recipe = collectives.allreduce(p[j], b[i, 0], collectives.PATTERNS[pattern[i, j]], max(levels[i, j], 1),
+                                   group[i, j] or None)
+    assert recipe.cycles(PE) == best[i, j]
     # Small messages on long lines take trees; long messages on short lines the chain or the ring.
     assert collectives.PATTERNS[pattern[0, -1]] == "tree" and levels[0, -1] >= 2
+    assert collectives.PATTERNS[pattern[-1, 0]] in ("chain", "ring")
 
 
 # --- vectorized = scalar, terms add up -------------------------------------------------------------------

@@ -35,6 +35,7 @@ from wsemoe.cost.wafer.fabric import path_cycles
 
 PATTERNS = ("chain", "tree", "ring")
 MAX_LEVELS = 12  # a tree deeper than this is never cheaper on a line of ≤ 4096 PEs (binary tree: 12 levels)
+MAX_GROUP = 64   # groups of more PEs than this are never the best first levels on a wafer's lines (≤ 1170 PEs)
 
 
 @dataclass(frozen=True)
@@ -136,15 +137,25 @@ def allreduce(p, b, pattern="tree", levels=2, group=None) -> Cost:
     return reduce(p, b, pattern, levels, group) + broadcast(p, b, root)
 
 
-def best_allreduce(p, b, pe, max_levels=MAX_LEVELS):
-    """The cheapest all-reduce per shape: (cycles, pattern index into PATTERNS, tree levels or 0).
+def best_allreduce(p, b, pe, max_levels=MAX_LEVELS, max_group=MAX_GROUP, patterns=PATTERNS):
+    """The cheapest all-reduce per shape: (cycles, pattern index into PATTERNS, tree levels, tree group),
+    levels and group 0 for chain and ring.
 
-    Candidates: chain, ring, and trees of 1…`max_levels` levels with the default group size.
+    Candidates: the chain, the ring, and trees of 1…`max_levels` levels with every group size
+    2…`max_group` (the default ⌈p^(1/K)⌉ is not always the best: with relays dearer than hops the first
+    levels want smaller groups). Without the ring the best time never falls as the line grows; the ring
+    can, since its chunks are whole wavelets (2(p − 1)·⌈b/p⌉ is not monotone in p).
     """
     p, b = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(b, dtype=float))
-    options = [("chain", 0), ("ring", 0)] + [("tree", k) for k in range(1, max_levels + 1)]
-    cycles = np.stack([allreduce(p, b, pat, max(k, 1)).cycles(pe) * np.ones(p.shape) for pat, k in options])
-    best = np.argmin(cycles, axis=0)
-    pattern = np.array([PATTERNS.index(pat) for pat, _ in options])[best]
-    levels = np.array([k for _, k in options])[best]
-    return np.min(cycles, axis=0), pattern, levels
+    options = [(pat, 0, 0) for pat in ("chain", "ring") if pat in patterns]
+    if "tree" in patterns:
+        options += [("tree", 1, 0)] + [("tree", k, g) for k in range(2, max_levels + 1)
+                                       for g in range(2, max_group + 1)]
+    best = np.full(p.shape, np.inf)
+    which = np.zeros(p.shape, dtype=int)
+    for i, (pat, k, g) in enumerate(options):
+        t = allreduce(p, b, pat, max(k, 1), g or None).cycles(pe) * np.ones(p.shape)
+        better = t < best
+        best, which = np.where(better, t, best), np.where(better, i, which)
+    table = np.array([(PATTERNS.index(pat), k, g) for pat, k, g in options])
+    return best, table[which, 0], table[which, 1], table[which, 2]
