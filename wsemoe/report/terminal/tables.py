@@ -234,17 +234,17 @@ def _cycles(x) -> str:
 
 def pe_fabric(pes: list) -> Table:
     """The PE fabric of the presets that carry one: what the PE-level operators (cost/wafer) read."""
-    t = Table(title="PE fabric (cycles per hop / turn / relay stage; colours routable, of them free)",
+    t = Table(title="PE fabric: PEs cols×rows (program rectangle); link bytes / FP16 MACs per cycle (B/MAC); "
+                    "cycles per hop / turn / relay stage (h/t/r) and per operator (ovh); routable colours (free)",
               box=box.SIMPLE_HEAD, pad_edge=False)
-    for c in ("name", "fabric cols×rows", "program", "SRAM/PE", "clock GHz", "link B/cycle", "FP16 MAC/cycle",
-              "hop/turn/relay", "colours", "overhead cycles"):
-        t.add_column(c, no_wrap=c in ("name", "hop/turn/relay", "colours"))
+    for c in ("name", "fabric (program)", "SRAM/PE", "GHz", "B/MAC", "h/t/r", "colours", "ovh"):
+        t.add_column(c, no_wrap=True)
     for name, pe in pes:
-        program = "?" if pe.kernel_margin_cols is None else \
-            f"{pe.fabric_cols - pe.kernel_margin_cols}×{pe.fabric_rows - pe.kernel_margin_rows}"
+        program = "" if pe.kernel_margin_cols is None else \
+            f" ({pe.fabric_cols - pe.kernel_margin_cols}×{pe.fabric_rows - pe.kernel_margin_rows})"
         colours = "?" if pe.routable_colors is None else f"{pe.routable_colors} ({pe.routable_colors - (pe.reserved_colors or 0)})"
-        t.add_row(name, f"{pe.fabric_cols}×{pe.fabric_rows}", program, fmt(pe.sram_per_pe_bytes, "bytes"),
-                  f"{pe.clock_hz / 1e9:g}", f"{pe.link_bytes_per_cycle:g}", str(pe.fmac_width),
+        t.add_row(name, f"{pe.fabric_cols}×{pe.fabric_rows}{program}", fmt(pe.sram_per_pe_bytes, "bytes"),
+                  f"{pe.clock_hz / 1e9:g}", f"{pe.link_bytes_per_cycle:g}/{pe.fmac_width}",
                   "/".join(_cycles(x) for x in (pe.hop_cycles, pe.turn_cycles, pe.relay_cycles)), colours,
                   _cycles(pe.op_overhead_cycles))
     return t
