@@ -34,6 +34,9 @@ def _groups(cfg, frame: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
 def _check(cfg, unknowns: list[Unknown]) -> None:
     swept = set(cfg.axis_names())
     for u in unknowns:
+        if u.pe_level:
+            raise ConfigError(f"{u.name} sets a PE fact ({', '.join(u.paths)}), which only the PE-level "
+                              "operators read, not a sweep", loc=("--only", u.name))
         for p in u.paths:
             if p in swept:
                 raise ConfigError(f"'{p}' is both swept and a calibration unknown ({u.name})", loc=("axes", p))

@@ -23,6 +23,15 @@ class PEFacts(Spec):
     fmac_width: PositiveInt = Field(le=2**40, description="FP16 FMACs per PE per cycle (SIMD width)")
     link_bytes_per_cycle: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bytes per cycle per PE link per direction")
     sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
+    # The PE fabric as the PE-level operators see it (wsemoe.cost.wafer); node figures do not use these.
+    hop_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a wavelet takes per router hop along a configured route (PE-level operators)")
+    turn_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="extra cycles when a route changes dimension (X to Y) (PE-level operators)")
+    relay_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a PE adds when it receives a wavelet, processes it and sends one on (one store-and-forward stage: ramp in, compute, ramp out)")
+    routable_colors: Optional[PositiveInt] = Field(None, le=1024, description="colours (virtual channels) a router can route")
+    reserved_colors: Optional[int] = Field(None, ge=0, le=1024, description="routable colours the runtime keeps for itself (host I/O)")
+    kernel_margin_cols: Optional[int] = Field(None, ge=0, le=2**20, description="fabric columns the host-I/O framework takes beside a program (the program rectangle is fabric_cols minus this)")
+    kernel_margin_rows: Optional[int] = Field(None, ge=0, le=2**20, description="fabric rows the host-I/O framework takes around a program (the program rectangle is fabric_rows minus this)")
+    op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
