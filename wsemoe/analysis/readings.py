@@ -43,6 +43,18 @@ class Readings:
     def varied(self) -> list[str]:
         return [s["name"] for s in self.meta["readings"] if s["state"] == "varied"]
 
+    def summary(self) -> pd.DataFrame:
+        """Per quantity and group: as configured, at the default readings, range, flips, hinge (analysis.robustness)."""
+        from wsemoe.analysis import robustness
+
+        return robustness.summarize(self)
+
+    def statement(self, quantity: str | None = None) -> list[str]:
+        """The comparison's robustness in one line (and notes), as `wsemoe show` prints it."""
+        from wsemoe.analysis import robustness
+
+        return robustness.statement(self, quantity=quantity)
+
 
 def plan(cfg, only=(), fixed=None, readings=None) -> tuple[list[dict], list[registry.Status], dict]:
     """(status rows for every reading, the varied statuses, the fixed choice): `fixed` readings are set for
@@ -80,6 +92,17 @@ def design(varied: list[registry.Status]) -> list[dict]:
     for st in varied:
         runs += [{st.reading.name: o} for o in st.reading.options if o != st.configured]
     return runs
+
+
+def configs(config, only=(), fixed=None, readings=None) -> list[tuple[dict, object]]:
+    """({reading: option}, SweepConfig) of every combination of the readings a sweep can vary: what a study
+    (calibration per reading, a validation row's range) evaluates under each reading."""
+    readings = registry.load() if readings is None else readings
+    cfg = load_config(config)
+    _, varied, fixed = plan(cfg, only, fixed, readings)
+    base = registry.apply(cfg, fixed, readings) if fixed else cfg
+    combos = [c for c in design(varied) if len(c) == len(varied)] if varied else [{}]
+    return [(c, registry.apply(base, c, readings) if c else base) for c in combos]
 
 
 def _label(choice: dict) -> str:
@@ -188,10 +211,121 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
     return Readings(runs, values, meta)
 
 
-def run(config, out_root="results", only=(), fixed=None, on_progress=None) -> tuple[Readings, Path]:
-    """The sweep's results folder (run when not up to date) with its readings analysis written into it."""
+def run(target, out_root="results", only=(), fixed=None, on_progress=None) -> tuple[Readings, Path]:
+    """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
+    are brought up to date first) or a results folder (its config.yaml)."""
+    from wsemoe.sweep import store
     from wsemoe.sweep.run import run_sweep
 
-    res = run_sweep(config, out_root=out_root)
-    result = evaluate(res.config, only, fixed, on_progress=on_progress)
-    return result, write(result, res.path)
+    if Path(target).is_dir():
+        store.load_manifest(target)
+        path, cfg = Path(target), load_config(Path(target) / "config.yaml")
+    else:
+        res = run_sweep(target, out_root=out_root)
+        path, cfg = res.path, res.config
+    result = evaluate(cfg, only, fixed, on_progress=on_progress)
+    return result, write(result, path)
+
+
+def parse_choices(items) -> dict[str, str]:
+    """{reading: option} from `name=option` strings (the --set option)."""
+    out = {}
+    for item in items or ():
+        name, eq, option = str(item).partition("=")
+        if not eq or not name or not option:
+            raise ConfigError(f"'{item}' is not name=option (e.g. attn_kernel=flash)", loc=("--set",))
+        out[name.strip()] = option.strip()
+    return out
+
+
+def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
+    """After a sweep with a comparison: its readings analysis brought up to date when the runs cost at most
+    `budget` point evaluations; the line to print about it ('' when nothing was to do)."""
+    if cfg.compare is None or load(path, cfg.config_hash()) is not None:
+        return ""
+    if cfg.search is not None:
+        return "robustness over readings: not computed for a search (every run needs the whole grid)"
+    runs, evaluations = cost(cfg)
+    if evaluations > budget:
+        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,} points exceed "
+                f"{budget:,} evaluations); `wsemoe readings {path}` computes it")
+    result = evaluate(cfg)
+    write(result, path)
+    return f"readings: {result.meta['combinations']} combinations evaluated in {result.meta['seconds']:.1f} s"
+
+
+def _folder_plan(cfgs: list, labels: list[str], readings) -> tuple[list[dict], list[registry.Status], list[dict]]:
+    """Readings varied across results folders: varied in some folder and configured alike wherever varied
+    (a reading the folders set differently is what they compare: held). Also each folder's varied names."""
+    plans = [{st.reading.name: st for st in registry.plan(c, readings)} for c in cfgs]
+    rows, varied = [], []
+    for name, r in readings.items():
+        where = [(lab, p[name]) for lab, p in zip(labels, plans) if p[name].varied]
+        row = {"name": name, "state": "not applicable", "detail": plans[0][name].detail, "configured": None,
+               "default": r.default, "options": list(r.options), "question": r.question}
+        kinds = {st.configured for _, st in where}
+        if where and len(kinds) == 1:
+            row.update(state="varied", detail="", configured=where[0][1].configured)
+            varied.append(where[0][1])
+        elif where:
+            row.update(state="held", detail="differs between the folders (" + ", ".join(
+                f"{lab}: {st.configured}" for lab, st in where) + "): it is what they compare")
+        elif any(p[name].state == "pending" for p in plans):
+            row.update(state="pending", detail=r.pending)
+        rows.append(row)
+    names = [st.reading.name for st in varied]
+    return rows, varied, [{n for n in names if p[n].varied} for p in plans]
+
+
+def _best_per_group(cfg, group: list[str], metric: str, sense: str) -> dict:
+    """{group label: best feasible metric} of one sweep, evaluated whole."""
+    from wsemoe.sweep import chunked
+
+    df = chunked.evaluate(cfg)
+    df = df[np.asarray(df["feasible"], dtype=bool)]
+    if not group:
+        return {"all": float(df[metric].max() if sense == "max" else df[metric].min()) if len(df) else np.nan}
+    best = df.groupby(group, sort=False, observed=True)[metric].agg(sense)
+    keys = best.index if len(group) > 1 else [(k,) for k in best.index]
+    return {group_label(group, k): float(v) for k, v in zip(keys, best.to_numpy())}
+
+
+def group_label(group: list[str], key) -> str:
+    """'tokens_per_device=8' for a group of crossrun comparisons."""
+    return ", ".join(f"{c.split('.')[-1]}={v:g}" if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                     else f"{c.split('.')[-1]}={v}" for c, v in zip(group, key))
+
+
+def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET):
+    """The ratios of a `wsemoe compare` of results folders under every combination of their readings
+    (each folder's sweep re-evaluated whole); a line saying why not when that costs more than `budget`."""
+    t0 = time.perf_counter()
+    readings = registry.load() if readings is None else readings
+    cfgs = [load_config(Path(p) / "config.yaml") for p in paths]
+    labels, metric, sense = comparison.labels, comparison.metric, comparison.sense
+    rows, varied, per_folder = _folder_plan(cfgs, labels, readings)
+    runs = design(varied)
+    total = len(runs) * sum(c.size() for c in cfgs)
+    if total > budget:
+        return (f"robustness over readings: not computed ({len(runs)} runs × {sum(c.size() for c in cfgs):,} points "
+                f"exceed {budget:,} evaluations)")
+
+    def one(choice):
+        moved = [registry.apply(c, {n: o for n, o in choice.items() if n in mine}, readings) if choice else c
+                 for c, mine in zip(cfgs, per_folder)]
+
+        def fn():
+            best = [_best_per_group(c, comparison.group, metric, sense) for c in moved]
+            return {f"{lab}/{labels[0]}:{metric}": {g: b[g] / best[0][g] for g in best[0] if g in b}
+                    for lab, b in zip(labels[1:], best[1:])}
+        return tuple(c.config_hash() for c in moved), fn
+
+    table, values, evaluated = _execute(runs, [st.reading.name for st in varied],
+                                        {st.reading.name: st.configured for st in varied}, one)
+    first = f"{labels[1]}/{labels[0]}"
+    meta = {"name": " vs ".join(labels), "readings": rows, "fixed": {}, "varied": [st.reading.name for st in varied],
+            "combinations": int((table["role"] == "combination").sum()), "runs": len(runs), "evaluated": evaluated,
+            "points": sum(c.size() for c in cfgs), "evaluations": evaluated * sum(c.size() for c in cfgs),
+            "comparison": {"name": first, "metric": metric, "quantity": f"{first}:{metric}", "extents": {}},
+            "seconds": round(time.perf_counter() - t0, 3)}
+    return Readings(table, values, meta)

@@ -55,7 +55,8 @@ def summarize(result) -> pd.DataFrame:
             dflt = dflt[dflt[n].astype(str) == str(defaults[n])]
         logscale = bool(len(ok)) and bool((ok["value"] > 0).all())
         eff = _effects(ok, names, logscale) if len(ok) and names else {}
-        hinge = max(eff, key=eff.get) if eff and max(eff.values()) > 1e-12 else ""
+        small = math.log1p(TIE) if logscale else 1e-12  # an effect below the tie band names no hinge
+        hinge = max(eff, key=eff.get) if eff and max(eff.values()) > small else ""
         row = {"quantity": q, "group": g, "configured": conf,
                "default": float(dflt["value"].iloc[0]) if len(dflt) else math.nan,
                "low": float(ok["value"].min()) if len(ok) else math.nan,
@@ -68,8 +69,8 @@ def summarize(result) -> pd.DataFrame:
         if q.startswith(RATIO):
             ref = side(conf)
             alone = d[d["role"] == "alone"]
-            row["flips"] = "; ".join(f"{lab} ({ratio(v)})" for lab, v in zip(alone["label"], alone["value"])
-                                     if side(v) != ref)
+            row["flips"] = "; ".join(f"{lab} ({ratio(v)}, {side(v) or 'undefined'})"
+                                     for lab, v in zip(alone["label"], alone["value"]) if side(v) != ref)
             row["flipped"] = int(sum(side(v) != ref for v in f["value"]))
         rows.append(row)
     return pd.DataFrame(rows)
@@ -120,22 +121,34 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     groups = summary[summary["quantity"] == quantity]
     where = f" at {row['group']}" if len(groups) > 1 else ""
     fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
-    text = [f"{cmp.get('name', quantity)}: {ratio(row['configured'])} as configured{where}{fixed}"]
+    text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]
     if not math.isclose(row["default"], row["configured"], rel_tol=1e-9) or not np.isfinite(row["default"]):
         text.append(f"{ratio(row['default'])} at the default readings")
     else:
         text[0] += " (= the default readings)"
     text.append(f"{ratio(row['low'])}–{ratio(row['high'])} over {n} combination{'' if n == 1 else 's'} of "
                 f"{', '.join(result.varied) or 'no reading'}" + (f" ({row['undefined']} undefined)" if row["undefined"] else ""))
-    text.append(f"flips ({side(row['configured'])} → other side) with {row['flips']}" if row["flips"]
+    text.append(f"flips from {side(row['configured']) or 'undefined'} with {row['flips']}" if row["flips"]
                 else f"no reading alone flips it ({row['flipped']} of {n} combinations do)")
     if row["hinge"]:
         shown = f"{row['effect']:.3g}×" if row["log_effect"] else f"{row['effect']:.3g}"
         text.append(f"hinges on {row['hinge']} (main effect {shown})")
+    elsewhere = _elsewhere(summary, quantity, row["group"])
+    if elsewhere:
+        text.append(f"elsewhere {elsewhere}")
     lines = ["; ".join(text)]
     if len(groups) > 1:
-        lines.append(f"{cmp.get('name', quantity)}: candidate ahead in {_ahead(result, quantity)}")
+        lines.append(f"{quantity}: candidate ahead in {_ahead(result, quantity)}")
     return lines + [f"note: {e}" for e in edges(result, row["group"])]
+
+
+def _elsewhere(summary: pd.DataFrame, quantity: str, group: str) -> str:
+    """Readings that flip the ratio alone in other groups than the headline's: 'x=y flips it at g1, g2'."""
+    where: dict[str, list[str]] = {}
+    for _, r in summary[(summary["quantity"] == quantity) & (summary["group"] != group)].iterrows():
+        for item in filter(None, r["flips"].split("; ")):
+            where.setdefault(item.rsplit(" (", 1)[0], []).append(str(r["group"]))
+    return "; ".join(f"{k} flips it at {', '.join(v)}" for k, v in where.items())
 
 
 def _ahead(result, quantity: str) -> str:
