@@ -80,17 +80,18 @@ def plan(cfg, only=(), fixed=None, readings=None) -> tuple[list[dict], list[regi
     return rows, varied, fixed
 
 
-def design(varied: list[registry.Status]) -> list[dict]:
-    """The runs: the sweep as configured ({}), the full factorial, then each reading moved alone (options
-    the sweep does not already have); a run is {reading: option} on top of the configured sweep."""
+def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
+    """The runs as (role, choice): the sweep as configured ({}), the full factorial ("combination"), then each
+    reading moved alone to an option the sweep does not already have ("alone"); a choice is {reading: option}
+    on top of the configured sweep."""
     names = [st.reading.name for st in varied]
     combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
     if len(combos) > MAX_COMBINATIONS:
         raise ConfigError(f"{len(combos):,} combinations of {len(names)} readings exceed {MAX_COMBINATIONS}; "
                           "vary fewer (--only) or fix some (--set name=option)", loc=("readings",))
-    runs = [{}] + [dict(zip(names, c)) for c in combos]
+    runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
     for st in varied:
-        runs += [{st.reading.name: o} for o in st.reading.options if o != st.configured]
+        runs += [("alone", {st.reading.name: o}) for o in st.reading.options if o != st.configured]
     return runs
 
 
@@ -101,7 +102,7 @@ def configs(config, only=(), fixed=None, readings=None) -> list[tuple[dict, obje
     cfg = load_config(config)
     _, varied, fixed = plan(cfg, only, fixed, readings)
     base = registry.apply(cfg, fixed, readings) if fixed else cfg
-    combos = [c for c in design(varied) if len(c) == len(varied)] if varied else [{}]
+    combos = [c for role, c in design(varied) if role == "combination"] if varied else [{}]
     return [(c, registry.apply(base, c, readings) if c else base) for c in combos]
 
 
@@ -114,11 +115,10 @@ def _execute(runs: list[dict], names: list[str], configured: dict, evaluate_run,
     {group: value}}) and runs with one key (the same configs) are evaluated once."""
     cache: dict = {}
     table, values = [], []
-    for i, choice in enumerate(runs):
+    for i, (role, choice) in enumerate(runs):
         key, fn = evaluate_run(choice)
         if key not in cache:
             cache[key] = fn()
-        role = "configured" if not choice else "combination" if len(choice) == len(names) else "alone"
         table.append({"run": i, "role": role, "label": _label(choice), "key": str(key),
                       **{n: choice.get(n, configured[n]) for n in names}})
         values += [{"run": i, "quantity": q, "group": g, "value": v}
@@ -287,7 +287,11 @@ def _best_per_group(cfg, group: list[str], metric: str, sense: str) -> dict:
         return {"all": float(df[metric].max() if sense == "max" else df[metric].min()) if len(df) else np.nan}
     best = df.groupby(group, sort=False, observed=True)[metric].agg(sense)
     keys = best.index if len(group) > 1 else [(k,) for k in best.index]
-    return {group_label(group, k): float(v) for k, v in zip(keys, best.to_numpy())}
+    # a zipped partner (the expert width a sparsity helper sets) follows its leader: the readings move it
+    partners = {p for z in cfg.zip for p in list(z)[1:] if list(z)[0] in group}
+    shown = [i for i, c in enumerate(group) if c not in partners]
+    return {group_label([group[i] for i in shown], [k[i] for i in shown]): float(v)
+            for k, v in zip(keys, best.to_numpy())}
 
 
 def group_label(group: list[str], key) -> str:

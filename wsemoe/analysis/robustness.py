@@ -21,6 +21,11 @@ TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
 RATIO = "speedup_vs_"
 
 
+def is_ratio(quantity: str) -> bool:
+    """A comparison's ratio: a sweep's speedup_vs_<name>, or a cross-run 'b/a:metric'."""
+    return quantity.startswith(RATIO) or "/" in quantity
+
+
 def side(x: float) -> str:
     """'ahead', 'even' or 'behind' of a ratio; '' when undefined."""
     if not np.isfinite(x):
@@ -62,11 +67,11 @@ def summarize(result) -> pd.DataFrame:
                "low": float(ok["value"].min()) if len(ok) else math.nan,
                "high": float(ok["value"].max()) if len(ok) else math.nan,
                "combinations": len(f), "undefined": int(len(f) - len(ok)),
-               "hinge": hinge, "effect": (math.exp(eff[hinge]) if logscale else eff[hinge]) if hinge else math.nan,
+               "hinge": hinge, "effect": _factor(max(eff.values()), logscale) if eff else math.nan,
                "log_effect": logscale,
                "effects": "; ".join(f"{n} {_shown(e, logscale)}" for n, e in sorted(eff.items(), key=lambda kv: -kv[1])),
                "flips": "", "flipped": 0}
-        if q.startswith(RATIO):
+        if is_ratio(q):
             ref = side(conf)
             alone = d[d["role"] == "alone"]
             row["flips"] = "; ".join(f"{lab} ({ratio(v)}, {side(v) or 'undefined'})"
@@ -74,6 +79,11 @@ def summarize(result) -> pd.DataFrame:
             row["flipped"] = int(sum(side(v) != ref for v in f["value"]))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _factor(effect: float, logscale: bool) -> float:
+    """A main effect as shown: a factor for log-scale quantities, a difference otherwise."""
+    return math.exp(effect) if logscale else effect
 
 
 def _shown(effect: float, logscale: bool) -> str:

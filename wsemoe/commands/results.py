@@ -77,7 +77,10 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
         lines = [found] if isinstance(found, str) else [
             line for lab in cmp.labels[1:] for line in robustness.statement(found, quantity=f"{lab}/{cmp.labels[0]}:{cmp.metric}")]
         for line in lines:
-            reply.text(line, err=fmt != "table")
+            if fmt == "table":
+                reply.rich(line, markup=False, highlight=False)
+            else:
+                reply.text(line, err=True)
     if plot_to is not None:
         from wsemoe.report import output
         from wsemoe.report.figures import compareplot

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import choice
+from wsemoe.commands.shared import choice, parts
 
 COMMANDS, command = registry()
 
@@ -88,7 +88,7 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
     reply = Reply()
     if with_readings:
         found, where = rd.run(config, out_root=results)
-        reply.rich(rd_view.view(found, _readings_quantities(found)))
+        parts(reply, rd_view.view(found, _readings_quantities(found)))
         reply.text(f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
     result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
                             unknowns_file=unknowns, only=only or (), prepared=prepared)
@@ -119,7 +119,7 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
     if target is None:
         return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
     found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix))
-    return Reply().rich(rd_view.view(found, _readings_quantities(found))).text(
+    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(
         f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
 
 

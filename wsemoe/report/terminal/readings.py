@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich import box
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -58,7 +57,7 @@ def plan(result) -> Table:
 def table(result, summary, quantity: str) -> Table:
     """Per group: value as configured, at the default readings, range, what flips it, what it hinges on."""
     d = summary[summary["quantity"] == quantity]
-    ratio = quantity.startswith(robustness.RATIO)
+    ratio = robustness.is_ratio(quantity)
     t = Table(title=f"{quantity} over the readings", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     cols = ("group", "configured", "default readings", "range", *(("flips alone",) if ratio else ()),
             "hinges on (main effect)")
@@ -75,16 +74,15 @@ def table(result, summary, quantity: str) -> Table:
     return t
 
 
-def view(result, quantities=None) -> Group:
+def view(result, quantities=None) -> list:
     """The plan, a table per quantity (default: the comparison's ratios, else each objective's best) and the
-    robustness statement."""
+    robustness statement (lines of text)."""
     summary = robustness.summarize(result)
     qs = list(dict.fromkeys(summary["quantity"]))
-    quantities = quantities or [q for q in qs if q.startswith(robustness.RATIO)] or \
+    quantities = quantities or [q for q in qs if robustness.is_ratio(q)] or \
         [q for q in qs if q.startswith("sweep_best_")]
     parts = [plan(result), *(table(result, summary, q) for q in quantities)]
-    parts += [Text(line) for line in robustness.statement(result, summary)]
-    return Group(*parts)
+    return parts + [Text(line) for line in robustness.statement(result, summary)]
 
 
 def folder_lines(path, manifest: dict) -> list[Text]:
