@@ -129,6 +129,10 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
         return [f"{quantity or 'the sweep'}: no comparison defined at every reading"] if quantity else []
     n = row["combinations"]
     groups = summary[summary["quantity"] == quantity]
+    if not result.varied:
+        states = [s["state"] for s in result.meta["readings"]]
+        return [f"{quantity}: {ratio(row['configured'])} as configured; no reading varies for this sweep ("
+                + ", ".join(f"{states.count(k)} {k}" for k in dict.fromkeys(states)) + ")"]
     where = f" at {row['group']}" if len(groups) > 1 else ""
     fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
     text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]

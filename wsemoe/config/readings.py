@@ -105,13 +105,18 @@ def _typed(path: str, value, loc, check: bool = True):
         raise ConfigError(exc.errors()[0]["msg"], loc=loc) from None
 
 
-def _option(name: str, spec, loc, check: bool) -> Option:
+def _mapping(spec, allowed, required, loc, what: str) -> None:
+    """A mapping with only `allowed` keys and every `required` one, or one line saying what is wrong."""
     if not isinstance(spec, dict):
-        raise ConfigError("an option is a mapping of set, evidence and source", loc=loc)
-    _refuse(spec, OPTION_KEYS, loc, "option")
-    for key in OPTION_KEYS:
+        raise ConfigError(f"a {what} is a mapping of {', '.join(allowed)}", loc=loc)
+    _refuse(spec, allowed, loc, what)
+    for key in required:
         if key not in spec:
             raise ConfigError(f"'{key}' is missing", loc=(*loc, key))
+
+
+def _option(name: str, spec, loc, check: bool) -> Option:
+    _mapping(spec, OPTION_KEYS, OPTION_KEYS, loc, "option")
     sets = spec["set"]
     if not isinstance(sets, dict):
         raise ConfigError("set: a mapping of dotted paths to values", loc=(*loc, "set"))
@@ -123,12 +128,7 @@ def _option(name: str, spec, loc, check: bool) -> Option:
 
 
 def _reading(name: str, spec, loc) -> Reading:
-    if not isinstance(spec, dict):
-        raise ConfigError("a reading is a mapping", loc=loc)
-    _refuse(spec, READING_KEYS, loc, "reading")
-    for key in REQUIRED:
-        if key not in spec:
-            raise ConfigError(f"'{key}' is missing", loc=(*loc, key))
+    _mapping(spec, READING_KEYS, REQUIRED, loc, "reading")
     pending = str(spec.get("pending") or "")
     opts = spec["options"]
     if not isinstance(opts, dict) or len(opts) < 2:

@@ -58,7 +58,7 @@ def _binds(man: dict) -> str:
     return formats.html(df, index=None, table_id="binds") if len(df) else "<p id=\"binds\">no feasible point</p>"
 
 
-def _readings(path: Path, man: dict) -> list[str]:
+def readings_section(path: Path, man: dict) -> list[str]:
     """The comparison's robustness over the readings: the statement, each reading's state, and per group the
     value as configured, at the default readings, its range, what flips it and what it hinges on."""
     from wsemoe.analysis import readings, robustness
@@ -101,7 +101,7 @@ def page(path) -> str:
     if (path / "comparison.csv").is_file():
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
                   formats.html(pd.read_csv(path / "comparison.csv"), index=None, table_id="comparison")]
-    parts += _readings(path, man)
+    parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     stems = []
     for stem, fig in plots.figures(path):
