@@ -277,6 +277,34 @@ def test_readings_command_lists_and_refuses_in_one_line(runner):
         "error: [--set] 'attn_kernel' is not name=option (e.g. attn_kernel=flash)"
 
 
+def test_the_attention_kernel_evidence_holds():
+    """What the registry says of Cerebras' shipped micro-batches on cs2, recomputed: with every head's scores
+    6 of 7 do not fit (GPT-3 XL does), one head's at a time all fit (largest need 0.70 of SRAM, Mixtral-8x7B),
+    and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it."""
+    from wsemoe.analysis.shipped import calibration_models, max_batch, memory_at
+    from wsemoe.config.presets import load_hardware
+    from wsemoe.specs import WorkloadSpec
+
+    hw = load_hardware("cs2")
+    fields, models = calibration_models()
+    fits = {}
+    for kernel in ("materialized", "per_head", "flash"):
+        wl = {m.name: WorkloadSpec(seq_len=seq, **{**fields, "attn_kernel": kernel}) for _, seq, _, m in models}
+        fits[kernel] = {m.name: max_batch(hw, m, wl[m.name]) >= mb for _, _, mb, m in models}
+        if kernel == "per_head":
+            need = {m.name: float(memory_at(hw, m, wl[m.name], mb)["mem_peak_node_bytes"]) / hw.node_memory_bytes
+                    for _, _, mb, m in models}
+    assert [n for n, ok in fits["materialized"].items() if ok] == ["gpt3-xl"]
+    assert all(fits["per_head"].values()) and all(fits["flash"].values())
+    assert max(need, key=need.get) == "mixtral-8x7b" and round(max(need.values()), 2) == 0.70
+    mixtral = next(m for _, _, _, m in models if m.name == "mixtral-8x7b")
+    group = mixtral.num_attention_heads // mixtral.num_key_value_heads  # 4 query heads per KV head
+    wl = WorkloadSpec(seq_len=32768, **{**fields, "attn_kernel": "per_head"})
+    grouped = memory_at(hw, mixtral, wl, 4)["mem_attn_transient_node_bytes"] + \
+        (group - 1) * 5 * 32768 * 32768 * 4 / hw.nodes  # the other heads of the group: 5·S bytes per token each
+    assert grouped > hw.node_memory_bytes * hw.memory_usable_fraction
+
+
 def test_per_head_scores_hold_one_head():
     """Attention transient per node at B sequences of S tokens: (11·H + 5·h·S)·B·S / N bytes (16-bit), h = n_h
     materialized, 1 per_head, and no score term with flash."""

@@ -25,7 +25,7 @@ def registry(readings: dict, evidence: bool = False) -> Table:
             opts += " (pending)"
         if not evidence:
             rule = "; ".join(f"{p} in {', '.join(map(str, v))}" for p, v in r.applies_to.items())
-            t.add_row(r.name, opts, r.question + (f" [applies where {rule}]" if rule else ""))
+            t.add_row(r.name, opts, Text(r.question + (f" (applies where {rule})" if rule else "")))
             continue
         lines = [f"{o.name}: {o.evidence} (source: {o.source})" for o in r.options.values()]
         t.add_row(r.name, opts, Text("\n".join([r.question, *lines, f"default {r.default}: {r.why}"]
