@@ -21,8 +21,9 @@ class WorkloadSpec(Spec):
     bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
-    attn_kernel: Literal["materialized", "flash"] = Field(
-        "materialized", description="attention scores held as n_h·S×S per sequence, or tiled (linear in S)")
+    attn_kernel: Literal["materialized", "per_head", "flash"] = Field(
+        "materialized", description="attention scores held as n_h·S×S per sequence, one head's S×S at a time "
+                                    "(per_head), or tiled (flash: linear in S)")
     overlap: Literal["layer", "stage", "none"] = Field(
         "layer", description="compute overlaps weight/memory movement across a whole layer, within each stage, or not at all")
     comm_overlap: Literal["none", "microbatch"] = Field(

@@ -1,7 +1,7 @@
 """Memory per node: weights, kept activations, attention and MoE transients, KV cache.
 
 Activation byte counts follow Korthikanti et al. 2022 (§4.1, activations per layer, 16-bit): per token and
-layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores only), norms
+layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores; 5·S one head at a time), norms
 4·H; the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/
 product of width F each). All counts scale with bytes_per_act / 2.
 """
@@ -23,10 +23,12 @@ def attn_linear_bytes_per_token(m, wl):
 
 
 def attn_score_bytes_per_token(m, wl):
-    """Softmax output, dropout mask and dropout output over the S keys each query sees; 0 with a tiled kernel."""
+    """Softmax output, dropout mask and dropout output over the S keys each query sees: for every head
+    (materialized), for one head at a time (per_head: the heads run one after another), or 0 (flash: tiled)."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
-    return 5.0 * m.num_attention_heads * wl.seq_len * _scale(wl)
+    heads = 1.0 if wl.attn_kernel == "per_head" else m.num_attention_heads
+    return 5.0 * heads * wl.seq_len * _scale(wl)
 
 
 def moe_bytes_per_token(m, wl):

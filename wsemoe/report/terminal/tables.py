@@ -288,6 +288,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     and sensitivity bands; every file read before anything is returned."""
     from wsemoe.analysis import sensitivity as sens
     from wsemoe.analysis.query import select
+    from wsemoe.report.terminal import readings
     from wsemoe.sweep import store
 
     man = store.load_manifest(path)
@@ -296,6 +297,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     parts = [summary(man, status), selection(sel, width, f"Pareto front ({man['pareto']:,} points, best {first} first)")]
     if (Path(path) / "comparison.csv").is_file():
         parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+    parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:
         parts.append(sensitivity(bands))
