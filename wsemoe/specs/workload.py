@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
 
@@ -34,3 +34,23 @@ class WorkloadSpec(Spec):
     tokens_per_device: Optional[PositiveInt] = Field(
         None, le=MAX_TOKENS, description="decode only: tokens (sequences) per device per step; when set, B = "
                                          "tokens_per_device·tp/G and workload.B is not used")
+    prompt_len: Optional[PositiveInt] = Field(
+        None, le=MAX_TOKENS, description="decode only: prompt length in tokens, for the time to first token (ttft_s): "
+                                         "the prefill of the batch's prompts at S = prompt_len (at most seq_len, "
+                                         "the decode context that holds the prompt); unset: no ttft_s")
+    draft_tokens: NonNegativeInt = Field(
+        0, le=64, description="SRAM serving, decode: speculative decoding's draft tokens verified per step (the step "
+                              "processes draft_tokens + 1 tokens per sequence; the draft model's own cost is not "
+                              "charged); 0: no speculation")
+    accepted_tokens_per_step: float = Field(
+        1.0, ge=1.0, le=65.0, allow_inf_nan=False,
+        description="SRAM serving, decode: tokens a sequence gains per step (accepted drafts + 1; at most "
+                    "draft_tokens + 1); 1: no speculation")
+
+    @model_validator(mode="after")
+    def _speculation(self):
+        """Accepted tokens per step cannot exceed the tokens the step verifies."""
+        if self.accepted_tokens_per_step > self.draft_tokens + 1:
+            raise ValueError(f"accepted_tokens_per_step ({self.accepted_tokens_per_step:g}) exceeds draft_tokens + 1 "
+                             f"({self.draft_tokens + 1}): a step verifies draft_tokens + 1 tokens")
+        return self

@@ -16,6 +16,7 @@ import numpy as np
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
+from wsemoe.cost.wafer import serving as wafer_serving
 from wsemoe.errors import ConfigError
 from wsemoe.specs.hardware import PEFacts, derive_node_figures
 
@@ -33,9 +34,12 @@ def namespaces(base: dict, preset: dict, values: dict) -> dict:
         fields = dict(preset[section][values[section]] if section in values else base[section])
         swept = {p.partition(".")[2]: v for p, v in values.items() if p.partition(".")[0] == section}
         swept.pop("", None)
+        facts = {k.partition(".")[2]: swept.pop(k) for k in [k for k in swept if k.startswith("pe.")]}
         if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
             fields = _rederive(fields, swept)
         fields.update(swept)
+        if facts:   # PE facts (hardware.pe.<field>) enter the PE-level model; node figures stay as derived
+            fields["pe"] = {**fields["pe"], **facts}
         out[section] = SimpleNamespace(**fields)
     return out
 
@@ -74,6 +78,9 @@ def preset_fields(cfg: SweepConfig, section: str, name: str) -> dict:
 def evaluate(cfg: SweepConfig, ns: dict) -> dict:
     """The cost model on one piece's namespaces (communication from the fabric when it applies); labels
     stay coded."""
+    if ns["hardware"].weight_source == "sram":   # inference from the PEs' SRAM, pipelined over wafers
+        return wafer_serving.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
+                                      cfg.expert_histogram, coded=True)
     comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
     return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
 

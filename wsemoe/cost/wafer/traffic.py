@@ -1,0 +1,124 @@
+"""Token traffic between a layer's PE regions at region granularity: dispatch from attention to the experts and
+combine back, as exact XY link loads on the grid of tiles (`cost.fabric.mesh` through `patterns.Transfers`),
+and the longest path's hops and turns. Built once per structural combination (cached); numpy only.
+
+Units: a *token* is one token's hidden vector, `H` wavelets. The attention tile in row i of a logical column
+holds `H / a_r` of it (placement.py), so each of the a_r tiles of the column feeding an expert sends its part.
+
+- `unicast`: token t goes to its k experts only: expert e (popularity p_e, Σ p_e = 1) receives k·p_e tokens
+  per token of the batch, shared-expert tiles all of them (each 1 / shared tiles); combine is the transposed
+  transfers, XY routed. Σ link loads = Σ transfers × hops (`conservation`).
+- `multicast`: every token travels once along the union of XY routes from each attention tile to every expert
+  tile its column feeds (the routers copy it; every region keeps its routed tokens): a link of that tree carries
+  1 / a_r token per token of the batch. Combine is the reduction down the same tree: each link carries one
+  partial sum, and every tile on the way adds its own (a relay stage per tile hop).
+
+A tile edge is `side` PE links wide, so a PE link carries `load / side` of a tile link's load. The latency of a
+phase is its longest path: tile hops × side PE hops, one turn if it changes dimension (`profile`: the
+Pareto-maximal (hops, turns) pairs, exact for any hop and turn cycles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wsemoe.cost import structure
+from wsemoe.cost.fabric import mesh, patterns, topology
+from wsemoe.cost.fabric.cache import bounded_cache
+from wsemoe.cost.wafer.placement import LayerPlacement, place_layer
+
+MODES = ("multicast", "unicast")
+
+
+@dataclass(frozen=True, eq=False)
+class LayerTraffic:
+    """One MoE layer's dispatch and combine per token of the batch: link loads (tile links), peaks, paths."""
+
+    placement: LayerPlacement
+    mode: str
+    dispatch: mesh.LinkLoads
+    combine: mesh.LinkLoads
+    dispatch_max: float          # busiest tile link of the dispatch, tokens per token of the batch
+    combine_max: float
+    profile: np.ndarray          # (K, 2) Pareto-maximal (tile hops, turns) of the paths used
+    relays: float                # relay stages of the combine (multicast: a reduction adds at each tile hop)
+    shares: np.ndarray = field(repr=False)   # (E,) expert popularity
+    unicast: patterns.Transfers = field(repr=False)   # the unicast dispatch, whatever the mode (invariants)
+
+    @property
+    def hops(self) -> float:
+        """Tile hops of the longest path."""
+        return float(self.profile[:, 0].max(initial=0.0))
+
+
+def layout(p: LayerPlacement) -> topology.Layout:
+    """The block as a mesh of tiles."""
+    return topology.Layout("mesh", p.rows, p.cols)
+
+
+def unicast_transfers(p: LayerPlacement, shares: np.ndarray, k: int) -> patterns.Transfers:
+    """Every (attention tile, expert tile) transfer of a token's copies, per token of the batch."""
+    a_r = p.attention.shape[0]
+    dest = np.concatenate([p.experts, p.shared])
+    vol = np.concatenate([k * np.asarray(shares, dtype=float), np.full(len(p.shared), 1.0 / max(len(p.shared), 1))])
+    src = p.attention[:, p.sender]                                   # (a_r, destinations)
+    return patterns.Transfers(p.tiles, src.ravel(), np.tile(dest, a_r), np.tile(vol / a_r, a_r))
+
+
+def multicast_loads(p: LayerPlacement) -> mesh.LinkLoads:
+    """Loads of the multicast trees: each attention tile's part crosses every link of its XY routes once."""
+    lay, dest = layout(p), np.concatenate([p.experts, p.shared])
+    a_r = p.attention.shape[0]
+    parts = []
+    for j in range(p.attention.shape[1]):
+        fed = dest[p.sender == j]
+        for i in range(a_r):
+            if len(fed):
+                unit = patterns.Transfers(p.tiles, np.full(len(fed), p.attention[i, j]), fed, np.ones(len(fed)))
+                parts.append(unit.loads(lay))
+    keys = ("east", "west", "south", "north", "inject", "eject")
+    if not parts:
+        return patterns.Transfers.empty(p.tiles).loads(lay)
+    used = [[(getattr(ld, k) > 0) / a_r for k in keys] for ld in parts]
+    return mesh.LinkLoads(p.rows, p.cols, *(sum(u[i] for u in used) for i in range(len(keys))))
+
+
+def path_profile(p: LayerPlacement, t: patterns.Transfers) -> np.ndarray:
+    """Pareto-maximal (tile hops, turns) of the transfers that carry something."""
+    (r0, c0), (r1, c1) = p.coordinates(t.src), p.coordinates(t.dst)
+    dr, dc = np.abs(r1 - r0), np.abs(c1 - c0)
+    used = (t.vol > 0) & (dr + dc > 0)
+    return topology.latency_profile(used, dr + dc, ((dr > 0) & (dc > 0)).astype(np.int64))
+
+
+def build(p: LayerPlacement, shares: np.ndarray, k: int, mode: str) -> LayerTraffic:
+    """Dispatch and combine of one placed layer (module docstring)."""
+    t = unicast_transfers(p, shares, k)
+    lay = layout(p)
+    if mode == "unicast":
+        dispatch, combine, relays = t.loads(lay), t.T.loads(lay), 0.0
+        profile = path_profile(p, t)
+    elif mode == "multicast":
+        every = patterns.Transfers(t.n, t.src, t.dst, np.ones(len(t.src)))   # every fed tile hears every token
+        dispatch = multicast_loads(p)
+        combine, profile = dispatch.reversed(), path_profile(p, every)
+        relays = float(profile[:, 0].max(initial=0.0))
+    else:
+        raise ValueError(f"dispatch {mode!r}: one of {', '.join(MODES)}")
+    return LayerTraffic(p, mode, dispatch, combine, float(dispatch.max_link()), float(combine.max_link()), profile,
+                        relays, np.asarray(shares, dtype=float), t)
+
+
+def _held(_, value: LayerTraffic) -> int:
+    return value.placement.tiles
+
+
+@bounded_cache(1024, structure.CACHE_NODES, _held)
+def layer_traffic(strategy: str, mode: str, experts: int, k: int, shared_tiles: int, a_r: int, a_c: int,
+                  bal: structure.BalanceKey = structure.UNIFORM) -> LayerTraffic:
+    """The placed layer and its traffic for one structural combination (cached): popularity from the balance
+    (skew measured on one expert per region)."""
+    shares, _ = structure.expert_shares(experts, bal, experts)
+    return build(place_layer(strategy, experts, shared_tiles, a_r, a_c), shares, k, mode)
