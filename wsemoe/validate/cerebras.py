@@ -45,6 +45,13 @@ Tolerances, and why:
 
 from __future__ import annotations
 
+from types import SimpleNamespace as NS
+
+from wsemoe.config import presets
+from wsemoe.cost.wafer import regions, serving
+from wsemoe.specs import BalanceSpec, MappingSpec, ModelSpec, WorkloadSpec
+from wsemoe.validate.common import row
+
 PUBLISHED_SPEED = {"llama-3.1-8b": 1800.0, "llama-3.1-70b": 450.0}   # tokens/s per user, launch, 16-bit
 PUBLISHED_WAFERS = {"llama-3.1-8b": 1, "llama-3.1-70b": 4, "dense-20b": 1}
 LATER_70B_SPEED = 2100.0         # Oct 2024 release: kernels rewritten and speculative decoding added
@@ -64,3 +71,88 @@ LLAMA = {
 # 48 layers of width 6144, 48 query and 8 KV heads, FFN 16,000: 19.96B parameters.
 DENSE_20B = dict(hidden_size=6144, num_hidden_layers=48, num_attention_heads=48, num_key_value_heads=8, head_dim=128,
                  intermediate_size=16000, vocab_size=128256)
+
+
+
+def dense_model(name: str, shape: dict) -> ModelSpec:
+    """A dense model as the spec describes one: every layer dense (first_k_dense_replace = L)."""
+    return ModelSpec(name=name, num_experts=1, num_experts_per_tok=1, moe_intermediate_size=shape["intermediate_size"],
+                     first_k_dense_replace=shape["num_hidden_layers"], **shape)
+
+
+def models() -> dict:
+    """The two Llama models and the 20B one of the rows."""
+    out = {name: dense_model(name, shape) for name, shape in LLAMA.items()}
+    out["dense-20b"] = dense_model("dense-20b", DENSE_20B)
+    return out
+
+
+def hardware(**changes):
+    """The row hardware: cs3 serving from SRAM (with `changes`, e.g. pipeline_wafers or PE facts)."""
+    fields = presets.load_hardware(HARDWARE).model_dump()
+    pe = {**fields.pop("pe"), **changes.pop("pe", {})}
+    return {**fields, "weight_source": "sram", "pe": pe, **changes}
+
+
+def namespaces(model: ModelSpec, **hw_changes):
+    """(hardware, model, workload, mapping, balance) namespaces of one row's point."""
+    wl = WorkloadSpec(mode="decode", B=BATCH, seq_len=CONTEXT)
+    return (NS(**hardware(**hw_changes)), NS(**model.model_dump()), NS(**wl.model_dump()),
+            NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump()))
+
+
+def wafers_needed(model: ModelSpec, program_bytes=None) -> float:
+    """Wafers the model needs at the row configuration (program bytes per PE as given, else the preset's)."""
+    hw, m, wl, _, _ = namespaces(model, **({"pe": {"program_bytes_per_pe": program_bytes}} if program_bytes is not None else {}))
+    return float(regions.fewest_wafers(serving.pe_facts(hw), m, wl))
+
+
+def fit_program_bytes() -> float:
+    """The largest program bytes per PE (whole 16-byte lines) at which the 20B dense model fits one CS-3."""
+    model = models()["dense-20b"]
+    lo, hi = 0, int(presets.load_hardware(HARDWARE).pe.sram_per_pe_bytes) // 16
+    if wafers_needed(model, 0.0) != 1.0:
+        return float("nan")
+    while hi - lo > 1:   # bisection over 16-byte lines: fits at lo, not at hi
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if wafers_needed(model, 16.0 * mid) == 1.0 else (lo, mid)
+    return 16.0 * lo
+
+
+def speed(model: ModelSpec, wafers: int) -> float:
+    """Tokens/s per user of one sequence on `wafers` CS-3 systems at the row configuration."""
+    hw, m, wl, mp, bal = namespaces(model, pipeline_wafers=wafers)
+    return float(serving.evaluate(hw, m, wl, mp, bal)["tokens_per_s_per_user"])
+
+
+def cerebras_rows() -> list[dict]:
+    """Every Cerebras inference row (module docstring): wafers needed, per-user speeds, their ratio, context."""
+    ms, rows = models(), []
+    fitted, preset = fit_program_bytes(), presets.load_hardware(HARDWARE).pe.program_bytes_per_pe
+    for name, published in PUBLISHED_WAFERS.items():
+        need = wafers_needed(ms[name])
+        what = "fitted: program bytes per PE" if name == "dense-20b" else "prediction"
+        rows.append(row(f"{name} at 16 bits needs {published} CS-3 system(s) (weights and a {CONTEXT}-token cache "
+                        f"in SRAM; {what})", f"{published} (launch blog)", f"{need:g}", "", "exactly",
+                        need == published, reason=None if need == published else "capacity per PE differs"))
+    tps = {name: speed(ms[name], PUBLISHED_WAFERS[name]) for name in PUBLISHED_SPEED}
+    lo, hi = SPEED_RANGE
+    for name, published in PUBLISHED_SPEED.items():
+        ratio = tps[name] / published
+        rows.append(row(f"{name} per-user decode on {PUBLISHED_WAFERS[name]} CS-3, batch 1, 16-bit, no speculation "
+                        "(tokens/s; prediction)", f"{published:,.0f} (launch, Aug 2024)", f"{tps[name]:,.0f}",
+                        f"{ratio:.2f}×", f"{lo:g}×–{hi:.2f}×", lo <= ratio <= hi,
+                        reason=None if lo <= ratio <= hi else "the model's per-token time is off by more than the "
+                                                              "launch software's margin"))
+    pub = PUBLISHED_SPEED["llama-3.1-8b"] / PUBLISHED_SPEED["llama-3.1-70b"]
+    got = tps["llama-3.1-8b"] / tps["llama-3.1-70b"]
+    ok = abs(got / pub - 1) <= RATIO_TOL
+    rows.append(row("per-user speed of 8B over 70B (layers, width and wafers; software efficiency cancels)",
+                    f"{pub:.2f} (1,800 / 450)", f"{got:.2f}", f"{100 * (got / pub - 1):+.0f}%",
+                    f"±{100 * RATIO_TOL:.0f}%", ok, reason=None if ok else "per-token time scales otherwise"))
+    rows.append(row("speculative decoding's acceptance the Oct 2024 70B figure implies over the model's one-token "
+                    "step (2,100 / model)", f"{LATER_70B_SPEED:,.0f} tokens/s", f"{LATER_70B_SPEED / tps['llama-3.1-70b']:.2f} "
+                    "tokens per step", "", "context: not a check", None))
+    rows.append(row("program bytes per PE fitted to '20B models fit on a single CS-3'", "—",
+                    f"fit {fitted:,.0f} B; preset {preset:,.0f} B", "", "context: the fitted capacity constant", None))
+    return rows

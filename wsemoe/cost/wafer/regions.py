@@ -40,11 +40,12 @@ def attention_width(m):
 
 
 def widths(m) -> dict:
-    """(input, output) width per token of each region kind's widest operator."""
+    """(input, output) width per token of each region kind's widest operator (the head reduces its logits to
+    the sampled token as they come, so it buffers no more than its input)."""
     h, attn = m.hidden_size, attention_width(m)
     return {"attention": (h, np.maximum(attn, m.num_experts)), "expert": (h, 2 * m.moe_intermediate_size),
             "shared": (h, 2 * m.n_shared_experts * params.shared_width(m)),
-            "dense": (h, np.maximum(attn, 2 * m.intermediate_size)), "embedding": (h, h), "head": (h, m.vocab_size)}
+            "dense": (h, np.maximum(attn, 2 * m.intermediate_size)), "embedding": (h, h), "head": (h, h)}
 
 
 def kv_bytes_per_sequence(m, wl):
