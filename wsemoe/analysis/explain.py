@@ -92,8 +92,7 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
     wafers = getattr(hw, "wafers", None) or (1, 1)
     steps = addsup.steps(row, m.num_hidden_layers, params.moe_layers(m), wl.overlap,
-                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1],
-                         hw.node_peak_flops)
+                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1])
     title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
              + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
     for group, lines in ((title, steps), ("how memory adds up (per node)", addsup.memory(row))):
