@@ -23,7 +23,7 @@ from wsemoe.analysis import cases as cases_mod
 from wsemoe.analysis.invariants import REGISTRY, hardware_fields
 from wsemoe.cli import app
 from wsemoe.config.loader import load_config
-from wsemoe.cost import step
+from wsemoe.cost import stagecost
 from wsemoe.sweep import space
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +40,14 @@ def _write(tmp_path, cfg, name="cfg.yaml"):
 def broken_io(monkeypatch):
     """A wafer whose I/O is wired backwards: streaming time grows with the I/O bandwidth (the formula
     sees 1.5e11²/bandwidth), equal to the real model at the CS-2's 150 GB/s and slower above it."""
-    real = step._io_time
+    real = stagecost.io_time
 
-    def backwards(hw, wl, nbytes, *args, **kwargs):
+    def backwards(hw, wl, part, *args, **kwargs):
         if hw.weight_source != "streamed":
-            return real(hw, wl, nbytes, *args, **kwargs)
+            return real(hw, wl, part, *args, **kwargs)
         flipped = SimpleNamespace(**{**vars(hw), "io_in_bw_bytes_per_s": 1.5e11 ** 2 / hw.io_in_bw_bytes_per_s})
-        return real(flipped, wl, nbytes, *args, **kwargs)
-    monkeypatch.setattr(step, "_io_time", backwards)
+        return real(flipped, wl, part, *args, **kwargs)
+    monkeypatch.setattr(stagecost, "io_time", backwards)
 
 
 def test_broken_io_fails_its_invariant_naming_the_inputs_and_nothing_else(broken_io, small_config):
