@@ -12,7 +12,7 @@ Hardware figures are found by name on HardwareSpec (every `*_bw_bytes_per_s`, `*
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import Callable, get_args
 
 import numpy as np
 
@@ -44,19 +44,29 @@ FACTOR = 2.0   # "more" is twice as much: big enough to move every term, small e
 
 def scalings(case: Case, suffix: str) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     """(path, value as given, value ×FACTOR, rows where it changes) for every hardware field with
-    `suffix`; rows where the field is unset, 0 or infinite (×2 changes nothing) are left out."""
+    `suffix`; rows where the field is unset, 0 or infinite (×2 changes nothing) are left out, and so are rows
+    where no matmul runs in a narrower format whose peak it is (`node_peak_flops_fp8` with every format bf16)."""
     out = []
     for field in hardware_fields(suffix):
         path = f"hardware.{field}"
         given = case.inputs(path)
         before = np.array([np.nan if v is None else v for v in given], dtype=float)
-        rows = np.isfinite(before) & (before > 0)
+        rows = np.isfinite(before) & (before > 0) & _format_in_use(case, field)
         if rows.any():
             after = np.where(rows, before * FACTOR, before)
             if given.dtype == object:  # an optional figure: keep it unset where it is unset
                 after = np.where(rows, after.astype(object), given)
             out.append((path, before, after, rows))
     return out
+
+
+def _format_in_use(case: Case, field: str) -> np.ndarray | bool:
+    """Rows where a format-specific peak (`node_peak_flops_<format>`) can matter: a weight format is that one."""
+    fmt = field.rpartition("node_peak_flops_")[2] if field.startswith("node_peak_flops_") else None
+    if not fmt:
+        return True
+    return np.logical_or.reduce([case.inputs(f"workload.{f}") == fmt for f in ("attn_weight_format",
+                                                                              "expert_weight_format")])
 
 
 def scaled_frames(suffix: str) -> Callable[[Case], dict]:
