@@ -47,7 +47,8 @@ _DOCS = {
     "dense_layer_allreduce_s": ("s", "a dense layer's attention all-reduce under HER (the home wafer's ring only), "
                                 "which replaces attention_allreduce_s in dense_layer_time_s"),
     "dense_allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in a dense layer's all-reduce under HER"),
-    "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, or hop latency"),
+    "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, "
+                        "or latency (hops and the call's software latency)"),
     "reduce_max_link_bytes": ("bytes", "load of the busiest directed link in one output reduction"),
     "dispatch_inter_wafer_share": ("1", "share of dispatch link load on links between wafers (NaN on one wafer)"),
     "expert_slots_before": ("experts", "expert copies on the fullest node before balancing"),
@@ -56,11 +57,14 @@ _DOCS = {
                        "slice: each member sends and receives only its own 1/tp"),
     "moe_balance_saving_s": ("s", "expert compute time per MoE layer the balancer saves on the busiest node"),
     "moe_replica_hbm_s": ("s", "HBM time per MoE layer the fullest node spends reading the replica copies it added"),
-    "allreduce_bound": ("", "what limits the all-reduce: link, wafer-link, scale-out, inject, eject port, or hop latency"),
-    "dispatch_bound": ("", "what limits the dispatch: link, wafer-link, scale-out, inject, eject port, or hop latency"),
-    "combine_bound": ("", "what limits the combine: link, wafer-link, scale-out, inject, eject port, or hop latency"),
+    "allreduce_bound": ("", "what limits the all-reduce: link, wafer-link, scale-out, inject, eject port, "
+                        "or latency (hops and the call's software latency)"),
+    "dispatch_bound": ("", "what limits the dispatch: link, wafer-link, scale-out, inject, eject port, "
+                        "or latency (hops and the call's software latency)"),
+    "combine_bound": ("", "what limits the combine: link, wafer-link, scale-out, inject, eject port, "
+                        "or latency (hops and the call's software latency)"),
     "gradient_bound": ("", "what limits the gradient reduction: link, wafer-link, scale-out, inject, eject port, "
-                           "or hop latency"),
+                           "or latency (hops and the call's software latency)"),
     "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
     "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch"),
     "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine"),
