@@ -283,3 +283,15 @@ def test_junit_write_failure_is_one_error_and_leaves_no_temporary_file(monkeypat
     with pytest.raises(WsemoeError, match="No space left"):
         junit.write_junit(report, tmp_path / "r.xml")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_format_wider_than_it_claims_fails_the_format_invariant(monkeypatch, small_config):
+    """fp8 read as 4 bytes per weight (wider than bf16): streaming the experts takes longer, which the format
+    invariant must call a failure and name the format that changed."""
+    from wsemoe.cost.node import formats
+
+    monkeypatch.setitem(formats.BYTES, "fp8", 4.0)
+    (result,) = wsemoe.check_invariants([small_config], only=["narrower_formats_are_never_slower"]).results
+    assert result.status == "fail"
+    worst = result.outcome.worst
+    assert worst.lhs > worst.rhs and any("format" in k for k in worst.inputs)
