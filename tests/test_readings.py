@@ -72,16 +72,15 @@ def test_registry_refuses_bad_entries_in_one_line(tmp_path, edit, needle):
     assert str(tmp_path / "readings.yaml") in exc.value.line()  # names the file and the key path
 
 
-def test_pending_reading_is_listed_not_varied_and_names_fields_the_model_lacks():
-    """When the fixed-latency fields land (issue 19, part A), this fails: fill in the options, drop `pending`."""
-    reg = wsemoe.readings()
-    pending = [r for r in reg.values() if r.pending]
-    assert pending
-    for r in pending:
-        for path in r.paths:
-            section, _, name = path.partition(".")
-            assert name not in SECTIONS[section].model_fields, f"{r.name}: {path} exists now; activate the reading"
-        assert registry.status(load_config(SMALL), r).state == "pending"
+def test_pending_reading_is_listed_not_varied_and_names_fields_the_model_lacks(tmp_path):
+    """A reading whose fields the model lacks yet is listed as pending, never varied."""
+    data = {**GOOD, "later": {"question": "q?", "default": "a", "why": "w", "pending": "the field does not exist yet",
+                              "options": {"a": {"set": {"hardware.launch_s": 1.0}, "evidence": "e", "source": "s"},
+                                          "b": {"set": {"hardware.launch_s": 0.0}, "evidence": "e", "source": "s"}}}}
+    reg = registry.load(_write(tmp_path, data))
+    assert reg["later"].pending and not reg["x"].pending
+    assert registry.status(load_config(SMALL), reg["later"]).state == "pending"
+    assert not [r.name for r in wsemoe.readings().values() if r.pending]  # every shipped reading is live
 
 
 # ---- a sweep under readings --------------------------------------------------------------------------------
@@ -131,7 +130,7 @@ def test_apply_moves_only_the_presets_a_rule_selects():
     ({"comm_overlap": "microbatch"}, "[readings -> comm_overlap] comm_overlap is not applicable for this sweep"),
     ({"attn_kernel": "tiled"}, "'tiled' is not an option of attn_kernel (materialized, per_head, flash)"),
     ({"attn_kernal": "flash"}, "unknown reading 'attn_kernal'; did you mean 'attn_kernel'?"),
-    ({"fixed_latency": "none"}, "fixed_latency is pending"),
+    ({"fixed_latency": "none"}, "[readings -> fixed_latency] fixed_latency is not applicable for this sweep"),
 ])
 def test_apply_refuses_in_one_line(choice, needle):
     with pytest.raises(ConfigError) as exc:
@@ -271,7 +270,7 @@ def test_compare_of_folders_flips_with_a_reading(runner, tmp_path):
 
 def test_readings_command_lists_and_refuses_in_one_line(runner):
     r = runner.invoke(app, ["readings"], env={"COLUMNS": "200"})
-    assert r.exit_code == 0 and "attn_kernel" in r.output and "per_head*" in r.output and "(pending)" in r.output
+    assert r.exit_code == 0 and "attn_kernel" in r.output and "per_head*" in r.output and "as_gpu*" in r.output
     r = runner.invoke(app, ["readings", "sweeps/bta_topk.yaml", "--set", "attn_kernel"])
     assert r.exit_code == 2 and r.output.strip() == \
         "error: [--set] 'attn_kernel' is not name=option (e.g. attn_kernel=flash)"

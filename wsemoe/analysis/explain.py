@@ -15,14 +15,19 @@ from wsemoe.analysis import addsup
 from wsemoe.config import axes, checks, yamlio
 from wsemoe.config.loader import load_config
 from wsemoe.cost.node import params
+from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space, store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
 
+PRECISION = "precision (formats: bytes per value; peak per node each runs at)"
+FORMATS = ("attn_weight_format", "expert_weight_format", "kv_format")
+
 GROUPS = [
     ("throughput", lambda c: c in ("tokens_per_s", "sequences_per_s", "bound", "feasible", "infeasible_reason")
      or c.startswith("speedup_vs_")),
+    (PRECISION, lambda c: c.endswith("_peak_flops")),
     ("flops (forward, one layer, one micro-batch)", lambda c: c.endswith("_flops") or c == "model_flops_per_step"),
     ("time per layer (s)", lambda c: describe(c)[0] == "s"),
     ("memory per node", lambda c: c.startswith("mem_")),
@@ -92,8 +97,7 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
     wafers = getattr(hw, "wafers", None) or (1, 1)
     steps = addsup.steps(row, m.num_hidden_layers, params.moe_layers(m), wl.overlap,
-                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1],
-                         hw.node_peak_flops)
+                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1])
     title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
              + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
     for group, lines in ((title, steps), ("how memory adds up (per node)", addsup.memory(row))):
@@ -101,10 +105,25 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
             rows.append((group, name, value, unit, text))
             used.add(name)
     for title, pick in GROUPS:
+        if title == PRECISION:
+            rows += _formats(wl, used)
         rows += [(title, c, row[c], *describe(c)) for c in row.index if c not in used and pick(c)]
         used |= {c for c in row.index if pick(c)}
     rows += [("other", c, row[c], *describe(c)) for c in row.index if c not in used]
     return row, rows
+
+
+def _formats(wl, used: set) -> list:
+    """The workload's number formats with their bytes (those not already shown as inputs)."""
+    out = []
+    for f in FORMATS:
+        path = f"workload.{f}"
+        if path not in used:
+            fmt = getattr(wl, f, "bf16")
+            unit, doc = describe(path)
+            b = BYTES[fmt]
+            out.append((PRECISION, path, fmt, unit, f"{doc}  [{b:g} byte{'' if b == 1 else 's'} per value]"))
+    return out
 
 
 def _base_value(cfg, path: str):

@@ -86,10 +86,29 @@ class HardwareSpec(Spec):
     wafers: tuple[Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)], Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)]] = Field(
         (1, 1), description="a mesh of wafers [Wr, Wc]: the die grid is (Wr·rows)×(Wc·cols), one system; default one wafer")
     node_peak_flops: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
+    node_peak_flops_fp8: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="peak dense FP8 FLOP/s per node; unset: no native FP8, fp8 matmuls run at node_peak_flops")
+    node_peak_flops_fp4: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="peak dense FP4 FLOP/s per node; unset: no native FP4, fp4 matmuls run at node_peak_flops")
     node_memory_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
     node_memory_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
     link_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
     hop_latency_s: float = Field(0.0, ge=0, le=1.0, allow_inf_nan=False, description="latency per mesh hop (or switch traversal), s")
+    kernel_launch_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed cost of each kernel on a layer's critical path (launch and dependency gap), s; charged per "
+                    "kernel each stage launches (docs/cost-model.md); 0: a dataflow machine with no per-kernel launch")
+    collective_latency_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed software latency of one collective call (all-reduce, output reduction, gradient "
+                    "reduction), s, on top of bytes over bandwidth and hop latency; charged once per call that "
+                    "moves data")
+    alltoall_latency_s: Optional[float] = Field(
+        None, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed software latency of one expert-parallel dispatch or combine, s; unset: "
+                    "collective_latency_s")
     port_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
     inter_wafer_link_bw_bytes_per_s: Optional[PositiveFloat] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,

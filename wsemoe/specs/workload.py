@@ -9,6 +9,9 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_va
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
 
 
+Format = Literal["bf16", "fp8", "fp4"]
+
+
 class WorkloadSpec(Spec):
     """What runs: one micro-batch of G·B sequences, attention in G tiles of B sequences."""
 
@@ -16,7 +19,14 @@ class WorkloadSpec(Spec):
     seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
     B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile")
     G: PositiveInt = Field(1, le=MAX_TILES, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
-    bytes_per_weight: PositiveFloat = Field(2.0, le=64, description="bytes per weight (2 = bf16)")
+    attn_weight_format: Format = Field(
+        "bf16", description="format of the attention projections, shared experts and dense-layer FFNs (every matmul "
+                            "weight outside the routed experts): bf16 2 bytes, fp8 1, fp4 0.5; their matmuls run at "
+                            "that format's peak. Embedding, head, router and norms stay 16-bit")
+    expert_weight_format: Format = Field(
+        "bf16", description="format of the routed experts' weights (bf16 2 bytes, fp8 1, fp4 0.5); expert matmuls run "
+                            "at that format's peak")
+    kv_format: Format = Field("bf16", description="format of the KV cache (bf16 2 bytes, fp8 1, fp4 0.5)")
     bytes_per_act: PositiveFloat = Field(2.0, le=64, description="bytes per activation element")
     bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
     recompute: Literal["none", "selective", "full"] = Field(
@@ -54,3 +64,12 @@ class WorkloadSpec(Spec):
             raise ValueError(f"accepted_tokens_per_step ({self.accepted_tokens_per_step:g}) exceeds draft_tokens + 1 "
                              f"({self.draft_tokens + 1}): a step verifies draft_tokens + 1 tokens")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _formats_replace_bytes_per_weight(cls, data):
+        """The one bytes-per-weight knob became per-stage formats: say so instead of 'unknown key'."""
+        if isinstance(data, dict) and "bytes_per_weight" in data:
+            raise ValueError("bytes_per_weight was replaced by attn_weight_format and expert_weight_format "
+                             "(bf16 = 2 bytes, fp8 = 1, fp4 = 0.5)")
+        return data

@@ -7,7 +7,8 @@ A phase is a sequence of steps (structure.Step). Scaled by σ bytes per unit, st
 
 with L0/L1 its busiest on-wafer and wafer-crossing links (a switch: none and the busiest scale-out NIC),
 I/E its busiest injection and ejection ports and (a, b) its Pareto-maximal (on-wafer, crossing) hop
-pairs. The phase takes Σ_k (volume_k + latency_k): steps run one after another. Every quantity is
+pairs. The phase takes Σ_k (volume_k + latency_k) + the fixed software latency of one call: steps run one
+after another. Every quantity is
 linear in σ, so scaling unit peaks is exact.
 """
 
@@ -23,11 +24,13 @@ TERMS = ("link", "cross", "inject", "eject")  # volume terms of a step, in tie-b
 
 
 class Timed(NamedTuple):
-    """A phase's volume (s), latency (s) and the binding label per point."""
+    """A phase's volume (s), latency (s, its fixed software latency included), the binding label and the fixed
+    software latency alone, per point."""
 
     volume: np.ndarray
     latency: np.ndarray
     bound: np.ndarray
+    fixed: np.ndarray
 
 
 def _padded(built, name: str) -> dict:
@@ -46,8 +49,11 @@ def _padded(built, name: str) -> dict:
     return out
 
 
-def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
-    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`)."""
+def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0) -> Timed:
+    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
+
+    `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
+    nodes: a collective with no member to talk to (TP 1) launches nothing."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
@@ -58,10 +64,12 @@ def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
     terms = np.broadcast_arrays(*terms)
     step_volume = np.maximum.reduce(terms)
     reach = (arr["a"] * col(t0)[..., None] + arr["b"] * col(t1)[..., None]).max(axis=-1, initial=0.0)
-    latency = (arr["rounds"] * reach).sum(axis=-1)
+    moves = (arr["max_link"] + arr["max_cross"] + arr["max_inject"] + arr["max_eject"]).sum(axis=-1) > 0
+    fixed = np.where(moves, fixed, 0.0)
+    latency = (arr["rounds"] * reach).sum(axis=-1) + fixed
     volume = step_volume.sum(axis=-1)
-    volume, latency = np.broadcast_arrays(volume, latency)
-    return Timed(volume, latency, _bound(hw, terms, step_volume, volume, latency))
+    volume, latency, fixed = np.broadcast_arrays(volume, latency, fixed)
+    return Timed(volume, latency, _bound(hw, terms, step_volume, volume, latency), fixed)
 
 
 def _bound(hw, terms, step_volume, volume, latency) -> np.ndarray:

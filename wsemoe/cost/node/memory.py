@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.node import params
+from wsemoe.cost.node import formats, params
 
 
 def _scale(wl):
@@ -56,12 +56,12 @@ def kept_in_node_memory(hw) -> bool:
 
 
 def kv_bytes_per_token_layer(m, wl):
-    """KV-cache bytes per cached token per layer (MLA caches the compressed latent and rope key)."""
+    """KV-cache bytes per cached token per layer, in `kv_format` (MLA caches the compressed latent and rope key)."""
     if getattr(m, "attention", "gqa") == "mla":
         width = m.kv_lora_rank + m.qk_rope_head_dim
     else:
         width = 2.0 * m.num_key_value_heads * m.head_dim
-    return width * wl.bytes_per_act
+    return width * formats.kv_bytes(wl)
 
 
 def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
@@ -73,9 +73,9 @@ def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
     sequence (`sharded`: 1/tp each). This is how TP trades KV memory and reads for all-reduce traffic.
     """
     if getattr(m, "attention", "gqa") == "mla":
-        latent = (m.kv_lora_rank + m.qk_rope_head_dim) * wl.bytes_per_act
+        latent = (m.kv_lora_rank + m.qk_rope_head_dim) * formats.kv_bytes(wl)
         return latent / tp if mla_cache == "sharded" else latent + 0.0 * tp
-    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * wl.bytes_per_act
+    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * formats.kv_bytes(wl)
 
 
 def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False):

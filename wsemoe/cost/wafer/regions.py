@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wsemoe.cost.node import memory, params
+from wsemoe.cost.node import formats, memory, params, weights
 from wsemoe.cost.wafer.fabric import program_rectangle
 
 KINDS = ("attention", "expert", "shared", "dense", "embedding", "head")
@@ -54,14 +54,13 @@ def kv_bytes_per_sequence(m, wl):
 
 
 def region_bytes(m, wl, sequences) -> dict:
-    """Bytes of each region kind of one layer (embedding and head: once), the KV cache of `sequences`; `moe`:
-    a whole MoE layer."""
-    b = wl.bytes_per_weight
-    attn = (params.attn_params(m) + params.attn_extra_params(m) + params.norm_params_per_layer(m)) * b
+    """Bytes of each region kind of one layer (embedding and head: once), each weight in its format
+    (weights.layer_weights), the KV cache of `sequences`; `moe`: a whole MoE layer."""
+    w, b16 = weights.layer_weights(m, wl), formats.nbytes(formats.HIGH)
     kv = sequences * kv_bytes_per_sequence(m, wl)
-    out = {"attention": attn + params.router_params(m) * b + kv, "expert": params.expert_params(m) * b,
-           "shared": params.shared_expert_params(m) * b, "dense": attn + params.dense_ffn_params(m) * b + kv,
-           "embedding": m.vocab_size * m.hidden_size * b, "head": (m.vocab_size + 1.0) * m.hidden_size * b}
+    out = {"attention": w["attn"].nbytes + w["router"].nbytes + kv, "expert": w["experts"].nbytes / m.num_experts,
+           "shared": w["shared"].nbytes, "dense": w["attn"].nbytes + w["dense_ffn"].nbytes + kv,
+           "embedding": m.vocab_size * m.hidden_size * b16, "head": (params.head_params(m) + 0.0) * b16}
     out["moe"] = out["attention"] + m.num_experts * out["expert"] + out["shared"]
     return out
 

@@ -215,7 +215,10 @@ def capacity_columns(m, wl, cap: dict, u) -> dict:
     L, kv_seq = m.num_hidden_layers, regions.kv_bytes_per_sequence(m, wl)
     out = {k: cap[k] for k in ("wafers", "wafers_needed", "wafers_for_weights", "layers_per_wafer",
                                "kv_fit_sequences", *G_COLUMNS)}
-    out.update({"weight_bytes": params.total_params(m) * wl.bytes_per_weight + 0.0 * cap["wafers"],
+    stored = regions.region_bytes(m, wl, 0.0)
+    weights = (m.first_k_dense_replace * stored["dense"] + params.moe_layers(m) * stored["moe"] + stored["embedding"]
+               + stored["head"])
+    out.update({"weight_bytes": weights + 0.0 * cap["wafers"],
                 "kv_cache_bytes": L * wl.B * kv_seq + 0.0 * cap["wafers"], "sram_bytes_per_pe": u,
                 "region_fill": cap["u_pack"] / u})
     return out
