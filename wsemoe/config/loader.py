@@ -11,7 +11,7 @@ from pathlib import Path
 from wsemoe.config import axes, checks, presets, yamlio
 from wsemoe.config.histogram import read_histogram
 from wsemoe.config.hf import model_from_hf_config
-from wsemoe.config.schema import PRESET_KIND, SECTIONS, TOP_KEYS, RawSweep, SweepConfig
+from wsemoe.config.schema import PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep, SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.specs.base import build
 
@@ -32,7 +32,7 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
     cfg = build(SweepConfig, {
         "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
         "sparsity": raw.sparsity, "constraints": raw.constraints,
-        "objectives": raw.objectives or SweepConfig.model_fields["objectives"].default_factory(),
+        "objectives": raw.objectives or _default_objectives(specs["hardware"], grid, zips),
         "compare": raw.compare, "presets": preset_store, "expert_histogram": _histogram(specs, grid, zips, base_dir),
         "output": raw.output, "search": raw.search, "base_dir": str(base_dir),
     })
@@ -114,6 +114,15 @@ def _zips(raw: RawSweep, base: dict, preset_store: dict, base_dir: Path) -> list
         axes.no_repeats(list(zip(*typed.values())), ("zip", gi), "row")  # one column may repeat; a whole row may not
         zips.append(typed)
     return zips
+
+
+def _default_objectives(hardware, grid: dict, zips: list) -> dict:
+    """Throughput and peak memory per node; a sweep that only serves from SRAM (no hardware or weight-source axis):
+    tokens per second per user and in aggregate."""
+    swept = set(grid) | {p for g in zips for p in g}
+    if hardware.weight_source == "sram" and not swept & {"hardware", "hardware.weight_source"}:
+        return dict(SERVING_OBJECTIVES)
+    return SweepConfig.model_fields["objectives"].default_factory()
 
 
 def _no_axis_twice(grid: dict, zips: list) -> None:

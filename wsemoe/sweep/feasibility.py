@@ -12,6 +12,10 @@ REASONS = {
                   "(transient at B + kept activations + BTA buffer)",
     "g_mem_moe": "MoE-stage memory needs {r}× the usable node memory "
                  "(weights, dispatched tokens and FFN intermediates at G·B)",
+    "g_sram_wafers": "the fullest stage needs {r}× what its wafer's PEs hold (weights and the KV cache of B "
+                     "sequences: more wafers, fewer sequences or a shorter context)",
+    "g_sram_layer": "one layer (or the embedding or head) needs {r}× what one wafer holds (a layer spans one wafer)",
+    "g_sram_pe": "a PE's program and buffers need {r}× its SRAM",
 }
 DIGITS = 3  # significant digits of a ratio in a reason: few distinct texts per chunk, small parts
 

@@ -38,7 +38,8 @@ def namespaces(base: dict, preset: dict, values: dict) -> dict:
         if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
             fields = _rederive(fields, swept)
         fields.update(swept)
-        if facts:   # PE facts (hardware.pe.<field>) enter the PE-level model; node figures stay as derived
+        facts = {k: v for k, v in facts.items() if v is not None}
+        if facts and fields.get("pe"):   # PE facts (hardware.pe.<field>) enter the PE-level model; node figures stay
             fields["pe"] = {**fields["pe"], **facts}
         out[section] = SimpleNamespace(**fields)
     return out

@@ -177,20 +177,26 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
             "g_sram_layer": largest / (cap * np.maximum(u_pack, 1e-9)) - 1.0}
 
 
-GRID_TOP, GRID_RATIO = 65536.0, 2.0   # densities a layout may take: 65,536 / 2^k bytes per PE, k = 0, 1, ...
+LADDER = 2.0 ** 0.5   # densities a layout may take: u_fill · √2^k (a doubling of the PEs is two rungs)
 
 
 def densities(u_pack, u_fill):
-    """Bytes per PE a layout may spread its regions to, one candidate per leading index: the densest (`u_pack`),
-    every grid density between, the sparsest (`u_fill`); all `u_fill` where nothing fits. The grid is fixed, so
-    more PEs (lower u_fill) or more SRAM (higher u_pack) only add candidates."""
+    """Bytes per PE a layout may spread its regions to, one candidate per leading index: the sparsest that fits
+    the fullest stage (`u_fill`), then √2, 2, 2√2 … times denser while a PE holds them (≤ `u_pack`); `u_fill` alone
+    where nothing fits. Every candidate is the same function of u whatever the fabric's size or SRAM: more SRAM
+    (higher u_pack) only adds rungs, twice the PEs (u_fill halved) only adds two sparser rungs below."""
     lo, hi = np.broadcast_arrays(np.asarray(u_fill, dtype=float), np.asarray(u_pack, dtype=float))
-    ok = hi >= lo
-    first = np.ceil(np.log(GRID_TOP / np.where(ok, hi, 1.0)) / np.log(GRID_RATIO) - 1e-9)
-    last = np.floor(np.log(GRID_TOP / np.where(ok, lo, 1.0)) / np.log(GRID_RATIO) + 1e-9)
-    steps = int(np.max(np.where(ok, last - first + 1, 0), initial=0))
-    grid = [np.where(ok & (first + j <= last), GRID_TOP / GRID_RATIO ** (first + j), lo) for j in range(steps)]
-    return np.stack([np.where(ok, hi, lo), *grid, lo])
+    rungs = np.floor(np.log(np.maximum(hi / lo, 1.0)) / np.log(LADDER) + 1e-9)
+    rungs = np.maximum(rungs - (rung(lo, rungs) > hi), 0)   # rounding never admits a rung above u_pack
+    top = int(np.max(rungs, initial=0))
+    return np.stack([rung(lo, np.minimum(k, rungs)) for k in range(top + 1)])
+
+
+def rung(lo, k):
+    """u_fill · √2^k, exact in binary: a power of two times u_fill or u_fill·√2 (so halving u_fill shifts every
+    rung by exactly two)."""
+    k = np.asarray(k, dtype=np.int64)
+    return np.ldexp(np.where(k % 2 == 1, lo * LADDER, lo), k // 2)
 
 
 def _batch(wl, sequences):

@@ -141,11 +141,7 @@ def shape_of(hw, wl, pe) -> tuple:
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
     """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
     point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
-    pe = pe_facts(hw)
-    cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
-    u = regions.densities(cap["u_pack"], cap["u_fill"])
-    pes = {k: cap["bytes"][k] / u for k in regions.KINDS}
-    g, _, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
+    pe, cap, u, g, _ = layout(hw, m, wl, mp, bal, histogram)
     out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u)
     best = np.argmin(out["ttft_s"] if wl.mode == "prefill" else out["pipeline_period_s"], axis=0)[None]
     out = {k: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0] for k, v in out.items()}
@@ -154,6 +150,20 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
     out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
     return out
+
+
+def layout(hw, m, wl, mp, bal=None, histogram=None):
+    """(PE facts, capacity, candidate densities (leading axis), their Geometry, the layer structures built)."""
+    pe = pe_facts(hw)
+    cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
+    u = regions.densities(cap["u_pack"], cap["u_fill"])
+    g, built, _ = geometry.geometry(m, mp, bal, histogram, {k: cap["bytes"][k] / u for k in regions.KINDS}, u.shape)
+    return pe, cap, u, g, built
+
+
+def layouts(hw, m, wl, mp, bal=None, histogram=None) -> list:
+    """The MoE layer structures (placement, region traffic) some candidate layout of these points uses."""
+    return layout(hw, m, wl, mp, bal, histogram)[4]
 
 
 def candidates(hw, pe, m, wl, mp, g, W) -> dict:
