@@ -95,12 +95,7 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
         used.add(c)
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
-    wafers = getattr(hw, "wafers", None) or (1, 1)
-    steps = addsup.steps(row, m.num_hidden_layers, params.moe_layers(m), wl.overlap,
-                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1])
-    title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
-             + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
-    for group, lines in ((title, steps), ("how memory adds up (per node)", addsup.memory(row))):
+    for group, lines in _sums(row, m, hw, wl):
         for name, value, unit, text in lines:
             rows.append((group, name, value, unit, text))
             used.add(name)
@@ -111,6 +106,20 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
         used |= {c for c in row.index if pick(c)}
     rows += [("other", c, row[c], *describe(c)) for c in row.index if c not in used]
     return row, rows
+
+
+def _sums(row, m, hw, wl) -> list:
+    """[(group title, lines)] of how the point adds up: SRAM serving per operator, stage and hop; otherwise the
+    step from its stage rooflines and memory per node."""
+    if hw.weight_source == "sram":
+        return [("how a token's time adds up (SRAM serving: per operator, per stage and wafer hop, per term)",
+                 addsup.serving(row, m, wl))]
+    wafers = getattr(hw, "wafers", None) or (1, 1)
+    steps = addsup.steps(row, m.num_hidden_layers, params.moe_layers(m), wl.overlap,
+                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1])
+    title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
+             + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
+    return [(title, steps), ("how memory adds up (per node)", addsup.memory(row))]
 
 
 def _formats(wl, used: set) -> list:

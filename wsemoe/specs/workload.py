@@ -17,7 +17,9 @@ class WorkloadSpec(Spec):
 
     mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token")
     seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
-    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile")
+    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile (SRAM serving: "
+                                                        "the sequences served together, their tokens streaming "
+                                                        "through the pipeline)")
     G: PositiveInt = Field(1, le=MAX_TILES, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
     attn_weight_format: Format = Field(
         "bf16", description="format of the attention projections, shared experts and dense-layer FFNs (every matmul "
