@@ -13,7 +13,7 @@ from wsemoe.analysis.registry import SERVING_TIMES, invariant, node_rows
 from wsemoe.cost.wafer import placement, traffic
 
 NODE_ONLY = "no SRAM-serving point (weight_source: sram) in this config"
-G_SRAM = ("g_sram_wafers", "g_sram_layer", "g_sram_pe")
+G_SRAM = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
 SLOWER = ("hop_cycles", "turn_cycles", "relay_cycles", "op_overhead_cycles")   # PE facts that only add cycles
 
 

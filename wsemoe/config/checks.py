@@ -190,23 +190,24 @@ def _check_prompt(cfg: SweepConfig) -> None:
                     "which holds the prompt")
 
 
-SRAM_FIELDS = ("hardware.weight_source", "hardware.pipeline_wafers", "model.num_hidden_layers", "workload.mode",
-               "workload.draft_tokens", "workload.accepted_tokens_per_step", "balance.balancer")
+SRAM_FIELDS = ("hardware.weight_source", "workload.mode", "workload.draft_tokens", "workload.accepted_tokens_per_step",
+               "balance.balancer", "workload.G", "mapping.tp")
 
 
 def _check_sram(cfg: SweepConfig) -> None:
-    """SRAM serving is inference on a PE fabric: no training, at most one wafer per layer, no expert replicas;
-    speculative decoding is modelled there only."""
+    """SRAM serving is inference on a PE fabric: no training, no batch tiling, TP groups or expert replicas (its
+    layout is its own); speculative decoding is modelled there only."""
     c = _field_values(cfg, SRAM_FIELDS)
     sram = c["hardware.weight_source"] == "sram"
     _fail(cfg, sram & (c["workload.mode"] == "train"), "workload.mode",
           lambda i: "weight_source: sram serves inference (decode or prefill); training streams its weights "
                     "(weight_source: streamed)")
-    wafers = np.array([np.nan if v is None else v for v in c["hardware.pipeline_wafers"]], dtype=float)
-    layers = c["model.num_hidden_layers"].astype(float)
-    _fail(cfg, sram & (wafers > layers), "hardware.pipeline_wafers",
-          lambda i: f"pipeline_wafers = {int(wafers[i])} exceeds the model's {int(layers[i])} layers (a stage holds "
-                    "at least one layer)")
+    _fail(cfg, sram & (c["workload.G"].astype(float) != 1), "workload.G",
+          lambda i: "batch tiling (G) is not modelled for weight_source: sram; its B sequences stream through the "
+                    "pipeline")
+    _fail(cfg, sram & np.array([v is not None for v in c["mapping.tp"]]), "mapping.tp",
+          lambda i: "mapping.tp applies to node-level models; weight_source: sram places attention on PE regions "
+                    "(mapping.pe_placement)")
     _fail(cfg, sram & (c["balance.balancer"] != "none"), "balance.balancer",
           lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled for weight_source: sram")
     spec = (c["workload.draft_tokens"].astype(float) > 0) | (c["workload.accepted_tokens_per_step"].astype(float) != 1)

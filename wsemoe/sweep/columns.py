@@ -133,6 +133,7 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "g_sram_wafers": ("1", "constraint: the fullest stage's bytes / what its wafer's PEs hold − 1 (≤ 0 satisfied)"),
     "g_sram_layer": ("1", "constraint: the largest layer (or embedding, head) / what one wafer holds − 1"),
     "g_sram_pe": ("1", "constraint: a PE's program and buffers / its SRAM − 1"),
+    "g_sram_stages": ("1", "constraint: wafers / layers − 1 (a stage holds at least one layer)"),
 }
 _DOCS.update(_SERVING)
 

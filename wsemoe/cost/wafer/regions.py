@@ -112,12 +112,15 @@ def stage_bytes(m, wafers, nbytes: dict, w):
     return np.where(w < W, load, 0.0)
 
 
+def every_stage(wafers):
+    """Stage indices 0 … max(W) − 1 along a new leading axis (broadcasting against the points)."""
+    W = np.asarray(wafers, dtype=float)
+    return np.arange(int(np.max(W))).reshape((-1,) + (1,) * W.ndim)
+
+
 def stage_peak(m, wafers, nbytes: dict):
     """Bytes of the fullest stage when the layers split over `wafers` stages (arrays broadcast)."""
-    peak = 0.0
-    for w in range(int(np.max(wafers))):
-        peak = np.maximum(peak, stage_bytes(m, wafers, nbytes, w))
-    return peak
+    return np.max(stage_bytes(m, wafers, nbytes, every_stage(wafers)), axis=0)
 
 
 def fits(pe, m, wl, wafers):
@@ -149,12 +152,11 @@ def fewest_wafers(pe, m, wl, shape=()):
 def kv_room(pe, m, wl, wafers, u):
     """The most sequences whose KV cache fits every stage at `u` bytes per PE: per stage, the PEs' room left by the
     weights over the bytes one more sequence adds; the least over stages."""
-    empty, one, cap = region_bytes(m, wl, 0.0), region_bytes(m, wl, 1.0), wafer_pes(pe) * u
-    seqs = np.inf
-    for w in range(int(np.max(wafers))):
-        base, grow = stage_bytes(m, wafers, empty, w), stage_bytes(m, wafers, one, w) - stage_bytes(m, wafers, empty, w)
-        seqs = np.where(grow > 0, np.minimum(seqs, (cap - base) / np.where(grow > 0, grow, 1.0)), seqs)
-    return np.maximum(np.floor(seqs), 0.0)
+    empty, one, cap, w = region_bytes(m, wl, 0.0), region_bytes(m, wl, 1.0), wafer_pes(pe) * u, every_stage(wafers)
+    base = stage_bytes(m, wafers, empty, w)
+    grow = stage_bytes(m, wafers, one, w) - base
+    seqs = np.where(grow > 0, (cap - base) / np.where(grow > 0, grow, 1.0), np.inf)
+    return np.maximum(np.floor(np.min(seqs, axis=0)), 0.0)
 
 
 def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
@@ -163,7 +165,9 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     sequences whose cache fits, region bytes, and the constraints (g ≤ 0 fits)."""
     needed = fewest_wafers(pe, m, wl, shape)
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
-    W = np.where(np.isnan(needed), top, needed) if wafers is None else np.asarray(wafers, dtype=float) + 0.0 * needed
+    auto = np.where(np.isnan(needed), top, needed)
+    given = np.nan if wafers is None else np.asarray(wafers, dtype=float)   # NaN: unset (a zip's null)
+    W = np.where(np.isnan(given), auto, given) + 0.0 * auto
     nbytes = region_bytes(m, wl, wl.B)
     u_pack, reserve = room(pe, m, wl, nbytes)
     cap = wafer_pes(pe)
@@ -174,7 +178,8 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
             "layers_per_wafer": np.ceil(m.num_hidden_layers / W), "u_pack": u_pack, "u_fill": u_fill,
             "bytes": nbytes, "kv_fit_sequences": kv_room(pe, m, wl, W, u_pack),
             "g_sram_wafers": u_fill / np.maximum(u_pack, 1e-9) - 1.0, "g_sram_pe": reserve - 1.0,
-            "g_sram_layer": largest / (cap * np.maximum(u_pack, 1e-9)) - 1.0}
+            "g_sram_layer": largest / (cap * np.maximum(u_pack, 1e-9)) - 1.0,
+            "g_sram_stages": W / m.num_hidden_layers - 1.0}
 
 
 LADDER = 2.0 ** 0.5   # densities a layout may take: u_fill · √2^k (a doubling of the PEs is two rungs)

@@ -33,7 +33,7 @@ from wsemoe.cost.wafer.fabric import seconds, wavelets
 BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "SRAM")
 TERMS = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
 TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeline_overhead_s", "pipeline_inter_wafer_s")
-G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe")
+G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
 STAGES = ("attention region", "routed experts", "shared experts", "dispatch", "combine", "layer hop", "dense region",
           "head region", "embedding region", "system link")
 

@@ -68,21 +68,37 @@ def unicast_transfers(p: LayerPlacement, shares: np.ndarray, k: int) -> patterns
 
 
 def multicast_loads(p: LayerPlacement) -> mesh.LinkLoads:
-    """Loads of the multicast trees: each attention tile's part crosses every link of its XY routes once."""
-    lay, dest = layout(p), np.concatenate([p.experts, p.shared])
-    a_r = p.attention.shape[0]
-    parts = []
-    for j in range(p.attention.shape[1]):
-        fed = dest[p.sender == j]
-        for i in range(a_r):
-            if len(fed):
-                unit = patterns.Transfers(p.tiles, np.full(len(fed), p.attention[i, j]), fed, np.ones(len(fed)))
-                parts.append(unit.loads(lay))
-    keys = ("east", "west", "south", "north", "inject", "eject")
-    if not parts:
-        return patterns.Transfers.empty(p.tiles).loads(lay)
-    used = [[(getattr(ld, k) > 0) / a_r for k in keys] for ld in parts]
-    return mesh.LinkLoads(p.rows, p.cols, *(sum(u[i] for u in used) for i in range(len(keys))))
+    """Loads of the multicast trees: each attention tile's part crosses every link of its XY routes once.
+
+    The a_r tiles of logical column j sit in rows r0 … r0 + a_r − 1 of block column c_j and feed the tiles D_j.
+    Row r's tile sends east along row r up to the farthest column of D_j (west likewise), then in every column c
+    of D_j south from row r to D_j's lowest tile there (north likewise): a south link (y, c) carries the parts of
+    the sources at rows ≤ y while y is above that lowest tile, 1 / a_r each. Closed form, no path is walked.
+    """
+    a_r, a_c = p.attention.shape
+    dest = np.concatenate([p.experts, p.shared])
+    dr, dc = p.coordinates(dest)
+    r0 = int(p.attention[0, 0] // p.cols)
+    east, west = np.zeros((p.rows, max(p.cols - 1, 0))), np.zeros((p.rows, max(p.cols - 1, 0)))
+    south, north = np.zeros((max(p.rows - 1, 0), p.cols)), np.zeros((max(p.rows - 1, 0), p.cols))
+    inject, eject = np.zeros(p.tiles), np.zeros(p.tiles)
+    y = np.arange(max(p.rows - 1, 0))
+    below = np.clip(y - r0 + 1, 0, a_r) / a_r          # sources at rows ≤ y (south links leave row y)
+    above = np.clip(r0 + a_r - 1 - y, 0, a_r) / a_r     # sources at rows > y (north links enter row y)
+    for j in range(a_c):
+        fed = p.sender == j
+        if not fed.any():
+            continue
+        c, rows = int(p.attention[0, j] % p.cols), slice(r0, r0 + a_r)
+        east[rows, c:int(dc[fed].max())] += 1.0 / a_r
+        west[rows, int(dc[fed].min()):c] += 1.0 / a_r
+        for col in np.unique(dc[fed]):
+            here = dr[fed & (dc == col)]
+            south[:, col] += below * (y < here.max())
+            north[:, col] += above * (y >= here.min())
+        inject[p.attention[:, j]] += 1.0 / a_r
+        eject[dest[fed]] += 1.0
+    return mesh.LinkLoads(p.rows, p.cols, east, west, south, north, inject, eject)
 
 
 def path_profile(p: LayerPlacement, t: patterns.Transfers) -> np.ndarray:
