@@ -107,6 +107,7 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "kv_cache_bytes": ("bytes", "KV cache of the batch's B sequences at this context, every layer"),
     "sram_bytes_per_pe": ("bytes", "weights and cache each PE of the chosen layout holds (every region alike)"),
     "region_fill": ("×", "PEs the layout gives each region over the fewest that hold its bytes (≥ 1 when it fits)"),
+    "attention_share": ("×", "PEs a MoE layer's attention region gets over its bytes' share (the layout's choice)"),
     "attn_region_pes": ("PEs", "PEs of one MoE layer's attention region (its weights, router and KV share)"),
     "expert_region_pes": ("PEs", "PEs of one routed expert's region (a square tile)"),
     "expert_region_side": ("PEs", "side of an expert region, the tile of the region grid"),

@@ -197,6 +197,24 @@ def densities(u_pack, u_fill):
     return np.stack([rung(lo, np.minimum(k, rungs)) for k in range(top + 1)])
 
 
+SHARES = (1.0, 4.0, 16.0)   # attention's PEs over its bytes' share a layout may give a MoE layer (its ops are many)
+
+
+def layouts(m, wafers, nbytes: dict, u_pack, cap):
+    """(bytes per PE, attention share) of every candidate layout, along a leading axis: for each share ω the
+    √2 ladder from the sparsest density at which a stage holds ω× attention regions up to u_pack; a share that
+    does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`)."""
+    us, ws = [], []
+    for w in SHARES if m.num_hidden_layers > m.first_k_dense_replace else SHARES[:1]:
+        fill = stage_peak(m, wafers, {**nbytes, "moe": nbytes["moe"] + (w - 1.0) * nbytes["attention"]}) / cap
+        u = densities(u_pack, fill)
+        fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
+        first = us[0][0] if us else u[0]
+        us.append(np.where(fits, u, first))
+        ws.append(np.where(fits, w, 1.0) + 0.0 * u)
+    return np.concatenate(us), np.concatenate(ws)
+
+
 def rung(lo, k):
     """u_fill · √2^k, exact in binary: a power of two times u_fill or u_fill·√2 (so halving u_fill shifts every
     rung by exactly two)."""

@@ -141,8 +141,9 @@ def shape_of(hw, wl, pe) -> tuple:
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
     """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
     point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
-    pe, cap, u, g, _ = layout(hw, m, wl, mp, bal, histogram)
+    pe, cap, (u, w), g, _ = layout(hw, m, wl, mp, bal, histogram)
     out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u)
+    out["attention_share"] = w
     best = np.argmin(out["ttft_s"] if wl.mode == "prefill" else out["pipeline_period_s"], axis=0)[None]
     out = {k: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0] for k, v in out.items()}
     out.update(capacity_columns(m, wl, cap, np.take_along_axis(u, best, axis=0)[0]))
@@ -153,17 +154,33 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
 
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
-    """(PE facts, capacity, candidate densities (leading axis), their Geometry, the layer structures built)."""
+    """(PE facts, capacity, candidate (bytes per PE, attention share) along a leading axis, their Geometry, the layer
+    structures built)."""
     pe = pe_facts(hw)
     cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
-    u = regions.densities(cap["u_pack"], cap["u_fill"])
-    g, built, _ = geometry.geometry(m, mp, bal, histogram, {k: cap["bytes"][k] / u for k in regions.KINDS}, u.shape)
-    return pe, cap, u, g, built
+    u, w = regions.layouts(m, cap["wafers"], cap["bytes"], cap["u_pack"], regions.wafer_pes(pe))
+    g, built, _ = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, w), u.shape)
+    return pe, cap, (u, w), g, built
+
+
+def region_pes(nbytes: dict, u, share=1.0) -> dict:
+    """PEs of each region kind at `u` bytes per PE, a MoE layer's attention region `share` times its bytes' share."""
+    out = {k: nbytes[k] / u for k in regions.KINDS}
+    out["attention"] = out["attention"] * share
+    return out
 
 
 def layouts(hw, m, wl, mp, bal=None, histogram=None) -> list:
     """The MoE layer structures (placement, region traffic) some candidate layout of these points uses."""
     return layout(hw, m, wl, mp, bal, histogram)[4]
+
+
+def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
+    """(the MoE layer's LayerTraffic, expert region side in PEs) of one point's layout at `u` bytes per PE and
+    attention share (its `sram_bytes_per_pe`, `attention_share`), for figures; None for a dense model."""
+    cap = regions.capacity(pe_facts(hw), m, wl, hw.pipeline_wafers)
+    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share), ())
+    return (built[int(inv[0])], float(g.side)) if built else None
 
 
 def candidates(hw, pe, m, wl, mp, g, W) -> dict:
