@@ -121,8 +121,8 @@ def more_latency_is_never_faster(chk: Checker, case: Case):
 def more_memory_never_makes_a_point_infeasible(chk: Checker, case: Case):
     def compare(base, more, rows, changes):
         g = [c for c in base.columns if c.startswith("g_")]   # NaN: a constraint of the other kind of row
-        worst_before = 1 + np.nanmax(base[g].to_numpy(float), axis=1)
-        worst_after = 1 + np.nanmax(more[g].to_numpy(float), axis=1)
+        worst_before = 1 + np.fmax.reduce(base[g].to_numpy(float), axis=1)
+        worst_after = 1 + np.fmax.reduce(more[g].to_numpy(float), axis=1)
         chk.compare("worst constraint (1 + max g)", worst_after, 1.0, "<=", ("with more memory", "its limit"),
                     rows & (worst_before <= 1), changes)
     _scaled(chk, case, CAPACITY, compare)

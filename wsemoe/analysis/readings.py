@@ -28,6 +28,7 @@ from wsemoe.sweep.compare import group_keys
 FOLDER = "readings"  # inside a results folder (store.KNOWN_ENTRIES lists it)
 MAX_COMBINATIONS = 512  # a full factorial beyond this is refused: fix some readings (--set) or pick some (--only)
 AUTO_BUDGET = 2_000_000  # point evaluations `wsemoe sweep` spends on its comparison's readings unasked
+SRAM_COST = 1000  # node-level point evaluations one SRAM-serving point costs (its layouts and PE operators; bench/)
 
 
 @dataclass
@@ -184,7 +185,8 @@ def cost(config, only=(), fixed=None, readings=None) -> tuple[int, int]:
     cfg = load_config(config)
     _, varied, _ = plan(cfg, only, fixed, readings)
     runs = len(design(varied))
-    return runs, runs * cfg.size()
+    weight = SRAM_COST if "sram" in registry.sweep_values(cfg, "hardware.weight_source") else 1
+    return runs, runs * cfg.size() * weight
 
 
 def write(result: Readings, results_path) -> Path:
@@ -247,7 +249,8 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
         return "robustness over readings: not computed for a search (every run needs the whole grid)"
     runs, evaluations = cost(cfg)
     if evaluations > budget:
-        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,} points exceed "
+        heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
+        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "
                 f"{budget:,} evaluations); `wsemoe readings {path}` computes it")
     result = evaluate(cfg)
     write(result, path)

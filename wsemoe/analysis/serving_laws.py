@@ -53,7 +53,8 @@ def _objects(values: np.ndarray, given: np.ndarray) -> np.ndarray:
 
 
 def _worst(frame) -> np.ndarray:
-    return np.nanmax(frame[list(G_SRAM)].to_numpy(float), axis=1)
+    """The worst SRAM constraint per row (NaN on rows without them: other hardware)."""
+    return np.fmax.reduce(frame[list(G_SRAM)].to_numpy(float), axis=1)
 
 
 @invariant("SRAM serving: more PEs or more SRAM per PE never makes a point slower or infeasible, nor needs more "

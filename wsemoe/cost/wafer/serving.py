@@ -92,10 +92,11 @@ def one_token(hw, pe, m, g, wafers, context, b, coll) -> dict:
             "latency": sum(terms) + inter}
 
 
-def per_token(m, g, pe, context, b, coll, link) -> dict:
+def per_token(m, g, pe, context, b, coll, run: dict) -> dict:
     """Seconds each region or link stage spends per token of the stream (the marginal cost of one more token:
-    ops at two tokens less at one), {stage: (seconds, terms)}; routed experts see k·p_max of the tokens."""
-    one, two = layers(m, g, pe, 1.0, context, b, coll), layers(m, g, pe, 2.0, context, b, coll)
+    ops at two tokens less at one, `run` the one-token pass), {stage: (seconds, terms)}; routed experts see
+    k·p_max of the tokens."""
+    one, two, link = run["ops"], layers(m, g, pe, 2.0, context, b, coll), run["links"]
     groups: dict = {}
     for kind, ops in one.items():   # each layer kind's regions and links are stages of their own
         for op, t1 in ops.items():
@@ -144,8 +145,10 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     pe, cap, (u, w), g, _ = layout(hw, m, wl, mp, bal, histogram)
     out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u)
     out["attention_share"] = w
-    best = np.argmin(out["ttft_s"] if wl.mode == "prefill" else out["pipeline_period_s"], axis=0)[None]
-    out = {k: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0] for k, v in out.items()}
+    best = np.argmin(out["pipeline_period_s"], axis=0)[None]   # prefill: the period is the TTFT
+    pick = lambda v: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0]  # noqa: E731
+    out = {k: pick(v) for k, v in out.items()}
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f) for f in g)), pick(cap["wafers"] + 0.0 * u)))
     out.update(capacity_columns(m, wl, cap, np.take_along_axis(u, best, axis=0)[0]))
     fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
     out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
@@ -188,10 +191,11 @@ def candidates(hw, pe, m, wl, mp, g, W) -> dict:
     stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
     run = one_token(hw, pe, m, g, W, wl.seq_len, b, coll)
-    beta, stage, beta_terms = busiest(per_token(m, g, pe, wl.seq_len, b, coll, run["links"]), W)
+    beta, stage, beta_terms = busiest(per_token(m, g, pe, wl.seq_len, b, coll, run), W)
     out = time_columns(pe, m, run, g)
     out.update(rate_columns(wl, run["latency"], beta))
-    out.update(first_token(hw, pe, m, wl, g, W, b, coll, run, beta))
+    if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
+        out["ttft_s"] = out["pipeline_period_s"]
     throughput_bound = out["pipeline_period_s"] > out["step_latency_s"]
     terms = [np.where(throughput_bound, bt, lt) for bt, lt in zip(beta_terms, run["terms"])]
     out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
@@ -225,15 +229,14 @@ def rate_columns(wl, latency, beta) -> dict:
             "tokens_in_flight": np.minimum(wl.B * q, step / beta)}
 
 
-def first_token(hw, pe, m, wl, g, W, b, coll, run, beta) -> dict:
-    """TTFT: the B prompts stream through the pipeline once (prefill mode: the prompts are the step)."""
-    if wl.mode == "prefill":
-        return {"ttft_s": run["latency"] + (wl.B * wl.seq_len - 1.0) * beta}
+def first_token(hw, pe, m, wl, mp, g, W) -> dict:
+    """TTFT of a decode point: its B prompts stream through the pipeline once, at context prompt_len."""
     prompt = getattr(wl, "prompt_len", None)
-    if prompt is None:
+    if wl.mode != "decode" or prompt is None:
         return {}
+    b, coll = wl.bytes_per_act, collective_options(mp)
     first = one_token(hw, pe, m, g, W, prompt, b, coll)
-    rate, _, _ = busiest(per_token(m, g, pe, prompt, b, coll, first["links"]), W)
+    rate, _, _ = busiest(per_token(m, g, pe, prompt, b, coll, first), W)
     return {"ttft_s": first["latency"] + (wl.B * prompt - 1.0) * rate}
 
 

@@ -138,3 +138,52 @@ def layer_traffic(strategy: str, mode: str, experts: int, k: int, shared_tiles: 
     (skew measured on one expert per region)."""
     shares, _ = structure.expert_shares(experts, bal, experts)
     return build(place_layer(strategy, experts, shared_tiles, a_r, a_c), shares, k, mode)
+
+
+@dataclass(frozen=True, eq=False)
+class WaferTraffic:
+    """Every layer block of one wafer on the wafer's grid of tiles, and their dispatch loads together (one token
+    per layer at once: the stream with a token in every layer)."""
+
+    rows: int
+    cols: int
+    offsets: np.ndarray          # (blocks, 2) tile offsets of the layer blocks
+    transfers: patterns.Transfers
+    loads: mesh.LinkLoads
+
+    @property
+    def tiles(self) -> int:
+        """Tiles of the wafer's grid."""
+        return self.rows * self.cols
+
+
+def shift(p: LayerPlacement, tiles, offset, cols: int) -> np.ndarray:
+    """Tile ids of a block's `tiles` on a grid `cols` wide, the block's corner at `offset` (row, column)."""
+    r, c = p.coordinates(tiles)
+    return (r + offset[0]) * cols + c + offset[1]
+
+
+def wafer(p: LayerPlacement, shares: np.ndarray, k: int, tile_rows: int, tile_cols: int, layers: int,
+          mode: str = "unicast") -> WaferTraffic:
+    """A wafer of `tile_rows × tile_cols` tiles holding as many of `layers` blocks of placement `p` as fit (a grid
+    of blocks, row by row), with each block's dispatch: unicast transfers routed XY on the whole grid, or each
+    block's multicast trees. Blocks never share a link (each route stays inside its block)."""
+    from wsemoe.cost.wafer.placement import wafer_blocks
+
+    offsets = wafer_blocks(tile_rows, tile_cols, p.rows, p.cols, layers)
+    unit = unicast_transfers(p, shares, k)
+    n = tile_rows * tile_cols
+    src = np.concatenate([shift(p, unit.src, o, tile_cols) for o in offsets]) if len(offsets) else np.zeros(0, int)
+    dst = np.concatenate([shift(p, unit.dst, o, tile_cols) for o in offsets]) if len(offsets) else np.zeros(0, int)
+    t = patterns.Transfers(n, src, dst, np.tile(unit.vol, len(offsets)))
+    grid = topology.Layout("mesh", tile_rows, tile_cols)
+    if mode == "unicast":
+        return WaferTraffic(tile_rows, tile_cols, offsets, t, t.loads(grid))
+    block = multicast_loads(p)
+    loads = patterns.Transfers.empty(n).loads(grid)
+    for r0, c0 in offsets:   # each block's trees, placed at its corner
+        loads.east[r0:r0 + p.rows, c0:c0 + p.cols - 1] += block.east
+        loads.west[r0:r0 + p.rows, c0:c0 + p.cols - 1] += block.west
+        loads.south[r0:r0 + p.rows - 1, c0:c0 + p.cols] += block.south
+        loads.north[r0:r0 + p.rows - 1, c0:c0 + p.cols] += block.north
+    return WaferTraffic(tile_rows, tile_cols, offsets, t, loads)
