@@ -14,12 +14,14 @@ import pandas as pd
 from wsemoe.analysis import addsup
 from wsemoe.config import axes, checks, yamlio
 from wsemoe.config.loader import load_config
+from wsemoe.cost import serving
 from wsemoe.cost.node import params
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space, store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
 
+SERVING = "serving: time per output token, and time to first token as a prefill of the batch's prompts"
 GROUPS = [
     ("throughput", lambda c: c in ("tokens_per_s", "sequences_per_s", "bound", "feasible", "infeasible_reason")
      or c.startswith("speedup_vs_")),
@@ -91,12 +93,16 @@ def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
     wafers = getattr(hw, "wafers", None) or (1, 1)
-    steps = addsup.steps(row, m.num_hidden_layers, params.moe_layers(m), wl.overlap,
-                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1],
-                         hw.node_peak_flops)
+    shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
+             hw.rows * hw.cols * wafers[0] * wafers[1], hw.node_peak_flops)
     title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
              + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
-    for group, lines in ((title, steps), ("how memory adds up (per node)", addsup.memory(row))):
+    first = None
+    if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
+        first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
+        first = {k: _plain(v) for k, v in first.items()}
+    for group, lines in ((title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
+                         (SERVING, addsup.serving(row, first, *shape))):
         for name, value, unit, text in lines:
             rows.append((group, name, value, unit, text))
             used.add(name)

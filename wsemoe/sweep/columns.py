@@ -18,7 +18,13 @@ _DOCS = {
     "expert_flops": ("FLOP", "routed (k per token) and shared experts, forward, one MoE layer, one micro-batch"),
     "model_flops_per_step": ("FLOP", "model FLOPs of one step (forward+backward when training; no recompute)"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
-    "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time"),
+    "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
+                                 "sequences together)"),
+    "ttft_s": ("s", "time to first token: the prefill of the micro-batch's prompts (decode: all G·B prompts of "
+                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself)"),
+    "tpot_s": ("s", "time per output token: one decode step, which gives every sequence its next token"),
+    "tokens_per_s_per_user": ("tokens/s", "decode speed one sequence (user) sees: 1 / tpot_s"),
+    "g_mem_prefill": ("1", "constraint: peak memory of the prefill behind ttft_s / capacity − 1 (≤ 0 satisfied)"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),
     "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes"),
     "moe_layer_time_s": ("s", "one MoE layer: attention (G tiles) + router/experts (+ communication)"),
@@ -85,6 +91,7 @@ _MEMORY = {
     "attn_peak": "peak of the attention stage: weights + kept + KV + attention transient + BTA buffer",
     "moe_peak": "peak of the MoE stage: weights + kept + KV + MoE transient",
     "peak": "the larger of the two stage peaks",
+    "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",
     "capacity": "usable node memory (capacity × memory_usable_fraction)",
 }
 _DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})

@@ -12,7 +12,9 @@ REASONS = {
                   "(transient at B + kept activations + BTA buffer)",
     "g_mem_moe": "MoE-stage memory needs {r}× the usable node memory "
                  "(weights, dispatched tokens and FFN intermediates at G·B)",
+    "g_mem_prefill": "prefill of the batch's prompts (behind ttft_s) needs {r}× the usable node memory",
 }
+SLO = {"ttft_s": "TTFT", "tpot_s": "TPOT"}  # latency columns whose maximum reads as a service-level objective
 DIGITS = 3  # significant digits of a ratio in a reason: few distinct texts per chunk, small parts
 
 
@@ -130,10 +132,20 @@ def _text(col: str, r: float, bound) -> str:
     base = col.removeprefix("g_")
     if base.endswith(("_max", "_min")):
         name, side = base[:-4], "maximum" if base.endswith("_max") else "minimum"
+        if name in SLO and side == "maximum":
+            return f"{SLO[name]} " + (f"{shown}× the SLO" if np.isfinite(r) else "above the SLO") + f" ({_seconds(bound)})"
         if not np.isfinite(r):
             return f"{name} {'above' if side == 'maximum' else 'below'} its configured {side} ({bound:g})"
         return f"{name} is {shown}× its configured {side} ({bound:g})"
     return f"constraint {col} violated" + (f" ({shown}× its limit)" if np.isfinite(r) else "")
+
+
+def _seconds(x: float) -> str:
+    """A latency bound in readable units: 2 s, 50 ms, 800 µs."""
+    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(x) >= f:
+            return f"{x / f:g} {u}"
+    return f"{x * 1e9:g} ns"
 
 
 def _distinct(texts: list[str]) -> list[str]:
