@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from wsemoe.analysis import addsup
-from wsemoe.config import axes, checks, yamlio
+from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
+from wsemoe.config.single import parse_sets, point_mapping
 from wsemoe.cost import serving
 from wsemoe.cost.node import params
 from wsemoe.errors import ConfigError
@@ -40,20 +41,6 @@ def sweep_config(source):
     return load_config(source)
 
 
-def parse_sets(sets: list[str]) -> dict:
-    """{path: value} from 'section.field=value' items (values parsed as YAML, e.g. 8, 0.5, er, [2, 2])."""
-    out = {}
-    for item in sets:
-        path, sep, text = str(item).partition("=")
-        path = path.strip()
-        if not sep or not path:
-            raise ConfigError("use --set section.field=value (e.g. workload.G=8) or --set model=<preset>",
-                              loc=("--set", item))
-        axes.check_path(path, ("--set", path))
-        out[path] = yamlio.loads(text, source="--set")
-    return out
-
-
 def point_config(cfg, point: int, sets: dict | None = None):
     """(one-point config, the point's values, the overrides as typed): every axis fixed at the point's value,
     then `sets` on top, validated like axis values and cross-checked like a sweep."""
@@ -77,18 +64,34 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd.Series, list]:
-    """(the point's row, [(group, column, value, unit, meaning), ...]) for one design point."""
+def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware=None, model=None):
+    """(sweep config, one-point config, the inputs to show {path: value}, the overrides as typed, notes per input):
+    point `point` of a sweep file or results folder with `sets` on top; or, without `config`, the point of
+    `hardware`, `model` and `sets` alone (the mapping a sweep file would hold, validated as one)."""
+    if config is None:
+        if hardware is None or model is None:
+            raise ConfigError("give a sweep file or results folder, or --hardware and --model", loc=("eval",))
+        parsed = parse_sets(sets or [])
+        cfg = load_config(point_mapping(hardware, model, parsed))
+        one, _, typed = point_config(cfg, 0)
+        return cfg, one, {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}, typed, {}
+    if hardware is not None or model is not None:
+        raise ConfigError("--hardware and --model make a point without a sweep file; with one, use --set "
+                          "hardware=<preset> or --set model=<preset>", loc=("eval",))
     cfg = sweep_config(config)
     one, values, typed = point_config(cfg, point, parse_sets(sets or []))
+    return cfg, one, values, typed, {c: f"[--set; the point has {values.get(c, _base_value(cfg, c))}]" for c in typed}
+
+
+def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardware=None,
+              model=None) -> tuple[pd.Series, list]:
+    """(the point's row, [(group, column, value, unit, meaning), ...]) for one design point (see `resolve`)."""
+    cfg, one, values, typed, docs = resolve(config, point, sets, hardware, model)
     row = engine.evaluate_points(one, 0, 1).iloc[0]
     rows, used = [], set()
     for c in dict.fromkeys([*values, *typed]):
         unit, doc = describe(c)
-        if c in typed:
-            was = values.get(c, _base_value(cfg, c))
-            doc = f"{doc}  [--set; the point has {was}]"
-        rows.append(("inputs", c, row[c], unit, doc))
+        rows.append(("inputs", c, row[c] if c in row else values[c], unit, f"{doc}  {docs[c]}" if c in docs else doc))
         used.add(c)
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
