@@ -1,4 +1,4 @@
-"""Commands that run the cost model: sweep, check, eval, schema, presets."""
+"""Commands that run the cost model: sweep, check, eval, new, schema, presets."""
 
 from __future__ import annotations
 
@@ -80,6 +80,26 @@ def eval_point(config: Optional[Path] = typer.Argument(None, help="sweep YAML, o
 
         return Reply().rich(tables.breakdown(rows))
     return emit(Reply(), explain.frame(rows), fmt, f"point {point}" if config else "the point", index=None)
+
+
+@command()
+def new(name: str = typer.Argument(..., help="name of the sweep (and of its results folder)"),
+        hardware: str = typer.Option(..., "--hardware", help="a hardware preset or YAML file of fields"),
+        model: str = typer.Option(..., "--model", help="a model preset, YAML file of fields, or config.json"),
+        mode: str = typer.Option("train", "--mode", help="train | prefill | decode"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="file to write (default NAME.yaml here)")) -> Reply:
+    """Write a commented starting sweep (NAME.yaml) that runs as written: every section explained, the axes
+    people sweep first in that mode; never replaces an existing file."""
+    from wsemoe.config.starter import starter_text
+    from wsemoe.errors import ResultsError
+    from wsemoe.report.output import write
+
+    path = output if output is not None else Path(f"{name}.yaml")
+    if path.exists() or path.is_symlink():
+        raise ResultsError("exists; wsemoe new never replaces a file (choose another name or -o PATH)", loc=(str(path),))
+    text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
+    write(path, text, "sweep file")
+    return Reply().text(f"wrote {path}; check it with `wsemoe check {path}`, run it with `wsemoe sweep {path}`")
 
 
 @command()
