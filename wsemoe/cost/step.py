@@ -58,7 +58,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
     c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}
-    attn, moe, dense, head = stages(hw, m, wl, mp, shape, flops, c)
+    (attn, moe, dense, head), work = stages(hw, m, wl, mp, shape, flops, c)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     co = getattr(wl, "comm_overlap", "none")
     # Under HER a dense layer dispatches nothing, so its attention needs only the home wafer's all-reduce.
@@ -73,6 +73,8 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     out = throughput(hw, m, wl, shape, flops, layers, step, c)
     out.update(_stage_columns(wl, layers, (attn, moe, dense, head)))
+    for name, w in work.items():  # each stage on the roofline: FLOPs executed against bytes on its weight path
+        out[f"{name}_hw_flops"], out[f"{name}_traffic_bytes"] = w.flops, traffic_bytes(hw, wl, w, shape.nodes)
     if "dense_allreduce_s" in c:  # HER: a dense layer all-reduces on its home wafer only
         out["dense_layer_allreduce_s"] = c["dense_allreduce_s"]
     out["per_device_moe_block_tokens_per_s"] = shape.T / (out["moe_time_s"] * shape.nodes)
@@ -192,39 +194,62 @@ def streamed_kept_bytes(hw, m, wl, shape: Shape):
     return shape.T * memory.kept_bytes_per_token_layer(m, wl)
 
 
-def _terms(hw, wl, flops_time, wbytes, kv_bytes=None, kept=0.0) -> dict:
+class Work(NamedTuple):
+    """What one stage does per layer and micro-batch, from which its roofline terms follow."""
+
+    flops: object        # FLOPs executed: forward × passes + recomputed (experts at the busiest node's load)
+    eff: object          # achieved fraction of peak of its matmuls
+    weights: object      # weight bytes per pass (streamed: over the wafer I/O; resident: read per node)
+    kv: object = None    # KV-cache bytes read per node (attention, inference)
+    kept: object = 0.0   # activation bytes streamed out and back in (kept_activations: streamed)
+
+
+def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
+    """{stage: Work} of the attention, MoE, dense-FFN and head stages."""
+    eff, P = hw.matmul_efficiency, compute.pass_factor(wl.mode)
+    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
+    imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
+    wbytes = _stage_weight_bytes(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
+    kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
+    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
+    attn, moe = flops.proj + flops.core, flops.router + flops.expert * imbalance
+    return {"attention": Work(P * attn + (full * attn + core * flops.core), eff, wbytes["attn"], kv_bytes,
+                              streamed_kept_bytes(hw, m, wl, shape)),  # the layer input is what is kept
+            "moe": Work(P * moe + full * moe, eff_exp, wbytes["moe"]),
+            "dense_ffn": Work(P * flops.dense + full * flops.dense, eff, wbytes["dense"]),
+            "head": Work(P * flops.head + full * flops.head, eff, wbytes["head"])}
+
+
+def _terms(hw, wl, w: Work, nodes) -> dict:
     """A stage's roofline terms: compute, and resident weights with the KV cache as one HBM term (they share
     one memory); streamed weights cross the wafer I/O, a resource apart from the node memory's KV reads."""
-    kv = 0.0 if kv_bytes is None else kv_bytes
+    flops_time = w.flops / (nodes * hw.node_peak_flops * w.eff)
+    kv = 0.0 if w.kv is None else w.kv
     if hw.weight_source == "resident":
-        return {"compute": flops_time, "hbm": (wbytes + kv) / hw.node_memory_bw_bytes_per_s}
-    terms = {"compute": flops_time, "weights": _io_time(hw, wl, wbytes, kept)}
-    if kv_bytes is not None:
+        return {"compute": flops_time, "hbm": (w.weights + kv) / hw.node_memory_bw_bytes_per_s}
+    terms = {"compute": flops_time, "weights": _io_time(hw, wl, w.weights, w.kept)}
+    if w.kv is not None:
         terms["memory"] = kv / hw.node_memory_bw_bytes_per_s
     return terms
 
 
-def stages(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
-    """Attention, MoE, dense-FFN and head stages, each a roofline of named terms plus its communication."""
-    n, eff = shape.nodes, hw.matmul_efficiency
-    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
-    imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
-    wbytes = _stage_weight_bytes(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, n)))
-    kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
-    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
+def traffic_bytes(hw, wl, w: Work, nodes):
+    """Bytes on a stage's weight path per layer and micro-batch (the roofline's memory side): streamed, what
+    enters over the wafer I/O (weights every pass in, kept activations back); resident, the weights and KV
+    cache a node reads, times the nodes (the busiest node's reads, as the HBM term charges them)."""
+    if hw.weight_source == "streamed":
+        return (2.0 if wl.mode == "train" else 1.0) * w.weights + w.kept
+    return (w.weights + (0.0 if w.kv is None else w.kv)) * nodes
+
+
+def stages(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> tuple[list, dict]:
+    """([attention, MoE, dense-FFN, head] stages, each a roofline of named terms plus its communication; their
+    Work)."""
+    work = stage_work(hw, m, wl, mp, shape, flops, c)
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
-    attn = Stage("attention", _terms(hw, wl, _compute_time(hw, wl, flops.proj + flops.core, n, eff,
-                                                           full * (flops.proj + flops.core) + core * flops.core),
-                                     wbytes["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input
-                 {k: phase[k] for k in STAGE_COMM["attention"] if k in phase})
-    moe = Stage("moe", _terms(hw, wl, _compute_time(hw, wl, flops.router + flops.expert * imbalance, n, eff_exp,
-                                                    full * (flops.router + flops.expert * imbalance)),
-                              wbytes["moe"]),
-                {k: phase[k] for k in STAGE_COMM["moe"] if k in phase})
-    dense = Stage("dense_ffn", _terms(hw, wl, _compute_time(hw, wl, flops.dense, n, eff, full * flops.dense),
-                                      wbytes["dense"]))
-    head = Stage("head", _terms(hw, wl, _compute_time(hw, wl, flops.head, n, eff, full * flops.head), wbytes["head"]))
-    return attn, moe, dense, head
+    built = [Stage(name, _terms(hw, wl, w, shape.nodes), {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase})
+             for name, w in work.items()]
+    return built, work
 
 
 def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> dict:

@@ -105,6 +105,10 @@ _PATTERNS = [
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
+    (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
+                                   "recompute; experts at the busiest node's load)"),
+    (r"^(\w+?)_traffic_bytes$", "bytes", "bytes on the {0} stage's weight path per layer and micro-batch (streamed: "
+                                         "in over the wafer I/O; resident: weights and KV read, busiest node × nodes)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
     (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
@@ -148,7 +152,8 @@ def manifest_columns(columns) -> dict:
 
 
 _PATTERN_NAMES = ["<stage>_time_s", "<stage>_compute_s", "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s",
-                  "<stage>_<allreduce|dispatch|combine|gradient>_s", "<stage>_reduce_s", "mem_<term>_node_bytes",
+                  "<stage>_<allreduce|dispatch|combine|gradient>_s", "<stage>_reduce_s", "<stage>_hw_flops",
+                  "<stage>_traffic_bytes", "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
 assert len(_PATTERN_NAMES) == len(_PATTERNS)  # one readable name per pattern, in order
 
