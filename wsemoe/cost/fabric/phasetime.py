@@ -46,8 +46,9 @@ def _padded(built, name: str) -> dict:
     return out
 
 
-def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
-    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`)."""
+def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> tuple[list, np.ndarray, np.ndarray]:
+    """(volume terms, volume, latency) of every step of phase `name` at every point: arrays of shape
+    `shape` + (steps,), the terms in TERMS order (`inv` maps points to `built`)."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
@@ -56,11 +57,14 @@ def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
     terms = [sigma * arr["max_link"] / col(bw0), sigma * arr["max_cross"] / col(bw1),
              sigma * arr["max_inject"] / col(hw.port_bw_bytes_per_s), sigma * arr["max_eject"] / col(hw.port_bw_bytes_per_s)]
     terms = np.broadcast_arrays(*terms)
-    step_volume = np.maximum.reduce(terms)
     reach = (arr["a"] * col(t0)[..., None] + arr["b"] * col(t1)[..., None]).max(axis=-1, initial=0.0)
-    latency = (arr["rounds"] * reach).sum(axis=-1)
-    volume = step_volume.sum(axis=-1)
-    volume, latency = np.broadcast_arrays(volume, latency)
+    return terms, np.maximum.reduce(terms), arr["rounds"] * reach
+
+
+def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
+    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`)."""
+    terms, step_volume, step_latency = step_times(hw, built, inv, shape, name, scale)
+    volume, latency = np.broadcast_arrays(step_volume.sum(axis=-1), step_latency.sum(axis=-1))
     return Timed(volume, latency, _bound(hw, terms, step_volume, volume, latency))
 
 
