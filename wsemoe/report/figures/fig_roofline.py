@@ -19,7 +19,9 @@ from wsemoe.report.figures.view import ResultsView
 STEMS = ("roofline",)
 STAGES = {"attention": "attention", "moe": "MoE (router + experts)", "dense_ffn": "dense FFN", "head": "output head"}
 TERMS = ("compute", "weights", "hbm", "memory")  # a stage's own roofline terms (communication comes after them)
-COLUMNS = tuple(f"{s}_{c}" for s in STAGES for c in ("hw_flops", "traffic_bytes", "time_s", *(f"{t}_s" for t in TERMS)))
+COLUMNS = tuple(f"{s}_{c}" for s in STAGES for c in ("hw_flops", "traffic_bytes", "time_s"))
+# a stage's own terms are read for the best design only (the hollow marker): `ResultsView.rows`
+TERM_COLUMNS = tuple(f"{s}_{t}_s" for s in STAGES for t in TERMS)
 CLAIM = ("Every stage sits under its hardware's roof: on the sloped part it is bound by its weight path (wafer I/O or "
          "node memory), on the flat part by compute; how far below the roof it sits is what it leaves unused.")
 MAX_POINTS = 300   # designs drawn per system (sampled with a fixed seed; the best always)
@@ -47,14 +49,14 @@ def placed(df: pd.DataFrame, stage: str) -> tuple[np.ndarray, np.ndarray, np.nda
     flops = df[f"{stage}_hw_flops"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         ai = flops / df[f"{stage}_traffic_bytes"].to_numpy(dtype=float)
-        core = np.nanmax(np.stack([df[f"{stage}_{t}_s"].to_numpy(dtype=float) for t in TERMS
-                                   if f"{stage}_{t}_s" in df]), axis=0)
+        terms = [df[f"{stage}_{t}_s"].to_numpy(dtype=float) for t in TERMS if f"{stage}_{t}_s" in df]
+        core = np.nanmax(np.stack(terms), axis=0) if terms else np.full(len(df), np.nan)
         return ai, flops / df[f"{stage}_time_s"].to_numpy(dtype=float), flops / core
 
 
 def roofline(r: ResultsView) -> Figure | None:
     """One panel per hardware: sampled feasible designs' stages, the best design's stages marked and named."""
-    if not all(c in r.points for c in COLUMNS if c.endswith(("hw_flops", "traffic_bytes", "time_s"))):
+    if not all(c in r.points for c in COLUMNS):
         return None
     systems = _systems(r)[:MAX_PANELS]
     if not systems:
@@ -103,6 +105,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> set:
     """Draw one system's roof and stages, titled with what its best design shows; return the stages drawn."""
     peak, eff, bw, path = roof(hw)
     best = df.loc[df[r.metric].idxmax()] if r.metric in df else df.iloc[0]
+    best = pd.concat([best, r.rows([best.name], list(TERM_COLUMNS)).iloc[0]])
     shown = df.sample(MAX_POINTS, random_state=0) if len(df) > MAX_POINTS else df
     ais, parts, drawn = [], [], set()
     for i, stage in enumerate(STAGES):
