@@ -106,7 +106,7 @@ _PATTERNS = [
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
     (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
-                                   "recompute; experts at the busiest node's load)"),
+                                   "recompute; the MoE stage's experts at the busiest node's load)"),
     (r"^(\w+?)_traffic_bytes$", "bytes", "bytes on the {0} stage's weight path per layer and micro-batch (streamed: "
                                          "in over the wafer I/O; resident: weights and KV read, busiest node × nodes)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
