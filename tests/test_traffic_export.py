@@ -151,7 +151,6 @@ def test_a_huge_mesh_exports_without_an_n_by_n_matrix(tmp_path, monkeypatch):
         monkeypatch.setattr(cls, "dense", no_matrix)
     cfg = {**BASE, "name": "huge", "hardware": {"preset": "wsc-b200-8x8", "rows": 64, "cols": 64},
            "workload": {**BASE["workload"], "B": 4}, "mapping": {"tp": 4, "strategy": "er", "token_source": "slice"}}
-    monkeypatch.setattr("wsemoe.analysis.traffic_export.LIST_MAX_TRANSFERS", 1 << 20)
     pt = point_traffic(cfg)
     export_traffic(pt, tmp_path / "out")
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())

@@ -20,7 +20,6 @@ from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine
 from wsemoe.sweep.outputs import config_namespaces
 
-LIST_MAX_TRANSFERS = 1 << 24   # an all-to-all with more pairs than this is exported factored, not listed
 
 
 @dataclass
@@ -86,10 +85,9 @@ def _steps(hw, s: structure.Structure, name: str, scale: float, combine_routing:
 
 
 def listable(pattern) -> bool:
-    """Whether a pattern's transfers are few enough to list (a factored all-to-all may not be)."""
-    if isinstance(pattern, patterns.Outer):
-        return pattern.n * pattern.n <= LIST_MAX_TRANSFERS
-    return True
+    """Whether a pattern's transfers are listed: an all-to-all on more nodes than structures evaluate as N×N
+    matrices is exported by its factors (listing it would build that matrix)."""
+    return not isinstance(pattern, patterns.Outer) or pattern.n <= structure.DENSE_MAX_NODES
 
 
 def transfer_chunks(pattern):
