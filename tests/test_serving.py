@@ -124,7 +124,8 @@ def test_slo_constraints_read_as_slos(mesh):
              "mem": max(row["g_mem_attn"], row["g_mem_moe"], row["g_mem_prefill"])}
         worst = max(g, key=g.get)
         if worst == "tpot":
-            assert row["infeasible_reason"] == f"TPOT {_shown(row['tpot_s'] / tpot_slo)}× the SLO ({tpot_slo * 1e3:g} ms)"
+            ratio = _shown(row["tpot_s"] / tpot_slo)
+            assert row["infeasible_reason"] == f"TPOT {ratio}× the SLO ({tpot_slo * 1e3:g} ms)"
         elif worst == "ttft":
             assert row["infeasible_reason"] == f"TTFT {_shown(row['ttft_s'] / ttft_slo)}× the SLO (1 s)"
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from wsemoe.version import __version__
 
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
-           "load_model", "point_config", "parameter_counts", "check_invariants", "sensitivity", "calibrate", "query", "explain",
-           "compare", "plot", "write_report", "list_results", "config_schema"]
+           "load_model", "parameter_counts", "check_invariants", "sensitivity", "calibrate", "query", "explain",
+           "compare", "plot", "write_report", "list_results", "config_schema",
+           "point_config"]
 
 
 def evaluate(config, **kwargs):

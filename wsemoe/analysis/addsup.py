@@ -144,7 +144,8 @@ def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str,
         out.append(("tpot_s", row["tpot_s"], "s", f"one decode step {_t(step)}: every one of the {seqs:,.0f} "
                     f"sequences gets its next token {_check(step, _get(row, 'tpot_s'))}"))
         out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s",
-                    f"1 / {_t(step)} = {1 / step:,.6g} tokens/s {_check(1 / step, _get(row, 'tokens_per_s_per_user'))}"))
+                    f"1 / {_t(step)} = {1 / step:,.6g} tokens/s "
+                    f"{_check(1 / step, _get(row, 'tokens_per_s_per_user'))}"))
     if first is None or "ttft_s" not in row:
         return out
     for name, value, unit, text in steps(first, layers, moe_layers, overlap, comm_overlap, nodes, peak_flops):
