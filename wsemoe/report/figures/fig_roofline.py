@@ -58,7 +58,8 @@ def roofline(r: ResultsView) -> Figure | None:
     """One panel per hardware: sampled feasible designs' stages, the best design's stages marked and named."""
     if not all(c in r.points for c in COLUMNS):
         return None
-    systems = _systems(r)[:MAX_PANELS]
+    every = _systems(r)
+    systems = every[:MAX_PANELS]
     if not systems:
         return None
     fig = Figure(figsize=(max(SINGLE[0], 5.2 * len(systems)), SINGLE[1] + 1.4), layout="constrained")
@@ -75,7 +76,8 @@ def roofline(r: ResultsView) -> Figure | None:
                        label="best design, without its communication")]
     fig.legend(handles=handles, loc="outside lower center", ncol=2 if len(systems) == 1 else 3, frameon=False)
     title = (f"{r.name}: each stage under its hardware's roof (one layer, one micro-batch; small dots: designs, "
-             f"large: the best by {name(r.metric)})")
+             f"large: the best by {name(r.metric)}"
+             + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
     )
     return fig
