@@ -1,5 +1,6 @@
-"""Roofline per stage: the FLOPs and bytes columns are the numerators of the stage's own terms, so every stage of
-every point sits under its hardware's roof; the figure draws that, labelled, for each hardware of the results."""
+"""Roofline per stage: the FLOPs and bytes columns are the numerators of the stage's own terms and the roof column is
+its FLOPs' rate at their formats' peaks, so every stage of every point sits under its own roof; the figure draws
+that, labelled, for each hardware of the results."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 import wsemoe
+from wsemoe.cost.node import compute
 from wsemoe.report.figures import fig_roofline
 from wsemoe.report.figures.plots import FAMILIES, plot_results
 from wsemoe.report.figures.view import ResultsView
@@ -20,7 +22,8 @@ STREAMED = {"name": "rs", "hardware": "cs2", "model": "qwen3-30b-a3b",
 RESIDENT = {"name": "rr", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
             "workload": {"mode": "decode", "seq_len": 4096},
             "balance": {"distribution": "zipf", "zipf_s": 0.8, "balancer": "replicate", "spare_slots": 1},
-            "axes": {"workload.B": [1, 16, 256], "mapping.tp": [4, 8], "hardware": ["wsc-b200-8x8", "nvl72"]}}
+            "axes": {"workload.B": [1, 16, 256], "mapping.tp": [4, 8], "hardware": ["wsc-b200-8x8", "nvl72"],
+                     "workload.expert_weight_format": ["bf16", "fp4"]}}
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +37,15 @@ def _nodes(hw: str) -> int:
 
 
 def test_flops_and_bytes_are_what_the_terms_charge(frames):
-    """compute term = hw FLOPs / (nodes · peak · efficiency); the weight-path term = bytes / bandwidth."""
+    """compute term = hw FLOPs / (roof · efficiency), the roof nodes · peak (16-bit: cs2 has no other); the
+    weight-path term = bytes / bandwidth."""
     df = frames["streamed"]
     hw = wsemoe.load_hardware("cs2")
     n = _nodes("cs2")
     for stage in STAGES:
-        eff = df["expert_efficiency"] if stage == "moe" else hw.matmul_efficiency
-        assert np.allclose(df[f"{stage}_compute_s"], df[f"{stage}_hw_flops"] / (n * hw.node_peak_flops * eff),
+        eff = df["expert_efficiency"] if stage == "moe" else hw.matmul_efficiency   # qwen3: no shared experts
+        assert np.allclose(df[f"{stage}_roof_flops"], n * hw.node_peak_flops, rtol=1e-15)
+        assert np.allclose(df[f"{stage}_compute_s"], df[f"{stage}_hw_flops"] / (df[f"{stage}_roof_flops"] * eff),
                            rtol=1e-12)
     prefill = df[df["workload.mode"] == "prefill"]   # inference streams each stage's weights in once
     for stage in STAGES:
@@ -66,26 +71,65 @@ def test_hw_flops_by_hand():
     assert np.allclose(pre["moe_hw_flops"], pre["router_flops"] + pre["expert_flops"], rtol=1e-13)
 
 
+def test_mixed_formats_by_hand():
+    """nvl72 (per GPU: bf16 2.25e15, fp8 4.5e15, fp4 9e15 FLOP/s; 72 GPUs), decode, fp8 attention weights, fp4
+    experts. Attention runs its projections at fp8 and its core at bf16: compute = proj/(72·4.5e15·eff) +
+    core/(72·2.25e15·eff), and its roof is the rate of those FLOPs at the two peaks, 72·(proj + core) /
+    (proj/4.5e15 + core/2.25e15), strictly between the two peaks. MoE: router bf16 and routed experts fp4 at the
+    expert efficiency, the shared expert fp8 at the matmul efficiency. One-format stages sit at their format's peak:
+    dense FFN 72·4.5e15, head 72·2.25e15."""
+    cfg = {"name": "mix", "hardware": "nvl72", "model": "deepseek-v3", "mapping": {"tp": 8},
+           "workload": {"mode": "decode", "seq_len": 4096, "B": 64, "attn_weight_format": "fp8",
+                        "expert_weight_format": "fp4"}}
+    r = wsemoe.evaluate(cfg).iloc[0]
+    n, p16, p8, p4, eff = 72, 2.25e15, 4.5e15, 9e15, wsemoe.load_hardware("nvl72").matmul_efficiency
+    proj, core = r["attn_proj_flops"], r["attn_core_flops"]
+    assert r["attention_hw_flops"] == pytest.approx(proj + core, rel=1e-13)
+    assert r["attention_roof_flops"] == pytest.approx(n * (proj + core) / (proj / p8 + core / p16), rel=1e-13)
+    assert r["attention_compute_s"] == pytest.approx(proj / (n * p8 * eff) + core / (n * p16 * eff), rel=1e-13)
+    assert n * p16 < r["attention_roof_flops"] < n * p8
+    shared = compute.shared_expert_flops(wsemoe.load_model("deepseek-v3"), r["tokens_per_microbatch"])
+    routed = (r["expert_flops"] - shared) * r["expert_imbalance"]
+    router, eff_exp = r["router_flops"], r["expert_efficiency"]
+    assert r["moe_hw_flops"] == pytest.approx(router + routed + shared, rel=1e-13)
+    assert r["moe_roof_flops"] == pytest.approx(n * (router + routed + shared) / (router / p16 + routed / p4
+                                                                                   + shared / p8), rel=1e-13)
+    assert r["moe_compute_s"] == pytest.approx((router / p16 + routed / p4) / (n * eff_exp) + shared / (n * p8 * eff),
+                                               rel=1e-13)
+    assert r["dense_ffn_roof_flops"] == pytest.approx(n * p8, rel=1e-15)
+    assert r["head_roof_flops"] == pytest.approx(n * p16, rel=1e-15)
+    for stage in STAGES:   # the compute term never beats the roof: every efficiency is at most 1
+        assert r[f"{stage}_compute_s"] >= r[f"{stage}_hw_flops"] / r[f"{stage}_roof_flops"]
+
+
 @pytest.mark.parametrize("space", ["streamed", "resident"])
 def test_every_stage_sits_under_its_roof(frames, space):
     df = frames[space]
     groups = df.groupby("hardware") if "hardware" in df else [(STREAMED["hardware"], df)]
     for hw_name, sub in groups:
-        peak, eff, bw, _ = fig_roofline.roof(wsemoe.load_hardware(hw_name).model_dump())
+        spec = wsemoe.load_hardware(hw_name)
+        peak, eff, bw, _ = fig_roofline.roof(spec.model_dump())
+        top = _nodes(hw_name) * max(spec.node_peak_flops, spec.node_peak_flops_fp8 or 0, spec.node_peak_flops_fp4 or 0)
         for stage in STAGES:
-            ai, run, core = (x[sub[f"{stage}_hw_flops"].to_numpy() > 0] for x in fig_roofline.placed(sub, stage))
+            ai, run, core, roof = (x[sub[f"{stage}_hw_flops"].to_numpy() > 0] for x in fig_roofline.placed(sub, stage))
             if stage != "dense_ffn":   # qwen3-30b-a3b (the streamed space) has no dense FFN: 0 FLOPs there
                 assert len(ai) == len(sub)
-            ceiling = np.minimum(peak, ai * bw)
+            ceiling = np.minimum(roof, ai * bw)
             assert (run <= ceiling * (1 + 1e-9)).all() and (core <= ceiling * (1 + 1e-9)).all(), (hw_name, stage)
             assert (core >= run * (1 - 1e-12)).all()   # communication only ever lowers what a stage attains
-            # compute-side stages never beat peak × efficiency (their compute term is at that rate)
-            assert (run <= peak * eff * (1 + 1e-9)).all()
+            # a stage's roof lies between the 16-bit peak and the hardware's fastest format; its compute term is at
+            # most efficiency × roof (matmul efficiency is the largest any part runs at)
+            assert (roof >= peak * (1 - 1e-12)).all() and (roof <= top * (1 + 1e-12)).all()
+            assert (run <= roof * eff * (1 + 1e-9)).all()
+    if space == "resident":   # fp4 experts raise the MoE roof above the 16-bit peak
+        fp4 = df[df["workload.expert_weight_format"] == "fp4"]
+        assert (fp4["moe_roof_flops"] > fp4["attention_roof_flops"] * 1.5).all()
 
 
 def test_columns_are_documented(frames):
     for stage in STAGES:
-        for col, unit in ((f"{stage}_hw_flops", "FLOP"), (f"{stage}_traffic_bytes", "bytes")):
+        for col, unit in ((f"{stage}_hw_flops", "FLOP"), (f"{stage}_traffic_bytes", "bytes"),
+                          (f"{stage}_roof_flops", "FLOP/s")):
             assert col in frames["resident"] and documented(col) and describe(col)[0] == unit
 
 
@@ -102,7 +146,8 @@ def test_figure_registered_and_written(plotted):
     svg = (path / "plots" / "roofline.svg").read_text()
     for text in ("arithmetic intensity (FLOP per byte on the weight path)", "attained (FLOP/s, all nodes)",
                  "wsc-b200-8x8: peak", "nvl72: peak", "of its roof", "MoE (router + experts)",
-                 "best design, without its communication", "ridge"):
+                 "best design, without its communication", "ridge", "(16-bit)",
+                 "16-bit peak (fp8/fp4 matmuls raise their stage"):
         assert text in svg, text
 
 
@@ -112,7 +157,7 @@ def test_figure_claims_follow_the_data(plotted):
     view = ResultsView.load(path, fig_roofline.COLUMNS)
     feas = view.feasible[view.feasible["hardware"] == "nvl72"]
     best = feas.loc[feas[view.metric].idxmax()]
-    peak, _, bw, _ = fig_roofline.roof(view.sections(best.to_dict())["hardware"])
-    ai, run, _ = (float(x[0]) for x in fig_roofline.placed(best.to_frame().T, "moe"))
-    share = f"MoE {100 * run / min(peak, ai * bw):.0f}%"
+    _, _, bw, _ = fig_roofline.roof(view.sections(best.to_dict())["hardware"])
+    ai, run, _, roof = (float(x[0]) for x in fig_roofline.placed(best.to_frame().T, "moe"))
+    share = f"MoE {100 * run / min(roof, ai * bw):.0f}%"
     assert share in (path / "plots" / "roofline.svg").read_text()

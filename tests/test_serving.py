@@ -50,6 +50,25 @@ def test_ttft_is_the_prefill_of_the_batch_at_the_prompt_length(mesh):
     assert np.allclose(mesh["g_mem_prefill"], ref["mem_peak_node_bytes"] / ref["mem_capacity_node_bytes"] - 1)
 
 
+def test_ttft_carries_the_fixed_latencies():
+    """TTFT is the same step model, so kernel launches and each collective call's software latency are in it:
+    zeroing them lowers it by exactly what the prefill's own columns charge, Lm × (attention and MoE launches +
+    all-reduce, dispatch, combine and reduce latencies) + (L − Lm) × (attention and dense-FFN launches + all-reduce
+    latency) + the head's launches (communication follows the core here, so they add)."""
+    cfg = {**MESH, "axes": {"workload.B": [1, 8], "mapping.tp": [4, 16]}}
+    zero = {**cfg, "hardware": {"preset": "wsc-b200-8x8", "kernel_launch_s": 0.0, "collective_latency_s": 0.0,
+                                "alltoall_latency_s": 0.0}}
+    dec, bare = wsemoe.evaluate(cfg), wsemoe.evaluate(zero)
+    pre = wsemoe.evaluate(_with({**cfg, "name": "prefill"}, mode="prefill", seq_len=2048, prompt_len=None))
+    m = wsemoe.load_model("deepseek-v3")
+    L, Lm = m.num_hidden_layers, m.num_hidden_layers - m.first_k_dense_replace
+    moe = pre["attention_launch_s"] + pre["moe_launch_s"] + sum(pre[f"{p}_fixed_s"] for p in
+                                                                ("allreduce", "dispatch", "combine", "reduce"))
+    dense = pre["attention_launch_s"] + pre["dense_ffn_launch_s"] + pre["allreduce_fixed_s"]
+    expect = Lm * moe + (L - Lm) * dense + pre["head_launch_s"]
+    assert (expect > 0).all() and np.allclose(dec["ttft_s"] - bare["ttft_s"], expect, rtol=1e-9)
+
+
 def test_ttft_takes_the_decode_batch_from_tokens_per_device():
     """With tokens_per_device the decode B is tokens_per_device·tp/G; the prefill runs those very prompts."""
     cfg = {**MESH, "workload": {"mode": "decode", "seq_len": 4096, "prompt_len": 512},
@@ -172,3 +191,4 @@ def test_show_filters_on_an_slo_and_eval_breaks_ttft_down(runner, tmp_path):
     serving = {n: text for g, n, _, _, text in rows if g.startswith("serving")}
     assert {"tpot_s", "tokens_per_s_per_user", "ttft_s", "g_mem_prefill", "prefill moe_layer_time_s"} <= set(serving)
     assert all(text.endswith("✓") for text in serving.values()), serving
+    assert "kernel launches" in serving["prefill moe_layer_time_s"]   # the prefill charges the fixed latencies too

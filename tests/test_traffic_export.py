@@ -72,9 +72,12 @@ def test_link_loads_are_the_models(exported):
         assert np.allclose(mine.to_numpy(), model, rtol=1e-12, atol=1e-9 * max(model.max(), 1)), name
         assert mine.max() == pytest.approx(pt.row[f"{name}_max_link_bytes"], rel=1e-12)
         assert phase["model_max_link_bytes"] == pytest.approx(pt.row[f"{name}_max_link_bytes"], rel=1e-12)
-        # the model's phase time is its steps' volume + latency, once per occurrence
+        # the model's phase time is its steps' volume + latency and one call's software latency, per occurrence
         steps = sum(s["model_volume_s"] + s["model_latency_s"] for s in phase["steps"])
-        assert steps * phase["occurrences_per_layer"] == pytest.approx(pt.row[COLUMN[name]], rel=1e-12)
+        once = steps + phase["model_software_latency_s"]
+        call = pt.hardware["alltoall_latency_s" if name in ("dispatch", "combine") else "collective_latency_s"]
+        assert phase["model_software_latency_s"] == pytest.approx(call, rel=1e-12)   # every phase here moves data
+        assert once * phase["occurrences_per_layer"] == pytest.approx(pt.row[COLUMN[name]], rel=1e-12)
 
 
 def test_a_walk_of_the_transfers_gives_the_link_loads(exported):

@@ -17,15 +17,23 @@ from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
 from wsemoe.cost import serving
 from wsemoe.cost.node import params
+from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space, store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
 
 SERVING = "serving: time per output token, and time to first token as a prefill of the batch's prompts"
+PRECISION = "precision (formats: bytes per value; peak per node each runs at)"
+FORMATS = ("attn_weight_format", "expert_weight_format", "kv_format")
+ROOFLINE = ("_hw_flops", "_traffic_bytes", "_roof_flops")   # each stage on the roofline (fig_roofline)
+
 GROUPS = [
     ("throughput", lambda c: c in ("tokens_per_s", "sequences_per_s", "bound", "feasible", "infeasible_reason")
      or c.startswith("speedup_vs_")),
+    (PRECISION, lambda c: c.endswith("_peak_flops")),
+    ("roofline per stage (executed FLOPs, weight-path bytes, compute roof; one layer, one micro-batch)",
+     lambda c: c.endswith(ROOFLINE)),
     ("flops (forward, one layer, one micro-batch)", lambda c: c.endswith("_flops") or c == "model_flops_per_step"),
     ("time per layer (s)", lambda c: describe(c)[0] == "s"),
     ("memory per node", lambda c: c.startswith("mem_")),
@@ -97,7 +105,7 @@ def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardwa
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
     wafers = getattr(hw, "wafers", None) or (1, 1)
     shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
-             hw.rows * hw.cols * wafers[0] * wafers[1], hw.node_peak_flops)
+             hw.rows * hw.cols * wafers[0] * wafers[1])
     title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
              + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
     first = None
@@ -110,10 +118,25 @@ def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardwa
             rows.append((group, name, value, unit, text))
             used.add(name)
     for title, pick in GROUPS:
+        if title == PRECISION:
+            rows += _formats(wl, used)
         rows += [(title, c, row[c], *describe(c)) for c in row.index if c not in used and pick(c)]
         used |= {c for c in row.index if pick(c)}
     rows += [("other", c, row[c], *describe(c)) for c in row.index if c not in used]
     return row, rows
+
+
+def _formats(wl, used: set) -> list:
+    """The workload's number formats with their bytes (those not already shown as inputs)."""
+    out = []
+    for f in FORMATS:
+        path = f"workload.{f}"
+        if path not in used:
+            fmt = getattr(wl, f, "bf16")
+            unit, doc = describe(path)
+            b = BYTES[fmt]
+            out.append((PRECISION, path, fmt, unit, f"{doc}  [{b:g} byte{'' if b == 1 else 's'} per value]"))
+    return out
 
 
 def _base_value(cfg, path: str):

@@ -150,11 +150,11 @@ def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
 
 
 def run(config, out_root="results", hardware=None, method="sobol", samples=10_000, seed=1, unknowns_file=None,
-        only=(), on_progress=None) -> tuple[Sensitivity, Path]:
+        only=(), on_progress=None, prepared=None) -> tuple[Sensitivity, Path]:
     """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it."""
     from wsemoe.sweep.run import run_sweep
 
-    prepared = prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    prepared = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
     res = run_sweep(prepared[0].cfg, out_root=out_root)
     result = analyse(res.config, hardware, method, samples, seed, on_progress=on_progress, prepared=prepared)
     return result, write(result, res.path)

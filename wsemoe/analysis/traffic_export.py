@@ -79,9 +79,9 @@ def _steps(hw, s: structure.Structure, name: str, scale: float, combine_routing:
     """The steps of phase `name`, with the model's per-step times at this scale."""
     routing = "reverse" if name == "combine" and combine_routing == "reverse" else "xy"
     built = structure.phase_steps(s, name)
-    _, volume, latency = phasetime.step_times(hw, [s], np.zeros(1, dtype=np.intp), (1,), name, scale)
+    times = phasetime.step_times(hw, [s], np.zeros(1, dtype=np.intp), (1,), name, scale)
     return [PhaseStep(name, k, int(st.rounds), st.pattern, scale, routing, st.pattern.loads(s.layout, routing),
-                      float(volume[0, k]), float(latency[0, k])) for k, st in enumerate(built)]
+                      float(times.volume[0, k]), float(times.latency[0, k])) for k, st in enumerate(built)]
 
 
 def listable(pattern) -> bool:

@@ -22,8 +22,11 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
           workers: int = typer.Option(1, "--workers", "-j", min=1, help="local worker processes"),
           scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (needs the wsemoe[dask] extra)"),
           chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="points per chunk (memory bound)"),
-          quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the results path")) -> Reply:
-    """Evaluate every design point of CONFIG and write results/<name>/."""
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the results path"),
+          with_readings: bool = typer.Option(True, "--readings/--no-readings",
+                                             help="with a comparison: also evaluate it under every combination of the readings (when cheap)")) -> Reply:
+    """Evaluate every design point of CONFIG and write results/<name>/ (with a comparison, also its robustness
+    over the readings when that costs at most a few million point evaluations)."""
     from wsemoe.report.terminal import progress
     from wsemoe.sweep.run import run_sweep
 
@@ -36,14 +39,21 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     else:
         res = run_sweep(config, **kwargs)
     reply = Reply()
+    note = ""
+    if with_readings:
+        from wsemoe.analysis.readings import refresh
+
+        note = refresh(res.config, res.path)
     if quiet:
         return reply.text(str(res.path))
     if res.status == "up to date":
-        return reply.text(f"{res.config.name}: up to date ({res.path}); use --force to re-run")
+        return reply.text(f"{res.config.name}: up to date ({res.path}); use --force to re-run" + (f"; {note}" if note else ""))
     man = res.manifest
     if resume:
         reply.text(f"resumed: reused {man['chunks_reused']:,} of {man['chunks']:,} chunks "
                    f"({man['points_reused']:,} of {man['points']:,} points), evaluated the rest")
+    if note and not note.startswith("readings:"):
+        reply.text(note)
     return folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
 
 

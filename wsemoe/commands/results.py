@@ -58,8 +58,10 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
 def compare(folders: List[Path] = typer.Argument(..., help="two or more results folders"),
             metric: Optional[str] = typer.Option(None, "--metric", "-m", help="what 'best' means: column[:max|min] (default: the first folder's first objective)"),
             fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
-            plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file")) -> Reply:
-    """Results folders side by side: the best point of each per common group, ratios, and what binds."""
+            plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file"),
+            with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also say how the ratios move over every combination of the readings (when cheap)")) -> Reply:
+    """Results folders side by side: the best point of each per common group, ratios, and what binds; and how
+    robust each ratio is over the readings (its range, what flips it, what it hinges on)."""
     from wsemoe.analysis.crossrun import compare as compare_runs
     from wsemoe.report.terminal.texts import comparison_view
 
@@ -67,6 +69,18 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
+    if with_readings:
+        from wsemoe.analysis import readings as rd
+        from wsemoe.analysis import robustness
+
+        found = rd.evaluate_folders(folders, cmp)
+        lines = [found] if isinstance(found, str) else [
+            line for lab in cmp.labels[1:] for line in robustness.statement(found, quantity=f"{lab}/{cmp.labels[0]}:{cmp.metric}")]
+        for line in lines:
+            if fmt == "table":
+                reply.rich(line, markup=False, highlight=False)
+            else:
+                reply.text(line, err=True)
     if plot_to is not None:
         from wsemoe.report import output
         from wsemoe.report.figures import compareplot

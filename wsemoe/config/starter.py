@@ -32,6 +32,9 @@ workload:
   seq_len: 8192               # sequence length S, tokens
   recompute: full             # activations kept for backward: none | selective | full (layer inputs only)
   attn_kernel: materialized   # attention scores held as S×S per head (materialized) or tiled (flash)
+  # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
+  # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
+  # expert_weight_format: fp4 # routed experts
 """,
     "prefill": """\
 # What runs: the prefill of G·B prompts of seq_len tokens per attention group, in G attention tiles of B
@@ -40,6 +43,9 @@ workload:
   mode: prefill
   seq_len: 4096               # prompt length S, tokens (swept below)
   attn_kernel: flash          # attention scores tiled (flash) or held as S×S per head (materialized)
+  # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
+  # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
+  # expert_weight_format: fp4 # routed experts
 """,
     "decode": """\
 # What runs: one decode step of G·B sequences per attention group, each with a context of seq_len tokens in
@@ -50,6 +56,9 @@ workload:
   mode: decode
   seq_len: 4096               # context length, tokens (it holds the prompt)
   prompt_len: 1024            # prompt length behind ttft_s, tokens
+  # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
+  # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
+  # expert_weight_format: fp4 # routed experts
 """,
 }
 

@@ -37,6 +37,16 @@ class StructuralKey(NamedTuple):
     skew_devices: int | None = None
 
 
+def software_latency(hw, phase: str):
+    """Fixed software latency of one call of `phase` (s): dispatch and combine are expert-parallel all-to-all
+    kernels (alltoall_latency_s, unset: collective_latency_s); the rest are all-reduce-type collectives."""
+    coll = getattr(hw, "collective_latency_s", 0.0)
+    if phase in ("dispatch", "combine"):
+        a2a = getattr(hw, "alltoall_latency_s", None)
+        return coll if a2a is None else a2a
+    return coll
+
+
 def _number(x) -> np.ndarray:
     """A field as float64 (None, an unset optional, becomes NaN)."""
     return np.asarray(np.nan if x is None else x, dtype=float)
@@ -160,10 +170,11 @@ class CommModel:
         out, windows = {}, {}
         layers = params.moe_layers(self.m)
         for name, scale in scales.items():
-            timed = phasetime.phase(self.hw, built, inv, shape, name, scale)
+            timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name))
             reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once
+            out[f"{name}_fixed_s"] = reps * timed.fixed
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
             out[f"{name}_max_link_bytes"] = unit * scale

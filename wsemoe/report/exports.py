@@ -161,6 +161,8 @@ def _metadata(pt: PointTraffic, steps: dict, flit: int, packet: int, links: pd.D
                        "routing": next(x.routing for x in pt.steps if x.phase == name).replace("reverse", "yx"),
                        "occurrences_per_layer": pt.repeats[name],
                        "model_column": col, "model_seconds_per_layer": row.get(col),
+                       # the fixed software latency of one call, charged after its steps (0 when it moves nothing)
+                       "model_software_latency_s": (row.get(f"{name}_fixed_s") or 0.0) / pt.repeats[name],
                        "model_max_link_bytes": row.get(f"{name}_max_link_bytes"), "steps": st})
     R, C = pt.layout.grid
     return {
@@ -173,7 +175,8 @@ def _metadata(pt: PointTraffic, steps: dict, flit: int, packet: int, links: pd.D
         "links": {"E": "(r, c) -> (r, c+1)", "W": "(r, c+1) -> (r, c)", "S": "(r, c) -> (r+1, c)",
                   "N": "(r+1, c) -> (r, c)", "link_class": {"0": "on-wafer link", "1": "link across a wafer edge"}},
         "hardware": {k: hw.get(k) for k in ("name", "link_bw_bytes_per_s", "inter_wafer_link_bw_bytes_per_s",
-                                            "port_bw_bytes_per_s", "hop_latency_s", "inter_wafer_hop_latency_s")},
+                                            "port_bw_bytes_per_s", "hop_latency_s", "inter_wafer_hop_latency_s",
+                                            "collective_latency_s", "alltoall_latency_s")},
         "booksim": {"flit_bytes": flit, "packet_flits": packet, "packet_sizes": [packet, *range(1, packet)],
                     "cycle_s": cycle, "hop_latency_cycles": float(hw["hop_latency_s"]) / cycle, "topology": f"mesh, k = {C}" + ("" if R == C else f" by {R} (not square)"),
                     "routing": "dimension order, x (columns, dimension 0) first: the model's XY",

@@ -22,7 +22,7 @@ from wsemoe.errors import ResultsError
 FORMAT = "wsemoe-results/2"
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
 # Everything wsemoe itself writes into a results folder; anything else there belongs to the user.
-KNOWN_ENTRIES = frozenset({*FILES, "comparison.csv", "plots", "report.html", "sensitivity"})
+KNOWN_ENTRIES = frozenset({*FILES, "comparison.csv", "plots", "report.html", "sensitivity", "readings"})
 DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "pymoo", "moocore",
                 "dask", "distributed")
 PART_RE = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")

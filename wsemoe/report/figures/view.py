@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wsemoe.analysis import readings
 from wsemoe.analysis import sensitivity as sens
 from wsemoe.config import yamlio
 from wsemoe.config.loader import load_config
@@ -30,9 +31,10 @@ class ResultsView:
     extra keys), with what several figures need derived once."""
 
     def __init__(self, name: str, manifest: dict, points: pd.DataFrame, pareto: pd.DataFrame,
-                 comparison: pd.DataFrame | None, cfg: dict, sensitivity=None):
+                 comparison: pd.DataFrame | None, cfg: dict, sensitivity=None, readings=None):
         self.name, self.points, self.pareto, self.comparison, self.cfg = name, points, pareto, comparison, cfg
         self.sensitivity = sensitivity  # analysis.sensitivity.Sensitivity of these very points, or None
+        self.readings = readings  # analysis.readings.Readings of this very sweep, or None
         self.path, self.manifest = None, manifest  # set by `load`: `rows` reads further columns of a few points
         self.axes = [a for a in manifest.get("axes", cfg.get("axes", {})) if a in points]
         self.objectives = manifest.get("objectives", {})
@@ -67,7 +69,7 @@ class ResultsView:
             except Exception as exc:  # pandas raises many types for damaged files
                 raise ResultsError(f"cannot read comparison.csv: {type(exc).__name__}", loc=(str(path),)) from None
         view = cls(man.get("name", path.name), man, points, pareto, comparison, _config(path),
-                   sens.load(path, man.get("config_hash")))
+                   sens.load(path, man.get("config_hash")), readings.load(path, man.get("config_hash")))
         view.path = path
         return view
 
