@@ -69,7 +69,9 @@ def point_config(cfg, point: int, sets: dict | None = None):
 
 
 def _plain(v):
-    return v.item() if hasattr(v, "item") else v
+    """A Python value; NaN (an unset optional in a numeric column, e.g. a zip's null) as None."""
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and v != v else v
 
 
 def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware=None, model=None):
