@@ -178,3 +178,41 @@ def test_what_does_not_fit_says_so():
 def test_program_rectangle_pes():
     assert float(regions.wafer_pes(presets.load_hardware("cs3").pe)) == 1170 * 755
     assert fabric.program_rectangle(presets.load_hardware("cs2").pe) == (994, 750)
+
+
+GOLDEN = [   # (model, wafers, B, placement) -> tokens/s per user, TTFT (1,024-token prompt), wafers, bound
+    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1312.789055264689, 0.00884979972987013, 16.0, "op overhead")),
+    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1197.0601811189933, 0.01590041443342744, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", None, 4.0, "blocked"), (1097.3603371238105, 0.024951889514458876, 2.0, "link bandwidth")),
+]
+
+
+@pytest.mark.parametrize("point,expected", GOLDEN)
+def test_golden_serving_points(point, expected):
+    # Pinned outputs of the whole model (context 8,192 on cs3): any change to a formula, a preset or a layout
+    # rule moves them and must be explained (the Cerebras validate rows pin the dense models likewise).
+    model, wafers, batch, placement = point
+    m = NS(**presets.load_model(model).model_dump())
+    wl = workload(B=batch, seq_len=8192.0, prompt_len=1024)
+    mp = NS(**{**MappingSpec().model_dump(), "pe_placement": placement})
+    out = serving.evaluate(cs3_sram(pipeline_wafers=wafers), m, wl, mp, NS(**BalanceSpec().model_dump()))
+    per_user, ttft, used, bound = expected
+    assert float(out["tokens_per_s_per_user"]) == pytest.approx(per_user, rel=1e-9)
+    assert float(out["ttft_s"]) == pytest.approx(ttft, rel=1e-9)
+    assert float(out["wafers"]) == used and str(out["bound"]) == bound
+
+
+def test_the_capacity_invariant_can_fail(monkeypatch):
+    # A model that always fills the wafer (no denser candidate layouts) gets slower with more PEs where spreading
+    # hurts: the invariant must say so. Qwen3-30B-A3B on 48 wafers: its regions already spread ~10×.
+    from wsemoe.analysis.cases import Case
+    from wsemoe.analysis.invariants import REGISTRY
+    from wsemoe.config.loader import load_config
+
+    cfg = load_config({"name": "spread", "hardware": {"preset": "cs3", "weight_source": "sram"},
+                       "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 8192},
+                       "axes": {"hardware.pipeline_wafers": [16, 48], "workload.B": [1, 4]}})
+    assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "pass"
+    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap: (
+        (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack))))
+    assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "fail"
