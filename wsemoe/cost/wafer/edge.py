@@ -1,0 +1,84 @@
+"""Weights entering a weight-streaming wafer at its edge and crossing the PE fabric: the edge's rate, the stream's
+time through it, the crossing's latency, and the crossing's link loads (to check that it never loads a link more
+than the channel feeding it). Scalars or arrays that broadcast; numpy only.
+
+The host I/O meets the fabric at routers of PEs on the west and east edges, `io_channels_per_edge` on each,
+spaced evenly along the rows (Cerebras SDK, "Host Runtime and Tensor Streaming": 60 per edge on WSE-2, 62 on
+WSE-3, roughly 16 rows apart). A channel's router port takes one wavelet per cycle into the fabric, and a 16-bit
+value travels in a wavelet of its own (`fabric.wavelets`), so the edge carries
+
+    edge rate = 2 · io_channels_per_edge · clock_hz            wavelets per second, each way
+
+Every PE takes its weights from the nearest channel (the west half from the west edge, each band of rows from its
+channel), X first along the channel's row, then Y in the PE's column. Each directed link then carries only weights
+of the one channel whose band it lies in, so no link carries more than the busiest channel's port (`crossing_loads`
+computes it exactly on a small fabric; tests hold it to that). The stream's first wavelet pays the path to the
+farthest PE once per pass: half the fabric's width and half a band, one turn (`crossing_cycles`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.fabric import patterns, topology
+from wsemoe.cost.wafer.fabric import path_cycles, seconds, wavelets
+
+
+def channels(pe):
+    """I/O channels feeding the fabric: west and east edges together."""
+    return 2.0 * np.asarray(pe.io_channels_per_edge, dtype=float)
+
+
+def rate(pe):
+    """Wavelets per second the edge takes into the fabric (and gives out of it): one per channel and cycle."""
+    return channels(pe) * pe.clock_hz
+
+
+def crossing_cycles(pe):
+    """Cycles of the stream's first wavelet from a channel to the farthest PE it feeds: half the fabric's width
+    along the channel's row, then half a band of rows, one turn."""
+    across = np.floor(np.asarray(pe.fabric_cols, dtype=float) / 2.0)
+    band = np.floor(np.asarray(pe.fabric_rows, dtype=float) / (2.0 * np.asarray(pe.io_channels_per_edge, float)))
+    return path_cycles(across + band, (band > 0) * 1.0, 0.0, pe)
+
+
+def stream_wavelets(params, nbytes, elements=0.0, element_bytes=2.0, pe=None):
+    """Wavelets that carry `params` weights (`nbytes` together) and `elements` other values of `element_bytes`
+    each (kept activations): one per value of up to a wavelet's width (`fabric.wavelets`)."""
+    params = np.asarray(params, dtype=float)
+    per = np.divide(nbytes, params, out=np.zeros(np.broadcast_shapes(np.shape(nbytes), params.shape)),
+                    where=params > 0)
+    return wavelets(params, per, pe) + wavelets(elements, element_bytes, pe)
+
+
+def stream_seconds(pe, passes_in, params, nbytes, kept_bytes, act_bytes, grad_bytes, train: bool):
+    """Seconds a stage's stream spends at the edge per layer and micro-batch, plus the crossing's latency per pass
+    (when it streams anything).
+
+    In: the weights `passes_in` times and the kept activations once; out (training): one gradient per parameter
+    and the kept activations (full duplex: the larger direction binds), as the wafer I/O carries them
+    (cost/stagecost.io_time).
+    """
+    kept = np.asarray(kept_bytes, dtype=float) / np.asarray(act_bytes, dtype=float)
+    w_in = passes_in * stream_wavelets(params, nbytes, pe=pe) + wavelets(kept, act_bytes, pe)
+    w_out = (wavelets(params, grad_bytes, pe) + wavelets(kept, act_bytes, pe)) if train else 0.0
+    crossing = np.where(w_in > 0, passes_in * seconds(crossing_cycles(pe), pe), 0.0)   # a stage that streams
+    return np.maximum(w_in, w_out) / rate(pe) + crossing
+
+
+def feeders(rows: int, cols: int, per_edge: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of the channel feeding each PE of a rows × cols fabric (row-major): the nearest edge, and
+    the channel of the PE's band of rows (channel i at row ⌊(i + ½)·rows / per_edge⌋)."""
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    band = np.minimum(r * per_edge // rows, per_edge - 1)
+    return np.floor((band + 0.5) * rows / per_edge).astype(np.int64), np.where(2 * c < cols, 0, cols - 1)
+
+
+def crossing_loads(rows: int, cols: int, per_edge: int):
+    """Link loads (wavelets per wavelet each PE receives) of one stream that gives every PE of a rows × cols fabric
+    one wavelet from its channel, routed XY (`cost.fabric.mesh`); and each channel's port load (wavelets it injects,
+    including those its own PE keeps)."""
+    fr, fc = feeders(rows, cols, per_edge)
+    src = fr * cols + fc
+    t = patterns.Transfers(rows * cols, src, np.arange(rows * cols), np.ones(rows * cols))
+    return t.loads(topology.Layout("mesh", rows, cols)), np.bincount(src, minlength=rows * cols)
