@@ -147,8 +147,6 @@ _STREAMING = {   # a weight-streaming wafer at PE level (hardware.pe_fabric): co
                                "adds its router and shared experts)"),
     "expert_fill_s": ("s", "PE fabric: the part of expert_pipeline_s that does not grow with tokens: the pipelines' "
                            "fill and drain, reduction and broadcast latencies, operator overheads"),
-    "expert_compute_s": ("s", "PE fabric: the routed experts' part of moe_compute_s (node level, at the busiest "
-                              "region's load), beside which their regions' pipeline runs"),
     "expert_tokens": ("tokens", "PE fabric: token copies the busiest expert region processes per pass: k·p_max·T "
                                 "(at least one)"),
     "expert_pacing_cycles": ("cycles", "PE fabric: cycles each more token adds to the busiest region's SwiGLU (its "

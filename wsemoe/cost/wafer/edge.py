@@ -1,6 +1,6 @@
 """Weights entering a weight-streaming wafer at its edge and crossing the PE fabric: the edge's rate, the stream's
-time through it, the crossing's latency, and the crossing's link loads (to check that it never loads a link more
-than the channel feeding it). Scalars or arrays that broadcast; numpy only.
+time through it, and the crossing's link loads (to check that it never loads a link more than the channel feeding
+it). Scalars or arrays that broadcast; numpy only.
 
 The host I/O meets the fabric at routers of PEs on the west and east edges, `io_channels_per_edge` on each,
 spaced evenly along the rows (Cerebras SDK, "Host Runtime and Tensor Streaming": 60 per edge on WSE-2, 62 on
@@ -12,8 +12,9 @@ value travels in a wavelet of its own (`fabric.wavelets`), so the edge carries
 Every PE takes its weights from the nearest channel (the west half from the west edge, each band of rows from its
 channel), X first along the channel's row, then Y in the PE's column. Each directed link then carries only weights
 of the one channel whose band it lies in, so no link carries more than the busiest channel's port (`crossing_loads`
-computes it exactly on a small fabric; tests hold it to that). The stream's first wavelet pays the path to the
-farthest PE once per pass: half the fabric's width and half a band, one turn (`crossing_cycles`).
+computes it exactly on a small fabric; tests hold it to that). The stream is continuous across layers (the next
+layer's weights flow while this one computes), so the path to the farthest PE (half the width and half a band,
+386 hops on WSE-2, 0.35 µs) is a pipeline fill paid once per pass, not per layer: it is left out.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost.fabric import patterns, topology
-from wsemoe.cost.wafer.fabric import path_cycles, seconds, wavelets
+from wsemoe.cost.wafer.fabric import wavelets
 
 
 def channels(pe):
@@ -34,36 +35,26 @@ def rate(pe):
     return channels(pe) * pe.clock_hz
 
 
-def crossing_cycles(pe):
-    """Cycles of the stream's first wavelet from a channel to the farthest PE it feeds: half the fabric's width
-    along the channel's row, then half a band of rows, one turn."""
-    across = np.floor(np.asarray(pe.fabric_cols, dtype=float) / 2.0)
-    band = np.floor(np.asarray(pe.fabric_rows, dtype=float) / (2.0 * np.asarray(pe.io_channels_per_edge, float)))
-    return path_cycles(across + band, (band > 0) * 1.0, 0.0, pe)
-
-
-def stream_wavelets(params, nbytes, elements=0.0, element_bytes=2.0, pe=None):
-    """Wavelets that carry `params` weights (`nbytes` together) and `elements` other values of `element_bytes`
-    each (kept activations): one per value of up to a wavelet's width (`fabric.wavelets`)."""
+def stream_wavelets(params, nbytes, pe):
+    """Wavelets that carry `params` weights (`nbytes` together, at their mean width): one per value of up to a
+    wavelet's width (`fabric.wavelets`), so 8-bit weights take as many wavelets as 16-bit ones."""
     params = np.asarray(params, dtype=float)
     per = np.divide(nbytes, params, out=np.zeros(np.broadcast_shapes(np.shape(nbytes), params.shape)),
                     where=params > 0)
-    return wavelets(params, per, pe) + wavelets(elements, element_bytes, pe)
+    return wavelets(params, per, pe)
 
 
 def stream_seconds(pe, passes_in, params, nbytes, kept_bytes, act_bytes, grad_bytes, train: bool):
-    """Seconds a stage's stream spends at the edge per layer and micro-batch, plus the crossing's latency per pass
-    (when it streams anything).
+    """Seconds a stage's stream spends at the edge per layer and micro-batch.
 
     In: the weights `passes_in` times and the kept activations once; out (training): one gradient per parameter
     and the kept activations (full duplex: the larger direction binds), as the wafer I/O carries them
     (cost/stagecost.io_time).
     """
     kept = np.asarray(kept_bytes, dtype=float) / np.asarray(act_bytes, dtype=float)
-    w_in = passes_in * stream_wavelets(params, nbytes, pe=pe) + wavelets(kept, act_bytes, pe)
+    w_in = passes_in * stream_wavelets(params, nbytes, pe) + wavelets(kept, act_bytes, pe)
     w_out = (wavelets(params, grad_bytes, pe) + wavelets(kept, act_bytes, pe)) if train else 0.0
-    crossing = np.where(w_in > 0, passes_in * seconds(crossing_cycles(pe), pe), 0.0)   # a stage that streams
-    return np.maximum(w_in, w_out) / rate(pe) + crossing
+    return np.maximum(w_in, w_out) / rate(pe)
 
 
 def feeders(rows: int, cols: int, per_edge: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,13 +11,15 @@ docs/cost-model.md, "Weight streaming at PE level".
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from wsemoe.cost.batch import layer_flops, micro_batch
 from wsemoe.cost.comm import balance_key
 from wsemoe.cost.node import compute, weights
-from wsemoe.cost.stagecost import compute_time, node_memory, routed_part
-from wsemoe.cost.wafer import pememory, streamlayout
+from wsemoe.cost.stagecost import compute_time, node_memory, stage_work, terms
+from wsemoe.cost.wafer import expertgrid, pememory, streamlayout
 from wsemoe.cost.wafer.fabric import pe_facts, program_rectangle, seconds
 
 BOUNDS = np.array(["link", "latency"], dtype=object)   # what limits a dispatch or combine at PE level
@@ -46,11 +48,10 @@ class StreamingFabric:
         busiest = np.clip(T * m.num_experts_per_tok * p_max, np.minimum(T, 1.0), T)
         region = pememory.region_bytes(m, wl, T, busiest)
         base = pememory.moe_base(node, shape.nodes, pe)
-        floor = self.floor(pe, shape, p_max)
-        pick = self.layouts(tables, inverse, pshape, T, busiest, pememory.need_area(pe, base, region),
-                            floor / passes(wl))
+        floor, offset = self.rest(pe, shape, p_max)
+        pick = self.layouts(tables, inverse, pshape, (T, busiest, pememory.need_area(pe, base, region), floor, offset),
+                            getattr(wl, "comm_overlap", "none") == "microbatch")
         out = self.times(pe, T, busiest, pick)
-        out["columns"].update(expert_compute_s=seconds(floor, pe))
         out["expert_tokens"] = busiest
         out.update(self.layout_columns(pick, p_max))
         out.update(pememory.attention(pe, m, wl, node, shape.nodes, shape.groups))
@@ -58,6 +59,17 @@ class StreamingFabric:
         out["attn_batch_cap_node"] = pememory.node_cap(node, wl.B)
         out["attn_batch_cap_pe"] = pememory.pe_cap(pe, m, wl, node, shape.nodes, shape.groups)
         return out
+
+    def structures(self, tp) -> list:
+        """No node-to-node structure: the token all-to-all is on the PE mesh (`grids` lists its layouts)."""
+        return []
+
+    def grids(self) -> list:
+        """Every expert grid (`expertgrid.Grid`) the points' candidate layouts use, once each (invariants)."""
+        pe, shape = pe_facts(self.hw), micro_batch(self.hw, self.wl, self.mp)
+        keys, _ = self.keys(pe, np.shape(shape.T))
+        return [expertgrid.grid(k.experts, a, b, k.mode, k.bal) for k in keys
+                for a, b in streamlayout.grid_shapes(k)]
 
     def keys(self, pe, shape) -> tuple[list[streamlayout.Key], np.ndarray]:
         """(unique keys, each point's key index) over the numeric fields the layouts depend on."""
@@ -96,21 +108,29 @@ class StreamingFabric:
         keys, inverse = self.keys(pe, pshape)
         return [streamlayout.table(k) for k in keys], inverse, pshape
 
-    def floor(self, pe, shape, p_max):
-        """Cycles of the routed experts' node-level compute term (the stage's `compute` part the regions' pipeline
-        runs beside): a layout whose pipeline hides under it costs the stage nothing more."""
-        part = routed_part(self.hw, self.m, self.wl, shape, layer_flops(self.m, self.wl, shape),
-                           p_max * self.m.num_experts)
-        return compute_time(self.hw, self.wl, shape.nodes, part) * pe.clock_hz
+    def rest(self, pe, shape, p_max) -> tuple:
+        """(floor, offset) in cycles per pass. The MoE layer's core is max(X, S + pipeline): X the largest of its
+        other terms, S its regions term without the routed experts' pipeline (overlap layer: each term summed over
+        the layer's stages; stage: the MoE stage's own). A layout is judged by max(floor, pipeline) + offset with
+        floor = X − S and offset = S, the layer's own time (cost/node/stages.Layer)."""
+        hw, m, wl = self.hw, self.m, self.wl
+        work = stage_work(hw, m, wl, self.mp, shape, layer_flops(m, wl, shape), {"expert_imbalance": p_max * m.num_experts})
+        own = [terms(hw, wl, compute_time(hw, wl, shape.nodes, *work[n].parts), work[n].weights, work[n].kv,
+                     work[n].kept) for n in (("attention", "moe") if wl.overlap == "layer" else ("moe",))]
+        X = functools.reduce(np.maximum, [sum(o.get(k, 0.0) for o in own) for k in dict.fromkeys(k for o in own for k in o)])
+        S = sum(o["compute"] for o in own) - compute_time(hw, wl, shape.nodes, work["moe"].parts[1])
+        per = pe.clock_hz / passes(wl)
+        return (X - S) * per, S * per
 
     @staticmethod
-    def layouts(tables, inverse, pshape, T, busiest, need, floor) -> dict:
-        """Each point's chosen layout: the fields of its candidate (flattened per key, reshaped to the points)."""
+    def layouts(tables, inverse, pshape, per_point: tuple, microbatch: bool) -> dict:
+        """Each point's chosen layout (`streamlayout.choose` on its tokens, busiest region's tokens, area needed,
+        floor and offset): the fields of its candidate (flattened per key, reshaped to the points)."""
         flat = {f: np.zeros(int(np.prod(pshape))) for f in CHOSEN}
-        T, n, need, floor = (np.broadcast_to(x, pshape).ravel() for x in (T, busiest, need, floor))
+        cols = [np.broadcast_to(x, pshape).ravel() for x in per_point]
         for i, t in enumerate(tables):
             at = np.flatnonzero(inverse == i)
-            idx = streamlayout.choose(t, T[at], n[at], need[at], floor[at])
+            idx = streamlayout.choose(t, *(c[at] for c in cols), microbatch=microbatch)
             for f in CHOSEN:
                 flat[f][at] = getattr(t, f)[idx]
         return {f: v.reshape(pshape) for f, v in flat.items()}

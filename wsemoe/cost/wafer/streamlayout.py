@@ -135,18 +135,24 @@ def shape_candidates(key: Key, a: int, b: int) -> dict:
     return {k: v[pareto(cols)] for k, v in cols.items()}
 
 
+def grid_shapes(key: Key) -> list[tuple[int, int]]:
+    """The expert grids (a, b) that fit the program rectangle (at least one PE per tile)."""
+    return [(a, b) for a, b in expertgrid.shapes(key.experts) if a <= key.rows and b <= key.cols]
+
+
 def raw(key: Key) -> tuple[dict, float]:
     """Every candidate of the key that its own grid shape does not beat, as arrays; and the busiest expert's share."""
-    shapes = [(a, b) for a, b in expertgrid.shapes(key.experts) if a <= key.rows and b <= key.cols]
+    shapes = grid_shapes(key)
     parts = [shape_candidates(key, a, b) for a, b in shapes]
     shares = expertgrid.grid(key.experts, *shapes[0], key.mode, key.bal).shares
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, float(shares.max())
 
 
 def pareto(cols: dict) -> np.ndarray:
-    """Indices of the candidates no other beats on every count: pacing A, one-off cycles B + L, per-token traffic
-    D and area (more area, less SRAM per PE); of identical ones the first."""
-    x = np.stack([cols["A"], cols["B"] + cols["Ld"] + cols["Lc"], cols["Dd"] + cols["Dc"], -cols["h"] * cols["w"]],
+    """Indices of the candidates no other beats on every count: pacing A, fill B, the phases' one-off cycles L,
+    per-token traffic D and area (more area, less SRAM per PE); of identical ones the first. `choose`'s time grows
+    with each of them, so a dropped candidate is never the best."""
+    x = np.stack([cols["A"], cols["B"], cols["Ld"] + cols["Lc"], cols["Dd"] + cols["Dc"], -cols["h"] * cols["w"]],
                  axis=1)
     keep = np.ones(len(x), dtype=bool)
     for i in np.argsort(x[:, 0], kind="stable"):   # one row against all; the low-pacing ones prune most
@@ -168,15 +174,17 @@ def table(key: Key) -> Table:
     return Table(*(cols[k][keep] for k in FIELDS), p_max=p_max)
 
 
-def choose(t: Table, tokens, busiest, need_area, floor=0.0) -> np.ndarray:
-    """Index into `t` of each point's layout: the one whose MoE stage is fastest (the larger of the busiest region's
-    pipeline and `floor` cycles, the node-level compute it runs beside, plus dispatch and combine) among those whose
-    expert area is at least `need_area` PEs (its SRAM fits); where none fits, the fastest of the largest (the least
-    SRAM per PE)."""
+def choose(t: Table, tokens, busiest, need_area, floor=0.0, offset=0.0, microbatch=False) -> np.ndarray:
+    """Index into `t` of each point's layout: the one whose MoE layer is fastest among those whose expert area is at
+    least `need_area` PEs (its SRAM fits); where none fits, the fastest of the largest (the least SRAM per PE). Per
+    pass, in cycles: core = max(`floor`, busiest region's pipeline) + `offset` (the layer's other terms,
+    `StreamingFabric.rest`), then the dispatch and combine after it, or beside it with interleaved micro-batches."""
     n, T = np.asarray(busiest, dtype=float)[None], np.asarray(tokens, dtype=float)[None]
     shape = (-1,) + (1,) * (np.ndim(n) - 1)
-    pipeline = np.maximum(t.A.reshape(shape) * n + t.B.reshape(shape), np.asarray(floor, dtype=float)[None])
-    time = pipeline + T * (t.Dd + t.Dc).reshape(shape) + (t.Ld + t.Lc).reshape(shape)
+    core = np.maximum(t.A.reshape(shape) * n + t.B.reshape(shape), np.asarray(floor, dtype=float)[None]) \
+        + np.asarray(offset, dtype=float)[None]
+    comm = T * (t.Dd + t.Dc).reshape(shape) + (t.Ld + t.Lc).reshape(shape)
+    time = np.maximum(core, comm) if microbatch else core + comm
     area = t.area.reshape(shape)
     fits = area >= np.asarray(need_area, dtype=float)[None]
     best = np.argmin(np.where(fits, time, np.inf), axis=0)
