@@ -183,6 +183,19 @@ class Case:
                                  "experts": len(built.shares), "attention tiles": f"{shape[0]}×{shape[1]}"}, built))
         return out
 
+    def streaming_grids(self) -> list[tuple[dict, object]]:
+        """Every expert grid (`cost.wafer.expertgrid.Grid`) the weight-streaming points at PE level use, once each,
+        with what it was built for."""
+        seen, out = set(), []
+        for _, ns in self._namespaces():
+            hw = ns["hardware"]
+            comm = comm_model(hw, ns["model"], ns["workload"], ns["mapping"], ns["balance"], self.cfg.expert_histogram)
+            for g in (comm.grids() if hasattr(comm, "grids") else []):
+                if id(g) not in seen:
+                    seen.add(id(g))
+                    out.append(({"mapping.pe_dispatch": g.mode, "experts": g.experts, "grid": f"{g.rows}×{g.cols}"}, g))
+        return out
+
     def row_inputs(self, row: int) -> dict:
         """What identifies a grid row: its point in the config's sweep and the inputs there."""
         named = {s: getattr(self.cfg, s).name for s in ("hardware", "model") if s not in self.frame.columns}
