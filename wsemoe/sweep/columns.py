@@ -77,7 +77,8 @@ _DOCS = {
     "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
     "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch (PE fabric: the busiest "
                                          "PE link, one pass)"),
-    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine"),
+    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine (PE fabric: the busiest PE "
+                                        "link, one pass)"),
     "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
     "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),

@@ -44,17 +44,20 @@ def stream_wavelets(params, nbytes, pe):
     return wavelets(params, per, pe)
 
 
-def stream_seconds(pe, passes_in, params, nbytes, kept_bytes, act_bytes, grad_bytes, train: bool):
-    """Seconds a stage's stream spends at the edge per layer and micro-batch.
-
-    In: the weights `passes_in` times and the kept activations once; out (training): one gradient per parameter
-    and the kept activations (full duplex: the larger direction binds), as the wafer I/O carries them
-    (cost/stagecost.io_time).
-    """
+def stream_io(pe, passes_in, params, nbytes, kept_bytes, act_bytes, grad_bytes, train: bool) -> tuple:
+    """(wavelets in, wavelets out) of a stage's stream per layer and micro-batch. In: the weights `passes_in` times
+    and the kept activations once; out (training): one gradient per parameter and the kept activations, as the
+    wafer I/O carries them (cost/stagecost.io_time)."""
     kept = np.asarray(kept_bytes, dtype=float) / np.asarray(act_bytes, dtype=float)
     w_in = passes_in * stream_wavelets(params, nbytes, pe) + wavelets(kept, act_bytes, pe)
-    w_out = (wavelets(params, grad_bytes, pe) + wavelets(kept, act_bytes, pe)) if train else 0.0
-    return np.maximum(w_in, w_out) / rate(pe)
+    w_out = (wavelets(params, grad_bytes, pe) + wavelets(kept, act_bytes, pe)) if train else 0.0 * w_in
+    return w_in, w_out
+
+
+def stream_seconds(pe, *stream) -> np.ndarray:
+    """Seconds a stage's stream (`stream_io`'s arguments) spends at the edge per layer and micro-batch: full duplex,
+    the larger direction binds."""
+    return np.maximum(*stream_io(pe, *stream)) / rate(pe)
 
 
 def feeders(rows: int, cols: int, per_edge: int) -> tuple[np.ndarray, np.ndarray]:

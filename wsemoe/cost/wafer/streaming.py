@@ -147,6 +147,7 @@ class StreamingFabric:
                 "dispatch_bound": BOUNDS[(pick["Ld"] > dispatch).astype(int)],
                 "combine_bound": BOUNDS[(pick["Lc"] > combine).astype(int)],
                 "dispatch_max_link_bytes": T * pick["link"] * self.m.hidden_size * wl.bytes_per_act,
+                "combine_max_link_bytes": T * pick["linkc"] * self.m.hidden_size * wl.bytes_per_act,
                 "dispatch_max_hops": pick["hops"], "expert_pacing_cycles": pick["A"],
                 "columns": {"expert_pipeline_s": pipeline, "expert_fill_s": seconds(P * pick["B"], pe),
                             "dispatch_path_s": seconds(P * pick["Ld"], pe), "combine_path_s": seconds(P * pick["Lc"], pe)}}

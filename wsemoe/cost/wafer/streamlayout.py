@@ -34,7 +34,7 @@ from wsemoe.cost.wafer.fabric import path_cycles, wavelets
 PE_FIELDS = ("clock_hz", "fmac_width", "link_bytes_per_cycle", "hop_cycles", "turn_cycles", "relay_cycles", "op_overhead_cycles")
 SWIGLU = ("up_gate", "silu_mul", "down")
 REDUCTIONS = ("tree", "chain", "ring")   # all-reduce patterns of the regions' matmuls (cost/wafer/collectives.py)
-FIELDS = ("a", "b", "h", "w", "pattern", "A", "B", "Dd", "Dc", "Ld", "Lc", "hops", "link")
+FIELDS = ("a", "b", "h", "w", "pattern", "A", "B", "Dd", "Dc", "Ld", "Lc", "hops", "link", "linkc")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class Table:
     Lc: np.ndarray
     hops: np.ndarray       # PE hops of the longest dispatch path
     link: np.ndarray = field(repr=False)   # dispatch tokens on the busiest PE link per token of the micro-batch
+    linkc: np.ndarray = field(repr=False)  # combine tokens on the busiest PE link per token of the micro-batch
     p_max: float = 0.0     # the busiest expert's share of the token copies
 
     @property
@@ -123,13 +124,13 @@ def shape_candidates(key: Key, a: int, b: int) -> dict:
     the regions' matmuls (the layout picks it as it picks the sides), those beaten within the shape dropped."""
     g = expertgrid.grid(key.experts, a, b, key.mode, key.bal)
     h, w = (x.ravel() for x in np.meshgrid(ladder(key.rows, a), ladder(key.cols, b), indexing="ij"))
-    (Dd, Ld, link), (Dc, Lc, _) = phase(key, g, "dispatch", h, w), phase(key, g, "combine", h, w)
+    (Dd, Ld, link), (Dc, Lc, linkc) = phase(key, g, "dispatch", h, w), phase(key, g, "combine", h, w)
     hops = np.max([dr * h + dc * w for dr, dc, _ in g.profile], axis=0, initial=0.0)
     parts = []
     for pattern in REDUCTIONS:
         A, B = pipeline(key, h, w, pattern)
         parts.append({"a": np.full(h.shape, float(a)), "b": np.full(h.shape, float(b)), "h": h, "w": w, "A": A,
-                      "B": B, "Dd": Dd, "Dc": Dc, "Ld": Ld, "Lc": Lc, "hops": hops, "link": link,
+                      "B": B, "Dd": Dd, "Dc": Dc, "Ld": Ld, "Lc": Lc, "hops": hops, "link": link, "linkc": linkc,
                       "pattern": np.full(h.shape, float(REDUCTIONS.index(pattern)))})
     cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     return {k: v[pareto(cols)] for k, v in cols.items()}
