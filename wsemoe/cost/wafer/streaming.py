@@ -16,10 +16,10 @@ import functools
 import numpy as np
 
 from wsemoe.cost.batch import layer_flops, micro_batch
-from wsemoe.cost.comm import balance_key
+from wsemoe.cost.comm import balance_key, unique_rows
 from wsemoe.cost.node import compute, weights
 from wsemoe.cost.stagecost import compute_time, node_memory, stage_work, terms
-from wsemoe.cost.wafer import expertgrid, pememory, streamlayout
+from wsemoe.cost.wafer import expertgrid, geometry, pememory, streamlayout
 from wsemoe.cost.wafer.fabric import pe_facts, program_rectangle, seconds
 
 BOUNDS = np.array(["link", "latency"], dtype=object)   # what limits a dispatch or combine at PE level
@@ -77,12 +77,10 @@ class StreamingFabric:
         rows, cols = program_rectangle(pe)
         numeric = [m.num_experts, m.num_experts_per_tok, m.hidden_size, m.moe_intermediate_size, wl.bytes_per_act,
                    rows, cols, *(getattr(pe, f) for f in streamlayout.PE_FIELDS)]
-        if bal is not None:
-            numeric += [bal.zipf_s, bal.seed, np.nan if getattr(bal, "skew_target", None) is None else bal.skew_target]
+        numeric += [np.nan if v is None else v for v in geometry.balance_fields(bal)]   # unset: −1 in the keys
         stacked = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for v in numeric], axis=1)
-        uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        keys = [self.key(row) for row in uniq]
-        return keys, inverse.ravel()
+        uniq, inverse = unique_rows(stacked)
+        return [self.key(row) for row in uniq], inverse
 
     def key(self, row) -> streamlayout.Key:
         """The key of one unique row of numeric fields."""
@@ -91,7 +89,7 @@ class StreamingFabric:
         bal = self.bal
         if bal is not None:
             zipf_s, seed, skew = numeric
-            bk = balance_key(bal, (zipf_s, int(seed), 0, None if np.isnan(skew) else skew,
+            bk = balance_key(bal, (zipf_s, int(seed), 0, None if skew < 0 else skew,
                                    getattr(bal, "skew_devices", None)), self.histogram)
         else:
             bk = balance_key(None, None)

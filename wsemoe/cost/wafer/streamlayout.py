@@ -133,7 +133,8 @@ def shape_candidates(key: Key, a: int, b: int) -> dict:
                       "B": B, "Dd": Dd, "Dc": Dc, "Ld": Ld, "Lc": Lc, "hops": hops, "link": link, "linkc": linkc,
                       "pattern": np.full(h.shape, float(REDUCTIONS.index(pattern)))})
     cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    return {k: v[pareto(cols)] for k, v in cols.items()}
+    keep = pareto(cols)
+    return {k: v[keep] for k, v in cols.items()}
 
 
 def grid_shapes(key: Key) -> list[tuple[int, int]]:
@@ -179,15 +180,14 @@ def choose(t: Table, tokens, busiest, need_area, floor=0.0, offset=0.0, microbat
     """Index into `t` of each point's layout: the one whose MoE layer is fastest among those whose expert area is at
     least `need_area` PEs (its SRAM fits); where none fits, the fastest of the largest (the least SRAM per PE). Per
     pass, in cycles: core = max(`floor`, busiest region's pipeline) + `offset` (the layer's other terms,
-    `StreamingFabric.rest`), then the dispatch and combine after it, or beside it with interleaved micro-batches."""
-    n, T = np.asarray(busiest, dtype=float)[None], np.asarray(tokens, dtype=float)[None]
-    shape = (-1,) + (1,) * (np.ndim(n) - 1)
-    core = np.maximum(t.A.reshape(shape) * n + t.B.reshape(shape), np.asarray(floor, dtype=float)[None]) \
-        + np.asarray(offset, dtype=float)[None]
-    comm = T * (t.Dd + t.Dc).reshape(shape) + (t.Ld + t.Lc).reshape(shape)
+    `StreamingFabric.rest`), then the dispatch and combine after it, or beside it with interleaved micro-batches.
+    Points along the first axis, candidates along the second (a contiguous argmin)."""
+    col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1)   # noqa: E731  (points as a column)
+    core = np.maximum(col(busiest) * t.A + t.B, col(floor)) + col(offset)
+    comm = col(tokens) * (t.Dd + t.Dc) + (t.Ld + t.Lc)
     time = np.maximum(core, comm) if microbatch else core + comm
-    area = t.area.reshape(shape)
-    fits = area >= np.asarray(need_area, dtype=float)[None]
-    best = np.argmin(np.where(fits, time, np.inf), axis=0)
-    largest = np.argmin(np.where(area == t.area.max(), time, np.inf), axis=0)
-    return np.where(fits.any(axis=0), best, largest)
+    fits = t.area >= col(need_area)
+    best = np.argmin(np.where(fits, time, np.inf), axis=1)
+    largest = np.flatnonzero(t.area == t.area.max())
+    fallback = largest[np.argmin(time[:, largest], axis=1)]
+    return np.where(fits.any(axis=1), best, fallback)
