@@ -55,7 +55,7 @@ def test_schema_command_writes_a_json_schema_with_units(runner, tmp_path):
     mine = tmp_path / "mine.json"
     mine.write_text("{}")
     r = runner.invoke(app, ["schema", "-o", str(mine)])
-    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_text() == "{}"
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_text() == "{}"
 
 
 def _keys(node, schema, path=()):

@@ -40,6 +40,10 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
         return reply.text(str(res.path))
     if res.status == "up to date":
         return reply.text(f"{res.config.name}: up to date ({res.path}); use --force to re-run")
+    if res.status == "repaired":
+        parts, points = res.repaired
+        return reply.text(f"{res.config.name}: recomputed {parts:,} damaged part(s) ({points:,} points) in place; "
+                          f"every other part verified ({res.path})")
     man = res.manifest
     if resume:
         reply.text(f"resumed: reused {man['chunks_reused']:,} of {man['chunks']:,} chunks "
@@ -79,16 +83,17 @@ def eval_point(config: Path = typer.Argument(..., help="sweep YAML, or a results
 
 @command()
 def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Schema for editors) | markdown (docs/config.md)"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this file (default: stdout)")) -> Reply:
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this file (default: stdout)"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """The sweep-config reference: a JSON Schema (editors validate and complete YAML with it) or Markdown."""
     from wsemoe.report.configdoc import reference_text
 
     text = reference_text(choice(fmt, ("json", "markdown"), "--format"))
     if output is None:
         return Reply().raw(text)
-    from wsemoe.report.output import write
+    from wsemoe.sweep import writer
 
-    return Reply().text(str(write(output, text, "schema")))
+    return Reply().text(str(writer.write_file(output, text, "schema", force)))
 
 
 @command()

@@ -44,12 +44,13 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
 @command()
 def plot(results: Path = typer.Argument(..., help="a results folder"),
          only: Optional[List[str]] = typer.Option(None, "--only", help="a figure (e.g. pareto, speedup_vs_G) or family (bta, mesh, ...); repeatable"),
-         fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)")) -> Reply:
+         fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)"),
+         force: bool = typer.Option(False, "--force", "-f", help="replace figures another wsemoe command wrote there")) -> Reply:
     """Write the plots of a results folder into its plots/ folder."""
     from wsemoe.report.figures import plots as plotting
 
     reply = Reply()
-    for p in plotting.plot_results(results, only=only, formats=fmt or None):
+    for p in plotting.plot_results(results, only=only, formats=fmt or None, force=force):
         reply.text(str(p))
     return reply
 
@@ -58,32 +59,38 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
 def compare(folders: List[Path] = typer.Argument(..., help="two or more results folders"),
             metric: Optional[str] = typer.Option(None, "--metric", "-m", help="what 'best' means: column[:max|min] (default: the first folder's first objective)"),
             fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
-            plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file")) -> Reply:
+            plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file"),
+            force: bool = typer.Option(False, "--force", "-f", help="let --plot replace a file another wsemoe command wrote")) -> Reply:
     """Results folders side by side: the best point of each per common group, ratios, and what binds."""
     from wsemoe.analysis.crossrun import compare as compare_runs
     from wsemoe.report.terminal.texts import comparison_view
+    from wsemoe.sweep import writer
 
     choice(fmt, TABLE_FORMATS, "--format")
+    if plot_to is not None:
+        choice(plot_to.suffix.lstrip(".").lower(), ("png", "svg", "pdf"), "--plot")
+        writer.check_file(plot_to, "compare", force)
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
     if plot_to is not None:
-        from wsemoe.report import output
         from wsemoe.report.figures import compareplot
+        from wsemoe.report.figures.style import figure_bytes
 
         ext = plot_to.suffix.lstrip(".").lower()
-        output.write(plot_to, output.figure_bytes(compareplot.figure(cmp), ext), "figure")
+        writer.write_file(plot_to, figure_bytes(compareplot.figure(cmp), ext), "compare", force)
         reply.text(str(plot_to), err=fmt != "table")
     return reply
 
 
 @command()
 def report(results: Path = typer.Argument(..., help="a results folder"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)")) -> Reply:
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures, config, manifest."""
     from wsemoe.report.html.page import write_report
 
-    return Reply().text(str(write_report(results, output)))
+    return Reply().text(str(write_report(results, output, force)))
 
 
 @command("ls")

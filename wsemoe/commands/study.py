@@ -33,6 +33,7 @@ def validate() -> Reply:
 def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sweep YAMLs (default: every shipped preset and sweep)"),
                    points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
                    junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (for CI)"),
+                   force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
                    fmt: str = typer.Option("text", "--format", help="text, or json for scripts"),
                    only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
                    list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
@@ -50,13 +51,14 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     fmt, reply = choice(fmt, ("text", "json"), "--format"), Reply()
     if list_:
         for inv in REGISTRY.values():
-            reply.rich(f"[bold]{inv.name}[/bold]: {inv.statement}\n    why: {inv.reason}", highlight=False, soft_wrap=True)
+            reply.rich(f"[bold]{inv.name}[/bold]: {inv.statement}\n    why: {inv.reason}", markup=True, highlight=False,
+                       soft_wrap=True)
         return reply
     if junit is not None:
-        junit_report.check_target(junit)
+        junit_report.check_target(junit, force)
     report = check_invariants(configs or None, points=points, only=only)
     if junit is not None:
-        junit_report.write_junit(report, junit)
+        junit_report.write_junit(report, junit, force)
     if fmt == "json":
         reply.text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
     elif verbose or (not quiet and sys.stdout.isatty()):
@@ -75,13 +77,14 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     seed: int = typer.Option(1, help="seed of the sample design"),
                     unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
                     only: Optional[List[str]] = typer.Option(None, "--only", help="vary only these unknowns"),
-                    results: Path = typer.Option(Path("results"), help="root folder of results")) -> Reply:
+                    results: Path = typer.Option(Path("results"), help="root folder of results"),
+                    force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at sensitivity/")) -> Reply:
     """Global sensitivity of CONFIG's results to the calibration unknowns; writes results/<name>/sensitivity/."""
     from wsemoe.analysis import sensitivity as sens
     from wsemoe.report.terminal import tables
 
     result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
-                            unknowns_file=unknowns, only=only or ())
+                            unknowns_file=unknowns, only=only or (), force=force)
     reply = Reply()
     for q in sens.headline_quantities(result):
         reply.rich(tables.sensitivity(result, q))
@@ -95,12 +98,13 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
               samples: int = typer.Option(512, "--samples", "-n", help="samples per search stage"),
               seed: int = typer.Option(1, help="seed of the search"),
               unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
-              only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns")) -> Reply:
+              only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns"),
+              force: bool = typer.Option(False, "--force", "-f", help="replace a calibration of another preset (or other wsemoe output) at the folder")) -> Reply:
     """Fit the calibration unknowns to the public BTA targets; write the fitted preset beside the original."""
     from wsemoe.analysis import calibrate as cal
     from wsemoe.report.terminal import tables
 
     result, table, path = cal.run(hardware, output, samples=samples, seed=seed, unknowns_file=unknowns,
-                                  only=only or ())
+                                  only=only or (), force=force)
     return Reply().rich(tables.calibration(table, result.residuals, result.chi2)).text(
         f"fitted preset, diff and residuals: {path} (no preset was changed)")

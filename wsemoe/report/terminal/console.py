@@ -15,8 +15,23 @@ def width() -> int:
         return shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
 
 
+def shown(text) -> str:
+    """Text for the terminal: control characters and escape sequences shown escaped (line breaks kept), so a
+    name from a folder, a file or a manifest can never move the cursor, retitle the window or recolour it."""
+    from wsemoe.errors import printable
+
+    return printable(text, lines=True)
+
+
 def console():
-    """A rich console for tables at the terminal's width (rich is imported only by commands that print tables)."""
+    """A rich console for tables at the terminal's width (rich is imported only by commands that print tables).
+
+    Every string it renders (cells, titles, captions) passes through `shown`, and markup is off unless a
+    caller asks for it (our own styled text uses `Text.from_markup`): text from results is printed as it is."""
     from rich.console import Console
 
-    return Console(soft_wrap=False, width=width(), highlight=False)
+    class SafeConsole(Console):
+        def render_str(self, text, **kwargs):
+            return super().render_str(shown(text), **kwargs)
+
+    return SafeConsole(soft_wrap=False, width=width(), highlight=False, markup=False)
