@@ -69,7 +69,7 @@ def test_compare_cli_table_formats_and_plot(runs, runner, tmp_path):
     assert "on_cs3" in svg and "ratio to" in svg and "what binds" in svg and "×" in svg
 
 
-@pytest.mark.parametrize("args,needle", [(["only-one"], "two or more"), (["--metric", "mfuu"], "not a column"),
+@pytest.mark.parametrize("args,needle", [(["only-one"], "two or more"), (["--metric", "mfuu"], "unknown metric column"),
                                          (["--metric", "mfu:best"], "not max or min")])
 def test_compare_refuses_in_one_line(runs, runner, args, needle):
     a, b = runs

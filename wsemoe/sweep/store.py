@@ -155,6 +155,28 @@ def load_manifest(path) -> dict:
     return man
 
 
+def column_kinds(path, manifest: dict) -> dict[str, str]:
+    """{column: "number", "text" or "bool"} of a verified folder's points, from the first part's schema
+    (every part has the same), for the one column check (`sweep.columns.check_column`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = manifest["parts"]
+    if not parts:
+        return {c: "number" for c in manifest.get("columns", {})}
+    try:
+        schema = pq.read_schema(Path(path) / "points.parquet" / parts[0]["file"])
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise ResultsError(f"cannot read points.parquet: {type(exc).__name__}", loc=(str(path),)) from None
+    kinds = {}
+    for field in schema:
+        t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        kinds[field.name] = ("bool" if pa.types.is_boolean(t) else
+                             "number" if pa.types.is_integer(t) or pa.types.is_floating(t) else "text")
+    kinds.pop("point", None)
+    return kinds
+
+
 def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.DataFrame:
     """points.parquet of a verified folder (only `columns` when given), indexed by point."""
     try:
