@@ -78,7 +78,7 @@ def test_shipped_sweeps_fit_the_schema(sweep):
 
 @pytest.mark.parametrize("change,needle", [
     ({"objectives": {"mfuu": "max"}}, "[objectives -> mfuu] unknown objective column 'mfuu'; did you mean 'mfu'?"),
-    ({"objectives": {"bound": "max"}}, "objective column 'bound' is not a number"),
+    ({"objectives": {"bound": "max"}}, "objective column 'bound' holds text, not numbers"),
     ({"constraints": [{"column": "step_time", "max": 1}]}, "did you mean 'step_time_s'"),
     ({"compare": {"metric": "tokens_per_sec", "baseline": {"workload.B": 1}}}, "did you mean 'tokens_per_s'"),
     ({"compare": {"baseline": {"workload.GG": 1}}}, "did you mean 'workload.B'"),

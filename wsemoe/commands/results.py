@@ -9,6 +9,7 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
 
@@ -68,8 +69,9 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
 
     choice(fmt, TABLE_FORMATS, "--format")
     if plot_to is not None:
-        choice(plot_to.suffix.lstrip(".").lower(), ("png", "svg", "pdf"), "--plot")
         writer.check_file(plot_to, "compare", force)
+        if plot_to.suffix.lstrip(".").lower() not in ("png", "svg", "pdf"):
+            raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
