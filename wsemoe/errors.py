@@ -84,16 +84,19 @@ _OS_REASONS = {
 }
 
 
-def os_error(exc: OSError, path=None, doing: str = "") -> "ResultsError":
-    """An OSError as one user-facing line naming the path (the file the system names, else `path`) and what
-    failed; `doing` says what wsemoe was doing ("writing the report"). Nothing else is lost: callers keep
-    whatever was whole before."""
+def os_reason(exc: OSError) -> str:
+    """What an OSError means, in words, with its errno name: 'no space left on the device (ENOSPC)'."""
     import errno
 
     name = errno.errorcode.get(exc.errno or 0, "")
     reason = _OS_REASONS.get(name) or (exc.strerror or type(exc).__name__)
+    return f"{reason} ({name})" if name else reason
+
+
+def os_error(exc: OSError, path=None, doing: str = "") -> "ResultsError":
+    """An OSError as one user-facing line naming the path (the file the system names, else `path`) and what
+    failed; `doing` says what wsemoe was doing ("write the report"). Nothing else is lost: callers keep
+    whatever was whole before."""
     where = exc.filename if exc.filename is not None else path
-    text = f"cannot {doing}: {reason}" if doing else reason
-    if name:
-        text += f" ({name})"
+    text = f"cannot {doing}: {os_reason(exc)}" if doing else os_reason(exc)
     return ResultsError(text, loc=(str(where),) if where is not None else None)

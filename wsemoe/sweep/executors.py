@@ -16,6 +16,7 @@ import signal
 import socket
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from wsemoe.sweep import chunked, engine, partial
 from wsemoe.errors import ConfigError, RunError
@@ -55,6 +56,10 @@ def _run_workers(args, workers: int, done) -> None:
         futures = [pool.submit(chunk_task, *a) for a in args]
         for fut in as_completed(futures):
             done(fut.result())
+    except BrokenProcessPool:
+        _kill_pool(pool)
+        raise RunError("a worker process died (killed, or out of memory); finished chunks are kept, rerun with "
+                       "--resume", loc=("--workers",)) from None
     except BaseException:
         _kill_pool(pool)
         raise
@@ -63,7 +68,8 @@ def _run_workers(args, workers: int, done) -> None:
 
 def _kill_pool(pool: ProcessPoolExecutor) -> None:
     """Kill the pool's workers and let its manager thread end (bounded: no task is waited for)."""
-    procs = list(getattr(pool, "_processes", {}).values())  # the executor has no public handle on them
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle on them
+    manager = getattr(pool, "_executor_manager_thread", None)  # (shutdown forgets it)
     for p in procs:
         with contextlib.suppress(OSError, ValueError):
             p.kill()
@@ -71,6 +77,8 @@ def _kill_pool(pool: ProcessPoolExecutor) -> None:
     for p in procs:
         with contextlib.suppress(OSError, ValueError, AssertionError):
             p.join(timeout=5)
+    if manager is not None:  # let it close its wake-up pipe now, not race the interpreter's exit doing so
+        manager.join(timeout=5)
 
 
 def _die_with_parent(parent: int) -> None:

@@ -31,7 +31,7 @@ from wsemoe.sweep.ownership import PARTIAL_MARKER, check_replaceable
 from wsemoe.sweep.writer import atomic_bytes, fill_folder, os_errors, swap_in
 
 from wsemoe.config import yamlio
-from wsemoe.errors import ResultsError, RunError
+from wsemoe.errors import ResultsError, RunError, os_error
 
 SMALL_FILES = ("config.yaml", "pareto.csv", "comparison.csv")
 
@@ -69,6 +69,10 @@ class RunLock:
             os.close(fd)
             raise RunError("another run is writing these results; wait for it to finish",
                            loc=(str(self.path.with_name(self.path.name[1:-5])),)) from None
+        except OSError as exc:
+            os.close(fd)
+            self.path.unlink(missing_ok=True)
+            raise os_error(exc, self.path, "take the run's lock") from None
         except BaseException:
             os.close(fd)
             raise
