@@ -243,9 +243,10 @@ class PartialRun:
         return (pd.concat(cands) if cands else pd.DataFrame()), stats
 
     def finish(self, config: dict, pareto: pd.DataFrame, manifest: dict, extra_csv: dict | None = None,
-               force: bool = False) -> Path:
+               force: bool = False) -> dict:
         """Write the small files, the manifest (with their checksums) and the ledger, and swap the folder
-        into place; the target is checked again first, so a file put there during the run is never lost."""
+        into place; the target is checked again first, so a file put there during the run is never lost.
+        Returns the manifest as readers will read it."""
         name = manifest["name"]
         with os_errors(self.target, "finish the results (finished parts are kept for --resume)"):
             if os.path.isdir(self.target) and any(os.scandir(self.target)):
@@ -256,7 +257,7 @@ class PartialRun:
             manifest = {"format": store.FORMAT, "version": __version__, "dependencies": store.dependency_versions(),
                         **manifest, "files": records}
             data = json.dumps(manifest, indent=2).encode()
-            manifest_mod.parse(data, self.target)  # what readers will accept: a bug here fails the run, not them
+            written = manifest_mod.parse(data, self.target)  # what readers accept: a bug fails the run, not them
             fill_folder(self.path, {**files, "manifest.json": data}, "sweep", key=name)
             led = ledger.read(self.path)
             led.record("points.parquet", "parts", "sweep")
@@ -267,7 +268,7 @@ class PartialRun:
                 os.rmdir(folder)
             os.unlink(self.path / MARKER)
             swap_in(self.path, self.target, "sweep", force, key=name)
-        return self.target
+        return written
 
     def has_parts(self) -> bool:
         """True once any chunk has been written (progress worth keeping for --resume)."""

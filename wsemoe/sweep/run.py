@@ -147,7 +147,7 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
     if cfg.search:
         manifest["search"] = {**cfg.search.model_dump(), **(search or searchrun.enumerated_info(cfg))}
     extra = {"comparison.csv": comparison} if comparison is not None else {}
-    partial.finish(resolved_config(cfg), front, manifest, extra, force)
+    manifest = partial.finish(resolved_config(cfg), front, manifest, extra, force)
     return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
 
 

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
 
 
@@ -101,7 +102,7 @@ def breakdown(rows: list) -> Group:
         t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
         for name, value, unit, doc in items:
             number, shown = formats.quantity(value, unit)
-            t.add_row(Text(name), Text(number), Text(shown), Text(str(doc)))
+            t.add_row(Text(printable(name)), Text(number), Text(shown), Text(printable(doc)))
         tables.append(t)
     return Group(*tables)
 
@@ -251,10 +252,10 @@ def inventory(rows: list, root) -> Table:
         t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
     for r in rows:
         note = version_note(r)
-        t.add_row(Text(r.path.name), f"{r.points:,}" if r.points is not None else "–",
+        t.add_row(Text(printable(r.path.name)), f"{r.points:,}" if r.points is not None else "–",
                   f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
                   r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
-                  Text(r.status + (f"; {note}" if note else "")))
+                  Text(printable(r.status + (f"; {note}" if note else ""))))
     return t
 
 
