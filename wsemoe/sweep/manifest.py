@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Annotated, Literal, Optional
@@ -29,6 +30,20 @@ MAX_PARTS = 10_000_000
 HEX64, HEX16 = r"^[0-9a-f]{64}$", r"^[0-9a-f]{16}$"
 PART = r"^part-\d{12}-\d{12}\.parquet$"
 FILES = ("config.yaml", "pareto.csv", "comparison.csv")  # small files whose checksums the manifest records
+
+
+PART_RE = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")
+
+
+def part_name(start: int, stop: int) -> str:
+    """File name of the part holding points [start, stop)."""
+    return f"part-{start:012d}-{stop:012d}.parquet"
+
+
+def part_range(name: str) -> tuple[int, int] | None:
+    """(start, stop) of a part file name, or None for any other name."""
+    m = PART_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _printable(text: str) -> str:
@@ -62,7 +77,7 @@ class Part(Strict):
             raise ValueError(f"stop {self.stop} is not after start {self.start}")
         if self.rows != self.stop - self.start:
             raise ValueError(f"rows {self.rows} is not stop - start ({self.stop - self.start})")
-        if self.file != f"part-{self.start:012d}-{self.stop:012d}.parquet":
+        if self.file != part_name(self.start, self.stop):
             raise ValueError(f"file name {self.file} does not match its range {self.start}..{self.stop}")
         return self
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from wsemoe.errors import ResultsError
 from wsemoe.sweep import ledger
 from wsemoe.sweep.ledger import Ledger
+from wsemoe.sweep.manifest import part_range
 
 # writer -> (the command, what it writes)
 WRITERS = {"sweep": ("wsemoe sweep", "results"), "report": ("wsemoe report", "report"),
@@ -149,8 +150,6 @@ def check_tree(folder: Path, led: Ledger) -> None:
 def _check_parts(folder: Path) -> None:
     """A parts folder holds part files only (their checksums are the manifest's: a damaged part is data to
     recompute, not a user's file)."""
-    from wsemoe.sweep.store import part_range
-
     writable(folder, os.lstat(folder), "folder")
     with os.scandir(folder) as it:
         for entry in it:
@@ -162,8 +161,6 @@ def _check_parts(folder: Path) -> None:
 def remove_tree(folder: Path) -> None:
     """Remove what the folder's ledger lists (parts folders: their part files), then the folder; anything
     else that appeared meanwhile stays, and so does the folder holding it."""
-    from wsemoe.sweep.store import part_range
-
     led = ledger.read(folder)
     for name, e in led.entries.items():
         path = folder / name

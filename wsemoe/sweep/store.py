@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 from importlib import metadata
 from pathlib import Path
 
@@ -21,25 +20,12 @@ import pandas as pd
 
 from wsemoe.errors import ResultsError, os_error
 from wsemoe.sweep import manifest, verified
+from wsemoe.sweep.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
 
 FORMAT = manifest.FORMAT
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
 DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "pymoo", "moocore",
                 "dask", "distributed")
-PART_RE = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")
-
-
-def part_name(start: int, stop: int) -> str:
-    """File name of the part holding points [start, stop)."""
-    return f"part-{start:012d}-{stop:012d}.parquet"
-
-
-def part_range(name: str) -> tuple[int, int] | None:
-    """(start, stop) of a part file name, or None for any other name."""
-    m = PART_RE.match(name)
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def sha256_of(path: Path) -> str:
     """SHA-256 of a file, read in 4 MB blocks."""
     h = hashlib.sha256()
