@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_data_safety import one_line_error
 from wsemoe.cli import app
 from wsemoe.sweep import ledger
 from wsemoe.sweep.run import run_sweep
@@ -46,6 +47,8 @@ def template(tmp_path_factory):
     (root / "project" / "src").mkdir(parents=True)
     (root / "project" / "src" / "main.py").write_text("print('mine')\n")
     os.symlink("project", root / "link-dir")
+    (root / "hasjson").mkdir()
+    (root / "hasjson" / ".wsemoe.json").write_text('{"theme": "dark"}\n')  # a user's file of the ledger's name
     (root / "ro").mkdir()
     (root / "ro" / "keep.txt").write_text("keep\n")
     (root / "ro").chmod(0o555)
@@ -81,15 +84,6 @@ def snapshot(root: Path) -> dict:
             else:
                 out[key] = ("other", st.st_mode)
     return out
-
-
-def one_line_error(result, *needles):
-    text = result.output.strip()
-    assert result.exit_code != 0, text
-    assert len(text.splitlines()) == 1 and text.startswith("error: "), text
-    assert "internal error" not in text and "Traceback" not in text, text
-    for n in needles:
-        assert n in text, (n, text)
 
 
 # writer -> (argv for a target, suffix of the file it writes; "" for a folder)
@@ -129,6 +123,8 @@ TARGETS = {
     "the current folder": (lambda s: ".", "w"),
     "the parent folder": (lambda s: "..", ""),
     "a path into a file": (lambda s: f"notes.txt/new{s}", "notes.txt"),
+    "a folder holding a user's .wsemoe.json": (lambda s: f"hasjson/new{s}", ".wsemoe.json"),
+    "a user's .wsemoe.json": (lambda s: "hasjson/.wsemoe.json", ".wsemoe.json"),
 }
 
 
@@ -231,6 +227,17 @@ def test_calibrate_replaces_its_own_folder_only(work, runner):
     (work / "cal" / "my-notes.md").unlink()
     one_line_error(runner.invoke(app, ["calibrate", "--hardware", "cs3", "-o", "cal", "-n", "8", "--only",
                                        "matmul_efficiency"]), "cs2", "--force")
+
+
+def test_a_partial_folder_that_is_a_link_is_never_written_through(work, runner):
+    (work / "linked.yaml").write_text(yaml.safe_dump({**FS, "name": "linked"}))
+    from wsemoe.config.loader import load_config
+
+    link = work / f".linked.partial-{load_config(work / 'linked.yaml').config_hash()}"
+    os.symlink("project", link)
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, ["sweep", "linked.yaml", "-o", "linked"]), "partial")
+    assert snapshot(work) == before
 
 
 def test_a_missing_folder_one_level_deep_is_made_never_a_tree(work, runner):

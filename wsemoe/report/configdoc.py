@@ -9,7 +9,7 @@ from wsemoe.config.schema import SECTIONS, Compare, Constraint, Output, Sparsity
 from wsemoe.specs.hardware import PEFacts
 from wsemoe.sweep.columns import reference
 
-REGENERATE = "wsemoe schema --format markdown -o docs/config.md"
+REGENERATE = "wsemoe schema --format markdown > docs/config.md"
 
 AXES = """\
 ```yaml

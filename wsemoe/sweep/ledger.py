@@ -98,6 +98,22 @@ def read(folder) -> Ledger:
     return Ledger(folder, body.get("owner"), dict(entries))
 
 
+def foreign(folder) -> bool:
+    """True when `folder` holds something at the ledger's name that wsemoe did not write as its record (a
+    user's file, a link, a folder): writing the ledger would replace it, so nothing is written there."""
+    path = Path(folder) / NAME
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return True
+        with open(path, "rb") as fh:
+            body = json.loads(fh.read(MAX_BYTES + 1))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, RecursionError):
+        return True
+    return not (isinstance(body, dict) and body.get("format") == FORMAT)
+
+
 def sha256_file(path) -> tuple[int, str]:
     """(bytes, SHA-256) of a regular file, read in 4 MB blocks without following a symbolic link."""
     h, size = hashlib.sha256(), 0

@@ -185,7 +185,8 @@ class PartialRun:
             for old in stale:  # ours: other configs' progress, or this one's without --resume
                 if old != self.path or not resume:
                     remove_partial(old)
-            if os.path.lexists(self.path) and self.path not in stale and any(os.scandir(self.path)):
+            if os.path.islink(self.path) or (os.path.lexists(self.path) and self.path not in stale
+                                             and any(os.scandir(self.path))):
                 raise ResultsError("exists and is not a partial folder wsemoe made; move it away", loc=(str(self.path),))
             os.makedirs(self.path, exist_ok=True)
             atomic_bytes(self.path / MARKER, json.dumps({"target": self.target.name, "config_hash": config_hash}).encode(),

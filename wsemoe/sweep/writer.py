@@ -148,6 +148,8 @@ def _check_parent(parent: Path, writer: str, name: str) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise refuse(parent, "is not a folder")
     writable(parent, st, "folder")
+    if ledger.foreign(parent):
+        raise refuse(parent / ledger.NAME, "is not the record wsemoe keeps there; refusing to write in its folder")
     owner = owner_of(parent)
     if owner is None or owner == writer and owner != "sweep":
         return
