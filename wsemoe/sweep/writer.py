@@ -11,8 +11,9 @@ replaced is decided by the folder's ledger (`sweep/ledger.py`), never by a file'
   --force), in which every entry is listed and unchanged;
 - never: a symbolic link (the target or any folder of the path as given), the current folder or its
   parents, a results root (a folder holding results folders), a read-only file or folder (its write bits
-  cleared: refused even for root), a folder whose parent does not exist (wsemoe creates only the folder it
-  writes, and the default results root), a folder owned by another writer (e.g. points.parquet/).
+  cleared: refused even for root), a path more than one folder below an existing one (wsemoe makes at most
+  the one folder that holds what it writes, never a tree), a folder owned by another writer (points.parquet/,
+  a partial folder, plots/), a FIFO or device, and a folder holding a `.wsemoe.json` that is not its record.
 
 Every refusal and every OS failure is one line naming the path; what was there before stays as it was.
 """
@@ -20,6 +21,7 @@ Every refusal and every OS failure is one line naming the path; what was there b
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import stat
@@ -215,8 +217,6 @@ def write_file(path, data: bytes | str, writer: str, force: bool = False) -> Pat
 
 def record_files(folder: Path, files: dict, writer: str) -> None:
     """Add files just written (name -> their bytes) to the folder's ledger (the caller holds its lock)."""
-    import hashlib
-
     led = ledger.read(folder)
     for name, data in files.items():
         led.record_file(name, writer, hashlib.sha256(data).hexdigest(), len(data))
@@ -324,8 +324,6 @@ def fill_folder(folder: Path, files: dict, writer: str, key: str | None = None, 
     led = ledger.read(folder)
     if owner:
         led.owner = {"writer": writer, "key": key}
-    import hashlib
-
     for name, data in files.items():
         data = data.encode() if isinstance(data, str) else data
         atomic_bytes(folder / name, data)
