@@ -153,6 +153,7 @@ SLOT_KINDS = {
     "a user's folder": lambda p: (p.mkdir(), (p / "mine.txt").write_text("mine\n")),
     "a symlink to a user's folder": lambda p: os.symlink(Path("../../project").as_posix(), p),
     "a symlink to a user's file": lambda p: os.symlink(Path("../../notes.txt").as_posix(), p),
+    "a read-only results folder": lambda p: p.parent.chmod(0o555),
 }
 
 
@@ -162,7 +163,7 @@ def test_slots_inside_results_refuse_what_wsemoe_did_not_write(writer, kind, wor
     argv, slot = SLOTS[writer]
     SLOT_KINDS[kind](work / "results" / "fs" / slot)
     before = snapshot(work)
-    one_line_error(runner.invoke(app, argv), slot)
+    one_line_error(runner.invoke(app, argv), "read-only" if "read-only" in kind else slot)
     assert snapshot(work) == before
 
 
