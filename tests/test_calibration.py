@@ -69,8 +69,28 @@ def test_shipped_unknowns_load_with_sources():
     assert all(u.source and u.low <= u.nominal <= u.high for u in us)
 
 
+def test_pe_level_unknowns_are_listed_but_sampled_only_by_name():
+    us = unknowns.load("cs3")
+    pe = [u for u in us if u.pe_level]
+    assert {u.name for u in pe} >= {"pe_clock_hz", "pe_hop_cycles", "pe_turn_cycles", "pe_relay_cycles"}
+    assert all(u.source and u.low <= u.nominal <= u.high for u in pe)
+    assert not any(u.pe_level for u in unknowns.select(us, []))
+    assert [u.name for u in unknowns.select(us, ["pe_hop_cycles"])] == ["pe_hop_cycles"]
+
+
+def test_a_pe_level_unknown_is_refused_by_a_sweep():
+    from wsemoe.analysis.sampled import Sampled
+    from wsemoe.config.presets import SWEEPS
+    from wsemoe.errors import ConfigError
+
+    hop = unknowns.select(unknowns.load("cs2"), ["pe_turn_cycles"])
+    with pytest.raises(ConfigError, match="only the PE-level"):
+        Sampled(SWEEPS / "bta_topk.yaml", hop)
+
+
 @pytest.mark.parametrize("text,where", [
     ("cs2: {x: {paths: [hardware.nope], range: [0, 1], nominal: 0.5}}", "paths"),
+    ("cs2: {x: {paths: [hardware.pe.nope], range: [0, 1], nominal: 0.5}}", "paths"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [1, 0], nominal: 0.5}}", "range"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 5}}", "nominal"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 0.5, color: red}}", "x"),

@@ -364,10 +364,10 @@ def test_activation_memory_scales_with_bytes_per_act():
 
 def test_gqa_kv_cache_in_inference():
     """GQA caches K and V; TP splits heads, so a rank holds ⌈n_kv/tp⌉ of them (at least one: beyond tp = n_kv
-    heads are replicated): 2·⌈n_kv/tp⌉·d_h·b_a bytes per cached token and layer on every rank, read once per
-    layer together with the weights (one HBM term)."""
+    heads are replicated): 2·⌈n_kv/tp⌉·d_h·b_kv bytes per cached token and layer on every rank (kv_format fp8:
+    1 byte), read once per layer together with the weights (one HBM term)."""
     cfg = {"name": "kv", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b",
-           "workload": {"mode": "prefill", "seq_len": 4096, "B": 4, "G": 3, "bytes_per_act": 1}}
+           "workload": {"mode": "prefill", "seq_len": 4096, "B": 4, "G": 3, "kv_format": "fp8"}}
     row = wsemoe.evaluate(cfg).iloc[0]
     hw, m = load_hardware("wsc-b200-8x8"), load_model("qwen3-30b-a3b")
     tp, seqs = 64, 12                                    # tp unset: one group of all 64 dies

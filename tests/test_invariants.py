@@ -23,7 +23,7 @@ from wsemoe.analysis import cases as cases_mod
 from wsemoe.analysis.invariants import REGISTRY, hardware_fields
 from wsemoe.cli import app
 from wsemoe.config.loader import load_config
-from wsemoe.cost import step
+from wsemoe.cost import stagecost
 from wsemoe.sweep import space
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +40,14 @@ def _write(tmp_path, cfg, name="cfg.yaml"):
 def broken_io(monkeypatch):
     """A wafer whose I/O is wired backwards: streaming time grows with the I/O bandwidth (the formula
     sees 1.5e11²/bandwidth), equal to the real model at the CS-2's 150 GB/s and slower above it."""
-    real = step._io_time
+    real = stagecost.io_time
 
-    def backwards(hw, wl, nbytes, *args, **kwargs):
+    def backwards(hw, wl, part, *args, **kwargs):
         if hw.weight_source != "streamed":
-            return real(hw, wl, nbytes, *args, **kwargs)
+            return real(hw, wl, part, *args, **kwargs)
         flipped = SimpleNamespace(**{**vars(hw), "io_in_bw_bytes_per_s": 1.5e11 ** 2 / hw.io_in_bw_bytes_per_s})
-        return real(flipped, wl, nbytes, *args, **kwargs)
-    monkeypatch.setattr(step, "_io_time", backwards)
+        return real(flipped, wl, part, *args, **kwargs)
+    monkeypatch.setattr(stagecost, "io_time", backwards)
 
 
 def test_broken_io_fails_its_invariant_naming_the_inputs_and_nothing_else(broken_io, small_config):
@@ -285,3 +285,15 @@ def test_junit_write_failure_is_one_error_and_leaves_no_temporary_file(monkeypat
     with pytest.raises(WsemoeError, match="no space left.*ENOSPC"):
         junit.write_junit(report, tmp_path / "r.xml")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_format_wider_than_it_claims_fails_the_format_invariant(monkeypatch, small_config):
+    """fp8 read as 4 bytes per weight (wider than bf16): streaming the experts takes longer, which the format
+    invariant must call a failure and name the format that changed."""
+    from wsemoe.cost.node import formats
+
+    monkeypatch.setitem(formats.BYTES, "fp8", 4.0)
+    (result,) = wsemoe.check_invariants([small_config], only=["narrower_formats_are_never_slower"]).results
+    assert result.status == "fail"
+    worst = result.outcome.worst
+    assert worst.lhs > worst.rhs and any("format" in k for k in worst.inputs)

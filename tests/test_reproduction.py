@@ -15,6 +15,7 @@ from wsemoe.validate.common import unexplained
 KNOWN_GAPS = {
     "layer-input checkpoints of every shipped micro-batch fit the wafer's SRAM (if held there)",
     "BTA speedup in tokens/s at E 128, top-k 1",
+    "ER cuts all-to-all (dispatch+combine) at every TP size",
     "MoE communication (all-reduce + dispatch + combine) falls under ER (top-k 8, B=256, every TP, both models)",
     "HER cuts MoE communication against the flat baseline mapping on 4 wafers (same TP, flow and rings; both "
     "models, 1–256 tokens/device)",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from wsemoe.cost.step import STAGE_COMM
+from wsemoe.cost.stagecost import STAGE_COMM
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
 MEMORY = {"attn": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
@@ -41,21 +41,37 @@ def _get(row, col) -> float:
     return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+SERIAL = "launch"   # a stage's kernel launches: serial, added to its roofline (`<stage>_launch_s`)
+
+
 def stage_columns(names, stage: str) -> tuple[dict, dict]:
     """({term: column} of a stage's concurrent terms, {phase: column} of its communication), from the
-    column names `<stage>_<term>_s` among `names` (what `eval` and the layer invariant both combine)."""
+    column names `<stage>_<term>_s` among `names` (what `eval` and the layer invariant both combine); the
+    serial kernel-launch column is neither (`launch_column`)."""
     comm_names = {c.removesuffix("_s") for c in STAGE_COMM.get(stage, ())}
     terms, comm = {}, {}
     for col in names:
         term = col.removeprefix(f"{stage}_").removesuffix("_s")
-        if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term and term not in ("time", "comm"):
+        if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term \
+                and term not in ("time", "comm", SERIAL):
             (comm if term in comm_names else terms)[term] = col
     return terms, comm
+
+
+def launch_column(names, stage: str) -> str | None:
+    """The column of a stage's kernel launches, if the model wrote one."""
+    col = f"{stage}_{SERIAL}_s"
+    return col if col in names else None
 
 
 def _stage_terms(row, stage: str) -> tuple[dict, dict]:
     """(concurrent terms, communication phases) of a stage at one point, as numbers."""
     return tuple({k: _get(row, c) for k, c in part.items()} for part in stage_columns(row.keys(), stage))
+
+
+def _launch(row, stage: str) -> float:
+    col = launch_column(row.keys(), stage)
+    return 0.0 if col is None else _get(row, col)
 
 
 def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str]:
@@ -74,6 +90,10 @@ def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str
     else:  # nothing overlaps
         core = sum(sum(terms.values()) for terms, _ in split)
         text = " + ".join(f"{s} {' + '.join(f'{t} {_t(v)}' for t, v in terms.items())}" for s, (terms, _) in zip(stages, split))
+    launch = sum(_launch(row, s) for s in stages)
+    if launch:  # kernel launches are serial in every overlap mode
+        core += launch
+        text = f"{text} + kernel launches {_t(launch)}"
     comm = {f"{s}:{p}": v for s, (_, phases) in zip(stages, split) for p, v in phases.items()}
     if layer == "dense_layer" and "dense_layer_allreduce_s" in row:  # HER: the home wafer's all-reduce only
         comm["attention:allreduce"] = _get(row, "dense_layer_allreduce_s")
@@ -85,9 +105,9 @@ def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str
     return total, text + (f" + communication {shown}" if shown else "")
 
 
-def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int,
-          peak_flops: float) -> list:
-    """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU."""
+def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int) -> list:
+    """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU (at the peak of the
+    model's formats, `format_peak_flops`)."""
     out = []
     times = {}
     for layer in LAYERS:
@@ -108,7 +128,7 @@ def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, no
     out.append(("tokens_per_s", row["tokens_per_s"], "tokens/s",
                 f"{tokens:,.0f} tokens per micro-batch / {_t(step)} = {tokens / step:,.6g} tokens/s "
                 f"{_check(tokens / step, _get(row, 'tokens_per_s'))}"))
-    flops = _get(row, "model_flops_per_step")
+    flops, peak_flops = _get(row, "model_flops_per_step"), _get(row, "format_peak_flops")
     mfu = flops / (step * nodes * peak_flops)
     out.append(("mfu", row["mfu"], "1", f"{flops:.4g} model FLOPs / ({_t(step)} × {nodes} nodes × "
                 f"{peak_flops:.4g} FLOP/s) = {mfu:.4g} {_check(mfu, _get(row, 'mfu'))}"))
@@ -131,4 +151,32 @@ def memory(row) -> list:
         if g in row and cap:
             out.append((g, row[g], "1", f"{_b(total)} / {_b(cap)} usable − 1 = {total / cap - 1:.4g} "
                         f"({total / cap:.3g}× capacity) {_check(total / cap - 1, _get(row, g))}"))
+    return out
+
+
+def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str, comm_overlap: str,
+            nodes: int) -> list:
+    """[(term, value, unit, how it is made)] of the serving metrics: TPOT is the decode step, tokens/s per user
+    its inverse; TTFT the step of the prefill `first` (its layers written out as for the step above)."""
+    out = []
+    if "tpot_s" in row:
+        step, seqs = _get(row, "step_time_s"), _get(row, "sequences_per_microbatch")
+        out.append(("tpot_s", row["tpot_s"], "s", f"one decode step {_t(step)}: every one of the {seqs:,.0f} "
+                    f"sequences gets its next token {_check(step, _get(row, 'tpot_s'))}"))
+        out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s",
+                    f"1 / {_t(step)} = {1 / step:,.6g} tokens/s "
+                    f"{_check(1 / step, _get(row, 'tokens_per_s_per_user'))}"))
+    if first is None or "ttft_s" not in row:
+        return out
+    for name, value, unit, text in steps(first, layers, moe_layers, overlap, comm_overlap, nodes):
+        if name.endswith("_time_s") and name != "step_time_s":
+            out.append((f"prefill {name}", value, unit, text))
+        elif name == "step_time_s":
+            ttft, prompts = _get(first, "step_time_s"), _get(first, "sequences_per_microbatch")
+            out.append(("ttft_s", row["ttft_s"], "s", f"prefill of {prompts:,.0f} prompts at once, no queueing: "
+                        f"{text}; ttft_s {_check(ttft, _get(row, 'ttft_s'))}"))
+    cap, top = _get(first, "mem_capacity_node_bytes"), _get(first, "mem_peak_node_bytes")
+    if "g_mem_prefill" in row and cap:
+        out.append(("g_mem_prefill", row["g_mem_prefill"], "1", f"prefill peak {_b(top)} / {_b(cap)} usable − 1 = "
+                    f"{top / cap - 1:.4g} {_check(top / cap - 1, _get(row, 'g_mem_prefill'))}"))
     return out

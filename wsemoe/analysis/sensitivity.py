@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis import unknowns as unknowns_mod
-from wsemoe.sweep import writer
 from wsemoe.analysis.sampled import Sampled
 from wsemoe.errors import ConfigError
+from wsemoe.sweep import ledger, writer
 
 METHODS = ("sobol", "morris")
 QUANTILES = (0.05, 0.5, 0.95)
@@ -136,8 +136,11 @@ def write(result: Sensitivity, results_path, force: bool = False) -> Path:
 
 
 def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
-    """The sensitivity analysis stored in a results folder, or None (absent, unreadable, or of another config)."""
+    """The sensitivity analysis stored in a results folder, or None (absent, unreadable, changed since wsemoe
+    wrote it, or of another config)."""
     folder = Path(results_path) / FOLDER
+    if not ledger.intact(folder, ("indices.csv", "bands.csv", "meta.json"), "sensitivity"):
+        return None  # absent, or changed since wsemoe wrote it (its ledger's checksums)
     try:
         meta = json.loads((folder / "meta.json").read_text())
         indices = pd.read_csv(folder / "indices.csv") if (folder / "indices.csv").stat().st_size > 1 else pd.DataFrame()
@@ -150,12 +153,12 @@ def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
 
 
 def run(config, out_root="results", hardware=None, method="sobol", samples=10_000, seed=1, unknowns_file=None,
-        only=(), on_progress=None, force: bool = False) -> tuple[Sensitivity, Path]:
+        only=(), on_progress=None, force: bool = False, prepared=None) -> tuple[Sensitivity, Path]:
     """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it;
     the sensitivity/ folder is checked before the analysis runs."""
     from wsemoe.sweep.run import run_sweep
 
-    prepared = prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    prepared = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
     res = run_sweep(prepared[0].cfg, out_root=out_root)
     writer.check_folder(res.path / FOLDER, "sensitivity", force)
     result = analyse(res.config, hardware, method, samples, seed, on_progress=on_progress, prepared=prepared)

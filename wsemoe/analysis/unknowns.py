@@ -3,6 +3,10 @@
 They live in one YAML file (package data, `analysis/data/unknowns.yaml`, keyed by hardware preset); a
 user file of the same form may replace it. An unknown maps a unit-interval sample onto its range
 (linear, log, or a discrete set) and sets one or more spec fields (`paths`).
+
+PE-level unknowns (`hardware.pe.<field>`: hop, turn and relay cycles, the WSE-3 clock, the operator
+overhead) are listed beside the others but enter only the PE-level operators (`wsemoe.cost.wafer`), not
+the sweep engine: `select` leaves them out unless they are named, and a sampled sweep refuses them.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import numpy as np
 from wsemoe.config import yamlio
 from wsemoe.config.axes import check_path
 from wsemoe.errors import ConfigError
+from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
 KEYS = {"paths", "range", "values", "nominal", "scale", "source"}
+PE_PREFIX = "hardware.pe."
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,11 @@ class Unknown:
     scale: str = "linear"
     values: tuple[float, ...] | None = None
     source: str = ""
+
+    @property
+    def pe_level(self) -> bool:
+        """Whether it sets a PE fact (`hardware.pe.<field>`), which only the PE-level operators read."""
+        return any(p.startswith(PE_PREFIX) for p in self.paths)
 
     def value(self, u):
         """Values for unit-interval samples `u` (array): linear or log over the range, or a discrete pick."""
@@ -59,7 +70,10 @@ def _unknown(name: str, spec, loc) -> Unknown:
     if not isinstance(paths, list) or not paths:
         raise ConfigError("paths: a list of section.field", loc=(*loc, "paths"))
     for p in paths:
-        if not isinstance(p, str) or check_path(p, (*loc, "paths"))[1] is None:
+        if isinstance(p, str) and p.startswith(PE_PREFIX):
+            if p[len(PE_PREFIX):] not in PEFacts.model_fields:
+                raise ConfigError(f"'{p}' is not a field of hardware.pe", loc=(*loc, "paths"))
+        elif not isinstance(p, str) or check_path(p, (*loc, "paths"))[1] is None:
             raise ConfigError(f"'{p}' is not a section.field path", loc=(*loc, "paths"))
     values = spec.get("values")
     if values is not None:
@@ -96,9 +110,10 @@ def load(hardware: str, path=None) -> list[Unknown]:
 
 
 def select(unknowns: list[Unknown], names) -> list[Unknown]:
-    """Only the named unknowns (all when `names` is empty), in the file's order."""
+    """Only the named unknowns, in the file's order; when `names` is empty, every one a sweep reads (the
+    PE-level ones only by name)."""
     if not names:
-        return unknowns
+        return [u for u in unknowns if not u.pe_level]
     known = {u.name for u in unknowns}
     for n in names:
         if n not in known:

@@ -1,4 +1,4 @@
-"""Commands that study the cost model itself: validate, invariants, sensitivity, calibrate."""
+"""Commands that study the cost model itself: validate, invariants, sensitivity, readings, calibrate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import choice
+from wsemoe.commands.shared import choice, parts
 
 COMMANDS, command = registry()
 
@@ -77,18 +77,59 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     seed: int = typer.Option(1, help="seed of the sample design"),
                     unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
                     only: Optional[List[str]] = typer.Option(None, "--only", help="vary only these unknowns"),
+                    with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also evaluate every combination of the readings"),
                     results: Path = typer.Option(Path("results"), help="root folder of results"),
-                    force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at sensitivity/")) -> Reply:
-    """Global sensitivity of CONFIG's results to the calibration unknowns; writes results/<name>/sensitivity/."""
+                    force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at sensitivity/ or readings/")) -> Reply:
+    """Sensitivity of CONFIG's results to the discrete readings (every combination) and to the calibration
+    unknowns (Sobol or Morris, at the sweep's own readings); writes results/<name>/readings/ and sensitivity/."""
+    from wsemoe.analysis import readings as rd
     from wsemoe.analysis import sensitivity as sens
+    from wsemoe.report.terminal import readings as rd_view
     from wsemoe.report.terminal import tables
 
-    result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
-                            unknowns_file=unknowns, only=only or (), force=force)
+    prepared = sens.prepare(config, None, method, samples, seed, unknowns, only or ())  # bad options fail first
     reply = Reply()
+    if with_readings:
+        from wsemoe.sweep import writer
+        from wsemoe.sweep.run import run_sweep
+
+        res = run_sweep(prepared[0].cfg, out_root=results)
+        writer.check_folder(res.path / sens.FOLDER, "sensitivity", force)  # both outputs checked before either is written
+        found, where = rd.run(res.path, force=force)
+        parts(reply, rd_view.view(found, _readings_quantities(found)))
+        reply.text(f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
+    result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
+                            unknowns_file=unknowns, only=only or (), force=force, prepared=prepared)
     for q in sens.headline_quantities(result):
         reply.rich(tables.sensitivity(result, q))
     return reply.text(f"sensitivity: {path} ({result.meta['evaluations']:,} evaluations in {result.meta['seconds']:.1f} s)")
+
+
+def _readings_quantities(result) -> list[str]:
+    """The quantities a summary shows over the readings: the comparison's ratios and the best metric."""
+    qs = list(dict.fromkeys(result.values["quantity"]))
+    return [q for q in qs if q.startswith("speedup_vs_")] + [q for q in qs if q.startswith("best_") and "tokens" in q][:1] \
+        or [q for q in qs if q.startswith("sweep_best_")]
+
+
+@command("readings")
+def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAML or a results folder (none: list the readings)"),
+                 only: Optional[List[str]] = typer.Option(None, "--only", help="vary only this reading (repeatable)"),
+                 fix: Optional[List[str]] = typer.Option(None, "--set", help="fix a reading for every run: name=option (repeatable)"),
+                 evidence: bool = typer.Option(False, "--evidence", "-e", help="with no target: every option's evidence and source"),
+                 results: Path = typer.Option(Path("results"), help="root folder of results"),
+                 force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at readings/")) -> Reply:
+    """The modelling choices no source pins, or TARGET evaluated under every combination of them: each
+    quantity as configured, at the default readings, its range, what flips it and what it hinges on."""
+    from wsemoe.analysis import readings as rd
+    from wsemoe.config import readings as registry
+    from wsemoe.report.terminal import readings as rd_view
+
+    if target is None:
+        return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
+    found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
+    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(
+        f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
 
 
 @command()

@@ -23,6 +23,15 @@ class PEFacts(Spec):
     fmac_width: PositiveInt = Field(le=2**40, description="FP16 FMACs per PE per cycle (SIMD width)")
     link_bytes_per_cycle: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bytes per cycle per PE link per direction")
     sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
+    # The PE fabric as the PE-level operators see it (wsemoe.cost.wafer); node figures do not use these.
+    hop_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a wavelet takes per router hop along a configured route (PE-level operators)")
+    turn_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="extra cycles when a route changes dimension (X to Y) (PE-level operators)")
+    relay_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a PE adds when it receives a wavelet, processes it and sends one on (one store-and-forward stage: ramp in, compute, ramp out)")
+    routable_colors: Optional[PositiveInt] = Field(None, le=1024, description="colours (virtual channels) a router can route")
+    reserved_colors: Optional[int] = Field(None, ge=0, le=1024, description="routable colours the runtime keeps for itself (host I/O)")
+    kernel_margin_cols: Optional[int] = Field(None, ge=0, le=2**20, description="fabric columns the host-I/O framework takes beside a program (the program rectangle is fabric_cols minus this)")
+    kernel_margin_rows: Optional[int] = Field(None, ge=0, le=2**20, description="fabric rows the host-I/O framework takes around a program (the program rectangle is fabric_rows minus this)")
+    op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
@@ -62,10 +71,29 @@ class HardwareSpec(Spec):
     wafers: tuple[Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)], Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)]] = Field(
         (1, 1), description="a mesh of wafers [Wr, Wc]: the die grid is (Wr·rows)×(Wc·cols), one system; default one wafer")
     node_peak_flops: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
+    node_peak_flops_fp8: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="peak dense FP8 FLOP/s per node; unset: no native FP8, fp8 matmuls run at node_peak_flops")
+    node_peak_flops_fp4: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="peak dense FP4 FLOP/s per node; unset: no native FP4, fp4 matmuls run at node_peak_flops")
     node_memory_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
     node_memory_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
     link_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
     hop_latency_s: float = Field(0.0, ge=0, le=1.0, allow_inf_nan=False, description="latency per mesh hop (or switch traversal), s")
+    kernel_launch_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed cost of each kernel on a layer's critical path (launch and dependency gap), s; charged per "
+                    "kernel each stage launches (docs/cost-model.md); 0: a dataflow machine with no per-kernel launch")
+    collective_latency_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed software latency of one collective call (all-reduce, output reduction, gradient "
+                    "reduction), s, on top of bytes over bandwidth and hop latency; charged once per call that "
+                    "moves data")
+    alltoall_latency_s: Optional[float] = Field(
+        None, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed software latency of one expert-parallel dispatch or combine, s; unset: "
+                    "collective_latency_s")
     port_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
     inter_wafer_link_bw_bytes_per_s: Optional[PositiveFloat] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,

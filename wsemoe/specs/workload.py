@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
+
+
+Format = Literal["bf16", "fp8", "fp4"]
 
 
 class WorkloadSpec(Spec):
@@ -16,13 +19,21 @@ class WorkloadSpec(Spec):
     seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
     B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile")
     G: PositiveInt = Field(1, le=MAX_TILES, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
-    bytes_per_weight: PositiveFloat = Field(2.0, le=64, description="bytes per weight (2 = bf16)")
+    attn_weight_format: Format = Field(
+        "bf16", description="format of the attention projections, shared experts and dense-layer FFNs (every matmul "
+                            "weight outside the routed experts): bf16 2 bytes, fp8 1, fp4 0.5; their matmuls run at "
+                            "that format's peak. Embedding, head, router and norms stay 16-bit")
+    expert_weight_format: Format = Field(
+        "bf16", description="format of the routed experts' weights (bf16 2 bytes, fp8 1, fp4 0.5); expert matmuls run "
+                            "at that format's peak")
+    kv_format: Format = Field("bf16", description="format of the KV cache (bf16 2 bytes, fp8 1, fp4 0.5)")
     bytes_per_act: PositiveFloat = Field(2.0, le=64, description="bytes per activation element")
     bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
-    attn_kernel: Literal["materialized", "flash"] = Field(
-        "materialized", description="attention scores held as n_h·S×S per sequence, or tiled (linear in S)")
+    attn_kernel: Literal["materialized", "per_head", "flash"] = Field(
+        "materialized", description="attention scores held as n_h·S×S per sequence, one head's S×S at a time "
+                                    "(per_head), or tiled (flash: linear in S)")
     overlap: Literal["layer", "stage", "none"] = Field(
         "layer", description="compute overlaps weight/memory movement across a whole layer, within each stage, or not at all")
     comm_overlap: Literal["none", "microbatch"] = Field(
@@ -33,3 +44,16 @@ class WorkloadSpec(Spec):
     tokens_per_device: Optional[PositiveInt] = Field(
         None, le=MAX_TOKENS, description="decode only: tokens (sequences) per device per step; when set, B = "
                                          "tokens_per_device·tp/G and workload.B is not used")
+    prompt_len: Optional[PositiveInt] = Field(
+        None, le=MAX_TOKENS, description="decode only: prompt length in tokens, for the time to first token (ttft_s): "
+                                         "the prefill of the batch's prompts at S = prompt_len (at most seq_len, "
+                                         "the decode context that holds the prompt); unset: no ttft_s")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _formats_replace_bytes_per_weight(cls, data):
+        """The one bytes-per-weight knob became per-stage formats: say so instead of 'unknown key'."""
+        if isinstance(data, dict) and "bytes_per_weight" in data:
+            raise ValueError("bytes_per_weight was replaced by attn_weight_format and expert_weight_format "
+                             "(bf16 = 2 bytes, fp8 = 1, fp4 = 0.5)")
+        return data

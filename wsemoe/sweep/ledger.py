@@ -141,6 +141,14 @@ def matches(path: Path, entry: dict | None) -> bool:
         return False
 
 
+def intact(folder, names, writer: str) -> bool:
+    """True when `folder` is one `writer` made and each of `names` holds the very bytes its ledger records: how
+    a reader of a small output folder (readings/, sensitivity/) knows it is what wsemoe wrote."""
+    led = read(folder)
+    return bool(led.owner and led.owner["writer"] == writer) and all(matches(Path(folder) / n, led.entry(n))
+                                                                      for n in names)
+
+
 _HELD: dict = {}  # folders this process holds locked: a nested `locked` of one of them is a no-op
 
 

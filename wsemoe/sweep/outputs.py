@@ -14,8 +14,7 @@ import numpy as np
 
 from wsemoe.sweep.columns import check_column
 from wsemoe.config.schema import SECTIONS, SweepConfig
-from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
+from wsemoe.cost import serving
 from wsemoe.specs.hardware import PEFacts, derive_node_figures
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
@@ -71,10 +70,10 @@ def preset_fields(cfg: SweepConfig, section: str, name: str) -> dict:
 
 
 def evaluate(cfg: SweepConfig, ns: dict) -> dict:
-    """The cost model on one piece's namespaces (communication from the fabric when it applies); labels
-    stay coded."""
-    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
-    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
+    """The cost model on one piece's namespaces (communication from the fabric when it applies, serving metrics
+    for inference); labels stay coded."""
+    return serving.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
+                            cfg.expert_histogram, coded=True)
 
 
 def _is_number(v) -> bool:

@@ -1,12 +1,13 @@
 """Who owns a folder, and whether a folder may be replaced: decided from ledgers only (`sweep/ledger.py`).
 
 A folder is a writer's when its ledger names that writer as owner (results folders: `wsemoe sweep`;
-plots/: `wsemoe plot`; calibration and sensitivity folders), or when its parent's ledger lists it as that
-writer's folder (points.parquet/ of results), or when it is a sweep's partial folder (its marker). A
-folder may be replaced only when it is provably the same writer's (another key, e.g. another sweep's
-results, needs --force) and every entry in it is one the ledger lists, unchanged; a results root (a
-folder holding results folders) never. Results folders of an earlier wsemoe, which kept no ledger, are
-recognised (a manifest beside points.parquet/) so that no other writer touches them, but never replaced.
+plots/: `wsemoe plot`; calibration, sensitivity, readings and traffic-export folders), or when its
+parent's ledger lists it as that writer's folder (points.parquet/ of results), or when it is a sweep's
+partial folder (its marker). A folder may be replaced only when it is provably the same writer's (another
+key, e.g. another sweep's results, needs --force) and every entry in it is one the ledger lists,
+unchanged; a results root (a folder holding results folders) never. Results folders of an earlier wsemoe,
+which kept no ledger, are recognised (a manifest beside points.parquet/) so that no other writer touches
+them, but never replaced.
 """
 
 from __future__ import annotations
@@ -24,10 +25,13 @@ from wsemoe.sweep.manifest import part_range
 WRITERS = {"sweep": ("wsemoe sweep", "results"), "report": ("wsemoe report", "report"),
            "schema": ("wsemoe schema", "schema"), "plot": ("wsemoe plot", "figure"),
            "compare": ("wsemoe compare --plot", "figure"), "junit": ("wsemoe invariants --junit", "JUnit report"),
-           "calibrate": ("wsemoe calibrate", "calibration"), "sensitivity": ("wsemoe sensitivity", "sensitivity analysis")}
+           "calibrate": ("wsemoe calibrate", "calibration"), "sensitivity": ("wsemoe sensitivity", "sensitivity analysis"),
+           "readings": ("wsemoe readings", "readings analysis"), "export": ("wsemoe export traffic", "traffic export"),
+           "new": ("wsemoe new", "sweep file")}
 # Entries of a results folder and the writer each belongs to; nothing else may be added there.
 RESULTS_SLOTS = {"config.yaml": "sweep", "manifest.json": "sweep", "points.parquet": "sweep", "pareto.csv": "sweep",
-                 "comparison.csv": "sweep", "plots": "plot", "report.html": "report", "sensitivity": "sensitivity"}
+                 "comparison.csv": "sweep", "plots": "plot", "report.html": "report", "sensitivity": "sensitivity",
+                 "readings": "readings"}
 PARTIAL_MARKER = "wsemoe-partial.json"  # marks a sweep's hidden partial folder as its own
 MAX_SCAN = 100_000  # entries looked at when deciding whether a folder holds results folders
 

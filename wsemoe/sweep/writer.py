@@ -1,9 +1,10 @@
 """The one way wsemoe writes files and folders: atomically, and never over anything it cannot prove it wrote.
 
 Every command that writes (sweep, report, schema, plot, compare --plot, invariants --junit, calibrate,
-sensitivity) goes through here. A file is written to a temporary name in its folder, flushed to disk and
-renamed into place; a folder is built under a hidden name beside its target and swapped in. What may be
-replaced is decided by the folder's ledger (`sweep/ledger.py`), never by a file's name or content:
+sensitivity, readings, export traffic, new) goes through here. A file is written to a temporary name in its
+folder, flushed to disk and renamed into place; a folder is built under a hidden name beside its target and
+swapped in. What may be replaced is decided by the folder's ledger (`sweep/ledger.py`), never by a file's
+name or content (`wsemoe new` replaces nothing at all: its file is the user's once written):
 
 - a file: only one the ledger lists with the very bytes it holds; one another command wrote needs --force;
   one of a results folder's own files (config.yaml, manifest.json, parts, pareto.csv...) never;
@@ -61,10 +62,11 @@ def fsync_folder(folder) -> None:
         os.close(fd)
 
 
-def atomic_bytes(path, data: bytes, tmp_dir=None, durable: bool = True) -> None:
+def atomic_bytes(path, data: bytes, tmp_dir=None, durable: bool = True, replace: bool = True) -> None:
     """Write `data` to a new temporary file (in `tmp_dir`, else beside `path`), flush it to disk when
     `durable`, and rename it over `path`: readers see the old file or the new one, never half of one.
-    A failure removes the temporary file and leaves `path` as it was."""
+    Without `replace` it is linked into place instead, which fails (FileExistsError) when anything is at
+    `path`. A failure removes the temporary file and leaves `path` as it was."""
     path = Path(path)
     folder = Path(tmp_dir) if tmp_dir is not None else path.parent
     tmp = folder / f".{path.name[:MAX_NAME]}.wsemoe-tmp-{os.getpid()}-{secrets.token_hex(4)}"
@@ -77,7 +79,10 @@ def atomic_bytes(path, data: bytes, tmp_dir=None, durable: bool = True) -> None:
             os.fsync(fd)
         os.close(fd)
         fd = None
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path)
     except BaseException:
         if fd is not None:
             os.close(fd)
@@ -86,6 +91,20 @@ def atomic_bytes(path, data: bytes, tmp_dir=None, durable: bool = True) -> None:
         raise
     if durable:
         fsync_folder(path.parent)
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """Put the finished `tmp` at `path` only if nothing is there (a link fails on any existing name)."""
+    try:
+        os.link(tmp, path)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError):
+            raise
+        # a file system without hard links: claim the name exclusively, then rename over the claim
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        os.replace(tmp, path)
+    else:
+        os.unlink(tmp)
 
 
 # ---------------------------------------------------------------- paths
@@ -215,6 +234,25 @@ def write_file(path, data: bytes | str, writer: str, force: bool = False) -> Pat
     return p
 
 
+def create_file(path, data: bytes | str, writer: str) -> Path:
+    """Write a file that is the user's from then on (`wsemoe new`'s sweep file): never over anything, not even a
+    file wsemoe wrote, and listed in no ledger, so no writer (not even with --force) ever replaces it."""
+    p = checked_path(path)
+    if p.name in RESERVED:
+        raise refuse(p, "is a name wsemoe keeps for its own records; choose another name")
+    _check_parent(p.parent, writer, p.name)
+    refusal = refuse(p, f"exists; {command(writer)} never replaces a file (choose another name or -o PATH)")
+    if os.path.lexists(p):
+        raise refusal
+    ensure_parent(p)
+    with os_errors(p, f"write the {WRITERS[writer][1]}"):
+        try:
+            atomic_bytes(p, data.encode() if isinstance(data, str) else data, replace=False)
+        except FileExistsError:  # made meanwhile by someone else: theirs
+            raise refusal from None
+    return p
+
+
 def record_files(folder: Path, files: dict, writer: str) -> None:
     """Add files just written (name -> their bytes) to the folder's ledger (the caller holds its lock)."""
     led = ledger.read(folder)
@@ -319,16 +357,31 @@ def write_folder(path, files: dict, writer: str, force: bool = False, key: str |
     return p
 
 
-def fill_folder(folder: Path, files: dict, writer: str, key: str | None = None, owner: bool = True) -> None:
-    """Write files into a folder wsemoe is building, then its ledger (owned by `writer`, for `key`)."""
-    led = ledger.read(folder)
-    if owner:
-        led.owner = {"writer": writer, "key": key}
-    for name, data in files.items():
+def fill_folder(folder: Path, files, writer: str, key: str | None = None, owner: bool = True) -> None:
+    """Write files into a folder wsemoe is building, then its ledger (owned by `writer`, for `key`). `files` is
+    {name: bytes} or (name, bytes) pairs made one at a time (a large export is never held whole); a name
+    'sub/file' goes into a subfolder made here, with a ledger of its own."""
+    ledgers: dict = {}
+
+    def ledger_of(rel: tuple) -> ledger.Ledger:
+        if rel not in ledgers:
+            if rel:
+                ledger_of(rel[:-1]).record(rel[-1], "folder", writer)
+                os.mkdir(folder.joinpath(*rel), 0o755)
+            ledgers[rel] = ledger.read(folder.joinpath(*rel))
+            if owner or rel:
+                ledgers[rel].owner = {"writer": writer, "key": key}
+        return ledgers[rel]
+
+    ledger_of(())
+    for name, data in files.items() if isinstance(files, dict) else files:
+        *sub, base = name.split("/")
         data = data.encode() if isinstance(data, str) else data
-        atomic_bytes(folder / name, data)
-        led.record_file(name, writer, hashlib.sha256(data).hexdigest(), len(data))
-    atomic_bytes(folder / ledger.NAME, led.to_bytes())
+        led = ledger_of(tuple(sub))  # (makes the subfolder)
+        atomic_bytes(folder.joinpath(*sub, base), data)
+        led.record_file(base, writer, hashlib.sha256(data).hexdigest(), len(data))
+    for rel, led in ledgers.items():
+        atomic_bytes(folder.joinpath(*rel, ledger.NAME), led.to_bytes())
 
 
 def make_folder(path, writer: str, create: bool = True) -> Path:

@@ -45,5 +45,7 @@ def run_all() -> list[dict]:
     from wsemoe.validate.moentwine import mapping_rows
     from wsemoe.validate.scale import scale_rows
     from wsemoe.validate.shipped import shipped_rows
+    from wsemoe.validate.waferllm import waferllm_rows
 
-    return param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()
+    return (param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()
+            + waferllm_rows())

@@ -16,6 +16,7 @@ STEMS = ("crossover",)
 METRICS = {"per_device_moe_block_tokens_per_s": "MoE block (expert compute/HBM + dispatch + combine + reduction)",
            "per_device_moe_tokens_per_s": "whole MoE layer (attention included)"}
 COLUMNS = (*METRICS, "moe_hbm_s", "moe_compute_s")  # with the axes, feasibility and objectives every view holds
+NEEDS_AXES = (("hardware", TAU),)  # without both swept it draws nothing
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:

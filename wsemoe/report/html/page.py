@@ -64,6 +64,31 @@ def _binds(man: dict) -> str:
     return formats.html(df, index=None, table_id="binds") if len(df) else "<p id=\"binds\">no feasible point</p>"
 
 
+def readings_section(path: Path, man: dict) -> list[str]:
+    """The comparison's robustness over the readings: the statement, each reading's state, and per group the
+    value as configured, at the default readings, its range, what flips it and what it hinges on."""
+    from wsemoe.analysis import readings, robustness
+
+    found = readings.load(path, man.get("config_hash"))
+    if found is None:
+        return []
+    summary = robustness.summarize(found)
+    quantity = (found.meta.get("comparison") or {}).get("quantity")
+    plan = pd.DataFrame([{"reading": s["name"], "state": s["state"], "configured": s["configured"] or "",
+                          "default": s["default"], "options": ", ".join(s["options"]), "detail": s["detail"]}
+                         for s in found.meta["readings"]])
+    cols = ["group", "configured", "default", "low", "high", "flips", "flipped", "combinations", "hinge", "effect",
+            "effects"]
+    rows = summary[summary["quantity"] == quantity][cols] if quantity else summary.iloc[:0][cols]
+    lines = "".join(f"<p class=\"robustness\">{escape(line)}</p>" for line in robustness.statement(found, summary))
+    return ["<h2 id=\"s-readings\">Robustness over the readings</h2>", lines,
+            "<p class=\"note\">Readings are the modelling choices no source pins (docs/cost-model.md, Readings); every "
+            "run re-evaluates the whole sweep. A reading flips the ratio when, moved alone from the configured sweep, "
+            "it puts the ratio on the other side of 1; the reading it hinges on has the largest main effect.</p>",
+            formats.html(plan, index=None, table_id="readings"),
+            formats.html(rows, index=None, table_id="robustness-table")]
+
+
 def page(path) -> str:
     """The HTML text of the report of one results folder."""
     path = Path(path)
@@ -82,6 +107,7 @@ def page(path) -> str:
     if (path / "comparison.csv").is_file():
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
                   formats.html(pd.read_csv(path / "comparison.csv"), index=None, table_id="comparison")]
+    parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     stems = []
     for stem, fig in plots.figures(path):

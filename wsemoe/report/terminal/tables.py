@@ -224,6 +224,7 @@ def presets() -> list[Table]:
         hw.add_row(name, h.topology, _layout(h), f"{h.node_peak_flops / 1e12:,.4g}", fmt(h.node_memory_bytes, "bytes"),
                    f"{h.link_bw_bytes_per_s / 1e9:,.4g}", h.weight_source)
     models = Table(title="model presets", box=box.SIMPLE_HEAD, pad_edge=False)
+    pes = [(name, h.pe) for name in ps.names("hardware") if (h := ps.load_hardware(name)).pe is not None]
     for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
         models.add_column(c, no_wrap=c == "name")
     for name in ps.names("models"):
@@ -231,7 +232,29 @@ def presets() -> list[Table]:
         models.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
                        str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B",
                        f"{params.active_params(m) / 1e9:.2f} B")
-    return [hw, models]
+    return [hw, pe_fabric(pes), models]
+
+
+def _cycles(x) -> str:
+    return "?" if x is None else f"{x:g}"
+
+
+def pe_fabric(pes: list) -> Table:
+    """The PE fabric of the presets that carry one: what the PE-level operators (cost/wafer) read."""
+    t = Table(title="PE fabric: PEs cols×rows (program rectangle); link bytes / FP16 MACs per cycle (B/MAC); "
+                    "cycles per hop / turn / relay stage (h/t/r) and per operator (ovh); routable colours (free)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("name", "fabric (program)", "SRAM/PE", "GHz", "B/MAC", "h/t/r", "colours", "ovh"):
+        t.add_column(c, no_wrap=True)
+    for name, pe in pes:
+        program = "" if pe.kernel_margin_cols is None else \
+            f" ({pe.fabric_cols - pe.kernel_margin_cols}×{pe.fabric_rows - pe.kernel_margin_rows})"
+        colours = "?" if pe.routable_colors is None else f"{pe.routable_colors} ({pe.routable_colors - (pe.reserved_colors or 0)})"
+        t.add_row(name, f"{pe.fabric_cols}×{pe.fabric_rows}{program}", fmt(pe.sram_per_pe_bytes, "bytes"),
+                  f"{pe.clock_hz / 1e9:g}", f"{pe.link_bytes_per_cycle:g}/{pe.fmac_width}",
+                  "/".join(_cycles(x) for x in (pe.hop_cycles, pe.turn_cycles, pe.relay_cycles)), colours,
+                  _cycles(pe.op_overhead_cycles))
+    return t
 
 
 def _layout(h) -> str:
@@ -272,6 +295,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     and sensitivity bands; every file read before anything is returned."""
     from wsemoe.analysis import sensitivity as sens
     from wsemoe.analysis.query import select
+    from wsemoe.report.terminal import readings
     from wsemoe.sweep import store
 
     man = store.load_manifest(path)
@@ -280,6 +304,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     parts = [summary(man, status), selection(sel, width, f"Pareto front ({man['pareto']:,} points, best {first} first)")]
     if (Path(path) / "comparison.csv").is_file():
         parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+    parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:
         parts.append(sensitivity(bands))
