@@ -42,7 +42,9 @@ def _one_line(result, *needles):
 
 
 READERS = [["show", "results/tv"], ["show", "results/tv", "--all", "-F", "csv"], ["plot", "results/tv"],
-           ["report", "results/tv"], ["compare", "results/tv", "results/tv"], ["eval", "results/tv", "--point", "3"]]
+           ["plot", "results/tv", "--only", "roofline"], ["report", "results/tv"],
+           ["compare", "results/tv", "results/tv"], ["eval", "results/tv", "--point", "3"], ["readings", "results/tv"],
+           ["export", "traffic", "results/tv", "--point", "3", "-o", "ex"]]
 
 
 def test_a_part_changed_in_place_is_refused_by_every_reader_and_the_up_to_date_check(results, runner):
@@ -59,6 +61,23 @@ def test_a_part_changed_in_place_is_refused_by_every_reader_and_the_up_to_date_c
     assert not store.is_up_to_date(results, store.read_manifest(results)["config_hash"])
     r = runner.invoke(app, ["sweep", "tv.yaml"])
     assert r.exit_code == 0 and "up to date" not in r.output, r.output
+
+
+def test_a_readings_folder_changed_since_written_is_not_read(results, runner):
+    """readings/ is read only while each file matches its ledger checksum: an edited one is not shown as the
+    comparison's robustness (show says why), and the next run refuses to replace it."""
+    from wsemoe.analysis import readings
+
+    assert runner.invoke(app, ["readings", "results/tv", "--only", "attn_kernel"]).exit_code == 0
+    config_hash = store.read_manifest(results)["config_hash"]
+    assert readings.load(results, config_hash) is not None
+    values = results / "readings" / "values.csv"
+    text = values.read_text()
+    values.write_text(text.replace(",1.0", ",9.0", 1) if ",1.0" in text else text + "0,edited,x,9\n")
+    assert readings.load(results, config_hash) is None
+    shown = runner.invoke(app, ["show", "results/tv"]).output
+    assert "not shown" in shown and "changed since wsemoe wrote it" in " ".join(shown.split()), shown
+    _one_line(runner.invoke(app, ["readings", "results/tv", "--only", "attn_kernel"]), "values.csv", "changed since")
 
 
 @pytest.mark.parametrize("name", ["pareto.csv", "config.yaml", "comparison.csv"])
