@@ -276,3 +276,21 @@ def test_readings_replace_their_own_folder_only(work, runner):
     before = snapshot(work)
     one_line_error(runner.invoke(app, argv + ["--force"]), "values.csv", "changed since wsemoe wrote it")
     assert snapshot(work) == before
+
+
+def test_a_sweeps_own_readings_never_go_over_a_users_folder(work, runner):
+    """`sweep` with a comparison writes its readings/ itself; a user's folder there is left alone, and the sweep
+    (whose results are whole) says why its robustness is not written instead of failing."""
+    (work / "cmp.yaml").write_text(yaml.safe_dump({**FS, "name": "cmp",
+                                                    "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}))
+    r = runner.invoke(app, ["sweep", "cmp.yaml"])
+    assert r.exit_code == 0 and ledger.read(work / "results" / "cmp" / "readings").owner["writer"] == "readings"
+    assert runner.invoke(app, ["sweep", "cmp.yaml", "--force", "--no-readings"]).exit_code == 0
+    mine = work / "results" / "cmp" / "readings"
+    assert not mine.exists()  # the re-run replaced the whole results folder, its readings with it
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    before = snapshot(work)
+    r = runner.invoke(app, ["sweep", "cmp.yaml"])
+    assert r.exit_code == 0 and "robustness over readings: not written" in r.output and "readings" in r.output, r.output
+    assert snapshot(work) == before
