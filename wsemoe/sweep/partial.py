@@ -28,7 +28,8 @@ from wsemoe.sweep import manifest as manifest_mod
 from wsemoe.sweep.block import Block
 from wsemoe.sweep.csvfile import csv_text
 from wsemoe.sweep.ownership import PARTIAL_MARKER, check_replaceable
-from wsemoe.sweep.writer import atomic_bytes, fill_folder, os_errors, swap_in
+from wsemoe.sweep.atomic import atomic_bytes, os_errors
+from wsemoe.sweep.writer import fill_folder, swap_in
 
 from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError, os_error

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from wsemoe.errors import ResultsError
 from wsemoe.sweep import chunked, partfile, store
-from wsemoe.sweep.writer import atomic_bytes, os_errors
+from wsemoe.sweep.atomic import atomic_bytes, os_errors
 
 
 def repair(cfg, path: Path, config_hash: str) -> tuple[dict, int, int] | None:

@@ -64,7 +64,7 @@ def _load(path: Path | None, folder: Path) -> dict:
 def _save(path: Path | None, folder: Path, files: dict) -> None:
     if path is None:
         return
-    from wsemoe.sweep.writer import atomic_bytes
+    from wsemoe.sweep.atomic import atomic_bytes
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

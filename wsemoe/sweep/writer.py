@@ -21,7 +21,6 @@ Every refusal and every OS failure is one line naming the path; what was there b
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import secrets
@@ -30,81 +29,11 @@ from pathlib import Path
 
 from wsemoe.errors import ResultsError, os_error
 from wsemoe.sweep import ledger
+from wsemoe.sweep.atomic import MAX_NAME, atomic_bytes, fsync_folder, os_errors
 from wsemoe.sweep.ownership import (PARTIAL_MARKER, RESULTS_SLOTS, WRITERS, check_replaceable, command, is_results,
                                     owner_of, refuse, remove_tree, writable)
 
 RESERVED = (ledger.NAME, PARTIAL_MARKER)
-MAX_NAME = 200  # bytes of a name: room for the hidden temporary names beside it (255 in all)
-
-
-@contextlib.contextmanager
-def os_errors(path, doing: str):
-    """Any OSError inside becomes one line naming the path and what was being done."""
-    try:
-        yield
-    except OSError as exc:
-        raise os_error(exc, path, doing) from None
-
-
-# ---------------------------------------------------------------- low level: atomic bytes
-
-def fsync_folder(folder) -> None:
-    """Make a rename in `folder` durable (file systems that cannot sync a folder are left as they are)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_bytes(path, data: bytes, tmp_dir=None, durable: bool = True, replace: bool = True) -> None:
-    """Write `data` to a new temporary file (in `tmp_dir`, else beside `path`), flush it to disk when
-    `durable`, and rename it over `path`: readers see the old file or the new one, never half of one.
-    Without `replace` it is linked into place instead, which fails (FileExistsError) when anything is at
-    `path`. A failure removes the temporary file and leaves `path` as it was."""
-    path = Path(path)
-    folder = Path(tmp_dir) if tmp_dir is not None else path.parent
-    tmp = folder / f".{path.name[:MAX_NAME]}.wsemoe-tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if durable:
-            os.fsync(fd)
-        os.close(fd)
-        fd = None
-        if replace:
-            os.replace(tmp, path)
-        else:
-            _link_new(tmp, path)
-    except BaseException:
-        if fd is not None:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        fsync_folder(path.parent)
-
-
-def _link_new(tmp: Path, path: Path) -> None:
-    """Put the finished `tmp` at `path` only if nothing is there (a link fails on any existing name)."""
-    try:
-        os.link(tmp, path)
-    except OSError as exc:
-        if isinstance(exc, FileExistsError):
-            raise
-        # a file system without hard links: claim the name exclusively, then rename over the claim
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
-        os.replace(tmp, path)
-    else:
-        os.unlink(tmp)
 
 
 # ---------------------------------------------------------------- paths
@@ -212,12 +141,18 @@ def _check_file_target(p: Path, writer: str, force: bool) -> None:
     writable(p, st, "file")
 
 
-def check_file(path, writer: str, force: bool = False) -> Path:
-    """Everything `write_file` checks, before any work is done; the absolute path."""
+def _file_path(path, writer: str) -> Path:
+    """The absolute path of a file to write, once its path, name and folder are checked."""
     p = checked_path(path)
     if p.name in RESERVED:
         raise refuse(p, "is a name wsemoe keeps for its own records; choose another name")
     _check_parent(p.parent, writer, p.name)
+    return p
+
+
+def check_file(path, writer: str, force: bool = False) -> Path:
+    """Everything `write_file` checks, before any work is done; the absolute path."""
+    p = _file_path(path, writer)
     _check_file_target(p, writer, force)
     return p
 
@@ -237,10 +172,7 @@ def write_file(path, data: bytes | str, writer: str, force: bool = False) -> Pat
 def create_file(path, data: bytes | str, writer: str) -> Path:
     """Write a file that is the user's from then on (`wsemoe new`'s sweep file): never over anything, not even a
     file wsemoe wrote, and listed in no ledger, so no writer (not even with --force) ever replaces it."""
-    p = checked_path(path)
-    if p.name in RESERVED:
-        raise refuse(p, "is a name wsemoe keeps for its own records; choose another name")
-    _check_parent(p.parent, writer, p.name)
+    p = _file_path(path, writer)
     refusal = refuse(p, f"exists; {command(writer)} never replaces a file (choose another name or -o PATH)")
     if os.path.lexists(p):
         raise refusal
