@@ -119,7 +119,7 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
                             "--only", "io_bandwidth"])
     assert r.exit_code == 0, r.output
     folder = root / "small_cal" / "sensitivity"
-    assert {p.name for p in folder.iterdir()} == {"indices.csv", "bands.csv", "meta.json"}
+    assert {p.name for p in folder.iterdir()} == {"indices.csv", "bands.csv", "meta.json", ".wsemoe.json"}
     r = runner.invoke(app, ["show", str(root / "small_cal")])
     assert r.exit_code == 0 and "sensitivity of speedup_vs_uniform" in r.output
     r = runner.invoke(app, ["plot", str(root / "small_cal")])
@@ -138,7 +138,7 @@ def test_calibrate_writes_beside_original_and_leaves_preset(tmp_path, runner):
     out = tmp_path / "cal"
     r = runner.invoke(app, ["calibrate", "-o", str(out), "-n", "16", "--only", "matmul_efficiency"])
     assert r.exit_code == 0, r.output
-    assert {p.name for p in out.iterdir()} == {"cs2.yaml", "cs2-calibrated.yaml", "cs2-calibrated.diff", "fit.csv",
+    assert {p.name for p in out.iterdir()} - {".wsemoe.json"} == {"cs2.yaml", "cs2-calibrated.yaml", "cs2-calibrated.diff", "fit.csv",
                                                "residuals.csv", "fit.json"}
     assert "+matmul_efficiency:" in (out / "cs2-calibrated.diff").read_text()
     assert presets.raw("hardware", "cs2") == before

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from wsemoe.analysis.folders import replace_folder
+from wsemoe.sweep import writer
 from wsemoe.analysis.sampled import Sampled
 from wsemoe.analysis.shipped import shipped_needs
 from wsemoe.analysis.unknowns import Unknown
@@ -179,13 +179,18 @@ def calibrated_preset(hardware: str, result: Fit) -> tuple[str, str, dict]:
     return _preset_text(raw), _preset_text(fitted, header), elsewhere
 
 
-def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, unknowns_file=None, only=()):
+def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, unknowns_file=None, only=(),
+        force: bool = False):
     """Fit the BTA targets on `hardware` and write the original preset, the fitted one, their diff, the fit
-    and the residuals into `out_dir` (default results/calibration-<hardware>/); the preset is untouched."""
+    and the residuals into `out_dir` (default results/calibration-<hardware>/); the preset is untouched.
+    The folder is checked before the fit (`sweep/writer.py`): only an earlier calibration is replaced (of
+    another preset with `force`), never a folder wsemoe did not write."""
     from wsemoe.analysis import unknowns as unknowns_mod
     from wsemoe.config.loader import load_config
 
     us = unknowns_mod.select(unknowns_mod.load(hardware, unknowns_file), only)
+    path = Path(out_dir) if out_dir else Path("results") / f"calibration-{hardware}"
+    writer.check_folder(path, "calibrate", force, key=hardware)
     sweeps_dir = Path(__file__).resolve().parents[1] / "validate" / "sweeps"
     sweeps = {}
     for name in BTA_SWEEPS:
@@ -201,9 +206,8 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, 
                           for u, v, (lo, hi) in zip(us, result.best, result.spread)])
     meta = {"hardware": hardware, "chi2": result.chi2, "samples": result.samples, "seed": seed,
             "fitted_outside_preset": elsewhere, "sweeps": list(BTA_SWEEPS)}
-    path = Path(out_dir) if out_dir else Path("results") / f"calibration-{hardware}"
-    replace_folder(path, {f"{hardware}.yaml": original, f"{hardware}-calibrated.yaml": fitted,
-                          f"{hardware}-calibrated.diff": diff, "fit.csv": table.to_csv(index=False),
-                          "residuals.csv": result.residuals.to_csv(index=False),
-                          "fit.json": json.dumps(meta, indent=2)})
+    writer.write_folder(path, {f"{hardware}.yaml": original, f"{hardware}-calibrated.yaml": fitted,
+                               f"{hardware}-calibrated.diff": diff, "fit.csv": table.to_csv(index=False),
+                               "residuals.csv": result.residuals.to_csv(index=False),
+                               "fit.json": json.dumps(meta, indent=2)}, "calibrate", force, key=hardware)
     return result, table, path

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
 
 
@@ -42,7 +43,9 @@ def summary(manifest: dict, status: str = "") -> Table:
               title_justify="left", pad_edge=False)
     t.add_row("points", f"{manifest['points']:,}")
     search = manifest.get("search")
-    if search:
+    if search and search.get("enumerated"):
+        t.add_row("search", f"not needed: {search['stopped']}")
+    elif search:
         share = search["evaluated"] / search["space_points"] if search["space_points"] else 0.0
         t.add_row("search", f"{search['algorithm']} ({search['library']}), seed {search['seed']}: {search['evaluated']:,} "
                   f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
@@ -99,7 +102,7 @@ def breakdown(rows: list) -> Group:
         t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
         for name, value, unit, doc in items:
             number, shown = formats.quantity(value, unit)
-            t.add_row(Text(name), Text(number), Text(shown), Text(str(doc)))
+            t.add_row(Text(printable(name)), Text(number), Text(shown), Text(printable(doc)))
         tables.append(t)
     return Group(*tables)
 
@@ -110,12 +113,14 @@ def validation(rows: list) -> Group:
                     "construction)")
     for c in ("claim", "published", "model", "error", "tolerance", "ok"):
         t.add_column(c)
-    shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
+    shown = {"yes": Text("yes", "green"), "no": Text("no", "red"), "property": Text("property", "blue")}
     for r in rows:
         if r["kind"] == "info":
             continue
-        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
-        claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
+        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else Text("FAILS", "red")
+        claim = Text(r["claim"])
+        if r.get("reason"):
+            claim.append(f"\nwhy: {r['reason']}", "dim")
         t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
     context = [r for r in rows if r["kind"] == "info"]
     if not context:
@@ -191,8 +196,10 @@ def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Grou
     for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
         t.add_column(c)
     for _, r in fit.iterrows():
-        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
-        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
+        fitted = Text(f"{r['fitted']:.4g}")
+        if r.get("at_edge"):
+            fitted.append(" (range edge)", "yellow")
+        t.add_row(r["unknown"], f"{r['nominal']:.4g}", fitted,
                   f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
     u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
     for c in ("target", "published", "source", "nominal", "fitted", "residual"):
@@ -268,10 +275,10 @@ def inventory(rows: list, root) -> Table:
         t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
     for r in rows:
         note = version_note(r)
-        t.add_row(Text(r.path.name), f"{r.points:,}" if r.points is not None else "–",
+        t.add_row(Text(printable(r.path.name)), f"{r.points:,}" if r.points is not None else "–",
                   f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
                   r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
-                  Text(r.status + (f"; {note}" if note else "")))
+                  Text(printable(r.status + (f"; {note}" if note else ""))))
     return t
 
 
