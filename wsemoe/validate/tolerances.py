@@ -66,8 +66,9 @@ BANDS: dict[str, Band] = {
                           why="'Low top_k (high sparsity): up to 86% slower (7x slowdown)': within ×/÷ 1.4"),
     "bta.speedup": Band(4.0, 8.0, log=True, why="'up to 5× performance improvements at higher sparsity levels': the "
                         "speedup at the sparsest point of a sweep the abstract does not publish, 4–8×"),
-    "bta.edges": Band(hi=1.0, strict=True, why="property: under every reading, each side's best B and G lie below "
-                      "the largest value the sweep tries (largest best value over the axis maximum < 1)"),
+    "bta.edges": Band(hi=1.0, strict=True, why="property: at BTA's reading (the default), each side's best B and G "
+                      "lie below the largest value the sweep tries (largest best value over the axis maximum < 1); "
+                      "the headline's range names the readings under which one does not"),
     # ---- MoEntwine on one wafer (ER vs block; NI-Balancer) ----
     "mapping.a2a": Band(lo=0.0, strict=True, why="ER-Mapping 'balance[s] communication pressure': its all-to-all "
                         "shorter than the block mapping's at every setting (smallest cut > 0)"),
