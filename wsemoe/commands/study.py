@@ -16,16 +16,21 @@ COMMANDS, command = registry()
 
 @command()
 def validate() -> Reply:
-    """Print each published figure the project reproduces beside the model's value and error."""
+    """Print each published figure the project reproduces beside the model's value and band; known deviations
+    apart, with their distance and reason. Exits 1 when a row fails unexpectedly (a check outside its band that
+    is no known deviation, a known deviation that reproduces again, a property or fit that does not hold)."""
     from wsemoe.report.terminal import tables
     from wsemoe.validate import run_all
     from wsemoe.validate.common import unexplained
+    from wsemoe.validate.deviations import stale
 
     rows = run_all()
     reply = Reply().rich(tables.validation(rows))
-    bad = unexplained(rows)
+    bad, gone = unexplained(rows), stale(rows)
+    if gone:
+        reply.fail(f"known deviations name rows that do not exist: {', '.join(gone)} (validate/deviations.py)", 1)
     if bad:
-        reply.fail(f"{len(bad)} row(s) fail without a known reason: {bad[0]['claim']}", 1)
+        reply.fail(f"{len(bad)} row(s) fail unexpectedly: {bad[0]['id']} ({bad[0]['reason']})", 1)
     return reply
 
 
