@@ -221,22 +221,39 @@ def sensitivity(result, quantity: str | None = None) -> Table:
     return t
 
 
-def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
-    """The fitted unknowns with their spread, and every target's residual (σ units)."""
-    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f})")
-    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
+def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Group:
+    """χ² per reading; at the default readings the unknowns (fitted or unidentifiable, with the source of each
+    bound) and every target's residual and leave-one-out residual."""
+    stats = ("chi2", "chi2_bta", "chi2_shipped", "delta_chi2", "fitted", "unidentifiable")
+    names = [c for c in per_reading.columns if c not in stats]
+    r = Table(title="χ² per reading, each combination fitted on its own (its parts: BTA's published figures, "
+                    "Cerebras' shipped micro-batches; Δ from the best)")
+    for c in (*names, "χ²", "BTA", "shipped", "Δχ²", "fitted unknowns", "unidentifiable"):
+        r.add_column(c)
+    for _, row in per_reading.sort_values("chi2").iterrows():
+        r.add_row(*(str(row[n]) for n in names), f"{row['chi2']:.1f}", f"{row['chi2_bta']:.1f}",
+                  f"{row['chi2_shipped']:.1f}", f"{row['delta_chi2']:.1f}", row["fitted"], row["unidentifiable"] or "–")
+    choice, result = fits[0]
+    where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
+    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f})")
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "total-effect index"):
         t.add_column(c)
-    for _, r in fit.iterrows():
-        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
-        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
-                  f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
-    u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
-    for c in ("target", "published", "source", "nominal", "fitted", "residual"):
-        u.add_column(c)
-    for _, r in residuals.iterrows():
-        u.add_row(r["target"], r["published"], r["source"], f"{r['nominal']:.3g}", f"{r['fitted']:.3g}",
-                  f"{r['residual_sigma']:+.2f}")
-    return Group(t, u)
+    bounds = []
+    for _, u in fit.iterrows():
+        shown = (f"{u['fitted']:.4g}" + (" [yellow](at a bound)[/yellow]" if u["at_edge"] else "")
+                 if u["identifiable"] else "not fitted (unidentifiable)")
+        t.add_row(u["unknown"], f"{u['nominal']:.4g}", shown, f"{u['spread_low']:.4g} – {u['spread_high']:.4g}",
+                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{min(u['index'], 1.0):.2f}")
+        bounds.append(Text(f"{u['unknown']}: low {u['range_low']:.4g} ({u['low_source'] or 'no source'}); high "
+                           f"{u['range_high']:.4g} ({u['high_source'] or 'no source'})", style="dim"))
+    v = Table(title="targets at the default readings: residual in σ (0 = an inequality holds) and leave-one-out "
+                    "(the residual when the other targets alone are fitted)")
+    for c in ("target", "published", "nominal", "fitted", "residual", "leave-one-out"):
+        v.add_column(c)
+    for _, row in result.residuals.iterrows():
+        v.add_row(row["target"], row["published"], f"{row['nominal']:.3g}", f"{row['fitted']:.3g}",
+                  f"{row['residual_sigma']:+.2f}", f"{row['loo_sigma']:+.2f}")
+    return Group(r, t, Text("where each bound comes from:", style="dim"), *bounds, v)
 
 
 def presets() -> list[Table]:
