@@ -15,7 +15,9 @@ COMMANDS, command = registry()
 
 
 @command()
-def validate() -> Reply:
+def validate(docs: Optional[Path] = typer.Option(None, "--docs", help="also regenerate the block between "
+                                                 "<!-- validate:start --> and <!-- validate:end --> of this page "
+                                                 "(docs/sources.md) from the rows")) -> Reply:
     """Print each published figure the project reproduces beside the model's value and band; known deviations
     apart, with their distance and reason. Exits 1 when a row fails unexpectedly (a check outside its band that
     is no known deviation, a known deviation that reproduces again, a property or fit that does not hold)."""
@@ -26,6 +28,18 @@ def validate() -> Reply:
 
     rows = run_all()
     reply = Reply().rich(tables.validation(rows))
+    if docs is not None:
+        from wsemoe.report import output
+        from wsemoe.validate import record
+
+        try:
+            page = Path(docs).read_text()
+        except OSError as exc:
+            from wsemoe.errors import ConfigError
+
+            raise ConfigError(f"cannot read it: {exc.strerror}", loc=(str(docs),)) from None
+        output.write(docs, record.replace(page, rows), "page")
+        reply.text(f"validate block of {docs} regenerated")
     bad, gone = unexplained(rows), stale(rows)
     if gone:
         reply.fail(f"known deviations name rows that do not exist: {', '.join(gone)} (validate/deviations.py)", 1)
