@@ -115,13 +115,16 @@ def test_shipped_sparsity_sweeps_in_tokens_per_s(name):
 
 
 def test_sources_page_agrees_with_validate(rows):
-    """docs/sources.md carries validate's rows between its markers, as `wsemoe validate --docs` writes them."""
+    """docs/sources.md carries validate's rows between its markers, README.md its summary, headlines and known
+    deviations, as `wsemoe validate --docs` writes them."""
     from pathlib import Path
 
     from wsemoe.validate import record
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "sources.md").read_text()
-    assert record.replace(page, rows) == page, "regenerate it: wsemoe validate --docs docs/sources.md"
+    root = Path(__file__).resolve().parents[1]
+    for name in ("docs/sources.md", "README.md"):
+        page = (root / name).read_text()
+        assert record.replace(page, rows) == page, f"regenerate it: wsemoe validate --docs {name}"
 
 
 def test_validate_docs_option_rewrites_only_the_block(runner, monkeypatch, rows, tmp_path):
