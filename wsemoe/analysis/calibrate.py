@@ -144,8 +144,9 @@ def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: i
     if isinstance(samples, bool) or not isinstance(samples, int) or not 8 <= samples <= 100_000:
         raise ConfigError("samples must be a whole number in 8…100,000", loc=("--samples",))
     everything = Problem(sweeps, targets, unknowns)
-    index = fitting.total_effects(everything.residuals, len(unknowns), screen, seed) if unknowns else np.zeros((0, 1))
-    sensitive = index.max(axis=1) >= fitting.IDENTIFIABLE
+    effect, index = fitting.total_effects(everything.residuals, len(unknowns), screen, seed) if unknowns else \
+        (np.zeros((0, 1)), np.zeros((0, 1)))
+    sensitive = effect.max(axis=1) >= fitting.IDENTIFIABLE
     problem = everything.only([j for j in range(len(unknowns)) if sensitive[j]])
     s = fitting.search(problem.residuals, len(problem.free), samples, seed)
     X = problem.to_values(s.U)
@@ -159,7 +160,7 @@ def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: i
              "nominal": nominal[k], "fitted": fitted[k], "residual_sigma": float(s.R[s.best, k]),
              "loo_sigma": float(loo[k])} for k, t in enumerate(targets)]
     return Fit(unknowns, best, spread, pd.DataFrame(rows), float(s.chi2[s.best]),
-               int(len(s.U) + (len(unknowns) + 1) * screen), index.max(axis=1), sensitive)
+               int(len(s.U) + (len(unknowns) + 1) * screen), effect.max(axis=1), sensitive)
 
 
 @dataclass
@@ -173,7 +174,7 @@ class Fit:
     residuals: pd.DataFrame     # per target: published, model at nominal and at the fit, residual, leave-one-out (σ)
     chi2: float
     samples: int
-    index: np.ndarray           # (d,) largest total-effect index over the targets
+    index: np.ndarray           # (d,) largest total effect over the targets (RMS change of a residual, σ)
     identifiable: np.ndarray    # (d,) bool
 
 
@@ -286,7 +287,7 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
 def unknown_table(result: Fit) -> pd.DataFrame:
     """Per unknown: nominal, fitted (nominal when unidentifiable), spread, range with the source of each end."""
     return pd.DataFrame([{"unknown": u.name, "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
-                          "range_low": u.low, "range_high": u.high, "identifiable": bool(free), "index": float(ix),
+                          "range_low": u.low, "range_high": u.high, "identifiable": bool(free), "effect_sigma": float(ix),
                           "at_edge": bool(free) and at_edge(u, v), "low_source": u.bounds[0], "high_source": u.bounds[1]}
                          for u, v, (lo, hi), free, ix in zip(result.unknowns, result.best, result.spread,
                                                              result.identifiable, result.index)])

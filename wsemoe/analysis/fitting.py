@@ -11,12 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-IDENTIFIABLE = 0.01  # an unknown whose total-effect index on every target's residual stays below this is not fitted
+IDENTIFIABLE = 0.1  # σ: an unknown that moves no target's residual by this much (RMS) cannot be fitted
 
 
-def total_effects(residuals, d: int, n: int = 8, seed: int = 1) -> np.ndarray:
-    """(d, T) total-effect index of each unknown on each target's residual (Jansen's estimator from n base
-    points: S_T = mean((f(A) − f(A with column j from B))²) / (2 Var f)); 0 for a target that never moves."""
+def total_effects(residuals, d: int, n: int = 8, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Each unknown's total effect on each target's residual, from n base points (Jansen's estimator): (d, T)
+    the RMS change in σ units, √(mean((f(A) − f(A with column j from B))²) / 2), and (d, T) the total-effect
+    index, that variance over the target's (0 for a target that never moves). An unknown is identifiable by a
+    target when it moves that target's residual by at least IDENTIFIABLE: a share of a variance that is itself
+    negligible identifies nothing."""
     from scipy.stats import qmc
 
     AB = qmc.Sobol(2 * d, seed=seed).random(n)
@@ -24,8 +27,9 @@ def total_effects(residuals, d: int, n: int = 8, seed: int = 1) -> np.ndarray:
     blocks = [A] + [np.where(np.arange(d) == j, B, A) for j in range(d)]
     R = residuals(np.vstack(blocks)).reshape(d + 1, n, -1)
     var = R.reshape(-1, R.shape[-1]).var(axis=0)
-    diff = ((R[0][None] - R[1:]) ** 2).mean(axis=1)  # (d, T)
-    return np.where(var > 1e-12, diff / (2 * np.where(var > 1e-12, var, 1.0)), 0.0)
+    half = ((R[0][None] - R[1:]) ** 2).mean(axis=1) / 2  # (d, T)
+    index = np.where(var > 1e-12, half / np.where(var > 1e-12, var, 1.0), 0.0)
+    return np.sqrt(half), index
 
 
 @dataclass

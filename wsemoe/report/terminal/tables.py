@@ -236,14 +236,14 @@ def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Gro
     choice, result = fits[0]
     where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
     t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f})")
-    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "total-effect index"):
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
         t.add_column(c)
     bounds = []
     for _, u in fit.iterrows():
         shown = (f"{u['fitted']:.4g}" + (" [yellow](at a bound)[/yellow]" if u["at_edge"] else "")
                  if u["identifiable"] else "not fitted (unidentifiable)")
         t.add_row(u["unknown"], f"{u['nominal']:.4g}", shown, f"{u['spread_low']:.4g} – {u['spread_high']:.4g}",
-                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{min(u['index'], 1.0):.2f}")
+                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{u['effect_sigma']:.2f}")
         bounds.append(Text(f"{u['unknown']}: low {u['range_low']:.4g} ({u['low_source'] or 'no source'}); high "
                            f"{u['range_high']:.4g} ({u['high_source'] or 'no source'})", style="dim"))
     v = Table(title="targets at the default readings: residual in σ (0 = an inequality holds) and leave-one-out "
