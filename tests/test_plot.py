@@ -15,7 +15,7 @@ BTA = {**BASE, "name": "t", "sparsity": {"vary": "num_experts", "values": [8, 12
        "axes": {"workload.B": [1, 2], "workload.G": [1, 2, 4, 8]},
        "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
 NO_G = {**BASE, "name": "nog", "axes": {"workload.B": [1, 2, 4]}}
-ALL = ("pareto", "throughput_vs_sparsity", "speedup_vs_G", "memory_breakdown")
+ALL = ("pareto", "throughput_vs_sparsity", "speedup_vs_G", "memory_breakdown", "roofline")
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_replot_is_byte_identical_svg(bta):
 def test_no_g_axis_skips_speedup_and_sparsity(nog):
     path, written = nog
     stems = {p.stem for p in written}
-    assert stems == {"pareto", "memory_breakdown"}
+    assert stems == {"pareto", "memory_breakdown", "roofline"}
     assert not (path / "plots" / "speedup_vs_G.png").exists()
     assert "#1" in (path / "plots" / "memory_breakdown.svg").read_text()  # top points by the first objective
 
@@ -136,8 +136,9 @@ def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
     real = store.read_points
     monkeypatch.setattr(store, "read_points", lambda p, m, columns=None: asked.append(columns) or real(p, m, columns))
     list(plots.figures(bta[0], only=["pareto"]))
-    assert len(asked) == 1 and asked[0] is not None
-    assert set(asked[0]) <= {*fig_pareto.COLUMNS, "workload.B", "workload.G", "model.num_experts",
+    # the columns every view holds, read once for every family, then the family's own
+    assert len(asked) == 2 and None not in asked
+    assert {c for cols in asked for c in cols} <= {*fig_pareto.COLUMNS, "workload.B", "workload.G", "model.num_experts",
                              "model.moe_intermediate_size", "feasible", "tokens_per_s", "mem_peak_node_bytes"}
 
 

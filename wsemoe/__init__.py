@@ -10,7 +10,7 @@ from wsemoe.version import __version__
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
            "load_model", "parameter_counts", "check_invariants", "sensitivity", "calibrate", "query", "explain",
            "compare", "plot", "write_report", "list_results", "config_schema", "readings", "apply_readings",
-           "robustness"]
+           "robustness", "point_config"]
 
 
 def evaluate(config, **kwargs):
@@ -42,12 +42,21 @@ def query(results, where=None, columns=None, sort=None, limit=None, every_point=
     return select(results, where=where, columns=columns, sort=sort, limit=limit, every_point=every_point)
 
 
-def explain(config, point: int = 0, sets=None):
+def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
     """One point (its index in the sweep) broken into its terms and how they add up: (row, [(group, term,
-    value, unit, meaning)]); `sets` like ["workload.G=8"] override that point's values."""
+    value, unit, meaning)]); `sets` like ["workload.G=8"] override that point's values. Without `config`,
+    the single point of `hardware`, `model` and `sets` (as `wsemoe eval --hardware --model --set`)."""
     from wsemoe.analysis.explain import breakdown
 
-    return breakdown(config, point, sets or [])
+    return breakdown(config, point, sets or [], hardware=hardware, model=model)
+
+
+def point_config(hardware, model, sets=None, name: str = "point") -> dict:
+    """The sweep-config mapping of one point: a hardware and a model (preset names or files) and settings like
+    ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row."""
+    from wsemoe.config.single import parse_sets, point_mapping
+
+    return point_mapping(hardware, model, parse_sets(sets or []), name)
 
 
 def compare(folders, metric=None):

@@ -152,3 +152,31 @@ def memory(row) -> list:
             out.append((g, row[g], "1", f"{_b(total)} / {_b(cap)} usable − 1 = {total / cap - 1:.4g} "
                         f"({total / cap:.3g}× capacity) {_check(total / cap - 1, _get(row, g))}"))
     return out
+
+
+def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str, comm_overlap: str,
+            nodes: int) -> list:
+    """[(term, value, unit, how it is made)] of the serving metrics: TPOT is the decode step, tokens/s per user
+    its inverse; TTFT the step of the prefill `first` (its layers written out as for the step above)."""
+    out = []
+    if "tpot_s" in row:
+        step, seqs = _get(row, "step_time_s"), _get(row, "sequences_per_microbatch")
+        out.append(("tpot_s", row["tpot_s"], "s", f"one decode step {_t(step)}: every one of the {seqs:,.0f} "
+                    f"sequences gets its next token {_check(step, _get(row, 'tpot_s'))}"))
+        out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s",
+                    f"1 / {_t(step)} = {1 / step:,.6g} tokens/s "
+                    f"{_check(1 / step, _get(row, 'tokens_per_s_per_user'))}"))
+    if first is None or "ttft_s" not in row:
+        return out
+    for name, value, unit, text in steps(first, layers, moe_layers, overlap, comm_overlap, nodes):
+        if name.endswith("_time_s") and name != "step_time_s":
+            out.append((f"prefill {name}", value, unit, text))
+        elif name == "step_time_s":
+            ttft, prompts = _get(first, "step_time_s"), _get(first, "sequences_per_microbatch")
+            out.append(("ttft_s", row["ttft_s"], "s", f"prefill of {prompts:,.0f} prompts at once, no queueing: "
+                        f"{text}; ttft_s {_check(ttft, _get(row, 'ttft_s'))}"))
+    cap, top = _get(first, "mem_capacity_node_bytes"), _get(first, "mem_peak_node_bytes")
+    if "g_mem_prefill" in row and cap:
+        out.append(("g_mem_prefill", row["g_mem_prefill"], "1", f"prefill peak {_b(top)} / {_b(cap)} usable − 1 = "
+                    f"{top / cap - 1:.4g} {_check(top / cap - 1, _get(row, 'g_mem_prefill'))}"))
+    return out

@@ -1,4 +1,4 @@
-"""Commands that run the cost model: sweep, check, eval, schema, presets."""
+"""Commands that run the cost model: sweep, check, eval, new, schema, presets."""
 
 from __future__ import annotations
 
@@ -71,20 +71,45 @@ def check(config: Path = typer.Argument(..., help="sweep YAML"),
 
 
 @command("eval")
-def eval_point(config: Path = typer.Argument(..., help="sweep YAML, or a results folder"),
+def eval_point(config: Optional[Path] = typer.Argument(None, help="sweep YAML, or a results folder (or none: --hardware and --model)"),
                point: int = typer.Option(0, "--point", "-p", help="index of the point, as `show` and pareto.csv give it"),
                set_: Optional[List[str]] = typer.Option(None, "--set", help="override the point's value, e.g. --set workload.G=8"),
+               hardware: Optional[str] = typer.Option(None, "--hardware", help="without a sweep file: a hardware preset or YAML file of fields"),
+               model: Optional[str] = typer.Option(None, "--model", help="without a sweep file: a model preset, YAML file of fields, or config.json"),
                fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown")) -> Reply:
-    """Break one design point into its terms, and show how they add up to step time, throughput and memory."""
+    """Break one design point into its terms, and show how they add up to step time, throughput and memory.
+
+    A point of a sweep (CONFIG and --point), or a single point without a sweep file: --hardware, --model and
+    --set for any other field (e.g. wsemoe eval --hardware cs2 --model qwen3-30b-a3b --set workload.B=2)."""
     from wsemoe.analysis import explain
 
     choice(fmt, TABLE_FORMATS, "--format")
-    _, rows = explain.breakdown(config, point, set_ or [])
+    _, rows = explain.breakdown(config, point, set_ or [], hardware=hardware, model=model)
     if fmt == "table":
         from wsemoe.report.terminal import tables
 
         return Reply().rich(tables.breakdown(rows))
-    return emit(Reply(), explain.frame(rows), fmt, f"point {point}", index=None)
+    return emit(Reply(), explain.frame(rows), fmt, f"point {point}" if config else "the point", index=None)
+
+
+@command()
+def new(name: str = typer.Argument(..., help="name of the sweep (and of its results folder)"),
+        hardware: str = typer.Option(..., "--hardware", help="a hardware preset or YAML file of fields"),
+        model: str = typer.Option(..., "--model", help="a model preset, YAML file of fields, or config.json"),
+        mode: str = typer.Option("train", "--mode", help="train | prefill | decode"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="file to write (default NAME.yaml here)")) -> Reply:
+    """Write a commented starting sweep (NAME.yaml) that runs as written: every section explained, the axes
+    people sweep first in that mode; never replaces an existing file."""
+    from wsemoe.config.starter import starter_text
+    from wsemoe.errors import ResultsError
+    from wsemoe.report.output import write
+
+    path = output if output is not None else Path(f"{name}.yaml")
+    if path.exists() or path.is_symlink():
+        raise ResultsError("exists; wsemoe new never replaces a file (choose another name or -o PATH)", loc=(str(path),))
+    text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
+    write(path, text, "sweep file")
+    return Reply().text(f"wrote {path}; check it with `wsemoe check {path}`, run it with `wsemoe sweep {path}`")
 
 
 @command()

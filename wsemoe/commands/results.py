@@ -1,4 +1,4 @@
-"""Commands that read results folders: show, plot, compare, report, ls."""
+"""Commands that read results folders: show, plot, compare, report, export, ls."""
 
 from __future__ import annotations
 
@@ -98,6 +98,29 @@ def report(results: Path = typer.Argument(..., help="a results folder"),
     from wsemoe.report.html.page import write_report
 
     return Reply().text(str(write_report(results, output)))
+
+
+@command()
+def export(what: str = typer.Argument(..., help="what to export: traffic"),
+           source: Optional[Path] = typer.Argument(None, help="a results folder or sweep YAML (or none: --hardware and --model)"),
+           point: int = typer.Option(0, "--point", "-p", help="index of the point, as `show` and pareto.csv give it"),
+           set_: Optional[List[str]] = typer.Option(None, "--set", help="override the point's value, e.g. --set workload.B=8"),
+           hardware: Optional[str] = typer.Option(None, "--hardware", help="without a sweep file: a hardware preset or file"),
+           model: Optional[str] = typer.Option(None, "--model", help="without a sweep file: a model preset or file"),
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="a new folder (default <name>-point<N>-traffic)"),
+           flit_bytes: Optional[int] = typer.Option(None, "--flit-bytes", help="bytes per flit of the BookSim traces (default: chosen per export)"),
+           packet_flits: int = typer.Option(16, "--packet-flits", help="flits per packet of the BookSim traces")) -> Reply:
+    """Export one mesh point's traffic: per-phase transfers and matrices, per-link loads (CSV, NPZ, JSON metadata
+    with units) and BookSim2 trace files to replay in a cycle-level simulator (docs/traffic-export.md)."""
+    from wsemoe.analysis.traffic_export import point_traffic
+    from wsemoe.report.exports import export_traffic
+
+    choice(what, ("traffic",), "WHAT")
+    pt = point_traffic(source, point, set_ or [], hardware=hardware, model=model)
+    folder = output if output is not None else Path(f"{pt.name}-point{pt.point}-traffic")
+    files = export_traffic(pt, folder, flit_bytes, packet_flits)
+    return Reply().text(f"{folder}: {len(files)} files ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB); "
+                        "metadata.json says what each holds")
 
 
 @command("ls")

@@ -54,6 +54,7 @@ def check_points(cfg: SweepConfig) -> None:
     _check_tp(cfg)
     _check_token_count(cfg)
     _check_skew(cfg)
+    _check_prompt(cfg)
     if cfg.compare:
         _check_compare(cfg)
 
@@ -167,6 +168,25 @@ def _check_ftd(cfg: SweepConfig, c: dict, tp: np.ndarray, span: np.ndarray, her:
             raise ConfigError(f"ftd ({fr}, {fc}) must hold one member of each of the {groups} groups: fr·fc = "
                               f"{groups}, fr dividing {rows} rows and fc {cols} columns",
                               loc=("axes", path) if path in cfg.axis_names() else ("mapping", "ftd"))
+
+
+PROMPT_FIELDS = ("workload.prompt_len", "workload.mode", "workload.seq_len")
+
+
+def _check_prompt(cfg: SweepConfig) -> None:
+    """A prompt length (for ttft_s) belongs to decode, and the decode context (seq_len) holds the prompt."""
+    if cfg.workload.prompt_len is None and "workload.prompt_len" not in cfg.axis_names():
+        return
+    c = _field_values(cfg, PROMPT_FIELDS)
+    prompt = np.array([np.nan if v is None else v for v in c["workload.prompt_len"]], dtype=float)
+    given = ~np.isnan(prompt)
+    _fail(cfg, given & (c["workload.mode"] != "decode"), "workload.prompt_len",
+          lambda i: f"prompt_len sets the prompt behind a decode point's ttft_s; in {c['workload.mode'][i]} mode "
+                    "the prompt is seq_len (prefill gives ttft_s itself)")
+    seq = c["workload.seq_len"].astype(float)
+    _fail(cfg, given & (prompt > seq), "workload.prompt_len",
+          lambda i: f"prompt_len = {int(prompt[i])} exceeds the decode context seq_len = {int(seq[i])}, "
+                    "which holds the prompt")
 
 
 SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",

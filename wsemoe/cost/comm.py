@@ -115,7 +115,7 @@ class CommModel:
         def pick(fn):  # a structural value per point
             return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
 
-        out, windows = self._phases(built, inv, shape, self._scales(T, groups, tp))
+        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp))
         out.update(self._statistics(pick, built, inv, shape))
         self._state = (built, inv, shape, windows)
         return out
@@ -147,7 +147,7 @@ class CommModel:
                         self.histogram),
             wafers, getattr(hw, "scale_up_size", None), coll)
 
-    def _scales(self, T, groups, tp) -> dict:
+    def scales(self, T, groups, tp) -> dict:
         """Bytes per unit of each phase's structural traffic, per point."""
         m, wl = self.m, self.wl
         act = m.hidden_size * wl.bytes_per_act
@@ -161,13 +161,17 @@ class CommModel:
             scales["gradient"] = params.attn_params(m) * wl.bytes_per_grad / tp
         return scales
 
+    def repeats(self, name: str):
+        """Occurrences of a phase per layer: the attention all-reduce once per attention tile (G), the rest once."""
+        return self.wl.G if name in ("allreduce", "dense_allreduce") else 1
+
     def _phases(self, built, inv, shape, scales: dict) -> tuple[dict, dict]:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration."""
         out, windows = {}, {}
         layers = params.moe_layers(self.m)
         for name, scale in scales.items():
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name))
-            reps = self.wl.G if name in ("allreduce", "dense_allreduce") else 1   # one all-reduce per attention tile
+            reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once
             out[f"{name}_fixed_s"] = reps * timed.fixed

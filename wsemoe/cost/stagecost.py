@@ -2,10 +2,14 @@
 operands' format peak, weight movement, KV reads), a serial kernel-launch term, and its fabric phases.
 
 Resident weights and the KV cache share one memory, so they are one HBM term; streamed weights cross the
-wafer I/O, a resource apart from the node memory's KV reads.
+wafer I/O, a resource apart from the node memory's KV reads. What a stage does (`Work`) is stated once; its
+terms and its place on the roofline (`roofline_columns`) both follow from it, so the columns are the
+numerators of the terms.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,20 +43,29 @@ def io_time(hw, wl, part: weights.Part, kept=0.0):
     each) share it, full duplex.
     """
     if hw.weight_source == "streamed":
-        passes_in = 2.0 if wl.mode == "train" else 1.0  # forward and backward each stream the weights
-        t_in = (passes_in * part.nbytes + kept) / hw.io_in_bw_bytes_per_s
+        t_in = (passes_in(wl) * part.nbytes + kept) / hw.io_in_bw_bytes_per_s
         if wl.mode != "train":
             return t_in
         return np.maximum(t_in, (part.params * wl.bytes_per_grad + kept) / hw.io_out_bw_bytes_per_s)
     return part.nbytes / hw.node_memory_bw_bytes_per_s
 
 
+def passes_in(wl) -> float:
+    """Times streamed weights cross the wafer I/O per step: forward and backward each stream them."""
+    return 2.0 if wl.mode == "train" else 1.0
+
+
 def compute_time(hw, wl, nodes, *parts):
     """Seconds of compute of (forward FLOPs, recomputed FLOPs, format, efficiency) parts: forward × (1 forward
     + 2 backward when training) plus the FLOPs recomputed to rebuild dropped activations, over all nodes at
     the peak of each part's format and its efficiency."""
+    return sum(x / (nodes * formats.peak(hw, fmt) * eff) for x, (_, _, fmt, eff) in zip(executed(wl, parts), parts))
+
+
+def executed(wl, parts) -> list:
+    """FLOPs each (forward, recomputed, format, efficiency) part executes: forward × passes + recomputed."""
     P = compute.pass_factor(wl.mode)
-    return sum((P * f + r) / (nodes * formats.peak(hw, fmt) * eff) for f, r, fmt, eff in parts)
+    return [P * f + r for f, r, _, _ in parts]
 
 
 def stage_weights(hw, m, wl, shape: Shape, slots) -> dict:
@@ -91,36 +104,78 @@ def terms(hw, wl, flops_time, part: weights.Part, kv_bytes=None, kept=0.0) -> di
     return out
 
 
-def stages(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
-    """Attention, MoE, dense-FFN and head stages: roofline terms, kernel launches and communication.
+class Work(NamedTuple):
+    """What one stage does per layer and micro-batch, from which its roofline terms follow."""
+
+    parts: tuple              # (forward FLOPs, recomputed FLOPs, format, efficiency) of each group of its matmuls
+    weights: weights.Part     # weights per pass (streamed: over the wafer I/O; resident: read per node)
+    kv: object = None         # KV-cache bytes read per node (attention, inference)
+    kept: object = 0.0        # activation bytes streamed out and back in (kept_activations: streamed)
+
+
+def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
+    """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
     Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at
     the expert format's, the attention core, router and head at the 16-bit peak. Only routed experts run at
     the busiest node's load (`expert_imbalance`); shared experts see every token of their group.
     """
-    n, eff, hi = shape.nodes, hw.matmul_efficiency, formats.HIGH
+    eff, hi = hw.matmul_efficiency, formats.HIGH
     fa, fe = getattr(wl, "attn_weight_format", hi), getattr(wl, "expert_weight_format", hi)
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
     routed = flops.routed * c.get("expert_imbalance", 1.0)  # the routed experts run at the busiest node's pace
-    part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, n)))
+    part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    passes = compute.pass_factor(wl.mode) + full   # forward-equivalents of kernels launched
+    attn = ((flops.proj, full * flops.proj, fa, eff), (flops.core, (full + core) * flops.core, hi, eff))
+    return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
+            "moe": Work(((flops.router, full * flops.router, hi, eff_exp), (routed, full * routed, fe, eff_exp),
+                         (flops.shared, full * flops.shared, fa, eff)), part["moe"]),
+            "dense_ffn": Work(((flops.dense, full * flops.dense, fa, eff),), part["dense"]),
+            "head": Work(((flops.head, full * flops.head, hi, eff),), part["head"])}
+
+
+def stages(hw, m, wl, shape: Shape, work: dict, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
+    """Attention, MoE, dense-FFN and head stages from their `Work`: roofline terms, kernel launches and
+    communication."""
+    passes = compute.pass_factor(wl.mode) + compute.recomputed_shares(wl.mode, wl.recompute)[0]  # kernels launched
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
-    t_attn = compute_time(hw, wl, n, (flops.proj, full * flops.proj, fa, eff),
-                          (flops.core, (full + core) * flops.core, hi, eff))
-    t_moe = compute_time(hw, wl, n, (flops.router, full * flops.router, hi, eff_exp),
-                         (routed, full * routed, fe, eff_exp), (flops.shared, full * flops.shared, fa, eff))
-    attn = Stage("attention", terms(hw, wl, t_attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),
-                 {k: phase[k] for k in STAGE_COMM["attention"] if k in phase},
-                 kernels.launch_time(hw, m, "attention", passes, wl.G))   # every tile launches its kernels
-    moe = Stage("moe", terms(hw, wl, t_moe, part["moe"]), {k: phase[k] for k in STAGE_COMM["moe"] if k in phase},
-                kernels.launch_time(hw, m, "moe", passes))
-    dense = Stage("dense_ffn", terms(hw, wl, compute_time(hw, wl, n, (flops.dense, full * flops.dense, fa, eff)),
-                                     part["dense"]), launch=kernels.launch_time(hw, m, "dense_ffn", passes))
-    head = Stage("head", terms(hw, wl, compute_time(hw, wl, n, (flops.head, full * flops.head, hi, eff)),
-                               part["head"]), launch=kernels.launch_time(hw, m, "head", passes))
-    return attn, moe, dense, head
+    built = []
+    for name, w in work.items():
+        tiles = wl.G if name == "attention" else 1.0   # every attention tile launches its kernels
+        built.append(Stage(name, terms(hw, wl, compute_time(hw, wl, shape.nodes, *w.parts), w.weights, w.kv, w.kept),
+                           {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase},
+                           kernels.launch_time(hw, m, name, passes, tiles)))
+    return tuple(built)
+
+
+def roofline_columns(hw, wl, work: dict, nodes) -> dict:
+    """Each stage on the roofline: `<stage>_hw_flops`, `<stage>_traffic_bytes` and `<stage>_roof_flops`.
+
+    The FLOPs executed (forward × passes + recomputed) are the numerator of the compute term; the compute roof
+    of all nodes is those FLOPs over the seconds they take at their formats' peaks,
+    roof = nodes · ΣF / Σ(F/peak), so compute_s = Σ F/(nodes·peak·eff) ≥ hw_flops / roof (every eff ≤ 1). The
+    bytes are the numerator of the weight-path term over its bandwidth (wafer I/O in, or node memory × nodes).
+    """
+    out = {}
+    for name, w in work.items():
+        done = executed(wl, w.parts)
+        at_peak = sum(x / formats.peak(hw, fmt) for x, (_, _, fmt, _) in zip(done, w.parts))
+        total = sum(done)
+        with np.errstate(divide="ignore", invalid="ignore"):   # a stage that runs nothing: the first part's peak
+            per_node = np.where(at_peak > 0, np.divide(total, at_peak), formats.peak(hw, w.parts[0][2]))
+        out[f"{name}_hw_flops"], out[f"{name}_roof_flops"] = total, nodes * per_node
+        out[f"{name}_traffic_bytes"] = traffic_bytes(hw, wl, w, nodes)
+    return out
+
+
+def traffic_bytes(hw, wl, w: Work, nodes):
+    """Bytes on a stage's weight path per layer and micro-batch (the roofline's memory side): streamed, what
+    enters over the wafer I/O (weights every pass in, kept activations back); resident, the weights and KV
+    cache a node reads, times the nodes (the busiest node's reads, as the HBM term charges them)."""
+    if hw.weight_source == "streamed":
+        return passes_in(wl) * w.weights.nbytes + w.kept
+    return (w.weights.nbytes + (0.0 if w.kv is None else w.kv)) * nodes
 
 
 def ideal_seconds(hw, wl, m, flops: Flops):

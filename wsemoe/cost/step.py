@@ -16,7 +16,8 @@ from wsemoe.cost.balance.migration import Window
 from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch
 from wsemoe.cost.node import compute, formats, memory, params, weights
 from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
-from wsemoe.cost.stagecost import STAGE_COMM, compute_time, ideal_seconds, kv_node, stages, streamed_kept_bytes
+from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, kv_node, roofline_columns, stage_work,
+                                   stages, streamed_kept_bytes)
 
 __all__ = ["STAGE_COMM", "evaluate", "micro_batch", "with_batch"]
 
@@ -34,7 +35,8 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
     c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}
-    attn, moe, dense, head = stages(hw, m, wl, mp, shape, flops, c)
+    work = stage_work(hw, m, wl, mp, shape, flops, c)
+    attn, moe, dense, head = stages(hw, m, wl, shape, work, c)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     co = getattr(wl, "comm_overlap", "none")
     # Under HER a dense layer dispatches nothing, so its attention needs only the home wafer's all-reduce.
@@ -49,6 +51,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     out = throughput(hw, m, wl, shape, flops, layers, step, c)
     out.update(_stage_columns(wl, layers, (attn, moe, dense, head)))
+    out.update(roofline_columns(hw, wl, work, shape.nodes))   # each stage's FLOPs, bytes, roof: its terms' numerators
     if "dense_allreduce_s" in c:  # HER: a dense layer all-reduces on its home wafer only
         out["dense_layer_allreduce_s"] = c["dense_allreduce_s"]
     out["per_device_moe_block_tokens_per_s"] = shape.T / (out["moe_time_s"] * shape.nodes)

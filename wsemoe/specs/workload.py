@@ -44,6 +44,10 @@ class WorkloadSpec(Spec):
     tokens_per_device: Optional[PositiveInt] = Field(
         None, le=MAX_TOKENS, description="decode only: tokens (sequences) per device per step; when set, B = "
                                          "tokens_per_device·tp/G and workload.B is not used")
+    prompt_len: Optional[PositiveInt] = Field(
+        None, le=MAX_TOKENS, description="decode only: prompt length in tokens, for the time to first token (ttft_s): "
+                                         "the prefill of the batch's prompts at S = prompt_len (at most seq_len, "
+                                         "the decode context that holds the prompt); unset: no ttft_s")
 
     @model_validator(mode="before")
     @classmethod

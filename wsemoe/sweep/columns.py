@@ -18,7 +18,13 @@ _DOCS = {
     "expert_flops": ("FLOP", "routed (k per token) and shared experts, forward, one MoE layer, one micro-batch"),
     "model_flops_per_step": ("FLOP", "model FLOPs of one step (forward+backward when training; no recompute)"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
-    "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time"),
+    "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
+                                 "sequences together)"),
+    "ttft_s": ("s", "time to first token: the prefill of the micro-batch's prompts (decode: all G·B prompts of "
+                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself)"),
+    "tpot_s": ("s", "time per output token: one decode step, which gives every sequence its next token"),
+    "tokens_per_s_per_user": ("tokens/s", "decode speed one sequence (user) sees: 1 / tpot_s"),
+    "g_mem_prefill": ("1", "constraint: peak memory of the prefill behind ttft_s / capacity − 1 (≤ 0 satisfied)"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),
     "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes at the model's formats "
                  "(format_peak_flops)"),
@@ -98,6 +104,7 @@ _MEMORY = {
     "attn_peak": "peak of the attention stage: weights + kept + KV + attention transient + BTA buffer",
     "moe_peak": "peak of the MoE stage: weights + kept + KV + MoE transient",
     "peak": "the larger of the two stage peaks",
+    "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",
     "capacity": "usable node memory (capacity × memory_usable_fraction)",
 }
 _DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})
@@ -108,13 +115,21 @@ _PATTERNS = [
                                 "added to its roofline)"),
     (r"^(\w+)_fixed_s$", "s", "fixed software latency of the {0} phase per layer (collective_latency_s or "
                               "alltoall_latency_s per call that moves data; part of its communication time)"),
-    (r"^(\w+?)_compute_s$", "s", "compute term of the {0} stage per layer (FLOPs / (nodes · peak · efficiency))"),
+    (r"^(\w+?)_compute_s$", "s", "compute term of the {0} stage per layer: Σ FLOPs / (nodes · peak · efficiency) "
+                                  "over its matmuls, each at its format's peak"),
     (r"^(\w+?)_weights_s$", "s", "weight-movement term of the {0} stage per layer (streamed over I/O or read from node memory)"),
     (r"^(\w+?)_memory_s$", "s", "memory-traffic term of the {0} stage per layer (KV cache reads)"),
     (r"^(\w+?)_hbm_s$", "s", "HBM term of the {0} stage per layer: resident weights and KV cache read from node memory"),
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
+    (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
+                                   "recompute; the MoE stage's experts at the busiest node's load)"),
+    (r"^(\w+?)_roof_flops$", "FLOP/s", "all nodes: the {0} stage's compute roof, its executed FLOPs over the time "
+                                       "they take at their formats' peaks (nodes · ΣF / Σ(F/peak); nodes · "
+                                       "node_peak_flops when all are 16-bit): compute_s ≥ hw_flops / roof"),
+    (r"^(\w+?)_traffic_bytes$", "bytes", "bytes on the {0} stage's weight path per layer and micro-batch (streamed: "
+                                         "in over the wafer I/O; resident: weights and KV read, busiest node × nodes)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
     (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
@@ -157,8 +172,10 @@ def manifest_columns(columns) -> dict:
     return {c: dict(zip(("unit", "doc"), describe(c))) for c in columns}
 
 
-_PATTERN_NAMES = ["<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s", "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s",
-                  "<stage>_<allreduce|dispatch|combine|gradient>_s", "<stage>_reduce_s", "mem_<term>_node_bytes",
+_PATTERN_NAMES = ["<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s", "<stage>_weights_s",
+                  "<stage>_memory_s", "<stage>_hbm_s", "<stage>_<allreduce|dispatch|combine|gradient>_s",
+                  "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_traffic_bytes", "<stage>_roof_flops",
+                  "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
 assert len(_PATTERN_NAMES) == len(_PATTERNS)  # one readable name per pattern, in order
 

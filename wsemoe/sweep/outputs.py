@@ -14,13 +14,16 @@ from types import SimpleNamespace
 import numpy as np
 
 from wsemoe.config.schema import SECTIONS, SweepConfig
-from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
+from wsemoe.cost import serving
 from wsemoe.errors import ConfigError
 from wsemoe.specs.hardware import PEFacts, derive_node_figures
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
 ALWAYS = ("feasible", "infeasible_reason")
+# Columns only some points carry, and what gives them (a hint when a config names one its points lack).
+NEEDS = {"ttft_s": "workload.mode: prefill, or decode with workload.prompt_len",
+         "tpot_s": "workload.mode: decode", "tokens_per_s_per_user": "workload.mode: decode",
+         "g_mem_prefill": "workload.mode: decode with workload.prompt_len"}
 
 
 def namespaces(base: dict, preset: dict, values: dict) -> dict:
@@ -72,10 +75,10 @@ def preset_fields(cfg: SweepConfig, section: str, name: str) -> dict:
 
 
 def evaluate(cfg: SweepConfig, ns: dict) -> dict:
-    """The cost model on one piece's namespaces (communication from the fabric when it applies); labels
-    stay coded."""
-    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
-    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
+    """The cost model on one piece's namespaces (communication from the fabric when it applies, serving metrics
+    for inference); labels stay coded."""
+    return serving.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
+                            cfg.expert_histogram, coded=True)
 
 
 def _is_number(v) -> bool:
@@ -124,6 +127,8 @@ def _known(name: str, cols, loc, what: str, numeric: dict | None = None) -> None
     if name not in cols:
         close = difflib.get_close_matches(str(name), list(cols), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
+        if name in NEEDS:
+            hint = f"; no point of this sweep has it (it needs {NEEDS[name]})"
         raise ConfigError(f"unknown {what} '{name}'{hint}", loc=loc)
     if numeric is not None and not numeric[name]:
         raise ConfigError(f"{what} '{name}' is not a number", loc=loc)

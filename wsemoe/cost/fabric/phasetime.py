@@ -49,11 +49,18 @@ def _padded(built, name: str) -> dict:
     return out
 
 
-def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0) -> Timed:
-    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
+class Steps(NamedTuple):
+    """Every step of a phase at every point: arrays of shape `shape` + (steps,)."""
 
-    `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
-    nodes: a collective with no member to talk to (TP 1) launches nothing."""
+    terms: list          # volume terms in TERMS order (s)
+    volume: np.ndarray   # the largest of them (s)
+    latency: np.ndarray  # rounds × longest path (s)
+    moves: np.ndarray    # whether the phase moves any data between nodes (shape `shape`)
+
+
+def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Steps:
+    """Volume terms, volume and latency of every step of phase `name` at every point (`inv` maps points to
+    `built`), and whether the phase moves data at all."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
@@ -62,14 +69,20 @@ def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0)
     terms = [sigma * arr["max_link"] / col(bw0), sigma * arr["max_cross"] / col(bw1),
              sigma * arr["max_inject"] / col(hw.port_bw_bytes_per_s), sigma * arr["max_eject"] / col(hw.port_bw_bytes_per_s)]
     terms = np.broadcast_arrays(*terms)
-    step_volume = np.maximum.reduce(terms)
     reach = (arr["a"] * col(t0)[..., None] + arr["b"] * col(t1)[..., None]).max(axis=-1, initial=0.0)
     moves = (arr["max_link"] + arr["max_cross"] + arr["max_inject"] + arr["max_eject"]).sum(axis=-1) > 0
-    fixed = np.where(moves, fixed, 0.0)
-    latency = (arr["rounds"] * reach).sum(axis=-1) + fixed
-    volume = step_volume.sum(axis=-1)
-    volume, latency, fixed = np.broadcast_arrays(volume, latency, fixed)
-    return Timed(volume, latency, _bound(hw, terms, step_volume, volume, latency), fixed)
+    return Steps(terms, np.maximum.reduce(terms), arr["rounds"] * reach, moves)
+
+
+def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0) -> Timed:
+    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
+
+    `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
+    nodes: a collective with no member to talk to (TP 1) launches nothing."""
+    st = step_times(hw, built, inv, shape, name, scale)
+    fixed = np.where(st.moves, fixed, 0.0)
+    volume, latency, fixed = np.broadcast_arrays(st.volume.sum(axis=-1), st.latency.sum(axis=-1) + fixed, fixed)
+    return Timed(volume, latency, _bound(hw, st.terms, st.volume, volume, latency), fixed)
 
 
 def _bound(hw, terms, step_volume, volume, latency) -> np.ndarray:

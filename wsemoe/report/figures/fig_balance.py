@@ -18,6 +18,7 @@ from wsemoe.report.figures.view import ResultsView
 DYNAMIC = ("node_load_*",)  # stems that carry a value: the orchestrator cleans them by pattern
 STEMS = ("throughput_vs_skew", *DYNAMIC)
 COLUMNS = ("tokens_per_s", "expert_imbalance")
+NEEDS_AXES = (("balance.balancer",),)  # without it swept it draws nothing
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:

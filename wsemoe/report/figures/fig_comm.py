@@ -13,6 +13,7 @@ from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("comm_breakdown", "wsc_vs_nvl72")
 COLUMNS = (*PHASE_COLS.values(), "per_device_moe_tokens_per_s")
+NEEDS_AXES = (("mapping.strategy",), ("hardware",))  # without one of these swept it draws nothing
 INFEASIBLE = "////"  # hatch of a bar whose point is infeasible (drawn, since its time still answers a question)
 
 

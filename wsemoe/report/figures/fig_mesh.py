@@ -18,6 +18,7 @@ MAX_TP = 3  # more TP sizes than this would flood the plots folder with near-ide
 DYNAMIC = ("link_heatmap_*",)  # stems that carry a value: the orchestrator cleans them by pattern
 STEMS = DYNAMIC
 COLUMNS = ("*_max_link_bytes",)
+NEEDS_AXES = (("mapping.strategy",),)  # without it swept it draws nothing
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:

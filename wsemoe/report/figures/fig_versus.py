@@ -19,6 +19,7 @@ METRICS = {"per_device_tokens_per_s": "whole decode step",
            "per_device_moe_block_tokens_per_s": "MoE block (experts, dispatch, combine, reduction)",
            "per_device_moe_tokens_per_s": "MoE layer (attention and MoE block)"}
 COLUMNS = (*METRICS, "moe_hbm_s", "moe_compute_s")  # with the axes, feasibility and objectives every view holds
+NEEDS_AXES = (("hardware", TAU),)  # without both swept it draws nothing
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:

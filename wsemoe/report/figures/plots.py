@@ -16,13 +16,15 @@ from matplotlib import rc_context
 
 from wsemoe.errors import ConfigError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
+                                   fig_roofline,
                                    fig_sensitivity, fig_versus)
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, save
-from wsemoe.report.figures.view import ResultsView
+from wsemoe.report.figures.view import ResultsView, base_columns
 from wsemoe.sweep import store
 
 # Each family: figures(view) -> {stem: figure, or None when the data does not support it}.
-FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity, fig_readings)
+FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
+            fig_readings)
 DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC)  # stems that carry a value: cleaned by pattern
 
 
@@ -55,11 +57,23 @@ def _wanted(only) -> dict:
 
 def figures(path, only=None):
     """(stem, figure or None) of every figure the results support, family by family (each built and
-    yielded inside the plot style; a caller saves or renders a figure before asking for the next)."""
+    yielded inside the plot style; a caller saves or renders a figure before asking for the next).
+
+    A family whose `NEEDS_AXES` (alternatives, each a set of axes that must all be swept) the results lack
+    draws nothing, so its points are not read; the columns every view holds are read once for all."""
     path = Path(path)
-    store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
+    man = store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
+    base = None
     for family, keep in _wanted(only).items():
-        view = ResultsView.load(path, getattr(family, "COLUMNS", None))
+        needs = getattr(family, "NEEDS_AXES", None)
+        if needs is not None and not any(set(alt) <= set(man.get("axes", [])) for alt in needs):
+            for stem in getattr(family, "STEMS", ()):
+                if "*" not in stem and (keep is None or stem in keep):
+                    yield stem, None
+            continue
+        if base is None and getattr(family, "COLUMNS", None) is not None:
+            base = store.read_points(path, man, base_columns(man, path))
+        view = ResultsView.load(path, getattr(family, "COLUMNS", None), base=base)
         # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
         with rc_context(STYLE):
             for stem, fig in family.figures(view).items():
