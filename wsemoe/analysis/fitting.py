@@ -61,12 +61,6 @@ def search(residuals, d: int, n: int = 32, seed: int = 1) -> Search:
     return Search(U, R, (R ** 2).sum(axis=1))
 
 
-def spread(s: Search) -> np.ndarray:
-    """(d, 2): the unit-interval range of each unknown over the samples within χ²_min + 1."""
-    near = s.chi2 <= s.chi2[s.best] + 1.0
-    return np.column_stack([s.U[near].min(axis=0), s.U[near].max(axis=0)]) if s.U.shape[1] else np.zeros((0, 2))
-
-
 def leave_one_out(s: Search) -> np.ndarray:
     """(T,) the residual of each target at the best sample of the fit without it: how well the other targets
     predict it (0 for an inequality that the prediction satisfies)."""

@@ -86,9 +86,3 @@ def label(figure: Figure, readings=None) -> str:
     readings = registry.load() if readings is None else readings
     return ", ".join(f"{n}={o}" + ("" if readings[n].default == o else f" (default {readings[n].default})")
                      for n, o in figure.readings.items())
-
-
-def differs(figure: Figure, readings=None) -> bool:
-    """Whether the figure's reading differs from the registry default anywhere."""
-    readings = registry.load() if readings is None else readings
-    return any(readings[n].default != o for n, o in figure.readings.items())
