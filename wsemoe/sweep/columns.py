@@ -41,6 +41,8 @@ _DOCS = {
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
                               "(memory: to the usable node memory); empty when feasible"),
+    "per_device_tokens_per_s": ("tokens/s", "whole-step throughput per device: tokens per step time (every layer, "
+                                            "head and embedding) per node; tokens_per_s over the nodes"),
     "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time "
                                                 "(attention and MoE block) per node"),
     "per_device_moe_block_tokens_per_s": ("tokens/s", "MoE-block throughput per device: tokens per MoE-stage time "
