@@ -111,7 +111,8 @@ def test_every_os_error_class_from_every_writer_is_one_line_naming_the_path(writ
         from wsemoe.analysis import calibrate
 
         monkeypatch.setattr(calibrate, "fit", lambda sweeps, targets, us, samples, seed: calibrate.Fit(
-            us, np.array([u.nominal for u in us]), np.array([[u.low, u.high] for u in us]), pd.DataFrame(), 0.0, 8))
+            us, np.array([u.nominal for u in us]), np.array([[u.low, u.high] for u in us]), pd.DataFrame({"target": [calibrate.SHIPPED], "residual_sigma": [0.0]}), 0.0, 8,
+            np.zeros(len(us)), np.zeros(len(us), dtype=bool)))
     before = _files(work)
     for name in CLASSES:
         with monkeypatch.context() as m:

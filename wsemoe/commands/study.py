@@ -146,7 +146,9 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
               unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
               only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns"),
               reading: Optional[List[str]] = typer.Option(None, "--reading", help="vary only these readings (the "
-                                                          "others at the sweeps' own); repeatable")) -> Reply:
+                                                          "others at the sweeps' own); repeatable"),
+              force: bool = typer.Option(False, "--force", "-f",
+                                         help="replace a calibration another wsemoe command wrote for another preset")) -> Reply:
     """Fit the calibration unknowns to the public BTA targets under every reading: χ² per reading, the unknowns
     no target can identify (not fitted), each target's leave-one-out residual; write the fit at the default
     readings as a preset to review beside the original (no preset is changed)."""
