@@ -86,7 +86,7 @@ def test_a_pe_level_unknown_is_refused_by_a_sweep():
     from wsemoe.errors import ConfigError
 
     hop = unknowns.select(unknowns.load("cs2"), ["pe_turn_cycles"])
-    with pytest.raises(ConfigError, match="only the PE-level"):
+    with pytest.raises(ConfigError, match="a sweep serving from SRAM"):
         Sampled(SWEEPS / "bta_topk.yaml", hop)
 
 

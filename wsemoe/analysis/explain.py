@@ -69,7 +69,9 @@ def point_config(cfg, point: int, sets: dict | None = None):
 
 
 def _plain(v):
-    return v.item() if hasattr(v, "item") else v
+    """A Python value; NaN (an unset optional in a numeric column, e.g. a zip's null) as None."""
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and v != v else v
 
 
 def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware=None, model=None):
@@ -103,17 +105,7 @@ def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardwa
         used.add(c)
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
-    wafers = getattr(hw, "wafers", None) or (1, 1)
-    shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
-             hw.rows * hw.cols * wafers[0] * wafers[1])
-    title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
-             + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
-    first = None
-    if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
-        first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
-        first = {k: _plain(v) for k, v in first.items()}
-    for group, lines in ((title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
-                         (SERVING, addsup.serving(row, first, *shape))):
+    for group, lines in _sums(row, one, ns):
         for name, value, unit, text in lines:
             rows.append((group, name, value, unit, text))
             used.add(name)
@@ -124,6 +116,26 @@ def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardwa
         used |= {c for c in row.index if pick(c)}
     rows += [("other", c, row[c], *describe(c)) for c in row.index if c not in used]
     return row, rows
+
+
+def _sums(row, one, ns) -> list:
+    """[(group title, lines)] of how the point adds up: SRAM serving per operator, stage and hop; otherwise the
+    step from its stage rooflines, memory per node and the serving metrics."""
+    m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
+    if hw.weight_source == "sram":
+        return [("how a token's time adds up (SRAM serving: per operator, per stage and wafer hop, per term)",
+                 addsup.sram_serving(row, m, wl))]
+    wafers = getattr(hw, "wafers", None) or (1, 1)
+    shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
+             hw.rows * hw.cols * wafers[0] * wafers[1])
+    title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
+             + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
+    first = None
+    if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
+        first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
+        first = {k: _plain(v) for k, v in first.items()}
+    return [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
+            (SERVING, addsup.serving(row, first, *shape))]
 
 
 def _formats(wl, used: set) -> list:

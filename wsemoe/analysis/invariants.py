@@ -19,7 +19,7 @@ import numpy as np
 from wsemoe.analysis.addsup import LAYERS, launch_column, stage_columns
 from wsemoe.analysis.cases import Case
 from wsemoe.analysis.checking import Checker, Outcome
-from wsemoe.analysis.registry import REGISTRY, TIMES, Invariant, invariant
+from wsemoe.analysis.registry import REGISTRY, Invariant, invariant, node_rows, timed
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
 from wsemoe.cost import structure
 from wsemoe.cost.fabric.mesh import hops_matrix
@@ -83,8 +83,8 @@ def _scaled(chk: Checker, case: Case, suffix: str, compare) -> None:
 
 def _time_never_rises(chk: Checker, case: Case, suffix: str, what: str) -> None:
     def compare(base, more, rows, changes):
-        for col in TIMES:
-            chk.compare(col, more[col], base[col], "<=", (f"with more {what}", "as given"), rows, changes)
+        for col, kind in timed(case, base):
+            chk.compare(col, more[col], base[col], "<=", (f"with more {what}", "as given"), rows & kind, changes)
     _scaled(chk, case, suffix, compare)
 
 
@@ -109,8 +109,8 @@ def more_bandwidth_is_never_slower(chk: Checker, case: Case):
            scaled_frames(LATENCY))
 def more_latency_is_never_faster(chk: Checker, case: Case):
     def compare(base, more, rows, changes):
-        for col in TIMES:
-            chk.compare(col, more[col], base[col], ">=", ("with more latency", "as given"), rows, changes)
+        for col, kind in timed(case, base):
+            chk.compare(col, more[col], base[col], ">=", ("with more latency", "as given"), rows & kind, changes)
     _scaled(chk, case, LATENCY, compare)
     return chk.skip("no latency in this config (every hop, collective and launch latency is 0)")
 
@@ -120,9 +120,9 @@ def more_latency_is_never_faster(chk: Checker, case: Case):
            "constraint g ≤ 0 that holds keeps holding", scaled_frames(CAPACITY))
 def more_memory_never_makes_a_point_infeasible(chk: Checker, case: Case):
     def compare(base, more, rows, changes):
-        g = [c for c in base.columns if c.startswith("g_")]
-        worst_before = 1 + base[g].to_numpy(float).max(axis=1)
-        worst_after = 1 + more[g].to_numpy(float).max(axis=1)
+        g = [c for c in base.columns if c.startswith("g_")]   # NaN: a constraint of the other kind of row
+        worst_before = 1 + np.fmax.reduce(base[g].to_numpy(float), axis=1)
+        worst_after = 1 + np.fmax.reduce(more[g].to_numpy(float), axis=1)
         chk.compare("worst constraint (1 + max g)", worst_after, 1.0, "<=", ("with more memory", "its limit"),
                     rows & (worst_before <= 1), changes)
     _scaled(chk, case, CAPACITY, compare)
@@ -165,20 +165,26 @@ def _g1(case: Case) -> dict:
            "with a single tile there is nothing to concatenate, so router and experts work on exactly the tokens "
            "attention just processed (Batch Tiling on Attention reduces to ordinary batching)", _g1)
 def g1_is_uniform_batching(chk: Checker, case: Case):
+    node = node_rows(case)
+    if not node.any():
+        return chk.skip(SERVING_ONLY)
     one = case.variants(_g1(case))["G=1"]
     t = _tokens(case)
     E, k, H = (case.inputs(f"model.{f}") for f in ("num_experts", "num_experts_per_tok", "hidden_size"))
-    chk.compare("tokens_per_microbatch", one["tokens_per_microbatch"], t["T"], "==", ("at G=1", "groups·B·q"))
-    chk.compare("sequences_per_microbatch", one["sequences_per_microbatch"], t["seqs"], "==", ("at G=1", "groups·B"))
-    chk.compare("tokens_per_expert", one["tokens_per_expert"] * E, t["T"] * k, "==", ("E × at G=1", "groups·B·q·k"))
-    chk.compare("router_flops", one["router_flops"], 2 * t["T"] * H * E, "==", ("at G=1", "2·T·H·E"))
+    chk.compare("tokens_per_microbatch", one["tokens_per_microbatch"], t["T"], "==", ("at G=1", "groups·B·q"), node)
+    chk.compare("sequences_per_microbatch", one["sequences_per_microbatch"], t["seqs"], "==", ("at G=1", "groups·B"),
+                node)
+    chk.compare("tokens_per_expert", one["tokens_per_expert"] * E, t["T"] * k, "==", ("E × at G=1", "groups·B·q·k"),
+                node)
+    chk.compare("router_flops", one["router_flops"], 2 * t["T"] * H * E, "==", ("at G=1", "2·T·H·E"), node)
     buffer = t["T"] * H * case.inputs("workload.bytes_per_act") / t["nodes"]
-    chk.compare("mem_bta_buffer_node_bytes", one["mem_bta_buffer_node_bytes"], buffer, "==", ("at G=1", "T·H·b_a/N"))
+    chk.compare("mem_bta_buffer_node_bytes", one["mem_bta_buffer_node_bytes"], buffer, "==", ("at G=1", "T·H·b_a/N"),
+                node)
     base, G = case.outputs(), case.inputs("workload.G")
     for col in ("attn_proj_flops", "attn_core_flops"):
-        chk.compare(col, base[col], G * one[col], "==", ("at G", "G × at G=1"))
+        chk.compare(col, base[col], G * one[col], "==", ("at G", "G × at G=1"), node)
     chk.compare("mem_attn_transient_node_bytes", base["mem_attn_transient_node_bytes"],
-                one["mem_attn_transient_node_bytes"], "==", ("at G", "at G=1"))
+                one["mem_attn_transient_node_bytes"], "==", ("at G", "at G=1"), node)
 
 
 CONSERVED = ("tokens_per_microbatch", "sequences_per_microbatch", "tokens_per_expert", "expert_efficiency",
@@ -198,8 +204,10 @@ def _tilings(case: Case) -> dict:
            "(2B, G) and (B, 2G) hold the same sequences; tiling only changes how many of them attention "
            "holds at once, so the experts see the same batch and attention's transient shrinks", _tilings)
 def tiling_conserves_work(chk: Checker, case: Case):
+    if not node_rows(case).any():
+        return chk.skip(SERVING_ONLY)
     B, G, S = case.inputs("workload.B"), case.inputs("workload.G"), case.inputs("workload.seq_len")
-    rows = (2 * B <= MAX_TOKENS) & (2 * G <= MAX_TILES) & (2 * B * G * S <= MAX_TOKEN_PAIRS)
+    rows = (2 * B <= MAX_TOKENS) & (2 * G <= MAX_TILES) & (2 * B * G * S <= MAX_TOKEN_PAIRS) & node_rows(case)
     wide, tiled = case.variants(_tilings(case)).values()
     changes = {"workload.B": (2 * B, B), "workload.G": (G, 2 * G)}
     for col in CONSERVED:
@@ -214,10 +222,11 @@ def tiling_conserves_work(chk: Checker, case: Case):
            "routing sends each of the T tokens to k experts; placement, replication and balancing move "
            "copies between nodes but never create or drop one")
 def tokens_are_conserved_across_experts(chk: Checker, case: Case):
-    out = case.outputs()
+    out, node = case.outputs(), node_rows(case)
     E, k = case.inputs("model.num_experts"), case.inputs("model.num_experts_per_tok")
-    chk.compare("Σ tokens per expert", out["tokens_per_expert"] * E, out["tokens_per_microbatch"] * k, "==",
-                ("E × tokens_per_expert", "T·k"))
+    if node.any():
+        chk.compare("Σ tokens per expert", out["tokens_per_expert"] * E, out["tokens_per_microbatch"] * k, "==",
+                    ("E × tokens_per_expert", "T·k"), node)
     for key, s in case.structures():
         groups = s.placement.num_groups  # dispatch carries one unit of token copies from every group
         dispatch, combine = structure.phase_traffic(s, "dispatch"), structure.phase_traffic(s, "combine")
@@ -238,7 +247,7 @@ def link_loads_conserve_bytes_times_hops(chk: Checker, case: Case):
             if phase.loads is not None:  # a switch has no links to load
                 chk.compare(f"{name} link load", phase.loads.total(), (structure.phase_traffic(s, name) * hops).sum(), "==",
                             ("Σ link loads", "Σ bytes × hops"), inputs={**key, "phase": name})
-    return chk.skip("no node-to-node traffic on links (weight-streaming wafer or switch)")
+    return chk.skip("no node-to-node traffic on links (weight-streaming wafer, SRAM serving or switch)")
 
 
 POINTWISE_SAMPLE = 16   # grid rows evaluated alone, spread over the grid (each costs a whole evaluation)
@@ -266,6 +275,15 @@ def _groups(case: Case):
         yield rows, {k: np.broadcast_to(v, len(rows)) for k, v in out.items()}
 
 
+def _node_groups(case: Case):
+    """The groups the node-level model evaluates (not SRAM serving, whose step has laws of its own)."""
+    node = node_rows(case)
+    return ((rows, out) for rows, out in _groups(case) if node[rows[0]])
+
+
+SERVING_ONLY = "SRAM serving only (its laws are the serving_* invariants)"
+
+
 @invariant("step time is the sum of its layers: Lm·MoE layer + (L − Lm)·dense layer + head + exposed migration; "
            "throughput, MFU and MoE communication follow from it",
            "a step runs its layers one after another; the breakdown `wsemoe eval` shows must add up to the "
@@ -274,7 +292,7 @@ def step_time_adds_up(chk: Checker, case: Case):
     L = case.inputs("model.num_hidden_layers")
     Lm = L - case.inputs("model.first_k_dense_replace")
     nodes = _nodes(case)
-    for rows, out in _groups(case):
+    for rows, out in _node_groups(case):
         peak = out["format_peak_flops"] * nodes[rows]
         step = out["step_time_s"]
         layers = Lm[rows] * out["moe_layer_time_s"] + (L - Lm)[rows] * out["dense_layer_time_s"] + out["head_time_s"]
@@ -313,7 +331,7 @@ def _stage_columns(out: dict, stage: str) -> tuple[dict, dict, np.ndarray]:
            "the layer times `wsemoe eval` shows must be what docs/cost-model.md says they are, so a user can "
            "trace any step time back to its terms")
 def layer_time_is_its_documented_combination(chk: Checker, case: Case):
-    for rows, out in _groups(case):
+    for rows, out in _node_groups(case):
         mode = case.inputs("workload.overlap")[rows[0]]  # categorical: one mode per group
         joins = COMM[case.inputs("workload.comm_overlap")[rows[0]]]
         if mode not in CORE:  # a new mode must be documented here and in docs/cost-model.md
@@ -339,8 +357,11 @@ def layer_time_is_its_documented_combination(chk: Checker, case: Case):
            "model FLOPs run at most at peak × matmul_efficiency: experts run at a lower efficiency, recompute "
            "adds FLOPs, and every other term only adds time")
 def mfu_at_most_matmul_efficiency(chk: Checker, case: Case):
+    node = node_rows(case)
+    if not node.any():
+        return chk.skip(SERVING_ONLY)
     chk.compare("mfu", case.outputs()["mfu"], case.inputs("hardware.matmul_efficiency"), "<=",
-                ("model", "matmul_efficiency"))
+                ("model", "matmul_efficiency"), node)
 
 
 @invariant("every time, memory and FLOP term is finite and ≥ 0",
@@ -361,11 +382,13 @@ def _overlaps(case: Case) -> dict:
            "hiding weight movement across a whole layer can only shorten what hiding it within each stage "
            "achieves, and that can only shorten fully serial execution (max ≤ sum)", _overlaps)
 def more_overlap_is_never_slower(chk: Checker, case: Case):
-    layer, stage, none = (f["step_time_s"] for f in case.variants(_overlaps(case)).values())
-    chk.compare("step_time_s", layer, stage, "<=", ("overlap layer", "overlap stage"))
-    chk.compare("step_time_s", stage, none, "<=", ("overlap stage", "overlap none"))
+    layer, stage, none = case.variants(_overlaps(case)).values()
+    for col, rows in timed(case, layer):
+        chk.compare(col, layer[col], stage[col], "<=", ("overlap layer", "overlap stage"), rows)
+        chk.compare(col, stage[col], none[col], "<=", ("overlap stage", "overlap none"), rows)
 
 
 from wsemoe.analysis import precision_laws  # noqa: E402,F401  (registers the format invariants after these)
+from wsemoe.analysis import serving_laws  # noqa: E402,F401  (and SRAM serving's)
 
 __all__ = ["REGISTRY", "Invariant", "hardware_fields", "invariant"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from wsemoe.analysis.cases import Case
 from wsemoe.analysis.checking import Checker
-from wsemoe.analysis.registry import TIMES, invariant
+from wsemoe.analysis.registry import TIMES, invariant, node_rows
 
 FIELDS = ("attn_weight_format", "expert_weight_format", "kv_format")
 
@@ -49,6 +49,8 @@ def _format_frames(case: Case) -> dict:
            "leave less in memory; a peak at least as high shortens the matmuls; nothing else depends on the format",
            _format_frames)
 def narrower_formats_are_never_slower(chk: Checker, case: Case):
+    if not node_rows(case).any():   # SRAM serving places its regions by bytes per PE: a format moves its layout
+        return chk.skip("SRAM serving only (its laws are the serving_* invariants)")
     frames = case.variants(_format_frames(case))
     bf16 = frames["formats=bf16"] if "formats=bf16" in frames else case.outputs()
     pk = {f: _peak(case, f) for f in ("bf16", "fp8", "fp4")}
@@ -56,7 +58,7 @@ def narrower_formats_are_never_slower(chk: Checker, case: Case):
     pairs += [("workload.<all formats>", bf16, frames["formats=fp8"], ("bf16", "fp8")),
               ("workload.<all formats>", frames["formats=fp8"], frames["formats=fp4"], ("fp8", "fp4"))]
     for path, wide, narrow, (w, n) in pairs:
-        rows = pk[n] >= pk[w]
+        rows = (pk[n] >= pk[w]) & node_rows(case)   # SRAM serving chooses its layout by bytes: its own laws
         changed = {path: (np.full(len(case), w, dtype=object), np.full(len(case), n, dtype=object))}
         for col in TIMES:
             chk.compare(col, narrow[col], wide[col], "<=", (f"{path.partition('.')[2]} {n}", w), rows, changed)

@@ -29,6 +29,7 @@ FOLDER = "readings"  # inside a results folder (a slot of `readings` in sweep/ow
 FILES = ("runs.csv", "values.csv", "meta.json")
 MAX_COMBINATIONS = 512  # a full factorial beyond this is refused: fix some readings (--set) or pick some (--only)
 AUTO_BUDGET = 2_000_000  # point evaluations `wsemoe sweep` spends on its comparison's readings unasked
+SRAM_COST = 1000  # node-level point evaluations one SRAM-serving point costs (its layouts and PE operators; bench/)
 
 
 @dataclass
@@ -185,7 +186,8 @@ def cost(config, only=(), fixed=None, readings=None) -> tuple[int, int]:
     cfg = load_config(config)
     _, varied, _ = plan(cfg, only, fixed, readings)
     runs = len(design(varied))
-    return runs, runs * cfg.size()
+    weight = SRAM_COST if "sram" in registry.sweep_values(cfg, "hardware.weight_source") else 1
+    return runs, runs * cfg.size() * weight
 
 
 def write(result: Readings, results_path, force: bool = False) -> Path:
@@ -254,7 +256,8 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
         return "robustness over readings: not computed for a search (every run needs the whole grid)"
     runs, evaluations = cost(cfg)
     if evaluations > budget:
-        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,} points exceed "
+        heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
+        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "
                 f"{budget:,} evaluations); `wsemoe readings {path}` computes it")
     try:
         writer.check_folder(Path(path) / FOLDER, "readings")

@@ -9,10 +9,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from wsemoe.analysis.cases import Case
 from wsemoe.analysis.checking import Checker, Outcome
 
 TIMES = ("step_time_s", "moe_layer_time_s", "dense_layer_time_s", "head_time_s")
+# SRAM serving's time law is its objective: the period between a sequence's steps (prefill: the TTFT). Its layout is
+# the best candidate for that period, so the layer times inside it may move either way when hardware changes.
+SERVING_TIMES = ("pipeline_period_s",)
+
+
+def node_rows(case: Case) -> np.ndarray:
+    """Grid rows the node-level model evaluates (every weight source but SRAM serving, which cost.wafer evaluates)."""
+    return case.inputs("hardware.weight_source") != "sram"
+
+
+def timed(case: Case, frame) -> list[tuple[str, np.ndarray]]:
+    """(time column, rows it applies to) of every time law column the frame has: the node-level step and layers on
+    node-level rows, the serving period on SRAM-serving rows."""
+    node = node_rows(case)
+    pairs = [(c, node) for c in TIMES] + [(c, ~node) for c in SERVING_TIMES]
+    return [(c, rows) for c, rows in pairs if c in frame.columns and rows.any()]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from wsemoe.config import readings as readings_registry
 from wsemoe.analysis.unknowns import Unknown
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
@@ -33,10 +34,11 @@ def _groups(cfg, frame: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
 
 def _check(cfg, unknowns: list[Unknown]) -> None:
     swept = set(cfg.axis_names())
+    serving = "sram" in readings_registry.sweep_values(cfg, "hardware.weight_source")
     for u in unknowns:
-        if u.pe_level:
-            raise ConfigError(f"{u.name} sets a PE fact ({', '.join(u.paths)}), which only the PE-level "
-                              "operators read, not a sweep", loc=("--only", u.name))
+        if u.pe_level and not serving:
+            raise ConfigError(f"{u.name} sets a PE fact ({', '.join(u.paths)}), which the PE-level model reads: a "
+                              "sweep serving from SRAM (weight_source: sram), not this one", loc=("--only", u.name))
         for p in u.paths:
             if p in swept:
                 raise ConfigError(f"'{p}' is both swept and a calibration unknown ({u.name})", loc=("axes", p))

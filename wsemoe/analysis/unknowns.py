@@ -5,8 +5,9 @@ user file of the same form may replace it. An unknown maps a unit-interval sampl
 (linear, log, or a discrete set) and sets one or more spec fields (`paths`).
 
 PE-level unknowns (`hardware.pe.<field>`: hop, turn and relay cycles, the WSE-3 clock, the operator
-overhead) are listed beside the others but enter only the PE-level operators (`wsemoe.cost.wafer`), not
-the sweep engine: `select` leaves them out unless they are named, and a sampled sweep refuses them.
+overhead, the program bytes per PE; and those marked `named_only`, such as the hop between CS systems) are
+listed beside the others but enter only the PE-level model (`wsemoe.cost.wafer`): `select` leaves them out
+unless they are named, and a sampled sweep takes them only when it serves from SRAM.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from wsemoe.errors import ConfigError
 from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
-KEYS = {"paths", "range", "values", "nominal", "scale", "source", "bounds"}
+KEYS = {"paths", "range", "values", "nominal", "scale", "source", "named_only", "bounds"}
 PE_PREFIX = "hardware.pe."
 
 
@@ -38,12 +39,14 @@ class Unknown:
     scale: str = "linear"
     values: tuple[float, ...] | None = None
     source: str = ""
+    named_only: bool = False   # read by SRAM serving alone (not a PE fact): sampled only when named, as PE facts
     bounds: tuple[str, str] = ("", "")   # where the low and the high end of the range come from
 
     @property
     def pe_level(self) -> bool:
-        """Whether it sets a PE fact (`hardware.pe.<field>`), which only the PE-level operators read."""
-        return any(p.startswith(PE_PREFIX) for p in self.paths)
+        """Whether only the PE-level model reads it (a PE fact `hardware.pe.<field>`, or marked `named_only`):
+        sampled only when named."""
+        return self.named_only or any(p.startswith(PE_PREFIX) for p in self.paths)
 
     def value(self, u):
         """Values for unit-interval samples `u` (array): linear or log over the range, or a discrete pick."""
@@ -99,7 +102,7 @@ def _unknown(name: str, spec, loc) -> Unknown:
         raise ConfigError("bounds: {low: its source, high: its source}", loc=(*loc, "bounds"))
     return Unknown(name, tuple(paths), low, high, float(nominal), scale,
                    tuple(float(v) for v in values) if values else None, str(spec.get("source", "")),
-                   (str(bounds.get("low", "")), str(bounds.get("high", ""))))
+                   bool(spec.get("named_only", False)), (str(bounds.get("low", "")), str(bounds.get("high", ""))))
 
 
 def load(hardware: str, path=None) -> list[Unknown]:

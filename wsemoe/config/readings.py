@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from wsemoe.config import axes, checks, yamlio
 from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity, SweepConfig
 from wsemoe.errors import ConfigError, excerpt
+from wsemoe.specs.hardware import PEFacts
 from wsemoe.specs.base import build
 
 REGISTRY = Path(__file__).resolve().parents[1] / "presets" / "readings.yaml"
@@ -83,10 +84,20 @@ def _refuse(keys, allowed, loc, what: str) -> None:
             raise ConfigError(f"unknown key '{excerpt(key)}'{hint}", loc=(*loc, str(key)))
 
 
+PE = "hardware.pe."   # a PE fact of the hardware (SRAM serving reads them), e.g. hardware.pe.sram_per_pe_bytes
+
+
 def _field_type(path: str, loc):
     """The pydantic field a path names (checked, with did-you-mean), for typing option and rule values."""
     if path == HOLD:
         return Sparsity.model_fields["hold"]
+    if path.startswith(PE):
+        facts = PEFacts.model_fields
+        if path[len(PE):] not in facts:
+            close = difflib.get_close_matches(path[len(PE):], list(facts), n=1)
+            hint = f"; did you mean '{PE}{close[0]}'?" if close else ""
+            raise ConfigError(f"unknown PE fact '{path[len(PE):]}'{hint}", loc=loc)
+        return facts[path[len(PE):]]
     section, name = axes.check_path(path, loc)
     if name is None:
         raise ConfigError(f"'{path}' names a whole section; a reading sets fields (section.field)", loc=loc)
@@ -201,6 +212,21 @@ def preset_axis(cfg: SweepConfig, section: str) -> list[str]:
     return []
 
 
+def field_value(fields: dict, name: str):
+    """A field of a spec's fields; `pe.<fact>` a PE fact (None where the hardware has no PE fabric)."""
+    if name.startswith("pe."):
+        return (fields.get("pe") or {}).get(name[3:])
+    return fields.get(name)
+
+
+def _set_field(fields: dict, name: str, value) -> None:
+    """Set a field in a spec's fields; `pe.<fact>` inside the PE facts."""
+    if name.startswith("pe."):
+        fields["pe"] = {**(fields.get("pe") or {}), name[3:]: value}
+    else:
+        fields[name] = value
+
+
 def _spec_fields(cfg: SweepConfig, section: str, name: str | None) -> dict:
     """The fields of the base spec (name None) or of one preset the section's axis names."""
     if name is None:
@@ -228,10 +254,24 @@ def sparsity_helper(cfg: SweepConfig) -> tuple[Sparsity, int] | None:
 
 def targets(cfg: SweepConfig, reading: Reading, section: str) -> list[str | None]:
     """Which specs of `section` the reading changes: the base (None) or the presets its axis names, each
-    only if it meets the reading's conditions on that section."""
+    only if it meets the reading's conditions on that section (in some row of its zip, the row's own fields
+    of the section over the preset's: a cs3 zipped with weight_source sram serves from SRAM)."""
     names = preset_axis(cfg, section) or [None]
     rule = {p.partition(".")[2]: v for p, v in reading.applies_to.items() if p.partition(".")[0] == section}
-    return [n for n in names if all(_spec_fields(cfg, section, n).get(f) in vals for f, vals in rule.items())]
+    return [n for n in names if any(all(field_value(row, f) in vals for f, vals in rule.items())
+                                    for row in _rows(cfg, section, n))]
+
+
+def _rows(cfg: SweepConfig, section: str, name: str | None) -> list[dict]:
+    """The fields of `section` a spec takes: the preset's (or the base's), with each zip row's own fields of the
+    section over them where the preset is zipped with some."""
+    fields = _spec_fields(cfg, section, name)
+    for group in cfg.zip:
+        own = [p for p in group if p.partition(".")[0] == section and p != section]
+        if name is not None and section in group and own:
+            rows = [i for i, v in enumerate(group[section]) if v == name]
+            return [{**fields, **{p.partition(".")[2]: group[p][i] for p in own}} for i in rows]
+    return [fields]
 
 
 def sweep_values(cfg: SweepConfig, path: str) -> list:
@@ -243,7 +283,7 @@ def sweep_values(cfg: SweepConfig, path: str) -> list:
         if path in group:
             return list(group[path])
     section, _, name = path.partition(".")
-    return [_spec_fields(cfg, section, n).get(name) for n in (preset_axis(cfg, section) or [None])]
+    return [field_value(_spec_fields(cfg, section, n), name) for n in (preset_axis(cfg, section) or [None])]
 
 
 def status(cfg: SweepConfig, reading: Reading) -> Status:
@@ -277,7 +317,7 @@ def configured(cfg: SweepConfig, reading: Reading) -> str | None:
                     return False
                 continue
             for n in names:
-                have = _spec_fields(cfg, section, n).get(path.partition(".")[2])
+                have = field_value(_spec_fields(cfg, section, n), path.partition(".")[2])
                 if have is not None and have != value:
                     return False
         return True
@@ -315,9 +355,11 @@ def apply(cfg: SweepConfig, choice: dict[str, str], readings: dict[str, Reading]
                 zips[index] = axes.sparsity_zip(sparsity, cfg.model.model_dump())
             elif section in PRESET_KIND and preset_axis(cfg, section):
                 for n in targets(cfg, reading, section):
-                    moved.setdefault(n, dict(cfg.presets[n]))[fname] = value
+                    _set_field(moved.setdefault(n, dict(cfg.presets[n])), fname, value)
             elif section not in PRESET_KIND or targets(cfg, reading, section):
-                base[section][fname] = value
+                if fname.startswith("pe.") and "pe" not in base[section]:   # the other PE facts stay
+                    base[section]["pe"] = getattr(cfg, section).model_dump().get("pe")
+                _set_field(base[section], fname, value)
     update: dict[str, Any] = {s: build(SECTIONS[s], {**getattr(cfg, s).model_dump(), **f}, loc=("readings", s))
                               for s, f in base.items() if f}
     for n, fields in moved.items():

@@ -92,7 +92,7 @@ def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
     Weight-streaming wafers run attention and experts over the whole wafer as one group: traffic
     there stays inside the PE fabric and is not modelled as node-to-node phases.
     """
-    if hw.weight_source == "streamed":
+    if hw.weight_source in ("streamed", "sram"):   # traffic stays inside the PE fabric (sram: cost.wafer)
         return None
     return CommModel(hw, m, wl, mp_, bal, histogram)
 

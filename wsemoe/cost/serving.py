@@ -16,10 +16,14 @@ from types import SimpleNamespace
 
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
+from wsemoe.cost.wafer import serving as sram
 
 
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
-    """All output columns of the points described by the namespaces (scalars or broadcast arrays)."""
+    """All output columns of the points described by the namespaces (scalars or broadcast arrays); SRAM serving
+    (weight_source: sram) is the PE-level pipeline of cost.wafer.serving, with its own serving metrics."""
+    if hw.weight_source == "sram":
+        return sram.evaluate(hw, m, wl, mp, bal, histogram, coded)
     out = step.evaluate(hw, m, wl, mp, comm=comm_model(hw, m, wl, mp, bal, histogram), coded=coded)
     out.update(serving_columns(hw, m, wl, mp, bal, histogram, out))
     return out

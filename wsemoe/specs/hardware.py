@@ -9,7 +9,7 @@ import numpy as np
 
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
 
 
 class PEFacts(Spec):
@@ -32,6 +32,7 @@ class PEFacts(Spec):
     kernel_margin_cols: Optional[int] = Field(None, ge=0, le=2**20, description="fabric columns the host-I/O framework takes beside a program (the program rectangle is fabric_cols minus this)")
     kernel_margin_rows: Optional[int] = Field(None, ge=0, le=2**20, description="fabric rows the host-I/O framework takes around a program (the program rectangle is fabric_rows minus this)")
     op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
+    program_bytes_per_pe: Optional[float] = Field(None, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM a PE's program, runtime and routing state take; the rest holds weights, KV cache and buffers (SRAM serving); calibration")
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
@@ -59,6 +60,20 @@ def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
     if pe.sram_bw_total_bytes_per_s:
         out["node_memory_bw_bytes_per_s"] = pe.sram_bw_total_bytes_per_s / n
     return out
+
+
+SRAM_PE_FIELDS = ("hop_cycles", "turn_cycles", "relay_cycles", "kernel_margin_rows", "kernel_margin_cols",
+                  "op_overhead_cycles")  # what the PE-level serving model reads beyond the node-deriving facts
+
+
+def _sram_fits(hw) -> None:
+    """weight_source: sram needs a PE fabric (every PE fact the serving model reads) on one mesh wafer."""
+    if hw.topology != "mesh" or tuple(hw.wafers) != (1, 1):
+        raise ValueError("weight_source: sram serves from the PE fabric of single wafers (topology mesh, wafers "
+                         "[1, 1]); a pipeline of systems is pipeline_wafers")
+    missing = [f for f in SRAM_PE_FIELDS if hw.pe is None or getattr(hw.pe, f) is None]
+    if missing:
+        raise ValueError(f"weight_source: sram needs the PE fabric: set hardware.pe.{missing[0]} (cs2 and cs3 have it)")
 
 
 class HardwareSpec(Spec):
@@ -98,10 +113,12 @@ class HardwareSpec(Spec):
     inter_wafer_link_bw_bytes_per_s: Optional[PositiveFloat] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,
         description="bandwidth per directed link crossing a wafer boundary, bytes/s; unset: link_bw_bytes_per_s "
-                    "(the same die-to-die link across the wafer edge)")
+                    "(the same die-to-die link across the wafer edge). SRAM serving: the path between consecutive "
+                    "systems of the pipeline, per direction")
     inter_wafer_hop_latency_s: Optional[float] = Field(
         None, ge=0, le=1.0, allow_inf_nan=False,
-        description="latency of a hop that crosses a wafer boundary, s; unset: hop_latency_s")
+        description="latency of a hop that crosses a wafer boundary, s; unset: hop_latency_s. SRAM serving: one "
+                    "hop between consecutive systems of the pipeline")
     in_switch_reduction: bool = Field(
         False, description="switch only: all-reduces run in the switch (NVLink SHARP): each device sends and receives "
                            "its message once instead of a ring's 2(p−1)/p; default off (a capability, not every switch has it)")
@@ -114,8 +131,13 @@ class HardwareSpec(Spec):
     scale_out_latency_s: Optional[float] = Field(
         None, ge=0, le=1.0, allow_inf_nan=False,
         description="switch only: latency of one transfer between scale-up domains, s; unset: hop_latency_s")
-    weight_source: Literal["streamed", "resident"] = Field(
-        "resident", description="weights streamed in each pass through the I/O, or resident in node memory")
+    weight_source: Literal["streamed", "resident", "sram"] = Field(
+        "resident", description="weights streamed in each pass through the I/O, resident in node memory, or (sram: "
+                                "inference on a PE fabric) resident in the PEs' SRAM, layers pipelined over wafers")
+    pipeline_wafers: Optional[PositiveInt] = Field(
+        None, le=MAX_PIPELINE_WAFERS, description="weight_source sram: systems (wafers) of the serving pipeline, each a "
+                                                  "stage of contiguous layers; unset: the fewest that hold the weights "
+                                                  "and the KV cache")
     io_in_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
     io_out_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer egress bandwidth (gradients out), bytes/s")
     matmul_efficiency: float = Field(0.5, gt=0, le=1, description="achieved fraction of peak for large matmuls (calibration)")
@@ -144,8 +166,12 @@ class HardwareSpec(Spec):
     def _fields_fit_each_other(self):
         """Streamed kept activations need the wafer I/O; wafer fields belong to meshes, scale-up domains
         and in-switch reduction to switches."""
-        if self.kept_activations == "streamed" and self.weight_source != "streamed":
+        if self.kept_activations == "streamed" and self.weight_source == "resident":
             raise ValueError("kept_activations: streamed needs weight_source: streamed (the wafer I/O carries them)")
+        if self.weight_source == "sram":
+            _sram_fits(self)
+        elif self.pipeline_wafers is not None:
+            raise ValueError("pipeline_wafers applies to weight_source: sram (a serving pipeline of wafers)")
         if self.topology == "switch":
             if tuple(self.wafers) != (1, 1):
                 raise ValueError("wafers applies to a mesh; a switch is one domain of rows·cols devices")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
 
@@ -17,7 +17,9 @@ class WorkloadSpec(Spec):
 
     mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token")
     seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
-    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile")
+    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile (SRAM serving: "
+                                                        "the sequences served together, their tokens streaming "
+                                                        "through the pipeline)")
     G: PositiveInt = Field(1, le=MAX_TILES, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
     attn_weight_format: Format = Field(
         "bf16", description="format of the attention projections, shared experts and dense-layer FFNs (every matmul "
@@ -48,6 +50,22 @@ class WorkloadSpec(Spec):
         None, le=MAX_TOKENS, description="decode only: prompt length in tokens, for the time to first token (ttft_s): "
                                          "the prefill of the batch's prompts at S = prompt_len (at most seq_len, "
                                          "the decode context that holds the prompt); unset: no ttft_s")
+    draft_tokens: NonNegativeInt = Field(
+        0, le=64, description="SRAM serving, decode: speculative decoding's draft tokens verified per step (the step "
+                              "processes draft_tokens + 1 tokens per sequence; the draft model's own cost is not "
+                              "charged); 0: no speculation")
+    accepted_tokens_per_step: float = Field(
+        1.0, ge=1.0, le=65.0, allow_inf_nan=False,
+        description="SRAM serving, decode: tokens a sequence gains per step (accepted drafts + 1; at most "
+                    "draft_tokens + 1); 1: no speculation")
+
+    @model_validator(mode="after")
+    def _speculation(self):
+        """Accepted tokens per step cannot exceed the tokens the step verifies."""
+        if self.accepted_tokens_per_step > self.draft_tokens + 1:
+            raise ValueError(f"accepted_tokens_per_step ({self.accepted_tokens_per_step:g}) exceeds draft_tokens + 1 "
+                             f"({self.draft_tokens + 1}): a step verifies draft_tokens + 1 tokens")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -19,10 +19,11 @@ _DOCS = {
     "model_flops_per_step": ("FLOP", "model FLOPs of one step (forward+backward when training; no recompute)"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
     "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
-                                 "sequences together)"),
+                                 "sequences together; SRAM serving: B·accepted tokens per step / pipeline_period_s)"),
     "ttft_s": ("s", "time to first token: the prefill of the micro-batch's prompts (decode: all G·B prompts of "
-                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself)"),
-    "tpot_s": ("s", "time per output token: one decode step, which gives every sequence its next token"),
+                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself; SRAM serving: the B prompts streamed through the pipeline once)"),
+    "tpot_s": ("s", "time per output token: one decode step, which gives every sequence its next token (SRAM "
+                    "serving: the period between a sequence's steps over the tokens it accepts per step)"),
     "tokens_per_s_per_user": ("tokens/s", "decode speed one sequence (user) sees: 1 / tpot_s"),
     "g_mem_prefill": ("1", "constraint: peak memory of the prefill behind ttft_s / capacity − 1 (≤ 0 satisfied)"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),
@@ -37,7 +38,9 @@ _DOCS = {
     "moe_layer_time_s": ("s", "one MoE layer: attention (G tiles) + router/experts (+ communication)"),
     "dense_layer_time_s": ("s", "one dense layer: attention + dense FFN"),
     "head_time_s": ("s", "output head and embedding"),
-    "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase)"),
+    "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
+                  "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (of the step, or of "
+                  "the busiest stage when the stream binds), or SRAM (it does not fit)"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
                               "(memory: to the usable node memory); empty when feasible"),
@@ -84,7 +87,8 @@ _DOCS = {
     "dispatch_idle_link_share": ("1", "share of directed links the dispatch leaves idle (cold)"),
     "hot_link_overlap": ("1", "Jaccard overlap of the hottest 10% links of all-reduce and dispatch (0: complementary)"),
     "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
-    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its pace)"),
+    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its "
+                              "pace; SRAM serving: the busiest expert region's)"),
     "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas"),
     "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),
     "migration_bytes_per_step": ("bytes", "expert-copy bytes the balancer moves, amortized per step"),
@@ -93,6 +97,49 @@ _DOCS = {
     "kept_act_io_bytes": ("bytes", "activations of one layer and micro-batch streamed out after the forward pass and back in for the backward pass (kept_activations: streamed)"),
     "migration_hidden_s": ("s", "migration time per step hidden in idle (cold) link windows"),
 }
+
+_SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over wafers
+    "wafers": ("wafers", "CS systems of the serving pipeline: pipeline_wafers, or the fewest that fit when unset"),
+    "wafers_needed": ("wafers", "fewest wafers whose stages hold the weights and the batch's KV cache (NaN: none "
+                                "up to one layer per wafer)"),
+    "wafers_for_weights": ("wafers", "fewest wafers that hold the weights alone (no KV cache)"),
+    "layers_per_wafer": ("layers", "layers of the fullest stage: ⌈L / wafers⌉"),
+    "kv_fit_sequences": ("sequences", "most sequences at this context whose KV cache fits the pipeline's wafers "
+                                      "beside the weights"),
+    "weight_bytes": ("bytes", "every weight of the model in its format, held in SRAM once"),
+    "kv_cache_bytes": ("bytes", "KV cache of the batch's B sequences at this context, every layer"),
+    "sram_bytes_per_pe": ("bytes", "weights and cache each PE of the chosen layout holds (every region alike)"),
+    "region_fill": ("×", "PEs the layout gives each region over the fewest that hold its bytes (≥ 1 when it fits)"),
+    "attention_share": ("×", "PEs a MoE layer's attention region gets over its bytes' share (the layout's choice)"),
+    "attn_region_pes": ("PEs", "PEs of one MoE layer's attention region (its weights, router and KV share)"),
+    "expert_region_pes": ("PEs", "PEs of one routed expert's region (a square tile)"),
+    "expert_region_side": ("PEs", "side of an expert region, the tile of the region grid"),
+    "placement_stretch": ("×", "tile columns attention spans per logical column (interleaved > 1: its collectives "
+                               "across columns run that much longer)"),
+    "dispatch_path_hops": ("hops", "PE hops of the longest router-to-expert path of a MoE layer"),
+    "wafer_hop_s": ("s", "one token's hop between consecutive wafers: bytes over the system link, its latency, "
+                         "and the way to and from the wafers' I/O edges"),
+    "wafer_hops": ("hops", "hops between wafers of one pass: wafers − 1"),
+    "token_return_s": ("s", "the sampled token's way back to the first wafer"),
+    "embedding_time_s": ("s", "embedding lookup and the hop into the first layer, one token"),
+    "pipeline_latency_s": ("s", "one token through every layer, hop and the head (t1): the sum of the pipeline_*_s "
+                                "terms"),
+    "pipeline_macs_s": ("s", "local MAC time in pipeline_latency_s"),
+    "pipeline_link_s": ("s", "link (wavelet streaming) time in pipeline_latency_s"),
+    "pipeline_hops_s": ("s", "hop, turn and relay latency on the PE fabric in pipeline_latency_s"),
+    "pipeline_overhead_s": ("s", "fixed operator invocation cycles in pipeline_latency_s"),
+    "pipeline_inter_wafer_s": ("s", "wafer hops and the token's return over the system links in pipeline_latency_s"),
+    "busiest_stage": ("", "the region or link that spends most per token of the stream (it paces the pipeline)"),
+    "busiest_stage_s": ("s", "time the busiest stage spends per token of the stream (β)"),
+    "step_latency_s": ("s", "a sequence's step through the pipeline: t1 + (draft tokens)·β"),
+    "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·(draft + 1)·β)"),
+    "tokens_in_flight": ("tokens", "tokens in the pipeline at once: min(B·(draft + 1), step_latency_s / β)"),
+    "g_sram_wafers": ("1", "constraint: the fullest stage's bytes / what its wafer's PEs hold − 1 (≤ 0 satisfied)"),
+    "g_sram_layer": ("1", "constraint: the largest layer (or embedding, head) / what one wafer holds − 1"),
+    "g_sram_pe": ("1", "constraint: a PE's program and buffers / its SRAM − 1"),
+    "g_sram_stages": ("1", "constraint: wafers / layers − 1 (a stage holds at least one layer)"),
+}
+_DOCS.update(_SERVING)
 
 _MEMORY = {
     "weights": "weights kept per node (resident weights and replicas, or the current layer's attention under streaming)",
@@ -110,6 +157,7 @@ _MEMORY = {
 _DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})
 
 _PATTERNS = [
+    (r"^(moe|dense|head|embedding)_op_(\w+)_s$", "s", "SRAM serving: op {1} of one {0} layer for one token"),
     (r"^(\w+?)_time_s$", "s", "time of the {0} stage per layer (its own roofline, plus communication)"),
     (r"^(\w+?)_launch_s$", "s", "kernel launches of the {0} stage per layer: kernels × kernel_launch_s (serial, "
                                 "added to its roofline)"),
@@ -201,8 +249,8 @@ def manifest_columns(columns) -> dict:
     return {c: dict(zip(("unit", "doc"), describe(c))) for c in columns}
 
 
-_PATTERN_NAMES = ["<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s", "<stage>_weights_s",
-                  "<stage>_memory_s", "<stage>_hbm_s", "<stage>_<allreduce|dispatch|combine|gradient>_s",
+_PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
+                  "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_<allreduce|dispatch|combine|gradient>_s",
                   "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_traffic_bytes", "<stage>_roof_flops",
                   "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]

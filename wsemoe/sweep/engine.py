@@ -75,6 +75,14 @@ class Outputs:
                 self._cache[name] = arr
         return self._cache[name]
 
+    def applies(self, name: str) -> np.ndarray:
+        """Points whose piece has the column (a constraint of another kind of point does not bind them)."""
+        mask = np.zeros(self.n, dtype=bool)
+        for where, out in self.pieces:
+            if name in out:
+                where.put(mask, True)
+        return mask
+
     def _labels(self, vals) -> Labels:
         codes = np.full(self.n, -1, dtype=np.int32)
         cats: dict = {}

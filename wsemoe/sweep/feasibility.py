@@ -15,6 +15,11 @@ REASONS = {
     "g_mem_moe": "MoE-stage memory needs {r}× the usable node memory "
                  "(weights, dispatched tokens and FFN intermediates at G·B)",
     "g_mem_prefill": "prefill of the batch's prompts (behind ttft_s) needs {r}× the usable node memory",
+    "g_sram_wafers": "the fullest stage needs {r}× what its wafer's PEs hold (weights and the KV cache of B "
+                     "sequences: more wafers, fewer sequences or a shorter context)",
+    "g_sram_layer": "one layer (or the embedding or head) needs {r}× what one wafer holds (a layer spans one wafer)",
+    "g_sram_pe": "a PE's program and buffers need {r}× its SRAM",
+    "g_sram_stages": "the pipeline has {r}× as many wafers as the model has layers (a stage holds at least one)",
 }
 SLO = {"ttft_s": "TTFT", "tpot_s": "TPOT"}  # latency columns whose maximum reads as a service-level objective
 DIGITS = 3  # significant digits of a ratio in a reason: few distinct texts per chunk, small parts
@@ -41,6 +46,8 @@ def feasibility(cfg, outputs, inputs: dict) -> tuple[dict, np.ndarray]:
     worst, which, nan = np.full(n, -np.inf), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool)
     for k, col in enumerate(gcols):
         g = np.asarray(extra[col] if col in extra else outputs.column(col), dtype=float)
+        if col not in extra:   # a constraint binds the points whose model has it (SRAM serving or node memory)
+            g = np.where(outputs.applies(col), g, -np.inf)
         feasible &= g <= 0
         # The worst-violated constraint names the reason (the first on ties, a NaN first of all, as
         # argmax ranks them).

@@ -31,9 +31,13 @@ def namespaces(base: dict, preset: dict, values: dict) -> dict:
         fields = dict(preset[section][values[section]] if section in values else base[section])
         swept = {p.partition(".")[2]: v for p, v in values.items() if p.partition(".")[0] == section}
         swept.pop("", None)
+        facts = {k.partition(".")[2]: swept.pop(k) for k in [k for k in swept if k.startswith("pe.")]}
         if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
             fields = _rederive(fields, swept)
         fields.update(swept)
+        facts = {k: v for k, v in facts.items() if v is not None}
+        if facts and fields.get("pe"):   # PE facts (hardware.pe.<field>) enter the PE-level model; node figures stay
+            fields["pe"] = {**fields["pe"], **facts}
         out[section] = SimpleNamespace(**fields)
     return out
 

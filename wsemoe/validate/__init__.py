@@ -38,10 +38,11 @@ def run_all() -> list[dict]:
     """Every reproduced figure, each row with its status (deviations.classify)."""
     from wsemoe.validate.balance import balance_rows
     from wsemoe.validate.bta import bta_rows
+    from wsemoe.validate.cerebras import cerebras_rows
     from wsemoe.validate.moentwine import mapping_rows
     from wsemoe.validate.scale import scale_rows
     from wsemoe.validate.shipped import shipped_rows
     from wsemoe.validate.waferllm import waferllm_rows
 
     return classify(param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()
-                    + waferllm_rows())
+                    + waferllm_rows() + cerebras_rows())

@@ -112,6 +112,15 @@ BANDS: dict[str, Band] = {
                            "local compute cycles > 1"),
     "waferllm.meshgemm": Band(lo=0.70, why="'over 70% computational efficiency'"),
     "waferllm.cannon": Band(hi=0.50, strict=True, why="'falling below 50% with 720×720 cores'"),
+    # ---- Cerebras inference, SRAM-resident serving on CS-3 (launch blog, Aug 2024; validate/cerebras.py) ----
+    "cerebras.wafers": Band(0.0, 0.0, why="'20B models fit on a single CS-3 while 70B models fit on as few as four "
+                            "systems': wafers needed less the published count, exactly 0 (the 20B row is fitted)"),
+    "cerebras.speed": Band(0.75, 2100.0 / 450.0, log=True, why="per-user tokens/s over the launch figure: 25% slow as "
+                           "a prediction over many kernels may be, up to 2,100 / 450 fast (the same 70B on Cerebras' "
+                           "next software release, kernels rewritten, speculation included)"),
+    "cerebras.ratio": Band(-0.25, 0.25, why="8B over 70B per-user speed against the published 1,800 / 450 = 4.0, ±25%: "
+                           "how per-token time scales with layers, width and wafers, whatever the software's "
+                           "absolute efficiency"),
 }
 
 

@@ -63,16 +63,41 @@ def norm(h, rows, cols, pe, batch=1, coll=None):
 
 
 def head_layout(m, cols):
+    """(columns one KV head spans, query heads whose scores one column holds) of a GQA model (`spread`)."""
+    return spread(m.num_attention_heads, m.num_key_value_heads, cols)
+
+
+def spread(heads, kv_heads, cols):
     """(columns one KV head spans, query heads whose scores one column holds).
 
-    The columns split the KV width n_kv·d_h; each column holds the same dims of every query head of the
+    The columns split the KV width kv_heads·d; each column holds the same dims of every query head of the
     KV heads it holds, so the cache is never replicated and a query head's score is a sum over the
-    columns its KV head spans (WaferLLM groups GQA heads the same way).
+    columns its KV head spans (WaferLLM groups GQA heads the same way; MLA's latent is one KV head).
     """
     cols = np.asarray(cols, dtype=float)
-    span = np.maximum(np.ceil(cols / m.num_key_value_heads), 1.0)
-    heads = m.num_attention_heads / m.num_key_value_heads * np.maximum(np.ceil(m.num_key_value_heads / cols), 1.0)
-    return span, heads
+    span = np.maximum(np.ceil(cols / kv_heads), 1.0)
+    per = heads / kv_heads * np.maximum(np.ceil(kv_heads / cols), 1.0)
+    return span, per
+
+
+def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+    """Terms of the attention core over a KV cache of `context` tokens (context on the rows, KV width on the
+    columns): `score` (q·Kᵀ, summed over the columns a KV head spans), `softmax` (two all-reduces of one scalar
+    per head along the rows), `pv` (p·V, all-reduced along the rows). Query heads of width `d_qk` read keys of
+    that width; values are `d_v` wide."""
+    coll = coll or {}
+    span, per = spread(heads, kv_heads, cols)
+    cols = np.asarray(cols, dtype=float)
+    ctx = np.ceil(np.asarray(context, dtype=float) / rows)
+    q_col, v_col = np.ceil(heads * d_qk / cols), np.ceil(heads * d_v / cols)
+    score = add(operators.gemv(q_col, ctx, 1, 1, pe, batch, element_bytes, output="none"),
+                collective(collectives.allreduce(span, ctx * per * batch, **coll), pe),
+                elementwise(ctx * per * batch, OPS["score_scale"], pe, kernels=0))
+    soft = add(elementwise(ctx * per * batch, OPS["softmax"], pe),
+               collective(collectives.allreduce(rows, per * batch, **coll).times(2), pe, calls=2))
+    pv = add(operators.gemv(ctx * per, np.ceil(v_col / per), 1, 1, pe, batch, element_bytes, output="none"),
+             collective(collectives.allreduce(rows, v_col * batch, **coll), pe))
+    return {"score": score, "softmax": soft, "pv": pv}
 
 
 def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
@@ -81,26 +106,21 @@ def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -
     h, q_width, kv_width = m.hidden_size, m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
     qkv = operators.gemv(h, q_width + 2 * kv_width, rows, cols, pe, batch, element_bytes, kernels=3, **coll)
     rope = elementwise(np.ceil((q_width + kv_width) / np.asarray(cols, dtype=float)) * batch, OPS["rope"], pe, 2)
-    span, heads = head_layout(m, cols)
-    ctx, q_col = np.ceil(np.asarray(context, dtype=float) / rows), np.ceil(q_width / np.asarray(cols, dtype=float))
-    score = add(operators.gemv(q_col, ctx, 1, 1, pe, batch, element_bytes, output="none"),
-                collective(collectives.allreduce(span, ctx * heads * batch, **coll), pe),
-                elementwise(ctx * heads * batch, OPS["score_scale"], pe, kernels=0))
-    soft = add(elementwise(ctx * heads * batch, OPS["softmax"], pe),
-               collective(collectives.allreduce(rows, heads * batch, **coll).times(2), pe, calls=2))
-    pv = add(operators.gemv(ctx * heads, np.ceil(q_col / heads), 1, 1, pe, batch, element_bytes, output="none"),
-             collective(collectives.allreduce(rows, q_col * batch, **coll), pe))
+    inner = core(m.num_attention_heads, m.num_key_value_heads, m.head_dim, m.head_dim, rows, cols, context, pe,
+                 batch, element_bytes, coll)
     o = operators.gemv(q_width, h, cols, rows, pe, batch, element_bytes, **coll)
     residual = elementwise(np.ceil(h / np.asarray(rows, dtype=float)) * batch, OPS["residual"], pe)
-    return {"qkv": qkv, "rope": rope, "score": score, "softmax": soft, "pv": pv, "o": o, "attn_residual": residual}
+    return {"qkv": qkv, "rope": rope, **inner, "o": o, "attn_residual": residual}
 
 
-def ffn(h, f, rows, cols, pe, batch=1, element_bytes=2, coll=None) -> dict:
+def ffn(h, f, rows, cols, pe, batch=1, element_bytes=2, coll=None, input_broadcast=False) -> dict:
     """Terms per op of a SwiGLU FFN (norm excluded): up and gate (two local GEMVs, one fused all-reduce
-    along the rows), SiLU·mul, down (all-reduce along the columns), residual. An expert is one of these."""
+    along the rows), SiLU·mul, down (all-reduce along the columns), residual. An expert is one of these;
+    `input_broadcast` charges spreading its input along the columns first (a token that arrives from
+    another region)."""
     coll = coll or {}
     up_gate = operators.gemv(h, 2 * np.asarray(f, dtype=float), rows, cols, pe, batch, element_bytes,
-                             kernels=2, **coll)
+                             kernels=2, input_broadcast=input_broadcast, **coll)
     act = elementwise(np.ceil(np.asarray(f, dtype=float) / cols) * batch, OPS["silu_mul"], pe, kernels=2)
     down = operators.gemv(f, h, cols, rows, pe, batch, element_bytes, **coll)
     return {"up_gate": up_gate, "silu_mul": act, "down": down,

@@ -103,6 +103,8 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     over = [c for c in ("workload.B", "mapping.tp") if c in view.axes]
     df, said = view.slice(keep=("hardware", *over))
     hws = list(pd.unique(df["hardware"]))
+    if len(hws) < 2:   # the slice holds one system only (e.g. fields zipped with the hardware differ)
+        return None
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
     fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}", subtitle=view.subtitle(
         ", ".join(p for p in (view.context(view.first_row(df)), said) if p),

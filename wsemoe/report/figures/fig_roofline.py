@@ -97,6 +97,8 @@ def roofline(r: ResultsView) -> Figure | None:
 def _systems(r: ResultsView) -> list[tuple[str, pd.DataFrame, dict]]:
     """(label, rows, hardware fields) per hardware of the results: feasible rows, or every row when none is."""
     pts = r.feasible if len(r.feasible) else r.points
+    if "hardware.weight_source" in pts:   # SRAM serving has no node-level stages to place under a roof
+        pts = pts[pts["hardware.weight_source"].astype(str) != "sram"]
     groups = pts.groupby("hardware", observed=True, sort=False) if "hardware" in r.axes else [(None, pts)]
     out = []
     for key, df in groups:

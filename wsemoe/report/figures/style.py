@@ -41,7 +41,8 @@ NAMES = {"mfu": "MFU", "tokens_per_s": "throughput", "step_time_s": "step time",
          "moe_layer_time_s": "MoE layer time", "expert_imbalance": "expert imbalance (busiest / mean)",
          "migration_exposed_s": "exposed migration per step", "workload.seq_len": "sequence length S",
          "mapping.tp": "TP group size", "balance.zipf_s": "Zipf exponent s", "model.moe_intermediate_size":
-         "expert width F", "speedup_vs_uniform": "speedup over uniform batching"}
+         "expert width F", "speedup_vs_uniform": "speedup over uniform batching",
+         "tokens_per_s_per_user": "tokens per second per user", "wafers": "wafers in the pipeline"}
 WORDS = {"moe": "MoE", "mem": "memory", "attn": "attention", "tp": "TP", "bta": "BTA", "kv": "KV", "mfu": "MFU",
          "flops": "FLOPs", "g": "constraint"}
 # Short names of swept settings in titles and tick labels ("TP 4, B 256").

@@ -143,7 +143,8 @@ class ResultsView:
             pick = PREFER[col](values) if col in PREFER and _numeric(values) else values[0]
             if self.points[col].nunique() > 1 and col != "model":  # titles name the model anyway
                 said.append(setting(col, pick))
-            df = df[df[col] == pick]
+            same = df[col] == pick
+            df = df[same | (df[col].isna() & pd.isna(pick))] if not isinstance(pick, str) else df[same]   # NaN: unset
         self.slice_feasible = bool(df["feasible"].to_numpy(dtype=bool).any()) if "feasible" in df else True
         return df, ", ".join(said)
 
