@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install shell demo test fuzz bench validate clean
+.PHONY: install shell demo test fuzz bench validate docs clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,10 @@ bench: $(STAMP)
 
 validate: $(STAMP)
 	$(BIN)/wsemoe validate
+
+# The generated parts of the docs (validate record in docs/sources.md and README.md, docs/config.md); tests fail when stale.
+docs: $(STAMP)
+	$(BIN)/python tools/update_docs.py
 
 clean:
 	rm -rf $(VENV) results/*/ results/*.svg .pytest_cache .coverage

@@ -56,7 +56,7 @@ def test_schema_command_writes_a_json_schema_with_units(runner, tmp_path):
     mine = tmp_path / "mine.json"
     mine.write_text("{}")
     r = runner.invoke(app, ["schema", "-o", str(mine)])
-    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_text() == "{}"
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_text() == "{}"
 
 
 def _keys(node, schema, path=()):
@@ -79,7 +79,7 @@ def test_shipped_sweeps_fit_the_schema(sweep):
 
 @pytest.mark.parametrize("change,needle", [
     ({"objectives": {"mfuu": "max"}}, "[objectives -> mfuu] unknown objective column 'mfuu'; did you mean 'mfu'?"),
-    ({"objectives": {"bound": "max"}}, "objective column 'bound' is not a number"),
+    ({"objectives": {"bound": "max"}}, "objective column 'bound' holds text, not numbers"),
     ({"constraints": [{"column": "step_time", "max": 1}]}, "did you mean 'step_time_s'"),
     ({"compare": {"metric": "tokens_per_sec", "baseline": {"workload.B": 1}}}, "did you mean 'tokens_per_s'"),
     ({"compare": {"baseline": {"workload.GG": 1}}}, "did you mean 'workload.B'"),

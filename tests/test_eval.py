@@ -107,7 +107,7 @@ def test_breakdown_notices_a_wrong_column(monkeypatch):
 
 
 def test_point_out_of_range_and_bad_sets_are_one_line(runner):
-    for args, needle in ((["--point", "4096"], "out of range"), (["--set", "workload.GG=2"], "did you mean"),
+    for args, needle in ((["--point", "32768"], "out of range"), (["--set", "workload.GG=2"], "did you mean"),
                          (["--set", "G"], "use --set section.field=value"), (["--set", "workload.G=0"], "greater than 0"),
                          (["--set", "model.num_experts_per_tok=999"], "exceeds")):
         r = runner.invoke(app, ["eval", "sweeps/bta_topk.yaml", *args])

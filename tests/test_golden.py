@@ -122,7 +122,8 @@ def derive_cs2_qwen_train(B: int, G: int, k: int) -> dict:
         attention_time_s=max(t_attn_c, t_attn_w), moe_time_s=max(t_moe_c, t_moe_w),
         moe_layer_time_s=moe_layer, head_time_s=head_time, step_time_s=step,
         tokens_per_s=T / step, sequences_per_s=seqs / step, model_flops_per_step=model_flops,
-        mfu=model_flops / (step * N * peak), per_device_moe_tokens_per_s=T / (moe_layer * N),
+        mfu=model_flops / (step * N * peak), per_device_tokens_per_s=T / (step * N),
+        per_device_moe_tokens_per_s=T / (moe_layer * N),
         mem_weights_node_bytes=mem_weights, mem_kept_act_node_bytes=mem_kept, mem_kv_node_bytes=0.0,
         mem_attn_transient_node_bytes=attn_transient, mem_bta_buffer_node_bytes=bta_buffer,
         mem_moe_transient_node_bytes=moe_transient, mem_attn_peak_node_bytes=attn_peak,
@@ -316,7 +317,7 @@ def test_decode_layer_and_step_compose_the_derived_terms(tp):
     T = want["tokens_per_microbatch"]
     _assert_row(row, dict(moe_layer_time_s=moe_layer, dense_layer_time_s=dense_layer, step_time_s=step,
                           tokens_per_s=T / step, mfu=want["model_flops_per_step"] / (step * N * peak),
-                          per_device_moe_tokens_per_s=T / (moe_layer * N),
+                          per_device_tokens_per_s=T / (step * N), per_device_moe_tokens_per_s=T / (moe_layer * N),
                           moe_comm_s=want["attention_allreduce_s"] + a2a))
     if tp is None:  # latency binds each all-reduce (126 ring steps of 200 ns plus one call), but the two of them
         # (attention's and the output reduction) now stay under the core, which carries 20 µs of kernel launches

@@ -216,3 +216,17 @@ def test_the_capacity_invariant_can_fail(monkeypatch):
     monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap: (
         (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack))))
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "fail"
+
+
+def test_cerebras_rows_hold_and_the_capacity_fit_sits_at_its_boundary():
+    """The Cerebras validate rows at the preset: every check inside its band, the 20B row fitted; one 16-byte line
+    more per PE's program and the 20B model no longer fits one CS-3 (the fit is the largest value that fits)."""
+    from wsemoe.validate.cerebras import cerebras_rows, fit_program_bytes, models, wafers_needed
+
+    rows = {r["id"]: r for r in cerebras_rows()}
+    assert all(r["ok"] for r in rows.values()), [r["id"] for r in rows.values() if not r["ok"]]
+    assert rows["cerebras.wafers:dense-20b"]["kind"] == "fitted"
+    assert {rows[f"cerebras.wafers:{n}"]["value"] for n in ("llama-3.1-8b", "llama-3.1-70b")} == {0.0}
+    fit = fit_program_bytes()
+    assert wafers_needed(models()["dense-20b"], fit) == 1.0
+    assert wafers_needed(models()["dense-20b"], fit + 16.0) == 2.0

@@ -183,12 +183,25 @@ def test_what_cannot_be_exported_is_one_line(runner, tmp_path, args, message):
     assert not (tmp_path / "x").exists()
 
 
-def test_cli_from_a_results_folder_into_a_new_folder(runner, tmp_path):
+def test_cli_from_a_results_folder_into_a_folder_it_owns(runner, tmp_path):
+    """Into a new folder; again over its own export of the same point; another point's needs --force; a file
+    the user added there is never replaced (tests/test_writers.py runs it against every kind of target)."""
     res = run_sweep({**BASE, "name": "pts", "axes": {"workload.B": [1, 8], "mapping.tp": [4, 8]}}, out_root=tmp_path)
     out = tmp_path / "t"
-    r = runner.invoke(app, ["export", "traffic", str(res.path), "--point", "3", "-o", str(out)])
+    argv = ["export", "traffic", str(res.path), "--point", "3", "-o", str(out)]
+    r = runner.invoke(app, argv)
     assert r.exit_code == 0 and (out / "metadata.json").is_file(), r.output
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["point"] == 3 and meta["inputs"] == {"workload.B": 8, "mapping.tp": 8}
-    r = runner.invoke(app, ["export", "traffic", str(res.path), "--point", "3", "-o", str(out)])
-    assert r.exit_code != 0 and "exists and is not an empty folder" in r.output
+    assert (out / "booksim" / ".wsemoe.json").is_file() and len(list((out / "booksim").glob("*.trace"))) >= 1
+    assert runner.invoke(app, argv).exit_code == 0                        # its own export of the same point
+    other = ["export", "traffic", str(res.path), "--point", "1", "-o", str(out)]
+    r = runner.invoke(app, other)
+    assert r.exit_code != 0 and "pts, point 3" in r.output and "--force" in r.output, r.output
+    assert json.loads((out / "metadata.json").read_text())["point"] == 3
+    assert runner.invoke(app, other + ["--force"]).exit_code == 0
+    assert json.loads((out / "metadata.json").read_text())["point"] == 1
+    (out / "booksim" / "mine.txt").write_text("mine\n")
+    r = runner.invoke(app, argv + ["--force"])
+    assert r.exit_code != 0 and "mine.txt" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert (out / "booksim" / "mine.txt").read_text() == "mine\n"

@@ -166,8 +166,9 @@ def robustness(config, only=(), fixed=None, write: bool = False, out_root="resul
 
 
 def calibrate(hardware: str = "cs2", **kwargs):
-    """Fit a hardware preset's calibration unknowns to the public BTA targets; writes the fitted preset beside a
-    copy of the original with the diff and residuals (see `wsemoe.analysis.calibrate.run`)."""
+    """Fit a hardware preset's calibration unknowns to the public BTA targets under every reading; writes the fit
+    at the default readings as a preset beside a copy of the original, with the diff, residuals and χ² per reading
+    (see `wsemoe.analysis.calibrate.run`). Returns [(reading, Fit)], the default readings first."""
     from wsemoe.analysis.calibrate import run
 
     return run(hardware, **kwargs)[0]

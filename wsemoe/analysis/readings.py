@@ -18,14 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe.analysis.folders import replace_folder
 from wsemoe.analysis.sampled import Sampled
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, ResultsError
+from wsemoe.sweep import ledger, writer
 from wsemoe.sweep.compare import group_keys
 
-FOLDER = "readings"  # inside a results folder (store.KNOWN_ENTRIES lists it)
+FOLDER = "readings"  # inside a results folder (a slot of `readings` in sweep/ownership.RESULTS_SLOTS)
+FILES = ("runs.csv", "values.csv", "meta.json")
 MAX_COMBINATIONS = 512  # a full factorial beyond this is refused: fix some readings (--set) or pick some (--only)
 AUTO_BUDGET = 2_000_000  # point evaluations `wsemoe sweep` spends on its comparison's readings unasked
 SRAM_COST = 1000  # node-level point evaluations one SRAM-serving point costs (its layouts and PE operators; bench/)
@@ -189,17 +190,21 @@ def cost(config, only=(), fixed=None, readings=None) -> tuple[int, int]:
     return runs, runs * cfg.size() * weight
 
 
-def write(result: Readings, results_path) -> Path:
-    """runs.csv, values.csv and meta.json into <results>/readings/, atomically (replacing an earlier one)."""
-    return replace_folder(Path(results_path) / FOLDER, {
-        "runs.csv": result.runs.to_csv(index=False), "values.csv": result.values.to_csv(index=False),
-        "meta.json": json.dumps(result.meta, indent=2, default=str)})
+def write(result: Readings, results_path, force: bool = False) -> Path:
+    """runs.csv, values.csv and meta.json into <results>/readings/, atomically, replacing an earlier analysis
+    (built beside, then swapped in; `sweep/writer.py` refuses anything wsemoe did not write)."""
+    return writer.write_folder(Path(results_path) / FOLDER, dict(zip(FILES, (
+        result.runs.to_csv(index=False), result.values.to_csv(index=False),
+        json.dumps(result.meta, indent=2, default=str)))), "readings", force)
 
 
 def load(results_path, config_hash: str | None = None, readings=None) -> Readings | None:
-    """The readings analysis stored in a results folder, or None (absent, unreadable, or stale: made for
-    another config or under another registry of readings)."""
+    """The readings analysis stored in a results folder, or None (absent, unreadable, changed since wsemoe wrote
+    it (each file against its checksum in the folder's ledger), or stale: made for another config or under
+    another registry of readings)."""
     folder = Path(results_path) / FOLDER
+    if not ledger.intact(folder, FILES, "readings"):
+        return None
     try:
         meta = json.loads((folder / "meta.json").read_text())
         runs = pd.read_csv(folder / "runs.csv", dtype={"label": str})
@@ -213,9 +218,10 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
     return Readings(runs, values, meta)
 
 
-def run(target, out_root="results", only=(), fixed=None, on_progress=None) -> tuple[Readings, Path]:
+def run(target, out_root="results", only=(), fixed=None, on_progress=None, force: bool = False) -> tuple[Readings, Path]:
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
-    are brought up to date first) or a results folder (its config.yaml)."""
+    are brought up to date first) or a results folder (its config.yaml); the readings/ folder is checked
+    before anything is evaluated."""
     from wsemoe.sweep import store
     from wsemoe.sweep.run import run_sweep
 
@@ -225,8 +231,9 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None) -> tu
     else:
         res = run_sweep(target, out_root=out_root)
         path, cfg = res.path, res.config
+    writer.check_folder(path / FOLDER, "readings", force)
     result = evaluate(cfg, only, fixed, on_progress=on_progress)
-    return result, write(result, path)
+    return result, write(result, path, force)
 
 
 def parse_choices(items) -> dict[str, str]:
@@ -252,6 +259,10 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
         heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
         return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "
                 f"{budget:,} evaluations); `wsemoe readings {path}` computes it")
+    try:
+        writer.check_folder(Path(path) / FOLDER, "readings")
+    except ResultsError as exc:  # the sweep itself is done: say why its robustness is not written
+        return f"robustness over readings: not written: {exc.line()}"
     result = evaluate(cfg)
     write(result, path)
     return f"readings: {result.meta['combinations']} combinations evaluated in {result.meta['seconds']:.1f} s"

@@ -23,7 +23,7 @@ from wsemoe.errors import ConfigError
 from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
-KEYS = {"paths", "range", "values", "nominal", "scale", "source", "named_only"}
+KEYS = {"paths", "range", "values", "nominal", "scale", "source", "named_only", "bounds"}
 PE_PREFIX = "hardware.pe."
 
 
@@ -40,6 +40,7 @@ class Unknown:
     values: tuple[float, ...] | None = None
     source: str = ""
     named_only: bool = False   # read by SRAM serving alone (not a PE fact): sampled only when named, as PE facts
+    bounds: tuple[str, str] = ("", "")   # where the low and the high end of the range come from
 
     @property
     def pe_level(self) -> bool:
@@ -95,9 +96,13 @@ def _unknown(name: str, spec, loc) -> Unknown:
     nominal = spec["nominal"]
     if not isinstance(nominal, (int, float)) or not low <= nominal <= high or (values and nominal not in values):
         raise ConfigError(f"nominal {nominal!r} outside the range", loc=(*loc, "nominal"))
+    bounds = spec.get("bounds", {})
+    if not isinstance(bounds, dict) or set(bounds) - {"low", "high"} or \
+            not all(isinstance(v, str) and v.strip() for v in bounds.values()):
+        raise ConfigError("bounds: {low: its source, high: its source}", loc=(*loc, "bounds"))
     return Unknown(name, tuple(paths), low, high, float(nominal), scale,
                    tuple(float(v) for v in values) if values else None, str(spec.get("source", "")),
-                   bool(spec.get("named_only", False)))
+                   bool(spec.get("named_only", False)), (str(bounds.get("low", "")), str(bounds.get("high", ""))))
 
 
 def load(hardware: str, path=None) -> list[Unknown]:

@@ -48,6 +48,10 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
         return reply.text(str(res.path))
     if res.status == "up to date":
         return reply.text(f"{res.config.name}: up to date ({res.path}); use --force to re-run" + (f"; {note}" if note else ""))
+    if res.status == "repaired":
+        parts, points = res.repaired
+        return reply.text(f"{res.config.name}: recomputed {parts:,} damaged part(s) ({points:,} points) in place; "
+                          f"every other part verified ({res.path})" + (f"; {note}" if note else ""))
     man = res.manifest
     if resume:
         reply.text(f"resumed: reused {man['chunks_reused']:,} of {man['chunks']:,} chunks "
@@ -101,29 +105,27 @@ def new(name: str = typer.Argument(..., help="name of the sweep (and of its resu
     """Write a commented starting sweep (NAME.yaml) that runs as written: every section explained, the axes
     people sweep first in that mode; never replaces an existing file."""
     from wsemoe.config.starter import starter_text
-    from wsemoe.errors import ResultsError
-    from wsemoe.report.output import write
+    from wsemoe.sweep import writer
 
     path = output if output is not None else Path(f"{name}.yaml")
-    if path.exists() or path.is_symlink():
-        raise ResultsError("exists; wsemoe new never replaces a file (choose another name or -o PATH)", loc=(str(path),))
     text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
-    write(path, text, "sweep file")
+    writer.create_file(path, text, "new")  # never over anything; the file is the user's from then on
     return Reply().text(f"wrote {path}; check it with `wsemoe check {path}`, run it with `wsemoe sweep {path}`")
 
 
 @command()
 def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Schema for editors) | markdown (docs/config.md)"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this file (default: stdout)")) -> Reply:
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this file (default: stdout)"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """The sweep-config reference: a JSON Schema (editors validate and complete YAML with it) or Markdown."""
     from wsemoe.report.configdoc import reference_text
 
     text = reference_text(choice(fmt, ("json", "markdown"), "--format"))
     if output is None:
         return Reply().raw(text)
-    from wsemoe.report.output import write
+    from wsemoe.sweep import writer
 
-    return Reply().text(str(write(output, text, "schema")))
+    return Reply().text(str(writer.write_file(output, text, "schema", force)))
 
 
 @command()

@@ -9,6 +9,7 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
 
@@ -44,12 +45,13 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
 @command()
 def plot(results: Path = typer.Argument(..., help="a results folder"),
          only: Optional[List[str]] = typer.Option(None, "--only", help="a figure (e.g. pareto, speedup_vs_G) or family (bta, mesh, ...); repeatable"),
-         fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)")) -> Reply:
+         fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)"),
+         force: bool = typer.Option(False, "--force", "-f", help="replace figures another wsemoe command wrote there")) -> Reply:
     """Write the plots of a results folder into its plots/ folder."""
     from wsemoe.report.figures import plots as plotting
 
     reply = Reply()
-    for p in plotting.plot_results(results, only=only, formats=fmt or None):
+    for p in plotting.plot_results(results, only=only, formats=fmt or None, force=force):
         reply.text(str(p))
     return reply
 
@@ -59,13 +61,19 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
             metric: Optional[str] = typer.Option(None, "--metric", "-m", help="what 'best' means: column[:max|min] (default: the first folder's first objective)"),
             fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
             plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file"),
-            with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also say how the ratios move over every combination of the readings (when cheap)")) -> Reply:
+            with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also say how the ratios move over every combination of the readings (when cheap)"),
+            force: bool = typer.Option(False, "--force", "-f", help="let --plot replace a file another wsemoe command wrote")) -> Reply:
     """Results folders side by side: the best point of each per common group, ratios, and what binds; and how
     robust each ratio is over the readings (its range, what flips it, what it hinges on)."""
     from wsemoe.analysis.crossrun import compare as compare_runs
     from wsemoe.report.terminal.texts import comparison_view
+    from wsemoe.sweep import writer
 
     choice(fmt, TABLE_FORMATS, "--format")
+    if plot_to is not None:
+        writer.check_file(plot_to, "compare", force)
+        if plot_to.suffix.lstrip(".").lower() not in ("png", "svg", "pdf"):
+            raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
@@ -82,22 +90,23 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
             else:
                 reply.text(line, err=True)
     if plot_to is not None:
-        from wsemoe.report import output
         from wsemoe.report.figures import compareplot
+        from wsemoe.report.figures.style import figure_bytes
 
         ext = plot_to.suffix.lstrip(".").lower()
-        output.write(plot_to, output.figure_bytes(compareplot.figure(cmp), ext), "figure")
+        writer.write_file(plot_to, figure_bytes(compareplot.figure(cmp), ext), "compare", force)
         reply.text(str(plot_to), err=fmt != "table")
     return reply
 
 
 @command()
 def report(results: Path = typer.Argument(..., help="a results folder"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)")) -> Reply:
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures, config, manifest."""
     from wsemoe.report.html.page import write_report
 
-    return Reply().text(str(write_report(results, output)))
+    return Reply().text(str(write_report(results, output, force)))
 
 
 @command()
@@ -109,7 +118,8 @@ def export(what: str = typer.Argument(..., help="what to export: traffic"),
            model: Optional[str] = typer.Option(None, "--model", help="without a sweep file: a model preset or file"),
            output: Optional[Path] = typer.Option(None, "-o", "--output", help="a new folder (default <name>-point<N>-traffic)"),
            flit_bytes: Optional[int] = typer.Option(None, "--flit-bytes", help="bytes per flit of the BookSim traces (default: chosen per export)"),
-           packet_flits: int = typer.Option(16, "--packet-flits", help="flits per packet of the BookSim traces")) -> Reply:
+           packet_flits: int = typer.Option(16, "--packet-flits", help="flits per packet of the BookSim traces"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace an export of another point (or other wsemoe output) at the folder")) -> Reply:
     """Export one mesh point's traffic: per-phase transfers and matrices, per-link loads (CSV, NPZ, JSON metadata
     with units) and BookSim2 trace files to replay in a cycle-level simulator (docs/traffic-export.md)."""
     from wsemoe.analysis.traffic_export import point_traffic
@@ -118,7 +128,7 @@ def export(what: str = typer.Argument(..., help="what to export: traffic"),
     choice(what, ("traffic",), "WHAT")
     pt = point_traffic(source, point, set_ or [], hardware=hardware, model=model)
     folder = output if output is not None else Path(f"{pt.name}-point{pt.point}-traffic")
-    files = export_traffic(pt, folder, flit_bytes, packet_flits)
+    files = export_traffic(pt, folder, flit_bytes, packet_flits, force)
     return Reply().text(f"{folder}: {len(files)} files ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB); "
                         "metadata.json says what each holds")
 

@@ -369,3 +369,26 @@ def apply(cfg: SweepConfig, choice: dict[str, str], readings: dict[str, Reading]
     out = cfg.model_copy(update=update)
     checks.check_points(out)
     return out
+
+
+def spec_fields(choice: dict[str, str], readings: dict[str, Reading] | None = None) -> dict[str, dict]:
+    """{section: {field: value}} the chosen options set ({reading: option}): for a study that builds its specs
+    itself rather than a sweep (the shipped micro-batches). `sparsity.hold` has no spec and is left out."""
+    readings = load() if readings is None else readings
+    out: dict[str, dict] = {}
+    for name, opt_name in choice.items():
+        reading = select(readings, [name], ("readings", str(name)))[name]
+        if opt_name not in reading.options:
+            raise ConfigError(f"'{excerpt(opt_name)}' is not an option of {name} ({', '.join(reading.options)})",
+                              loc=("readings", str(name)))
+        for path, value in reading.options[opt_name].set.items():
+            if path != HOLD:
+                section, _, fname = path.partition(".")
+                out.setdefault(section, {})[fname] = value
+    return out
+
+
+def defaults(names, readings: dict[str, Reading] | None = None) -> dict[str, str]:
+    """{reading: its default option} for the named readings."""
+    readings = load() if readings is None else readings
+    return {n: select(readings, [n])[n].default for n in names}

@@ -112,6 +112,7 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         "attention_peak_flops": formats.peak(hw, getattr(wl, "attn_weight_format", formats.HIGH)) + 0.0 * shape.T,
         "expert_peak_flops": formats.peak(hw, getattr(wl, "expert_weight_format", formats.HIGH)) + 0.0 * shape.T,
         "mfu": model_flops / (step * shape.nodes * format_peak),
+        "per_device_tokens_per_s": shape.T / (step * shape.nodes),
         "per_device_moe_tokens_per_s": shape.T / (layers[0].time_s * shape.nodes),
         "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s", "reduce_s")),
         "tokens_per_device": shape.T / shape.nodes,

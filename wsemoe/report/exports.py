@@ -1,6 +1,7 @@
 """A mesh point's traffic written out (`wsemoe export traffic`): transfers, matrices, per-link loads and ports in
 bytes, metadata with units and the model's times, and BookSim2 trace files a cycle-level simulator replays.
-The format is described in docs/traffic-export.md; every file is written atomically."""
+The format is described in docs/traffic-export.md; the folder is built beside its target and swapped in
+(`sweep/writer.py`: only an earlier export wsemoe wrote, unchanged, is ever replaced)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pandas as pd
 from wsemoe.analysis.traffic_export import PointTraffic, listable, transfer_chunks
 from wsemoe.cost.structure import DENSE_MAX_NODES
 from wsemoe.errors import ResultsError
-from wsemoe.report.output import write
+from wsemoe.sweep import writer
 from wsemoe.version import __version__
 
 FORMAT = "wsemoe traffic export 1"
@@ -66,18 +67,29 @@ def trace_lines(src, dst, nbytes, flit: int, packet: int) -> tuple[str, int]:
     return "\n".join(lines.tolist()) + ("\n" if len(lines) else ""), int(flits.sum())
 
 
-def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: int = PACKET_FLITS) -> list[Path]:
-    """Write every file of the export into `folder` (created; refused when it exists and is not empty)."""
-    folder = Path(folder)
-    if folder.is_symlink() or folder.is_file() or (folder.is_dir() and any(folder.iterdir())):
-        raise ResultsError("exists and is not an empty folder; export traffic writes into a new one", loc=(str(folder),))
+def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: int = PACKET_FLITS,
+                   force: bool = False) -> list[Path]:
+    """Write every file of the export as the folder `folder`; an earlier export of another point (or another
+    writer's output) there needs `force`, and anything wsemoe did not write is refused (`sweep/writer.py`)."""
     if packet < 1 or (flit is not None and flit < 1):
         raise ResultsError("flit bytes and packet flits must be at least 1", loc=("--flit-bytes",))
-    (folder / "booksim").mkdir(parents=True, exist_ok=True)
-    flit = flit or flit_bytes(pt)
+    key = f"{pt.name}, point {pt.point}"
+    target = writer.check_folder(folder, "export", force, key)  # before any file is made
+    names: list[str] = []
+
+    def files():
+        for name, data in _files(pt, flit or flit_bytes(pt), packet):
+            names.append(name)
+            yield name, data
+    writer.write_folder(target, files(), "export", force, key)
+    return [target / n for n in names]
+
+
+def _files(pt: PointTraffic, flit: int, packet: int):
+    """(name, bytes or text) of every file of the export, each made as it is written (a trace per step)."""
     links, R, C = link_table(pt), *pt.layout.grid
     tables = {"transfers": [], "alltoall": [], "links": [], "ports": []}
-    matrices, steps_meta, written = {}, {}, []
+    matrices, steps_meta = {}, {}
     for st in pt.steps:
         tag = f"{st.phase}.step{st.index}"
         meta = {"step": st.index, "rounds": st.rounds, "model_volume_s": st.volume_s, "model_latency_s": st.latency_s,
@@ -89,20 +101,24 @@ def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: in
                                              "inject_bytes": st.loads.inject * st.scale,
                                              "eject_bytes": st.loads.eject * st.scale}))
         if listable(st.pattern):
-            meta.update(_listed(st, tag, tables, folder, flit, packet, C, written))
+            info, trace = _listed(st, tag, tables, flit, packet, C)
+            meta.update(info)
+            if trace is not None:
+                yield trace
         else:
             meta.update(_factored(st, tables, C))
         if R * C <= DENSE_MAX_NODES:
             matrices[tag] = st.pattern.dense() * st.scale
         steps_meta.setdefault(st.phase, []).append(meta)
-    written += _tables(folder, tables)
+    for name, parts in tables.items():
+        if parts:
+            yield f"{name}.csv", pd.concat(parts, ignore_index=True).to_csv(index=False)
     if matrices:
         buf = io.BytesIO()
         np.savez_compressed(buf, **matrices)
-        written.append(write(folder / "matrices.npz", buf.getvalue(), "matrices"))
+        yield "matrices.npz", buf.getvalue()
     meta = _metadata(pt, steps_meta, flit, packet, links)
-    written.append(write(folder / "metadata.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n", "metadata"))
-    return written
+    yield "metadata.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
 
 
 def _link_stats(loads, scale: float) -> dict:
@@ -110,8 +126,8 @@ def _link_stats(loads, scale: float) -> dict:
             "max_eject_bytes": float(loads.max_eject()) * scale}
 
 
-def _listed(st, tag: str, tables: dict, folder: Path, flit: int, packet: int, C: int, written: list) -> dict:
-    """Transfers of a step as rows, and its BookSim2 trace."""
+def _listed(st, tag: str, tables: dict, flit: int, packet: int, C: int) -> tuple[dict, tuple | None]:
+    """Transfers of a step as rows, and its BookSim2 trace as (name, text) (None when too large for one)."""
     parts = [(s, d, v * st.scale) for s, d, v in transfer_chunks(st.pattern)]
     src, dst, nbytes = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(3))
     src, dst = src.astype(np.int64), dst.astype(np.int64)
@@ -120,11 +136,10 @@ def _listed(st, tag: str, tables: dict, folder: Path, flit: int, packet: int, C:
                                              "bytes": nbytes}))
     meta = {"form": "transfers", "transfers": int(len(src)), "bytes": float(nbytes.sum()), "booksim_trace": None}
     if len(src) > TRACE_MAX_TRANSFERS:
-        return {**meta, "note": f"{len(src):,} transfers: listed in transfers.csv, no trace"}
+        return {**meta, "note": f"{len(src):,} transfers: listed in transfers.csv, no trace"}, None
     text, flits = trace_lines(src, dst, nbytes, flit, packet)
     name = f"booksim/{tag}.trace"
-    written.append(write(folder / name, text, "trace"))
-    return {**meta, "booksim_trace": name, "booksim_flits": flits, "booksim_packets": text.count("\n")}
+    return {**meta, "booksim_trace": name, "booksim_flits": flits, "booksim_packets": text.count("\n")}, (name, text)
 
 
 def _factored(st, tables: dict, C: int) -> dict:
@@ -137,14 +152,6 @@ def _factored(st, tables: dict, C: int) -> dict:
     return {"form": "alltoall", "bytes_factor": p.f * st.scale, "tile": list(p.tile) if p.tile else None,
             "bytes": total, "booksim_trace": None,
             "note": f"{n}² transfers: listed by factors in alltoall.csv, no trace"}
-
-
-def _tables(folder: Path, tables: dict) -> list[Path]:
-    out = []
-    for name, parts in tables.items():
-        if parts:
-            out.append(write(folder / f"{name}.csv", pd.concat(parts, ignore_index=True).to_csv(index=False), name))
-    return out
 
 
 def _metadata(pt: PointTraffic, steps: dict, flit: int, packet: int, links: pd.DataFrame) -> dict:

@@ -44,6 +44,8 @@ _DOCS = {
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
                               "(memory: to the usable node memory); empty when feasible"),
+    "per_device_tokens_per_s": ("tokens/s", "whole-step throughput per device: tokens per step time (every layer, "
+                                            "head and embedding) per node; tokens_per_s over the nodes"),
     "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time "
                                                 "(attention and MoE block) per node"),
     "per_device_moe_block_tokens_per_s": ("tokens/s", "MoE-block throughput per device: tokens per MoE-stage time "
@@ -259,6 +261,35 @@ def describe(name: str) -> tuple[str, str]:
         if mm:
             return unit, text.format(*[g.replace("_", " ") for g in mm.groups()])
     return ("", name.replace("_", " "))
+
+
+KINDS = ("number", "text", "bool")  # what a column holds, as every column argument is checked against it
+
+
+# Columns only some points carry, and what gives them (a hint when a config names one its points lack).
+NEEDS = {"ttft_s": "workload.mode: prefill, or decode with workload.prompt_len",
+         "tpot_s": "workload.mode: decode", "tokens_per_s_per_user": "workload.mode: decode",
+         "g_mem_prefill": "workload.mode: decode with workload.prompt_len"}
+
+
+def check_column(name, kinds: dict, what: str, loc, need: str | None = None) -> None:
+    """The one check of a column a user names (objectives, constraints, comparison metrics, output columns,
+    `compare --metric`, `show --columns/--sort/--where`): it exists (else a did-you-mean) and, where `need`
+    is "number", holds numbers (a text or yes/no column as a metric or objective is refused in one line).
+    `kinds` maps each column to one of KINDS."""
+    import difflib
+
+    from wsemoe.errors import ConfigError
+
+    if name not in kinds:
+        close = difflib.get_close_matches(str(name), list(kinds), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        if name in NEEDS:
+            hint = f"; no point of this sweep has it (it needs {NEEDS[name]})"
+        raise ConfigError(f"unknown {what} '{name}'{hint}", loc=loc)
+    if need is not None and kinds[name] != need:
+        held = {"text": "text", "bool": "yes/no values", "number": "numbers"}.get(kinds[name], kinds[name])
+        raise ConfigError(f"{what} '{name}' holds {held}, not {'numbers' if need == 'number' else need}", loc=loc)
 
 
 def documented(name: str) -> bool:

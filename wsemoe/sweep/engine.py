@@ -151,7 +151,8 @@ class Evaluator:
         """Outputs of arbitrary points (a search generation, given by their digits), grouped by their
         categorical values."""
         cats = [i for i, f in enumerate(self.grid.factors) if not f.numeric]
-        key = self.grid.index_of([digits[i] if i in cats else 0 for i in range(len(digits))])
+        zero = np.zeros(len(digits[0]) if digits else 0, dtype=np.int64)  # one key per point, even with no category
+        key = self.grid.index_of([digits[i] if i in cats else zero for i in range(len(digits))])
         order = np.argsort(key, kind="stable")
         bounds = np.flatnonzero(np.diff(key[order])) + 1
         pieces = []

@@ -1,25 +1,19 @@
-"""Published figures the model reproduces, each with the model's value, error, tolerance and status.
+"""Published figures the model reproduces, each with the model's value, its band and its status.
 
-`wsemoe validate` prints these rows: `yes` within tolerance, `no` outside it with the reason, `property`
-true by construction. The tests pin which rows are `no`, so any row changing status fails them.
+`wsemoe validate` prints these rows (validate/common.py defines the kinds, validate/deviations.py the known
+deviations and how a status follows). It exits non-zero when a row fails unexpectedly.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from wsemoe.config import presets
 from wsemoe.cost.node import params
 from wsemoe.validate.bta import bta_comparison
 from wsemoe.validate.common import row
+from wsemoe.validate.deviations import classify
+from wsemoe.validate.tolerances import PARAM_TOTAL, Band, param_active
 
 __all__ = ["bta_comparison", "param_rows", "run_all"]
-
-
-def _tolerance_active(published: float) -> float:
-    """Published active counts have two significant digits: allow max(2%, half a unit of the last digit)."""
-    half_unit = 0.5 * 10 ** (np.floor(np.log10(published)) - 1)
-    return max(0.02, half_unit / published)
 
 
 def param_rows() -> list[dict]:
@@ -27,19 +21,21 @@ def param_rows() -> list[dict]:
     rows = []
     for name in presets.names("models"):
         m = presets.load_model(name)
-        for what, value, pub, tol in (("total", float(params.total_params(m)), m.published_total_params, 0.01),
-                                      ("active", float(params.active_params(m)), m.published_active_params, None)):
+        for what, value, pub in (("total", float(params.total_params(m)), m.published_total_params),
+                                 ("active", float(params.active_params(m)), m.published_active_params)):
             if not pub:
                 continue
-            tol = tol if tol is not None else _tolerance_active(pub)
+            tol = PARAM_TOTAL if what == "total" else param_active(pub)
             err = value / pub - 1
-            rows.append(row(f"{name} {what} parameters (published count vs the model's count)", f"{pub / 1e9:g} B",
-                            f"{value / 1e9:.2f} B", f"{100 * err:+.2f}%", f"±{100 * tol:.1f}%", abs(err) <= tol))
+            rows.append(row(f"params.{what}:{name}", f"{name} {what} parameters (published count vs the model's "
+                            "count)", f"{pub / 1e9:g} B", err, lambda x: f"{100 * x:+.2f}%",
+                            band=Band(-tol, tol, why="published counts' significant digits"),
+                            model=f"{value / 1e9:.2f} B ({100 * err:+.2f}%)", source="model card"))
     return rows
 
 
 def run_all() -> list[dict]:
-    """Every reproduced figure."""
+    """Every reproduced figure, each row with its status (deviations.classify)."""
     from wsemoe.validate.balance import balance_rows
     from wsemoe.validate.bta import bta_rows
     from wsemoe.validate.cerebras import cerebras_rows
@@ -48,5 +44,5 @@ def run_all() -> list[dict]:
     from wsemoe.validate.shipped import shipped_rows
     from wsemoe.validate.waferllm import waferllm_rows
 
-    return (param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()
-            + waferllm_rows() + cerebras_rows())
+    return classify(param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()
+                    + waferllm_rows() + cerebras_rows())

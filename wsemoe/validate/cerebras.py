@@ -50,14 +50,12 @@ from types import SimpleNamespace as NS
 from wsemoe.config import presets
 from wsemoe.cost.wafer import regions, serving
 from wsemoe.specs import BalanceSpec, MappingSpec, ModelSpec, WorkloadSpec
-from wsemoe.validate.common import row
+from wsemoe.validate.common import context, row
 
 PUBLISHED_SPEED = {"llama-3.1-8b": 1800.0, "llama-3.1-70b": 450.0}   # tokens/s per user, launch, 16-bit
 PUBLISHED_WAFERS = {"llama-3.1-8b": 1, "llama-3.1-70b": 4, "dense-20b": 1}
 LATER_70B_SPEED = 2100.0         # Oct 2024 release: kernels rewritten and speculative decoding added
 
-SPEED_RANGE = (0.75, LATER_70B_SPEED / PUBLISHED_SPEED["llama-3.1-70b"])   # model / published
-RATIO_TOL = 0.25                 # (8B speed / 70B speed) against the published 4.0
 CONTEXT, BATCH, HARDWARE = 2048, 1, "cs3"
 
 # The dense models (Hugging Face config.json shapes of meta-llama/Llama-3.1-8B and -70B; every layer dense).
@@ -127,32 +125,31 @@ def speed(model: ModelSpec, wafers: int) -> float:
 
 def cerebras_rows() -> list[dict]:
     """Every Cerebras inference row (module docstring): wafers needed, per-user speeds, their ratio, context."""
-    ms, rows = models(), []
+    ms, rows, src = models(), [], "Cerebras launch blog, Aug 2024"
     fitted, preset = fit_program_bytes(), presets.load_hardware(HARDWARE).pe.program_bytes_per_pe
     for name, published in PUBLISHED_WAFERS.items():
         need = wafers_needed(ms[name])
         what = "fitted: program bytes per PE" if name == "dense-20b" else "prediction"
-        rows.append(row(f"{name} at 16 bits needs {published} CS-3 system(s) (weights and a {CONTEXT}-token cache "
-                        f"in SRAM; {what})", f"{published} (launch blog)", f"{need:g}", "", "exactly",
-                        need == published, reason=None if need == published else "capacity per PE differs"))
+        rows.append(row(f"cerebras.wafers:{name}", f"{name} at 16 bits needs {published} CS-3 system(s) (weights and "
+                        f"a {CONTEXT}-token cache in SRAM; {what})", f"{published}", need - published,
+                        lambda x: f"{x:+g}", kind="fitted" if name == "dense-20b" else "check",
+                        model=f"{need:g}", source=src))
     tps = {name: speed(ms[name], PUBLISHED_WAFERS[name]) for name in PUBLISHED_SPEED}
-    lo, hi = SPEED_RANGE
     for name, published in PUBLISHED_SPEED.items():
         ratio = tps[name] / published
-        rows.append(row(f"{name} per-user decode on {PUBLISHED_WAFERS[name]} CS-3, batch 1, 16-bit, no speculation "
-                        "(tokens/s; prediction)", f"{published:,.0f} (launch, Aug 2024)", f"{tps[name]:,.0f}",
-                        f"{ratio:.2f}×", f"{lo:g}×–{hi:.2f}×", lo <= ratio <= hi,
-                        reason=None if lo <= ratio <= hi else "the model's per-token time is off by more than the "
-                                                              "launch software's margin"))
+        rows.append(row(f"cerebras.speed:{name}", f"{name} per-user decode on {PUBLISHED_WAFERS[name]} CS-3, batch 1, "
+                        "16-bit, no speculation (tokens/s; prediction)", f"{published:,.0f}", ratio,
+                        model=f"{tps[name]:,.0f} ({ratio:.2f}×)", source=src))
     pub = PUBLISHED_SPEED["llama-3.1-8b"] / PUBLISHED_SPEED["llama-3.1-70b"]
     got = tps["llama-3.1-8b"] / tps["llama-3.1-70b"]
-    ok = abs(got / pub - 1) <= RATIO_TOL
-    rows.append(row("per-user speed of 8B over 70B (layers, width and wafers; software efficiency cancels)",
-                    f"{pub:.2f} (1,800 / 450)", f"{got:.2f}", f"{100 * (got / pub - 1):+.0f}%",
-                    f"±{100 * RATIO_TOL:.0f}%", ok, reason=None if ok else "per-token time scales otherwise"))
-    rows.append(row("speculative decoding's acceptance the Oct 2024 70B figure implies over the model's one-token "
-                    "step (2,100 / model)", f"{LATER_70B_SPEED:,.0f} tokens/s", f"{LATER_70B_SPEED / tps['llama-3.1-70b']:.2f} "
-                    "tokens per step", "", "context: not a check", None))
-    rows.append(row("program bytes per PE fitted to '20B models fit on a single CS-3'", "—",
-                    f"fit {fitted:,.0f} B; preset {preset:,.0f} B", "", "context: the fitted capacity constant", None))
+    rows.append(row("cerebras.ratio", "per-user speed of 8B over 70B (layers, width and wafers; software "
+                    "efficiency cancels)", f"{pub:.2f} (1,800 / 450)", got / pub - 1, lambda x: f"{100 * x:+.0f}%",
+                    model=f"{got:.2f} ({100 * (got / pub - 1):+.0f}%)", source=src))
+    rows.append(context("cerebras.speculation", "speculative decoding's acceptance the Oct 2024 70B figure implies "
+                        "over the model's one-token step (2,100 / model)", f"{LATER_70B_SPEED:,.0f} tokens/s",
+                        f"{LATER_70B_SPEED / tps['llama-3.1-70b']:.2f} tokens per step", "context: not a check",
+                        source="Cerebras blog, Oct 2024"))
+    rows.append(context("cerebras.program_bytes", "program bytes per PE fitted to '20B models fit on a single CS-3'",
+                        "—", f"fit {fitted:,.0f} B; preset {preset:,.0f} B", "context: the fitted capacity constant",
+                        source=src))
     return rows

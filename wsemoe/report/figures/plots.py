@@ -17,9 +17,9 @@ from matplotlib import rc_context
 from wsemoe.errors import ConfigError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
-from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, save
+from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
 from wsemoe.report.figures.view import ResultsView, base_columns
-from wsemoe.sweep import store
+from wsemoe.sweep import store, writer
 
 # Each family: figures(view) -> {stem: figure, or None when the data does not support it}.
 FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
@@ -81,31 +81,37 @@ def figures(path, only=None):
         del view
 
 
-def plot_results(path, only=None, formats=FORMATS) -> list[Path]:
-    """Write every plot the results support (or those `only` names) into <path>/plots/; return the files."""
+def plot_results(path, only=None, formats=FORMATS, force: bool = False) -> list[Path]:
+    """Write every plot the results support (or those `only` names) into <path>/plots/; return the files.
+
+    plots/ is a folder `wsemoe plot` owns (its ledger lists every figure): figures are replaced only when
+    they are the ones it wrote, and a file it did not write is never touched (`sweep/writer.py`)."""
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
     for ext in formats:
         if ext not in ALL_FORMATS:
             raise ConfigError(f"unknown format '{ext}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
     folder = path / "plots"
+    store.load_manifest(path)  # a damaged folder is refused before its plots/ is looked at
+    writer.make_folder(folder, "plot", create=False)
     written, absent = [], []
     for stem, fig in figures(path, only):
-        folder.mkdir(exist_ok=True)
+        writer.make_folder(folder, "plot")
         if fig is None:
             absent.append(stem)
-        else:
-            with rc_context(STYLE):
-                written += save(fig, folder, stem, formats)
+            continue
+        for ext in formats:
+            written.append(writer.write_file(folder / f"{stem}.{ext}", figure_bytes(fig, ext), "plot", force))
     if folder.is_dir() and not only:
         _clean(folder, absent, {p.stem for p in written})
     return written
 
 
 def _clean(folder: Path, absent: list[str], produced: set) -> None:
-    """Remove plots the data no longer supports (in every format), so none lingers from an earlier run."""
+    """Remove plots the data no longer supports (in every format), so none lingers from an earlier run; only
+    figures this command wrote, unchanged, are removed."""
     stale = [folder / f"{s}.{ext}" for s in absent for ext in ALL_FORMATS]
     stale += [p for pat in DYNAMIC for ext in ALL_FORMATS for p in folder.glob(f"{pat}.{ext}")]
     for p in stale:
-        if p.stem not in produced:
-            p.unlink(missing_ok=True)
+        if p.stem not in produced and p.exists():
+            writer.remove_file(p, "plot")

@@ -1,16 +1,14 @@
-"""The one look of every plot: palette, sizes, matplotlib style, atomic saving, and number/label/unit helpers."""
+"""The one look of every plot: palette, sizes, matplotlib style, rendering to bytes, number/label/unit helpers."""
 
 from __future__ import annotations
 
-import os
 import textwrap
-from pathlib import Path
-
 import numpy as np
 from cycler import cycler
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from wsemoe.errors import printable
 from wsemoe.sweep.columns import describe
 
 # Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
@@ -65,21 +63,53 @@ PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s"
 PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1], "reduce": PALETTE[5]}
 
 
-def save(fig: Figure, folder: Path, stem: str, formats=FORMATS) -> list[Path]:
-    """Each format (PNG, SVG, PDF) written to a temporary name and renamed, so readers never see half a file."""
-    out = []
-    for ext in formats:
-        target = folder / f"{stem}.{ext}"
-        tmp = folder / f".{stem}.{ext}.tmp-{os.getpid()}"
-        # no timestamps: the same results give the same SVG and PDF bytes
-        meta = {"Date": None} if ext == "svg" else {"CreationDate": None} if ext == "pdf" else None
-        try:
-            fig.savefig(tmp, format=ext, dpi=DPI, metadata=meta)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        out.append(target)
-    return out
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """A figure rendered to PNG, SVG or PDF bytes, in the plot style (no timestamps: the same results give
+    the same bytes). Its text is made literal first (`literal_text`)."""
+    import io
+
+    from matplotlib import rc_context
+
+    from wsemoe.errors import ConfigError
+
+    if fmt not in ALL_FORMATS:
+        raise ConfigError(f"unknown figure format '{fmt}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
+    meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": None}[fmt]
+    buf = io.BytesIO()
+    with rc_context(STYLE):
+        literal_text(fig)
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+    return buf.getvalue()
+
+
+def literal(text) -> str:
+    """Text matplotlib shows as written: '$' escaped (a '$x$' model or folder name is not math, and an odd
+    one cannot fail to parse) and control characters as escapes (an SVG cannot hold them)."""
+    return printable(text, lines=True).replace("$", r"\$")
+
+
+def literal_text(fig: Figure) -> None:
+    """Make every text of a figure literal, once: titles, labels, legends, annotations, and tick labels from
+    any formatter that may carry names (fixed, categorical, ours); matplotlib's numeric formatters keep
+    their own math (2^3 on a log axis)."""
+    from matplotlib.text import Text
+
+    if getattr(fig, "_wsemoe_literal", False):
+        return
+    fig._wsemoe_literal = True
+    numeric = (ticker.ScalarFormatter, ticker.LogFormatter, ticker.EngFormatter, ticker.NullFormatter,
+               ticker.PercentFormatter)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                f = get()
+                if not isinstance(f, numeric):
+                    put(ticker.FuncFormatter(lambda x, pos, f=f: literal(f(x, pos))))
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if text and ("$" in text or printable(text, lines=True) != text):
+            t.set_text(literal(text))
 
 
 def heading(fig: Figure, title: str, subtitle: str = "", ax=None) -> None:

@@ -14,9 +14,10 @@ import pandas as pd
 from wsemoe.version import __version__
 from wsemoe.analysis.query import default_columns, select
 from wsemoe.report.terminal import formats
-from wsemoe.report import output
+from wsemoe.errors import printable
 from wsemoe.report.figures import plots
-from wsemoe.sweep import store
+from wsemoe.report.figures.style import figure_bytes
+from wsemoe.sweep import store, writer
 
 MAX_ROWS = 500  # rows of the Pareto front written out; the page says when there are more
 CSS = """
@@ -29,9 +30,14 @@ height:auto}figcaption{color:#555;font-size:13px}pre{background:#f6f6f6;padding:
 """
 
 
+def _h(text) -> str:
+    """Text for the page: escaped for HTML, control characters shown as escapes (lines kept)."""
+    return escape(printable(text, lines=True))
+
+
 def _svg(fig, n: int) -> str:
     """A figure as inline SVG: prolog dropped, every id prefixed so figures on one page cannot collide."""
-    text = output.figure_bytes(fig, "svg").decode()
+    text = figure_bytes(fig, "svg").decode()
     text = text[text.index("<svg"):]
     ids = set(re.findall(r'id="([^"]+)"', text))
     return re.sub(r'(id="|url\(#|href="#)([^")]+)', lambda m: m.group(1) + (f"f{n}-{m.group(2)}" if m.group(2) in ids
@@ -46,7 +52,7 @@ def _summary(man: dict) -> str:
             ("made by", f"wsemoe {man.get('version', '?')}"), ("sweep file", man.get("source") or "–")]
     if man.get("objectives_not_finite"):
         rows.append(("left off the front", f"{man['objectives_not_finite']:,} feasible points with a non-finite objective"))
-    return "<table id=\"summary\">" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>"
+    return "<table id=\"summary\">" + "".join(f"<tr><th>{_h(k)}</th><td>{_h(v)}</td></tr>"
                                              for k, v in rows) + "</table>"
 
 
@@ -89,9 +95,9 @@ def page(path) -> str:
     man = store.load_manifest(path)
     name = man.get("name", path.name)
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" "
-             f"content=\"{output.MARK} {__version__}\"><title>{escape(name)}: wsemoe report</title>"
-             f"<style>{CSS}</style></head><body>", f"<h1>{escape(name)}</h1>",
-             f"<p>{escape(man.get('description') or '')}</p>", "<h2 id=\"s-summary\">Summary</h2>", _summary(man),
+             f"content=\"wsemoe {__version__}\"><title>{_h(name)}: wsemoe report</title>"
+             f"<style>{CSS}</style></head><body>", f"<h1>{_h(name)}</h1>",
+             f"<p>{_h(man.get('description') or '')}</p>", "<h2 id=\"s-summary\">Summary</h2>", _summary(man),
              "<h2 id=\"s-binds\">What binds (feasible points)</h2>", _binds(man)]
     shown, _ = default_columns(path, man, "pareto")
     extra = [c for c in ("tokens_per_s", "mfu") if c in man.get("columns", {})]
@@ -106,24 +112,26 @@ def page(path) -> str:
     stems = []
     for stem, fig in plots.figures(path):
         if fig is not None:
-            parts.append(f"<figure id=\"fig-{escape(stem)}\">{_svg(fig, len(stems))}"
-                         f"<figcaption>{escape(stem)}</figcaption></figure>")
+            parts.append(f"<figure id=\"fig-{_h(stem)}\">{_svg(fig, len(stems))}"
+                         f"<figcaption>{_h(stem)}</figcaption></figure>")
             stems.append(stem)
     if not stems:
         parts.append("<p class=\"note\">the results support no figure</p>")
     parts += ["<h2 id=\"s-config\">Resolved config</h2>",
-              f"<pre id=\"config\">{escape((path / 'config.yaml').read_text())}</pre>",
+              f"<pre id=\"config\">{_h((path / 'config.yaml').read_text())}</pre>",
               "<h2 id=\"s-columns\">Columns</h2>",
               formats.html(pd.DataFrame([(c, d.get("unit", ""), d.get("doc", "")) for c, d in man.get("columns", {}).items()],
                                         columns=["column", "unit", "meaning"]), index=None, table_id="columns"),
               "<h2 id=\"s-manifest\">Manifest</h2>",
-              f"<pre id=\"manifest\">{escape(json.dumps(man, indent=1, default=str))}</pre>",
-              f"<p class=\"note\">{output.MARK} {__version__} from {escape(str(path))}</p></body></html>"]
+              f"<pre id=\"manifest\">{_h(json.dumps(man, indent=1, default=str))}</pre>",
+              f"<p class=\"note\">made by wsemoe {__version__} from {_h(path)}</p></body></html>"]
     return "\n".join(parts) + "\n"
 
 
-def write_report(path, out=None) -> Path:
-    """Write the report (default <results>/report.html, a file wsemoe owns there); return its path."""
+def write_report(path, out=None, force: bool = False) -> Path:
+    """Write the report (default <results>/report.html, a file wsemoe owns there); return its path. The
+    target is checked before the page is built (`sweep/writer.py`: never over a file wsemoe did not write)."""
     path = Path(path)
-    text = page(path)
-    return output.write(Path(out) if out else path / "report.html", text, "report")
+    target = Path(out) if out else path / "report.html"
+    writer.check_file(target, "report", force)
+    return writer.write_file(target, page(path), "report", force)

@@ -3,6 +3,7 @@ its quantities (value as configured and at the default readings, range, flips, h
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich import box
@@ -10,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wsemoe.analysis import robustness
+from wsemoe.sweep import ledger
 
 
 def registry(readings: dict, evidence: bool = False) -> Table:
@@ -99,6 +101,10 @@ def folder_lines(path, manifest: dict) -> list[Text]:
     found = rd.load(path, manifest.get("config_hash"))
     if found is not None:
         return [Text(line) for line in robustness.statement(found)]
+    folder = Path(path) / rd.FOLDER
+    if os.path.lexists(folder) and not ledger.intact(folder, rd.FILES, "readings"):
+        return [Text(f"robustness over readings: not shown: {folder} changed since wsemoe wrote it (or is not "
+                     f"its own); move it out, then `wsemoe readings {path}`")]
     if (Path(path) / "comparison.csv").is_file():
         return [Text(f"robustness over readings: not computed; `wsemoe readings {path}` computes it")]
     return []

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
 
 
@@ -42,7 +43,9 @@ def summary(manifest: dict, status: str = "") -> Table:
               title_justify="left", pad_edge=False)
     t.add_row("points", f"{manifest['points']:,}")
     search = manifest.get("search")
-    if search:
+    if search and search.get("enumerated"):
+        t.add_row("search", f"not needed: {search['stopped']}")
+    elif search:
         share = search["evaluated"] / search["space_points"] if search["space_points"] else 0.0
         t.add_row("search", f"{search['algorithm']} ({search['library']}), seed {search['seed']}: {search['evaluated']:,} "
                   f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
@@ -99,33 +102,69 @@ def breakdown(rows: list) -> Group:
         t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
         for name, value, unit, doc in items:
             number, shown = formats.quantity(value, unit)
-            t.add_row(Text(name), Text(number), Text(shown), Text(str(doc)))
+            t.add_row(Text(printable(name)), Text(number), Text(shown), Text(printable(doc)))
         tables.append(t)
     return Group(*tables)
 
 
+VALIDATION_STYLE = {"yes": "green", "no": "red", "property": "blue", "fitted": "cyan", "FAILS": "bold red"}
+
+
+def validation_summary(rows: list) -> str:
+    """'51 claims: 25 yes, 9 known deviations (no), 7 property, 10 fitted; 21 context rows' (+ FAIL count)."""
+    claims = [r for r in rows if r["kind"] != "info"]
+    n = {s: sum(r["status"] == s for r in claims) for s in ("yes", "no", "property", "fitted", "FAILS")}
+    text = (f"{len(claims)} claims: {n['yes']} yes, {n['no']} known deviations (no), {n['property']} property, "
+            f"{n['fitted']} fitted; {len(rows) - len(claims)} context rows")
+    return text + (f"; {n['FAILS']} FAIL unexpectedly" if n["FAILS"] else "")
+
+
+def _claim_cell(r: dict) -> Text:
+    out = Text(r["claim"])
+    if r.get("reading") and "default" in r["reading"]:
+        out.append(f"\nreading: {r['reading']}", style="dim")
+    return out
+
+
+def _model_cell(r: dict) -> Text:
+    out = Text(r["model"])
+    if r["kind"] == "headline":
+        out.append(f"\nat the default readings: {r['default']}\nrange: {r['range']}; the published value "
+                   f"{'lies inside' if r['inside'] else 'lies outside'}", style="dim")
+    return out
+
+
 def validation(rows: list) -> Group:
-    """Published figure vs model value with error and tolerance; context rows in a table of their own."""
-    t = Table(title="published results reproduced (no: outside tolerance, with the reason; property: true by "
-                    "construction)")
-    for c in ("claim", "published", "model", "error", "tolerance", "ok"):
+    """Summary; the claims (published, model, band, status); the known deviations with their distance and
+    reason; unexpected failures; context rows in a table of their own."""
+    t = Table(title="published results reproduced (yes: within the band; no: a known deviation, below; property: "
+                    "true by construction; fitted: an input was fitted to it; FAILS: unexpected)")
+    for c in ("claim", "published", "model", "band", "status"):
         t.add_column(c)
-    shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
-    for r in rows:
-        if r["kind"] == "info":
-            continue
-        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
-        claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
-        t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
+    claims = [r for r in rows if r["kind"] != "info"]
+    for r in claims:
+        kind = " (headline)" if r["kind"] == "headline" else ""
+        t.add_row(_claim_cell(r), r["published"], _model_cell(r), r["tolerance"],
+                  Text(r["status"] + kind, style=VALIDATION_STYLE.get(r["status"], "")))
+    parts = [Text(validation_summary(rows), style="bold"), t]
+    for status, title in (("no", "known deviations"), ("FAILS", "unexpected failures")):
+        sel = [r for r in claims if r["status"] == status]
+        if sel:
+            d = Table(title=f"{title} ({len(sel)}): how far outside the band, and why")
+            for c in ("row", "distance", "reason"):
+                d.add_column(c)
+            for r in sel:
+                d.add_row(f"{r['id']}: {r['claim']}", r["distance"], r["reason"] or "")
+            parts.append(d)
     context = [r for r in rows if r["kind"] == "info"]
-    if not context:
-        return Group(t)
-    c = Table(title="context: model figures beside published statements they do not check (no pass/fail)")
-    for col in ("figure", "published", "model", "note"):
-        c.add_column(col)
-    for r in context:
-        c.add_row(r["claim"], r["published"], r["model"], r["tolerance"])
-    return Group(t, c)
+    if context:
+        c = Table(title="context: model figures beside published statements they do not check (no pass/fail)")
+        for col in ("figure", "published", "model", "note"):
+            c.add_column(col)
+        for r in context:
+            c.add_row(_claim_cell(r), r["published"], r["model"], r["tolerance"])
+        parts.append(c)
+    return Group(*parts)
 
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
@@ -185,22 +224,40 @@ def sensitivity(result, quantity: str | None = None) -> Table:
     return t
 
 
-def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
-    """The fitted unknowns with their spread, and every target's residual (σ units)."""
-    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f})")
-    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
+def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Group:
+    """χ² per reading; at the default readings the unknowns (fitted or unidentifiable, with the source of each
+    bound) and every target's residual and leave-one-out residual."""
+    stats = ("chi2", "chi2_bta", "chi2_shipped", "delta_chi2", "fitted", "unidentifiable")
+    names = [c for c in per_reading.columns if c not in stats]
+    r = Table(title="χ² per reading, each combination fitted on its own (its parts: BTA's published figures, "
+                    "Cerebras' shipped micro-batches; Δ from the best)")
+    for c in (*names, "χ²", "BTA", "shipped", "Δχ²", "fitted unknowns", "unidentifiable"):
+        r.add_column(c)
+    for _, row in per_reading.sort_values("chi2").iterrows():
+        r.add_row(*(str(row[n]) for n in names), f"{row['chi2']:.1f}", f"{row['chi2_bta']:.1f}",
+                  f"{row['chi2_shipped']:.1f}", f"{row['delta_chi2']:.1f}", row["fitted"], row["unidentifiable"] or "–")
+    choice, result = fits[0]
+    where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
+    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f})")
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
         t.add_column(c)
-    for _, r in fit.iterrows():
-        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
-        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
-                  f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
-    u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
-    for c in ("target", "published", "source", "nominal", "fitted", "residual"):
-        u.add_column(c)
-    for _, r in residuals.iterrows():
-        u.add_row(r["target"], r["published"], r["source"], f"{r['nominal']:.3g}", f"{r['fitted']:.3g}",
-                  f"{r['residual_sigma']:+.2f}")
-    return Group(t, u)
+    bounds = []
+    for _, u in fit.iterrows():
+        shown = Text(f"{u['fitted']:.4g}") if u["identifiable"] else Text("not fitted (unidentifiable)")
+        if u["identifiable"] and u["at_edge"]:
+            shown.append(" (at a bound)", "yellow")
+        t.add_row(u["unknown"], f"{u['nominal']:.4g}", shown, f"{u['spread_low']:.4g} – {u['spread_high']:.4g}",
+                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{u['effect_sigma']:.2f}")
+        bounds.append(Text(f"{u['unknown']}: low {u['range_low']:.4g} ({u['low_source'] or 'no source'}); high "
+                           f"{u['range_high']:.4g} ({u['high_source'] or 'no source'})", style="dim"))
+    v = Table(title="targets at the default readings: residual in σ (0 = an inequality holds) and leave-one-out "
+                    "(the residual when the other targets alone are fitted)")
+    for c in ("target", "published", "nominal", "fitted", "residual", "leave-one-out"):
+        v.add_column(c)
+    for _, row in result.residuals.iterrows():
+        v.add_row(row["target"], row["published"], f"{row['nominal']:.3g}", f"{row['fitted']:.3g}",
+                  f"{row['residual_sigma']:+.2f}", f"{row['loo_sigma']:+.2f}")
+    return Group(r, t, Text("where each bound comes from:", style="dim"), *bounds, v)
 
 
 def presets() -> list[Table]:
@@ -268,10 +325,10 @@ def inventory(rows: list, root) -> Table:
         t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
     for r in rows:
         note = version_note(r)
-        t.add_row(Text(r.path.name), f"{r.points:,}" if r.points is not None else "–",
+        t.add_row(Text(printable(r.path.name)), f"{r.points:,}" if r.points is not None else "–",
                   f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
                   r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
-                  Text(r.status + (f"; {note}" if note else "")))
+                  Text(printable(r.status + (f"; {note}" if note else ""))))
     return t
 
 
