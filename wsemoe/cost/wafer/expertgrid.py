@@ -104,7 +104,8 @@ def path_profile(experts: int, cols: int, dest: np.ndarray) -> np.ndarray:
     r, c = np.divmod(np.arange(experts), cols)
     dr, dc = np.abs(r[:, None] - r[None, :]), np.abs(c[:, None] - c[None, :])
     pick = (dr + dc > 0) & dest[None, :experts]
-    triples = np.unique(np.stack([dr[pick], dc[pick], ((dr > 0) & (dc > 0))[pick]], axis=1), axis=0)
+    code = np.unique((dr[pick] * cols + dc[pick]) * 2 + ((dr > 0) & (dc > 0))[pick])   # one integer per triple
+    triples = np.stack([code // 2 // cols, code // 2 % cols, code % 2], axis=1)
     if not len(triples):
         return np.zeros((0, 3))
     beaten = (np.all(triples[None, :, :] >= triples[:, None, :], axis=2)
