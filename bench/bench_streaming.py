@@ -3,7 +3,8 @@ PE fabric on (multicast and unicast dispatch) against the same space with it off
 (every candidate layout built) and warm; and the build time of one key's candidate layouts (every expert grid on the
 full fabric, its region traffic and pipelines) on CS-2 (757 × 996) and CS-3 (762 × 1172).
 
-Usage: python bench/bench_streaming.py [--quick]   (writes bench/streaming.md)
+Usage: python bench/bench_streaming.py [--quick] [--readme]   (writes bench/streaming.md; --readme also copies it
+       into README.md between the streaming-bench markers)
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+from readme import update_readme  # bench/readme.py: the script's own folder is on sys.path
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "streaming.md"
+MARK = ("<!-- bench-streaming:start -->", "<!-- bench-streaming:end -->")
 SPACE = {"name": "bench_streaming", "hardware": "cs2", "model": "qwen3-30b-a3b",
          "workload": {"mode": "train", "seq_len": 8192, "attn_kernel": "per_head", "recompute": "full"},
          "sparsity": {"vary": "num_experts_per_tok", "values": [8, 4, 2, 1], "hold": "active"},
@@ -104,6 +108,8 @@ def main(argv: list[str]) -> None:
     text = report("--quick" in argv)
     OUT.write_text(text)
     print(text)
+    if "--readme" in argv:
+        update_readme(text, MARK)
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ _PATTERNS = [
     (r"^(\w+?)_memory_s$", "s", "memory-traffic term of the {0} stage per layer (KV cache reads)"),
     (r"^(\w+?)_hbm_s$", "s", "HBM term of the {0} stage per layer: resident weights and KV cache read from node memory"),
     (r"^(\w+?)_edge_s$", "s", "PE fabric: the {0} stage's stream through the fabric's edge per layer (its I/O "
-                              "channels, one wavelet per cycle each) plus the crossing's latency per pass"),
+                              "channels, one wavelet per cycle each, one value per wavelet)"),
     (r"^(\w+?)_regions_s$", "s", "PE fabric: the {0} stage's time on its PE regions per layer (MoE: router and "
                                  "shared experts at their compute term plus expert_pipeline_s; other stages: their "
                                  "compute term)"),
