@@ -187,3 +187,36 @@ def test_the_figures_draw_what_binds_and_what_the_fabric_costs(tmp_path):
     assert set(stems) == {"pe_binding", "pe_cost"} and all(f is not None for f in stems.values())
     title = stems["pe_binding"]._suptitle.get_text()
     assert "fabric edge binds 0" in title   # 264 GB/s of edge against 150 GB/s of wafer I/O
+
+
+def test_the_pe_invariants_can_fail(monkeypatch):
+    # Choosing the slowest layout that fits makes more PEs (more candidates) slower; a multicast dispatch that drops
+    # its trees' north links no longer carries what the trees do. Both laws must say so.
+    from wsemoe.analysis.cases import Case
+    from wsemoe.analysis.invariants import REGISTRY
+
+    cfg = load_config({**BASE, "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 4], "workload.G": [1, 8]}})
+    more, grids = REGISTRY["streaming_more_pes_or_sram_never_hurt"], REGISTRY["streaming_grids_are_whole_and_conserve_traffic"]
+    assert more.run(Case(cfg)).status == "pass" and grids.run(Case(cfg)).status == "pass"
+    choose = streamlayout.choose
+
+    def slowest(t, tokens, busiest, need, floor=0.0, offset=0.0, microbatch=False):
+        flipped = streamlayout.Table(**{**{f: getattr(t, f) for f in streamlayout.FIELDS}, "A": -t.A, "B": -t.B,
+                                        "Dd": -t.Dd, "Dc": -t.Dc, "Ld": -t.Ld, "Lc": -t.Lc})
+        return choose(flipped, tokens, busiest, need, -np.inf, offset, microbatch)
+    monkeypatch.setattr(streamlayout, "choose", slowest)
+    assert more.run(Case(cfg)).status == "fail"
+    monkeypatch.undo()
+    build = expertgrid.build
+
+    def leaky(experts, rows, cols, shares, mode):
+        g = build(experts, rows, cols, shares, mode)
+        if mode == "multicast":
+            g.dispatch.north[...] = 0.0
+        return g
+    expertgrid.grid.cache_clear()
+    monkeypatch.setattr(expertgrid, "build", leaky)
+    try:
+        assert grids.run(Case(cfg)).status == "fail"
+    finally:
+        expertgrid.grid.cache_clear()

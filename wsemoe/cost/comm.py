@@ -96,13 +96,9 @@ def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
     """A CommModel for the points, or None when nothing crosses nodes.
 
     Weight-streaming wafers run attention and experts over the whole wafer as one group: traffic
-    there stays inside the PE fabric and is not modelled as node-to-node phases, unless `hardware.pe_fabric`
-    asks for the PE level (cost/wafer/streaming.py: the token all-to-all on the PE mesh and the fabric's terms).
+    there stays inside the PE fabric and is not modelled as node-to-node phases (`hardware.pe_fabric` asks for
+    the PE level: cost/wafer/streaming.fabric_model).
     """
-    if hw.weight_source == "streamed" and getattr(hw, "pe_fabric", False):
-        from wsemoe.cost.wafer.streaming import StreamingFabric   # it builds on balance_key below
-
-        return StreamingFabric(hw, m, wl, mp_, bal, histogram)
     if hw.weight_source in ("streamed", "sram"):   # traffic stays inside the PE fabric (sram: cost.wafer)
         return None
     return CommModel(hw, m, wl, mp_, bal, histogram)

@@ -16,8 +16,6 @@ import numpy as np
 from wsemoe.cost.batch import Flops, Shape
 from wsemoe.cost.node import compute, formats, kernels, memory, weights
 from wsemoe.cost.node.stages import Stage
-from wsemoe.cost.wafer import edge
-from wsemoe.cost.wafer.fabric import pe_facts
 
 # Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
 STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s")}
@@ -111,11 +109,7 @@ def terms(hw, wl, flops_time, part: weights.Part, kv_bytes=None, kept=0.0) -> di
     out = {"compute": flops_time, "weights": io_time(hw, wl, part, kept)}
     if kv_bytes is not None:
         out["memory"] = kv / hw.node_memory_bw_bytes_per_s
-    if getattr(hw, "pe_fabric", False):   # the same stream through the fabric's edge (cost/wafer/edge.py)
-        out["edge"] = edge.stream_seconds(pe_facts(hw), passes_in(wl), part.params, part.nbytes, kept,
-                                          wl.bytes_per_act, wl.bytes_per_grad, wl.mode == "train")
     return out
-
 
 
 class Work(NamedTuple):
@@ -166,6 +160,8 @@ def stages(hw, m, wl, shape: Shape, work: dict, c: dict) -> tuple[Stage, Stage, 
     for name, w in work.items():
         tiles = wl.G if name == "attention" else 1.0   # every attention tile launches its kernels
         own = terms(hw, wl, compute_time(hw, wl, shape.nodes, *w.parts), w.weights, w.kv, w.kept)
+        if f"edge_{name}_s" in c:   # PE fabric: the same stream through the fabric's edge (cost/wafer/edge.py)
+            own["edge"] = c[f"edge_{name}_s"]
         if "expert_pipeline_s" in c:   # PE fabric: the routed experts on their regions (cost/wafer/streaming.py)
             own["regions"] = regions_time(hw, wl, shape, name, w, own["compute"], c["expert_pipeline_s"])
         built.append(Stage(name, own, {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase},

@@ -16,10 +16,10 @@ import functools
 import numpy as np
 
 from wsemoe.cost.batch import layer_flops, micro_batch
-from wsemoe.cost.comm import balance_key, unique_rows
+from wsemoe.cost.comm import balance_key, comm_model, unique_rows
 from wsemoe.cost.node import compute, weights
-from wsemoe.cost.stagecost import compute_time, node_memory, stage_work, terms
-from wsemoe.cost.wafer import expertgrid, geometry, pememory, streamlayout
+from wsemoe.cost.stagecost import compute_time, node_memory, passes_in, stage_work, terms
+from wsemoe.cost.wafer import edge, expertgrid, geometry, pememory, streamlayout
 from wsemoe.cost.wafer.fabric import pe_facts, program_rectangle, seconds
 
 BOUNDS = np.array(["link", "latency"], dtype=object)   # what limits a dispatch or combine at PE level
@@ -30,6 +30,14 @@ def passes(wl):
     """Forward-equivalents of a layer's matmuls and token moves per step: 1 in inference, 3 in training (two
     backward per forward), one more with full recompute."""
     return compute.pass_factor(wl.mode) + compute.recomputed_shares(wl.mode, wl.recompute)[0]
+
+
+def fabric_model(hw, m, wl, mp, bal=None, histogram=None):
+    """The comm model of the points: the PE fabric's (`StreamingFabric`) on a weight-streaming wafer with
+    `hardware.pe_fabric`, else the node-level one (`cost.comm.comm_model`, None when nothing crosses nodes)."""
+    if hw.weight_source == "streamed" and getattr(hw, "pe_fabric", False):
+        return StreamingFabric(hw, m, wl, mp, bal, histogram)
+    return comm_model(hw, m, wl, mp, bal, histogram)
 
 
 class StreamingFabric:
@@ -48,11 +56,12 @@ class StreamingFabric:
         busiest = np.clip(T * m.num_experts_per_tok * p_max, np.minimum(T, 1.0), T)
         region = pememory.region_bytes(m, wl, T, busiest)
         base = pememory.moe_base(node, shape.nodes, pe)
-        floor, offset = self.rest(pe, shape, p_max)
+        work = stage_work(hw, m, wl, self.mp, shape, layer_flops(m, wl, shape), {"expert_imbalance": p_max * m.num_experts})
+        edges = self.edges(pe, work)
+        floor, offset = self.rest(pe, shape, work, edges)
         pick = self.layouts(tables, inverse, pshape, (T, busiest, pememory.need_area(pe, base, region), floor, offset),
                             getattr(wl, "comm_overlap", "none") == "microbatch")
-        out = self.times(pe, T, busiest, pick)
-        out["expert_tokens"] = busiest
+        out = {**self.times(pe, T, busiest, pick), **edges, "expert_tokens": busiest}
         out.update(self.layout_columns(pick, p_max))
         out.update(pememory.attention(pe, m, wl, node, shape.nodes, shape.groups))
         out.update(pememory.moe(pe, base, region, pick["h"] * pick["w"]))
@@ -106,15 +115,23 @@ class StreamingFabric:
         keys, inverse = self.keys(pe, pshape)
         return [streamlayout.table(k) for k in keys], inverse, pshape
 
-    def rest(self, pe, shape, p_max) -> tuple:
+    def edges(self, pe, work: dict) -> dict:
+        """`edge_<stage>_s`: each stage's stream through the fabric's edge per layer (cost/wafer/edge.py), the term
+        cost/stagecost.stages adds beside the stage's weights term."""
+        wl = self.wl
+        return {f"edge_{name}_s": edge.stream_seconds(pe, passes_in(wl), w.weights.params, w.weights.nbytes, w.kept,
+                                                      wl.bytes_per_act, wl.bytes_per_grad, wl.mode == "train")
+                for name, w in work.items()}
+
+    def rest(self, pe, shape, work: dict, edges: dict) -> tuple:
         """(floor, offset) in cycles per pass. The MoE layer's core is max(X, S + pipeline): X the largest of its
         other terms, S its regions term without the routed experts' pipeline (overlap layer: each term summed over
         the layer's stages; stage: the MoE stage's own). A layout is judged by max(floor, pipeline) + offset with
         floor = X − S and offset = S, the layer's own time (cost/node/stages.Layer)."""
-        hw, m, wl = self.hw, self.m, self.wl
-        work = stage_work(hw, m, wl, self.mp, shape, layer_flops(m, wl, shape), {"expert_imbalance": p_max * m.num_experts})
-        own = [terms(hw, wl, compute_time(hw, wl, shape.nodes, *work[n].parts), work[n].weights, work[n].kv,
-                     work[n].kept) for n in (("attention", "moe") if wl.overlap == "layer" else ("moe",))]
+        hw, wl = self.hw, self.wl
+        names = ("attention", "moe") if wl.overlap == "layer" else ("moe",)
+        own = [{**terms(hw, wl, compute_time(hw, wl, shape.nodes, *work[n].parts), work[n].weights, work[n].kv,
+                        work[n].kept), "edge": edges[f"edge_{n}_s"]} for n in names]
         X = functools.reduce(np.maximum, [sum(o.get(k, 0.0) for o in own) for k in dict.fromkeys(k for o in own for k in o)])
         S = sum(o["compute"] for o in own) - compute_time(hw, wl, shape.nodes, work["moe"].parts[1])
         per = pe.clock_hz / passes(wl)
