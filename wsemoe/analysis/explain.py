@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe.analysis import addsup, addsup_pe
+from wsemoe.analysis import addsup
 from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
@@ -137,7 +137,7 @@ def _sums(row, one, ns) -> list:
     out = [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
            (SERVING, addsup.serving(row, first, *shape))]
     if getattr(hw, "pe_fabric", False):
-        out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup_pe.pe_fabric(row, hw, m, wl, ns["mapping"])))
+        out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup.pe_fabric(row, hw, m, wl, ns["mapping"])))
     return out
 
 
