@@ -10,10 +10,10 @@ Usage: python bench/bench_streaming.py [--quick] [--readme]   (writes bench/stre
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
-from readme import update_readme  # bench/readme.py: the script's own folder is on sys.path
+from bench_serving import best  # bench/bench_serving.py: the script's own folder is on sys.path
+from readme import update_readme
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "streaming.md"
@@ -25,16 +25,6 @@ SPACE = {"name": "bench_streaming", "hardware": "cs2", "model": "qwen3-30b-a3b",
 MODES = {"pe_fabric off (wafer as one group)": {"hardware.pe_fabric": [False]},
          "pe_fabric on, multicast dispatch": {"hardware.pe_fabric": [True], "mapping.pe_dispatch": ["multicast"]},
          "pe_fabric on, unicast dispatch": {"hardware.pe_fabric": [True], "mapping.pe_dispatch": ["unicast"]}}
-
-
-def best(fn, rounds: int):
-    """(result, best wall seconds over `rounds` calls)."""
-    times, out = [], None
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return out, min(times)
 
 
 def clear():
