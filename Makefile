@@ -36,7 +36,7 @@ demo: $(STAMP)
 # Layer contracts first (cheap), then the suite on every core (one test file per worker, so module
 # fixtures are built once). Property tests run the derandomized `ci` hypothesis profile (tests/conftest.py):
 # same examples every run. Coverage is its own target: tracing every line (CLI subprocesses and workers
-# included) took the suite from 6.9 to 11.6 CPU-minutes, and nothing in the suite asserts on it.
+# included) takes the suite from 6.0 to 10.1 CPU-minutes, and nothing in the suite asserts on it.
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n auto --dist loadfile
