@@ -80,7 +80,7 @@ def reasons(worst: np.ndarray, which: np.ndarray, gcols: list[str], bounds: dict
 
 
 _TEXTS: dict = {}  # (constraint, bound, key) -> reason: a sweep's chunks share most of their ratios
-MAX_TEXTS = 1 << 18  # reasons kept (tens of MB at most); the cache starts over beyond
+MAX_TEXTS = 1 << 16  # reasons kept (about 20 MB at most: ~300 bytes each); the cache starts over beyond
 
 
 def _cached_texts(col: str, keys: list[int], bound) -> list[str]:
