@@ -129,3 +129,35 @@ def test_config_yaml_keeps_integer_ranges_and_loads_to_the_same_hash(written):
     assert data["axes"]["workload.B"] == {"range": [3, 9000, 3]} and data["axes"]["workload.G"] == [1, 2, 3]
     assert load_config(data).config_hash() == loaded.config_hash()
     assert load_config(written.path / "config.yaml").config_hash() == written.manifest["config_hash"]
+
+
+def test_compacted_candidates_keep_every_value_and_only_the_labels_present(small_config):
+    """A chunk's candidate rows are written with only the reasons and bounds they carry (`Block.compacted`):
+    every value reads back the same, text inputs keep their axis values."""
+    from wsemoe.sweep.block import Labels, Text
+
+    cfg = load_config({**small_config, "axes": {**small_config["axes"], "hardware": ["cs2", "cs3"]},
+                       "constraints": [{"column": "step_time_s", "max": 1e-6}]})  # every point infeasible
+    blk = engine.evaluate_block(cfg)
+    rows = np.arange(0, len(blk), 7)[:3]
+    assert len(blk["infeasible_reason"].categories) > 3 and any(isinstance(c, Text) for c in blk.columns.values())
+    part = blk.take(rows)
+    small = part.compacted()
+    pd.testing.assert_frame_equal(small.to_frame().astype(object), part.to_frame().astype(object))
+    for name, col in small.columns.items():
+        assert type(col) is type(part[name])
+        if type(col) is Labels:
+            assert sorted(col.categories) == sorted(set(col.values()) - {None})
+        elif isinstance(col, Text):
+            assert col.categories == part[name].categories
+
+
+def test_a_frame_evaluated_for_some_columns_equals_those_of_the_whole_frame(small_config):
+    from wsemoe.sweep import frames, space
+
+    cfg = load_config(small_config)
+    frame = space.build_frame(cfg)
+    whole = frames.evaluate_frame(cfg, frame)
+    some = frames.evaluate_frame(cfg, frame, columns={"feasible", "mfu", "step_time_s", "infeasible_reason", "nope"})
+    assert set(some.columns) == {"mfu", "step_time_s", "feasible", "infeasible_reason"}  # "nope" is no output
+    pd.testing.assert_frame_equal(some, whole[list(some.columns)])

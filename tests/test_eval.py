@@ -140,6 +140,23 @@ def test_ratios_round_away_from_the_limit():
                              "x is 1.2× its configured maximum (2)"]
 
 
+def test_reasons_formatted_once_read_the_same_as_formatted_afresh(monkeypatch):
+    """Reasons come from a per-process cache: chunk after chunk (the same ratios under two bounds read
+    differently), and after the cache overflows and starts over, each reads exactly as `_texts` formats it."""
+    monkeypatch.setattr(feasibility, "_TEXTS", {})
+    rng = np.random.default_rng(3)
+    for limit, bound, g in ((1000, 5.0, rng.uniform(0.001, 3.0, 40).round(2)), (1000, 2.0, None), (1000, 5.0, None),
+                            (5, 2.0, rng.uniform(3.0, 9.0, 40).round(2)), (5, 5.0, None)):
+        monkeypatch.setattr(feasibility, "MAX_TEXTS", limit)
+        g = ratios if g is None else g
+        ratios, keys = g, feasibility._rounded_keys(g + 1.0, False)
+        got = feasibility.reasons(g, np.zeros(40, dtype=np.int32), ["g_x_max"], {"g_x_max": bound},
+                                  np.zeros(40, dtype=bool)).values()
+        want = feasibility._texts("g_x_max", [feasibility._key_value(int(k)) for k in keys], bound)
+        assert list(got) == want
+        assert len(feasibility._TEXTS) <= (80 if limit > 80 else 40)  # two bounds' reasons; else started over
+
+
 def test_user_constraints_read_as_ratios():
     cfg = {"name": "u", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"seq_len": 2048},
            "axes": {"workload.B": [1, 8]}, "constraints": [{"column": "step_time_s", "max": 0.1}]}

@@ -91,7 +91,7 @@ WRITERS = {
     "compare --plot": ["compare", "results/oe", "results/oe", "--plot", "out.svg"],
     "invariants --junit": ["invariants", "oe.yaml", "-n", "2", "--only", "mfu_at_most_matmul_efficiency", "--junit",
                            "out.xml"],
-    "calibrate": ["calibrate", "-o", "cal", "-n", "8", "--only", "matmul_efficiency"],
+    "calibrate": ["calibrate", "-o", "cal", "-n", "8", "--only", "matmul_efficiency", "--reading", "kept_activations"],
     "sensitivity": ["sensitivity", "oe.yaml", "--results", "results", "-n", "8", "--only", "matmul_efficiency"],
     "plot": ["plot", "results/oe", "--only", "pareto"],
     "readings": ["readings", "oe.yaml", "--results", "results", "--only", "attn_kernel"],

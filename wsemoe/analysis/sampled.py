@@ -71,6 +71,8 @@ class Sampled:
         self.codes, self.groups = _groups(self.cfg, self.frame)
         self.base = baseline_mask(self.frame, self.cfg) if self.cfg.compare else None
         self.cand = candidate_mask(self.frame, self.cfg) if self.cfg.compare else None
+        compared = metrics(self.cfg) if self.cfg.compare else []
+        self._read = {"feasible", "mfu", *self.cfg.objectives, *compared}  # the outputs `_reduce` reads
 
     @property
     def points(self) -> int:
@@ -94,7 +96,7 @@ class Sampled:
             col = np.repeat(values[:, j], P)
             for path in u.paths:
                 big[path] = col.astype(np.int64) if path == "workload.seq_len" else col
-        out = frames.evaluate_frame(self.cfg, big)
+        out = frames.evaluate_frame(self.cfg, big, columns=self._read)
         ok = out["feasible"].to_numpy(dtype=bool).reshape(n, P)
         return self._reduce(out, ok, n)
 

@@ -135,6 +135,12 @@ class Block:
         return Block(self.index[rows], cols, None if self.digits is None else [d[rows] for d in self.digits],
                      None if self.violation is None else self.violation[rows])
 
+    def compacted(self) -> "Block":
+        """The same rows with each label column cut to the categories present (text inputs keep their axis
+        values): a chunk's few hundred candidate rows would otherwise carry its thousands of reasons."""
+        cols = {n: (c.compact() if type(c) is Labels else c) for n, c in self.columns.items()}
+        return Block(self.index, cols, self.digits, self.violation)
+
     @staticmethod
     def concat(blocks: list["Block"]) -> "Block":
         """Rows of several blocks with the same columns, in order (labels merged into one category list)."""

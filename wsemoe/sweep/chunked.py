@@ -209,7 +209,7 @@ def reduce_chunk(blk: Block, cfg: SweepConfig, start: int, stop: int, grid: spac
     stats = {"start": start, "stop": stop, "points": int(len(blk)),
              "objectives_not_finite": int(not_finite_rows(blk, cfg.objectives).sum()), "feasible": int(feas.sum()),
              "bounds": {c: int(k) for c, k in zip(bound.categories, counts) if k}}
-    return ChunkResult(blk, blk.take(candidate_rows(blk, cfg, grid)), stats)
+    return ChunkResult(blk, blk.take(candidate_rows(blk, cfg, grid)).compacted(), stats)
 
 
 def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, evaluator=None) -> ChunkResult:

@@ -83,8 +83,11 @@ def _kill_pool(pool: ProcessPoolExecutor) -> None:
 
 def _die_with_parent(parent: int) -> None:
     """Worker initializer: the kernel kills this worker when its parent dies (even by SIGKILL); Ctrl-C,
-    which the terminal sends to every process of the group, is the parent's to handle (it kills us)."""
+    which the terminal sends to every process of the group, is the parent's to handle (it kills us). A SIGTERM
+    to the group ends a worker silently: the handler inherited from the CLI would raise KeyboardInterrupt here,
+    and multiprocessing would start printing its traceback beside the parent's one line until killed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

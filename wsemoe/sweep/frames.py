@@ -61,13 +61,16 @@ def evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
                             cfg.expert_histogram)
 
 
-def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:
-    """Output columns for every row of `frame` (same index), feasibility included."""
+def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame, columns=None) -> pd.DataFrame:
+    """Output columns for every row of `frame` (same index), feasibility included. With `columns`, only those
+    of them the model gives (a calibration reads a handful of its ~80 outputs over 262k rows: the others are
+    never scattered into place or copied into the frame)."""
     position = pd.Series(np.arange(len(frame)), index=frame.index)
     pieces = [(Rows(position.loc[index].to_numpy()), evaluate_group(cfg, ns)) for index, ns in iter_groups(cfg, frame)]
     outputs = Outputs(len(frame), pieces)
     inputs = {c: frame[c].to_numpy() for c in frame.columns}
     extra, _ = feasibility(cfg, outputs, inputs)
-    cols = {name: outputs.column(name) for name in outputs.names}
-    cols.update(extra)
+    wanted = set(outputs.names) | set(extra) if columns is None else set(columns)
+    cols = {name: outputs.column(name) for name in outputs.names if name in wanted}
+    cols.update((k, v) for k, v in extra.items() if k in wanted)
     return pd.DataFrame({k: v.to_pandas() if isinstance(v, Labels) else v for k, v in cols.items()}, index=frame.index)
