@@ -147,8 +147,10 @@ def _view(points, objectives, name="v"):
     from wsemoe.report.figures.view import ResultsView
     from wsemoe.sweep.pareto import pareto_front
 
-    man = {"axes": [c for c in points if "." in c or c in ("model", "hardware")], "objectives": objectives}
-    return ResultsView(name, man, points, pareto_front(points, objectives), None, {})
+    axes = [c for c in points if "." in c or c in ("model", "hardware")]
+    groups = [a for a in axes if a.split(".")[0] in ("model", "hardware")]  # as SweepConfig.front_groups
+    man = {"axes": axes, "objectives": objectives, "pareto_groups": groups}
+    return ResultsView(name, man, points, pareto_front(points, objectives, groups), None, {})
 
 
 def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
@@ -164,7 +166,7 @@ def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
                         "mem_peak_node_bytes": np.concatenate([x * 1e9, x * 1e9]), "feasible": True})
     fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(lab.startswith("Pareto front of a (3,000 points, every") for lab in labels)
+    assert any(lab.startswith("Pareto front of a (3,000 rows, every") for lab in labels)
     assert any(lab.startswith("Pareto front of b (") for lab in labels)
     assert any(lab.startswith("a, er") for lab in labels) and any(lab.startswith("b, block") for lab in labels)
     rings = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]

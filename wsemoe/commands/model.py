@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
 
 COMMANDS, command = registry()
 
@@ -39,12 +39,15 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     if quiet:
         return reply.text(str(res.path))
     if res.status == "up to date":
-        return reply.text(f"{res.config.name}: up to date ({res.path}); use --force to re-run")
+        return reply.text(f"{res.config.name}: up to date ({shown_path(res.path)}); use --force to re-run")
     man = res.manifest
     if resume:
         reply.text(f"resumed: reused {man['chunks_reused']:,} of {man['chunks']:,} chunks "
                    f"({man['points_reused']:,} of {man['points']:,} points), evaluated the rest")
-    return folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
+    folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
+    return reply.text(f"wrote {shown_path(res.path)}/: config.yaml, manifest.json, points.parquet/, pareto.csv"
+                      + (", comparison.csv" if (res.path / "comparison.csv").is_file() else "")
+                      + f" (next: wsemoe show|plot|report {shown_path(res.path)})")
 
 
 @command()

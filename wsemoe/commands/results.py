@@ -16,6 +16,7 @@ COMMANDS, command = registry()
 @command()
 def show(results: Path = typer.Argument(..., help="a results folder"),
          all_points: bool = typer.Option(False, "--all", "-a", help="rows from every point, not only the Pareto front"),
+         feasible: bool = typer.Option(False, "--feasible", help="only feasible points (with --all; front rows are all feasible)"),
          where: Optional[str] = typer.Option(None, "--where", "-w", help='keep rows where this holds, e.g. "mfu > 0.3 and workload.G <= 16"'),
          columns: Optional[str] = typer.Option(None, "--columns", "-c", help="comma-separated columns to show"),
          sort: Optional[List[str]] = typer.Option(None, "--sort", "-s", help="sort by a column (objectives best first; -col descending, +col ascending)"),
@@ -31,10 +32,12 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     if limit is None:
         limit = 20 if fmt == "table" else 0
     cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-    if fmt == "table" and not (all_points or where or sort or cols):
+    if fmt == "table" and not (all_points or where or sort or cols or feasible):
         return folder(Reply(), results, limit=limit)
-    sel = select(results, where=where, columns=cols, sort=sort, limit=limit, every_point=all_points)
-    what = "every point" if all_points else "the Pareto front"
+    if cols and all_points and fmt == "table" and "feasible" not in cols:
+        cols = [*cols, "feasible"]  # a table of every point always says which rows are infeasible
+    sel = select(results, where=where, columns=cols, sort=sort, limit=limit, every_point=all_points, feasible=feasible)
+    what = ("every feasible point" if feasible else "every point") if all_points else "the Pareto front"
     title = f"{sel.matched:,} of {sel.scanned:,} rows of {what}" + (f" where {where}" if where else "")
     if fmt == "table":
         return Reply().rich(tables.selection(sel, width(), title))

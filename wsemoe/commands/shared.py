@@ -35,3 +35,12 @@ def folder(reply: Reply, path: Path, status: str = "", limit: Optional[int] = 20
     for part in folder_view(path, status, limit, width()):  # built whole first: a damaged file prints nothing
         reply.rich(part)
     return reply
+
+
+def shown_path(path) -> str:
+    """A path as a user would type it: relative to the current folder when inside it."""
+    path = Path(path)
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -16,8 +16,8 @@ from wsemoe.specs.base import MAX_SEED, Spec
 SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
             "mapping": MappingSpec, "balance": BalanceSpec}
 PRESET_KIND = {"hardware": "hardware", "model": "models"}
-TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output",
-            "search")
+TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "pareto",
+            "output", "search")
 MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as well)
 MAX_POPULATION = 100_000
 RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
@@ -59,6 +59,14 @@ class Compare(Spec):
     over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
 
 
+class Pareto(Spec):
+    """Which points share a Pareto front: one front per combination of the values of `group_by`."""
+
+    group_by: Optional[list[str]] = Field(None, description="swept axes that are never mixed on one front "
+                                          "(default: every swept hardware and model axis, e.g. hardware, model, "
+                                          "model.num_experts; [] gives one front over every point)")
+
+
 class Output(Spec):
     """What points.parquet keeps: every column (default) or the inputs plus these outputs."""
 
@@ -92,6 +100,7 @@ class SweepConfig(Spec):
     objectives: dict[str, Literal["min", "max"]] = Field(
         default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
     compare: Optional[Compare] = None
+    pareto: Pareto = Pareto()
     output: Output = Output()
     search: Optional[Search] = None
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
@@ -147,6 +156,13 @@ class SweepConfig(Spec):
         """Independent factors of the design space: one per grid axis, one per zip group."""
         return [{path: values} for path, values in self.axes.items()] + [dict(g) for g in self.zip]
 
+    def front_groups(self) -> list[str]:
+        """Axes whose values each get their own Pareto front: `pareto.group_by`, else every swept hardware and
+        model axis (two systems or two models are not one design space)."""
+        if self.pareto.group_by is not None:
+            return list(self.pareto.group_by)
+        return [a for a in self.axis_names() if a.split(".")[0] in ("hardware", "model")]
+
     def size(self) -> int:
         """Number of design points (the product of the factors' lengths)."""
         n = 1
@@ -177,4 +193,5 @@ class RawSweep(Spec):
     constraints: list[Constraint] = Field(default_factory=list)
     objectives: Optional[dict[str, Literal["min", "max"]]] = None
     compare: Optional[Compare] = None
+    pareto: Pareto = Pareto()
     search: Optional[Search] = None

@@ -20,11 +20,14 @@ _DOCS = {
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
     "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),
-    "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes"),
+    "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes, a fraction "
+                 "(0.37, not 37%) in every table, filter and figure"),
     "moe_layer_time_s": ("s", "one MoE layer: attention (G tiles) + router/experts (+ communication)"),
     "dense_layer_time_s": ("s", "one dense layer: attention + dense FFN"),
     "head_time_s": ("s", "output head and embedding"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase)"),
+    "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
+                       "the row (the first of them) stands for them all"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
                               "(memory: to the usable node memory); empty when feasible"),

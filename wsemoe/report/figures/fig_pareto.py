@@ -1,6 +1,7 @@
 """Pareto-front figure: feasible points coloured by the design choice that differs (model, hardware, mapping,
-balancer, ...), infeasible ones in grey, the front (one per system when models or hardware differ), the
-memory capacity. Huge clouds are sampled and huge fronts drawn as a line, and the figure says so."""
+balancer, ...), infeasible ones in grey, the fronts of pareto.csv (one per group of the sweep's front groups:
+each hardware and model by default), the memory capacity. Huge clouds are sampled and huge fronts drawn as a
+line, and the figure says so."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from matplotlib.figure import Figure
 from wsemoe.report.figures.style import BETTER, MARKERS, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.columns import describe
-from wsemoe.sweep.pareto import pareto_front
 
 STEMS = ("pareto",)
 COLUMNS = ("mem_capacity_node_bytes",)  # with the axes, feasibility and objectives every view holds
-SYSTEM_AXES = ("hardware", "model")  # points of different systems are not one design space: a front each
+MAX_FRONT_LABELS = 6  # fronts named one by one in the legend; more share one entry
 COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "workload.mode", "mapping.token_source")
 MAX_CLOUD = 20_000   # points drawn per cloud; more are sampled evenly (the counts stay in the legend)
 MAX_MARKED = 40      # front points drawn as rings; a longer front is a line with every n-th point ringed
@@ -41,11 +41,12 @@ def pareto(r: ResultsView) -> Figure | None:
     xcol, ycol = (objs[0], objs[1]) if len(objs) > 1 else (numeric_axes[0], objs[0])
     (fx, _), (fy, _) = scale(xcol, r.feasible[xcol]), scale(ycol, r.feasible[ycol])
     colour, shape = _colour_axes(r)
-    systems = [a for a in SYSTEM_AXES if a in r.varying]
+    systems = [a for a in r.front_groups if r.pareto[a].nunique() > 1]
     feas, infeasible = r.feasible, r.points.drop(r.feasible.index)
     drawn = f"{len(r.points):,} points, {len(feas):,} feasible"
     how = (f"colour: {name(colour)}" if colour else "") + (f", marker: {name(shape)}" if shape else "")
-    fronts = f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points"
+    fronts = (f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points") + \
+        ("; rings: front rows (exact ties drawn once)" if "ties" in r.pareto and (r.pareto["ties"] > 1).any() else "")
     title = "Pareto front" if len(objs) > 1 else f"{name(ycol)} over {name(xcol)}"
     fig, ax = single(f"{r.name}: {title}", height=SIZE[1], subtitle="; ".join(p for p in (drawn, how, fronts) if p))
     lims = _axes(ax, r, xcol, ycol, fx, fy)
@@ -122,12 +123,12 @@ def _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy) -> dict:
 
 
 def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> None:
-    """The global front, or one per system in its colour; long fronts as a line with every n-th point ringed."""
-    if systems:
-        fronts = [(key, pareto_front(sub, r.objectives)) for key, sub in feas.groupby(systems, sort=False)]
-    else:
-        fronts = [((), r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0])]
-    for key, front in fronts:
+    """The fronts of pareto.csv, one per group in its colour (when the group is the colour axis); long fronts
+    as a line with every n-th point ringed; many fronts share one legend entry."""
+    front = r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0]
+    fronts = list(front.groupby(systems, sort=False)) if systems else [((), front)]
+    many = len(fronts) > MAX_FRONT_LABELS
+    for i, (key, front) in enumerate(fronts):
         if not len(front):
             continue
         key = key if isinstance(key, tuple) else (key,)
@@ -135,8 +136,13 @@ def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> N
         front = front.sort_values(xcol)
         x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
         step = max(1, -(-len(front) // MAX_MARKED))
+        ties = int(front["ties"].sum()) if "ties" in front else len(front)
         what = "Pareto front" + (f" of {', '.join(map(str, key))}" if systems else "")
-        what += f" ({len(front):,} points" + (f", every {step}th ringed)" if step > 1 else ")")
+        what += f" ({len(front):,} row{'s' if len(front) != 1 else ''}" + \
+            (f" for {ties:,} points" if ties != len(front) else "") + \
+            (f", every {step}th ringed)" if step > 1 else ")")
+        if many:
+            what = f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)})" if i == 0 else None
         ax.plot(x, y, "-", color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
         # hollow rings: the design colour of each front point stays visible inside
         ax.plot(x[::step], y[::step], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what)

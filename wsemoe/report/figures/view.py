@@ -34,6 +34,8 @@ class ResultsView:
         self.name, self.points, self.pareto, self.comparison, self.cfg = name, points, pareto, comparison, cfg
         self.sensitivity = sensitivity  # analysis.sensitivity.Sensitivity of these very points, or None
         self.axes = [a for a in manifest.get("axes", cfg.get("axes", {})) if a in points]
+        # the axes whose values each have a front of their own (pareto.csv's groups; none in older results)
+        self.front_groups = [a for a in manifest.get("pareto_groups", []) if a in pareto]
         self.objectives = manifest.get("objectives", {})
         self.compare, self.model = cfg.get("compare") or {}, cfg.get("model") or {}
         self.metric = self.compare.get("metric", "tokens_per_s")  # what "best" means

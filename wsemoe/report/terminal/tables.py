@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wsemoe.report.terminal import formats
+from wsemoe.report.terminal.texts import front_line
 
 
 def fmt(value, unit: str = "") -> str:
@@ -48,7 +49,7 @@ def summary(manifest: dict, status: str = "") -> Table:
                   f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
                   f"{search['population']:,}; stopped: {search['stopped']}")
     t.add_row("feasible", f"{manifest['feasible']:,}")
-    t.add_row("pareto", f"{manifest['pareto']:,}")
+    t.add_row("pareto", front_line(manifest))
     if manifest.get("objectives_not_finite"):
         t.add_row("left off the front", f"{manifest['objectives_not_finite']:,} feasible points with a non-finite objective")
     t.add_row("objectives", ", ".join(f"{k} ({v})" for k, v in manifest["objectives"].items()))
@@ -59,9 +60,14 @@ def summary(manifest: dict, status: str = "") -> Table:
 
 
 def selection(sel, width: int, title: str) -> Table:
-    """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it."""
-    cols, hidden = formats.fit(sel.rows, sel.priority, width)
+    """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it.
+    `feasible` is never left out: a narrow table of every point still says which rows are infeasible."""
+    priority = ["feasible", *(c for c in sel.priority if c != "feasible")] if "feasible" in sel.rows else sel.priority
+    cols, hidden = formats.fit(sel.rows, priority, width)
     notes = []
+    if "feasible" in sel.rows and not sel.rows["feasible"].astype(bool).all():
+        notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
+                     "--feasible keeps only feasible points)")
     if len(sel.rows) < sel.matched:
         notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
     if hidden:
@@ -270,7 +276,8 @@ def folder_view(path, status: str, limit, width: int) -> list:
     man = store.load_manifest(path)
     sel = select(path, limit=limit)
     first = next(iter(man["objectives"]))
-    parts = [summary(man, status), selection(sel, width, f"Pareto front ({man['pareto']:,} points, best {first} first)")]
+    per = " in each front" if man.get("pareto_fronts", 1) > 1 else ""
+    parts = [summary(man, status), selection(sel, width, f"Pareto front ({front_line(man)}; best {first} first{per})")]
     if (Path(path) / "comparison.csv").is_file():
         parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
     bands = sens.load(path, man.get("config_hash"))
