@@ -28,10 +28,13 @@ def test_calibration_recovers_known_parameters(truth):
     targets = [calibrate.Target(f"{col} {g}", "synthetic", "test",
                                 (lambda c, g: lambda qs, x: qs["s"][c][:, g])(col, g), float(q[col][0, g]), sigma=0.01)
                for col in ("best_tokens_per_s", "baseline_tokens_per_s") for g in range(2)]
-    fit = calibrate.fit({"s": SMALL}, targets, [EFF, BW], samples=256, seed=3)
-    assert fit.best[0] == pytest.approx(truth[0], rel=0.03)
-    assert fit.best[1] == pytest.approx(truth[1], rel=0.03)
-    assert all(lo <= v <= hi for v, (lo, hi) in zip(fit.best, fit.spread))
+    seen = []
+    fit = calibrate.fit({"s": SMALL}, targets, [EFF, BW], samples=256, seed=3,
+                        on_progress=lambda done, total, what: seen.append((done, total)))
+    assert fit.best["matmul_efficiency"] == pytest.approx(truth[0], rel=0.03)  # labelled by the unknown's name
+    assert fit.best["io_bandwidth"] == pytest.approx(truth[1], rel=0.03)
+    assert (fit.spread["low"] <= fit.best).all() and (fit.best <= fit.spread["high"]).all()
+    assert seen[-1] == (512, 512) and [d for d, _ in seen] == sorted(d for d, _ in seen)  # both stages counted
     assert fit.residuals["residual_sigma"].abs().max() < 3
 
 
@@ -98,6 +101,11 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
     r = runner.invoke(app, ["sensitivity", str(cfg), "-n", "64", "--results", str(root), "--only", "matmul_efficiency",
                             "--only", "io_bandwidth"])
     assert r.exit_code == 0, r.output
+    # groups named by what varies between them (E; its zipped expert width says the same), values with units
+    text = " ".join(r.output.split())
+    assert "num_experts=8 " in text and "num_experts=128 " in text and "moe_intermediate_size" not in text
+    assert "sensitivity of best_tokens_per_s [k tokens/s]" in text and "nominal [k tokens/s]" in text
+    assert "e+0" not in text  # no 7.46e+04 without a unit
     folder = root / "small_cal" / "sensitivity"
     assert {p.name for p in folder.iterdir()} == {"indices.csv", "bands.csv", "meta.json"}
     r = runner.invoke(app, ["show", str(root / "small_cal")])

@@ -60,9 +60,12 @@ def test_shipped_sparsity_sweeps_in_tokens_per_s(name):
     assert (t["best_G"] > 1).all()  # BTA wins by tiling, not by a different B alone
 
 
-def test_validate_command(runner):
+def test_validate_command(runner, rows):
     from wsemoe.cli import app
 
-    r = runner.invoke(app, ["validate"])
+    r = runner.invoke(app, ["validate"], env={"COLUMNS": "1000"})
     assert r.exit_code == 0, r.output
-    assert "published" in r.output and "why:" in r.output
+    no = [x for x in rows if x["status"] == "no"]
+    assert f"{sum(x['status'] == 'yes' for x in rows)} yes, {len(no)} no" in r.output.splitlines()[0]
+    for k, x in enumerate(no, 1):  # every reason a note below the table, numbered as its row's status says
+        assert f"[{k}] {x['reason']}" in r.output

@@ -100,22 +100,28 @@ class Fit:
     """The fitted unknowns with their spread, every target's residual, and all evaluated samples."""
 
     unknowns: list[Unknown]
-    best: np.ndarray            # fitted value per unknown
-    spread: np.ndarray          # (d, 2): range of each unknown within χ²_min + 1
+    best: pd.Series             # fitted value, indexed by the unknown's name
+    spread: pd.DataFrame        # columns low, high: each unknown's range within χ²_min + 1, indexed by name
     residuals: pd.DataFrame     # per target: published, model at nominal and at the fit, residual (σ)
     chi2: float
     samples: int
 
 
-def _evaluate(sweeps: dict[str, Sampled], targets, X: np.ndarray):
-    q = {name: s.evaluate(X) for name, s in sweeps.items()}
+def _evaluate(sweeps: dict[str, Sampled], targets, X: np.ndarray, on_progress=None, done: int = 0, total: int = 0):
+    """(target values, χ²) per row of X; `on_progress` hears of samples done (from `done`, of `total`)."""
+    q = {}
+    for j, (name, s) in enumerate(sweeps.items()):
+        tell = (lambda d, t, j=j: on_progress(done + j * len(X) + d, total, name)) if on_progress else None
+        q[name] = s.evaluate(X, tell)
     vals = np.column_stack([t.value(q, X) for t in targets])
     res = np.column_stack([t.residual(vals[:, i]) for i, t in enumerate(targets)])
     return vals, (res ** 2).sum(axis=1)
 
 
-def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: int = 512, seed: int = 1) -> Fit:
-    """Fit the unknowns to the targets: a Sobol sample of the box, then one around the best point."""
+def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: int = 512, seed: int = 1,
+        on_progress=None) -> Fit:
+    """Fit the unknowns to the targets: a Sobol sample of the box, then one around the best point.
+    `on_progress(done, total, sweep)` counts the samples evaluated, sweep by sweep, stage by stage."""
     from scipy.stats import qmc
 
     if isinstance(samples, bool) or not isinstance(samples, int) or not 8 <= samples <= 100_000:
@@ -124,10 +130,11 @@ def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: i
     d = len(unknowns)
     to_values = lambda U: np.column_stack([u.value(U[:, j]) for j, u in enumerate(unknowns)])  # noqa: E731
     U1 = qmc.Sobol(d, seed=seed).random(samples)
-    vals1, chi1 = _evaluate(sampled, targets, to_values(U1))
+    total = 2 * samples * len(sampled)
+    vals1, chi1 = _evaluate(sampled, targets, to_values(U1), on_progress, 0, total)
     centre = U1[int(np.argmin(chi1))]
     U2 = np.clip(centre + (qmc.Sobol(d, seed=seed + 1).random(samples) - 0.5) / 4, 0, 1)  # a box 1/4 as wide
-    vals2, chi2 = _evaluate(sampled, targets, to_values(U2))
+    vals2, chi2 = _evaluate(sampled, targets, to_values(U2), on_progress, total // 2, total)
     U, vals, chi = np.vstack([U1, U2]), np.vstack([vals1, vals2]), np.concatenate([chi1, chi2])
     X = to_values(U)
     i = int(np.argmin(chi))
@@ -137,7 +144,9 @@ def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: i
     rows = [{"target": t.name, "published": t.published, "source": t.source, "kind": t.kind, "goal": t.goal,
              "nominal": nominal[0, k], "fitted": vals[i, k], "residual_sigma": float(t.residual(vals[i, k:k + 1])[0])}
             for k, t in enumerate(targets)]
-    return Fit(unknowns, X[i], spread, pd.DataFrame(rows), float(chi[i]), int(len(U)))
+    names = pd.Index([u.name for u in unknowns], name="unknown")
+    return Fit(unknowns, pd.Series(X[i], index=names, name="fitted"),
+               pd.DataFrame(spread, index=names, columns=["low", "high"]), pd.DataFrame(rows), float(chi[i]), int(len(U)))
 
 
 BTA_SWEEPS = ("bta_experts", "bta_topk")
@@ -160,7 +169,7 @@ def calibrated_preset(hardware: str, result: Fit) -> tuple[str, str, dict]:
     """(original preset text, fitted preset text, fields set outside the preset such as seq_len)."""
     raw = presets.raw("hardware", hardware)
     fitted, elsewhere = {**raw, "sources": dict(raw.get("sources", {}))}, {}
-    for u, v, (lo, hi) in zip(result.unknowns, result.best, result.spread):
+    for u, v, (lo, hi) in zip(result.unknowns, result.best, result.spread.to_numpy()):
         for path in u.paths:
             section, _, field = path.partition(".")
             value = float(f"{v:.4g}")
@@ -179,7 +188,8 @@ def calibrated_preset(hardware: str, result: Fit) -> tuple[str, str, dict]:
     return _preset_text(raw), _preset_text(fitted, header), elsewhere
 
 
-def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, unknowns_file=None, only=()):
+def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, unknowns_file=None, only=(),
+        on_progress=None):
     """Fit the BTA targets on `hardware` and write the original preset, the fitted one, their diff, the fit
     and the residuals into `out_dir` (default results/calibration-<hardware>/); the preset is untouched."""
     from wsemoe.analysis import unknowns as unknowns_mod
@@ -192,13 +202,13 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, 
         cfg = load_config(sweeps_dir / f"{name}.yaml")
         hw = {**presets.raw("hardware", hardware)}
         sweeps[name] = cfg.model_copy(update={"hardware": type(cfg.hardware).model_validate(hw)})
-    result = fit(sweeps, bta_targets(us, hardware), us, samples=samples, seed=seed)
+    result = fit(sweeps, bta_targets(us, hardware), us, samples=samples, seed=seed, on_progress=on_progress)
     original, fitted, elsewhere = calibrated_preset(hardware, result)
     diff = "".join(difflib.unified_diff(original.splitlines(True), fitted.splitlines(True),
                                         f"{hardware}.yaml", f"{hardware}-calibrated.yaml"))
     table = pd.DataFrame([{"unknown": u.name, "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
                            "range_low": u.low, "range_high": u.high, "at_edge": at_edge(u, v), "source": u.source}
-                          for u, v, (lo, hi) in zip(us, result.best, result.spread)])
+                          for u, v, (lo, hi) in zip(us, result.best, result.spread.to_numpy())])
     meta = {"hardware": hardware, "chi2": result.chi2, "samples": result.samples, "seed": seed,
             "fitted_outside_preset": elsewhere, "sweeps": list(BTA_SWEEPS)}
     path = Path(out_dir) if out_dir else Path("results") / f"calibration-{hardware}"

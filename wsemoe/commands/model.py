@@ -27,14 +27,9 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     from wsemoe.report.terminal import progress
     from wsemoe.sweep.run import run_sweep
 
-    bar, update = progress.sweep_bar(quiet)
-    kwargs = dict(out_root=results, force=force, out_dir=output, resume=resume, workers=workers, scheduler=scheduler,
-                  chunk_size=chunk_size)
-    if bar is not None:
-        with bar:
-            res = run_sweep(config, on_progress=update, **kwargs)
-    else:
-        res = run_sweep(config, **kwargs)
+    with progress.bar("sweep", "points", rate=True, quiet=quiet) as update:
+        res = run_sweep(config, out_root=results, force=force, out_dir=output, resume=resume, workers=workers,
+                        scheduler=scheduler, chunk_size=chunk_size, on_progress=update)
     reply = Reply()
     if quiet:
         return reply.text(str(res.path))

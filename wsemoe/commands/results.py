@@ -50,9 +50,12 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
          fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)")) -> Reply:
     """Write the plots of a results folder into its plots/ folder."""
     from wsemoe.report.figures import plots as plotting
+    from wsemoe.report.terminal import progress
 
     reply = Reply()
-    for p in plotting.plot_results(results, only=only, formats=fmt or None):
+    with progress.bar("plot", "figure families") as update:
+        written = plotting.plot_results(results, only=only, formats=fmt or None, on_progress=update)
+    for p in written:
         reply.text(str(p))
     return reply
 

@@ -9,20 +9,31 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import choice
+from wsemoe.commands.shared import TABLE_FORMATS, choice, shown_path
 
 COMMANDS, command = registry()
 
 
 @command()
-def validate() -> Reply:
-    """Print each published figure the project reproduces beside the model's value and error."""
-    from wsemoe.report.terminal import tables
-    from wsemoe.validate import run_all
+def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
+             only: Optional[List[str]] = typer.Option(None, "--only", help="a family of rows: params, bta, mapping, "
+                                                      "balance, scale, or moentwine (mapping, balance, scale); repeatable")) -> Reply:
+    """Print each published figure the project reproduces beside the model's value and error: a summary line,
+    the claims, the context rows, and why each `no` is no (notes below the tables)."""
+    from wsemoe.report.terminal import formats, progress, validation
+    from wsemoe.validate import families, run_all
     from wsemoe.validate.common import unexplained
 
-    rows = run_all()
-    reply = Reply().rich(tables.validation(rows))
+    choice(fmt, TABLE_FORMATS, "--format")
+    families(only)  # an unknown family fails before anything runs
+    with progress.bar("validate", "parts") as update:
+        rows = run_all(only, on_progress=update)
+    if fmt == "table":
+        reply = Reply().rich(validation.tables(rows))
+    elif fmt == "markdown":
+        reply = Reply().raw(validation.markdown(rows))
+    else:
+        reply = Reply().raw(formats.machine(validation.frame(rows), fmt, index=None))
     bad = unexplained(rows)
     if bad:
         reply.fail(f"{len(bad)} row(s) fail without a known reason: {bad[0]['claim']}", 1)
@@ -54,7 +65,10 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
         return reply
     if junit is not None:
         junit_report.check_target(junit)
-    report = check_invariants(configs or None, points=points, only=only)
+    from wsemoe.report.terminal import progress
+
+    with progress.bar("invariants", "checks", quiet=quiet or fmt == "json") as update:
+        report = check_invariants(configs or None, points=points, only=only, on_progress=update)
     if junit is not None:
         junit_report.write_junit(report, junit)
     if fmt == "json":
@@ -78,14 +92,16 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     results: Path = typer.Option(Path("results"), help="root folder of results")) -> Reply:
     """Global sensitivity of CONFIG's results to the calibration unknowns; writes results/<name>/sensitivity/."""
     from wsemoe.analysis import sensitivity as sens
-    from wsemoe.report.terminal import tables
+    from wsemoe.report.terminal import progress, tables
 
-    result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
-                            unknowns_file=unknowns, only=only or ())
+    with progress.bar("sensitivity", "samples") as update:
+        result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
+                                unknowns_file=unknowns, only=only or (), on_progress=update)
     reply = Reply()
     for q in sens.headline_quantities(result):
         reply.rich(tables.sensitivity(result, q))
-    return reply.text(f"sensitivity: {path} ({result.meta['evaluations']:,} evaluations in {result.meta['seconds']:.1f} s)")
+    return reply.text(f"sensitivity: {shown_path(path)} ({result.meta['evaluations']:,} evaluations in "
+                      f"{result.meta['seconds']:.1f} s)")
 
 
 @command()
@@ -98,9 +114,10 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
               only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns")) -> Reply:
     """Fit the calibration unknowns to the public BTA targets; write the fitted preset beside the original."""
     from wsemoe.analysis import calibrate as cal
-    from wsemoe.report.terminal import tables
+    from wsemoe.report.terminal import progress, tables
 
-    result, table, path = cal.run(hardware, output, samples=samples, seed=seed, unknowns_file=unknowns,
-                                  only=only or ())
+    with progress.bar("calibrate", "samples") as update:
+        result, table, path = cal.run(hardware, output, samples=samples, seed=seed, unknowns_file=unknowns,
+                                      only=only or (), on_progress=update)
     return Reply().rich(tables.calibration(table, result.residuals, result.chi2)).text(
-        f"fitted preset, diff and residuals: {path} (no preset was changed)")
+        f"fitted preset, diff and residuals: {shown_path(path)} (no preset was changed)")

@@ -52,12 +52,14 @@ def _wanted(only) -> dict:
     return {f: wanted[f] for f in FAMILIES if f in wanted}
 
 
-def figures(path, only=None):
+def figures(path, only=None, on_progress=None):
     """(stem, figure or None) of every figure the results support, family by family (each built and
-    yielded inside the plot style; a caller saves or renders a figure before asking for the next)."""
+    yielded inside the plot style; a caller saves or renders a figure before asking for the next).
+    `on_progress(done, total, family)` hears of each family done."""
     path = Path(path)
     store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
-    for family, keep in _wanted(only).items():
+    wanted = _wanted(only)
+    for k, (family, keep) in enumerate(wanted.items()):
         view = ResultsView.load(path, getattr(family, "COLUMNS", None))
         # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
         with rc_context(STYLE):
@@ -65,9 +67,11 @@ def figures(path, only=None):
                 if keep is None or stem in keep:
                     yield stem, fig
         del view
+        if on_progress:
+            on_progress(k + 1, len(wanted), family_name(family))
 
 
-def plot_results(path, only=None, formats=FORMATS) -> list[Path]:
+def plot_results(path, only=None, formats=FORMATS, on_progress=None) -> list[Path]:
     """Write every plot the results support (or those `only` names) into <path>/plots/; return the files."""
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
@@ -76,7 +80,7 @@ def plot_results(path, only=None, formats=FORMATS) -> list[Path]:
             raise ConfigError(f"unknown format '{ext}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
     folder = path / "plots"
     written, absent = [], []
-    for stem, fig in figures(path, only):
+    for stem, fig in figures(path, only, on_progress):
         folder.mkdir(exist_ok=True)
         if fig is None:
             absent.append(stem)

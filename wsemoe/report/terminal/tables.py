@@ -1,4 +1,5 @@
-"""rich renderables: sweep summary, what binds, rows of a query, comparisons, one-point breakdowns, validation."""
+"""rich renderables: sweep summary, what binds, rows of a query, comparisons, one-point breakdowns, invariants,
+sensitivity, calibration, presets, inventory (validation: `terminal.validation`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from rich.table import Table
 from rich.text import Text
 
 from wsemoe.report.terminal import formats
-from wsemoe.report.terminal.texts import front_line
 
 
 def fmt(value, unit: str = "") -> str:
@@ -35,6 +35,19 @@ def fmt(value, unit: str = "") -> str:
     if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
         return f"{x:.3e}" + (f" {unit}" if unit and unit != "1" else "")
     return f"{x:.4g}" + (f" {unit}" if unit and unit not in ("1", "bool") else "")
+
+
+def front_line(manifest: dict) -> str:
+    """'14 rows for 22 points (exact ties in one row); 3 fronts, one per hardware' from a manifest."""
+    rows, points = manifest.get("pareto", 0), manifest.get("pareto_points", manifest.get("pareto", 0))
+    text = f"{rows:,} row{'s' if rows != 1 else ''}" + \
+        (f" for {points:,} points (exact ties in one row)" if points != rows else "")
+    if "pareto_groups" not in manifest:
+        return text
+    groups = manifest["pareto_groups"]
+    fronts = manifest.get("pareto_fronts", 0)
+    return text + (f"; {fronts:,} front{'s' if fronts != 1 else ''}, one per {', '.join(groups)}" if groups
+                   else "; one front over every point")
 
 
 def summary(manifest: dict, status: str = "") -> Table:
@@ -110,30 +123,6 @@ def breakdown(rows: list) -> Group:
     return Group(*tables)
 
 
-def validation(rows: list) -> Group:
-    """Published figure vs model value with error and tolerance; context rows in a table of their own."""
-    t = Table(title="published results reproduced (no: outside tolerance, with the reason; property: true by "
-                    "construction)")
-    for c in ("claim", "published", "model", "error", "tolerance", "ok"):
-        t.add_column(c)
-    shown = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "property": "[blue]property[/blue]"}
-    for r in rows:
-        if r["kind"] == "info":
-            continue
-        status = shown[r["status"]] if r["ok"] or r["kind"] == "check" else "[red]FAILS[/red]"
-        claim = f"{r['claim']}\n[dim]why: {r['reason']}[/dim]" if r.get("reason") else r["claim"]
-        t.add_row(claim, r["published"], r["model"], r["error"], r["tolerance"], status)
-    context = [r for r in rows if r["kind"] == "info"]
-    if not context:
-        return Group(t)
-    c = Table(title="context: model figures beside published statements they do not check (no pass/fail)")
-    for col in ("figure", "published", "model", "note"):
-        c.add_column(col)
-    for r in context:
-        c.add_row(r["claim"], r["published"], r["model"], r["tolerance"])
-    return Group(t, c)
-
-
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 
 
@@ -165,30 +154,46 @@ def invariants(report) -> Group:
     return Group(t, line, *details)
 
 
-def sensitivity(result, quantity: str | None = None) -> Table:
-    """Per group: nominal value, 5–95% band, and each unknown's total (first-order) index or Morris μ*."""
+def sensitivity(result, quantity: str | None = None) -> Group:
+    """The 5–95% band of a quantity per group (labelled by what varies) in the quantity's unit, then each
+    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across."""
     bands, idx, meta = result.bands, result.indices, result.meta
     qs = list(dict.fromkeys(bands["quantity"]))
     quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
-    params = [u["name"] for u in meta["unknowns"]]
     sobol = meta["method"] == "sobol"
-    t = Table(title=f"sensitivity of {quantity} ({meta['method']}, {meta['samples']:,} samples × "
-                    f"{meta['points']:,} points; {'total (first-order) index' if sobol else 'Morris μ*'})")
-    for c in ("group", "nominal", "5–95% band", *params):
-        t.add_column(c)
+    rows = bands[bands["quantity"] == quantity]
+    factor, unit = formats.display(quantity, pd.concat([rows["nominal"], rows["q05"], rows["q95"]]))
+    title = Text(f"sensitivity of {quantity}" + (f" [{unit}]" if unit else "") + f" to the calibration unknowns "
+                 f"({meta['method']}, {meta['samples']:,} samples × {meta['points']:,} points)")
+    b = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("group", "nominal", "5%", "95%"):
+        b.add_column(Text(c + (f" [{unit}]" if unit and c != "group" else "")), justify="left" if c == "group" else
+                     "right", no_wrap=True)
+    for _, r in rows.iterrows():
+        b.add_row(str(r["group"]), formats.cell(r["nominal"], factor), formats.cell(r["q05"], factor),
+                  formats.cell(r["q95"], factor))
     sel = idx[idx["quantity"] == quantity] if len(idx) else idx
-    for _, b in bands[bands["quantity"] == quantity].iterrows():
+    if not len(sel):
+        return Group(b)
+    what = "total index (first-order)" if sobol else "Morris μ*"
+    t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+              collapse_padding=True)
+    t.add_column("unknown", no_wrap=True)
+    for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
+        t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
+    for u in meta["unknowns"]:
         cells = []
-        for p in params:
-            r = sel[(sel["group"] == b["group"]) & (sel["parameter"] == p)] if len(sel) else sel
-            if not len(r):
-                cells.append("–")
-            elif sobol:
-                cells.append(f"{r['ST'].iloc[0]:.2f} ({r['S1'].iloc[0]:.2f})")
-            else:
-                cells.append(f"{r['mu_star'].iloc[0]:.3g}")
-        t.add_row(str(b["group"]), f"{b['nominal']:.4g}", f"{b['q05']:.4g} – {b['q95']:.4g}", *cells)
-    return t
+        for g in rows["group"]:
+            r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
+            cells.append("–" if not len(r) else f"{_index(r['ST'].iloc[0])} ({_index(r['S1'].iloc[0])})" if sobol
+                         else f"{r['mu_star'].iloc[0]:.3g}")
+        t.add_row(u["name"], *cells)
+    return Group(b, t)
+
+
+def _index(x: float) -> str:
+    """A Sobol index to two decimals; an estimate that rounds to zero reads 0.00 whatever its sign."""
+    return f"{x:.2f}".replace("-0.00", "0.00")
 
 
 def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:

@@ -1,5 +1,4 @@
-"""Plain-text views of results for the terminal and the report: what `check` found, how `compare` titles its
-table, what a Pareto front holds."""
+"""Plain-text views of results for the terminal: what `check` found, and how `compare` titles its table."""
 
 from __future__ import annotations
 
@@ -38,15 +37,3 @@ def comparison_view(cmp, terminal: bool):
                 *(f"{lab}:{cmp.metric}" for lab in cmp.labels), *(f"{lab}:bound" for lab in cmp.labels)]
     return table, title, priority
 
-
-def front_line(manifest: dict) -> str:
-    """'14 rows for 22 points (exact ties in one row); 3 fronts, one per hardware' from a manifest."""
-    rows, points = manifest.get("pareto", 0), manifest.get("pareto_points", manifest.get("pareto", 0))
-    text = f"{rows:,} row{'s' if rows != 1 else ''}" + \
-        (f" for {points:,} points (exact ties in one row)" if points != rows else "")
-    if "pareto_groups" not in manifest:
-        return text
-    groups = manifest["pareto_groups"]
-    fronts = manifest.get("pareto_fronts", 0)
-    return text + (f"; {fronts:,} front{'s' if fronts != 1 else ''}, one per {', '.join(groups)}" if groups
-                   else "; one front over every point")
