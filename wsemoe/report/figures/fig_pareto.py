@@ -10,11 +10,14 @@ import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from wsemoe.report.figures.style import BETTER, MARKERS, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
+from wsemoe.report.figures.claims import caption, listing
+from wsemoe.report.figures.style import BETTER, MARKERS, amount, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.columns import describe
 
 STEMS = ("pareto",)
+CLAIMS = {"pareto": "The Pareto front: the feasible designs no other feasible design of the same front group "
+                    "beats on every objective"}
 COLUMNS = ("mem_capacity_node_bytes",)  # with the axes, feasibility and objectives every view holds
 MAX_FRONT_LABELS = 6  # fronts named one by one in the legend; more share one entry
 COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "workload.mode", "mapping.token_source")
@@ -63,7 +66,27 @@ def pareto(r: ResultsView) -> Figure | None:
     # Below the axes, off the data, and not eating the plot's width as a column on the right would.
     n = len(ax.get_legend_handles_labels()[0])
     fig.legend(loc="outside lower center", ncol=2 if n > 3 else n, markerscale=1.3, frameon=False)
-    return fig
+    return caption(fig, CLAIMS["pareto"], _verdict(r, systems, xcol, ycol))
+
+
+def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
+    """How many fronts, their sizes, and each front's best point on the first objective."""
+    front = r.pareto
+    if not len(front):
+        return "No feasible point: there is no front."
+    first = next(iter(r.objectives))
+    best = []
+    groups = list(front.groupby(systems, sort=False)) if systems else [((), front)]
+    for key, sub in groups[:6]:
+        key = key if isinstance(key, tuple) else (key,)
+        top = sub.loc[sub[first].idxmax() if r.objectives[first] == "max" else sub[first].idxmin()]
+        best.append(f"{group_label(systems, key) if systems else 'all points'}: {len(sub):,} row(s), best "
+                    f"{name(first)} {amount(first, top[first])} (point {top.name})")
+    per = f"one per {listing([name(a) for a in systems])}" if systems else "one over all points"
+    more = f"; {len(groups) - 6} more fronts in pareto.csv" if len(groups) > 6 else ""
+    ties = int(front["ties"].sum()) if "ties" in front else len(front)
+    return (f"{len(groups)} front(s), {per}, {len(front):,} rows for {ties:,} points (exact ties in one row): "
+            + "; ".join(best) + more + ".")
 
 
 def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float) -> dict:

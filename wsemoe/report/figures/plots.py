@@ -1,5 +1,6 @@
 """Paper-ready plots of a results folder: asks every figure family for its figures and saves them (PNG and SVG
-by default, PDF on request), or hands them to a caller (the HTML report) without writing files.
+by default, PDF on request, each with its caption beside it as <stem>.txt), or hands them to a caller (the HTML
+report) without writing files.
 
 Each family is built from its own view of the results, holding only the columns it declares in `COLUMNS`
 (names or patterns; a family without the declaration sees every column), so memory follows what one
@@ -16,6 +17,7 @@ from matplotlib import rc_context
 
 from wsemoe.errors import ConfigError
 from wsemoe.report.figures import fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_sensitivity, fig_versus
+from wsemoe.report.figures.claims import caption_of
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, save
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep import store
@@ -86,7 +88,7 @@ def plot_results(path, only=None, formats=FORMATS, on_progress=None) -> list[Pat
             absent.append(stem)
         else:
             with rc_context(STYLE):
-                written += save(fig, folder, stem, formats)
+                written += save(fig, folder, stem, formats, caption_of(fig))
     if folder.is_dir() and not only:
         _clean(folder, absent, {p.stem for p in written})
     return written
@@ -94,8 +96,9 @@ def plot_results(path, only=None, formats=FORMATS, on_progress=None) -> list[Pat
 
 def _clean(folder: Path, absent: list[str], produced: set) -> None:
     """Remove plots the data no longer supports (in every format), so none lingers from an earlier run."""
-    stale = [folder / f"{s}.{ext}" for s in absent for ext in ALL_FORMATS]
-    stale += [p for pat in DYNAMIC for ext in ALL_FORMATS for p in folder.glob(f"{pat}.{ext}")]
+    exts = (*ALL_FORMATS, "txt")
+    stale = [folder / f"{s}.{ext}" for s in absent for ext in exts]
+    stale += [p for pat in DYNAMIC for ext in exts for p in folder.glob(f"{pat}.{ext}")]
     for p in stale:
         if p.stem not in produced:
             p.unlink(missing_ok=True)

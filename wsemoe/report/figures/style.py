@@ -35,7 +35,7 @@ SUB_SIZE, SUB_COLOUR = 8.5, "0.3"  # subtitles: what a figure holds fixed and wh
 
 SYMBOLS = {"model.num_experts": "E", "model.num_experts_per_tok": "k", "workload.B": "B", "workload.G": "G",
            "model.moe_intermediate_size": "F", "workload.seq_len": "S"}
-NAMES = {"mfu": "MFU", "tokens_per_s": "throughput", "step_time_s": "step time",
+NAMES = {"mfu": "MFU (fraction of peak)", "tokens_per_s": "throughput", "step_time_s": "step time",
          "mem_peak_node_bytes": "peak memory per node", "model.num_experts": "experts E",
          "model.num_experts_per_tok": "top-k k", "workload.G": "batch-tiling factor G",
          "workload.B": "attention batch B", "per_device_moe_tokens_per_s": "MoE throughput per device",
@@ -64,16 +64,20 @@ PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s"
 PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1], "reduce": PALETTE[5]}
 
 
-def save(fig: Figure, folder: Path, stem: str, formats=FORMATS) -> list[Path]:
-    """Each format (PNG, SVG, PDF) written to a temporary name and renamed, so readers never see half a file."""
+def save(fig: Figure, folder: Path, stem: str, formats=FORMATS, caption: str = "") -> list[Path]:
+    """Each format (PNG, SVG, PDF), and the caption as <stem>.txt, written to a temporary name and renamed, so
+    readers never see half a file."""
     out = []
-    for ext in formats:
+    for ext in [*formats, *(["txt"] if caption else [])]:
         target = folder / f"{stem}.{ext}"
         tmp = folder / f".{stem}.{ext}.tmp-{os.getpid()}"
         # no timestamps: the same results give the same SVG and PDF bytes
         meta = {"Date": None} if ext == "svg" else {"CreationDate": None} if ext == "pdf" else None
         try:
-            fig.savefig(tmp, format=ext, dpi=DPI, metadata=meta)
+            if ext == "txt":
+                tmp.write_text(caption + "\n")
+            else:
+                fig.savefig(tmp, format=ext, dpi=DPI, metadata=meta)
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
@@ -112,10 +116,9 @@ def plt_size(key: str) -> float:
 # ---------------------------------------------------------------- labels, units and scales
 
 def scale(col: str, values=None) -> tuple[float, str]:
-    """(factor, display unit): fractions as %, bytes as GB, seconds as s, ms or µs by the values' size."""
+    """(factor, display unit): bytes as GB, seconds as s, ms or µs by the values' size; fractions (MFU) as
+    fractions, as in every table and filter."""
     unit = describe(col)[0]
-    if col == "mfu":
-        return 100.0, "%"
     if unit == "bytes":
         return 1e-9, "GB"
     if unit == "s" and values is not None:
@@ -142,6 +145,16 @@ def label(col: str, values=None) -> str:
     """Axis label of a column: its readable name and display unit."""
     unit = scale(col, values)[1]
     return f"{name(col)} ({unit})" if unit else name(col)
+
+
+def amount(col: str, value: float) -> str:
+    """A value of a column in words with its unit: '1.11 M tokens/s', '0.3748', '410 MB' → '0.41 GB', '12.3 µs'."""
+    f, unit = scale(col, [value])
+    x = float(value) * f
+    if unit in ENG_UNITS:
+        p, x = next(((p, x / d) for d, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")) if abs(x) >= d), ("", x))
+        return f"{x:.3g} {p}{unit}" if p else f"{x:.3g} {unit}"
+    return f"{x:.4g}" + (f" {unit}" if unit else "")
 
 
 def num(v) -> str:
