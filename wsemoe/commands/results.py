@@ -84,12 +84,25 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
 
 
 @command()
-def report(results: Path = typer.Argument(..., help="a results folder"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)")) -> Reply:
-    """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures, config, manifest."""
+def report(results: Optional[Path] = typer.Argument(None, help="a results folder (with --index: a results root, "
+                                                           "default results/)"),
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)"),
+           index: bool = typer.Option(False, "--index", help="write <root>/index.html linking every sweep's report "
+                                                             "(later reports keep it current)")) -> Reply:
+    """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures with their claims,
+    config, manifest. With --index: results/index.html, a page linking every sweep's report."""
+    from wsemoe.commands.shared import shown_path
+    from wsemoe.report.html import index as index_page
     from wsemoe.report.html.page import write_report
+    from wsemoe.report.terminal import progress
 
-    return Reply().text(str(write_report(results, output)))
+    if index:
+        return Reply().text(shown_path(index_page.write_index(results or Path("results"))))
+    if results is None:
+        return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
+    with progress.bar("report", "figure families") as update:
+        written = write_report(results, output, on_progress=update)
+    return Reply().text(shown_path(written))
 
 
 @command("ls")

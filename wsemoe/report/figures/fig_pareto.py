@@ -80,7 +80,7 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
     for key, sub in groups[:6]:
         key = key if isinstance(key, tuple) else (key,)
         top = sub.loc[sub[first].idxmax() if r.objectives[first] == "max" else sub[first].idxmin()]
-        best.append(f"{group_label(systems, key) if systems else 'all points'}: {len(sub):,} row(s), best "
+        best.append(f"{_key_text(systems, key) if systems else 'all points'}: {len(sub):,} row(s), best "
                     f"{name(first)} {amount(first, top[first])} (point {top.name})")
     per = f"one per {listing([name(a) for a in systems])}" if systems else "one over all points"
     more = f"; {len(groups) - 6} more fronts in pareto.csv" if len(groups) > 6 else ""
@@ -160,10 +160,10 @@ def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> N
         x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
         step = max(1, -(-len(front) // MAX_MARKED))
         ties = int(front["ties"].sum()) if "ties" in front else len(front)
-        what = "Pareto front" + (f" of {', '.join(map(str, key))}" if systems else "")
+        what = "Pareto front" + (f" of {_key_text(systems, key)}" if systems else "")
         what += f" ({len(front):,} row{'s' if len(front) != 1 else ''}" + \
             (f" for {ties:,} points" if ties != len(front) else "") + \
-            (f", every {step}th ringed)" if step > 1 else ")")
+            (f", every {_nth(step)} ringed)" if step > 1 else ")")
         if many:
             what = f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)})" if i == 0 else None
         ax.plot(x, y, "-", color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
@@ -171,6 +171,16 @@ def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> N
         ax.plot(x[::step], y[::step], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what)
         if step > 1 and (len(x) - 1) % step:
             ax.plot(x[-1:], y[-1:], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5)
+
+
+def _key_text(cols: list, key: tuple) -> str:
+    """'nvl72' for a preset, 'k = 8, F = 768' for numbers: one front's group."""
+    return ", ".join(str(v) if c in ("hardware", "model") else group_label([c], (v,)) for c, v in zip(cols, key))
+
+
+def _nth(n: int) -> str:
+    """'2nd', '3rd', '11th'."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _capacity(col: str, points: pd.DataFrame) -> float | None:

@@ -152,9 +152,10 @@ def amount(col: str, value: float) -> str:
     f, unit = scale(col, [value])
     x = float(value) * f
     if unit in ENG_UNITS:
-        p, x = next(((p, x / d) for d, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")) if abs(x) >= d), ("", x))
-        return f"{x:.3g} {p}{unit}" if p else f"{x:.3g} {unit}"
-    return f"{x:.4g}" + (f" {unit}" if unit else "")
+        p, x = next(((p, x / d) for d, p in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+                     if abs(x) >= d), ("", x))
+        return f"{x:.3g} " + (f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}" if p else unit)  # TFLOP, k tokens/s
+    return f"{x:.4g}" + ("×" if unit == "×" else f" {unit}" if unit else "")
 
 
 def num(v) -> str:
