@@ -24,7 +24,8 @@ GROUPS = [
     ("throughput", lambda c: c in ("tokens_per_s", "sequences_per_s", "bound", "feasible", "infeasible_reason")
      or c.startswith("speedup_vs_")),
     ("flops (forward, one layer, one micro-batch)", lambda c: c.endswith("_flops") or c == "model_flops_per_step"),
-    ("time per layer (s)", lambda c: describe(c)[0] == "s"),
+    ("times of one micro-batch step: each stage per layer, the head once (unit per row)",
+     lambda c: describe(c)[0] == "s"),
     ("memory per node", lambda c: c.startswith("mem_")),
     ("constraints (g ≤ 0 satisfied)", lambda c: c.startswith("g_")),
 ]

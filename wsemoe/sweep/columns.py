@@ -24,7 +24,13 @@ _DOCS = {
                  "(0.37, not 37%) in every table, filter and figure"),
     "moe_layer_time_s": ("s", "one MoE layer: attention (G tiles) + router/experts (+ communication)"),
     "dense_layer_time_s": ("s", "one dense layer: attention + dense FFN"),
-    "head_time_s": ("s", "output head and embedding"),
+    "head_time_s": ("s", "output head and embedding, once per micro-batch step"),
+    "head_compute_s": ("s", "compute term of the output head and embedding, once per micro-batch step "
+                            "(FLOPs / (nodes · peak · efficiency))"),
+    "head_weights_s": ("s", "weight-movement term of the output head and embedding, once per micro-batch step "
+                            "(streamed over I/O or read from node memory)"),
+    "head_hbm_s": ("s", "HBM term of the output head and embedding, once per micro-batch step (its weights read "
+                        "from node memory)"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase)"),
     "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
                        "the row (the first of them) stands for them all"),
