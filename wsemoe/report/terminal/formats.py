@@ -28,6 +28,9 @@ def unit_of(col: str) -> str:
     """A column's unit, also for comparison columns (`best_tokens_per_s`, `baseline_G`); `_unit_<u>` is u."""
     if col.startswith("_unit_"):
         return col.removeprefix("_unit_")
+    if ":" in col:  # a cross-run column: 'bta_topk:tokens_per_s' in the metric's unit, 'b/a:tokens_per_s' a ratio
+        label, _, rest = col.rpartition(":")
+        return "×" if "/" in label else unit_of(rest)
     for prefix in ("best_", "baseline_"):
         if col.startswith(prefix):
             rest = col.removeprefix(prefix)

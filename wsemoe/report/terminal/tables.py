@@ -247,20 +247,27 @@ def _layout(h) -> str:
     return f"{h.rows}×{h.cols}"
 
 
-def inventory(rows: list, root) -> Table:
-    """`wsemoe ls`: one row per results folder with its size, points, finish time and state."""
+def inventory(rows: list, root) -> Group:
+    """`wsemoe ls`: one row per results folder with its size, points, finish time and state (in a word or two;
+    what a state means in full, and version notes, below the table)."""
     from wsemoe.sweep.inventory import version_note
 
-    t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+              collapse_padding=True)
+    widths = {"finished": 10, "status": 12}  # a date or state wraps at a space; names and numbers never break
     for c in ("sweep", "points", "feasible", "size", "finished", "status"):
-        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
+        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold",
+                     no_wrap=c not in widths, min_width=widths.get(c))
+    notes = []
     for r in rows:
+        short, _, detail = r.status.partition(" (")
         note = version_note(r)
-        t.add_row(Text(r.path.name), f"{r.points:,}" if r.points is not None else "–",
+        if detail or note:
+            notes.append(Text(f"{r.path.name}: " + "; ".join(x for x in (detail.rstrip(")"), note) if x), style="dim"))
+        t.add_row(Text("\n".join(formats.header_lines(r.path.name, 24))), f"{r.points:,}" if r.points is not None else "–",
                   f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
-                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
-                  Text(r.status + (f"; {note}" if note else "")))
-    return t
+                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–", Text(short))
+    return Group(t, *notes)
 
 
 def partial_line(p) -> str:
