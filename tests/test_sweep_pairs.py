@@ -60,3 +60,18 @@ def test_every_shown_comparison_of_shipped_sweeps_is_declared():
         names = [a.removeprefix("results/") for a in args.split()]
         for other in names[1:]:
             assert (names[0], other) in DECLARED, f"compare {names[0]} {other} is not a declared pair"
+
+
+def test_the_cs2_cs3_comparison_matches_every_group(tmp_path):
+    """With the same sparsity hold, every top-k group of one sweep is a group of the other; the CS-3, with
+    twice the compute and more I/O bandwidth, is faster in each, by no more than its peak FLOP/s ratio."""
+    from wsemoe.analysis.crossrun import compare
+    from wsemoe.config.presets import load_hardware
+    from wsemoe.sweep.run import run_sweep
+
+    paths = [run_sweep(SWEEPS / f"{name}.yaml", out_root=tmp_path).path for name in ("bta_topk", "bta_topk_cs3")]
+    cmp = compare(paths, "tokens_per_s")
+    assert len(cmp.table) == 4 and not any(cmp.dropped.values())
+    ratio = cmp.table["bta_topk_cs3/bta_topk:tokens_per_s"]
+    peak = load_hardware("cs3").node_peak_flops / load_hardware("cs2").node_peak_flops
+    assert (ratio > 1).all() and (ratio <= peak * 1.001).all()
