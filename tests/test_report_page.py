@@ -57,16 +57,15 @@ def test_report_fits_the_budget_with_relative_paths_captions_and_scrolling_table
     assert re.search(r'<div class="thumbs"><details><summary><figure id="fig-link_heatmap_', html)
 
 
-def test_index_links_every_report_and_stays_current(shipped_like, runner, tmp_path):
-    root, path = shipped_like
-    r = runner.invoke(app, ["report", "--index", str(root / "results")])
+def test_index_links_every_report_and_stays_current(runner, tmp_path):
+    small = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+             "axes": {"workload.B": [1, 2], "workload.G": [1, 4]}, "objectives": {"tokens_per_s": "max"}}
+    root = tmp_path / "results"
+    path = run_sweep(small, out_root=root).path
+    r = runner.invoke(app, ["report", "--index", str(root)])
     assert r.exit_code == 0, r.output
-    index = (root / "results" / "index.html").read_text()
-    if (path / "report.html").is_file():
-        (path / "report.html").unlink()
-        runner.invoke(app, ["report", "--index", str(root / "results")])
-        index = (root / "results" / "index.html").read_text()
-    assert 'href="like/report.html"' not in index and "no report" in index and "wsemoe report results/like" in index
+    index = (root / "index.html").read_text()
+    assert 'href="small/report.html"' not in index and "no report" in index and "wsemoe report results/small" in index
     assert runner.invoke(app, ["report", str(path)]).exit_code == 0  # a report refreshes the index beside it
-    index = (root / "results" / "index.html").read_text()
-    assert 'href="like/report.html"' in index and str(root) not in index
+    index = (root / "index.html").read_text()
+    assert 'href="small/report.html"' in index and str(tmp_path) not in index and "1 row; one front" in index

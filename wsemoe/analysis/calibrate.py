@@ -25,6 +25,7 @@ from wsemoe.analysis.sampled import Sampled
 from wsemoe.analysis.shipped import shipped_needs
 from wsemoe.analysis.unknowns import Unknown
 from wsemoe.config import presets
+from wsemoe.config.reference import input_unit
 from wsemoe.errors import ConfigError
 
 FACTOR = float(np.log(1.4))  # σ of a published factor: reproduced within ×/÷ 1.4
@@ -206,7 +207,8 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 512, seed: int = 1, 
     original, fitted, elsewhere = calibrated_preset(hardware, result)
     diff = "".join(difflib.unified_diff(original.splitlines(True), fitted.splitlines(True),
                                         f"{hardware}.yaml", f"{hardware}-calibrated.yaml"))
-    table = pd.DataFrame([{"unknown": u.name, "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
+    table = pd.DataFrame([{"unknown": u.name, "unit": input_unit(u.paths[0]), "nominal": u.nominal, "fitted": v,
+                           "spread_low": lo, "spread_high": hi,
                            "range_low": u.low, "range_high": u.high, "at_edge": at_edge(u, v), "source": u.source}
                           for u, v, (lo, hi) in zip(us, result.best, result.spread.to_numpy())])
     meta = {"hardware": hardware, "chi2": result.chi2, "samples": result.samples, "seed": seed,

@@ -198,13 +198,16 @@ def _index(x: float) -> str:
 
 def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
     """The fitted unknowns with their spread, and every target's residual (σ units)."""
-    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f})")
-    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
-        t.add_column(c)
+    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f}; each row in its own unit)")
+    for c in ("unknown", "unit", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
+        t.add_column(c, no_wrap=c in ("unknown", "unit"))
     for _, r in fit.iterrows():
         edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
-        t.add_row(r["unknown"], f"{r['nominal']:.4g}", f"{r['fitted']:.4g}{edge}",
-                  f"{r['spread_low']:.4g} – {r['spread_high']:.4g}", f"{r['range_low']:.4g} – {r['range_high']:.4g}")
+        values = r[["nominal", "fitted", "spread_low", "spread_high", "range_low", "range_high"]].astype(float)
+        factor, unit = formats.display(f"_unit_{r.get('unit', '')}", values) if r.get("unit") else (1.0, "")
+        c = lambda x: formats.cell(float(x), factor)  # noqa: E731
+        t.add_row(r["unknown"], unit, c(r["nominal"]), f"{c(r['fitted'])}{edge}",
+                  f"{c(r['spread_low'])} – {c(r['spread_high'])}", f"{c(r['range_low'])} – {c(r['range_high'])}")
     u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
     for c in ("target", "published", "source", "nominal", "fitted", "residual"):
         u.add_column(c)
