@@ -66,7 +66,7 @@ def tornado(r: ResultsView) -> Figure | None:
             ax.set_xlabel("Morris μ* (mean absolute elementary effect)")
         ax.set_yticks(y, [n.replace("_", " ") for n in d["parameter"]])
         b = s.bands[(s.bands["quantity"] == q) & (s.bands["group"] == group)].iloc[0]
-        ax.set_title(f"{q}\nnominal {_amount(q, b['nominal'])}, 5–95%: {_amount(q, b['q05'])} – {_amount(q, b['q95'])}")
+        ax.set_title(f"{q}\nnominal {_amount(q, b['nominal'])}\n5–95%: {_amount(q, b['q05'])} – {_amount(q, b['q95'])}")
         ax.grid(axis="y", alpha=0)
     axes[0].legend(loc="lower right", frameon=True, framealpha=0.9)
     return caption(fig, CLAIMS["sensitivity_tornado"], _verdict(s, quantities, group))
