@@ -11,7 +11,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from wsemoe.report.figures.claims import caption, listing
-from wsemoe.report.figures.style import BETTER, MARKERS, amount, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
+from wsemoe.report.figures.style import BETTER, LINESTYLES, MARKERS, amount, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.columns import describe
 
@@ -151,11 +151,14 @@ def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> N
     front = r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0]
     fronts = list(front.groupby(systems, sort=False)) if systems else [((), front)]
     many = len(fronts) > MAX_FRONT_LABELS
+    shared: dict = {}  # fronts drawn in one colour so far: each next one gets its own line style
     for i, (key, front) in enumerate(fronts):
         if not len(front):
             continue
         key = key if isinstance(key, tuple) else (key,)
         c = colours.get(key[0], "black") if systems and colour == systems[0] else "black"
+        ls = LINESTYLES[shared.get(c, 0) % len(LINESTYLES)]
+        shared[c] = shared.get(c, 0) + 1
         front = front.sort_values(xcol)
         x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
         step = max(1, -(-len(front) // MAX_MARKED))
@@ -166,9 +169,10 @@ def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> N
             (f", every {_nth(step)} ringed)" if step > 1 else ")")
         if many:
             what = f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)})" if i == 0 else None
-        ax.plot(x, y, "-", color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
+        ax.plot(x, y, ls=ls, color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
         # hollow rings: the design colour of each front point stays visible inside
-        ax.plot(x[::step], y[::step], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what)
+        ax.plot(x[::step], y[::step], marker="o", ls=ls, color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what,
+                lw=0 if step > 1 else 1.0)
         if step > 1 and (len(x) - 1) % step:
             ax.plot(x[-1:], y[-1:], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5)
 
