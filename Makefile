@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install shell demo test fuzz bench validate clean
+.PHONY: install shell demo test fuzz bench validate docs clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,7 @@ shell: $(STAMP)
 	@echo "wsemoe is on PATH in this shell; 'exit' leaves it"
 	@VIRTUAL_ENV="$(CURDIR)/$(VENV)" PATH="$(CURDIR)/$(BIN):$$PATH" $${SHELL:-/bin/sh} -i
 
-SWEEPS := quickstart bta_experts bta_topk bta_topk_cs3 moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72
+SWEEPS := quickstart bta_experts bta_topk bta_topk_cs3 moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72 cerebras_serving
 
 demo: $(STAMP)
 	$(BIN)/wsemoe presets
@@ -47,9 +47,14 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_mesh.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_serving.py $(BENCH_ARGS)
 
 validate: $(STAMP)
 	$(BIN)/wsemoe validate
+
+# The generated parts of the docs (validate record in docs/sources.md and README.md, docs/config.md); tests fail when stale.
+docs: $(STAMP)
+	$(BIN)/python tools/update_docs.py
 
 clean:
 	rm -rf $(VENV) results/*/ results/*.svg .pytest_cache .coverage

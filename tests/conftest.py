@@ -9,6 +9,9 @@ linger and fail every later run in a checkout):
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
@@ -19,6 +22,9 @@ settings.register_profile("ci", derandomize=True, max_examples=100, **_COMMON)
 settings.register_profile("dev", derandomize=False, max_examples=100, **_COMMON)
 settings.register_profile("fuzz", derandomize=False, max_examples=10_000, **_COMMON)
 settings.load_profile("ci")
+
+# Verified checksums are cached per user (`sweep/verified.py`): tests keep theirs apart from the user's.
+os.environ["WSEMOE_CACHE_DIR"] = tempfile.mkdtemp(prefix="wsemoe-test-cache-")
 
 
 def pytest_configure(config):

@@ -96,3 +96,17 @@ def test_histogram_csv(tmp_path):
     bad = _cfg(distribution="histogram", histogram=str(tmp_path / "missing.csv"))
     with pytest.raises(wsemoe.WsemoeError, match="histogram"):
         wsemoe.evaluate(bad)
+
+
+def test_a_balancer_never_deploys_a_placement_busier_than_the_default():
+    """Found by the invariants on a random config: 4 experts on 8 dies (2 × 4), Zipf 0.5, `replicate` with one spare
+    slot. The default already holds 2 copies of each expert; replicas counted from one copy per expert left the
+    coolest experts with one copy, whose host then carried 1.66× the mean against 1.44× by default, and the
+    balancer 'saved' a negative time. A placement busier than the default is not deployed."""
+    cfg = {"name": "few", "hardware": {"preset": "wsc-b200-8x8", "rows": 2, "cols": 4},
+           "model": {"preset": "deepseek-v3", "num_experts": 4, "num_experts_per_tok": 1},
+           "workload": {"mode": "train", "seq_len": 128}, "mapping": {"tp": 1},
+           "balance": {"distribution": "zipf", "zipf_s": 0.5, "balancer": "replicate", "spare_slots": 1, "seed": 0}}
+    row = wsemoe.evaluate(cfg).iloc[0]
+    assert row["expert_imbalance"] == pytest.approx(row["imbalance_before"], rel=1e-12)
+    assert row["moe_balance_saving_s"] == 0.0 and row["expert_slots_max"] == row["expert_slots_before"]

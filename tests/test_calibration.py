@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from wsemoe.analysis import calibrate, sensitivity, unknowns
@@ -28,13 +29,11 @@ def test_calibration_recovers_known_parameters(truth):
     targets = [calibrate.Target(f"{col} {g}", "synthetic", "test",
                                 (lambda c, g: lambda qs, x: qs["s"][c][:, g])(col, g), float(q[col][0, g]), sigma=0.01)
                for col in ("best_tokens_per_s", "baseline_tokens_per_s") for g in range(2)]
-    seen = []
-    fit = calibrate.fit({"s": SMALL}, targets, [EFF, BW], samples=256, seed=3,
-                        on_progress=lambda done, total, what: seen.append((done, total)))
+    fit = calibrate.fit({"s": SMALL}, targets, [EFF, BW], samples=256, seed=3)
+    assert fit.identifiable.all()
     assert fit.best["matmul_efficiency"] == pytest.approx(truth[0], rel=0.03)  # labelled by the unknown's name
     assert fit.best["io_bandwidth"] == pytest.approx(truth[1], rel=0.03)
     assert (fit.spread["low"] <= fit.best).all() and (fit.best <= fit.spread["high"]).all()
-    assert seen[-1] == (512, 512) and [d for d, _ in seen] == sorted(d for d, _ in seen)  # both stages counted
     assert fit.residuals["residual_sigma"].abs().max() < 3
 
 
@@ -72,8 +71,28 @@ def test_shipped_unknowns_load_with_sources():
     assert all(u.source and u.low <= u.nominal <= u.high for u in us)
 
 
+def test_pe_level_unknowns_are_listed_but_sampled_only_by_name():
+    us = unknowns.load("cs3")
+    pe = [u for u in us if u.pe_level]
+    assert {u.name for u in pe} >= {"pe_clock_hz", "pe_hop_cycles", "pe_turn_cycles", "pe_relay_cycles"}
+    assert all(u.source and u.low <= u.nominal <= u.high for u in pe)
+    assert not any(u.pe_level for u in unknowns.select(us, []))
+    assert [u.name for u in unknowns.select(us, ["pe_hop_cycles"])] == ["pe_hop_cycles"]
+
+
+def test_a_pe_level_unknown_is_refused_by_a_sweep():
+    from wsemoe.analysis.sampled import Sampled
+    from wsemoe.config.presets import SWEEPS
+    from wsemoe.errors import ConfigError
+
+    hop = unknowns.select(unknowns.load("cs2"), ["pe_turn_cycles"])
+    with pytest.raises(ConfigError, match="a sweep serving from SRAM"):
+        Sampled(SWEEPS / "bta_topk.yaml", hop)
+
+
 @pytest.mark.parametrize("text,where", [
     ("cs2: {x: {paths: [hardware.nope], range: [0, 1], nominal: 0.5}}", "paths"),
+    ("cs2: {x: {paths: [hardware.pe.nope], range: [0, 1], nominal: 0.5}}", "paths"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [1, 0], nominal: 0.5}}", "range"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 5}}", "nominal"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 0.5, color: red}}", "x"),
@@ -107,7 +126,7 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
     assert "sensitivity of best_tokens_per_s [k tokens/s]" in text and "nominal [k tokens/s]" in text
     assert "e+0" not in text  # no 7.46e+04 without a unit
     folder = root / "small_cal" / "sensitivity"
-    assert {p.name for p in folder.iterdir()} == {"indices.csv", "bands.csv", "meta.json"}
+    assert {p.name for p in folder.iterdir()} == {"indices.csv", "bands.csv", "meta.json", ".wsemoe.json"}
     r = runner.invoke(app, ["show", str(root / "small_cal")])
     assert r.exit_code == 0 and "sensitivity of speedup_vs_uniform" in r.output
     r = runner.invoke(app, ["plot", str(root / "small_cal")])
@@ -118,20 +137,75 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
     assert view.band("best_tokens_per_s", "model.num_experts", [8, 128]) is not None
 
 
-def test_calibrate_writes_beside_original_and_leaves_preset(tmp_path, runner):
+def test_an_unknown_no_target_sees_is_unidentifiable_and_kept_at_nominal():
+    """expert_half_tokens cannot move a target that reads only the streaming-bound uniform baseline: its total
+    effect is exactly 0, so it is reported and not fitted; the bandwidth, which sets that baseline, is fitted."""
+    from wsemoe.analysis.sampled import Sampled
+
+    cfg = {**SMALL, "sparsity": {"vary": "num_experts", "values": [128], "hold": "active"},
+           "axes": {"workload.B": [2], "workload.G": [1, 2]}}
+    goal = float(Sampled(cfg, [BW]).evaluate(np.array([[2.0e11]]))["baseline_tokens_per_s"][0, 0])
+    target = calibrate.Target("uniform", "synthetic", "test", lambda q, x: q["s"]["baseline_tokens_per_s"][:, 0], goal,
+                              sigma=0.01)
+    fit = calibrate.fit({"s": cfg}, [target], [HALF, BW], samples=64, seed=2)
+    assert list(fit.identifiable) == [False, True]
+    assert fit.index[0] == 0.0 and fit.index[1] > 1.0  # σ = 1%: the bandwidth moves the baseline by tens of σ
+    assert fit.best.iloc[0] == HALF.nominal and fit.best.iloc[1] == pytest.approx(2.0e11, rel=0.03)
+
+
+def test_leave_one_out_predicts_each_target_from_the_others():
+    """One unknown u in [0, 1]; three targets want u = 0.3, 0.3 and 0.9 (σ = 0.05, residual (u − g)/σ). All
+    three: χ² is least at their mean, 0.5. Without the first (or second): the others meet at 0.6, which misses
+    it by (0.6 − 0.3)/0.05 = +6σ. Without the third: the first two meet at 0.3, which misses 0.9 by −12σ."""
+    from wsemoe.analysis import fitting
+
+    def residuals(U):
+        return np.column_stack([(U[:, 0] - g) / 0.05 for g in (0.3, 0.3, 0.9)])
+
+    s = fitting.search(residuals, 1, n=256, seed=1)
+    assert s.U[s.best, 0] == pytest.approx(0.5, abs=0.01)
+    assert fitting.leave_one_out(s) == pytest.approx([6.0, 6.0, -12.0], abs=0.2)
+
+
+def test_total_effects_zero_for_an_inert_unknown_and_one_for_the_sole_one():
+    """Residuals 3·u₁ and u₁² move with u₁ alone: u₀ and u₂ have no effect (exactly 0), u₁ all of it (index 1).
+    The RMS effect of u₁ on 3·u₁: √(E[(3a − 3b)²]/2) = 3·√(Var u) = 3/√12 ≈ 0.87σ for independent uniform a, b."""
+    from wsemoe.analysis import fitting
+
+    effect, idx = fitting.total_effects(lambda U: np.column_stack([3 * U[:, 1], U[:, 1] ** 2]), d=3, n=64, seed=4)
+    assert np.all(idx[0] == 0) and np.all(idx[2] == 0) and np.all(effect[0] == 0)
+    assert idx[1] == pytest.approx([1.0, 1.0], abs=0.15)
+    assert effect[1, 0] == pytest.approx(3 / np.sqrt(12), rel=0.15)
+
+
+def test_calibrate_per_reading_with_loo_and_bounds_on_a_small_run(tmp_path, runner):
+    """χ² per reading (one reading varied: 3 fits), leave-one-out per target, every fitted value inside its
+    sourced range, the preset untouched and the fitted preset a file beside it."""
     from wsemoe.cli import app
     from wsemoe.config import presets
 
     before = presets.raw("hardware", "cs2")
     out = tmp_path / "cal"
-    r = runner.invoke(app, ["calibrate", "-o", str(out), "-n", "16", "--only", "matmul_efficiency"])
+    r = runner.invoke(app, ["calibrate", "-o", str(out), "-n", "8", "--only", "matmul_efficiency",
+                            "--only", "io_bandwidth", "--reading", "attn_kernel"], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
-    assert {p.name for p in out.iterdir()} == {"cs2.yaml", "cs2-calibrated.yaml", "cs2-calibrated.diff", "fit.csv",
-                                               "residuals.csv", "fit.json"}
-    assert "+matmul_efficiency:" in (out / "cs2-calibrated.diff").read_text()
+    assert {p.name for p in out.iterdir()} - {".wsemoe.json"} == {"cs2.yaml", "cs2-calibrated.yaml", "cs2-calibrated.diff", "fit.csv",
+                                               "residuals.csv", "readings.csv", "fit.json"}
+    assert "χ² per reading" in r.output and "leave-one-out" in r.output
+    per = pd.read_csv(out / "readings.csv")
+    assert sorted(per["attn_kernel"]) == ["flash", "materialized", "per_head"]
+    assert per["delta_chi2"].min() == 0 and (per["chi2"] == per["chi2_bta"] + per["chi2_shipped"]).all()
+    # every head's scores held fails Cerebras' shipped micro-batches: by far the largest shipped misfit
+    assert per.set_index("attn_kernel").loc["materialized", "chi2_shipped"] > 50
+    res = pd.read_csv(out / "residuals.csv")
+    assert res["loo_sigma"].notna().all() and set(res["reading"]) == set(
+        f"attn_kernel={k}" for k in ("per_head", "materialized", "flash"))
+    fit = pd.read_csv(out / "fit.csv")
+    assert ((fit["fitted"] >= fit["range_low"]) & (fit["fitted"] <= fit["range_high"])).all()
+    assert fit.set_index("unknown").loc["io_bandwidth", "range_high"] == 1.5e11  # the spec bounds the fit
     assert presets.raw("hardware", "cs2") == before
     from wsemoe.config.yamlio import load
     from wsemoe.specs import HardwareSpec
 
     fitted = HardwareSpec(**load(out / "cs2-calibrated.yaml"))  # a valid hardware spec
-    assert 0.3 <= fitted.matmul_efficiency <= 0.7
+    assert 0.3 <= fitted.matmul_efficiency <= 0.75  # inside its sourced range

@@ -86,6 +86,10 @@ def test_presets_lists_everything(runner):
     assert r.exit_code == 0
     for name in ("cs2", "cs3", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"):
         assert name in r.output
+    # the PE fabric of cs2: fabric and program rectangle (fabric less the host-I/O margin), cycles per
+    # hop / turn / relay stage, routable colours and those left free
+    assert "PE fabric" in r.output and "757×996 (750×994)" in r.output
+    assert "1/0/5" in r.output and "24 (21)" in r.output
 
 
 def test_python_api_matches_cli(tmp_path, small_config):

@@ -16,7 +16,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.sweep import engine
 from wsemoe.sweep.block import factorize
 from wsemoe.sweep import csvfile
-from wsemoe.sweep.csvfile import write_csv
+from wsemoe.sweep.csvfile import csv_text
 from wsemoe.sweep.run import run_sweep
 from wsemoe.sweep.space import Grid, _split
 
@@ -113,10 +113,10 @@ def test_csv_reads_back_as_pandas_wrote_it(tmp_path, monkeypatch):
                        "i": range(8), "b": [True, False] * 4, "t": ["a", 'q"uote', "c,omma", None, "x", "y", "z", "w"],
                        "c": pd.Categorical(["l", "m"] * 4), "tup": [(1, 2)] * 8}, index=pd.Index(range(10, 18), name="point"))
     monkeypatch.setattr(csvfile, "ARROW_ROWS", 0)  # the arrow path even for 8 rows
-    write_csv(df, tmp_path / "a.csv")
+    (tmp_path / "a.csv").write_text(csv_text(df))
     df.to_csv(tmp_path / "b.csv")
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a.csv", index_col=0), pd.read_csv(tmp_path / "b.csv", index_col=0))
-    write_csv(df, tmp_path / "c.csv", index=False)
+    (tmp_path / "c.csv").write_text(csv_text(df, index=False))
     df.to_csv(tmp_path / "d.csv", index=False)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "c.csv"), pd.read_csv(tmp_path / "d.csv"))
 

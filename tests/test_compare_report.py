@@ -69,7 +69,7 @@ def test_compare_cli_table_formats_and_plot(runs, runner, tmp_path):
     assert "on_cs3" in svg and "ratio to" in svg and "what binds" in svg and "×" in svg
 
 
-@pytest.mark.parametrize("args,needle", [(["only-one"], "two or more"), (["--metric", "mfuu"], "not a column"),
+@pytest.mark.parametrize("args,needle", [(["only-one"], "two or more"), (["--metric", "mfuu"], "unknown metric column"),
                                          (["--metric", "mfu:best"], "not max or min")])
 def test_compare_refuses_in_one_line(runs, runner, args, needle):
     a, b = runs
@@ -82,7 +82,7 @@ def test_compare_plot_never_replaces_a_users_file(runs, runner, tmp_path):
     mine = tmp_path / "figure.png"
     mine.write_bytes(b"my figure")
     r = runner.invoke(app, ["compare", *map(str, runs), "--plot", str(mine)])
-    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_bytes() == b"my figure"
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_bytes() == b"my figure"
 
 
 # ---------------------------------------------------------------- the HTML report
@@ -140,6 +140,6 @@ def test_report_refuses_to_overwrite_a_users_file(runs, runner, tmp_path):
     mine = tmp_path / "index.html"
     mine.write_text("<p>mine</p>")
     r = runner.invoke(app, ["report", str(runs[0]), "-o", str(mine)])
-    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_text() == "<p>mine</p>"
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_text() == "<p>mine</p>"
     assert runner.invoke(app, ["report", str(runs[0]), "-o", str(tmp_path / "r.html")]).exit_code == 0
     assert runner.invoke(app, ["report", str(runs[0]), "-o", str(tmp_path / "r.html")]).exit_code == 0  # ours

@@ -34,7 +34,8 @@ def test_docs_list_every_key_with_type_unit_default_and_meaning():
         for field, info in cls.model_fields.items():
             line = next((ln for ln in text.splitlines() if ln.startswith(f"| {field} |")), None)
             assert line is not None, (section, field)
-    assert "| bytes_per_weight | number, > 0, ≤ 64 | bytes | `2.0` | bytes per weight (2 = bf16) |" in text
+    assert "| bytes_per_act | number, > 0, ≤ 64 | bytes | `2.0` | bytes per activation element |" in text
+    assert "| expert_weight_format | one of: bf16 \\| fp8 \\| fp4 |  | `bf16` |" in text and "bytes_per_weight" not in text
     assert "| B | integer, > 0, ≤ 16,777,216 | sequences | `1` |" in text
     assert "{range: [1024, 8192], step: 1024}" in text  # the step syntax, documented
 
@@ -55,7 +56,7 @@ def test_schema_command_writes_a_json_schema_with_units(runner, tmp_path):
     mine = tmp_path / "mine.json"
     mine.write_text("{}")
     r = runner.invoke(app, ["schema", "-o", str(mine)])
-    assert r.exit_code != 0 and "not written by wsemoe" in r.output and mine.read_text() == "{}"
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_text() == "{}"
 
 
 def _keys(node, schema, path=()):
@@ -78,7 +79,7 @@ def test_shipped_sweeps_fit_the_schema(sweep):
 
 @pytest.mark.parametrize("change,needle", [
     ({"objectives": {"mfuu": "max"}}, "[objectives -> mfuu] unknown objective column 'mfuu'; did you mean 'mfu'?"),
-    ({"objectives": {"bound": "max"}}, "objective column 'bound' is not a number"),
+    ({"objectives": {"bound": "max"}}, "objective column 'bound' holds text, not numbers"),
     ({"constraints": [{"column": "step_time", "max": 1}]}, "did you mean 'step_time_s'"),
     ({"compare": {"metric": "tokens_per_sec", "baseline": {"workload.B": 1}}}, "did you mean 'tokens_per_s'"),
     ({"compare": {"baseline": {"workload.GG": 1}}}, "did you mean 'workload.B'"),

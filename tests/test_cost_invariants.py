@@ -132,7 +132,11 @@ def _random_config(d):
         base = "wsc-b200-8x8" if kind == "mesh" else "nvl72"
         hw = {"preset": base, "rows": rows, "cols": cols,
               "hop_latency_s": d.draw(st.sampled_from([0.0, 2.0e-7])),
-              "port_bw_bytes_per_s": d.draw(st.sampled_from([9.0e11, 3.6e12, float("inf")]))}
+              "port_bw_bytes_per_s": d.draw(st.sampled_from([9.0e11, 3.6e12, float("inf")])),
+              "kernel_launch_s": d.draw(st.sampled_from([0.0, 1.0e-6])),
+              "collective_latency_s": d.draw(st.sampled_from([0.0, 4.5e-6])),
+              "alltoall_latency_s": d.draw(st.sampled_from([None, 0.0, 2.6e-5])),
+              "node_peak_flops_fp4": d.draw(st.sampled_from([None, 9.0e15]))}
         n = rows * cols
         mapping = {"tp": d.draw(st.sampled_from([t for t in range(1, n + 1) if n % t == 0])),
                    "strategy": d.draw(st.sampled_from(["block", "er", "snake", "random"]))}
@@ -140,7 +144,9 @@ def _random_config(d):
                 "seq_len": d.draw(st.sampled_from([128, 1024, 8192])),
                 "recompute": d.draw(st.sampled_from(["none", "selective", "full"])),
                 "attn_kernel": d.draw(st.sampled_from(["materialized", "flash"])),
-                "overlap": d.draw(st.sampled_from(["layer", "stage", "none"]))}
+                "overlap": d.draw(st.sampled_from(["layer", "stage", "none"])),
+                **{f: d.draw(st.sampled_from(["bf16", "fp8", "fp4"]))
+                   for f in ("attn_weight_format", "expert_weight_format", "kv_format")}}
     balance = {"distribution": d.draw(st.sampled_from(["uniform", "zipf"])), "zipf_s": d.draw(st.floats(0.0, 1.2)),
                "balancer": d.draw(st.sampled_from(["none", "replicate", "non-invasive", "stop-the-world"])),
                "spare_slots": d.draw(st.integers(0, 2)), "seed": d.draw(st.integers(0, 5))}

@@ -69,6 +69,7 @@ def test_eval_cli_takes_a_results_folder_and_prints_every_override(topk, runner)
     ("sweeps/moentwine_balance.yaml", 7, []), ("sweeps/moentwine_mapping.yaml", 11, []),
     ("sweeps/moentwine_vs_nvl72.yaml", 5, []), ("sweeps/moentwine_scale.yaml", 3, []),
     ("sweeps/moentwine_scale.yaml", 3, ["workload.comm_overlap=none"]),
+    ("sweeps/moentwine_vs_nvl72.yaml", 2300, ["workload.expert_weight_format=fp8", "workload.kv_format=fp8"]),
 ])
 def test_breakdown_adds_up(config, point, sets):
     _, rows = breakdown(config, point, sets)
@@ -76,6 +77,24 @@ def test_breakdown_adds_up(config, point, sets):
     assert {n for n, _ in sums} >= {"step_time_s", "tokens_per_s", "mfu", "moe_layer_time_s", "g_mem_attn"}
     for name, text in sums:
         assert text.endswith("✓"), (name, text)
+
+
+def test_breakdown_shows_kernel_launches_collective_latencies_and_formats():
+    """NVL72 decode at TP 8 with FP8 experts: the layer formula carries the stages' kernel launches (MLA attention 8,
+    MoE block 4: 12 µs), the phases their fixed software latencies, and the precision group the formats with their
+    bytes and the peaks they run at."""
+    cfg = {"name": "e", "hardware": "nvl72", "model": "deepseek-v3", "mapping": {"tp": 8},
+           "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": 8, "expert_weight_format": "fp8"}}
+    row, rows = breakdown(cfg, 0)
+    text = {n: t for g, n, _, _, t in rows}
+    value = {n: v for g, n, v, _, _ in rows}
+    assert "kernel launches 12 µs" in text["moe_layer_time_s"] and text["moe_layer_time_s"].endswith("✓")
+    assert value["dispatch_fixed_s"] == value["combine_fixed_s"] == 26e-6 and value["allreduce_fixed_s"] == 4.5e-6
+    precision = {n: (v, t) for g, n, v, _, t in rows if g.startswith("precision")}
+    assert precision["workload.expert_weight_format"][0] == "fp8" and "[1 byte per value]" in \
+        precision["workload.expert_weight_format"][1]
+    assert precision["expert_peak_flops"][0] == 4.5e15 and precision["attention_peak_flops"][0] == 2.25e15
+    assert text["mfu"].endswith("✓") and row["format_peak_flops"] > 2.25e15
 
 
 def test_breakdown_notices_a_wrong_column(monkeypatch):
@@ -88,7 +107,7 @@ def test_breakdown_notices_a_wrong_column(monkeypatch):
 
 
 def test_point_out_of_range_and_bad_sets_are_one_line(runner):
-    for args, needle in ((["--point", "4096"], "out of range"), (["--set", "workload.GG=2"], "did you mean"),
+    for args, needle in ((["--point", "32768"], "out of range"), (["--set", "workload.GG=2"], "did you mean"),
                          (["--set", "G"], "use --set section.field=value"), (["--set", "workload.G=0"], "greater than 0"),
                          (["--set", "model.num_experts_per_tok=999"], "exceeds")):
         r = runner.invoke(app, ["eval", "sweeps/bta_topk.yaml", *args])

@@ -364,10 +364,10 @@ def test_activation_memory_scales_with_bytes_per_act():
 
 def test_gqa_kv_cache_in_inference():
     """GQA caches K and V; TP splits heads, so a rank holds ⌈n_kv/tp⌉ of them (at least one: beyond tp = n_kv
-    heads are replicated): 2·⌈n_kv/tp⌉·d_h·b_a bytes per cached token and layer on every rank, read once per
-    layer together with the weights (one HBM term)."""
+    heads are replicated): 2·⌈n_kv/tp⌉·d_h·b_kv bytes per cached token and layer on every rank (kv_format fp8:
+    1 byte), read once per layer together with the weights (one HBM term)."""
     cfg = {"name": "kv", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b",
-           "workload": {"mode": "prefill", "seq_len": 4096, "B": 4, "G": 3, "bytes_per_act": 1}}
+           "workload": {"mode": "prefill", "seq_len": 4096, "B": 4, "G": 3, "kv_format": "fp8"}}
     row = wsemoe.evaluate(cfg).iloc[0]
     hw, m = load_hardware("wsc-b200-8x8"), load_model("qwen3-30b-a3b")
     tp, seqs = 64, 12                                    # tp unset: one group of all 64 dies
@@ -476,10 +476,10 @@ def _show_error(runner, path, *needles):
 
 
 def test_a_part_damaged_in_place_is_one_line(runner, written):
-    """Same size, so the cheap size check passes; reading the part fails and says so."""
+    """Same size, so the cheap size check passes; its checksum does not, and the line says how to recompute it."""
     part = sorted((written / "points.parquet").iterdir())[1]
     part.write_bytes(b"\0" * part.stat().st_size)
-    _show_error(runner, written, "cannot read points.parquet")
+    _show_error(runner, written, "does not match its checksum", "--resume")
 
 
 def test_a_part_with_other_rows_than_its_range_is_one_line(runner, written):
@@ -493,9 +493,9 @@ def test_a_part_with_other_rows_than_its_range_is_one_line(runner, written):
         if p["file"] == part.name:
             p["bytes"] = part.stat().st_size
     (written / "manifest.json").write_text(json.dumps(man))
-    _show_error(runner, written, "points.parquet has 8 rows, the manifest says 10")
+    _show_error(runner, written, "does not match its checksum")
 
 
 def test_an_unreadable_pareto_csv_is_one_line(runner, written):
     (written / "pareto.csv").write_bytes(b"point,tokens_per_s\n\xff\xfe,1\n")
-    _show_error(runner, written, "cannot read pareto.csv")
+    _show_error(runner, written, "pareto.csv has 24 bytes, the manifest says")

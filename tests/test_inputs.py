@@ -197,7 +197,7 @@ def test_histogram_path_that_is_a_directory(tmp_path):
 def test_histogram_path_below_a_file(tmp_path):
     (tmp_path / "f.csv").write_text("expert,tokens\n0,1\n")
     err = _hist_error(tmp_path / "f.csv" / "x.csv")
-    assert err.message.startswith("cannot read histogram file:") and "Not a directory" in err.message
+    assert err.message.startswith("cannot read histogram file:") and "not a folder (ENOTDIR)" in err.message
 
 
 def test_histogram_that_is_not_utf8(tmp_path, runner):
@@ -223,7 +223,7 @@ def test_a_file_that_cannot_be_opened(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as exc:
         files.read_text(path, 100, "histogram file", loc_prefix=("balance", "histogram"))
     assert exc.value.loc == ("balance", "histogram", str(path))
-    assert exc.value.message == "cannot read histogram file: Permission denied"
+    assert exc.value.message == "cannot read histogram file: permission denied (EACCES)"
 
 
 # ------------------------------------------------------------------ histogram CSVs

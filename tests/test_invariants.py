@@ -23,7 +23,7 @@ from wsemoe.analysis import cases as cases_mod
 from wsemoe.analysis.invariants import REGISTRY, hardware_fields
 from wsemoe.cli import app
 from wsemoe.config.loader import load_config
-from wsemoe.cost import step
+from wsemoe.cost import stagecost
 from wsemoe.sweep import space
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +40,14 @@ def _write(tmp_path, cfg, name="cfg.yaml"):
 def broken_io(monkeypatch):
     """A wafer whose I/O is wired backwards: streaming time grows with the I/O bandwidth (the formula
     sees 1.5e11²/bandwidth), equal to the real model at the CS-2's 150 GB/s and slower above it."""
-    real = step._io_time
+    real = stagecost.io_time
 
-    def backwards(hw, wl, nbytes, *args, **kwargs):
+    def backwards(hw, wl, part, *args, **kwargs):
         if hw.weight_source != "streamed":
-            return real(hw, wl, nbytes, *args, **kwargs)
+            return real(hw, wl, part, *args, **kwargs)
         flipped = SimpleNamespace(**{**vars(hw), "io_in_bw_bytes_per_s": 1.5e11 ** 2 / hw.io_in_bw_bytes_per_s})
-        return real(flipped, wl, nbytes, *args, **kwargs)
-    monkeypatch.setattr(step, "_io_time", backwards)
+        return real(flipped, wl, part, *args, **kwargs)
+    monkeypatch.setattr(stagecost, "io_time", backwards)
 
 
 def test_broken_io_fails_its_invariant_naming_the_inputs_and_nothing_else(broken_io, small_config):
@@ -137,7 +137,7 @@ def test_unwritable_junit_target_is_refused_before_running(runner, tmp_path, sma
     blocker = tmp_path / "file"
     blocker.write_text("")
     r = runner.invoke(app, ["invariants", str(_write(tmp_path, small_config)), "--junit", str(blocker / "r.xml")])
-    assert r.exit_code == 2 and "parent is not a folder" in r.output
+    assert r.exit_code == 2 and "not a folder" in r.output
 
 
 def test_a_check_that_raises_is_an_error_result_and_exit_1(runner, tmp_path, small_config, monkeypatch):
@@ -154,7 +154,9 @@ def test_a_check_that_raises_is_an_error_result_and_exit_1(runner, tmp_path, sma
 def test_user_config_with_hf_model_and_custom_hardware_holds():
     report = wsemoe.check_invariants([EXAMPLE / "configs" / "my-wafer-olmoe.yaml"])
     assert report.ok, [r.message() for r in report.results if r.status != "pass"]
-    assert {r.status for r in report.results} == {"pass"}  # a mesh exercises every invariant
+    node = [r for r in report.results if not r.invariant.name.startswith("serving_")]
+    assert {r.status for r in node} == {"pass"}  # a mesh exercises every node-level invariant
+    assert {r.status for r in report.results if r not in node} == {"skip"}  # no SRAM-serving point
     cfg = load_config(EXAMPLE / "configs" / "my-wafer-olmoe.yaml")
     assert cfg.model.num_experts == 64 and cfg.hardware.name == "my-4x4-wafer"
 
@@ -279,7 +281,21 @@ def test_junit_write_failure_is_one_error_and_leaves_no_temporary_file(monkeypat
     from wsemoe.report import junit
 
     report = wsemoe.check_invariants([small_config], points=4, only=["mfu_at_most_matmul_efficiency"])
-    monkeypatch.setattr(junit.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
-    with pytest.raises(WsemoeError, match="No space left"):
+    from wsemoe.sweep import writer
+
+    monkeypatch.setattr(writer.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(WsemoeError, match="no space left.*ENOSPC"):
         junit.write_junit(report, tmp_path / "r.xml")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_format_wider_than_it_claims_fails_the_format_invariant(monkeypatch, small_config):
+    """fp8 read as 4 bytes per weight (wider than bf16): streaming the experts takes longer, which the format
+    invariant must call a failure and name the format that changed."""
+    from wsemoe.cost.node import formats
+
+    monkeypatch.setitem(formats.BYTES, "fp8", 4.0)
+    (result,) = wsemoe.check_invariants([small_config], only=["narrower_formats_are_never_slower"]).results
+    assert result.status == "fail"
+    worst = result.outcome.worst
+    assert worst.lhs > worst.rhs and any("format" in k for k in worst.inputs)

@@ -1,5 +1,6 @@
 """Tests of the mesh, communication and balancing plots: files, labels, and drawn data against the model."""
 
+import json
 import shutil
 
 import numpy as np
@@ -10,6 +11,7 @@ from matplotlib import image
 from wsemoe.cost.fabric import mesh
 from wsemoe.cost import structure
 from wsemoe.report.figures import fig_balance, fig_mesh, meshdraw
+from wsemoe.sweep import writer
 from wsemoe.report.figures.plots import plot_results
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.run import run_sweep
@@ -53,7 +55,7 @@ def test_expected_plots_written_and_decodable(sweeps, name):
         assert h > 500 and w > 1000  # 200 dpi, not a thumbnail
     mine = {p.stem for p in written if p.stem in MINE or p.stem.startswith(("link_heatmap_", "node_load_"))}
     assert mine == set(EXPECTED[name])  # nothing the data does not support
-    assert not [p for p in (path / "plots").iterdir() if p.name.startswith(".")]
+    assert not [p for p in (path / "plots").iterdir() if p.name.startswith(".") and p.name != ".wsemoe.json"]
 
 
 @pytest.mark.parametrize("name,stem,texts", [
@@ -142,14 +144,21 @@ def test_stale_plots_removed_and_config_optional(sweeps, tmp_path):
     src, _ = sweeps["map"]
     path = tmp_path / "copy"
     shutil.copytree(src, path)
-    (path / "plots" / "link_heatmap_snake_tp2.png").write_bytes(b"old")
-    (path / "plots" / "wsc_vs_nvl72.svg").write_text("old")
-    (path / "config.yaml").unlink()  # without it no structure can be built: heat maps are skipped
+    for stale in ("link_heatmap_snake_tp2.png", "wsc_vs_nvl72.svg"):  # plots an earlier run wrote
+        writer.write_file(path / "plots" / stale, b"old", "plot")
+    (path / "plots" / "link_heatmap_mine_tp2.png").write_bytes(b"mine")  # not wsemoe's: never removed
+    # Results without config.yaml (as an older wsemoe wrote them, so the manifest records no checksum
+    # for it): no structure can be built, heat maps are skipped.
+    man = json.loads((path / "manifest.json").read_text())
+    del man["files"]["config.yaml"]
+    (path / "manifest.json").write_text(json.dumps(man))
+    (path / "config.yaml").unlink()
     written = plot_results(path)
     mine = {p.name for p in written if p.stem in MINE or p.stem.startswith(("link_heatmap_", "node_load_"))}
     assert mine == {"comm_breakdown.png", "comm_breakdown.svg", "comm_breakdown.txt"}  # txt: its caption
     left = {p.name for p in (path / "plots").iterdir()}
-    assert not any(n.startswith("link_heatmap_") or n.startswith("wsc_vs_nvl72") for n in left)
+    assert not any(n.startswith("link_heatmap_") or n.startswith("wsc_vs_nvl72") for n in left - {"link_heatmap_mine_tp2.png"})
+    assert (path / "plots" / "link_heatmap_mine_tp2.png").read_bytes() == b"mine"
 
 
 def test_slice_prefers_top_k_8_and_largest_batch():

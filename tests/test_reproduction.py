@@ -1,30 +1,20 @@
-"""Published figures reproduced within stated tolerances (the rows `wsemoe validate` prints).
+"""Published figures reproduced within bands written before the model ran (the rows `wsemoe validate` prints).
 
-Every row can fail: the known gaps (`no` rows, each with its reason) are pinned here, so a row that
-starts or stops reproducing fails this test until the record is updated.
+Every check can fail: a value outside its band makes it `FAILS` unless the row is a known deviation
+(validate/deviations.py), and the known deviations are exactly the `no` rows, so a row that starts or stops
+reproducing fails these tests (and `wsemoe validate` exits 1) until the record is updated.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
 
 from wsemoe import validate
+from wsemoe.validate import common, deviations, tolerances
 from wsemoe.validate.common import unexplained
-
-KNOWN_GAPS = {
-    "layer-input checkpoints of every shipped micro-batch fit the wafer's SRAM (if held there)",
-    "BTA speedup in tokens/s at E 128, top-k 1",
-    "MoE communication (all-reduce + dispatch + combine) falls under ER (top-k 8, B=256, every TP, both models)",
-    "HER cuts MoE communication against the flat baseline mapping on 4 wafers (same TP, flow and rings; both "
-    "models, 1–256 tokens/device)",
-    "NI-Balancer cuts MoE compute (HER on 4 wafers, one expert per die, replicas for hot experts)",
-    "NI-Balancer cuts MoE communication (replicas for hot experts, 64 tokens/device: all-to-all bandwidth-bound)",
-    "NI-Balancer cuts MoE communication (every spare slot filled, as EPLB, 64 tokens/device: all-to-all "
-    "bandwidth-bound)",
-    "per-device MoE-block throughput, WSC (4 wafers, each system tuned) vs NVL72, mean where NVL72's MoE stage is "
-    "HBM-bound (1–64 tokens/device)",
-}
 
 
 @pytest.fixture(scope="module")
@@ -32,40 +22,147 @@ def rows():
     return validate.run_all()
 
 
-def test_no_unexplained_failure(rows):
-    assert not unexplained(rows)
+def test_no_unexpected_failure(rows):
+    assert not unexplained(rows), [(r["id"], r["reason"]) for r in unexplained(rows)]
+    assert not deviations.stale(rows)
 
 
-def test_known_gaps_are_exactly_the_no_rows(rows):
-    no = {r["claim"] for r in rows if r["status"] == "no"}
-    assert no == KNOWN_GAPS
-    assert all(r["reason"] for r in rows if r["status"] == "no")
+def test_known_deviations_are_exactly_the_no_rows(rows):
+    assert {r["id"] for r in rows if r["status"] == "no"} == set(deviations.KNOWN)
+    assert all(r["reason"] and r["distance"] for r in rows if r["status"] == "no")
 
 
-def test_context_rows_are_apart_from_the_claims(rows):
-    """Context rows show a model figure beside a statement they cannot check: never pass/fail, always a note."""
+def test_ids_are_unique_and_every_band_is_used(rows):
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids))
+    used = {i.split(":")[0] for i in ids}
+    assert set(tolerances.BANDS) <= used, set(tolerances.BANDS) - used
+
+
+@pytest.mark.parametrize("kind", ["check", "headline", "property", "fitted"])
+def test_every_row_can_fail(rows, kind):
+    """A row that cannot fail is a defect: each band has a finite end, and the same row with its value moved just
+    outside fails (`FAILS`, or `no` where a known deviation allows it)."""
+    picked = [r for r in rows if r["kind"] == kind]
+    assert picked
+    for r in picked:
+        b = r["band"]
+        assert b.lo is not None or b.hi is not None, r["id"]
+        for v in b.outside_value():
+            moved = common.row(r["id"], r["claim"], r["published"], v, band=b, kind="check" if kind == "headline"
+                               else kind)
+            assert not moved["ok"], (r["id"], v)
+            (out,) = deviations.classify([moved], known={})
+            assert out["status"] == "FAILS", r["id"]
+
+
+def test_statuses_follow_kind_band_and_record():
+    b = tolerances.Band(1.0, 2.0)
+    yes, no = common.row("x", "c", "p", 1.5, band=b), common.row("x", "c", "p", 3.0, band=b)
+    assert deviations.classify([dict(yes)], known={})[0]["status"] == "yes"
+    assert deviations.classify([dict(no)], known={"x": "why"})[0]["status"] == "no"
+    assert deviations.classify([dict(no)], known={})[0]["status"] == "FAILS"          # a new deviation
+    assert deviations.classify([dict(yes)], known={"x": "why"})[0]["status"] == "FAILS"  # a stale record
+    prop = common.row("x", "c", "p", 3.0, band=b, kind="property")
+    assert deviations.classify([prop], known={"x": "why"})[0]["status"] == "FAILS"   # properties are never excused
+    assert deviations.classify([common.row("x", "c", "p", np.nan, band=b)], known={})[0]["status"] == "FAILS"
+
+
+def test_headlines_show_default_range_and_whether_the_published_value_lies_inside(rows):
+    heads = {r["id"]: r for r in rows if r["kind"] == "headline"}
+    assert {"bta.speedup", "scale.nvl72:deepseek-v3", "scale.nvl72:qwen3-235b-a22b"} <= set(heads)
+    for r in heads.values():
+        assert r["default"] and "combinations of" in r["range"] and r["low"] <= r["high"]
+    bta = heads["bta.speedup"]
+    assert bta["inside"] == (bta["low"] <= 5.0 <= bta["high"])
+    assert "attn_kernel" in bta["range"] and "hold" in bta["range"]
+    for model in ("deepseek-v3", "qwen3-235b-a22b"):
+        r = heads[f"scale.nvl72:{model}"]
+        assert "fixed_latency" in r["range"] and "d2d_bandwidth" in r["range"]
+        assert "1:" in r["model"] and "256:" in r["model"]  # the ratio at every load, not a mean
+
+
+def test_moentwine_rows_state_their_reading(rows):
+    """MoEntwine's figures are read without per-call software latency (its simulator), which differs from the
+    registry default: every row citing them says so."""
     for r in rows:
-        assert r["status"] in ("yes", "no", "property", "info")
-        if r["status"] == "info":
-            assert r["kind"] == "info" and r["tolerance"]
+        if r["id"].split(".")[0] in ("mapping", "balance", "scale"):
+            assert "fixed_latency=launch_only (default as_gpu)" in r["reading"], r["id"]
+        if r["id"].startswith("bta."):
+            assert "attn_kernel=per_head" in r["reading"] and "default" not in r["reading"], r["id"]
+
+
+def test_the_edges_property_fails_on_the_old_axis():
+    """The property that no best design sits at an axis end can fail: with B capped at 16 (the old sweeps)
+    uniform batching's best B is 16 under one head's scores at a time."""
+    from wsemoe.validate import bta
+
+    cfg = common.sweep_config("bta_topk")
+    capped = cfg.model_copy(update={"axes": {**cfg.axes, "workload.B": list(range(1, 17))}})
+    table = bta.bta_comparison("bta_topk", capped)
+    assert int(table["baseline_B"].max()) == 16
+    assert not bta.edges({"bta_topk": table}, "", {"bta_topk": capped})["ok"]
+    assert bta.edges({"bta_topk": bta.bta_comparison("bta_topk")}, "")["ok"]
 
 
 @pytest.mark.parametrize("name", ["bta_experts", "bta_topk"])
 def test_shipped_sparsity_sweeps_in_tokens_per_s(name):
-    """The paper's trends in its units: the baseline falls monotonically, BTA stays within 1.2× (max/min)."""
+    """At BTA's reading: the baseline falls monotonically, BTA stays within 1.2× (max/min)."""
     t = validate.bta_comparison(name)
     uniform, bta = t["baseline_tokens_per_s"].to_numpy(), t["best_tokens_per_s"].to_numpy()
     assert np.all(np.diff(uniform) < 0)
     assert bta.max() / bta.min() <= 1.2
-    assert (t["best_G"] > 1).all()  # BTA wins by tiling, not by a different B alone
 
 
-def test_validate_command(runner, rows):
+def test_sources_page_agrees_with_validate(rows):
+    """docs/sources.md carries validate's rows between its markers, README.md its summary, headlines and known
+    deviations, as `make docs` (tools/update_docs.py) writes them."""
+    from pathlib import Path
+
+    from wsemoe.validate import record
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("docs/sources.md", "README.md"):
+        page = (root / name).read_text()
+        assert record.replace(page, rows) == page, f"regenerate it: make docs ({name})"
+
+
+def test_record_rewrites_only_the_blocks(rows):
+    from wsemoe.validate import record
+
+    page = f"# kept\n{record.START}\nSTALE-BLOCK\n{record.END}\ntail\n"
+    text = record.replace(page, rows)
+    assert text.startswith("# kept\n") and text.endswith("tail\n") and "STALE-BLOCK" not in text
+    assert record.markdown(rows) in text
+
+
+def _cli(runner, monkeypatch, rows):
     from wsemoe.cli import app
 
-    r = runner.invoke(app, ["validate"], env={"COLUMNS": "1000"})
+    monkeypatch.setattr(validate, "run_all", lambda *a, **k: rows)
+    return runner.invoke(app, ["validate"])
+
+
+def test_validate_command(runner, monkeypatch, rows):
+    r = _cli(runner, monkeypatch, rows)
     assert r.exit_code == 0, r.output
-    no = [x for x in rows if x["status"] == "no"]
-    assert f"{sum(x['status'] == 'yes' for x in rows)} yes, {len(no)} no" in r.output.splitlines()[0]
-    for k, x in enumerate(no, 1):  # every reason a note below the table, numbered as its row's status says
-        assert f"[{k}] {x['reason']}" in r.output
+    assert "known deviations (" in r.output and "claims:" in r.output.splitlines()[0]
+
+
+def test_a_new_deviation_makes_validate_exit_nonzero(runner, monkeypatch, rows):
+    moved = copy.deepcopy(rows)
+    r = next(r for r in moved if r["status"] == "yes")
+    r.update(common.row(r["id"], r["claim"], r["published"], r["band"].outside_value()[0], band=r["band"]))
+    deviations.classify(moved)
+    out = _cli(runner, monkeypatch, moved)
+    assert out.exit_code == 1 and r["id"] in out.output and "FAILS" in out.output
+
+
+def test_a_failed_property_makes_validate_exit_nonzero(runner, monkeypatch, rows):
+    moved = copy.deepcopy(rows)
+    r = next(r for r in moved if r["status"] == "property")
+    r.update(common.row(r["id"], r["claim"], r["published"], r["band"].outside_value()[-1], band=r["band"],
+                        kind="property"))
+    deviations.classify(moved)
+    out = _cli(runner, monkeypatch, moved)
+    assert out.exit_code == 1 and "unexpected failures (1)" in out.output

@@ -9,7 +9,8 @@ from wsemoe.version import __version__
 
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
            "load_model", "parameter_counts", "check_invariants", "sensitivity", "calibrate", "query", "explain",
-           "compare", "plot", "write_report", "list_results", "config_schema"]
+           "compare", "plot", "write_report", "list_results", "config_schema", "readings", "apply_readings",
+           "robustness", "point_config"]
 
 
 def evaluate(config, **kwargs):
@@ -42,12 +43,21 @@ def query(results, where=None, columns=None, sort=None, limit=None, every_point=
                   feasible=feasible)
 
 
-def explain(config, point: int = 0, sets=None):
+def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
     """One point (its index in the sweep) broken into its terms and how they add up: (row, [(group, term,
-    value, unit, meaning)]); `sets` like ["workload.G=8"] override that point's values."""
+    value, unit, meaning)]); `sets` like ["workload.G=8"] override that point's values. Without `config`,
+    the single point of `hardware`, `model` and `sets` (as `wsemoe eval --hardware --model --set`)."""
     from wsemoe.analysis.explain import breakdown
 
-    return breakdown(config, point, sets or [])
+    return breakdown(config, point, sets or [], hardware=hardware, model=model)
+
+
+def point_config(hardware, model, sets=None, name: str = "point") -> dict:
+    """The sweep-config mapping of one point: a hardware and a model (preset names or files) and settings like
+    ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row."""
+    from wsemoe.config.single import parse_sets, point_mapping
+
+    return point_mapping(hardware, model, parse_sets(sets or []), name)
 
 
 def compare(folders, metric=None):
@@ -130,9 +140,36 @@ def sensitivity(config, **kwargs):
     return run(config, **kwargs)[0]
 
 
+def readings(path=None) -> dict:
+    """The readings: modelling choices no source pins, {name: Reading} with options (the spec fields each sets,
+    evidence, source), default and why (the shipped wsemoe/presets/readings.yaml, or a file of that form)."""
+    from wsemoe.config.readings import load
+
+    return load(path)
+
+
+def apply_readings(config, choice: dict):
+    """A sweep (path, dict or SweepConfig) under named readings, e.g. {"attn_kernel": "flash"}: a SweepConfig to
+    evaluate (`wsemoe.evaluate`) or run; a reading the sweep pins, or that does not apply to it, is refused."""
+    from wsemoe.config.loader import load_config as load
+    from wsemoe.config.readings import apply
+
+    return apply(load(config), choice)
+
+
+def robustness(config, only=(), fixed=None, write: bool = False, out_root="results"):
+    """A sweep evaluated under every combination of its readings (`only`: vary just these; `fixed`: {reading:
+    option} for every run); `.summary()` per quantity and group (as configured, at the default readings, range,
+    flips, hinge), `.statement()` the comparison's line. With `write`, also into results/<name>/readings/."""
+    from wsemoe.analysis import readings as rd
+
+    return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)
+
+
 def calibrate(hardware: str = "cs2", **kwargs):
-    """Fit a hardware preset's calibration unknowns to the public BTA targets; writes the fitted preset beside a
-    copy of the original with the diff and residuals (see `wsemoe.analysis.calibrate.run`)."""
+    """Fit a hardware preset's calibration unknowns to the public BTA targets under every reading; writes the fit
+    at the default readings as a preset beside a copy of the original, with the diff, residuals and χ² per reading
+    (see `wsemoe.analysis.calibrate.run`). Returns [(reading, Fit)], the default readings first."""
     from wsemoe.analysis.calibrate import run
 
     return run(hardware, **kwargs)[0]

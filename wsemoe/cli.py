@@ -12,13 +12,14 @@ import functools
 import os
 import signal
 import sys
+import time
 
 import typer
 from typer.core import TyperGroup
 
 from wsemoe.commands import model, results, study
 from wsemoe.commands.reply import Reply
-from wsemoe.errors import WsemoeError
+from wsemoe.errors import WsemoeError, os_error, printable
 from wsemoe.version import __version__
 
 
@@ -52,18 +53,18 @@ app = typer.Typer(cls=OneLineGroup, no_args_is_help=True, pretty_exceptions_enab
 
 
 def fail(message: str, code: int = 2):
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {printable(message)}", err=True)
     raise typer.Exit(code)
 
 
 def deliver(reply: Reply) -> None:
     """Print a command's reply in order, then its error line, and exit with its code."""
     from_console = None
-    for kind, item, opts in reply.items:
+    for kind, item, opts in reply.items:  # text from results is shown escaped (report.terminal.console.shown)
         if kind == "text":
-            typer.echo(item, err=bool(opts))
+            typer.echo(printable(item, lines=True), err=bool(opts))
         elif kind == "raw":
-            sys.stdout.write(item)
+            sys.stdout.write(printable(item, lines=True))
         else:
             if from_console is None:
                 from wsemoe.report.terminal.console import console
@@ -76,15 +77,40 @@ def deliver(reply: Reply) -> None:
         raise typer.Exit(reply.code)
 
 
+INTERRUPTED = "interrupted; no results were written (a sweep continues with --resume)"
+HARD_EXIT_S = 3.0  # a signal this long after the first one ends the process at once
+_first_signal: list[float] = []
+
+
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+    """SIGINT and SIGTERM: the first stops the command (KeyboardInterrupt: workers are killed, finished parts
+    kept); those that follow within HARD_EXIT_S are ignored, so the clean-up they would interrupt ends
+    promptly; one after that ends the process at once (parts on disk are whole: they are renamed in)."""
+    if not _first_signal:
+        _first_signal.append(time.monotonic())
+        raise KeyboardInterrupt
+    if time.monotonic() - _first_signal[0] > HARD_EXIT_S:
+        os.write(2, f"error: {INTERRUPTED}\n".encode())
+        os._exit(130)
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    """The OSError behind an exception (itself, or what caused it), if any."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, OSError):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def guarded(fn):
     """Run a command and print its reply; turn every failure into one line on stderr and a non-zero exit."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C: one line, progress kept
+        _first_signal.clear()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a polite kill ends like Ctrl-C: one line, progress kept
+            signal.signal(sig, _interrupt)
         try:
             reply = fn(*args, **kwargs)
         except typer.Exit:
@@ -92,10 +118,15 @@ def guarded(fn):
         except WsemoeError as exc:
             fail(exc.line())
         except KeyboardInterrupt:
-            fail("interrupted; no results were written (a sweep continues with --resume)", 130)
+            for sig in (signal.SIGINT, signal.SIGTERM):  # the exit that follows is not interrupted again
+                signal.signal(sig, signal.SIG_IGN)
+            fail(INTERRUPTED, 130)
         except Exception as exc:  # a bug, but users still get one line
             if os.environ.get("WSEMOE_DEBUG"):
                 raise
+            cause = _os_error_in(exc)
+            if cause is not None:  # the system refused something a writer or reader did not expect
+                fail(os_error(cause).line())
             fail(f"internal error ({type(exc).__name__}: {exc}); rerun with WSEMOE_DEBUG=1 for a traceback", 1)
         deliver(reply)
     return wrapper

@@ -26,9 +26,24 @@ class WsemoeError(Exception):
         return f"{where}{self.message}"
 
 
+def printable(text, lines: bool = False) -> str:
+    """Text with every character a terminal, an SVG, a web page or a one-line message cannot show as itself
+    (control characters, escape sequences, direction overrides; line breaks unless `lines`) written as its
+    escape, e.g. '\\x1b': the one sanitiser every sink of names from files and folders uses."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    if lines:
+        if text.replace("\n", "").isprintable():  # the common case, in C
+            return text
+        return "\n".join(printable(line) for line in text.split("\n"))
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] if repr(ch)[1:-1] != ch else f"\\u{ord(ch):04x}"
+                   for ch in text)
+
+
 def excerpt(text, limit: int = 60) -> str:
     """Text safe for a one-line message: control characters shown escaped, cut to `limit` characters."""
-    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text)[: 4 * limit])
+    shown = printable(str(text)[: 4 * limit])
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
@@ -46,3 +61,42 @@ class ResultsError(WsemoeError):
 
 class RunError(WsemoeError):
     """A sweep could not finish (executor failure, another run holds the folder); progress is kept."""
+
+
+# What an operating-system failure means for the user, by errno name (the rest say the system's own words).
+_OS_REASONS = {
+    "ENOSPC": "no space left on the device",
+    "EDQUOT": "disk quota exceeded",
+    "EFBIG": "file larger than this process may write (the file-size limit, ulimit -f)",
+    "EROFS": "read-only file system",
+    "EACCES": "permission denied",
+    "EPERM": "operation not permitted",
+    "ENAMETOOLONG": "name too long for the file system",
+    "EMFILE": "too many open files in this process (the open-file limit, ulimit -n)",
+    "ENFILE": "too many open files on the system",
+    "ENOENT": "no such file or folder",
+    "ENOTDIR": "a part of the path is not a folder",
+    "EISDIR": "is a folder",
+    "ELOOP": "too many levels of symbolic links",
+    "EIO": "input/output error on the device",
+    "ENOTEMPTY": "folder not empty",
+    "EXDEV": "crosses file systems",
+}
+
+
+def os_reason(exc: OSError) -> str:
+    """What an OSError means, in words, with its errno name: 'no space left on the device (ENOSPC)'."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    reason = _OS_REASONS.get(name) or (exc.strerror or type(exc).__name__)
+    return f"{reason} ({name})" if name else reason
+
+
+def os_error(exc: OSError, path=None, doing: str = "") -> "ResultsError":
+    """An OSError as one user-facing line naming the path (the file the system names, else `path`) and what
+    failed; `doing` says what wsemoe was doing ("write the report"). Nothing else is lost: callers keep
+    whatever was whole before."""
+    where = exc.filename if exc.filename is not None else path
+    text = f"cannot {doing}: {os_reason(exc)}" if doing else os_reason(exc)
+    return ResultsError(text, loc=(str(where),) if where is not None else None)

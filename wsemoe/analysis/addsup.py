@@ -1,5 +1,6 @@
 """How one point's numbers combine: stage rooflines → layer times → step time → throughput and MFU, and
-memory terms → stage peaks → constraint, each written out with its numbers and checked against the column.
+memory terms → stage peaks → constraint, each written out with its numbers and checked against the column; for SRAM
+serving, operators → layers → stages and hops → one token's latency → step, period and rates (`serving`).
 
 The formulas mirror cost/node/stages.py (rooflines, `workload.overlap` and `workload.comm_overlap`) and cost/node/memory.py; a line whose
 recomputed value does not match the model's column says so instead of showing a check mark.
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import math
 
-from wsemoe.cost.step import STAGE_COMM
+import numpy as np
+
+from wsemoe.cost.stagecost import STAGE_COMM
+from wsemoe.cost.wafer import regions
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
 MEMORY = {"attn": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
@@ -41,21 +45,37 @@ def _get(row, col) -> float:
     return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+SERIAL = "launch"   # a stage's kernel launches: serial, added to its roofline (`<stage>_launch_s`)
+
+
 def stage_columns(names, stage: str) -> tuple[dict, dict]:
     """({term: column} of a stage's concurrent terms, {phase: column} of its communication), from the
-    column names `<stage>_<term>_s` among `names` (what `eval` and the layer invariant both combine)."""
+    column names `<stage>_<term>_s` among `names` (what `eval` and the layer invariant both combine); the
+    serial kernel-launch column is neither (`launch_column`)."""
     comm_names = {c.removesuffix("_s") for c in STAGE_COMM.get(stage, ())}
     terms, comm = {}, {}
     for col in names:
         term = col.removeprefix(f"{stage}_").removesuffix("_s")
-        if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term and term not in ("time", "comm"):
+        if col.startswith(f"{stage}_") and col.endswith("_s") and "_" not in term \
+                and term not in ("time", "comm", SERIAL):
             (comm if term in comm_names else terms)[term] = col
     return terms, comm
+
+
+def launch_column(names, stage: str) -> str | None:
+    """The column of a stage's kernel launches, if the model wrote one."""
+    col = f"{stage}_{SERIAL}_s"
+    return col if col in names else None
 
 
 def _stage_terms(row, stage: str) -> tuple[dict, dict]:
     """(concurrent terms, communication phases) of a stage at one point, as numbers."""
     return tuple({k: _get(row, c) for k, c in part.items()} for part in stage_columns(row.keys(), stage))
+
+
+def _launch(row, stage: str) -> float:
+    col = launch_column(row.keys(), stage)
+    return 0.0 if col is None else _get(row, col)
 
 
 def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str]:
@@ -74,6 +94,10 @@ def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str
     else:  # nothing overlaps
         core = sum(sum(terms.values()) for terms, _ in split)
         text = " + ".join(f"{s} {' + '.join(f'{t} {_t(v)}' for t, v in terms.items())}" for s, (terms, _) in zip(stages, split))
+    launch = sum(_launch(row, s) for s in stages)
+    if launch:  # kernel launches are serial in every overlap mode
+        core += launch
+        text = f"{text} + kernel launches {_t(launch)}"
     comm = {f"{s}:{p}": v for s, (_, phases) in zip(stages, split) for p, v in phases.items()}
     if layer == "dense_layer" and "dense_layer_allreduce_s" in row:  # HER: the home wafer's all-reduce only
         comm["attention:allreduce"] = _get(row, "dense_layer_allreduce_s")
@@ -85,9 +109,9 @@ def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str
     return total, text + (f" + communication {shown}" if shown else "")
 
 
-def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int,
-          peak_flops: float) -> list:
-    """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU."""
+def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int) -> list:
+    """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU (at the peak of the
+    model's formats, `format_peak_flops`)."""
     out = []
     times = {}
     for layer in LAYERS:
@@ -108,7 +132,7 @@ def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, no
     out.append(("tokens_per_s", row["tokens_per_s"], "tokens/s",
                 f"{tokens:,.0f} tokens per micro-batch / {_t(step)} = {tokens / step:,.6g} tokens/s "
                 f"{_check(tokens / step, _get(row, 'tokens_per_s'))}"))
-    flops = _get(row, "model_flops_per_step")
+    flops, peak_flops = _get(row, "model_flops_per_step"), _get(row, "format_peak_flops")
     mfu = flops / (step * nodes * peak_flops)
     out.append(("mfu", row["mfu"], "1", f"{flops:.4g} model FLOPs / ({_t(step)} × {nodes} nodes × "
                 f"{peak_flops:.4g} FLOP/s) = {mfu:.4g} {_check(mfu, _get(row, 'mfu'))}"))
@@ -132,3 +156,130 @@ def memory(row) -> list:
             out.append((g, row[g], "1", f"{_b(total)} / {_b(cap)} usable − 1 = {total / cap - 1:.4g} "
                         f"({total / cap:.3g}× capacity) {_check(total / cap - 1, _get(row, g))}"))
     return out
+
+
+def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str, comm_overlap: str,
+            nodes: int) -> list:
+    """[(term, value, unit, how it is made)] of the serving metrics: TPOT is the decode step, tokens/s per user
+    its inverse; TTFT the step of the prefill `first` (its layers written out as for the step above)."""
+    out = []
+    if "tpot_s" in row:
+        step, seqs = _get(row, "step_time_s"), _get(row, "sequences_per_microbatch")
+        out.append(("tpot_s", row["tpot_s"], "s", f"one decode step {_t(step)}: every one of the {seqs:,.0f} "
+                    f"sequences gets its next token {_check(step, _get(row, 'tpot_s'))}"))
+        out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s",
+                    f"1 / {_t(step)} = {1 / step:,.6g} tokens/s "
+                    f"{_check(1 / step, _get(row, 'tokens_per_s_per_user'))}"))
+    if first is None or "ttft_s" not in row:
+        return out
+    for name, value, unit, text in steps(first, layers, moe_layers, overlap, comm_overlap, nodes):
+        if name.endswith("_time_s") and name != "step_time_s":
+            out.append((f"prefill {name}", value, unit, text))
+        elif name == "step_time_s":
+            ttft, prompts = _get(first, "step_time_s"), _get(first, "sequences_per_microbatch")
+            out.append(("ttft_s", row["ttft_s"], "s", f"prefill of {prompts:,.0f} prompts at once, no queueing: "
+                        f"{text}; ttft_s {_check(ttft, _get(row, 'ttft_s'))}"))
+    cap, top = _get(first, "mem_capacity_node_bytes"), _get(first, "mem_peak_node_bytes")
+    if "g_mem_prefill" in row and cap:
+        out.append(("g_mem_prefill", row["g_mem_prefill"], "1", f"prefill peak {_b(top)} / {_b(cap)} usable − 1 = "
+                    f"{top / cap - 1:.4g} {_check(top / cap - 1, _get(row, 'g_mem_prefill'))}"))
+    return out
+
+
+# SRAM serving (weight_source: sram): each layer kind from its operators, the one-token latency from its stages
+# (wafers) and hops and from its five terms, then the step, the period, time per output token and tokens per second.
+
+SERVING_KINDS = {"embedding": "embedding_time_s", "dense": "dense_layer_time_s", "moe": "moe_layer_time_s",
+         "head": "head_time_s"}
+SERVING_TERMS = {"local MACs": "pipeline_macs_s", "link": "pipeline_link_s", "hops": "pipeline_hops_s",
+         "op overhead": "pipeline_overhead_s", "inter-wafer": "pipeline_inter_wafer_s"}
+
+
+def serving_operators(row) -> list:
+    """Each layer kind's time as the sum of its operators (one token)."""
+    out = []
+    for kind, col in SERVING_KINDS.items():
+        ops = {c[len(kind) + 4:-2]: _get(row, c) for c in row.keys() if c.startswith(f"{kind}_op_")
+               and not _missing(row, c)}
+        if not ops or _missing(row, col):
+            continue
+        total = sum(ops.values())
+        text = " + ".join(f"{op} {_t(v)}" for op, v in ops.items())
+        out.append((col, row[col], "s", f"{text} = {_t(total)} {_check(total, _get(row, col))}"))
+    return out
+
+
+def _missing(row, col) -> bool:
+    v = row.get(col)
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def serving_stages(row, m) -> list:
+    """The one-token latency as its stages (wafers, consecutive alike ones together), hops and return."""
+    W = int(round(_get(row, "wafers")))
+    layer = {k: _get(row, c) for k, c in SERVING_KINDS.items()}
+    parts, total = [], 0.0
+    for w in range(W):
+        dense, moe = (float(x) for x in regions.stage_layers(m, W, w))
+        t = dense * layer["dense"] + moe * layer["moe"] + (w == 0) * layer["embedding"] + (w == W - 1) * layer["head"]
+        what = " + ".join(s for s in (f"{dense:g} dense" if dense else "", f"{moe:g} MoE" if moe else "",
+                                       "embedding" if w == 0 else "", "head" if w == W - 1 else "") if s)
+        if parts and parts[-1][1] == what and math.isclose(parts[-1][2], t, rel_tol=1e-12):
+            parts[-1][0].append(w + 1)
+        else:
+            parts.append(([w + 1], what, t))
+        total += t
+    hops, ret = _get(row, "wafer_hops") * _get(row, "wafer_hop_s"), _get(row, "token_return_s")
+    lines = [f"wafer{'s' if len(ws) > 1 else ''} {_span(ws)}: {what} {_t(t)}" + (" each" if len(ws) > 1 else "")
+             for ws, what, t in parts]
+    text = "; ".join(lines) + f"; {_get(row, 'wafer_hops'):g} wafer hops × {_t(_get(row, 'wafer_hop_s'))}; " \
+                              f"token return {_t(ret)}"
+    latency = total + hops + ret
+    return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
+             f"{text} = {_t(latency)} {_check(latency, _get(row, 'pipeline_latency_s'))}")]
+
+
+def _span(ws: list) -> str:
+    return f"{ws[0]}" if len(ws) == 1 else f"{ws[0]}–{ws[-1]}"
+
+
+def serving_terms(row) -> list:
+    """The one-token latency as its five terms."""
+    parts = {k: _get(row, c) for k, c in SERVING_TERMS.items()}
+    total = sum(parts.values())
+    text = " + ".join(f"{k} {_t(v)}" for k, v in parts.items())
+    return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
+             f"by term: {text} = {_t(total)} {_check(total, _get(row, 'pipeline_latency_s'))}")]
+
+
+def serving_rates(row, wl) -> list:
+    """Step, period, time per output token, tokens per second; TTFT when the point has it."""
+    beta, t1, B = _get(row, "busiest_stage_s"), _get(row, "pipeline_latency_s"), float(wl.B)
+    out = []
+    if wl.mode == "decode":
+        q, a = getattr(wl, "draft_tokens", 0) + 1.0, float(getattr(wl, "accepted_tokens_per_step", 1.0))
+        step = t1 + (q - 1) * beta
+        period = max(step, B * q * beta)
+        out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)} + {q - 1:g} draft × β {_t(beta)} "
+                 f"({row['busiest_stage']}) = {_t(step)} {_check(step, _get(row, 'step_latency_s'))}"),
+                ("pipeline_period_s", row["pipeline_period_s"], "s", f"max(step {_t(step)}, B·q·β = {B:g}·{q:g}·"
+                 f"{_t(beta)}) = {_t(period)} {_check(period, _get(row, 'pipeline_period_s'))}"),
+                ("tpot_s", row["tpot_s"], "s", f"period / {a:g} accepted = {_t(period / a)} "
+                 f"{_check(period / a, _get(row, 'tpot_s'))}"),
+                ("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{B:g} sequences × {a:g} / period = "
+                 f"{B * a / period:,.6g} {_check(B * a / period, _get(row, 'tokens_per_s'))}")]
+    if "ttft_s" in row.keys() and not _missing(row, "ttft_s"):
+        prompt = wl.seq_len if wl.mode == "prefill" else getattr(wl, "prompt_len", None)
+        out.append(("ttft_s", row["ttft_s"], "s", f"the {B:g} prompts of {prompt:g} tokens stream through once: "
+                    f"t1 + (B·P − 1)·β at context {prompt:g}"))
+    return out
+
+
+def sram_serving(row, m, wl) -> list:
+    """Every line of the serving breakdown, in order."""
+    return serving_operators(row) + serving_stages(row, m) + serving_terms(row) + serving_rates(row, wl) + [
+        ("bound", row["bound"], "", f"the largest term of {'the busiest stage' if _stream_binds(row) else 'the step'}")]
+
+
+def _stream_binds(row) -> bool:
+    return bool(np.greater(_get(row, "pipeline_period_s"), _get(row, "step_latency_s")))

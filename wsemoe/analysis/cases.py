@@ -21,6 +21,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SweepConfig
 from wsemoe.cost import step
 from wsemoe.cost.comm import comm_model
+from wsemoe.cost.wafer import serving
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import frames as frame_eval, space
 
@@ -62,6 +63,14 @@ def bounded_grid(cfg: SweepConfig, points: int) -> tuple[SweepConfig, np.ndarray
         stride, gstride = stride // n, gstride // len(pick)
         point += pick[(rows // gstride) % len(pick)] * stride
     return grid, point
+
+
+def _field(namespace, field: str):
+    """A field of a section namespace; `pe.<fact>` reads a PE fact (None where the hardware has no PE fabric)."""
+    if field.startswith("pe."):
+        facts = getattr(namespace, "pe", None) or {}
+        return (facts if isinstance(facts, dict) else vars(facts)).get(field[3:])
+    return getattr(namespace, field)
 
 
 def _scalar(value):
@@ -113,7 +122,7 @@ class Case:
             section, _, field = path.partition(".")
             values = np.empty(len(self), dtype=object)
             for pos, ns in self._namespaces():
-                v = getattr(ns[section], field)
+                v = _field(ns[section], field)
                 if isinstance(v, (tuple, list)):  # a tuple-valued field (wafers, ftd) is one value per row
                     values[pos] = [v] * len(pos)
                 else:
@@ -156,6 +165,22 @@ class Case:
                     seen.add(id(built))
                     out.append(({"hardware.topology": hw.topology, "mapping.strategy": mp.strategy,
                                  "balance.balancer": ns["balance"].balancer, **key._asdict()}, built))
+        return out
+
+    def serving_layouts(self) -> list[tuple[dict, object]]:
+        """Every SRAM-serving layer layout (placement, region traffic) the grid uses, once each, with what it
+        was built for."""
+        seen, out = set(), []
+        for _, ns in self._namespaces():
+            hw, mp = ns["hardware"], ns["mapping"]
+            if hw.weight_source != "sram":
+                continue
+            for built in serving.layouts(hw, ns["model"], ns["workload"], mp, ns["balance"], self.cfg.expert_histogram):
+                if id(built) not in seen:
+                    seen.add(id(built))
+                    shape = built.placement.attention.shape
+                    out.append(({"mapping.pe_placement": mp.pe_placement, "mapping.pe_dispatch": mp.pe_dispatch,
+                                 "experts": len(built.shares), "attention tiles": f"{shape[0]}×{shape[1]}"}, built))
         return out
 
     def row_inputs(self, row: int) -> dict:

@@ -17,6 +17,7 @@ import pandas as pd
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import store
+from wsemoe.sweep.columns import check_column
 from wsemoe.sweep.compare import DEFAULT_OVER
 
 
@@ -58,14 +59,14 @@ def _over(path: Path, axes: list[str]) -> set:
     return set(over) if isinstance(over, list) else {a for a in DEFAULT_OVER if a in axes}
 
 
-def _metric(metric: str | None, first: dict, columns: set) -> tuple[str, str]:
+def _metric(metric: str | None, first: dict, kinds: dict) -> tuple[str, str]:
+    """(column, sense) of --metric: a column of numbers in every folder (`sweep.columns.check_column`)."""
     text = metric or next(iter(first.get("objectives", {})), "tokens_per_s")
     name, _, sense = text.partition(":")
     sense = sense or first.get("objectives", {}).get(name, "max")
     if sense not in ("max", "min"):
         raise ConfigError(f"'{sense}' is not max or min (use --metric column:max or column:min)", loc=("--metric",))
-    if name not in columns:
-        raise ConfigError(f"'{name}' is not a column of every folder", loc=("--metric",))
+    check_column(name, kinds, "metric column (in every folder)", ("--metric",), "number")
     return name, sense
 
 
@@ -93,7 +94,9 @@ def compare(paths, metric: str | None = None) -> Comparison:
     mans = [store.load_manifest(p) for p in paths]
     labels = _labels(paths, mans)
     columns = set.intersection(*(set(m.get("columns", {})) for m in mans))
-    metric, sense = _metric(metric, mans[0], columns)
+    kinds = [store.column_kinds(p, m) for p, m in zip(paths, mans)]
+    shared = {c: k for c, k in kinds[0].items() if c in columns and all(kk.get(c) == k for kk in kinds)}
+    metric, sense = _metric(metric, mans[0], {**{c: "text" for c in columns}, **shared})
     axes = [a for a in mans[0].get("axes", []) if all(a in m.get("axes", []) for m in mans)]
     over = set.union(*(_over(p, m.get("axes", [])) for p, m in zip(paths, mans)))
     group = [a for a in axes if a not in over]

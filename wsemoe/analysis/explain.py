@@ -12,17 +12,28 @@ from pathlib import Path
 import pandas as pd
 
 from wsemoe.analysis import addsup
-from wsemoe.config import axes, checks, yamlio
+from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
+from wsemoe.config.single import parse_sets, point_mapping
+from wsemoe.cost import serving
 from wsemoe.cost.node import params
+from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space, store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
 
+SERVING = "serving: time per output token, and time to first token as a prefill of the batch's prompts"
+PRECISION = "precision (formats: bytes per value; peak per node each runs at)"
+FORMATS = ("attn_weight_format", "expert_weight_format", "kv_format")
+ROOFLINE = ("_hw_flops", "_traffic_bytes", "_roof_flops")   # each stage on the roofline (fig_roofline)
+
 GROUPS = [
     ("throughput", lambda c: c in ("tokens_per_s", "sequences_per_s", "bound", "feasible", "infeasible_reason")
      or c.startswith("speedup_vs_")),
+    (PRECISION, lambda c: c.endswith("_peak_flops")),
+    ("roofline per stage (executed FLOPs, weight-path bytes, compute roof; one layer, one micro-batch)",
+     lambda c: c.endswith(ROOFLINE)),
     ("flops (forward, one layer, one micro-batch)", lambda c: c.endswith("_flops") or c == "model_flops_per_step"),
     ("times of one micro-batch step: each stage per layer, the head once (unit per row)",
      lambda c: describe(c)[0] == "s"),
@@ -37,20 +48,6 @@ def sweep_config(source):
         store.load_manifest(source)  # a results folder: complete and ours, or a one-line error
         return load_config(Path(source) / "config.yaml")
     return load_config(source)
-
-
-def parse_sets(sets: list[str]) -> dict:
-    """{path: value} from 'section.field=value' items (values parsed as YAML, e.g. 8, 0.5, er, [2, 2])."""
-    out = {}
-    for item in sets:
-        path, sep, text = str(item).partition("=")
-        path = path.strip()
-        if not sep or not path:
-            raise ConfigError("use --set section.field=value (e.g. workload.G=8) or --set model=<preset>",
-                              loc=("--set", item))
-        axes.check_path(path, ("--set", path))
-        out[path] = yamlio.loads(text, source="--set")
-    return out
 
 
 def point_config(cfg, point: int, sets: dict | None = None):
@@ -73,39 +70,86 @@ def point_config(cfg, point: int, sets: dict | None = None):
 
 
 def _plain(v):
-    return v.item() if hasattr(v, "item") else v
+    """A Python value; NaN (an unset optional in a numeric column, e.g. a zip's null) as None."""
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and v != v else v
 
 
-def breakdown(config, point: int = 0, sets: list[str] | None = None) -> tuple[pd.Series, list]:
-    """(the point's row, [(group, column, value, unit, meaning), ...]) for one design point."""
+def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware=None, model=None):
+    """(sweep config, one-point config, the inputs to show {path: value}, the overrides as typed, notes per input):
+    point `point` of a sweep file or results folder with `sets` on top; or, without `config`, the point of
+    `hardware`, `model` and `sets` alone (the mapping a sweep file would hold, validated as one)."""
+    if config is None:
+        if hardware is None or model is None:
+            raise ConfigError("give a sweep file or results folder, or --hardware and --model", loc=("eval",))
+        parsed = parse_sets(sets or [])
+        cfg = load_config(point_mapping(hardware, model, parsed))
+        one, _, typed = point_config(cfg, 0)
+        return cfg, one, {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}, typed, {}
+    if hardware is not None or model is not None:
+        raise ConfigError("--hardware and --model make a point without a sweep file; with one, use --set "
+                          "hardware=<preset> or --set model=<preset>", loc=("eval",))
     cfg = sweep_config(config)
     one, values, typed = point_config(cfg, point, parse_sets(sets or []))
+    return cfg, one, values, typed, {c: f"[--set; the point has {values.get(c, _base_value(cfg, c))}]" for c in typed}
+
+
+def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardware=None,
+              model=None) -> tuple[pd.Series, list]:
+    """(the point's row, [(group, column, value, unit, meaning), ...]) for one design point (see `resolve`)."""
+    cfg, one, values, typed, docs = resolve(config, point, sets, hardware, model)
     row = engine.evaluate_points(one, 0, 1).iloc[0]
     rows, used = [], set()
     for c in dict.fromkeys([*values, *typed]):
         unit, doc = describe(c)
-        if c in typed:
-            was = values.get(c, _base_value(cfg, c))
-            doc = f"{doc}  [--set; the point has {was}]"
-        rows.append(("inputs", c, row[c], unit, doc))
+        rows.append(("inputs", c, row[c] if c in row else values[c], unit, f"{doc}  {docs[c]}" if c in docs else doc))
         used.add(c)
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
-    wafers = getattr(hw, "wafers", None) or (1, 1)
-    steps = addsup.steps(row, m.num_hidden_layers, params.moe_layers(m), wl.overlap,
-                         getattr(wl, "comm_overlap", "none"), hw.rows * hw.cols * wafers[0] * wafers[1],
-                         hw.node_peak_flops)
-    title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
-             + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
-    for group, lines in ((title, steps), ("how memory adds up (per node)", addsup.memory(row))):
+    for group, lines in _sums(row, one, ns):
         for name, value, unit, text in lines:
             rows.append((group, name, value, unit, text))
             used.add(name)
     for title, pick in GROUPS:
+        if title == PRECISION:
+            rows += _formats(wl, used)
         rows += [(title, c, row[c], *describe(c)) for c in row.index if c not in used and pick(c)]
         used |= {c for c in row.index if pick(c)}
     rows += [("other", c, row[c], *describe(c)) for c in row.index if c not in used]
     return row, rows
+
+
+def _sums(row, one, ns) -> list:
+    """[(group title, lines)] of how the point adds up: SRAM serving per operator, stage and hop; otherwise the
+    step from its stage rooflines, memory per node and the serving metrics."""
+    m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
+    if hw.weight_source == "sram":
+        return [("how a token's time adds up (SRAM serving: per operator, per stage and wafer hop, per term)",
+                 addsup.sram_serving(row, m, wl))]
+    wafers = getattr(hw, "wafers", None) or (1, 1)
+    shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
+             hw.rows * hw.cols * wafers[0] * wafers[1])
+    title = (f"how the step adds up (overlap: {wl.overlap}, comm_overlap: {getattr(wl, 'comm_overlap', 'none')}"
+             + ("; training: compute terms hold forward + backward + recompute)" if wl.mode == "train" else ")"))
+    first = None
+    if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
+        first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
+        first = {k: _plain(v) for k, v in first.items()}
+    return [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
+            (SERVING, addsup.serving(row, first, *shape))]
+
+
+def _formats(wl, used: set) -> list:
+    """The workload's number formats with their bytes (those not already shown as inputs)."""
+    out = []
+    for f in FORMATS:
+        path = f"workload.{f}"
+        if path not in used:
+            fmt = getattr(wl, f, "bf16")
+            unit, doc = describe(path)
+            b = BYTES[fmt]
+            out.append((PRECISION, path, fmt, unit, f"{doc}  [{b:g} byte{'' if b == 1 else 's'} per value]"))
+    return out
 
 
 def _base_value(cfg, path: str):

@@ -7,7 +7,6 @@ columns shown, filtered and sorted by, filtered, and cut to the best `limit` row
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from wsemoe.analysis.where import Where
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import store
+from wsemoe.sweep.columns import check_column
 from wsemoe.sweep.pareto import TIES
 
 
@@ -56,7 +56,7 @@ def default_columns(path, manifest: dict, source: str) -> tuple[list[str], list[
     axes = varying_axes(path, manifest)
     objectives = list(manifest.get("objectives", {}))
     extra = ["bound", "feasible", "infeasible_reason"] if source == "points" else ["bound", TIES]
-    groups = [a for a in manifest.get("pareto_groups", []) if a in axes]  # which front a row belongs to
+    groups = [a for a in manifest.get("pareto_groups") or [] if a in axes]  # which front a row belongs to
     shown = list(dict.fromkeys([*groups, *axes, *objectives, *extra]))
     first = ["feasible"] if source == "points" else groups
     priority = list(dict.fromkeys([*first, *objectives, *([TIES] if source == "pareto" else []), *axes, *extra]))
@@ -64,11 +64,10 @@ def default_columns(path, manifest: dict, source: str) -> tuple[list[str], list[
 
 
 def _check_names(names, known, what: str, loc) -> None:
+    """Columns shown or sorted by may be of any kind; each must exist (the one column check)."""
+    kinds = dict.fromkeys(known)
     for n in names:
-        if n not in known:
-            close = difflib.get_close_matches(str(n), list(known), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(f"unknown {what} '{n}'{hint}", loc=loc)
+        check_column(n, kinds, what, loc)
 
 
 def parse_sort(sort: list[str] | None, known, objectives: dict) -> list[tuple[str, bool]]:
@@ -100,7 +99,8 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
         _check_names(columns, known, "column", ("--columns",))
         shown = priority = list(dict.fromkeys(columns))
     shown = [c for c in shown if c in known]
-    flt = Where(where, known) if where else None
+    kinds = {c: k for c, k in store.column_kinds(path, man).items() if c in known}
+    flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
     feasible = feasible and every_point  # front rows are feasible by definition
     order = parse_sort(sort, known, man.get("objectives", {}))
     if limit is not None and (isinstance(limit, bool) or limit < 0):

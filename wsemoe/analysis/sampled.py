@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from wsemoe.config import readings as readings_registry
 from wsemoe.analysis.unknowns import Unknown
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import frames, space
-from wsemoe.sweep.compare import baseline_mask, group_keys
+from wsemoe.sweep.compare import baseline_mask, candidate_mask, group_keys, metrics
 
 ROWS_PER_CHUNK = 1 << 18  # samples × points evaluated at once (memory bound)
 
@@ -33,7 +34,11 @@ def _groups(cfg, frame: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
 
 def _check(cfg, unknowns: list[Unknown]) -> None:
     swept = set(cfg.axis_names())
+    serving = "sram" in readings_registry.sweep_values(cfg, "hardware.weight_source")
     for u in unknowns:
+        if u.pe_level and not serving:
+            raise ConfigError(f"{u.name} sets a PE fact ({', '.join(u.paths)}), which the PE-level model reads: a "
+                              "sweep serving from SRAM (weight_source: sram), not this one", loc=("--only", u.name))
         for p in u.paths:
             if p in swept:
                 raise ConfigError(f"'{p}' is both swept and a calibration unknown ({u.name})", loc=("axes", p))
@@ -65,6 +70,7 @@ class Sampled:
         self.frame = space.build_frame(self.cfg)
         self.codes, self.groups = _groups(self.cfg, self.frame)
         self.base = baseline_mask(self.frame, self.cfg) if self.cfg.compare else None
+        self.cand = candidate_mask(self.frame, self.cfg) if self.cfg.compare else None
 
     @property
     def points(self) -> int:
@@ -101,11 +107,13 @@ class Sampled:
         cmp = self.cfg.compare
         if cmp is None:
             return res
-        metric = col(cmp.metric)
-        best, at = _best(metric, ok, self.codes, G)
-        base, base_at = _best(metric, ok & self.base[None, :], self.codes, G)
+        best, at = _best(col(cmp.metric), ok & self.cand[None, :], self.codes, G)
+        base, base_at = _best(col(cmp.metric), ok & self.base[None, :], self.codes, G)
         res[f"best_{cmp.metric}"], res[f"baseline_{cmp.metric}"] = best, base
         res[f"speedup_vs_{cmp.name}"] = best / base
+        for m in metrics(self.cfg)[1:]:  # each further compared column, both sides tuned for it on their own
+            top = _best(col(m), ok & self.cand[None, :], self.codes, G)[0]
+            res[f"speedup_vs_{cmp.name}_{m}"] = top / _best(col(m), ok & self.base[None, :], self.codes, G)[0]
         if G > 1:  # how flat each series is across the groups (e.g. BTA across sparsity): max over min
             for name, v in ((f"best_{cmp.metric}", best), (f"baseline_{cmp.metric}", base)):
                 res[f"sweep_{name}_max_over_min"] = (np.max(v, axis=1) / np.min(v, axis=1))[:, None]
@@ -114,9 +122,12 @@ class Sampled:
             mfu = col("mfu")
             res["best_mfu"] = np.where(at >= 0, mfu[rows, np.maximum(at, 0)], np.nan)
             res["baseline_mfu"] = np.where(base_at >= 0, mfu[rows, np.maximum(base_at, 0)], np.nan)
-        for axis in group_keys(self.cfg)[1]:
+        for axis in group_keys(self.cfg)[1]:  # the tuned values of each side (numeric axes)
+            if not pd.api.types.is_numeric_dtype(self.frame[axis]) or pd.api.types.is_bool_dtype(self.frame[axis]):
+                continue
             vals = self.frame[axis].to_numpy(dtype=float)
-            res[f"best_{axis.split('.')[-1]}"] = np.where(at >= 0, vals[np.maximum(at, 0)], np.nan)
+            for side, where in (("best", at), ("baseline", base_at)):
+                res[f"{side}_{axis.split('.')[-1]}"] = np.where(where >= 0, vals[np.maximum(where, 0)], np.nan)
         return res
 
     def group_labels(self) -> list[str]:

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis import unknowns as unknowns_mod
-from wsemoe.analysis.folders import replace_folder
 from wsemoe.analysis.sampled import Sampled
 from wsemoe.errors import ConfigError
+from wsemoe.sweep import ledger, writer
 
 METHODS = ("sobol", "morris")
 QUANTILES = (0.05, 0.5, 0.95)
@@ -124,20 +124,23 @@ def analyse(config, hardware: str | None = None, method: str = "sobol", samples:
     return Sensitivity(pd.DataFrame(rows), pd.DataFrame(bands), meta)
 
 
-FOLDER = "sensitivity"  # inside a results folder (store.KNOWN_ENTRIES lists it)
+FOLDER = "sensitivity"  # inside a results folder (a slot of `sensitivity` in sweep/ownership.RESULTS_SLOTS)
 
 
-def write(result: Sensitivity, results_path) -> Path:
+def write(result: Sensitivity, results_path, force: bool = False) -> Path:
     """Write indices.csv, bands.csv and meta.json into <results>/sensitivity/ atomically, replacing an earlier
-    analysis (the folder is built beside the results folder and swapped in)."""
-    return replace_folder(Path(results_path) / FOLDER, {
+    analysis (built beside, then swapped in; `sweep/writer.py` refuses anything wsemoe did not write)."""
+    return writer.write_folder(Path(results_path) / FOLDER, {
         "indices.csv": result.indices.to_csv(index=False), "bands.csv": result.bands.to_csv(index=False),
-        "meta.json": json.dumps(result.meta, indent=2)})
+        "meta.json": json.dumps(result.meta, indent=2)}, "sensitivity", force)
 
 
 def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
-    """The sensitivity analysis stored in a results folder, or None (absent, unreadable, or of another config)."""
+    """The sensitivity analysis stored in a results folder, or None (absent, unreadable, changed since wsemoe
+    wrote it, or of another config)."""
     folder = Path(results_path) / FOLDER
+    if not ledger.intact(folder, ("indices.csv", "bands.csv", "meta.json"), "sensitivity"):
+        return None  # absent, or changed since wsemoe wrote it (its ledger's checksums)
     try:
         meta = json.loads((folder / "meta.json").read_text())
         indices = pd.read_csv(folder / "indices.csv") if (folder / "indices.csv").stat().st_size > 1 else pd.DataFrame()
@@ -150,14 +153,16 @@ def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
 
 
 def run(config, out_root="results", hardware=None, method="sobol", samples=10_000, seed=1, unknowns_file=None,
-        only=(), on_progress=None) -> tuple[Sensitivity, Path]:
-    """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it."""
+        only=(), on_progress=None, force: bool = False, prepared=None) -> tuple[Sensitivity, Path]:
+    """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it;
+    the sensitivity/ folder is checked before the analysis runs."""
     from wsemoe.sweep.run import run_sweep
 
-    prepared = prepare(config, hardware, method, samples, seed, unknowns_file, only)
+    prepared = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
     res = run_sweep(prepared[0].cfg, out_root=out_root)
+    writer.check_folder(res.path / FOLDER, "sensitivity", force)
     result = analyse(res.config, hardware, method, samples, seed, on_progress=on_progress, prepared=prepared)
-    return result, write(result, res.path)
+    return result, write(result, res.path, force)
 
 
 def headline_quantities(result) -> list[str]:

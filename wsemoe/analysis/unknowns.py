@@ -3,6 +3,11 @@
 They live in one YAML file (package data, `analysis/data/unknowns.yaml`, keyed by hardware preset); a
 user file of the same form may replace it. An unknown maps a unit-interval sample onto its range
 (linear, log, or a discrete set) and sets one or more spec fields (`paths`).
+
+PE-level unknowns (`hardware.pe.<field>`: hop, turn and relay cycles, the WSE-3 clock, the operator
+overhead, the program bytes per PE; and those marked `named_only`, such as the hop between CS systems) are
+listed beside the others but enter only the PE-level model (`wsemoe.cost.wafer`): `select` leaves them out
+unless they are named, and a sampled sweep takes them only when it serves from SRAM.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import numpy as np
 from wsemoe.config import yamlio
 from wsemoe.config.axes import check_path
 from wsemoe.errors import ConfigError
+from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
-KEYS = {"paths", "range", "values", "nominal", "scale", "source"}
+KEYS = {"paths", "range", "values", "nominal", "scale", "source", "named_only", "bounds"}
+PE_PREFIX = "hardware.pe."
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,14 @@ class Unknown:
     scale: str = "linear"
     values: tuple[float, ...] | None = None
     source: str = ""
+    named_only: bool = False   # read by SRAM serving alone (not a PE fact): sampled only when named, as PE facts
+    bounds: tuple[str, str] = ("", "")   # where the low and the high end of the range come from
+
+    @property
+    def pe_level(self) -> bool:
+        """Whether only the PE-level model reads it (a PE fact `hardware.pe.<field>`, or marked `named_only`):
+        sampled only when named."""
+        return self.named_only or any(p.startswith(PE_PREFIX) for p in self.paths)
 
     def value(self, u):
         """Values for unit-interval samples `u` (array): linear or log over the range, or a discrete pick."""
@@ -59,7 +74,10 @@ def _unknown(name: str, spec, loc) -> Unknown:
     if not isinstance(paths, list) or not paths:
         raise ConfigError("paths: a list of section.field", loc=(*loc, "paths"))
     for p in paths:
-        if not isinstance(p, str) or check_path(p, (*loc, "paths"))[1] is None:
+        if isinstance(p, str) and p.startswith(PE_PREFIX):
+            if p[len(PE_PREFIX):] not in PEFacts.model_fields:
+                raise ConfigError(f"'{p}' is not a field of hardware.pe", loc=(*loc, "paths"))
+        elif not isinstance(p, str) or check_path(p, (*loc, "paths"))[1] is None:
             raise ConfigError(f"'{p}' is not a section.field path", loc=(*loc, "paths"))
     values = spec.get("values")
     if values is not None:
@@ -78,8 +96,13 @@ def _unknown(name: str, spec, loc) -> Unknown:
     nominal = spec["nominal"]
     if not isinstance(nominal, (int, float)) or not low <= nominal <= high or (values and nominal not in values):
         raise ConfigError(f"nominal {nominal!r} outside the range", loc=(*loc, "nominal"))
+    bounds = spec.get("bounds", {})
+    if not isinstance(bounds, dict) or set(bounds) - {"low", "high"} or \
+            not all(isinstance(v, str) and v.strip() for v in bounds.values()):
+        raise ConfigError("bounds: {low: its source, high: its source}", loc=(*loc, "bounds"))
     return Unknown(name, tuple(paths), low, high, float(nominal), scale,
-                   tuple(float(v) for v in values) if values else None, str(spec.get("source", "")))
+                   tuple(float(v) for v in values) if values else None, str(spec.get("source", "")),
+                   bool(spec.get("named_only", False)), (str(bounds.get("low", "")), str(bounds.get("high", ""))))
 
 
 def load(hardware: str, path=None) -> list[Unknown]:
@@ -96,9 +119,10 @@ def load(hardware: str, path=None) -> list[Unknown]:
 
 
 def select(unknowns: list[Unknown], names) -> list[Unknown]:
-    """Only the named unknowns (all when `names` is empty), in the file's order."""
+    """Only the named unknowns, in the file's order; when `names` is empty, every one a sweep reads (the
+    PE-level ones only by name)."""
     if not names:
-        return unknowns
+        return [u for u in unknowns if not u.pe_level]
     known = {u.name for u in unknowns}
     for n in names:
         if n not in known:

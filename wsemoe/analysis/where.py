@@ -38,11 +38,14 @@ class Where:
     """A parsed filter: `columns` it reads, and `mask(df)` the rows it keeps."""
 
     def __init__(self, text: str, columns):
+        """`columns`: the names a filter may read, or {name: kind} ("number", "text", "bool") to have every
+        comparison and sum checked against the kinds of what it compares (`_kind`) before any row is read."""
         if not isinstance(text, str) or not text.strip():
             raise ConfigError("empty filter expression", loc=LOC)
         if len(text) > MAX_TEXT:
             raise ConfigError(f"filter expression longer than {MAX_TEXT} characters", loc=LOC)
         self.text, self.known = text, list(columns)
+        self.kinds = dict(columns) if isinstance(columns, dict) else {}
         try:
             self.tree = ast.parse(text.strip(), mode="eval").body
         except SyntaxError as exc:
@@ -51,6 +54,8 @@ class Where:
             raise ConfigError(f"cannot parse '{excerpt(text)}': nested too deeply or malformed", loc=LOC) from None
         self.columns: list[str] = []
         self._check(self.tree, depth=0)
+        if self.kinds:
+            self._kind(self.tree)
 
     def _name(self, node) -> str | None:
         """The dotted column name a Name/Attribute chain spells, or None."""
@@ -95,6 +100,54 @@ class Where:
                               "'text', comparisons, in [...], and, or, not, + - * /)", loc=LOC)
         for k in kids:
             self._check(k, depth + 1)
+
+    def _kind(self, node):
+        """The kind of what `node` gives ("number", "text", "bool", a list of kinds, or None when unknown);
+        a comparison or sum of kinds that cannot meet is refused, naming the columns (the one column check:
+        `sweep.columns.check_column` refuses the same mismatches in configs and options)."""
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = self._name(node)
+            return self.kinds.get(name) if name in self.known else "bool"
+        if isinstance(node, ast.Constant):
+            v = node.value
+            return "bool" if isinstance(v, bool) else "text" if isinstance(v, str) else "number"
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self._kind(e) for e in node.elts]
+        if isinstance(node, ast.BoolOp):
+            for v in node.values:
+                self._kind(v)
+            return "bool"
+        if isinstance(node, ast.UnaryOp):
+            k = self._kind(node.operand)
+            if isinstance(node.op, ast.Not):
+                return "bool"
+            self._need(node.operand, k, "number", "- and + take numbers")
+            return "number"
+        if isinstance(node, ast.BinOp):
+            for side in (node.left, node.right):
+                self._need(side, self._kind(side), "number", "+ - * / take numbers")
+            return "number"
+        left_node, left = node.left, self._kind(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self._kind(right_node)
+            if isinstance(op, (ast.In, ast.NotIn)):
+                for k in right if isinstance(right, list) else []:
+                    self._meet(left_node, left, k, right_node)
+            else:
+                self._meet(left_node, left, right, right_node)
+            left_node, left = right_node, right
+        return "bool"
+
+    def _need(self, node, kind, want: str, why: str) -> None:
+        if kind not in (None, want):
+            raise ConfigError(f"{why}: '{excerpt(ast.unparse(node))}' holds {kind}", loc=LOC)
+
+    def _meet(self, a_node, a, b, b_node) -> None:
+        """Two sides of a comparison must be of one kind (a number never equals a text: always false)."""
+        if a is None or b is None or isinstance(a, list) or isinstance(b, list) or a == b:
+            return
+        raise ConfigError(f"compares '{excerpt(ast.unparse(a_node))}' ({a}) with '{excerpt(ast.unparse(b_node))}' "
+                          f"({b}); compare numbers with numbers and text with 'quoted text'", loc=LOC)
 
     def mask(self, df: pd.DataFrame) -> np.ndarray:
         """Boolean mask of the rows of `df` the expression keeps."""

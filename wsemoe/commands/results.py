@@ -1,4 +1,4 @@
-"""Commands that read results folders: show, plot, compare, report, ls."""
+"""Commands that read results folders: show, plot, compare, report, export, ls."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
 
@@ -47,14 +48,15 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
 @command()
 def plot(results: Path = typer.Argument(..., help="a results folder"),
          only: Optional[List[str]] = typer.Option(None, "--only", help="a figure (e.g. pareto, speedup_vs_G) or family (bta, mesh, ...); repeatable"),
-         fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)")) -> Reply:
+         fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)"),
+         force: bool = typer.Option(False, "--force", "-f", help="replace figures another wsemoe command wrote there")) -> Reply:
     """Write the plots of a results folder into its plots/ folder."""
     from wsemoe.report.figures import plots as plotting
     from wsemoe.report.terminal import progress
 
     reply = Reply()
     with progress.bar("plot", "figure families") as update:
-        written = plotting.plot_results(results, only=only, formats=fmt or None, on_progress=update)
+        written = plotting.plot_results(results, only=only, formats=fmt or None, force=force, on_progress=update)
     for p in written:
         reply.text(str(p))
     return reply
@@ -64,21 +66,41 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
 def compare(folders: List[Path] = typer.Argument(..., help="two or more results folders"),
             metric: Optional[str] = typer.Option(None, "--metric", "-m", help="what 'best' means: column[:max|min] (default: the first folder's first objective)"),
             fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
-            plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file")) -> Reply:
-    """Results folders side by side: the best point of each per common group, ratios, and what binds."""
+            plot_to: Optional[Path] = typer.Option(None, "--plot", help="also draw the comparison into this .png, .svg or .pdf file"),
+            with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also say how the ratios move over every combination of the readings (when cheap)"),
+            force: bool = typer.Option(False, "--force", "-f", help="let --plot replace a file another wsemoe command wrote")) -> Reply:
+    """Results folders side by side: the best point of each per common group, ratios, and what binds; and how
+    robust each ratio is over the readings (its range, what flips it, what it hinges on)."""
     from wsemoe.analysis.crossrun import compare as compare_runs
     from wsemoe.report.terminal.texts import comparison_view
+    from wsemoe.sweep import writer
 
     choice(fmt, TABLE_FORMATS, "--format")
+    if plot_to is not None:
+        writer.check_file(plot_to, "compare", force)
+        if plot_to.suffix.lstrip(".").lower() not in ("png", "svg", "pdf"):
+            raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
+    if with_readings:
+        from wsemoe.analysis import readings as rd
+        from wsemoe.analysis import robustness
+
+        found = rd.evaluate_folders(folders, cmp)
+        lines = [found] if isinstance(found, str) else [
+            line for lab in cmp.labels[1:] for line in robustness.statement(found, quantity=f"{lab}/{cmp.labels[0]}:{cmp.metric}")]
+        for line in lines:
+            if fmt == "table":
+                reply.rich(line, markup=False, highlight=False)
+            else:
+                reply.text(line, err=True)
     if plot_to is not None:
-        from wsemoe.report import output
         from wsemoe.report.figures import compareplot
+        from wsemoe.report.figures.style import figure_bytes
 
         ext = plot_to.suffix.lstrip(".").lower()
-        output.write(plot_to, output.figure_bytes(compareplot.figure(cmp), ext), "figure")
+        writer.write_file(plot_to, figure_bytes(compareplot.figure(cmp), ext), "compare", force)
         reply.text(str(plot_to), err=fmt != "table")
     return reply
 
@@ -88,7 +110,8 @@ def report(results: Optional[Path] = typer.Argument(None, help="a results folder
                                                            "default results/)"),
            output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)"),
            index: bool = typer.Option(False, "--index", help="write <root>/index.html linking every sweep's report "
-                                                             "(later reports keep it current)")) -> Reply:
+                                                             "(later reports keep it current)"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures with their claims,
     config, manifest. With --index: results/index.html, a page linking every sweep's report."""
     from wsemoe.commands.shared import shown_path
@@ -97,12 +120,36 @@ def report(results: Optional[Path] = typer.Argument(None, help="a results folder
     from wsemoe.report.terminal import progress
 
     if index:
-        return Reply().text(shown_path(index_page.write_index(results or Path("results"))))
+        return Reply().text(shown_path(index_page.write_index(results or Path("results"), force)))
     if results is None:
         return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
     with progress.bar("report", "figure families") as update:
-        written = write_report(results, output, on_progress=update)
+        written = write_report(results, output, force, on_progress=update)
     return Reply().text(shown_path(written))
+
+
+@command()
+def export(what: str = typer.Argument(..., help="what to export: traffic"),
+           source: Optional[Path] = typer.Argument(None, help="a results folder or sweep YAML (or none: --hardware and --model)"),
+           point: int = typer.Option(0, "--point", "-p", help="index of the point, as `show` and pareto.csv give it"),
+           set_: Optional[List[str]] = typer.Option(None, "--set", help="override the point's value, e.g. --set workload.B=8"),
+           hardware: Optional[str] = typer.Option(None, "--hardware", help="without a sweep file: a hardware preset or file"),
+           model: Optional[str] = typer.Option(None, "--model", help="without a sweep file: a model preset or file"),
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="a new folder (default <name>-point<N>-traffic)"),
+           flit_bytes: Optional[int] = typer.Option(None, "--flit-bytes", help="bytes per flit of the BookSim traces (default: chosen per export)"),
+           packet_flits: int = typer.Option(16, "--packet-flits", help="flits per packet of the BookSim traces"),
+           force: bool = typer.Option(False, "--force", "-f", help="replace an export of another point (or other wsemoe output) at the folder")) -> Reply:
+    """Export one mesh point's traffic: per-phase transfers and matrices, per-link loads (CSV, NPZ, JSON metadata
+    with units) and BookSim2 trace files to replay in a cycle-level simulator (docs/traffic-export.md)."""
+    from wsemoe.analysis.traffic_export import point_traffic
+    from wsemoe.report.exports import export_traffic
+
+    choice(what, ("traffic",), "WHAT")
+    pt = point_traffic(source, point, set_ or [], hardware=hardware, model=model)
+    folder = output if output is not None else Path(f"{pt.name}-point{pt.point}-traffic")
+    files = export_traffic(pt, folder, flit_bytes, packet_flits, force)
+    return Reply().text(f"{folder}: {len(files)} files ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB); "
+                        "metadata.json says what each holds")
 
 
 @command("ls")

@@ -32,8 +32,13 @@ def folder(reply: Reply, path: Path, status: str = "", limit: Optional[int] = 20
     from wsemoe.report.terminal.console import width
     from wsemoe.report.terminal.tables import folder_view
 
-    for part in folder_view(path, status, limit, width()):  # built whole first: a damaged file prints nothing
-        reply.rich(part)
+    return parts(reply, folder_view(path, status, limit, width()))  # built whole first: a damaged file prints nothing
+
+
+def parts(reply: Reply, items) -> Reply:
+    """Renderables printed in order, each fitted to the terminal."""
+    for item in items:
+        reply.rich(item)
     return reply
 
 

@@ -1,4 +1,4 @@
-"""Commands that study the cost model itself: validate, invariants, sensitivity, calibrate."""
+"""Commands that study the cost model itself: validate, invariants, sensitivity, readings, calibrate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, shown_path
+from wsemoe.commands.shared import TABLE_FORMATS, choice, parts, shown_path
 
 COMMANDS, command = registry()
 
@@ -17,26 +17,33 @@ COMMANDS, command = registry()
 @command()
 def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
              only: Optional[List[str]] = typer.Option(None, "--only", help="a family of rows: params, bta, mapping, "
-                                                      "balance, scale, or moentwine (mapping, balance, scale); repeatable")) -> Reply:
-    """Print each published figure the project reproduces beside the model's value and error: a summary line,
-    the claims, the context rows, and why each `no` is no (notes below the tables)."""
+                                                      "balance, scale, waferllm, cerebras, or moentwine (mapping, "
+                                                      "balance, scale); repeatable")) -> Reply:
+    """Print each published figure the project reproduces beside the model's value and band: a summary line,
+    the claims, the known deviations apart (their distance and reason), the context rows. Exits 1 when a row
+    fails unexpectedly (a check outside its band that is no known deviation, a known deviation that reproduces
+    again, a property or fit that does not hold)."""
     from wsemoe.report.terminal import formats, progress, validation
-    from wsemoe.validate import families, run_all
+    from wsemoe.validate import families, record, run_all
     from wsemoe.validate.common import unexplained
+    from wsemoe.validate.deviations import stale
 
     choice(fmt, TABLE_FORMATS, "--format")
-    families(only)  # an unknown family fails before anything runs
+    names = families(only)  # an unknown family fails before anything runs
     with progress.bar("validate", "parts") as update:
         rows = run_all(only, on_progress=update)
+    ran = f"Families: {', '.join(names)}." if only else ""
     if fmt == "table":
-        reply = Reply().rich(validation.tables(rows))
+        reply = Reply().rich(validation.tables(rows, f"{record.counts(rows)} {ran}".strip()))
     elif fmt == "markdown":
-        reply = Reply().raw(validation.markdown(rows))
+        reply = Reply().raw((f"{ran}\n\n" if ran else "") + record.markdown(rows))
     else:
         reply = Reply().raw(formats.machine(validation.frame(rows), fmt, index=None))
-    bad = unexplained(rows)
+    bad, gone = unexplained(rows), ([] if only else stale(rows))  # with --only, the other families' rows are absent
+    if gone:
+        reply.fail(f"known deviations name rows that do not exist: {', '.join(gone)} (validate/deviations.py)", 1)
     if bad:
-        reply.fail(f"{len(bad)} row(s) fail without a known reason: {bad[0]['claim']}", 1)
+        reply.fail(f"{len(bad)} row(s) fail unexpectedly: {bad[0]['id']} ({bad[0]['reason']})", 1)
     return reply
 
 
@@ -44,6 +51,7 @@ def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | cs
 def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sweep YAMLs (default: every shipped preset and sweep)"),
                    points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
                    junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (for CI)"),
+                   force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
                    fmt: str = typer.Option("text", "--format", help="text, or json for scripts"),
                    only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
                    list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
@@ -61,16 +69,17 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     fmt, reply = choice(fmt, ("text", "json"), "--format"), Reply()
     if list_:
         for inv in REGISTRY.values():
-            reply.rich(f"[bold]{inv.name}[/bold]: {inv.statement}\n    why: {inv.reason}", highlight=False, soft_wrap=True)
+            reply.rich(f"[bold]{inv.name}[/bold]: {inv.statement}\n    why: {inv.reason}", markup=True, highlight=False,
+                       soft_wrap=True)
         return reply
     if junit is not None:
-        junit_report.check_target(junit)
+        junit_report.check_target(junit, force)
     from wsemoe.report.terminal import progress
 
     with progress.bar("invariants", "checks", quiet=quiet or fmt == "json") as update:
         report = check_invariants(configs or None, points=points, only=only, on_progress=update)
     if junit is not None:
-        junit_report.write_junit(report, junit)
+        junit_report.write_junit(report, junit, force)
     if fmt == "json":
         reply.text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
     elif verbose or (not quiet and sys.stdout.isatty()):
@@ -89,35 +98,86 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     seed: int = typer.Option(1, help="seed of the sample design"),
                     unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
                     only: Optional[List[str]] = typer.Option(None, "--only", help="vary only these unknowns"),
-                    results: Path = typer.Option(Path("results"), help="root folder of results")) -> Reply:
-    """Global sensitivity of CONFIG's results to the calibration unknowns; writes results/<name>/sensitivity/."""
+                    with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also evaluate every combination of the readings"),
+                    results: Path = typer.Option(Path("results"), help="root folder of results"),
+                    force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at sensitivity/ or readings/")) -> Reply:
+    """Sensitivity of CONFIG's results to the discrete readings (every combination) and to the calibration
+    unknowns (Sobol or Morris, at the sweep's own readings); writes results/<name>/readings/ and sensitivity/."""
+    from wsemoe.analysis import readings as rd
     from wsemoe.analysis import sensitivity as sens
     from wsemoe.report.terminal import progress, tables
+    from wsemoe.report.terminal import readings as rd_view
 
+    prepared = sens.prepare(config, None, method, samples, seed, unknowns, only or ())  # bad options fail first
+    reply = Reply()
+    if with_readings:
+        from wsemoe.sweep import writer
+        from wsemoe.sweep.run import run_sweep
+
+        res = run_sweep(prepared[0].cfg, out_root=results)
+        writer.check_folder(res.path / sens.FOLDER, "sensitivity", force)  # both outputs checked before either is written
+        found, where = rd.run(res.path, force=force)
+        parts(reply, rd_view.view(found, _readings_quantities(found)))
+        reply.text(f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
     with progress.bar("sensitivity", "samples") as update:
         result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
-                                unknowns_file=unknowns, only=only or (), on_progress=update)
-    reply = Reply()
+                                unknowns_file=unknowns, only=only or (), force=force, prepared=prepared,
+                                on_progress=update)
     for q in sens.headline_quantities(result):
         reply.rich(tables.sensitivity(result, q))
     return reply.text(f"sensitivity: {shown_path(path)} ({result.meta['evaluations']:,} evaluations in "
                       f"{result.meta['seconds']:.1f} s)")
 
 
+def _readings_quantities(result) -> list[str]:
+    """The quantities a summary shows over the readings: the comparison's ratios and the best metric."""
+    qs = list(dict.fromkeys(result.values["quantity"]))
+    return [q for q in qs if q.startswith("speedup_vs_")] + [q for q in qs if q.startswith("best_") and "tokens" in q][:1] \
+        or [q for q in qs if q.startswith("sweep_best_")]
+
+
+@command("readings")
+def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAML or a results folder (none: list the readings)"),
+                 only: Optional[List[str]] = typer.Option(None, "--only", help="vary only this reading (repeatable)"),
+                 fix: Optional[List[str]] = typer.Option(None, "--set", help="fix a reading for every run: name=option (repeatable)"),
+                 evidence: bool = typer.Option(False, "--evidence", "-e", help="with no target: every option's evidence and source"),
+                 results: Path = typer.Option(Path("results"), help="root folder of results"),
+                 force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at readings/")) -> Reply:
+    """The modelling choices no source pins, or TARGET evaluated under every combination of them: each
+    quantity as configured, at the default readings, its range, what flips it and what it hinges on."""
+    from wsemoe.analysis import readings as rd
+    from wsemoe.config import readings as registry
+    from wsemoe.report.terminal import readings as rd_view
+
+    if target is None:
+        return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
+    found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
+    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(
+        f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
+
+
 @command()
 def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose unknowns are fitted"),
               output: Optional[Path] = typer.Option(None, "-o", "--output",
                                                     help="folder for the fit (default results/calibration-<hardware>)"),
-              samples: int = typer.Option(512, "--samples", "-n", help="samples per search stage"),
+              samples: int = typer.Option(32, "--samples", "-n", help="samples per search stage, per reading"),
               seed: int = typer.Option(1, help="seed of the search"),
               unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
-              only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns")) -> Reply:
-    """Fit the calibration unknowns to the public BTA targets; write the fitted preset beside the original."""
+              only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns"),
+              reading: Optional[List[str]] = typer.Option(None, "--reading", help="vary only these readings (the "
+                                                          "others at the sweeps' own); repeatable"),
+              force: bool = typer.Option(False, "--force", "-f",
+                                         help="replace a calibration another wsemoe command wrote for another preset")) -> Reply:
+    """Fit the calibration unknowns to the public BTA targets under every reading: χ² per reading, the unknowns
+    no target can identify (not fitted), each target's leave-one-out residual; write the fit at the default
+    readings as a preset to review beside the original (no preset is changed)."""
     from wsemoe.analysis import calibrate as cal
     from wsemoe.report.terminal import progress, tables
 
-    with progress.bar("calibrate", "samples") as update:
-        result, table, path = cal.run(hardware, output, samples=samples, seed=seed, unknowns_file=unknowns,
-                                      only=only or (), on_progress=update)
-    return Reply().rich(tables.calibration(table, result.residuals, result.chi2)).text(
-        f"fitted preset, diff and residuals: {shown_path(path)} (no preset was changed)")
+    with progress.bar("calibrate", "readings") as update:
+        fits, table, per_reading, path, meta = cal.run(hardware, output, samples=samples, seed=seed,
+                                                       unknowns_file=unknowns, only=only or (), readings=reading or (),
+                                                       force=force, on_progress=update)
+    return Reply().rich(tables.calibration(fits, table, per_reading)).text(
+        f"fitted preset (default readings), diff, residuals and χ² per reading: {shown_path(path)} (no preset was "
+        f"changed; {meta['readings']} readings in {meta['seconds']:.0f} s)")

@@ -54,6 +54,8 @@ def check_points(cfg: SweepConfig) -> None:
     _check_tp(cfg)
     _check_token_count(cfg)
     _check_skew(cfg)
+    _check_prompt(cfg)
+    _check_sram(cfg)
     if cfg.compare:
         _check_compare(cfg)
     values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
@@ -170,6 +172,52 @@ def _check_ftd(cfg: SweepConfig, c: dict, tp: np.ndarray, span: np.ndarray, her:
             raise ConfigError(f"ftd ({fr}, {fc}) must hold one member of each of the {groups} groups: fr·fc = "
                               f"{groups}, fr dividing {rows} rows and fc {cols} columns",
                               loc=("axes", path) if path in cfg.axis_names() else ("mapping", "ftd"))
+
+
+PROMPT_FIELDS = ("workload.prompt_len", "workload.mode", "workload.seq_len")
+
+
+def _check_prompt(cfg: SweepConfig) -> None:
+    """A prompt length (for ttft_s) belongs to decode, and the decode context (seq_len) holds the prompt."""
+    if cfg.workload.prompt_len is None and "workload.prompt_len" not in cfg.axis_names():
+        return
+    c = _field_values(cfg, PROMPT_FIELDS)
+    prompt = np.array([np.nan if v is None else v for v in c["workload.prompt_len"]], dtype=float)
+    given = ~np.isnan(prompt)
+    _fail(cfg, given & (c["workload.mode"] != "decode"), "workload.prompt_len",
+          lambda i: f"prompt_len sets the prompt behind a decode point's ttft_s; in {c['workload.mode'][i]} mode "
+                    "the prompt is seq_len (prefill gives ttft_s itself)")
+    seq = c["workload.seq_len"].astype(float)
+    _fail(cfg, given & (prompt > seq), "workload.prompt_len",
+          lambda i: f"prompt_len = {int(prompt[i])} exceeds the decode context seq_len = {int(seq[i])}, "
+                    "which holds the prompt")
+
+
+SRAM_FIELDS = ("hardware.weight_source", "workload.mode", "workload.draft_tokens", "workload.accepted_tokens_per_step",
+               "balance.balancer", "workload.G", "mapping.tp")
+
+
+def _check_sram(cfg: SweepConfig) -> None:
+    """SRAM serving is inference on a PE fabric: no training, no batch tiling, TP groups or expert replicas (its
+    layout is its own); speculative decoding is modelled there only."""
+    c = _field_values(cfg, SRAM_FIELDS)
+    sram = c["hardware.weight_source"] == "sram"
+    _fail(cfg, sram & (c["workload.mode"] == "train"), "workload.mode",
+          lambda i: "weight_source: sram serves inference (decode or prefill); training streams its weights "
+                    "(weight_source: streamed)")
+    _fail(cfg, sram & (c["workload.G"].astype(float) != 1), "workload.G",
+          lambda i: "batch tiling (G) is not modelled for weight_source: sram; its B sequences stream through the "
+                    "pipeline")
+    _fail(cfg, sram & np.array([v is not None for v in c["mapping.tp"]]), "mapping.tp",
+          lambda i: "mapping.tp applies to node-level models; weight_source: sram places attention on PE regions "
+                    "(mapping.pe_placement)")
+    _fail(cfg, sram & (c["balance.balancer"] != "none"), "balance.balancer",
+          lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled for weight_source: sram")
+    spec = (c["workload.draft_tokens"].astype(float) > 0) | (c["workload.accepted_tokens_per_step"].astype(float) != 1)
+    _fail(cfg, spec & ~sram, "workload.draft_tokens",
+          lambda i: "speculative decoding (draft_tokens, accepted_tokens_per_step) is modelled for weight_source: sram")
+    _fail(cfg, spec & sram & (c["workload.mode"] != "decode"), "workload.draft_tokens",
+          lambda i: "speculative decoding applies to decode")
 
 
 SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, os_reason
 
 
 def read_text(path, limit: int, what: str = "file", loc_prefix=()) -> str:
@@ -22,7 +22,7 @@ def read_text(path, limit: int, what: str = "file", loc_prefix=()) -> str:
     except FileNotFoundError:
         raise ConfigError(f"{what} not found", loc=loc) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {what}: {exc.strerror or exc}", loc=loc) from None
+        raise ConfigError(f"cannot read {what}: {os_reason(exc)}", loc=loc) from None
     if stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"is a directory, expected a {what}", loc=loc)
     if not stat.S_ISREG(st.st_mode):
@@ -31,7 +31,7 @@ def read_text(path, limit: int, what: str = "file", loc_prefix=()) -> str:
         with open(p, "rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise ConfigError(f"cannot read {what}: {exc.strerror or exc}", loc=loc) from None
+        raise ConfigError(f"cannot read {what}: {os_reason(exc)}", loc=loc) from None
     if len(data) > limit:
         raise ConfigError(f"{what} is larger than {limit:,} bytes", loc=loc)
     try:

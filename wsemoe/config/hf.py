@@ -290,6 +290,77 @@ def _name(r: _Reader, name: str | None, mtype: str, source=None) -> str:
     return hf_name if isinstance(hf_name, str) and hf_name else mtype
 
 
+# Families whose Hugging Face attention derives head_dim = hidden_size / num_attention_heads, ignoring a stated
+# head_dim: a config stating another value describes a model the loader would build differently.
+_DERIVED_HEAD_DIM = ("qwen2_moe", "olmoe", "qwen2")
+
+
+def _positive_number(r: _Reader, key: str) -> None:
+    """An optional float setting that must be a finite positive number when present (rope_theta, factors)."""
+    value = r.data.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not math.isfinite(value) or value <= 0):
+        raise r.fail(key, f"'{key}' must be a positive number, got {value!r:.40}")
+
+
+def _check_consistent(f: dict, r: _Reader, mtype: str) -> None:
+    """What a model loader checks before it builds the model: sizes positive, key/value heads dividing the
+    attention heads, routed experts at least top-k (and expert groups that can hold the chosen experts),
+    head and rotary widths that fit together; the first violation is one line naming its key."""
+    def key(field):
+        return r.origin.get(field, field)
+
+    for field in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers",
+                  "vocab_size", "num_experts", "num_experts_per_tok", "moe_intermediate_size"):
+        if not isinstance(f.get(field), int) or f[field] <= 0:
+            raise r.fail(key(field), f"'{key(field)}' must be a positive integer, got {f.get(field)!r:.40}")
+    heads, kv = f["num_attention_heads"], f["num_key_value_heads"]
+    if heads % kv:
+        raise r.fail(key("num_key_value_heads"), f"num_key_value_heads {kv} does not divide num_attention_heads {heads} "
+                     "(each key/value head serves a whole group of query heads)")
+    if f["num_experts_per_tok"] > f["num_experts"]:
+        raise r.fail("num_experts_per_tok", f"num_experts_per_tok {f['num_experts_per_tok']} exceeds the "
+                     f"{f['num_experts']} routed experts ('{key('num_experts')}')")
+    if f.get("attention", "gqa") == "gqa":
+        stated = r.data.get("head_dim")
+        if mtype in _DERIVED_HEAD_DIM and stated is not None and stated * heads != f["hidden_size"]:
+            raise r.fail("head_dim", f"head_dim {stated} × num_attention_heads {heads} is not hidden_size "
+                         f"{f['hidden_size']}, which this family's attention requires")
+        if f["head_dim"] % 2:
+            raise r.fail("head_dim", f"head_dim {f['head_dim']} is odd; rotary embeddings rotate pairs of dimensions")
+        factor = r.data.get("partial_rotary_factor")
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                                   or not 0 < factor <= 1):
+            raise r.fail("partial_rotary_factor", f"partial_rotary_factor must be in (0, 1], got {factor!r:.40}")
+    else:
+        _check_mla(f, r)
+    for k in ("rope_theta", "max_position_embeddings", "rms_norm_eps"):
+        _positive_number(r, k)
+
+
+def _check_mla(f: dict, r: _Reader) -> None:
+    """Multi-head latent attention: every width positive, the rotary part even, expert groups consistent."""
+    for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        if not isinstance(f.get(k), int) or f[k] <= 0:
+            raise r.fail(k, f"'{k}' must be a positive integer for multi-head latent attention, got {f.get(k)!r:.40}")
+    if f["qk_rope_head_dim"] % 2:
+        raise r.fail("qk_rope_head_dim", f"qk_rope_head_dim {f['qk_rope_head_dim']} is odd; rotary embeddings "
+                     "rotate pairs of dimensions")
+    if f.get("q_lora_rank") is not None and f["q_lora_rank"] < 0:
+        raise r.fail("q_lora_rank", "q_lora_rank must be positive, or null for direct query projections")
+    groups, chosen = r.int("n_group", None), r.int("topk_group", None)
+    experts, topk = f["num_experts"], f["num_experts_per_tok"]
+    if groups is not None:
+        if groups <= 0 or experts % groups:
+            raise r.fail("n_group", f"n_group {groups} does not divide the {experts} routed experts into groups")
+        chosen = groups if chosen is None else chosen
+        if not 0 < chosen <= groups:
+            raise r.fail("topk_group", f"topk_group {chosen} must be between 1 and n_group {groups}")
+        if topk > chosen * (experts // groups):
+            raise r.fail("num_experts_per_tok", f"num_experts_per_tok {topk} exceeds the {chosen * (experts // groups)} "
+                         f"experts of the topk_group {chosen} groups a token may use")
+
+
 def _build(fields: dict, r: _Reader) -> ModelSpec:
     """Validate through ModelSpec, reporting the first error against the config key."""
     try:
@@ -315,6 +386,7 @@ def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> 
     r = _Reader(data, where)
     mtype = _model_type(r)
     fields = {**_common(r), **_FAMILIES[mtype](r)}
+    _check_consistent(fields, r, mtype)
     fields.update(name=_name(r, name, mtype, source),
                   source=f"hf:{where}" if where != "hf_config" else f"hf:{mtype}")
     return _build(fields, r)

@@ -11,7 +11,7 @@ from pathlib import Path
 from wsemoe.config import axes, checks, presets, yamlio
 from wsemoe.config.histogram import read_histogram
 from wsemoe.config.hf import model_from_hf_config
-from wsemoe.config.schema import PRESET_KIND, SECTIONS, TOP_KEYS, RawSweep, SweepConfig
+from wsemoe.config.schema import PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep, SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.specs.base import build
 
@@ -32,7 +32,7 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
     cfg = build(SweepConfig, {
         "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
         "sparsity": raw.sparsity, "constraints": raw.constraints,
-        "objectives": raw.objectives or SweepConfig.model_fields["objectives"].default_factory(),
+        "objectives": raw.objectives or _default_objectives(specs["hardware"], grid, zips),
         "compare": raw.compare, "presets": preset_store, "expert_histogram": _histogram(specs, grid, zips, base_dir),
         "output": raw.output, "search": raw.search, "pareto": raw.pareto, "base_dir": str(base_dir),
     })
@@ -106,14 +106,43 @@ def _zips(raw: RawSweep, base: dict, preset_store: dict, base_dir: Path) -> list
     for gi, group in enumerate(groups):
         if not group:
             raise ConfigError("a zip group needs at least one axis", loc=("zip", gi))
+        rowwise = {p for p in group if "." in p and p.partition(".")[0] in group}   # fields of a zipped preset
         typed = {path: _axis(path, vals, ("zip", gi, path), base, preset_store, unique=False, base_dir=base_dir)
-                 for path, vals in group.items()}
+                 for path, vals in group.items() if path not in rowwise}
+        typed.update(_preset_rows(group, typed, rowwise, preset_store, gi))
+        typed = {p: typed[p] for p in group}
         lengths = {len(v) for v in typed.values()}
         if len(lengths) > 1:
             raise ConfigError(f"zipped axes need equal lengths, got {sorted(lengths)}", loc=("zip", gi))
         axes.no_repeats(list(zip(*typed.values())), ("zip", gi), "row")  # one column may repeat; a whole row may not
         zips.append(typed)
     return zips
+
+
+def _preset_rows(group: dict, typed: dict, paths: set, preset_store: dict, gi: int) -> dict:
+    """Fields zipped with their section's preset axis, validated row by row together on that row's preset (a
+    weight source and a pipeline length on a cs3 row, a TP size on an NVL72 row)."""
+    out = {p: [] for p in paths}
+    for section in {p.partition(".")[0] for p in paths}:
+        names, fields = typed[section], [p for p in paths if p.partition(".")[0] == section]
+        if any(not isinstance(group[p], list) or len(group[p]) != len(names) for p in fields):
+            raise ConfigError(f"zipped axes need equal lengths, got {sorted({len(group[p]) for p in fields})} and "
+                              f"{len(names)}", loc=("zip", gi))
+        for i, name in enumerate(names):
+            row = {p.partition(".")[2]: group[p][i] for p in fields}
+            spec = build(SECTIONS[section], {**preset_store[name], **row}, loc=("zip", gi, fields[0], i))
+            for p in fields:
+                out[p].append(getattr(spec, p.partition(".")[2]))
+    return out
+
+
+def _default_objectives(hardware, grid: dict, zips: list) -> dict:
+    """Throughput and peak memory per node; a sweep that only serves from SRAM (no hardware or weight-source axis):
+    tokens per second per user and in aggregate."""
+    swept = set(grid) | {p for g in zips for p in g}
+    if hardware.weight_source == "sram" and not swept & {"hardware", "hardware.weight_source"}:
+        return dict(SERVING_OBJECTIVES)
+    return SweepConfig.model_fields["objectives"].default_factory()
 
 
 def _no_axis_twice(grid: dict, zips: list) -> None:

@@ -23,10 +23,11 @@ INPUT_UNITS = {
     "model.hidden_size": "1", "balance.zipf_s": "1", "balance.churn": "1", "balance.spare_slots": "slots",
     "balance.rebalance_interval": "steps", "hardware.rows": "nodes",
     "hardware.cols": "nodes", "hardware.wafers": "wafers", "hardware.scale_up_size": "devices",
-    "workload.tokens_per_device": "tokens", "mapping.ring_directions": "1", "balance.skew_target": "×",
-    "balance.skew_devices": "devices", "workload.bytes_per_weight": "bytes", "workload.bytes_per_act": "bytes",
+    "workload.tokens_per_device": "tokens", "workload.prompt_len": "tokens", "mapping.ring_directions": "1",
+    "balance.skew_target": "×", "balance.skew_devices": "devices", "workload.bytes_per_act": "bytes",
     "workload.bytes_per_grad": "bytes", "hardware.matmul_efficiency": "1", "hardware.memory_usable_fraction": "1",
-    "hardware.expert_half_tokens": "tokens",
+    "hardware.expert_half_tokens": "tokens", "hardware.node_peak_flops_fp8": "FLOP/s",
+    "hardware.node_peak_flops_fp4": "FLOP/s", "hardware.kernel_launch_s": "s",
 }
 TOP_LEVEL = {
     "name": "names the results folder (results/<name>); default: the file name",

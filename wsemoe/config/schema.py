@@ -21,6 +21,7 @@ TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constr
 MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as well)
 MAX_POPULATION = 100_000
 RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
+SERVING_OBJECTIVES = {"tokens_per_s_per_user": "max", "tokens_per_s": "max"}   # default of an all-SRAM-serving sweep
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 

@@ -37,6 +37,16 @@ class StructuralKey(NamedTuple):
     skew_devices: int | None = None
 
 
+def software_latency(hw, phase: str):
+    """Fixed software latency of one call of `phase` (s): dispatch and combine are expert-parallel all-to-all
+    kernels (alltoall_latency_s, unset: collective_latency_s); the rest are all-reduce-type collectives."""
+    coll = getattr(hw, "collective_latency_s", 0.0)
+    if phase in ("dispatch", "combine"):
+        a2a = getattr(hw, "alltoall_latency_s", None)
+        return coll if a2a is None else a2a
+    return coll
+
+
 def _number(x) -> np.ndarray:
     """A field as float64 (None, an unset optional, becomes NaN)."""
     return np.asarray(np.nan if x is None else x, dtype=float)
@@ -82,7 +92,7 @@ def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
     Weight-streaming wafers run attention and experts over the whole wafer as one group: traffic
     there stays inside the PE fabric and is not modelled as node-to-node phases.
     """
-    if hw.weight_source == "streamed":
+    if hw.weight_source in ("streamed", "sram"):   # traffic stays inside the PE fabric (sram: cost.wafer)
         return None
     return CommModel(hw, m, wl, mp_, bal, histogram)
 
@@ -105,7 +115,7 @@ class CommModel:
         def pick(fn):  # a structural value per point
             return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
 
-        out, windows = self._phases(built, inv, shape, self._scales(T, groups, tp))
+        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp))
         out.update(self._statistics(pick, built, inv, shape))
         self._state = (built, inv, shape, windows)
         return out
@@ -137,7 +147,7 @@ class CommModel:
                         self.histogram),
             wafers, getattr(hw, "scale_up_size", None), coll)
 
-    def _scales(self, T, groups, tp) -> dict:
+    def scales(self, T, groups, tp) -> dict:
         """Bytes per unit of each phase's structural traffic, per point."""
         m, wl = self.m, self.wl
         act = m.hidden_size * wl.bytes_per_act
@@ -151,15 +161,20 @@ class CommModel:
             scales["gradient"] = params.attn_params(m) * wl.bytes_per_grad / tp
         return scales
 
+    def repeats(self, name: str):
+        """Occurrences of a phase per layer: the attention all-reduce once per attention tile (G), the rest once."""
+        return self.wl.G if name in ("allreduce", "dense_allreduce") else 1
+
     def _phases(self, built, inv, shape, scales: dict) -> tuple[dict, dict]:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration."""
         out, windows = {}, {}
         layers = params.moe_layers(self.m)
         for name, scale in scales.items():
-            timed = phasetime.phase(self.hw, built, inv, shape, name, scale)
-            reps = self.wl.G if name in ("allreduce", "dense_allreduce") else 1   # one all-reduce per attention tile
+            timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name))
+            reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once
+            out[f"{name}_fixed_s"] = reps * timed.fixed
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
             out[f"{name}_max_link_bytes"] = unit * scale

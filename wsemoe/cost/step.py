@@ -10,39 +10,16 @@ embedding/head; training counts forward and backward.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import NamedTuple
-
 import numpy as np
 
-from wsemoe.cost.node import compute, memory, params, weights
-from wsemoe.cost.fabric import topology
 from wsemoe.cost.balance.migration import Window
+from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch
+from wsemoe.cost.node import compute, formats, memory, params, weights
 from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
+from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, kv_node, roofline_columns, stage_work,
+                                   stages, streamed_kept_bytes)
 
-# Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
-STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s")}
-
-
-class Shape(NamedTuple):
-    """How one micro-batch spreads over the nodes."""
-
-    nodes: int
-    tp: object      # nodes per attention group (array or scalar)
-    groups: object  # attention groups
-    seqs: object    # sequences per micro-batch, all groups
-    T: object       # tokens per micro-batch, all groups
-
-
-class Flops(NamedTuple):
-    """Forward FLOPs of one layer and one micro-batch, by stage (all groups)."""
-
-    proj: object
-    core: object
-    router: object
-    expert: object
-    dense: object
-    head: object
+__all__ = ["STAGE_COMM", "evaluate", "micro_batch", "with_batch"]
 
 
 def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
@@ -58,12 +35,13 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
     c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}
-    attn, moe, dense, head = stages(hw, m, wl, mp, shape, flops, c)
+    work = stage_work(hw, m, wl, mp, shape, flops, c)
+    attn, moe, dense, head = stages(hw, m, wl, shape, work, c)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     co = getattr(wl, "comm_overlap", "none")
     # Under HER a dense layer dispatches nothing, so its attention needs only the home wafer's all-reduce.
     attn_dense = attn if "dense_allreduce_s" not in c else \
-        Stage("attention", attn.terms, {**attn.comm, "allreduce_s": c["dense_allreduce_s"]})
+        Stage("attention", attn.terms, {**attn.comm, "allreduce_s": c["dense_allreduce_s"]}, attn.launch)
     layers = (Layer("moe_layer", [attn, moe], Lm, wl.overlap, co),
               Layer("dense_layer", [attn_dense, dense], L - Lm, wl.overlap, co),
               Layer("head", [head], 1, wl.overlap, co))
@@ -73,6 +51,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     out = throughput(hw, m, wl, shape, flops, layers, step, c)
     out.update(_stage_columns(wl, layers, (attn, moe, dense, head)))
+    out.update(roofline_columns(hw, wl, work, shape.nodes))   # each stage's FLOPs, bytes, roof: its terms' numerators
     if "dense_allreduce_s" in c:  # HER: a dense layer all-reduces on its home wafer only
         out["dense_layer_allreduce_s"] = c["dense_allreduce_s"]
     out["per_device_moe_block_tokens_per_s"] = shape.T / (out["moe_time_s"] * shape.nodes)
@@ -88,11 +67,12 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
 
 
 def _stage_columns(wl, layers, stage_list) -> dict:
-    """Per-layer and per-stage times, and every stage's terms and communication phases."""
+    """Per-layer and per-stage times, and every stage's terms, kernel launches and communication phases."""
     co = getattr(wl, "comm_overlap", "none")
     out = {f"{la.name}_time_s": la.time_s for la in layers}
     for st in stage_list:
         out[f"{st.name}_time_s"] = st.time(wl.overlap != "none", co)
+        out[f"{st.name}_launch_s"] = st.launch
         for term, v in {**st.terms, **st.comm}.items():
             out[f"{st.name}_{term.removesuffix('_s')}_s"] = v
     return out
@@ -108,125 +88,6 @@ def idle_windows(layers, comm_overlap: str) -> list:
     return out
 
 
-def with_batch(hw, wl, mp):
-    """The workload with B set from tokens_per_device (decode): B = tokens_per_device·tp/G; else unchanged."""
-    per_device = getattr(wl, "tokens_per_device", None)
-    if per_device is None:
-        return wl
-    nodes = topology.system_nodes(hw)
-    tp = nodes if mp.tp is None else mp.tp
-    fields = wl.model_dump() if hasattr(wl, "model_dump") else dict(vars(wl))
-    fields["B"] = per_device * tp / wl.G
-    return SimpleNamespace(**fields)
-
-
-def micro_batch(hw, wl, mp) -> Shape:
-    """Nodes, TP groups and the tokens of one micro-batch (every group runs its own G·B sequences)."""
-    nodes = topology.system_nodes(hw)
-    tp = nodes if mp.tp is None else mp.tp
-    groups = nodes // tp
-    return Shape(nodes, tp, groups, groups * wl.G * wl.B, compute.tokens(wl) * groups)
-
-
-def kv_node(hw, m, wl, mp, shape: Shape):
-    """KV cache a node holds: its group's sequences × context × layers × what one TP rank keeps per token.
-
-    A weight-streaming wafer runs attention as one group over the whole fabric, not as TP ranks
-    splitting heads: its cache spreads evenly over the dies.
-    """
-    if wl.mode == "train":
-        return 0.0
-    if hw.weight_source == "streamed":
-        return shape.seqs * wl.seq_len * m.num_hidden_layers * memory.kv_bytes_per_token_layer(m, wl) / shape.nodes
-    per_rank = memory.kv_bytes_per_rank(m, wl, shape.tp, getattr(mp, "mla_cache", "replicated"))
-    return shape.seqs / shape.groups * wl.seq_len * m.num_hidden_layers * per_rank
-
-
-def layer_flops(m, wl, shape: Shape) -> Flops:
-    """Forward FLOPs per stage for one layer and one micro-batch."""
-    T = shape.T
-    return Flops(compute.attn_proj_flops(m, T), compute.attn_core_flops(m, wl) * shape.groups,
-                 compute.router_flops(m, T), compute.expert_flops(m, T), compute.dense_ffn_flops(m, T),
-                 compute.head_flops(m, T))
-
-
-def _io_time(hw, wl, nbytes, kept=0.0):
-    """Seconds to move a stage's weights once per pass: streamed over the wafer I/O, or read from node memory.
-
-    `kept` bytes of activations leave over the same I/O after the forward pass and come back for the
-    backward pass (kept_activations: streamed); weights in and gradients out share it, full duplex.
-    """
-    if hw.weight_source == "streamed":
-        passes_in = 2.0 if wl.mode == "train" else 1.0  # forward and backward each stream the weights
-        t_in = (passes_in * nbytes + kept) / hw.io_in_bw_bytes_per_s
-        if wl.mode != "train":
-            return t_in
-        grads = nbytes / wl.bytes_per_weight * wl.bytes_per_grad
-        return np.maximum(t_in, (grads + kept) / hw.io_out_bw_bytes_per_s)
-    return nbytes / hw.node_memory_bw_bytes_per_s
-
-
-def _compute_time(hw, wl, flops, nodes, eff, recomputed=0.0):
-    """Seconds of compute: forward FLOPs × (1 forward + 2 backward when training), plus the forward
-    FLOPs recomputed to rebuild dropped activations, spread over all nodes at efficiency `eff`."""
-    return (compute.pass_factor(wl.mode) * flops + recomputed) / (nodes * hw.node_peak_flops * eff)
-
-
-def _stage_weight_bytes(hw, m, wl, shape: Shape, slots) -> dict:
-    """Weight bytes each stage moves per pass: resident reads happen per node; streamed ones cross the wafer I/O."""
-    w = weights.layer_weight_bytes(m, wl)
-    if hw.weight_source != "resident":
-        return {"attn": w["attn"], "moe": w["experts"] + w["shared"] + w["router"],
-                "dense": w["dense_ffn"], "head": w["head"]}
-    # each hosted copy is read if any token reaches its expert (expected share of active experts)
-    experts = slots * weights.active_experts(m, shape.T) / m.num_experts * params.expert_params(m) * wl.bytes_per_weight
-    return {"attn": wl.G * w["attn"] / shape.tp,  # each tile re-reads the group's attention shard
-            "moe": experts + (w["shared"] + w["router"]) / shape.tp,
-            "dense": w["dense_ffn"] / shape.tp, "head": w["head"] / shape.tp}
-
-
-def streamed_kept_bytes(hw, m, wl, shape: Shape):
-    """Activation bytes of one layer and micro-batch streamed out and back in (0 when kept in node memory)."""
-    if memory.kept_in_node_memory(hw):
-        return 0.0 * shape.T
-    return shape.T * memory.kept_bytes_per_token_layer(m, wl)
-
-
-def _terms(hw, wl, flops_time, wbytes, kv_bytes=None, kept=0.0) -> dict:
-    """A stage's roofline terms: compute, and resident weights with the KV cache as one HBM term (they share
-    one memory); streamed weights cross the wafer I/O, a resource apart from the node memory's KV reads."""
-    kv = 0.0 if kv_bytes is None else kv_bytes
-    if hw.weight_source == "resident":
-        return {"compute": flops_time, "hbm": (wbytes + kv) / hw.node_memory_bw_bytes_per_s}
-    terms = {"compute": flops_time, "weights": _io_time(hw, wl, wbytes, kept)}
-    if kv_bytes is not None:
-        terms["memory"] = kv / hw.node_memory_bw_bytes_per_s
-    return terms
-
-
-def stages(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
-    """Attention, MoE, dense-FFN and head stages, each a roofline of named terms plus its communication."""
-    n, eff = shape.nodes, hw.matmul_efficiency
-    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
-    imbalance = c.get("expert_imbalance", 1.0)  # the expert stage runs at the busiest node's pace
-    wbytes = _stage_weight_bytes(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, n)))
-    kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
-    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
-    attn = Stage("attention", _terms(hw, wl, _compute_time(hw, wl, flops.proj + flops.core, n, eff,
-                                                           full * (flops.proj + flops.core) + core * flops.core),
-                                     wbytes["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input
-                 {k: phase[k] for k in STAGE_COMM["attention"] if k in phase})
-    moe = Stage("moe", _terms(hw, wl, _compute_time(hw, wl, flops.router + flops.expert * imbalance, n, eff_exp,
-                                                    full * (flops.router + flops.expert * imbalance)),
-                              wbytes["moe"]),
-                {k: phase[k] for k in STAGE_COMM["moe"] if k in phase})
-    dense = Stage("dense_ffn", _terms(hw, wl, _compute_time(hw, wl, flops.dense, n, eff, full * flops.dense),
-                                      wbytes["dense"]))
-    head = Stage("head", _terms(hw, wl, _compute_time(hw, wl, flops.head, n, eff, full * flops.head), wbytes["head"]))
-    return attn, moe, dense, head
-
-
 def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> dict:
     """Throughput, MFU and the per-micro-batch counts (outputs may stay scalars; the engine broadcasts)."""
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
@@ -234,6 +95,9 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         L * (flops.proj + flops.core) + Lm * (flops.router + flops.expert) + (L - Lm) * flops.dense + flops.head)
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
     n_exp = compute.tokens_per_expert(m, shape.T)
+    # MFU's peak: what the model FLOPs could reach, each at the peak of its format (node_peak_flops when all
+    # are 16-bit), so MFU stays at most the matmul efficiency whatever the formats.
+    format_peak = model_flops / ideal_seconds(hw, wl, m, flops)
     out = {
         "tokens_per_microbatch": shape.T,
         "sequences_per_microbatch": shape.seqs,
@@ -245,13 +109,18 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         "step_time_s": step,
         "tokens_per_s": shape.T / step,
         "sequences_per_s": shape.seqs / step,
-        "mfu": model_flops / (step * shape.nodes * hw.node_peak_flops),
+        "format_peak_flops": format_peak + 0.0 * shape.T,
+        "attention_peak_flops": formats.peak(hw, getattr(wl, "attn_weight_format", formats.HIGH)) + 0.0 * shape.T,
+        "expert_peak_flops": formats.peak(hw, getattr(wl, "expert_weight_format", formats.HIGH)) + 0.0 * shape.T,
+        "mfu": model_flops / (step * shape.nodes * format_peak),
+        "per_device_tokens_per_s": shape.T / (step * shape.nodes),
         "per_device_moe_tokens_per_s": shape.T / (layers[0].time_s * shape.nodes),
         "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s", "reduce_s")),
         "tokens_per_device": shape.T / shape.nodes,
         "attention_batch": wl.B + 0.0 * shape.T,
     }
-    out.update({k: v for k, v in c.items() if not k.endswith("_s") or k.startswith("migration")})
+    out.update({k: v for k, v in c.items()
+                if not k.endswith("_s") or k.startswith("migration") or k.endswith("_fixed_s")})
     return out
 
 
@@ -261,13 +130,15 @@ def _balance_columns(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> dict:
     if "expert_imbalance" not in c:
         return {}
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
-    saved = flops.expert * (c["imbalance_before"] - c["expert_imbalance"])
+    saved = flops.routed * (c["imbalance_before"] - c["expert_imbalance"])   # shared experts are never imbalanced
     extra = 0.0 * shape.T
     if hw.weight_source == "resident":
         copies = c["expert_slots_max"] - c["expert_slots_before"]
-        extra = copies * weights.active_experts(m, shape.T) / m.num_experts * params.expert_params(m) \
-            * wl.bytes_per_weight / hw.node_memory_bw_bytes_per_s
-    return {"moe_balance_saving_s": _compute_time(hw, wl, saved, shape.nodes, eff_exp), "moe_replica_hbm_s": extra}
+        extra = copies * weights.active_experts(m, shape.T) / m.num_experts * weights.expert_copy_bytes(m, wl) \
+            / hw.node_memory_bw_bytes_per_s
+    fmt = getattr(wl, "expert_weight_format", formats.HIGH)
+    return {"moe_balance_saving_s": compute_time(hw, wl, shape.nodes, (saved, 0.0, fmt, eff_exp)),
+            "moe_replica_hbm_s": extra}
 
 
 def _step_bound(layers, step) -> Coded:

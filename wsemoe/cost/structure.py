@@ -280,6 +280,11 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
                                               policy=bal.policy)
     source, flow = token_flow(topology, strategy, token_source)
     first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
+    if popularity.imbalance(dispatch.received()) > popularity.imbalance(first.received()):
+        # No balancer deploys a placement busier than the default one (with fewer experts than nodes the default
+        # already spreads N/E copies of each, and replicas counted from one copy can undo that): keep the default.
+        experts = before
+        first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     first, dispatch = _evaluable(layout, first), _evaluable(layout, dispatch)
     one = lambda p: [StepTraffic(p, 1, False)]  # noqa: E731
     return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),

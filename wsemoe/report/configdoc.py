@@ -9,7 +9,7 @@ from wsemoe.config.schema import SECTIONS, Compare, Constraint, Output, Pareto, 
 from wsemoe.specs.hardware import PEFacts
 from wsemoe.sweep.columns import reference
 
-REGENERATE = "wsemoe schema --format markdown -o docs/config.md"
+REGENERATE = "wsemoe schema --format markdown > docs/config.md"
 
 AXES = """\
 ```yaml
@@ -79,8 +79,7 @@ def reference_text(fmt: str) -> str:
     import json
 
     from wsemoe.config.reference import json_schema
-    from wsemoe.report.output import MARK
     from wsemoe.version import __version__
 
-    return json.dumps({"$comment": f"{MARK} {__version__}", **json_schema()}, indent=1, ensure_ascii=False,
+    return json.dumps({"$comment": f"sweep-config schema of wsemoe {__version__}", **json_schema()}, indent=1, ensure_ascii=False,
                       allow_nan=False) + "\n"

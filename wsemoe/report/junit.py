@@ -2,19 +2,17 @@
 
 One <testsuite> per config, one <testcase> per invariant on it (classname = config, name =
 invariant): <failure> with the worst violation, <error> when the check itself raised, <skipped>
-when the invariant does not apply to the config. Written atomically (temporary file, then rename),
-so a CI job never picks up half a report.
+when the invariant does not apply to the config. Written through `sweep/writer.py` (atomically, so a
+CI job never picks up half a report, and never over a file wsemoe did not write).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from wsemoe.analysis.suite import Report
-from wsemoe.errors import ConfigError
+from wsemoe.sweep import writer
 
 
 def _counts(results) -> dict:
@@ -51,27 +49,11 @@ def junit_xml(report: Report) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def check_target(path: Path) -> None:
-    """Refuse a JUnit target that cannot be a file, before anything runs (one line, exit 2)."""
-    if path.is_dir():
-        raise ConfigError("is a folder; give a file name for the JUnit report", loc=("--junit", str(path)))
-    if path.parent.exists() and not path.parent.is_dir():
-        raise ConfigError("its parent is not a folder", loc=("--junit", str(path)))
+def check_target(path: Path, force: bool = False) -> Path:
+    """Refuse a JUnit target wsemoe may not write, before anything runs (one line, exit 2)."""
+    return writer.check_file(path, "junit", force)
 
 
-def write_junit(report: Report, path: Path) -> Path:
-    """Write the JUnit XML atomically (parent folders created)."""
-    path = Path(path)
-    check_target(path)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(junit_xml(report))
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise ConfigError(f"cannot write the JUnit report: {exc.strerror or exc}", loc=("--junit", str(path))) from exc
-    return path
+def write_junit(report: Report, path: Path, force: bool = False) -> Path:
+    """Write the JUnit XML atomically, never over a file wsemoe did not write (`sweep/writer.py`)."""
+    return writer.write_file(path, junit_xml(report), "junit", force)

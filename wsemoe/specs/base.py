@@ -96,5 +96,6 @@ MAX_LAYERS = 2**16
 MAX_VOCAB = 2**26
 MAX_MESH_SIDE = 1024      # node rows or columns of one wafer
 MAX_WAFERS_SIDE = 64      # wafers along one side of a multi-wafer system
+MAX_PIPELINE_WAFERS = 256  # systems of an SRAM-serving pipeline
 MAX_SEED = 2**32 - 1
 MAX_FIGURE = 1e30         # any hardware rate, capacity or byte size

@@ -9,7 +9,7 @@ import numpy as np
 
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
 
 
 class PEFacts(Spec):
@@ -23,6 +23,16 @@ class PEFacts(Spec):
     fmac_width: PositiveInt = Field(le=2**40, description="FP16 FMACs per PE per cycle (SIMD width)")
     link_bytes_per_cycle: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bytes per cycle per PE link per direction")
     sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
+    # The PE fabric as the PE-level operators see it (wsemoe.cost.wafer); node figures do not use these.
+    hop_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a wavelet takes per router hop along a configured route (PE-level operators)")
+    turn_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="extra cycles when a route changes dimension (X to Y) (PE-level operators)")
+    relay_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a PE adds when it receives a wavelet, processes it and sends one on (one store-and-forward stage: ramp in, compute, ramp out)")
+    routable_colors: Optional[PositiveInt] = Field(None, le=1024, description="colours (virtual channels) a router can route")
+    reserved_colors: Optional[int] = Field(None, ge=0, le=1024, description="routable colours the runtime keeps for itself (host I/O)")
+    kernel_margin_cols: Optional[int] = Field(None, ge=0, le=2**20, description="fabric columns the host-I/O framework takes beside a program (the program rectangle is fabric_cols minus this)")
+    kernel_margin_rows: Optional[int] = Field(None, ge=0, le=2**20, description="fabric rows the host-I/O framework takes around a program (the program rectangle is fabric_rows minus this)")
+    op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
+    program_bytes_per_pe: Optional[float] = Field(None, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM a PE's program, runtime and routing state take; the rest holds weights, KV cache and buffers (SRAM serving); calibration")
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
@@ -52,6 +62,20 @@ def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
     return out
 
 
+SRAM_PE_FIELDS = ("hop_cycles", "turn_cycles", "relay_cycles", "kernel_margin_rows", "kernel_margin_cols",
+                  "op_overhead_cycles")  # what the PE-level serving model reads beyond the node-deriving facts
+
+
+def _sram_fits(hw) -> None:
+    """weight_source: sram needs a PE fabric (every PE fact the serving model reads) on one mesh wafer."""
+    if hw.topology != "mesh" or tuple(hw.wafers) != (1, 1):
+        raise ValueError("weight_source: sram serves from the PE fabric of single wafers (topology mesh, wafers "
+                         "[1, 1]); a pipeline of systems is pipeline_wafers")
+    missing = [f for f in SRAM_PE_FIELDS if hw.pe is None or getattr(hw.pe, f) is None]
+    if missing:
+        raise ValueError(f"weight_source: sram needs the PE fabric: set hardware.pe.{missing[0]} (cs2 and cs3 have it)")
+
+
 class HardwareSpec(Spec):
     """A wafer (or supernode) of rows×cols nodes; every figure per node unless named otherwise."""
 
@@ -62,18 +86,39 @@ class HardwareSpec(Spec):
     wafers: tuple[Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)], Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)]] = Field(
         (1, 1), description="a mesh of wafers [Wr, Wc]: the die grid is (Wr·rows)×(Wc·cols), one system; default one wafer")
     node_peak_flops: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
+    node_peak_flops_fp8: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="peak dense FP8 FLOP/s per node; unset: no native FP8, fp8 matmuls run at node_peak_flops")
+    node_peak_flops_fp4: Optional[PositiveFloat] = Field(
+        None, le=MAX_FIGURE, allow_inf_nan=False,
+        description="peak dense FP4 FLOP/s per node; unset: no native FP4, fp4 matmuls run at node_peak_flops")
     node_memory_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
     node_memory_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
     link_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
     hop_latency_s: float = Field(0.0, ge=0, le=1.0, allow_inf_nan=False, description="latency per mesh hop (or switch traversal), s")
+    kernel_launch_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed cost of each kernel on a layer's critical path (launch and dependency gap), s; charged per "
+                    "kernel each stage launches (docs/cost-model.md); 0: a dataflow machine with no per-kernel launch")
+    collective_latency_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed software latency of one collective call (all-reduce, output reduction, gradient "
+                    "reduction), s, on top of bytes over bandwidth and hop latency; charged once per call that "
+                    "moves data")
+    alltoall_latency_s: Optional[float] = Field(
+        None, ge=0, le=1.0, allow_inf_nan=False,
+        description="fixed software latency of one expert-parallel dispatch or combine, s; unset: "
+                    "collective_latency_s")
     port_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
     inter_wafer_link_bw_bytes_per_s: Optional[PositiveFloat] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,
         description="bandwidth per directed link crossing a wafer boundary, bytes/s; unset: link_bw_bytes_per_s "
-                    "(the same die-to-die link across the wafer edge)")
+                    "(the same die-to-die link across the wafer edge). SRAM serving: the path between consecutive "
+                    "systems of the pipeline, per direction")
     inter_wafer_hop_latency_s: Optional[float] = Field(
         None, ge=0, le=1.0, allow_inf_nan=False,
-        description="latency of a hop that crosses a wafer boundary, s; unset: hop_latency_s")
+        description="latency of a hop that crosses a wafer boundary, s; unset: hop_latency_s. SRAM serving: one "
+                    "hop between consecutive systems of the pipeline")
     in_switch_reduction: bool = Field(
         False, description="switch only: all-reduces run in the switch (NVLink SHARP): each device sends and receives "
                            "its message once instead of a ring's 2(p−1)/p; default off (a capability, not every switch has it)")
@@ -86,8 +131,13 @@ class HardwareSpec(Spec):
     scale_out_latency_s: Optional[float] = Field(
         None, ge=0, le=1.0, allow_inf_nan=False,
         description="switch only: latency of one transfer between scale-up domains, s; unset: hop_latency_s")
-    weight_source: Literal["streamed", "resident"] = Field(
-        "resident", description="weights streamed in each pass through the I/O, or resident in node memory")
+    weight_source: Literal["streamed", "resident", "sram"] = Field(
+        "resident", description="weights streamed in each pass through the I/O, resident in node memory, or (sram: "
+                                "inference on a PE fabric) resident in the PEs' SRAM, layers pipelined over wafers")
+    pipeline_wafers: Optional[PositiveInt] = Field(
+        None, le=MAX_PIPELINE_WAFERS, description="weight_source sram: systems (wafers) of the serving pipeline, each a "
+                                                  "stage of contiguous layers; unset: the fewest that hold the weights "
+                                                  "and the KV cache")
     io_in_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
     io_out_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer egress bandwidth (gradients out), bytes/s")
     matmul_efficiency: float = Field(0.5, gt=0, le=1, description="achieved fraction of peak for large matmuls (calibration)")
@@ -116,8 +166,12 @@ class HardwareSpec(Spec):
     def _fields_fit_each_other(self):
         """Streamed kept activations need the wafer I/O; wafer fields belong to meshes, scale-up domains
         and in-switch reduction to switches."""
-        if self.kept_activations == "streamed" and self.weight_source != "streamed":
+        if self.kept_activations == "streamed" and self.weight_source == "resident":
             raise ValueError("kept_activations: streamed needs weight_source: streamed (the wafer I/O carries them)")
+        if self.weight_source == "sram":
+            _sram_fits(self)
+        elif self.pipeline_wafers is not None:
+            raise ValueError("pipeline_wafers applies to weight_source: sram (a serving pipeline of wafers)")
         if self.topology == "switch":
             if tuple(self.wafers) != (1, 1):
                 raise ValueError("wafers applies to a mesh; a switch is one domain of rows·cols devices")

@@ -35,6 +35,19 @@ class MappingSpec(Spec):
         "replicated", description="MLA latent KV cache on every TP rank (default: TP splits heads and every head reads "
                                   "the whole latent) or sharded over the TP ranks (a sequence-split attention kernel; "
                                   "its extra reduction is not charged)")
+    pe_placement: Literal["blocked", "interleaved"] = Field(
+        "blocked", description="SRAM serving: where a MoE layer's attention sits among its expert regions on the PE "
+                               "fabric: blocked (attention in one block, the experts packed beside it) or interleaved "
+                               "(attention's column groups spread among the experts, so router-to-expert paths are "
+                               "short and attention's row collectives long)")
+    pe_dispatch: Literal["multicast", "unicast"] = Field(
+        "multicast", description="SRAM serving: how tokens reach expert regions: multicast (every token along static "
+                                 "routes to every expert region of its layer, which keeps its routed tokens; combine "
+                                 "is a reduction back) or unicast (each token only to its top-k regions; combine the "
+                                 "transposed transfers)")
+    pe_reduction: Literal["tree", "chain", "ring"] = Field(
+        "tree", description="SRAM serving: the all-reduce pattern of every PE-level collective: a 2-level tree "
+                            "(WaferLLM's K-tree), a chain, or a ring")
 
 
 class BalanceSpec(Spec):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
+
+
+Format = Literal["bf16", "fp8", "fp4"]
 
 
 class WorkloadSpec(Spec):
@@ -14,15 +17,25 @@ class WorkloadSpec(Spec):
 
     mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token")
     seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
-    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile")
+    B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile (SRAM serving: "
+                                                        "the sequences served together, their tokens streaming "
+                                                        "through the pipeline)")
     G: PositiveInt = Field(1, le=MAX_TILES, description="batch-tiling factor: attention runs G tiles; router and experts see G·B sequences")
-    bytes_per_weight: PositiveFloat = Field(2.0, le=64, description="bytes per weight (2 = bf16)")
+    attn_weight_format: Format = Field(
+        "bf16", description="format of the attention projections, shared experts and dense-layer FFNs (every matmul "
+                            "weight outside the routed experts): bf16 2 bytes, fp8 1, fp4 0.5; their matmuls run at "
+                            "that format's peak. Embedding, head, router and norms stay 16-bit")
+    expert_weight_format: Format = Field(
+        "bf16", description="format of the routed experts' weights (bf16 2 bytes, fp8 1, fp4 0.5); expert matmuls run "
+                            "at that format's peak")
+    kv_format: Format = Field("bf16", description="format of the KV cache (bf16 2 bytes, fp8 1, fp4 0.5)")
     bytes_per_act: PositiveFloat = Field(2.0, le=64, description="bytes per activation element")
     bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
-    attn_kernel: Literal["materialized", "flash"] = Field(
-        "materialized", description="attention scores held as n_h·S×S per sequence, or tiled (linear in S)")
+    attn_kernel: Literal["materialized", "per_head", "flash"] = Field(
+        "materialized", description="attention scores held as n_h·S×S per sequence, one head's S×S at a time "
+                                    "(per_head), or tiled (flash: linear in S)")
     overlap: Literal["layer", "stage", "none"] = Field(
         "layer", description="compute overlaps weight/memory movement across a whole layer, within each stage, or not at all")
     comm_overlap: Literal["none", "microbatch"] = Field(
@@ -33,3 +46,32 @@ class WorkloadSpec(Spec):
     tokens_per_device: Optional[PositiveInt] = Field(
         None, le=MAX_TOKENS, description="decode only: tokens (sequences) per device per step; when set, B = "
                                          "tokens_per_device·tp/G and workload.B is not used")
+    prompt_len: Optional[PositiveInt] = Field(
+        None, le=MAX_TOKENS, description="decode only: prompt length in tokens, for the time to first token (ttft_s): "
+                                         "the prefill of the batch's prompts at S = prompt_len (at most seq_len, "
+                                         "the decode context that holds the prompt); unset: no ttft_s")
+    draft_tokens: NonNegativeInt = Field(
+        0, le=64, description="SRAM serving, decode: speculative decoding's draft tokens verified per step (the step "
+                              "processes draft_tokens + 1 tokens per sequence; the draft model's own cost is not "
+                              "charged); 0: no speculation")
+    accepted_tokens_per_step: float = Field(
+        1.0, ge=1.0, le=65.0, allow_inf_nan=False,
+        description="SRAM serving, decode: tokens a sequence gains per step (accepted drafts + 1; at most "
+                    "draft_tokens + 1); 1: no speculation")
+
+    @model_validator(mode="after")
+    def _speculation(self):
+        """Accepted tokens per step cannot exceed the tokens the step verifies."""
+        if self.accepted_tokens_per_step > self.draft_tokens + 1:
+            raise ValueError(f"accepted_tokens_per_step ({self.accepted_tokens_per_step:g}) exceeds draft_tokens + 1 "
+                             f"({self.draft_tokens + 1}): a step verifies draft_tokens + 1 tokens")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _formats_replace_bytes_per_weight(cls, data):
+        """The one bytes-per-weight knob became per-stage formats: say so instead of 'unknown key'."""
+        if isinstance(data, dict) and "bytes_per_weight" in data:
+            raise ValueError("bytes_per_weight was replaced by attn_weight_format and expert_weight_format "
+                             "(bf16 = 2 bytes, fp8 = 1, fp4 = 0.5)")
+        return data

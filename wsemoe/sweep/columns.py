@@ -18,25 +18,47 @@ _DOCS = {
     "expert_flops": ("FLOP", "routed (k per token) and shared experts, forward, one MoE layer, one micro-batch"),
     "model_flops_per_step": ("FLOP", "model FLOPs of one step (forward+backward when training; no recompute)"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
-    "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time"),
+    "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
+                                 "sequences together; SRAM serving: B·accepted tokens per step / pipeline_period_s)"),
+    "ttft_s": ("s", "time to first token: the prefill of the micro-batch's prompts (decode: all G·B prompts of "
+                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself; SRAM serving: the B prompts streamed through the pipeline once)"),
+    "tpot_s": ("s", "time per output token: one decode step, which gives every sequence its next token (SRAM "
+                    "serving: the period between a sequence's steps over the tokens it accepts per step)"),
+    "tokens_per_s_per_user": ("tokens/s", "decode speed one sequence (user) sees: 1 / tpot_s"),
+    "g_mem_prefill": ("1", "constraint: peak memory of the prefill behind ttft_s / capacity − 1 (≤ 0 satisfied)"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),
-    "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes, a fraction "
-                 "(0.37, not 37%) in every table, filter and figure"),
+    "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes at the model's formats "
+                 "(format_peak_flops), a fraction (0.37, not 37%) in every table, filter and figure"),
+    "format_peak_flops": ("FLOP/s", "per node: the peak the model's FLOPs can reach, each matmul at its format's peak "
+                                    "(model FLOPs / Σ FLOPs/peak; node_peak_flops when every format is bf16)"),
+    "attention_peak_flops": ("FLOP/s", "per node: peak of the attention projections, shared experts and dense FFNs "
+                                       "(attn_weight_format; the 16-bit peak where the hardware has none for it)"),
+    "expert_peak_flops": ("FLOP/s", "per node: peak of the routed experts' matmuls (expert_weight_format; the 16-bit "
+                                    "peak where the hardware has none for it)"),
     "moe_layer_time_s": ("s", "one MoE layer: attention (G tiles) + router/experts (+ communication)"),
     "dense_layer_time_s": ("s", "one dense layer: attention + dense FFN"),
     "head_time_s": ("s", "output head and embedding, once per micro-batch step"),
     "head_compute_s": ("s", "compute term of the output head and embedding, once per micro-batch step "
-                            "(FLOPs / (nodes · peak · efficiency))"),
+                            "(FLOPs / (nodes · peak at its format · efficiency))"),
     "head_weights_s": ("s", "weight-movement term of the output head and embedding, once per micro-batch step "
                             "(streamed over I/O or read from node memory)"),
     "head_hbm_s": ("s", "HBM term of the output head and embedding, once per micro-batch step (its weights read "
                         "from node memory)"),
-    "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase)"),
+    "head_launch_s": ("s", "kernel launches of the output head and embedding, once per micro-batch step: kernels × "
+                           "kernel_launch_s (serial, added to its roofline)"),
+    "head_hw_flops": ("FLOP", "FLOPs the output head and embedding execute, once per micro-batch step"),
+    "head_traffic_bytes": ("bytes", "bytes on the output head's weight path, once per micro-batch step (streamed: in "
+                                    "over the wafer I/O; resident: read from node memory)"),
+    "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
+                  "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (of the step, or of "
+                  "the busiest stage when the stream binds), or SRAM (it does not fit)"),
     "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
                        "the row (the first of them) stands for them all"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
                               "(memory: to the usable node memory); empty when feasible"),
+    "per_device_tokens_per_s": ("tokens/s", "whole-step throughput per device: tokens per step time (every layer, "
+                                            "head and embedding) per node; tokens_per_s over the nodes"),
     "per_device_moe_tokens_per_s": ("tokens/s", "MoE-layer throughput per device: tokens per MoE-layer time "
                                                 "(attention and MoE block) per node"),
     "per_device_moe_block_tokens_per_s": ("tokens/s", "MoE-block throughput per device: tokens per MoE-stage time "
@@ -49,7 +71,8 @@ _DOCS = {
     "dense_layer_allreduce_s": ("s", "a dense layer's attention all-reduce under HER (the home wafer's ring only), "
                                 "which replaces attention_allreduce_s in dense_layer_time_s"),
     "dense_allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in a dense layer's all-reduce under HER"),
-    "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, or hop latency"),
+    "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, "
+                        "or latency (hops and the call's software latency)"),
     "reduce_max_link_bytes": ("bytes", "load of the busiest directed link in one output reduction"),
     "dispatch_inter_wafer_share": ("1", "share of dispatch link load on links between wafers (NaN on one wafer)"),
     "expert_slots_before": ("experts", "expert copies on the fullest node before balancing"),
@@ -58,11 +81,14 @@ _DOCS = {
                        "slice: each member sends and receives only its own 1/tp"),
     "moe_balance_saving_s": ("s", "expert compute time per MoE layer the balancer saves on the busiest node"),
     "moe_replica_hbm_s": ("s", "HBM time per MoE layer the fullest node spends reading the replica copies it added"),
-    "allreduce_bound": ("", "what limits the all-reduce: link, wafer-link, scale-out, inject, eject port, or hop latency"),
-    "dispatch_bound": ("", "what limits the dispatch: link, wafer-link, scale-out, inject, eject port, or hop latency"),
-    "combine_bound": ("", "what limits the combine: link, wafer-link, scale-out, inject, eject port, or hop latency"),
+    "allreduce_bound": ("", "what limits the all-reduce: link, wafer-link, scale-out, inject, eject port, "
+                        "or latency (hops and the call's software latency)"),
+    "dispatch_bound": ("", "what limits the dispatch: link, wafer-link, scale-out, inject, eject port, "
+                        "or latency (hops and the call's software latency)"),
+    "combine_bound": ("", "what limits the combine: link, wafer-link, scale-out, inject, eject port, "
+                        "or latency (hops and the call's software latency)"),
     "gradient_bound": ("", "what limits the gradient reduction: link, wafer-link, scale-out, inject, eject port, "
-                           "or hop latency"),
+                           "or latency (hops and the call's software latency)"),
     "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
     "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch"),
     "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine"),
@@ -74,7 +100,8 @@ _DOCS = {
     "dispatch_idle_link_share": ("1", "share of directed links the dispatch leaves idle (cold)"),
     "hot_link_overlap": ("1", "Jaccard overlap of the hottest 10% links of all-reduce and dispatch (0: complementary)"),
     "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
-    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its pace)"),
+    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its "
+                              "pace; SRAM serving: the busiest expert region's)"),
     "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas"),
     "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),
     "migration_bytes_per_step": ("bytes", "expert-copy bytes the balancer moves, amortized per step"),
@@ -83,6 +110,49 @@ _DOCS = {
     "kept_act_io_bytes": ("bytes", "activations of one layer and micro-batch streamed out after the forward pass and back in for the backward pass (kept_activations: streamed)"),
     "migration_hidden_s": ("s", "migration time per step hidden in idle (cold) link windows"),
 }
+
+_SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over wafers
+    "wafers": ("wafers", "CS systems of the serving pipeline: pipeline_wafers, or the fewest that fit when unset"),
+    "wafers_needed": ("wafers", "fewest wafers whose stages hold the weights and the batch's KV cache (NaN: none "
+                                "up to one layer per wafer)"),
+    "wafers_for_weights": ("wafers", "fewest wafers that hold the weights alone (no KV cache)"),
+    "layers_per_wafer": ("layers", "layers of the fullest stage: ⌈L / wafers⌉"),
+    "kv_fit_sequences": ("sequences", "most sequences at this context whose KV cache fits the pipeline's wafers "
+                                      "beside the weights"),
+    "weight_bytes": ("bytes", "every weight of the model in its format, held in SRAM once"),
+    "kv_cache_bytes": ("bytes", "KV cache of the batch's B sequences at this context, every layer"),
+    "sram_bytes_per_pe": ("bytes", "weights and cache each PE of the chosen layout holds (every region alike)"),
+    "region_fill": ("×", "PEs the layout gives each region over the fewest that hold its bytes (≥ 1 when it fits)"),
+    "attention_share": ("×", "PEs a MoE layer's attention region gets over its bytes' share (the layout's choice)"),
+    "attn_region_pes": ("PEs", "PEs of one MoE layer's attention region (its weights, router and KV share)"),
+    "expert_region_pes": ("PEs", "PEs of one routed expert's region (a square tile)"),
+    "expert_region_side": ("PEs", "side of an expert region, the tile of the region grid"),
+    "placement_stretch": ("×", "tile columns attention spans per logical column (interleaved > 1: its collectives "
+                               "across columns run that much longer)"),
+    "dispatch_path_hops": ("hops", "PE hops of the longest router-to-expert path of a MoE layer"),
+    "wafer_hop_s": ("s", "one token's hop between consecutive wafers: bytes over the system link, its latency, "
+                         "and the way to and from the wafers' I/O edges"),
+    "wafer_hops": ("hops", "hops between wafers of one pass: wafers − 1"),
+    "token_return_s": ("s", "the sampled token's way back to the first wafer"),
+    "embedding_time_s": ("s", "embedding lookup and the hop into the first layer, one token"),
+    "pipeline_latency_s": ("s", "one token through every layer, hop and the head (t1): the sum of the pipeline_*_s "
+                                "terms"),
+    "pipeline_macs_s": ("s", "local MAC time in pipeline_latency_s"),
+    "pipeline_link_s": ("s", "link (wavelet streaming) time in pipeline_latency_s"),
+    "pipeline_hops_s": ("s", "hop, turn and relay latency on the PE fabric in pipeline_latency_s"),
+    "pipeline_overhead_s": ("s", "fixed operator invocation cycles in pipeline_latency_s"),
+    "pipeline_inter_wafer_s": ("s", "wafer hops and the token's return over the system links in pipeline_latency_s"),
+    "busiest_stage": ("", "the region or link that spends most per token of the stream (it paces the pipeline)"),
+    "busiest_stage_s": ("s", "time the busiest stage spends per token of the stream (β)"),
+    "step_latency_s": ("s", "a sequence's step through the pipeline: t1 + (draft tokens)·β"),
+    "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·(draft + 1)·β)"),
+    "tokens_in_flight": ("tokens", "tokens in the pipeline at once: min(B·(draft + 1), step_latency_s / β)"),
+    "g_sram_wafers": ("1", "constraint: the fullest stage's bytes / what its wafer's PEs hold − 1 (≤ 0 satisfied)"),
+    "g_sram_layer": ("1", "constraint: the largest layer (or embedding, head) / what one wafer holds − 1"),
+    "g_sram_pe": ("1", "constraint: a PE's program and buffers / its SRAM − 1"),
+    "g_sram_stages": ("1", "constraint: wafers / layers − 1 (a stage holds at least one layer)"),
+}
+_DOCS.update(_SERVING)
 
 _MEMORY = {
     "weights": "weights kept per node (resident weights and replicas, or the current layer's attention under streaming)",
@@ -94,19 +164,33 @@ _MEMORY = {
     "attn_peak": "peak of the attention stage: weights + kept + KV + attention transient + BTA buffer",
     "moe_peak": "peak of the MoE stage: weights + kept + KV + MoE transient",
     "peak": "the larger of the two stage peaks",
+    "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",
     "capacity": "usable node memory (capacity × memory_usable_fraction)",
 }
 _DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})
 
 _PATTERNS = [
+    (r"^(moe|dense|head|embedding)_op_(\w+)_s$", "s", "SRAM serving: op {1} of one {0} layer for one token"),
     (r"^(\w+?)_time_s$", "s", "time of the {0} stage per layer (its own roofline, plus communication)"),
-    (r"^(\w+?)_compute_s$", "s", "compute term of the {0} stage per layer (FLOPs / (nodes · peak · efficiency))"),
+    (r"^(\w+?)_launch_s$", "s", "kernel launches of the {0} stage per layer: kernels × kernel_launch_s (serial, "
+                                "added to its roofline)"),
+    (r"^(\w+)_fixed_s$", "s", "fixed software latency of the {0} phase per layer (collective_latency_s or "
+                              "alltoall_latency_s per call that moves data; part of its communication time)"),
+    (r"^(\w+?)_compute_s$", "s", "compute term of the {0} stage per layer: Σ FLOPs / (nodes · peak · efficiency) "
+                                  "over its matmuls, each at its format's peak"),
     (r"^(\w+?)_weights_s$", "s", "weight-movement term of the {0} stage per layer (streamed over I/O or read from node memory)"),
     (r"^(\w+?)_memory_s$", "s", "memory-traffic term of the {0} stage per layer (KV cache reads)"),
     (r"^(\w+?)_hbm_s$", "s", "HBM term of the {0} stage per layer: resident weights and KV cache read from node memory"),
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
+    (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
+                                   "recompute; the MoE stage's experts at the busiest node's load)"),
+    (r"^(\w+?)_roof_flops$", "FLOP/s", "all nodes: the {0} stage's compute roof, its executed FLOPs over the time "
+                                       "they take at their formats' peaks (nodes · ΣF / Σ(F/peak); nodes · "
+                                       "node_peak_flops when all are 16-bit): compute_s ≥ hw_flops / roof"),
+    (r"^(\w+?)_traffic_bytes$", "bytes", "bytes on the {0} stage's weight path per layer and micro-batch (streamed: "
+                                         "in over the wafer I/O; resident: weights and KV read, busiest node × nodes)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
     (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
@@ -139,6 +223,35 @@ def describe(name: str) -> tuple[str, str]:
     return ("", name.replace("_", " "))
 
 
+KINDS = ("number", "text", "bool")  # what a column holds, as every column argument is checked against it
+
+
+# Columns only some points carry, and what gives them (a hint when a config names one its points lack).
+NEEDS = {"ttft_s": "workload.mode: prefill, or decode with workload.prompt_len",
+         "tpot_s": "workload.mode: decode", "tokens_per_s_per_user": "workload.mode: decode",
+         "g_mem_prefill": "workload.mode: decode with workload.prompt_len"}
+
+
+def check_column(name, kinds: dict, what: str, loc, need: str | None = None) -> None:
+    """The one check of a column a user names (objectives, constraints, comparison metrics, output columns,
+    `compare --metric`, `show --columns/--sort/--where`): it exists (else a did-you-mean) and, where `need`
+    is "number", holds numbers (a text or yes/no column as a metric or objective is refused in one line).
+    `kinds` maps each column to one of KINDS."""
+    import difflib
+
+    from wsemoe.errors import ConfigError
+
+    if name not in kinds:
+        close = difflib.get_close_matches(str(name), list(kinds), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        if name in NEEDS:
+            hint = f"; no point of this sweep has it (it needs {NEEDS[name]})"
+        raise ConfigError(f"unknown {what} '{name}'{hint}", loc=loc)
+    if need is not None and kinds[name] != need:
+        held = {"text": "text", "bool": "yes/no values", "number": "numbers"}.get(kinds[name], kinds[name])
+        raise ConfigError(f"{what} '{name}' holds {held}, not {'numbers' if need == 'number' else need}", loc=loc)
+
+
 def documented(name: str) -> bool:
     """True when a column has a written meaning (not the fallback spelled from its name)."""
     return describe(name)[1] != name.replace("_", " ")
@@ -149,8 +262,10 @@ def manifest_columns(columns) -> dict:
     return {c: dict(zip(("unit", "doc"), describe(c))) for c in columns}
 
 
-_PATTERN_NAMES = ["<stage>_time_s", "<stage>_compute_s", "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s",
-                  "<stage>_<allreduce|dispatch|combine|gradient>_s", "<stage>_reduce_s", "mem_<term>_node_bytes",
+_PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
+                  "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_<allreduce|dispatch|combine|gradient>_s",
+                  "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_traffic_bytes", "<stage>_roof_flops",
+                  "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
 assert len(_PATTERN_NAMES) == len(_PATTERNS)  # one readable name per pattern, in order
 

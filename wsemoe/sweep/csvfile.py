@@ -10,8 +10,6 @@ Floats are written in their shortest round-trip form, so every value reads back 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -58,15 +56,14 @@ def _field(name) -> str:
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\r\n') else text
 
 
-def write_csv(df: pd.DataFrame, path: Path, index: bool = True) -> None:
-    """Write `df` like `df.to_csv(path, index=index)` (same file after `pandas.read_csv`)."""
+def csv_text(df: pd.DataFrame, index: bool = True) -> str:
+    """`df` as `df.to_csv(index=index)` writes it (the same frame after `pandas.read_csv`)."""
     if len(df) < ARROW_ROWS:  # a few arrow calls per column cost more than pandas on a short table
-        df.to_csv(path, index=index)
-        return
+        return df.to_csv(index=index)
     names = ([df.index.name] if index else []) + list(df.columns)
     cols = ([_text(df.index)] if index else []) + [_text(df[c]) for c in df.columns]
     lines = [",".join(_field(n) for n in names)]
     if len(df) and cols:
         rows = pc.binary_join_element_wise(*cols, ",") if len(cols) > 1 else cols[0]
         lines += rows.to_pylist()
-    Path(path).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"

@@ -75,6 +75,14 @@ class Outputs:
                 self._cache[name] = arr
         return self._cache[name]
 
+    def applies(self, name: str) -> np.ndarray:
+        """Points whose piece has the column (a constraint of another kind of point does not bind them)."""
+        mask = np.zeros(self.n, dtype=bool)
+        for where, out in self.pieces:
+            if name in out:
+                where.put(mask, True)
+        return mask
+
     def _labels(self, vals) -> Labels:
         codes = np.full(self.n, -1, dtype=np.int32)
         cats: dict = {}
@@ -143,7 +151,8 @@ class Evaluator:
         """Outputs of arbitrary points (a search generation, given by their digits), grouped by their
         categorical values."""
         cats = [i for i, f in enumerate(self.grid.factors) if not f.numeric]
-        key = self.grid.index_of([digits[i] if i in cats else 0 for i in range(len(digits))])
+        zero = np.zeros(len(digits[0]) if digits else 0, dtype=np.int64)  # one key per point, even with no category
+        key = self.grid.index_of([digits[i] if i in cats else zero for i in range(len(digits))])
         order = np.argsort(key, kind="stable")
         bounds = np.flatnonzero(np.diff(key[order])) + 1
         pieces = []

@@ -16,6 +16,7 @@ import signal
 import socket
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from wsemoe.sweep import chunked, engine, partial
 from wsemoe.errors import ConfigError, RunError
@@ -41,21 +42,49 @@ def run_tasks(cfg, tasks, baselines, partial_dir, workers: int = 1, scheduler: s
     if scheduler:
         _run_dask(args, scheduler, done)
     elif workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(chunk_task, *a) for a in args]
-            try:
-                for fut in as_completed(futures):
-                    done(fut.result())
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        _run_workers(args, workers, done)
     else:
         _run_pipelined(args, done)
 
 
+def _run_workers(args, workers: int, done) -> None:
+    """Chunks on local worker processes. On any failure or interrupt the workers are killed at once (their
+    chunk in progress is lost, finished parts stay for --resume) instead of waiting for them: waiting is
+    what a second Ctrl-C used to interrupt, leaving the pool's manager thread and the workers hanging."""
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent, initargs=(os.getpid(),))
+    try:
+        futures = [pool.submit(chunk_task, *a) for a in args]
+        for fut in as_completed(futures):
+            done(fut.result())
+    except BrokenProcessPool:
+        _kill_pool(pool)
+        raise RunError("a worker process died (killed, or out of memory); finished chunks are kept, rerun with "
+                       "--resume", loc=("--workers",)) from None
+    except BaseException:
+        _kill_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers and let its manager thread end (bounded: no task is waited for)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle on them
+    manager = getattr(pool, "_executor_manager_thread", None)  # (shutdown forgets it)
+    for p in procs:
+        with contextlib.suppress(OSError, ValueError):
+            p.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            p.join(timeout=5)
+    if manager is not None:  # let it close its wake-up pipe now, not race the interpreter's exit doing so
+        manager.join(timeout=5)
+
+
 def _die_with_parent(parent: int) -> None:
-    """Worker initializer: the kernel kills this worker when its parent dies (even by SIGKILL)."""
+    """Worker initializer: the kernel kills this worker when its parent dies (even by SIGKILL); Ctrl-C,
+    which the terminal sends to every process of the group, is the parent's to handle (it kills us)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

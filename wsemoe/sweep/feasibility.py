@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from wsemoe.errors import ConfigError
@@ -12,7 +14,14 @@ REASONS = {
                   "(transient at B + kept activations + BTA buffer)",
     "g_mem_moe": "MoE-stage memory needs {r}× the usable node memory "
                  "(weights, dispatched tokens and FFN intermediates at G·B)",
+    "g_mem_prefill": "prefill of the batch's prompts (behind ttft_s) needs {r}× the usable node memory",
+    "g_sram_wafers": "the fullest stage needs {r}× what its wafer's PEs hold (weights and the KV cache of B "
+                     "sequences: more wafers, fewer sequences or a shorter context)",
+    "g_sram_layer": "one layer (or the embedding or head) needs {r}× what one wafer holds (a layer spans one wafer)",
+    "g_sram_pe": "a PE's program and buffers need {r}× its SRAM",
+    "g_sram_stages": "the pipeline has {r}× as many wafers as the model has layers (a stage holds at least one)",
 }
+SLO = {"ttft_s": "TTFT", "tpot_s": "TPOT"}  # latency columns whose maximum reads as a service-level objective
 DIGITS = 3  # significant digits of a ratio in a reason: few distinct texts per chunk, small parts
 
 
@@ -37,6 +46,8 @@ def feasibility(cfg, outputs, inputs: dict) -> tuple[dict, np.ndarray]:
     worst, which, nan = np.full(n, -np.inf), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool)
     for k, col in enumerate(gcols):
         g = np.asarray(extra[col] if col in extra else outputs.column(col), dtype=float)
+        if col not in extra:   # a constraint binds the points whose model has it (SRAM serving or node memory)
+            g = np.where(outputs.applies(col), g, -np.inf)
         feasible &= g <= 0
         # The worst-violated constraint names the reason (the first on ties, a NaN first of all, as
         # argmax ranks them).
@@ -64,7 +75,7 @@ def reasons(worst: np.ndarray, which: np.ndarray, gcols: list[str], bounds: dict
         keys = _rounded_keys(_ratio(worst[rows], col, bounds.get(col)), col.endswith("_min"))
         uniq, inverse = _factorize(keys)
         codes[rows] = len(texts) + inverse
-        texts += [_text(col, _key_value(k), bounds.get(col)) for k in uniq]
+        texts += _texts(col, [_key_value(int(k)) for k in uniq], bounds.get(col))
     return Labels(codes, _distinct(texts))
 
 
@@ -123,17 +134,32 @@ def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(present) + lo, (np.cumsum(present) - 1)[keys - lo]
 
 
-def _text(col: str, r: float, bound) -> str:
-    shown = "?" if not np.isfinite(r) else f"{r:.{DIGITS}g}"
+def _texts(col: str, ratios: list, bound) -> list[str]:
+    """The reason of a constraint at each ratio: its template is chosen once per constraint, so a chunk's
+    thousands of distinct ratios cost one string format each."""
     if col in REASONS:
-        return REASONS[col].format(r=shown)
+        template = REASONS[col]
+        return [template.format(r=f"{r:.{DIGITS}g}" if math.isfinite(r) else "?") for r in ratios]
     base = col.removeprefix("g_")
-    if base.endswith(("_max", "_min")):
-        name, side = base[:-4], "maximum" if base.endswith("_max") else "minimum"
-        if not np.isfinite(r):
-            return f"{name} {'above' if side == 'maximum' else 'below'} its configured {side} ({bound:g})"
-        return f"{name} is {shown}× its configured {side} ({bound:g})"
-    return f"constraint {col} violated" + (f" ({shown}× its limit)" if np.isfinite(r) else "")
+    if not base.endswith(("_max", "_min")):
+        return [f"constraint {col} violated" + (f" ({r:.{DIGITS}g}× its limit)" if math.isfinite(r) else "")
+                for r in ratios]
+    name, side = base[:-4], "maximum" if base.endswith("_max") else "minimum"
+    if name in SLO and side == "maximum":
+        limit = _seconds(bound)
+        return [f"{SLO[name]} " + (f"{r:.{DIGITS}g}× the SLO" if math.isfinite(r) else "above the SLO") + f" ({limit})"
+                for r in ratios]
+    beyond = f"{name} {'above' if side == 'maximum' else 'below'} its configured {side} ({bound:g})"
+    return [f"{name} is {r:.{DIGITS}g}× its configured {side} ({bound:g})" if math.isfinite(r) else beyond
+            for r in ratios]
+
+
+def _seconds(x: float) -> str:
+    """A latency bound in readable units: 2 s, 50 ms, 800 µs."""
+    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(x) >= f:
+            return f"{x / f:g} {u}"
+    return f"{x * 1e9:g} ns"
 
 
 def _distinct(texts: list[str]) -> list[str]:

@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.config.schema import SECTIONS, SweepConfig
-from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
+from wsemoe.cost import serving
 from wsemoe.sweep.block import Labels
 from wsemoe.sweep.engine import Outputs, Rows
 from wsemoe.sweep.outputs import base_fields, namespaces, preset_fields
@@ -58,8 +57,8 @@ def iter_groups(cfg: SweepConfig, frame: pd.DataFrame):
 def evaluate_group(cfg: SweepConfig, ns: dict) -> dict:
     """The cost model on one group's namespaces (communication from the fabric when it applies): only the
     columns that apply to the group (a frame of several groups fills the others with NaN)."""
-    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
-    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm)
+    return serving.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
+                            cfg.expert_histogram)
 
 
 def evaluate_frame(cfg: SweepConfig, frame: pd.DataFrame) -> pd.DataFrame:

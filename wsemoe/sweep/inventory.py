@@ -2,7 +2,9 @@
 date, and the hidden partial folders runs left behind (reported, and removed on request).
 
 Only folders a run marked as its own partial (`wsemoe-partial.json` naming its target) are ever
-removed, and only while no run holds that target's lock; nothing is matched by pattern alone.
+removed, and only while no run holds that target's lock; nothing is matched by pattern alone, and only
+the partial folder's own entries are deleted (anything else keeps the folder). A results folder is
+verified as every reader verifies it (each part's checksum), so "up to date" means undamaged too.
 """
 
 from __future__ import annotations
@@ -10,14 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from wsemoe.version import __version__
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ResultsError, WsemoeError
-from wsemoe.sweep import partial, store
+from wsemoe.sweep import manifest, partial, store
 
 PARTIAL_NAME = re.compile(r"^\.(?P<target>.+)\.partial-[0-9a-f]{16}$")
 
@@ -93,7 +94,12 @@ def results_in(root) -> list[Results]:
     for p in sorted(root.iterdir()):
         if p.name.startswith(".") or p.is_symlink() or not p.is_dir():
             continue
-        man = store.read_manifest(p)
+        try:
+            man = manifest.read(p)
+        except WsemoeError as exc:  # a manifest that is not one wsemoe could have written: damaged
+            out.append(Results(p, p.name, f"damaged: {exc.message}", None, None, folder_bytes(p),
+                               _when(p / "manifest.json"), None, None))
+            continue
         if man is None:
             continue
         out.append(Results(p, man.get("name", p.name), _status(p, man), man.get("points"), man.get("feasible"),
@@ -129,9 +135,8 @@ def clean(root) -> list[Path]:
         target = Path(root) / part.target
         try:
             with partial.RunLock(target):
-                if part.path in partial.stale_partials(target):  # still ours, still there
-                    shutil.rmtree(part.path)
-                    removed.append(part.path)
+                if part.path in partial.stale_partials(target) and partial.remove_partial(part.path):
+                    removed.append(part.path)  # still ours, still there: its own entries removed
         except WsemoeError:
             continue  # a run started meanwhile: its folder is not stale
     return removed

@@ -7,16 +7,14 @@ starts fast; the engine builds its per-group namespaces with the same `namespace
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from types import SimpleNamespace
 
 import numpy as np
 
+from wsemoe.sweep.columns import check_column
 from wsemoe.config.schema import SECTIONS, SweepConfig
-from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
-from wsemoe.errors import ConfigError
+from wsemoe.cost import serving
 from wsemoe.specs.hardware import PEFacts, derive_node_figures
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
@@ -33,9 +31,13 @@ def namespaces(base: dict, preset: dict, values: dict) -> dict:
         fields = dict(preset[section][values[section]] if section in values else base[section])
         swept = {p.partition(".")[2]: v for p, v in values.items() if p.partition(".")[0] == section}
         swept.pop("", None)
+        facts = {k.partition(".")[2]: swept.pop(k) for k in [k for k in swept if k.startswith("pe.")]}
         if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
             fields = _rederive(fields, swept)
         fields.update(swept)
+        facts = {k: v for k, v in facts.items() if v is not None}
+        if facts and fields.get("pe"):   # PE facts (hardware.pe.<field>) enter the PE-level model; node figures stay
+            fields["pe"] = {**fields["pe"], **facts}
         out[section] = SimpleNamespace(**fields)
     return out
 
@@ -72,10 +74,10 @@ def preset_fields(cfg: SweepConfig, section: str, name: str) -> dict:
 
 
 def evaluate(cfg: SweepConfig, ns: dict) -> dict:
-    """The cost model on one piece's namespaces (communication from the fabric when it applies); labels
-    stay coded."""
-    comm = comm_model(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"], cfg.expert_histogram)
-    return step.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], comm=comm, coded=True)
+    """The cost model on one piece's namespaces (communication from the fabric when it applies, serving metrics
+    for inference); labels stay coded."""
+    return serving.evaluate(ns["hardware"], ns["model"], ns["workload"], ns["mapping"], ns["balance"],
+                            cfg.expert_histogram, coded=True)
 
 
 def _is_number(v) -> bool:
@@ -99,49 +101,46 @@ def representatives(cfg: SweepConfig, limit: int = MAX_GROUPS) -> list[dict]:
             for combo in itertools.islice(itertools.product(*per_factor), limit)]
 
 
-def output_columns(cfg: SweepConfig) -> dict[str, bool]:
-    """{column: numeric?} of every column a sweep's points carry (inputs, cost outputs, feasibility)."""
-    cols: dict[str, bool] = {}
+def output_columns(cfg: SweepConfig) -> dict[str, str]:
+    """{column: kind ("number", "text" or "bool")} of every column a sweep's points carry (inputs, cost
+    outputs, feasibility)."""
+    cols: dict[str, str] = {}
     for values in representatives(cfg):
         for path, v in values.items():
-            cols.setdefault(path, _is_number(v))
+            cols.setdefault(path, _kind(v))
         out = evaluate(cfg, config_namespaces(cfg, {p: float(v) if _is_number(v) else v for p, v in values.items()}))
         for name, v in out.items():
             kind = getattr(v, "dtype", None)
-            cols.setdefault(name, kind.kind in "fiu" if kind is not None else _is_number(v))
+            cols.setdefault(name, ("bool" if kind.kind == "b" else "number" if kind.kind in "fiu" else "text")
+                            if kind is not None else _kind(v))
     for c in cfg.constraints:
         for bound in ("max", "min"):
             if getattr(c, bound) is not None:
-                cols[f"g_{c.column}_{bound}"] = True
-    cols.update({"feasible": False, "infeasible_reason": False})
+                cols[f"g_{c.column}_{bound}"] = "number"
+    cols.update({"feasible": "bool", "infeasible_reason": "text"})
     if cfg.compare:
-        cols[f"speedup_vs_{cfg.compare.name}"] = True
+        cols[f"speedup_vs_{cfg.compare.name}"] = "number"
     return cols
 
 
-def _known(name: str, cols, loc, what: str, numeric: dict | None = None) -> None:
-    """Refuse a column that is not among `cols` (with a did-you-mean), or that is text where a number is needed."""
-    if name not in cols:
-        close = difflib.get_close_matches(str(name), list(cols), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise ConfigError(f"unknown {what} '{name}'{hint}", loc=loc)
-    if numeric is not None and not numeric[name]:
-        raise ConfigError(f"{what} '{name}' is not a number", loc=loc)
+def _kind(v) -> str:
+    return "bool" if isinstance(v, bool) else "number" if _is_number(v) else "text"
 
 
-def check_columns(cfg: SweepConfig) -> dict[str, bool]:
-    """Every column the config names exists (objectives, constraints, comparison, output); returns the columns."""
+def check_columns(cfg: SweepConfig) -> dict[str, str]:
+    """Every column the config names exists and has the kind its use needs (objectives, constraints,
+    comparison, output); returns the columns with their kinds."""
     cols = output_columns(cfg)
     for name in cfg.objectives:
-        _known(name, cols, ("objectives", name), "objective column", cols)
+        check_column(name, cols, "objective column", ("objectives", name), "number")
     for i, c in enumerate(cfg.constraints):
-        _known(c.column, {k: v for k, v in cols.items() if not k.startswith("g_")}, ("constraints", i, "column"),
-               "constraint column", cols)
+        check_column(c.column, {k: v for k, v in cols.items() if not k.startswith("g_")}, "constraint column",
+                     ("constraints", i, "column"), "number")
     if cfg.compare:
         # (the baseline, candidate and `over` axes are checked when the config loads)
-        _known(cfg.compare.metric, cols, ("compare", "metric"), "comparison metric", cols)
+        check_column(cfg.compare.metric, cols, "comparison metric", ("compare", "metric"), "number")
         for i, name in enumerate(cfg.compare.also):
-            _known(name, cols, ("compare", "also", i), "comparison metric", cols)
+            check_column(name, cols, "comparison metric", ("compare", "also", i), "number")
     for name in cfg.output.columns or ():
-        _known(name, cols, ("output", "columns"), "output column")
+        check_column(name, cols, "output column", ("output", "columns"))
     return cols

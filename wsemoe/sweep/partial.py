@@ -1,21 +1,21 @@
-"""Writing a sweep's results without ever touching what is not ours.
+"""A sweep's partial run: the hidden folder it fills part by part, and its lock.
 
-A sweep may replace only a folder its manifest identifies as wsemoe results holding nothing else
-(and then only the same sweep, or with --force). It fills a hidden partial folder beside the
-target, `.<name>.partial-<hash>/`, marked as ours; each chunk lands as a part file named by its
-point range, written under `tmp/` and renamed into place only when whole, with its row count and
-SHA-256 recorded first. A lock file beside the target keeps two runs apart. Finishing checks that
-the parts tile the sweep exactly, writes the manifest last and swaps the folder into place.
+The run fills `.<name>.partial-<hash>/` beside the target, marked as ours; each chunk lands as a part
+file named by its point range, written under `tmp/` and renamed into place only when whole, with its
+row count and SHA-256 recorded first. A lock file beside the target keeps two runs apart. Finishing
+checks that the parts tile the sweep exactly, writes the small files, the manifest (with their
+checksums) and the ledger, and swaps the folder into place through `sweep/writer.py`, which replaces
+only results that are provably this sweep's (another sweep's with --force).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -23,56 +23,25 @@ import pyarrow.parquet as pq
 
 from wsemoe.version import __version__
 
-from wsemoe.sweep import csvfile, partfile, store
+from wsemoe.sweep import ledger, partfile, store
+from wsemoe.sweep import manifest as manifest_mod
 from wsemoe.sweep.block import Block
+from wsemoe.sweep.csvfile import csv_text
+from wsemoe.sweep.ownership import PARTIAL_MARKER, check_replaceable
+from wsemoe.sweep.atomic import atomic_bytes, os_errors
+from wsemoe.sweep.writer import fill_folder, swap_in
 
 from wsemoe.config import yamlio
-from wsemoe.errors import ResultsError, RunError
+from wsemoe.errors import ResultsError, RunError, os_error
 
-MARKER = "wsemoe-partial.json"
-MAX_NAME = 200  # file-name bytes left for the target once the partial's suffix is added (255 in all)
+SMALL_FILES = ("config.yaml", "pareto.csv", "comparison.csv")
+
+MARKER = PARTIAL_MARKER
+LOCK_TEXT = b"wsemoe run lock\n"  # the first line of a lock file: a file without it is not ours to take
 
 
 def _partial_re(name: str):
     return re.compile(rf"^\.{re.escape(name)}\.partial-[0-9a-f]{{16}}$")
-
-
-def check_target(target: Path, name: str, force: bool) -> None:
-    """Refuse, in one line naming the path, any target a sweep must not replace."""
-    target = Path(target)
-    if len(target.name.encode()) > MAX_NAME:
-        raise ResultsError(f"folder name is {len(target.name.encode())} bytes; at most {MAX_NAME} are supported",
-                           loc=(str(target),))
-    if target.is_symlink():
-        raise ResultsError("is a symbolic link; give the folder it points to, or another path", loc=(str(target),))
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise ResultsError("exists and is not a folder; refusing to replace it", loc=(str(target),))
-    here = Path.cwd().resolve()
-    if target.resolve() in (here, *here.parents):
-        raise ResultsError("is the current folder or one of its parents; refusing to replace it", loc=(str(target),))
-    if not any(target.iterdir()):
-        return  # an empty folder holds nothing to lose
-    man = store.read_manifest(target)
-    if man is None:
-        raise ResultsError("exists and is not a wsemoe results folder; refusing to replace it "
-                           "(choose another -o, or remove it yourself)", loc=(str(target),))
-    foreign = store.foreign_entries(target)
-    if foreign:
-        raise ResultsError(f"holds '{foreign[0]}', which wsemoe did not write; refusing to replace it "
-                           "(move it out first)", loc=(str(target),))
-    if man.get("name") != name and not force:
-        raise ResultsError(f"holds results of sweep '{man.get('name')}'; pass --force to replace them",
-                           loc=(str(target),))
-    _check_removable(target)
-
-
-def _check_removable(target: Path) -> None:
-    """Every folder we would delete must be writable, or the old results would linger half-removed."""
-    for folder in [target, *(p for p in target.rglob("*") if p.is_dir() and not p.is_symlink())]:
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise ResultsError("results folder is not writable; cannot replace it", loc=(str(folder),))
 
 
 class RunLock:
@@ -84,23 +53,39 @@ class RunLock:
         self.fd = None
 
     def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with os_errors(self.path, "take the run's lock"):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             # The holder before us may have removed the file after we opened it: lock the live one.
             if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
                 raise BlockingIOError
+            head = os.pread(fd, len(LOCK_TEXT), 0)
+            if head and head != LOCK_TEXT:
+                raise ResultsError("exists and is not wsemoe's lock file; refusing to use it (move it away)",
+                                   loc=(str(self.path),))
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, LOCK_TEXT + f"{os.getpid()}\n".encode(), 0)
         except (BlockingIOError, FileNotFoundError):
             os.close(fd)
             raise RunError("another run is writing these results; wait for it to finish",
                            loc=(str(self.path.with_name(self.path.name[1:-5])),)) from None
-        os.write(fd, str(os.getpid()).encode())
+        except OSError as exc:
+            os.close(fd)
+            self.path.unlink(missing_ok=True)
+            raise os_error(exc, self.path, "take the run's lock") from None
+        except BaseException:
+            os.close(fd)
+            raise
         self.fd = fd
         return self
 
     def __exit__(self, *exc):
-        self.path.unlink(missing_ok=True)
+        try:
+            if os.fstat(self.fd).st_ino == os.stat(self.path).st_ino:  # still our file
+                self.path.unlink()
+        except OSError:
+            pass
         os.close(self.fd)
         return False
 
@@ -148,24 +133,45 @@ def part_files(partial: Path, start: int, stop: int) -> tuple[Path, Path, Path]:
 
 def write_chunk(partial, points: Block, candidates: Block, stats: dict) -> dict:
     """Candidates and stats (with the part's size and checksum) first, the part last: a part present
-    with matching stats is whole. Any process that sees the partial folder may call this."""
+    with matching stats is whole. Any process that sees the partial folder may call this. Parts are not
+    flushed to disk one by one: `--resume` checks each against its recorded checksum, and the manifest
+    of the finished folder is."""
     partial = Path(partial)
     part, meta, cand = part_files(partial, stats["start"], stats["stop"])
     data = partfile.to_bytes(points)
     stats = {**stats, "file": part.name, "rows": int(len(points)), "bytes": len(data),
              "sha256": hashlib.sha256(data).hexdigest()}
     tmp = partial / "tmp"
-    _atomic_bytes(cand, partfile.to_bytes(candidates), tmp)
-    _atomic_bytes(meta, json.dumps(stats).encode(), tmp)
-    _atomic_bytes(part, data, tmp)
+    with os_errors(part, "write a part of the results (finished parts are kept for --resume)"):
+        atomic_bytes(cand, partfile.to_bytes(candidates), tmp, durable=False)
+        atomic_bytes(meta, json.dumps(stats).encode(), tmp, durable=False)
+        atomic_bytes(part, data, tmp, durable=False)
     return stats
 
 
-def _atomic_bytes(path: Path, data: bytes, tmp_dir: Path) -> None:
-    """Write through a temp file in `tmp_dir` (same file system), then rename into place."""
-    tmp = tmp_dir / f"{path.name}.{os.getpid()}"
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+def remove_partial(path: Path) -> bool:
+    """Remove a partial folder's own entries (parts, chunk files, temporary files, marker), then the folder;
+    anything else in it stays, and so does the folder. True when it is gone."""
+    expected = {"points.parquet": lambda n: store.part_range(n) is not None,
+                "chunks": lambda n: store.part_range(n.removesuffix(".json").removesuffix(".candidates.parquet"))
+                is not None, "tmp": lambda n: ".wsemoe-tmp-" in n}
+    for sub, ours in expected.items():
+        folder = path / sub
+        if folder.is_dir() and not folder.is_symlink():
+            for f in os.scandir(folder):
+                if ours(f.name) and f.is_file(follow_symlinks=False):
+                    os.unlink(f.path)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+    for name in (MARKER, *SMALL_FILES, "manifest.json", ledger.NAME):
+        with contextlib.suppress(FileNotFoundError):
+            if (path / name).is_file() and not (path / name).is_symlink():
+                os.unlink(path / name)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 class PartialRun:
@@ -175,14 +181,22 @@ class PartialRun:
         self.target = Path(target)
         self.path = self.target.with_name(f".{self.target.name}.partial-{config_hash}")
         self.parts, self.chunks, self.tmp = self.path / "points.parquet", self.path / "chunks", self.path / "tmp"
-        for old in stale_partials(self.target):  # ours: other configs' progress, or this one's without --resume
-            if old != self.path or not resume:
-                shutil.rmtree(old)
-        for folder in (self.parts, self.chunks):
-            folder.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.tmp, ignore_errors=True)  # half-written files of a killed run
-        self.tmp.mkdir()
-        (self.path / MARKER).write_text(json.dumps({"target": self.target.name, "config_hash": config_hash}))
+        with os_errors(self.path, "prepare the run's partial folder"):
+            stale = stale_partials(self.target)
+            for old in stale:  # ours: other configs' progress, or this one's without --resume
+                if old != self.path or not resume:
+                    remove_partial(old)
+            if os.path.islink(self.path) or (os.path.lexists(self.path) and self.path not in stale
+                                             and any(os.scandir(self.path))):
+                raise ResultsError("exists and is not a partial folder wsemoe made; move it away", loc=(str(self.path),))
+            os.makedirs(self.path, exist_ok=True)
+            atomic_bytes(self.path / MARKER, json.dumps({"target": self.target.name, "config_hash": config_hash}).encode(),
+                         durable=False)
+            for folder in (self.parts, self.chunks, self.tmp):
+                os.makedirs(folder, exist_ok=True)
+            for f in os.scandir(self.tmp):  # half-written files of a killed run
+                if ".wsemoe-tmp-" in f.name and f.is_file(follow_symlinks=False):
+                    os.unlink(f.path)
 
     def _files(self, start: int, stop: int) -> tuple[Path, Path, Path]:
         return part_files(self.path, start, stop)
@@ -192,15 +206,16 @@ class PartialRun:
         kept, end = [], -1
         for part in sorted(self.parts.iterdir(), key=lambda p: store.part_range(p.name) or (-1, -1)):
             rng = store.part_range(part.name)
-            ok = rng is not None and rng[0] >= end and self._whole(*rng)
-            if ok:
+            if rng is None:
+                continue  # not a part: never ours to delete (the finished folder would refuse it)
+            if rng[0] >= end and self._whole(*rng):
                 kept.append(rng)
                 end = rng[1]
             else:
                 part.unlink()
         wanted = {f"{store.part_name(*r)}{suffix}" for r in kept for suffix in (".json", ".candidates.parquet")}
         for f in self.chunks.iterdir():
-            if f.name not in wanted:
+            if f.name not in wanted and store.part_range(f.name.removesuffix(".json").removesuffix(".candidates.parquet")):
                 f.unlink()
         return kept
 
@@ -208,10 +223,10 @@ class PartialRun:
         part, meta, cand = self._files(start, stop)
         try:
             stats = json.loads(meta.read_text())
-        except (OSError, ValueError):
+            return (isinstance(stats, dict) and cand.is_file() and stats.get("rows") == stop - start
+                    and stats.get("bytes") == part.stat().st_size and stats.get("sha256") == store.sha256_of(part))
+        except (OSError, ValueError, RecursionError):
             return False
-        return (cand.is_file() and stats.get("rows") == stop - start and stats.get("bytes") == part.stat().st_size
-                and stats.get("sha256") == store.sha256_of(part))
 
     def read_reductions(self, total: int) -> tuple[pd.DataFrame, list[dict]]:
         """All parts' candidate rows and stats, after checking that the parts tile [0, total) exactly."""
@@ -229,22 +244,33 @@ class PartialRun:
             raise RunError(f"the run holds {end:,} of {total:,} points; rerun with --resume", loc=(str(self.path),))
         return (pd.concat(cands) if cands else pd.DataFrame()), stats
 
-    def finish(self, config: dict, pareto: pd.DataFrame, manifest: dict, extra_csv: dict | None = None) -> Path:
-        """Write the small files, the manifest last, and swap the folder into place."""
-        shutil.rmtree(self.chunks)
-        shutil.rmtree(self.tmp)
-        (self.path / MARKER).unlink()
-        (self.path / "config.yaml").write_text(yamlio.dumps(config))
-        csvfile.write_csv(pareto, self.path / "pareto.csv", index=True)
-        for name, frame in (extra_csv or {}).items():
-            csvfile.write_csv(frame, self.path / name, index=False)
-        manifest = {"format": store.FORMAT, "version": __version__, "dependencies": store.dependency_versions(),
-                    **manifest}
-        self.tmp.mkdir()
-        _atomic_bytes(self.path / "manifest.json", json.dumps(manifest, indent=2, default=str).encode(), self.tmp)
-        self.tmp.rmdir()
-        _swap(self.path, self.target)
-        return self.target
+    def finish(self, config: dict, pareto: pd.DataFrame, manifest: dict, extra_csv: dict | None = None,
+               force: bool = False) -> dict:
+        """Write the small files, the manifest (with their checksums) and the ledger, and swap the folder
+        into place; the target is checked again first, so a file put there during the run is never lost.
+        Returns the manifest as readers will read it."""
+        name = manifest["name"]
+        with os_errors(self.target, "finish the results (finished parts are kept for --resume)"):
+            if os.path.isdir(self.target) and any(os.scandir(self.target)):
+                check_replaceable(self.target, "sweep", name, force)
+            files = {"config.yaml": yamlio.dumps(config).encode(), "pareto.csv": csv_text(pareto, index=True).encode(),
+                     **{n: csv_text(f, index=False).encode() for n, f in (extra_csv or {}).items()}}
+            records = {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
+            manifest = {"format": store.FORMAT, "version": __version__, "dependencies": store.dependency_versions(),
+                        **manifest, "files": records}
+            data = json.dumps(manifest, indent=2).encode()
+            written = manifest_mod.parse(data, self.target)  # what readers accept: a bug fails the run, not them
+            fill_folder(self.path, {**files, "manifest.json": data}, "sweep", key=name)
+            led = ledger.read(self.path)
+            led.record("points.parquet", "parts", "sweep")
+            atomic_bytes(self.path / ledger.NAME, led.to_bytes())
+            for folder in (self.chunks, self.tmp):
+                for f in os.scandir(folder):
+                    os.unlink(f.path)
+                os.rmdir(folder)
+            os.unlink(self.path / MARKER)
+            swap_in(self.path, self.target, "sweep", force, key=name)
+        return written
 
     def has_parts(self) -> bool:
         """True once any chunk has been written (progress worth keeping for --resume)."""
@@ -252,15 +278,5 @@ class PartialRun:
 
     def discard(self) -> None:
         """Remove the partial folder (a run that failed on its input leaves nothing behind)."""
-        shutil.rmtree(self.path, ignore_errors=True)
-
-
-def _swap(new: Path, target: Path) -> None:
-    """Replace `target` (already checked to be ours) by `new` with renames; the old folder is removed after."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-    os.replace(new, target)
-    if old is not None:
-        shutil.rmtree(old)
+        with contextlib.suppress(OSError):
+            remove_partial(self.path)

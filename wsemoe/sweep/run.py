@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from wsemoe.sweep import chunked
-from wsemoe.sweep import searchrun, store
+from wsemoe.sweep import repair, searchrun, store, writer
 from wsemoe.sweep import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
@@ -30,11 +30,12 @@ class SweepResult:
 
     path: Path
     config: SweepConfig
-    status: str  # "written" or "up to date"
+    status: str  # "written", "up to date" or "repaired"
     manifest: dict
     pareto: pd.DataFrame | None = None
     comparison: pd.DataFrame | None = None
     seconds: float = 0.0
+    repaired: tuple = ()  # (parts, points) recomputed in place by --resume
 
 
 def resolved_config(cfg: SweepConfig) -> dict:
@@ -47,9 +48,10 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
               on_progress=None) -> SweepResult:
     """Evaluate a sweep chunk by chunk and write results/<name>/ (skipped when up to date unless forced).
 
-    The target is replaced only when it holds wsemoe results and nothing else (the same sweep, or
-    with `force`). `resume` continues a killed run of the same config from its whole parts, whatever
-    chunk size either run used.
+    The target is replaced only when it provably holds this sweep's results and nothing else (another
+    sweep's with `force`; `sweep/writer.py` decides). `resume` continues a killed run of the same config
+    from its whole parts, whatever chunk size either run used, and on finished results recomputes just
+    the parts that fail their checksums.
     """
     cfg = load_config(config)
     check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
@@ -67,9 +69,15 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         _check_search(cfg, workers, scheduler, limit, force)
     if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
-    partial_mod.check_target(path, cfg.name, force)
+    writer.check_folder(path, "sweep", force, key=cfg.name)
+    writer.ensure_parent(path)  # the results root itself, at most: its own parent exists (checked)
     with partial_mod.RunLock(path):
-        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, _source(config))
+        if resume and not force:
+            fixed = repair.repair(cfg, path, h)
+            if fixed is not None:
+                return SweepResult(path, cfg, "repaired", fixed[0], repaired=fixed[1:])
+        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, _source(config),
+                           force)
 
 
 def _source(config) -> str | None:
@@ -81,6 +89,8 @@ def _check_search(cfg: SweepConfig, workers: int, scheduler, limit: int, force: 
     """A search runs generation by generation in this process; its comparison needs the baseline grid."""
     if not cfg.factors():
         raise ConfigError("a search needs at least one axis to search over", loc=("search",))
+    if searchrun.enumerates(cfg):
+        return  # the grid is enumerated: any executor
     if workers > 1 or scheduler:
         raise ConfigError("a search evaluates one generation after another in this process; "
                           "drop --workers/--scheduler", loc=("--scheduler" if scheduler else "--workers",))
@@ -97,14 +107,16 @@ def _chunk_size(total: int, workers: int, parallel: bool) -> int:
     return max(16_384, min(chunked.DEFAULT_CHUNK, -(-total // (4 * workers if workers > 1 else 8))))
 
 
-def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, source) -> SweepResult:
+def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, source,
+                force) -> SweepResult:
     chunk = chunk_size or _chunk_size(total, workers, bool(workers > 1 or scheduler))
     t0 = time.perf_counter()
     partial = partial_mod.PartialRun(path, h, resume)
     reused = partial.reusable() if resume else []
-    tasks = [] if cfg.search else chunked.chunk_ranges(total, chunk, reused)
+    searching = bool(cfg.search) and not searchrun.enumerates(cfg)
+    tasks = [] if searching else chunked.chunk_ranges(total, chunk, reused)
     progress = on_progress or (lambda done_points, total_points: None)
-    finished = 0 if cfg.search else total - sum(e - s for s, e in tasks)
+    finished = 0 if searching else total - sum(e - s for s, e in tasks)
     progress(finished, total)
 
     def on_done(stats):
@@ -115,7 +127,7 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
     search = None
     try:
         baselines = chunked.baseline_best(cfg, chunk)
-        if cfg.search:
+        if searching:
             search = searchrun.run_search(cfg, baselines, partial.path, chunk, reused, on_done)
             total = search["evaluated"]
         else:
@@ -132,10 +144,10 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
         raise
     seconds = time.perf_counter() - t0
     manifest = _manifest(cfg, h, stats, front, chunk, reused, seconds, partial.parts, source)
-    if search is not None:
-        manifest["search"] = {**cfg.search.model_dump(), **search}
+    if cfg.search:
+        manifest["search"] = {**cfg.search.model_dump(), **(search or searchrun.enumerated_info(cfg))}
     extra = {"comparison.csv": comparison} if comparison is not None else {}
-    partial.finish(resolved_config(cfg), front, manifest, extra)
+    manifest = partial.finish(resolved_config(cfg), front, manifest, extra, force)
     return SweepResult(path, cfg, "written", manifest, front, comparison, seconds)
 
 

@@ -223,4 +223,4 @@ class Driver:
 
         return {"algorithm": "nsga2", "library": f"pymoo {metadata.version('pymoo')}", "population": self.population,
                 "generations": self.generations, "evaluated": self.evaluated, "budget": self.budget,
-                "space_points": self.grid.size, "stopped": self.stopped}
+                "space_points": self.grid.size, "stopped": self.stopped, "enumerated": False}

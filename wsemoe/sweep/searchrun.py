@@ -4,7 +4,8 @@ Part `part-<start>-<stop>` of a search holds its evaluations start..stop-1 in th
 made; each row's `point` is its index in the full grid, so every row equals the grid sweep's row
 of that index. A search is deterministic for a config (seed included), so `--resume` replays it:
 parts an earlier run finished are kept when their points match the replay (checked against the
-part's `point` column; otherwise they are rewritten), and only the rest is written.
+part's `point` column; otherwise they are rewritten), and only the rest is written. A budget that
+covers the whole space enumerates it like a grid sweep (`enumerates`), and the manifest says so.
 """
 
 from __future__ import annotations
@@ -88,3 +89,19 @@ def run_search(cfg, baselines, partial_dir, chunk: int, reused=(), on_done=None)
         for f in part_files(Path(partial_dir), start, stop):
             f.unlink(missing_ok=True)
     return driver.info()
+
+
+def enumerates(cfg) -> bool:
+    """True when a search's budget covers every point of its space: the grid is enumerated instead (the
+    exact front, and the same rows a search would give in another order)."""
+    return bool(cfg.search) and cfg.search.evaluations >= cfg.size()
+
+
+def enumerated_info(cfg) -> dict:
+    """What the manifest records about a search that enumerated its space."""
+    from wsemoe.sweep.search import population_size
+
+    n = cfg.size()
+    return {"algorithm": cfg.search.algorithm, "library": "none: every point enumerated", "generations": 0,
+            "population": population_size(cfg.search), "evaluated": n, "budget": n, "space_points": n,
+            "stopped": f"enumerated: the budget of {cfg.search.evaluations:,} covers all {n:,} points", "enumerated": True}

@@ -24,6 +24,10 @@ def is_number(v) -> bool:
     return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
 def _as_array(values: list) -> np.ndarray:
     """Typed column values: numbers as numpy numbers, anything else (names, tuples) as objects.
     Numpy types a list in one C pass: only numbers become an integer or float array."""
@@ -104,6 +108,8 @@ class Grid:
                 vals = self._arrays[i][path]
                 if vals.dtype == object and all(isinstance(v, str) for v in vals):
                     cols[path] = Text(d.astype(np.int32), list(vals))
+                elif vals.dtype == object and all(v is None or _is_number(v) for v in vals):
+                    cols[path] = np.array([np.nan if v is None else v for v in vals], dtype=float)[d]   # unset: NaN
                 else:
                     cols[path] = vals[d]
         return cols

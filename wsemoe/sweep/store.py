@@ -3,42 +3,29 @@
 A results folder holds config.yaml, manifest.json, points.parquet/ (one part file per point range,
 `part-<start>-<stop>.parquet`), pareto.csv and optional extras (comparison.csv, plots/, ...). The
 manifest records every part's range, row count, size and SHA-256, so a deleted, truncated or stray
-part is noticed before anything is shown, plotted or called up to date.
+part is noticed before anything is shown, plotted or called up to date: every reader checks every
+part's checksum (once per change of the file: `sweep/verified.py`). The manifest itself is untrusted
+input, parsed by one strict schema (`sweep/manifest.py`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
-import re
+import os
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
-from wsemoe.errors import ResultsError
+from wsemoe.errors import ResultsError, os_error
+from wsemoe.sweep import manifest, verified
+from wsemoe.sweep.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
 
-FORMAT = "wsemoe-results/2"
+FORMAT = manifest.FORMAT
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
-# Everything wsemoe itself writes into a results folder; anything else there belongs to the user.
-KNOWN_ENTRIES = frozenset({*FILES, "comparison.csv", "plots", "report.html", "sensitivity"})
 DEPENDENCIES = ("numpy", "pandas", "pyarrow", "pydantic", "pyyaml", "typer", "rich", "matplotlib", "pymoo", "moocore",
                 "dask", "distributed")
-PART_RE = re.compile(r"^part-(\d{12})-(\d{12})\.parquet$")
-
-
-def part_name(start: int, stop: int) -> str:
-    """File name of the part holding points [start, stop)."""
-    return f"part-{start:012d}-{stop:012d}.parquet"
-
-
-def part_range(name: str) -> tuple[int, int] | None:
-    """(start, stop) of a part file name, or None for any other name."""
-    m = PART_RE.match(name)
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def sha256_of(path: Path) -> str:
     """SHA-256 of a file, read in 4 MB blocks."""
     h = hashlib.sha256()
@@ -75,71 +62,58 @@ def _versions() -> tuple:
 
 
 def read_manifest(path) -> dict | None:
-    """The manifest of a wsemoe results folder, or None (missing, unreadable, or not ours)."""
+    """The validated manifest of a results folder; None when there is none or it is malformed (callers that
+    must say why use `load_manifest`)."""
     try:
-        man = json.loads((Path(path) / "manifest.json").read_text())
-    except (OSError, ValueError):
+        return manifest.read(path)
+    except (ResultsError, OSError):
         return None
-    return man if isinstance(man, dict) and man.get("format") == FORMAT else None
 
 
-def foreign_entries(path: Path) -> list[str]:
-    """Entries of a folder that wsemoe did not write (user files a replacement would destroy)."""
-    return sorted(p.name for p in Path(path).iterdir() if p.name not in KNOWN_ENTRIES)
+def sweep_hint(man: dict) -> str:
+    """The command that recomputes damaged parts of these results."""
+    return f"`wsemoe sweep {man.get('source') or '<sweep file>'} --resume`"
 
 
-def verify(path, manifest: dict, checksums: bool = False) -> None:
-    """Check that points.parquet/ holds exactly the manifest's parts, whole; ResultsError otherwise.
+def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
+    """Check that points.parquet/ holds exactly the manifest's parts and that every part and recorded file
+    holds the bytes the sweep wrote (SHA-256, verified once per change: `sweep/verified.py`).
 
-    Always: the part files are exactly those listed, each of the listed size, their ranges tile
-    [0, points) and their row counts add up. With `checksums`, every part's SHA-256 as well.
+    Raises ResultsError for the first problem (with `first_only`); otherwise returns the names of the
+    parts that fail their checksum (for `--resume` to recompute), still raising for anything else.
     """
     path = Path(path)
-    parts = manifest.get("parts")
     folder = path / "points.parquet"
-    if not isinstance(parts, list) or not folder.is_dir():
-        raise ResultsError("incomplete results: points.parquet or its part list is missing; re-run the sweep",
+    try:
+        present = {e.name for e in os.scandir(folder)}
+    except FileNotFoundError:
+        raise ResultsError("incomplete results: points.parquet is missing; re-run the sweep", loc=(str(path),)) from None
+    except OSError as exc:
+        raise os_error(exc, folder, "read the results") from None
+    listed = {p["file"] for p in manifest["parts"]}
+    for name in sorted(listed - present):
+        raise ResultsError(f"incomplete results: part {name} is missing; recompute it with {sweep_hint(manifest)}",
                            loc=(str(path),))
-    listed = {p["file"]: p for p in parts}
-    present = {p.name for p in folder.iterdir()}
-    for name in sorted(set(listed) - present):
-        raise ResultsError(f"incomplete results: part {name} is missing; re-run the sweep", loc=(str(path),))
-    for name in sorted(present - set(listed)):
+    for name in sorted(present - listed):
         raise ResultsError(f"points.parquet holds {name}, which the manifest does not list", loc=(str(path),))
-    expected = 0
-    for p in sorted(parts, key=lambda p: p["start"]):
-        f = folder / p["file"]
-        if p["start"] != expected or p["stop"] - p["start"] != p["rows"]:
-            raise ResultsError(f"part list does not cover the points (at {p['file']})", loc=(str(path),))
-        if f.stat().st_size != p["bytes"]:
-            raise ResultsError(f"part {p['file']} has {f.stat().st_size:,} bytes, the manifest says "
-                               f"{p['bytes']:,}: damaged; re-run the sweep", loc=(str(path),))
-        if checksums and sha256_of(f) != p["sha256"]:
-            raise ResultsError(f"part {p['file']} fails its checksum: damaged; re-run the sweep", loc=(str(path),))
-        expected = p["stop"]
-    if expected != manifest.get("points"):
-        raise ResultsError(f"parts hold {expected:,} points, the manifest says {manifest.get('points')}",
-                           loc=(str(path),))
-    _check_footers(path, folder, parts, expected)
-
-
-def _check_footers(path: Path, folder: Path, parts: list, points: int) -> None:
-    """Each part's parquet footer is readable and its row counts add up to the points (a part damaged in
-    place, at its recorded size, fails here without reading the data)."""
-    import pyarrow.parquet as pq
-
-    rows = []
-    for p in parts:
-        try:
-            rows.append(pq.read_metadata(folder / p["file"]).num_rows)
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            raise ResultsError(f"cannot read points.parquet: part {p['file']} is damaged ({type(exc).__name__}); "
-                               "re-run the sweep", loc=(str(path),)) from None
-    if sum(rows) != points:
-        raise ResultsError(f"points.parquet has {sum(rows):,} rows, the manifest says {points:,}", loc=(str(path),))
-    for p, n in zip(parts, rows):
-        if n != p["rows"]:
-            raise ResultsError(f"part {p['file']} has {n:,} rows, the manifest says {p['rows']:,}", loc=(str(path),))
+    items = [(f"points.parquet/{p['file']}", p["bytes"], p["sha256"]) for p in manifest["parts"]]
+    files = [(name, r["bytes"], r["sha256"]) for name, r in manifest.get("files", {}).items()]
+    try:
+        bad = verified.mismatches(path, files + items, first_only)
+    except FileNotFoundError as exc:
+        raise ResultsError(f"incomplete results: {Path(exc.filename or '?').name} is missing; re-run the sweep",
+                           loc=(str(path),)) from None
+    except OSError as exc:
+        raise os_error(exc, None, "read the results") from None
+    damaged = []
+    for name, why in bad:
+        if not name.startswith("points.parquet/"):
+            raise ResultsError(f"{name} {why}; re-run the sweep", loc=(str(path),))
+        damaged.append(name.split("/", 1)[1])
+    if damaged and first_only:
+        raise ResultsError(f"part {damaged[0]} {dict(bad)['points.parquet/' + damaged[0]]}; recompute it with "
+                           f"{sweep_hint(manifest)}", loc=(str(path),))
+    return damaged
 
 
 def is_up_to_date(path: Path, config_hash: str) -> bool:
@@ -159,18 +133,49 @@ def load_manifest(path) -> dict:
     path = Path(path)
     if not path.is_dir():
         raise ResultsError("no such results folder", loc=(str(path),))
-    man = read_manifest(path)
+    man = manifest.read(path)
     if man is None:
-        raise ResultsError("not a wsemoe results folder, or incomplete: manifest.json missing, unreadable or "
-                           "from another version (re-run the sweep)", loc=(str(path),))
+        raise ResultsError("not a wsemoe results folder, or incomplete: manifest.json is missing (re-run the sweep)",
+                           loc=(str(path),))
     verify(path, man)
     return man
+
+
+def column_kinds(path, manifest: dict) -> dict[str, str]:
+    """{column: "number", "text" or "bool"} of a verified folder's points, from the first part's schema
+    (every part has the same), for the one column check (`sweep.columns.check_column`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = manifest["parts"]
+    if not parts:
+        return {c: "number" for c in manifest.get("columns", {})}
+    try:
+        schema = pq.read_schema(Path(path) / "points.parquet" / parts[0]["file"])
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise ResultsError(f"cannot read points.parquet: {type(exc).__name__}", loc=(str(path),)) from None
+    kinds = {}
+    for field in schema:
+        t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        kinds[field.name] = ("bool" if pa.types.is_boolean(t) else
+                             "number" if pa.types.is_integer(t) or pa.types.is_floating(t) else "text")
+    kinds.pop("point", None)
+    return kinds
+
+
+def _read(path: Path, columns) -> pd.DataFrame:
+    """A parquet file or folder as pandas reads it (index and categoricals from its pandas metadata), through
+    pyarrow directly: the same frame as `pandas.read_parquet`, without its dataset layer (faster; measured by
+    bench/bench_daily.py)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=columns, use_pandas_metadata=True).to_pandas()
 
 
 def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.DataFrame:
     """points.parquet of a verified folder (only `columns` when given), indexed by point."""
     try:
-        points = pd.read_parquet(Path(path) / "points.parquet", columns=columns)
+        points = _read(Path(path) / "points.parquet", columns)
     except Exception as exc:  # pyarrow/pandas raise many types for damaged files
         raise ResultsError(f"cannot read points.parquet: {type(exc).__name__}", loc=(str(path),)) from None
     if len(points) != manifest["points"]:
@@ -179,13 +184,29 @@ def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.Da
     return points.sort_index()
 
 
+def read_rows(path, manifest: dict, index, columns: list[str] | None = None) -> pd.DataFrame:
+    """The rows of points `index` (point numbers) of a verified folder, reading only the parts that hold
+    them: a figure that needs some columns of a few points does not read those columns for every point."""
+    index = sorted({int(i) for i in index})
+    frames = []
+    for p in sorted(manifest["parts"], key=lambda p: p["start"]):
+        here = [i for i in index if p["start"] <= i < p["stop"]]
+        if here:
+            try:
+                df = _read(Path(path) / "points.parquet" / p["file"], columns)
+            except Exception as exc:  # pyarrow/pandas raise many types for damaged files
+                raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
+            frames.append(df.loc[here])
+    return pd.concat(frames) if frames else pd.DataFrame(columns=columns)
+
+
 def iter_parts(path, manifest: dict, columns: list[str] | None = None):
     """The points of a verified folder part by part, in point order (only `columns` when given): memory
     stays at one part whatever the sweep's size."""
     folder = Path(path) / "points.parquet"
     for p in sorted(manifest["parts"], key=lambda p: p["start"]):
         try:
-            df = pd.read_parquet(folder / p["file"], columns=columns)
+            df = _read(folder / p["file"], columns)
         except Exception as exc:  # pyarrow/pandas raise many types for damaged files
             raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
         if len(df) != p["rows"]:

@@ -1,25 +1,19 @@
-"""Published figures the model reproduces, each with the model's value, error, tolerance and status.
+"""Published figures the model reproduces, each with the model's value, its band and its status.
 
-`wsemoe validate` prints these rows: `yes` within tolerance, `no` outside it with the reason, `property`
-true by construction. The tests pin which rows are `no`, so any row changing status fails them.
+`wsemoe validate` prints these rows (validate/common.py defines the kinds, validate/deviations.py the known
+deviations and how a status follows). It exits non-zero when a row fails unexpectedly.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from wsemoe.config import presets
 from wsemoe.cost.node import params
 from wsemoe.validate.bta import bta_comparison
 from wsemoe.validate.common import row
+from wsemoe.validate.deviations import classify
+from wsemoe.validate.tolerances import PARAM_TOTAL, Band, param_active
 
 __all__ = ["bta_comparison", "families", "param_rows", "run_all"]
-
-
-def _tolerance_active(published: float) -> float:
-    """Published active counts have two significant digits: allow max(2%, half a unit of the last digit)."""
-    half_unit = 0.5 * 10 ** (np.floor(np.log10(published)) - 1)
-    return max(0.02, half_unit / published)
 
 
 def param_rows() -> list[dict]:
@@ -27,21 +21,24 @@ def param_rows() -> list[dict]:
     rows = []
     for name in presets.names("models"):
         m = presets.load_model(name)
-        for what, value, pub, tol in (("total", float(params.total_params(m)), m.published_total_params, 0.01),
-                                      ("active", float(params.active_params(m)), m.published_active_params, None)):
+        for what, value, pub in (("total", float(params.total_params(m)), m.published_total_params),
+                                 ("active", float(params.active_params(m)), m.published_active_params)):
             if not pub:
                 continue
-            tol = tol if tol is not None else _tolerance_active(pub)
+            tol = PARAM_TOTAL if what == "total" else param_active(pub)
             err = value / pub - 1
-            rows.append(row(f"{name} {what} parameters (published count vs the model's count)", f"{pub / 1e9:g} B",
-                            f"{value / 1e9:.2f} B", f"{100 * err:+.2f}%", f"±{100 * tol:.1f}%", abs(err) <= tol))
+            rows.append(row(f"params.{what}:{name}", f"{name} {what} parameters (published count vs the model's "
+                            "count)", f"{pub / 1e9:g} B", err, lambda x: f"{100 * x:+.2f}%",
+                            band=Band(-tol, tol, why="published counts' significant digits"),
+                            model=f"{value / 1e9:.2f} B ({100 * err:+.2f}%)", source="model card"))
     return rows
 
 
 # Families of rows (`wsemoe validate --only`), each with the module and function making its rows, in order.
 PARTS = (("params", "wsemoe.validate", "param_rows"), ("bta", "wsemoe.validate.shipped", "shipped_rows"),
          ("bta", "wsemoe.validate.bta", "bta_rows"), ("mapping", "wsemoe.validate.moentwine", "mapping_rows"),
-         ("balance", "wsemoe.validate.balance", "balance_rows"), ("scale", "wsemoe.validate.scale", "scale_rows"))
+         ("balance", "wsemoe.validate.balance", "balance_rows"), ("scale", "wsemoe.validate.scale", "scale_rows"),
+         ("waferllm", "wsemoe.validate.waferllm", "waferllm_rows"), ("cerebras", "wsemoe.validate.cerebras", "cerebras_rows"))
 ALIASES = {"moentwine": ("mapping", "balance", "scale")}  # MoEntwine's claims: mapping, balancing, at scale
 
 
@@ -63,8 +60,8 @@ def families(only=None) -> list[str]:
 
 
 def run_all(only=None, on_progress=None) -> list[dict]:
-    """Every reproduced figure (or those of the families `only` names), each row tagged with its family.
-    `on_progress(done, total, family)` hears of each part done."""
+    """Every reproduced figure (or those of the families `only` names), each row tagged with its family and
+    with its status (deviations.classify). `on_progress(done, total, family)` hears of each part done."""
     import importlib
 
     wanted = families(only)
@@ -74,4 +71,4 @@ def run_all(only=None, on_progress=None) -> list[dict]:
         rows += [{**r, "family": family} for r in getattr(importlib.import_module(module), fn)()]
         if on_progress:
             on_progress(k + 1, len(parts), family)
-    return rows
+    return classify(rows)

@@ -1,36 +1,104 @@
-"""Shared pieces of the validation rows: the row format and the shipped reproduction configs.
+"""The rows of `wsemoe validate`: what each kind means, how its status follows, and the shipped sweeps.
 
-A row compares one published figure with the model's value. Its `status` is `yes` (within the stated
-tolerance), `no` (outside it: the row carries the reason the model does not reproduce it) or `property`
-(true by construction of the model; checked all the same, but it tests the code, not the physics).
-Context rows (`info`) put a model figure beside a published statement it cannot check; they are shown
-apart from the claims.
+Kinds of row:
+- `check`: the model against a published figure, within a band written before the model ran on it
+  (`validate/tolerances.py`); status `yes` inside the band, `no` outside it when the row is a known deviation
+  (`validate/deviations.py`, with its measured distance and reason), `FAILS` otherwise;
+- `headline`: a check on a seed paper's headline that also shows the model at the default readings, its range
+  over the readings, and whether the published value lies in that range;
+- `property`: true by construction of the model or of a choice fitted to a published number; checked all the
+  same: `property` when it holds, `FAILS` when it does not;
+- `fitted`: the model reproduces a figure one of its inputs was fitted to (a calibration constraint, not a
+  reproduction); `fitted` when the fit closes, `FAILS` when it does not;
+- `info`: context, a model figure beside a published statement it does not check (no pass or fail).
 """
 
 from __future__ import annotations
 
+import math
+
 from wsemoe.config.loader import load_config
 from wsemoe.config.presets import SWEEPS
 from wsemoe.errors import ConfigError
+from wsemoe.validate.tolerances import Band, band as band_of
+
+KINDS = ("check", "headline", "property", "fitted", "info")
 
 
-def row(claim, published, model, error, tolerance, ok, reason: str | None = None, kind: str = "check"):
-    """One reproduced figure. `ok` is whether the model is within `tolerance`; a failing check carries
-    `reason` (why the model does not reproduce it); `kind="property"` marks a row true by construction.
-    `ok=None` makes a context row: a model figure next to a published statement it is not a check of
-    (shown apart from the claims, never pass or fail)."""
-    if ok is None:
-        return {"claim": claim, "published": published, "model": model, "error": error, "tolerance": tolerance,
-                "ok": True, "status": "info", "reason": reason, "kind": "info"}
-    ok = bool(ok)
-    status = "property" if kind == "property" else "yes" if ok else "no"
-    return {"claim": claim, "published": published, "model": model, "error": error, "tolerance": tolerance,
-            "ok": ok, "status": status, "reason": reason if not ok else None, "kind": kind}
+def pct(x: float) -> str:
+    """A signed percentage with a typographic minus ('0%' when it rounds to zero)."""
+    return "0%" if round(100 * x) == 0 else f"{100 * x:+.0f}%".replace("-", "−")
 
 
-def unexplained(rows: list[dict]) -> list[dict]:
-    """Rows that fail without a stated reason, and properties that do not hold: regressions, not known gaps."""
-    return [r for r in rows if not r["ok"] and (r["kind"] == "property" or not r["reason"])]
+def pts(x: float) -> str:
+    """A difference of fractions in percentage points."""
+    return "0 pts" if round(100 * x) == 0 else f"{100 * x:+.0f} pts".replace("-", "−")
+
+
+def points(x: float) -> str:
+    """An unsigned difference of fractions in percentage points (how far outside a band)."""
+    return f"{100 * abs(x):.0f} pts"
+
+
+def factor(x: float) -> str:
+    return f"{x:.2f}×"
+
+
+def band_text(b: Band, shown) -> str:
+    """'4.00×–8.00×', '≤ 1.20×', '> 0%', 'exactly 0%' of a band in the row's unit."""
+    if b.lo is not None and b.hi is not None:
+        if b.lo == b.hi:
+            return f"exactly {shown(b.lo)}"
+        if b.lo == -b.hi and not b.log:
+            return f"±{shown(b.hi).lstrip('+')}"
+        return f"{shown(b.lo)} … {shown(b.hi)}"
+    if b.hi is not None:
+        return f"{'<' if b.strict else '≤'} {shown(b.hi)}"
+    return f"{'>' if b.strict else '≥'} {shown(b.lo)}"
+
+
+def distance(b: Band, value: float, shown, delta=None) -> str:
+    """How far outside its band a value is ('' inside): a ratio for factor bands, a difference otherwise."""
+    where = b.outside(value)
+    if where is None:
+        return ""
+    side, edge = where
+    if not math.isfinite(value):
+        return "no value (no feasible point)"
+    if b.log and edge:
+        return f"{value / edge:.2f}× the band's {'upper' if side == 'above' else 'lower'} end {shown(edge)}"
+    return f"{(delta or shown)(abs(value - edge))} beyond the band's end {shown(edge)}"
+
+
+def row(rid: str, claim: str, published: str, value: float, shown=factor, *, kind: str = "check",
+        band: Band | None = None, model: str | None = None, source: str = "", reading: str = "", delta=None,
+        error: str = "") -> dict:
+    """One row comparing the model's `value` with a published figure within its band (tolerances.BANDS by
+    id unless `band` is given). `model` is the value as printed (default: `shown(value)`)."""
+    if kind not in KINDS[:-1]:
+        raise ValueError(f"kind {kind!r}")
+    b = band if band is not None else band_of(rid)
+    value = float(value)
+    ok = b.holds(value)
+    return {"id": rid, "kind": kind, "claim": claim, "published": published, "source": source, "reading": reading,
+            "model": model if model is not None else shown(value), "error": error, "tolerance": band_text(b, shown),
+            "value": value, "band": b, "ok": ok, "distance": distance(b, value, shown, delta), "reason": None,
+            "status": None}
+
+
+def context(rid: str, claim: str, published: str, model: str, note: str, source: str = "", reading: str = "") -> dict:
+    """A context row: a model figure beside a published statement it does not check (never pass or fail)."""
+    return {"id": rid, "kind": "info", "claim": claim, "published": published, "source": source, "reading": reading,
+            "model": model, "error": "", "tolerance": note, "value": math.nan, "band": None, "ok": True,
+            "distance": "", "reason": None, "status": "info"}
+
+
+def headline(r: dict, published_value: float, default: str, low: float, high: float, over: str, shown=factor) -> dict:
+    """A check row made a headline: the model at the default readings, its range over the readings, and
+    whether the published value lies in that range."""
+    inside = bool(low <= published_value <= high) if math.isfinite(low) and math.isfinite(high) else False
+    return {**r, "kind": "headline", "default": default, "range": f"{shown(low)} … {shown(high)} over {over}",
+            "low": low, "high": high, "inside": inside}
 
 
 def sweep_config(name: str):
@@ -39,3 +107,9 @@ def sweep_config(name: str):
     if not path.is_file():
         raise ConfigError("reproduction config not found: the installation is incomplete", loc=(str(path),))
     return load_config(path)
+
+
+def unexplained(rows: list[dict]) -> list[dict]:
+    """Rows that fail unexpectedly: a check outside its band that is no known deviation, a known deviation that
+    now reproduces (the record is stale), a property that does not hold, a fit that does not close."""
+    return [r for r in rows if r["status"] == "FAILS"]

@@ -1,37 +1,47 @@
-"""Cerebras' shipped micro-batch sizes against the memory model (the SRAM calibration's evidence).
+"""Cerebras' shipped micro-batch sizes against the memory model: calibration constraints and reading evidence.
 
-Each shipped training config (Cerebras Model Zoo 2.10) ran on a wafer, so its micro-batch must fit the
-usable SRAM. Compared per model: the SRAM share the shipped micro-batch needs under the preset's
-accounting against the preset's `memory_usable_fraction`. A last row shows why the preset streams the
-kept activations out: held in SRAM, the layer-input checkpoints alone of three configs exceed the wafer.
+Each shipped training config (Cerebras Model Zoo 2.10) ran on a wafer, so its micro-batch fits the usable
+SRAM. At the default readings these are the constraints `memory_usable_fraction` was chosen against (its lower
+bound): `fitted` rows, not reproductions. Under each other option of the readings a training config depends on
+(attention kernel, where checkpoints live) the rows count the configs that would not fit: the evidence the
+defaults rest on (context rows).
 """
 
 from __future__ import annotations
 
-from wsemoe.analysis.shipped import calibration_models, max_batch, shipped_needs
+from wsemoe.analysis.shipped import READINGS, shipped_needs
 from wsemoe.config import presets
-from wsemoe.specs import WorkloadSpec
-from wsemoe.validate.common import row
+from wsemoe.config import readings as registry
+from wsemoe.validate.common import context, row
+from wsemoe.validate.tolerances import Band
+
+SOURCE = "Cerebras Model Zoo 2.10 configs (analysis/data/shipped_microbatches.yaml)"
 
 
 def shipped_rows(hardware: str = "cs2") -> list[dict]:
-    """Every shipped micro-batch fits the preset's usable SRAM; checkpoints held in SRAM would not."""
+    """Every shipped micro-batch fits the preset's usable SRAM at the default readings (fitted rows); how many
+    would not under each other option (context)."""
     hw = presets.load_hardware(hardware)
-    wl_fields, models = calibration_models()
-    needs = shipped_needs(hw)
     f = hw.memory_usable_fraction
-    rows = []
-    for (name, seq, mb, need, _), (_, _, _, m) in zip(needs, models):
-        b = max_batch(hw, m, WorkloadSpec(seq_len=seq, **wl_fields))
-        rows.append(row(f"shipped micro-batch of {name} (S={seq}) fits {hardware}'s usable SRAM", f"{mb} runs",
-                        f"needs {need:.2f} of SRAM; largest B {b}", f"{need / f:.2f}× of usable",
-                        f"need ≤ {f:.2f} (memory_usable_fraction)", need <= f))
-    kept = [(k, n) for n, _, _, _, k in needs]
-    over = [n for k, n in kept if k > 1]
-    worst = max(kept)
-    rows.append(row("layer-input checkpoints of every shipped micro-batch fit the wafer's SRAM (if held there)",
-                    "all 7 run", f"{len(over)} of 7 exceed it; {worst[1]} needs {worst[0]:.2f}× of SRAM", "",
-                    "≤ 1× of SRAM each", not over,
-                    reason="the reason cs2 and cs3 stream kept activations over the wafer I/O "
-                           "(kept_activations: streamed; docs/sources.md)"))
+    defaults = registry.defaults(READINGS)
+    shown = ", ".join(f"{k}={v}" for k, v in defaults.items())
+    rows = [row(f"shipped:{n.name}", f"shipped micro-batch of {n.name} (S={n.seq_len}) fits {hardware}'s usable "
+                f"SRAM", f"{n.micro_batch} ran ({SOURCE})", n.need, lambda x: f"{x:.2f} of SRAM", kind="fitted",
+                band=Band(hi=f, why="memory_usable_fraction was chosen at or above every shipped need"),
+                model=f"needs {n.need:.2f} of SRAM; largest B {n.largest}", reading=shown,
+                source="Model Zoo 2.10 configs")
+            for n in shipped_needs(hw)]
+    readings = registry.load()
+    for name in READINGS:
+        for option in readings[name].options:
+            if option == defaults[name]:
+                continue
+            needs = shipped_needs(hw, {name: option})
+            over = [n for n in needs if n.need > f]
+            worst = max(needs, key=lambda n: n.need)
+            rows.append(context(f"shipped.reading:{name}={option}", f"shipped micro-batches under {name}={option}",
+                                f"all 7 ran ({SOURCE})",
+                                f"{len(over)} of 7 exceed the usable SRAM; {worst.name} needs {worst.need:.2f} of it",
+                                f"evidence against {name}={option}" if over else f"consistent with {name}={option}",
+                                source="Model Zoo 2.10 configs"))
     return rows

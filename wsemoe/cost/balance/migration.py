@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wsemoe.cost.fabric import topology, phasetime
-from wsemoe.cost.node import params
+from wsemoe.cost.node import params, weights
 
 MIGRATION_COLUMNS = ("migration_bytes_per_step", "migration_total_s", "migration_exposed_s", "migration_hidden_s")
 
@@ -47,7 +47,7 @@ def migration_columns(hw, m, wl, bal, built, inv, shape, windows: list) -> dict:
     """
     layers = params.moe_layers(m)
     # One expert copy in every MoE layer; only the `churn` share of copies changes per rebalance.
-    copy_bytes = params.expert_params(m) * wl.bytes_per_weight * layers * bal.churn
+    copy_bytes = weights.expert_copy_bytes(m, wl) * layers * bal.churn
     interval = bal.rebalance_interval
     varying = [copy_bytes, interval, *topology.class_bandwidths(hw), hw.port_bw_bytes_per_s,
                hw.hop_latency_s, *(x for w in windows for x in w[:3])]

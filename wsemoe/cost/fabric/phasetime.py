@@ -7,7 +7,8 @@ A phase is a sequence of steps (structure.Step). Scaled by σ bytes per unit, st
 
 with L0/L1 its busiest on-wafer and wafer-crossing links (a switch: none and the busiest scale-out NIC),
 I/E its busiest injection and ejection ports and (a, b) its Pareto-maximal (on-wafer, crossing) hop
-pairs. The phase takes Σ_k (volume_k + latency_k): steps run one after another. Every quantity is
+pairs. The phase takes Σ_k (volume_k + latency_k) + the fixed software latency of one call: steps run one
+after another. Every quantity is
 linear in σ, so scaling unit peaks is exact.
 """
 
@@ -23,11 +24,13 @@ TERMS = ("link", "cross", "inject", "eject")  # volume terms of a step, in tie-b
 
 
 class Timed(NamedTuple):
-    """A phase's volume (s), latency (s) and the binding label per point."""
+    """A phase's volume (s), latency (s, its fixed software latency included), the binding label and the fixed
+    software latency alone, per point."""
 
     volume: np.ndarray
     latency: np.ndarray
     bound: np.ndarray
+    fixed: np.ndarray
 
 
 def _padded(built, name: str) -> dict:
@@ -46,8 +49,18 @@ def _padded(built, name: str) -> dict:
     return out
 
 
-def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
-    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`)."""
+class Steps(NamedTuple):
+    """Every step of a phase at every point: arrays of shape `shape` + (steps,)."""
+
+    terms: list          # volume terms in TERMS order (s)
+    volume: np.ndarray   # the largest of them (s)
+    latency: np.ndarray  # rounds × longest path (s)
+    moves: np.ndarray    # whether the phase moves any data between nodes (shape `shape`)
+
+
+def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Steps:
+    """Volume terms, volume and latency of every step of phase `name` at every point (`inv` maps points to
+    `built`), and whether the phase moves data at all."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
@@ -56,12 +69,20 @@ def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Timed:
     terms = [sigma * arr["max_link"] / col(bw0), sigma * arr["max_cross"] / col(bw1),
              sigma * arr["max_inject"] / col(hw.port_bw_bytes_per_s), sigma * arr["max_eject"] / col(hw.port_bw_bytes_per_s)]
     terms = np.broadcast_arrays(*terms)
-    step_volume = np.maximum.reduce(terms)
     reach = (arr["a"] * col(t0)[..., None] + arr["b"] * col(t1)[..., None]).max(axis=-1, initial=0.0)
-    latency = (arr["rounds"] * reach).sum(axis=-1)
-    volume = step_volume.sum(axis=-1)
-    volume, latency = np.broadcast_arrays(volume, latency)
-    return Timed(volume, latency, _bound(hw, terms, step_volume, volume, latency))
+    moves = (arr["max_link"] + arr["max_cross"] + arr["max_inject"] + arr["max_eject"]).sum(axis=-1) > 0
+    return Steps(terms, np.maximum.reduce(terms), arr["rounds"] * reach, moves)
+
+
+def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0) -> Timed:
+    """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
+
+    `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
+    nodes: a collective with no member to talk to (TP 1) launches nothing."""
+    st = step_times(hw, built, inv, shape, name, scale)
+    fixed = np.where(st.moves, fixed, 0.0)
+    volume, latency, fixed = np.broadcast_arrays(st.volume.sum(axis=-1), st.latency.sum(axis=-1) + fixed, fixed)
+    return Timed(volume, latency, _bound(hw, st.terms, st.volume, volume, latency), fixed)
 
 
 def _bound(hw, terms, step_volume, volume, latency) -> np.ndarray:

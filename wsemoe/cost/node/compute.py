@@ -28,9 +28,22 @@ def attn_core_flops(m, wl):
     A causal discount would change time, not this count (docs/cost-model.md).
     """
     seqs = wl.G * wl.B
-    per_pair = 2.0 * m.num_attention_heads * (params.qk_head_dim(m) + params.v_head_dim(m))
     queries = 1 if wl.mode == "decode" else wl.seq_len
-    return per_pair * seqs * queries * wl.seq_len
+    return core_flops_per_pair(m, wl.mode) * seqs * queries * wl.seq_len
+
+
+def core_flops_per_pair(m, mode: str):
+    """FLOPs of one (query, key) pair over all heads: 2·n_h·(d_qk + d_v).
+
+    MLA in decode runs absorbed (DeepSeek-V2 §2.1.2; FlashMLA, vLLM and SGLang decode kernels): W_UK folds into
+    the query and W_UV into the output, so every head scores the cached latent and rope key directly,
+    2·(r_kv + d_rope), and sums the latent, 2·r_kv: 2·n_h·(2·r_kv + d_rope) per pair, against the cache it reads
+    (r_kv + d_rope per token). Prefill and training up-project K and V once per token and run per-head widths
+    (the compute-friendly form those engines use when queries are as many as keys).
+    """
+    if getattr(m, "attention", "gqa") == "mla" and mode == "decode":
+        return 2.0 * m.num_attention_heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim)
+    return 2.0 * m.num_attention_heads * (params.qk_head_dim(m) + params.v_head_dim(m))
 
 
 def router_flops(m, T):
@@ -40,7 +53,17 @@ def router_flops(m, T):
 
 def expert_flops(m, T):
     """Routed experts (k per token) plus shared experts, SwiGLU: 6·T·k·H·F + shared."""
-    return 2.0 * T * (m.num_experts_per_tok * params.expert_params(m) + params.shared_expert_params(m))
+    return routed_expert_flops(m, T) + shared_expert_flops(m, T)
+
+
+def routed_expert_flops(m, T):
+    """Routed experts, k per token: 6·T·k·H·F (these run at the busiest node's load)."""
+    return 2.0 * T * m.num_experts_per_tok * params.expert_params(m)
+
+
+def shared_expert_flops(m, T):
+    """Shared experts: every token, on every TP group's own shard (not routed, so never imbalanced)."""
+    return 2.0 * T * params.shared_expert_params(m)
 
 
 def dense_ffn_flops(m, T):

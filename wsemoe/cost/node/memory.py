@@ -1,7 +1,7 @@
 """Memory per node: weights, kept activations, attention and MoE transients, KV cache.
 
 Activation byte counts follow Korthikanti et al. 2022 (§4.1, activations per layer, 16-bit): per token and
-layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores only), norms
+layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores; 5·S one head at a time), norms
 4·H; the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/
 product of width F each). All counts scale with bytes_per_act / 2.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.node import params
+from wsemoe.cost.node import formats, params
 
 
 def _scale(wl):
@@ -23,10 +23,12 @@ def attn_linear_bytes_per_token(m, wl):
 
 
 def attn_score_bytes_per_token(m, wl):
-    """Softmax output, dropout mask and dropout output over the S keys each query sees; 0 with a tiled kernel."""
+    """Softmax output, dropout mask and dropout output over the S keys each query sees: for every head
+    (materialized), for one head at a time (per_head: the heads run one after another), or 0 (flash: tiled)."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
-    return 5.0 * m.num_attention_heads * wl.seq_len * _scale(wl)
+    heads = 1.0 if wl.attn_kernel == "per_head" else m.num_attention_heads
+    return 5.0 * heads * wl.seq_len * _scale(wl)
 
 
 def moe_bytes_per_token(m, wl):
@@ -54,12 +56,12 @@ def kept_in_node_memory(hw) -> bool:
 
 
 def kv_bytes_per_token_layer(m, wl):
-    """KV-cache bytes per cached token per layer (MLA caches the compressed latent and rope key)."""
+    """KV-cache bytes per cached token per layer, in `kv_format` (MLA caches the compressed latent and rope key)."""
     if getattr(m, "attention", "gqa") == "mla":
         width = m.kv_lora_rank + m.qk_rope_head_dim
     else:
         width = 2.0 * m.num_key_value_heads * m.head_dim
-    return width * wl.bytes_per_act
+    return width * formats.kv_bytes(wl)
 
 
 def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
@@ -71,9 +73,9 @@ def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
     sequence (`sharded`: 1/tp each). This is how TP trades KV memory and reads for all-reduce traffic.
     """
     if getattr(m, "attention", "gqa") == "mla":
-        latent = (m.kv_lora_rank + m.qk_rope_head_dim) * wl.bytes_per_act
+        latent = (m.kv_lora_rank + m.qk_rope_head_dim) * formats.kv_bytes(wl)
         return latent / tp if mla_cache == "sharded" else latent + 0.0 * tp
-    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * wl.bytes_per_act
+    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * formats.kv_bytes(wl)
 
 
 def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False):

@@ -92,6 +92,16 @@ def embedding_params(m):
     return emb * np.where(m.tie_word_embeddings, 1, 2) + m.hidden_size  # + final norm
 
 
+def head_params(m):
+    """What the head's matmul reads: the output projection (the embedding matrix when tied) and the final norm."""
+    return m.vocab_size * m.hidden_size + m.hidden_size
+
+
+def lookup_params(m, T):
+    """Embedding rows a step's lookup reads for T tokens: one row per token, at most the whole table (V rows)."""
+    return np.minimum(T, m.vocab_size) * m.hidden_size
+
+
 def total_params(m):
     """All parameters of the model."""
     L, Lm = m.num_hidden_layers, moe_layers(m)

@@ -44,14 +44,16 @@ def argmax_of(vals):
 
 
 class Stage:
-    """A stage of a layer: named concurrent terms, plus serial communication phases after it."""
+    """A stage of a layer: named concurrent terms, a serial fixed cost (kernel launches) and serial
+    communication phases after it."""
 
-    def __init__(self, name: str, terms: dict, comm: dict | None = None):
-        self.name, self.terms, self.comm = name, terms, comm or {}
+    def __init__(self, name: str, terms: dict, comm: dict | None = None, launch=0.0):
+        self.name, self.terms, self.comm, self.launch = name, terms, comm or {}, launch
 
     def core(self, overlap: bool):
-        """Roofline of the stage's own terms (compute, weights, memory), without communication."""
-        return roofline(self.terms, overlap)[0]
+        """Roofline of the stage's own terms (compute, weights, memory) plus its kernel launches, without
+        communication: a kernel's launch gap delays it whatever bounds it."""
+        return roofline(self.terms, overlap)[0] + self.launch
 
     def time(self, overlap: bool, comm_overlap: str = "none"):
         """Stage time on its own: roofline of its terms plus its communication (or the larger of the two when
@@ -70,8 +72,9 @@ class Layer:
 
     "layer": weights stream continuously across the layer (Cerebras weight streaming), so each
     term is summed over stages before the roofline; "stage": each stage is its own roofline;
-    "none": every term serializes. Communication follows the core (`comm_overlap: none`) or hides behind
-    another micro-batch's core (`microbatch`: layer time = max(core, communication)).
+    "none": every term serializes. Kernel launches add to the core in every mode. Communication follows the
+    core (`comm_overlap: none`) or hides behind another micro-batch's core (`microbatch`: layer time =
+    max(core, communication)).
     """
 
     def __init__(self, name: str, stages: list, count, overlap: str, comm_overlap: str = "none"):
@@ -89,6 +92,11 @@ class Layer:
             inner = np.stack(np.broadcast_arrays(*[i + o for (_, i), o in zip(per_stage, offsets)]))
             core_idx = np.take_along_axis(inner, slowest[None, ...].astype(np.intp), axis=0)[0]
             labels = [f"{s.name}:{k}" for s in stages for k in s.terms]
+        # Kernel launches are serial: they add to the core, and bind when they outweigh the roofline.
+        launch = sum(s.launch for s in stages)
+        core_idx = np.where(np.asarray(launch) > np.asarray(core), len(labels), core_idx)
+        core = core + launch
+        labels = labels + [f"{name}:launch"]
         self.comm = {k: v for s in stages for k, v in s.comm.items()}
         self.comm_s = sum(self.comm.values()) if self.comm else 0.0
         self.core_s = core

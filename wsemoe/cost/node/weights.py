@@ -1,25 +1,57 @@
-"""Weight bytes per layer component, what is streamed per pass, and what stays resident per node."""
+"""Weight parameters and bytes per layer component (each in its format), what is streamed per pass, and what
+stays resident per node."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from wsemoe.cost.fabric import topology
-from wsemoe.cost.node import params
+from wsemoe.cost.node import formats, params
 
 
-def layer_weight_bytes(m, wl):
-    """Bytes of one layer's weights by component (attention incl. norms, experts, router, dense FFN)."""
-    b = wl.bytes_per_weight
-    attn = (params.attn_params(m) + params.attn_extra_params(m) + params.norm_params_per_layer(m)) * b
+class Part(NamedTuple):
+    """A component's weights: parameters (their gradients leave in training) and bytes in their format."""
+
+    params: object
+    nbytes: object
+
+
+def layer_weights(m, wl) -> dict:
+    """One layer's weights by component, each in its format (docs/cost-model.md, Weight movement).
+
+    Attention projections, shared experts and dense FFNs take `attn_weight_format`, routed experts
+    `expert_weight_format`; the router, norms, small attention parameters, embedding and head stay 16-bit.
+    `embedding` is what the model stores (table, head, final norm), not what a step reads (`head_reads`).
+    """
+    b_attn, b_exp, b16 = formats.attn_bytes(wl), formats.expert_bytes(wl), formats.nbytes(formats.HIGH)
+    proj = params.attn_params(m)
+    small = params.attn_extra_params(m) + params.norm_params_per_layer(m)
+    experts = m.num_experts * params.expert_params(m)
+    shared, router = params.shared_expert_params(m), params.router_params(m)
+    dense, emb = params.dense_ffn_params(m), params.embedding_params(m)
     return {
-        "attn": attn,
-        "experts": m.num_experts * params.expert_params(m) * b,
-        "shared": params.shared_expert_params(m) * b,
-        "router": params.router_params(m) * b,
-        "dense_ffn": params.dense_ffn_params(m) * b,
-        "head": params.embedding_params(m) * b,
+        "attn": Part(proj + small, proj * b_attn + small * b16),
+        "experts": Part(experts, experts * b_exp),
+        "shared": Part(shared, shared * b_attn),
+        "router": Part(router, router * b16),
+        "dense_ffn": Part(dense, dense * b_attn),
+        "embedding": Part(emb, emb * b16),
     }
+
+
+def head_reads(m, T, tp=1, nodes=1) -> Part:
+    """What the head stage reads per step: the head matrix and final norm (split over `tp` ranks), plus the
+    embedding rows of the T tokens (spread over `nodes`; one row per token, never more than the V-row table).
+
+    The embedding table is stored whole (`layer_weights`) but a lookup touches only its tokens' rows. A tied
+    model's lookup rows are rows of the head matrix, so their gradients are the head's (`params` counts the
+    parameters whose gradients leave in training).
+    """
+    head, rows = params.head_params(m), params.lookup_params(m, T)
+    own_rows = rows * np.where(m.tie_word_embeddings, 0.0, 1.0)
+    return Part(head + own_rows, (head / tp + rows / nodes) * formats.nbytes(formats.HIGH))
 
 
 def experts_per_node(m, nodes):
@@ -33,19 +65,24 @@ def active_experts(m, T):
     return m.num_experts * (1.0 - miss)
 
 
+def expert_copy_bytes(m, wl):
+    """Bytes of one routed expert's weights in one layer (in the expert format)."""
+    return params.expert_params(m) * formats.expert_bytes(wl)
+
+
 def resident_weights_node(hw, m, wl, tp, slots=None):
     """Bytes each node keeps: all weights (resident) or the attention weights held across G tiles (streamed).
 
     Resident: attention, dense FFN, shared experts and embeddings split over the TP group;
     routed experts spread over all nodes (expert parallelism).
     """
-    w = layer_weight_bytes(m, wl)
+    w = layer_weights(m, wl)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     nodes = topology.system_nodes(hw)
     if hw.weight_source == "streamed":
         # Attention weights of the current layer stay on-wafer while its G tiles run.
-        return w["attn"] / nodes
-    tp_split = (L * w["attn"] + Lm * (w["shared"] + w["router"]) + (L - Lm) * w["dense_ffn"] + w["head"]) / tp
+        return w["attn"].nbytes / nodes
+    tp_split = (L * w["attn"].nbytes + Lm * (w["shared"].nbytes + w["router"].nbytes)
+                + (L - Lm) * w["dense_ffn"].nbytes + w["embedding"].nbytes) / tp
     slots = experts_per_node(m, nodes) if slots is None else slots  # balancer replicas fill spare slots
-    expert = Lm * slots * params.expert_params(m) * wl.bytes_per_weight
-    return tp_split + expert
+    return tp_split + Lm * slots * expert_copy_bytes(m, wl)

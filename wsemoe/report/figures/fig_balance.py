@@ -21,6 +21,7 @@ STEMS = ("throughput_vs_skew", *DYNAMIC)
 CLAIMS = {"throughput_vs_skew": "Balancing keeps throughput up as expert popularity grows more skewed",
           "node_load_*": "The balancer evens the expert load across dies (busiest die over the mean)"}
 COLUMNS = ("tokens_per_s", "expert_imbalance")
+NEEDS_AXES = (("balance.balancer",),)  # without it swept it draws nothing
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:

@@ -20,6 +20,7 @@ from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("comm_breakdown", "wsc_vs_nvl72")
 COLUMNS = (*PHASE_COLS.values(), "moe_comm_s", "per_device_moe_tokens_per_s", "*_bound")
+NEEDS_AXES = (("mapping.strategy",), ("hardware",))  # without one of these swept it draws nothing
 CLAIMS = {"comm_breakdown": "Entwined mappings (ER, HER) cut MoE communication per layer against block placement",
           "wsc_vs_nvl72": "The wafer-scale system beats the GPU system per device (MoE-layer throughput per "
                           "device), each at its best configuration"}
@@ -170,6 +171,8 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     if df.empty:
         return None
     hws = _order(view, list(pd.unique(df["hardware"])))
+    if len(hws) < 2:   # the slice holds one system only (e.g. fields zipped with the hardware differ)
+        return None
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
     best_over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
     fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}", subtitle=view.subtitle(

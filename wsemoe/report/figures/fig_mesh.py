@@ -21,6 +21,7 @@ STEMS = DYNAMIC
 CLAIMS = {"link_heatmap_*": "Where each phase's traffic runs on the mesh under this mapping, and whether the "
                             "links hot in the all-reduce are also hot in the dispatch"}
 COLUMNS = ("*_max_link_bytes",)
+NEEDS_AXES = (("mapping.strategy",),)  # without it swept it draws nothing
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:

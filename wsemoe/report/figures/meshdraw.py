@@ -105,3 +105,10 @@ def draw_wafers(ax, layout) -> None:
         ax.plot([-0.5, cols - 0.5], [i * layout.rows - 0.5] * 2, color="0.1", lw=2.2, zorder=1.5)
     for j in range(1, wc):
         ax.plot([j * layout.cols - 0.5] * 2, [-0.5, rows - 0.5], color="0.1", lw=2.2, zorder=1.5)
+
+
+def draw_cells(ax, rows: int, cols: int, fills) -> None:
+    """Grid cells (nodes or PE-region tiles) as squares filled in `fills` (row-major)."""
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    squares = [Rectangle((x - 0.42, y - 0.42), 0.84, 0.84) for x, y in zip(c, r)]
+    ax.add_collection(PatchCollection(squares, facecolors=list(fills), edgecolors="0.55", linewidths=0.4, zorder=2))

@@ -16,15 +16,17 @@ from pathlib import Path
 from matplotlib import rc_context
 
 from wsemoe.errors import ConfigError
-from wsemoe.report.figures import fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_sensitivity, fig_versus
+from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
+                                   fig_roofline, fig_sensitivity, fig_serving, fig_versus)
 from wsemoe.report.figures.claims import caption_of
-from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, save
-from wsemoe.report.figures.view import ResultsView
-from wsemoe.sweep import store
+from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
+from wsemoe.report.figures.view import ResultsView, base_columns
+from wsemoe.sweep import store, writer
 
 # Each family: figures(view) -> {stem: figure, or None when the data does not support it}.
-FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity)
-DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC)  # stems that carry a value: cleaned by pattern
+FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
+            fig_readings, fig_serving)
+DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC, *fig_serving.DYNAMIC)  # stems that carry a value: cleaned by pattern
 
 
 def family_name(module) -> str:
@@ -57,48 +59,69 @@ def _wanted(only) -> dict:
 def figures(path, only=None, on_progress=None):
     """(stem, figure or None) of every figure the results support, family by family (each built and
     yielded inside the plot style; a caller saves or renders a figure before asking for the next).
-    `on_progress(done, total, family)` hears of each family done."""
+    `on_progress(done, total, family)` hears of each family done.
+
+    A family whose `NEEDS_AXES` (alternatives, each a set of axes that must all be swept) the results lack
+    draws nothing, so its points are not read; the columns every view holds are read once for all."""
     path = Path(path)
-    store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
+    man = store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
+    base = None
     wanted = _wanted(only)
     for k, (family, keep) in enumerate(wanted.items()):
-        view = ResultsView.load(path, getattr(family, "COLUMNS", None))
-        # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
-        with rc_context(STYLE):
-            for stem, fig in family.figures(view).items():
-                if keep is None or stem in keep:
-                    yield stem, fig
-        del view
+        needs = getattr(family, "NEEDS_AXES", None)
+        if needs is not None and not any(set(alt) <= set(man.get("axes", [])) for alt in needs):
+            for stem in getattr(family, "STEMS", ()):
+                if "*" not in stem and (keep is None or stem in keep):
+                    yield stem, None
+        else:
+            if base is None and getattr(family, "COLUMNS", None) is not None:
+                base = store.read_points(path, man, base_columns(man, path))
+            view = ResultsView.load(path, getattr(family, "COLUMNS", None), base=base)
+            # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
+            with rc_context(STYLE):
+                for stem, fig in family.figures(view).items():
+                    if keep is None or stem in keep:
+                        yield stem, fig
+            del view
         if on_progress:
             on_progress(k + 1, len(wanted), family_name(family))
 
 
-def plot_results(path, only=None, formats=FORMATS, on_progress=None) -> list[Path]:
-    """Write every plot the results support (or those `only` names) into <path>/plots/; return the files."""
+def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progress=None) -> list[Path]:
+    """Write every plot the results support (or those `only` names) into <path>/plots/; return the files,
+    each figure with its caption beside it as <stem>.txt.
+
+    plots/ is a folder `wsemoe plot` owns (its ledger lists every figure): figures are replaced only when
+    they are the ones it wrote, and a file it did not write is never touched (`sweep/writer.py`)."""
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
     for ext in formats:
         if ext not in ALL_FORMATS:
             raise ConfigError(f"unknown format '{ext}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
     folder = path / "plots"
+    store.load_manifest(path)  # a damaged folder is refused before its plots/ is looked at
+    writer.make_folder(folder, "plot", create=False)
     written, absent = [], []
     for stem, fig in figures(path, only, on_progress):
-        folder.mkdir(exist_ok=True)
+        writer.make_folder(folder, "plot")
         if fig is None:
             absent.append(stem)
-        else:
-            with rc_context(STYLE):
-                written += save(fig, folder, stem, formats, caption_of(fig))
+            continue
+        for ext in formats:
+            written.append(writer.write_file(folder / f"{stem}.{ext}", figure_bytes(fig, ext), "plot", force))
+        if caption := caption_of(fig):
+            written.append(writer.write_file(folder / f"{stem}.txt", caption + "\n", "plot", force))
     if folder.is_dir() and not only:
         _clean(folder, absent, {p.stem for p in written})
     return written
 
 
 def _clean(folder: Path, absent: list[str], produced: set) -> None:
-    """Remove plots the data no longer supports (in every format), so none lingers from an earlier run."""
+    """Remove plots the data no longer supports (in every format), so none lingers from an earlier run; only
+    figures this command wrote, unchanged, are removed."""
     exts = (*ALL_FORMATS, "txt")
     stale = [folder / f"{s}.{ext}" for s in absent for ext in exts]
     stale += [p for pat in DYNAMIC for ext in exts for p in folder.glob(f"{pat}.{ext}")]
     for p in stale:
-        if p.stem not in produced:
-            p.unlink(missing_ok=True)
+        if p.stem not in produced and p.exists():
+            writer.remove_file(p, "plot")

@@ -1,16 +1,14 @@
-"""The one look of every plot: palette, sizes, matplotlib style, atomic saving, and number/label/unit helpers."""
+"""The one look of every plot: palette, sizes, matplotlib style, rendering to bytes, number/label/unit helpers."""
 
 from __future__ import annotations
 
-import os
 import textwrap
-from pathlib import Path
-
 import numpy as np
 from cycler import cycler
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from wsemoe.errors import printable
 from wsemoe.sweep.columns import describe
 
 # Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
@@ -43,7 +41,8 @@ NAMES = {"mfu": "MFU (fraction of peak)", "tokens_per_s": "throughput", "step_ti
          "moe_layer_time_s": "MoE layer time", "expert_imbalance": "expert imbalance (busiest / mean)",
          "migration_exposed_s": "exposed migration per step", "workload.seq_len": "sequence length S",
          "mapping.tp": "TP group size", "balance.zipf_s": "Zipf exponent s", "model.moe_intermediate_size":
-         "expert width F", "speedup_vs_uniform": "speedup over uniform batching"}
+         "expert width F", "speedup_vs_uniform": "speedup over uniform batching",
+         "tokens_per_s_per_user": "tokens per second per user", "wafers": "wafers in the pipeline"}
 WORDS = {"moe": "MoE", "mem": "memory", "attn": "attention", "tp": "TP", "bta": "BTA", "kv": "KV", "mfu": "MFU",
          "flops": "FLOPs", "g": "constraint"}
 # Short names of swept settings in titles and tick labels ("TP 4, B 256").
@@ -64,25 +63,53 @@ PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s"
 PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1], "reduce": PALETTE[5]}
 
 
-def save(fig: Figure, folder: Path, stem: str, formats=FORMATS, caption: str = "") -> list[Path]:
-    """Each format (PNG, SVG, PDF), and the caption as <stem>.txt, written to a temporary name and renamed, so
-    readers never see half a file."""
-    out = []
-    for ext in [*formats, *(["txt"] if caption else [])]:
-        target = folder / f"{stem}.{ext}"
-        tmp = folder / f".{stem}.{ext}.tmp-{os.getpid()}"
-        # no timestamps: the same results give the same SVG and PDF bytes
-        meta = {"Date": None} if ext == "svg" else {"CreationDate": None} if ext == "pdf" else None
-        try:
-            if ext == "txt":
-                tmp.write_text(caption + "\n")
-            else:
-                fig.savefig(tmp, format=ext, dpi=DPI, metadata=meta)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        out.append(target)
-    return out
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """A figure rendered to PNG, SVG or PDF bytes, in the plot style (no timestamps: the same results give
+    the same bytes). Its text is made literal first (`literal_text`)."""
+    import io
+
+    from matplotlib import rc_context
+
+    from wsemoe.errors import ConfigError
+
+    if fmt not in ALL_FORMATS:
+        raise ConfigError(f"unknown figure format '{fmt}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
+    meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": None}[fmt]
+    buf = io.BytesIO()
+    with rc_context(STYLE):
+        literal_text(fig)
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+    return buf.getvalue()
+
+
+def literal(text) -> str:
+    """Text matplotlib shows as written: '$' escaped (a '$x$' model or folder name is not math, and an odd
+    one cannot fail to parse) and control characters as escapes (an SVG cannot hold them)."""
+    return printable(text, lines=True).replace("$", r"\$")
+
+
+def literal_text(fig: Figure) -> None:
+    """Make every text of a figure literal, once: titles, labels, legends, annotations, and tick labels from
+    any formatter that may carry names (fixed, categorical, ours); matplotlib's numeric formatters keep
+    their own math (2^3 on a log axis)."""
+    from matplotlib.text import Text
+
+    if getattr(fig, "_wsemoe_literal", False):
+        return
+    fig._wsemoe_literal = True
+    numeric = (ticker.ScalarFormatter, ticker.LogFormatter, ticker.EngFormatter, ticker.NullFormatter,
+               ticker.PercentFormatter)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                f = get()
+                if not isinstance(f, numeric):
+                    put(ticker.FuncFormatter(lambda x, pos, f=f: literal(f(x, pos))))
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if text and ("$" in text or printable(text, lines=True) != text):
+            t.set_text(literal(text))
 
 
 def heading(fig: Figure, title: str, subtitle: str = "", ax=None) -> None:

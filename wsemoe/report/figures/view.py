@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wsemoe.analysis import readings
 from wsemoe.analysis import sensitivity as sens
 from wsemoe.config import yamlio
 from wsemoe.config.loader import load_config
@@ -33,12 +34,14 @@ class ResultsView:
     extra keys), with what several figures need derived once."""
 
     def __init__(self, name: str, manifest: dict, points: pd.DataFrame, pareto: pd.DataFrame,
-                 comparison: pd.DataFrame | None, cfg: dict, sensitivity=None):
+                 comparison: pd.DataFrame | None, cfg: dict, sensitivity=None, readings=None):
         self.name, self.points, self.pareto, self.comparison, self.cfg = name, points, pareto, comparison, cfg
         self.sensitivity = sensitivity  # analysis.sensitivity.Sensitivity of these very points, or None
+        self.readings = readings  # analysis.readings.Readings of this very sweep, or None
+        self.path, self.manifest = None, manifest  # set by `load`: `rows` reads further columns of a few points
         self.axes = [a for a in manifest.get("axes", cfg.get("axes", {})) if a in points]
         # the axes whose values each have a front of their own (pareto.csv's groups; none in older results)
-        self.front_groups = [a for a in manifest.get("pareto_groups", []) if a in pareto]
+        self.front_groups = [a for a in manifest.get("pareto_groups") or [] if a in pareto]
         self.objectives = manifest.get("objectives", {})
         self.compare, self.model = cfg.get("compare") or {}, cfg.get("model") or {}
         self.metric = self.compare.get("metric", "tokens_per_s")  # what "best" means
@@ -48,15 +51,21 @@ class ResultsView:
         self.varying = [a for a in self.group_cols if points[a].nunique() > 1]  # zipped constants add no label
 
     @classmethod
-    def load(cls, path, columns=None) -> ResultsView:
+    def load(cls, path, columns=None, base: pd.DataFrame | None = None) -> ResultsView:
         """Read and verify a results folder; ResultsError when it is missing, incomplete or damaged.
 
         `columns` (names or fnmatch patterns of the manifest's columns) bounds memory: the points hold only
         those, plus the axes, `feasible`, the objectives and the comparison metric every figure may use.
+        `base`, those common columns already read (`base_columns`), is reused: only the rest is read.
         """
         path = Path(path)
         man = store.load_manifest(path)
-        points = store.read_points(path, man, _projection(man, path, columns))
+        wanted = _projection(man, path, columns)
+        extra = [c for c in wanted if c not in base] if base is not None and wanted is not None else None
+        if extra is None:
+            points = store.read_points(path, man, wanted)
+        else:
+            points = pd.concat([base, store.read_points(path, man, extra)], axis=1) if extra else base
         pareto = store.read_pareto(path)
         comparison = None
         if (path / "comparison.csv").is_file():
@@ -64,8 +73,17 @@ class ResultsView:
                 comparison = pd.read_csv(path / "comparison.csv")
             except Exception as exc:  # pandas raises many types for damaged files
                 raise ResultsError(f"cannot read comparison.csv: {type(exc).__name__}", loc=(str(path),)) from None
-        return cls(man.get("name", path.name), man, points, pareto, comparison, _config(path),
-                   sens.load(path, man.get("config_hash")))
+        view = cls(man.get("name", path.name), man, points, pareto, comparison, _config(path),
+                   sens.load(path, man.get("config_hash")), readings.load(path, man.get("config_hash")))
+        view.path = path
+        return view
+
+    def rows(self, index, columns: list[str]) -> pd.DataFrame:
+        """Columns the view does not hold, for a few points (read from the parts that hold them)."""
+        have = [c for c in columns if c in self.manifest.get("columns", {})]
+        if self.path is None:
+            return self.points.loc[list(index), [c for c in have if c in self.points]]
+        return store.read_rows(self.path, self.manifest, index, have)
 
     def band(self, quantity: str, key: str, values) -> tuple[np.ndarray, np.ndarray] | None:
         """(5%, 95%) of a sensitivity quantity at each of `values` of the group column `key`, or None."""
@@ -130,7 +148,8 @@ class ResultsView:
             pick = PREFER[col](values) if col in PREFER and _numeric(values) else values[0]
             if self.points[col].nunique() > 1 and col != "model":  # titles name the model anyway
                 said.append(setting(col, pick))
-            df = df[df[col] == pick]
+            same = df[col] == pick
+            df = df[same | (df[col].isna() & pd.isna(pick))] if not isinstance(pick, str) else df[same]   # NaN: unset
         self.slice_feasible = bool(df["feasible"].to_numpy(dtype=bool).any()) if "feasible" in df else True
         return df, ", ".join(said)
 
@@ -194,19 +213,23 @@ def _config(path: Path) -> dict:
     return cfg
 
 
+def base_columns(man: dict, path) -> list[str]:
+    """What every figure may use, so every view holds it: the axes, `feasible`, the objectives and the
+    comparison metric (those the results have)."""
+    try:
+        cmp = (yamlio.load(Path(path) / "config.yaml") or {}).get("compare") or {}
+    except Exception:  # without the config only the default metric is kept
+        cmp = {}
+    base = {*man.get("axes", []), "feasible", *man.get("objectives", {}), cmp.get("metric", "tokens_per_s")}
+    return [c for c in man.get("columns", {}) if c in base]
+
+
 def _projection(man: dict, path: Path, columns) -> list[str] | None:
     """The columns to read: every one when `columns` is None, else these plus what every figure may use."""
     if columns is None:
         return None
-    have = list(man.get("columns", {}))
-    try:
-        cmp = (yamlio.load(path / "config.yaml") or {}).get("compare") or {}
-    except Exception:  # without the config only the default metric is kept
-        cmp = {}
-    base = [*man.get("axes", []), "feasible", *man.get("objectives", {}),
-            cmp.get("metric", "tokens_per_s")]
-    wanted = [c for c in have if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
-    return wanted
+    base = set(base_columns(man, path))
+    return [c for c in man.get("columns", {}) if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
 
 
 def _numeric(values) -> bool:

@@ -14,9 +14,8 @@ import io
 import re
 from html import escape
 
-from wsemoe.report import output
 from wsemoe.report.figures.claims import caption_of
-from wsemoe.report.figures.style import STYLE
+from wsemoe.report.figures.style import STYLE, figure_bytes, literal_text
 
 SVG_MAX = 120_000     # bytes of SVG above which a figure is embedded as PNG
 PNG_DPI = 130         # the widest figures (11 in) at about the page's 1400 px
@@ -33,7 +32,7 @@ cursor:zoom-in}.thumbs details[open] summary{cursor:zoom-out}.thumbs summary::-w
 
 def svg(fig, n: int) -> str:
     """A figure as inline SVG: prolog dropped, every id prefixed so figures on one page cannot collide."""
-    text = output.figure_bytes(fig, "svg").decode()
+    text = figure_bytes(fig, "svg").decode()
     text = text[text.index("<svg"):]
     ids = set(re.findall(r'id="([^"]+)"', text))
     return re.sub(r'(id="|url\(#|href="#)([^")]+)', lambda m: m.group(1) + (f"f{n}-{m.group(2)}" if m.group(2) in ids
@@ -41,13 +40,14 @@ def svg(fig, n: int) -> str:
 
 
 def png(fig) -> bytes:
-    """A figure as a 256-colour PNG at PNG_DPI (no timestamps; our mark in the metadata)."""
+    """A figure as a 256-colour PNG at PNG_DPI (its text literal, as `figure_bytes` makes it; no metadata)."""
     from matplotlib import rc_context
     from PIL import Image
 
     buf = io.BytesIO()
     with rc_context(STYLE):
-        fig.savefig(buf, format="png", dpi=PNG_DPI, metadata={"Software": output.MARK})
+        literal_text(fig)
+        fig.savefig(buf, format="png", dpi=PNG_DPI)
     img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
     out = io.BytesIO()
     img.quantize(colors=PNG_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(

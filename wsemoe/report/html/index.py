@@ -7,9 +7,8 @@ from html import escape
 from pathlib import Path
 
 from wsemoe.version import __version__
-from wsemoe.report import output
 from wsemoe.report.terminal.tables import fmt, front_line
-from wsemoe.sweep import inventory, store
+from wsemoe.sweep import inventory, ledger, store, writer
 
 INDEX = "index.html"
 CSS = """
@@ -44,21 +43,24 @@ def page(root) -> str:
                                              "size", "finished", "status"))
     body = "".join(_row(r, root) for r in rows) or "<tr><td colspan=\"8\">no results</td></tr>"
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" "
-            f"content=\"{output.MARK} {__version__}\"><title>wsemoe results</title><style>{CSS}</style></head><body>"
+            f"content=\"wsemoe {__version__}\"><title>wsemoe results</title><style>{CSS}</style></head><body>"
             f"<h1>wsemoe results in {escape(root.name or str(root))}</h1><div class=\"scroll\"><table id=\"index\">"
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div><p class=\"note\">{output.MARK} "
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div><p class=\"note\">made by wsemoe "
             f"{__version__}; each report is one page to send (`wsemoe report &lt;folder&gt;`).</p></body></html>\n")
 
 
-def write_index(root) -> Path:
-    """Write <root>/index.html (a file wsemoe owns there); return its path."""
+def write_index(root, force: bool = False) -> Path:
+    """Write <root>/index.html through the guarded writer (`sweep/writer.py`, as `wsemoe report`); its path."""
     root = Path(root)
-    return output.write(root / INDEX, page(root), "index")
+    writer.check_file(root / INDEX, "report", force)
+    return writer.write_file(root / INDEX, page(root), "report", force)
 
 
 def refresh(root) -> Path | None:
-    """Rewrite <root>/index.html when it exists and is ours (a report changed what it links to)."""
+    """Rewrite <root>/index.html when `wsemoe report` wrote it there, unchanged since (a report changed what it
+    links to); any other file of that name is left alone."""
     target = Path(root) / INDEX
-    if target.is_file() and output.ours(target):
+    entry = ledger.read(target.parent).entry(INDEX) if target.parent.is_dir() else None
+    if entry is not None and entry.get("writer") == "report" and ledger.matches(target, entry):
         return write_index(root)
     return None

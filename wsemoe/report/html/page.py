@@ -15,11 +15,11 @@ import pandas as pd
 from wsemoe.version import __version__
 from wsemoe.analysis.query import default_columns, select
 from wsemoe.report.terminal import formats
+from wsemoe.errors import printable
 from wsemoe.report.terminal.tables import front_line
-from wsemoe.report import output
 from wsemoe.report.figures import plots
 from wsemoe.report.html import figures as html_figures
-from wsemoe.sweep import store
+from wsemoe.sweep import store, writer
 
 MAX_ROWS = 500  # rows of the Pareto front written out; the page says when there are more
 CSS = """
@@ -31,6 +31,11 @@ font-variant-numeric:tabular-nums;white-space:nowrap}td.t{white-space:nowrap}#co
 min-width:30em}pre{background:#f6f6f6;padding:1em;
 overflow:auto;font-size:12px;white-space:pre}.note{color:#555;font-size:13px}
 """ + html_figures.CSS
+
+
+def _h(text) -> str:
+    """Text for the page: escaped for HTML, control characters shown as escapes (lines kept)."""
+    return escape(printable(text, lines=True))
 
 
 def scroll(table_html: str, tall: bool = False) -> str:
@@ -61,7 +66,7 @@ def _summary(man: dict, base: Path) -> str:
             ("sweep file", shown_path(man["source"], base) if man.get("source") else "–")]
     if man.get("objectives_not_finite"):
         rows.append(("left off the front", f"{man['objectives_not_finite']:,} feasible points with a non-finite objective"))
-    return scroll("<table id=\"summary\">" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>"
+    return scroll("<table id=\"summary\">" + "".join(f"<tr><th>{_h(k)}</th><td>{_h(v)}</td></tr>"
                                                     for k, v in rows) + "</table>")
 
 
@@ -100,13 +105,38 @@ def _config(path: Path, base: Path) -> str:
         text = _relative_text(text, base, yamlio.load(path / "config.yaml"))
     except Exception:  # an unreadable config is shown as it is
         pass
-    return f"<pre id=\"config\">{escape(text)}</pre>"
+    return f"<pre id=\"config\">{_h(text)}</pre>"
 
 
 def _manifest(man: dict, base: Path) -> str:
     shown = {**man, "source": shown_path(man["source"], base)} if man.get("source") else man
     text = json.dumps(shown, indent=1, default=str, ensure_ascii=False)  # µ, ×, – as themselves, not \\u escapes
-    return f"<pre id=\"manifest\">{escape(_relative_text(text, base, shown))}</pre>"
+    return f"<pre id=\"manifest\">{_h(_relative_text(text, base, shown))}</pre>"
+
+
+def readings_section(path: Path, man: dict) -> list[str]:
+    """The comparison's robustness over the readings: the statement, each reading's state, and per group the
+    value as configured, at the default readings, its range, what flips it and what it hinges on."""
+    from wsemoe.analysis import readings, robustness
+
+    found = readings.load(path, man.get("config_hash"))
+    if found is None:
+        return []
+    summary = robustness.summarize(found)
+    quantity = (found.meta.get("comparison") or {}).get("quantity")
+    plan = pd.DataFrame([{"reading": s["name"], "state": s["state"], "configured": s["configured"] or "",
+                          "default": s["default"], "options": ", ".join(s["options"]), "detail": s["detail"]}
+                         for s in found.meta["readings"]])
+    cols = ["group", "configured", "default", "low", "high", "flips", "flipped", "combinations", "hinge", "effect",
+            "effects"]
+    rows = summary[summary["quantity"] == quantity][cols] if quantity else summary.iloc[:0][cols]
+    lines = "".join(f"<p class=\"robustness\">{escape(line)}</p>" for line in robustness.statement(found, summary))
+    return ["<h2 id=\"s-readings\">Robustness over the readings</h2>", lines,
+            "<p class=\"note\">Readings are the modelling choices no source pins (docs/cost-model.md, Readings); every "
+            "run re-evaluates the whole sweep. A reading flips the ratio when, moved alone from the configured sweep, "
+            "it puts the ratio on the other side of 1; the reading it hinges on has the largest main effect.</p>",
+            scroll(formats.html(plan, index=None, table_id="readings")),
+            scroll(formats.html(rows, index=None, table_id="robustness-table"))]
 
 
 def page(path, base: Path | None = None, on_progress=None) -> str:
@@ -117,19 +147,20 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
     man = store.load_manifest(path)
     name = man.get("name", path.name)
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
-             f"content=\"width=device-width\"><meta name=\"generator\" content=\"{output.MARK} {__version__}\">"
-             f"<title>{escape(name)}: wsemoe report</title><style>{CSS}</style></head><body>", f"<h1>{escape(name)}</h1>",
-             f"<p>{escape(man.get('description') or '')}</p>", "<h2 id=\"s-summary\">Summary</h2>", _summary(man, base),
+             f"content=\"width=device-width\"><meta name=\"generator\" content=\"wsemoe {__version__}\">"
+             f"<title>{_h(name)}: wsemoe report</title><style>{CSS}</style></head><body>", f"<h1>{_h(name)}</h1>",
+             f"<p>{_h(man.get('description') or '')}</p>", "<h2 id=\"s-summary\">Summary</h2>", _summary(man, base),
              "<h2 id=\"s-binds\">What binds (feasible points)</h2>", _binds(man)]
     shown, _ = default_columns(path, man, "pareto")
     extra = [c for c in ("tokens_per_s", "mfu") if c in man.get("columns", {})]
     front = select(path, columns=list(dict.fromkeys([*shown[:-1], *extra, *shown[-1:]])), limit=MAX_ROWS)
     more = f" (the first {len(front.rows):,} of {front.matched:,})" if front.matched > len(front.rows) else ""
-    parts += [f"<h2 id=\"s-pareto\">Pareto front{more}</h2>", f"<p class=\"note\">{escape(front_line(man))}; MFU is a "
+    parts += [f"<h2 id=\"s-pareto\">Pareto front{more}</h2>", f"<p class=\"note\">{_h(front_line(man))}; MFU is a "
               "fraction of peak.</p>", scroll(formats.html(front.rows, table_id="pareto"), tall=len(front.rows) > 40)]
     if (path / "comparison.csv").is_file():
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
                   scroll(formats.html(pd.read_csv(path / "comparison.csv"), index=None, table_id="comparison"), tall=True)]
+    parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     body, drawn = html_figures.section(plots.figures(path, on_progress=on_progress))
     parts += body if drawn else ["<p class=\"note\">the results support no figure</p>"]
@@ -139,18 +170,20 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
                                                 for c, d in man.get("columns", {}).items()],
                                                columns=["column", "unit", "meaning"]), index=None, table_id="columns")),
               "<h2 id=\"s-manifest\">Manifest</h2>", _manifest(man, base),
-              f"<p class=\"note\">{output.MARK} {__version__} from the results folder "
-              f"{escape(shown_path(path.absolute(), base) if base != path else path.name)}</p></body></html>"]
+              f"<p class=\"note\">made by wsemoe {__version__} from the results folder "
+              f"{_h(shown_path(path.absolute(), base) if base != path else path.name)}</p></body></html>"]
     return "\n".join(parts) + "\n"
 
 
-def write_report(path, out=None, on_progress=None) -> Path:
-    """Write the report (default <results>/report.html, a file wsemoe owns there); return its path. The index
-    of the results root beside it is refreshed when it exists (`wsemoe report --index` makes it)."""
+def write_report(path, out=None, force: bool = False, on_progress=None) -> Path:
+    """Write the report (default <results>/report.html, a file wsemoe owns there); return its path. The
+    target is checked before the page is built (`sweep/writer.py`: never over a file wsemoe did not write);
+    the index of the results root beside it is refreshed when it exists (`wsemoe report --index` makes it)."""
     from wsemoe.report.html import index
 
     path = Path(path)
     target = Path(out) if out else path / "report.html"
-    written = output.write(target, page(path, target.parent, on_progress), "report")
+    writer.check_file(target, "report", force)
+    written = writer.write_file(target, page(path, target.parent, on_progress), "report", force)
     index.refresh(path.parent)
     return written

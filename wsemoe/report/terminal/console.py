@@ -15,8 +15,33 @@ def width() -> int:
         return shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
 
 
-def console():
-    """A rich console for tables at the terminal's width (rich is imported only by commands that print tables)."""
-    from rich.console import Console
+def shown(text) -> str:
+    """Text for the terminal: control characters and escape sequences shown escaped (line breaks kept), so a
+    name from a folder, a file or a manifest can never move the cursor, retitle the window or recolour it."""
+    from wsemoe.errors import printable
 
-    return Console(soft_wrap=False, width=width(), highlight=False)
+    return printable(text, lines=True)
+
+
+def console():
+    """A rich console for tables at the terminal's width (rich is imported only by commands that print tables).
+
+    Every string it renders (cells, titles, captions) passes through `shown`, and markup is off unless a
+    caller asks for it (our own styled text uses `Text.from_markup`): text from results is printed as it is."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        def render_str(self, text, **kwargs):
+            return super().render_str(shown(text), **kwargs)
+
+        def render(self, renderable, options=None):
+            """Last line of defence: text that reached a segment unescaped (a Text built from data) is shown
+            escaped; rich's own control segments pass."""
+            for seg in super().render(renderable, options):
+                if seg.control or seg.text.replace("\n", "").isprintable():
+                    yield seg
+                else:
+                    yield Segment(shown(seg.text), seg.style)
+
+    return SafeConsole(soft_wrap=False, width=width(), highlight=False, markup=False)

@@ -16,6 +16,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from wsemoe.errors import printable
 from wsemoe.sweep.columns import describe
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -93,7 +94,8 @@ def _columns(df: pd.DataFrame, index: str | None) -> list[tuple[str, str, list[s
         s = df[c]
         numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
         factor, unit = display(c, s) if numeric else (1.0, "")
-        out.append((c, unit, [cell(v, factor) for v in s.tolist()], not numeric))
+        cells = [cell(v, factor) for v in s.tolist()]
+        out.append((printable(c), unit, cells if numeric else [printable(v) for v in cells], not numeric))
     return out
 
 

@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
 
 
@@ -39,13 +40,14 @@ def fmt(value, unit: str = "") -> str:
 
 def front_line(manifest: dict) -> str:
     """'14 rows for 22 points (exact ties in one row); 3 fronts, one per hardware' from a manifest."""
-    rows, points = manifest.get("pareto", 0), manifest.get("pareto_points", manifest.get("pareto", 0))
+    rows = manifest.get("pareto", 0)
+    points = rows if manifest.get("pareto_points") is None else manifest["pareto_points"]
     text = f"{rows:,} row{'s' if rows != 1 else ''}" + \
         (f" for {points:,} points (exact ties in one row)" if points != rows else "")
-    if "pareto_groups" not in manifest:
+    if manifest.get("pareto_groups") is None:  # results of an earlier wsemoe: one front, its groups unrecorded
         return text
     groups = manifest["pareto_groups"]
-    fronts = manifest.get("pareto_fronts", 0)
+    fronts = manifest.get("pareto_fronts") or 0
     return text + (f"; {fronts:,} front{'s' if fronts != 1 else ''}, one per {', '.join(groups)}" if groups
                    else "; one front over every point")
 
@@ -56,7 +58,9 @@ def summary(manifest: dict, status: str = "") -> Table:
               title_justify="left", pad_edge=False)
     t.add_row("points", f"{manifest['points']:,}")
     search = manifest.get("search")
-    if search:
+    if search and search.get("enumerated"):
+        t.add_row("search", f"not needed: {search['stopped']}")
+    elif search:
         share = search["evaluated"] / search["space_points"] if search["space_points"] else 0.0
         t.add_row("search", f"{search['algorithm']} ({search['library']}), seed {search['seed']}: {search['evaluated']:,} "
                   f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
@@ -118,7 +122,7 @@ def breakdown(rows: list) -> Group:
         t.add_column("meaning, or how it adds up", overflow="fold", ratio=1)
         for name, value, unit, doc in items:
             number, shown = formats.quantity(value, unit)
-            t.add_row(Text(name), Text(number), Text(shown), Text(str(doc)))
+            t.add_row(Text(printable(name)), Text(number), Text(shown), Text(printable(doc)))
         tables.append(t)
     return Group(*tables)
 
@@ -196,25 +200,40 @@ def _index(x: float) -> str:
     return f"{x:.2f}".replace("-0.00", "0.00")
 
 
-def calibration(fit: pd.DataFrame, residuals: pd.DataFrame, chi2: float) -> Group:
-    """The fitted unknowns with their spread, and every target's residual (σ units)."""
-    t = Table(title=f"calibration unknowns fitted (χ² = {chi2:.2f}; each row in its own unit)")
-    for c in ("unknown", "unit", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range"):
-        t.add_column(c, no_wrap=c in ("unknown", "unit"))
-    for _, r in fit.iterrows():
-        edge = " [yellow](range edge)[/yellow]" if r.get("at_edge") else ""
-        values = r[["nominal", "fitted", "spread_low", "spread_high", "range_low", "range_high"]].astype(float)
-        factor, unit = formats.display(f"_unit_{r.get('unit', '')}", values) if r.get("unit") else (1.0, "")
-        c = lambda x: formats.cell(float(x), factor)  # noqa: E731
-        t.add_row(r["unknown"], unit, c(r["nominal"]), f"{c(r['fitted'])}{edge}",
-                  f"{c(r['spread_low'])} – {c(r['spread_high'])}", f"{c(r['range_low'])} – {c(r['range_high'])}")
-    u = Table(title="targets: published vs model (residual in σ; 0 = inequality holds)")
-    for c in ("target", "published", "source", "nominal", "fitted", "residual"):
-        u.add_column(c)
-    for _, r in residuals.iterrows():
-        u.add_row(r["target"], r["published"], r["source"], f"{r['nominal']:.3g}", f"{r['fitted']:.3g}",
-                  f"{r['residual_sigma']:+.2f}")
-    return Group(t, u)
+def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Group:
+    """χ² per reading; at the default readings the unknowns (fitted or unidentifiable, with the source of each
+    bound) and every target's residual and leave-one-out residual."""
+    stats = ("chi2", "chi2_bta", "chi2_shipped", "delta_chi2", "fitted", "unidentifiable")
+    names = [c for c in per_reading.columns if c not in stats]
+    r = Table(title="χ² per reading, each combination fitted on its own (its parts: BTA's published figures, "
+                    "Cerebras' shipped micro-batches; Δ from the best)")
+    for c in (*names, "χ²", "BTA", "shipped", "Δχ²", "fitted unknowns", "unidentifiable"):
+        r.add_column(c)
+    for _, row in per_reading.sort_values("chi2").iterrows():
+        r.add_row(*(str(row[n]) for n in names), f"{row['chi2']:.1f}", f"{row['chi2_bta']:.1f}",
+                  f"{row['chi2_shipped']:.1f}", f"{row['delta_chi2']:.1f}", row["fitted"], row["unidentifiable"] or "–")
+    choice, result = fits[0]
+    where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
+    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f})")
+    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
+        t.add_column(c)
+    bounds = []
+    for _, u in fit.iterrows():
+        shown = Text(f"{u['fitted']:.4g}") if u["identifiable"] else Text("not fitted (unidentifiable)")
+        if u["identifiable"] and u["at_edge"]:
+            shown.append(" (at a bound)", "yellow")
+        t.add_row(u["unknown"], f"{u['nominal']:.4g}", shown, f"{u['spread_low']:.4g} – {u['spread_high']:.4g}",
+                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{u['effect_sigma']:.2f}")
+        bounds.append(Text(f"{u['unknown']}: low {u['range_low']:.4g} ({u['low_source'] or 'no source'}); high "
+                           f"{u['range_high']:.4g} ({u['high_source'] or 'no source'})", style="dim"))
+    v = Table(title="targets at the default readings: residual in σ (0 = an inequality holds) and leave-one-out "
+                    "(the residual when the other targets alone are fitted)")
+    for c in ("target", "published", "nominal", "fitted", "residual", "leave-one-out"):
+        v.add_column(c)
+    for _, row in result.residuals.iterrows():
+        v.add_row(row["target"], row["published"], f"{row['nominal']:.3g}", f"{row['fitted']:.3g}",
+                  f"{row['residual_sigma']:+.2f}", f"{row['loo_sigma']:+.2f}")
+    return Group(r, t, Text("where each bound comes from:", style="dim"), *bounds, v)
 
 
 def presets() -> list[Table]:
@@ -231,6 +250,7 @@ def presets() -> list[Table]:
         hw.add_row(name, h.topology, _layout(h), f"{h.node_peak_flops / 1e12:,.4g}", fmt(h.node_memory_bytes, "bytes"),
                    f"{h.link_bw_bytes_per_s / 1e9:,.4g}", h.weight_source)
     models = Table(title="model presets", box=box.SIMPLE_HEAD, pad_edge=False)
+    pes = [(name, h.pe) for name in ps.names("hardware") if (h := ps.load_hardware(name)).pe is not None]
     for c in ("name", "layers", "hidden", "experts", "top-k", "total params", "active params"):
         models.add_column(c, no_wrap=c == "name")
     for name in ps.names("models"):
@@ -238,7 +258,29 @@ def presets() -> list[Table]:
         models.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
                        str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B",
                        f"{params.active_params(m) / 1e9:.2f} B")
-    return [hw, models]
+    return [hw, pe_fabric(pes), models]
+
+
+def _cycles(x) -> str:
+    return "?" if x is None else f"{x:g}"
+
+
+def pe_fabric(pes: list) -> Table:
+    """The PE fabric of the presets that carry one: what the PE-level operators (cost/wafer) read."""
+    t = Table(title="PE fabric: PEs cols×rows (program rectangle); link bytes / FP16 MACs per cycle (B/MAC); "
+                    "cycles per hop / turn / relay stage (h/t/r) and per operator (ovh); routable colours (free)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("name", "fabric (program)", "SRAM/PE", "GHz", "B/MAC", "h/t/r", "colours", "ovh"):
+        t.add_column(c, no_wrap=True)
+    for name, pe in pes:
+        program = "" if pe.kernel_margin_cols is None else \
+            f" ({pe.fabric_cols - pe.kernel_margin_cols}×{pe.fabric_rows - pe.kernel_margin_rows})"
+        colours = "?" if pe.routable_colors is None else f"{pe.routable_colors} ({pe.routable_colors - (pe.reserved_colors or 0)})"
+        t.add_row(name, f"{pe.fabric_cols}×{pe.fabric_rows}{program}", fmt(pe.sram_per_pe_bytes, "bytes"),
+                  f"{pe.clock_hz / 1e9:g}", f"{pe.link_bytes_per_cycle:g}/{pe.fmac_width}",
+                  "/".join(_cycles(x) for x in (pe.hop_cycles, pe.turn_cycles, pe.relay_cycles)), colours,
+                  _cycles(pe.op_overhead_cycles))
+    return t
 
 
 def _layout(h) -> str:
@@ -266,10 +308,12 @@ def inventory(rows: list, root) -> Group:
         short, _, detail = r.status.partition(" (")
         note = version_note(r)
         if detail or note:
-            notes.append(Text(f"{r.path.name}: " + "; ".join(x for x in (detail.rstrip(")"), note) if x), style="dim"))
-        t.add_row(Text("\n".join(formats.header_lines(r.path.name, 24))), f"{r.points:,}" if r.points is not None else "–",
-                  f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
-                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–", Text(short))
+            notes.append(Text(f"{printable(r.path.name)}: " + "; ".join(printable(x) for x in (detail.rstrip(")"), note) if x),
+                              style="dim"))
+        t.add_row(Text("\n".join(formats.header_lines(printable(r.path.name), 24))),
+                  f"{r.points:,}" if r.points is not None else "–", f"{r.feasible:,}" if r.feasible is not None else "–",
+                  fmt(r.bytes, "bytes"), r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
+                  Text(printable(short)))
     return Group(t, *notes)
 
 
@@ -286,15 +330,17 @@ def folder_view(path, status: str, limit, width: int) -> list:
     and sensitivity bands; every file read before anything is returned."""
     from wsemoe.analysis import sensitivity as sens
     from wsemoe.analysis.query import select
+    from wsemoe.report.terminal import readings
     from wsemoe.sweep import store
 
     man = store.load_manifest(path)
     sel = select(path, limit=limit)
     first = next(iter(man["objectives"]))
-    per = " in each front" if man.get("pareto_fronts", 1) > 1 else ""
+    per = " in each front" if (man.get("pareto_fronts") or 1) > 1 else ""
     parts = [summary(man, status), selection(sel, width, f"Pareto front ({front_line(man)}; best {first} first{per})")]
     if (Path(path) / "comparison.csv").is_file():
         parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+    parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:
         parts.append(sensitivity(bands))

@@ -1,6 +1,9 @@
-"""`wsemoe validate` for people and tools: a summary line, the claims table and the context table with every
-explanation (why a row is `no`, what a context row notes) as a numbered note below its table, so the cells
-stay short and the tables fit 80 columns; the same rows as CSV, JSON or Markdown."""
+"""`wsemoe validate` for people and tools: a summary line with the count of every status, the claims table (each
+row's claim, published value and band, model value, status; headline rows with the model at the default readings
+and its range over the readings), the known deviations and any unexpected failure in tables of their own (how far
+outside the band, and why), and the context rows, their notes below them; the same rows as a frame for CSV
+and JSON. (The summary line and the Markdown are the docs record's, `validate/record.py`: the command passes
+them in, since report/ and validate/ do not import each other.)"""
 
 from __future__ import annotations
 
@@ -10,73 +13,75 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-STATUS = {"yes": "green", "no": "red", "property": "blue", "FAILS": "bold red"}
-COLUMNS = ("family", "kind", "status", "claim", "published", "model", "error", "tolerance", "reason")
+
+STYLE = {"yes": "green", "no": "red", "property": "blue", "fitted": "cyan", "FAILS": "bold red"}
+COLUMNS = ("id", "family", "kind", "status", "claim", "published", "model", "tolerance", "distance", "reason",
+           "reading", "default", "range", "inside", "source")
 
 
-def status(r: dict) -> str:
-    """yes, no, property, info, or FAILS (a row failing without a reason, or a property that does not hold)."""
-    return r["status"] if r["ok"] or (r["kind"] == "check" and r.get("reason")) else "FAILS"
-
-
-def summary(rows: list) -> str:
-    """'59 rows (params, bta, ...): 30 yes, 8 no (why: notes below), 2 property; 19 context rows (no pass/fail)'."""
-    claims = [r for r in rows if r["kind"] != "info"]
-    count = {s: sum(status(r) == s for r in claims) for s in ("yes", "no", "property", "FAILS")}
-    families = ", ".join(dict.fromkeys(r.get("family", "") for r in rows if r.get("family")))
-    text = (f"{len(claims)} claims" + (f" ({families})" if families else "") + f": {count['yes']} yes, {count['no']} no"
-            + (" (why: the notes)" if count["no"] else "") + f", {count['property']} property")
-    if count["FAILS"]:
-        text += f", {count['FAILS']} FAIL without a known reason"
-    context = len(rows) - len(claims)
-    return text + (f"; {context} context rows (no pass/fail)" if context else "")
-
-
-def _table(title: str, heads: tuple) -> Table:
+def _table(title: str, heads: tuple, wide: tuple = ("claim", "figure", "row")) -> Table:
     """Text columns wrap at spaces (a word longer than its column folds); the claim takes the most room."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for h in heads:
         narrow = h in ("#", "status")
         t.add_column(h, no_wrap=narrow, justify="right" if h == "#" else "left", overflow="fold",
-                     ratio=None if narrow else 3 if h in ("claim", "figure") else 2,
-                     min_width=None if narrow else 16 if h in ("claim", "figure") else 12)
+                     ratio=None if narrow else 3 if h in wide else 2, min_width=None if narrow else 10)
     return t
 
 
-def _with(value: str, extra: str) -> str:
-    """'671.03 B (+0.00%)': a value with its error or tolerance in brackets (when there is one)."""
-    return f"{value} ({extra})" if extra else value
+def _claim(r: dict) -> Text:
+    out = Text(r["claim"])
+    if r.get("reading") and "default" in r["reading"]:
+        out.append(f"\nreading: {r['reading']}", style="dim")
+    return out
 
 
-def tables(rows: list) -> Group:
-    """Summary line, claims table, context table, each table's notes below it (rich)."""
-    parts: list = [Text(summary(rows), style="bold")]
+def _model(r: dict) -> Text:
+    out = Text(r["model"])
+    if r["kind"] == "headline":
+        out.append(f"\nat the default readings: {r['default']}\nrange: {r['range']}; the published value "
+                   f"{'lies inside' if r['inside'] else 'lies outside'}", style="dim")
+    return out
+
+
+def _published(r: dict) -> Text:
+    return Text(r["published"]).append(f"\nband: {r['tolerance']}", style="dim") if r["tolerance"] else Text(r["published"])
+
+
+def tables(rows: list, head: str) -> Group:
+    """The summary line `head`; the claims; the known deviations and unexpected failures with their distance and reason (by the
+    claim's number); context rows with their notes below them."""
     claims = [r for r in rows if r["kind"] != "info"]
-    t = _table("published results reproduced: published value (tolerance), model (error); no: outside "
-               "tolerance, property: true by construction", ("#", "claim", "published (tolerance)", "model (error)",
-                                                              "status"))
-    notes = []
-    for r in claims:
-        s = status(r)
-        mark = ""
-        if r.get("reason"):
-            notes.append(r["reason"])
-            mark = f" [{len(notes)}]"
-        t.add_row(str(len(t.rows) + 1), Text(r["claim"]), Text(_with(r["published"], r["tolerance"])),
-                  Text(_with(r["model"], r["error"])), Text(s + mark, style=STATUS.get(s, "")))
-    parts += [t, *(_note(i, n) for i, n in enumerate(notes, 1))] if claims else []
+    t = _table("published results reproduced (yes: within the band; no: a known deviation, below; property: true "
+               "by construction; fitted: an input was fitted to it; FAILS: unexpected)",
+               ("#", "claim", "published", "model", "status"))
+    number = {}
+    for k, r in enumerate(claims, 1):
+        number[id(r)] = k
+        kind = "\n(headline)" if r["kind"] == "headline" else ""
+        t.add_row(str(k), _claim(r), _published(r), _model(r), Text(r["status"] + kind, style=STYLE.get(r["status"], "")))
+    parts: list = [Text(head, style="bold")] + ([t] if claims else [])
+    for status, title in (("no", "known deviations"), ("FAILS", "unexpected failures")):
+        sel = [r for r in claims if r["status"] == status]
+        if sel:
+            d = _table(f"{title} ({len(sel)}): how far outside the band, and why", ("#", "row", "distance", "reason"),
+                       wide=("reason",))
+            for r in sel:
+                d.add_row(str(number[id(r)]), Text(r["id"]), Text(r["distance"]), Text(r["reason"] or ""))
+            parts += [Text(""), d]
     context = [r for r in rows if r["kind"] == "info"]
     if context:
         c = _table("context: model figures beside published statements they do not check (no pass/fail)",
                    ("#", "figure", "published", "model"))
         for k, r in enumerate(context, 1):
-            c.add_row(f"c{k}", Text(r["claim"]), Text(r["published"]), Text(r["model"]))
-        parts += [Text(""), c, *(_note(key, text) for key, text in context_notes(context))]
+            c.add_row(f"c{k}", _claim(r), Text(r["published"]), Text(r["model"]))
+        parts += [Text(""), c, *(Text(f"[{key}] {text}", style="dim", overflow="fold")
+                                 for key, text in context_notes(context))]
     return Group(*parts)
 
 
 def context_notes(context: list) -> list[tuple[str, str]]:
-    """[(key, note)] of the context rows: 'informational' dropped, rows in a run with one note share it."""
+    """[(key, note)] of the context rows, rows in a run with one note sharing it ('c3–c5')."""
     out: list = []
     for k, r in enumerate(context, 1):
         text = r["tolerance"].removeprefix("informational").lstrip(": ").strip()
@@ -89,33 +94,6 @@ def context_notes(context: list) -> list[tuple[str, str]]:
     return [(f"c{a}" if a == b else f"c{a}–c{b}", text) for a, text, b in out]
 
 
-def _note(key, text: str) -> Text:
-    return Text(f"[{key}] {text}", style="dim", overflow="fold")
-
-
 def frame(rows: list) -> pd.DataFrame:
-    """The rows as a table for tools (status FAILS where a row fails without a known reason)."""
-    return pd.DataFrame([{**{c: r.get(c) for c in COLUMNS}, "status": status(r)} for r in rows], columns=list(COLUMNS))
-
-
-def markdown(rows: list) -> str:
-    """GitHub Markdown: the summary, the claims table and the context table, explanations as notes below each."""
-    out = [f"**{summary(rows)}**", "", "| # | claim | published | model | error | tolerance | status |",
-           "|---:|---|---|---|---|---|---|"]
-    notes = []
-    esc = lambda x: str(x or "").replace("|", "\\|")  # noqa: E731
-    for k, r in enumerate((r for r in rows if r["kind"] != "info"), 1):
-        mark = ""
-        if r.get("reason"):
-            notes.append(r["reason"])
-            mark = f" [{len(notes)}]"
-        out.append(f"| {k} | {esc(r['claim'])} | {esc(r['published'])} | {esc(r['model'])} | {esc(r['error'])} | "
-                   f"{esc(r['tolerance'])} | {status(r)}{mark} |")
-    out += [""] + [f"[{i}] {esc(n)}  " for i, n in enumerate(notes, 1)]
-    context = [r for r in rows if r["kind"] == "info"]
-    if context:
-        out += ["", "| # | figure (context, no pass/fail) | published | model |", "|---:|---|---|---|"]
-        out += [f"| c{k} | {esc(r['claim'])} | {esc(r['published'])} | {esc(r['model'])} |"
-                for k, r in enumerate(context, 1)]
-        out += [""] + [f"[{key}] {esc(text)}  " for key, text in context_notes(context)]
-    return "\n".join(out).rstrip() + "\n"
+    """The rows as a table for tools (CSV, JSON): every field a row has that a reader can use."""
+    return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))

@@ -1,0 +1,174 @@
+"""Inputs validated by kind, once per kind (issue 18): names reach matplotlib, the terminal and HTML as
+literal text; Hugging Face configs are checked as a model loader would; every column argument is checked
+against the column's kind by one shared check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from xml.dom import minidom
+
+import pytest
+import yaml
+
+from wsemoe.cli import app
+from wsemoe.config.hf import model_from_hf_config
+from wsemoe.errors import PresetError
+from wsemoe.sweep.run import run_sweep
+
+HF = Path(__file__).parent / "data" / "hf"
+HOSTILE = "$\\frac{x$\x1b]0;pwned\x07\x1b[31mred\u202e<script>alert(1)[link=x]L"  # a folder name: no '/'
+PLAIN_MATH = "$x^2$ & co"
+CONTROL = ("\x1b", "\x07", "\u202e")
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory):
+    """Results whose model axis holds two Hugging Face models named by their folders: one hostile, one with math."""
+    root = tmp_path_factory.mktemp("named")
+    for name, src in ((HOSTILE, "qwen3-30b-a3b.json"), (PLAIN_MATH, "mixtral-8x7b-v0.1.json")):
+        (root / "hf" / name).mkdir(parents=True)
+        shutil.copy(HF / src, root / "hf" / name / "config.json")
+    cfg = {"name": "named", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+           "axes": {"workload.G": [1, 2], "workload.B": [1, 2],
+                    "model": [str(root / "hf" / HOSTILE), str(root / "hf" / PLAIN_MATH)]}}
+    out = root / f"res\x1b]0;title\x07"
+    out.mkdir()
+    run_sweep(cfg, out_dir=out / "named")
+    run_sweep({**cfg, "name": "named2"}, out_dir=out / "named2")
+    return out
+
+
+def _clean(text: str) -> None:
+    for ch in CONTROL:
+        assert ch not in text, (repr(ch), text[:300])
+
+
+def test_names_in_plots_are_literal_and_every_svg_is_well_formed(named, runner):
+    r = runner.invoke(app, ["plot", str(named / "named"), "--only", "pareto", "--only", "memory"])
+    assert r.exit_code == 0, r.output
+    svgs = list((named / "named" / "plots").glob("*.svg"))
+    assert svgs
+    texts = ""
+    for svg in svgs:
+        minidom.parse(str(svg))  # control characters would make it malformed XML
+        texts += svg.read_text()
+    _clean(texts)
+    assert "$x^2$ &amp; co" in texts and "\\frac{x$" in texts  # shown as written, not as math
+    r = runner.invoke(app, ["compare", str(named / "named"), str(named / "named2"), "--plot", str(named / "c.svg")])
+    assert r.exit_code == 0, r.output
+    minidom.parse(str(named / "c.svg"))
+
+
+def test_names_in_the_html_report_are_escaped(named, runner):
+    r = runner.invoke(app, ["report", str(named / "named"), "-o", str(named / "r.html")])
+    assert r.exit_code == 0, r.output
+    html = (named / "r.html").read_text()
+    _clean(html)
+    assert "<script>" not in html and "&lt;script&gt;alert(1)" in html
+
+
+@pytest.mark.parametrize("argv", [["ls", "{root}"], ["show", "{root}/named"], ["show", "{root}/named", "--all"],
+                                  ["show", "{root}/named", "-F", "csv"], ["show", "{root}/named", "-F", "markdown"],
+                                  ["compare", "{root}/named", "{root}/named2"], ["eval", "{root}/named", "-p", "1"],
+                                  ["show", "{root}/missing"]])
+def test_names_on_the_terminal_cannot_carry_escape_sequences(named, runner, argv):
+    r = runner.invoke(app, [a.format(root=named) for a in argv])
+    assert r.exit_code in (0, 2), r.output
+    _clean(r.output)
+    if "-F" in argv or argv[0] == "ls":
+        assert "\\x1b" in r.output  # shown, escaped
+
+
+# ---------------------------------------------------------------- Hugging Face configs, as a loader checks them
+
+QWEN = json.loads((HF / "qwen3-30b-a3b.json").read_text())
+DSV3 = json.loads((HF / "deepseek-v3.json").read_text())
+BROKEN = {
+    "more kv heads than heads": (QWEN, {"num_key_value_heads": 64}, "num_key_value_heads"),
+    "kv heads not dividing": (QWEN, {"num_key_value_heads": 3}, "num_key_value_heads"),
+    "zero heads": (QWEN, {"num_attention_heads": 0}, "num_attention_heads"),
+    "negative hidden": (QWEN, {"hidden_size": -2048}, "hidden_size"),
+    "zero layers": (QWEN, {"num_hidden_layers": 0}, "num_hidden_layers"),
+    "top-k over experts": (QWEN, {"num_experts_per_tok": 200}, "num_experts_per_tok"),
+    "zero experts": (QWEN, {"num_experts": 0}, "num_experts"),
+    "odd head_dim": (QWEN, {"head_dim": 127}, "head_dim"),
+    "negative rope_theta": (QWEN, {"rope_theta": -1}, "rope_theta"),
+    "NaN-like rope_theta": (QWEN, {"rope_theta": "fast"}, "rope_theta"),
+    "partial rotary above 1": (QWEN, {"partial_rotary_factor": 1.5}, "partial_rotary_factor"),
+    "zero vocab": (QWEN, {"vocab_size": 0}, "vocab_size"),
+    "head_dim the family ignores": ({**json.loads((HF / "olmoe-1b-7b-0924.json").read_text())}, {"head_dim": 64},
+                                    "head_dim"),
+    "MLA without kv rank": (DSV3, {"kv_lora_rank": 0}, "kv_lora_rank"),
+    "MLA odd rotary width": (DSV3, {"qk_rope_head_dim": 63}, "qk_rope_head_dim"),
+    "expert groups not dividing": (DSV3, {"n_group": 7}, "n_group"),
+    "topk_group above n_group": (DSV3, {"topk_group": 9}, "topk_group"),
+    "top-k beyond the chosen groups": (DSV3, {"topk_group": 1, "num_experts_per_tok": 40}, "num_experts_per_tok"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_an_inconsistent_hf_config_is_one_line_naming_the_field(case, tmp_path, runner):
+    base, change, field = BROKEN[case]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**base, **change}))
+    with pytest.raises(PresetError) as info:
+        model_from_hf_config(path)
+    assert info.value.loc[-1] == field, info.value.line()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"name": "hf", "hardware": "cs2", "model": {"hf_config": str(path)}}))
+    r = runner.invoke(app, ["check", str(cfg)])
+    assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and field in r.output, r.output
+
+
+@pytest.mark.parametrize("src", sorted(p.name for p in HF.glob("*.json")))
+def test_every_shipped_hf_config_passes_the_loader_checks(src):
+    model_from_hf_config(HF / src)
+
+
+# ---------------------------------------------------------------- column arguments, checked by kind
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    cfg = {"name": "plain", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+           "axes": {"workload.G": [1, 2], "mapping.strategy": ["block", "er"]}}
+    return run_sweep(cfg, out_dir=tmp_path_factory.mktemp("plain") / "plain").path
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["compare", "{p}", "{p}", "--metric", "bound"], "'bound' holds text"),
+    (["compare", "{p}", "{p}", "--metric", "feasible:max"], "'feasible' holds yes/no"),
+    (["compare", "{p}", "{p}", "--metric", "mapping.strategy"], "holds text"),
+    (["show", "{p}", "--all", "--where", "bound > 1"], "compares 'bound' (text)"),
+    (["show", "{p}", "--all", "--where", "mapping.strategy == 2"], "compares 'mapping.strategy' (text)"),
+    (["show", "{p}", "--all", "--where", "mfu == 'high'"], "compares 'mfu' (number)"),
+    (["show", "{p}", "--all", "--where", "-bound < 0"], "take numbers"),
+    (["show", "{p}", "--all", "--where", "feasible in [1, 2]"], "compares 'feasible' (bool)"),
+    (["show", "{p}", "--sort", "bond"], "did you mean 'bound'"),
+])
+def test_column_options_are_checked_against_the_column_kind(plain, runner, argv, needle):
+    r = runner.invoke(app, [a.format(p=plain) for a in argv])
+    text = r.output.strip()
+    assert r.exit_code != 0 and len(text.splitlines()) == 1 and needle in text, text
+
+
+def test_filters_of_matching_kinds_still_run(plain, runner):
+    for where in ("bound != 'x' and mfu > 0", "mapping.strategy in ['er']", "feasible == true", "workload.G * 2 > 3"):
+        r = runner.invoke(app, ["show", str(plain), "--all", "--where", where, "-F", "csv"])
+        assert r.exit_code == 0, (where, r.output)
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"objectives": {"bound": "max"}}, "objectives -> bound"),
+    ({"objectives": {"feasible": "max"}}, "holds yes/no"),
+    ({"constraints": [{"column": "infeasible_reason", "max": 1}]}, "holds text"),
+    ({"compare": {"name": "u", "baseline": {"workload.G": 1}, "metric": "bound"}}, "compare -> metric"),
+])
+def test_config_columns_are_checked_by_the_same_rule(change, needle, tmp_path, runner):
+    cfg = {"name": "cc", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+           "axes": {"workload.G": [1, 2]}, **change}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    for cmd in ("check", "sweep"):
+        r = runner.invoke(app, [cmd, str(tmp_path / "c.yaml")] + (["--results", str(tmp_path / "r")] if cmd == "sweep" else []))
+        assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output

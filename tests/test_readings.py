@@ -1,0 +1,318 @@
+"""Readings: the registry loads strictly, options apply exactly, robustness summaries are right by hand, and the
+commands print what a reader needs (the reading the BTA speedup hinges on; one robustness line per comparison)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import wsemoe
+from wsemoe.analysis import readings as rd
+from wsemoe.analysis import robustness
+from wsemoe.cli import app
+from wsemoe.config import readings as registry
+from wsemoe.config.loader import load_config
+from wsemoe.config.schema import SECTIONS
+from wsemoe.errors import ConfigError
+from wsemoe.report.html import page
+from wsemoe.sweep import store
+
+SMALL = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b",
+         "workload": {"mode": "train", "seq_len": 4096, "attn_kernel": "materialized"},
+         "sparsity": {"vary": "num_experts_per_tok", "values": [8, 2], "hold": "active"},
+         "axes": {"workload.B": [1, 2, 4], "workload.G": [1, 4, 16]},
+         "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+
+GOOD = {"x": {"question": "q?", "default": "a", "why": "because",
+              "options": {"a": {"set": {"workload.attn_kernel": "flash"}, "evidence": "e", "source": "s"},
+                          "b": {"set": {"workload.attn_kernel": "materialized"}, "evidence": "e", "source": "s"}}}}
+
+
+def _write(tmp_path, data) -> str:
+    path = tmp_path / "readings.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+# ---- the registry ------------------------------------------------------------------------------------------
+
+def test_shipped_registry_loads_with_every_default_an_option():
+    reg = wsemoe.readings()
+    assert {"attn_kernel", "kept_activations", "hold", "d2d_bandwidth", "comm_overlap", "fixed_latency"} <= set(reg)
+    for r in reg.values():
+        assert r.default in r.options and len(r.options) >= 2 and r.why
+        assert all(o.evidence and o.source for o in r.options.values())
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d["x"]["options"]["a"].update(evidnce="typo"), "unknown key 'evidnce'; did you mean 'evidence'?"),
+    (lambda d: d["x"].update(defualt="a"), "unknown key 'defualt'; did you mean 'default'?"),
+    (lambda d: d["x"]["options"]["a"]["set"].update({"workload.attn_kernal": "flash"}),
+     "unknown field 'attn_kernal' of workload; did you mean 'workload.attn_kernel'?"),
+    (lambda d: d["x"]["options"]["a"]["set"].update({"workload.attn_kernel": "tiled"}), "Input should be"),
+    (lambda d: d["x"]["options"]["a"]["set"].update({"hardware.link_bw_bytes_per_s": -1.0}), "greater than 0"),
+    (lambda d: d["x"]["options"]["a"]["set"].update({"workload.seq_len": True}), "valid integer"),
+    (lambda d: d["x"].update(default="c"), "default 'c' is not one of its options (a, b)"),
+    (lambda d: d["x"]["options"].pop("b"), "at least two options"),
+    (lambda d: d["x"].update(applies_to={"workload.mode": "train"}), "a list of the values"),
+    (lambda d: d["x"].update(applies_to={"workload.mode": ["training"]}), "Input should be"),
+])
+def test_registry_refuses_bad_entries_in_one_line(tmp_path, edit, needle):
+    data = yaml.safe_load(yaml.safe_dump(GOOD))
+    edit(data)
+    with pytest.raises(ConfigError) as exc:
+        registry.load(_write(tmp_path, data))
+    assert needle in exc.value.line() and "\n" not in exc.value.line()
+    assert str(tmp_path / "readings.yaml") in exc.value.line()  # names the file and the key path
+
+
+def test_pending_reading_is_listed_not_varied_and_names_fields_the_model_lacks(tmp_path):
+    """A reading whose fields the model lacks yet is listed as pending, never varied."""
+    data = {**GOOD, "later": {"question": "q?", "default": "a", "why": "w", "pending": "the field does not exist yet",
+                              "options": {"a": {"set": {"hardware.launch_s": 1.0}, "evidence": "e", "source": "s"},
+                                          "b": {"set": {"hardware.launch_s": 0.0}, "evidence": "e", "source": "s"}}}}
+    reg = registry.load(_write(tmp_path, data))
+    assert reg["later"].pending and not reg["x"].pending
+    assert registry.status(load_config(SMALL), reg["later"]).state == "pending"
+    assert not [r.name for r in wsemoe.readings().values() if r.pending]  # every shipped reading is live
+
+
+# ---- a sweep under readings --------------------------------------------------------------------------------
+
+def test_status_configured_pinned_and_not_applicable():
+    plan = {s.reading.name: s for s in registry.plan(load_config("sweeps/bta_topk.yaml"), registry.load())}
+    assert (plan["attn_kernel"].configured, plan["kept_activations"].configured, plan["hold"].configured) == \
+        ("per_head", "streamed", "active")
+    assert plan["d2d_bandwidth"].state == plan["comm_overlap"].state == "not applicable"
+    plan = {s.reading.name: s for s in registry.plan(load_config("sweeps/moentwine_vs_nvl72.yaml"), registry.load())}
+    assert plan["comm_overlap"].state == "pinned" and "workload.comm_overlap is an axis" in plan["comm_overlap"].detail
+    assert plan["d2d_bandwidth"].configured == "per_link" and plan["attn_kernel"].state == "not applicable"
+    # an unset inter-wafer bandwidth inherits the link's: the single-wafer preset still reads per link
+    one = {s.reading.name: s for s in registry.plan(load_config("sweeps/moentwine_mapping.yaml"), registry.load())}
+    assert one["d2d_bandwidth"].configured == "per_link"
+
+
+def test_apply_equals_the_config_edited_by_hand():
+    cfg = load_config(SMALL)
+    by_hand = {**SMALL, "workload": {**SMALL["workload"], "attn_kernel": "flash"},
+               "hardware": {"preset": "cs2", "kept_activations": "node"},
+               "sparsity": {**SMALL["sparsity"], "hold": "width"}}
+    moved = registry.apply(cfg, {"attn_kernel": "flash", "kept_activations": "node", "hold": "width"})
+    assert moved.config_hash() == load_config(by_hand).config_hash()
+    pd.testing.assert_frame_equal(wsemoe.evaluate(moved), wsemoe.evaluate(by_hand))
+
+
+def test_apply_moves_only_the_presets_a_rule_selects():
+    """The per-die reading changes the wafer preset of a hardware axis and leaves NVL72 as it is."""
+    base = {"name": "two", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+            "workload": {"mode": "decode", "seq_len": 1024, "B": 64}, "mapping": {"tp": 4},
+            "axes": {"hardware": ["wsc-b200-8x8", "nvl72"]}}
+    moved = registry.apply(load_config(base), {"d2d_bandwidth": "per_die"})
+    assert moved.presets["wsc-b200-8x8"]["link_bw_bytes_per_s"] == 2.25e11
+    assert moved.presets["wsc-b200-8x8"]["port_bw_bytes_per_s"] == 9.0e11
+    assert moved.presets["nvl72"] == load_config(base).presets["nvl72"]
+    by_hand = {**base, "hardware": {"preset": "wsc-b200-8x8", "link_bw_bytes_per_s": 2.25e11,
+                                    "inter_wafer_link_bw_bytes_per_s": 2.25e11, "port_bw_bytes_per_s": 9.0e11}}
+    by_hand.pop("axes")
+    got = wsemoe.evaluate(moved)
+    row = got[got["hardware"] == "wsc-b200-8x8"].drop(columns="hardware").reset_index(drop=True)
+    want = wsemoe.evaluate(by_hand).reset_index(drop=True)
+    pd.testing.assert_frame_equal(row[want.columns], want, check_categorical=False)
+
+
+@pytest.mark.parametrize("choice, needle", [
+    ({"comm_overlap": "microbatch"}, "[readings -> comm_overlap] comm_overlap is not applicable for this sweep"),
+    ({"attn_kernel": "tiled"}, "'tiled' is not an option of attn_kernel (materialized, per_head, flash)"),
+    ({"attn_kernal": "flash"}, "unknown reading 'attn_kernal'; did you mean 'attn_kernel'?"),
+    ({"fixed_latency": "none"}, "[readings -> fixed_latency] fixed_latency is not applicable for this sweep"),
+])
+def test_apply_refuses_in_one_line(choice, needle):
+    with pytest.raises(ConfigError) as exc:
+        registry.apply(load_config(SMALL), choice)
+    assert needle in exc.value.line()
+
+
+def test_a_swept_reading_is_pinned_not_varied():
+    cfg = load_config({**SMALL, "axes": {**SMALL["axes"], "workload.attn_kernel": ["materialized", "flash"]}})
+    result = rd.evaluate(cfg)
+    states = {s["name"]: s["state"] for s in result.meta["readings"]}
+    assert states["attn_kernel"] == "pinned" and "attn_kernel" not in result.varied
+    with pytest.raises(ConfigError, match="attn_kernel is pinned"):
+        registry.apply(cfg, {"attn_kernel": "flash"})
+
+
+# ---- robustness by hand ------------------------------------------------------------------------------------
+
+def _hand_result() -> rd.Readings:
+    """Two readings A (a0 configured, a1) and B (b0 configured, b1); the ratio at each combination:
+    (a0,b0) 2.0  (a0,b1) 0.5  (a1,b0) 1.5  (a1,b1) 0.8; defaults a1 and b0."""
+    grid = {("a0", "b0"): 2.0, ("a0", "b1"): 0.5, ("a1", "b0"): 1.5, ("a1", "b1"): 0.8}
+    runs = [{"run": 0, "role": "configured", "label": "as configured", "key": "k0", "A": "a0", "B": "b0"}]
+    runs += [{"run": i + 1, "role": "combination", "label": f"A={a}, B={b}", "key": f"k{a}{b}", "A": a, "B": b}
+             for i, (a, b) in enumerate(grid)]
+    runs += [{"run": 5, "role": "alone", "label": "A=a1", "key": "ka1b0", "A": "a1", "B": "b0"},
+             {"run": 6, "role": "alone", "label": "B=b1", "key": "ka0b1", "A": "a0", "B": "b1"}]
+    value = {r["run"]: grid[(r["A"], r["B"])] for r in runs}
+    values = pd.DataFrame([{"run": r, "quantity": "speedup_vs_x", "group": "all", "value": v} for r, v in value.items()])
+    meta = {"readings": [{"name": "A", "state": "varied", "default": "a1", "configured": "a0", "options": ["a0", "a1"]},
+                         {"name": "B", "state": "varied", "default": "b0", "configured": "b0", "options": ["b0", "b1"]}],
+            "comparison": {"name": "x", "metric": "m", "quantity": "speedup_vs_x", "extents": {}}, "fixed": {}}
+    return rd.Readings(pd.DataFrame(runs), values, meta)
+
+
+def test_robustness_of_a_hand_made_comparison():
+    s = robustness.summarize(_hand_result()).iloc[0]
+    assert (s["configured"], s["default"], s["low"], s["high"]) == (2.0, 1.5, 0.5, 2.0)
+    # Main effects on log values: A: mean(ln 2, ln 0.5) = 0 against mean(ln 1.5, ln 0.8) = ln(1.2)/2;
+    # B: mean(ln 2, ln 1.5) = ln(3)/2 against mean(ln 0.5, ln 0.8) = ln(0.4)/2, a spread of ln(7.5)/2.
+    assert s["hinge"] == "B" and s["effect"] == pytest.approx(math.sqrt(7.5))
+    assert "A 1.1×" in s["effects"] and "B 2.74×" in s["effects"]
+    # B=b1 alone puts the ratio behind 1 (0.5); A=a1 alone keeps it ahead (1.5); two of four combinations flip
+    assert s["flips"] == "B=b1 (0.50×, behind)" and s["flipped"] == 2
+    line = robustness.statement(_hand_result())[0]
+    assert line == ("speedup_vs_x: 2.00× as configured; 1.50× at the default readings; 0.50×–2.00× over 4 "
+                    "combinations of A, B; flips from ahead with B=b1 (0.50×, behind); hinges on B (main effect 2.74×)")
+
+
+@settings(max_examples=15)
+@given(st.lists(st.floats(0.05, 20.0), min_size=6, max_size=6), st.permutations([0, 1, 2]))
+def test_main_effects_ignore_option_order_and_direction(vals, order):
+    """A 2×3 factorial: the hinge's effect is the largest, the effects of 1/x equal those of x (log scale), and
+    listing the options in another order changes nothing."""
+    def result(values, opts_b):
+        runs = [{"run": 0, "role": "configured", "label": "as configured", "key": "c", "A": "a0", "B": "b0"}]
+        runs += [{"run": 1 + 3 * i + j, "role": "combination", "label": "", "key": f"{i}{j}", "A": f"a{i}",
+                  "B": opts_b[j]} for i in range(2) for j in range(3)]
+        v = pd.DataFrame([{"run": 0, "quantity": "q", "group": "g", "value": values[0]}] +
+                         [{"run": 1 + k, "quantity": "q", "group": "g", "value": values[k]} for k in range(6)])
+        meta = {"readings": [{"name": "A", "state": "varied", "default": "a0"},
+                             {"name": "B", "state": "varied", "default": "b0"}], "comparison": None}
+        return robustness.summarize(rd.Readings(pd.DataFrame(runs), v, meta)).iloc[0]
+    b = ["b0", "b1", "b2"]
+    base = result(vals, b)
+    flipped = result([1 / v for v in vals], b)
+    shuffled = result([vals[3 * i + order[j]] for i in range(2) for j in range(3)], [b[k] for k in order])
+    assert flipped["effect"] == pytest.approx(base["effect"]) and flipped["hinge"] == base["hinge"]
+    assert shuffled["effect"] == pytest.approx(base["effect"])
+    assert base["low"] == min(vals) and base["high"] == max(vals)
+
+
+# ---- end to end ----------------------------------------------------------------------------------------------
+
+def test_bta_topk_hinges_on_the_attention_kernel():
+    result = wsemoe.robustness("sweeps/bta_topk.yaml")
+    s = result.summary()
+    row = s[(s["quantity"] == "speedup_vs_uniform") & (s["group"] == "num_experts_per_tok=1")].iloc[0]
+    assert row["hinge"] == "attn_kernel" and row["configured"] == pytest.approx(row["default"])  # per_head
+    assert row["combinations"] == 18 and row["low"] == pytest.approx(1.0, abs=0.01)
+    assert row["high"] == pytest.approx(18.95, rel=1e-3)  # every head's scores held at once
+    # every run is a whole sweep: distinct configs once (hold=width and total are one config at fixed E)
+    assert result.meta["evaluated"] == 12 and result.meta["runs"] == 24
+
+
+def test_sensitivity_prints_the_readings_and_the_hinge(runner, tmp_path):
+    r = runner.invoke(app, ["sensitivity", "sweeps/bta_topk.yaml", "-n", "8", "--results", str(tmp_path)],
+                      env={"COLUMNS": "1000"})
+    assert r.exit_code == 0, r.output
+    assert "readings of bta_topk: 18 combinations" in r.output
+    assert "speedup_vs_uniform: 1.06× as configured at num_experts_per_tok=1" in r.output
+    assert "hinges on attn_kernel" in r.output and "sensitivity of speedup_vs_uniform" in r.output
+    assert (tmp_path / "bta_topk" / "readings" / "values.csv").is_file()
+
+
+def test_sweep_show_and_report_carry_the_robustness_line(runner, tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(SMALL))
+    r = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path)], env={"COLUMNS": "1000"})
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.startswith("speedup_vs_uniform:"))
+    assert "as configured" in line and "hinges on" in line
+    shown = runner.invoke(app, ["show", str(tmp_path / "small")], env={"COLUMNS": "1000"})
+    assert line in shown.output
+    narrow = runner.invoke(app, ["show", str(tmp_path / "small")], env={"COLUMNS": "80"})
+    assert max(map(len, narrow.output.splitlines())) <= 80 and "speedup_vs_uniform:" in narrow.output
+    html = "".join(page.readings_section(tmp_path / "small", store.load_manifest(tmp_path / "small")))
+    assert "Robustness over the readings" in html and line.split(";")[0] in html
+    assert [p.name for p in wsemoe.plot(tmp_path / "small", only=["readings"])] == \
+        ["readings_robustness.png", "readings_robustness.svg"]
+    # without the readings analysis, show says how to get it; `readings RESULTS` computes it from config.yaml
+    runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path), "--force", "--no-readings"])
+    shown = runner.invoke(app, ["show", str(tmp_path / "small")], env={"COLUMNS": "200"})
+    assert "robustness over readings: not computed; `wsemoe readings" in shown.output
+    again = runner.invoke(app, ["readings", str(tmp_path / "small"), "--only", "attn_kernel"], env={"COLUMNS": "1000"})
+    assert again.exit_code == 0 and "held as configured (not in --only)" in again.output
+    assert "over 3 combinations of attn_kernel" in runner.invoke(app, ["show", str(tmp_path / "small")],
+                                                                env={"COLUMNS": "1000"}).output
+
+
+def test_compare_of_folders_flips_with_a_reading(runner, tmp_path):
+    """cs3 against cs2 by tokens/s: a reading (here a user registry) that cuts cs3's matmul efficiency to a tenth
+    puts cs3 behind; it applies to cs3 only, so its rule keeps cs2 as it is."""
+    reg = {"cs3_efficiency": {"question": "q?", "default": "nominal", "why": "w", "applies_to": {"hardware.name": ["cs3"]},
+                              "options": {"nominal": {"set": {"hardware.matmul_efficiency": 0.5}, "evidence": "e", "source": "s"},
+                                          "tenth": {"set": {"hardware.matmul_efficiency": 0.05}, "evidence": "e", "source": "s"}}}}
+    custom = registry.load(_write(tmp_path, reg))
+    folders = [wsemoe.run_sweep({**SMALL, "name": n, "hardware": n, "objectives": {"tokens_per_s": "max"}},
+                                out_root=tmp_path).path for n in ("cs2", "cs3")]
+    cmp = wsemoe.compare(folders)
+    result = rd.evaluate_folders(folders, cmp, readings=custom)
+    s = result.summary()
+    assert set(s["hinge"]) == {"cs3_efficiency"} and (s["configured"] > 1).all() and (s["low"] < 1).all()
+    assert all("cs3_efficiency=tenth" in f for f in s["flips"])
+    r = runner.invoke(app, ["compare", *map(str, folders)], env={"COLUMNS": "1000"})
+    assert r.exit_code == 0 and "cs3/cs2:tokens_per_s:" in r.output and "as configured" in r.output
+
+
+def test_readings_command_lists_and_refuses_in_one_line(runner):
+    r = runner.invoke(app, ["readings"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "attn_kernel" in r.output and "per_head*" in r.output and "as_gpu*" in r.output
+    r = runner.invoke(app, ["readings", "sweeps/bta_topk.yaml", "--set", "attn_kernel"])
+    assert r.exit_code == 2 and r.output.strip() == \
+        "error: [--set] 'attn_kernel' is not name=option (e.g. attn_kernel=flash)"
+
+
+def test_the_attention_kernel_evidence_holds():
+    """What the registry says of Cerebras' shipped micro-batches on cs2, recomputed: with every head's scores
+    6 of 7 do not fit (GPT-3 XL does), one head's at a time all fit (largest need 0.70 of SRAM, Mixtral-8x7B),
+    and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it."""
+    from wsemoe.analysis.shipped import calibration_models, max_batch, memory_at
+    from wsemoe.config.presets import load_hardware
+    from wsemoe.specs import WorkloadSpec
+
+    hw = load_hardware("cs2")
+    fields, models = calibration_models()
+    fits = {}
+    for kernel in ("materialized", "per_head", "flash"):
+        wl = {m.name: WorkloadSpec(seq_len=seq, **{**fields, "attn_kernel": kernel}) for _, seq, _, m in models}
+        fits[kernel] = {m.name: max_batch(hw, m, wl[m.name]) >= mb for _, _, mb, m in models}
+        if kernel == "per_head":
+            need = {m.name: float(memory_at(hw, m, wl[m.name], mb)["mem_peak_node_bytes"]) / hw.node_memory_bytes
+                    for _, _, mb, m in models}
+    assert [n for n, ok in fits["materialized"].items() if ok] == ["gpt3-xl"]
+    assert all(fits["per_head"].values()) and all(fits["flash"].values())
+    assert max(need, key=need.get) == "mixtral-8x7b" and round(max(need.values()), 2) == 0.70
+    mixtral = next(m for _, _, _, m in models if m.name == "mixtral-8x7b")
+    group = mixtral.num_attention_heads // mixtral.num_key_value_heads  # 4 query heads per KV head
+    wl = WorkloadSpec(seq_len=32768, **{**fields, "attn_kernel": "per_head"})
+    grouped = memory_at(hw, mixtral, wl, 4)["mem_attn_transient_node_bytes"] + \
+        (group - 1) * 5 * 32768 * 32768 * 4 / hw.nodes  # the other heads of the group: 5·S bytes per token each
+    assert grouped > hw.node_memory_bytes * hw.memory_usable_fraction
+
+
+def test_per_head_scores_hold_one_head():
+    """Attention transient per node at B sequences of S tokens: (11·H + 5·h·S)·B·S / N bytes (16-bit), h = n_h
+    materialized, 1 per_head, and no score term with flash."""
+    cfg = load_config({"name": "kernels", "hardware": "cs2", "model": "qwen3-30b-a3b",
+                       "workload": {"mode": "train", "seq_len": 4096, "B": 2},
+                       "axes": {"workload.attn_kernel": ["materialized", "per_head", "flash"]}})
+    df = wsemoe.evaluate(cfg).set_index("workload.attn_kernel")["mem_attn_transient_node_bytes"]
+    H, S, heads, N = 2048, 4096, 32, 84
+    for kernel, h in (("materialized", heads), ("per_head", 1), ("flash", 0)):
+        assert df[kernel] == pytest.approx((11 * H + 5 * h * S) * 2 * S / N)
+    assert np.isfinite(df).all()

@@ -1,0 +1,163 @@
+"""Roofline per stage: the FLOPs and bytes columns are the numerators of the stage's own terms and the roof column is
+its FLOPs' rate at their formats' peaks, so every stage of every point sits under its own roof; the figure draws
+that, labelled, for each hardware of the results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import wsemoe
+from wsemoe.cost.node import compute
+from wsemoe.report.figures import fig_roofline
+from wsemoe.report.figures.plots import FAMILIES, plot_results
+from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.columns import describe, documented
+from wsemoe.sweep.run import run_sweep
+
+STAGES = ("attention", "moe", "dense_ffn", "head")
+STREAMED = {"name": "rs", "hardware": "cs2", "model": "qwen3-30b-a3b",
+            "workload": {"mode": "train", "seq_len": 4096, "recompute": "selective"},
+            "axes": {"workload.B": [1, 2, 4], "workload.G": [1, 8, 32], "workload.mode": ["train", "prefill"]}}
+RESIDENT = {"name": "rr", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+            "workload": {"mode": "decode", "seq_len": 4096},
+            "balance": {"distribution": "zipf", "zipf_s": 0.8, "balancer": "replicate", "spare_slots": 1},
+            "axes": {"workload.B": [1, 16, 256], "mapping.tp": [4, 8], "hardware": ["wsc-b200-8x8", "nvl72"],
+                     "workload.expert_weight_format": ["bf16", "fp4"]}}
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return {"streamed": wsemoe.evaluate(STREAMED), "resident": wsemoe.evaluate(RESIDENT)}
+
+
+def _nodes(hw: str) -> int:
+    h = wsemoe.load_hardware(hw)
+    return h.rows * h.cols * (h.wafers or (1, 1))[0] * (h.wafers or (1, 1))[1]
+
+
+def test_flops_and_bytes_are_what_the_terms_charge(frames):
+    """compute term = hw FLOPs / (roof · efficiency), the roof nodes · peak (16-bit: cs2 has no other); the
+    weight-path term = bytes / bandwidth."""
+    df = frames["streamed"]
+    hw = wsemoe.load_hardware("cs2")
+    n = _nodes("cs2")
+    for stage in STAGES:
+        eff = df["expert_efficiency"] if stage == "moe" else hw.matmul_efficiency   # qwen3: no shared experts
+        assert np.allclose(df[f"{stage}_roof_flops"], n * hw.node_peak_flops, rtol=1e-15)
+        assert np.allclose(df[f"{stage}_compute_s"], df[f"{stage}_hw_flops"] / (df[f"{stage}_roof_flops"] * eff),
+                           rtol=1e-12)
+    prefill = df[df["workload.mode"] == "prefill"]   # inference streams each stage's weights in once
+    for stage in STAGES:
+        assert np.allclose(prefill[f"{stage}_weights_s"], prefill[f"{stage}_traffic_bytes"] / hw.io_in_bw_bytes_per_s,
+                           rtol=1e-12)
+    res = frames["resident"]
+    for h in ("wsc-b200-8x8", "nvl72"):
+        sub, spec = res[res["hardware"] == h], wsemoe.load_hardware(h)
+        for stage in STAGES:   # resident: the busiest node's HBM reads × nodes
+            assert np.allclose(sub[f"{stage}_hbm_s"] * spec.node_memory_bw_bytes_per_s * _nodes(h),
+                               sub[f"{stage}_traffic_bytes"], rtol=1e-12)
+
+
+def test_hw_flops_by_hand():
+    """Training, selective recompute: attention runs 3× its forward FLOPs plus its core again; the head 3×; the
+    experts 3× their forward FLOPs at the busiest node's load (uniform here: imbalance 1)."""
+    df = wsemoe.evaluate(STREAMED)
+    train = df[df["workload.mode"] == "train"]
+    assert np.allclose(train["attention_hw_flops"], 3 * (train["attn_proj_flops"] + train["attn_core_flops"])
+                       + train["attn_core_flops"], rtol=1e-13)
+    assert np.allclose(train["moe_hw_flops"], 3 * (train["router_flops"] + train["expert_flops"]), rtol=1e-13)
+    pre = df[df["workload.mode"] == "prefill"]
+    assert np.allclose(pre["moe_hw_flops"], pre["router_flops"] + pre["expert_flops"], rtol=1e-13)
+
+
+def test_mixed_formats_by_hand():
+    """nvl72 (per GPU: bf16 2.25e15, fp8 4.5e15, fp4 9e15 FLOP/s; 72 GPUs), decode, fp8 attention weights, fp4
+    experts. Attention runs its projections at fp8 and its core at bf16: compute = proj/(72·4.5e15·eff) +
+    core/(72·2.25e15·eff), and its roof is the rate of those FLOPs at the two peaks, 72·(proj + core) /
+    (proj/4.5e15 + core/2.25e15), strictly between the two peaks. MoE: router bf16 and routed experts fp4 at the
+    expert efficiency, the shared expert fp8 at the matmul efficiency. One-format stages sit at their format's peak:
+    dense FFN 72·4.5e15, head 72·2.25e15."""
+    cfg = {"name": "mix", "hardware": "nvl72", "model": "deepseek-v3", "mapping": {"tp": 8},
+           "workload": {"mode": "decode", "seq_len": 4096, "B": 64, "attn_weight_format": "fp8",
+                        "expert_weight_format": "fp4"}}
+    r = wsemoe.evaluate(cfg).iloc[0]
+    n, p16, p8, p4, eff = 72, 2.25e15, 4.5e15, 9e15, wsemoe.load_hardware("nvl72").matmul_efficiency
+    proj, core = r["attn_proj_flops"], r["attn_core_flops"]
+    assert r["attention_hw_flops"] == pytest.approx(proj + core, rel=1e-13)
+    assert r["attention_roof_flops"] == pytest.approx(n * (proj + core) / (proj / p8 + core / p16), rel=1e-13)
+    assert r["attention_compute_s"] == pytest.approx(proj / (n * p8 * eff) + core / (n * p16 * eff), rel=1e-13)
+    assert n * p16 < r["attention_roof_flops"] < n * p8
+    shared = compute.shared_expert_flops(wsemoe.load_model("deepseek-v3"), r["tokens_per_microbatch"])
+    routed = (r["expert_flops"] - shared) * r["expert_imbalance"]
+    router, eff_exp = r["router_flops"], r["expert_efficiency"]
+    assert r["moe_hw_flops"] == pytest.approx(router + routed + shared, rel=1e-13)
+    assert r["moe_roof_flops"] == pytest.approx(n * (router + routed + shared) / (router / p16 + routed / p4
+                                                                                   + shared / p8), rel=1e-13)
+    assert r["moe_compute_s"] == pytest.approx((router / p16 + routed / p4) / (n * eff_exp) + shared / (n * p8 * eff),
+                                               rel=1e-13)
+    assert r["dense_ffn_roof_flops"] == pytest.approx(n * p8, rel=1e-15)
+    assert r["head_roof_flops"] == pytest.approx(n * p16, rel=1e-15)
+    for stage in STAGES:   # the compute term never beats the roof: every efficiency is at most 1
+        assert r[f"{stage}_compute_s"] >= r[f"{stage}_hw_flops"] / r[f"{stage}_roof_flops"]
+
+
+@pytest.mark.parametrize("space", ["streamed", "resident"])
+def test_every_stage_sits_under_its_roof(frames, space):
+    df = frames[space]
+    groups = df.groupby("hardware") if "hardware" in df else [(STREAMED["hardware"], df)]
+    for hw_name, sub in groups:
+        spec = wsemoe.load_hardware(hw_name)
+        peak, eff, bw, _ = fig_roofline.roof(spec.model_dump())
+        top = _nodes(hw_name) * max(spec.node_peak_flops, spec.node_peak_flops_fp8 or 0, spec.node_peak_flops_fp4 or 0)
+        for stage in STAGES:
+            ai, run, core, roof = (x[sub[f"{stage}_hw_flops"].to_numpy() > 0] for x in fig_roofline.placed(sub, stage))
+            if stage != "dense_ffn":   # qwen3-30b-a3b (the streamed space) has no dense FFN: 0 FLOPs there
+                assert len(ai) == len(sub)
+            ceiling = np.minimum(roof, ai * bw)
+            assert (run <= ceiling * (1 + 1e-9)).all() and (core <= ceiling * (1 + 1e-9)).all(), (hw_name, stage)
+            assert (core >= run * (1 - 1e-12)).all()   # communication only ever lowers what a stage attains
+            # a stage's roof lies between the 16-bit peak and the hardware's fastest format; its compute term is at
+            # most efficiency × roof (matmul efficiency is the largest any part runs at)
+            assert (roof >= peak * (1 - 1e-12)).all() and (roof <= top * (1 + 1e-12)).all()
+            assert (run <= roof * eff * (1 + 1e-9)).all()
+    if space == "resident":   # fp4 experts raise the MoE roof above the 16-bit peak
+        fp4 = df[df["workload.expert_weight_format"] == "fp4"]
+        assert (fp4["moe_roof_flops"] > fp4["attention_roof_flops"] * 1.5).all()
+
+
+def test_columns_are_documented(frames):
+    for stage in STAGES:
+        for col, unit in ((f"{stage}_hw_flops", "FLOP"), (f"{stage}_traffic_bytes", "bytes"),
+                          (f"{stage}_roof_flops", "FLOP/s")):
+            assert col in frames["resident"] and documented(col) and describe(col)[0] == unit
+
+
+@pytest.fixture(scope="module")
+def plotted(tmp_path_factory):
+    res = run_sweep(RESIDENT, out_root=tmp_path_factory.mktemp("roof"))
+    return res.path, plot_results(res.path, only=["roofline"], formats=["svg"])   # PNG: test_plot.py
+
+
+def test_figure_registered_and_written(plotted):
+    path, written = plotted
+    assert fig_roofline in FAMILIES and "roofline" in fig_roofline.STEMS
+    assert [p.name for p in written] == ["roofline.svg"]
+    svg = (path / "plots" / "roofline.svg").read_text()
+    for text in ("arithmetic intensity (FLOP per byte on the weight path)", "attained (FLOP/s, all nodes)",
+                 "wsc-b200-8x8: peak", "nvl72: peak", "of its roof", "MoE (router + experts)",
+                 "best design, without its communication", "ridge", "(16-bit)",
+                 "16-bit peak (fp8/fp4 matmuls raise their stage"):
+        assert text in svg, text
+
+
+def test_figure_claims_follow_the_data(plotted):
+    """The share of the roof the subtitle states for the best point is that point's attained over its ceiling."""
+    path, _ = plotted
+    view = ResultsView.load(path, fig_roofline.COLUMNS)
+    feas = view.feasible[view.feasible["hardware"] == "nvl72"]
+    best = feas.loc[feas[view.metric].idxmax()]
+    _, _, bw, _ = fig_roofline.roof(view.sections(best.to_dict())["hardware"])
+    ai, run, _, roof = (float(x[0]) for x in fig_roofline.placed(best.to_frame().T, "moe"))
+    share = f"MoE {100 * run / min(roof, ai * bw):.0f}%"
+    assert share in (path / "plots" / "roofline.svg").read_text()

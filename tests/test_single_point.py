@@ -1,0 +1,91 @@
+"""One point without a sweep file: `wsemoe eval --hardware --model --set` (and `wsemoe.point_config`) builds the
+mapping a sweep file would hold and goes through the same loader, so it gives what that file gives, with the
+same one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import wsemoe
+from wsemoe.analysis.explain import breakdown, frame
+from wsemoe.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+SETS = ["workload.B=2", "workload.G=8", "workload.seq_len=4096", "mapping.tp=4"]
+
+
+def _terms(rows):
+    """Every term but the inputs, as a frame (NaN equals NaN in `DataFrame.equals`)."""
+    df = frame(rows)
+    return df[df["group"] != "inputs"].reset_index(drop=True)
+
+
+def test_flags_give_what_the_equivalent_sweep_file_gives(tmp_path):
+    """The file a user would write by hand: the same sections, each set field in its section, no axes."""
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump({"name": "one", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+                                    "workload": {"B": 2, "G": 8, "seq_len": 4096}, "mapping": {"tp": 4}}))
+    row_file, rows_file = breakdown(path, 0)
+    row_flags, rows_flags = breakdown(None, 0, SETS, hardware="wsc-b200-8x8", model="deepseek-v3")
+    assert _terms(rows_flags).equals(_terms(rows_file))
+    outputs = [c for c in row_file.index if not c.startswith(("workload.", "mapping."))]
+    assert row_flags[outputs].equals(row_file[outputs])
+    shown = {n: v for g, n, v, _, _ in rows_flags if g == "inputs"}
+    assert shown == {"hardware": "wsc-b200-8x8", "model": "deepseek-v3", "workload.B": 2, "workload.G": 8,
+                     "workload.seq_len": 4096, "mapping.tp": 4}
+
+
+def test_python_api_gives_the_one_row():
+    cfg = wsemoe.point_config("cs2", "qwen3-30b-a3b", ["workload.B=2", "workload.G=4"])
+    assert cfg == {"name": "point", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"B": 2, "G": 4}}
+    df = wsemoe.evaluate(cfg)
+    row, _ = wsemoe.explain(hardware="cs2", model="qwen3-30b-a3b", sets=["workload.B=2", "workload.G=4"])
+    assert len(df) == 1 and df["step_time_s"].iloc[0] == pytest.approx(row["step_time_s"], rel=1e-15)
+
+
+def test_files_for_hardware_and_model(tmp_path):
+    """A YAML file of hardware fields ({preset, overrides}) and a Hugging Face config.json for the model."""
+    hw = tmp_path / "faster.yaml"
+    hw.write_text("preset: cs2\nio_in_bw_bytes_per_s: 2.4e+12\n")
+    model = ROOT / "tests" / "data" / "hf" / "qwen3-30b-a3b.json"
+    fast, _ = breakdown(None, 0, ["workload.B=2"], hardware=str(hw), model=str(model))
+    base, _ = breakdown(None, 0, ["workload.B=2"], hardware="cs2", model=str(model))
+    preset, _ = breakdown(None, 0, ["workload.B=2"], hardware="cs2", model="qwen3-30b-a3b")
+    assert fast["step_time_s"] < base["step_time_s"]   # more weight-streaming bandwidth is never slower
+    # the HF import and the preset describe one model: the same parameter counts, so the same FLOPs
+    assert base["model_flops_per_step"] == pytest.approx(preset["model_flops_per_step"], rel=1e-12)
+
+
+def test_a_section_set_by_name_replaces_the_flag():
+    row, rows = breakdown(None, 0, ["model=deepseek-v3", "workload.mode=decode"], hardware="wsc-b200-8x8",
+                          model="qwen3-30b-a3b")
+    assert {n: v for g, n, v, _, _ in rows if g == "inputs"}["model"] == "deepseek-v3"
+    assert "tpot_s" in row.index
+
+
+@pytest.mark.parametrize("args,message", [
+    (["eval", "--hardware", "cs2"], "[eval] give a sweep file or results folder, or --hardware and --model"),
+    (["eval", "sweeps/quickstart.yaml", "--model", "deepseek-v3"], "use --set hardware=<preset> or --set model="),
+    (["eval", "--hardware", "cs9", "--model", "qwen3-30b-a3b"], "[hardware] unknown hardware preset 'cs9'"),
+    (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "workload.Bx=2"],
+     "[--set -> workload.Bx] unknown field 'Bx' of workload; did you mean 'workload.B'?"),
+    (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "workload.B=0"],
+     "[workload -> B] Input should be greater than 0"),
+    (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "mapping.tp=4"],
+     "on a weight-streaming wafer"),
+    (["eval", "--hardware", "missing.yaml", "--model", "qwen3-30b-a3b"], "missing.yaml"),
+])
+def test_bad_input_is_one_line(runner, args, message):
+    r = runner.invoke(app, args)
+    assert r.exit_code != 0 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_cli_prints_the_breakdown_and_formats(runner):
+    args = ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "workload.B=2"]
+    r = runner.invoke(app, args, env={"COLUMNS": "120"})
+    assert r.exit_code == 0 and "✓" in r.output and "≠" not in r.output and "hardware preset name" in r.output
+    r = runner.invoke(app, [*args, "--format", "csv"])
+    assert r.exit_code == 0 and r.output.startswith("group,term,value,unit,meaning")

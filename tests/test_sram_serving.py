@@ -1,0 +1,232 @@
+"""SRAM serving across wafers: region bytes, stages, what fits, layouts, MLA at PE level, and the streaming pipeline's
+formulas, hand-derived on tiny models and fabrics."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wsemoe.config import presets
+from wsemoe.cost.wafer import fabric, mla, regions, serving
+from wsemoe.specs import BalanceSpec, MappingSpec, WorkloadSpec
+
+# A tiny MoE: H 4, 2 query heads and 1 KV head of width 2, 2 experts (top-1) of width 4, vocabulary 8.
+TINY = dict(hidden_size=4, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=2,
+            moe_intermediate_size=4, num_experts=2, num_experts_per_tok=1, vocab_size=8, attention="gqa",
+            qkv_bias=False, qk_norm=False, n_shared_experts=0, shared_expert_intermediate_size=None,
+            shared_expert_gate=False, router_bias=False, first_k_dense_replace=0, intermediate_size=0,
+            tie_word_embeddings=False)
+
+
+def tiny(**changes):
+    return NS(**{**TINY, **changes})
+
+
+def workload(**changes):
+    return NS(**{**WorkloadSpec(mode="decode").model_dump(), **changes})
+
+
+def test_region_bytes_by_hand():
+    # attention: QKV 4·(2 + 2)·2 = 32, output 2·2·4 = 16, norms 2·4 = 8, router 4·2 = 8: 64 weights = 128 B;
+    # KV per token 2·1·2 values × 2 B = 8 B, 3 sequences × 10 tokens → 240 B. Expert 3·4·4 = 48 weights = 96 B.
+    # Embedding 8·4·2 = 64 B; head (8 + 1)·4·2 = 72 B (the final norm with it). A MoE layer: 368 + 2·96 = 560.
+    b = regions.region_bytes(tiny(), workload(seq_len=10), 3)
+    assert b["attention"] == 128 + 240 and b["expert"] == 96 and b["shared"] == 0
+    assert b["embedding"] == 64 and b["head"] == 72 and b["moe"] == 368 + 192
+
+
+def test_stage_layers_by_hand():
+    # 5 layers over 2 stages: ⌊0·5/2⌋ = 0 … ⌊5/2⌋ = 2 (layers 0, 1) and 2 … 5 (layers 2, 3, 4); with the first
+    # 3 layers dense, stage 0 holds 2 dense, stage 1 one dense and two MoE layers.
+    m = tiny(num_hidden_layers=5, first_k_dense_replace=3, intermediate_size=8)
+    assert [float(x) for x in regions.stage_layers(m, 2, 0)] == [2.0, 0.0]
+    assert [float(x) for x in regions.stage_layers(m, 2, 1)] == [1.0, 2.0]
+
+
+def tiny_pe(**changes):
+    # A 4 × 5 fabric with no margin (20 PEs), 1000 B per PE of which the program takes 100.
+    return NS(**{**presets.load_hardware("cs3").pe.model_dump(), "fabric_rows": 4, "fabric_cols": 5,
+                 "kernel_margin_rows": 0, "kernel_margin_cols": 0, "sram_per_pe_bytes": 1000.0,
+                 "program_bytes_per_pe": 100.0, **changes})
+
+
+def test_room_by_hand():
+    # free = 1000 − 100 = 900 B. The attention region (368 B at B 3, S 10) packs to side √(368/900) < 1 → 1: its
+    # buffers hold one token's input (H 4) and output (QKV 8, wider than E 2) slices, double-buffered, at 2 B:
+    # 2·(4 + 8)·2 = 48 B. Experts: 2·(4 + 2·4)·2 = 48; embedding 2·(4 + 4)·2 = 32; head 2·(4 + 8)·2 = 48.
+    # Room = 900 − 48 = 852 B per PE; reserve = (100 + 48) / 1000.
+    room, reserve = regions.room(tiny_pe(), tiny(), workload(seq_len=10), regions.region_bytes(tiny(), workload(seq_len=10), 3))
+    assert float(room) == 852.0 and float(reserve) == pytest.approx(0.148)
+
+
+def test_fewest_wafers_by_hand():
+    # Per wafer 20 PEs × 852 B = 17,040 B. With B 3 at S 10 a layer is 560 B: everything is 2·560 + 64 + 72 =
+    # 1,256 B, one wafer. At S 1000 the KV cache is 3·1000·8 = 24,000 B per layer: a layer alone exceeds a wafer.
+    # At S 300 (7,200 B of KV, a layer 7,520 B): 2 layers + embedding + head = 15,176 B fit one wafer.
+    pe, m = tiny_pe(), tiny()
+    assert float(regions.fewest_wafers(pe, m, workload(B=3, seq_len=10))) == 1.0
+    assert np.isnan(regions.fewest_wafers(pe, m, workload(B=3, seq_len=1000)))
+    wl = workload(B=3, seq_len=300)
+    assert float(regions.fewest_wafers(pe, m, wl)) == 1.0
+    # at S 400 (9,600 B of KV, a layer 9,920 B) two layers need 19,976 B: two wafers, one layer each, the first
+    # with the embedding (9,984 B), the second with the head (9,992 B)
+    wl = workload(B=3, seq_len=400)
+    assert float(regions.fewest_wafers(pe, m, wl)) == 2.0
+    nb = regions.region_bytes(m, wl, 3)
+    assert float(regions.stage_peak(m, 2, nb)) == 9920 + 72
+
+
+def test_densities_by_hand():
+    # From 3,000 B per PE (the fullest stage spread over every PE) up by √2 while a PE holds it (≤ 10,000):
+    # 3,000, 4,243, 6,000, 8,485; a layout that does not fit keeps only the sparsest (35,000 > 30,000).
+    u = regions.densities(np.array([10000.0, 30000.0]), np.array([3000.0, 35000.0]))
+    assert np.allclose(u[:, 0], [3000, 3000 * 2 ** 0.5, 6000, 6000 * 2 ** 0.5])
+    assert set(u[:, 1].tolist()) == {35000.0}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(100, 60000), st.floats(100, 60000), st.floats(1.0, 4.0))
+def test_more_pes_or_sram_only_add_candidate_layouts(pack, fill, more_sram):
+    # The ladder starts at u_fill: more SRAM (higher u_pack) only adds rungs; twice the PEs (u_fill halved) adds
+    # two sparser rungs below the old ones. Why more of either is never slower (the best over a larger set).
+    if pack < fill:
+        return
+    before = set(np.round(regions.densities(pack, fill).ravel(), 6).tolist())
+    for after in (regions.densities(pack * more_sram, fill), regions.densities(pack, fill / 2)):
+        assert before <= set(np.round(after.ravel(), 6).tolist())
+
+
+def test_mla_macs_on_one_pe_by_hand():
+    # On a 1 × 1 region every GEMV is local MACs: rows × ⌈length / w⌉ cycles (w = 8 FP16 FMACs, CS-3).
+    # A DeepSeek-like MLA cut down: H 16, 2 heads, r_q 8, r_kv 8, d_nope 4, d_rope 2, d_v 4; context 3.
+    m = NS(hidden_size=16, num_attention_heads=2, q_lora_rank=8, kv_lora_rank=8, qk_nope_head_dim=4,
+           qk_rope_head_dim=2, v_head_dim=4)
+    pe = NS(**presets.load_hardware("cs3").pe.model_dump())
+    ops = mla.attention(m, 1, 1, 3, pe)
+    macs = {k: float(v["compute_cycles"]) for k, v in ops.items()}
+    assert macs["q_down"] == 16 * 1            # 16 rows × ⌈8/8⌉
+    assert macs["q_up"] == 8 * 2               # 8 × ⌈2·(4 + 2)/8⌉ = ⌈12/8⌉ = 2
+    assert macs["kv_down"] == 16 * 2           # 16 × ⌈(8 + 2)/8⌉
+    assert macs["absorb_k"] == 2 * 4 * 1       # 2 heads one after another on one row: 4 × ⌈8/8⌉ each
+    assert macs["absorb_v"] == 2 * 8 * 1       # 2 heads × 8 × ⌈4/8⌉
+    assert macs["o"] == 8 * 2                  # 2·4 = 8 rows × ⌈16/8⌉
+    assert macs["score"] == 20 * 1 + 1         # q·c: 2·(8 + 2) = 20 rows over ⌈3 keys / 8⌉, then the scale: ⌈3·2/8⌉
+    assert macs["pv"] == 3 * 2 * 1             # p·c_kv: 3 keys × 2 heads, ⌈(2·8/2)/8⌉ = 1
+
+
+def cs3_sram(**changes):
+    return NS(**{**presets.load_hardware("cs3").model_dump(), "weight_source": "sram", **changes})
+
+
+@pytest.fixture(scope="module")
+def qwen_points():
+    m = NS(**presets.load_model("qwen3-30b-a3b").model_dump())
+    wl = workload(B=np.array([1.0, 16.0, 256.0]), seq_len=4096.0, prompt_len=512.0, draft_tokens=3,
+                  accepted_tokens_per_step=2.5)
+    hw = cs3_sram(pipeline_wafers=4.0)
+    mp, bal = NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump())
+    return hw, m, wl, mp, bal, serving.evaluate(hw, m, wl, mp, bal)
+
+
+def test_period_rates_and_speculation(qwen_points):
+    # step = t1 + (q − 1)·β with q = draft + 1 = 4; period = max(step, B·q·β); a = 2.5 accepted per step.
+    _, _, wl, _, _, out = qwen_points
+    beta, t1 = out["busiest_stage_s"], out["pipeline_latency_s"]
+    step = t1 + 3 * beta
+    assert np.allclose(out["step_latency_s"], step, rtol=1e-12)
+    assert np.allclose(out["pipeline_period_s"], np.maximum(step, wl.B * 4 * beta), rtol=1e-12)
+    assert np.allclose(out["tpot_s"] * 2.5, out["pipeline_period_s"], rtol=1e-12)
+    assert np.allclose(out["tokens_per_s"], wl.B * out["tokens_per_s_per_user"], rtol=1e-12)
+    assert out["pipeline_period_s"][-1] > out["step_latency_s"][-1]   # 256 sequences: the stream binds
+
+
+def test_latency_adds_up(qwen_points):
+    # t1 = embedding + L·MoE layer + head + (W − 1)·wafer hop + token return, and its five terms add up to it.
+    _, m, _, _, _, out = qwen_points
+    parts = (out["embedding_time_s"] + m.num_hidden_layers * out["moe_layer_time_s"] + out["head_time_s"]
+             + 3 * out["wafer_hop_s"] + out["token_return_s"])
+    assert np.allclose(out["pipeline_latency_s"], parts, rtol=1e-12)
+    terms = sum(out[c] for c in serving.TERM_COLUMNS)
+    assert np.allclose(terms, out["pipeline_latency_s"], rtol=1e-12)
+    ops = sum(v for k, v in out.items() if k.startswith("moe_op_"))
+    assert np.allclose(ops, out["moe_layer_time_s"], rtol=1e-12)
+
+
+def test_ttft_streams_the_prompts(qwen_points):
+    # TTFT = t1 at context P + (B·P − 1)·β at context P (the layout the decode point chose)
+    hw, m, wl, mp, bal, out = qwen_points
+    one = serving.evaluate(hw, m, workload(B=wl.B, seq_len=512.0, mode="prefill"), mp, bal)
+    assert np.all(out["ttft_s"] > out["pipeline_latency_s"])
+    assert np.all(np.diff(out["ttft_s"]) > 0)
+    assert np.allclose(one["ttft_s"], one["pipeline_latency_s"] + (wl.B * 512 - 1) * one["busiest_stage_s"],
+                       rtol=1e-12)
+
+
+def test_what_does_not_fit_says_so():
+    # 4 wafers cannot hold Qwen3-235B (about 470 GB at 16 bits on 4 × 42 GB): g_sram_wafers > 0, bound SRAM.
+    m = NS(**presets.load_model("qwen3-235b-a22b").model_dump())
+    out = serving.evaluate(cs3_sram(pipeline_wafers=4.0), m, workload(B=1.0, seq_len=2048.0),
+                           NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump()))
+    assert out["g_sram_wafers"] > 0 and str(out["bound"]) == "SRAM"
+    assert out["wafers_needed"] > 4 and out["wafers"] == 4
+
+
+def test_program_rectangle_pes():
+    assert float(regions.wafer_pes(presets.load_hardware("cs3").pe)) == 1170 * 755
+    assert fabric.program_rectangle(presets.load_hardware("cs2").pe) == (994, 750)
+
+
+GOLDEN = [   # (model, wafers, B, placement) -> tokens/s per user, TTFT (1,024-token prompt), wafers, bound
+    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1312.789055264689, 0.00884979972987013, 16.0, "op overhead")),
+    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1197.0601811189933, 0.01590041443342744, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", None, 4.0, "blocked"), (1097.3603371238105, 0.024951889514458876, 2.0, "link bandwidth")),
+]
+
+
+@pytest.mark.parametrize("point,expected", GOLDEN)
+def test_golden_serving_points(point, expected):
+    # Pinned outputs of the whole model (context 8,192 on cs3): any change to a formula, a preset or a layout
+    # rule moves them and must be explained (the Cerebras validate rows pin the dense models likewise).
+    model, wafers, batch, placement = point
+    m = NS(**presets.load_model(model).model_dump())
+    wl = workload(B=batch, seq_len=8192.0, prompt_len=1024)
+    mp = NS(**{**MappingSpec().model_dump(), "pe_placement": placement})
+    out = serving.evaluate(cs3_sram(pipeline_wafers=wafers), m, wl, mp, NS(**BalanceSpec().model_dump()))
+    per_user, ttft, used, bound = expected
+    assert float(out["tokens_per_s_per_user"]) == pytest.approx(per_user, rel=1e-9)
+    assert float(out["ttft_s"]) == pytest.approx(ttft, rel=1e-9)
+    assert float(out["wafers"]) == used and str(out["bound"]) == bound
+
+
+def test_the_capacity_invariant_can_fail(monkeypatch):
+    # A model that always fills the wafer (no denser candidate layouts) gets slower with more PEs where spreading
+    # hurts: the invariant must say so. Qwen3-30B-A3B on 48 wafers: its regions already spread ~10×.
+    from wsemoe.analysis.cases import Case
+    from wsemoe.analysis.invariants import REGISTRY
+    from wsemoe.config.loader import load_config
+
+    cfg = load_config({"name": "spread", "hardware": {"preset": "cs3", "weight_source": "sram"},
+                       "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 8192},
+                       "axes": {"hardware.pipeline_wafers": [16, 48], "workload.B": [1, 4]}})
+    assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "pass"
+    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap: (
+        (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack))))
+    assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "fail"
+
+
+def test_cerebras_rows_hold_and_the_capacity_fit_sits_at_its_boundary():
+    """The Cerebras validate rows at the preset: every check inside its band, the 20B row fitted; one 16-byte line
+    more per PE's program and the 20B model no longer fits one CS-3 (the fit is the largest value that fits)."""
+    from wsemoe.validate.cerebras import cerebras_rows, fit_program_bytes, models, wafers_needed
+
+    rows = {r["id"]: r for r in cerebras_rows()}
+    assert all(r["ok"] for r in rows.values()), [r["id"] for r in rows.values() if not r["ok"]]
+    assert rows["cerebras.wafers:dense-20b"]["kind"] == "fitted"
+    assert {rows[f"cerebras.wafers:{n}"]["value"] for n in ("llama-3.1-8b", "llama-3.1-70b")} == {0.0}
+    fit = fit_program_bytes()
+    assert wafers_needed(models()["dense-20b"], fit) == 1.0
+    assert wafers_needed(models()["dense-20b"], fit + 16.0) == 2.0

@@ -1,0 +1,154 @@
+"""Verified reads (issue 18): every reader and the up-to-date check refuse a part changed in place, once
+hashed a part is not hashed again until it changes, and `--resume` recomputes just the damaged part."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wsemoe.cli import app
+from wsemoe.sweep import ledger, store, verified
+from wsemoe.sweep.run import run_sweep
+
+CFG = {"name": "tv", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+       "axes": {"workload.G": list(range(1, 13)), "workload.B": [1, 2]},
+       "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tv.yaml").write_text(yaml.safe_dump(CFG))
+    assert run_sweep("tv.yaml", out_root="results", chunk_size=8).manifest["chunks"] == 3
+    return tmp_path / "results" / "tv"
+
+
+def _flip(part: Path, at: int = 64) -> None:
+    """One byte changed inside the first column's data pages: same size, the parquet footer still reads."""
+    data = bytearray(part.read_bytes())
+    data[at] ^= 0x5A
+    part.write_bytes(bytes(data))
+
+
+def _one_line(result, *needles):
+    text = result.output.strip()
+    assert result.exit_code != 0 and len(text.splitlines()) == 1 and text.startswith("error: "), text
+    for n in needles:
+        assert n in text, (n, text)
+
+
+READERS = [["show", "results/tv"], ["show", "results/tv", "--all", "-F", "csv"], ["plot", "results/tv"],
+           ["plot", "results/tv", "--only", "roofline"], ["report", "results/tv"],
+           ["compare", "results/tv", "results/tv"], ["eval", "results/tv", "--point", "3"], ["readings", "results/tv"],
+           ["export", "traffic", "results/tv", "--point", "3", "-o", "ex"]]
+
+
+def test_a_part_changed_in_place_is_refused_by_every_reader_and_the_up_to_date_check(results, runner):
+    part = results / "points.parquet" / store.part_name(8, 16)
+    import pyarrow.parquet as pq
+
+    rows = pq.read_metadata(part).num_rows
+    _flip(part)
+    assert pq.read_metadata(part).num_rows == rows  # the footer is intact: only the checksum can tell
+    for argv in READERS:
+        _one_line(runner.invoke(app, argv), part.name, "wsemoe sweep", "--resume")
+    ls = runner.invoke(app, ["ls", "results"])
+    assert "damaged" in ls.output and part.name in "".join(ls.output.split()), ls.output  # (wrapped to the width)
+    assert not store.is_up_to_date(results, store.read_manifest(results)["config_hash"])
+    r = runner.invoke(app, ["sweep", "tv.yaml"])
+    assert r.exit_code == 0 and "up to date" not in r.output, r.output
+
+
+def test_a_readings_folder_changed_since_written_is_not_read(results, runner):
+    """readings/ is read only while each file matches its ledger checksum: an edited one is not shown as the
+    comparison's robustness (show says why), and the next run refuses to replace it."""
+    from wsemoe.analysis import readings
+
+    assert runner.invoke(app, ["readings", "results/tv", "--only", "attn_kernel"]).exit_code == 0
+    config_hash = store.read_manifest(results)["config_hash"]
+    assert readings.load(results, config_hash) is not None
+    values = results / "readings" / "values.csv"
+    text = values.read_text()
+    values.write_text(text.replace(",1.0", ",9.0", 1) if ",1.0" in text else text + "0,edited,x,9\n")
+    assert readings.load(results, config_hash) is None
+    shown = runner.invoke(app, ["show", "results/tv"]).output
+    assert "not shown" in shown and "changed since wsemoe wrote it" in " ".join(shown.split()), shown
+    _one_line(runner.invoke(app, ["readings", "results/tv", "--only", "attn_kernel"]), "values.csv", "changed since")
+
+
+@pytest.mark.parametrize("name", ["pareto.csv", "config.yaml", "comparison.csv"])
+def test_a_small_file_changed_in_place_is_refused(name, results, runner):
+    _flip(results / name, at=3)
+    _one_line(runner.invoke(app, ["show", "results/tv"]), name)
+
+
+def test_resume_recomputes_just_the_damaged_part(results, runner):
+    man = json.loads((results / "manifest.json").read_text())
+    parts = sorted((results / "points.parquet").iterdir())
+    kept = {p.name: os.stat(p).st_ino for p in parts}
+    _flip(parts[1])
+    r = runner.invoke(app, ["sweep", "tv.yaml", "--resume"])
+    assert r.exit_code == 0 and "recomputed 1 damaged part(s) (8 points)" in r.output, r.output
+    assert json.loads((results / "manifest.json").read_text()) == man  # the same bytes again: nothing else moves
+    now = {p.name: os.stat(p).st_ino for p in sorted((results / "points.parquet").iterdir())}
+    assert {n for n in now if now[n] != kept[n]} == {parts[1].name}
+    store.load_manifest(results)
+    assert runner.invoke(app, ["show", "results/tv"]).exit_code == 0
+
+
+def test_resume_of_a_damaged_search_replays_it(tmp_path, runner, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = {**CFG, "name": "ts", "compare": None, "search": {"evaluations": 12, "seed": 2, "population": 6}}
+    (tmp_path / "ts.yaml").write_text(yaml.safe_dump({k: v for k, v in cfg.items() if v is not None}))
+    res = run_sweep("ts.yaml", out_root="results", chunk_size=6)
+    _flip(sorted((res.path / "points.parquet").iterdir())[0])
+    r = runner.invoke(app, ["sweep", "ts.yaml", "--resume", "-q"])
+    assert r.exit_code == 0, r.output
+    assert store.load_manifest(res.path)["points"] == 12
+
+
+def test_a_verified_part_is_hashed_once_until_it_changes(results, monkeypatch):
+    calls = []
+    real = ledger.sha256_file
+    monkeypatch.setattr(ledger, "sha256_file", lambda p: calls.append(Path(p).name) or real(p))
+    man = store.load_manifest(results)
+    first = len(calls)
+    assert first == len(man["parts"]) + len(man["files"])  # every part and small file, once
+    store.load_manifest(results)
+    assert len(calls) == first  # nothing hashed again: size, inode, times unchanged
+    part = results / "points.parquet" / man["parts"][0]["file"]
+    st = os.stat(part)
+    _flip(part)
+    os.utime(part, ns=(st.st_atime_ns, st.st_mtime_ns))  # the modification time put back: ctime still moved
+    with pytest.raises(Exception, match="does not match its checksum"):
+        store.load_manifest(results)
+
+
+def test_the_cache_is_untrusted(results):
+    man = store.load_manifest(results)
+    cache = verified._cache_file(results)
+    assert cache.is_file()
+    body = json.loads(cache.read_text())
+    part = man["parts"][0]["file"]
+    _flip(results / "points.parquet" / part)
+    st = os.stat(results / "points.parquet" / part)
+    # A forged entry claiming the changed file verified is keyed by what the file was, not what it is now.
+    body["files"][f"points.parquet/{part}"] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, 0,
+                                               man["parts"][0]["sha256"]]
+    cache.write_text(json.dumps(body))
+    with pytest.raises(Exception, match="does not match its checksum"):
+        store.load_manifest(results)
+    for garbage in ("{", "[]", '{"folder": 1, "files": {}}', "x" * 100):
+        cache.write_text(garbage)
+        with pytest.raises(Exception, match="does not match its checksum"):
+            store.load_manifest(results)
+    other = results.with_name("copy")
+    import shutil
+
+    shutil.copytree(results, other)
+    with pytest.raises(Exception, match="does not match its checksum"):
+        store.load_manifest(other)  # another path: another cache entry, hashed afresh

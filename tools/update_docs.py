@@ -1,0 +1,28 @@
+"""Regenerate the generated parts of this repository's docs from the code: the validate record in
+docs/sources.md and README.md (between their markers) and docs/config.md. A developer's tool (`make docs`),
+not a wsemoe command: wsemoe itself never edits a file it did not write; tests fail when these parts are stale."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from wsemoe.report.configdoc import reference_text
+from wsemoe.validate import record, run_all
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    rows = run_all()
+    for name in ("docs/sources.md", "README.md"):
+        page = ROOT / name
+        page.write_text(record.replace(page.read_text(), rows))
+        sys.stdout.write(f"validate record of {name} regenerated\n")
+    (ROOT / "docs" / "config.md").write_text(reference_text("markdown"))
+    sys.stdout.write("docs/config.md regenerated\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""A sweep evaluated under its readings: the sweep as configured, every combination of the readings it can
+vary (full factorial), and each reading moved alone from the configured sweep; written to results/<name>/readings/.
+
+Every run is the whole sweep re-evaluated, because a reading moves the best design too (attention memory
+changes which batch fits): the quantities are those of `analysis.sampled` (per comparison group the best and
+baseline metric, their ratio, the tuned axis values; per sweep each objective's best). Runs that are the same
+config (an option equal to the configured value) are evaluated once. `analysis.robustness` reads the result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from wsemoe.analysis.sampled import Sampled
+from wsemoe.config import readings as registry
+from wsemoe.config.loader import load_config
+from wsemoe.errors import ConfigError, ResultsError
+from wsemoe.sweep import ledger, writer
+from wsemoe.sweep.compare import group_keys
+
+FOLDER = "readings"  # inside a results folder (a slot of `readings` in sweep/ownership.RESULTS_SLOTS)
+FILES = ("runs.csv", "values.csv", "meta.json")
+MAX_COMBINATIONS = 512  # a full factorial beyond this is refused: fix some readings (--set) or pick some (--only)
+AUTO_BUDGET = 2_000_000  # point evaluations `wsemoe sweep` spends on its comparison's readings unasked
+SRAM_COST = 1000  # node-level point evaluations one SRAM-serving point costs (its layouts and PE operators; bench/)
+
+
+@dataclass
+class Readings:
+    """Runs (one row per evaluated sweep: which option of each varied reading, and its role), the quantities
+    of each run (long: run, quantity, group, value) and what was done (statuses, hashes, counts)."""
+
+    runs: pd.DataFrame
+    values: pd.DataFrame
+    meta: dict
+
+    @property
+    def varied(self) -> list[str]:
+        return [s["name"] for s in self.meta["readings"] if s["state"] == "varied"]
+
+    def summary(self) -> pd.DataFrame:
+        """Per quantity and group: as configured, at the default readings, range, flips, hinge (analysis.robustness)."""
+        from wsemoe.analysis import robustness
+
+        return robustness.summarize(self)
+
+    def statement(self, quantity: str | None = None) -> list[str]:
+        """The comparison's robustness in one line (and notes), as `wsemoe show` prints it."""
+        from wsemoe.analysis import robustness
+
+        return robustness.statement(self, quantity=quantity)
+
+
+def plan(cfg, only=(), fixed=None, readings=None) -> tuple[list[dict], list[registry.Status], dict]:
+    """(status rows for every reading, the varied statuses, the fixed choice): `fixed` readings are set for
+    every run and not varied; `only` limits which readings vary."""
+    readings = registry.load() if readings is None else readings
+    registry.select(readings, only)
+    fixed = dict(fixed or {})
+    registry.select(readings, list(fixed), ("--set",))
+    rows, varied = [], []
+    for st in registry.plan(cfg, readings):
+        r = st.reading
+        row = {"name": r.name, "state": st.state, "detail": st.detail, "configured": st.configured,
+               "default": r.default, "options": list(r.options), "question": r.question}
+        if st.varied and r.name in fixed:
+            row.update(state="fixed", detail=f"fixed at {fixed[r.name]} for every run")
+        elif st.varied and only and r.name not in only:
+            row.update(state="held", detail="held as configured (not in --only)")
+        elif st.varied:
+            varied.append(st)
+        elif r.name in fixed:
+            raise ConfigError(f"{r.name} is {st.state} for this sweep: {st.detail}", loc=("--set", r.name))
+        rows.append(row)
+    return rows, varied, fixed
+
+
+def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
+    """The runs as (role, choice): the sweep as configured ({}), the full factorial ("combination"), then each
+    reading moved alone to an option the sweep does not already have ("alone"); a choice is {reading: option}
+    on top of the configured sweep."""
+    names = [st.reading.name for st in varied]
+    combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
+    if len(combos) > MAX_COMBINATIONS:
+        raise ConfigError(f"{len(combos):,} combinations of {len(names)} readings exceed {MAX_COMBINATIONS}; "
+                          "vary fewer (--only) or fix some (--set name=option)", loc=("readings",))
+    runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
+    for st in varied:
+        runs += [("alone", {st.reading.name: o}) for o in st.reading.options if o != st.configured]
+    return runs
+
+
+def configs(config, only=(), fixed=None, readings=None) -> list[tuple[dict, object]]:
+    """({reading: option}, SweepConfig) of every combination of the readings a sweep can vary: what a study
+    (calibration per reading, a validation row's range) evaluates under each reading."""
+    readings = registry.load() if readings is None else readings
+    cfg = load_config(config)
+    _, varied, fixed = plan(cfg, only, fixed, readings)
+    base = registry.apply(cfg, fixed, readings) if fixed else cfg
+    combos = [c for role, c in design(varied) if role == "combination"] if varied else [{}]
+    return [(c, registry.apply(base, c, readings) if c else base) for c in combos]
+
+
+def _label(choice: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
+
+
+def _execute(runs: list[dict], names: list[str], configured: dict, evaluate_run, on_progress=None):
+    """(runs table, long values, evaluations) of a design; `evaluate_run(choice)` gives (key, {quantity:
+    {group: value}}) and runs with one key (the same configs) are evaluated once."""
+    cache: dict = {}
+    table, values = [], []
+    for i, (role, choice) in enumerate(runs):
+        key, fn = evaluate_run(choice)
+        if key not in cache:
+            cache[key] = fn()
+        table.append({"run": i, "role": role, "label": _label(choice), "key": str(key),
+                      **{n: choice.get(n, configured[n]) for n in names}})
+        values += [{"run": i, "quantity": q, "group": g, "value": v}
+                   for q, per in cache[key].items() for g, v in per.items()]
+        if on_progress:
+            on_progress(i + 1, len(runs))
+    return pd.DataFrame(table), pd.DataFrame(values), len(cache)
+
+
+def _quantities(cfg) -> dict:
+    """{quantity: {group label: value}} of one sweep (analysis.sampled at the sweep's own values)."""
+    sampled = Sampled(cfg, [])
+    labels = sampled.group_labels()
+    out = {}
+    for q, arr in sampled.evaluate(np.zeros((1, 0))).items():
+        per_group = arr.shape[1] == len(labels) and not q.startswith("sweep_")
+        out[q] = {g: float(arr[0, j]) for j, g in enumerate(labels if per_group else ["sweep"])}
+    return out
+
+
+def evaluate(config, only=(), fixed=None, readings=None, on_progress=None) -> Readings:
+    """Every run of the sweep's readings design (nothing is written)."""
+    t0 = time.perf_counter()
+    readings = registry.load() if readings is None else readings
+    cfg = load_config(config)
+    rows, varied, fixed = plan(cfg, only, fixed, readings)
+    base = registry.apply(cfg, fixed, readings) if fixed else cfg
+    names = [st.reading.name for st in varied]
+
+    def one(choice):
+        run_cfg = registry.apply(base, choice, readings) if choice else base
+        return run_cfg.config_hash(), lambda: _quantities(run_cfg)
+
+    runs = design(varied)
+    table, values, evaluated = _execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
+                                        on_progress)
+    meta = {"config_hash": cfg.config_hash(), "registry_hash": registry.registry_hash(readings),
+            "name": cfg.name, "readings": rows, "fixed": fixed, "varied": names,
+            "combinations": int((table["role"] == "combination").sum()), "runs": len(runs),
+            "evaluated": evaluated, "points": cfg.size(), "evaluations": evaluated * cfg.size(),
+            "comparison": _comparison(cfg), "seconds": round(time.perf_counter() - t0, 3)}
+    return Readings(table, values, meta)
+
+
+def _comparison(cfg) -> dict | None:
+    """What the sweep compares (for the robustness statement): its name, metric, sides and tuned axes' extents."""
+    cmp = cfg.compare
+    if cmp is None:
+        return None
+    over = group_keys(cfg)[1]
+    extents = {}
+    for axis in over:
+        vals = [v for g in [cfg.axes, *cfg.zip] for v in g.get(axis, [])]
+        if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            extents[axis.split(".")[-1]] = {"axis": axis, "max": max(vals), "count": len(set(vals))}
+    return {"name": cmp.name, "metric": cmp.metric, "baseline": {k: str(v) for k, v in cmp.baseline.items()},
+            "candidate": {k: str(v) for k, v in cmp.candidate.items()}, "extents": extents,
+            "quantity": f"speedup_vs_{cmp.name}"}
+
+
+def cost(config, only=(), fixed=None, readings=None) -> tuple[int, int]:
+    """(runs, point evaluations at most) of the readings design, without evaluating anything."""
+    cfg = load_config(config)
+    _, varied, _ = plan(cfg, only, fixed, readings)
+    runs = len(design(varied))
+    weight = SRAM_COST if "sram" in registry.sweep_values(cfg, "hardware.weight_source") else 1
+    return runs, runs * cfg.size() * weight
+
+
+def write(result: Readings, results_path, force: bool = False) -> Path:
+    """runs.csv, values.csv and meta.json into <results>/readings/, atomically, replacing an earlier analysis
+    (built beside, then swapped in; `sweep/writer.py` refuses anything wsemoe did not write)."""
+    return writer.write_folder(Path(results_path) / FOLDER, dict(zip(FILES, (
+        result.runs.to_csv(index=False), result.values.to_csv(index=False),
+        json.dumps(result.meta, indent=2, default=str)))), "readings", force)
+
+
+def load(results_path, config_hash: str | None = None, readings=None) -> Readings | None:
+    """The readings analysis stored in a results folder, or None (absent, unreadable, changed since wsemoe wrote
+    it (each file against its checksum in the folder's ledger), or stale: made for another config or under
+    another registry of readings)."""
+    folder = Path(results_path) / FOLDER
+    if not ledger.intact(folder, FILES, "readings"):
+        return None
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+        runs = pd.read_csv(folder / "runs.csv", dtype={"label": str})
+        values = pd.read_csv(folder / "values.csv", dtype={"group": str})
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+    if config_hash is not None and meta.get("config_hash") != config_hash:
+        return None
+    if meta.get("registry_hash") != registry.registry_hash(registry.load() if readings is None else readings):
+        return None
+    return Readings(runs, values, meta)
+
+
+def run(target, out_root="results", only=(), fixed=None, on_progress=None, force: bool = False) -> tuple[Readings, Path]:
+    """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
+    are brought up to date first) or a results folder (its config.yaml); the readings/ folder is checked
+    before anything is evaluated."""
+    from wsemoe.sweep import store
+    from wsemoe.sweep.run import run_sweep
+
+    if Path(target).is_dir():
+        store.load_manifest(target)
+        path, cfg = Path(target), load_config(Path(target) / "config.yaml")
+    else:
+        res = run_sweep(target, out_root=out_root)
+        path, cfg = res.path, res.config
+    writer.check_folder(path / FOLDER, "readings", force)
+    result = evaluate(cfg, only, fixed, on_progress=on_progress)
+    return result, write(result, path, force)
+
+
+def parse_choices(items) -> dict[str, str]:
+    """{reading: option} from `name=option` strings (the --set option)."""
+    out = {}
+    for item in items or ():
+        name, eq, option = str(item).partition("=")
+        if not eq or not name or not option:
+            raise ConfigError(f"'{item}' is not name=option (e.g. attn_kernel=flash)", loc=("--set",))
+        out[name.strip()] = option.strip()
+    return out
+
+
+def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
+    """After a sweep with a comparison: its readings analysis brought up to date when the runs cost at most
+    `budget` point evaluations; the line to print about it ('' when nothing was to do)."""
+    if cfg.compare is None or load(path, cfg.config_hash()) is not None:
+        return ""
+    if cfg.search is not None:
+        return "robustness over readings: not computed for a search (every run needs the whole grid)"
+    runs, evaluations = cost(cfg)
+    if evaluations > budget:
+        heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
+        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "
+                f"{budget:,} evaluations); `wsemoe readings {path}` computes it")
+    try:
+        writer.check_folder(Path(path) / FOLDER, "readings")
+    except ResultsError as exc:  # the sweep itself is done: say why its robustness is not written
+        return f"robustness over readings: not written: {exc.line()}"
+    result = evaluate(cfg)
+    write(result, path)
+    return f"readings: {result.meta['combinations']} combinations evaluated in {result.meta['seconds']:.1f} s"
+
+
+def _folder_plan(cfgs: list, labels: list[str], readings) -> tuple[list[dict], list[registry.Status], list[dict]]:
+    """Readings varied across results folders: varied in some folder and configured alike wherever varied
+    (a reading the folders set differently is what they compare: held). Also each folder's varied names."""
+    plans = [{st.reading.name: st for st in registry.plan(c, readings)} for c in cfgs]
+    rows, varied = [], []
+    for name, r in readings.items():
+        where = [(lab, p[name]) for lab, p in zip(labels, plans) if p[name].varied]
+        row = {"name": name, "state": "not applicable", "detail": plans[0][name].detail, "configured": None,
+               "default": r.default, "options": list(r.options), "question": r.question}
+        kinds = {st.configured for _, st in where}
+        if where and len(kinds) == 1:
+            row.update(state="varied", detail="", configured=where[0][1].configured)
+            varied.append(where[0][1])
+        elif where:
+            row.update(state="held", detail="differs between the folders (" + ", ".join(
+                f"{lab}: {st.configured}" for lab, st in where) + "): it is what they compare")
+        elif any(p[name].state == "pending" for p in plans):
+            row.update(state="pending", detail=r.pending)
+        rows.append(row)
+    names = [st.reading.name for st in varied]
+    return rows, varied, [{n for n in names if p[n].varied} for p in plans]
+
+
+def _best_per_group(cfg, group: list[str], metric: str, sense: str) -> dict:
+    """{group label: best feasible metric} of one sweep, evaluated whole."""
+    from wsemoe.sweep import chunked
+
+    df = chunked.evaluate(cfg)
+    df = df[np.asarray(df["feasible"], dtype=bool)]
+    if not group:
+        return {"all": float(df[metric].max() if sense == "max" else df[metric].min()) if len(df) else np.nan}
+    best = df.groupby(group, sort=False, observed=True)[metric].agg(sense)
+    keys = best.index if len(group) > 1 else [(k,) for k in best.index]
+    # a zipped partner (the expert width a sparsity helper sets) follows its leader: the readings move it
+    partners = {p for z in cfg.zip for p in list(z)[1:] if list(z)[0] in group}
+    shown = [i for i, c in enumerate(group) if c not in partners]
+    return {group_label([group[i] for i in shown], [k[i] for i in shown]): float(v)
+            for k, v in zip(keys, best.to_numpy())}
+
+
+def group_label(group: list[str], key) -> str:
+    """'tokens_per_device=8' for a group of crossrun comparisons."""
+    return ", ".join(f"{c.split('.')[-1]}={v:g}" if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                     else f"{c.split('.')[-1]}={v}" for c, v in zip(group, key))
+
+
+def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET):
+    """The ratios of a `wsemoe compare` of results folders under every combination of their readings
+    (each folder's sweep re-evaluated whole); a line saying why not when that costs more than `budget`."""
+    t0 = time.perf_counter()
+    readings = registry.load() if readings is None else readings
+    cfgs = [load_config(Path(p) / "config.yaml") for p in paths]
+    labels, metric, sense = comparison.labels, comparison.metric, comparison.sense
+    rows, varied, per_folder = _folder_plan(cfgs, labels, readings)
+    runs = design(varied)
+    total = len(runs) * sum(c.size() for c in cfgs)
+    if total > budget:
+        return (f"robustness over readings: not computed ({len(runs)} runs × {sum(c.size() for c in cfgs):,} points "
+                f"exceed {budget:,} evaluations)")
+
+    def one(choice):
+        moved = [registry.apply(c, {n: o for n, o in choice.items() if n in mine}, readings) if choice else c
+                 for c, mine in zip(cfgs, per_folder)]
+
+        def fn():
+            best = [_best_per_group(c, comparison.group, metric, sense) for c in moved]
+            return {f"{lab}/{labels[0]}:{metric}": {g: b[g] / best[0][g] for g in best[0] if g in b}
+                    for lab, b in zip(labels[1:], best[1:])}
+        return tuple(c.config_hash() for c in moved), fn
+
+    table, values, evaluated = _execute(runs, [st.reading.name for st in varied],
+                                        {st.reading.name: st.configured for st in varied}, one)
+    first = f"{labels[1]}/{labels[0]}"
+    meta = {"name": " vs ".join(labels), "readings": rows, "fixed": {}, "varied": [st.reading.name for st in varied],
+            "combinations": int((table["role"] == "combination").sum()), "runs": len(runs), "evaluated": evaluated,
+            "points": sum(c.size() for c in cfgs), "evaluations": evaluated * sum(c.size() for c in cfgs),
+            "comparison": {"name": first, "metric": metric, "quantity": f"{first}:{metric}", "extents": {}},
+            "seconds": round(time.perf_counter() - t0, 3)}
+    return Readings(table, values, meta)

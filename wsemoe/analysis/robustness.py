@@ -1,0 +1,184 @@
+"""What a sweep's readings do to each quantity: its value as configured and at the default readings, its range
+over every combination, the readings that flip a comparison, and the reading it hinges on.
+
+Definitions (docs/cost-model.md, Readings):
+- a ratio (a comparison's `speedup_vs_<name>`) has a side: ahead (> 1 + TIE), even, or behind (< 1/(1 + TIE));
+  a reading flips it when one of its options, every other reading as configured, puts the ratio on another
+  side than the configured sweep's;
+- the main effect of a reading is the spread of its marginal means over the full factorial: for each option,
+  the mean over every combination that has it, of log(value) for positive quantities (a factor, shown ×) or of
+  the value otherwise; the largest main effect names the reading the quantity hinges on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
+RATIO = "speedup_vs_"
+
+
+def is_ratio(quantity: str) -> bool:
+    """A comparison's ratio: a sweep's speedup_vs_<name>, or a cross-run 'b/a:metric'."""
+    return quantity.startswith(RATIO) or "/" in quantity
+
+
+def side(x: float) -> str:
+    """'ahead', 'even' or 'behind' of a ratio; '' when undefined."""
+    if not np.isfinite(x):
+        return ""
+    return "ahead" if x > 1 + TIE else "behind" if x < 1 / (1 + TIE) else "even"
+
+
+def _effects(sub: pd.DataFrame, names: list[str], logscale: bool) -> dict[str, float]:
+    """Main effect of each reading over the factorial rows `sub` (columns: readings, value)."""
+    y = np.log(sub["value"]) if logscale else sub["value"]
+    out = {}
+    for n in names:
+        means = y.groupby(sub[n].astype(str)).mean()
+        out[n] = float(means.max() - means.min()) if len(means) > 1 else 0.0
+    return out
+
+
+def summarize(result) -> pd.DataFrame:
+    """One row per quantity and group (see the module docstring for each column's meaning)."""
+    runs, values, names = result.runs, result.values, result.varied
+    defaults = {s["name"]: s["default"] for s in result.meta["readings"]}
+    merged = values.merge(runs, on="run")
+    fact = merged[merged["role"] == "combination"]
+    rows = []
+    for (q, g), d in merged.groupby(["quantity", "group"], sort=False):
+        conf = d.loc[d["role"] == "configured", "value"]
+        conf = float(conf.iloc[0]) if len(conf) else math.nan
+        f = fact[(fact["quantity"] == q) & (fact["group"] == g)]
+        ok = f[np.isfinite(f["value"])]
+        dflt = ok
+        for n in names:
+            dflt = dflt[dflt[n].astype(str) == str(defaults[n])]
+        logscale = bool(len(ok)) and bool((ok["value"] > 0).all())
+        eff = _effects(ok, names, logscale) if len(ok) and names else {}
+        small = math.log1p(TIE) if logscale else 1e-12  # an effect below the tie band names no hinge
+        hinge = max(eff, key=eff.get) if eff and max(eff.values()) > small else ""
+        row = {"quantity": q, "group": g, "configured": conf,
+               "default": float(dflt["value"].iloc[0]) if len(dflt) else math.nan,
+               "low": float(ok["value"].min()) if len(ok) else math.nan,
+               "high": float(ok["value"].max()) if len(ok) else math.nan,
+               "combinations": len(f), "undefined": int(len(f) - len(ok)),
+               "hinge": hinge, "effect": _factor(max(eff.values()), logscale) if eff else math.nan,
+               "log_effect": logscale,
+               "effects": "; ".join(f"{n} {_shown(e, logscale)}" for n, e in sorted(eff.items(), key=lambda kv: -kv[1])),
+               "flips": "", "flipped": 0}
+        if is_ratio(q):
+            ref = side(conf)
+            alone = d[d["role"] == "alone"]
+            row["flips"] = "; ".join(f"{lab} ({ratio(v)}, {side(v) or 'undefined'})"
+                                     for lab, v in zip(alone["label"], alone["value"]) if side(v) != ref)
+            row["flipped"] = int(sum(side(v) != ref for v in f["value"]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _factor(effect: float, logscale: bool) -> float:
+    """A main effect as shown: a factor for log-scale quantities, a difference otherwise."""
+    return math.exp(effect) if logscale else effect
+
+
+def _shown(effect: float, logscale: bool) -> str:
+    return f"{math.exp(effect):.3g}×" if logscale else f"{effect:.3g}"
+
+
+def edges(result, group: str) -> list[str]:
+    """Tuned values that sit at the largest value their axis sweeps, in some run: the axis, not the model,
+    may be what caps them (e.g. uniform batching's B under a kernel that frees attention memory)."""
+    cmp = result.meta.get("comparison") or {}
+    out = []
+    merged = result.values.merge(result.runs, on="run")
+    for short, ext in (cmp.get("extents") or {}).items():
+        if ext["count"] < 3:
+            continue
+        for sidename in ("baseline", "best"):
+            d = merged[(merged["quantity"] == f"{sidename}_{short}") & (merged["group"] == group)]
+            hit = d[np.isclose(d["value"], float(ext["max"]))]
+            if len(hit):
+                roles = hit[hit["role"] != "combination"]["label"].tolist() or hit["label"].tolist()[:1]
+                out.append(f"{'candidate' if sidename == 'best' else 'baseline'} {ext['axis']} at its largest swept "
+                           f"value ({ext['max']:g}) in {len(hit)} of {len(d)} runs ({', '.join(roles[:3])})")
+    return out
+
+
+def headline(summary: pd.DataFrame, quantity: str) -> pd.Series | None:
+    """The group a comparison's claim is read at: where the configured ratio is furthest from 1."""
+    d = summary[summary["quantity"] == quantity]
+    d = d[np.isfinite(d["configured"]) & (d["configured"] > 0)]
+    if not len(d):
+        return None
+    return d.loc[np.abs(np.log(d["configured"])).idxmax()]
+
+
+def statement(result, summary: pd.DataFrame | None = None, quantity: str | None = None) -> list[str]:
+    """The robustness of a comparison in one line (and a line per axis edge): value as configured and at the
+    default readings, range over the combinations, what flips it, what it hinges on."""
+    cmp = result.meta.get("comparison") or {}
+    quantity = quantity or cmp.get("quantity")
+    summary = summarize(result) if summary is None else summary
+    row = headline(summary, quantity) if quantity else None
+    if row is None:
+        return [f"{quantity or 'the sweep'}: no comparison defined at every reading"] if quantity else []
+    n = row["combinations"]
+    groups = summary[summary["quantity"] == quantity]
+    if not result.varied:
+        states = [s["state"] for s in result.meta["readings"]]
+        return [f"{quantity}: {ratio(row['configured'])} as configured; no reading varies for this sweep ("
+                + ", ".join(f"{states.count(k)} {k}" for k in dict.fromkeys(states)) + ")"]
+    where = f" at {row['group']}" if len(groups) > 1 else ""
+    fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
+    text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]
+    if not math.isclose(row["default"], row["configured"], rel_tol=1e-9) or not np.isfinite(row["default"]):
+        text.append(f"{ratio(row['default'])} at the default readings")
+    else:
+        text[0] += " (= the default readings)"
+    text.append(f"{ratio(row['low'])}–{ratio(row['high'])} over {n} combination{'' if n == 1 else 's'} of "
+                f"{', '.join(result.varied) or 'no reading'}" + (f" ({row['undefined']} undefined)" if row["undefined"] else ""))
+    text.append(f"flips from {side(row['configured']) or 'undefined'} with {row['flips']}" if row["flips"]
+                else f"no reading alone flips it ({row['flipped']} of {n} combinations do)")
+    if row["hinge"]:
+        shown = f"{row['effect']:.3g}×" if row["log_effect"] else f"{row['effect']:.3g}"
+        text.append(f"hinges on {row['hinge']} (main effect {shown})")
+    elsewhere = _elsewhere(summary, quantity, row["group"])
+    if elsewhere:
+        text.append(f"elsewhere {elsewhere}")
+    lines = ["; ".join(text)]
+    if len(groups) > 1:
+        lines.append(f"{quantity}: candidate ahead in {_ahead(result, quantity)}")
+    return lines + [f"note: {e}" for e in edges(result, row["group"])]
+
+
+def _elsewhere(summary: pd.DataFrame, quantity: str, group: str) -> str:
+    """Readings that flip the ratio alone in other groups than the headline's: 'x=y flips it at g1, g2'."""
+    where: dict[str, list[str]] = {}
+    for _, r in summary[(summary["quantity"] == quantity) & (summary["group"] != group)].iterrows():
+        for item in filter(None, r["flips"].split("; ")):
+            where.setdefault(item.rsplit(" (", 1)[0], []).append(str(r["group"]))
+    return "; ".join(f"{k} flips it at {', '.join(v)}" for k, v in where.items())
+
+
+def _ahead(result, quantity: str) -> str:
+    """How many groups the candidate is ahead in: as configured, and the fewest and most over the combinations."""
+    d = result.values[result.values["quantity"] == quantity].merge(result.runs, on="run")
+    count = d.assign(ahead=d["value"].map(side) == "ahead").groupby("run")["ahead"].sum()
+    roles = result.runs.set_index("run")["role"]
+    conf = int(count[roles[roles == "configured"].index].iloc[0])
+    fact = count[roles[roles == "combination"].index]
+    groups = d["group"].nunique()
+    span = f"; {int(fact.min())}–{int(fact.max())} over the combinations" if len(fact) else ""
+    return f"{conf} of {groups} groups as configured{span}"
+
+
+def ratio(x: float) -> str:
+    """A ratio as people read it: 1.00×, 0.73×, 18.9×."""
+    if not np.isfinite(x):
+        return "undefined"
+    return f"{x:.2f}×" if abs(x) < 10 else f"{x:.3g}×"

@@ -1,0 +1,181 @@
+"""A commented starting sweep (`wsemoe new`): the sections a sweep file holds, each explained, with the axes
+people sweep first in each mode, chosen so the file runs as written on the hardware it names.
+
+The text is loaded by the sweep loader before it is handed back, so a starter that would not run is an error
+here, not in the user's first `wsemoe sweep`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from wsemoe.config import yamlio
+from wsemoe.config.loader import load_config
+from wsemoe.config.schema import NAME_RE
+from wsemoe.config.single import section_source
+from wsemoe.errors import ConfigError
+from wsemoe.version import __version__
+
+MODES = ("train", "prefill", "decode")
+TP_CHOICES = (1, 2, 4, 8, 16)
+
+WORKLOAD = {
+    "train": """\
+# What runs: one micro-batch of G·B sequences per attention group. Attention runs in G tiles of B sequences
+# (batch tiling on attention, BTA: its memory grows with B·S², so B stays small), the router and experts
+# once on all G·B sequences (their efficiency grows with tokens per expert). train = forward + backward.
+workload:
+  mode: train
+  seq_len: 8192               # sequence length S, tokens
+  recompute: full             # activations kept for backward: none | selective | full (layer inputs only)
+  attn_kernel: materialized   # attention scores held as S×S per head (materialized) or tiled (flash)
+  # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
+  # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
+  # expert_weight_format: fp4 # routed experts
+""",
+    "prefill": """\
+# What runs: the prefill of G·B prompts of seq_len tokens per attention group, in G attention tiles of B
+# prompts; router and experts run once on all of them. Its step time is the time to first token (ttft_s).
+workload:
+  mode: prefill
+  seq_len: 4096               # prompt length S, tokens (swept below)
+  attn_kernel: flash          # attention scores tiled (flash) or held as S×S per head (materialized)
+  # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
+  # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
+  # expert_weight_format: fp4 # routed experts
+""",
+    "decode": """\
+# What runs: one decode step of G·B sequences per attention group, each with a context of seq_len tokens in
+# its KV cache; every step gives each sequence its next token, so the step time is the time per output token
+# (tpot_s) and tokens_per_s_per_user = 1 / tpot_s. With prompt_len, each point also carries the time to first
+# token (ttft_s): the prefill of its batch's prompts at that length (docs/cost-model.md, serving metrics).
+workload:
+  mode: decode
+  seq_len: 4096               # context length, tokens (it holds the prompt)
+  prompt_len: 1024            # prompt length behind ttft_s, tokens
+  # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
+  # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
+  # expert_weight_format: fp4 # routed experts
+""",
+}
+
+AXES = {
+    "train": """\
+  workload.B: {range: [1, 16]}      # attention batch: sequences per attention tile
+  workload.G: {pow2: [1, 64]}       # batch-tiling factor; G = 1 is uniform batching (the baseline below)
+""",
+    "prefill": """\
+  workload.seq_len: [1024, 2048, 4096, 8192]   # prompt length
+  workload.B: {pow2: [1, 64]}                  # prompts per attention tile
+""",
+    "decode": """\
+  workload.B: {pow2: [1, 256]}      # sequences per attention tile: latency (small) against throughput (large)
+""",
+}
+
+AXES_HEAD = ("# The design space: every combination of these values is one point. Keys are dotted spec paths; values\n"
+             "# are lists, {range: [a, b]} (inclusive) or {pow2: [a, b]}; hardware and model take preset names.\naxes:\n")
+COMMENT_AT = 36  # column of the comments after axis values
+
+GOALS = {
+    "train": """\
+# Objectives: the Pareto front keeps the points no other point beats on all of them.
+objectives: {mfu: max, mem_peak_node_bytes: min}
+# Best point per group of the other axes against the best with G = 1: the speedup_vs_uniform column.
+compare: {name: uniform, baseline: {workload.G: 1}}
+# Sparsity at constant active parameters (E or top-k varied, expert width scaled to keep k·F):
+# sparsity: {vary: num_experts_per_tok, values: [8, 4, 2, 1], hold: active}
+""",
+    "prefill": """\
+# Objectives: prompt tokens per second against the time to first token.
+objectives: {tokens_per_s: max, ttft_s: min}
+# A latency objective (SLO) as a constraint: points above it are infeasible, their reason says by how much.
+# constraints: [{column: ttft_s, max: 2.0}]
+""",
+    "decode": """\
+# Objectives: aggregate output tokens per second against the time per output token.
+objectives: {tokens_per_s: max, tpot_s: min}
+# Latency objectives (SLOs) as constraints: an infeasible point reads "TPOT 1.3× the SLO (50 ms)".
+# constraints: [{column: tpot_s, max: 0.05}, {column: ttft_s, max: 2.0}]
+""",
+}
+
+
+def starter_text(name: str, hardware, model, mode: str = "train", base_dir: Path | None = None,
+                 file: str | None = None) -> str:
+    """The commented sweep YAML of `name` on `hardware` and `model` (preset names or files) for `mode`,
+    checked by the loader (relative file paths resolve against `base_dir`, the folder it is written to;
+    `file` is how its comments name it, default NAME.yaml)."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigError("a sweep name is 1-100 letters, digits, '.', '_' or '-' (it names the results folder)",
+                          loc=("NAME",))
+    if mode not in MODES:
+        raise ConfigError(f"'{mode}' is not one of {', '.join(MODES)}", loc=("--mode",))
+    base_dir = Path(base_dir or Path.cwd())
+    hw_src, model_src = section_source("hardware", hardware, "--hardware"), section_source("model", model, "--model")
+    hw = load_config({"name": name, "hardware": hw_src, "model": model_src}).hardware
+    text = "\n".join([_head(name, mode, file or f"{name}.yaml"), _section("hardware", hw_src, base_dir), _section("model", model_src, base_dir),
+                      WORKLOAD[mode], _mapping(hw), _balance(), AXES_HEAD + AXES[mode] + _mapping_axes(hw),
+                      GOALS[mode]])
+    load_config({**yamlio.loads(text, source="starter"), "name": name}, base_dir=base_dir)
+    return text
+
+
+def _head(name: str, mode: str, file: str) -> str:
+    return (f"# {name}: a starting {mode} sweep (generated by wsemoe {__version__}: `wsemoe new`).\n"
+            f"# Check it: `wsemoe check {file}` (add --estimate for its run time); run it: `wsemoe sweep {file}`;\n"
+            f"# then `wsemoe show results/{name}`, `wsemoe plot results/{name}`, `wsemoe eval {file} --point N`.\n"
+            "# Every key, its unit and default: docs/config.md (or `wsemoe schema`).\n"
+            f"name: {name}\ndescription: \"{mode} sweep: edit the axes below to ask your own question\"\n")
+
+
+def _section(kind: str, source, base_dir: Path) -> str:
+    """The hardware or model section as written: a preset name, a file's fields, or an imported config.json."""
+    what = {"hardware": "# The machine: a preset (`wsemoe presets` lists them), {preset: name, field: value} to change "
+                        "a figure,\n# or every field written out (docs/config.md, hardware).",
+            "model": "# The model: a preset, {hf_config: path/to/config.json} for a Hugging Face MoE model, or its "
+                     "fields\n# (Hugging Face names; docs/config.md, model)."}[kind]
+    if isinstance(source, dict) and "hf_config" in source:
+        source = {"hf_config": os.path.relpath(source["hf_config"], base_dir)}
+    if isinstance(source, dict):
+        body = yaml.safe_dump({kind: source}, sort_keys=False, default_flow_style=False)
+    else:
+        body = f"{kind}: {source}\n"
+    return f"{what}\n{body}"
+
+
+def _streamed(hw) -> bool:
+    return hw.weight_source == "streamed"
+
+
+def _mapping(hw) -> str:
+    if _streamed(hw):
+        return ("# Mapping: a weight-streaming wafer runs attention and experts over the whole wafer as one group "
+                "(mapping.tp\n# stays unset); weights stream in over its I/O every pass.\nmapping: {}\n")
+    return ("# Mapping: attention runs in tensor-parallel (TP) groups of mapping.tp nodes (swept below), experts "
+            "spread over\n# every node; strategy places the groups: block (contiguous), er (entwined rings: every "
+            "tile of the mesh\n# holds one member of each group, so dispatch stays inside it), her (ER inside "
+            "each wafer), snake, random.\nmapping: {strategy: block}\n")
+
+
+def _balance() -> str:
+    return ("# Expert load: uniform popularity, no balancer. Skewed routing: {distribution: zipf, zipf_s: 0.8}; "
+            "hot experts\n# replicated into spare slots: balancer: replicate (or non-invasive), spare_slots: 1.\n"
+            "balance: {distribution: uniform, balancer: none}\n")
+
+
+def _mapping_axes(hw) -> str:
+    """TP sizes that divide the nodes (a wafer's dies with her) and the placements worth comparing."""
+    if _streamed(hw):
+        return ""
+    wafers = (hw.wafers or (1, 1))[0] * (hw.wafers or (1, 1))[1]
+    per_wafer = hw.rows * hw.cols
+    tps = [t for t in TP_CHOICES if (per_wafer if wafers > 1 else per_wafer * wafers) % t == 0]
+    out = f"  mapping.tp: {tps}".ljust(COMMENT_AT) + "# TP group size, nodes (each divides the nodes)\n"
+    if hw.topology == "mesh":
+        strategies = ["block", "er", "her"] if wafers > 1 else ["block", "er"]
+        out += f"  mapping.strategy: [{', '.join(strategies)}]".ljust(COMMENT_AT) + "# placement of the TP groups\n"
+    return out

@@ -1,0 +1,61 @@
+"""Every output column of some points: the step (with the fabric's communication) and, for inference, the
+serving metrics: time to first token (TTFT), time per output token (TPOT), tokens per second per user.
+
+TPOT is the decode step: each step produces one token for every sequence of the micro-batch. TTFT is the
+prefill of the decode batch's prompts, evaluated by the same cost model in prefill mode at S = prompt_len:
+all G·B prompts of every attention group prefilled together, at the decode point's batch, mapping and
+settings, with no queueing before it (docs/cost-model.md#serving-metrics). The prefill is one more call of
+`step.evaluate` on the same broadcast arrays, so its structures come from the same cache and its cost grows
+with the points, not with a loop over them. Its memory peak is a constraint (`g_mem_prefill`): a TTFT is
+only reported for a prefill that fits.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from wsemoe.cost import step
+from wsemoe.cost.comm import comm_model
+from wsemoe.cost.wafer import serving as sram
+
+
+def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
+    """All output columns of the points described by the namespaces (scalars or broadcast arrays); SRAM serving
+    (weight_source: sram) is the PE-level pipeline of cost.wafer.serving, with its own serving metrics."""
+    if hw.weight_source == "sram":
+        return sram.evaluate(hw, m, wl, mp, bal, histogram, coded)
+    out = step.evaluate(hw, m, wl, mp, comm=comm_model(hw, m, wl, mp, bal, histogram), coded=coded)
+    out.update(serving_columns(hw, m, wl, mp, bal, histogram, out))
+    return out
+
+
+def serving_columns(hw, m, wl, mp, bal, histogram, out: dict) -> dict:
+    """TTFT in prefill (the step itself); TPOT, tokens/s per user and, with a prompt length, TTFT in decode."""
+    if wl.mode == "prefill":
+        return {"ttft_s": out["step_time_s"]}
+    if wl.mode != "decode":
+        return {}
+    tpot = out["step_time_s"]
+    cols = {"tpot_s": tpot, "tokens_per_s_per_user": 1.0 / tpot}
+    if getattr(wl, "prompt_len", None) is None:
+        return cols
+    first = prefill_step(hw, m, wl, mp, bal, histogram)
+    cols["ttft_s"] = first["step_time_s"]
+    cols["mem_prefill_peak_node_bytes"] = first["mem_peak_node_bytes"]
+    cols["g_mem_prefill"] = first["mem_peak_node_bytes"] / first["mem_capacity_node_bytes"] - 1.0
+    return cols
+
+
+def prefill_step(hw, m, wl, mp, bal=None, histogram=None, coded: bool = True) -> dict:
+    """Every column of the prefill behind a decode point's TTFT (its step time is `ttft_s`)."""
+    pre = prefill_workload(hw, wl, mp)
+    return step.evaluate(hw, m, pre, mp, comm=comm_model(hw, m, pre, mp, bal, histogram), coded=coded)
+
+
+def prefill_workload(hw, wl, mp) -> SimpleNamespace:
+    """The workload whose step is the decode point's TTFT: prefill of its G·B sequences per group (B as the
+    decode step uses it, tokens_per_device resolved) at S = prompt_len, every other setting kept."""
+    dec = step.with_batch(hw, wl, mp)
+    fields = dec.model_dump() if hasattr(dec, "model_dump") else dict(vars(dec))
+    fields.update(mode="prefill", seq_len=wl.prompt_len, tokens_per_device=None, prompt_len=None)
+    return SimpleNamespace(**fields)

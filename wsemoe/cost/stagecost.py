@@ -1,0 +1,192 @@
+"""The four stages of a layer (attention, MoE, dense FFN, head): each a roofline of named terms (compute at its
+operands' format peak, weight movement, KV reads), a serial kernel-launch term, and its fabric phases.
+
+Resident weights and the KV cache share one memory, so they are one HBM term; streamed weights cross the
+wafer I/O, a resource apart from the node memory's KV reads. What a stage does (`Work`) is stated once; its
+terms and its place on the roofline (`roofline_columns`) both follow from it, so the columns are the
+numerators of the terms.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from wsemoe.cost.batch import Flops, Shape
+from wsemoe.cost.node import compute, formats, kernels, memory, weights
+from wsemoe.cost.node.stages import Stage
+
+# Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
+STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s")}
+
+
+def kv_node(hw, m, wl, mp, shape: Shape):
+    """KV cache a node holds: its group's sequences × context × layers × what one TP rank keeps per token.
+
+    A weight-streaming wafer runs attention as one group over the whole fabric, not as TP ranks
+    splitting heads: its cache spreads evenly over the dies.
+    """
+    if wl.mode == "train":
+        return 0.0
+    if hw.weight_source == "streamed":
+        return shape.seqs * wl.seq_len * m.num_hidden_layers * memory.kv_bytes_per_token_layer(m, wl) / shape.nodes
+    per_rank = memory.kv_bytes_per_rank(m, wl, shape.tp, getattr(mp, "mla_cache", "replicated"))
+    return shape.seqs / shape.groups * wl.seq_len * m.num_hidden_layers * per_rank
+
+
+def io_time(hw, wl, part: weights.Part, kept=0.0):
+    """Seconds to move a stage's weights once per pass: streamed over the wafer I/O, or read from node memory.
+
+    `kept` bytes of activations leave over the same I/O after the forward pass and come back for the
+    backward pass (kept_activations: streamed); weights in and gradients out (one per parameter, bytes_per_grad
+    each) share it, full duplex.
+    """
+    if hw.weight_source == "streamed":
+        t_in = (passes_in(wl) * part.nbytes + kept) / hw.io_in_bw_bytes_per_s
+        if wl.mode != "train":
+            return t_in
+        return np.maximum(t_in, (part.params * wl.bytes_per_grad + kept) / hw.io_out_bw_bytes_per_s)
+    return part.nbytes / hw.node_memory_bw_bytes_per_s
+
+
+def passes_in(wl) -> float:
+    """Times streamed weights cross the wafer I/O per step: forward and backward each stream them."""
+    return 2.0 if wl.mode == "train" else 1.0
+
+
+def compute_time(hw, wl, nodes, *parts):
+    """Seconds of compute of (forward FLOPs, recomputed FLOPs, format, efficiency) parts: forward × (1 forward
+    + 2 backward when training) plus the FLOPs recomputed to rebuild dropped activations, over all nodes at
+    the peak of each part's format and its efficiency."""
+    return sum(x / (nodes * formats.peak(hw, fmt) * eff) for x, (_, _, fmt, eff) in zip(executed(wl, parts), parts))
+
+
+def executed(wl, parts) -> list:
+    """FLOPs each (forward, recomputed, format, efficiency) part executes: forward × passes + recomputed."""
+    P = compute.pass_factor(wl.mode)
+    return [P * f + r for f, r, _, _ in parts]
+
+
+def stage_weights(hw, m, wl, shape: Shape, slots) -> dict:
+    """Weights each stage moves per pass: resident reads happen per node; streamed ones cross the wafer I/O."""
+    w = weights.layer_weights(m, wl)
+    if hw.weight_source != "resident":
+        moe = [w["experts"], w["shared"], w["router"]]
+        return {"attn": w["attn"], "moe": weights.Part(*(sum(x) for x in zip(*moe))),
+                "dense": w["dense_ffn"], "head": weights.head_reads(m, shape.T)}
+    # each hosted copy is read if any token reaches its expert (expected share of active experts); resident
+    # reads stream no gradients, so their parameter counts are not used
+    experts = slots * weights.active_experts(m, shape.T) / m.num_experts * weights.expert_copy_bytes(m, wl)
+    per_node = {"attn": wl.G * w["attn"].nbytes / shape.tp,  # each tile re-reads the group's attention shard
+                "moe": experts + (w["shared"].nbytes + w["router"].nbytes) / shape.tp,
+                "dense": w["dense_ffn"].nbytes / shape.tp,
+                "head": weights.head_reads(m, shape.T, shape.tp, shape.nodes).nbytes}
+    return {k: weights.Part(0.0, v) for k, v in per_node.items()}
+
+
+def streamed_kept_bytes(hw, m, wl, shape: Shape):
+    """Activation bytes of one layer and micro-batch streamed out and back in (0 when kept in node memory)."""
+    if memory.kept_in_node_memory(hw):
+        return 0.0 * shape.T
+    return shape.T * memory.kept_bytes_per_token_layer(m, wl)
+
+
+def terms(hw, wl, flops_time, part: weights.Part, kv_bytes=None, kept=0.0) -> dict:
+    """A stage's roofline terms: compute, and resident weights with the KV cache as one HBM term (they share
+    one memory); streamed weights cross the wafer I/O, a resource apart from the node memory's KV reads."""
+    kv = 0.0 if kv_bytes is None else kv_bytes
+    if hw.weight_source == "resident":
+        return {"compute": flops_time, "hbm": (part.nbytes + kv) / hw.node_memory_bw_bytes_per_s}
+    out = {"compute": flops_time, "weights": io_time(hw, wl, part, kept)}
+    if kv_bytes is not None:
+        out["memory"] = kv / hw.node_memory_bw_bytes_per_s
+    return out
+
+
+class Work(NamedTuple):
+    """What one stage does per layer and micro-batch, from which its roofline terms follow."""
+
+    parts: tuple              # (forward FLOPs, recomputed FLOPs, format, efficiency) of each group of its matmuls
+    weights: weights.Part     # weights per pass (streamed: over the wafer I/O; resident: read per node)
+    kv: object = None         # KV-cache bytes read per node (attention, inference)
+    kept: object = 0.0        # activation bytes streamed out and back in (kept_activations: streamed)
+
+
+def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
+    """{stage: Work} of the attention, MoE, dense-FFN and head stages.
+
+    Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at
+    the expert format's, the attention core, router and head at the 16-bit peak. Only routed experts run at
+    the busiest node's load (`expert_imbalance`); shared experts see every token of their group.
+    """
+    eff, hi = hw.matmul_efficiency, formats.HIGH
+    fa, fe = getattr(wl, "attn_weight_format", hi), getattr(wl, "expert_weight_format", hi)
+    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
+    routed = flops.routed * c.get("expert_imbalance", 1.0)  # the routed experts run at the busiest node's pace
+    part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
+    kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
+    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
+    attn = ((flops.proj, full * flops.proj, fa, eff), (flops.core, (full + core) * flops.core, hi, eff))
+    return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
+            "moe": Work(((flops.router, full * flops.router, hi, eff_exp), (routed, full * routed, fe, eff_exp),
+                         (flops.shared, full * flops.shared, fa, eff)), part["moe"]),
+            "dense_ffn": Work(((flops.dense, full * flops.dense, fa, eff),), part["dense"]),
+            "head": Work(((flops.head, full * flops.head, hi, eff),), part["head"])}
+
+
+def stages(hw, m, wl, shape: Shape, work: dict, c: dict) -> tuple[Stage, Stage, Stage, Stage]:
+    """Attention, MoE, dense-FFN and head stages from their `Work`: roofline terms, kernel launches and
+    communication."""
+    passes = compute.pass_factor(wl.mode) + compute.recomputed_shares(wl.mode, wl.recompute)[0]  # kernels launched
+    phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
+    built = []
+    for name, w in work.items():
+        tiles = wl.G if name == "attention" else 1.0   # every attention tile launches its kernels
+        built.append(Stage(name, terms(hw, wl, compute_time(hw, wl, shape.nodes, *w.parts), w.weights, w.kv, w.kept),
+                           {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase},
+                           kernels.launch_time(hw, m, name, passes, tiles)))
+    return tuple(built)
+
+
+def roofline_columns(hw, wl, work: dict, nodes) -> dict:
+    """Each stage on the roofline: `<stage>_hw_flops`, `<stage>_traffic_bytes` and `<stage>_roof_flops`.
+
+    The FLOPs executed (forward × passes + recomputed) are the numerator of the compute term; the compute roof
+    of all nodes is those FLOPs over the seconds they take at their formats' peaks,
+    roof = nodes · ΣF / Σ(F/peak), so compute_s = Σ F/(nodes·peak·eff) ≥ hw_flops / roof (every eff ≤ 1). The
+    bytes are the numerator of the weight-path term over its bandwidth (wafer I/O in, or node memory × nodes).
+    """
+    out = {}
+    for name, w in work.items():
+        done = executed(wl, w.parts)
+        at_peak = sum(x / formats.peak(hw, fmt) for x, (_, _, fmt, _) in zip(done, w.parts))
+        total = sum(done)
+        with np.errstate(divide="ignore", invalid="ignore"):   # a stage that runs nothing: the first part's peak
+            per_node = np.where(at_peak > 0, np.divide(total, at_peak), formats.peak(hw, w.parts[0][2]))
+        out[f"{name}_hw_flops"], out[f"{name}_roof_flops"] = total, nodes * per_node
+        out[f"{name}_traffic_bytes"] = traffic_bytes(hw, wl, w, nodes)
+    return out
+
+
+def traffic_bytes(hw, wl, w: Work, nodes):
+    """Bytes on a stage's weight path per layer and micro-batch (the roofline's memory side): streamed, what
+    enters over the wafer I/O (weights every pass in, kept activations back); resident, the weights and KV
+    cache a node reads, times the nodes (the busiest node's reads, as the HBM term charges them)."""
+    if hw.weight_source == "streamed":
+        return passes_in(wl) * w.weights.nbytes + w.kept
+    return (w.weights.nbytes + (0.0 if w.kv is None else w.kv)) * nodes
+
+
+def ideal_seconds(hw, wl, m, flops: Flops):
+    """Seconds per node one step's model FLOPs take at the peak of their formats (no efficiency, recompute or
+    imbalance): the denominator of MFU when formats have peaks of their own."""
+    hi = formats.HIGH
+    fa, fe = getattr(wl, "attn_weight_format", hi), getattr(wl, "expert_weight_format", hi)
+    pk = {f: formats.peak(hw, f) for f in (hi, fa, fe)}
+    L = m.num_hidden_layers
+    Lm = L - m.first_k_dense_replace
+    per_layer = flops.proj / pk[fa] + flops.core / pk[hi]
+    moe = flops.router / pk[hi] + flops.routed / pk[fe] + flops.shared / pk[fa]
+    return compute.pass_factor(wl.mode) * (L * per_layer + Lm * moe + (L - Lm) * flops.dense / pk[fa]
+                                           + flops.head / pk[hi])

@@ -1,0 +1,83 @@
+"""The PE fabric as hardware: cycles of a path (hops, turns, relay stages), wavelets of a message, the
+program rectangle, seconds from cycles. Scalars or arrays that broadcast; numpy only.
+
+`pe` is any object with the PE facts as attributes (`wsemoe.specs.PEFacts`, or a namespace of arrays):
+`clock_hz`, `hop_cycles`, `turn_cycles`, `relay_cycles`, `link_bytes_per_cycle`, `fmac_width`,
+`sram_per_pe_bytes`, `fabric_rows`, `fabric_cols`, `kernel_margin_rows`, `kernel_margin_cols`,
+`op_overhead_cycles`. Sources of every value: docs/sources.md ("The PE fabric").
+
+The latency of one path (docs/cost-model.md, "The wafer at PE level"):
+
+    cycles = hops · hop_cycles + turns · turn_cycles + relays · relay_cycles
+
+A *hop* is one router-to-router link along a configured route (the router forwards without the PE); a
+*turn* is a change of dimension (X to Y) of such a route; a *relay* is a store-and-forward stage, where a
+PE's compute engine takes the wavelets off the fabric and sends (possibly reduced) wavelets on: ramp in,
+one operation, ramp out (Luczynski et al.'s 2·T_R + 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def path_cycles(hops, turns, relays, pe):
+    """Latency in cycles of a path of `hops` links, `turns` changes of dimension and `relays` PE stages."""
+    return (np.asarray(hops, dtype=float) * pe.hop_cycles + np.asarray(turns, dtype=float) * pe.turn_cycles
+            + np.asarray(relays, dtype=float) * pe.relay_cycles)
+
+
+def xy_route(d_rows, d_cols):
+    """(hops, turns) of a dimension-ordered (XY) route over a displacement of `d_rows` rows and `d_cols`
+    columns: Manhattan hops, and one turn when the route moves along both dimensions."""
+    dr, dc = np.abs(np.asarray(d_rows, dtype=float)), np.abs(np.asarray(d_cols, dtype=float))
+    return dr + dc, ((dr > 0) & (dc > 0)).astype(float)
+
+
+def xy_path_cycles(d_rows, d_cols, pe, relays=0):
+    """Latency of one XY route over (`d_rows`, `d_cols`), with `relays` store-and-forward stages on it."""
+    hops, turns = xy_route(d_rows, d_cols)
+    return path_cycles(hops, turns, relays, pe)
+
+
+def wavelets(elements, element_bytes, pe, packed=False):
+    """Wavelets that carry `elements` values of `element_bytes` each over one link.
+
+    A wavelet carries `link_bytes_per_cycle` bytes (one 32-bit wavelet per cycle on the WSE). Unpacked
+    (the default reading: the SDK's fabric descriptors send one 16- or 32-bit element per wavelet, as
+    WaferLLM's kernels do), every element takes its own wavelet, or `ceil(element_bytes / wavelet)` of
+    them when it is wider; packed, elements fill wavelets end to end.
+    """
+    elements = np.asarray(elements, dtype=float)
+    per = np.asarray(element_bytes, dtype=float) / pe.link_bytes_per_cycle
+    if packed:
+        return np.ceil(elements * per)
+    return elements * np.ceil(per)
+
+
+def program_rectangle(pe):
+    """(rows, cols) of PEs a program can use: the fabric less what the host-I/O framework takes."""
+    return pe.fabric_rows - pe.kernel_margin_rows, pe.fabric_cols - pe.kernel_margin_cols
+
+
+def fits(rows, cols, pe):
+    """Whether a region of `rows` × `cols` PEs fits the program rectangle (either orientation)."""
+    r, c = np.asarray(rows), np.asarray(cols)
+    pr, pc = program_rectangle(pe)
+    return ((r <= pr) & (c <= pc)) | ((r <= pc) & (c <= pr))
+
+
+def seconds(cycles, pe):
+    """Cycles to seconds at the PE clock."""
+    return np.asarray(cycles, dtype=float) / pe.clock_hz
+
+
+def mac_cycles(rows, length, pe, element_bytes=2):
+    """Cycles of `rows` SIMD multiply-accumulate instructions over vectors of `length` elements.
+
+    The FMAC datapath does `fmac_width` 16-bit MACs per cycle (half as many 32-bit ones); a vector shorter
+    than the datapath still takes a whole cycle, so short vectors run below peak (WaferLLM's GEMV issues
+    one vector FMAC per input element over its output slice).
+    """
+    width = pe.fmac_width * 2.0 / np.asarray(element_bytes, dtype=float)
+    return np.asarray(rows, dtype=float) * np.ceil(np.asarray(length, dtype=float) / width)

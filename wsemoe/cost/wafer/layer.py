@@ -1,0 +1,180 @@
+"""One layer of SRAM serving at PE level, per micro-batch of T tokens: a MoE layer's operators across its regions
+(norms, attention, router, dispatch, experts, combine, the hop to the next layer) and a dense layer on one region,
+plus the embedding and the head. Every operator is a terms dict of operators.terms (cycles). Numpy only.
+
+The geometry (`Geometry`, arrays per point) comes from the regions and the layer's placed traffic (serving.py).
+Attention's operators whose collectives run across its columns are costed with the hop cycles stretched by the
+placement (`stretch`: interleaved attention columns lie apart), the others on the plain fabric.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import NamedTuple
+
+import numpy as np
+
+from wsemoe.cost.wafer import collectives, decode, mla, operators
+from wsemoe.cost.wafer.decode import OPS, add, collective, elementwise
+from wsemoe.cost.wafer.fabric import path_cycles, wavelets
+
+GQA_HORIZONTAL = ("score", "o")   # decode.attention's ops whose reductions run across the columns
+TOPK_OPS = 8.0                    # router: softmax or sigmoid over the logits (as decode's softmax), per logit
+
+
+class Geometry(NamedTuple):
+    """Region shapes (PEs) and the layer's traffic per token, per point (arrays that broadcast)."""
+
+    attn_rows: object
+    attn_cols: object
+    side: object          # expert region (one tile) side
+    shared_rows: object
+    shared_cols: object
+    dense_side: object
+    head_side: object
+    embed_side: object
+    block_width: object   # PEs between one layer's attention and the next's
+    stretch: object       # interleaved attention: tile columns spanned per logical column
+    dispatch_max: object  # busiest tile link, tokens per token of the batch
+    combine_max: object
+    hops_turning: object  # tile hops of the longest path that turns (0 if none)
+    hops_straight: object
+    relays: object        # combine's relay stages
+    busiest_share: object  # the busiest expert's share of token copies (p_max)
+
+
+def stretched(pe, stretch):
+    """The PE facts with hop cycles × stretch (collectives whose line spans spread-out tiles)."""
+    fields = dict(vars(pe)) if not isinstance(pe, dict) else dict(pe)
+    return SimpleNamespace(**{**fields, "hop_cycles": np.asarray(pe.hop_cycles, dtype=float) * stretch})
+
+
+def attention(m, rows, cols, context, pe, tokens, b, coll, stretch=1.0) -> dict:
+    """Attention's ops (GQA: decode.attention; MLA: mla.attention), the horizontal ones stretched."""
+    mla_ = getattr(m, "attention", "gqa") == "mla"
+    fn, across = (mla.attention, mla.HORIZONTAL) if mla_ else (decode.attention, GQA_HORIZONTAL)
+    ops = fn(m, rows, cols, context, pe, tokens, b, coll)
+    if np.any(np.asarray(stretch) != 1.0):
+        wide = fn(m, rows, cols, context, stretched(pe, stretch), tokens, b, coll)
+        ops.update({k: wide[k] for k in across})
+    return ops
+
+
+def router(m, rows, cols, pe, tokens, b, coll, stretch=1.0) -> dict:
+    """Router logits (GEMV H → E on the attention region), their softmax and the top-k choice: k all-reduces
+    (max) of one value per token across the columns."""
+    logits = operators.gemv(m.hidden_size, m.num_experts, rows, cols, pe, tokens, b, **coll)
+    pick = collectives.allreduce(cols, tokens, **coll).times(m.num_experts_per_tok)
+    local = elementwise(np.ceil(m.num_experts / np.asarray(cols, dtype=float)) * tokens,
+                        TOPK_OPS + m.num_experts_per_tok, pe)
+    return add(logits, local, collective(pick, stretched(pe, stretch), calls=m.num_experts_per_tok))
+
+
+def path(pe, g: Geometry):
+    """Cycles of the longest router-to-expert path: tile hops × side PE hops, a turn if it turns."""
+    turning = path_cycles(g.hops_turning * g.side, 1.0, 0.0, pe) * (g.hops_turning > 0)
+    return np.maximum(turning, path_cycles(g.hops_straight * g.side, 0.0, 0.0, pe))
+
+
+def move(pe, g: Geometry, tokens, h_wavelets, peak, relays=0.0) -> dict:
+    """A dispatch or combine: the busiest PE link's wavelets (tile link / side), the longest path, one call."""
+    volume = np.asarray(tokens, dtype=float) * h_wavelets * peak / g.side
+    return operators.terms(0.0, volume, path(pe, g) + path_cycles(0.0, 0.0, relays, pe), pe.op_overhead_cycles)
+
+
+def larger(a: dict, b: dict) -> dict:
+    """The terms of whichever of two concurrent operators takes longer (per point)."""
+    pick = np.asarray(a["cycles"]) >= np.asarray(b["cycles"])
+    keys = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
+    return operators.terms(*[np.where(pick, a[k], b[k]) for k in keys])
+
+
+def expert_regions(m, g: Geometry, pe, routed_tokens, shared_tokens, b, coll) -> dict:
+    """The routed expert region at `routed_tokens` and (if the model has them) the shared experts' region at
+    `shared_tokens`, each receiving its input from another region (SwiGLU without the residual)."""
+    parts = ("up_gate", "silu_mul", "down")
+    routed = decode.ffn(m.hidden_size, m.moe_intermediate_size, g.side, g.side, pe, routed_tokens, b, coll, True)
+    out = {"routed": add(*(routed[o] for o in parts))}
+    if m.n_shared_experts:
+        width = m.n_shared_experts * (getattr(m, "shared_expert_intermediate_size", None) or m.moe_intermediate_size)
+        shared = decode.ffn(m.hidden_size, width, g.shared_rows, g.shared_cols, pe, shared_tokens, b, coll, True)
+        out["shared"] = add(*(shared[o] for o in parts))
+    return out
+
+
+def busiest_tokens(m, g: Geometry, tokens):
+    """Tokens of the busiest routed expert: the expected copies k·p_max·T, at least one, at most T."""
+    t = np.asarray(tokens, dtype=float)
+    return np.clip(t * m.num_experts_per_tok * g.busiest_share, np.minimum(t, 1.0), t)
+
+
+def experts(m, g: Geometry, pe, tokens, b, coll) -> dict:
+    """The busiest routed expert region beside the shared experts (every token): the longer of the two."""
+    regions = expert_regions(m, g, pe, busiest_tokens(m, g, tokens), tokens, b, coll)
+    return larger(regions["routed"], regions["shared"]) if "shared" in regions else regions["routed"]
+
+
+def hop(m, pe, rows, cols, distance, tokens, b) -> dict:
+    """The layer's output to the next layer's region `distance` PEs away (rows parallel streams of H/rows),
+    then broadcast along that region's columns."""
+    slice_ = wavelets(np.ceil(m.hidden_size / np.asarray(rows, dtype=float)), b, pe) * tokens
+    bc = collectives.broadcast(cols, slice_)
+    return operators.terms(0.0, slice_ + bc.volume, path_cycles(distance, 0.0, 1.0, pe) + bc.latency(pe),
+                           2.0 * pe.op_overhead_cycles)
+
+
+def moe_layer(m, g: Geometry, pe, tokens, context, b, coll, h_wavelets) -> dict:
+    """Ops of one MoE layer, in order (module docstring)."""
+    rows, cols = g.attn_rows, g.attn_cols
+    ops = {"attn_norm": decode.norm(m.hidden_size, rows, cols, pe, tokens, coll)}
+    ops.update(attention(m, rows, cols, context, pe, tokens, b, coll, g.stretch))
+    ops["ffn_norm"] = decode.norm(m.hidden_size, rows, cols, pe, tokens, coll)
+    ops["router"] = router(m, rows, cols, pe, tokens, b, coll, g.stretch)
+    ops["dispatch"] = move(pe, g, tokens, h_wavelets, g.dispatch_max)
+    ops["experts"] = experts(m, g, pe, tokens, b, coll)
+    ops["combine"] = move(pe, g, tokens, h_wavelets, g.combine_max, g.relays)
+    ops["moe_sum"] = elementwise(np.ceil(m.hidden_size / np.asarray(rows, dtype=float)) * tokens,
+                                 (m.num_experts_per_tok + 1) * OPS["residual"], pe)
+    ops["layer_hop"] = hop(m, pe, rows, cols, g.block_width, tokens, b)
+    return ops
+
+
+def dense_layer(m, g: Geometry, pe, tokens, context, b, coll) -> dict:
+    """Ops of one dense layer on its square region: norms, attention, SwiGLU FFN, the hop to the next layer."""
+    side = g.dense_side
+    ops = {"attn_norm": decode.norm(m.hidden_size, side, side, pe, tokens, coll)}
+    ops.update(attention(m, side, side, context, pe, tokens, b, coll))
+    ops["ffn_norm"] = decode.norm(m.hidden_size, side, side, pe, tokens, coll)
+    ops.update(decode.ffn(m.hidden_size, m.intermediate_size, side, side, pe, tokens, b, coll))
+    ops["layer_hop"] = hop(m, pe, side, side, side, tokens, b)
+    return ops
+
+
+def head(m, g: Geometry, pe, tokens, b, coll) -> dict:
+    """Final norm, logits (GEMV H → V on the head region) and the argmax (all-reduce of one value per token
+    across the columns)."""
+    side = g.head_side
+    return {"final_norm": decode.norm(m.hidden_size, side, side, pe, tokens, coll),
+            "logits": operators.gemv(m.hidden_size, m.vocab_size, side, side, pe, tokens, b, **coll),
+            "argmax": collective(collectives.allreduce(side, tokens, **coll), pe)}
+
+
+def embedding(m, g: Geometry, pe, tokens, b) -> dict:
+    """The embedding lookup (one local kernel) and its rows' hop into the first layer."""
+    lookup = operators.terms(0.0, 0.0, 0.0, pe.op_overhead_cycles)
+    return {"lookup": lookup, "embed_hop": hop(m, pe, g.embed_side, g.embed_side, g.embed_side, tokens, b)}
+
+
+def total(ops: dict) -> dict:
+    """The ops one after another."""
+    return add(*ops.values())
+
+
+# Which region (or link stage) of its layer each op occupies: a token stream is paced by the busiest of them.
+LINK_STAGES = {"dispatch": "dispatch", "combine": "combine", "layer_hop": "layer hop", "embed_hop": "layer hop"}
+HOME = {"moe": "attention region", "dense": "dense region", "head": "head region", "embedding": "embedding region"}
+
+
+def stage_of(kind: str, op: str) -> str:
+    """The region or link stage an op of a layer kind runs on (the experts have their own, serving.py)."""
+    return LINK_STAGES.get(op, HOME[kind])

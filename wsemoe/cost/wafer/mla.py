@@ -1,0 +1,64 @@
+"""Multi-head latent attention (DeepSeek-V2/V3) decoding on a rows × cols PE region, in the absorbed form: the
+cache holds one latent `c_kv` (r_kv) and one rope key (d_rope) per token, shared by every head, and the key and
+value up-projections are folded into the query and the output. Scalars or arrays that broadcast; numpy only.
+
+Operator decomposition per token (the hidden vector split along the rows, as decode.py's layout):
+
+    q_down     GEMV H → r_q (contraction on the rows)          q_norm   RMSNorm of r_q (across the columns)
+    q_up       GEMV r_q → n_h·(d_nope + d_rope) (on the columns)
+    kv_down    GEMV H → r_kv + d_rope: the token's cache entry, split along the columns as the cache is
+    kv_norm    RMSNorm of the latent (across the columns)       rope     on the rope parts of q and k
+    absorb_k   per head, q_nope (d_nope) → latent query (r_kv) through W_UK: the heads on bands of rows
+    q_gather   every row receives every head's latent query (n_h·(r_kv + d_rope) across the columns)
+    score      q·c over the context: one KV "head" of width r_kv + d_rope that all n_h heads share
+    softmax    as GQA                                             pv       p·c_kv over the context (r_kv wide)
+    absorb_v   per head, latent output (r_kv) → d_v through W_UV (contraction on the columns)
+    o          GEMV n_h·d_v → H                                   attn_residual
+
+MACs per token: H·r_q + r_q·n_h·d_qk + H·(r_kv + d_rope) + n_h·d_nope·r_kv + n_h·(2·r_kv + d_rope)·S
++ n_h·r_kv·d_v + n_h·d_v·H: the weights are counted once each, as stored (params.attn_params).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.wafer import collectives, operators
+from wsemoe.cost.wafer.decode import OPS, add, collective, core, elementwise
+
+# Ops whose reductions run across the columns (lines along a row): the ones an interleaved placement stretches.
+HORIZONTAL = ("q_norm", "q_up", "kv_norm", "score", "absorb_v")
+
+
+def norm_across(width, cols, pe, batch=1, coll=None):
+    """RMSNorm of a vector split along the columns: squares, an all-reduce of one scalar per token across
+    the columns, scale."""
+    local = elementwise(np.ceil(np.asarray(width, dtype=float) / cols) * batch, OPS["norm"], pe)
+    return add(local, collective(collectives.allreduce(cols, batch, **(coll or {})), pe))
+
+
+def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+    """Terms per op of MLA's attention block (norm excluded), absorbed form (module docstring)."""
+    coll = coll or {}
+    h, heads = m.hidden_size, m.num_attention_heads
+    rq, rkv, dn, dr, dv = m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim
+    rows_f, cols_f = np.asarray(rows, dtype=float), np.asarray(cols, dtype=float)
+    ops = {}
+    if rq:
+        ops["q_down"] = operators.gemv(h, rq, rows, cols, pe, batch, element_bytes, **coll)
+        ops["q_norm"] = norm_across(rq, cols, pe, batch, coll)
+        ops["q_up"] = operators.gemv(rq, heads * (dn + dr), cols, rows, pe, batch, element_bytes, **coll)
+    else:
+        ops["q_up"] = operators.gemv(h, heads * (dn + dr), rows, cols, pe, batch, element_bytes, **coll)
+    ops["kv_down"] = operators.gemv(h, rkv + dr, rows, cols, pe, batch, element_bytes, **coll)
+    ops["kv_norm"] = norm_across(rkv, cols, pe, batch, coll)
+    ops["rope"] = elementwise((np.ceil(heads * dr / rows_f) + np.ceil(dr / cols_f)) * batch, OPS["rope"], pe, 2)
+    band, serial = np.maximum(np.floor(rows_f / heads), 1.0), np.maximum(np.ceil(heads / rows_f), 1.0)
+    ops["absorb_k"] = operators.gemv(dn, rkv, band, cols, pe, batch * serial, element_bytes, **coll)
+    gather = collectives.broadcast(rows, heads * np.ceil((rkv + dr) / cols_f) * batch)
+    ops["q_gather"] = collective(gather, pe)
+    ops.update(core(heads, 1, rkv + dr, rkv, rows, cols, context, pe, batch, element_bytes, coll))
+    ops["absorb_v"] = operators.gemv(rkv, dv, cols, band, pe, batch * serial, element_bytes, **coll)
+    ops["o"] = operators.gemv(heads * dv, h, rows, cols, pe, batch, element_bytes, **coll)
+    ops["attn_residual"] = elementwise(np.ceil(h / rows_f) * batch, OPS["residual"], pe)
+    return ops

@@ -1,0 +1,270 @@
+"""Serving from SRAM across wafers: a model's layers pipelined over `W` wafers, one stage of contiguous layers
+each, weights and KV cache in the PEs' SRAM; time per token, tokens per second per user and in aggregate, time
+to first token, wafers needed, what binds and what does not fit. Scalars or arrays that broadcast; numpy only.
+
+The wafers are a dataflow pipeline: every layer's regions are their own PEs, so tokens stream through them, one
+region working on a token while the next works on the one before (docs/cost-model.md, "Serving from SRAM"):
+
+    t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + token return     (one token, every op)
+    β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
+              shared experts, dispatch, combine, layer hop, dense region, head, system link)
+    step    = t1 + (q − 1)·β          a sequence's step of q = draft + 1 tokens
+    period  = max(step, B·q·β)        B sequences share the stream: each waits for its step and for its turn
+    tpot    = period / a,   tokens/s per user = a / period,   tokens/s = B·a / period
+
+with `a` accepted tokens per step (speculative decoding). A wafer hop moves a token's activations over the system
+link (bytes / bandwidth + hop latency) and across the wafer to and from its I/O edge; the token return carries the
+sampled token back to the first wafer. TTFT: the B prompts of P tokens stream through once at context P,
+`t1 + (B·P − 1)·β` (the head only on each prompt's last token).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from wsemoe.cost.node import params
+from wsemoe.cost.node.stages import Coded
+from wsemoe.cost.wafer import geometry, layer, regions
+from wsemoe.cost.wafer.decode import add
+from wsemoe.cost.wafer.fabric import seconds, wavelets
+
+BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "SRAM")
+TERMS = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
+TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeline_overhead_s", "pipeline_inter_wafer_s")
+G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
+STAGES = ("attention region", "routed experts", "shared experts", "dispatch", "combine", "layer hop", "dense region",
+          "head region", "embedding region", "system link")
+
+
+def pe_facts(hw) -> SimpleNamespace:
+    """The hardware's PE facts as a namespace (a dict in sweep namespaces, a PEFacts in specs)."""
+    pe = hw.pe
+    return SimpleNamespace(**(pe.model_dump() if hasattr(pe, "model_dump") else dict(pe) if isinstance(pe, dict)
+                              else dict(vars(pe))))
+
+
+def collective_options(mp) -> dict:
+    """The all-reduce pattern of every PE-level collective (a 2-level tree unless the mapping says otherwise)."""
+    return {"pattern": getattr(mp, "pe_reduction", "tree"), "levels": 2}
+
+
+def counts(m) -> dict:
+    """How many times one pass runs each layer kind."""
+    return {"embedding": 1.0, "dense": float(m.first_k_dense_replace), "moe": float(params.moe_layers(m)), "head": 1.0}
+
+
+def layers(m, g, pe, tokens, context, b, coll) -> dict:
+    """Ops of every layer kind the model has for `tokens` tokens: {kind: {op: terms}}."""
+    out = {"embedding": layer.embedding(m, g, pe, tokens, b), "head": layer.head(m, g, pe, tokens, b, coll)}
+    if m.first_k_dense_replace > 0:
+        out["dense"] = layer.dense_layer(m, g, pe, tokens, context, b, coll)
+    if params.moe_layers(m) > 0:
+        out["moe"] = layer.moe_layer(m, g, pe, tokens, context, b, coll, wavelets(m.hidden_size, b, pe))
+    return out
+
+
+def links(hw, pe, m, g, wafers, b) -> dict:
+    """Seconds of one token's wafer hop (its activations over the system link, plus a layer hop's distance on
+    each wafer between the I/O edge and the stage's last or first region), the link's busy time per token, and
+    the token return to the first wafer (over the link when W > 1; on one wafer, a layer hop's distance)."""
+    bw = getattr(hw, "inter_wafer_link_bw_bytes_per_s", None) or hw.link_bw_bytes_per_s
+    latency = getattr(hw, "inter_wafer_hop_latency_s", None)
+    latency = hw.hop_latency_s if latency is None else latency
+    near = np.where(m.num_hidden_layers > m.first_k_dense_replace, g.block_width, g.dense_side)
+    edge = seconds(2.0 * near * pe.hop_cycles, pe)
+    busy = m.hidden_size * b / bw
+    return {"wafer_hop_s": busy + latency + edge, "system_link_s": busy, "over_link": wafers > 1,
+            "token_return_s": np.where(wafers > 1, latency + edge, edge / 2.0)}
+
+
+def one_token(hw, pe, m, g, wafers, context, b, coll) -> dict:
+    """One token through every op of the pipeline: ops per kind, layer times, hops, the latency and its terms."""
+    ops = layers(m, g, pe, 1.0, context, b, coll)
+    n, kinds = counts(m), {k: layer.total(v) for k, v in ops.items()}
+    link = links(hw, pe, m, g, wafers, b)
+    hops = np.maximum(wafers - 1.0, 0.0)
+    inter = hops * link["wafer_hop_s"] + np.where(link["over_link"], link["token_return_s"], 0.0)
+    terms = [sum(n[k] * seconds(kinds[k][t], pe) for k in kinds) for t in TERMS]
+    terms[2] = terms[2] + np.where(link["over_link"], 0.0, link["token_return_s"])
+    return {"ops": ops, "kinds": kinds, "links": link, "hops": hops, "terms": terms + [inter],
+            "latency": sum(terms) + inter}
+
+
+def per_token(m, g, pe, context, b, coll, run: dict) -> dict:
+    """Seconds each region or link stage spends per token of the stream (the marginal cost of one more token:
+    ops at two tokens less at one, `run` the one-token pass), {stage: (seconds, terms)}; routed experts see
+    k·p_max of the tokens."""
+    one, two, link = run["ops"], layers(m, g, pe, 2.0, context, b, coll), run["links"]
+    groups: dict = {}
+    for kind, ops in one.items():   # each layer kind's regions and links are stages of their own
+        for op, t1 in ops.items():
+            if op != "experts":
+                groups.setdefault((kind, layer.stage_of(kind, op)), []).append((t1, two[kind][op]))
+    if "moe" in one:
+        e1, e2 = (layer.expert_regions(m, g, pe, t, t, b, coll) for t in (1.0, 2.0))
+        share = m.num_experts_per_tok * g.busiest_share
+        groups[("moe", "routed experts")] = [(scaled(e1["routed"], share), scaled(e2["routed"], share))]
+        if "shared" in e1:
+            groups[("moe", "shared experts")] = [(e1["shared"], e2["shared"])]
+    out = {}
+    for key, pairs in groups.items():
+        terms = [sum(np.asarray(b_[t]) - np.asarray(a_[t]) for a_, b_ in pairs) for t in TERMS]
+        out[key] = (seconds(sum(terms), pe), [seconds(t, pe) for t in terms] + [0.0])
+    out[("link", "system link")] = (link["system_link_s"], [0.0, 0.0, 0.0, 0.0, link["system_link_s"]])
+    return out
+
+
+def scaled(terms: dict, factor) -> dict:
+    """An operator's terms × factor (a share of the tokens)."""
+    return {k: np.asarray(terms[k]) * factor for k in TERMS}
+
+
+def busiest(stages: dict, wafers):
+    """(seconds per token, stage index into STAGES, its five terms) of the busiest region or link stage (the
+    system link only between wafers)."""
+    keys = list(stages)
+    secs = np.stack(np.broadcast_arrays(*[stages[k][0] * (wafers > 1 if k[0] == "link" else 1.0) for k in keys]))
+    i = np.argmax(secs, axis=0)
+    terms = [np.choose(i, np.broadcast_arrays(*[stages[k][1][t] + 0.0 * secs[0] for k in keys])) for t in range(5)]
+    return secs.max(axis=0), np.asarray([STAGES.index(k[1]) for k in keys])[i], terms
+
+
+def shape_of(hw, wl, pe) -> tuple:
+    """The broadcast shape of the numeric inputs the serving model reads."""
+    fields = [wl.B, wl.seq_len, getattr(wl, "accepted_tokens_per_step", 1.0), getattr(wl, "prompt_len", None),
+              hw.pipeline_wafers, hw.hop_latency_s, getattr(hw, "inter_wafer_hop_latency_s", None),
+              getattr(hw, "inter_wafer_link_bw_bytes_per_s", None), *vars(pe).values()]
+    return np.broadcast_shapes(*(np.shape(f) for f in fields if f is not None and not isinstance(f, str)))
+
+
+def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
+    """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
+    point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
+    pe, cap, (u, w), g, _ = layout(hw, m, wl, mp, bal, histogram)
+    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u)
+    out["attention_share"] = w
+    best = np.argmin(out["pipeline_period_s"], axis=0)[None]   # prefill: the period is the TTFT
+    pick = lambda v: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0]  # noqa: E731
+    out = {k: pick(v) for k, v in out.items()}
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f) for f in g)), pick(cap["wafers"] + 0.0 * u)))
+    out.update(capacity_columns(m, wl, cap, np.take_along_axis(u, best, axis=0)[0]))
+    fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
+    out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
+    out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
+    return out
+
+
+def layout(hw, m, wl, mp, bal=None, histogram=None):
+    """(PE facts, capacity, candidate (bytes per PE, attention share) along a leading axis, their Geometry, the layer
+    structures built)."""
+    pe = pe_facts(hw)
+    cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
+    u, w = regions.layouts(m, cap["wafers"], cap["bytes"], cap["u_pack"], regions.wafer_pes(pe))
+    g, built, _ = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, w), u.shape)
+    return pe, cap, (u, w), g, built
+
+
+def region_pes(nbytes: dict, u, share=1.0) -> dict:
+    """PEs of each region kind at `u` bytes per PE, a MoE layer's attention region `share` times its bytes' share."""
+    out = {k: nbytes[k] / u for k in regions.KINDS}
+    out["attention"] = out["attention"] * share
+    return out
+
+
+def layouts(hw, m, wl, mp, bal=None, histogram=None) -> list:
+    """The MoE layer structures (placement, region traffic) some candidate layout of these points uses."""
+    return layout(hw, m, wl, mp, bal, histogram)[4]
+
+
+def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
+    """(the MoE layer's LayerTraffic, expert region side in PEs) of one point's layout at `u` bytes per PE and
+    attention share (its `sram_bytes_per_pe`, `attention_share`), for figures; None for a dense model."""
+    cap = regions.capacity(pe_facts(hw), m, wl, hw.pipeline_wafers)
+    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share), ())
+    return (built[int(inv[0])], float(g.side)) if built else None
+
+
+def candidates(hw, pe, m, wl, mp, g, W) -> dict:
+    """The time columns of every candidate layout (leading axis), with the binding term's and the busiest
+    stage's codes."""
+    b, coll = wl.bytes_per_act, collective_options(mp)
+    run = one_token(hw, pe, m, g, W, wl.seq_len, b, coll)
+    beta, stage, beta_terms = busiest(per_token(m, g, pe, wl.seq_len, b, coll, run), W)
+    out = time_columns(pe, m, run, g)
+    out.update(rate_columns(wl, run["latency"], beta))
+    if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
+        out["ttft_s"] = out["pipeline_period_s"]
+    throughput_bound = out["pipeline_period_s"] > out["step_latency_s"]
+    terms = [np.where(throughput_bound, bt, lt) for bt, lt in zip(beta_terms, run["terms"])]
+    out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
+    out["busiest_code"], out["busiest_stage_s"] = stage, beta
+    out.update({"attn_region_pes": g.attn_rows * g.attn_cols, "expert_region_pes": g.side ** 2,
+                "expert_region_side": g.side, "placement_stretch": g.stretch})
+    return out
+
+
+def _labels(code, labels, coded: bool):
+    c = Coded(np.asarray(code).astype(np.int16), labels)
+    return c if coded else c.decode()
+
+
+def step_tokens(wl):
+    """Tokens per sequence one decode step processes: the drafts and one more."""
+    return getattr(wl, "draft_tokens", 0) + 1.0
+
+
+def rate_columns(wl, latency, beta) -> dict:
+    """A step's latency, the period between a sequence's steps, time per output token and tokens per second
+    (per user and in aggregate); prefill: the prompts' tokens per second."""
+    if wl.mode == "prefill":
+        ttft = latency + (wl.B * wl.seq_len - 1.0) * beta
+        return {"step_latency_s": ttft, "pipeline_period_s": ttft, "tokens_per_s": wl.B * wl.seq_len / ttft}
+    q, a = step_tokens(wl), getattr(wl, "accepted_tokens_per_step", 1.0)
+    step = latency + (q - 1.0) * beta
+    period = np.maximum(step, wl.B * q * beta)
+    return {"step_latency_s": step, "pipeline_period_s": period, "tpot_s": period / a,
+            "tokens_per_s_per_user": a / period, "tokens_per_s": wl.B * a / period,
+            "tokens_in_flight": np.minimum(wl.B * q, step / beta)}
+
+
+def first_token(hw, pe, m, wl, mp, g, W) -> dict:
+    """TTFT of a decode point: its B prompts stream through the pipeline once, at context prompt_len."""
+    prompt = getattr(wl, "prompt_len", None)
+    if wl.mode != "decode" or prompt is None:
+        return {}
+    b, coll = wl.bytes_per_act, collective_options(mp)
+    first = one_token(hw, pe, m, g, W, prompt, b, coll)
+    rate, _, _ = busiest(per_token(m, g, pe, prompt, b, coll, first), W)
+    return {"ttft_s": first["latency"] + (wl.B * prompt - 1.0) * rate}
+
+
+def capacity_columns(m, wl, cap: dict, u) -> dict:
+    """Wafers, layers per wafer, what fits, the layout's bytes per PE, bytes, and the constraints."""
+    L, kv_seq = m.num_hidden_layers, regions.kv_bytes_per_sequence(m, wl)
+    out = {k: cap[k] for k in ("wafers", "wafers_needed", "wafers_for_weights", "layers_per_wafer",
+                               "kv_fit_sequences", *G_COLUMNS)}
+    stored = regions.region_bytes(m, wl, 0.0)
+    weights = (m.first_k_dense_replace * stored["dense"] + params.moe_layers(m) * stored["moe"] + stored["embedding"]
+               + stored["head"])
+    out.update({"weight_bytes": weights + 0.0 * cap["wafers"],
+                "kv_cache_bytes": L * wl.B * kv_seq + 0.0 * cap["wafers"], "sram_bytes_per_pe": u,
+                "region_fill": cap["u_pack"] / u})
+    return out
+
+
+def time_columns(pe, m, run: dict, g) -> dict:
+    """Seconds per op of each layer kind and per layer (one token), per hop, and the latency's five terms."""
+    out = {}
+    for kind, ops in run["ops"].items():
+        out.update({f"{kind}_op_{op}_s": seconds(t["cycles"], pe) for op, t in ops.items()})
+        out[f"{kind}_layer_time_s" if kind in ("moe", "dense") else f"{kind}_time_s"] = \
+            seconds(run["kinds"][kind]["cycles"], pe)
+    out.update({"wafer_hop_s": run["links"]["wafer_hop_s"], "wafer_hops": run["hops"],
+                "token_return_s": run["links"]["token_return_s"], "pipeline_latency_s": run["latency"]})
+    out.update(dict(zip(TERM_COLUMNS, run["terms"])))
+    if "moe" in run["ops"]:
+        out.update({"dispatch_path_hops": np.maximum(g.hops_turning, g.hops_straight) * g.side,
+                    "expert_imbalance": g.busiest_share * m.num_experts})
+    return out

@@ -1,0 +1,143 @@
+"""Robustness figure: a comparison's ratio under the readings (the modelling choices no source pins).
+
+Drawn from results/<name>/readings/ (`wsemoe readings`, or `wsemoe sweep` of a sweep with a comparison). Left: at
+the group the claim is read at (the largest ratio as configured), the ratio as configured, at the default
+readings, with each reading moved alone, and over every combination (dots), on a log axis with a line at 1.
+Right: every group's range over the combinations, with the configured and default values marked.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from wsemoe.analysis import robustness
+from wsemoe.report.figures.claims import caption
+from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS
+from wsemoe.report.figures.view import ResultsView
+
+STEMS = ("readings_robustness",)
+CLAIMS = {"readings_robustness": "The comparison's verdict (its ratio on one side of 1) does not depend on the "
+                                 "modelling choices no source pins (the readings)"}
+COLUMNS = ()  # drawn from the readings folder, not from the points
+AHEAD, EVEN, BEHIND = PALETTE[2], PALETTE[7], PALETTE[3]
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None without a readings analysis of a comparison."""
+    return {"readings_robustness": robustness_figure(view)}
+
+
+def _short(group: str) -> str:
+    """'top-k 8' for 'num_experts_per_tok=8' (the symbols other figures use)."""
+    names = {k.split(".")[-1]: v for k, v in SLICE_SYMBOLS.items()}
+    return ", ".join(f"{names.get(k, k)} {v}" if v else k for k, _, v in (p.partition("=") for p in str(group).split(", ")))
+
+
+def _axis_label(cmp: dict) -> str:
+    return f"{cmp['metric']}: best ÷ best {cmp['name']} (ratio, log scale)"
+
+
+def _ratio_ticks(ax, which: str, values) -> None:
+    """Ticks 0.2×, 0.5×, 1×, 2×, 5×, 10×, ... over the drawn range of a log ratio axis (1× always shown)."""
+    v = np.asarray([x for x in values if np.isfinite(x) and x > 0] + [1.0])
+    ticks = [t for t in (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 20, 30, 50, 100, 200, 500)
+             if v.min() / 1.5 <= t <= v.max() * 1.5]
+    while len(ticks) > 8:  # a wide range: every other tick, 1× kept
+        ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
+    getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
+    getattr(ax, f"set_{which}ticks")([], minor=True)
+
+
+def _colour(x: float) -> str:
+    return {"ahead": AHEAD, "even": EVEN, "behind": BEHIND}.get(robustness.side(x), "0.6")
+
+
+def _rows(result, group: str, quantity: str) -> list[tuple[str, list[float]]]:
+    """(label, values) from top to bottom: configured, default readings, each reading moved alone, all."""
+    d = result.values[(result.values["quantity"] == quantity) & (result.values["group"] == group)].merge(
+        result.runs, on="run")
+    defaults = {s["name"]: s["default"] for s in result.meta["readings"]}
+    fact = d[d["role"] == "combination"]
+    dflt = fact
+    for n in result.varied:
+        dflt = dflt[dflt[n].astype(str) == str(defaults[n])]
+    rows = [("as configured", d.loc[d["role"] == "configured", "value"].tolist()),
+            ("default readings", dflt["value"].tolist())]
+    rows += [(lab, [v]) for lab, v in zip(d.loc[d["role"] == "alone", "label"], d.loc[d["role"] == "alone", "value"])]
+    rows.append((f"all {len(fact)} combinations", fact["value"].tolist()))
+    return rows
+
+
+def _left(ax, result, row, quantity: str) -> None:
+    rows = _rows(result, row["group"], quantity)
+    y = np.arange(len(rows))[::-1]
+    for yi, (label, vals) in zip(y, rows):
+        vals = [v for v in vals if np.isfinite(v) and v > 0]
+        jitter = np.linspace(-0.25, 0.25, len(vals)) if len(vals) > 1 else [0.0]
+        ax.scatter(vals, yi + np.asarray(jitter), s=36 if len(vals) == 1 else 14, zorder=3,
+                   color=[_colour(v) for v in vals], edgecolor="black" if len(vals) == 1 else "none", lw=0.6)
+    ax.axvline(1.0, color="black", lw=1.0, ls="--", label="ratio 1 (no difference)")
+    ax.set_yticks(y, [label for label, _ in rows])
+    ax.set_xscale("log")
+    _ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
+    ax.set_xlabel(_axis_label(result.meta["comparison"]))
+    ax.set_title(f"at {_short(row['group'])}: each run", fontsize=9)
+    for colour, text in ((AHEAD, "candidate ahead"), (EVEN, "within 0.5% of 1"), (BEHIND, "baseline ahead")):
+        ax.scatter([], [], color=colour, s=20, label=text)
+
+
+def _right(ax, summary, quantity: str, cmp: dict) -> None:
+    d = summary[summary["quantity"] == quantity].reset_index(drop=True)
+    x = np.arange(len(d))
+    ax.vlines(x, d["low"], d["high"], color="0.5", lw=6, alpha=0.5, label="range over the combinations")
+    ax.scatter(x, d["configured"], marker="o", color=PALETTE[0], zorder=3, label="as configured")
+    ax.scatter(x, d["default"], marker="D", facecolor="none", edgecolor=PALETTE[1], lw=1.5, zorder=4,
+               label="default readings")
+    ax.axhline(1.0, color="black", lw=1.0, ls="--")
+    ax.set_yscale("log")
+    _ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
+    ax.set_xticks(x, [_short(g).replace(", ", "\n") for g in d["group"]], rotation=30 if len(d) > 5 else 0,
+                  ha="right" if len(d) > 5 else "center")
+    ax.set_ylabel("ratio (log scale)")
+    ax.set_title("every group: range over the combinations", fontsize=9)
+
+
+def robustness_figure(r: ResultsView) -> Figure | None:
+    result = r.readings
+    cmp = (result.meta.get("comparison") or {}) if result is not None else {}
+    if not cmp or not result.varied:
+        return None
+    quantity = cmp["quantity"]
+    summary = robustness.summarize(result)
+    row = robustness.headline(summary, quantity)
+    if row is None:
+        return None
+    fig = Figure(figsize=(DOUBLE[0], 2.6 + 0.32 * (len(result.runs[result.runs["role"] == "alone"]) + 3)),
+                 layout="constrained")
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
+    _left(left, result, row, quantity)
+    _right(right, summary, quantity, cmp)
+    fig.legend(*_handles(left, right), loc="outside lower center", ncols=4, frameon=False)
+    survives = "survives every combination" if row["flipped"] == 0 else \
+        f"does not survive {row['flipped']} of {row['combinations']} combinations"
+    claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({robustness.side(row['configured'])} "
+             f"of 1) at {_short(row['group'])}; it {survives} of {', '.join(result.varied)} (range "
+             f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
+             f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
+    fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
+    verdict = ". ".join(robustness.statement(result, summary, quantity))
+    if row["flipped"]:
+        verdict += f". It flips in {row['flipped']} of {row['combinations']} combinations: here the data do not bear the claim out"
+    return caption(fig, CLAIMS["readings_robustness"], verdict + ".")
+
+
+def _handles(*axes):
+    """Legend entries of every panel, once each."""
+    seen: dict = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    return list(seen.values()), list(seen)

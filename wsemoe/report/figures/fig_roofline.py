@@ -1,0 +1,219 @@
+"""Roofline per stage: each design's attention, MoE, dense-FFN and head stages placed by arithmetic intensity
+(FLOP per byte on their weight path) and attained FLOP/s under the hardware's roof (peak compute, and the
+bandwidth of the weight path: the wafer I/O when weights stream, node memory when they are resident).
+
+A stage's compute roof is its own `<stage>_roof_flops`: the 16-bit peak, or higher where its matmuls run in
+fp8/fp4 at their formats' peaks (the FLOP-weighted harmonic mean of the peaks its matmuls run at)."""
+
+from __future__ import annotations
+
+import numbers
+import textwrap
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from wsemoe.report.figures.claims import caption
+from wsemoe.report.figures.style import PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name, plt_size, setting
+from wsemoe.report.figures.view import ResultsView
+
+STEMS = ("roofline",)
+STAGES = {"attention": "attention", "moe": "MoE (router + experts)", "dense_ffn": "dense FFN", "head": "output head"}
+TERMS = ("compute", "weights", "hbm", "memory")  # a stage's own roofline terms (communication comes after them)
+COLUMNS = tuple(f"{s}_{c}" for s in STAGES for c in ("hw_flops", "traffic_bytes", "roof_flops", "time_s"))
+# a stage's own terms and kernel launches are read for the best design only (the hollow marker): `ResultsView.rows`
+TERM_COLUMNS = tuple(f"{s}_{t}_s" for s in STAGES for t in (*TERMS, "launch"))
+CLAIMS = {"roofline": "Every stage sits under its hardware's roof: on the sloped part it is bound by its weight path "
+                      "(wafer I/O or node memory), on the flat part by compute; how far below the roof it sits is what "
+                      "it leaves unused"}
+MAX_POINTS = 300   # designs drawn per system (sampled with a fixed seed; the best always)
+MAX_PANELS = 4
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure."""
+    return {"roofline": roofline(view)}
+
+
+def roof(hw: dict) -> tuple[float, float, float, str]:
+    """(16-bit peak FLOP/s of all nodes, matmul efficiency, weight-path bandwidth in bytes/s, its name) of a
+    hardware."""
+    wafers = hw.get("wafers") or (1, 1)
+    nodes = hw["rows"] * hw["cols"] * wafers[0] * wafers[1]
+    if hw.get("weight_source") == "streamed":
+        return nodes * hw["node_peak_flops"], hw["matmul_efficiency"], hw["io_in_bw_bytes_per_s"], "wafer I/O in"
+    return (nodes * hw["node_peak_flops"], hw["matmul_efficiency"], nodes * hw["node_memory_bw_bytes_per_s"],
+            "node memory, all nodes")
+
+
+def placed(df: pd.DataFrame, stage: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(arithmetic intensity in FLOP/byte, attained FLOP/s as run, attained over the stage's own roofline time and
+    kernel launches without communication, the stage's compute roof in FLOP/s) of one stage at every row."""
+    flops = df[f"{stage}_hw_flops"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ai = flops / df[f"{stage}_traffic_bytes"].to_numpy(dtype=float)
+        terms = [df[f"{stage}_{t}_s"].to_numpy(dtype=float) for t in TERMS if f"{stage}_{t}_s" in df]
+        core = np.nanmax(np.stack(terms), axis=0) if terms else np.full(len(df), np.nan)
+        if f"{stage}_launch_s" in df:
+            core = core + df[f"{stage}_launch_s"].to_numpy(dtype=float)
+        return (ai, flops / df[f"{stage}_time_s"].to_numpy(dtype=float), flops / core,
+                df[f"{stage}_roof_flops"].to_numpy(dtype=float))
+
+
+def roofline(r: ResultsView) -> Figure | None:
+    """One panel per hardware: sampled feasible designs' stages, the best design's stages marked and named."""
+    if not all(c in r.points for c in COLUMNS):
+        return None
+    every = _systems(r)
+    systems = every[:MAX_PANELS]
+    if not systems:
+        return None
+    fig = Figure(figsize=(max(SINGLE[0], 5.2 * len(systems)), SINGLE[1] + 1.4), layout="constrained")
+    axes = fig.subplots(1, len(systems), squeeze=False)[0]
+    drawn, raised, said = set(), False, []
+    for ax, (label, df, hw) in zip(axes, systems):
+        stages, above, parts = _panel(ax, r, label, df, hw)
+        drawn, raised = drawn | stages, raised or above
+        said += [(label, p) for p in parts]
+    handles = [Line2D([], [], ls="", marker="o", color=PALETTE[i], label=STAGES[s]) for i, s in enumerate(STAGES)
+               if s in drawn]
+    handles += [Line2D([], [], color="0.15", lw=1.6, label="roof: weight-path bandwidth, then peak compute"),
+                Line2D([], [], color="0.15", lw=1, ls="--", label="16-bit peak × matmul efficiency")]
+    if raised:
+        handles.append(Line2D([], [], color="0.45", lw=1, ls="-.",
+                              label="16-bit peak (fp8/fp4 matmuls raise their stage's roof above it)"))
+    handles += [Line2D([], [], ls="", marker="o", ms=9, color="0.3", mec="k", label="best design, as run"),
+                Line2D([], [], ls="", marker="o", ms=9, mfc="none", mec="0.3",
+                       label="best design, without its communication")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2 if len(systems) == 1 else 3, frameon=False)
+    title = (f"{r.name}: each stage under its hardware's roof (one layer, one micro-batch; small dots: designs, "
+             f"large: the best by {name(r.metric)}"
+             + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
+    fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
+    )
+    return caption(fig, CLAIMS["roofline"], _verdict(said))
+
+
+def _verdict(said: list) -> str:
+    """What the best design of each system shows: each stage's share of its roof and what bounds it, and whether
+    every stage is under its roof (a share above 100% would contradict the claim, and says so)."""
+    above = [f"{label} {text}" for label, (text, share) in said if share > 1.005]
+    by = {}
+    for label, (text, _) in said:
+        by.setdefault(label, []).append(text)
+    shares = "; ".join(f"{label}: {', '.join(parts)}" for label, parts in by.items())
+    if above:
+        return (f"The best design of each system reaches, of its roof: {shares}. Above the roof: {', '.join(above)}: "
+                "here the data do not bear the claim out.")
+    return f"The best design of each system reaches, of its roof: {shares}; every stage drawn is under its roof."
+
+
+def _systems(r: ResultsView) -> list[tuple[str, pd.DataFrame, dict]]:
+    """(label, rows, hardware fields) per hardware of the results: feasible rows, or every row when none is."""
+    pts = r.feasible if len(r.feasible) else r.points
+    if "hardware.weight_source" in pts:   # SRAM serving has no node-level stages to place under a roof
+        pts = pts[pts["hardware.weight_source"].astype(str) != "sram"]
+    groups = pts.groupby("hardware", observed=True, sort=False) if "hardware" in r.axes else [(None, pts)]
+    out = []
+    for key, df in groups:
+        hw = r.sections(ResultsView.first_row(df))["hardware"] if len(df) else {}
+        if {"rows", "cols", "node_peak_flops"} <= set(hw):   # without the config there is no roof to draw
+            out.append((str(key if key is not None else hw.get("name", "hardware")), df, hw))
+    return out
+
+
+def _stages(r: ResultsView, df: pd.DataFrame) -> list[str]:
+    """Stages that run: the dense FFN only when some model of the rows has dense layers."""
+    models = pd.unique(df["model"]) if "model" in df else [None]
+    dense = any(r.sections({"model": m} if m is not None else {})["model"].get("first_k_dense_replace", 0)
+                for m in models)
+    return [s for s in STAGES if s != "dense_ffn" or dense]
+
+
+def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[set, bool, list]:
+    """Draw one system's roof and stages, titled with what its best design shows; return the stages drawn,
+    whether a stage's roof rises above the 16-bit peak (fp8/fp4 matmuls), and (text, share of its roof) of each
+    stage of the best design."""
+    peak, eff, bw, path = roof(hw)
+    best = df.loc[df[r.metric].idxmax()] if r.metric in df else df.iloc[0]
+    best = pd.concat([best, r.rows([best.name], list(TERM_COLUMNS)).iloc[0]])
+    shown = df.sample(MAX_POINTS, random_state=0) if len(df) > MAX_POINTS else df
+    ais, roofs, parts, drawn = [], [peak], [], set()
+    for i, stage in enumerate(STAGES):
+        if stage not in _stages(r, df):
+            continue
+        ai, run, _, top = placed(shown, stage)
+        ok = np.isfinite(ai) & (ai > 0) & (run > 0)
+        ax.scatter(ai[ok], run[ok], s=9, color=PALETTE[i], alpha=0.35, lw=0, rasterized=True)
+        b_ai, b_run, b_core, b_top = (float(x[0]) for x in placed(best.to_frame().T, stage))
+        if not (np.isfinite(b_ai) and b_ai > 0):
+            continue
+        ais, roofs, drawn = [*ais, *ai[ok], b_ai], [*roofs, *top[ok], b_top], drawn | {stage}
+        if b_core > b_run * 1.01:  # communication slows the stage: the hollow marker is its roofline alone
+            ax.plot([b_ai, b_ai], [b_run, b_core], color=PALETTE[i], lw=1)
+            ax.scatter([b_ai], [b_core], s=60, facecolor="none", edgecolor=PALETTE[i], lw=1.4, zorder=4)
+        ax.scatter([b_ai], [b_run], s=60, color=PALETTE[i], edgecolor="k", lw=0.6, zorder=5)
+        ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(7, -9), textcoords="offset points",
+                    fontsize=8, color=PALETTE[i])
+        side = "weight path" if b_ai * bw < b_top else "compute"
+        share = b_run / min(b_top, b_ai * bw)
+        parts.append((f"{STAGES[stage].split(' (')[0]} {100 * share:.0f}% ({side})", share))
+    if not ais:
+        return drawn, False, []
+    top = max(roofs)
+    _roof_lines(ax, peak, top, eff, bw, ais)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte on the weight path)")
+    ax.set_ylabel("attained (FLOP/s, all nodes)")
+    settings = ", ".join(_short(a, best[a]) for a in r.axes if a in best and a != "hardware"
+                         and r.points[a].nunique() > 1)
+    claim = (f"best ({settings or 'the only design'}) reaches, of its roof: " + ", ".join(t for t, _ in parts)
+             + f"; {len(shown):,} of {len(df):,} designs drawn")
+    width = int(ax.get_position().width * ax.figure.get_figwidth() * 72 / (SUB_SIZE * 0.56))
+    peaks = f"peak {_eng(peak)}FLOP/s" + (f" (16-bit), {_eng(top)}FLOP/s (a stage at its formats)"
+                                          if top > peak else "")
+    title = textwrap.wrap(f"{label}: {peaks}, {path} {_eng(bw)}B/s", int(width * SUB_SIZE / 9.5))
+    ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(textwrap.wrap(claim, width)))
+    ax.annotate("\n".join(textwrap.wrap(claim, width)), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
+                textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
+    return drawn, top > peak, parts
+
+
+def _short(col: str, value) -> str:
+    """'F 768': a setting by its symbol when it has one."""
+    return f"{SYMBOLS[col]} {value:g}" if col in SYMBOLS and isinstance(value, numbers.Real) else setting(col, value)
+
+
+def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list) -> None:
+    """The roof (bandwidth slope up to the ridge, then flat at the highest stage roof `top`), the 16-bit peak
+    below it when formats raise `top`, and the 16-bit efficiency ceiling, on log axes."""
+    ridge = top / bw
+    lo, hi = min(min(ais), peak / bw) / 4, max(max(ais), ridge) * 4
+    x = np.geomspace(lo, hi, 200)
+    ax.plot(x, np.minimum(top, bw * x), color="0.15", lw=1.6, zorder=2)
+    if top > peak:
+        ax.plot(x, np.minimum(peak, bw * x), color="0.45", lw=1, ls="-.", zorder=2)
+    ax.plot(x, np.minimum(peak * eff, bw * x), color="0.15", lw=1, ls="--", zorder=2)
+    ax.axvline(ridge, color="0.6", lw=0.6, ls=":")
+    ax.annotate(f"ridge {_eng(ridge)}FLOP/B", (ridge, top), xytext=(3, 4), textcoords="offset points",
+                fontsize=7.5, color="0.4")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(bw * lo, top * 2)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ticker.EngFormatter(sep=""))
+        axis.set_minor_locator(ticker.NullLocator())   # minor ticks over many decades cost seconds to lay out
+
+
+PREFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E", 21: "Z"}
+
+
+def _eng(x: float) -> str:
+    """'7.48 P': three significant digits, a no-break space and an SI prefix (the unit follows without a space)."""
+    if not x or not np.isfinite(x):
+        return f"{x:g} "
+    e = int(np.clip(np.floor(np.log10(abs(x)) / 3) * 3, -3, 21))
+    return f"{x / 10.0 ** e:.3g}\u00a0{PREFIXES[e]}"   # no break between a number and its unit

@@ -1,0 +1,191 @@
+"""SRAM serving figures: tokens per second per user against the wafers of the pipeline and the batch (per model),
+and a region heat map of one MoE layer's dispatch link loads under each placement (blocked, interleaved)."""
+
+from __future__ import annotations
+
+import textwrap
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import ListedColormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from wsemoe.cost.wafer import serving
+from wsemoe.report.figures.claims import caption, changes, where
+from wsemoe.report.figures.meshdraw import HEAT, draw_cells, draw_links, mesh_axes
+from wsemoe.report.figures.style import DOUBLE, MARKERS, PALETTE, heading, label, log2_ticks, setting
+from wsemoe.report.figures.view import ResultsView
+
+PER_USER, WAFERS, BATCH = "tokens_per_s_per_user", "wafers", "workload.B"
+STEMS = ("serving_wafers", "serving_heatmap_*")
+DYNAMIC = ("serving_heatmap_*",)
+COLUMNS = (PER_USER, WAFERS, "sram_bytes_per_pe", "attention_share", "hardware.*", "mapping.*", "workload.*")
+KIND_C = {"attention": PALETTE[0], "expert": "0.86", "shared": PALETTE[5], "empty": "white"}
+PANELS = 3   # models side by side
+CLAIMS = {"serving_wafers": "More wafers than the fewest that fit buy per-user speed (more PEs per region), until the "
+                            "hops between wafers and longer reductions take it back; with many sequences the busiest "
+                            "region's share of the stream binds instead",
+          "serving_heatmap_*": "Interleaving attention among the experts shortens router-to-expert paths, at the price "
+                               "of attention collectives across tiles that now lie apart"}
+
+
+def figures(view: ResultsView) -> dict[str, Figure | None]:
+    """{stem: figure}; None where the data does not support the figure (no SRAM-serving point)."""
+    rows = _serving_rows(view)
+    if rows is None:
+        return {"serving_wafers": None}
+    out = {"serving_wafers": per_user(view, rows)}
+    out.update(heatmaps(view, rows))
+    return out
+
+
+def _serving_rows(view: ResultsView) -> pd.DataFrame | None:
+    """The feasible SRAM-serving points, or None."""
+    if not view.has(PER_USER, WAFERS):
+        return None
+    f = view.feasible
+    f = f[np.isfinite(f[WAFERS].to_numpy(dtype=float))]
+    return f if len(f) else None
+
+
+def _slice(view: ResultsView, rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Every axis but the model, batch, wafers and placement at one value: the shortest context."""
+    said = []
+    for col in view.axes:
+        if col in ("model", BATCH) or col.startswith(("hardware", "mapping")) or rows[col].nunique() < 2:
+            continue
+        if "model" in rows and (rows.groupby("model", observed=True)[col].nunique() <= 1).all():
+            continue   # zipped with the model (its weight formats): one value per model
+        pick = rows[col].min() if col == "workload.seq_len" else rows[col].iloc[0]
+        rows = rows[rows[col] == pick]
+        said.append(setting(col, pick))
+    return rows, ", ".join(said)
+
+
+def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
+    """Per model: best tokens/s per user (over placement) against the wafers used, one line per batch."""
+    rows, said = _slice(view, rows)
+    models = list(pd.unique(rows["model"]))[:PANELS] if "model" in rows else [None]
+    fig = Figure(figsize=(DOUBLE[0], 4.3), layout="constrained")
+    axes = fig.subplots(1, len(models), squeeze=False)[0]
+    batches = sorted(pd.unique(rows[BATCH]))
+    for ax, model in zip(axes, models):
+        at = rows if model is None else rows[rows["model"] == model]
+        best = at.groupby([BATCH, WAFERS], observed=True)[PER_USER].max().reset_index()
+        for i, b in enumerate(batches):
+            line = best[best[BATCH] == b].sort_values(WAFERS)
+            ax.plot(line[WAFERS], line[PER_USER], marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
+                    label=f"B {b:g}")
+        log2_ticks(ax, _spaced(sorted(pd.unique(best[WAFERS]))))
+        ax.set_xlabel("wafers in the pipeline")
+        ax.set_title(model or view.name)
+    axes[0].set_ylabel(label(PER_USER))
+    axes[-1].legend(title="sequences served", loc="best")
+    heading(fig, f"{view.name}: tokens/s per user against the pipeline's wafers (SRAM serving)",
+            view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit"))
+    fig.supxlabel("\n".join(textwrap.wrap(f"claim: {CLAIMS['serving_wafers']}", 140)), fontsize=8.5)
+    return caption(fig, CLAIMS["serving_wafers"], _wafers_verdict(rows, models))
+
+
+def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
+    """Per model and batch: the wafers of the best per-user speed, its gain over the fewest wafers that fit,
+    and what the most wafers drawn keep of it."""
+    labels, holds, values = [], [], []
+    for model in models:
+        at = rows if model is None else rows[rows["model"] == model]
+        for b, line in at.groupby(BATCH, observed=True):
+            best = line.groupby(WAFERS, observed=True)[PER_USER].max().sort_index()
+            if len(best) < 2:
+                continue
+            top = best.idxmax()
+            labels.append(f"{model + ', ' if model else ''}B {b:g}")
+            holds.append(top > best.index[0])
+            values.append(f"best at {top:g} wafers, {changes([best.max() / best.iloc[0] - 1])} over {best.index[0]:g}"
+                          + (f", {changes([best.iloc[-1] / best.max() - 1])} at {best.index[-1]:g}"
+                             if best.index[-1] != top else ""))
+    if not labels:
+        return "Each model fits only one pipeline length here, so the claim is not tested."
+    return where(labels, holds, "more wafers buy per-user speed", "the fewest wafers are fastest", values) + "."
+
+
+def _spaced(values: list) -> list:
+    """Tick values at least 8% apart on a log scale (a pipeline of 31 wafers does not print over 32)."""
+    out = []
+    for v in values:
+        if not out or v / out[-1] >= 1.08:
+            out.append(v)
+    return out
+
+
+def heatmaps(view: ResultsView, rows: pd.DataFrame) -> dict:
+    """{serving_heatmap_<model>: figure} at each model's best per-user point, blocked beside interleaved."""
+    if not view.cfg:
+        return {}
+    out = {}
+    for model, at in rows.groupby("model", sort=False, observed=True) if "model" in rows else [(None, rows)]:
+        row = view.first_row(at.sort_values(PER_USER, ascending=False))
+        maps = [m for m in (_placed(view, row, p) for p in ("blocked", "interleaved")) if m is not None]
+        if maps:
+            out[f"serving_heatmap_{model or view.name}"] = _heatmap(view, row, maps)
+    return out
+
+
+def _placed(view: ResultsView, row: dict, strategy: str) -> dict | None:
+    """One MoE layer of the point's layout under `strategy`: tiles, PE-link wavelets per token of dispatch."""
+    s = view.sections(row)
+    s["mapping"]["pe_placement"] = strategy
+    ns = {k: SimpleNamespace(**v) for k, v in s.items()}
+    got = serving.placed_layer(ns["hardware"], ns["model"], ns["workload"], ns["mapping"],
+                               float(row["sram_bytes_per_pe"]), float(row["attention_share"]), ns["balance"])
+    if got is None:
+        return None
+    t, side = got
+    return {"traffic": t, "side": side, "values": t.dispatch.all_links() * s["model"]["hidden_size"] / side}
+
+
+def _kinds(p) -> np.ndarray:
+    kind = np.full(p.tiles, "empty", dtype=object)
+    kind[p.experts], kind[p.shared], kind[p.attention.ravel()] = "expert", "shared", "attention"
+    return kind
+
+
+def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
+    vmax = max(float(m["values"].max()) for m in maps) or 1.0
+    norm = Normalize(vmin=vmax * 1e-9, vmax=vmax)
+    fig = Figure(figsize=(DOUBLE[0], 5.2), layout="constrained")
+    grid = fig.add_gridspec(2, len(maps), height_ratios=[1, 0.16])
+    for i, m in enumerate(maps):
+        ax, t = fig.add_subplot(grid[0, i]), m["traffic"]
+        p = t.placement
+        mesh_axes(ax, p.rows, p.cols)
+        draw_cells(ax, p.rows, p.cols, [KIND_C[k] for k in _kinds(p)])
+        q = draw_links(ax, p.rows, p.cols, m["values"], HEAT, norm, f"links-{p.strategy}")
+        ax.set_title(f"{p.strategy}: longest dispatch path {t.hops * m['side']:.0f} PE hops\nbusiest PE link "
+                     f"{m['values'].max():,.0f} wavelets/token; attention spans ×{p.stretch:.2g}", fontsize=9)
+    bar = fig.add_subplot(grid[1, :])
+    bar.axis("off")
+    cb = fig.colorbar(q, cax=bar.inset_axes([0.05, 0.7, 0.55, 0.22]), orientation="horizontal", extend="min")
+    cb.set_label("wavelets per PE link per token, dispatch (one layer); grey: idle")
+    bar.legend([Patch(color=c, ec="0.4") for c in list(KIND_C.values())[:3]], ["attention", "routed expert", "shared"],
+               loc="center right", ncol=3, frameon=False, fontsize=8)
+    side = maps[0]["side"]
+    heading(fig, f"{view.name}: one MoE layer of {row.get('model', '')} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
+                 "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {row[WAFERS]:g} wafers, dispatch "
+                         f"{view.sections(row)['mapping'].get('pe_dispatch', 'multicast')}")
+    fig.supxlabel("\n".join(textwrap.wrap(f"claim: {CLAIMS['serving_heatmap_*']}", 140)), fontsize=8.5)
+    return caption(fig, CLAIMS["serving_heatmap_*"], _paths_verdict(maps))
+
+
+def _paths_verdict(maps: list) -> str:
+    """The longest dispatch path (PE hops) of each placement drawn, and whether interleaving shortens it."""
+    paths = {m["traffic"].placement.strategy: m["traffic"].hops * m["side"] for m in maps}
+    text = ", ".join(f"{k} {v:,.0f}" for k, v in paths.items())
+    if not {"blocked", "interleaved"} <= set(paths):
+        return f"Longest dispatch path in PE hops: {text}; only one placement fits, so the claim is not tested."
+    shorter = paths["interleaved"] < paths["blocked"]
+    change = changes([paths["interleaved"] / paths["blocked"] - 1])
+    return (f"Longest dispatch path in PE hops: {text} ({change} interleaved)"
+            + ("." if shorter else ": not shorter, so here the data do not bear the claim out."))

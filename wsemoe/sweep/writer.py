@@ -1,0 +1,344 @@
+"""The one way wsemoe writes files and folders: atomically, and never over anything it cannot prove it wrote.
+
+Every command that writes (sweep, report, schema, plot, compare --plot, invariants --junit, calibrate,
+sensitivity, readings, export traffic, new) goes through here. A file is written to a temporary name in its
+folder, flushed to disk and renamed into place; a folder is built under a hidden name beside its target and
+swapped in. What may be replaced is decided by the folder's ledger (`sweep/ledger.py`), never by a file's
+name or content (`wsemoe new` replaces nothing at all: its file is the user's once written):
+
+- a file: only one the ledger lists with the very bytes it holds; one another command wrote needs --force;
+  one of a results folder's own files (config.yaml, manifest.json, parts, pareto.csv...) never;
+- a folder: only one wsemoe made for the same writer (another key, e.g. another sweep's results, needs
+  --force), in which every entry is listed and unchanged;
+- never: a symbolic link (the target or any folder of the path as given), the current folder or its
+  parents, a results root (a folder holding results folders), a read-only file or folder (its write bits
+  cleared: refused even for root), a path more than one folder below an existing one (wsemoe makes at most
+  the one folder that holds what it writes, never a tree), a folder owned by another writer (points.parquet/,
+  a partial folder, plots/), a FIFO or device, and a folder holding a `.wsemoe.json` that is not its record.
+
+Every refusal and every OS failure is one line naming the path; what was there before stays as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from wsemoe.errors import ResultsError, os_error
+from wsemoe.sweep import ledger
+from wsemoe.sweep.atomic import MAX_NAME, atomic_bytes, fsync_folder, os_errors
+from wsemoe.sweep.ownership import (PARTIAL_MARKER, RESULTS_SLOTS, WRITERS, check_replaceable, command, is_results,
+                                    owner_of, refuse, remove_tree, writable)
+
+RESERVED = (ledger.NAME, PARTIAL_MARKER)
+
+
+# ---------------------------------------------------------------- paths
+
+def checked_path(path) -> Path:
+    """The absolute path, after refusing a symbolic link anywhere along the path as given and a name the
+    file system (with our temporary names beside it) cannot hold."""
+    if not str(path).strip():
+        raise ResultsError("an empty path names nothing to write", loc=("path",))
+    p = Path(path)
+    cur = Path(p.anchor) if p.is_absolute() else Path()
+    parts = p.parts[1:] if p.is_absolute() else p.parts
+    for i, part in enumerate(parts):
+        cur = cur / part
+        if part in (".", ".."):
+            continue
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            raise os_error(exc, cur, "look at the path") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise refuse(cur, "is a symbolic link; wsemoe never writes through a link (give the real path)")
+        if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            raise refuse(cur, "is a file, not a folder; nothing can be written inside it")
+    absolute = Path(os.path.abspath(p))
+    if len(absolute.name.encode()) > MAX_NAME:
+        raise refuse(absolute, f"name is {len(absolute.name.encode())} bytes; at most {MAX_NAME} are supported "
+                      "(ENAMETOOLONG)")
+    return absolute
+
+
+def is_current(p: Path) -> bool:
+    """True for the current folder and every folder above it."""
+    here = Path.cwd().resolve()
+    return any(q == here or q in here.parents for q in {Path(p), Path(os.path.realpath(p))})
+
+
+# ---------------------------------------------------------------- ownership
+
+def _check_parent(parent: Path, writer: str, name: str) -> None:
+    """The folder a file or folder goes into: it exists (or only it is missing, and is made when writing:
+    wsemoe makes at most that one folder, never a tree), is a writable folder, and takes entries from this
+    writer."""
+    try:
+        st = os.stat(parent)
+    except FileNotFoundError:
+        try:
+            up = os.stat(parent.parent)
+        except FileNotFoundError:
+            raise refuse(parent.parent, "folder does not exist; create it first (wsemoe makes at most the one "
+                         "folder that holds what it writes)") from None
+        except OSError as exc:
+            raise os_error(exc, parent.parent, "look at the folder") from None
+        if not stat.S_ISDIR(up.st_mode):
+            raise refuse(parent.parent, "is not a folder")
+        writable(parent.parent, up, "folder")
+        return
+    except OSError as exc:
+        raise os_error(exc, parent, "look at the folder") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise refuse(parent, "is not a folder")
+    writable(parent, st, "folder")
+    if ledger.foreign(parent):
+        raise refuse(parent / ledger.NAME, "is not the record wsemoe keeps there; refusing to write in its folder")
+    owner = owner_of(parent)
+    if owner is None or owner == writer and owner != "sweep":
+        return
+    if owner == "sweep" and is_results(parent) and RESULTS_SLOTS.get(name) == writer:
+        return
+    slots = ", ".join(n for n, w in RESULTS_SLOTS.items() if w == writer)
+    hint = f" (here it writes only {slots})" if owner == "sweep" and slots else ""
+    raise refuse(parent / name, f"is inside a folder that `{command(owner)}` owns{hint}; choose another place")
+
+
+def ensure_parent(p: Path) -> None:
+    """Make the one missing folder that holds `p` (its own parent was checked to exist)."""
+    if not os.path.isdir(p.parent):
+        with os_errors(p.parent, "make the folder"):
+            os.mkdir(p.parent)
+
+
+def _check_file_target(p: Path, writer: str, force: bool) -> None:
+    """An existing file may be replaced only when its ledger entry proves it is ours, unchanged."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise refuse(p, "is a folder; give a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise refuse(p, "is not a regular file; refusing to replace it")
+    e = ledger.read(p.parent).entry(p.name)
+    if e is None or e["kind"] != "file":
+        raise refuse(p, "exists and wsemoe did not write it; refusing to replace it (choose another name, or "
+                      "remove it yourself)")
+    if not ledger.matches(p, e):
+        raise refuse(p, "changed since wsemoe wrote it, so it is no longer provably wsemoe's; refusing to "
+                      "replace it (choose another name, or remove it yourself)")
+    if e["writer"] == "sweep" and writer != "sweep":
+        raise refuse(p, "is a file of a results folder (written by `wsemoe sweep`); choose another name")
+    if e["writer"] != writer and not force:
+        raise refuse(p, f"was written by `{command(e['writer'])}`; pass --force to replace it")
+    writable(p, st, "file")
+
+
+def _file_path(path, writer: str) -> Path:
+    """The absolute path of a file to write, once its path, name and folder are checked."""
+    p = checked_path(path)
+    if p.name in RESERVED:
+        raise refuse(p, "is a name wsemoe keeps for its own records; choose another name")
+    _check_parent(p.parent, writer, p.name)
+    return p
+
+
+def check_file(path, writer: str, force: bool = False) -> Path:
+    """Everything `write_file` checks, before any work is done; the absolute path."""
+    p = _file_path(path, writer)
+    _check_file_target(p, writer, force)
+    return p
+
+
+def write_file(path, data: bytes | str, writer: str, force: bool = False) -> Path:
+    """Write one file atomically and record it in its folder's ledger; refuse anything not provably ours."""
+    p = check_file(path, writer, force)
+    data = data.encode() if isinstance(data, str) else data
+    ensure_parent(p)
+    with os_errors(p, f"write the {WRITERS[writer][1]}"), ledger.locked(p.parent):
+        _check_file_target(p, writer, force)  # again, under the folder's lock
+        atomic_bytes(p, data)
+        record_files(p.parent, {p.name: data}, writer)
+    return p
+
+
+def create_file(path, data: bytes | str, writer: str) -> Path:
+    """Write a file that is the user's from then on (`wsemoe new`'s sweep file): never over anything, not even a
+    file wsemoe wrote, and listed in no ledger, so no writer (not even with --force) ever replaces it."""
+    p = _file_path(path, writer)
+    refusal = refuse(p, f"exists; {command(writer)} never replaces a file (choose another name or -o PATH)")
+    if os.path.lexists(p):
+        raise refusal
+    ensure_parent(p)
+    with os_errors(p, f"write the {WRITERS[writer][1]}"):
+        try:
+            atomic_bytes(p, data.encode() if isinstance(data, str) else data, replace=False)
+        except FileExistsError:  # made meanwhile by someone else: theirs
+            raise refusal from None
+    return p
+
+
+def record_files(folder: Path, files: dict, writer: str) -> None:
+    """Add files just written (name -> their bytes) to the folder's ledger (the caller holds its lock)."""
+    led = ledger.read(folder)
+    for name, data in files.items():
+        led.record_file(name, writer, hashlib.sha256(data).hexdigest(), len(data))
+    atomic_bytes(folder / ledger.NAME, led.to_bytes())
+
+
+def remove_file(path, writer: str) -> bool:
+    """Remove a file only when its ledger entry proves this writer wrote it, unchanged; True if removed."""
+    p = Path(path)
+    with os_errors(p, "remove an old file"), ledger.locked(p.parent):
+        led = ledger.read(p.parent)
+        e = led.entry(p.name)
+        if e is None or e["writer"] != writer or not ledger.matches(p, e):
+            return False
+        os.unlink(p)
+        del led.entries[p.name]
+        atomic_bytes(p.parent / ledger.NAME, led.to_bytes())
+    return True
+
+
+# ---------------------------------------------------------------- folders
+
+def check_folder(path, writer: str, force: bool = False, key: str | None = None) -> Path:
+    """Everything `write_folder` (and a sweep) checks before any work is done; the absolute path."""
+    p = checked_path(path)
+    if is_current(p):
+        raise refuse(p, "is the current folder or one of its parents; refusing to replace it")
+    if p.name in RESERVED:
+        raise refuse(p, "is a name wsemoe keeps for its own records; choose another name")
+    _check_parent(p.parent, writer, p.name)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p
+    if not stat.S_ISDIR(st.st_mode):
+        raise refuse(p, "exists and is not a folder; refusing to replace it")
+    if any(os.scandir(p)):
+        check_replaceable(p, writer, key, force)
+    else:
+        writable(p, st, "folder")
+    return p
+
+
+def new_folder(target: Path, what: str = "new") -> Path:
+    """A hidden, empty folder beside `target` (same file system, so it can be renamed into place)."""
+    p = target.with_name(f".{target.name}.wsemoe-{what}-{os.getpid()}-{secrets.token_hex(4)}")
+    os.mkdir(p, 0o755)
+    return p
+
+
+def swap_in(new: Path, target: Path, writer: str, force: bool = False, key: str | None = None) -> Path:
+    """Rename the finished folder `new` to `target`, replacing an older folder only when it is provably this
+    writer's (checked again here, at the last moment); the old one is removed entry by entry after."""
+    old = None
+    with os_errors(target, f"put the {WRITERS[writer][1]} in place"):
+        if os.path.lexists(target):
+            if any(os.scandir(target)):
+                check_replaceable(target, writer, key, force)
+                old = new_folder(target, "old")
+                os.replace(target, old)  # over the empty placeholder
+        try:
+            os.replace(new, target)  # an empty folder is replaced in one rename
+        except BaseException:
+            if old is not None:
+                os.replace(old, target)
+            raise
+        if old is not None:
+            remove_tree(old)
+        fsync_folder(target.parent)
+        _record_in_parent(target, writer)
+    return target
+
+
+def _record_in_parent(folder: Path, writer: str) -> None:
+    """A folder made inside a folder wsemoe owns (plots/ or sensitivity/ of results) joins its ledger."""
+    parent = folder.parent
+    if not ledger.read(parent).owner:
+        return
+    with ledger.locked(parent):
+        led = ledger.read(parent)
+        led.record(folder.name, "folder", writer)
+        atomic_bytes(parent / ledger.NAME, led.to_bytes())
+
+
+def write_folder(path, files: dict, writer: str, force: bool = False, key: str | None = None) -> Path:
+    """Write {name: bytes} as the folder `path` (built beside it, then swapped in), with its ledger."""
+    p = check_folder(path, writer, force, key)
+    ensure_parent(p)
+    new = None
+    with os_errors(p, f"write the {WRITERS[writer][1]}"):
+        try:
+            new = new_folder(p)
+            fill_folder(new, files, writer, key)
+            with ledger.locked(p.parent):
+                swap_in(new, p, writer, force, key)
+        except BaseException:
+            if new is not None and new.exists():
+                remove_tree(new)
+            raise
+    return p
+
+
+def fill_folder(folder: Path, files, writer: str, key: str | None = None, owner: bool = True) -> None:
+    """Write files into a folder wsemoe is building, then its ledger (owned by `writer`, for `key`). `files` is
+    {name: bytes} or (name, bytes) pairs made one at a time (a large export is never held whole); a name
+    'sub/file' goes into a subfolder made here, with a ledger of its own."""
+    ledgers: dict = {}
+
+    def ledger_of(rel: tuple) -> ledger.Ledger:
+        if rel not in ledgers:
+            if rel:
+                ledger_of(rel[:-1]).record(rel[-1], "folder", writer)
+                os.mkdir(folder.joinpath(*rel), 0o755)
+            ledgers[rel] = ledger.read(folder.joinpath(*rel))
+            if owner or rel:
+                ledgers[rel].owner = {"writer": writer, "key": key}
+        return ledgers[rel]
+
+    ledger_of(())
+    for name, data in files.items() if isinstance(files, dict) else files:
+        *sub, base = name.split("/")
+        data = data.encode() if isinstance(data, str) else data
+        led = ledger_of(tuple(sub))  # (makes the subfolder)
+        atomic_bytes(folder.joinpath(*sub, base), data)
+        led.record_file(base, writer, hashlib.sha256(data).hexdigest(), len(data))
+    for rel, led in ledgers.items():
+        atomic_bytes(folder.joinpath(*rel, ledger.NAME), led.to_bytes())
+
+
+def make_folder(path, writer: str, create: bool = True) -> Path:
+    """A folder this writer fills file by file (plots/): made and recorded, or reused when already its own
+    (with `create` False: only the checks, before any work is done)."""
+    p = checked_path(path)
+    _check_parent(p.parent, writer, p.name)
+    with os_errors(p, f"make the folder for the {WRITERS[writer][1]}"):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            if not stat.S_ISDIR(st.st_mode):
+                raise refuse(p, "exists and is not a folder; refusing to replace it")
+            led = ledger.read(p)
+            if not led.owner or led.owner["writer"] != writer:
+                raise refuse(p, "exists and wsemoe did not make it; refusing to write into it (move it out first)")
+            writable(p, st, "folder")
+            return p
+        if not create:
+            return p
+        ensure_parent(p)
+        new = new_folder(p)
+        fill_folder(new, {}, writer)
+        with ledger.locked(p.parent):
+            swap_in(new, p, writer)
+    return p

@@ -1,0 +1,135 @@
+"""Every tolerance of `wsemoe validate`, one band per row, each written before the model ran on its row.
+
+A band bounds the row's value (`lo ≤ value ≤ hi`, open at its finite ends when `strict`); `why` says how it
+follows from the published wording. A band is changed, or one added, in a commit of its own made before the
+model is run on that row, so the repository's history shows that no band was set to fit the model's value
+(docs/sources.md, "Validation").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Band:
+    """lo ≤ value ≤ hi (strict: lo < value < hi at the finite ends); `log`: factors, distances as ratios."""
+
+    lo: float | None = None
+    hi: float | None = None
+    why: str = ""
+    strict: bool = False
+    log: bool = False
+
+    def holds(self, value: float) -> bool:
+        """Whether a finite value lies in the band (NaN never does)."""
+        v = float(value)
+        if not math.isfinite(v):
+            return False
+        below = self.lo is not None and (v <= self.lo if self.strict else v < self.lo)
+        above = self.hi is not None and (v >= self.hi if self.strict else v > self.hi)
+        return not (below or above)
+
+    def outside(self, value: float) -> tuple[str, float] | None:
+        """('above', edge) or ('below', edge) when the value is outside the band, None inside."""
+        if self.holds(value):
+            return None
+        if self.hi is not None and (not math.isfinite(value) or value >= self.hi):
+            return "above", self.hi
+        return "below", self.lo
+
+    def outside_value(self, edge_offset: float = 1e-9) -> list[float]:
+        """Values just outside each finite end (for tests that every band can fail)."""
+        out = []
+        for edge, sign in ((self.lo, -1.0), (self.hi, 1.0)):
+            if edge is not None:
+                out.append(edge * (1 + sign * 1e-6) if self.log else edge + sign * max(edge_offset, 1e-6 * abs(edge)))
+        return out
+
+
+FACTOR = 1.4  # a published slowdown or speedup factor is reproduced within ×/÷ 1.4
+
+PARAM_TOTAL = 0.01  # published total parameter counts (three significant digits): ±1%
+
+BANDS: dict[str, Band] = {
+    # ---- Batch Tiling on Attention (Soboleva et al.; Cerebras' BTA documentation) ----
+    "bta.falls.experts": Band(hi=1.0, strict=True, why="'throughput degradation as sparsity increases': every "
+                              "step to a sparser point lowers uniform batching's tokens/s (largest step ratio < 1)"),
+    "bta.falls.topk": Band(hi=1.0, strict=True, why="as for the expert-count sweep"),
+    "bta.flat.experts": Band(hi=1.2, log=True, why="'throughput remains stable ... across all configurations': "
+                             "BTA's max/min tokens/s at most 1.2"),
+    "bta.flat.topk": Band(hi=1.2, log=True, why="as for the expert-count sweep"),
+    "bta.docs.experts": Band(2.0 / FACTOR, 2.0 * FACTOR, log=True,
+                             why="'128 experts: up to 53% slower (2x slowdown)': a published factor within ×/÷ 1.4"),
+    "bta.docs.topk": Band(7.0 / FACTOR, 7.0 * FACTOR, log=True,
+                          why="'Low top_k (high sparsity): up to 86% slower (7x slowdown)': within ×/÷ 1.4"),
+    "bta.speedup": Band(4.0, 8.0, log=True, why="'up to 5× performance improvements at higher sparsity levels': the "
+                        "speedup at the sparsest point of a sweep the abstract does not publish, 4–8×"),
+    "bta.edges": Band(hi=1.0, strict=True, why="property: at BTA's reading (the default), each side's best B and G "
+                      "lie below the largest value the sweep tries (largest best value over the axis maximum < 1); "
+                      "the headline's range names the readings under which one does not"),
+    # ---- MoEntwine on one wafer (ER vs block; NI-Balancer) ----
+    "mapping.a2a": Band(lo=0.0, strict=True, why="ER-Mapping 'balance[s] communication pressure': its all-to-all "
+                        "shorter than the block mapping's at every setting (smallest cut > 0)"),
+    "mapping.allreduce": Band(1.5, 3.0, log=True, why="property: ER ring neighbours 2 hops apart on 2×2 full token "
+                              "domains, so the all-reduce about 2× the block mapping's"),
+    "mapping.comm.large": Band(lo=0.0, strict=True, why="ER lowers the MoE communication it names (all-reduce, "
+                               "dispatch, combine) at every setting"),
+    "mapping.comm.small": Band(lo=0.0, strict=True, why="as at the larger batch"),
+    "mapping.topk": Band(lo=0.0, strict=True, why="the gain grows with top-k (all-to-all volume k× the all-reduce's): "
+                         "cut at top-k 8 minus cut at top-k 2 > 0 everywhere"),
+    "mapping.ftd": Band(0.0, 0.0, why="property: under ER dispatch stays inside disjoint full token domains: exactly 0"),
+    "balance.skew": Band(1.7, 2.5, log=True, why="property: the Zipf exponent was chosen to give the paper's ≈2×"),
+    "balance.replicate.compute": Band(0.40, 0.65, why="property: with the busiest die fitted to 2×, replication's "
+                                      "cut is about 1 − 1/2; −54% within ±(14, 11) points"),
+    "balance.replicate.comm": Band(0.10, 0.35, why="'22% improvement in MoE communication': −22% within ±12–13 points"),
+    "balance.stw": Band(1.5, 2.5, why="fitted: the churn is chosen so that stop-the-world costs 2 iterations in 10; "
+                        "checks the affine fit"),
+    "balance.hidden": Band(lo=0.90, why="NI-Balancer hides the migration on cold links: at least 90% hidden at every "
+                           "decode batch, 1–256 tokens per device"),
+    # ---- MoEntwine at its scale (4 wafers, HER, NVL72) ----
+    "scale.her": Band(0.47, 0.77, why="'communication reduction up to 62%': one maximum of an unpublished sweep, "
+                      "±15 points"),
+    "scale.her.wafer": Band(0.0, 0.0, why="property: HER takes each token from the expert's own wafer: exactly 0"),
+    "scale.ni.compute.hot": Band(0.40, 0.65, why="'54% ... improvement in MoE computation': −54% within −40…−65%"),
+    "scale.ni.compute.fill": Band(0.40, 0.65, why="property: filling every spare slot evens the dies out, so the cut "
+                                  "is about 1 − 1/(the fitted 2×)"),
+    "scale.ni.comm.hot": Band(0.10, 0.35, why="'22% improvement in MoE communication': within −10…−35%"),
+    "scale.ni.comm.fill": Band(0.10, 0.35, why="as with hot replicas"),
+    "scale.hidden": Band(lo=0.90, why="NI-Balancer's migration rides the cold links of the communication phases: at "
+                         "least 90% hidden in those windows at every load, 1–64 tokens per device"),
+    "scale.nvl72": Band(-0.15, 0.15, why="'an average 39% higher per-device MoE performance': an average over loads "
+                        "the abstract does not state lies within the span of the per-load ratios; value: +39% less "
+                        "the nearest ratio of that span over 1–256 tokens per device, within ±15 points"),
+    # ---- WaferLLM (He et al., OSDI '25) ----
+    "waferllm.gemv": Band(-0.10, 0.10, why="fitted: one constant for two points leaves one residual each, ±10%"),
+    "waferllm.decode": Band(-0.25, 0.25, why="a prediction over 28 kernels per layer, ±25%"),
+    "waferllm.rising": Band(hi=1.0, strict=True, why="'grows': per-token latency rises with the grid side (largest "
+                            "step ratio of the inverse < 1)"),
+    "waferllm.growth": Band(1.10, 1.35, log=True, why="Table 4: 1.204× from 420² to 660², 1.10–1.35×"),
+    "waferllm.binds": Band(lo=1.0, strict=True, why="§7.3: communication is the primary bottleneck: fabric cycles over "
+                           "local compute cycles > 1"),
+    "waferllm.meshgemm": Band(lo=0.70, why="'over 70% computational efficiency'"),
+    "waferllm.cannon": Band(hi=0.50, strict=True, why="'falling below 50% with 720×720 cores'"),
+    # ---- Cerebras inference, SRAM-resident serving on CS-3 (launch blog, Aug 2024; validate/cerebras.py) ----
+    "cerebras.wafers": Band(0.0, 0.0, why="'20B models fit on a single CS-3 while 70B models fit on as few as four "
+                            "systems': wafers needed less the published count, exactly 0 (the 20B row is fitted)"),
+    "cerebras.speed": Band(0.75, 2100.0 / 450.0, log=True, why="per-user tokens/s over the launch figure: 25% slow as "
+                           "a prediction over many kernels may be, up to 2,100 / 450 fast (the same 70B on Cerebras' "
+                           "next software release, kernels rewritten, speculation included)"),
+    "cerebras.ratio": Band(-0.25, 0.25, why="8B over 70B per-user speed against the published 1,800 / 450 = 4.0, ±25%: "
+                           "how per-token time scales with layers, width and wafers, whatever the software's "
+                           "absolute efficiency"),
+}
+
+
+def band(row_id: str) -> Band:
+    """The band of a row (its id's family prefix before the first ':' names it)."""
+    return BANDS[row_id.split(":")[0]]
+
+
+def param_active(published: float) -> float:
+    """Published active counts have two significant digits: ±max(2%, half a unit of the last digit)."""
+    half_unit = 0.5 * 10 ** (math.floor(math.log10(published)) - 1)
+    return max(0.02, half_unit / published)
