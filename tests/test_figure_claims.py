@@ -92,3 +92,35 @@ def test_plot_writes_each_caption_beside_its_image(tmp_path):
         text = png.with_suffix(".txt").read_text()
         assert text.startswith(claims.claim_of(family, png.stem)) and len(text) > len(claims.claim_of(family, png.stem)) + 20
     assert np.all([p.with_suffix(".txt") in written for p in pngs])
+
+
+def test_serving_wafers_caption_says_where_more_wafers_pay():
+    """Per-user tokens/s of model m. B 1: 100, 150, 120 on 1, 2, 4 wafers: best at 2, 150/100 − 1 = +50% over the
+    fewest, 120/150 − 1 = −20% at 4 (the claim holds). B 8: 50, 40 on 1, 2: the fewest is best and 2 wafers keep
+    40/50 − 1 = −20% (it does not)."""
+    from wsemoe.report.figures import fig_serving
+
+    rows = pd.DataFrame({"model": "m", "workload.B": [1, 1, 1, 8, 8], "wafers": [1, 2, 4, 1, 2],
+                         "tokens_per_s_per_user": [100.0, 150.0, 120.0, 50.0, 40.0]})
+    text = fig_serving._wafers_verdict(rows, ["m"])
+    assert text == ("more wafers buy per-user speed at m, B 1 (best at 2 wafers, +50% over 1, \u221220% at 4); "
+                    "the fewest wafers are fastest at m, B 8 (best at the fewest, 1, \u221220% at 2).")
+    one = fig_serving._wafers_verdict(rows[rows["wafers"] == 1], ["m"])
+    assert "not tested" in one
+
+
+def test_serving_heatmap_caption_compares_the_dispatch_paths():
+    """Longest dispatch path = hops × tile side: blocked 6 × 10 = 60 PE hops, interleaved 3 × 10 = 30: −50%, the
+    claim holds; swapped, interleaving is longer and the caption says the data do not bear the claim out."""
+    from types import SimpleNamespace
+
+    from wsemoe.report.figures import fig_serving
+
+    def maps(blocked, interleaved):
+        return [{"traffic": SimpleNamespace(placement=SimpleNamespace(strategy=s), hops=h), "side": 10}
+                for s, h in (("blocked", blocked), ("interleaved", interleaved))]
+
+    good = fig_serving._paths_verdict(maps(6, 3))
+    assert good == "Longest dispatch path in PE hops: blocked 60, interleaved 30 (\u221250% interleaved)."
+    bad = fig_serving._paths_verdict(maps(3, 6))
+    assert "(+100% interleaved): not shorter" in bad and "do not bear the claim out" in bad

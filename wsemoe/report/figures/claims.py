@@ -12,13 +12,14 @@ import fnmatch
 import numpy as np
 from matplotlib.figure import Figure
 
+from wsemoe.errors import printable
 from wsemoe.report.figures.style import pct
 
 
 def caption(fig: Figure | None, claim: str, verdict: str) -> Figure | None:
     """Attach the caption (claim, then what the data say) to a figure; returns the figure."""
-    if fig is not None:
-        fig.wsemoe_caption = f"{claim.rstrip('.')}. {verdict.strip()}".strip()
+    if fig is not None:  # names from files reach it: control characters shown escaped, as everywhere
+        fig.wsemoe_caption = printable(f"{claim.rstrip('.')}. {verdict.strip()}".strip())
     return fig
 
 

@@ -103,9 +103,10 @@ def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
             top = best.idxmax()
             labels.append(f"{model + ', ' if model else ''}B {b:g}")
             holds.append(top > best.index[0])
-            values.append(f"best at {top:g} wafers, {changes([best.max() / best.iloc[0] - 1])} over {best.index[0]:g}"
-                          + (f", {changes([best.iloc[-1] / best.max() - 1])} at {best.index[-1]:g}"
-                             if best.index[-1] != top else ""))
+            gain = (f"best at {top:g} wafers, {changes([best.max() / best.iloc[0] - 1])} over {best.index[0]:g}"
+                    if top > best.index[0] else f"best at the fewest, {top:g}")
+            values.append(gain + (f", {changes([best.iloc[-1] / best.max() - 1])} at {best.index[-1]:g}"
+                                  if best.index[-1] != top else ""))
     if not labels:
         return "Each model fits only one pipeline length here, so the claim is not tested."
     return where(labels, holds, "more wafers buy per-user speed", "the fewest wafers are fastest", values) + "."
