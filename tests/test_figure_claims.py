@@ -103,7 +103,7 @@ def test_serving_wafers_caption_says_where_more_wafers_pay():
     rows = pd.DataFrame({"model": "m", "workload.B": [1, 1, 1, 8, 8], "wafers": [1, 2, 4, 1, 2],
                          "tokens_per_s_per_user": [100.0, 150.0, 120.0, 50.0, 40.0]})
     text = fig_serving._wafers_verdict(rows, ["m"])
-    assert text == ("more wafers buy per-user speed at m, B 1 (best at 2 wafers, +50% over 1, \u221220% at 4); "
+    assert text == ("More wafers buy per-user speed at m, B 1 (best at 2 wafers, +50% over 1, \u221220% at 4); "
                     "the fewest wafers are fastest at m, B 8 (best at the fewest, 1, \u221220% at 2).")
     one = fig_serving._wafers_verdict(rows[rows["wafers"] == 1], ["m"])
     assert "not tested" in one
@@ -124,3 +124,37 @@ def test_serving_heatmap_caption_compares_the_dispatch_paths():
     assert good == "Longest dispatch path in PE hops: blocked 60, interleaved 30 (\u221250% interleaved)."
     bad = fig_serving._paths_verdict(maps(3, 6))
     assert "(+100% interleaved): not shorter" in bad and "do not bear the claim out" in bad
+
+
+@pytest.mark.parametrize("wafer, says", [
+    ([150.0, 120.0, 90.0, 80.0], "wsc: ahead at 1–2 tokens/device, behind at 4–8; ahead at every HBM-bound point "
+                                 "(1–2; +20% … +50%); falls behind at 3."),
+    ([90.0, 80.0, 70.0, 60.0], "wsc: behind at every load (1–8 tokens/device); ahead at 0 of 2 HBM-bound points "
+                               "(1–2): the claim does not hold everywhere it should."),
+])
+def test_crossover_caption_reads_the_claim_where_the_baseline_is_hbm_bound(wafer, says):
+    """gpu's MoE block: 100 tokens/s per device at 1, 2, 4, 8 tokens/device, HBM-bound at 1 and 2 (HBM 2 s >
+    compute 1 s), compute-bound at 4 and 8. Ratios wsc/gpu 1.5, 1.2, 0.9, 0.8 cross 1 between 2 and 4: on log2,
+    2^(1 + (1.2 − 1)/(1.2 − 0.9)) = 2^1.67 ≈ 3.2, so it falls behind at 3; the claim holds at both HBM-bound loads."""
+    from wsemoe.report.figures import fig_versus
+
+    tau = [1, 2, 4, 8]
+    gpu = pd.DataFrame({"hardware": "gpu", "workload.tokens_per_device": tau, "feasible": True,
+                        "per_device_moe_block_tokens_per_s": 100.0, "moe_hbm_s": [2.0, 2.0, 1.0, 1.0],
+                        "moe_compute_s": [1.0, 1.0, 2.0, 2.0]})
+    wsc = gpu.assign(hardware="wsc", per_device_moe_block_tokens_per_s=wafer)
+    view = _view(pd.concat([wsc, gpu], ignore_index=True), {"baseline": {"hardware": "gpu"}})
+    text = fig_versus._verdict(view, "gpu")
+    assert text.startswith("MoE block (experts, dispatch, combine, reduction): gpu's MoE stage is HBM-bound at 1–2 "
+                           "tokens/device. ") and text.endswith(says), text
+
+
+def test_wafer_vs_gpu_bars_need_the_candidate_beside_a_gpu():
+    """The SRAM-serving wafer has no per-device MoE throughput (NaN): the bars would compare the two GPU systems,
+    which is not the figure's claim, so there is no figure; with the wafer's values, it is drawn."""
+    pts = pd.DataFrame({"hardware": ["cs3", "nvl72", "dgx"], "mapping.tp": [1, 1, 1], "feasible": True,
+                        "per_device_moe_tokens_per_s": [np.nan, 300.0, 100.0]})
+    compare = {"candidate": {"hardware": "cs3"}, "baseline": {"hardware": "nvl72"}}
+    assert fig_comm.wsc_vs_nvl72(_view(pts, compare)) is None
+    fig = fig_comm.wsc_vs_nvl72(_view(pts.assign(per_device_moe_tokens_per_s=[600.0, 300.0, 100.0]), compare))
+    assert "cs3 against nvl72 ahead at TP 1 (+100%)" in claims.caption_of(fig)

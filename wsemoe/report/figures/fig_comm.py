@@ -168,12 +168,16 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
         return None
     over = [c for c in ("workload.B", "mapping.tp") if c in view.axes]
     df, said, tuned = view.best(("hardware", *over), col, "max")
-    if df.empty:
-        return None
+    df = df[np.isfinite(df[col].to_numpy(dtype=float))]  # a system without the metric (SRAM serving) has no bar
     hws = _order(view, list(pd.unique(df["hardware"])))
-    if len(hws) < 2:   # the slice holds one system only (e.g. fields zipped with the hardware differ)
+    cand = (view.compare.get("candidate") or {}).get("hardware")
+    if len(hws) < 2 or cand and hws[0] != cand:  # one system only, or not the comparison's candidate: no claim
         return None
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
+    keys = [k for k in keys if all(((df["hardware"] == hw) & np.logical_and.reduce(
+        [df[c] == v for c, v in zip(over, k)] or [True])).any() for hw in hws[:2])]
+    if not keys:   # the two systems never meet at one setting: nothing to compare side by side
+        return None
     best_over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
     fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}", subtitle=view.subtitle(
         ", ".join(p for p in (view.context(view.first_row(df), ("mapping.strategy",)), said) if p),

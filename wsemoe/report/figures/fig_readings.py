@@ -128,7 +128,7 @@ def robustness_figure(r: ResultsView) -> Figure | None:
              f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
              f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
-    verdict = ". ".join(robustness.statement(result, summary, quantity))
+    verdict = ". ".join(robustness.statement(result, summary, quantity)[:2])  # the headline group, then every group
     if row["flipped"]:
         verdict += f". It flips in {row['flipped']} of {row['combinations']} combinations: here the data do not bear the claim out"
     return caption(fig, CLAIMS["readings_robustness"], verdict + ".")

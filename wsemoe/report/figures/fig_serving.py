@@ -86,8 +86,14 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
     axes[-1].legend(title="sequences served", loc="best")
     heading(fig, f"{view.name}: tokens/s per user against the pipeline's wafers (SRAM serving)",
             view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit"))
-    fig.supxlabel("\n".join(textwrap.wrap(f"claim: {CLAIMS['serving_wafers']}", 140)), fontsize=8.5)
+    fig.supxlabel(_claim_lines("serving_wafers"), fontsize=8.5)
     return caption(fig, CLAIMS["serving_wafers"], _wafers_verdict(rows, models))
+
+
+def _claim_lines(stem: str) -> str:
+    """The figure's claim under it, on two lines of about equal length."""
+    text = f"claim: {CLAIMS[stem]}"
+    return "\n".join(textwrap.wrap(text, len(text) // 2 + 12))
 
 
 def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
@@ -109,7 +115,8 @@ def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
                                   if best.index[-1] != top else ""))
     if not labels:
         return "Each model fits only one pipeline length here, so the claim is not tested."
-    return where(labels, holds, "more wafers buy per-user speed", "the fewest wafers are fastest", values) + "."
+    text = where(labels, holds, "more wafers buy per-user speed", "the fewest wafers are fastest", values)
+    return text[:1].upper() + text[1:] + "."
 
 
 def _spaced(values: list) -> list:
@@ -176,7 +183,7 @@ def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
     heading(fig, f"{view.name}: one MoE layer of {row.get('model', '')} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
                  "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {row[WAFERS]:g} wafers, dispatch "
                          f"{view.sections(row)['mapping'].get('pe_dispatch', 'multicast')}")
-    fig.supxlabel("\n".join(textwrap.wrap(f"claim: {CLAIMS['serving_heatmap_*']}", 140)), fontsize=8.5)
+    fig.supxlabel(_claim_lines("serving_heatmap_*"), fontsize=8.5)
     return caption(fig, CLAIMS["serving_heatmap_*"], _paths_verdict(maps))
 
 

@@ -123,7 +123,10 @@ def _verdict(view: ResultsView, base: str) -> str:
         ahead = [t for t, v in r.items() if v > 1]
         in_bound = [t for t in r.index if float(t) in bound]
         wins = [t for t in in_bound if r[t] > 1]
-        text = f"{hw}: ahead at {_span(ahead)} tokens/device, behind at {_span([t for t in r.index if t not in ahead])}"
+        behind = [t for t in r.index if t not in ahead]
+        text = (f"{hw}: behind at every load ({_span(behind)} tokens/device)" if not ahead else
+                f"{hw}: ahead at every load ({_span(ahead)} tokens/device)" if not behind else
+                f"{hw}: ahead at {_span(ahead)} tokens/device, behind at {_span(behind)}")
         if in_bound:
             text += (f"; ahead at every HBM-bound point ({_span(in_bound)}; {_pcts(r, in_bound)})" if len(wins) ==
                      len(in_bound) else f"; ahead at {len(wins)} of {len(in_bound)} HBM-bound points ({_span(in_bound)}): "
