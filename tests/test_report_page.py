@@ -69,3 +69,26 @@ def test_index_links_every_report_and_stays_current(runner, tmp_path):
     assert runner.invoke(app, ["report", str(path)]).exit_code == 0  # a report refreshes the index beside it
     index = (root / "index.html").read_text()
     assert 'href="small/report.html"' in index and str(tmp_path) not in index and "1 row; one front" in index
+
+
+def test_index_is_written_through_the_guarded_writer(runner, tmp_path):
+    """index.html is a file `wsemoe report` owns in the results root (its ledger lists it): a user's own
+    index.html is refused by --index and left alone by later reports; once it is ours, an edit makes it the
+    user's again, and --force does not change that."""
+    small = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+             "axes": {"workload.B": [1, 2]}, "objectives": {"tokens_per_s": "max"}}
+    root = tmp_path / "results"
+    path = run_sweep(small, out_root=root).path
+    (root / "index.html").write_text("my own page")
+    r = runner.invoke(app, ["report", "--index", str(root)])
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and len(r.output.strip().splitlines()) == 1
+    assert runner.invoke(app, ["report", str(path)]).exit_code == 0
+    assert (root / "index.html").read_text() == "my own page"  # a report refreshes only an index it wrote
+    (root / "index.html").unlink()
+    assert runner.invoke(app, ["report", "--index", str(root)]).exit_code == 0
+    assert "small" in (root / "index.html").read_text()
+    (root / "index.html").write_text((root / "index.html").read_text() + "<!-- my note -->")
+    assert runner.invoke(app, ["report", str(path)]).exit_code == 0
+    assert (root / "index.html").read_text().endswith("<!-- my note -->")  # edited: the user's now
+    r = runner.invoke(app, ["report", "--index", str(root), "--force"])
+    assert r.exit_code != 0 and "changed since wsemoe wrote it" in r.output
