@@ -14,7 +14,7 @@ import yaml
 
 from wsemoe.cli import app
 from wsemoe.config.hf import model_from_hf_config
-from wsemoe.errors import PresetError
+from wsemoe.errors import PresetError, printable
 from wsemoe.sweep.run import run_sweep
 
 HF = Path(__file__).parent / "data" / "hf"
@@ -59,6 +59,17 @@ def test_names_in_plots_are_literal_and_every_svg_is_well_formed(named, runner):
     r = runner.invoke(app, ["compare", str(named / "named"), str(named / "named2"), "--plot", str(named / "c.svg")])
     assert r.exit_code == 0, r.output
     minidom.parse(str(named / "c.svg"))
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("162\u00a0PFLOP/s", "162\u00a0PFLOP/s"),      # a no-break space between number and unit shows as a space
+    ("a\u2009b\u3000c", "a\u2009b\u3000c"),      # thin and ideographic spaces likewise
+    ("a\x1b[31mb", "a\\x1b[31mb"),               # an escape sequence is written out
+    ("x\u202ey", "x\\u202ey"),                   # a direction override too
+    ("a\u2028b", "a\\u2028b"),                   # a line separator is not a space
+])
+def test_the_sanitiser_keeps_spaces_and_escapes_controls(text, shown):
+    assert printable(text) == shown
 
 
 def test_names_in_the_html_report_are_escaped(named, runner):

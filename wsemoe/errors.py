@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 MAX_MESSAGE = 300  # characters of a message shown to users: never echo a whole hostile input
 MAX_KEY = 240      # characters of one key of the path (file paths included: shown whole up to here)
 
@@ -31,14 +33,20 @@ def printable(text, lines: bool = False) -> str:
     (control characters, escape sequences, direction overrides; line breaks unless `lines`) written as its
     escape, e.g. '\\x1b': the one sanitiser every sink of names from files and folders uses."""
     text = str(text)
-    if text.isprintable():
+    if text.isprintable() or all(map(_shows, text)):
         return text
     if lines:
         if text.replace("\n", "").isprintable():  # the common case, in C
             return text
         return "\n".join(printable(line) for line in text.split("\n"))
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] if repr(ch)[1:-1] != ch else f"\\u{ord(ch):04x}"
+    return "".join(ch if _shows(ch) else repr(ch)[1:-1] if repr(ch)[1:-1] != ch else f"\\u{ord(ch):04x}"
                    for ch in text)
+
+
+def _shows(ch: str) -> bool:
+    """Whether a character shows as itself: Python's printable ones and every space (a no-break space between a
+    number and its unit is one; Python counts only ' ' as printable among them)."""
+    return ch.isprintable() or unicodedata.category(ch) == "Zs"
 
 
 def excerpt(text, limit: int = 60) -> str:

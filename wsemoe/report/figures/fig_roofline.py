@@ -141,17 +141,18 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     best = df.loc[df[r.metric].idxmax()] if r.metric in df else df.iloc[0]
     best = pd.concat([best, r.rows([best.name], list(TERM_COLUMNS)).iloc[0]])
     shown = df.sample(MAX_POINTS, random_state=0) if len(df) > MAX_POINTS else df
-    ais, roofs, parts, drawn = [], [peak], [], set()
+    ais, roofs, parts, drawn, lows = [], [peak], [], set(), []
     for i, stage in enumerate(STAGES):
         if stage not in _stages(r, df):
             continue
         ai, run, _, top = placed(shown, stage)
         ok = np.isfinite(ai) & (ai > 0) & (run > 0)
         ax.scatter(ai[ok], run[ok], s=9, color=PALETTE[i], alpha=0.35, lw=0, rasterized=True)
+        drawn, lows = (drawn | {stage}, [*lows, *run[ok]]) if ok.any() else (drawn, lows)   # in the legend if shown
         b_ai, b_run, b_core, b_top = (float(x[0]) for x in placed(best.to_frame().T, stage))
         if not (np.isfinite(b_ai) and b_ai > 0):
             continue
-        ais, roofs, drawn = [*ais, *ai[ok], b_ai], [*roofs, *top[ok], b_top], drawn | {stage}
+        ais, roofs, drawn, lows = [*ais, *ai[ok], b_ai], [*roofs, *top[ok], b_top], drawn | {stage}, [*lows, b_run]
         if b_core > b_run * 1.01:  # communication slows the stage: the hollow marker is its roofline alone
             ax.plot([b_ai, b_ai], [b_run, b_core], color=PALETTE[i], lw=1)
             ax.scatter([b_ai], [b_core], s=60, facecolor="none", edgecolor=PALETTE[i], lw=1.4, zorder=4)
@@ -164,11 +165,11 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     if not ais:
         return drawn, False, []
     top = max(roofs)
-    _roof_lines(ax, peak, top, eff, bw, ais)
+    _roof_lines(ax, peak, top, eff, bw, ais, min(lows, default=np.inf))
     ax.set_xlabel("arithmetic intensity (FLOP per byte on the weight path)")
     ax.set_ylabel("attained (FLOP/s, all nodes)")
-    settings = ", ".join(_short(a, best[a]) for a in r.axes if a in best and a != "hardware"
-                         and r.points[a].nunique() > 1)
+    settings = ", ".join(_short(a, best[a]) for a in r.axes if a in best and a != "hardware" and pd.notna(best[a])
+                         and (df[a] if a in df else r.points[a]).nunique() > 1)   # what varies on this panel
     claim = (f"best ({settings or 'the only design'}) reaches, of its roof: " + ", ".join(t for t, _ in parts)
              + f"; {len(shown):,} of {len(df):,} designs drawn")
     width = int(ax.get_position().width * ax.figure.get_figwidth() * 72 / (SUB_SIZE * 0.56))
@@ -186,9 +187,10 @@ def _short(col: str, value) -> str:
     return f"{SYMBOLS[col]} {value:g}" if col in SYMBOLS and isinstance(value, numbers.Real) else setting(col, value)
 
 
-def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list) -> None:
+def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list, low: float) -> None:
     """The roof (bandwidth slope up to the ridge, then flat at the highest stage roof `top`), the 16-bit peak
-    below it when formats raise `top`, and the 16-bit efficiency ceiling, on log axes."""
+    below it when formats raise `top`, and the 16-bit efficiency ceiling, on log axes reaching down to `low`
+    (the lowest attained point drawn)."""
     ridge = top / bw
     lo, hi = min(min(ais), peak / bw) / 4, max(max(ais), ridge) * 4
     x = np.geomspace(lo, hi, 200)
@@ -202,7 +204,7 @@ def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list) -
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(bw * lo, top * 2)
+    ax.set_ylim(min(bw * lo, low / 2), top * 2)
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(ticker.EngFormatter(sep=""))
         axis.set_minor_locator(ticker.NullLocator())   # minor ticks over many decades cost seconds to lay out
