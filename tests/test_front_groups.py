@@ -86,3 +86,19 @@ def test_group_by_names_swept_axes():
     with pytest.raises(ConfigError) as err:
         load_config({**CFG, "pareto": {"group_by": ["workload.atn_kernel"]}})
     assert "[pareto -> group_by -> workload.atn_kernel]" in err.value.line() and "workload.attn_kernel" in err.value.line()
+
+
+def test_axes_the_comparison_tunes_over_share_a_front(tmp_path):
+    """A hardware field the comparison tunes over (a choice of one system, as a pipeline's wafer count is) is no
+    front group; hardware itself still is: 2 fronts, one per hardware, each the brute-force front of its points.
+    Without the comparison the field is a hardware axis like any other: 2 × 2 = 4 fronts."""
+    base = {**CFG, "axes": {"hardware": ["cs2", "cs3"], "workload.B": [1, 2, 3, 4], "workload.G": [1, 4, 16],
+                            "hardware.matmul_efficiency": [0.4, 0.5]}}
+    over = ["workload.B", "workload.G", "hardware.matmul_efficiency"]
+    tuned = run_sweep({**base, "compare": {"name": "g1", "baseline": {"workload.G": 1}, "over": over}},
+                      out_dir=tmp_path / "tuned")
+    assert tuned.config.front_groups() == ["hardware"] and tuned.manifest["pareto_fronts"] == 2
+    points = pd.read_parquet(tuned.path / "points.parquet")
+    assert _rows(tuned.pareto, ["hardware"]) == _brute(points, ["hardware"])
+    assert load_config(base).front_groups() == ["hardware", "hardware.matmul_efficiency"]
+    assert run_sweep(base, out_dir=tmp_path / "plain").manifest["pareto_fronts"] == 4

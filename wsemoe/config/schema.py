@@ -65,7 +65,8 @@ class Pareto(Spec):
 
     group_by: Optional[list[str]] = Field(None, description="swept axes that are never mixed on one front "
                                           "(default: every swept hardware and model axis, e.g. hardware, model, "
-                                          "model.num_experts; [] gives one front over every point)")
+                                          "model.num_experts, but those compare.over tunes; [] gives one front "
+                                          "over every point)")
 
 
 class Output(Spec):
@@ -159,10 +160,12 @@ class SweepConfig(Spec):
 
     def front_groups(self) -> list[str]:
         """Axes whose values each get their own Pareto front: `pareto.group_by`, else every swept hardware and
-        model axis (two systems or two models are not one design space)."""
+        model axis (two systems or two models are not one design space) but those the comparison tunes over
+        (`compare.over` declares them design choices of one system, e.g. how many wafers a pipeline takes)."""
         if self.pareto.group_by is not None:
             return list(self.pareto.group_by)
-        return [a for a in self.axis_names() if a.split(".")[0] in ("hardware", "model")]
+        tuned = set(self.compare.over or ()) if self.compare is not None else set()
+        return [a for a in self.axis_names() if a.split(".")[0] in ("hardware", "model") and a not in tuned]
 
     def size(self) -> int:
         """Number of design points (the product of the factors' lengths)."""
