@@ -209,3 +209,36 @@ def test_calibrate_per_reading_with_loo_and_bounds_on_a_small_run(tmp_path, runn
 
     fitted = HardwareSpec(**load(out / "cs2-calibrated.yaml"))  # a valid hardware spec
     assert 0.3 <= fitted.matmul_efficiency <= 0.75  # inside its sourced range
+
+
+def test_calibration_table_shows_each_unknown_in_its_unit():
+    """io_bandwidth in bytes/s: 1.5e11 nominal, 1.308e11 fitted, range 1.2e11–1.5e11 read as 150, 130.8 and
+    120 – 150 GB/s (÷ 1e9); a fraction stays as it is, with no unit."""
+    import io
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from rich.console import Console
+
+    from wsemoe.report.terminal import tables
+
+    fit = pd.DataFrame([
+        {"unknown": "io_bandwidth", "unit": "bytes/s", "nominal": 1.5e11, "fitted": 1.308e11, "spread_low": 1.3e11,
+         "spread_high": 1.35e11, "range_low": 1.2e11, "range_high": 1.5e11, "identifiable": True, "at_edge": False,
+         "effect_sigma": 0.17, "low_source": "80% of line rate", "high_source": "line rate"},
+        {"unknown": "memory_usable_fraction", "unit": "1", "nominal": 0.85, "fitted": 0.87, "spread_low": 0.86,
+         "spread_high": 0.9, "range_low": 0.64, "range_high": 0.95, "identifiable": True, "at_edge": False,
+         "effect_sigma": 0.27, "low_source": "shipped", "high_source": "assumption"}])
+    residuals = pd.DataFrame({"target": ["t"], "published": ["1×"], "nominal": [1.0], "fitted": [1.0],
+                              "residual_sigma": [0.0], "loo_sigma": [0.0]})
+    per_reading = pd.DataFrame({"chi2": [1.0], "chi2_bta": [1.0], "chi2_shipped": [0.0], "delta_chi2": [0.0],
+                                "fitted": ["io_bandwidth 1.308e+11"], "unidentifiable": [""]})
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(
+        tables.calibration([({}, SimpleNamespace(chi2=1.0, residuals=residuals))], fit, per_reading))
+    text = out.getvalue()
+    row = next(line for line in text.splitlines() if line.startswith("│ io_bandwidth"))
+    assert "GB/s" in row and "│ 150 " in row and "130.8" in row and "120 – 150" in row and "e+11" not in row
+    frac = next(line for line in text.splitlines() if line.startswith("│ memory_usable_fraction"))
+    assert "0.87" in frac and "0.64 – 0.95" in frac
+    assert "io_bandwidth: low 120 GB/s (80% of line rate); high 150 GB/s (line rate)" in text

@@ -30,6 +30,7 @@ from wsemoe.analysis.shipped import shipped_needs
 from wsemoe.analysis.unknowns import Unknown
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
+from wsemoe.config.reference import input_unit
 from wsemoe.errors import ConfigError
 
 FACTOR = float(np.log(1.4))  # σ of a published factor: reproduced within ×/÷ 1.4
@@ -291,8 +292,9 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
 
 
 def unknown_table(result: Fit) -> pd.DataFrame:
-    """Per unknown: nominal, fitted (nominal when unidentifiable), spread, range with the source of each end."""
-    return pd.DataFrame([{"unknown": u.name, "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
+    """Per unknown: its unit, nominal, fitted (nominal when unidentifiable), spread, range with the source of each
+    end."""
+    return pd.DataFrame([{"unknown": u.name, "unit": input_unit(u.paths[0]), "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
                           "range_low": u.low, "range_high": u.high, "identifiable": bool(free), "effect_sigma": float(ix),
                           "at_edge": bool(free) and at_edge(u, v), "low_source": u.bounds[0], "high_source": u.bounds[1]}
                          for u, v, (lo, hi), free, ix in zip(result.unknowns, result.best, result.spread.to_numpy(),

@@ -49,9 +49,9 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
         return 1.0, unit if unit not in ("", "1", "bool") else ""
     if unit == "s":
         return next(((f, u) for f, u in TIME if top >= f), TIME[-1])
-    if unit == "bytes":
+    if unit in ("bytes", "bytes/s"):
         f, p = next(((f, p) for f, p in PREFIXES if top >= f), PREFIXES[-1])
-        return f, f"{p}B"
+        return f, f"{p}B" + unit.removeprefix("bytes")
     if top >= 1e4:  # tokens/s, FLOP, ... with an engineering prefix
         f, p = next((f, p) for f, p in PREFIXES if top >= f)
         return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s

@@ -214,18 +214,22 @@ def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Gro
                   f"{row['chi2_shipped']:.1f}", f"{row['delta_chi2']:.1f}", row["fitted"], row["unidentifiable"] or "–")
     choice, result = fits[0]
     where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
-    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f})")
-    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
-        t.add_column(c)
+    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f}; each row in its own unit)")
+    for c in ("unknown", "unit", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
+        t.add_column(c, no_wrap=c in ("unknown", "unit"))
     bounds = []
     for _, u in fit.iterrows():
-        shown = Text(f"{u['fitted']:.4g}") if u["identifiable"] else Text("not fitted (unidentifiable)")
+        values = u[["nominal", "fitted", "spread_low", "spread_high", "range_low", "range_high"]].astype(float)
+        factor, unit = formats.display(f"_unit_{u['unit']}", values) if u.get("unit") else (1.0, "")
+        c = lambda x: formats.cell(float(x), factor)  # noqa: E731
+        shown = Text(c(u["fitted"])) if u["identifiable"] else Text("not fitted (unidentifiable)")
         if u["identifiable"] and u["at_edge"]:
             shown.append(" (at a bound)", "yellow")
-        t.add_row(u["unknown"], f"{u['nominal']:.4g}", shown, f"{u['spread_low']:.4g} – {u['spread_high']:.4g}",
-                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{u['effect_sigma']:.2f}")
-        bounds.append(Text(f"{u['unknown']}: low {u['range_low']:.4g} ({u['low_source'] or 'no source'}); high "
-                           f"{u['range_high']:.4g} ({u['high_source'] or 'no source'})", style="dim"))
+        t.add_row(u["unknown"], unit, c(u["nominal"]), shown, f"{c(u['spread_low'])} – {c(u['spread_high'])}",
+                  f"{c(u['range_low'])} – {c(u['range_high'])}", f"{u['effect_sigma']:.2f}")
+        bounds.append(Text(f"{u['unknown']}: low {c(u['range_low'])} {unit} ({u['low_source'] or 'no source'}); high "
+                           f"{c(u['range_high'])} {unit} ({u['high_source'] or 'no source'})".replace("  (", " ("),
+                           style="dim"))
     v = Table(title="targets at the default readings: residual in σ (0 = an inequality holds) and leave-one-out "
                     "(the residual when the other targets alone are fitted)")
     for c in ("target", "published", "nominal", "fitted", "residual", "leave-one-out"):
