@@ -29,7 +29,7 @@ demo: $(STAMP)
 	@for s in $(SWEEPS); do \
 	  $(BIN)/wsemoe sweep sweeps/$$s.yaml --force && $(BIN)/wsemoe plot results/$$s || exit 1; \
 	done
-	$(BIN)/wsemoe compare results/bta_topk results/bta_topk_cs3 --plot results/compare_bta_topk_cs2_cs3.svg
+	$(BIN)/wsemoe compare results/bta_topk results/bta_topk_cs3 --metric tokens_per_s --plot results/compare_bta_topk_cs2_cs3.svg
 	$(BIN)/wsemoe validate
 	@echo "done: results/ holds every sweep and its plots/. To use wsemoe in this shell: source $(BIN)/activate"
 

@@ -31,9 +31,9 @@ def test_calibration_recovers_known_parameters(truth):
                for col in ("best_tokens_per_s", "baseline_tokens_per_s") for g in range(2)]
     fit = calibrate.fit({"s": SMALL}, targets, [EFF, BW], samples=256, seed=3)
     assert fit.identifiable.all()
-    assert fit.best[0] == pytest.approx(truth[0], rel=0.03)
-    assert fit.best[1] == pytest.approx(truth[1], rel=0.03)
-    assert all(lo <= v <= hi for v, (lo, hi) in zip(fit.best, fit.spread))
+    assert fit.best["matmul_efficiency"] == pytest.approx(truth[0], rel=0.03)  # labelled by the unknown's name
+    assert fit.best["io_bandwidth"] == pytest.approx(truth[1], rel=0.03)
+    assert (fit.spread["low"] <= fit.best).all() and (fit.best <= fit.spread["high"]).all()
     assert fit.residuals["residual_sigma"].abs().max() < 3
 
 
@@ -120,6 +120,11 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
     r = runner.invoke(app, ["sensitivity", str(cfg), "-n", "64", "--results", str(root), "--only", "matmul_efficiency",
                             "--only", "io_bandwidth"])
     assert r.exit_code == 0, r.output
+    # groups named by what varies between them (E; its zipped expert width says the same), values with units
+    text = " ".join(r.output.split())
+    assert "num_experts=8 " in text and "num_experts=128 " in text and "moe_intermediate_size" not in text
+    assert "sensitivity of best_tokens_per_s [k tokens/s]" in text and "nominal [k tokens/s]" in text
+    assert "e+0" not in text  # no 7.46e+04 without a unit
     folder = root / "small_cal" / "sensitivity"
     assert {p.name for p in folder.iterdir()} == {"indices.csv", "bands.csv", "meta.json", ".wsemoe.json"}
     r = runner.invoke(app, ["show", str(root / "small_cal")])
@@ -145,7 +150,7 @@ def test_an_unknown_no_target_sees_is_unidentifiable_and_kept_at_nominal():
     fit = calibrate.fit({"s": cfg}, [target], [HALF, BW], samples=64, seed=2)
     assert list(fit.identifiable) == [False, True]
     assert fit.index[0] == 0.0 and fit.index[1] > 1.0  # σ = 1%: the bandwidth moves the baseline by tens of σ
-    assert fit.best[0] == HALF.nominal and fit.best[1] == pytest.approx(2.0e11, rel=0.03)
+    assert fit.best.iloc[0] == HALF.nominal and fit.best.iloc[1] == pytest.approx(2.0e11, rel=0.03)
 
 
 def test_leave_one_out_predicts_each_target_from_the_others():
@@ -204,3 +209,36 @@ def test_calibrate_per_reading_with_loo_and_bounds_on_a_small_run(tmp_path, runn
 
     fitted = HardwareSpec(**load(out / "cs2-calibrated.yaml"))  # a valid hardware spec
     assert 0.3 <= fitted.matmul_efficiency <= 0.75  # inside its sourced range
+
+
+def test_calibration_table_shows_each_unknown_in_its_unit():
+    """io_bandwidth in bytes/s: 1.5e11 nominal, 1.308e11 fitted, range 1.2e11–1.5e11 read as 150, 130.8 and
+    120 – 150 GB/s (÷ 1e9); a fraction stays as it is, with no unit."""
+    import io
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from rich.console import Console
+
+    from wsemoe.report.terminal import tables
+
+    fit = pd.DataFrame([
+        {"unknown": "io_bandwidth", "unit": "bytes/s", "nominal": 1.5e11, "fitted": 1.308e11, "spread_low": 1.3e11,
+         "spread_high": 1.35e11, "range_low": 1.2e11, "range_high": 1.5e11, "identifiable": True, "at_edge": False,
+         "effect_sigma": 0.17, "low_source": "80% of line rate", "high_source": "line rate"},
+        {"unknown": "memory_usable_fraction", "unit": "1", "nominal": 0.85, "fitted": 0.87, "spread_low": 0.86,
+         "spread_high": 0.9, "range_low": 0.64, "range_high": 0.95, "identifiable": True, "at_edge": False,
+         "effect_sigma": 0.27, "low_source": "shipped", "high_source": "assumption"}])
+    residuals = pd.DataFrame({"target": ["t"], "published": ["1×"], "nominal": [1.0], "fitted": [1.0],
+                              "residual_sigma": [0.0], "loo_sigma": [0.0]})
+    per_reading = pd.DataFrame({"chi2": [1.0], "chi2_bta": [1.0], "chi2_shipped": [0.0], "delta_chi2": [0.0],
+                                "fitted": ["io_bandwidth 1.308e+11"], "unidentifiable": [""]})
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(
+        tables.calibration([({}, SimpleNamespace(chi2=1.0, residuals=residuals))], fit, per_reading))
+    text = out.getvalue()
+    row = next(line for line in text.splitlines() if line.startswith("│ io_bandwidth"))
+    assert "GB/s" in row and "│ 150 " in row and "130.8" in row and "120 – 150" in row and "e+11" not in row
+    frac = next(line for line in text.splitlines() if line.startswith("│ memory_usable_fraction"))
+    assert "0.87" in frac and "0.64 – 0.95" in frac
+    assert "io_bandwidth: low 120 GB/s (80% of line rate); high 150 GB/s (line rate)" in text

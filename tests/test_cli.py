@@ -22,6 +22,7 @@ def test_sweep_writes_complete_results_and_is_up_to_date(runner, tmp_path, small
     r = runner.invoke(app, ["sweep", str(cfg), "--results", str(res)])
     assert r.exit_code == 0, r.output
     out = res / "small"
+    assert f"wrote {out}/: config.yaml, manifest.json, points.parquet/, pareto.csv, comparison.csv" in r.output
     for f in ("config.yaml", "manifest.json", "points.parquet", "pareto.csv", "comparison.csv"):
         assert (out / f).exists(), f
     man = json.loads((out / "manifest.json").read_text())
@@ -120,3 +121,12 @@ def test_every_column_of_every_shipped_sweep_is_documented():
         for c in wsemoe.evaluate(f"sweeps/{f}.yaml", start=0, stop=2).columns:
             assert documented(c), c
             assert describe(c)[0] is not None
+
+
+def test_sweep_says_where_it_wrote_relative_to_the_current_folder(runner, tmp_path, small_config, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = _write(tmp_path, small_config)
+    r = runner.invoke(app, ["sweep", cfg.name])
+    assert r.exit_code == 0 and "wrote results/small/:" in r.output and str(tmp_path) not in r.output
+    r = runner.invoke(app, ["sweep", cfg.name])
+    assert "up to date (results/small)" in r.output

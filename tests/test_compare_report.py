@@ -101,8 +101,10 @@ class _Page(HTMLParser):
             self.svg_in[self.stack[-1]] = self.svg_in.get(self.stack[-1], 0) + 1
         if tag == "figure":
             self.stack.append(a.get("id"))
+        if tag == "img" and self.stack:  # a figure embedded as PNG (a large one) counts as its image too
+            self.svg_in[self.stack[-1]] = self.svg_in.get(self.stack[-1], 0) + 1
         for k in ("src", "href"):
-            if k in a and not str(a[k]).startswith("#"):
+            if k in a and not str(a[k]).startswith(("#", "data:image/png;base64,")):
                 self.external.append(a[k])
 
     def handle_endtag(self, tag):

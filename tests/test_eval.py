@@ -198,3 +198,17 @@ def test_rounded_ratios_never_cross_the_limit_side(ratios, below):
         assert np.all(shown >= r * (1 - 1e-12)) and np.all(shown <= r * (1 + 1e-2) * (1 + 1e-12))
     uniq, inverse = feasibility._factorize(keys)
     assert np.array_equal(uniq[inverse], keys) and np.all(np.diff(uniq) > 0)
+
+
+def test_time_rows_say_what_they_are_and_each_shows_its_unit(topk):
+    """The group holds per-layer stage terms and once-per-step head terms of one micro-batch step; no heading
+    claims a unit its rows do not use (each value is shown in ms, µs or s by its size)."""
+    from wsemoe.report.terminal import formats
+
+    _, rows = breakdown(topk.path / "config.yaml", 0)
+    times = [r for r in rows if r[0].startswith("times of one micro-batch step")]
+    assert times and not any("(s)" in r[0] for r in rows)
+    head = {r[1]: r[4] for r in times if r[1].startswith("head_")}
+    assert head and all("once per micro-batch step" in doc for doc in head.values())
+    shown = {formats.quantity(r[2], r[3])[1] for r in times if r[2]}
+    assert shown & {"ms", "µs"}  # values in readable units under a heading that names none

@@ -103,7 +103,7 @@ WRITERS = {
 @pytest.mark.parametrize("writer", list(WRITERS))
 def test_every_os_error_class_from_every_writer_is_one_line_naming_the_path(writer, work, runner, monkeypatch):
     if writer == "report":  # the page itself is tested elsewhere: here only how it is written
-        monkeypatch.setattr("wsemoe.report.html.page.page", lambda path: "<!DOCTYPE html><p>report</p>")
+        monkeypatch.setattr("wsemoe.report.html.page.page", lambda path, *rest: "<!DOCTYPE html><p>report</p>")
     if writer == "calibrate":  # likewise the fit: its nominal values stand in
         import numpy as np
         import pandas as pd
@@ -111,7 +111,8 @@ def test_every_os_error_class_from_every_writer_is_one_line_naming_the_path(writ
         from wsemoe.analysis import calibrate
 
         monkeypatch.setattr(calibrate, "fit", lambda sweeps, targets, us, samples, seed: calibrate.Fit(
-            us, np.array([u.nominal for u in us]), np.array([[u.low, u.high] for u in us]), pd.DataFrame({"target": [calibrate.SHIPPED], "residual_sigma": [0.0]}), 0.0, 8,
+            us, pd.Series([u.nominal for u in us]), pd.DataFrame([[u.low, u.high] for u in us], columns=["low", "high"]),
+            pd.DataFrame({"target": [calibrate.SHIPPED], "residual_sigma": [0.0]}), 0.0, 8,
             np.zeros(len(us)), np.zeros(len(us), dtype=bool)))
     before = _files(work)
     for name in CLASSES:

@@ -61,3 +61,38 @@ def test_thinning_large_sets_keeps_the_exact_front(seed, spread, shuffle_scale):
         x = rng.random(n)
         pts = np.column_stack([x, 1 / (x + 0.01) + rng.random(n) * 0.1])
     assert nondominated(pts).tolist() == _sorted_front_2d(pts).tolist()
+
+
+# ---------------------------------------------------------------- fronts per group, ties collapsed
+
+def test_a_front_per_group_with_ties_collapsed():
+    """Two systems. a's front: points 2 (most throughput) and 0 (least memory); 1 is dominated by 0. In b,
+    3 and 4 tie exactly (least memory) and become one row, point 3, with ties = 2; 5 is b's most throughput
+    and on b's front, though a's point 0 dominates it (so a front mixing the systems would drop it)."""
+    df = pd.DataFrame({"hw": ["a", "a", "a", "b", "b", "b"], "tps": [10.0, 8.0, 12.0, 5.0, 5.0, 7.0],
+                       "mem": [2.0, 3.0, 4.0, 0.5, 0.5, 3.0], "feasible": [True] * 6})
+    front = pareto_front(df, {"tps": "max", "mem": "min"}, ["hw"])
+    assert front.index.tolist() == [2, 0, 5, 3]  # groups in point order, best throughput first in each
+    assert front["ties"].tolist() == [1, 1, 1, 2]
+    mixed = pareto_front(df, {"tps": "max", "mem": "min"})  # one front: b's points compete with a's
+    assert mixed.index.tolist() == [2, 0, 3] and mixed["ties"].tolist() == [1, 1, 2]
+    df.loc[4, "feasible"] = False  # an infeasible twin is no tie
+    assert pareto_front(df, {"tps": "max", "mem": "min"}, ["hw"])["ties"].tolist() == [1, 1, 1, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 3), st.integers(0, 10_000))
+def test_grouped_front_matches_brute_force_per_group(n, groups, seed):
+    """Each row stands for the brute-force front points of its group with exactly its objectives; every
+    such point is counted once, by the row of the lowest point."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"g": rng.integers(0, groups, n), "f0": rng.integers(0, 4, n).astype(float),
+                       "f1": rng.integers(0, 4, n).astype(float), "feasible": rng.random(n) < 0.8})
+    front = pareto_front(df, {"f0": "min", "f1": "max"}, ["g"])
+    want = {}
+    for g, sub in df[df["feasible"]].groupby("g"):
+        pts = np.column_stack([sub["f0"], -sub["f1"]])
+        for p in sub.index[brute(pts)]:
+            want.setdefault((g, df.at[p, "f0"], df.at[p, "f1"]), []).append(p)
+    got = {(r.g, r.f0, r.f1): (p, r.ties) for p, r in front.iterrows()}
+    assert got == {k: (min(v), len(v)) for k, v in want.items()}

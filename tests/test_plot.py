@@ -33,9 +33,9 @@ def nog(tmp_path_factory):
 
 def test_every_plot_written_as_png_and_svg(bta):
     path, written = bta
-    expected = {path / "plots" / f"{stem}.{ext}" for stem in ALL for ext in ("png", "svg")}
+    expected = {path / "plots" / f"{stem}.{ext}" for stem in ALL for ext in ("png", "svg", "txt")}  # txt: caption
     assert set(written) == expected
-    assert all(p.is_file() and p.stat().st_size > 1000 for p in expected)
+    assert all(p.is_file() and p.stat().st_size > (100 if p.suffix == ".txt" else 1000) for p in expected)
     assert not [p for p in (path / "plots").iterdir() if p.name.startswith(".") and p.name != ".wsemoe.json"]  # no temp files
 
 
@@ -118,10 +118,13 @@ def test_only_and_pdf(bta, tmp_path):
     shutil.copytree(bta[0], path)
     before = {p.name: p.stat().st_mtime_ns for p in (path / "plots").iterdir() if p.name != ".wsemoe.json"}
     written = plot_results(path, only=["speedup_vs_G", "memory"], formats=["pdf"])
-    assert sorted(p.name for p in written) == ["memory_breakdown.pdf", "speedup_vs_G.pdf"]
-    assert all(p.read_bytes().startswith(b"%PDF") for p in written)
+    assert sorted(p.name for p in written) == ["memory_breakdown.pdf", "memory_breakdown.txt", "speedup_vs_G.pdf",
+                                               "speedup_vs_G.txt"]
+    assert all(p.read_bytes().startswith(b"%PDF") for p in written if p.suffix == ".pdf")
+    asked = ("memory_breakdown", "speedup_vs_G")
     after = {p.name: p.stat().st_mtime_ns for p in (path / "plots").iterdir() if p.suffix != ".pdf" and p.name != ".wsemoe.json"}
-    assert after == before  # --only leaves the other plots alone
+    assert {k: v for k, v in after.items() if not k.startswith(asked)} == \
+        {k: v for k, v in before.items() if not k.startswith(asked)}  # --only leaves the other plots alone
     with pytest.raises(Exception, match="did you mean 'pareto'"):
         plot_results(path, only=["paretto"])
     with pytest.raises(Exception, match="unknown format"):
@@ -148,8 +151,10 @@ def _view(points, objectives, name="v"):
     from wsemoe.report.figures.view import ResultsView
     from wsemoe.sweep.pareto import pareto_front
 
-    man = {"axes": [c for c in points if "." in c or c in ("model", "hardware")], "objectives": objectives}
-    return ResultsView(name, man, points, pareto_front(points, objectives), None, {})
+    axes = [c for c in points if "." in c or c in ("model", "hardware")]
+    groups = [a for a in axes if a.split(".")[0] in ("model", "hardware")]  # as SweepConfig.front_groups
+    man = {"axes": axes, "objectives": objectives, "pareto_groups": groups}
+    return ResultsView(name, man, points, pareto_front(points, objectives, groups), None, {})
 
 
 def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
@@ -165,7 +170,7 @@ def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
                         "mem_peak_node_bytes": np.concatenate([x * 1e9, x * 1e9]), "feasible": True})
     fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(lab.startswith("Pareto front of a (3,000 points, every") for lab in labels)
+    assert any(lab.startswith("Pareto front of a (3,000 rows, every") for lab in labels)
     assert any(lab.startswith("Pareto front of b (") for lab in labels)
     assert any(lab.startswith("a, er") for lab in labels) and any(lab.startswith("b, block") for lab in labels)
     rings = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]

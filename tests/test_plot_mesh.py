@@ -155,7 +155,7 @@ def test_stale_plots_removed_and_config_optional(sweeps, tmp_path):
     (path / "config.yaml").unlink()
     written = plot_results(path)
     mine = {p.name for p in written if p.stem in MINE or p.stem.startswith(("link_heatmap_", "node_load_"))}
-    assert mine == {"comm_breakdown.png", "comm_breakdown.svg"}
+    assert mine == {"comm_breakdown.png", "comm_breakdown.svg", "comm_breakdown.txt"}  # txt: its caption
     left = {p.name for p in (path / "plots").iterdir()}
     assert not any(n.startswith("link_heatmap_") or n.startswith("wsc_vs_nvl72") for n in left - {"link_heatmap_mine_tp2.png"})
     assert (path / "plots" / "link_heatmap_mine_tp2.png").read_bytes() == b"mine"

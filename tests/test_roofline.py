@@ -142,7 +142,9 @@ def plotted(tmp_path_factory):
 def test_figure_registered_and_written(plotted):
     path, written = plotted
     assert fig_roofline in FAMILIES and "roofline" in fig_roofline.STEMS
-    assert [p.name for p in written] == ["roofline.svg"]
+    assert [p.name for p in written] == ["roofline.svg", "roofline.txt"]
+    caption = (path / "plots" / "roofline.txt").read_text()  # the claim, then what the best designs show
+    assert caption.startswith(fig_roofline.CLAIMS["roofline"]) and "every stage drawn is under its roof" in caption
     svg = (path / "plots" / "roofline.svg").read_text()
     for text in ("arithmetic intensity (FLOP per byte on the weight path)", "attained (FLOP/s, all nodes)",
                  "wsc-b200-8x8: peak", "nvl72: peak", "of its roof", "MoE (router + experts)",
@@ -161,3 +163,11 @@ def test_figure_claims_follow_the_data(plotted):
     ai, run, _, roof = (float(x[0]) for x in fig_roofline.placed(best.to_frame().T, "moe"))
     share = f"MoE {100 * run / min(roof, ai * bw):.0f}%"
     assert share in (path / "plots" / "roofline.svg").read_text()
+
+
+def test_caption_says_when_a_stage_would_sit_above_its_roof():
+    """The verdict is computed from the shares drawn: a share above 1 contradicts the claim, and says so."""
+    ok = fig_roofline._verdict([("cs2", ("MoE 80% (weight path)", 0.8)), ("cs2", ("attention 45% (compute)", 0.45))])
+    assert "cs2: MoE 80% (weight path), attention 45% (compute)" in ok and "under its roof" in ok
+    bad = fig_roofline._verdict([("nvl72", ("MoE 120% (compute)", 1.2))])
+    assert "Above the roof: nvl72 MoE 120% (compute)" in bad and "do not bear the claim out" in bad

@@ -57,9 +57,25 @@ def test_every_row_equals_the_grid_row_of_its_index(grid, tmp_path):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_finds_the_exact_front_of_a_small_space(grid, tmp_path, seed):
-    res = run_sweep(_search(600, seed=seed), out_dir=tmp_path / "s")  # 29% of the points
-    assert set(res.pareto.index) == set(grid[0].pareto.index)
+def test_finds_the_exact_front_of_a_small_space(tmp_path, seed):
+    one = {"pareto": {"group_by": []}}  # one front over every point
+    exact = run_sweep({**SPACE, **one}, out_dir=tmp_path / "g")
+    res = run_sweep({**_search(600, seed=seed), **one}, out_dir=tmp_path / "s")  # 29% of the points
+    assert set(res.pareto.index) == set(exact.pareto.index)
+
+
+def _fronts(front) -> set:
+    return set(map(tuple, front[["model.num_experts", *SPACE["objectives"]]].to_numpy().tolist()))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_finds_the_front_of_every_group(grid, tmp_path, seed):
+    """By default each E has its own front (a model axis); the search ranks points within their group, so it
+    finds every group's front, not only the front of the E that wins overall. Ties may be found through
+    another point of the tie, so the fronts are compared by group and objective values."""
+    assert grid[0].manifest["pareto_fronts"] == 4
+    res = run_sweep(_search(900, seed=seed), out_dir=tmp_path / "s")  # 44% of the points
+    assert _fronts(res.pareto) == _fronts(grid[0].pareto)
 
 
 def test_budget_beyond_the_space_evaluates_each_point_once(tmp_path):

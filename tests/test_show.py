@@ -11,6 +11,7 @@ import operator
 import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
+from typer.testing import CliRunner
 
 import wsemoe
 from wsemoe.analysis import query
@@ -209,3 +210,43 @@ def test_selection_without_filter_stops_early(folders, monkeypatch):
     monkeypatch.setattr(store, "iter_parts", spy)
     sel = query.select(folders["bta"], limit=3, every_point=True)
     assert len(sel.rows) == 3 and calls == [50]  # one 50-point part read, not the whole sweep
+
+
+# ---------------------------------------------------------------- feasibility is never hidden
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """B up to 5 at S = 8192: the materialized scores of B >= 4 exceed the CS-2's memory (infeasible)."""
+    cfg = {**BTA, "name": "wide", "axes": {"workload.B": [2, 3, 4, 5], "workload.G": [1, 2, 4, 8]}}
+    return run_sweep(cfg, out_root=tmp_path_factory.mktemp("wide")).path
+
+
+def _table(path, width, *args):
+    out = CliRunner().invoke(app, ["show", str(path), *args], env={"COLUMNS": str(width)})
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120, 200])
+def test_every_point_table_marks_infeasible_rows_at_every_width(wide, width):
+    text = _table(wide, width, "--all", "--sort", "-mfu", "--limit", "8")
+    points = pd.read_parquet(wide / "points.parquet")
+    top = points.sort_values("mfu", ascending=False, kind="stable").head(8)
+    assert 0 < top["feasible"].sum() < 8  # the question shows infeasible rows among feasible ones
+    assert "feasible" in text and (width >= 120 or "not shown" in text)
+    body = [ln.split() for ln in text.splitlines() if ln.strip()[:1].isdigit() and ln.split()[0].isdigit()]
+    marks = {int(cells[0]): [c for c in cells if c in ("yes", "no")] for cells in body}
+    marks = {p: m[0] for p, m in marks.items() if len(m) == 1}
+    assert {p: ("yes" if f else "no") for p, f in top["feasible"].items()} == marks
+    narrow = _table(wide, width, "--all", "--columns", "workload.B,mfu", "--sort", "-mfu", "--limit", "8")
+    assert "feasible" in narrow and " no" in narrow  # asked columns without it: the table adds it
+
+
+def test_feasible_keeps_only_feasible_points(wide):
+    out = CliRunner().invoke(app, ["show", str(wide), "--all", "--feasible", "--where", "mfu > 0.3",
+                                   "--format", "csv"])
+    got = pd.read_csv(io.StringIO(out.output), index_col=0)
+    points = pd.read_parquet(wide / "points.parquet")
+    want = points[points["feasible"] & (points["mfu"] > 0.3)]
+    assert len(want) < (points["mfu"] > 0.3).sum()  # the filter takes some rows away
+    assert len(want) and got.index.tolist() == want.index.tolist() and got["feasible"].all()

@@ -34,12 +34,13 @@ def check(config, estimate: bool = False) -> dict:
     return plan(config, estimate=estimate)
 
 
-def query(results, where=None, columns=None, sort=None, limit=None, every_point=False):
-    """Rows of a results folder: the Pareto front (or every point) where `where` holds, sorted, at most `limit`
-    (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
+def query(results, where=None, columns=None, sort=None, limit=None, every_point=False, feasible=False):
+    """Rows of a results folder: the Pareto fronts (or every point, or every feasible point) where `where` holds,
+    sorted, at most `limit` (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
     from wsemoe.analysis.query import select
 
-    return select(results, where=where, columns=columns, sort=sort, limit=limit, every_point=every_point)
+    return select(results, where=where, columns=columns, sort=sort, limit=limit, every_point=every_point,
+                  feasible=feasible)
 
 
 def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):

@@ -30,6 +30,7 @@ from wsemoe.analysis.shipped import shipped_needs
 from wsemoe.analysis.unknowns import Unknown
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
+from wsemoe.config.reference import input_unit
 from wsemoe.errors import ConfigError
 
 FACTOR = float(np.log(1.4))  # σ of a published factor: reproduced within ×/÷ 1.4
@@ -159,7 +160,9 @@ def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: i
     rows = [{"target": t.name, "published": t.published, "source": t.source, "kind": t.kind, "goal": t.goal,
              "nominal": nominal[k], "fitted": fitted[k], "residual_sigma": float(s.R[s.best, k]),
              "loo_sigma": float(loo[k])} for k, t in enumerate(targets)]
-    return Fit(unknowns, best, spread, pd.DataFrame(rows), float(s.chi2[s.best]),
+    names = pd.Index([u.name for u in unknowns], name="unknown")
+    return Fit(unknowns, pd.Series(best, index=names, name="fitted"),
+               pd.DataFrame(spread, index=names, columns=["low", "high"]), pd.DataFrame(rows), float(s.chi2[s.best]),
                int(len(s.U) + (len(unknowns) + 1) * screen), effect.max(axis=1), sensitive)
 
 
@@ -169,8 +172,8 @@ class Fit:
     index of each unknown (its largest over the targets) and which were identifiable (fitted)."""
 
     unknowns: list[Unknown]
-    best: np.ndarray            # fitted value per unknown (nominal where unidentifiable)
-    spread: np.ndarray          # (d, 2): range of each unknown within χ²_min + 1
+    best: pd.Series             # fitted value, indexed by the unknown's name (nominal where unidentifiable)
+    spread: pd.DataFrame        # columns low, high: each unknown's range within χ²_min + 1, indexed by name
     residuals: pd.DataFrame     # per target: published, model at nominal and at the fit, residual, leave-one-out (σ)
     chi2: float
     samples: int
@@ -220,7 +223,7 @@ def calibrated_preset(hardware: str, result: Fit, label: str) -> tuple[str, str,
     """(original preset text, fitted preset text, fields set outside the preset such as seq_len)."""
     raw = presets.raw("hardware", hardware)
     fitted, elsewhere = {**raw, "sources": dict(raw.get("sources", {}))}, {}
-    for u, v, (lo, hi), free in zip(result.unknowns, result.best, result.spread, result.identifiable):
+    for u, v, (lo, hi), free in zip(result.unknowns, result.best, result.spread.to_numpy(), result.identifiable):
         if not free:
             continue
         for path in u.paths:
@@ -289,11 +292,12 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
 
 
 def unknown_table(result: Fit) -> pd.DataFrame:
-    """Per unknown: nominal, fitted (nominal when unidentifiable), spread, range with the source of each end."""
-    return pd.DataFrame([{"unknown": u.name, "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
+    """Per unknown: its unit, nominal, fitted (nominal when unidentifiable), spread, range with the source of each
+    end."""
+    return pd.DataFrame([{"unknown": u.name, "unit": input_unit(u.paths[0]), "nominal": u.nominal, "fitted": v, "spread_low": lo, "spread_high": hi,
                           "range_low": u.low, "range_high": u.high, "identifiable": bool(free), "effect_sigma": float(ix),
                           "at_edge": bool(free) and at_edge(u, v), "low_source": u.bounds[0], "high_source": u.bounds[1]}
-                         for u, v, (lo, hi), free, ix in zip(result.unknowns, result.best, result.spread,
+                         for u, v, (lo, hi), free, ix in zip(result.unknowns, result.best, result.spread.to_numpy(),
                                                              result.identifiable, result.index)])
 
 

@@ -35,7 +35,8 @@ GROUPS = [
     ("roofline per stage (executed FLOPs, weight-path bytes, compute roof; one layer, one micro-batch)",
      lambda c: c.endswith(ROOFLINE)),
     ("flops (forward, one layer, one micro-batch)", lambda c: c.endswith("_flops") or c == "model_flops_per_step"),
-    ("time per layer (s)", lambda c: describe(c)[0] == "s"),
+    ("times of one micro-batch step: each stage per layer, the head once (unit per row)",
+     lambda c: describe(c)[0] == "s"),
     ("memory per node", lambda c: c.startswith("mem_")),
     ("constraints (g ≤ 0 satisfied)", lambda c: c.startswith("g_")),
 ]

@@ -17,6 +17,7 @@ from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import store
 from wsemoe.sweep.columns import check_column
+from wsemoe.sweep.pareto import TIES
 
 
 @dataclass
@@ -49,12 +50,16 @@ def varying_axes(path, manifest: dict) -> list[str]:
 
 
 def default_columns(path, manifest: dict, source: str) -> tuple[list[str], list[str]]:
-    """(display order, keep-first order) of the columns shown when none are asked for."""
+    """(display order, keep-first order) of the columns shown when none are asked for. Every point's rows
+    keep `feasible` first (a narrow table never hides which rows are infeasible); front rows, all feasible,
+    keep how many points each stands for."""
     axes = varying_axes(path, manifest)
     objectives = list(manifest.get("objectives", {}))
-    extra = ["bound"] + (["feasible", "infeasible_reason"] if source == "points" else [])
-    shown = list(dict.fromkeys([*axes, *objectives, *extra]))
-    priority = list(dict.fromkeys([*objectives, *axes, *extra]))
+    extra = ["bound", "feasible", "infeasible_reason"] if source == "points" else ["bound", TIES]
+    groups = [a for a in manifest.get("pareto_groups") or [] if a in axes]  # which front a row belongs to
+    shown = list(dict.fromkeys([*groups, *axes, *objectives, *extra]))
+    first = ["feasible"] if source == "points" else groups
+    priority = list(dict.fromkeys([*first, *objectives, *([TIES] if source == "pareto" else []), *axes, *extra]))
     return shown, priority
 
 
@@ -82,12 +87,13 @@ def parse_sort(sort: list[str] | None, known, objectives: dict) -> list[tuple[st
 
 
 def select(path, where: str | None = None, columns: list[str] | None = None, sort: list[str] | None = None,
-           limit: int | None = None, every_point: bool = False) -> Selection:
-    """Rows of the Pareto front (or every point) matching `where`, sorted, at most `limit` of them."""
+           limit: int | None = None, every_point: bool = False, feasible: bool = False) -> Selection:
+    """Rows of the Pareto front (or every point) matching `where` (and feasible, with `feasible`), sorted, at
+    most `limit` of them."""
     path = Path(path)
     man = store.load_manifest(path)
-    known = columns_of(man)
     source = "points" if every_point else "pareto"
+    known = columns_of(man) + ([TIES] if source == "pareto" else [])
     shown, priority = default_columns(path, man, source)
     if columns:
         _check_names(columns, known, "column", ("--columns",))
@@ -95,11 +101,13 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     shown = [c for c in shown if c in known]
     kinds = {c: k for c, k in store.column_kinds(path, man).items() if c in known}
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
+    feasible = feasible and every_point  # front rows are feasible by definition
     order = parse_sort(sort, known, man.get("objectives", {}))
     if limit is not None and (isinstance(limit, bool) or limit < 0):
         raise ConfigError(f"must be 0 (all) or more, got {limit}", loc=("--limit",))
     limit = limit or None
-    needed = list(dict.fromkeys([*shown, *(flt.columns if flt else []), *(c for c, _ in order)]))
+    needed = list(dict.fromkeys([*shown, *(flt.columns if flt else []), *(c for c, _ in order),
+                                 *(["feasible"] if feasible else [])]))
     if every_point:
         frames = store.iter_parts(path, man, needed)
     else:
@@ -108,11 +116,13 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     kept, matched, scanned = [], 0, 0
     for df in frames:
         scanned += len(df)
+        if feasible:
+            df = df[df["feasible"].to_numpy(dtype=bool)]
         if flt is not None:
             df = df[flt.mask(df)]
         matched += len(df)
         kept = _keep(kept, df, order, limit)
-        if limit and not order and flt is None and matched >= limit:
+        if limit and not order and flt is None and not feasible and matched >= limit:
             matched = man["points"] if every_point else matched  # unfiltered: every point matches
             break
     rows = pd.concat(kept) if kept else pd.DataFrame(columns=needed)

@@ -133,11 +133,13 @@ class Sampled:
         return res
 
     def group_labels(self) -> list[str]:
-        """'num_experts=128' per group (the whole sweep is 'all')."""
+        """Each group by what varies between groups ('num_experts_per_tok=8', or 'all' for the whole sweep);
+        of zipped columns that move together only the first that varies."""
         if self.groups.shape[1] == 0:
             return ["all"]
-        cols = list(self.groups.columns)
-        zipped = next((z for z in self.cfg.zip if set(cols) <= set(z)), None)
-        cols = cols[:1] if zipped else cols  # zipped partners follow the first column
+        cols = [c for c in self.groups.columns if self.groups[c].nunique() > 1] or list(self.groups.columns[:1])
+        zipped = next((z for z in self.cfg.zip if len(set(cols) & set(z)) > 1), None)
+        if zipped:  # partners of one zip say the same thing: keep the first
+            cols = [c for c in cols if c not in zipped or c == next(x for x in cols if x in zipped)]
         return [", ".join(f"{c.split('.')[-1]}={r[c]:g}" if isinstance(r[c], (int, float, np.number))
                           else f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in self.groups.iterrows()]

@@ -92,22 +92,30 @@ def run_one(inv: Invariant, case: Case) -> Result:
     return Result(inv, case.label, outcome, time.perf_counter() - start, error)
 
 
-def check_invariants(configs=None, points: int = DEFAULT_POINTS, only=None) -> Report:
+def check_invariants(configs=None, points: int = DEFAULT_POINTS, only=None, on_progress=None) -> Report:
     """Run the invariants (all, or those named in `only`) on each config's bounded grid.
 
     `configs`: paths, dicts or SweepConfigs; none means every shipped hardware preset (with every
-    model preset) and every shipped sweep. `points` bounds each config's grid.
+    model preset) and every shipped sweep. `points` bounds each config's grid. `on_progress(done, total,
+    note)` hears of each config evaluated and each invariant checked.
     """
     start = time.perf_counter()
     invariants = selected(only)
     cases = load_cases(configs, points)
-    for case in cases:
+    report = on_progress or (lambda done, total, note="": None)
+    total = len(cases) * (2 + len(invariants))
+    for i, case in enumerate(cases):
         case.outputs()  # evaluates once; a config the engine refuses (unknown constraint column) is bad input
+        report(i + 1, total, case.label)
     results = []
-    for case in cases:
+    for i, case in enumerate(cases):
         # every changed grid the invariants compare, in one stacked evaluation (each check finds its own cached)
         case.variants({tag: changes for inv in invariants if inv.frames for tag, changes in inv.frames(case).items()})
-        results += [run_one(inv, case) for inv in invariants]
+        done = len(cases) + i * (1 + len(invariants)) + 1
+        report(done, total, case.label)
+        for k, inv in enumerate(invariants):
+            results.append(run_one(inv, case))
+            report(done + k + 1, total, case.label)
     configs_info = [{"config": c.label, "source": c.source, "points": c.cfg.size(), "checked_points": len(c)}
                     for c in cases]
     return Report(results, configs_info, time.perf_counter() - start)

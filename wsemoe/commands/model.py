@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
 
 COMMANDS, command = registry()
 
@@ -30,14 +30,9 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     from wsemoe.report.terminal import progress
     from wsemoe.sweep.run import run_sweep
 
-    bar, update = progress.sweep_bar(quiet)
-    kwargs = dict(out_root=results, force=force, out_dir=output, resume=resume, workers=workers, scheduler=scheduler,
-                  chunk_size=chunk_size)
-    if bar is not None:
-        with bar:
-            res = run_sweep(config, on_progress=update, **kwargs)
-    else:
-        res = run_sweep(config, **kwargs)
+    with progress.bar("sweep", "points", rate=True, quiet=quiet) as update:
+        res = run_sweep(config, out_root=results, force=force, out_dir=output, resume=resume, workers=workers,
+                        scheduler=scheduler, chunk_size=chunk_size, on_progress=update)
     reply = Reply()
     note = ""
     if with_readings:
@@ -47,18 +42,23 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     if quiet:
         return reply.text(str(res.path))
     if res.status == "up to date":
-        return reply.text(f"{res.config.name}: up to date ({res.path}); use --force to re-run" + (f"; {note}" if note else ""))
+        return reply.text(f"{res.config.name}: up to date ({shown_path(res.path)}); use --force to re-run"
+                          + (f"; {note}" if note else ""))
     if res.status == "repaired":
         parts, points = res.repaired
         return reply.text(f"{res.config.name}: recomputed {parts:,} damaged part(s) ({points:,} points) in place; "
-                          f"every other part verified ({res.path})" + (f"; {note}" if note else ""))
+                          f"every other part verified ({shown_path(res.path)})" + (f"; {note}" if note else ""))
     man = res.manifest
     if resume:
         reply.text(f"resumed: reused {man['chunks_reused']:,} of {man['chunks']:,} chunks "
                    f"({man['points_reused']:,} of {man['points']:,} points), evaluated the rest")
     if note and not note.startswith("readings:"):
         reply.text(note)
-    return folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
+    folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
+    return reply.text(f"wrote {shown_path(res.path)}/: config.yaml, manifest.json, points.parquet/, pareto.csv"
+                      + (", comparison.csv" if (res.path / "comparison.csv").is_file() else "")
+                      + (", readings/" if (res.path / "readings").is_dir() else "")
+                      + f" (next: wsemoe show|plot|report {shown_path(res.path)})")
 
 
 @command()

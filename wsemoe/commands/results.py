@@ -17,6 +17,7 @@ COMMANDS, command = registry()
 @command()
 def show(results: Path = typer.Argument(..., help="a results folder"),
          all_points: bool = typer.Option(False, "--all", "-a", help="rows from every point, not only the Pareto front"),
+         feasible: bool = typer.Option(False, "--feasible", help="only feasible points (with --all; front rows are all feasible)"),
          where: Optional[str] = typer.Option(None, "--where", "-w", help='keep rows where this holds, e.g. "mfu > 0.3 and workload.G <= 16"'),
          columns: Optional[str] = typer.Option(None, "--columns", "-c", help="comma-separated columns to show"),
          sort: Optional[List[str]] = typer.Option(None, "--sort", "-s", help="sort by a column (objectives best first; -col descending, +col ascending)"),
@@ -32,10 +33,12 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     if limit is None:
         limit = 20 if fmt == "table" else 0
     cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-    if fmt == "table" and not (all_points or where or sort or cols):
+    if fmt == "table" and not (all_points or where or sort or cols or feasible):
         return folder(Reply(), results, limit=limit)
-    sel = select(results, where=where, columns=cols, sort=sort, limit=limit, every_point=all_points)
-    what = "every point" if all_points else "the Pareto front"
+    if cols and all_points and fmt == "table" and "feasible" not in cols:
+        cols = [*cols, "feasible"]  # a table of every point always says which rows are infeasible
+    sel = select(results, where=where, columns=cols, sort=sort, limit=limit, every_point=all_points, feasible=feasible)
+    what = ("every feasible point" if feasible else "every point") if all_points else "the Pareto front"
     title = f"{sel.matched:,} of {sel.scanned:,} rows of {what}" + (f" where {where}" if where else "")
     if fmt == "table":
         return Reply().rich(tables.selection(sel, width(), title))
@@ -49,9 +52,12 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
          force: bool = typer.Option(False, "--force", "-f", help="replace figures another wsemoe command wrote there")) -> Reply:
     """Write the plots of a results folder into its plots/ folder."""
     from wsemoe.report.figures import plots as plotting
+    from wsemoe.report.terminal import progress
 
     reply = Reply()
-    for p in plotting.plot_results(results, only=only, formats=fmt or None, force=force):
+    with progress.bar("plot", "figure families") as update:
+        written = plotting.plot_results(results, only=only, formats=fmt or None, force=force, on_progress=update)
+    for p in written:
         reply.text(str(p))
     return reply
 
@@ -100,13 +106,26 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
 
 
 @command()
-def report(results: Path = typer.Argument(..., help="a results folder"),
+def report(results: Optional[Path] = typer.Argument(None, help="a results folder (with --index: a results root, "
+                                                           "default results/)"),
            output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default <results>/report.html)"),
+           index: bool = typer.Option(False, "--index", help="write <root>/index.html linking every sweep's report "
+                                                             "(later reports keep it current)"),
            force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
-    """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures, config, manifest."""
+    """One self-contained HTML page: summary, what binds, Pareto front, comparison, figures with their claims,
+    config, manifest. With --index: results/index.html, a page linking every sweep's report."""
+    from wsemoe.commands.shared import shown_path
+    from wsemoe.report.html import index as index_page
     from wsemoe.report.html.page import write_report
+    from wsemoe.report.terminal import progress
 
-    return Reply().text(str(write_report(results, output, force)))
+    if index:
+        return Reply().text(shown_path(index_page.write_index(results or Path("results"), force)))
+    if results is None:
+        return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
+    with progress.bar("report", "figure families") as update:
+        written = write_report(results, output, force, on_progress=update)
+    return Reply().text(shown_path(written))
 
 
 @command()

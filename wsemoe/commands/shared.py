@@ -40,3 +40,12 @@ def parts(reply: Reply, items) -> Reply:
     for item in items:
         reply.rich(item)
     return reply
+
+
+def shown_path(path) -> str:
+    """A path as a user would type it: relative to the current folder when inside it."""
+    path = Path(path)
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -9,24 +9,37 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import choice, parts
+from wsemoe.commands.shared import TABLE_FORMATS, choice, parts, shown_path
 
 COMMANDS, command = registry()
 
 
 @command()
-def validate() -> Reply:
-    """Print each published figure the project reproduces beside the model's value and band; known deviations
-    apart, with their distance and reason. Exits 1 when a row fails unexpectedly (a check outside its band that
-    is no known deviation, a known deviation that reproduces again, a property or fit that does not hold)."""
-    from wsemoe.report.terminal import tables
-    from wsemoe.validate import run_all
+def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
+             only: Optional[List[str]] = typer.Option(None, "--only", help="a family of rows: params, bta, mapping, "
+                                                      "balance, scale, waferllm, cerebras, or moentwine (mapping, "
+                                                      "balance, scale); repeatable")) -> Reply:
+    """Print each published figure the project reproduces beside the model's value and band: a summary line,
+    the claims, the known deviations apart (their distance and reason), the context rows. Exits 1 when a row
+    fails unexpectedly (a check outside its band that is no known deviation, a known deviation that reproduces
+    again, a property or fit that does not hold)."""
+    from wsemoe.report.terminal import formats, progress, validation
+    from wsemoe.validate import families, record, run_all
     from wsemoe.validate.common import unexplained
     from wsemoe.validate.deviations import stale
 
-    rows = run_all()
-    reply = Reply().rich(tables.validation(rows))
-    bad, gone = unexplained(rows), stale(rows)
+    choice(fmt, TABLE_FORMATS, "--format")
+    names = families(only)  # an unknown family fails before anything runs
+    with progress.bar("validate", "parts") as update:
+        rows = run_all(only, on_progress=update)
+    ran = f"Families: {', '.join(names)}." if only else ""
+    if fmt == "table":
+        reply = Reply().rich(validation.tables(rows, f"{record.counts(rows)} {ran}".strip()))
+    elif fmt == "markdown":
+        reply = Reply().raw((f"{ran}\n\n" if ran else "") + record.markdown(rows))
+    else:
+        reply = Reply().raw(formats.machine(validation.frame(rows), fmt, index=None))
+    bad, gone = unexplained(rows), ([] if only else stale(rows))  # with --only, the other families' rows are absent
     if gone:
         reply.fail(f"known deviations name rows that do not exist: {', '.join(gone)} (validate/deviations.py)", 1)
     if bad:
@@ -61,7 +74,10 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
         return reply
     if junit is not None:
         junit_report.check_target(junit, force)
-    report = check_invariants(configs or None, points=points, only=only)
+    from wsemoe.report.terminal import progress
+
+    with progress.bar("invariants", "checks", quiet=quiet or fmt == "json") as update:
+        report = check_invariants(configs or None, points=points, only=only, on_progress=update)
     if junit is not None:
         junit_report.write_junit(report, junit, force)
     if fmt == "json":
@@ -89,8 +105,8 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
     unknowns (Sobol or Morris, at the sweep's own readings); writes results/<name>/readings/ and sensitivity/."""
     from wsemoe.analysis import readings as rd
     from wsemoe.analysis import sensitivity as sens
+    from wsemoe.report.terminal import progress, tables
     from wsemoe.report.terminal import readings as rd_view
-    from wsemoe.report.terminal import tables
 
     prepared = sens.prepare(config, None, method, samples, seed, unknowns, only or ())  # bad options fail first
     reply = Reply()
@@ -103,11 +119,14 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
         found, where = rd.run(res.path, force=force)
         parts(reply, rd_view.view(found, _readings_quantities(found)))
         reply.text(f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
-    result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
-                            unknowns_file=unknowns, only=only or (), force=force, prepared=prepared)
+    with progress.bar("sensitivity", "samples") as update:
+        result, path = sens.run(config, out_root=results, method=method, samples=samples, seed=seed,
+                                unknowns_file=unknowns, only=only or (), force=force, prepared=prepared,
+                                on_progress=update)
     for q in sens.headline_quantities(result):
         reply.rich(tables.sensitivity(result, q))
-    return reply.text(f"sensitivity: {path} ({result.meta['evaluations']:,} evaluations in {result.meta['seconds']:.1f} s)")
+    return reply.text(f"sensitivity: {shown_path(path)} ({result.meta['evaluations']:,} evaluations in "
+                      f"{result.meta['seconds']:.1f} s)")
 
 
 def _readings_quantities(result) -> list[str]:
@@ -153,11 +172,12 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
     no target can identify (not fitted), each target's leave-one-out residual; write the fit at the default
     readings as a preset to review beside the original (no preset is changed)."""
     from wsemoe.analysis import calibrate as cal
-    from wsemoe.report.terminal import tables
+    from wsemoe.report.terminal import progress, tables
 
-    fits, table, per_reading, path, meta = cal.run(hardware, output, samples=samples, seed=seed,
-                                                   unknowns_file=unknowns, only=only or (), readings=reading or (),
-                                                   force=force)
+    with progress.bar("calibrate", "readings") as update:
+        fits, table, per_reading, path, meta = cal.run(hardware, output, samples=samples, seed=seed,
+                                                       unknowns_file=unknowns, only=only or (), readings=reading or (),
+                                                       force=force, on_progress=update)
     return Reply().rich(tables.calibration(fits, table, per_reading)).text(
-        f"fitted preset (default readings), diff, residuals and χ² per reading: {path} (no preset was changed; "
-        f"{meta['readings']} readings in {meta['seconds']:.0f} s)")
+        f"fitted preset (default readings), diff, residuals and χ² per reading: {shown_path(path)} (no preset was "
+        f"changed; {meta['readings']} readings in {meta['seconds']:.0f} s)")

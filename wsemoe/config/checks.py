@@ -59,6 +59,9 @@ def check_points(cfg: SweepConfig) -> None:
     _check_pe_fabric(cfg)
     if cfg.compare:
         _check_compare(cfg)
+    values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
+    for path in cfg.pareto.group_by or []:
+        _swept(path, values, ("pareto", "group_by", path))
 
 
 def _check_compare(cfg: SweepConfig) -> None:

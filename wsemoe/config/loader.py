@@ -34,7 +34,7 @@ def load_config(source, base_dir: Path | None = None) -> SweepConfig:
         "sparsity": raw.sparsity, "constraints": raw.constraints,
         "objectives": raw.objectives or _default_objectives(specs["hardware"], grid, zips),
         "compare": raw.compare, "presets": preset_store, "expert_histogram": _histogram(specs, grid, zips, base_dir),
-        "output": raw.output, "search": raw.search, "base_dir": str(base_dir),
+        "output": raw.output, "search": raw.search, "pareto": raw.pareto, "base_dir": str(base_dir),
     })
     checks.check_points(cfg)
     return cfg

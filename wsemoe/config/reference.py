@@ -12,7 +12,7 @@ import typing
 from pydantic_core import PydanticUndefined
 
 from wsemoe.config import presets
-from wsemoe.config.schema import PRESET_KIND, SECTIONS, Compare, Constraint, Output, Sparsity
+from wsemoe.config.schema import PRESET_KIND, SECTIONS, Compare, Constraint, Output, Pareto, Sparsity
 
 SCHEMA_ID = "https://wsemoe.invalid/sweep.schema.json"  # a name, not a location: the file ships with the tool
 
@@ -39,6 +39,8 @@ TOP_LEVEL = {
     "constraints": "bounds on output columns; a point is feasible when every one holds",
     "objectives": "output columns to maximize or minimize: they define the Pareto front",
     "compare": "best point per group against the best baseline point (e.g. G = 1) of the same group",
+    "pareto": "which points share a Pareto front: one front per value of the group_by axes (default: each "
+              "hardware and model swept, but what compare.over tunes), exact ties in one row with a count",
     "output": "which output columns points.parquet keeps (inputs, feasibility and objectives always)",
 }
 
@@ -124,7 +126,7 @@ def json_schema() -> dict:
             "properties": {p: {**_axis_values(), "description": d} for p, d in axis_paths().items()}}
     props["axes"] = axes
     props["zip"] = {"type": "array", "items": {**axes, "minProperties": 1}, "description": TOP_LEVEL["zip"]}
-    for key, cls in (("sparsity", Sparsity), ("compare", Compare), ("output", Output)):
+    for key, cls in (("sparsity", Sparsity), ("compare", Compare), ("pareto", Pareto), ("output", Output)):
         props[key] = {**_with_units(cls.model_json_schema(), key), "description": TOP_LEVEL[key]}
     props["constraints"] = {"type": "array", "items": _with_units(Constraint.model_json_schema(), "constraints"),
                             "description": TOP_LEVEL["constraints"]}

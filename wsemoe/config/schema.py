@@ -16,8 +16,8 @@ from wsemoe.specs.base import MAX_SEED, Spec
 SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
             "mapping": MappingSpec, "balance": BalanceSpec}
 PRESET_KIND = {"hardware": "hardware", "model": "models"}
-TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "output",
-            "search")
+TOP_KEYS = ("name", "description", *SECTIONS, "axes", "zip", "sparsity", "constraints", "objectives", "compare", "pareto",
+            "output", "search")
 MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as well)
 MAX_POPULATION = 100_000
 RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
@@ -60,6 +60,15 @@ class Compare(Spec):
     over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
 
 
+class Pareto(Spec):
+    """Which points share a Pareto front: one front per combination of the values of `group_by`."""
+
+    group_by: Optional[list[str]] = Field(None, description="swept axes that are never mixed on one front "
+                                          "(default: every swept hardware and model axis, e.g. hardware, model, "
+                                          "model.num_experts, but those compare.over tunes; [] gives one front "
+                                          "over every point)")
+
+
 class Output(Spec):
     """What points.parquet keeps: every column (default) or the inputs plus these outputs."""
 
@@ -93,6 +102,7 @@ class SweepConfig(Spec):
     objectives: dict[str, Literal["min", "max"]] = Field(
         default_factory=lambda: {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
     compare: Optional[Compare] = None
+    pareto: Pareto = Pareto()
     output: Output = Output()
     search: Optional[Search] = None
     presets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="resolved preset axes: name -> fields")
@@ -148,6 +158,15 @@ class SweepConfig(Spec):
         """Independent factors of the design space: one per grid axis, one per zip group."""
         return [{path: values} for path, values in self.axes.items()] + [dict(g) for g in self.zip]
 
+    def front_groups(self) -> list[str]:
+        """Axes whose values each get their own Pareto front: `pareto.group_by`, else every swept hardware and
+        model axis (two systems or two models are not one design space) but those the comparison tunes over
+        (`compare.over` declares them design choices of one system, e.g. how many wafers a pipeline takes)."""
+        if self.pareto.group_by is not None:
+            return list(self.pareto.group_by)
+        tuned = set(self.compare.over or ()) if self.compare is not None else set()
+        return [a for a in self.axis_names() if a.split(".")[0] in ("hardware", "model") and a not in tuned]
+
     def size(self) -> int:
         """Number of design points (the product of the factors' lengths)."""
         n = 1
@@ -178,4 +197,5 @@ class RawSweep(Spec):
     constraints: list[Constraint] = Field(default_factory=list)
     objectives: Optional[dict[str, Literal["min", "max"]]] = None
     compare: Optional[Compare] = None
+    pareto: Pareto = Pareto()
     search: Optional[Search] = None

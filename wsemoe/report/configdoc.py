@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from wsemoe.config import presets
 from wsemoe.config.reference import TOP_LEVEL, axis_paths, field_rows
-from wsemoe.config.schema import SECTIONS, Compare, Constraint, Output, Sparsity
+from wsemoe.config.schema import SECTIONS, Compare, Constraint, Output, Pareto, Sparsity
 from wsemoe.specs.hardware import PEFacts
 from wsemoe.sweep.columns import reference
 
@@ -60,7 +60,7 @@ def markdown() -> str:
                       + "or every required field.", ""]
         lines += _table(field_rows(cls, section))
     lines += ["### `hardware.pe`", "", (PEFacts.__doc__ or "").strip(), ""] + _table(field_rows(PEFacts, "hardware.pe"))
-    for key, cls in (("sparsity", Sparsity), ("constraints[]", Constraint), ("compare", Compare), ("output", Output)):
+    for key, cls in (("sparsity", Sparsity), ("constraints[]", Constraint), ("compare", Compare), ("pareto", Pareto), ("output", Output)):
         lines += [f"## `{key}`", "", (cls.__doc__ or "").strip(), ""] + _table(field_rows(cls, key.rstrip("[]")))
     lines += ["## `objectives`", "", "`{column: max | min}`: output columns that define the Pareto front "
               "(default `{tokens_per_s: max, mem_peak_node_bytes: min}`). Objective, constraint, comparison and "

@@ -3,7 +3,7 @@
 A chunk task is a pure function of (config, start, stop): it returns the chunk's points (a
 columnar `Block`) with the per-point speedup, plus the rows any global reduction could need (its
 Pareto front and its best rows per comparison group) and its counts. Reductions over chunks are
-exact: the global front is the front of the chunk fronts; the best row of a group is the best of
+exact: each group's front is the front of the chunks' fronts of that group; the best row of a group is the best of
 the chunks' best rows.
 """
 
@@ -161,7 +161,7 @@ def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray) -> np
 def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray:
     """Positions of the rows a global reduction may pick: the Pareto front and best rows per group."""
     feas = np.asarray(blk["feasible"], dtype=bool)
-    keep = [front_rows(blk, cfg.objectives)]
+    keep = [front_rows(blk, cfg.objectives, cfg.front_groups())]
     if cfg.compare:
         ids, _ = group_ids(blk, cfg, grid)
         rows = np.flatnonzero(feas & candidate_mask(blk, cfg))

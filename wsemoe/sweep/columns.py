@@ -28,7 +28,7 @@ _DOCS = {
     "g_mem_prefill": ("1", "constraint: peak memory of the prefill behind ttft_s / capacity − 1 (≤ 0 satisfied)"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),
     "mfu": ("1", "model FLOPs utilization: model FLOPs per second over the peak of all nodes at the model's formats "
-                 "(format_peak_flops)"),
+                 "(format_peak_flops), a fraction (0.37, not 37%) in every table, filter and figure"),
     "format_peak_flops": ("FLOP/s", "per node: the peak the model's FLOPs can reach, each matmul at its format's peak "
                                     "(model FLOPs / Σ FLOPs/peak; node_peak_flops when every format is bf16)"),
     "attention_peak_flops": ("FLOP/s", "per node: peak of the attention projections, shared experts and dense FFNs "
@@ -37,10 +37,23 @@ _DOCS = {
                                     "peak where the hardware has none for it)"),
     "moe_layer_time_s": ("s", "one MoE layer: attention (G tiles) + router/experts (+ communication)"),
     "dense_layer_time_s": ("s", "one dense layer: attention + dense FFN"),
-    "head_time_s": ("s", "output head and embedding"),
+    "head_time_s": ("s", "output head and embedding, once per micro-batch step"),
+    "head_compute_s": ("s", "compute term of the output head and embedding, once per micro-batch step "
+                            "(FLOPs / (nodes · peak at its format · efficiency))"),
+    "head_weights_s": ("s", "weight-movement term of the output head and embedding, once per micro-batch step "
+                            "(streamed over I/O or read from node memory)"),
+    "head_hbm_s": ("s", "HBM term of the output head and embedding, once per micro-batch step (its weights read "
+                        "from node memory)"),
+    "head_launch_s": ("s", "kernel launches of the output head and embedding, once per micro-batch step: kernels × "
+                           "kernel_launch_s (serial, added to its roofline)"),
+    "head_hw_flops": ("FLOP", "FLOPs the output head and embedding execute, once per micro-batch step"),
+    "head_traffic_bytes": ("bytes", "bytes on the output head's weight path, once per micro-batch step (streamed: in "
+                                    "over the wafer I/O; resident: read from node memory)"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
                   "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (of the step, or of "
                   "the busiest stage when the stream binds), or SRAM (it does not fit)"),
+    "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
+                       "the row (the first of them) stands for them all"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
     "infeasible_reason": ("", "the worst-violated constraint, in words, with its ratio to the limit "
                               "(memory: to the usable node memory); empty when feasible"),

@@ -119,6 +119,9 @@ class Manifest(Strict):
     points: Count
     feasible: Count
     pareto: Count
+    pareto_points: Optional[Count] = None  # points the front rows stand for (exact ties in one row)
+    pareto_groups: Optional[list[Name]] = Field(None, max_length=1000)  # one front per combination of these
+    pareto_fronts: Optional[Count] = None
     objectives: dict[Name, Literal["max", "min"]] = Field(min_length=1, max_length=100)
     axes: list[Name] = Field(max_length=1000)
     objectives_not_finite: Count = 0
@@ -146,6 +149,10 @@ class Manifest(Strict):
             raise ValueError(f"parts cover {end} points, the manifest says {self.points}")
         if self.feasible > self.points or self.pareto > self.feasible or self.points_reused > self.points:
             raise ValueError("feasible, pareto and reused counts exceed the points")
+        if self.pareto_points is not None and not self.pareto <= self.pareto_points <= self.feasible:
+            raise ValueError(f"pareto_points {self.pareto_points} is not between the front's rows and the feasible points")
+        if self.pareto_fronts is not None and self.pareto_fronts > self.pareto:
+            raise ValueError(f"pareto_fronts {self.pareto_fronts} exceeds the front's rows {self.pareto}")
         if self.chunks != len(self.parts) or self.chunks_reused > self.chunks:
             raise ValueError(f"chunks {self.chunks} does not match the {len(self.parts)} parts")
         return self

@@ -1,8 +1,8 @@
 """pymoo's NSGA-II fitted to grid positions: the problem, survival and mating the search plugs in.
 
-Survival is NSGA-II's (pymoo's non-dominated sorting and crowding distance): feasible points by
-rank, the front that does not fit whole by crowding distance, then infeasible points by their
-violation. It works on arrays and keeps the survivors' ranks and distances for breeding, which
+Survival is NSGA-II's (pymoo's non-dominated sorting and crowding distance), ranked within each Pareto
+group of the sweep (each hardware and model by default, as the results' fronts are): feasible points by
+rank, the level that does not fit whole by crowding distance, then infeasible points by their violation. It works on arrays and keeps the survivors' ranks and distances for breeding, which
 `search.Variation` does on whole generations: pymoo's per-individual bookkeeping would otherwise
 cost more than evaluating the points.
 """
@@ -37,13 +37,12 @@ class CrowdedSurvival(Survival):
 
     def _do(self, problem, pop, *args, n_survive=None, random_state=None, **kwargs):
         F, cv = pop.get("F").astype(float), pop.get("CV")[:, 0].astype(float)
-        rank, crowd, chosen = np.full(len(pop), np.inf), np.zeros(len(pop)), []
-        feasible = np.flatnonzero(cv <= 0)
-        fronts = self.nds.do(F[feasible], n_stop_if_ranked=n_survive) if len(feasible) else []
-        for k, front in enumerate(fronts):
-            idx = feasible[front]
-            cd = calc_crowding_distance(F[idx]) if len(idx) > 2 else np.full(len(idx), np.inf)
-            rank[idx], crowd[idx] = k, cd
+        X = np.asarray(pop.get("X"), dtype=np.int64)
+        levels, crowd = self._levels(F, cv, self.variation.niche(X), n_survive)
+        rank, chosen = np.full(len(pop), np.inf), []
+        for k, idx in enumerate(levels):
+            cd = crowd[idx]
+            rank[idx] = k
             if len(chosen) + len(idx) > n_survive:
                 order = randomized_argsort(cd, order="descending", method="numpy", random_state=random_state)
                 idx = idx[order[: n_survive - len(chosen)]]
@@ -53,9 +52,23 @@ class CrowdedSurvival(Survival):
         infeasible = np.flatnonzero(cv > 0)
         chosen.extend(infeasible[np.argsort(cv[infeasible], kind="stable")][: n_survive - len(chosen)].tolist())
         keep = np.asarray(chosen, dtype=np.int64)
-        self.variation.parents = (np.asarray(pop.get("X"), dtype=np.int64)[keep], cv[keep], rank[keep], crowd[keep])
+        self.variation.parents = (X[keep], cv[keep], rank[keep], crowd[keep])
         return pop[keep]
 
+    def _levels(self, F, cv, niche, n_survive) -> tuple[list, np.ndarray]:
+        """(feasible points by rank, crowding distances): points are ranked within their Pareto group (a
+        front per group, as the results keep), level k holds the k-th front of every group, and crowding is
+        measured within each group's front."""
+        crowd, levels = np.zeros(len(F)), []
+        feasible = np.flatnonzero(cv <= 0)
+        for g in np.unique(niche[feasible]):
+            members = feasible[niche[feasible] == g]
+            for k, front in enumerate(self.nds.do(F[members], n_stop_if_ranked=n_survive)):
+                idx = members[front]
+                crowd[idx] = calc_crowding_distance(F[idx]) if len(idx) > 2 else np.inf
+                levels += [[] for _ in range(k + 1 - len(levels))]
+                levels[k].append(idx)
+        return [np.concatenate(level) for level in levels], crowd
 
 class Breeding(InfillCriterion):
     """Mating handed to `search.Variation` (tournaments, crossover, mutation, no repeats) in one call."""

@@ -1,5 +1,8 @@
-"""Pareto front of feasible points under min/max objectives (vectorized, no per-point Python loop).
+"""Pareto fronts of feasible points under min/max objectives (vectorized, no per-point Python loop).
 
+The one definition every reader uses (`show`, pareto.csv, figures, the report): a front per group of the
+axes that must not be mixed (`SweepConfig.front_groups`: each hardware and model by default), exact ties
+(equal objectives within a group) collapsed into the first point with a `ties` count.
 Works on a DataFrame or on a columnar Block alike: both give columns by name.
 """
 
@@ -106,19 +109,50 @@ def not_finite(df: pd.DataFrame, objectives: dict) -> int:
     return int(not_finite_rows(df, objectives).sum())
 
 
-def front_rows(table, objectives: dict) -> np.ndarray:
-    """Positions of the feasible, non-dominated rows with finite objectives (in row order)."""
+def group_ids(table, cols) -> np.ndarray:
+    """One integer per row, equal where rows share the values of every column of `cols` (all 0 without any)."""
+    if not len(cols):
+        return np.zeros(len(table), dtype=np.int64)
+    codes = [pd.factorize(c.codes if hasattr(c, "codes") and not isinstance(c, pd.Series) else np.asarray(c))[0]
+             for c in (table[name] for name in cols)]
+    if len(codes) == 1:
+        return codes[0].astype(np.int64)
+    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def front_rows(table, objectives: dict, groups=()) -> np.ndarray:
+    """Positions of the feasible rows with finite objectives that no row of their group dominates (row order)."""
     pts = minimization(table, objectives)
     rows = np.flatnonzero(_feasible(table) & _finite(pts))
-    return rows[nondominated(pts[rows])]
+    ids = group_ids(table, list(groups))[rows]
+    if not len(rows) or ids.max() == 0:
+        return rows[nondominated(pts[rows])]
+    keep = np.zeros(len(rows), dtype=bool)
+    order = np.argsort(ids, kind="stable")
+    for part in np.split(order, np.flatnonzero(np.diff(ids[order])) + 1):  # one front per group
+        keep[part] = nondominated(pts[rows[part]])
+    return rows[keep]
 
 
-def pareto_front(df: pd.DataFrame, objectives: dict) -> pd.DataFrame:
-    """Feasible, non-dominated rows with finite objectives, sorted by the first objective (best first).
+TIES = "ties"  # the column of a front row counting the points it stands for
+
+
+def pareto_front(df: pd.DataFrame, objectives: dict, groups=()) -> pd.DataFrame:
+    """The fronts of every group of `groups` (columns of `df`): feasible, non-dominated rows with finite
+    objectives; rows of one group with exactly equal objectives are one row (the first point) whose `ties`
+    says how many points it stands for. Groups in point order, each best first by the first objective.
 
     Rows with a non-finite objective cannot be ranked and are left out; `not_finite` counts them.
     """
-    front = df.iloc[front_rows(df, objectives)]
-    first, sense = next(iter(objectives.items()))
-    # ties (equal first objective) keep point order, so the front is the same whatever the chunking
-    return front.sort_index().sort_values(first, ascending=(sense == "min"), kind="stable")
+    groups = [g for g in groups if g in df]
+    front = df.iloc[front_rows(df, objectives, groups)].sort_index()  # point order: the first of ties is kept
+    gid = group_ids(front, groups)
+    same = group_ids(pd.DataFrame({"group": gid, **{c: front[c].to_numpy() for c in objectives}}),
+                     ["group", *objectives])
+    first = ~pd.Series(same).duplicated().to_numpy()
+    out = front[first].copy()
+    out[TIES] = np.bincount(same)[same[first]] if len(same) else np.zeros(0, dtype=np.int64)
+    col, sense = next(iter(objectives.items()))
+    best = out[col].to_numpy(dtype=float) * (1.0 if sense == "min" else -1.0)
+    rank = pd.factorize(gid[first])[0]  # groups in the order of their first point
+    return out.iloc[np.lexsort((best, rank))] if len(out) else out

@@ -54,19 +54,49 @@ def check(config, estimate: bool = True) -> dict:
     return info
 
 
+RANGES = 16  # the sample is this many short ranges spread over the grid, so it meets most structures
+
+
+def sample_ranges(n: int, m: int, k: int = RANGES) -> list[tuple[int, int]]:
+    """`k` ranges of about m/k points at evenly spaced starts in [0, n) (all of [0, n) when m >= n)."""
+    if m >= n:
+        return [(0, n)]
+    size = max(1, m // k)
+    k = min(k, max(1, m // size))
+    starts = sorted({round(i * (n - size) / max(1, k - 1)) for i in range(k)})
+    return [(s, s + size) for s in starts]
+
+
 def _estimate(cfg, n: int) -> dict:
-    """Time a sample of the run's own chunk evaluation and write it as a part, to scale both to `n` points."""
+    """The run's own steps, timed: the baseline pass whole (as the run does it first), then a sample of point
+    ranges spread over the grid evaluated and reduced as chunks are, cold (structures built, as the run builds
+    each once) and again warm (the per-point cost), and written as parts are (parquet and SHA-256).
+    Time = baseline + structures (cold − warm) + n × (per point + writing per point)."""
+    import hashlib
+
     from wsemoe.sweep import chunked, engine, partfile
 
-    m = min(n, SAMPLE)
-    ev = engine.Evaluator(cfg)
-    base = _nan_baselines(cfg) if cfg.compare else None
-    chunked.run_chunk(cfg, 0, min(m, 64), base, evaluator=ev)  # warm caches so the timing below is representative
     t0 = time.perf_counter()
-    sample = chunked.run_chunk(cfg, 0, m, base, evaluator=ev).points
-    per_point = (time.perf_counter() - t0) / m
-    size = len(partfile.to_bytes(sample))  # as parts are written (the speedup's values do not matter for size)
-    return {"estimated_seconds": n * per_point, "estimated_output_bytes": n * size / m}
+    base = chunked.baseline_best(cfg) if cfg.compare else None
+    baseline = time.perf_counter() - t0
+    ranges = sample_ranges(n if not cfg.search else cfg.size(), min(n, SAMPLE))
+    m = sum(e - s for s, e in ranges)
+    ev = engine.Evaluator(cfg)
+    cold, blocks = _timed(lambda: [chunked.run_chunk(cfg, s, e, base, evaluator=ev) for s, e in ranges])
+    warm, _ = _timed(lambda: [chunked.run_chunk(cfg, s, e, base, evaluator=ev) for s, e in ranges])
+    write, parts = _timed(lambda: [partfile.to_bytes(b.points) for b in blocks])
+    write += _timed(lambda: [hashlib.sha256(p).digest() for p in parts])[0]
+    size = sum(len(p) for p in parts)
+    parts_seconds = {"baseline": baseline, "structures": max(0.0, cold - warm), "points": n * warm / m,
+                     "writing": n * write / m}
+    return {"estimated_seconds": sum(parts_seconds.values()), "estimated_parts": parts_seconds,
+            "estimated_output_bytes": n * size / m, "sampled_points": m}
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
 
 
 def _nan_baselines(cfg):

@@ -21,7 +21,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, PresetError
 from wsemoe.sweep.executors import run_tasks
 from wsemoe.sweep.outputs import check_columns
-from wsemoe.sweep.pareto import pareto_front
+from wsemoe.sweep.pareto import TIES, pareto_front
 from wsemoe.sweep.plan import max_points, planned_points
 
 @dataclass
@@ -133,7 +133,7 @@ def _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_
         else:
             run_tasks(cfg, tasks, baselines, partial.path, workers=workers, scheduler=scheduler, on_done=on_done)
         cands, stats = partial.read_reductions(total)
-        front = pareto_front(cands, cfg.objectives)
+        front = pareto_front(cands, cfg.objectives, cfg.front_groups())
         comparison = comparison_table(cands, cfg) if cfg.compare else None
     except (ConfigError, PresetError):
         partial.discard()  # a problem with the input: resuming would fail the same way
@@ -161,7 +161,9 @@ def _manifest(cfg, h, stats, front, chunk, reused, seconds, parts_dir, source) -
     return {
         "name": cfg.name, "description": cfg.description, "config_hash": h, "source": source,
         "points": sum(s["points"] for s in stats), "feasible": sum(s["feasible"] for s in stats),
-        "pareto": int(len(front)), "objectives": cfg.objectives, "axes": cfg.axis_names(),
+        "pareto": int(len(front)), "pareto_points": int(front[TIES].sum()), "pareto_groups": cfg.front_groups(),
+        "pareto_fronts": int(len(front[cfg.front_groups()].drop_duplicates())) if cfg.front_groups() else int(len(front) > 0),
+        "objectives": cfg.objectives, "axes": cfg.axis_names(),
         "objectives_not_finite": sum(s.get("objectives_not_finite", 0) for s in stats),
         "bounds": dict(sorted(bounds.items(), key=lambda kv: -kv[1])),
         "chunks": len(stats), "chunk_size": chunk, "chunks_reused": len(reused),

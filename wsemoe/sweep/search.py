@@ -36,6 +36,18 @@ def _draw(random_state, sizes: np.ndarray, n: int) -> np.ndarray:
     return np.floor(random_state.random((n, len(sizes))) * sizes).astype(np.int64)
 
 
+def _niche_tables(grid: Grid, groups) -> list:
+    """[(factor, code of its group-axis values at each position)] for the factors holding a group axis."""
+    import pandas as pd
+
+    out = []
+    for i, f in enumerate(grid.factors):
+        paths = [p for p in f.paths if p in groups]
+        if paths:
+            out.append((i, pd.factorize(pd.Series([repr(tuple(f.values[p][j] for p in paths)) for j in range(f.size)]))[0]))
+    return out
+
+
 class Variation:
     """NSGA-II's breeding on grid positions, vectorized over a whole generation.
 
@@ -52,8 +64,9 @@ class Variation:
     BREED_PER_CHILD = 200  # children bred per new point wanted, at most (a 0.5% novelty rate), then immigrants
     ROUNDS = 8  # rounds of random draws for immigrants
 
-    def __init__(self, grid: Grid):
+    def __init__(self, grid: Grid, groups=()):
         self.grid = grid
+        self.niches = _niche_tables(grid, groups)
         self.sizes = np.asarray(grid.shape, dtype=np.int64)
         self.categorical = np.asarray([not f.numeric for f in grid.factors], dtype=bool)
         self.xl, self.xu = np.zeros(len(self.sizes)), self.sizes - 1.0
@@ -65,6 +78,14 @@ class Variation:
             return np.zeros(len(keys), dtype=bool)
         pos = np.minimum(np.searchsorted(self.seen, keys), len(self.seen) - 1)
         return self.seen[pos] == keys
+
+    def niche(self, X: np.ndarray) -> np.ndarray:
+        """The Pareto group of each row of positions (equal values of the group axes: equal ids)."""
+        X = np.asarray(X, dtype=np.int64)
+        ids = np.zeros(len(X), dtype=np.int64)
+        for i, lut in self.niches:
+            ids = ids * (int(lut.max()) + 1) + lut[X[:, i]]
+        return ids
 
     def key(self, X: np.ndarray) -> np.ndarray:
         return self.grid.index_of(list(np.asarray(X, dtype=np.int64).T))
@@ -148,14 +169,14 @@ class Driver:
     """NSGA-II in ask-and-tell form: `ask()` gives the grid indices of the next generation (None when
     done), `tell(F, violation)` gives back their minimization objectives and worst g."""
 
-    def __init__(self, search: Search, grid: Grid, n_obj: int):
+    def __init__(self, search: Search, grid: Grid, n_obj: int, groups=()):
         from pymoo.algorithms.moo.nsga2 import NSGA2
         from pymoo.core.termination import NoTermination
         from pymoo.operators.sampling.rnd import IntegerRandomSampling
 
         from wsemoe.sweep import nsga  # pymoo takes a second to import: only searches pay for it
 
-        self.variation = Variation(grid)
+        self.variation = Variation(grid, groups)
         self.grid, self.budget = grid, min(search.evaluations, grid.size)
         self.population = population_size(search)
         self.problem = nsga.Positions(self.variation, n_obj)

@@ -75,7 +75,7 @@ class _Cutter:
 def run_search(cfg, baselines, partial_dir, chunk: int, reused=(), on_done=None) -> dict:
     """Run the config's search, writing parts into the partial folder; returns the search's info."""
     ev = engine.Evaluator(cfg)
-    driver = Driver(cfg.search, ev.grid, len(cfg.objectives))
+    driver = Driver(cfg.search, ev.grid, len(cfg.objectives), cfg.front_groups())
     done = on_done or (lambda stats: None)
     with Writers(done) as writers:
         cutter = _Cutter(cfg, ev.grid, partial_dir, chunk, reused, writers, done)

@@ -13,7 +13,7 @@ from wsemoe.validate.common import row
 from wsemoe.validate.deviations import classify
 from wsemoe.validate.tolerances import PARAM_TOTAL, Band, param_active
 
-__all__ = ["bta_comparison", "param_rows", "run_all"]
+__all__ = ["bta_comparison", "families", "param_rows", "run_all"]
 
 
 def param_rows() -> list[dict]:
@@ -34,15 +34,41 @@ def param_rows() -> list[dict]:
     return rows
 
 
-def run_all() -> list[dict]:
-    """Every reproduced figure, each row with its status (deviations.classify)."""
-    from wsemoe.validate.balance import balance_rows
-    from wsemoe.validate.bta import bta_rows
-    from wsemoe.validate.cerebras import cerebras_rows
-    from wsemoe.validate.moentwine import mapping_rows
-    from wsemoe.validate.scale import scale_rows
-    from wsemoe.validate.shipped import shipped_rows
-    from wsemoe.validate.waferllm import waferllm_rows
+# Families of rows (`wsemoe validate --only`), each with the module and function making its rows, in order.
+PARTS = (("params", "wsemoe.validate", "param_rows"), ("bta", "wsemoe.validate.shipped", "shipped_rows"),
+         ("bta", "wsemoe.validate.bta", "bta_rows"), ("mapping", "wsemoe.validate.moentwine", "mapping_rows"),
+         ("balance", "wsemoe.validate.balance", "balance_rows"), ("scale", "wsemoe.validate.scale", "scale_rows"),
+         ("waferllm", "wsemoe.validate.waferllm", "waferllm_rows"), ("cerebras", "wsemoe.validate.cerebras", "cerebras_rows"))
+ALIASES = {"moentwine": ("mapping", "balance", "scale")}  # MoEntwine's claims: mapping, balancing, at scale
 
-    return classify(param_rows() + shipped_rows() + bta_rows() + mapping_rows() + balance_rows() + scale_rows()
-                    + waferllm_rows() + cerebras_rows())
+
+def families(only=None) -> list[str]:
+    """The row families `only` names (family names or aliases; None: all), or a one-line error."""
+    import difflib
+
+    from wsemoe.errors import ConfigError
+
+    known = list(dict.fromkeys(f for f, _, _ in PARTS))
+    out: list[str] = []
+    for name in only or known:
+        if name not in known and name not in ALIASES:
+            close = difflib.get_close_matches(str(name), [*known, *ALIASES], n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join([*known, *ALIASES])}"
+            raise ConfigError(f"no family of rows named '{name}'; {hint}", loc=("--only",))
+        out += [f for f in ALIASES.get(name, (name,)) if f not in out]
+    return out
+
+
+def run_all(only=None, on_progress=None) -> list[dict]:
+    """Every reproduced figure (or those of the families `only` names), each row tagged with its family and
+    with its status (deviations.classify). `on_progress(done, total, family)` hears of each part done."""
+    import importlib
+
+    wanted = families(only)
+    parts = [p for p in PARTS if p[0] in wanted]
+    rows = []
+    for k, (family, module, fn) in enumerate(parts):
+        rows += [{**r, "family": family} for r in getattr(importlib.import_module(module), fn)()]
+        if on_progress:
+            on_progress(k + 1, len(parts), family)
+    return classify(rows)

@@ -12,11 +12,14 @@ from matplotlib.figure import Figure
 
 from wsemoe.cost import comm
 from wsemoe.report.figures.meshdraw import draw_ftd, draw_wafers, mesh_axes
-from wsemoe.report.figures.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, num, single
+from wsemoe.report.figures.claims import caption
+from wsemoe.report.figures.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, num, pct, single
 from wsemoe.report.figures.view import ResultsView
 
 DYNAMIC = ("node_load_*",)  # stems that carry a value: the orchestrator cleans them by pattern
 STEMS = ("throughput_vs_skew", *DYNAMIC)
+CLAIMS = {"throughput_vs_skew": "Balancing keeps throughput up as expert popularity grows more skewed",
+          "node_load_*": "The balancer evens the expert load across dies (busiest die over the mean)"}
 COLUMNS = ("tokens_per_s", "expert_imbalance")
 NEEDS_AXES = (("balance.balancer",),)  # without it swept it draws nothing
 
@@ -85,7 +88,12 @@ def _node_load_figure(view: ResultsView, row: dict, balancer: str, said: str) ->
     fig.supxlabel("token copies each die's experts receive, over the mean; dashed: FTD tiles"
                   + ("; solid: wafer boundaries" if before.layout.wafers != (1, 1) else "")
                   + "; non-invasive and stop-the-world place replicas alike", fontsize=8.5)
-    return fig
+    a, b = before.expert_imbalance, after.expert_imbalance
+    verdict = (f"With {balancer} and {bal['spare_slots']} spare slots per die the busiest die's load falls from "
+               f"{a:.2f}× to {b:.2f}× the mean" if b < a else
+               f"With {balancer} the busiest die's load does not fall ({a:.2f}× → {b:.2f}× the mean): the claim does "
+               "not hold here")
+    return caption(fig, CLAIMS["node_load_*"], verdict + ".")
 
 
 def _cell_labels(ax, m: np.ndarray, norm) -> None:
@@ -125,7 +133,23 @@ def throughput_vs_skew(view: ResultsView) -> Figure | None:
     ax.set_xlabel("Zipf exponent s of expert popularity (0 = uniform)")
     ax.set_ylabel("throughput (tokens/s)")
     fig.legend(loc="outside lower center", ncol=4, frameon=False, title="balancer")
-    return fig
+    return caption(fig, CLAIMS["throughput_vs_skew"], _skew_verdict(df, col))
+
+
+def _skew_verdict(df: pd.DataFrame, col: str) -> str:
+    """Each balancer's throughput at the most skewed popularity against no balancing there, and its own loss
+    from the least to the most skewed."""
+    s_max, s_min = df["balance.zipf_s"].max(), df["balance.zipf_s"].min()
+    at = df[df["balance.zipf_s"] == s_max].groupby("balance.balancer", sort=False)[col].max()
+    lo = df[df["balance.zipf_s"] == s_min].groupby("balance.balancer", sort=False)[col].max()
+    if "none" not in at:
+        return f"At s = {num(s_max)}: " + "; ".join(f"{b} {v:.4g} tokens/s" for b, v in at.items()) + "."
+    parts = [f"{b}: {pct(v / at['none'] - 1)} against none, {pct(v / lo[b] - 1)} from s = {num(s_min)}"
+             for b, v in at.items() if b != "none" and b in lo]
+    worse = [b for b, v in at.items() if b != "none" and v < at["none"]]
+    return (f"At the most skewed popularity (s = {num(s_max)}): " + "; ".join(parts)
+            + (f". Balancing with {', '.join(worse)} is slower than none there: the claim does not hold for it"
+               if worse else "") + ".")
 
 
 def _imbalance_labels(ax, sub: pd.DataFrame, color) -> None:

@@ -10,12 +10,17 @@ from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label, heading,
                                  log2_ticks, num, setting, single)
 from wsemoe.report.figures.view import OVER, ResultsView
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
 STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
+CLAIMS = {"throughput_vs_sparsity": "Batch tiling (BTA) keeps throughput nearly flat as sparsity grows, while "
+                                    "uniform batching loses throughput",
+          "speedup_vs_G": "Tiling attention (G > 1) raises throughput over G = 1 for every design"}
+FLAT = 1.2  # "nearly flat": max/min across sparsity at most this (the tolerance of `wsemoe validate`)
 COLUMNS = ()  # the axes, feasibility and the comparison metric every view holds; the rest is comparison.csv
 
 
@@ -47,7 +52,7 @@ def sparsity(r: ResultsView) -> Figure | None:
     left, right = fig.subplots(1, 2)
     ticks, xlabel = _sparsity_ticks(r, key, x)
     banded = False
-    for ax, col, f in ((left, "mfu", 100.0), (right, "tokens_per_s", 1.0)):
+    for ax, col, f in ((left, "mfu", 1.0), (right, "tokens_per_s", 1.0)):
         top = np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f)
         for which, style, color, name in (("baseline", "s--", UNIFORM_C, "uniform batching (G = 1)"),
                                           ("best", "o-", BTA_C, "BTA (best G, B)")):
@@ -64,7 +69,7 @@ def sparsity(r: ResultsView) -> Figure | None:
             ax.invert_xaxis()
         ax.set_xlabel(xlabel)
         ax.set_ylim(0, 1.22 * top)
-    left.set_ylabel("MFU (%)")
+    left.set_ylabel(NAMES["mfu"])
     right.set_ylabel("throughput (tokens/s)")
     right.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
     _annotate_bta(left, right, cmp, x)
@@ -75,7 +80,25 @@ def sparsity(r: ResultsView) -> Figure | None:
         handles += [Patch(facecolor=c, alpha=0.25, edgecolor=c, ls=":") for c in (UNIFORM_C, BTA_C)]
         names += [f"5–95%, uniform (over {n:,} samples of the calibration unknowns)", "5–95%, BTA"]
     fig.legend(handles, names, loc="outside lower center", ncol=4, frameon=False)
-    return fig
+    return caption(fig, CLAIMS["throughput_vs_sparsity"], _sparsity_verdict(cmp, key, x))
+
+
+def _sparsity_verdict(cmp: pd.DataFrame, key: str, x) -> str:
+    """How flat BTA stays (max/min), how far uniform batching falls and whether at every step, the speedups."""
+    bta, uni = cmp["best_tokens_per_s"].to_numpy(float), cmp["baseline_tokens_per_s"].to_numpy(float)
+    sym = SYMBOLS.get(key, key)
+    flat = np.nanmax(bta) / np.nanmin(bta)
+    steps = uni[1:] / uni[:-1]
+    rises = [f"{sym} {num(a)} → {num(b)}" for a, b, r in zip(x, x[1:], steps) if r > 1]
+    text = (f"BTA's throughput varies {flat:.3f}× (max/min) across {sym} = {num(x[0])} … {num(x[-1])}: "
+            + ("nearly flat (≤ 1.2×), as claimed" if flat <= FLAT else "not flat: the claim does not hold here")
+            + f". Uniform batching falls {uni[0] / uni[-1]:.3g}× from {sym} = {num(x[0])} to {num(x[-1])}, "
+            + ("falling at every step" if not rises else f"but rises at {listing(rises)}") + ".")
+    speed = [c for c in cmp if c.startswith("speedup_vs_")]
+    if speed:
+        v = cmp[speed[0]].to_numpy(float)
+        text += f" BTA's speedup: {np.nanmin(v):.3g}× … {np.nanmax(v):.3g}×."
+    return text
 
 
 def _sparsity_ticks(r: ResultsView, key: str, x) -> tuple[list, str]:
@@ -96,7 +119,7 @@ def _annotate_bta(left, right, cmp: pd.DataFrame, x) -> None:
         row = cmp.iloc[i]
         if "best_G" in cmp:
             gb = f"G={num(row['best_G'])}" + (f", B={num(row['best_B'])}" if "best_B" in cmp else "")
-            left.annotate(gb, (xi, row["best_mfu"] * 100), xytext=(0, 7), textcoords="offset points",
+            left.annotate(gb, (xi, row["best_mfu"]), xytext=(0, 7), textcoords="offset points",
                           ha="center", fontsize=8, color=BTA_C)
         if speed and np.isfinite(row[speed[0]]):
             right.annotate(f"{row[speed[0]]:.2f}×", (xi, row["best_tokens_per_s"]), xytext=(0, 7),
@@ -142,7 +165,24 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     title = ", ".join(NAMES.get(c, c) for c in r.varying)
     if r.varying:  # one line needs no legend
         ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
-    return fig
+    return caption(fig, CLAIMS["speedup_vs_G"], _g_verdict(ax, gs))
+
+
+def _g_verdict(ax, gs) -> str:
+    """Each line's best speedup and its G; the lines that never rise above 1 say the claim fails for them."""
+    parts, fails = [], []
+    for line in ax.get_lines():
+        label = line.get_label()
+        y = np.asarray(line.get_ydata(), dtype=float)
+        if label.startswith("_") or not np.isfinite(y).any() or len(y) != len(gs):
+            continue
+        i = int(np.nanargmax(y))
+        (parts if y[i] > 1 + 1e-9 else fails).append(f"{label}: {y[i]:.3g}× at G = {num(gs[i])}"
+                                                     if label else f"{y[i]:.3g}× at G = {num(gs[i])}")
+    text = "Best speedup over G = 1: " + "; ".join(parts) if parts else ""
+    if fails:
+        text += ("; " if text else "") + f"no gain for {listing(fails)}: the claim does not hold there"
+    return text + "." if text else "No line to compare."
 
 
 def _changes(gs, y, at: pd.DataFrame, tuned: list, colour) -> list:

@@ -1,4 +1,9 @@
-"""Communication figures: per-phase time per mapping and TP, and the wafer against NVL72 per device."""
+"""Communication figures: per-phase time per mapping and TP, and the wafer against NVL72 per device.
+
+Both compare systems, so both follow the rule of `ResultsView.best`: each bar is its system (mapping, or
+hardware) at its best configuration over the tuned axes (token flow, ring directions, balancer, overlap,
+...), the workload held at a representative value; the captions say where the claim holds and where not.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,18 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from wsemoe.report.figures.style import PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, num, pct, setting, single
+from wsemoe.report.figures.claims import caption, listing, where
+from wsemoe.report.figures.style import (PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, SLICE_SYMBOLS, num, pct, setting,
+                                         single)
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("comm_breakdown", "wsc_vs_nvl72")
-COLUMNS = (*PHASE_COLS.values(), "per_device_moe_tokens_per_s")
+COLUMNS = (*PHASE_COLS.values(), "moe_comm_s", "per_device_moe_tokens_per_s", "*_bound")
 NEEDS_AXES = (("mapping.strategy",), ("hardware",))  # without one of these swept it draws nothing
+CLAIMS = {"comm_breakdown": "Entwined mappings (ER, HER) cut MoE communication per layer against block placement",
+          "wsc_vs_nvl72": "The wafer-scale system beats the GPU system per device (MoE-layer throughput per "
+                          "device), each at its best configuration"}
+SAME = 0.005  # changes within ±0.5% count as no change in the captions
 INFEASIBLE = "////"  # hatch of a bar whose point is infeasible (drawn, since its time still answers a question)
 
 
@@ -25,19 +36,24 @@ def figures(view: ResultsView) -> dict[str, Figure | None]:
 # ---------------------------------------------------------------- communication breakdown
 
 def comm_breakdown(view: ResultsView) -> Figure | None:
-    """Stacked per-layer all-reduce, dispatch and combine time per mapping, grouped by TP."""
+    """Stacked per-layer all-reduce, dispatch, combine and reduction time per mapping, grouped by TP; each bar
+    the mapping at its least communication over the tuned axes."""
     if "mapping.strategy" not in view.axes or not view.has(*list(PHASE_COLS.values())[:3]):
         return None
-    df, said = view.slice(keep=("mapping.strategy", "mapping.tp"))
+    keep = tuple(c for c in ("mapping.strategy", "mapping.tp") if c in view.axes)
+    df = view.points.assign(_comm=sum(view.points[c] for c in PHASE_COLS.values() if c in view.points))
+    view = _with_points(view, df)
+    df, said, tuned = view.best(keep, "_comm", "min")
     if df.empty:
         return None
     tps = sorted(pd.unique(df["mapping.tp"])) if "mapping.tp" in df else [None]
-    strategies = list(pd.unique(df["mapping.strategy"]))
+    strategies = list(pd.unique(view.points["mapping.strategy"]))
     setup = view.context(view.first_row(df), ("mapping.strategy",))
+    over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
     fig, ax = single(f"{view.name}: communication per layer", subtitle=view.subtitle(
-        ", ".join(p for p in (setup, said) if p), drawn="each bar: one point"
-        + ("; hatched: infeasible" if not df["feasible"].all() else "")))
-    width, centres, ticks, labels = 0.8, [], [], []
+        ", ".join(p for p in (setup, said) if p), drawn="each bar: the mapping at its least communication"
+        + (f" over {over}" if over else "") + ("; hatched: infeasible" if not df["feasible"].all() else "")))
+    width, centres, ticks, labels, totals = 0.8, [], [], [], {}
     for i, tp in enumerate(tps):
         at = df if tp is None else df[df["mapping.tp"] == tp]
         x0 = i * (len(strategies) + 0.8)
@@ -47,6 +63,7 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
             if sub.empty:
                 continue
             total = _stack(ax, x0 + j, sub.iloc[0], width)
+            totals[(tp, strat)] = total
             if not bool(sub["feasible"].iloc[0]):
                 ax.bar(x0 + j, total, width, fill=False, hatch=INFEASIBLE, edgecolor="0.25", lw=0)
             change = "" if first is None else f"\n{pct(total / first - 1)}"
@@ -73,7 +90,56 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
         labels.append("hatched: bound by an inter-wafer link")
     fig.legend(handles, labels, loc="outside lower center", ncol=2 if len(labels) > 3 else 3, frameon=False,
                title="bar labels: total µs and change vs the first mapping at the same TP")
-    return fig
+    return caption(fig, CLAIMS["comm_breakdown"], _comm_verdict(totals, tps, strategies, said)
+                   + _comm_elsewhere(view, keep, strategies))
+
+
+def _comm_elsewhere(view: ResultsView, keep: tuple, strategies: list) -> str:
+    """Beyond the drawn slice: over every value of the held workload axes (tokens per device, B, ...), where
+    each entwined mapping (at its best) has less communication than the first mapping at the same TP."""
+    held = [a for a in view.axes if a.startswith("workload.") and a not in keep and a not in view.tuned_axes(keep)
+            and view.points[a].nunique() > 1]
+    if not held:
+        return ""
+    rows, _, _ = view.best((*keep, *held), "_comm", "min")
+    by = [c for c in (*held, "mapping.tp") if c in rows]
+    wide = rows.pivot_table(index=by, columns="mapping.strategy", values="_comm", aggfunc="first")
+    parts = []
+    for strat in strategies[1:]:
+        if strat not in wide or strategies[0] not in wide:
+            continue
+        change = (wide[strat] / wide[strategies[0]] - 1).dropna()
+        lower = change[change < -SAME]
+        text = ", ".join(setting(c, v) for c, v in zip(by, lower.idxmin() if len(by) > 1 else (lower.idxmin(),))) \
+            if len(lower) else ""
+        parts.append(f"{strat} is lower at {len(lower)} of {len(change)}" + (f", at most {pct(lower.min())} ({text})"
+                                                                             if len(lower) else ""))
+    what = " and ".join(SLICE_SYMBOLS.get(a, a) for a in held)
+    return f" Over every {what} and TP (each at its best): " + "; ".join(parts) + "." if parts else ""
+
+
+def _with_points(view: ResultsView, points: pd.DataFrame) -> ResultsView:
+    """The view with extra per-point columns (the same points)."""
+    out = object.__new__(ResultsView)
+    out.__dict__.update(view.__dict__)
+    out.points = points
+    out.feasible = points[points["feasible"].astype(bool)] if "feasible" in points else points
+    return out
+
+
+def _comm_verdict(totals: dict, tps: list, strategies: list, said: str) -> str:
+    """Per entwined mapping: its change against the first (block) at each TP, and where it is lower."""
+    base, parts = strategies[0], []
+    for strat in strategies[1:]:
+        at = [(tp, totals[(tp, strat)] / totals[(tp, base)] - 1) for tp in tps
+              if (tp, strat) in totals and (tp, base) in totals and totals[(tp, base)] > 0]
+        if not at:
+            continue
+        labels = [f"TP {num(tp)}" if tp is not None else "this slice" for tp, _ in at]
+        parts.append(f"{strat} against {base}: " + where(labels, [c < -SAME for _, c in at], "lower", "not lower",
+                                                           [pct(c) for _, c in at]))
+    fixed = f" (at {said})" if said else ""
+    return f"Each mapping at its least communication{fixed}. " + ". ".join(parts) + "." if parts else ""
 
 
 def _wafers(df) -> bool:
@@ -96,20 +162,28 @@ def _stack(ax, x: float, row, width: float) -> float:
 # ---------------------------------------------------------------- wafer vs NVL72
 
 def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
-    """Per-device MoE throughput of each hardware side by side, per batch and TP."""
+    """Per-device MoE throughput of each hardware side by side per TP (and B), each at its best configuration."""
     col = "per_device_moe_tokens_per_s"
     if "hardware" not in view.axes or not view.has(col) or view.points["hardware"].nunique() < 2:
         return None
     over = [c for c in ("workload.B", "mapping.tp") if c in view.axes]
-    df, said = view.slice(keep=("hardware", *over))
-    hws = list(pd.unique(df["hardware"]))
-    if len(hws) < 2:   # the slice holds one system only (e.g. fields zipped with the hardware differ)
+    df, said, tuned = view.best(("hardware", *over), col, "max")
+    df = df[np.isfinite(df[col].to_numpy(dtype=float))]  # a system without the metric (SRAM serving) has no bar
+    hws = _order(view, list(pd.unique(df["hardware"])))
+    cand = (view.compare.get("candidate") or {}).get("hardware")
+    if len(hws) < 2 or cand and hws[0] != cand:  # one system only, or not the comparison's candidate: no claim
         return None
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
+    keys = [k for k in keys if all(((df["hardware"] == hw) & np.logical_and.reduce(
+        [df[c] == v for c, v in zip(over, k)] or [True])).any() for hw in hws[:2])]
+    if not keys:   # the two systems never meet at one setting: nothing to compare side by side
+        return None
+    best_over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
     fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}", subtitle=view.subtitle(
-        ", ".join(p for p in (view.context(view.first_row(df)), said) if p),
-        drawn="each bar: one point" + ("; hatched: infeasible" if not df["feasible"].all() else "")))
-    width = 0.8 / len(hws)
+        ", ".join(p for p in (view.context(view.first_row(df), ("mapping.strategy",)), said) if p),
+        drawn="each bar: the system at its best" + (f" over {best_over}" if best_over else "")
+        + ("; hatched: infeasible" if not df["feasible"].all() else "")))
+    width, gains = 0.8 / len(hws), []
     for i, key in enumerate(keys):
         at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
         rows = [at[at["hardware"] == hw].iloc[0] if (at["hardware"] == hw).any() else None for hw in hws]
@@ -120,7 +194,8 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
             if r is not None and not bool(r["feasible"]):
                 ax.bar(x, v, width, fill=False, hatch=INFEASIBLE, edgecolor="0.25", lw=0)
         if np.isfinite(vals[0]) and np.isfinite(vals[1]):
-            ax.annotate(pct(vals[0] / vals[1] - 1), (i, np.nanmax(vals)), xytext=(0, 3),
+            gains.append((", ".join(setting(c, v) for c, v in zip(over, key)) or "here", vals[0] / vals[1] - 1))
+            ax.annotate(pct(gains[-1][1]), (i, np.nanmax(vals)), xytext=(0, 3),
                         textcoords="offset points", ha="center", va="bottom", fontsize=8.5, weight="bold")
     ax.set_xticks(range(len(keys)), [", ".join(setting(c, v) for c, v in zip(over, k)) for k in keys])
     ax.grid(axis="x", visible=False)
@@ -129,4 +204,15 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     ax.set_ylabel("MoE throughput per device (tokens/s)")
     fig.legend(loc="outside lower center", ncol=len(hws), frameon=False,
                title=f"labels: gain of {hws[0]} over {hws[1]}")
-    return fig
+    verdict = (f"Each system at its best{f' (at {said})' if said else ''}: {hws[0]} against {hws[1]} "
+               + where([k for k, _ in gains], [g > SAME for _, g in gains], "ahead", "not ahead",
+                       [pct(g) for _, g in gains]) + ".") if gains else \
+        f"No {listing(hws[:2])} pair to compare at one setting."
+    return caption(fig, CLAIMS["wsc_vs_nvl72"], verdict)
+
+
+def _order(view: ResultsView, hws: list) -> list:
+    """The comparison's candidate first and its baseline second (else the order swept)."""
+    cand = (view.compare.get("candidate") or {}).get("hardware")
+    base = (view.baseline or {}).get("hardware")
+    return sorted(hws, key=lambda h: (h != cand, h != base))

@@ -8,10 +8,13 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, setting, single
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("memory_breakdown",)
+CLAIMS = {"memory_breakdown": "Every point drawn fits the node's memory, and the bars show which stage and which "
+                              "terms set its peak"}
 COLUMNS = ("mem_*_node_bytes",)
 
 MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
@@ -60,7 +63,22 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
     labels = [name + (f" (≤ {v:.1g} GB)" if v < 0.01 * max(ends) else "") for _, name, v in drawn]
     fig.legend(handles, labels + [f"capacity per node{cap}"], loc="outside lower center", ncol=3, frameon=False)
-    return fig
+    return caption(fig, CLAIMS["memory_breakdown"], _verdict(bars))
+
+
+def _verdict(bars: list) -> str:
+    """Which stage sets the peaks, the largest term, and how close the fullest point comes to capacity."""
+    peaks = [_peak(row) for _, row, _ in bars]
+    stages = {st: sum(p[0] == st for p in peaks) for st in ("attention", "MoE")}
+    use = [(p[1] / float(row.get("mem_capacity_node_bytes", np.nan)), label) for p, (label, row, _) in zip(peaks, bars)]
+    fullest, at = max(use, key=lambda u: u[0] if np.isfinite(u[0]) else -1)
+    terms = {name: sum(float(row[f"mem_{t}_node_bytes"]) for _, row, _ in bars if t in STAGE_TERMS[_peak(row)[0]])
+             for t, name in MEM_TERMS}
+    over = [label.replace("\n", " ") for u, label in use if u > 1]
+    return (f"The peak is set by the {listing([f'{k} stage at {v} of {len(bars)} bars' for k, v in stages.items() if v])}; "
+            f"the largest term over the bars is {max(terms, key=terms.get)}. The fullest point uses "
+            f"{100 * fullest:.0f}% of the node's memory ({at.replace(chr(10), ' ')})"
+            + (f"; over capacity: {listing(over)} (the claim does not hold there)" if over else "") + ".")
 
 
 def _memory_rows(r: ResultsView) -> list:

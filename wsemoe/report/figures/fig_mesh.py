@@ -11,12 +11,15 @@ from matplotlib.lines import Line2D
 from wsemoe.cost.fabric import mesh
 from wsemoe.cost import structure
 from wsemoe.report.figures.meshdraw import HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, draw_wafers, mesh_axes
+from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import DOUBLE, PHASE_C, PHASE_NAMES, heading
 from wsemoe.report.figures.view import ResultsView
 
 MAX_TP = 3  # more TP sizes than this would flood the plots folder with near-identical maps
 DYNAMIC = ("link_heatmap_*",)  # stems that carry a value: the orchestrator cleans them by pattern
 STEMS = DYNAMIC
+CLAIMS = {"link_heatmap_*": "Where each phase's traffic runs on the mesh under this mapping, and whether the "
+                            "links hot in the all-reduce are also hot in the dispatch"}
 COLUMNS = ("*_max_link_bytes",)
 NEEDS_AXES = (("mapping.strategy",),)  # without it swept it draws nothing
 
@@ -104,7 +107,12 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
     note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "") + \
         (", solid: wafer boundaries" if s.layout.wafers != (1, 1) else "")
     fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing)", fontsize=8.5)
-    return fig
+    busiest = {p: float(vals[p].max()) / factor for p in vals}
+    verdict = (f"{pl.strategy}, TP {pl.tp}: busiest link {busiest['allreduce']:.3g} {unit} in the all-reduce, "
+               f"{busiest['dispatch']:.3g} {unit} in the dispatch; idle links {100 * idle['allreduce']:.0f}% and "
+               f"{100 * idle['dispatch']:.0f}%; the two phases' hot links overlap {s.hot_overlap:.2f} (Jaccard: 0 "
+               "disjoint, 1 the same links)")
+    return caption(fig, CLAIMS["link_heatmap_*"], verdict + ".")
 
 
 def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:

@@ -1,6 +1,7 @@
 """Pareto-front figure: feasible points coloured by the design choice that differs (model, hardware, mapping,
-balancer, ...), infeasible ones in grey, the front (one per system when models or hardware differ), the
-memory capacity. Huge clouds are sampled and huge fronts drawn as a line, and the figure says so."""
+balancer, ...), infeasible ones in grey, the fronts of pareto.csv (one per group of the sweep's front groups:
+each hardware and model by default), the memory capacity. Huge clouds are sampled and huge fronts drawn as a
+line, and the figure says so."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from wsemoe.report.figures.style import BETTER, MARKERS, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
+from wsemoe.report.figures.claims import caption, listing
+from wsemoe.report.figures.style import BETTER, LINESTYLES, MARKERS, amount, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.columns import describe
-from wsemoe.sweep.pareto import pareto_front
 
 STEMS = ("pareto",)
+CLAIMS = {"pareto": "The Pareto front: the feasible designs no other feasible design of the same front group "
+                    "beats on every objective"}
 COLUMNS = ("mem_capacity_node_bytes",)  # with the axes, feasibility and objectives every view holds
-SYSTEM_AXES = ("hardware", "model")  # points of different systems are not one design space: a front each
+MAX_FRONT_LABELS = 6  # fronts named one by one in the legend; more share one entry
 COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "workload.mode", "mapping.token_source")
 MAX_CLOUD = 20_000   # points drawn per cloud; more are sampled evenly (the counts stay in the legend)
 MAX_MARKED = 40      # front points drawn as rings; a longer front is a line with every n-th point ringed
@@ -41,11 +44,12 @@ def pareto(r: ResultsView) -> Figure | None:
     xcol, ycol = (objs[0], objs[1]) if len(objs) > 1 else (numeric_axes[0], objs[0])
     (fx, _), (fy, _) = scale(xcol, r.feasible[xcol]), scale(ycol, r.feasible[ycol])
     colour, shape = _colour_axes(r)
-    systems = [a for a in SYSTEM_AXES if a in r.varying]
+    systems = [a for a in r.front_groups if r.pareto[a].nunique() > 1]
     feas, infeasible = r.feasible, r.points.drop(r.feasible.index)
     drawn = f"{len(r.points):,} points, {len(feas):,} feasible"
     how = (f"colour: {name(colour)}" if colour else "") + (f", marker: {name(shape)}" if shape else "")
-    fronts = f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points"
+    fronts = (f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points") + \
+        ("; rings: front rows (exact ties drawn once)" if "ties" in r.pareto and (r.pareto["ties"] > 1).any() else "")
     title = "Pareto front" if len(objs) > 1 else f"{name(ycol)} over {name(xcol)}"
     fig, ax = single(f"{r.name}: {title}", height=SIZE[1], subtitle="; ".join(p for p in (drawn, how, fronts) if p))
     lims = _axes(ax, r, xcol, ycol, fx, fy)
@@ -62,7 +66,27 @@ def pareto(r: ResultsView) -> Figure | None:
     # Below the axes, off the data, and not eating the plot's width as a column on the right would.
     n = len(ax.get_legend_handles_labels()[0])
     fig.legend(loc="outside lower center", ncol=2 if n > 3 else n, markerscale=1.3, frameon=False)
-    return fig
+    return caption(fig, CLAIMS["pareto"], _verdict(r, systems, xcol, ycol))
+
+
+def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
+    """How many fronts, their sizes, and each front's best point on the first objective."""
+    front = r.pareto
+    if not len(front):
+        return "No feasible point: there is no front."
+    first = next(iter(r.objectives))
+    best = []
+    groups = list(front.groupby(systems, sort=False)) if systems else [((), front)]
+    for key, sub in groups[:6]:
+        key = key if isinstance(key, tuple) else (key,)
+        top = sub.loc[sub[first].idxmax() if r.objectives[first] == "max" else sub[first].idxmin()]
+        best.append(f"{_key_text(systems, key) if systems else 'all points'}: {len(sub):,} row(s), best "
+                    f"{name(first)} {amount(first, top[first])} (point {top.name})")
+    per = f"one per {listing([name(a) for a in systems])}" if systems else "one over all points"
+    more = f"; {len(groups) - 6} more fronts in pareto.csv" if len(groups) > 6 else ""
+    ties = int(front["ties"].sum()) if "ties" in front else len(front)
+    return (f"{len(groups)} front(s), {per}, {len(front):,} rows for {ties:,} points (exact ties in one row): "
+            + "; ".join(best) + more + ".")
 
 
 def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float) -> dict:
@@ -122,26 +146,45 @@ def _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy) -> dict:
 
 
 def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> None:
-    """The global front, or one per system in its colour; long fronts as a line with every n-th point ringed."""
-    if systems:
-        fronts = [(key, pareto_front(sub, r.objectives)) for key, sub in feas.groupby(systems, sort=False)]
-    else:
-        fronts = [((), r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0])]
-    for key, front in fronts:
+    """The fronts of pareto.csv, one per group in its colour (when the group is the colour axis); long fronts
+    as a line with every n-th point ringed; many fronts share one legend entry."""
+    front = r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0]
+    fronts = list(front.groupby(systems, sort=False)) if systems else [((), front)]
+    many = len(fronts) > MAX_FRONT_LABELS
+    shared: dict = {}  # fronts drawn in one colour so far: each next one gets its own line style
+    for i, (key, front) in enumerate(fronts):
         if not len(front):
             continue
         key = key if isinstance(key, tuple) else (key,)
         c = colours.get(key[0], "black") if systems and colour == systems[0] else "black"
+        ls = LINESTYLES[shared.get(c, 0) % len(LINESTYLES)]
+        shared[c] = shared.get(c, 0) + 1
         front = front.sort_values(xcol)
         x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
         step = max(1, -(-len(front) // MAX_MARKED))
-        what = "Pareto front" + (f" of {', '.join(map(str, key))}" if systems else "")
-        what += f" ({len(front):,} points" + (f", every {step}th ringed)" if step > 1 else ")")
-        ax.plot(x, y, "-", color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
+        ties = int(front["ties"].sum()) if "ties" in front else len(front)
+        what = "Pareto front" + (f" of {_key_text(systems, key)}" if systems else "")
+        what += f" ({len(front):,} row{'s' if len(front) != 1 else ''}" + \
+            (f" for {ties:,} points" if ties != len(front) else "") + \
+            (f", every {_nth(step)} ringed)" if step > 1 else ")")
+        if many:
+            what = f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)})" if i == 0 else None
+        ax.plot(x, y, ls=ls, color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
         # hollow rings: the design colour of each front point stays visible inside
-        ax.plot(x[::step], y[::step], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what)
+        ax.plot(x[::step], y[::step], marker="o", ls=ls, color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what,
+                lw=0 if step > 1 else 1.0)
         if step > 1 and (len(x) - 1) % step:
             ax.plot(x[-1:], y[-1:], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5)
+
+
+def _key_text(cols: list, key: tuple) -> str:
+    """'nvl72' for a preset, 'k = 8, F = 768' for numbers: one front's group."""
+    return ", ".join(str(v) if c in ("hardware", "model") else group_label([c], (v,)) for c, v in zip(cols, key))
+
+
+def _nth(n: int) -> str:
+    """'2nd', '3rd', '11th'."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _capacity(col: str, points: pd.DataFrame) -> float | None:

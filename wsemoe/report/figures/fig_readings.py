@@ -14,10 +14,13 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from wsemoe.analysis import robustness
+from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("readings_robustness",)
+CLAIMS = {"readings_robustness": "The comparison's verdict (its ratio on one side of 1) does not depend on the "
+                                 "modelling choices no source pins (the readings)"}
 COLUMNS = ()  # drawn from the readings folder, not from the points
 AHEAD, EVEN, BEHIND = PALETTE[2], PALETTE[7], PALETTE[3]
 
@@ -125,7 +128,10 @@ def robustness_figure(r: ResultsView) -> Figure | None:
              f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
              f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
-    return fig
+    verdict = ". ".join(robustness.statement(result, summary, quantity)[:2])  # the headline group, then every group
+    if row["flipped"]:
+        verdict += f". It flips in {row['flipped']} of {row['combinations']} combinations: here the data do not bear the claim out"
+    return caption(fig, CLAIMS["readings_robustness"], verdict + ".")
 
 
 def _handles(*axes):

@@ -16,6 +16,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name, plt_size, setting
 from wsemoe.report.figures.view import ResultsView
 
@@ -25,8 +26,9 @@ TERMS = ("compute", "weights", "hbm", "memory")  # a stage's own roofline terms 
 COLUMNS = tuple(f"{s}_{c}" for s in STAGES for c in ("hw_flops", "traffic_bytes", "roof_flops", "time_s"))
 # a stage's own terms and kernel launches are read for the best design only (the hollow marker): `ResultsView.rows`
 TERM_COLUMNS = tuple(f"{s}_{t}_s" for s in STAGES for t in (*TERMS, "launch"))
-CLAIM = ("Every stage sits under its hardware's roof: on the sloped part it is bound by its weight path (wafer I/O or "
-         "node memory), on the flat part by compute; how far below the roof it sits is what it leaves unused.")
+CLAIMS = {"roofline": "Every stage sits under its hardware's roof: on the sloped part it is bound by its weight path "
+                      "(wafer I/O or node memory), on the flat part by compute; how far below the roof it sits is what "
+                      "it leaves unused"}
 MAX_POINTS = 300   # designs drawn per system (sampled with a fixed seed; the best always)
 MAX_PANELS = 4
 
@@ -71,10 +73,11 @@ def roofline(r: ResultsView) -> Figure | None:
         return None
     fig = Figure(figsize=(max(SINGLE[0], 5.2 * len(systems)), SINGLE[1] + 1.4), layout="constrained")
     axes = fig.subplots(1, len(systems), squeeze=False)[0]
-    drawn, raised = set(), False
+    drawn, raised, said = set(), False, []
     for ax, (label, df, hw) in zip(axes, systems):
-        stages, above = _panel(ax, r, label, df, hw)
+        stages, above, parts = _panel(ax, r, label, df, hw)
         drawn, raised = drawn | stages, raised or above
+        said += [(label, p) for p in parts]
     handles = [Line2D([], [], ls="", marker="o", color=PALETTE[i], label=STAGES[s]) for i, s in enumerate(STAGES)
                if s in drawn]
     handles += [Line2D([], [], color="0.15", lw=1.6, label="roof: weight-path bandwidth, then peak compute"),
@@ -91,7 +94,21 @@ def roofline(r: ResultsView) -> Figure | None:
              + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
     )
-    return fig
+    return caption(fig, CLAIMS["roofline"], _verdict(said))
+
+
+def _verdict(said: list) -> str:
+    """What the best design of each system shows: each stage's share of its roof and what bounds it, and whether
+    every stage is under its roof (a share above 100% would contradict the claim, and says so)."""
+    above = [f"{label} {text}" for label, (text, share) in said if share > 1.005]
+    by = {}
+    for label, (text, _) in said:
+        by.setdefault(label, []).append(text)
+    shares = "; ".join(f"{label}: {', '.join(parts)}" for label, parts in by.items())
+    if above:
+        return (f"The best design of each system reaches, of its roof: {shares}. Above the roof: {', '.join(above)}: "
+                "here the data do not bear the claim out.")
+    return f"The best design of each system reaches, of its roof: {shares}; every stage drawn is under its roof."
 
 
 def _systems(r: ResultsView) -> list[tuple[str, pd.DataFrame, dict]]:
@@ -116,9 +133,10 @@ def _stages(r: ResultsView, df: pd.DataFrame) -> list[str]:
     return [s for s in STAGES if s != "dense_ffn" or dense]
 
 
-def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[set, bool]:
-    """Draw one system's roof and stages, titled with what its best design shows; return the stages drawn and
-    whether a stage's roof rises above the 16-bit peak (fp8/fp4 matmuls)."""
+def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[set, bool, list]:
+    """Draw one system's roof and stages, titled with what its best design shows; return the stages drawn,
+    whether a stage's roof rises above the 16-bit peak (fp8/fp4 matmuls), and (text, share of its roof) of each
+    stage of the best design."""
     peak, eff, bw, path = roof(hw)
     best = df.loc[df[r.metric].idxmax()] if r.metric in df else df.iloc[0]
     best = pd.concat([best, r.rows([best.name], list(TERM_COLUMNS)).iloc[0]])
@@ -142,16 +160,17 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(7, -9), textcoords="offset points",
                     fontsize=8, color=PALETTE[i])
         side = "weight path" if b_ai * bw < b_top else "compute"
-        parts.append(f"{STAGES[stage].split(' (')[0]} {100 * b_run / min(b_top, b_ai * bw):.0f}% ({side})")
+        share = b_run / min(b_top, b_ai * bw)
+        parts.append((f"{STAGES[stage].split(' (')[0]} {100 * share:.0f}% ({side})", share))
     if not ais:
-        return drawn, False
+        return drawn, False, []
     top = max(roofs)
     _roof_lines(ax, peak, top, eff, bw, ais, min(lows, default=np.inf))
     ax.set_xlabel("arithmetic intensity (FLOP per byte on the weight path)")
     ax.set_ylabel("attained (FLOP/s, all nodes)")
     settings = ", ".join(_short(a, best[a]) for a in r.axes if a in best and a != "hardware" and pd.notna(best[a])
                          and (df[a] if a in df else r.points[a]).nunique() > 1)   # what varies on this panel
-    claim = (f"best ({settings or 'the only design'}) reaches, of its roof: " + ", ".join(parts)
+    claim = (f"best ({settings or 'the only design'}) reaches, of its roof: " + ", ".join(t for t, _ in parts)
              + f"; {len(shown):,} of {len(df):,} designs drawn")
     width = int(ax.get_position().width * ax.figure.get_figwidth() * 72 / (SUB_SIZE * 0.56))
     peaks = f"peak {_eng(peak)}FLOP/s" + (f" (16-bit), {_eng(top)}FLOP/s (a stage at its formats)"
@@ -160,7 +179,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(textwrap.wrap(claim, width)))
     ax.annotate("\n".join(textwrap.wrap(claim, width)), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
                 textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
-    return drawn, top > peak
+    return drawn, top > peak, parts
 
 
 def _short(col: str, value) -> str:

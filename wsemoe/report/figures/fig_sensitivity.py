@@ -10,10 +10,13 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from wsemoe.report.figures.style import BTA_C, DOUBLE, PALETTE
+from wsemoe.report.figures.claims import caption
+from wsemoe.report.figures.style import BTA_C, DOUBLE, PALETTE, amount
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("sensitivity_tornado",)
+CLAIMS = {"sensitivity_tornado": "Which calibration unknowns the result depends on, and how much of its variance "
+                                 "each explains"}
 COLUMNS = ()  # drawn from the sensitivity folder, not from the points
 
 
@@ -63,7 +66,27 @@ def tornado(r: ResultsView) -> Figure | None:
             ax.set_xlabel("Morris μ* (mean absolute elementary effect)")
         ax.set_yticks(y, [n.replace("_", " ") for n in d["parameter"]])
         b = s.bands[(s.bands["quantity"] == q) & (s.bands["group"] == group)].iloc[0]
-        ax.set_title(f"{q}\nnominal {b['nominal']:.3g}, 5–95%: {b['q05']:.3g} – {b['q95']:.3g}")
+        ax.set_title(f"{q}\nnominal {_amount(q, b['nominal'])}\n5–95%: {_amount(q, b['q05'])} – {_amount(q, b['q95'])}")
         ax.grid(axis="y", alpha=0)
     axes[0].legend(loc="lower right", frameon=True, framealpha=0.9)
-    return fig
+    return caption(fig, CLAIMS["sensitivity_tornado"], _verdict(s, quantities, group))
+
+
+def _amount(quantity: str, value: float) -> str:
+    """A sampled quantity's value with the unit of the column it is the best or baseline of."""
+    return amount(quantity.removeprefix("best_").removeprefix("baseline_"), value)
+
+
+def _verdict(s, quantities: list, group: str) -> str:
+    """The two unknowns with the largest index for each quantity drawn, and its 5–95% band."""
+    key = "ST" if s.meta["method"] == "sobol" else "mu_star"
+    parts = []
+    for q in quantities:
+        d = s.indices[(s.indices["quantity"] == q) & (s.indices["group"] == group)].sort_values(key, ascending=False)
+        b = s.bands[(s.bands["quantity"] == q) & (s.bands["group"] == group)]
+        if not len(d) or not len(b):
+            continue
+        top = ", ".join(f"{r['parameter']} {r[key]:.2f}" for _, r in d.head(2).iterrows())
+        parts.append(f"{q} (5–95%: {_amount(q, b['q05'].iloc[0])} – {_amount(q, b['q95'].iloc[0])}) depends most on {top}")
+    what = "total Sobol index" if key == "ST" else "Morris μ*"
+    return f"At {group} ({what}): " + "; ".join(parts) + "." if parts else "No index to show."

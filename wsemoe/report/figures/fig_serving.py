@@ -3,6 +3,7 @@ and a region heat map of one MoE layer's dispatch link loads under each placemen
 
 from __future__ import annotations
 
+import textwrap
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from wsemoe.cost.wafer import serving
+from wsemoe.report.figures.claims import caption, changes, where
 from wsemoe.report.figures.meshdraw import HEAT, draw_cells, draw_links, mesh_axes
 from wsemoe.report.figures.style import DOUBLE, MARKERS, PALETTE, heading, label, log2_ticks, setting
 from wsemoe.report.figures.view import ResultsView
@@ -23,6 +25,11 @@ DYNAMIC = ("serving_heatmap_*",)
 COLUMNS = (PER_USER, WAFERS, "sram_bytes_per_pe", "attention_share", "hardware.*", "mapping.*", "workload.*")
 KIND_C = {"attention": PALETTE[0], "expert": "0.86", "shared": PALETTE[5], "empty": "white"}
 PANELS = 3   # models side by side
+CLAIMS = {"serving_wafers": "More wafers than the fewest that fit buy per-user speed (more PEs per region), until the "
+                            "hops between wafers and longer reductions take it back; with many sequences the busiest "
+                            "region's share of the stream binds instead",
+          "serving_heatmap_*": "Interleaving attention among the experts shortens router-to-expert paths, at the price "
+                               "of attention collectives across tiles that now lie apart"}
 
 
 def figures(view: ResultsView) -> dict[str, Figure | None]:
@@ -79,10 +86,37 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
     axes[-1].legend(title="sequences served", loc="best")
     heading(fig, f"{view.name}: tokens/s per user against the pipeline's wafers (SRAM serving)",
             view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit"))
-    fig.supxlabel("claim: more wafers than the fewest that fit buy per-user speed (more PEs per region), until the "
-                  "hops between wafers and longer reductions take it back;\nwith many sequences the busiest region's "
-                  "share of the stream binds instead", fontsize=8.5)
-    return fig
+    fig.supxlabel(_claim_lines("serving_wafers"), fontsize=8.5)
+    return caption(fig, CLAIMS["serving_wafers"], _wafers_verdict(rows, models))
+
+
+def _claim_lines(stem: str) -> str:
+    """The figure's claim under it, on two lines of about equal length."""
+    text = f"claim: {CLAIMS[stem]}"
+    return "\n".join(textwrap.wrap(text, len(text) // 2 + 12))
+
+
+def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
+    """Per model and batch: the wafers of the best per-user speed, its gain over the fewest wafers that fit,
+    and what the most wafers drawn keep of it."""
+    labels, holds, values = [], [], []
+    for model in models:
+        at = rows if model is None else rows[rows["model"] == model]
+        for b, line in at.groupby(BATCH, observed=True):
+            best = line.groupby(WAFERS, observed=True)[PER_USER].max().sort_index()
+            if len(best) < 2:
+                continue
+            top = best.idxmax()
+            labels.append(f"{model + ', ' if model else ''}B {b:g}")
+            holds.append(top > best.index[0])
+            gain = (f"best at {top:g} wafers, {changes([best.max() / best.iloc[0] - 1])} over {best.index[0]:g}"
+                    if top > best.index[0] else f"best at the fewest, {top:g}")
+            values.append(gain + (f", {changes([best.iloc[-1] / best.max() - 1])} at {best.index[-1]:g}"
+                                  if best.index[-1] != top else ""))
+    if not labels:
+        return "Each model fits only one pipeline length here, so the claim is not tested."
+    text = where(labels, holds, "more wafers buy per-user speed", "the fewest wafers are fastest", values)
+    return text[:1].upper() + text[1:] + "."
 
 
 def _spaced(values: list) -> list:
@@ -149,6 +183,17 @@ def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
     heading(fig, f"{view.name}: one MoE layer of {row.get('model', '')} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
                  "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {row[WAFERS]:g} wafers, dispatch "
                          f"{view.sections(row)['mapping'].get('pe_dispatch', 'multicast')}")
-    fig.supxlabel("claim: interleaving attention among the experts shortens router-to-expert paths, at the price of "
-                  "attention collectives\nacross tiles that now lie apart", fontsize=8.5)
-    return fig
+    fig.supxlabel(_claim_lines("serving_heatmap_*"), fontsize=8.5)
+    return caption(fig, CLAIMS["serving_heatmap_*"], _paths_verdict(maps))
+
+
+def _paths_verdict(maps: list) -> str:
+    """The longest dispatch path (PE hops) of each placement drawn, and whether interleaving shortens it."""
+    paths = {m["traffic"].placement.strategy: m["traffic"].hops * m["side"] for m in maps}
+    text = ", ".join(f"{k} {v:,.0f}" for k, v in paths.items())
+    if not {"blocked", "interleaved"} <= set(paths):
+        return f"Longest dispatch path in PE hops: {text}; only one placement fits, so the claim is not tested."
+    shorter = paths["interleaved"] < paths["blocked"]
+    change = changes([paths["interleaved"] / paths["blocked"] - 1])
+    return (f"Longest dispatch path in PE hops: {text} ({change} interleaved)"
+            + ("." if shorter else ": not shorter, so here the data do not bear the claim out."))

@@ -10,12 +10,17 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import PALETTE, heading, log2_ticks, setting
 from wsemoe.report.figures.view import ResultsView
 
 PE, DISPATCH, B, G = "hardware.pe_fabric", "mapping.pe_dispatch", "workload.B", "workload.G"
 SPARSITY = ("model.num_experts_per_tok", "model.num_experts")
 STEMS = ("pe_binding", "pe_cost")
+CLAIMS = {"pe_binding": "At PE level the fabric's own terms (the edge's I/O channels, the experts' PE pipelines, the "
+                        "token all-to-all on the PE mesh) bind only where they exceed the wafer's I/O and compute",
+          "pe_cost": "The PE fabric costs the best design the all-to-all it serializes and the pipelines of its "
+                     "busiest expert tile"}
 COLUMNS = ("bound", "step_time_s", "moe_layer_time_s", "moe_dispatch_s", "moe_combine_s", "moe_compute_s",
            "moe_regions_s", "attention_compute_s", "tokens_per_s", "hardware.*", "mapping.*", "model.*", "workload.*")
 NEEDS_AXES = ((PE,),)
@@ -94,7 +99,7 @@ def binding(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
                loc="outside lower center", ncols=4, frameon=False)
     heading(fig, f"{view.name}: {_binding_claim(p)}",
             "colour: the bound column (the dominant layer's largest term); grey: infeasible (node memory or SRAM per PE)")
-    return fig
+    return caption(fig, CLAIMS["pe_binding"], _binding_claim(p) + ".")
 
 
 def _binding_claim(p: pd.DataFrame) -> str:
@@ -161,7 +166,7 @@ def cost(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
     heading(fig, f"{view.name}: {claim}",
             "left: the best feasible point of each view (its own B, G); right: what the PE fabric adds to that "
             "PE-level point's MoE layer")
-    return fig
+    return caption(fig, CLAIMS["pe_cost"], claim + ".")
 
 
 def _best(rows: pd.DataFrame):

@@ -10,11 +10,14 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, single
+from wsemoe.report.figures.claims import caption, listing
+from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, pct, single
 from wsemoe.report.figures.view import ResultsView
 
 TAU = "workload.tokens_per_device"
 STEMS = ("crossover",)
+CLAIMS = {"crossover": "The wafer-scale system beats the GPU baseline per device wherever the baseline's MoE "
+                       "stage is bound by HBM reads, each system at its best configuration"}
 METRICS = {"per_device_tokens_per_s": "whole decode step",
            "per_device_moe_block_tokens_per_s": "MoE block (experts, dispatch, combine, reduction)",
            "per_device_moe_tokens_per_s": "MoE layer (attention and MoE block)"}
@@ -106,7 +109,47 @@ def crossover(view: ResultsView) -> Figure | None:
     handles += [Line2D([], [], color="0.3", ls=LINESTYLES[m], lw=1.6, label=text) for m, text in enumerate(metrics.values())]
     fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False,
                title=f"verticals: where a system falls behind {base} (tokens per device, at the foot)")
-    return fig
+    return caption(fig, CLAIMS["crossover"], _verdict(view, base))
+
+
+def _verdict(view: ResultsView, base: str) -> str:
+    """For the MoE block: each system against the baseline where the baseline is HBM-bound (does it win at
+    every such point?), where it is ahead and behind, and where it falls behind."""
+    metric = "per_device_moe_block_tokens_per_s"  # the stage the claim is about
+    ratios, bound = best_ratios(view, metric, base), set(_memory_bound(view, base))
+    parts = []
+    for hw in ratios.columns:
+        r = ratios[hw].dropna()
+        ahead = [t for t, v in r.items() if v > 1]
+        in_bound = [t for t in r.index if float(t) in bound]
+        wins = [t for t in in_bound if r[t] > 1]
+        behind = [t for t in r.index if t not in ahead]
+        text = (f"{hw}: behind at every load ({_span(behind)} tokens/device)" if not ahead else
+                f"{hw}: ahead at every load ({_span(ahead)} tokens/device)" if not behind else
+                f"{hw}: ahead at {_span(ahead)} tokens/device, behind at {_span(behind)}")
+        if in_bound:
+            text += (f"; ahead at every HBM-bound point ({_span(in_bound)}; {_pcts(r, in_bound)})" if len(wins) ==
+                     len(in_bound) else f"; ahead at {len(wins)} of {len(in_bound)} HBM-bound points ({_span(in_bound)}): "
+                     "the claim does not hold everywhere it should")
+        c = crossing(r)
+        parts.append(text + (f"; falls behind at {c:.0f}" if c is not None else ""))
+    scope = (f"{base}'s MoE stage is HBM-bound at {_span(sorted(bound))} tokens/device" if bound
+             else f"{base}'s MoE stage is never HBM-bound here, so the claim is not tested")
+    return f"{METRICS[metric]}: {scope}. " + ". ".join(parts) + "."
+
+
+def _span(taus) -> str:
+    """'1–32' for consecutive swept values, 'none' for none, else the values listed."""
+    taus = [float(t) for t in taus]
+    if not taus:
+        return "none"
+    return f"{min(taus):g}–{max(taus):g}" if len(taus) > 1 else f"{taus[0]:g}"
+
+
+def _pcts(r: pd.Series, taus) -> str:
+    """'+16% … +145%': the gains over the baseline at `taus`."""
+    v = [float(r[t]) - 1 for t in taus]
+    return f"{pct(min(v))} … {pct(max(v))}" if len(v) > 1 else pct(v[0])
 
 
 def _shade(ax, bound: np.ndarray, taus: np.ndarray, base: str) -> None:

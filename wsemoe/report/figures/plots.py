@@ -1,5 +1,6 @@
 """Paper-ready plots of a results folder: asks every figure family for its figures and saves them (PNG and SVG
-by default, PDF on request), or hands them to a caller (the HTML report) without writing files.
+by default, PDF on request, each with its caption beside it as <stem>.txt), or hands them to a caller (the HTML
+report) without writing files.
 
 Each family is built from its own view of the results, holding only the columns it declares in `COLUMNS`
 (names or patterns; a family without the declaration sees every column), so memory follows what one
@@ -17,6 +18,7 @@ from matplotlib import rc_context
 from wsemoe.errors import ConfigError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
+from wsemoe.report.figures.claims import caption_of
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
 from wsemoe.report.figures.view import ResultsView, base_columns
 from wsemoe.sweep import store, writer
@@ -54,35 +56,40 @@ def _wanted(only) -> dict:
     return {f: wanted[f] for f in FAMILIES if f in wanted}
 
 
-def figures(path, only=None):
+def figures(path, only=None, on_progress=None):
     """(stem, figure or None) of every figure the results support, family by family (each built and
     yielded inside the plot style; a caller saves or renders a figure before asking for the next).
+    `on_progress(done, total, family)` hears of each family done.
 
     A family whose `NEEDS_AXES` (alternatives, each a set of axes that must all be swept) the results lack
     draws nothing, so its points are not read; the columns every view holds are read once for all."""
     path = Path(path)
     man = store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
     base = None
-    for family, keep in _wanted(only).items():
+    wanted = _wanted(only)
+    for k, (family, keep) in enumerate(wanted.items()):
         needs = getattr(family, "NEEDS_AXES", None)
         if needs is not None and not any(set(alt) <= set(man.get("axes", [])) for alt in needs):
             for stem in getattr(family, "STEMS", ()):
                 if "*" not in stem and (keep is None or stem in keep):
                     yield stem, None
-            continue
-        if base is None and getattr(family, "COLUMNS", None) is not None:
-            base = store.read_points(path, man, base_columns(man, path))
-        view = ResultsView.load(path, getattr(family, "COLUMNS", None), base=base)
-        # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
-        with rc_context(STYLE):
-            for stem, fig in family.figures(view).items():
-                if keep is None or stem in keep:
-                    yield stem, fig
-        del view
+        else:
+            if base is None and getattr(family, "COLUMNS", None) is not None:
+                base = store.read_points(path, man, base_columns(man, path))
+            view = ResultsView.load(path, getattr(family, "COLUMNS", None), base=base)
+            # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
+            with rc_context(STYLE):
+                for stem, fig in family.figures(view).items():
+                    if keep is None or stem in keep:
+                        yield stem, fig
+            del view
+        if on_progress:
+            on_progress(k + 1, len(wanted), family_name(family))
 
 
-def plot_results(path, only=None, formats=FORMATS, force: bool = False) -> list[Path]:
-    """Write every plot the results support (or those `only` names) into <path>/plots/; return the files.
+def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progress=None) -> list[Path]:
+    """Write every plot the results support (or those `only` names) into <path>/plots/; return the files,
+    each figure with its caption beside it as <stem>.txt.
 
     plots/ is a folder `wsemoe plot` owns (its ledger lists every figure): figures are replaced only when
     they are the ones it wrote, and a file it did not write is never touched (`sweep/writer.py`)."""
@@ -95,13 +102,15 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False) -> list[
     store.load_manifest(path)  # a damaged folder is refused before its plots/ is looked at
     writer.make_folder(folder, "plot", create=False)
     written, absent = [], []
-    for stem, fig in figures(path, only):
+    for stem, fig in figures(path, only, on_progress):
         writer.make_folder(folder, "plot")
         if fig is None:
             absent.append(stem)
             continue
         for ext in formats:
             written.append(writer.write_file(folder / f"{stem}.{ext}", figure_bytes(fig, ext), "plot", force))
+        if caption := caption_of(fig):
+            written.append(writer.write_file(folder / f"{stem}.txt", caption + "\n", "plot", force))
     if folder.is_dir() and not only:
         _clean(folder, absent, {p.stem for p in written})
     return written
@@ -110,8 +119,9 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False) -> list[
 def _clean(folder: Path, absent: list[str], produced: set) -> None:
     """Remove plots the data no longer supports (in every format), so none lingers from an earlier run; only
     figures this command wrote, unchanged, are removed."""
-    stale = [folder / f"{s}.{ext}" for s in absent for ext in ALL_FORMATS]
-    stale += [p for pat in DYNAMIC for ext in ALL_FORMATS for p in folder.glob(f"{pat}.{ext}")]
+    exts = (*ALL_FORMATS, "txt")
+    stale = [folder / f"{s}.{ext}" for s in absent for ext in exts]
+    stale += [p for pat in DYNAMIC for ext in exts for p in folder.glob(f"{pat}.{ext}")]
     for p in stale:
         if p.stem not in produced and p.exists():
             writer.remove_file(p, "plot")

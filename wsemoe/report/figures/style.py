@@ -33,7 +33,7 @@ SUB_SIZE, SUB_COLOUR = 8.5, "0.3"  # subtitles: what a figure holds fixed and wh
 
 SYMBOLS = {"model.num_experts": "E", "model.num_experts_per_tok": "k", "workload.B": "B", "workload.G": "G",
            "model.moe_intermediate_size": "F", "workload.seq_len": "S"}
-NAMES = {"mfu": "MFU", "tokens_per_s": "throughput", "step_time_s": "step time",
+NAMES = {"mfu": "MFU (fraction of peak)", "tokens_per_s": "throughput", "step_time_s": "step time",
          "mem_peak_node_bytes": "peak memory per node", "model.num_experts": "experts E",
          "model.num_experts_per_tok": "top-k k", "workload.G": "batch-tiling factor G",
          "workload.B": "attention batch B", "per_device_moe_tokens_per_s": "MoE throughput per device",
@@ -143,10 +143,9 @@ def plt_size(key: str) -> float:
 # ---------------------------------------------------------------- labels, units and scales
 
 def scale(col: str, values=None) -> tuple[float, str]:
-    """(factor, display unit): fractions as %, bytes as GB, seconds as s, ms or µs by the values' size."""
+    """(factor, display unit): bytes as GB, seconds as s, ms or µs by the values' size; fractions (MFU) as
+    fractions, as in every table and filter."""
     unit = describe(col)[0]
-    if col == "mfu":
-        return 100.0, "%"
     if unit == "bytes":
         return 1e-9, "GB"
     if unit == "s" and values is not None:
@@ -173,6 +172,17 @@ def label(col: str, values=None) -> str:
     """Axis label of a column: its readable name and display unit."""
     unit = scale(col, values)[1]
     return f"{name(col)} ({unit})" if unit else name(col)
+
+
+def amount(col: str, value: float) -> str:
+    """A value of a column in words with its unit: '1.11 M tokens/s', '0.3748', '410 MB' → '0.41 GB', '12.3 µs'."""
+    f, unit = scale(col, [value])
+    x = float(value) * f
+    if unit in ENG_UNITS:
+        p, x = next(((p, x / d) for d, p in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+                     if abs(x) >= d), ("", x))
+        return f"{x:.3g} " + (f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}" if p else unit)  # TFLOP, k tokens/s
+    return f"{x:.4g}" + ("×" if unit == "×" else f" {unit}" if unit else "")
 
 
 def num(v) -> str:

@@ -19,6 +19,9 @@ from wsemoe.report.figures.style import SLICE_SYMBOLS, setting
 from wsemoe.sweep import store
 
 OVER = ("workload.B", "workload.G")  # axes a design is tuned over, not one design each
+# A system's own configuration: what "the best configuration of each system" tunes (unless the comparison
+# names its `over`); everything else (workload, model, ...) is the slice, held at a representative value.
+TUNED = ("mapping.", "balance.", "workload.comm_overlap", *OVER)
 # Preferred value of an axis held fixed for a representative slice; the rest take their first value.
 PREFER = {"model.num_experts_per_tok": lambda v: 8 if 8 in v else max(v), "workload.B": max,
           "balance.spare_slots": max,
@@ -37,6 +40,8 @@ class ResultsView:
         self.readings = readings  # analysis.readings.Readings of this very sweep, or None
         self.path, self.manifest = None, manifest  # set by `load`: `rows` reads further columns of a few points
         self.axes = [a for a in manifest.get("axes", cfg.get("axes", {})) if a in points]
+        # the axes whose values each have a front of their own (pareto.csv's groups; none in older results)
+        self.front_groups = [a for a in manifest.get("pareto_groups") or [] if a in pareto]
         self.objectives = manifest.get("objectives", {})
         self.compare, self.model = cfg.get("compare") or {}, cfg.get("model") or {}
         self.metric = self.compare.get("metric", "tokens_per_s")  # what "best" means
@@ -147,6 +152,29 @@ class ResultsView:
             df = df[same | (df[col].isna() & pd.isna(pick))] if not isinstance(pick, str) else df[same]   # NaN: unset
         self.slice_feasible = bool(df["feasible"].to_numpy(dtype=bool).any()) if "feasible" in df else True
         return df, ", ".join(said)
+
+    def tuned_axes(self, keep=()) -> list[str]:
+        """Swept axes a system is tuned over, `keep` excepted: the comparison's `over` (with B and G) when the
+        sweep names it, else every mapping and balance axis, communication overlap, B and G."""
+        over = self.compare.get("over")
+        pick = (lambda a: a in over or a in OVER) if over else (lambda a: a.startswith(TUNED))
+        return [a for a in self.axes if pick(a) and a not in keep and self.points[a].nunique() > 1]
+
+    def best(self, keep, metric: str, sense: str = "max") -> tuple[pd.DataFrame, str, list[str]]:
+        """The rule figures that compare systems follow: each combination of `keep` at its best configuration
+        (the best `metric` over `tuned_axes`, feasible points first), every other axis held at its
+        representative value (`slice`). Returns (one row per combination, the held values as text, the
+        tuned axes)."""
+        tuned = self.tuned_axes(keep)
+        df, said = self.slice(keep=(*keep, *tuned))
+        if df.empty or metric not in df:
+            return df.iloc[:0], said, tuned
+        ok = df["feasible"].to_numpy(dtype=bool) if "feasible" in df else np.ones(len(df), dtype=bool)
+        score = df[metric].to_numpy(dtype=float) * (1.0 if sense == "max" else -1.0)
+        ranked = df.assign(_ok=ok, _score=np.nan_to_num(score, nan=-np.inf))
+        ranked = ranked.sort_values(["_ok", "_score"], ascending=False, kind="stable")
+        rows = ranked.drop_duplicates(list(keep)).drop(columns=["_ok", "_score"])
+        return rows.loc[df.index.intersection(rows.index)], said, tuned
 
     def subtitle(self, fixed: str = "", best_over=(), drawn: str = "") -> str:
         """What a figure shows in words: what it draws, what it holds fixed, what it optimizes, and when

@@ -29,6 +29,9 @@ def unit_of(col: str) -> str:
     """A column's unit, also for comparison columns (`best_tokens_per_s`, `baseline_G`); `_unit_<u>` is u."""
     if col.startswith("_unit_"):
         return col.removeprefix("_unit_")
+    if ":" in col:  # a cross-run column: 'bta_topk:tokens_per_s' in the metric's unit, 'b/a:tokens_per_s' a ratio
+        label, _, rest = col.rpartition(":")
+        return "×" if "/" in label else unit_of(rest)
     for prefix in ("best_", "baseline_"):
         if col.startswith(prefix):
             rest = col.removeprefix(prefix)
@@ -46,9 +49,9 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
         return 1.0, unit if unit not in ("", "1", "bool") else ""
     if unit == "s":
         return next(((f, u) for f, u in TIME if top >= f), TIME[-1])
-    if unit == "bytes":
+    if unit in ("bytes", "bytes/s"):
         f, p = next(((f, p) for f, p in PREFIXES if top >= f), PREFIXES[-1])
-        return f, f"{p}B"
+        return f, f"{p}B" + unit.removeprefix("bytes")
     if top >= 1e4:  # tokens/s, FLOP, ... with an engineering prefix
         f, p = next((f, p) for f, p in PREFIXES if top >= f)
         return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s

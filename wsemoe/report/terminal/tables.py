@@ -1,4 +1,5 @@
-"""rich renderables: sweep summary, what binds, rows of a query, comparisons, one-point breakdowns, validation."""
+"""rich renderables: sweep summary, what binds, rows of a query, comparisons, one-point breakdowns, invariants,
+sensitivity, calibration, presets, inventory (validation: `terminal.validation`)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,20 @@ def fmt(value, unit: str = "") -> str:
     return f"{x:.4g}" + (f" {unit}" if unit and unit not in ("1", "bool") else "")
 
 
+def front_line(manifest: dict) -> str:
+    """'14 rows for 22 points (exact ties in one row); 3 fronts, one per hardware' from a manifest."""
+    rows = manifest.get("pareto", 0)
+    points = rows if manifest.get("pareto_points") is None else manifest["pareto_points"]
+    text = f"{rows:,} row{'s' if rows != 1 else ''}" + \
+        (f" for {points:,} points (exact ties in one row)" if points != rows else "")
+    if manifest.get("pareto_groups") is None:  # results of an earlier wsemoe: one front, its groups unrecorded
+        return text
+    groups = manifest["pareto_groups"]
+    fronts = manifest.get("pareto_fronts") or 0
+    return text + (f"; {fronts:,} front{'s' if fronts != 1 else ''}, one per {', '.join(groups)}" if groups
+                   else "; one front over every point")
+
+
 def summary(manifest: dict, status: str = "") -> Table:
     """Counts of a run: points, feasible, Pareto size, what binds."""
     t = Table(title=f"sweep {manifest.get('name', '')} {status}".strip(), show_header=False, box=box.SIMPLE,
@@ -51,7 +66,7 @@ def summary(manifest: dict, status: str = "") -> Table:
                   f"of {search['space_points']:,} points ({share:.3%}) in {search['generations']:,} generations of "
                   f"{search['population']:,}; stopped: {search['stopped']}")
     t.add_row("feasible", f"{manifest['feasible']:,}")
-    t.add_row("pareto", f"{manifest['pareto']:,}")
+    t.add_row("pareto", front_line(manifest))
     if manifest.get("objectives_not_finite"):
         t.add_row("left off the front", f"{manifest['objectives_not_finite']:,} feasible points with a non-finite objective")
     t.add_row("objectives", ", ".join(f"{k} ({v})" for k, v in manifest["objectives"].items()))
@@ -62,9 +77,14 @@ def summary(manifest: dict, status: str = "") -> Table:
 
 
 def selection(sel, width: int, title: str) -> Table:
-    """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it."""
-    cols, hidden = formats.fit(sel.rows, sel.priority, width)
+    """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it.
+    `feasible` is never left out: a narrow table of every point still says which rows are infeasible."""
+    priority = ["feasible", *(c for c in sel.priority if c != "feasible")] if "feasible" in sel.rows else sel.priority
+    cols, hidden = formats.fit(sel.rows, priority, width)
     notes = []
+    if "feasible" in sel.rows and not sel.rows["feasible"].astype(bool).all():
+        notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
+                     "--feasible keeps only feasible points)")
     if len(sel.rows) < sel.matched:
         notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
     if hidden:
@@ -107,66 +127,6 @@ def breakdown(rows: list) -> Group:
     return Group(*tables)
 
 
-VALIDATION_STYLE = {"yes": "green", "no": "red", "property": "blue", "fitted": "cyan", "FAILS": "bold red"}
-
-
-def validation_summary(rows: list) -> str:
-    """'51 claims: 25 yes, 9 known deviations (no), 7 property, 10 fitted; 21 context rows' (+ FAIL count)."""
-    claims = [r for r in rows if r["kind"] != "info"]
-    n = {s: sum(r["status"] == s for r in claims) for s in ("yes", "no", "property", "fitted", "FAILS")}
-    text = (f"{len(claims)} claims: {n['yes']} yes, {n['no']} known deviations (no), {n['property']} property, "
-            f"{n['fitted']} fitted; {len(rows) - len(claims)} context rows")
-    return text + (f"; {n['FAILS']} FAIL unexpectedly" if n["FAILS"] else "")
-
-
-def _claim_cell(r: dict) -> Text:
-    out = Text(r["claim"])
-    if r.get("reading") and "default" in r["reading"]:
-        out.append(f"\nreading: {r['reading']}", style="dim")
-    return out
-
-
-def _model_cell(r: dict) -> Text:
-    out = Text(r["model"])
-    if r["kind"] == "headline":
-        out.append(f"\nat the default readings: {r['default']}\nrange: {r['range']}; the published value "
-                   f"{'lies inside' if r['inside'] else 'lies outside'}", style="dim")
-    return out
-
-
-def validation(rows: list) -> Group:
-    """Summary; the claims (published, model, band, status); the known deviations with their distance and
-    reason; unexpected failures; context rows in a table of their own."""
-    t = Table(title="published results reproduced (yes: within the band; no: a known deviation, below; property: "
-                    "true by construction; fitted: an input was fitted to it; FAILS: unexpected)")
-    for c in ("claim", "published", "model", "band", "status"):
-        t.add_column(c)
-    claims = [r for r in rows if r["kind"] != "info"]
-    for r in claims:
-        kind = " (headline)" if r["kind"] == "headline" else ""
-        t.add_row(_claim_cell(r), r["published"], _model_cell(r), r["tolerance"],
-                  Text(r["status"] + kind, style=VALIDATION_STYLE.get(r["status"], "")))
-    parts = [Text(validation_summary(rows), style="bold"), t]
-    for status, title in (("no", "known deviations"), ("FAILS", "unexpected failures")):
-        sel = [r for r in claims if r["status"] == status]
-        if sel:
-            d = Table(title=f"{title} ({len(sel)}): how far outside the band, and why")
-            for c in ("row", "distance", "reason"):
-                d.add_column(c)
-            for r in sel:
-                d.add_row(f"{r['id']}: {r['claim']}", r["distance"], r["reason"] or "")
-            parts.append(d)
-    context = [r for r in rows if r["kind"] == "info"]
-    if context:
-        c = Table(title="context: model figures beside published statements they do not check (no pass/fail)")
-        for col in ("figure", "published", "model", "note"):
-            c.add_column(col)
-        for r in context:
-            c.add_row(_claim_cell(r), r["published"], r["model"], r["tolerance"])
-        parts.append(c)
-    return Group(*parts)
-
-
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 
 
@@ -198,30 +158,46 @@ def invariants(report) -> Group:
     return Group(t, line, *details)
 
 
-def sensitivity(result, quantity: str | None = None) -> Table:
-    """Per group: nominal value, 5–95% band, and each unknown's total (first-order) index or Morris μ*."""
+def sensitivity(result, quantity: str | None = None) -> Group:
+    """The 5–95% band of a quantity per group (labelled by what varies) in the quantity's unit, then each
+    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across."""
     bands, idx, meta = result.bands, result.indices, result.meta
     qs = list(dict.fromkeys(bands["quantity"]))
     quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
-    params = [u["name"] for u in meta["unknowns"]]
     sobol = meta["method"] == "sobol"
-    t = Table(title=f"sensitivity of {quantity} ({meta['method']}, {meta['samples']:,} samples × "
-                    f"{meta['points']:,} points; {'total (first-order) index' if sobol else 'Morris μ*'})")
-    for c in ("group", "nominal", "5–95% band", *params):
-        t.add_column(c)
+    rows = bands[bands["quantity"] == quantity]
+    factor, unit = formats.display(quantity, pd.concat([rows["nominal"], rows["q05"], rows["q95"]]))
+    title = Text(f"sensitivity of {quantity}" + (f" [{unit}]" if unit else "") + f" to the calibration unknowns "
+                 f"({meta['method']}, {meta['samples']:,} samples × {meta['points']:,} points)")
+    b = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("group", "nominal", "5%", "95%"):
+        b.add_column(Text(c + (f" [{unit}]" if unit and c != "group" else "")), justify="left" if c == "group" else
+                     "right", no_wrap=True)
+    for _, r in rows.iterrows():
+        b.add_row(str(r["group"]), formats.cell(r["nominal"], factor), formats.cell(r["q05"], factor),
+                  formats.cell(r["q95"], factor))
     sel = idx[idx["quantity"] == quantity] if len(idx) else idx
-    for _, b in bands[bands["quantity"] == quantity].iterrows():
+    if not len(sel):
+        return Group(b)
+    what = "total index (first-order)" if sobol else "Morris μ*"
+    t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+              collapse_padding=True)
+    t.add_column("unknown", no_wrap=True)
+    for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
+        t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
+    for u in meta["unknowns"]:
         cells = []
-        for p in params:
-            r = sel[(sel["group"] == b["group"]) & (sel["parameter"] == p)] if len(sel) else sel
-            if not len(r):
-                cells.append("–")
-            elif sobol:
-                cells.append(f"{r['ST'].iloc[0]:.2f} ({r['S1'].iloc[0]:.2f})")
-            else:
-                cells.append(f"{r['mu_star'].iloc[0]:.3g}")
-        t.add_row(str(b["group"]), f"{b['nominal']:.4g}", f"{b['q05']:.4g} – {b['q95']:.4g}", *cells)
-    return t
+        for g in rows["group"]:
+            r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
+            cells.append("–" if not len(r) else f"{_index(r['ST'].iloc[0])} ({_index(r['S1'].iloc[0])})" if sobol
+                         else f"{r['mu_star'].iloc[0]:.3g}")
+        t.add_row(u["name"], *cells)
+    return Group(b, t)
+
+
+def _index(x: float) -> str:
+    """A Sobol index to two decimals; an estimate that rounds to zero reads 0.00 whatever its sign."""
+    return f"{x:.2f}".replace("-0.00", "0.00")
 
 
 def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Group:
@@ -238,18 +214,22 @@ def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Gro
                   f"{row['chi2_shipped']:.1f}", f"{row['delta_chi2']:.1f}", row["fitted"], row["unidentifiable"] or "–")
     choice, result = fits[0]
     where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
-    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f})")
-    for c in ("unknown", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
-        t.add_column(c)
+    t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f}; each row in its own unit)")
+    for c in ("unknown", "unit", "nominal", "fitted", "spread (χ² ≤ min + 1)", "range", "effect (σ)"):
+        t.add_column(c, no_wrap=c in ("unknown", "unit"))
     bounds = []
     for _, u in fit.iterrows():
-        shown = Text(f"{u['fitted']:.4g}") if u["identifiable"] else Text("not fitted (unidentifiable)")
+        values = u[["nominal", "fitted", "spread_low", "spread_high", "range_low", "range_high"]].astype(float)
+        factor, unit = formats.display(f"_unit_{u['unit']}", values) if u.get("unit") else (1.0, "")
+        c = lambda x: formats.cell(float(x), factor)  # noqa: E731
+        shown = Text(c(u["fitted"])) if u["identifiable"] else Text("not fitted (unidentifiable)")
         if u["identifiable"] and u["at_edge"]:
             shown.append(" (at a bound)", "yellow")
-        t.add_row(u["unknown"], f"{u['nominal']:.4g}", shown, f"{u['spread_low']:.4g} – {u['spread_high']:.4g}",
-                  f"{u['range_low']:.4g} – {u['range_high']:.4g}", f"{u['effect_sigma']:.2f}")
-        bounds.append(Text(f"{u['unknown']}: low {u['range_low']:.4g} ({u['low_source'] or 'no source'}); high "
-                           f"{u['range_high']:.4g} ({u['high_source'] or 'no source'})", style="dim"))
+        t.add_row(u["unknown"], unit, c(u["nominal"]), shown, f"{c(u['spread_low'])} – {c(u['spread_high'])}",
+                  f"{c(u['range_low'])} – {c(u['range_high'])}", f"{u['effect_sigma']:.2f}")
+        bounds.append(Text(f"{u['unknown']}: low {c(u['range_low'])} {unit} ({u['low_source'] or 'no source'}); high "
+                           f"{c(u['range_high'])} {unit} ({u['high_source'] or 'no source'})".replace("  (", " ("),
+                           style="dim"))
     v = Table(title="targets at the default readings: residual in σ (0 = an inequality holds) and leave-one-out "
                     "(the residual when the other targets alone are fitted)")
     for c in ("target", "published", "nominal", "fitted", "residual", "leave-one-out"):
@@ -317,20 +297,29 @@ def _layout(h) -> str:
     return f"{h.rows}×{h.cols}"
 
 
-def inventory(rows: list, root) -> Table:
-    """`wsemoe ls`: one row per results folder with its size, points, finish time and state."""
+def inventory(rows: list, root) -> Group:
+    """`wsemoe ls`: one row per results folder with its size, points, finish time and state (in a word or two;
+    what a state means in full, and version notes, below the table)."""
     from wsemoe.sweep.inventory import version_note
 
-    t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+              collapse_padding=True)
+    widths = {"finished": 10, "status": 12}  # a date or state wraps at a space; names and numbers never break
     for c in ("sweep", "points", "feasible", "size", "finished", "status"):
-        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold")
+        t.add_column(c, justify="right" if c in ("points", "feasible", "size") else "left", overflow="fold",
+                     no_wrap=c not in widths, min_width=widths.get(c))
+    notes = []
     for r in rows:
+        short, _, detail = r.status.partition(" (")
         note = version_note(r)
-        t.add_row(Text(printable(r.path.name)), f"{r.points:,}" if r.points is not None else "–",
-                  f"{r.feasible:,}" if r.feasible is not None else "–", fmt(r.bytes, "bytes"),
-                  r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
-                  Text(printable(r.status + (f"; {note}" if note else ""))))
-    return t
+        if detail or note:
+            notes.append(Text(f"{printable(r.path.name)}: " + "; ".join(printable(x) for x in (detail.rstrip(")"), note) if x),
+                              style="dim"))
+        t.add_row(Text("\n".join(formats.header_lines(printable(r.path.name), 24))),
+                  f"{r.points:,}" if r.points is not None else "–", f"{r.feasible:,}" if r.feasible is not None else "–",
+                  fmt(r.bytes, "bytes"), r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
+                  Text(printable(short)))
+    return Group(t, *notes)
 
 
 def partial_line(p) -> str:
@@ -352,7 +341,8 @@ def folder_view(path, status: str, limit, width: int) -> list:
     man = store.load_manifest(path)
     sel = select(path, limit=limit)
     first = next(iter(man["objectives"]))
-    parts = [summary(man, status), selection(sel, width, f"Pareto front ({man['pareto']:,} points, best {first} first)")]
+    per = " in each front" if (man.get("pareto_fronts") or 1) > 1 else ""
+    parts = [summary(man, status), selection(sel, width, f"Pareto front ({front_line(man)}; best {first} first{per})")]
     if (Path(path) / "comparison.csv").is_file():
         parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
     parts += readings.folder_lines(path, man)

@@ -17,8 +17,9 @@ def check_lines(info: dict) -> list[str]:
         from wsemoe.report.terminal.tables import fmt
 
         what = "evaluation time (the search's own work comes on top)" if info["search"] else "time"
-        lines.append(f"  estimated {what} {fmt(info['estimated_seconds'], 's')} on one core, "
-                     f"output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
+        parts = ", ".join(f"{k} {fmt(v, 's')}" for k, v in info.get("estimated_parts", {}).items())
+        lines.append(f"  estimated {what} {fmt(info['estimated_seconds'], 's')} on one core"
+                     + (f" ({parts})" if parts else "") + f", output ~{fmt(info['estimated_output_bytes'], 'bytes')}")
     if info["over_limit"]:
         lines.append(f"  over the limit of {info['limit']:,} points: `sweep` needs --force")
     return lines
@@ -36,3 +37,4 @@ def comparison_view(cmp, terminal: bool):
     priority = [*cmp.varying, *(c for c in table.columns if "/" in c and c.endswith(cmp.metric)),
                 *(f"{lab}:{cmp.metric}" for lab in cmp.labels), *(f"{lab}:bound" for lab in cmp.labels)]
     return table, title, priority
+

@@ -1,0 +1,160 @@
+"""Figures state and show their claim: every family declares the claim of each figure, every figure carries a
+caption that starts with it and says what the data show, a figure whose data contradict its claim says so,
+systems are compared at their best configuration (the documented rule), and `plot` writes the caption."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wsemoe.report.figures import claims, fig_comm, plots
+from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.run import run_sweep
+
+
+def _view(points: pd.DataFrame, compare=None) -> ResultsView:
+    axes = [c for c in points if "." in c or c in ("model", "hardware")]
+    return ResultsView("v", {"axes": axes, "objectives": {}}, points, points.iloc[:0], None,
+                       {"compare": compare} if compare else {})
+
+
+def _comm(er_factor: float) -> pd.DataFrame:
+    """Block and ER at TP 4 and 8, two token flows each; ER's flows cost er_factor × block's (per phase)."""
+    rows = []
+    for tp in (4, 8):
+        for strat, f in (("block", 1.0), ("er", er_factor)):
+            for src, extra in (("auto", 2.0), ("slice", 1.0)):  # slice is each mapping's best flow
+                t = 1e-6 * tp * f * extra
+                rows.append({"mapping.tp": tp, "mapping.strategy": strat, "mapping.token_source": src,
+                             "attention_allreduce_s": t, "moe_dispatch_s": t, "moe_combine_s": t, "moe_reduce_s": 0.0,
+                             "feasible": True})
+    return pd.DataFrame(rows)
+
+
+def test_every_family_declares_the_claim_of_each_figure():
+    for family in plots.FAMILIES:
+        for stem in getattr(family, "STEMS", ()):
+            assert claims.claim_of(family, stem.replace("*", "x")), (family.__name__, stem)
+
+
+@pytest.mark.parametrize("factor, holds", [(0.5, True), (1.4, False)])
+def test_comm_caption_says_where_the_claim_holds_or_that_it_does_not(factor, holds):
+    fig = fig_comm.comm_breakdown(_view(_comm(factor)))
+    text = claims.caption_of(fig)
+    assert text.startswith(fig_comm.CLAIMS["comm_breakdown"])
+    change = f"{100 * (factor - 1):+.0f}%".replace("-", "\u2212")
+    if holds:
+        assert f"lower at every TP (TP 4: {change}, TP 8: {change})" in text and "not bear" not in text
+    else:
+        assert f"not lower at every TP (TP 4: {change}, TP 8: {change})" in text and "do not bear the claim out" in text
+
+
+def test_each_bar_is_its_system_at_its_best_configuration():
+    """The rule: ER's bars are its least communication over the token flow (slice), not the first value (auto)."""
+    df = _comm(0.5)
+    fig = fig_comm.comm_breakdown(_view(df))
+    ax = fig.axes[0]
+    heights = sorted({round(sum(p.get_height() for p in ax.patches if abs(p.get_x() + p.get_width() / 2 - x) < 1e-9), 6)
+                      for x in {p.get_x() + p.get_width() / 2 for p in ax.patches}})
+    best = df[df["mapping.token_source"] == "slice"]
+    want = sorted({round(3 * t * 1e6, 6) for t in best["attention_allreduce_s"]})
+    assert heights == want
+    assert "least communication over token source" in " ".join(" ".join(t.get_text() for t in ax.texts).split())
+
+
+def test_wsc_vs_gpu_compares_best_against_best_and_says_where_it_loses():
+    rows = []
+    for hw, base in (("wafer", 100.0), ("gpu", 120.0)):
+        for tp in (1, 4):
+            for bal, f in (("none", 1.0), ("non-invasive", 1.5 if hw == "wafer" else 1.1)):
+                v = base * f * (1.0 if tp == 1 else (0.5 if hw == "wafer" else 1.0))
+                rows.append({"hardware": hw, "mapping.tp": tp, "balance.balancer": bal,
+                             "per_device_moe_tokens_per_s": v, "feasible": True})
+    view = _view(pd.DataFrame(rows), compare={"baseline": {"hardware": "gpu"}, "candidate": {"hardware": "wafer"}})
+    text = claims.caption_of(fig_comm.wsc_vs_nvl72(view))
+    # TP 1: 150 vs 132 → +14%; TP 4: 75 vs 132 → −43%
+    assert "wafer against gpu ahead at TP 1 (+14%); not ahead at TP 4 (\u221243%)" in text
+
+
+def test_plot_writes_each_caption_beside_its_image(tmp_path):
+    cfg = {"name": "cap", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+           "axes": {"model.num_experts": [32, 128], "workload.B": [1, 2], "workload.G": [1, 4, 16]},
+           "objectives": {"tokens_per_s": "max", "mem_peak_node_bytes": "min"},
+           "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+    res = run_sweep(cfg, out_root=tmp_path)
+    written = plots.plot_results(res.path)
+    pngs = [p for p in written if p.suffix == ".png"]
+    assert pngs
+    for png in pngs:
+        family = next(f for f in plots.FAMILIES if any(
+            __import__("fnmatch").fnmatchcase(png.stem, s) for s in getattr(f, "STEMS", ())))
+        text = png.with_suffix(".txt").read_text()
+        assert text.startswith(claims.claim_of(family, png.stem)) and len(text) > len(claims.claim_of(family, png.stem)) + 20
+    assert np.all([p.with_suffix(".txt") in written for p in pngs])
+
+
+def test_serving_wafers_caption_says_where_more_wafers_pay():
+    """Per-user tokens/s of model m. B 1: 100, 150, 120 on 1, 2, 4 wafers: best at 2, 150/100 − 1 = +50% over the
+    fewest, 120/150 − 1 = −20% at 4 (the claim holds). B 8: 50, 40 on 1, 2: the fewest is best and 2 wafers keep
+    40/50 − 1 = −20% (it does not)."""
+    from wsemoe.report.figures import fig_serving
+
+    rows = pd.DataFrame({"model": "m", "workload.B": [1, 1, 1, 8, 8], "wafers": [1, 2, 4, 1, 2],
+                         "tokens_per_s_per_user": [100.0, 150.0, 120.0, 50.0, 40.0]})
+    text = fig_serving._wafers_verdict(rows, ["m"])
+    assert text == ("More wafers buy per-user speed at m, B 1 (best at 2 wafers, +50% over 1, \u221220% at 4); "
+                    "the fewest wafers are fastest at m, B 8 (best at the fewest, 1, \u221220% at 2).")
+    one = fig_serving._wafers_verdict(rows[rows["wafers"] == 1], ["m"])
+    assert "not tested" in one
+
+
+def test_serving_heatmap_caption_compares_the_dispatch_paths():
+    """Longest dispatch path = hops × tile side: blocked 6 × 10 = 60 PE hops, interleaved 3 × 10 = 30: −50%, the
+    claim holds; swapped, interleaving is longer and the caption says the data do not bear the claim out."""
+    from types import SimpleNamespace
+
+    from wsemoe.report.figures import fig_serving
+
+    def maps(blocked, interleaved):
+        return [{"traffic": SimpleNamespace(placement=SimpleNamespace(strategy=s), hops=h), "side": 10}
+                for s, h in (("blocked", blocked), ("interleaved", interleaved))]
+
+    good = fig_serving._paths_verdict(maps(6, 3))
+    assert good == "Longest dispatch path in PE hops: blocked 60, interleaved 30 (\u221250% interleaved)."
+    bad = fig_serving._paths_verdict(maps(3, 6))
+    assert "(+100% interleaved): not shorter" in bad and "do not bear the claim out" in bad
+
+
+@pytest.mark.parametrize("wafer, says", [
+    ([150.0, 120.0, 90.0, 80.0], "wsc: ahead at 1–2 tokens/device, behind at 4–8; ahead at every HBM-bound point "
+                                 "(1–2; +20% … +50%); falls behind at 3."),
+    ([90.0, 80.0, 70.0, 60.0], "wsc: behind at every load (1–8 tokens/device); ahead at 0 of 2 HBM-bound points "
+                               "(1–2): the claim does not hold everywhere it should."),
+])
+def test_crossover_caption_reads_the_claim_where_the_baseline_is_hbm_bound(wafer, says):
+    """gpu's MoE block: 100 tokens/s per device at 1, 2, 4, 8 tokens/device, HBM-bound at 1 and 2 (HBM 2 s >
+    compute 1 s), compute-bound at 4 and 8. Ratios wsc/gpu 1.5, 1.2, 0.9, 0.8 cross 1 between 2 and 4: on log2,
+    2^(1 + (1.2 − 1)/(1.2 − 0.9)) = 2^1.67 ≈ 3.2, so it falls behind at 3; the claim holds at both HBM-bound loads."""
+    from wsemoe.report.figures import fig_versus
+
+    tau = [1, 2, 4, 8]
+    gpu = pd.DataFrame({"hardware": "gpu", "workload.tokens_per_device": tau, "feasible": True,
+                        "per_device_moe_block_tokens_per_s": 100.0, "moe_hbm_s": [2.0, 2.0, 1.0, 1.0],
+                        "moe_compute_s": [1.0, 1.0, 2.0, 2.0]})
+    wsc = gpu.assign(hardware="wsc", per_device_moe_block_tokens_per_s=wafer)
+    view = _view(pd.concat([wsc, gpu], ignore_index=True), {"baseline": {"hardware": "gpu"}})
+    text = fig_versus._verdict(view, "gpu")
+    assert text.startswith("MoE block (experts, dispatch, combine, reduction): gpu's MoE stage is HBM-bound at 1–2 "
+                           "tokens/device. ") and text.endswith(says), text
+
+
+def test_wafer_vs_gpu_bars_need_the_candidate_beside_a_gpu():
+    """The SRAM-serving wafer has no per-device MoE throughput (NaN): the bars would compare the two GPU systems,
+    which is not the figure's claim, so there is no figure; with the wafer's values, it is drawn."""
+    pts = pd.DataFrame({"hardware": ["cs3", "nvl72", "dgx"], "mapping.tp": [1, 1, 1], "feasible": True,
+                        "per_device_moe_tokens_per_s": [np.nan, 300.0, 100.0]})
+    compare = {"candidate": {"hardware": "cs3"}, "baseline": {"hardware": "nvl72"}}
+    assert fig_comm.wsc_vs_nvl72(_view(pts, compare)) is None
+    fig = fig_comm.wsc_vs_nvl72(_view(pts.assign(per_device_moe_tokens_per_s=[600.0, 300.0, 100.0]), compare))
+    assert "cs3 against nvl72 ahead at TP 1 (+100%)" in claims.caption_of(fig)

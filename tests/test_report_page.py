@@ -1,0 +1,94 @@
+"""The report can be sent: under 3 MB for a shipped-sweep-like folder (16×16 heat maps, a cloud of points, three
+systems), relative paths only, manifest without \\u escapes, every table in a sideways-scrolling box, every
+figure captioned with its claim, heat maps as click-to-enlarge thumbnails; results/index.html links each
+sweep's report and stays current."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+import pytest
+import yaml
+
+from wsemoe.cli import app
+from wsemoe.config.presets import SWEEPS
+from wsemoe.report.figures import claims, plots
+from wsemoe.sweep.run import run_sweep
+
+BUDGET = 3_000_000  # bytes: a report a researcher can attach to an email
+
+
+@pytest.fixture(scope="module")
+def shipped_like(tmp_path_factory):
+    """moentwine_vs_nvl72 with fewer workload values: every figure family of the shipped sweep, the same nine
+    16×16 heat maps, three systems; written from a sweep file in the project folder."""
+    root = tmp_path_factory.mktemp("project")
+    cfg = yaml.safe_load((SWEEPS / "moentwine_vs_nvl72.yaml").read_text())
+    cfg["axes"].update({"workload.tokens_per_device": [1, 16, 256], "mapping.ring_directions": [2],
+                        "workload.comm_overlap": ["microbatch"]})
+    (root / "sweeps").mkdir()
+    (root / "sweeps" / "like.yaml").write_text(yaml.safe_dump({**cfg, "name": "like"}))
+    res = run_sweep(root / "sweeps" / "like.yaml", out_root=root / "results")
+    return root, res.path
+
+
+def test_report_fits_the_budget_with_relative_paths_captions_and_scrolling_tables(shipped_like, runner, monkeypatch):
+    root, path = shipped_like
+    monkeypatch.chdir(root)
+    r = runner.invoke(app, ["report", "results/like"])
+    assert r.exit_code == 0, r.output
+    html = (path / "report.html").read_text()
+    assert len(html.encode()) < BUDGET, f"{len(html.encode()):,} bytes"
+    assert str(root) not in html and "/tmp/" not in html  # never an absolute path
+    assert "<th>sweep file</th><td>../../sweeps/like.yaml</td>" in html
+    manifest = re.search(r'<pre id="manifest">(.*?)</pre>', html, re.S).group(1)
+    assert "\\u" not in manifest and "µ" in html  # characters as themselves
+    tables = html.count("<table")
+    assert tables >= 5 and html.count('<div class="scroll') == tables  # every table scrolls, none is cut
+    stems = re.findall(r'<figure id="fig-([^"]+)">', html)
+    assert sum(s.startswith("link_heatmap_") for s in stems) == 9 and {"pareto", "crossover", "wsc_vs_nvl72"} <= set(stems)
+    for stem in stems:  # the claim in bold: under the figure, or once above its grid of thumbnails
+        family = next(f for f in plots.FAMILIES if claims.claim_of(f, stem))
+        claim = escape(claims.claim_of(family, stem))
+        block = re.search(rf'<figure id="fig-{re.escape(stem)}">(.*?)</figure>', html, re.S).group(1)
+        assert f"<b>{claim}.</b>" in (block if not stem.startswith(("link_heatmap_", "node_load_")) else html), stem
+        assert len(re.search(r"<figcaption>(.*?)</figcaption>", block, re.S).group(1)) > 80  # what the data say
+    assert re.search(r'<div class="thumbs"><details><summary><figure id="fig-link_heatmap_', html)
+
+
+def test_index_links_every_report_and_stays_current(runner, tmp_path):
+    small = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+             "axes": {"workload.B": [1, 2], "workload.G": [1, 4]}, "objectives": {"tokens_per_s": "max"}}
+    root = tmp_path / "results"
+    path = run_sweep(small, out_root=root).path
+    r = runner.invoke(app, ["report", "--index", str(root)])
+    assert r.exit_code == 0, r.output
+    index = (root / "index.html").read_text()
+    assert 'href="small/report.html"' not in index and "no report" in index and "wsemoe report results/small" in index
+    assert runner.invoke(app, ["report", str(path)]).exit_code == 0  # a report refreshes the index beside it
+    index = (root / "index.html").read_text()
+    assert 'href="small/report.html"' in index and str(tmp_path) not in index and "1 row; one front" in index
+
+
+def test_index_is_written_through_the_guarded_writer(runner, tmp_path):
+    """index.html is a file `wsemoe report` owns in the results root (its ledger lists it): a user's own
+    index.html is refused by --index and left alone by later reports; once it is ours, an edit makes it the
+    user's again, and --force does not change that."""
+    small = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+             "axes": {"workload.B": [1, 2]}, "objectives": {"tokens_per_s": "max"}}
+    root = tmp_path / "results"
+    path = run_sweep(small, out_root=root).path
+    (root / "index.html").write_text("my own page")
+    r = runner.invoke(app, ["report", "--index", str(root)])
+    assert r.exit_code != 0 and "wsemoe did not write it" in r.output and len(r.output.strip().splitlines()) == 1
+    assert runner.invoke(app, ["report", str(path)]).exit_code == 0
+    assert (root / "index.html").read_text() == "my own page"  # a report refreshes only an index it wrote
+    (root / "index.html").unlink()
+    assert runner.invoke(app, ["report", "--index", str(root)]).exit_code == 0
+    assert "small" in (root / "index.html").read_text()
+    (root / "index.html").write_text((root / "index.html").read_text() + "<!-- my note -->")
+    assert runner.invoke(app, ["report", str(path)]).exit_code == 0
+    assert (root / "index.html").read_text().endswith("<!-- my note -->")  # edited: the user's now
+    r = runner.invoke(app, ["report", "--index", str(root), "--force"])
+    assert r.exit_code != 0 and "changed since wsemoe wrote it" in r.output
