@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_sweep.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_mesh.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_serving.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_streaming.py $(BENCH_ARGS)
 
 validate: $(STAMP)
 	$(BIN)/wsemoe validate

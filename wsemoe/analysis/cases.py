@@ -20,8 +20,8 @@ from wsemoe.config import presets
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SweepConfig
 from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
 from wsemoe.cost.wafer import serving
+from wsemoe.cost.wafer.streaming import fabric_model
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import frames as frame_eval, space
 
@@ -157,7 +157,7 @@ class Case:
         seen, out = set(), []
         for _, ns in self._namespaces():
             hw, mp = ns["hardware"], ns["mapping"]
-            comm = comm_model(hw, ns["model"], ns["workload"], mp, ns["balance"], self.cfg.expert_histogram)
+            comm = fabric_model(hw, ns["model"], ns["workload"], mp, ns["balance"], self.cfg.expert_histogram)
             if comm is None:
                 continue
             for key, built in comm.structures(step.micro_batch(hw, ns["workload"], mp).tp):
@@ -181,6 +181,19 @@ class Case:
                     shape = built.placement.attention.shape
                     out.append(({"mapping.pe_placement": mp.pe_placement, "mapping.pe_dispatch": mp.pe_dispatch,
                                  "experts": len(built.shares), "attention tiles": f"{shape[0]}×{shape[1]}"}, built))
+        return out
+
+    def streaming_grids(self) -> list[tuple[dict, object]]:
+        """Every expert grid (`cost.wafer.expertgrid.Grid`) the weight-streaming points at PE level use, once each,
+        with what it was built for."""
+        seen, out = set(), []
+        for _, ns in self._namespaces():
+            hw = ns["hardware"]
+            comm = fabric_model(hw, ns["model"], ns["workload"], ns["mapping"], ns["balance"], self.cfg.expert_histogram)
+            for g in (comm.grids() if hasattr(comm, "grids") else []):
+                if id(g) not in seen:
+                    seen.add(id(g))
+                    out.append(({"mapping.pe_dispatch": g.mode, "experts": g.experts, "grid": f"{g.rows}×{g.cols}"}, g))
         return out
 
     def row_inputs(self, row: int) -> dict:

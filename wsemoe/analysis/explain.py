@@ -135,8 +135,11 @@ def _sums(row, one, ns) -> list:
     if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
         first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
         first = {k: _plain(v) for k, v in first.items()}
-    return [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
-            (SERVING, addsup.serving(row, first, *shape))]
+    out = [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
+           (SERVING, addsup.serving(row, first, *shape))]
+    if getattr(hw, "pe_fabric", False):
+        out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup.pe_fabric(row, hw, m, wl, ns["mapping"])))
+    return out
 
 
 def _formats(wl, used: set) -> list:

@@ -390,5 +390,6 @@ def more_overlap_is_never_slower(chk: Checker, case: Case):
 
 from wsemoe.analysis import precision_laws  # noqa: E402,F401  (registers the format invariants after these)
 from wsemoe.analysis import serving_laws  # noqa: E402,F401  (and SRAM serving's)
+from wsemoe.analysis import streaming_laws  # noqa: E402,F401  (and weight streaming's at PE level)
 
 __all__ = ["REGISTRY", "Invariant", "hardware_fields", "invariant"]

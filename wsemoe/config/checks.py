@@ -56,6 +56,7 @@ def check_points(cfg: SweepConfig) -> None:
     _check_skew(cfg)
     _check_prompt(cfg)
     _check_sram(cfg)
+    _check_pe_fabric(cfg)
     if cfg.compare:
         _check_compare(cfg)
     values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
@@ -218,6 +219,26 @@ def _check_sram(cfg: SweepConfig) -> None:
           lambda i: "speculative decoding (draft_tokens, accepted_tokens_per_step) is modelled for weight_source: sram")
     _fail(cfg, spec & sram & (c["workload.mode"] != "decode"), "workload.draft_tokens",
           lambda i: "speculative decoding applies to decode")
+
+
+PE_FABRIC_FIELDS = ("hardware.pe_fabric", "balance.balancer", "mapping.tp", "workload.overlap")
+
+
+def _check_pe_fabric(cfg: SweepConfig) -> None:
+    """A weight-streaming wafer at PE level is one attention group over the fabric with one region per expert: no TP
+    groups, no expert replicas; and its edge and regions terms are the weights and compute terms seen at PE level,
+    which bound a stage but never add to it (overlap none would add them)."""
+    c = _field_values(cfg, PE_FABRIC_FIELDS)
+    on = c["hardware.pe_fabric"].astype(bool)
+    _fail(cfg, on & (c["workload.overlap"] == "none"), "workload.overlap",
+          lambda i: "overlap none with hardware.pe_fabric would add the edge and regions terms to the weights and "
+                    "compute terms they are the PE-level view of; use layer or stage")
+    _fail(cfg, on & np.array([v is not None for v in c["mapping.tp"]]), "mapping.tp",
+          lambda i: "mapping.tp applies to node-level models; with hardware.pe_fabric the wafer runs attention as "
+                    "one group over its PEs")
+    _fail(cfg, on & (c["balance.balancer"] != "none"), "balance.balancer",
+          lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled with hardware.pe_fabric "
+                    "(one region per expert)")
 
 
 SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",

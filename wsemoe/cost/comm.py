@@ -52,15 +52,10 @@ def _number(x) -> np.ndarray:
     return np.asarray(np.nan if x is None else x, dtype=float)
 
 
-def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], np.ndarray]:
-    """Unique combinations of the numeric fields structure depends on, and each point's index."""
-    fields = [hw.rows, hw.cols, tp, m.num_experts, getattr(mp_, "ring_directions", 1), getattr(mp_, "seed", 0)]
-    if bal is not None:
-        fields += [bal.zipf_s, bal.seed, bal.spare_slots, getattr(bal, "skew_target", None),
-                   getattr(bal, "skew_devices", None)]
-    arrays = np.broadcast_arrays(*(_number(x) for x in fields))
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unique rows, each row's index) of a (points, fields) array, NaN (an unset optional) standing as −1."""
     # Unset optionals are NaN, which never equals itself: stand in -1 (no field takes it) so they group.
-    keys = np.nan_to_num(np.stack([a.ravel() for a in arrays], axis=1), nan=-1.0)
+    keys = np.nan_to_num(keys, nan=-1.0)
     varies = np.flatnonzero((keys != keys[:1]).any(axis=0))   # sort only the columns that vary (usually few)
     uniq = keys[:1].copy()
     inv = np.zeros(len(keys), dtype=np.intp)
@@ -68,6 +63,17 @@ def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], n
         sub, inv = np.unique(keys[:, varies], axis=0, return_inverse=True)
         uniq = np.repeat(keys[:1], len(sub), axis=0)
         uniq[:, varies] = sub
+    return uniq, inv.ravel()
+
+
+def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], np.ndarray]:
+    """Unique combinations of the numeric fields structure depends on, and each point's index."""
+    fields = [hw.rows, hw.cols, tp, m.num_experts, getattr(mp_, "ring_directions", 1), getattr(mp_, "seed", 0)]
+    if bal is not None:
+        fields += [bal.zipf_s, bal.seed, bal.spare_slots, getattr(bal, "skew_target", None),
+                   getattr(bal, "skew_devices", None)]
+    arrays = np.broadcast_arrays(*(_number(x) for x in fields))
+    uniq, inv = unique_rows(np.stack([a.ravel() for a in arrays], axis=1))
     casts = (int, int, int, int, int, int, float, int, int, float, int)
     built = [StructuralKey(*(None if v == -1.0 else c(v) for c, v in zip(casts, u))) for u in uniq]
     return arrays[0].shape, built, inv.ravel()
@@ -90,7 +96,8 @@ def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
     """A CommModel for the points, or None when nothing crosses nodes.
 
     Weight-streaming wafers run attention and experts over the whole wafer as one group: traffic
-    there stays inside the PE fabric and is not modelled as node-to-node phases.
+    there stays inside the PE fabric and is not modelled as node-to-node phases (`hardware.pe_fabric` asks for
+    the PE level: cost/wafer/streaming.fabric_model).
     """
     if hw.weight_source in ("streamed", "sram"):   # traffic stays inside the PE fabric (sram: cost.wafer)
         return None

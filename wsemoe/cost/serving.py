@@ -15,8 +15,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from wsemoe.cost import step
-from wsemoe.cost.comm import comm_model
 from wsemoe.cost.wafer import serving as sram
+from wsemoe.cost.wafer.streaming import fabric_model
 
 
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
@@ -24,7 +24,7 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     (weight_source: sram) is the PE-level pipeline of cost.wafer.serving, with its own serving metrics."""
     if hw.weight_source == "sram":
         return sram.evaluate(hw, m, wl, mp, bal, histogram, coded)
-    out = step.evaluate(hw, m, wl, mp, comm=comm_model(hw, m, wl, mp, bal, histogram), coded=coded)
+    out = step.evaluate(hw, m, wl, mp, comm=fabric_model(hw, m, wl, mp, bal, histogram), coded=coded)
     out.update(serving_columns(hw, m, wl, mp, bal, histogram, out))
     return out
 
@@ -49,7 +49,7 @@ def serving_columns(hw, m, wl, mp, bal, histogram, out: dict) -> dict:
 def prefill_step(hw, m, wl, mp, bal=None, histogram=None, coded: bool = True) -> dict:
     """Every column of the prefill behind a decode point's TTFT (its step time is `ttft_s`)."""
     pre = prefill_workload(hw, wl, mp)
-    return step.evaluate(hw, m, pre, mp, comm=comm_model(hw, m, pre, mp, bal, histogram), coded=coded)
+    return step.evaluate(hw, m, pre, mp, comm=fabric_model(hw, m, pre, mp, bal, histogram), coded=coded)
 
 
 def prefill_workload(hw, wl, mp) -> SimpleNamespace:

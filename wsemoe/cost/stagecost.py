@@ -35,6 +35,14 @@ def kv_node(hw, m, wl, mp, shape: Shape):
     return shape.seqs / shape.groups * wl.seq_len * m.num_hidden_layers * per_rank
 
 
+def node_memory(hw, m, wl, mp, shape: Shape, slots) -> dict:
+    """Memory per node of the attention and MoE stages, by term (cost/node/memory.py), with `slots` expert copies
+    on the fullest node."""
+    return memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
+                               weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
+                               kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch")
+
+
 def io_time(hw, wl, part: weights.Part, kept=0.0):
     """Seconds to move a stage's weights once per pass: streamed over the wafer I/O, or read from node memory.
 
@@ -113,6 +121,14 @@ class Work(NamedTuple):
     kept: object = 0.0        # activation bytes streamed out and back in (kept_activations: streamed)
 
 
+def routed_part(hw, m, wl, shape: Shape, flops: Flops, imbalance=1.0) -> tuple:
+    """(forward FLOPs, recomputed FLOPs, format, efficiency) of the routed experts, at the busiest node's pace."""
+    routed = flops.routed * imbalance
+    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
+    return (routed, compute.recomputed_shares(wl.mode, wl.recompute)[0] * routed,
+            getattr(wl, "expert_weight_format", formats.HIGH), eff_exp)
+
+
 def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
@@ -121,15 +137,15 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     the busiest node's load (`expert_imbalance`); shared experts see every token of their group.
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
-    fa, fe = getattr(wl, "attn_weight_format", hi), getattr(wl, "expert_weight_format", hi)
+    fa = getattr(wl, "attn_weight_format", hi)
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
-    routed = flops.routed * c.get("expert_imbalance", 1.0)  # the routed experts run at the busiest node's pace
     part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
     attn = ((flops.proj, full * flops.proj, fa, eff), (flops.core, (full + core) * flops.core, hi, eff))
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
-            "moe": Work(((flops.router, full * flops.router, hi, eff_exp), (routed, full * routed, fe, eff_exp),
+            "moe": Work(((flops.router, full * flops.router, hi, eff_exp),
+                         routed_part(hw, m, wl, shape, flops, c.get("expert_imbalance", 1.0)),
                          (flops.shared, full * flops.shared, fa, eff)), part["moe"]),
             "dense_ffn": Work(((flops.dense, full * flops.dense, fa, eff),), part["dense"]),
             "head": Work(((flops.head, full * flops.head, hi, eff),), part["head"])}
@@ -143,10 +159,24 @@ def stages(hw, m, wl, shape: Shape, work: dict, c: dict) -> tuple[Stage, Stage, 
     built = []
     for name, w in work.items():
         tiles = wl.G if name == "attention" else 1.0   # every attention tile launches its kernels
-        built.append(Stage(name, terms(hw, wl, compute_time(hw, wl, shape.nodes, *w.parts), w.weights, w.kv, w.kept),
-                           {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase},
+        own = terms(hw, wl, compute_time(hw, wl, shape.nodes, *w.parts), w.weights, w.kv, w.kept)
+        if f"edge_{name}_s" in c:   # PE fabric: the same stream through the fabric's edge (cost/wafer/edge.py)
+            own["edge"] = c[f"edge_{name}_s"]
+        if "expert_pipeline_s" in c:   # PE fabric: the routed experts on their regions (cost/wafer/streaming.py)
+            own["regions"] = regions_time(hw, wl, shape, name, w, own["compute"], c["expert_pipeline_s"])
+        built.append(Stage(name, own, {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase},
                            kernels.launch_time(hw, m, name, passes, tiles)))
     return tuple(built)
+
+
+def regions_time(hw, wl, shape: Shape, name: str, w: Work, compute_s, pipeline_s):
+    """A stage's time on its PE regions: the MoE stage's router and shared experts at their compute term and its
+    routed experts' pipelines on their regions (`pipeline_s`, the busiest region); every other stage's matmuls run
+    over the whole wafer, so its region time is its compute term (the layer's sum stays a bound on the PEs' time)."""
+    if name != "moe":
+        return compute_s
+    router, _, shared = w.parts
+    return compute_time(hw, wl, shape.nodes, router) + compute_time(hw, wl, shape.nodes, shared) + pipeline_s
 
 
 def roofline_columns(hw, wl, work: dict, nodes) -> dict:

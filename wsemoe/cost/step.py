@@ -14,9 +14,9 @@ import numpy as np
 
 from wsemoe.cost.balance.migration import Window
 from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch
-from wsemoe.cost.node import compute, formats, memory, params, weights
+from wsemoe.cost.node import compute, formats, params, weights
 from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
-from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, kv_node, roofline_columns, stage_work,
+from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, node_memory, roofline_columns, stage_work,
                                    stages, streamed_kept_bytes)
 
 __all__ = ["STAGE_COMM", "evaluate", "micro_batch", "with_batch"]
@@ -35,6 +35,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
     c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}
+    extra = c.pop("columns", {})   # columns a fabric model reports as they are (the PE fabric's times)
     work = stage_work(hw, m, wl, mp, shape, flops, c)
     attn, moe, dense, head = stages(hw, m, wl, shape, work, c)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
@@ -50,6 +51,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     # Migration the balancer could not hide is paid once per step, on the critical path.
     step = sum(la.count * la.time_s for la in layers) + c.get("migration_exposed_s", 0.0)
     out = throughput(hw, m, wl, shape, flops, layers, step, c)
+    out.update(extra)
     out.update(_stage_columns(wl, layers, (attn, moe, dense, head)))
     out.update(roofline_columns(hw, wl, work, shape.nodes))   # each stage's FLOPs, bytes, roof: its terms' numerators
     if "dense_allreduce_s" in c:  # HER: a dense layer all-reduces on its home wafer only
@@ -59,10 +61,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     bound = _step_bound(layers, step)
     out["bound"] = bound if coded else bound.decode()
     out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
-    slots = c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))
-    out.update(memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
-                                   weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
-                                   kv_node(hw, m, wl, mp, shape), co == "microbatch"))
+    out.update(node_memory(hw, m, wl, mp, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))))
     return out
 
 
@@ -127,7 +126,7 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
 def _balance_columns(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> dict:
     """What balancing saves and costs on the busiest node, per MoE layer: expert compute saved by the lower
     imbalance, and HBM time spent reading the replica copies it added (resident weights)."""
-    if "expert_imbalance" not in c:
+    if "imbalance_before" not in c:   # no balancer here (or the PE fabric's regions, one expert each)
         return {}
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
     saved = flops.routed * (c["imbalance_before"] - c["expert_imbalance"])   # shared experts are never imbalanced

@@ -33,6 +33,7 @@ class PEFacts(Spec):
     kernel_margin_rows: Optional[int] = Field(None, ge=0, le=2**20, description="fabric rows the host-I/O framework takes around a program (the program rectangle is fabric_rows minus this)")
     op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
     program_bytes_per_pe: Optional[float] = Field(None, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM a PE's program, runtime and routing state take; the rest holds weights, KV cache and buffers (SRAM serving); calibration")
+    io_channels_per_edge: Optional[PositiveInt] = Field(None, le=2**20, description="host I/O channels meeting the fabric at routers of PEs on each of the west and east edges (each takes one wavelet per cycle into the fabric); weight streaming at PE level (pe_fabric) enters through them")
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
@@ -64,6 +65,7 @@ def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
 
 SRAM_PE_FIELDS = ("hop_cycles", "turn_cycles", "relay_cycles", "kernel_margin_rows", "kernel_margin_cols",
                   "op_overhead_cycles")  # what the PE-level serving model reads beyond the node-deriving facts
+STREAM_PE_FIELDS = (*SRAM_PE_FIELDS, "program_bytes_per_pe", "io_channels_per_edge")  # weight streaming at PE level
 
 
 def _sram_fits(hw) -> None:
@@ -74,6 +76,19 @@ def _sram_fits(hw) -> None:
     missing = [f for f in SRAM_PE_FIELDS if hw.pe is None or getattr(hw.pe, f) is None]
     if missing:
         raise ValueError(f"weight_source: sram needs the PE fabric: set hardware.pe.{missing[0]} (cs2 and cs3 have it)")
+
+
+def _pe_fabric_fits(hw) -> None:
+    """pe_fabric: the weight-streaming wafer at PE level needs every PE fact that model reads, on one mesh wafer."""
+    if hw.weight_source != "streamed":
+        raise ValueError(f"pe_fabric models a weight-streaming wafer at PE level (weight_source: streamed); "
+                         f"weight_source {hw.weight_source} " + ("is always at PE level" if hw.weight_source == "sram"
+                                                                 else "has no PE fabric"))
+    if hw.topology != "mesh" or tuple(hw.wafers) != (1, 1):
+        raise ValueError("pe_fabric models one wafer's PE fabric (topology mesh, wafers [1, 1])")
+    missing = [f for f in STREAM_PE_FIELDS if hw.pe is None or getattr(hw.pe, f) is None]
+    if missing:
+        raise ValueError(f"pe_fabric needs the PE fabric: set hardware.pe.{missing[0]} (cs2 and cs3 have it)")
 
 
 class HardwareSpec(Spec):
@@ -146,6 +161,11 @@ class HardwareSpec(Spec):
     kept_activations: Literal["node", "streamed"] = Field(
         "node", description="where training keeps activations for the backward pass: in node memory, or streamed out "
                             "over the wafer I/O after the forward pass and back in for the backward pass")
+    pe_fabric: bool = Field(
+        False, description="weight_source streamed: model the wafer at PE level too: weights entering at the fabric's "
+                           "edge and crossing it, the experts on PE regions (pipelines with fill and drain), the token "
+                           "all-to-all on the PE mesh and SRAM per PE; these add terms and constraints to the node-level "
+                           "model (off: the wafer is one group, today's numbers)")
     pe: Optional[PEFacts] = Field(None, description="PE-level facts the node figures were derived from")
     sources: dict[str, str] = Field(default_factory=dict, description="provenance of each figure")
 
@@ -168,6 +188,8 @@ class HardwareSpec(Spec):
         and in-switch reduction to switches."""
         if self.kept_activations == "streamed" and self.weight_source == "resident":
             raise ValueError("kept_activations: streamed needs weight_source: streamed (the wafer I/O carries them)")
+        if self.pe_fabric:
+            _pe_fabric_fits(self)
         if self.weight_source == "sram":
             _sram_fits(self)
         elif self.pipeline_wafers is not None:

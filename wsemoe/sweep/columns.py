@@ -90,18 +90,20 @@ _DOCS = {
     "gradient_bound": ("", "what limits the gradient reduction: link, wafer-link, scale-out, inject, eject port, "
                            "or latency (hops and the call's software latency)"),
     "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
-    "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch"),
-    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine"),
+    "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch (PE fabric: the busiest "
+                                         "PE link, one pass)"),
+    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine (PE fabric: the busiest PE "
+                                        "link, one pass)"),
     "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
-    "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes"),
+    "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),
     "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring"),
     "allreduce_idle_link_share": ("1", "share of directed links the all-reduce leaves idle (cold)"),
     "dispatch_idle_link_share": ("1", "share of directed links the dispatch leaves idle (cold)"),
     "hot_link_overlap": ("1", "Jaccard overlap of the hottest 10% links of all-reduce and dispatch (0: complementary)"),
     "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
     "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its "
-                              "pace; SRAM serving: the busiest expert region's)"),
+                              "pace; SRAM serving and weight streaming at PE level: the busiest expert region's)"),
     "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas"),
     "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),
     "migration_bytes_per_step": ("bytes", "expert-copy bytes the balancer moves, amortized per step"),
@@ -125,7 +127,8 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "region_fill": ("×", "PEs the layout gives each region over the fewest that hold its bytes (≥ 1 when it fits)"),
     "attention_share": ("×", "PEs a MoE layer's attention region gets over its bytes' share (the layout's choice)"),
     "attn_region_pes": ("PEs", "PEs of one MoE layer's attention region (its weights, router and KV share)"),
-    "expert_region_pes": ("PEs", "PEs of one routed expert's region (a square tile)"),
+    "expert_region_pes": ("PEs", "PEs of one routed expert's region (SRAM serving: a square tile; weight streaming "
+                                 "at PE level: the h × w tile of the layout taken)"),
     "expert_region_side": ("PEs", "side of an expert region, the tile of the region grid"),
     "placement_stretch": ("×", "tile columns attention spans per logical column (interleaved > 1: its collectives "
                                "across columns run that much longer)"),
@@ -154,6 +157,51 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
 }
 _DOCS.update(_SERVING)
 
+_STREAMING = {   # a weight-streaming wafer at PE level (hardware.pe_fabric): cost/wafer/streaming.py
+    "expert_pipeline_s": ("s", "PE fabric: the busiest expert region's SwiGLU per MoE layer and micro-batch, all "
+                               "passes: tokens × its pacing cycles plus fill and drain (the MoE stage's regions term "
+                               "adds its router and shared experts)"),
+    "expert_fill_s": ("s", "PE fabric: the part of expert_pipeline_s that does not grow with tokens: the pipelines' "
+                           "fill and drain, reduction and broadcast latencies, operator overheads"),
+    "expert_tokens": ("tokens", "PE fabric: token copies the busiest expert region processes per pass: k·p_max·T "
+                                "(at least one)"),
+    "expert_pacing_cycles": ("cycles", "PE fabric: cycles each more token adds to the busiest region's SwiGLU (its "
+                                       "slowest pipeline stage per matmul: local MACs or reduction wavelets)"),
+    "dispatch_path_s": ("s", "PE fabric: the part of moe_dispatch_s that does not grow with tokens: the longest "
+                             "path's hops and turn and one operator overhead, per pass"),
+    "combine_path_s": ("s", "PE fabric: the part of moe_combine_s that does not grow with tokens (multicast: a relay "
+                            "stage per tile hop of the reduction)"),
+    "expert_grid_rows": ("tiles", "PE fabric: rows of the grid of expert regions (one expert per tile)"),
+    "expert_grid_cols": ("tiles", "PE fabric: columns of the grid of expert regions"),
+    "expert_region_rows": ("PEs", "PE fabric: PE rows of one expert's region (the layout the point takes)"),
+    "expert_region_cols": ("PEs", "PE fabric: PE columns of one expert's region"),
+    "expert_reduction": ("", "PE fabric: the all-reduce pattern of the expert regions' matmuls in the layout taken "
+                             "(tree, chain or ring)"),
+    "pe_mem_attn_held_bytes": ("bytes", "PE fabric, per PE at the attention stage's peak: weights, kept activations, "
+                                        "KV cache and BTA buffer (and the other micro-batch's MoE transient) over the "
+                                        "program rectangle's PEs"),
+    "pe_mem_attn_linear_bytes": ("bytes", "PE fabric, per PE: the attention tile's activations linear in tokens"),
+    "pe_mem_scores_bytes": ("bytes", "PE fabric, per PE: the attention tile's softmax scores (whole query rows of S "
+                                     "keys per PE row: materialized every head, per_head one, flash none)"),
+    "pe_mem_attn_peak_bytes": ("bytes", "PE fabric, per PE: the attention stage's peak (held + linear + scores)"),
+    "pe_mem_moe_held_bytes": ("bytes", "PE fabric, per PE at the MoE stage's peak: weights, kept activations and KV "
+                                       "cache over the program rectangle's PEs"),
+    "pe_mem_expert_weights_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: its expert's weights "
+                                             "(the layer's weights land on their regions)"),
+    "pe_mem_expert_tokens_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: its token copies, their "
+                                            "FFN intermediates and its share of the layer's tokens"),
+    "pe_mem_moe_peak_bytes": ("bytes", "PE fabric, per PE: the MoE stage's peak (held + expert weights + tokens)"),
+    "g_pe_sram_attn": ("1", "constraint: the attention stage's peak per PE / what a PE holds beside its program − 1 "
+                            "(≤ 0 satisfied)"),
+    "g_pe_sram_moe": ("1", "constraint: the MoE stage's peak per PE of the busiest expert region / what a PE holds "
+                           "beside its program − 1 (≤ 0 satisfied)"),
+    "attn_batch_cap_node": ("sequences", "PE fabric: the largest attention batch B whose attention stage fits the "
+                                         "usable node memory at this G (the wafer-total view)"),
+    "attn_batch_cap_pe": ("sequences", "PE fabric: the largest attention batch B whose attention stage fits every PE "
+                                       "at this G (scores in whole rows per PE, the program's bytes kept)"),
+}
+_DOCS.update(_STREAMING)
+
 _MEMORY = {
     "weights": "weights kept per node (resident weights and replicas, or the current layer's attention under streaming)",
     "kept_act": "activations kept in node memory for the backward pass (all layers, by recompute policy; 0 when streamed out)",
@@ -181,6 +229,11 @@ _PATTERNS = [
     (r"^(\w+?)_weights_s$", "s", "weight-movement term of the {0} stage per layer (streamed over I/O or read from node memory)"),
     (r"^(\w+?)_memory_s$", "s", "memory-traffic term of the {0} stage per layer (KV cache reads)"),
     (r"^(\w+?)_hbm_s$", "s", "HBM term of the {0} stage per layer: resident weights and KV cache read from node memory"),
+    (r"^(\w+?)_edge_s$", "s", "PE fabric: the {0} stage's stream through the fabric's edge per layer (its I/O "
+                              "channels, one wavelet per cycle each, one value per wavelet)"),
+    (r"^(\w+?)_regions_s$", "s", "PE fabric: the {0} stage's time on its PE regions per layer (MoE: router and "
+                                 "shared experts at their compute term plus expert_pipeline_s; other stages: their "
+                                 "compute term)"),
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
@@ -263,7 +316,8 @@ def manifest_columns(columns) -> dict:
 
 
 _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
-                  "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_<allreduce|dispatch|combine|gradient>_s",
+                  "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_edge_s", "<stage>_regions_s",
+                  "<stage>_<allreduce|dispatch|combine|gradient>_s",
                   "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_traffic_bytes", "<stage>_roof_flops",
                   "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]

@@ -20,6 +20,10 @@ REASONS = {
     "g_sram_layer": "one layer (or the embedding or head) needs {r}× what one wafer holds (a layer spans one wafer)",
     "g_sram_pe": "a PE's program and buffers need {r}× its SRAM",
     "g_sram_stages": "the pipeline has {r}× as many wafers as the model has layers (a stage holds at least one)",
+    "g_pe_sram_attn": "the attention stage needs {r}× what a PE holds beside its program (scores, activations, "
+                      "BTA buffer over the PEs)",
+    "g_pe_sram_moe": "the busiest expert region needs {r}× what a PE holds beside its program (its expert's weights, "
+                     "token copies and FFN intermediates)",
 }
 SLO = {"ttft_s": "TTFT", "tpot_s": "TPOT"}  # latency columns whose maximum reads as a service-level objective
 DIGITS = 3  # significant digits of a ratio in a reason: few distinct texts per chunk, small parts

@@ -18,7 +18,16 @@ one operation, ramp out (Luczynski et al.'s 2·T_R + 1).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
+
+
+def pe_facts(hw) -> SimpleNamespace:
+    """The hardware's PE facts as a namespace (a dict in sweep namespaces, a PEFacts in specs)."""
+    pe = hw.pe
+    return SimpleNamespace(**(pe.model_dump() if hasattr(pe, "model_dump") else dict(pe) if isinstance(pe, dict)
+                              else dict(vars(pe))))
 
 
 def path_cycles(hops, turns, relays, pe):

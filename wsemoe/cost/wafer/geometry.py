@@ -27,7 +27,7 @@ def grid(tiles):
     return rows, np.where(rows > 0, np.ceil(tiles / np.maximum(rows, 1.0)), 0.0)
 
 
-def _balance_fields(bal):
+def balance_fields(bal):
     """The numeric balance fields a layer's popularity depends on (arrays or scalars; None when unset)."""
     if bal is None:
         return []
@@ -36,7 +36,7 @@ def _balance_fields(bal):
 
 def structures(m, mp, bal, histogram, a_r, a_c, shared, shape):
     """(built LayerTraffic list, index of each point's structure) over the unique combinations."""
-    fields = [a_r, a_c, shared] + [np.nan if v is None else v for v in _balance_fields(bal)]
+    fields = [a_r, a_c, shared] + [np.nan if v is None else v for v in balance_fields(bal)]
     arrays = [np.broadcast_to(np.asarray(f, dtype=float), shape).ravel() for f in fields]
     keys, inverse = np.unique(np.nan_to_num(np.stack(arrays, axis=1), nan=-1.0), axis=0, return_inverse=True)
     built = []

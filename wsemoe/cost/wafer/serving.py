@@ -20,7 +20,6 @@ sampled token back to the first wafer. TTFT: the B prompts of P tokens stream th
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from wsemoe.cost.node import params
 from wsemoe.cost.node.stages import Coded
 from wsemoe.cost.wafer import geometry, layer, regions
 from wsemoe.cost.wafer.decode import add
-from wsemoe.cost.wafer.fabric import seconds, wavelets
+from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 
 BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "SRAM")
 TERMS = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
@@ -36,13 +35,6 @@ TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeli
 G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
 STAGES = ("attention region", "routed experts", "shared experts", "dispatch", "combine", "layer hop", "dense region",
           "head region", "embedding region", "system link")
-
-
-def pe_facts(hw) -> SimpleNamespace:
-    """The hardware's PE facts as a namespace (a dict in sweep namespaces, a PEFacts in specs)."""
-    pe = hw.pe
-    return SimpleNamespace(**(pe.model_dump() if hasattr(pe, "model_dump") else dict(pe) if isinstance(pe, dict)
-                              else dict(vars(pe))))
 
 
 def collective_options(mp) -> dict:

@@ -17,7 +17,7 @@ from matplotlib import rc_context
 
 from wsemoe.errors import ConfigError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
-                                   fig_roofline, fig_sensitivity, fig_serving, fig_versus)
+                                   fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
 from wsemoe.report.figures.claims import caption_of
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
 from wsemoe.report.figures.view import ResultsView, base_columns
@@ -25,7 +25,7 @@ from wsemoe.sweep import store, writer
 
 # Each family: figures(view) -> {stem: figure, or None when the data does not support it}.
 FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
-            fig_readings, fig_serving)
+            fig_readings, fig_serving, fig_streaming)
 DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC, *fig_serving.DYNAMIC)  # stems that carry a value: cleaned by pattern
 
 

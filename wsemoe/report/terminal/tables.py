@@ -272,9 +272,10 @@ def _cycles(x) -> str:
 def pe_fabric(pes: list) -> Table:
     """The PE fabric of the presets that carry one: what the PE-level operators (cost/wafer) read."""
     t = Table(title="PE fabric: PEs cols×rows (program rectangle); link bytes / FP16 MACs per cycle (B/MAC); "
-                    "cycles per hop / turn / relay stage (h/t/r) and per operator (ovh); routable colours (free)",
+                    "cycles per hop / turn / relay stage and per operator (h/t/r/ovh); routable colours (free); host I/O "
+                    "channels per west and east edge (I/O)",
               box=box.SIMPLE_HEAD, pad_edge=False)
-    for c in ("name", "fabric (program)", "SRAM/PE", "GHz", "B/MAC", "h/t/r", "colours", "ovh"):
+    for c in ("name", "fabric (program)", "SRAM/PE", "GHz", "B/MAC", "h/t/r/ovh", "colours", "I/O"):
         t.add_column(c, no_wrap=True)
     for name, pe in pes:
         program = "" if pe.kernel_margin_cols is None else \
@@ -282,8 +283,8 @@ def pe_fabric(pes: list) -> Table:
         colours = "?" if pe.routable_colors is None else f"{pe.routable_colors} ({pe.routable_colors - (pe.reserved_colors or 0)})"
         t.add_row(name, f"{pe.fabric_cols}×{pe.fabric_rows}{program}", fmt(pe.sram_per_pe_bytes, "bytes"),
                   f"{pe.clock_hz / 1e9:g}", f"{pe.link_bytes_per_cycle:g}/{pe.fmac_width}",
-                  "/".join(_cycles(x) for x in (pe.hop_cycles, pe.turn_cycles, pe.relay_cycles)), colours,
-                  _cycles(pe.op_overhead_cycles))
+                  "/".join(_cycles(x) for x in (pe.hop_cycles, pe.turn_cycles, pe.relay_cycles, pe.op_overhead_cycles)),
+                  colours, _cycles(getattr(pe, "io_channels_per_edge", None)))
     return t
 
 

@@ -1,0 +1,128 @@
+"""SRAM per PE of a weight-streaming wafer at PE level: what a PE holds at the attention stage's peak (where the
+softmax scores live) and at the MoE stage's (its expert's weights and tokens on its region), the constraints, and the
+largest attention batch B that fits per PE beside the wafer-total (node-level) cap. Scalars or arrays; numpy only.
+
+Both stages spread what the node-level model counts over the program rectangle's P PEs instead of over nodes, and
+every PE keeps `program_bytes_per_pe` for its program (docs/cost-model.md, "Weight streaming at PE level"):
+
+    room            = sram_per_pe − program_bytes_per_pe
+    attention peak  = (weights + kept + KV + BTA buffer [+ MoE transient]) / P + tile·a_lin / P + scores
+    scores          = 5·s·⌈Q / R⌉·⌈S / C⌉ (the better orientation of the R × C rectangle), Q = held query rows:
+                      tile sequences × q × heads held (materialized n_h, per_head 1, flash 0), each query's S keys
+                      across the columns (a softmax is a reduction along one row of PEs)
+    MoE peak        = (weights + kept + KV [+ attention transient + BTA buffer]) / P
+                      + (3·H·F·b_e + n·(2H + 6F)·s + (T/E)·(2H + 6·n_sh·F_sh)·s) / (h·w)
+                      the expert's weights land on its region (one layer at a time); n busiest copies, T/E home tokens
+
+`s = bytes_per_act / 2` as in cost/node/memory.py (Korthikanti's 5 bytes per score at 16 bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.node import formats, memory, params
+from wsemoe.cost.wafer.fabric import program_rectangle
+
+
+def program_pes(pe):
+    """PEs of the program rectangle."""
+    rows, cols = program_rectangle(pe)
+    return np.asarray(rows, dtype=float) * cols
+
+
+def room(pe):
+    """Bytes a PE holds beside its program."""
+    return np.asarray(pe.sram_per_pe_bytes, dtype=float) - pe.program_bytes_per_pe
+
+
+def held_heads(m, wl):
+    """Score matrices of one sequence held at once: every head (materialized), one (per_head), none (flash)."""
+    return {"materialized": float(m.num_attention_heads), "per_head": 1.0, "flash": 0.0}[wl.attn_kernel]
+
+
+def scores(pe, wl, queries):
+    """Bytes of softmax scores per PE for `queries` held query rows of S keys, the better of the two orientations."""
+    rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
+    q, S = np.asarray(queries, dtype=float), float(wl.seq_len)
+    blocks = np.minimum(np.ceil(q / rows) * np.ceil(S / cols), np.ceil(q / cols) * np.ceil(S / rows))
+    return 5.0 * wl.bytes_per_act / 2.0 * blocks
+
+
+def tile_queries(m, wl, groups, batch):
+    """Query rows of one attention tile whose scores are held at once."""
+    q = 1.0 if wl.mode == "decode" else float(wl.seq_len)
+    return groups * np.asarray(batch, dtype=float) * q * held_heads(m, wl)
+
+
+def attention(pe, m, wl, node: dict, nodes, groups) -> dict:
+    """Per PE at the attention stage's peak: what the node model holds spread over the PEs, the tile's linear
+    activations, its scores, the peak and its constraint."""
+    P, q = program_pes(pe), (1.0 if wl.mode == "decode" else float(wl.seq_len))
+    held = (node["mem_attn_peak_node_bytes"] - node["mem_attn_transient_node_bytes"]) * nodes / P
+    linear = groups * wl.B * q * memory.attn_linear_bytes_per_token(m, wl) / P
+    score = scores(pe, wl, tile_queries(m, wl, groups, wl.B))
+    peak = held + linear + score
+    return {"pe_mem_attn_held_bytes": held, "pe_mem_attn_linear_bytes": linear, "pe_mem_scores_bytes": score,
+            "pe_mem_attn_peak_bytes": peak, "g_pe_sram_attn": peak / room(pe) - 1.0}
+
+
+def moe_base(node: dict, nodes, pe):
+    """Per PE at the MoE stage's peak, outside the expert regions' own bytes."""
+    return (node["mem_moe_peak_node_bytes"] - node["mem_moe_transient_node_bytes"]) * nodes / program_pes(pe)
+
+
+def region_bytes(m, wl, T, busiest) -> dict:
+    """Bytes one expert's region holds: its weights, and its tokens (the busiest copies and its home share)."""
+    s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
+    home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s
+    return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T,
+            "tokens": np.asarray(busiest, dtype=float) * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home}
+
+
+def need_area(pe, base, region: dict):
+    """PEs an expert's region needs so that its PEs fit (inf where the rest alone fills them)."""
+    free = room(pe) - base
+    total = region["weights"] + region["tokens"]
+    return np.where(free > 0, total / np.where(free > 0, free, 1.0), np.inf)
+
+
+def moe(pe, base, region: dict, area) -> dict:
+    """Per PE of the busiest expert region at the MoE stage's peak, and its constraint."""
+    w, t = region["weights"] / area, region["tokens"] / area
+    peak = base + w + t
+    return {"pe_mem_moe_held_bytes": base + 0.0 * peak, "pe_mem_expert_weights_bytes": w,
+            "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak, "g_pe_sram_moe": peak / room(pe) - 1.0}
+
+
+def node_cap(node: dict, batch):
+    """The largest attention batch B whose attention stage fits the usable node memory at this point's G: the stage
+    peak is its weights plus terms proportional to B (tile, kept activations, KV cache, BTA buffer)."""
+    weights, cap = node["mem_weights_node_bytes"], node["mem_capacity_node_bytes"]
+    per = (node["mem_attn_peak_node_bytes"] - weights) / np.asarray(batch, dtype=float)
+    return np.maximum(np.floor((cap - weights) / per), 0.0)
+
+
+def pe_cap(pe, m, wl, node: dict, nodes, groups):
+    """The largest attention batch B whose attention stage fits every PE at this point's G: the weights, terms
+    proportional to B, and the scores of B sequences (whole rows per PE: solved for each orientation, the better
+    taken)."""
+    P, B = program_pes(pe), np.asarray(wl.B, dtype=float)
+    fixed = node["mem_weights_node_bytes"] * nodes / P
+    per = (attention(pe, m, wl, node, nodes, groups)["pe_mem_attn_held_bytes"] - fixed) / B \
+        + groups * (1.0 if wl.mode == "decode" else wl.seq_len) * memory.attn_linear_bytes_per_token(m, wl) / P
+    k = tile_queries(m, wl, groups, 1.0)
+    rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
+    best = np.zeros(np.broadcast_shapes(np.shape(per), np.shape(fixed)))
+    s5 = 5.0 * wl.bytes_per_act / 2.0
+    for across, down in ((rows, cols), (cols, rows)):
+        u = s5 * np.ceil(wl.seq_len / down)
+        slope = per + k * u / across
+        hi = np.floor((room(pe) - fixed) / slope)        # rows counted exactly: a bound from above
+        b = np.floor((room(pe) - fixed - u) / slope)     # one more row per PE at most: fits for sure
+        for step in (2.0, 1.0, 0.0):                     # whole rows add less than one row's bytes: hi − b ≤ 2 mostly
+            trial = hi - step
+            fits = (trial > b) & (fixed + per * trial + u * np.ceil(k * trial / across) <= room(pe))
+            b = np.where(fits, trial, b)
+        best = np.maximum(best, b)
+    return np.maximum(best, 0.0)
