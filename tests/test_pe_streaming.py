@@ -187,6 +187,13 @@ def test_the_figures_draw_what_binds_and_what_the_fabric_costs(tmp_path):
     assert set(stems) == {"pe_binding", "pe_cost"} and all(f is not None for f in stems.values())
     title = stems["pe_binding"]._suptitle.get_text()
     assert "fabric edge binds 0" in title   # 264 GB/s of edge against 150 GB/s of wafer I/O
+    from wsemoe.report.figures import fig_streaming
+    from wsemoe.report.figures.claims import caption_of
+
+    binds = caption_of(stems["pe_binding"])  # the claim, then the counts the title shows, said once more
+    assert binds.startswith(fig_streaming.CLAIMS["pe_binding"]) and "At PE level the fabric edge binds 0" in binds
+    costs = caption_of(stems["pe_cost"])
+    assert costs.startswith(fig_streaming.CLAIMS["pe_cost"]) and "the best PE-level point loses" in costs
 
 
 def test_the_pe_invariants_can_fail(monkeypatch):

@@ -17,10 +17,11 @@ from wsemoe.report.figures.view import ResultsView
 PE, DISPATCH, B, G = "hardware.pe_fabric", "mapping.pe_dispatch", "workload.B", "workload.G"
 SPARSITY = ("model.num_experts_per_tok", "model.num_experts")
 STEMS = ("pe_binding", "pe_cost")
-CLAIMS = {"pe_binding": "At PE level the fabric's own terms (the edge's I/O channels, the experts' PE pipelines, the "
-                        "token all-to-all on the PE mesh) bind only where they exceed the wafer's I/O and compute",
-          "pe_cost": "The PE fabric costs the best design the all-to-all it serializes and the pipelines of its "
-                     "busiest expert tile"}
+CLAIMS = {"pe_binding": "Modelling the PE fabric changes what binds weight streaming: its own terms (the edge's I/O "
+                        "channels, the expert regions' pipelines, the token all-to-all) bind points that the wafer as "
+                        "one group calls compute- or I/O-bound",
+          "pe_cost": "The PE fabric costs the best point throughput against the wafer as one group: the token "
+                     "all-to-all and the expert regions' pipelines add to its MoE layer"}
 COLUMNS = ("bound", "step_time_s", "moe_layer_time_s", "moe_dispatch_s", "moe_combine_s", "moe_compute_s",
            "moe_regions_s", "attention_compute_s", "tokens_per_s", "hardware.*", "mapping.*", "model.*", "workload.*")
 NEEDS_AXES = ((PE,),)
@@ -97,19 +98,22 @@ def binding(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
                 ax.set_xlabel("B (sequences per tile)")
     fig.legend(handles=[Patch(color=c, label=n) for k, (n, c) in enumerate(KINDS.values()) if k in used],
                loc="outside lower center", ncols=4, frameon=False)
-    heading(fig, f"{view.name}: {_binding_claim(p)}",
+    said, bound = _binding_claim(p)
+    heading(fig, f"{view.name}: {said}",
             "colour: the bound column (the dominant layer's largest term); grey: infeasible (node memory or SRAM per PE)")
-    return caption(fig, CLAIMS["pe_binding"], _binding_claim(p) + ".")
+    verdict = said[:1].upper() + said[1:] + ("." if bound else ": no fabric term binds a point here, so the data "
+                                              "do not bear the claim out.")
+    return caption(fig, CLAIMS["pe_binding"], verdict)
 
 
-def _binding_claim(p: pd.DataFrame) -> str:
-    """What the PE fabric's terms bind, counted over the feasible PE-level points."""
+def _binding_claim(p: pd.DataFrame) -> tuple[str, int]:
+    """What the PE fabric's terms bind, counted over the feasible PE-level points; how many they bind."""
     on = p[p[PE].astype(bool) & p["feasible"].astype(bool)]
     kinds = pd.Series(_kind(on["bound"], on["feasible"]))
     names = list(KINDS)
     count = {k: int((kinds == names.index(k)).sum()) for k in ("edge", "regions", "comm")}
     return (f"at PE level the fabric edge binds {count['edge']}, the expert regions {count['regions']} and the "
-            f"all-to-all {count['comm']} of {len(on)} feasible points")
+            f"all-to-all {count['comm']} of {len(on)} feasible points", sum(count.values()))
 
 
 def _powers(values) -> list[float]:
@@ -166,7 +170,11 @@ def cost(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
     heading(fig, f"{view.name}: {claim}",
             "left: the best feasible point of each view (its own B, G); right: what the PE fabric adds to that "
             "PE-level point's MoE layer")
-    return caption(fig, CLAIMS["pe_cost"], claim + ".")
+    verdict = (f"Against the best point of {views[0]} at each sparsity, the best PE-level point loses "
+               f"{min(losses):.0%} to {max(losses):.0%} of its throughput" + ("." if min(losses) > 0 else
+               ": not everywhere, so here the data do not bear the claim out.") if losses else
+               "No sparsity has a feasible point in both views, so the claim is not tested.")
+    return caption(fig, CLAIMS["pe_cost"], verdict)
 
 
 def _best(rows: pd.DataFrame):
