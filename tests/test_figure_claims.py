@@ -158,3 +158,21 @@ def test_wafer_vs_gpu_bars_need_the_candidate_beside_a_gpu():
     assert fig_comm.wsc_vs_nvl72(_view(pts, compare)) is None
     fig = fig_comm.wsc_vs_nvl72(_view(pts.assign(per_device_moe_tokens_per_s=[600.0, 300.0, 100.0]), compare))
     assert "cs3 against nvl72 ahead at TP 1 (+100%)" in claims.caption_of(fig)
+
+
+def test_speedup_vs_g_with_many_designs_colours_the_highest_and_the_lowest_and_counts_the_rest():
+    """Nine designs (E × top-k) exceed the figure's eight colours: the highest and the lowest peak speedup are
+    drawn in colour and named, the other seven in grey, counted in the legend; the caption counts every design."""
+    import wsemoe
+    from wsemoe.report.figures import fig_bta
+
+    pts = wsemoe.evaluate({"name": "many", "hardware": "cs2", "model": "qwen3-30b-a3b",
+                           "workload": {"mode": "train", "seq_len": 8192, "attn_kernel": "materialized"},
+                           "axes": {"model.num_experts": [8, 32, 128], "model.num_experts_per_tok": [1, 2, 8],
+                                    "workload.B": [1, 2], "workload.G": [1, 2, 4]}})
+    view = _view(pts.assign(feasible=pts["feasible"].astype(bool)))
+    fig = fig_bta.speedup_vs_g(view)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(labels) == 3 and labels[0].startswith(("highest: ", "lowest: ")) and labels[2] == "every other design (7)"
+    assert {lab.split(":")[0] for lab in labels[:2]} == {"highest", "lowest"}
+    assert "of 9 designs gain from G > 1" in claims.caption_of(fig)

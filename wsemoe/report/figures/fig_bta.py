@@ -17,6 +17,7 @@ from wsemoe.report.figures.view import OVER, ResultsView
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
 STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
+MAX_LINES = 8   # designs drawn each in its own colour; beyond, the best and the worst in colour, the rest in grey
 CLAIMS = {"throughput_vs_sparsity": "Batch tiling (BTA) keeps throughput nearly flat as sparsity grows, while "
                                     "uniform batching loses throughput",
           "speedup_vs_G": "Tiling attention (G > 1) raises throughput over G = 1 for every design"}
@@ -138,19 +139,34 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     over = ", ".join(SYMBOLS.get(c, c) for c in tuned)
     drawn = (f"each line: the best feasible point at each G{f' (over {over})' if tuned else ''} against the best "
              f"at G = {num(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
-    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
-    last, notes = [], []
-    for i, (key, sub) in enumerate(groups):
+    lines = []   # (label, speedup per G, its notes, last feasible G) per design with a feasible smallest G
+    for key, sub in groups:
         at = sub.loc[sub.groupby("workload.G")[r.metric].idxmax()].set_index("workload.G").reindex(gs)
         best = at[r.metric]  # infeasible G -> NaN -> a gap
         if len(gs) < 2 or not np.isfinite(best.iloc[0]):
             continue  # no feasible smallest-G point: nothing to compare against
         key = dict(zip(r.group_cols, key if isinstance(key, tuple) else (key,)))
-        colour = PALETTE[i % len(PALETTE)]
-        ax.plot(gs, best / best.iloc[0], marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none",
-                color=colour, label=group_label(r.varying, tuple(key[c] for c in r.varying)))
-        notes += _changes(gs, (best / best.iloc[0]).to_numpy(), at, tuned, colour)
-        last.append(best.last_valid_index())
+        y = (best / best.iloc[0]).to_numpy()
+        lines.append((group_label(r.varying, tuple(key[c] for c in r.varying)), y, at, best.last_valid_index()))
+    many = len(lines) > MAX_LINES
+    if many:  # the rule for many designs: every line in grey, the best and the worst by peak speedup in colour
+        drawn += (f"; {len(lines)} designs: each in grey, the one with the highest and the one with the lowest "
+                  "peak speedup in colour")
+    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
+    peaks = [float(np.nanmax(y)) for _, y, _, _ in lines]
+    shown = {int(np.argmax(peaks)), int(np.argmin(peaks))} if many and lines else set(range(len(lines)))
+    notes = []
+    for i, (label, y, at, _) in enumerate(lines):
+        if i not in shown:
+            ax.plot(gs, y, lw=0.7, color="0.75", alpha=0.6, zorder=1)
+            continue
+        colour = PALETTE[(i == int(np.argmin(peaks))) if many else i % len(PALETTE)]
+        ax.plot(gs, y, marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none", color=colour, zorder=3,
+                label=(("highest: " if i == int(np.argmax(peaks)) else "lowest: ") + label) if many else label)
+        notes += _changes(gs, y, at, tuned, colour)
+    if many:
+        ax.plot([], [], lw=0.7, color="0.75", label=f"every other design ({len(lines) - len(shown)})")
+    last = [g for *_, g in lines]
     if not last:
         return None
     _label(ax, notes, log=True)
@@ -164,21 +180,25 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {num(gs[0])} (×)")
     title = ", ".join(NAMES.get(c, c) for c in r.varying)
     if r.varying:  # one line needs no legend
-        ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
-    return caption(fig, CLAIMS["speedup_vs_G"], _g_verdict(ax, gs))
+        ax.legend(title=title, loc="best" if many else "upper left", frameon=True, framealpha=0.9)
+    return caption(fig, CLAIMS["speedup_vs_G"], _g_verdict([(label, y) for label, y, *_ in lines], gs))
 
 
-def _g_verdict(ax, gs) -> str:
-    """Each line's best speedup and its G; the lines that never rise above 1 say the claim fails for them."""
+def _g_verdict(lines: list, gs) -> str:
+    """Each design's best speedup and its G (counted when there are many); the designs that never rise above 1
+    say the claim fails for them."""
     parts, fails = [], []
-    for line in ax.get_lines():
-        label = line.get_label()
-        y = np.asarray(line.get_ydata(), dtype=float)
-        if label.startswith("_") or not np.isfinite(y).any() or len(y) != len(gs):
+    for label, y in lines:
+        if not np.isfinite(y).any():
             continue
         i = int(np.nanargmax(y))
         (parts if y[i] > 1 + 1e-9 else fails).append(f"{label}: {y[i]:.3g}× at G = {num(gs[i])}"
                                                      if label else f"{y[i]:.3g}× at G = {num(gs[i])}")
+    if len(parts) + len(fails) > MAX_LINES:
+        best = max(((float(np.nanmax(y)), label) for label, y in lines if np.isfinite(y).any()), default=None)
+        text = (f"{len(parts)} of {len(parts) + len(fails)} designs gain from G > 1" + (
+            f", most {best[0]:.3g}× ({best[1]})" if best and parts else ""))
+        return text + (f"; {len(fails)} gain nothing: the claim does not hold for them." if fails else ".")
     text = "Best speedup over G = 1: " + "; ".join(parts) if parts else ""
     if fails:
         text += ("; " if text else "") + f"no gain for {listing(fails)}: the claim does not hold there"
