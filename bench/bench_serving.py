@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from readme import update_readme  # bench/readme.py: the script's own folder is on sys.path
+from readme import publish  # bench/readme.py: the script's own folder is on sys.path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "serving.md"
@@ -154,11 +154,7 @@ def report(quick: bool) -> str:
 
 
 def main(argv: list[str]) -> None:
-    text = report("--quick" in argv)
-    OUT.write_text(text)
-    print(text)
-    if "--readme" in argv:
-        update_readme(text, MARK)
+    publish(report("--quick" in argv), OUT, MARK, argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from bench_serving import best  # bench/bench_serving.py: the script's own folder is on sys.path
-from readme import update_readme
+from readme import publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "streaming.md"
@@ -95,11 +95,7 @@ def report(quick: bool) -> str:
 
 
 def main(argv: list[str]) -> None:
-    text = report("--quick" in argv)
-    OUT.write_text(text)
-    print(text)
-    if "--readme" in argv:
-        update_readme(text, MARK)
+    publish(report("--quick" in argv), OUT, MARK, argv)
 
 
 if __name__ == "__main__":

@@ -12,3 +12,11 @@ def update_readme(text: str, marks: tuple[str, str]) -> None:
     head, rest = README.read_text().split(marks[0], 1)
     _, tail = rest.split(marks[1], 1)
     README.write_text(f"{head}{marks[0]}\n{text}{marks[1]}{tail}")
+
+
+def publish(text: str, out: Path, marks: tuple[str, str], argv: list[str]) -> None:
+    """A bench's report: written to `out`, printed, and copied into README.md with --readme."""
+    out.write_text(text)
+    print(text)
+    if "--readme" in argv:
+        update_readme(text, marks)

@@ -209,11 +209,8 @@ def _check_sram(cfg: SweepConfig) -> None:
     _fail(cfg, sram & (c["workload.G"].astype(float) != 1), "workload.G",
           lambda i: "batch tiling (G) is not modelled for weight_source: sram; its B sequences stream through the "
                     "pipeline")
-    _fail(cfg, sram & np.array([v is not None for v in c["mapping.tp"]]), "mapping.tp",
-          lambda i: "mapping.tp applies to node-level models; weight_source: sram places attention on PE regions "
-                    "(mapping.pe_placement)")
-    _fail(cfg, sram & (c["balance.balancer"] != "none"), "balance.balancer",
-          lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled for weight_source: sram")
+    _pe_level(cfg, c, sram, "weight_source: sram places attention on PE regions (mapping.pe_placement)",
+              "for weight_source: sram")
     spec = (c["workload.draft_tokens"].astype(float) > 0) | (c["workload.accepted_tokens_per_step"].astype(float) != 1)
     _fail(cfg, spec & ~sram, "workload.draft_tokens",
           lambda i: "speculative decoding (draft_tokens, accepted_tokens_per_step) is modelled for weight_source: sram")
@@ -233,12 +230,17 @@ def _check_pe_fabric(cfg: SweepConfig) -> None:
     _fail(cfg, on & (c["workload.overlap"] == "none"), "workload.overlap",
           lambda i: "overlap none with hardware.pe_fabric would add the edge and regions terms to the weights and "
                     "compute terms they are the PE-level view of; use layer or stage")
+    _pe_level(cfg, c, on, "with hardware.pe_fabric the wafer runs attention as one group over its PEs",
+              "with hardware.pe_fabric (one region per expert)")
+
+
+def _pe_level(cfg: SweepConfig, c: dict, on: np.ndarray, attention: str, replicas: str) -> None:
+    """The rule both PE-level modes share: node-level TP groups and expert replicas do not apply where `on`;
+    `attention` says where attention runs instead, `replicas` where replicas are not modelled."""
     _fail(cfg, on & np.array([v is not None for v in c["mapping.tp"]]), "mapping.tp",
-          lambda i: "mapping.tp applies to node-level models; with hardware.pe_fabric the wafer runs attention as "
-                    "one group over its PEs")
+          lambda i: f"mapping.tp applies to node-level models; {attention}")
     _fail(cfg, on & (c["balance.balancer"] != "none"), "balance.balancer",
-          lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled with hardware.pe_fabric "
-                    "(one region per expert)")
+          lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled {replicas}")
 
 
 SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",
