@@ -156,7 +156,7 @@ def test_figure_registered_and_written(plotted):
 def test_figure_claims_follow_the_data(plotted):
     """The share of the roof the subtitle states for the best point is that point's attained over its ceiling."""
     path, _ = plotted
-    view = ResultsView.load(path, fig_roofline.COLUMNS)
+    view = ResultsView.load(path, fig_roofline.STAGE_COLUMNS)
     feas = view.feasible[view.feasible["hardware"] == "nvl72"]
     best = feas.loc[feas[view.metric].idxmax()]
     _, _, bw, _ = fig_roofline.roof(view.sections(best.to_dict())["hardware"])

@@ -16,6 +16,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from wsemoe.errors import ResultsError, os_error
@@ -187,13 +188,18 @@ def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.Da
 def read_rows(path, manifest: dict, index, columns: list[str] | None = None) -> pd.DataFrame:
     """The rows of points `index` (point numbers) of a verified folder, reading only the parts that hold
     them: a figure that needs some columns of a few points does not read those columns for every point."""
-    index = sorted({int(i) for i in index})
+    import pyarrow.parquet as pq
+
+    index = np.array(sorted({int(i) for i in index}), dtype=np.int64)
     frames = []
     for p in sorted(manifest["parts"], key=lambda p: p["start"]):
-        here = [i for i in index if p["start"] <= i < p["stop"]]
-        if here:
+        here = index[(index >= p["start"]) & (index < p["stop"])]
+        if len(here):
             try:
-                df = _read(Path(path) / "points.parquet" / p["file"], columns)
+                # The rows are picked before pandas sees them: converting a whole part costs more than reading it.
+                table = pq.read_table(Path(path) / "points.parquet" / p["file"], columns=columns,
+                                      use_pandas_metadata=True)
+                df = table.filter(np.isin(table.column("point").to_numpy(), here)).to_pandas()
             except Exception as exc:  # pyarrow/pandas raise many types for damaged files
                 raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
             frames.append(df.loc[here])

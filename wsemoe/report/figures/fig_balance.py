@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -24,9 +26,11 @@ COLUMNS = ("tokens_per_s", "expert_imbalance")
 NEEDS_AXES = (("balance.balancer",),)  # without it swept it draws nothing
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure (node-load stems appear only when drawn)."""
-    return {"throughput_vs_skew": throughput_vs_skew(view), **node_loads(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure
+    (node-load stems appear only when drawn)."""
+    yield "throughput_vs_skew", throughput_vs_skew(view)
+    yield from node_loads(view).items()
 
 
 # ---------------------------------------------------------------- expert load per die

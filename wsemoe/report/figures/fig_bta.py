@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from fractions import Fraction
 
 import numpy as np
@@ -25,9 +27,10 @@ FLAT = 1.2  # "nearly flat": max/min across sparsity at most this (the tolerance
 COLUMNS = ()  # the axes, feasibility and the comparison metric every view holds; the rest is comparison.csv
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure."""
-    return {"throughput_vs_sparsity": sparsity(view), "speedup_vs_G": speedup_vs_g(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure."""
+    yield "throughput_vs_sparsity", sparsity(view)
+    yield "speedup_vs_G", speedup_vs_g(view)
 
 
 # ---------------------------------------------------------------- BTA vs uniform across sparsity

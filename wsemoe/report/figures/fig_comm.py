@@ -7,6 +7,8 @@ hardware) at its best configuration over the tuned axes (token flow, ring direct
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
@@ -28,9 +30,10 @@ SAME = 0.005  # changes within ±0.5% count as no change in the captions
 INFEASIBLE = "////"  # hatch of a bar whose point is infeasible (drawn, since its time still answers a question)
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure."""
-    return {"comm_breakdown": comm_breakdown(view), "wsc_vs_nvl72": wsc_vs_nvl72(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure."""
+    yield "comm_breakdown", comm_breakdown(view)
+    yield "wsc_vs_nvl72", wsc_vs_nvl72(view)
 
 
 # ---------------------------------------------------------------- communication breakdown
@@ -120,11 +123,7 @@ def _comm_elsewhere(view: ResultsView, keep: tuple, strategies: list) -> str:
 
 def _with_points(view: ResultsView, points: pd.DataFrame) -> ResultsView:
     """The view with extra per-point columns (the same points)."""
-    out = object.__new__(ResultsView)
-    out.__dict__.update(view.__dict__)
-    out.points = points
-    out.feasible = points[points["feasible"].astype(bool)] if "feasible" in points else points
-    return out
+    return view.with_points(points)
 
 
 def _comm_verdict(totals: dict, tps: list, strategies: list, said: str) -> str:

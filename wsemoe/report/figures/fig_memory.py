@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import textwrap
 
 import numpy as np
@@ -26,9 +28,9 @@ LABEL_WIDTH = 30  # characters per line of a bar's label
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure."""
-    return {"memory_breakdown": memory_breakdown(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure."""
+    yield "memory_breakdown", memory_breakdown(view)
 
 
 def memory_breakdown(r: ResultsView) -> Figure | None:

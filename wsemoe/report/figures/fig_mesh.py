@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap, Normalize
@@ -24,28 +26,27 @@ COLUMNS = ("*_max_link_bytes",)
 NEEDS_AXES = (("mapping.strategy",),)  # without it swept it draws nothing
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure} of the heat maps the sweep supports (none without a mapping axis or the saved config)."""
-    return link_heatmaps(view)
-
-
-def link_heatmaps(view: ResultsView) -> dict:
-    """{stem: figure} per strategy and TP; colour scales shared across strategies at one TP."""
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure]]:
+    """(stem, figure) of each heat map the sweep supports, built when asked for (none without a mapping axis or
+    the saved config); colour scales shared across strategies at one TP."""
     if "mapping.strategy" not in view.axes or not view.cfg or not view.has("dispatch_max_link_bytes"):
-        return {}
+        return
     rows, _ = view.slice(keep=("mapping.strategy", "mapping.tp"))
     tps = sorted(pd.unique(rows["mapping.tp"])) if "mapping.tp" in rows else [None]
     if len(tps) > MAX_TP:  # smallest, middle and largest
         tps = [tps[0], tps[len(tps) // 2], tps[-1]]
-    out = {}
     for tp in tps:
         at = rows if tp is None else rows[rows["mapping.tp"] == tp]
         firsts = (view.first_row(g) for _, g in at.groupby("mapping.strategy", sort=False))
         maps = [m for m in (link_loads(view, row) for row in firsts) if m is not None]
         vmax = max((float(v.max()) for m in maps for v in m["values"].values()), default=0.0)
         for m in maps:
-            out[f"link_heatmap_{m['strategy']}_tp{m['tp']}"] = _heatmap_figure(view, m, vmax)
-    return out
+            yield f"link_heatmap_{m['strategy']}_tp{m['tp']}", _heatmap_figure(view, m, vmax)
+
+
+def link_heatmaps(view: ResultsView) -> dict:
+    """{stem: figure} of every heat map (`figures`, all built)."""
+    return dict(figures(view))
 
 
 def link_loads(view: ResultsView, row: dict) -> dict | None:

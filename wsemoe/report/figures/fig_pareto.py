@@ -5,6 +5,8 @@ line, and the figure says so."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
@@ -26,9 +28,9 @@ MAX_MARKED = 40      # front points drawn as rings; a longer front is a line wit
 SIZE = (SINGLE[0], 5.4)  # taller than one panel: the legend sits below the plot, not beside it
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure."""
-    return {"pareto": pareto(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure."""
+    yield "pareto", pareto(view)
 
 
 def _numeric(df: pd.DataFrame, col: str) -> bool:
@@ -45,7 +47,7 @@ def pareto(r: ResultsView) -> Figure | None:
     (fx, _), (fy, _) = scale(xcol, r.feasible[xcol]), scale(ycol, r.feasible[ycol])
     colour, shape = _colour_axes(r)
     systems = [a for a in r.front_groups if r.pareto[a].nunique() > 1]
-    feas, infeasible = r.feasible, r.points.drop(r.feasible.index)
+    feas, infeasible = r.feasible, r.infeasible
     drawn = f"{len(r.points):,} points, {len(feas):,} feasible"
     how = (f"colour: {name(colour)}" if colour else "") + (f", marker: {name(shape)}" if shape else "")
     fronts = (f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points") + \

@@ -8,6 +8,8 @@ Right: every group's range over the combinations, with the configured and defaul
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import textwrap
 
 import numpy as np
@@ -25,9 +27,9 @@ COLUMNS = ()  # drawn from the readings folder, not from the points
 AHEAD, EVEN, BEHIND = PALETTE[2], PALETTE[7], PALETTE[3]
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None without a readings analysis of a comparison."""
-    return {"readings_robustness": robustness_figure(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None without a readings analysis of a comparison."""
+    yield "readings_robustness", robustness_figure(view)
 
 
 def _short(group: str) -> str:

@@ -7,6 +7,8 @@ unknown, longest first: total index (solid, with its 95% confidence) and first-o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -20,9 +22,9 @@ CLAIMS = {"sensitivity_tornado": "Which calibration unknowns the result depends 
 COLUMNS = ()  # drawn from the sensitivity folder, not from the points
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None without a sensitivity analysis of these results."""
-    return {"sensitivity_tornado": tornado(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None without a sensitivity analysis of these results."""
+    yield "sensitivity_tornado", tornado(view)
 
 
 def _focus(s) -> tuple[list[str], str]:

@@ -3,14 +3,15 @@ and a region heat map of one MoE layer's dispatch link loads under each placemen
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import textwrap
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import ListedColormap, Normalize
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from wsemoe.cost.wafer import serving
@@ -32,14 +33,15 @@ CLAIMS = {"serving_wafers": "More wafers than the fewest that fit buy per-user s
                                "of attention collectives across tiles that now lie apart"}
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure (no SRAM-serving point)."""
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure (no
+    SRAM-serving point)."""
     rows = _serving_rows(view)
     if rows is None:
-        return {"serving_wafers": None}
-    out = {"serving_wafers": per_user(view, rows)}
-    out.update(heatmaps(view, rows))
-    return out
+        yield "serving_wafers", None
+        return
+    yield "serving_wafers", per_user(view, rows)
+    yield from heatmaps(view, rows)
 
 
 def _serving_rows(view: ResultsView) -> pd.DataFrame | None:
@@ -128,17 +130,15 @@ def _spaced(values: list) -> list:
     return out
 
 
-def heatmaps(view: ResultsView, rows: pd.DataFrame) -> dict:
-    """{serving_heatmap_<model>: figure} at each model's best per-user point, blocked beside interleaved."""
+def heatmaps(view: ResultsView, rows: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+    """(serving_heatmap_<model>, figure) at each model's best per-user point, blocked beside interleaved."""
     if not view.cfg:
-        return {}
-    out = {}
+        return
     for model, at in rows.groupby("model", sort=False, observed=True) if "model" in rows else [(None, rows)]:
         row = view.first_row(at.sort_values(PER_USER, ascending=False))
         maps = [m for m in (_placed(view, row, p) for p in ("blocked", "interleaved")) if m is not None]
         if maps:
-            out[f"serving_heatmap_{model or view.name}"] = _heatmap(view, row, maps)
-    return out
+            yield f"serving_heatmap_{model or view.name}", _heatmap(view, row, maps)
 
 
 def _placed(view: ResultsView, row: dict, strategy: str) -> dict | None:

@@ -3,6 +3,8 @@ B × G plane at every sparsity, and what the PE fabric's terms cost the best poi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
@@ -32,12 +34,15 @@ KINDS = {"compute": ("compute (node level)", PALETTE[0]), "weights": ("wafer I/O
          "comm": ("PE all-to-all (dispatch + combine)", PALETTE[2]), "infeasible": ("infeasible", "0.85")}
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the results hold no PE-level point beside a one-group one over B and G."""
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the results hold no PE-level point beside a
+    one-group one over B and G."""
     rows = _rows(view)
     if rows is None:
-        return {s: None for s in STEMS}
-    return {"pe_binding": binding(view, *rows), "pe_cost": cost(view, *rows)}
+        yield from ((s, None) for s in STEMS)
+        return
+    yield "pe_binding", binding(view, *rows)
+    yield "pe_cost", cost(view, *rows)
 
 
 def _rows(view: ResultsView):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Iterator
+
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from wsemoe.report.figures.claims import caption, listing
+from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, pct, single
 from wsemoe.report.figures.view import ResultsView
 
@@ -25,9 +26,9 @@ COLUMNS = (*METRICS, "moe_hbm_s", "moe_compute_s")  # with the axes, feasibility
 NEEDS_AXES = (("hardware", TAU),)  # without both swept it draws nothing
 
 
-def figures(view: ResultsView) -> dict[str, Figure | None]:
-    """{stem: figure}; None where the data does not support the figure."""
-    return {"crossover": crossover(view)}
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs, each built when asked for; None where the data does not support the figure."""
+    yield "crossover", crossover(view)
 
 
 def best_ratios(view: ResultsView, metric: str, base: str) -> pd.DataFrame:
@@ -68,9 +69,7 @@ def one_model(view: ResultsView) -> ResultsView:
     if "model" not in view.points or view.points["model"].nunique() < 2:
         return view
     first = view.points["model"].iloc[0]
-    out = copy.copy(view)
-    out.points, out.feasible = (df[df["model"] == first] for df in (view.points, view.feasible))
-    return out
+    return view.with_points(view.points[view.points["model"] == first])
 
 
 def crossover(view: ResultsView) -> Figure | None:

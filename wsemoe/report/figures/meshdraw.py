@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.collections import PatchCollection
+from matplotlib.cm import ScalarMappable
+from matplotlib.collections import PathCollection
 from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import PathPatch, Rectangle
+from matplotlib.path import Path
+from matplotlib.textpath import TextPath
 
 from wsemoe.report.figures.style import PALETTE
 
@@ -43,19 +49,46 @@ def link_geometry(rows: int, cols: int) -> tuple[np.ndarray, ...]:
     return x, y, u, v
 
 
-def draw_links(ax, rows: int, cols: int, values, cmap, norm, gid: str):
-    """One arrow per directed link coloured by `values` (all_links() order); returns the Quiver."""
+SHAFT = 0.07  # arrow shaft width in node pitches; the head is 2.6 shafts wide and 2.4 long, notched to 2.1
+
+
+@lru_cache(maxsize=16)
+def arrow_polygons(rows: int, cols: int) -> np.ndarray:
+    """(links, 7, 2) outline of every directed link's arrow in data units, in all_links() order."""
     x, y, u, v = link_geometry(rows, cols)
-    q = ax.quiver(x, y, u, v, np.asarray(values, dtype=float), cmap=cmap, norm=norm, angles="xy",
-                  scale_units="xy", scale=1, units="xy", width=0.07, headwidth=2.6, headlength=2.4,
-                  headaxislength=2.1, zorder=3)
-    q.set_gid(gid)  # lets tests and callers find the drawn values again
-    return q
+    length = np.hypot(u, v)[:, None]
+    along = np.stack([u, v], axis=1) / length
+    across = np.stack([-along[:, 1], along[:, 0]], axis=1)
+    w, head, notch, half = SHAFT / 2, 2.4 * SHAFT, 2.1 * SHAFT, 1.3 * SHAFT
+    a = np.concatenate([np.zeros_like(length), length - notch, length - head, length, length - head,
+                        length - notch, np.zeros_like(length)], axis=1)  # distance along the arrow
+    b = np.array([-w, -w, -half, 0.0, half, w, w])  # distance across it
+    return (np.stack([x, y], axis=1)[:, None, :] + a[:, :, None] * along[:, None, :]
+            + b[None, :, None] * across[:, None, :])
+
+
+def draw_links(ax, rows: int, cols: int, values, cmap, norm, gid: str) -> PathCollection:
+    """One arrow per directed link coloured by `values` (all_links() order); returns the layer, which carries the
+    colour mapping (for a colour bar). Arrows of one colour form one compound path: an SVG holds one element per colour used, not
+    one per link (a 16×16 mesh has 960 links a panel). The values drawn stay on the layer (`drawn_links`)."""
+    values = np.asarray(values, dtype=float)
+    mapping = ScalarMappable(norm=norm, cmap=cmap)
+    rgba = mapping.to_rgba(values)  # below the norm: the colour map's 'under' colour (idle grey)
+    colours, which = np.unique(rgba, axis=0, return_inverse=True)
+    polys = arrow_polygons(rows, cols)
+    paths = [Path.make_compound_path_from_polys(polys[which.ravel() == k]) for k in range(len(colours))]
+    # The layer keeps the norm and colour map (no array: its colours are set) for a colour bar to read.
+    layer = PathCollection(paths, facecolors=colours, edgecolors="none", linewidths=0, zorder=3, norm=norm,
+                           cmap=cmap)
+    layer.set_gid(gid)  # lets tests and callers find the drawn values again
+    layer.link_values = values
+    ax.add_collection(layer, autolim=False)
+    return layer
 
 
 def drawn_links(fig: Figure) -> dict:
     """{gid: values} of every link layer drawn in `fig` (what the colours encode, all_links() order)."""
-    return {c.get_gid(): np.asarray(c.get_array()) for ax in fig.axes for c in ax.collections if c.get_gid()}
+    return {c.get_gid(): c.link_values for ax in fig.axes for c in ax.collections if hasattr(c, "link_values")}
 
 
 def mesh_axes(ax, rows: int, cols: int) -> None:
@@ -74,16 +107,60 @@ def draw_nodes(ax, placement) -> None:
     """Dies as small squares in light TP-group colours, numbered by group (colours repeat, numbers do not)."""
     rows, cols = placement.rows, placement.cols
     r, c = np.divmod(np.arange(rows * cols), cols)
-    squares = [Rectangle((x - NODE_HALF, y - NODE_HALF), 2 * NODE_HALF, 2 * NODE_HALF) for x, y in zip(c, r)]
     fills = [GROUP_C[int(g) % len(GROUP_C)] for g in placement.group_of]
-    ax.add_collection(PatchCollection(squares, facecolors=fills, edgecolors="0.35", linewidths=0.5, zorder=2))
+    draw_squares(ax, c, r, NODE_HALF, fills, edgecolor="0.35", linewidth=0.5)
     if rows * cols > 256:  # numbers would not fit
         return
-    size = min(6.5, 56 / max(rows, cols))
-    for x, y, g in zip(c, r, placement.group_of):
-        # Kept out of the layout: they lie inside the axes, and measuring hundreds of them is slow.
-        ax.text(x, y, str(int(g)), ha="center", va="center", fontsize=size, color="0.15", zorder=4,
-                in_layout=False)
+    # One path for all numbers, not a text per die: a 16×16 heat map drew 768 texts, seconds to lay out and
+    # render; one path costs milliseconds, and its glyphs scale with the dies (sizes in node pitches).
+    ax.add_artist(PathPatch(numbers_path(c, r, placement.group_of, NUMBER_HEIGHT), facecolor="0.15",
+                            edgecolor="none", zorder=4, in_layout=False))
+
+
+def draw_squares(ax, x, y, half: float, fills, edgecolor, linewidth: float, zorder: float = 2) -> None:
+    """Squares centred on (x, y), one compound path per fill colour: an SVG holds a few elements, not one per
+    square. Added as artists, not patches: the canvas limits are fixed, so nothing needs measuring."""
+    corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]]) * half
+    x, y, colours = np.asarray(x, float), np.asarray(y, float), [to_rgb(f) for f in fills]
+    for colour in dict.fromkeys(colours):
+        at = np.array([k for k, f in enumerate(colours) if f == colour])
+        polys = corners[None] + np.stack([x[at], y[at]], axis=1)[:, None, :]
+        ax.add_artist(PathPatch(Path.make_compound_path_from_polys(polys), facecolor=colour, edgecolor=edgecolor,
+                                linewidth=linewidth, zorder=zorder))
+
+
+NUMBER_HEIGHT, NUMBER_WIDTH = 0.17, 0.34  # digit height, widest label, in node pitches (a die's square is 0.4)
+
+
+@lru_cache(maxsize=1)
+def _digits() -> tuple[list, float, float]:
+    """([(vertices, codes)] of the digits 0-9 with their baseline at 0, digit height, advance), 1 unit = 1 em.
+    DejaVu Sans has tabular figures (every digit the same advance), so labels compose from ten glyphs."""
+    prop = FontProperties(family="DejaVu Sans")
+    glyphs = [TextPath((0, 0), str(d), size=1.0, prop=prop) for d in range(10)]
+    height = max(g.get_extents().y1 for g in glyphs)
+    advance = TextPath((0, 0), "00", size=1.0, prop=prop).get_extents().x1 - glyphs[0].get_extents().x1
+    return [(g.vertices.copy(), g.codes.copy()) for g in glyphs], height, advance
+
+
+def numbers_path(x, y, numbers, height: float) -> Path:
+    """One path holding every number centred on its (x, y), digits `height` tall (narrower to fit NUMBER_WIDTH),
+    upright on a canvas whose rows run downwards."""
+    glyphs, digit_h, advance = _digits()
+    verts, codes = [], []
+    for xi, yi, n in zip(x, y, numbers):
+        text = str(int(n))
+        parts = [(glyphs[int(ch)][0] + (i * advance, 0), glyphs[int(ch)][1]) for i, ch in enumerate(text)]
+        v = np.concatenate([p[0] for p in parts])
+        lo, hi = v[:, 0].min(), v[:, 0].max()
+        k = height / digit_h
+        k = min(k, NUMBER_WIDTH / ((hi - lo) or 1.0))
+        centred = (v - [(lo + hi) / 2, digit_h / 2]) * [k, -k]  # y flipped: row 0 is drawn on top
+        verts.append(centred + (xi, yi))
+        codes.extend(p[1] for p in parts)
+    if not verts:
+        return Path(np.zeros((0, 2)))
+    return Path(np.concatenate(verts), np.concatenate(codes))
 
 
 def draw_ftd(ax, placement) -> None:
@@ -93,8 +170,8 @@ def draw_ftd(ax, placement) -> None:
     fr, fc = placement.ftd_shape
     for r0 in range(0, placement.rows, fr):
         for c0 in range(0, placement.cols, fc):
-            ax.add_patch(Rectangle((c0 - 0.5, r0 - 0.5), fc, fr, fill=False, lw=1.3, ls=(0, (4, 2)),
-                                   ec="0.25", zorder=1, in_layout=False))
+            ax.add_artist(Rectangle((c0 - 0.5, r0 - 0.5), fc, fr, fill=False, lw=1.3, ls=(0, (4, 2)),
+                                    ec="0.25", zorder=1, in_layout=False))
 
 
 def draw_wafers(ax, layout) -> None:
@@ -110,5 +187,4 @@ def draw_wafers(ax, layout) -> None:
 def draw_cells(ax, rows: int, cols: int, fills) -> None:
     """Grid cells (nodes or PE-region tiles) as squares filled in `fills` (row-major)."""
     r, c = np.divmod(np.arange(rows * cols), cols)
-    squares = [Rectangle((x - 0.42, y - 0.42), 0.84, 0.84) for x, y in zip(c, r)]
-    ax.add_collection(PatchCollection(squares, facecolors=list(fills), edgecolors="0.55", linewidths=0.4, zorder=2))
+    draw_squares(ax, c, r, 0.42, fills, edgecolor="0.55", linewidth=0.4)

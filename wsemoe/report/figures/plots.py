@@ -19,11 +19,13 @@ from wsemoe.errors import ConfigError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
 from wsemoe.report.figures.claims import caption_of
+from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
-from wsemoe.report.figures.view import ResultsView, base_columns
+from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep import store, writer
 
-# Each family: figures(view) -> {stem: figure, or None when the data does not support it}.
+# Each family: figures(view) yields (stem, figure, or None when the data does not support it), each figure built
+# when asked for, so one renders while the next is built.
 FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
             fig_readings, fig_serving, fig_streaming)
 DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC, *fig_serving.DYNAMIC)  # stems that carry a value: cleaned by pattern
@@ -62,10 +64,11 @@ def figures(path, only=None, on_progress=None):
     `on_progress(done, total, family)` hears of each family done.
 
     A family whose `NEEDS_AXES` (alternatives, each a set of axes that must all be swept) the results lack
-    draws nothing, so its points are not read; the columns every view holds are read once for all."""
+    draws nothing, so its points are not read; the columns every view holds, the front, the config and the
+    analyses are read once for all."""
     path = Path(path)
     man = store.load_manifest(path)  # a missing, incomplete or damaged folder fails here, in one line
-    base = None
+    shared = None  # the columns every view holds, the front, config and analyses: read once for all families
     wanted = _wanted(only)
     for k, (family, keep) in enumerate(wanted.items()):
         needs = getattr(family, "NEEDS_AXES", None)
@@ -74,12 +77,11 @@ def figures(path, only=None, on_progress=None):
                 if "*" not in stem and (keep is None or stem in keep):
                     yield stem, None
         else:
-            if base is None and getattr(family, "COLUMNS", None) is not None:
-                base = store.read_points(path, man, base_columns(man, path))
-            view = ResultsView.load(path, getattr(family, "COLUMNS", None), base=base)
+            shared = shared or ResultsView.load(path, columns=())
+            view = ResultsView.load(path, getattr(family, "COLUMNS", None), base=shared.points, like=shared)
             # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
             with rc_context(STYLE):
-                for stem, fig in family.figures(view).items():
+                for stem, fig in family.figures(view):
                     if keep is None or stem in keep:
                         yield stem, fig
             del view
@@ -102,14 +104,20 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progr
     store.load_manifest(path)  # a damaged folder is refused before its plots/ is looked at
     writer.make_folder(folder, "plot", create=False)
     written, absent = [], []
-    for stem, fig in figures(path, only, on_progress):
+
+    def files(fig) -> tuple[dict, str]:
+        return {ext: figure_bytes(fig, ext) for ext in formats}, caption_of(fig)
+
+    # Each figure is rendered (in a forked child when a core is free) while the next is built; written in order.
+    for stem, out, _ in rendered(figures(path, only, on_progress), files):
         writer.make_folder(folder, "plot")
-        if fig is None:
+        if out is None:
             absent.append(stem)
             continue
+        data, caption = out
         for ext in formats:
-            written.append(writer.write_file(folder / f"{stem}.{ext}", figure_bytes(fig, ext), "plot", force))
-        if caption := caption_of(fig):
+            written.append(writer.write_file(folder / f"{stem}.{ext}", data[ext], "plot", force))
+        if caption:
             written.append(writer.write_file(folder / f"{stem}.txt", caption + "\n", "plot", force))
     if folder.is_dir() and not only:
         _clean(folder, absent, {p.stem for p in written})

@@ -75,10 +75,13 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     if fmt not in ALL_FORMATS:
         raise ConfigError(f"unknown figure format '{fmt}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
     meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": None}[fmt]
+    # zlib level 1, not 6: PNG encoding was half of rendering a heat map (0.13 of 0.29 s) and level 1 costs
+    # a third of it, for files 5-13% larger (measured on a 16×16 heat map, a Pareto cloud and a roofline).
+    extra = {"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}
     buf = io.BytesIO()
     with rc_context(STYLE):
         literal_text(fig)
-        fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta, **extra)
     return buf.getvalue()
 
 

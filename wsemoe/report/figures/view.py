@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+from functools import cached_property
+
 import fnmatch
 from pathlib import Path
 
@@ -46,35 +49,71 @@ class ResultsView:
         self.compare, self.model = cfg.get("compare") or {}, cfg.get("model") or {}
         self.metric = self.compare.get("metric", "tokens_per_s")  # what "best" means
         self.baseline = self.compare.get("baseline") or ({"workload.G": 1} if "workload.G" in self.axes else {})
-        self.feasible = points[points["feasible"].astype(bool)] if "feasible" in points else points
         self.group_cols = [a for a in self.axes if a not in OVER]  # one design each
-        self.varying = [a for a in self.group_cols if points[a].nunique() > 1]  # zipped constants add no label
+
+    def with_points(self, points: pd.DataFrame) -> ResultsView:
+        """This view over other rows or columns of its points: what derives from them is derived again, except
+        the axes that vary, which stay those of the whole sweep (labels name what the sweep varies)."""
+        out = copy.copy(self)
+        out.varying = self.varying
+        for derived in ("feasible", "infeasible", "_ok"):
+            out.__dict__.pop(derived, None)
+        out.points = points
+        return out
+
+    # Derived when first asked for: each family's view needs some of them, and each costs a pass over every point.
+    @cached_property
+    def feasible(self) -> pd.DataFrame:
+        """The feasible points."""
+        return self.points[self._ok] if self._ok is not None else self.points
+
+    @cached_property
+    def infeasible(self) -> pd.DataFrame:
+        """The infeasible points."""
+        return self.points[~self._ok] if self._ok is not None else self.points.iloc[:0]
+
+    @cached_property
+    def _ok(self) -> np.ndarray | None:
+        return self.points["feasible"].to_numpy(dtype=bool) if "feasible" in self.points else None
+
+    @cached_property
+    def varying(self) -> list[str]:
+        """The design axes with more than one value (zipped constants add no label)."""
+        return [a for a in self.group_cols if self.points[a].nunique() > 1]
 
     @classmethod
-    def load(cls, path, columns=None, base: pd.DataFrame | None = None) -> ResultsView:
+    def load(cls, path, columns=None, base: pd.DataFrame | None = None, like: ResultsView | None = None) -> ResultsView:
         """Read and verify a results folder; ResultsError when it is missing, incomplete or damaged.
 
         `columns` (names or fnmatch patterns of the manifest's columns) bounds memory: the points hold only
         those, plus the axes, `feasible`, the objectives and the comparison metric every figure may use.
         `base`, those common columns already read (`base_columns`), is reused: only the rest is read.
+        `like`, a view of the same folder already loaded: its manifest, front, comparison, config and analyses
+        are reused (read and parsed once per command, not once per figure family).
         """
         path = Path(path)
-        man = store.load_manifest(path)
-        wanted = _projection(man, path, columns)
+        if like is not None:
+            man, pareto, comparison, cfg = like.manifest, like.pareto, like.comparison, like.cfg
+            sensitivity, analysed = like.sensitivity, like.readings
+        else:
+            man = store.load_manifest(path)
+            pareto = store.read_pareto(path)
+            comparison = None
+            if (path / "comparison.csv").is_file():
+                try:
+                    comparison = pd.read_csv(path / "comparison.csv")
+                except Exception as exc:  # pandas raises many types for damaged files
+                    raise ResultsError(f"cannot read comparison.csv: {type(exc).__name__}",
+                                       loc=(str(path),)) from None
+            cfg = _config(path)
+            sensitivity, analysed = sens.load(path, man.get("config_hash")), readings.load(path, man.get("config_hash"))
+        wanted = _projection(man, columns, cfg)
         extra = [c for c in wanted if c not in base] if base is not None and wanted is not None else None
         if extra is None:
             points = store.read_points(path, man, wanted)
         else:
             points = pd.concat([base, store.read_points(path, man, extra)], axis=1) if extra else base
-        pareto = store.read_pareto(path)
-        comparison = None
-        if (path / "comparison.csv").is_file():
-            try:
-                comparison = pd.read_csv(path / "comparison.csv")
-            except Exception as exc:  # pandas raises many types for damaged files
-                raise ResultsError(f"cannot read comparison.csv: {type(exc).__name__}", loc=(str(path),)) from None
-        view = cls(man.get("name", path.name), man, points, pareto, comparison, _config(path),
-                   sens.load(path, man.get("config_hash")), readings.load(path, man.get("config_hash")))
+        view = cls(man.get("name", path.name), man, points, pareto, comparison, cfg, sensitivity, analysed)
         view.path = path
         return view
 
@@ -213,22 +252,24 @@ def _config(path: Path) -> dict:
     return cfg
 
 
-def base_columns(man: dict, path) -> list[str]:
+def base_columns(man: dict, path, cfg: dict | None = None) -> list[str]:
     """What every figure may use, so every view holds it: the axes, `feasible`, the objectives and the
-    comparison metric (those the results have)."""
-    try:
-        cmp = (yamlio.load(Path(path) / "config.yaml") or {}).get("compare") or {}
-    except Exception:  # without the config only the default metric is kept
-        cmp = {}
+    comparison metric (those the results have). `cfg`, the saved config when already read."""
+    if cfg is None:
+        try:
+            cfg = yamlio.load(Path(path) / "config.yaml") or {}
+        except Exception:  # without the config only the default metric is kept
+            cfg = {}
+    cmp = (cfg.get("compare") if isinstance(cfg, dict) else None) or {}
     base = {*man.get("axes", []), "feasible", *man.get("objectives", {}), cmp.get("metric", "tokens_per_s")}
     return [c for c in man.get("columns", {}) if c in base]
 
 
-def _projection(man: dict, path: Path, columns) -> list[str] | None:
+def _projection(man: dict, columns, cfg: dict) -> list[str] | None:
     """The columns to read: every one when `columns` is None, else these plus what every figure may use."""
     if columns is None:
         return None
-    base = set(base_columns(man, path))
+    base = set(base_columns(man, None, cfg))
     return [c for c in man.get("columns", {}) if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
 
 

@@ -15,6 +15,7 @@ import re
 from html import escape
 
 from wsemoe.report.figures.claims import caption_of
+from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import STYLE, figure_bytes, literal_text
 
 SVG_MAX = 120_000     # bytes of SVG above which a figure is embedded as PNG
@@ -74,6 +75,28 @@ def caption(stem: str, fig, claim_shown: bool = False) -> str:
     return f"<figcaption>{body} <span class=\"stem\">({escape(stem)})</span></figcaption>"
 
 
+def _family(stem: str) -> str | None:
+    """The thumbnail family of a stem (maps drawn as rasters: their SVG is about 1 MB each), or None."""
+    return next((p for p in THUMBS if fnmatch.fnmatchcase(stem, p)), None)
+
+
+def _numbered(figures):
+    """(stem, (n, stem, figure)) of each drawn figure, numbered from 0 (ids stay unique on the page)."""
+    n = 0
+    for stem, fig in figures:
+        if fig is not None:
+            yield stem, (n, stem, fig)
+            n += 1
+
+
+def _markup(item) -> str:
+    """The <figure> of one numbered figure: its image and its caption."""
+    n, stem, fig = item
+    family = _family(stem)
+    return (f"<figure id=\"fig-{escape(stem)}\">{image(fig, n, caption_of(fig) or stem, raster=bool(family))}"
+            f"{caption(stem, fig, claim_shown=bool(family))}</figure>")
+
+
 def section(figures) -> tuple[list[str], int]:
     """The markup of (stem, figure) pairs in order, thumbnail families gathered in grids; how many were drawn."""
     parts, grid, n = [], [], 0
@@ -85,16 +108,13 @@ def section(figures) -> tuple[list[str], int]:
                          "<div class=\"thumbs\">" + "".join(grid) + "</div>")
             grid.clear()
 
-    for stem, fig in figures:
-        if fig is None:
-            continue
-        family = next((p for p in THUMBS if fnmatch.fnmatchcase(stem, p)), None)  # maps: raster (SVG ~1 MB each)
+    # Each figure's markup is rendered (in a forked child when a core is free) while the next one is built.
+    for stem, body, item in rendered(_numbered(figures), _markup):
+        n, fig = item[0] + 1, item[2]
+        family = _family(stem)
         text = caption_of(fig).partition(". ")[0]
         if grid and (family is None or text != claim.get("text")):
             flush()
-        body = (f"<figure id=\"fig-{escape(stem)}\">{image(fig, n, caption_of(fig) or stem, raster=bool(family))}"
-                f"{caption(stem, fig, claim_shown=bool(family))}</figure>")
-        n += 1
         if family:
             claim["text"] = text
             grid.append(f"<details><summary>{body}</summary></details>")

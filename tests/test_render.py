@@ -1,0 +1,79 @@
+"""Rendering beside building (report/figures/render.py): forked children give the bytes this process would, in
+order, and a child that fails or dies is never trusted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from wsemoe.report.figures.render import rendered, spare_cores
+from wsemoe.report.figures.style import figure_bytes
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="rendering in children needs fork")
+
+
+def _figures(n: int = 5):
+    """(stem, figure) pairs, one None among them (a figure the data do not support)."""
+    rng = np.random.default_rng(0)
+    for k in range(n):
+        if k == 2:
+            yield "absent", None
+            continue
+        fig = Figure(figsize=(3, 2))
+        ax = fig.add_subplot()
+        ax.plot(rng.random(50), label=f"series {k}")
+        ax.set_title(f"figure {k}")
+        fig.legend()
+        yield f"f{k}", fig
+
+
+def _files(fig) -> dict:
+    return {ext: figure_bytes(fig, ext) for ext in ("png", "svg")}
+
+
+def test_children_give_the_bytes_and_order_of_this_process():
+    here = [(stem, out) for stem, out, _ in rendered(_figures(), _files, children=0)]
+    forked = [(stem, out) for stem, out, _ in rendered(_figures(), _files, children=2)]
+    assert [s for s, _ in forked] == ["f0", "f1", "absent", "f3", "f4"]
+    assert forked == here
+    assert dict(forked)["absent"] is None and dict(forked)["f0"]["png"].startswith(b"\x89PNG")
+
+
+def test_an_error_in_a_child_surfaces_here_with_its_own_type():
+    def failing(fig):
+        if fig.axes[0].get_title() == "figure 3":
+            raise ZeroDivisionError("the figure's own error")
+        return _files(fig)
+
+    with pytest.raises(ZeroDivisionError, match="own error"):
+        list(rendered(_figures(), failing, children=2))
+
+
+def test_a_child_that_dies_is_replaced_by_rendering_here():
+    parent = os.getpid()
+
+    def dying(fig):
+        if os.getpid() != parent:  # only in a child: as if the OOM killer took it
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _files(fig)
+
+    got = {stem: out for stem, out, _ in rendered(_figures(), dying, children=2)}
+    assert got == {stem: out for stem, out, _ in rendered(_figures(), _files, children=0)}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_stopping_early_leaves_no_child():
+    gen = rendered(_figures(8), _files, children=2)
+    next(gen)
+    gen.close()  # as when the command is interrupted: pending children are killed and reaped
+    kids = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+    assert kids == []
+
+
+def test_spare_cores_leave_one_for_this_process():
+    assert spare_cores() == max(0, len(os.sched_getaffinity(0)) - 1)

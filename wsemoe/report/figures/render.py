@@ -1,0 +1,125 @@
+"""Figures rendered beside their building: a forked child renders one figure while this process builds the next.
+
+Rendering (PNG and SVG of a figure with thousands of artists) is most of what `plot` and `report` spend, and
+it is one figure at a time, single-threaded, in matplotlib. A child forked once the figure exists shares it
+with this process (copy on write: nothing is pickled on the way in), renders it, and hands back only bytes,
+through an anonymous temporary file (a pipe would block the child until this process came to read it).
+Results come back in the order the figures came, identical to rendering here: the child renders the same
+figure with the same settings. Without fork (not POSIX) or with one core, everything renders in this process.
+
+A child dies with this process (even by SIGKILL: PR_SET_PDEATHSIG) and dies at once on Ctrl-C or SIGTERM,
+which reach the whole process group; the command then ends as it would without children. A child that fails
+for any other reason is not trusted: its figure is rendered again here, where the error would surface with
+its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import pickle
+import signal
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+
+
+def spare_cores() -> int:
+    """Children worth running beside this process: one per further core (none on one core or without fork)."""
+    if not hasattr(os, "fork"):
+        return 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(0, cores - 1)
+
+
+class _Child:
+    """One figure being rendered in a forked child; `result()` waits for it (None if the child failed)."""
+
+    def __init__(self, render: Callable, fig):
+        self.out = tempfile.TemporaryFile()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: render, write, leave without running any of the parent's clean-up
+            code = 1
+            try:
+                # No collections in a child that lives a second: one would walk (and so copy) every object
+                # it shares with this process.
+                gc.disable()
+                _child_signals()
+                pickle.dump(render(fig), self.out, protocol=pickle.HIGHEST_PROTOCOL)
+                self.out.flush()
+                code = 0
+            finally:
+                os._exit(code)
+        self.status: int | None = None
+
+    def done(self) -> bool:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def result(self):
+        if self.status is None:
+            self.status = os.waitpid(self.pid, 0)[1]
+        try:
+            if self.status != 0:
+                return None
+            self.out.seek(0)
+            return pickle.load(self.out)
+        finally:
+            self.out.close()
+
+    def kill(self) -> None:
+        if self.status is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+                self.status = os.waitpid(self.pid, 0)[1]
+        self.out.close()
+
+
+def _child_signals() -> None:
+    """Ctrl-C and SIGTERM end a child silently (the parent reports); the parent's death ends it too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def rendered(pairs: Iterable, render: Callable, children: int | None = None) -> Iterator[tuple]:
+    """(stem, render(figure), figure) for each (stem, figure) of `pairs`, in order; None in place of both for
+    a figure that is None. Up to `children` (default: one per further core) render in forked children while
+    the next figures are built; when all are busy, this process renders the figure itself."""
+    children = spare_cores() if children is None else children
+    pending: deque = deque()  # [stem, figure, _Child or None, result]
+    try:
+        for stem, fig in pairs:
+            busy = sum(1 for item in pending if item[2] is not None and not item[2].done())
+            if fig is None:
+                pending.append([stem, None, None, None])
+            elif busy < children:
+                pending.append([stem, fig, _Child(render, fig), None])
+            else:
+                pending.append([stem, fig, None, render(fig)])
+            while pending and (pending[0][2] is None or pending[0][2].done()):
+                yield _finish(pending.popleft(), render)
+        while pending:
+            yield _finish(pending.popleft(), render)
+    finally:
+        for item in pending:
+            if item[2] is not None:
+                item[2].kill()
+
+
+def _finish(item: list, render: Callable) -> tuple:
+    stem, fig, child, result = item
+    if child is not None:
+        result = child.result()
+        if result is None:  # the child failed: render here, where an error shows with its traceback
+            result = render(fig)
+    return stem, result, fig
