@@ -96,3 +96,18 @@ def test_grouped_front_matches_brute_force_per_group(n, groups, seed):
             want.setdefault((g, df.at[p, "f0"], df.at[p, "f1"]), []).append(p)
     got = {(r.g, r.f0, r.f1): (p, r.ties) for p, r in front.iterrows()}
     assert got == {k: (min(v), len(v)) for k, v in want.items()}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.5, float("nan")]), st.sampled_from(["a", "b", None]),
+                          st.integers(0, 3)), min_size=1, max_size=40))
+def test_group_ids_are_equal_exactly_where_rows_are(rows):
+    """One id per distinct row of the group columns (NaN equal to NaN, a missing label a value of its own)."""
+    from wsemoe.sweep.pareto import group_ids
+
+    df = pd.DataFrame(rows, columns=["x", "label", "k"]).astype({"label": "category"})
+    ids = group_ids(df, ["x", "label", "k"])
+    keys = [tuple("nan" if isinstance(v, float) and np.isnan(v) else v for v in r) for r in rows]
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            assert (ids[i] == ids[j]) == (keys[i] == keys[j])

