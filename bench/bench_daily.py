@@ -43,14 +43,21 @@ TARGETS = {"plot_bta": 5.0, "plot_scale": 10.0, "sweep_rate": 1e6, "make_test": 
 
 def run(argv: list[str], cwd: Path = ROOT, src: Path | None = None) -> dict:
     """Wall and CPU seconds (user + system of the child and its children) of one command; with `src`, wsemoe is
-    imported from that source tree instead (PYTHONPATH comes before the installed package)."""
+    imported from that source tree instead: it runs there (`python -m` puts the working folder first on the
+    path, before PYTHONPATH; run from this tree, it would import this tree whatever PYTHONPATH says)."""
     env = {**os.environ, "CI": "1", "COLUMNS": "120", **({"PYTHONPATH": str(src)} if src else {})}
+    cwd = src or cwd
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if src and argv[:3] == WSEMOE:
+        check = subprocess.run([sys.executable, "-c", "import wsemoe; print(wsemoe.__file__)"], cwd=cwd, env=env,
+                               capture_output=True, text=True)
+        if not check.stdout.startswith(str(src)):
+            raise SystemExit(f"--old: wsemoe was imported from {check.stdout.strip()}, not from {src}")
     if r.returncode:
         raise SystemExit(f"failed: {' '.join(argv)}\n{r.stderr[-2000:]}")
     return {"wall": wall, "cpu": cpu, "out": r.stdout}

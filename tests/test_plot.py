@@ -201,3 +201,58 @@ def test_marker_axis_is_never_the_colour_axis():
                         "tokens_per_s": range(8), "mem_peak_node_bytes": range(8), "feasible": True})
     colour, shape = fig_pareto._colour_axes(_view(pts, {"tokens_per_s": "max"}))
     assert colour == "balance.balancer" and shape != colour
+
+
+@pytest.mark.parametrize("words, most, expected", [(1, 4, 4), (6, 4, 1)])
+def test_outside_legend_fits_across_the_figure(words, most, expected):
+    """Short labels take every column asked for; long ones fewer, and the legend stays inside the figure."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    from wsemoe.report.figures.style import STYLE, figure_bytes, outside_legend
+
+    with rc_context(STYLE):
+        fig = Figure(figsize=(7, 4), layout="constrained")
+        fig.add_subplot().plot([0, 1])
+        labels = [" ".join(["throughput"] * words) + f" {k}" for k in range(6)]
+        legend = outside_legend(fig, [Line2D([], []) for _ in labels], labels, most=most, frameon=False)
+        figure_bytes(fig, "png")
+        box, page = legend.get_window_extent(), fig.bbox
+    assert legend._ncols == expected
+    assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1
+
+
+def test_the_second_format_keeps_the_layout_the_first_found():
+    """After a figure's first render its layout is frozen: the next format draws the panels and a 'best' legend
+    where the first put them, which is where a fresh render of that format puts them too (to a hair)."""
+    import numpy as np
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.figures.style import STYLE, figure_bytes
+
+    def build():
+        with rc_context(STYLE):
+            fig = Figure(figsize=(6, 4), layout="constrained")
+            ax = fig.add_subplot()
+            for k in range(12):
+                ax.plot(np.arange(10), np.arange(10) * (k + 1) / 12, label=f"line {k}")
+            ax.legend(loc="best")
+            ax.set_title("a title\nof two lines")
+            fig.suptitle("suptitle")
+        return fig, ax
+
+    def where(fig, ax):
+        box = ax.get_legend().get_window_extent()
+        return np.array([*ax.get_position().bounds, *ax.transAxes.inverted().transform((box.x0, box.y0))])
+
+    frozen, ax = build()
+    figure_bytes(frozen, "png")
+    after_png = where(frozen, ax)
+    assert frozen.get_layout_engine() is None or type(frozen.get_layout_engine()).__name__ == "PlaceHolderLayoutEngine"
+    figure_bytes(frozen, "svg")
+    np.testing.assert_allclose(where(frozen, ax), after_png, atol=1e-9)
+    fresh, ax2 = build()
+    figure_bytes(fresh, "svg")
+    np.testing.assert_allclose(where(fresh, ax2), after_png, atol=0.01)

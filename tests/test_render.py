@@ -75,5 +75,8 @@ def test_stopping_early_leaves_no_child():
     assert kids == []
 
 
-def test_spare_cores_leave_one_for_this_process():
-    assert spare_cores() == max(0, len(os.sched_getaffinity(0)) - 1)
+def test_one_child_per_core_and_none_on_one_core(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert spare_cores() == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert spare_cores() == 0

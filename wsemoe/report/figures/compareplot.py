@@ -7,7 +7,8 @@ import numpy as np
 from matplotlib import rc_context, ticker
 from matplotlib.figure import Figure
 
-from wsemoe.report.figures.style import ENG_UNITS, PALETTE, SINGLE, STYLE, group_label, label, name, scale, setting, single
+from wsemoe.report.figures.style import (ENG_UNITS, PALETTE, SINGLE, STYLE, group_label, label, name, outside_legend,
+                                         scale, setting, single)
 
 MAX_GROUPS = 24  # more groups than this are listed in the table; the figure shows the first ones
 
@@ -52,5 +53,5 @@ def _figure(cmp) -> Figure:
     ax.set_ylabel(label(cmp.metric, values.ravel()))
     if scale(cmp.metric)[1] in ENG_UNITS:
         ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
-    fig.legend(loc="outside lower center", ncol=min(k, 4), frameon=False)
+    outside_legend(fig, most=min(k, 4), frameon=False)
     return fig

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from wsemoe.cost import comm
 from wsemoe.report.figures.meshdraw import draw_ftd, draw_wafers, mesh_axes
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, num, pct, single
+from wsemoe.report.figures.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, num, outside_legend, pct, single
 from wsemoe.report.figures.view import ResultsView
 
 DYNAMIC = ("node_load_*",)  # stems that carry a value: the orchestrator cleans them by pattern
@@ -136,7 +136,7 @@ def throughput_vs_skew(view: ResultsView) -> Figure | None:
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
     ax.set_xlabel("Zipf exponent s of expert popularity (0 = uniform)")
     ax.set_ylabel("throughput (tokens/s)")
-    fig.legend(loc="outside lower center", ncol=4, frameon=False, title="balancer")
+    outside_legend(fig, most=4, frameon=False, title="balancer")
     return caption(fig, CLAIMS["throughput_vs_skew"], _skew_verdict(df, col))
 
 

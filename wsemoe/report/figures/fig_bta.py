@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from wsemoe.report.figures.claims import caption, listing
-from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label, heading,
-                                 log2_ticks, num, setting, single)
+from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label,
+                                         heading, log2_ticks, num, outside_legend, setting, single)
 from wsemoe.report.figures.view import OVER, ResultsView
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
@@ -83,7 +83,7 @@ def sparsity(r: ResultsView) -> Figure | None:
         n = r.sensitivity.meta["samples"]
         handles += [Patch(facecolor=c, alpha=0.25, edgecolor=c, ls=":") for c in (UNIFORM_C, BTA_C)]
         names += [f"5–95%, uniform (over {n:,} samples of the calibration unknowns)", "5–95%, BTA"]
-    fig.legend(handles, names, loc="outside lower center", ncol=4, frameon=False)
+    outside_legend(fig, handles, names, most=4, frameon=False)
     return caption(fig, CLAIMS["throughput_vs_sparsity"], _sparsity_verdict(cmp, key, x))
 
 

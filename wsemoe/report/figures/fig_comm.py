@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from wsemoe.report.figures.claims import caption, listing, where
-from wsemoe.report.figures.style import (PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, SLICE_SYMBOLS, num, pct, setting,
-                                         single)
+from wsemoe.report.figures.style import (PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, SLICE_SYMBOLS, num, outside_legend,
+                                         pct, setting, single)
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("comm_breakdown", "wsc_vs_nvl72")
@@ -91,7 +91,7 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
     if _wafers(df):
         handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="0.2", hatch="////"))
         labels.append("hatched: bound by an inter-wafer link")
-    fig.legend(handles, labels, loc="outside lower center", ncol=2 if len(labels) > 3 else 3, frameon=False,
+    outside_legend(fig, handles, labels, most=2 if len(labels) > 3 else 3, frameon=False,
                title="bar labels: total µs and change vs the first mapping at the same TP")
     return caption(fig, CLAIMS["comm_breakdown"], _comm_verdict(totals, tps, strategies, said)
                    + _comm_elsewhere(view, keep, strategies))
@@ -201,8 +201,7 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
     ax.set_ylabel("MoE throughput per device (tokens/s)")
-    fig.legend(loc="outside lower center", ncol=len(hws), frameon=False,
-               title=f"labels: gain of {hws[0]} over {hws[1]}")
+    outside_legend(fig, most=len(hws), frameon=False, title=f"labels: gain of {hws[0]} over {hws[1]}")
     verdict = (f"Each system at its best{f' (at {said})' if said else ''}: {hws[0]} against {hws[1]} "
                + where([k for k, _ in gains], [g > SAME for _, g in gains], "ahead", "not ahead",
                        [pct(g) for _, g in gains]) + ".") if gains else \

@@ -11,7 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption, listing
-from wsemoe.report.figures.style import PALETTE, SINGLE, SYMBOLS, group_label, name, num, setting, single
+from wsemoe.report.figures.style import (PALETTE, SINGLE, SYMBOLS, group_label, name, num, outside_legend, setting,
+                                         single)
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("memory_breakdown",)
@@ -64,7 +65,7 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     drawn = [(i, name, top[t]) for i, (t, name) in enumerate(MEM_TERMS) if top[t] > 0]
     handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
     labels = [name + (f" (≤ {v:.1g} GB)" if v < 0.01 * max(ends) else "") for _, name, v in drawn]
-    fig.legend(handles, labels + [f"capacity per node{cap}"], loc="outside lower center", ncol=3, frameon=False)
+    outside_legend(fig, handles, labels + [f"capacity per node{cap}"], most=3, frameon=False)
     return caption(fig, CLAIMS["memory_breakdown"], _verdict(bars))
 
 

@@ -13,7 +13,8 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from wsemoe.report.figures.claims import caption, listing
-from wsemoe.report.figures.style import BETTER, LINESTYLES, MARKERS, amount, PALETTE, SINGLE, group_label, label, name, scale, single, style_axis
+from wsemoe.report.figures.style import (BETTER, LINESTYLES, MARKERS, PALETTE, SINGLE, amount, group_label, label, name,
+                                         outside_legend, scale, single, style_axis)
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.columns import describe
 
@@ -67,7 +68,7 @@ def pareto(r: ResultsView) -> Figure | None:
     _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy)
     # Below the axes, off the data, and not eating the plot's width as a column on the right would.
     n = len(ax.get_legend_handles_labels()[0])
-    fig.legend(loc="outside lower center", ncol=2 if n > 3 else n, markerscale=1.3, frameon=False)
+    outside_legend(fig, most=2 if n > 3 else n, markerscale=1.3, frameon=False)
     return caption(fig, CLAIMS["pareto"], _verdict(r, systems, xcol, ycol))
 
 

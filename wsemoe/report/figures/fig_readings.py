@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from wsemoe.analysis import robustness
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS
+from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("readings_robustness",)
@@ -122,7 +122,7 @@ def robustness_figure(r: ResultsView) -> Figure | None:
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
     _left(left, result, row, quantity)
     _right(right, summary, quantity, cmp)
-    fig.legend(*_handles(left, right), loc="outside lower center", ncols=4, frameon=False)
+    outside_legend(fig, *_handles(left, right), most=4, frameon=False)
     survives = "survives every combination" if row["flipped"] == 0 else \
         f"does not survive {row['flipped']} of {row['combinations']} combinations"
     claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({robustness.side(row['configured'])} "

@@ -19,7 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name, plt_size, setting
+from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name, outside_legend, plt_size,
+                                         setting)
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("roofline",)
@@ -93,7 +94,7 @@ def roofline(r: ResultsView) -> Figure | None:
     handles += [Line2D([], [], ls="", marker="o", ms=9, color="0.3", mec="k", label="best design, as run"),
                 Line2D([], [], ls="", marker="o", ms=9, mfc="none", mec="0.3",
                        label="best design, without its communication")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=2 if len(systems) == 1 else 3, frameon=False)
+    outside_legend(fig, handles, most=2 if len(systems) == 1 else 3, frameon=False)
     title = (f"{r.name}: each stage under its hardware's roof (one layer, one micro-batch; small dots: designs, "
              f"large: the best by {name(r.metric)}"
              + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import PALETTE, heading, log2_ticks, setting
+from wsemoe.report.figures.style import PALETTE, heading, log2_ticks, outside_legend, setting
 from wsemoe.report.figures.view import ResultsView
 
 PE, DISPATCH, B, G = "hardware.pe_fabric", "mapping.pe_dispatch", "workload.B", "workload.G"
@@ -101,8 +101,8 @@ def binding(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
                 ax.set_ylabel(f"{v}\nG (attention tiles)", fontsize=8.5)
             if i == len(views) - 1:
                 ax.set_xlabel("B (sequences per tile)")
-    fig.legend(handles=[Patch(color=c, label=n) for k, (n, c) in enumerate(KINDS.values()) if k in used],
-               loc="outside lower center", ncols=4, frameon=False)
+    outside_legend(fig, [Patch(color=c, label=n) for k, (n, c) in enumerate(KINDS.values()) if k in used], most=4,
+                   frameon=False)
     said, bound = _binding_claim(p)
     heading(fig, f"{view.name}: {said}",
             "colour: the bound column (the dominant layer's largest term); grey: infeasible (node memory or SRAM per PE)")
