@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -68,11 +69,23 @@ def test_a_child_that_dies_is_replaced_by_rendering_here():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_stopping_early_leaves_no_child():
-    gen = rendered(_figures(8), _files, children=2)
+    """Closing the stream (as an interrupted command does) kills and reaps the children still rendering."""
+    parent = os.getpid()
+
+    def children() -> set:
+        return set(open(f"/proc/{parent}/task/{parent}/children").read().split())
+
+    def slow(fig):
+        if os.getpid() != parent and fig.axes[0].get_title() != "figure 0":
+            time.sleep(30)  # still rendering when the stream is closed
+        return _files(fig)
+
+    before = children()  # a test runner's worker may have children of its own (a resource tracker ...)
+    gen = rendered(_figures(8), slow, children=2)
     next(gen)
-    gen.close()  # as when the command is interrupted: pending children are killed and reaped
-    kids = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
-    assert kids == []
+    assert children() - before  # some figures are being rendered in children right now
+    gen.close()
+    assert children() - before == set()
 
 
 def test_one_child_per_core_and_none_on_one_core(monkeypatch):
