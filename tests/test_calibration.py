@@ -213,7 +213,7 @@ def test_calibrate_per_reading_with_loo_and_bounds_on_a_small_run(tmp_path, runn
 
 def test_calibration_table_shows_each_unknown_in_its_unit():
     """io_bandwidth in bytes/s: 1.5e11 nominal, 1.308e11 fitted, range 1.2e11–1.5e11 read as 150, 130.8 and
-    120 – 150 GB/s (÷ 1e9); a fraction stays as it is, with no unit."""
+    120 – 150 GB/s (÷ 1e9), in the unknowns' table and in the per-reading one; a fraction stays as it is."""
     import io
     from types import SimpleNamespace
 
@@ -234,11 +234,16 @@ def test_calibration_table_shows_each_unknown_in_its_unit():
     per_reading = pd.DataFrame({"chi2": [1.0], "chi2_bta": [1.0], "chi2_shipped": [0.0], "delta_chi2": [0.0],
                                 "fitted": ["io_bandwidth 1.308e+11"], "unidentifiable": [""]})
     out = io.StringIO()
-    Console(file=out, width=160, color_system=None).print(
-        tables.calibration([({}, SimpleNamespace(chi2=1.0, residuals=residuals))], fit, per_reading))
+    one = SimpleNamespace(chi2=1.0, residuals=residuals, best=[1.308e11, 0.87], identifiable=[True, True],
+                          unknowns=[SimpleNamespace(name="io_bandwidth", paths=["hardware.io_in_bw_bytes_per_s"]),
+                                    SimpleNamespace(name="memory_usable_fraction",
+                                                    paths=["hardware.memory_usable_fraction"])])
+    Console(file=out, width=200, color_system=None).print(tables.calibration([({}, one)], fit, per_reading))
     text = out.getvalue()
     row = next(line for line in text.splitlines() if line.startswith("│ io_bandwidth"))
     assert "GB/s" in row and "│ 150 " in row and "130.8" in row and "120 – 150" in row and "e+11" not in row
     frac = next(line for line in text.splitlines() if line.startswith("│ memory_usable_fraction"))
     assert "0.87" in frac and "0.64 – 0.95" in frac
     assert "io_bandwidth: low 120 GB/s (80% of line rate); high 150 GB/s (line rate)" in text
+    # the per-reading table names each fitted unknown in its unit too, not as a raw SI number
+    assert "io_bandwidth 130.8 GB/s; memory_usable_fraction 0.87" in text and "e+11" not in text

@@ -320,3 +320,24 @@ def test_per_head_scores_hold_one_head():
     for kernel, h in (("materialized", heads), ("per_head", 1), ("flash", 0)):
         assert df[kernel] == pytest.approx((11 * H + 5 * h * S) * 2 * S / N)
     assert np.isfinite(df).all()
+
+
+@pytest.mark.parametrize("n", [3, 18])
+def test_robustness_groups_are_labelled_so_they_do_not_collide(n):
+    """Few groups: each tick says its settings in full. Many: each tick only its values, slanted, and the axis
+    label names the settings once (18 full labels, slanted or upright, overlapped or crushed the panels)."""
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.figures import fig_readings
+
+    groups = [f"model=m{k % 2}, tokens_per_device={2 ** (k // 2)}" for k in range(n)]
+    summary = pd.DataFrame({"quantity": "q", "group": groups, "low": 0.5, "high": 2.0, "configured": 1.0,
+                            "default": 1.1})
+    ax = Figure().add_subplot()
+    fig_readings._right(ax, summary, "q", {})
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    if n > 5:
+        assert ticks[:3] == ["m0 · 1", "m1 · 1", "m0 · 2"] and ax.get_xlabel() == "model · tokens/device"
+    else:
+        assert ticks[0] == "model m0\ntokens/device 1" and ax.get_xlabel() == ""

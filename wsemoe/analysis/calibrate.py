@@ -310,7 +310,8 @@ def reading_table(fits) -> pd.DataFrame:
     best = min(f.chi2 for _, f in fits)
     rows = []
     for choice, f in fits:
-        fitted = [f"{u.name} {v:.4g}" for u, v, free in zip(f.unknowns, f.best, f.identifiable) if free]
+        fitted = [f"{u.name} {v:.4g}" + (f" {unit}" if (unit := input_unit(u.paths[0])) not in ("", "1") else "")
+                  for u, v, free in zip(f.unknowns, f.best, f.identifiable) if free]
         r2 = f.residuals.set_index("target")["residual_sigma"] ** 2
         rows.append({**choice, "chi2": f.chi2, "chi2_bta": float(r2.drop(SHIPPED).sum()),
                      "chi2_shipped": float(r2.get(SHIPPED, 0.0)), "delta_chi2": f.chi2 - best,

@@ -38,6 +38,17 @@ def _short(group: str) -> str:
     return ", ".join(f"{names.get(k, k)} {v}" if v else k for k, _, v in (p.partition("=") for p in str(group).split(", ")))
 
 
+def _keys(group: str) -> list[str]:
+    """The names of a group's settings ('model', 'tokens/device'), as `_short` shows them."""
+    names = {k.split(".")[-1]: v for k, v in SLICE_SYMBOLS.items()}
+    return [names.get(k, k) for k, _, _ in (p.partition("=") for p in str(group).split(", "))]
+
+
+def _values(group: str) -> list[str]:
+    """The values of a group's settings ('deepseek-v3', '256')."""
+    return [v or k for k, _, v in (p.partition("=") for p in str(group).split(", "))]
+
+
 def _axis_label(cmp: dict) -> str:
     return f"{cmp['metric']}: best ÷ best {cmp['name']} (ratio, log scale)"
 
@@ -101,8 +112,16 @@ def _right(ax, summary, quantity: str, cmp: dict) -> None:
     ax.axhline(1.0, color="black", lw=1.0, ls="--")
     ax.set_yscale("log")
     _ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
-    ax.set_xticks(x, [_short(g).replace(", ", "\n") for g in d["group"]], rotation=30 if len(d) > 5 else 0,
-                  ha="right" if len(d) > 5 else "center")
+    # Few groups: each label in full on lines of its own. Many: the values only, on one slanted line each, the
+    # names said once in the axis label (slanted multi-line labels of 18 groups overlapped one another, and full
+    # names turned upright took most of the figure's height).
+    many = len(d) > 5
+    if many:
+        ax.set_xticks(x, [" · ".join(_values(g)) for g in d["group"]], rotation=40, ha="right",
+                      rotation_mode="anchor")
+        ax.set_xlabel(" · ".join(_keys(d["group"].iloc[0])) if len(d) else "")
+    else:
+        ax.set_xticks(x, [_short(g).replace(", ", "\n") for g in d["group"]])
     ax.set_ylabel("ratio (log scale)")
     ax.set_title("every group: range over the combinations", fontsize=9)
 

@@ -200,6 +200,18 @@ def _index(x: float) -> str:
     return f"{x:.2f}".replace("-0.00", "0.00")
 
 
+def _fitted(f) -> str:
+    """The identifiable unknowns of one fit with their values in readable units ('io_in_bw 130.8 GB/s')."""
+    from wsemoe.config.reference import input_unit
+
+    parts = []
+    for u, v, free in zip(f.unknowns, f.best, f.identifiable):
+        if free:
+            number, unit = formats.quantity(float(v), input_unit(u.paths[0]))
+            parts.append(f"{u.name} {number}" + (f" {unit}" if unit else ""))
+    return "; ".join(parts)
+
+
 def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Group:
     """χ² per reading; at the default readings the unknowns (fitted or unidentifiable, with the source of each
     bound) and every target's residual and leave-one-out residual."""
@@ -209,9 +221,11 @@ def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Gro
                     "Cerebras' shipped micro-batches; Δ from the best)")
     for c in (*names, "χ²", "BTA", "shipped", "Δχ²", "fitted unknowns", "unidentifiable"):
         r.add_column(c)
+    shown = {tuple(str(choice.get(n)) for n in names): _fitted(f) for choice, f in fits}
     for _, row in per_reading.sort_values("chi2").iterrows():
-        r.add_row(*(str(row[n]) for n in names), f"{row['chi2']:.1f}", f"{row['chi2_bta']:.1f}",
-                  f"{row['chi2_shipped']:.1f}", f"{row['delta_chi2']:.1f}", row["fitted"], row["unidentifiable"] or "–")
+        key = tuple(str(row[n]) for n in names)
+        r.add_row(*key, f"{row['chi2']:.1f}", f"{row['chi2_bta']:.1f}", f"{row['chi2_shipped']:.1f}",
+                  f"{row['delta_chi2']:.1f}", shown.get(key, row["fitted"]), row["unidentifiable"] or "–")
     choice, result = fits[0]
     where = ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
     t = Table(title=f"unknowns at the default readings ({where}; χ² = {result.chi2:.2f}; each row in its own unit)")
