@@ -341,3 +341,18 @@ def test_robustness_groups_are_labelled_so_they_do_not_collide(n):
         assert ticks[:3] == ["m0 · 1", "m1 · 1", "m0 · 2"] and ax.get_xlabel() == "model · tokens/device"
     else:
         assert ticks[0] == "model m0\ntokens/device 1" and ax.get_xlabel() == ""
+
+
+def test_flips_elsewhere_name_a_few_groups_and_count_the_rest():
+    """A reading flipping the ratio in many other groups: the first three named, the rest counted; few: all named."""
+    import pandas as pd
+
+    from wsemoe.analysis import robustness
+
+    groups = [f"k={k}" for k in range(10)]
+    flips = ["d2d=per_die (0.5×)"] * 9 + [""]
+    flips[0] = "d2d=per_die (0.5×); mla=sharded (1.2×)"
+    summary = pd.DataFrame({"quantity": "q", "group": ["head", *groups[:9]], "flips": ["", *flips[:9]]})
+    text = robustness._elsewhere(summary, "q", "head")
+    assert text == ("d2d=per_die flips it at k=0, k=1, k=2 and 6 more of the 9 other groups; "
+                    "mla=sharded flips it at k=0")

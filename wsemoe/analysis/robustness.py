@@ -156,13 +156,25 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     return lines + [f"note: {e}" for e in edges(result, row["group"])]
 
 
+NAMED = 3  # groups named per reading that flips the ratio elsewhere; the rest are counted
+
+
 def _elsewhere(summary: pd.DataFrame, quantity: str, group: str) -> str:
-    """Readings that flip the ratio alone in other groups than the headline's: 'x=y flips it at g1, g2'."""
+    """Readings that flip the ratio alone in other groups than the headline's: 'x=y flips it at g1, g2', the
+    first NAMED groups named and the rest counted ('... and 9 more of 17'; a sweep of 18 groups named them all,
+    a paragraph per reading)."""
     where: dict[str, list[str]] = {}
-    for _, r in summary[(summary["quantity"] == quantity) & (summary["group"] != group)].iterrows():
+    others = summary[(summary["quantity"] == quantity) & (summary["group"] != group)]
+    for _, r in others.iterrows():
         for item in filter(None, r["flips"].split("; ")):
             where.setdefault(item.rsplit(" (", 1)[0], []).append(str(r["group"]))
-    return "; ".join(f"{k} flips it at {', '.join(v)}" for k, v in where.items())
+    total = others["group"].nunique()
+
+    def at(groups: list[str]) -> str:
+        if len(groups) <= NAMED + 1:
+            return ", ".join(groups)
+        return f"{', '.join(groups[:NAMED])} and {len(groups) - NAMED} more of the {total} other groups"
+    return "; ".join(f"{k} flips it at {at(v)}" for k, v in where.items())
 
 
 def _ahead(result, quantity: str) -> str:
