@@ -172,7 +172,8 @@ def test_speedup_vs_g_with_many_designs_colours_the_highest_and_the_lowest_and_c
                                     "workload.B": [1, 2], "workload.G": [1, 2, 4]}})
     view = _view(pts.assign(feasible=pts["feasible"].astype(bool)))
     fig = fig_bta.speedup_vs_g(view)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert fig.axes[0].get_legend() is None  # the legend sits below the axes, clear of the B labels
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert len(labels) == 3 and labels[0].startswith(("highest: ", "lowest: ")) and labels[2] == "every other design (7)"
     assert {lab.split(":")[0] for lab in labels[:2]} == {"highest", "lowest"}
     assert "of 9 designs gain from G > 1" in claims.caption_of(fig)
