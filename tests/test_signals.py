@@ -108,5 +108,5 @@ def test_two_signals_in_one_process_run_end_it_in_one_line(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=BOUND_S)
     err = proc.stderr.read().decode().strip()
-    assert proc.returncode != 0 and err == "error: interrupted; no results were written (a sweep continues with --resume)"
+    assert proc.returncode != 0 and err == "error: interrupted; no file was left half-written (a sweep continues with --resume)"
     assert _parts(out)

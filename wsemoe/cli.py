@@ -77,7 +77,7 @@ def deliver(reply: Reply) -> None:
         raise typer.Exit(reply.code)
 
 
-INTERRUPTED = "interrupted; no results were written (a sweep continues with --resume)"
+INTERRUPTED = "interrupted; no file was left half-written (a sweep continues with --resume)"
 HARD_EXIT_S = 3.0  # a signal this long after the first one ends the process at once
 _first_signal: list[float] = []
 
