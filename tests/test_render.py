@@ -93,3 +93,17 @@ def test_one_child_per_core_and_none_on_one_core(monkeypatch):
     assert spare_cores() == 2
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert spare_cores() == 0
+
+
+def test_a_child_that_hangs_is_killed_and_its_figure_rendered_here():
+    parent = os.getpid()
+
+    def hanging(fig):
+        if os.getpid() != parent and fig.axes[0].get_title() == "figure 1":
+            time.sleep(60)  # as a child stuck on a lock held at fork time
+        return _files(fig)
+
+    t0 = time.monotonic()
+    got = {stem: out for stem, out, _ in rendered(_figures(), hanging, children=2, timeout=1.0)}
+    assert time.monotonic() - t0 < 30
+    assert got == {stem: out for stem, out, _ in rendered(_figures(), _files, children=0)}

@@ -9,8 +9,8 @@ figure with the same settings. Without fork (not POSIX) or with one core, everyt
 
 A child dies with this process (even by SIGKILL: PR_SET_PDEATHSIG) and dies at once on Ctrl-C or SIGTERM,
 which reach the whole process group; the command then ends as it would without children. A child that fails
-for any other reason is not trusted: its figure is rendered again here, where the error would surface with
-its traceback.
+for any other reason, or has not finished after CHILD_TIMEOUT_S, is not trusted: it is killed and its figure
+rendered again here, where an error would surface with its traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import os
 import pickle
 import signal
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
@@ -67,9 +68,14 @@ class _Child:
                 self.status = status
         return self.status is not None
 
-    def result(self):
-        if self.status is None:
-            self.status = os.waitpid(self.pid, 0)[1]
+    def result(self, timeout: float):
+        """The child's bytes, or None when it failed or did not finish within `timeout` seconds (killed)."""
+        deadline = time.monotonic() + timeout
+        while not self.done():
+            if time.monotonic() > deadline:  # stuck (a lock held at fork time?): never wait on it forever
+                self.kill()
+                return None
+            time.sleep(0.003)
         try:
             if self.status != 0:
                 return None
@@ -94,10 +100,15 @@ def _child_signals() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def rendered(pairs: Iterable, render: Callable, children: int | None = None) -> Iterator[tuple]:
+CHILD_TIMEOUT_S = 300.0  # a child that has not rendered its figure by then is killed; the figure is rendered here
+
+
+def rendered(pairs: Iterable, render: Callable, children: int | None = None,
+             timeout: float = CHILD_TIMEOUT_S) -> Iterator[tuple]:
     """(stem, render(figure), figure) for each (stem, figure) of `pairs`, in order; None in place of both for
     a figure that is None. Up to `children` (default `spare_cores()`) render in forked children while the next
-    figures are built; when all are busy, this process renders the figure itself."""
+    figures are built; when all are busy, this process renders the figure itself. A child that fails, dies or
+    takes longer than `timeout` seconds is not trusted: its figure is rendered again here."""
     children = spare_cores() if children is None else children
     pending: deque = deque()  # [stem, figure, _Child or None, result]
     try:
@@ -110,19 +121,19 @@ def rendered(pairs: Iterable, render: Callable, children: int | None = None) -> 
             else:
                 pending.append([stem, fig, None, render(fig)])
             while pending and (pending[0][2] is None or pending[0][2].done()):
-                yield _finish(pending.popleft(), render)
+                yield _finish(pending.popleft(), render, timeout)
         while pending:
-            yield _finish(pending.popleft(), render)
+            yield _finish(pending.popleft(), render, timeout)
     finally:
         for item in pending:
             if item[2] is not None:
                 item[2].kill()
 
 
-def _finish(item: list, render: Callable) -> tuple:
+def _finish(item: list, render: Callable, timeout: float) -> tuple:
     stem, fig, child, result = item
     if child is not None:
-        result = child.result()
+        result = child.result(timeout)
         if result is None:  # the child failed: render here, where an error shows with its traceback
             result = render(fig)
     return stem, result, fig
