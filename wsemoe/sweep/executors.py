@@ -13,8 +13,8 @@ import ctypes
 import logging
 import os
 import signal
-import time
 import socket
+import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -99,6 +99,14 @@ def _die_with_parent(parent: int) -> None:
     _keep_heap(True)  # a worker streams chunks until it exits: keep its heap for good
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the system says, else every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def writer_threads() -> int:
     """Writer threads worth starting: one per core no other process is running on now, at most WRITERS.
     With no idle core, threads only contend: on the 2-core bench machine at load 3, the BTA space took
@@ -108,7 +116,7 @@ def writer_threads() -> int:
 
     "Now", not the 1-minute load average: that still counts the commands that just ended (a sweep run
     right after another saw load 1 on an idle 2-core machine and wrote in this thread)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     busy = _running_elsewhere()
     if busy is None:
         try:

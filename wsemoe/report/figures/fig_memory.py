@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import textwrap
+from collections.abc import Iterator
 
 import numpy as np
 from matplotlib.figure import Figure

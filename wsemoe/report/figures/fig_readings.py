@@ -8,9 +8,8 @@ Right: every group's range over the combinations, with the configured and defaul
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import textwrap
+from collections.abc import Iterator
 
 import numpy as np
 from matplotlib.figure import Figure

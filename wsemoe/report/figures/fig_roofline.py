@@ -7,10 +7,9 @@ fp8/fp4 at their formats' peaks (the FLOP-weighted harmonic mean of the peaks it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numbers
 import textwrap
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd

@@ -6,7 +6,6 @@ from functools import lru_cache
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.cm import ScalarMappable
 from matplotlib.collections import PathCollection
 from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
@@ -69,11 +68,11 @@ def arrow_polygons(rows: int, cols: int) -> np.ndarray:
 
 def draw_links(ax, rows: int, cols: int, values, cmap, norm, gid: str) -> PathCollection:
     """One arrow per directed link coloured by `values` (all_links() order); returns the layer, which carries the
-    colour mapping (for a colour bar). Arrows of one colour form one compound path: an SVG holds one element per colour used, not
-    one per link (a 16×16 mesh has 960 links a panel). The values drawn stay on the layer (`drawn_links`)."""
+    colour mapping (for a colour bar). Arrows of one colour form one compound path: an SVG holds one element per
+    colour used, not one per link (a 16×16 mesh has 960 links a panel). The values stay on the layer
+    (`drawn_links`)."""
     values = np.asarray(values, dtype=float)
-    mapping = ScalarMappable(norm=norm, cmap=cmap)
-    rgba = mapping.to_rgba(values)  # below the norm: the colour map's 'under' colour (idle grey)
+    rgba = cmap(norm(values))  # below the norm: the colour map's 'under' colour (idle grey)
     colours, which = np.unique(rgba, axis=0, return_inverse=True)
     polys = arrow_polygons(rows, cols)
     paths = [Path.make_compound_path_from_polys(polys[which.ravel() == k]) for k in range(len(colours))]

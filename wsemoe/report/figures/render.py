@@ -26,6 +26,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
+from wsemoe.sweep.executors import usable_cores
+
 
 def spare_cores() -> int:
     """Children worth running beside this process: one per core (none on one core or without fork). Not one
@@ -34,10 +36,7 @@ def spare_cores() -> int:
     from 5.5 to 4.9 s and moentwine_scale from 8.8 to 7.9 s against one (best of 5 and of 3)."""
     if not hasattr(os, "fork"):
         return 0
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     return cores if cores > 1 else 0
 
 

@@ -182,7 +182,6 @@ def outside_legend(fig: Figure, handles=None, labels=None, most: int = 4, **kw):
         if sum(max(c) + entry for c in cols) + gap * (len(cols) - 1) <= room:
             ncol = n
             break
-    kw.pop("ncol", None), kw.pop("ncols", None)
     return fig.legend(handles, labels, loc="outside lower center", ncols=ncol, **kw)
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import copy
-from functools import cached_property
-
 import fnmatch
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -252,15 +251,10 @@ def _config(path: Path) -> dict:
     return cfg
 
 
-def base_columns(man: dict, path, cfg: dict | None = None) -> list[str]:
+def base_columns(man: dict, cfg: dict) -> list[str]:
     """What every figure may use, so every view holds it: the axes, `feasible`, the objectives and the
-    comparison metric (those the results have). `cfg`, the saved config when already read."""
-    if cfg is None:
-        try:
-            cfg = yamlio.load(Path(path) / "config.yaml") or {}
-        except Exception:  # without the config only the default metric is kept
-            cfg = {}
-    cmp = (cfg.get("compare") if isinstance(cfg, dict) else None) or {}
+    comparison metric (those the results have); `cfg`, the saved config as `_config` reads it ({} without)."""
+    cmp = cfg.get("compare") or {}
     base = {*man.get("axes", []), "feasible", *man.get("objectives", {}), cmp.get("metric", "tokens_per_s")}
     return [c for c in man.get("columns", {}) if c in base]
 
@@ -269,7 +263,7 @@ def _projection(man: dict, columns, cfg: dict) -> list[str] | None:
     """The columns to read: every one when `columns` is None, else these plus what every figure may use."""
     if columns is None:
         return None
-    base = set(base_columns(man, None, cfg))
+    base = set(base_columns(man, cfg))
     return [c for c in man.get("columns", {}) if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
 
 
