@@ -47,15 +47,16 @@ def clear():
     traffic.layer_traffic.cache_clear()
 
 
-def sweep_rate(space: dict, rounds: int) -> dict:
-    """Points per second of the whole space through the engine, cold (structures built) and warm."""
+def sweep_rate(space: dict, rounds: int, forget=None) -> dict:
+    """Points per second of the whole space through the engine, cold (`forget` clears the structures it would
+    reuse; default `clear`) and warm."""
     from wsemoe.config.loader import load_config
     from wsemoe.sweep import engine
 
     cfg = load_config(space)
 
     def cold():
-        clear()
+        (forget or clear)()
         return engine.evaluate_block(cfg)
 
     block, t_cold = best(cold, rounds)

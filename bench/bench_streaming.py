@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bench_serving import best  # bench/bench_serving.py: the script's own folder is on sys.path
+from bench_serving import best, sweep_rate  # bench/bench_serving.py: the script's own folder is on sys.path
 from readme import publish
 
 HERE = Path(__file__).resolve().parent
@@ -37,21 +37,10 @@ def clear():
 
 def rate(axes: dict, rounds: int, quick: bool) -> dict:
     """Points per second of the space with `axes` added, cold and warm."""
-    from wsemoe.config.loader import load_config
-    from wsemoe.sweep import engine
-
     space = {**SPACE, "axes": {**SPACE["axes"], **axes}}
     if quick:
         space["axes"] = {**space["axes"], "workload.B": {"range": [1, 16]}}
-    cfg = load_config(space)
-
-    def cold():
-        clear()
-        return engine.evaluate_block(cfg)
-
-    block, t_cold = best(cold, rounds)
-    _, t_warm = best(lambda: engine.evaluate_block(cfg), rounds)
-    return {"points": cfg.size(), "cold_s": t_cold, "warm_s": t_warm, "feasible": int(block.columns["feasible"].sum())}
+    return sweep_rate(space, rounds, forget=clear)
 
 
 def table_build(hardware: str, mode: str, rounds: int) -> tuple[float, int]:
