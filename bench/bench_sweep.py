@@ -188,7 +188,8 @@ def breakdown(cfg_dict) -> dict:
     import hashlib
 
     from wsemoe.config.loader import load_config
-    from wsemoe.sweep import chunked, engine, executors, partfile
+    from wsemoe.sweep import chunked, engine, executors
+    from wsemoe.store import partfile
 
     cfg = load_config(cfg_dict)
     base = chunked.baseline_best(cfg)

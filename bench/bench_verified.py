@@ -1,6 +1,6 @@
 """Benchmark: what verified reads cost. Every reader checks every part's SHA-256 against the manifest; the
 first read of a results folder hashes it, later reads only compare each file's identity (size, inode,
-times) with the per-user cache (`wsemoe/sweep/verified.py`).
+times) with the per-user cache (`wsemoe/store/verified.py`).
 
 Usage:
     python bench/bench_verified.py            # the 655,360-point BTA space of bench_sweep.py
@@ -40,7 +40,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the G axis (1: 655,360 points)")
     args = ap.parse_args()
-    from wsemoe.sweep import store
+    from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
     cfg = {**BTA, "axes": {**BTA["axes"], "workload.G": {"range": [1, max(1, round(64 * args.scale))]}}}

@@ -23,7 +23,7 @@ settings.register_profile("dev", derandomize=False, max_examples=100, **_COMMON)
 settings.register_profile("fuzz", derandomize=False, max_examples=10_000, **_COMMON)
 settings.load_profile("ci")
 
-# Verified checksums are cached per user (`sweep/verified.py`): tests keep theirs apart from the user's.
+# Verified checksums are cached per user (`store/verified.py`): tests keep theirs apart from the user's.
 os.environ["WSEMOE_CACHE_DIR"] = tempfile.mkdtemp(prefix="wsemoe-test-cache-")
 
 

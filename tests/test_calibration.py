@@ -6,8 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wsemoe.analysis import calibrate, sensitivity, unknowns
-from wsemoe.analysis.unknowns import Unknown
+from wsemoe.analysis.uncertainty import calibrate
+
+from wsemoe.analysis.uncertainty import sensitivity
+
+from wsemoe.analysis.uncertainty import unknowns
+from wsemoe.analysis.uncertainty.unknowns import Unknown
 
 SMALL = {"name": "small_cal", "hardware": "cs2", "model": "qwen3-30b-a3b",
          "workload": {"mode": "train", "seq_len": 8192},
@@ -23,7 +27,7 @@ HALF = Unknown("expert_half_tokens", ("hardware.expert_half_tokens",), 0.0, 256.
 @pytest.mark.parametrize("truth", [(0.42, 2.2e11), (0.61, 1.2e11)])
 def test_calibration_recovers_known_parameters(truth):
     """Targets generated from known values (BTA and uniform tokens/s per point) are fitted back."""
-    from wsemoe.analysis.sampled import Sampled
+    from wsemoe.analysis.uncertainty.sampled import Sampled
 
     q = Sampled(SMALL, [EFF, BW]).evaluate(np.array([truth]))
     targets = [calibrate.Target(f"{col} {g}", "synthetic", "test",
@@ -81,7 +85,7 @@ def test_pe_level_unknowns_are_listed_but_sampled_only_by_name():
 
 
 def test_a_pe_level_unknown_is_refused_by_a_sweep():
-    from wsemoe.analysis.sampled import Sampled
+    from wsemoe.analysis.uncertainty.sampled import Sampled
     from wsemoe.config.presets import SWEEPS
     from wsemoe.errors import ConfigError
 
@@ -140,7 +144,7 @@ def test_sensitivity_show_plot_end_to_end(tmp_path, runner):
 def test_an_unknown_no_target_sees_is_unidentifiable_and_kept_at_nominal():
     """expert_half_tokens cannot move a target that reads only the streaming-bound uniform baseline: its total
     effect is exactly 0, so it is reported and not fitted; the bandwidth, which sets that baseline, is fitted."""
-    from wsemoe.analysis.sampled import Sampled
+    from wsemoe.analysis.uncertainty.sampled import Sampled
 
     cfg = {**SMALL, "sparsity": {"vary": "num_experts", "values": [128], "hold": "active"},
            "axes": {"workload.B": [2], "workload.G": [1, 2]}}
@@ -157,7 +161,7 @@ def test_leave_one_out_predicts_each_target_from_the_others():
     """One unknown u in [0, 1]; three targets want u = 0.3, 0.3 and 0.9 (σ = 0.05, residual (u − g)/σ). All
     three: χ² is least at their mean, 0.5. Without the first (or second): the others meet at 0.6, which misses
     it by (0.6 − 0.3)/0.05 = +6σ. Without the third: the first two meet at 0.3, which misses 0.9 by −12σ."""
-    from wsemoe.analysis import fitting
+    from wsemoe.analysis.uncertainty import fitting
 
     def residuals(U):
         return np.column_stack([(U[:, 0] - g) / 0.05 for g in (0.3, 0.3, 0.9)])
@@ -170,7 +174,7 @@ def test_leave_one_out_predicts_each_target_from_the_others():
 def test_total_effects_zero_for_an_inert_unknown_and_one_for_the_sole_one():
     """Residuals 3·u₁ and u₁² move with u₁ alone: u₀ and u₂ have no effect (exactly 0), u₁ all of it (index 1).
     The RMS effect of u₁ on 3·u₁: √(E[(3a − 3b)²]/2) = 3·√(Var u) = 3/√12 ≈ 0.87σ for independent uniform a, b."""
-    from wsemoe.analysis import fitting
+    from wsemoe.analysis.uncertainty import fitting
 
     effect, idx = fitting.total_effects(lambda U: np.column_stack([3 * U[:, 1], U[:, 1] ** 2]), d=3, n=64, seed=4)
     assert np.all(idx[0] == 0) and np.all(idx[2] == 0) and np.all(effect[0] == 0)

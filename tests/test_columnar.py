@@ -14,9 +14,9 @@ from hypothesis import given, settings, strategies as st
 
 from wsemoe.config.loader import load_config
 from wsemoe.sweep import engine
-from wsemoe.sweep.block import factorize
-from wsemoe.sweep import csvfile
-from wsemoe.sweep.csvfile import csv_text
+from wsemoe.store.block import factorize
+from wsemoe.store import csvfile
+from wsemoe.store.csvfile import csv_text
 from wsemoe.sweep.run import run_sweep
 from wsemoe.sweep.space import Grid, _split
 
@@ -134,7 +134,7 @@ def test_config_yaml_keeps_integer_ranges_and_loads_to_the_same_hash(written):
 def test_compacted_candidates_keep_every_value_and_only_the_labels_present(small_config):
     """A chunk's candidate rows are written with only the reasons and bounds they carry (`Block.compacted`):
     every value reads back the same, text inputs keep their axis values."""
-    from wsemoe.sweep.block import Labels, Text
+    from wsemoe.store.block import Labels, Text
 
     cfg = load_config({**small_config, "axes": {**small_config["axes"], "hardware": ["cs2", "cs3"]},
                        "constraints": [{"column": "step_time_s", "max": 1e-6}]})  # every point infeasible

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from wsemoe import load_hardware, load_model
-from wsemoe.analysis.cases import DEFAULT_POINTS, Case
-from wsemoe.analysis.invariants import REGISTRY
-from wsemoe.analysis.suite import check_invariants, run_one
+from wsemoe.analysis.invariants.cases import DEFAULT_POINTS, Case
+from wsemoe.analysis.invariants.laws import REGISTRY
+from wsemoe.analysis.invariants.suite import check_invariants, run_one
 from wsemoe.config import presets
 from wsemoe.config.loader import load_config
 from wsemoe.cost import step

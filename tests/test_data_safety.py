@@ -18,7 +18,7 @@ import wsemoe
 import wsemoe.sweep.chunked
 import wsemoe.config.loader
 import wsemoe.sweep.run
-import wsemoe.sweep.store
+import wsemoe.store.store
 from wsemoe.cli import app
 from wsemoe.errors import ConfigError, WsemoeError
 
@@ -106,7 +106,7 @@ def test_1_other_sweeps_results_need_force(workdir, runner):
     one_line_error(runner.invoke(app, ["sweep", "another.yaml", "-o", "out"]), "holds results of sweep 'fs'", "--force")
     assert _snapshot(workdir) == before
     assert runner.invoke(app, ["sweep", "another.yaml", "-o", "out", "--force", "-q"]).exit_code == 0
-    assert wsemoe.sweep.store.read_manifest(workdir / "out")["name"] == "another"
+    assert wsemoe.store.store.read_manifest(workdir / "out")["name"] == "another"
 
 
 def test_1_same_sweep_replaces_its_own_results(workdir, runner):
@@ -115,7 +115,7 @@ def test_1_same_sweep_replaces_its_own_results(workdir, runner):
     (workdir / "fs.yaml").write_text(yaml.safe_dump(changed))
     r = runner.invoke(app, ["sweep", "fs.yaml", "-o", "out", "-q"])
     assert r.exit_code == 0, r.output
-    assert wsemoe.sweep.store.read_manifest(workdir / "out")["points"] == 3
+    assert wsemoe.store.store.read_manifest(workdir / "out")["points"] == 3
     assert not [p for p in workdir.iterdir() if p.name.startswith(".out.")]
 
 
@@ -149,7 +149,7 @@ def test_3_partials_without_our_marker_are_never_removed(workdir, runner):
 
 
 def test_17_resume_after_config_change_removes_the_old_partial(workdir):
-    from wsemoe.sweep import partial as partial_mod
+    from wsemoe.store import partial as partial_mod
 
     target = workdir / "out"
     old = partial_mod.PartialRun(target, "0" * 16, resume=False)
@@ -181,12 +181,12 @@ def test_5_damaged_results_are_refused_by_show_plot_and_up_to_date(damage, workd
         one_line_error(runner.invoke(app, cmd), "out")
     r = runner.invoke(app, ["sweep", "fs.yaml", "-o", "out", "--chunk-size", "10"])
     assert r.exit_code == 0 and "up to date" not in r.output, r.output
-    man = wsemoe.sweep.store.load_manifest(workdir / "out")
+    man = wsemoe.store.store.load_manifest(workdir / "out")
     assert man["points"] == 40 and sum(p["rows"] for p in man["parts"]) == 40
 
 
 def test_5_resume_reverifies_reused_parts(workdir):
-    from wsemoe.sweep import partial as partial_mod
+    from wsemoe.store import partial as partial_mod
 
     big = dict(GOOD, axes={"workload.G": list(range(1, 41))})
     ref = wsemoe.sweep.run.run_sweep(big, out_dir=workdir / "ref")
@@ -195,15 +195,15 @@ def test_5_resume_reverifies_reused_parts(workdir):
     for start, stop in ((0, 10), (10, 20)):
         res = wsemoe.sweep.chunked.run_chunk(cfg, start, stop, wsemoe.sweep.chunked.baseline_best(cfg))
         partial_mod.write_chunk(run.path, res.points, res.candidates, res.stats)
-    bad = run.parts / wsemoe.sweep.store.part_name(10, 20)
+    bad = run.parts / wsemoe.store.store.part_name(10, 20)
     data = bytearray(bad.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, different bytes: only the checksum can tell
     bad.write_bytes(bytes(data))
     assert partial_mod.PartialRun(workdir / "out", cfg.config_hash(), resume=True).reusable() == [(0, 10)]
     res = wsemoe.sweep.run.run_sweep(big, out_dir=workdir / "out", resume=True, chunk_size=7)
     assert res.manifest["chunks_reused"] == 1
-    _, got, _ = wsemoe.sweep.store.load_results(res.path)
-    _, want, _ = wsemoe.sweep.store.load_results(ref.path)
+    _, got, _ = wsemoe.store.store.load_results(res.path)
+    _, want, _ = wsemoe.store.store.load_results(ref.path)
     import pandas as pd
 
     pd.testing.assert_frame_equal(got, want, check_categorical=False)
@@ -215,9 +215,9 @@ def test_5_verify_with_checksums_finds_flipped_bytes(workdir):
     data = bytearray(part.read_bytes())
     data[8] ^= 0xFF  # inside the first column chunk: the footer (row counts) still reads
     part.write_bytes(bytes(data))
-    man = wsemoe.sweep.store.read_manifest(res.path)
+    man = wsemoe.store.store.read_manifest(res.path)
     with pytest.raises(WsemoeError, match="checksum"):  # sizes and footers agree: every read checks the bytes
-        wsemoe.sweep.store.verify(res.path, man)
+        wsemoe.store.store.verify(res.path, man)
 
 
 # ---------------------------------------------------------------- 6, 7, 15: numbers
@@ -389,7 +389,7 @@ def test_19_overlong_output_name_is_one_line(tmp_path, runner):
 # ---------------------------------------------------------------- 14: two runs, one folder
 
 def test_14_second_run_is_refused_while_the_first_holds_the_lock(tmp_path, runner):
-    from wsemoe.sweep.partial import RunLock
+    from wsemoe.store.partial import RunLock
 
     f = tmp_path / "cfg.yaml"
     f.write_text(yaml.safe_dump(GOOD))

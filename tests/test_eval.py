@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 import wsemoe
-from wsemoe.analysis.explain import breakdown
+from wsemoe.analysis.explain.point import breakdown
 from wsemoe.cli import app
 from wsemoe.sweep import feasibility
 from wsemoe.sweep.run import run_sweep
@@ -98,7 +98,7 @@ def test_breakdown_shows_kernel_launches_collective_latencies_and_formats():
 
 
 def test_breakdown_notices_a_wrong_column(monkeypatch):
-    from wsemoe.analysis import addsup
+    from wsemoe.analysis.explain import addsup
 
     row = pd.Series({"moe_layer_time_s": 1.0, "attention_compute_s": 0.5, "moe_compute_s": 0.25,
                      "attention_weights_s": 0.1, "moe_weights_s": 0.1})
@@ -169,8 +169,8 @@ def test_user_constraints_read_as_ratios():
 def test_parts_with_few_then_many_reasons_read_as_one_dataset(tmp_path):
     """pandas codes a categorical in 8 bits up to 127 categories and wider beyond; a first part with few
     reasons and a later one with many must still read as one table, so parts use one index width."""
-    from wsemoe.sweep.block import Block, Labels
-    from wsemoe.sweep.partfile import to_bytes as part_bytes
+    from wsemoe.store.block import Block, Labels
+    from wsemoe.store.partfile import to_bytes as part_bytes
 
     few = Block(np.arange(0, 100), {"infeasible_reason": Labels(np.tile(np.arange(2, dtype=np.int32), 50), ["a", "b"])})
     many = Block(np.arange(100, 400), {"infeasible_reason": Labels(np.arange(300, dtype=np.int32),

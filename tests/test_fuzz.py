@@ -122,7 +122,7 @@ def test_filter_expressions_evaluate_or_fail_cleanly(text):
     """The --where grammar on its own, fast enough for many examples: a mask or a ConfigError, nothing else."""
     import pandas as pd
 
-    from wsemoe.analysis.where import Where
+    from wsemoe.analysis.explain.where import Where
     from wsemoe.errors import ConfigError
 
     df = pd.DataFrame({"mfu": [0.1, 0.5], "workload.G": [1, 64], "tokens_per_s": [1e3, 1e6],

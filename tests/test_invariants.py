@@ -19,8 +19,8 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 import wsemoe
-from wsemoe.analysis import cases as cases_mod
-from wsemoe.analysis.invariants import REGISTRY, hardware_fields
+from wsemoe.analysis.invariants import cases as cases_mod
+from wsemoe.analysis.invariants.laws import REGISTRY, hardware_fields
 from wsemoe.cli import app
 from wsemoe.config.loader import load_config
 from wsemoe.cost import stagecost
@@ -254,7 +254,7 @@ def test_cli_default_points_is_the_library_default():
 
 def test_an_undocumented_overlap_mode_fails_the_layer_invariant(monkeypatch, small_config):
     """A mode the invariant does not know (as a new one would be before docs/cost-model.md states it)."""
-    from wsemoe.analysis import invariants
+    from wsemoe.analysis.invariants import laws as invariants
 
     monkeypatch.delitem(invariants.CORE, "stage")
     cfg = {**small_config, "axes": {**small_config["axes"], "workload.overlap": ["layer", "stage"]}}
@@ -265,7 +265,7 @@ def test_an_undocumented_overlap_mode_fails_the_layer_invariant(monkeypatch, sma
 
 def test_an_unset_optional_figure_stays_unset_when_others_double(monkeypatch, small_config):
     """A hardware figure that may be left unset (None) is doubled only where it is set."""
-    from wsemoe.analysis import invariants
+    from wsemoe.analysis.invariants import laws as invariants
 
     case = cases_mod.Case(load_config(small_config), points=4)
     given = np.array([None, 3.0e11, None, 1.0e11], dtype=object)
@@ -281,7 +281,7 @@ def test_junit_write_failure_is_one_error_and_leaves_no_temporary_file(monkeypat
     from wsemoe.report import junit
 
     report = wsemoe.check_invariants([small_config], points=4, only=["mfu_at_most_matmul_efficiency"])
-    from wsemoe.sweep import writer
+    from wsemoe.store import writer
 
     monkeypatch.setattr(writer.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     with pytest.raises(WsemoeError, match="no space left.*ENOSPC"):

@@ -225,7 +225,7 @@ def test_14_concurrent_runs_never_corrupt_each_other(tmp_path):
         assert any(code == 0 for code, _ in results), results
         for code, err in results:
             assert code == 0 or (err.startswith("error: ") and "another run" in err and len(err.splitlines()) == 1), err
-        from wsemoe.sweep import store
+        from wsemoe.store import store
 
         man = store.load_manifest(out / "big")
         store.verify(out / "big", man)

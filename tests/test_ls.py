@@ -11,7 +11,8 @@ import time
 import yaml
 
 from wsemoe.cli import app
-from wsemoe.sweep import inventory, partial
+from wsemoe.store import inventory
+from wsemoe.store import partial
 from wsemoe.sweep.run import run_sweep
 
 CFG = {"name": "one", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"seq_len": 2048},

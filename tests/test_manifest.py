@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 
 from wsemoe.cli import app
 from wsemoe.errors import ResultsError
-from wsemoe.sweep import manifest
+from wsemoe.store import manifest
 from wsemoe.sweep.run import run_sweep
 
 CFG = {"name": "mf", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},

@@ -108,7 +108,7 @@ def test_every_os_error_class_from_every_writer_is_one_line_naming_the_path(writ
         import numpy as np
         import pandas as pd
 
-        from wsemoe.analysis import calibrate
+        from wsemoe.analysis.uncertainty import calibrate
 
         monkeypatch.setattr(calibrate, "fit", lambda sweeps, targets, us, samples, seed: calibrate.Fit(
             us, pd.Series([u.nominal for u in us]), pd.DataFrame([[u.low, u.high] for u in us], columns=["low", "high"]),

@@ -28,5 +28,5 @@ def test_wheel_carries_presets_and_reproduction_sweeps(tmp_path):
     for preset in (ROOT / "wsemoe" / "presets").rglob("*.yaml"):
         assert f"wsemoe/{preset.relative_to(ROOT / 'wsemoe').as_posix()}" in names
     for data in ("shipped_microbatches.yaml", "unknowns.yaml"):
-        assert f"wsemoe/analysis/data/{data}" in names
+        assert f"wsemoe/analysis/uncertainty/data/{data}" in names
     assert not any(n.startswith(("tests/", "sweeps/", "bench/")) for n in names)

@@ -9,7 +9,9 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-from wsemoe.analysis import explain, streaming_laws
+from wsemoe.analysis.explain import point as explain
+
+from wsemoe.analysis.invariants import streaming_laws
 from wsemoe.config import presets
 from wsemoe.config.loader import load_config
 from wsemoe.cost.fabric import patterns, topology
@@ -199,8 +201,8 @@ def test_the_figures_draw_what_binds_and_what_the_fabric_costs(tmp_path):
 def test_the_pe_invariants_can_fail(monkeypatch):
     # Choosing the slowest layout that fits makes more PEs (more candidates) slower; a multicast dispatch that drops
     # its trees' north links no longer carries what the trees do. Both laws must say so.
-    from wsemoe.analysis.cases import Case
-    from wsemoe.analysis.invariants import REGISTRY
+    from wsemoe.analysis.invariants.cases import Case
+    from wsemoe.analysis.invariants.laws import REGISTRY
 
     cfg = load_config({**BASE, "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 4], "workload.G": [1, 8]}})
     more, grids = REGISTRY["streaming_more_pes_or_sram_never_hurt"], REGISTRY["streaming_grids_are_whole_and_conserve_traffic"]

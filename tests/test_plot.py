@@ -133,7 +133,7 @@ def test_only_and_pdf(bta, tmp_path):
 
 def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
     from wsemoe.report.figures import fig_pareto, plots
-    from wsemoe.sweep import store
+    from wsemoe.store import store
 
     asked = []
     real = store.read_points

@@ -11,7 +11,7 @@ from matplotlib import image
 from wsemoe.cost.fabric import mesh
 from wsemoe.cost import structure
 from wsemoe.report.figures import fig_balance, fig_mesh, meshdraw
-from wsemoe.sweep import writer
+from wsemoe.store import writer
 from wsemoe.report.figures.plots import plot_results
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.run import run_sweep

@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wsemoe
-from wsemoe.analysis import readings as rd
-from wsemoe.analysis import robustness
+from wsemoe.analysis.uncertainty import readings as rd
+from wsemoe.analysis.uncertainty import robustness
 from wsemoe.cli import app
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS
 from wsemoe.errors import ConfigError
 from wsemoe.report.html import page
-from wsemoe.sweep import store
+from wsemoe.store import store
 
 SMALL = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b",
          "workload": {"mode": "train", "seq_len": 4096, "attn_kernel": "materialized"},
@@ -285,7 +285,7 @@ def test_the_attention_kernel_evidence_holds():
     """What the registry says of Cerebras' shipped micro-batches on cs2, recomputed: with every head's scores
     6 of 7 do not fit (GPT-3 XL does), one head's at a time all fit (largest need 0.70 of SRAM, Mixtral-8x7B),
     and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it."""
-    from wsemoe.analysis.shipped import calibration_models, max_batch, memory_at
+    from wsemoe.analysis.uncertainty.shipped import calibration_models, max_batch, memory_at
     from wsemoe.config.presets import load_hardware
     from wsemoe.specs import WorkloadSpec
 
@@ -347,7 +347,7 @@ def test_flips_elsewhere_name_a_few_groups_and_count_the_rest():
     """A reading flipping the ratio in many other groups: the first three named, the rest counted; few: all named."""
     import pandas as pd
 
-    from wsemoe.analysis import robustness
+    from wsemoe.analysis.uncertainty import robustness
 
     groups = [f"k={k}" for k in range(10)]
     flips = ["d2d=per_die (0.5×)"] * 9 + [""]

@@ -13,8 +13,9 @@ from hypothesis import given, settings, strategies as st
 
 from wsemoe.cli import app
 from wsemoe.config.loader import load_config
-from wsemoe.sweep import partial as partial_mod
-from wsemoe.sweep import searchrun, store
+from wsemoe.store import partial as partial_mod
+from wsemoe.sweep import searchrun
+from wsemoe.store import store
 from wsemoe.sweep.run import run_sweep
 from wsemoe.sweep.search import Variation
 from wsemoe.sweep.space import Grid

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import wsemoe
-from wsemoe.analysis.explain import breakdown
+from wsemoe.analysis.explain.point import breakdown
 from wsemoe.cli import app
 from wsemoe.sweep.columns import describe, documented
 from wsemoe.sweep.run import run_sweep

@@ -14,11 +14,11 @@ from hypothesis import given, strategies as st
 from typer.testing import CliRunner
 
 import wsemoe
-from wsemoe.analysis import query
-from wsemoe.analysis.where import Where
+from wsemoe.analysis.explain import query
+from wsemoe.analysis.explain.where import Where
 from wsemoe.cli import app
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import store
+from wsemoe.store import store
 from wsemoe.sweep.run import run_sweep
 
 BTA = {"name": "bta", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wsemoe.sweep import partial as partial_mod
+from wsemoe.store import partial as partial_mod
 
 LONG = {"name": "sig", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
         "sparsity": {"vary": "num_experts", "values": [8, 32, 128]},

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import wsemoe
-from wsemoe.analysis.explain import breakdown, frame
+from wsemoe.analysis.explain.point import breakdown, frame
 from wsemoe.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]

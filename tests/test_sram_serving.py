@@ -205,8 +205,8 @@ def test_golden_serving_points(point, expected):
 def test_the_capacity_invariant_can_fail(monkeypatch):
     # A model that always fills the wafer (no denser candidate layouts) gets slower with more PEs where spreading
     # hurts: the invariant must say so. Qwen3-30B-A3B on 48 wafers: its regions already spread ~10×.
-    from wsemoe.analysis.cases import Case
-    from wsemoe.analysis.invariants import REGISTRY
+    from wsemoe.analysis.invariants.cases import Case
+    from wsemoe.analysis.invariants.laws import REGISTRY
     from wsemoe.config.loader import load_config
 
     cfg = load_config({"name": "spread", "hardware": {"preset": "cs3", "weight_source": "sram"},

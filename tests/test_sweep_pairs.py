@@ -65,7 +65,7 @@ def test_every_shown_comparison_of_shipped_sweeps_is_declared():
 def test_the_cs2_cs3_comparison_matches_every_group(tmp_path):
     """With the same sparsity hold, every top-k group of one sweep is a group of the other; the CS-3, with
     twice the compute and more I/O bandwidth, is faster in each, by no more than its peak FLOP/s ratio."""
-    from wsemoe.analysis.crossrun import compare
+    from wsemoe.analysis.explain.crossrun import compare
     from wsemoe.config.presets import load_hardware
     from wsemoe.sweep.run import run_sweep
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wsemoe.analysis.traffic_export import point_traffic
+from wsemoe.analysis.explain.traffic_export import point_traffic
 from wsemoe.cli import app
 from wsemoe.cost.fabric import patterns
 from wsemoe.report.exports import export_traffic

@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from wsemoe.cli import app
-from wsemoe.sweep import ledger, store, verified
+from wsemoe.store import ledger
+from wsemoe.store import store
+from wsemoe.store import verified
 from wsemoe.sweep.run import run_sweep
 
 CFG = {"name": "tv", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
@@ -66,7 +68,7 @@ def test_a_part_changed_in_place_is_refused_by_every_reader_and_the_up_to_date_c
 def test_a_readings_folder_changed_since_written_is_not_read(results, runner):
     """readings/ is read only while each file matches its ledger checksum: an edited one is not shown as the
     comparison's robustness (show says why), and the next run refuses to replace it."""
-    from wsemoe.analysis import readings
+    from wsemoe.analysis.uncertainty import readings
 
     assert runner.invoke(app, ["readings", "results/tv", "--only", "attn_kernel"]).exit_code == 0
     config_hash = store.read_manifest(results)["config_hash"]

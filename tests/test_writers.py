@@ -23,7 +23,7 @@ import yaml
 
 from test_data_safety import one_line_error
 from wsemoe.cli import app
-from wsemoe.sweep import ledger
+from wsemoe.store import ledger
 from wsemoe.sweep.run import run_sweep
 
 FS = {"name": "fs", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},

@@ -37,7 +37,7 @@ def check(config, estimate: bool = False) -> dict:
 def query(results, where=None, columns=None, sort=None, limit=None, every_point=False, feasible=False):
     """Rows of a results folder: the Pareto fronts (or every point, or every feasible point) where `where` holds,
     sorted, at most `limit` (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
-    from wsemoe.analysis.query import select
+    from wsemoe.analysis.explain.query import select
 
     return select(results, where=where, columns=columns, sort=sort, limit=limit, every_point=every_point,
                   feasible=feasible)
@@ -47,7 +47,7 @@ def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
     """One point (its index in the sweep) broken into its terms and how they add up: (row, [(group, term,
     value, unit, meaning)]); `sets` like ["workload.G=8"] override that point's values. Without `config`,
     the single point of `hardware`, `model` and `sets` (as `wsemoe eval --hardware --model --set`)."""
-    from wsemoe.analysis.explain import breakdown
+    from wsemoe.analysis.explain.point import breakdown
 
     return breakdown(config, point, sets or [], hardware=hardware, model=model)
 
@@ -62,7 +62,7 @@ def point_config(hardware, model, sets=None, name: str = "point") -> dict:
 
 def compare(folders, metric=None):
     """Results folders side by side: the best point of each per common group, ratios, what binds."""
-    from wsemoe.analysis.crossrun import compare as run
+    from wsemoe.analysis.explain.crossrun import compare as run
 
     return run(folders, metric)
 
@@ -84,7 +84,7 @@ def write_report(results, output=None):
 
 def list_results(root="results"):
     """(results folders with their state, partial folders runs left) under `root`."""
-    from wsemoe.sweep import inventory
+    from wsemoe.store import inventory
 
     return inventory.results_in(root), inventory.partials_in(root)
 
@@ -126,16 +126,16 @@ def parameter_counts(model) -> dict:
 
 def check_invariants(configs=None, **kwargs):
     """Check the cost-model invariants on sweep configs (paths, dicts or SweepConfigs; none: every shipped
-    preset and sweep); returns a report (`.ok`, `.results`, `.to_dict()`). See `wsemoe.analysis.suite`."""
-    from wsemoe.analysis.suite import check_invariants as check
+    preset and sweep); returns a report (`.ok`, `.results`, `.to_dict()`). See `wsemoe.analysis.invariants.suite`."""
+    from wsemoe.analysis.invariants.suite import check_invariants as check
 
     return check(configs, **kwargs)
 
 
 def sensitivity(config, **kwargs):
     """Sobol/Morris indices and 5–95% bands of a sweep's results over the calibration unknowns; writes them into
-    results/<name>/sensitivity/ (see `wsemoe.analysis.sensitivity.run`; `analyse` computes without writing)."""
-    from wsemoe.analysis.sensitivity import run
+    results/<name>/sensitivity/ (see `wsemoe.analysis.uncertainty.sensitivity.run`; `analyse` computes without writing)."""
+    from wsemoe.analysis.uncertainty.sensitivity import run
 
     return run(config, **kwargs)[0]
 
@@ -161,7 +161,7 @@ def robustness(config, only=(), fixed=None, write: bool = False, out_root="resul
     """A sweep evaluated under every combination of its readings (`only`: vary just these; `fixed`: {reading:
     option} for every run); `.summary()` per quantity and group (as configured, at the default readings, range,
     flips, hinge), `.statement()` the comparison's line. With `write`, also into results/<name>/readings/."""
-    from wsemoe.analysis import readings as rd
+    from wsemoe.analysis.uncertainty import readings as rd
 
     return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)
 
@@ -169,8 +169,8 @@ def robustness(config, only=(), fixed=None, write: bool = False, out_root="resul
 def calibrate(hardware: str = "cs2", **kwargs):
     """Fit a hardware preset's calibration unknowns to the public BTA targets under every reading; writes the fit
     at the default readings as a preset beside a copy of the original, with the diff, residuals and χ² per reading
-    (see `wsemoe.analysis.calibrate.run`). Returns [(reading, Fit)], the default readings first."""
-    from wsemoe.analysis.calibrate import run
+    (see `wsemoe.analysis.uncertainty.calibrate.run`). Returns [(reading, Fit)], the default readings first."""
+    from wsemoe.analysis.uncertainty.calibrate import run
 
     return run(hardware, **kwargs)[0]
 

@@ -36,7 +36,7 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     reply = Reply()
     note = ""
     if with_readings:
-        from wsemoe.analysis.readings import refresh
+        from wsemoe.analysis.uncertainty.readings import refresh
 
         note = refresh(res.config, res.path)
     if quiet:
@@ -85,7 +85,7 @@ def eval_point(config: Optional[Path] = typer.Argument(None, help="sweep YAML, o
 
     A point of a sweep (CONFIG and --point), or a single point without a sweep file: --hardware, --model and
     --set for any other field (e.g. wsemoe eval --hardware cs2 --model qwen3-30b-a3b --set workload.B=2)."""
-    from wsemoe.analysis import explain
+    from wsemoe.analysis.explain import point as explain
 
     choice(fmt, TABLE_FORMATS, "--format")
     _, rows = explain.breakdown(config, point, set_ or [], hardware=hardware, model=model)
@@ -105,7 +105,7 @@ def new(name: str = typer.Argument(..., help="name of the sweep (and of its resu
     """Write a commented starting sweep (NAME.yaml) that runs as written: every section explained, the axes
     people sweep first in that mode; never replaces an existing file."""
     from wsemoe.config.starter import starter_text
-    from wsemoe.sweep import writer
+    from wsemoe.store import writer
 
     path = output if output is not None else Path(f"{name}.yaml")
     text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
@@ -123,7 +123,7 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
     text = reference_text(choice(fmt, ("json", "markdown"), "--format"))
     if output is None:
         return Reply().raw(text)
-    from wsemoe.sweep import writer
+    from wsemoe.store import writer
 
     return Reply().text(str(writer.write_file(output, text, "schema", force)))
 

@@ -25,7 +25,7 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
          fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown")) -> Reply:
     """Show a results folder: summary, Pareto front (point indices for `eval --point`) and comparison;
     or the rows a question selects (--all, --where, --sort, --columns)."""
-    from wsemoe.analysis.query import select
+    from wsemoe.analysis.explain.query import select
     from wsemoe.report.terminal import tables
     from wsemoe.report.terminal.console import width
 
@@ -71,9 +71,9 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
             force: bool = typer.Option(False, "--force", "-f", help="let --plot replace a file another wsemoe command wrote")) -> Reply:
     """Results folders side by side: the best point of each per common group, ratios, and what binds; and how
     robust each ratio is over the readings (its range, what flips it, what it hinges on)."""
-    from wsemoe.analysis.crossrun import compare as compare_runs
+    from wsemoe.analysis.explain.crossrun import compare as compare_runs
     from wsemoe.report.terminal.texts import comparison_view
-    from wsemoe.sweep import writer
+    from wsemoe.store import writer
 
     choice(fmt, TABLE_FORMATS, "--format")
     if plot_to is not None:
@@ -84,8 +84,8 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
     if with_readings:
-        from wsemoe.analysis import readings as rd
-        from wsemoe.analysis import robustness
+        from wsemoe.analysis.uncertainty import readings as rd
+        from wsemoe.analysis.uncertainty import robustness
 
         found = rd.evaluate_folders(folders, cmp)
         lines = [found] if isinstance(found, str) else [
@@ -141,7 +141,7 @@ def export(what: str = typer.Argument(..., help="what to export: traffic"),
            force: bool = typer.Option(False, "--force", "-f", help="replace an export of another point (or other wsemoe output) at the folder")) -> Reply:
     """Export one mesh point's traffic: per-phase transfers and matrices, per-link loads (CSV, NPZ, JSON metadata
     with units) and BookSim2 trace files to replay in a cycle-level simulator (docs/traffic-export.md)."""
-    from wsemoe.analysis.traffic_export import point_traffic
+    from wsemoe.analysis.explain.traffic_export import point_traffic
     from wsemoe.report.exports import export_traffic
 
     choice(what, ("traffic",), "WHAT")
@@ -157,7 +157,7 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
                  clean: bool = typer.Option(False, "--clean", help="remove stale partial folders (unfinished runs no run holds)")) -> Reply:
     """List the sweeps under ROOT (size, points, date, up to date?) and the partial folders runs left behind."""
     from wsemoe.report.terminal import tables
-    from wsemoe.sweep import inventory
+    from wsemoe.store import inventory
 
     removed = inventory.clean(root) if clean else []
     rows = inventory.results_in(root)

@@ -61,8 +61,8 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     On a terminal a table of every invariant; in a pipe (CI) only what fails, one line each."""
     import json
 
-    from wsemoe.analysis.invariants import REGISTRY
-    from wsemoe.analysis.suite import check_invariants
+    from wsemoe.analysis.invariants.laws import REGISTRY
+    from wsemoe.analysis.invariants.suite import check_invariants
     from wsemoe.report import junit as junit_report
     from wsemoe.report.terminal import tables
 
@@ -103,15 +103,15 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at sensitivity/ or readings/")) -> Reply:
     """Sensitivity of CONFIG's results to the discrete readings (every combination) and to the calibration
     unknowns (Sobol or Morris, at the sweep's own readings); writes results/<name>/readings/ and sensitivity/."""
-    from wsemoe.analysis import readings as rd
-    from wsemoe.analysis import sensitivity as sens
+    from wsemoe.analysis.uncertainty import readings as rd
+    from wsemoe.analysis.uncertainty import sensitivity as sens
     from wsemoe.report.terminal import progress, tables
     from wsemoe.report.terminal import readings as rd_view
 
     prepared = sens.prepare(config, None, method, samples, seed, unknowns, only or ())  # bad options fail first
     reply = Reply()
     if with_readings:
-        from wsemoe.sweep import writer
+        from wsemoe.store import writer
         from wsemoe.sweep.run import run_sweep
 
         res = run_sweep(prepared[0].cfg, out_root=results)
@@ -145,7 +145,7 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
                  force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at readings/")) -> Reply:
     """The modelling choices no source pins, or TARGET evaluated under every combination of them: each
     quantity as configured, at the default readings, its range, what flips it and what it hinges on."""
-    from wsemoe.analysis import readings as rd
+    from wsemoe.analysis.uncertainty import readings as rd
     from wsemoe.config import readings as registry
     from wsemoe.report.terminal import readings as rd_view
 
@@ -171,7 +171,7 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
     """Fit the calibration unknowns to the public BTA targets under every reading: χ² per reading, the unknowns
     no target can identify (not fitted), each target's leave-one-out residual; write the fit at the default
     readings as a preset to review beside the original (no preset is changed)."""
-    from wsemoe.analysis import calibrate as cal
+    from wsemoe.analysis.uncertainty import calibrate as cal
     from wsemoe.report.terminal import progress, tables
 
     with progress.bar("calibrate", "readings") as update:

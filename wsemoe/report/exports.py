@@ -1,7 +1,7 @@
 """A mesh point's traffic written out (`wsemoe export traffic`): transfers, matrices, per-link loads and ports in
 bytes, metadata with units and the model's times, and BookSim2 trace files a cycle-level simulator replays.
 The format is described in docs/traffic-export.md; the folder is built beside its target and swapped in
-(`sweep/writer.py`: only an earlier export wsemoe wrote, unchanged, is ever replaced)."""
+(`store/writer.py`: only an earlier export wsemoe wrote, unchanged, is ever replaced)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe.analysis.traffic_export import PointTraffic, listable, transfer_chunks
+from wsemoe.analysis.explain.traffic_export import PointTraffic, listable, transfer_chunks
 from wsemoe.cost.structure import DENSE_MAX_NODES
 from wsemoe.errors import ResultsError
-from wsemoe.sweep import writer
+from wsemoe.store import writer
 from wsemoe.version import __version__
 
 FORMAT = "wsemoe traffic export 1"
@@ -70,7 +70,7 @@ def trace_lines(src, dst, nbytes, flit: int, packet: int) -> tuple[str, int]:
 def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: int = PACKET_FLITS,
                    force: bool = False) -> list[Path]:
     """Write every file of the export as the folder `folder`; an earlier export of another point (or another
-    writer's output) there needs `force`, and anything wsemoe did not write is refused (`sweep/writer.py`)."""
+    writer's output) there needs `force`, and anything wsemoe did not write is refused (`store/writer.py`)."""
     if packet < 1 or (flit is not None and flit < 1):
         raise ResultsError("flit bytes and packet flits must be at least 1", loc=("--flit-bytes",))
     key = f"{pt.name}, point {pt.point}"

@@ -2,7 +2,7 @@
 
 One <testsuite> per config, one <testcase> per invariant on it (classname = config, name =
 invariant): <failure> with the worst violation, <error> when the check itself raised, <skipped>
-when the invariant does not apply to the config. Written through `sweep/writer.py` (atomically, so a
+when the invariant does not apply to the config. Written through `store/writer.py` (atomically, so a
 CI job never picks up half a report, and never over a file wsemoe did not write).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from wsemoe.analysis.suite import Report
-from wsemoe.sweep import writer
+from wsemoe.analysis.invariants.suite import Report
+from wsemoe.store import writer
 
 
 def _counts(results) -> dict:
@@ -55,5 +55,5 @@ def check_target(path: Path, force: bool = False) -> Path:
 
 
 def write_junit(report: Report, path: Path, force: bool = False) -> Path:
-    """Write the JUnit XML atomically, never over a file wsemoe did not write (`sweep/writer.py`)."""
+    """Write the JUnit XML atomically, never over a file wsemoe did not write (`store/writer.py`)."""
     return writer.write_file(path, junit_xml(report), "junit", force)

@@ -19,7 +19,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
-from wsemoe.sweep.block import Block, Labels
+from wsemoe.store.block import Block, Labels
 from wsemoe.sweep.compare import baseline_mask, candidate_mask, check_metrics, group_keys, metrics
 from wsemoe.sweep.pareto import front_rows, not_finite_rows
 

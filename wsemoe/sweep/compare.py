@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.errors import ConfigError
-from wsemoe.sweep.block import Labels
+from wsemoe.store.block import Labels
 
 DEFAULT_OVER = ("workload.B", "workload.G")
 

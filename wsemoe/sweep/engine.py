@@ -21,7 +21,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost.node.stages import Coded
 from wsemoe.sweep import space
-from wsemoe.sweep.block import Block, Labels, factorize
+from wsemoe.store.block import Block, Labels, factorize
 from wsemoe.sweep.feasibility import feasibility
 from wsemoe.sweep.outputs import base_fields, evaluate, namespaces, preset_fields
 

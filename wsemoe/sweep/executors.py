@@ -19,7 +19,9 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from wsemoe.sweep import chunked, engine, partial
+from wsemoe.sweep import chunked, engine
+
+from wsemoe.store import partial
 from wsemoe.errors import ConfigError, RunError
 
 DASK_TIMEOUT_S = 10

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from wsemoe.errors import ConfigError
-from wsemoe.sweep.block import Labels
+from wsemoe.store.block import Labels
 
 REASONS = {
     "g_mem_attn": "attention-stage memory needs {r}× the usable node memory "

@@ -13,7 +13,7 @@ import pandas as pd
 
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import serving
-from wsemoe.sweep.block import Labels
+from wsemoe.store.block import Labels
 from wsemoe.sweep.engine import Outputs, Rows
 from wsemoe.sweep.outputs import base_fields, namespaces, preset_fields
 from wsemoe.sweep.feasibility import feasibility

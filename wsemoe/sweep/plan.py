@@ -74,7 +74,9 @@ def _estimate(cfg, n: int) -> dict:
     Time = baseline + structures (cold − warm) + n × (per point + writing per point)."""
     import hashlib
 
-    from wsemoe.sweep import chunked, engine, partfile
+    from wsemoe.sweep import chunked, engine
+
+    from wsemoe.store import partfile
 
     t0 = time.perf_counter()
     base = chunked.baseline_best(cfg) if cfg.compare else None

@@ -14,8 +14,10 @@ import hashlib
 from pathlib import Path
 
 from wsemoe.errors import ResultsError
-from wsemoe.sweep import chunked, partfile, store
-from wsemoe.sweep.atomic import atomic_bytes, os_errors
+from wsemoe.sweep import chunked
+from wsemoe.store import partfile
+from wsemoe.store import store
+from wsemoe.store.atomic import atomic_bytes, os_errors
 
 
 def repair(cfg, path: Path, config_hash: str) -> tuple[dict, int, int] | None:

@@ -12,8 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from wsemoe.sweep import chunked
-from wsemoe.sweep import repair, searchrun, store, writer
-from wsemoe.sweep import partial as partial_mod
+from wsemoe.sweep import repair, searchrun
+from wsemoe.store import store
+from wsemoe.store import writer
+from wsemoe.store import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
 from wsemoe.config.schema import SweepConfig
@@ -49,7 +51,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     """Evaluate a sweep chunk by chunk and write results/<name>/ (skipped when up to date unless forced).
 
     The target is replaced only when it provably holds this sweep's results and nothing else (another
-    sweep's with `force`; `sweep/writer.py` decides). `resume` continues a killed run of the same config
+    sweep's with `force`; `store/writer.py` decides). `resume` continues a killed run of the same config
     from its whole parts, whatever chunk size either run used, and on finished results recomputes just
     the parts that fail their checksums.
     """

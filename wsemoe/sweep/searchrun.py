@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from wsemoe.sweep import chunked, engine, store
-from wsemoe.sweep.block import Block
+from wsemoe.sweep import chunked, engine
+
+from wsemoe.store import store
+from wsemoe.store.block import Block
 from wsemoe.sweep.executors import Writers
-from wsemoe.sweep.partial import part_files
+from wsemoe.store.partial import part_files
 from wsemoe.sweep.pareto import minimization
 from wsemoe.sweep.search import Driver
 

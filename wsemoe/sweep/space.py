@@ -16,7 +16,7 @@ import pandas as pd
 
 from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
-from wsemoe.sweep.block import Text
+from wsemoe.store.block import Text
 
 
 def is_number(v) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.analysis import readings as study
+from wsemoe.analysis.uncertainty import readings as study
 from wsemoe.sweep import chunked
 from wsemoe.sweep.compare import comparison_table
 from wsemoe.validate import figures

@@ -9,13 +9,13 @@ defaults rest on (context rows).
 
 from __future__ import annotations
 
-from wsemoe.analysis.shipped import READINGS, shipped_needs
+from wsemoe.analysis.uncertainty.shipped import READINGS, shipped_needs
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
 from wsemoe.validate.common import context, row
 from wsemoe.validate.tolerances import Band
 
-SOURCE = "Cerebras Model Zoo 2.10 configs (analysis/data/shipped_microbatches.yaml)"
+SOURCE = "Cerebras Model Zoo 2.10 configs (analysis/uncertainty/data/shipped_microbatches.yaml)"
 
 
 def shipped_rows(hardware: str = "cs2") -> list[dict]:

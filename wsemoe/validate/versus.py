@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wsemoe.analysis import readings as study
-from wsemoe.analysis.sampled import Sampled
+from wsemoe.analysis.uncertainty import readings as study
+from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.sweep import chunked
 from wsemoe.validate import figures
 from wsemoe.validate.common import context, headline, pct, pts, row, sweep_config

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 from matplotlib.figure import Figure
 
-from wsemoe.analysis import robustness
+from wsemoe.analysis.uncertainty import robustness
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend
 from wsemoe.report.figures.view import ResultsView

@@ -22,9 +22,10 @@ from wsemoe.report.figures.claims import caption_of
 from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
 from wsemoe.report.figures.view import ResultsView
-from wsemoe.sweep import store, writer
+from wsemoe.store import store
 
 # Each family: figures(view) yields (stem, figure, or None when the data does not support it), each figure built
+from wsemoe.store import writer
 # when asked for, so one renders while the next is built.
 FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
             fig_readings, fig_serving, fig_streaming)
@@ -94,7 +95,7 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progr
     each figure with its caption beside it as <stem>.txt.
 
     plots/ is a folder `wsemoe plot` owns (its ledger lists every figure): figures are replaced only when
-    they are the ones it wrote, and a file it did not write is never touched (`sweep/writer.py`)."""
+    they are the ones it wrote, and a file it did not write is never touched (`store/writer.py`)."""
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
     for ext in formats:

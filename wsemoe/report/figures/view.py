@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe.analysis import readings
-from wsemoe.analysis import sensitivity as sens
+from wsemoe.analysis.uncertainty import readings
+from wsemoe.analysis.uncertainty import sensitivity as sens
 from wsemoe.config import yamlio
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import structure
 from wsemoe.errors import ResultsError
 from wsemoe.report.figures.style import SLICE_SYMBOLS, setting
-from wsemoe.sweep import store
+from wsemoe.store import store
 
 OVER = ("workload.B", "workload.G")  # axes a design is tuned over, not one design each
 # A system's own configuration: what "the best configuration of each system" tunes (unless the comparison

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from wsemoe.version import __version__
 from wsemoe.report.terminal.tables import fmt, front_line
-from wsemoe.sweep import inventory, ledger, store, writer
+from wsemoe.store import inventory
+from wsemoe.store import ledger
+from wsemoe.store import store
+from wsemoe.store import writer
 
 INDEX = "index.html"
 CSS = """
@@ -50,7 +53,7 @@ def page(root) -> str:
 
 
 def write_index(root, force: bool = False) -> Path:
-    """Write <root>/index.html through the guarded writer (`sweep/writer.py`, as `wsemoe report`); its path."""
+    """Write <root>/index.html through the guarded writer (`store/writer.py`, as `wsemoe report`); its path."""
     root = Path(root)
     writer.check_file(root / INDEX, "report", force)
     return writer.write_file(root / INDEX, page(root), "report", force)

@@ -13,13 +13,14 @@ from pathlib import Path
 import pandas as pd
 
 from wsemoe.version import __version__
-from wsemoe.analysis.query import default_columns, select
+from wsemoe.analysis.explain.query import default_columns, select
 from wsemoe.report.terminal import formats
 from wsemoe.errors import printable
 from wsemoe.report.terminal.tables import front_line
 from wsemoe.report.figures import plots
 from wsemoe.report.html import figures as html_figures
-from wsemoe.sweep import store, writer
+from wsemoe.store import store
+from wsemoe.store import writer
 
 MAX_ROWS = 500  # rows of the Pareto front written out; the page says when there are more
 CSS = """
@@ -117,7 +118,8 @@ def _manifest(man: dict, base: Path) -> str:
 def readings_section(path: Path, man: dict) -> list[str]:
     """The comparison's robustness over the readings: the statement, each reading's state, and per group the
     value as configured, at the default readings, its range, what flips it and what it hinges on."""
-    from wsemoe.analysis import readings, robustness
+    from wsemoe.analysis.uncertainty import readings
+    from wsemoe.analysis.uncertainty import robustness
 
     found = readings.load(path, man.get("config_hash"))
     if found is None:
@@ -177,7 +179,7 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
 
 def write_report(path, out=None, force: bool = False, on_progress=None) -> Path:
     """Write the report (default <results>/report.html, a file wsemoe owns there); return its path. The
-    target is checked before the page is built (`sweep/writer.py`: never over a file wsemoe did not write);
+    target is checked before the page is built (`store/writer.py`: never over a file wsemoe did not write);
     the index of the results root beside it is refreshed when it exists (`wsemoe report --index` makes it)."""
     from wsemoe.report.html import index
 

@@ -10,8 +10,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from wsemoe.analysis import robustness
-from wsemoe.sweep import ledger
+from wsemoe.analysis.uncertainty import robustness
+from wsemoe.store import ledger
 
 
 def registry(readings: dict, evidence: bool = False) -> Table:
@@ -96,7 +96,7 @@ def view(result, quantities=None) -> list:
 def folder_lines(path, manifest: dict) -> list[Text]:
     """What `show` prints about a results folder's readings: the robustness statement of its comparison, or
     how to compute it (nothing for a sweep without a comparison and without a readings analysis)."""
-    from wsemoe.analysis import readings as rd
+    from wsemoe.analysis.uncertainty import readings as rd
 
     found = rd.load(path, manifest.get("config_hash"))
     if found is not None:

@@ -314,7 +314,7 @@ def _layout(h) -> str:
 def inventory(rows: list, root) -> Group:
     """`wsemoe ls`: one row per results folder with its size, points, finish time and state (in a word or two;
     what a state means in full, and version notes, below the table)."""
-    from wsemoe.sweep.inventory import version_note
+    from wsemoe.store.inventory import version_note
 
     t = Table(title=f"results in {root}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
               collapse_padding=True)
@@ -347,10 +347,10 @@ def partial_line(p) -> str:
 def folder_view(path, status: str, limit, width: int) -> list:
     """What `wsemoe show` prints for a results folder: summary, Pareto front (with point indices), comparison
     and sensitivity bands; every file read before anything is returned."""
-    from wsemoe.analysis import sensitivity as sens
-    from wsemoe.analysis.query import select
+    from wsemoe.analysis.uncertainty import sensitivity as sens
+    from wsemoe.analysis.explain.query import select
     from wsemoe.report.terminal import readings
-    from wsemoe.sweep import store
+    from wsemoe.store import store
 
     man = store.load_manifest(path)
     sel = select(path, limit=limit)

@@ -1,5 +1,5 @@
 """Bytes put on disk whole: a temporary file beside the target, flushed and renamed (or linked) into place, and
-OS errors as one line naming the path. The primitives `sweep/writer.py` (and the sweep's parts, repairs and
+OS errors as one line naming the path. The primitives `store/writer.py` (and the sweep's parts, repairs and
 the verified-read cache) build on; what may be replaced is decided there, never here."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who owns a folder, and whether a folder may be replaced: decided from ledgers only (`sweep/ledger.py`).
+"""Who owns a folder, and whether a folder may be replaced: decided from ledgers only (`store/ledger.py`).
 
 A folder is a writer's when its ledger names that writer as owner (results folders: `wsemoe sweep`;
 plots/: `wsemoe plot`; calibration, sensitivity, readings and traffic-export folders), or when its
@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 
 from wsemoe.errors import ResultsError
-from wsemoe.sweep import ledger
-from wsemoe.sweep.ledger import Ledger
-from wsemoe.sweep.manifest import part_range
+from wsemoe.store import ledger
+from wsemoe.store.ledger import Ledger
+from wsemoe.store.manifest import part_range
 
 # writer -> (the command, what it writes)
 WRITERS = {"sweep": ("wsemoe sweep", "results"), "report": ("wsemoe report", "report"),

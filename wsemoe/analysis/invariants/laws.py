@@ -16,10 +16,10 @@ from typing import Callable, get_args
 
 import numpy as np
 
-from wsemoe.analysis.addsup import LAYERS, launch_column, stage_columns
-from wsemoe.analysis.cases import Case
-from wsemoe.analysis.checking import Checker, Outcome
-from wsemoe.analysis.registry import REGISTRY, Invariant, invariant, node_rows, timed
+from wsemoe.analysis.explain.addsup import LAYERS, launch_column, stage_columns
+from wsemoe.analysis.invariants.cases import Case
+from wsemoe.analysis.invariants.checking import Checker, Outcome
+from wsemoe.analysis.invariants.registry import REGISTRY, Invariant, invariant, node_rows, timed
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
 from wsemoe.cost import structure
 from wsemoe.cost.fabric.mesh import hops_matrix
@@ -388,8 +388,8 @@ def more_overlap_is_never_slower(chk: Checker, case: Case):
         chk.compare(col, stage[col], none[col], "<=", ("overlap stage", "overlap none"), rows)
 
 
-from wsemoe.analysis import precision_laws  # noqa: E402,F401  (registers the format invariants after these)
-from wsemoe.analysis import serving_laws  # noqa: E402,F401  (and SRAM serving's)
-from wsemoe.analysis import streaming_laws  # noqa: E402,F401  (and weight streaming's at PE level)
+from wsemoe.analysis.invariants import precision_laws  # noqa: E402,F401  (registers the format invariants after these)
+from wsemoe.analysis.invariants import serving_laws  # noqa: E402,F401  (and SRAM serving's)
+from wsemoe.analysis.invariants import streaming_laws  # noqa: E402,F401  (and weight streaming's at PE level)
 
 __all__ = ["REGISTRY", "Invariant", "hardware_fields", "invariant"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe.analysis.where import Where
+from wsemoe.analysis.explain.where import Where
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import store
+from wsemoe.store import store
 from wsemoe.sweep.columns import check_column
 from wsemoe.sweep.pareto import TIES
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.analysis.cases import Case
-from wsemoe.analysis.checking import Checker
-from wsemoe.analysis.registry import SERVING_TIMES, invariant, node_rows
+from wsemoe.analysis.invariants.cases import Case
+from wsemoe.analysis.invariants.checking import Checker
+from wsemoe.analysis.invariants.registry import SERVING_TIMES, invariant, node_rows
 from wsemoe.cost.wafer import placement, traffic
 
 NODE_ONLY = "no SRAM-serving point (weight_source: sram) in this config"

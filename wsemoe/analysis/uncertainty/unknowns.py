@@ -1,6 +1,6 @@
 """Calibration unknowns: the figures no publication states, each with a range, a nominal value and a source.
 
-They live in one YAML file (package data, `analysis/data/unknowns.yaml`, keyed by hardware preset); a
+They live in one YAML file (package data, `analysis/uncertainty/data/unknowns.yaml`, keyed by hardware preset); a
 user file of the same form may replace it. An unknown maps a unit-interval sample onto its range
 (linear, log, or a discrete set) and sets one or more spec fields (`paths`).
 

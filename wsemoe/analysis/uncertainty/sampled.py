@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.config import readings as readings_registry
-from wsemoe.analysis.unknowns import Unknown
+from wsemoe.analysis.uncertainty.unknowns import Unknown
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import frames, space

@@ -4,8 +4,8 @@ A results folder holds config.yaml, manifest.json, points.parquet/ (one part fil
 `part-<start>-<stop>.parquet`), pareto.csv and optional extras (comparison.csv, plots/, ...). The
 manifest records every part's range, row count, size and SHA-256, so a deleted, truncated or stray
 part is noticed before anything is shown, plotted or called up to date: every reader checks every
-part's checksum (once per change of the file: `sweep/verified.py`). The manifest itself is untrusted
-input, parsed by one strict schema (`sweep/manifest.py`).
+part's checksum (once per change of the file: `store/verified.py`). The manifest itself is untrusted
+input, parsed by one strict schema (`store/manifest.py`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.errors import ResultsError, os_error
-from wsemoe.sweep import manifest, verified
-from wsemoe.sweep.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
+from wsemoe.store import manifest
+from wsemoe.store import verified
+from wsemoe.store.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
 
 FORMAT = manifest.FORMAT
 FILES = ("config.yaml", "manifest.json", "points.parquet", "pareto.csv")
@@ -78,7 +79,7 @@ def sweep_hint(man: dict) -> str:
 
 def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
     """Check that points.parquet/ holds exactly the manifest's parts and that every part and recorded file
-    holds the bytes the sweep wrote (SHA-256, verified once per change: `sweep/verified.py`).
+    holds the bytes the sweep wrote (SHA-256, verified once per change: `store/verified.py`).
 
     Raises ResultsError for the first problem (with `first_only`); otherwise returns the names of the
     parts that fail their checksum (for `--resume` to recompute), still raising for anything else.

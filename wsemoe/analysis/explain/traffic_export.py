@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wsemoe.analysis.explain import resolve
+from wsemoe.analysis.explain.point import resolve
 from wsemoe.cost import step, structure
 from wsemoe.cost.comm import CommModel
 from wsemoe.cost.fabric import mesh, patterns, phasetime, topology

@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe.analysis.sampled import Sampled
+from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, ResultsError
-from wsemoe.sweep import ledger, writer
+from wsemoe.store import ledger
+from wsemoe.store import writer
 from wsemoe.sweep.compare import group_keys
 
 FOLDER = "readings"  # inside a results folder (a slot of `readings` in sweep/ownership.RESULTS_SLOTS)
@@ -47,13 +48,13 @@ class Readings:
 
     def summary(self) -> pd.DataFrame:
         """Per quantity and group: as configured, at the default readings, range, flips, hinge (analysis.robustness)."""
-        from wsemoe.analysis import robustness
+        from wsemoe.analysis.uncertainty import robustness
 
         return robustness.summarize(self)
 
     def statement(self, quantity: str | None = None) -> list[str]:
         """The comparison's robustness in one line (and notes), as `wsemoe show` prints it."""
-        from wsemoe.analysis import robustness
+        from wsemoe.analysis.uncertainty import robustness
 
         return robustness.statement(self, quantity=quantity)
 
@@ -192,7 +193,7 @@ def cost(config, only=(), fixed=None, readings=None) -> tuple[int, int]:
 
 def write(result: Readings, results_path, force: bool = False) -> Path:
     """runs.csv, values.csv and meta.json into <results>/readings/, atomically, replacing an earlier analysis
-    (built beside, then swapped in; `sweep/writer.py` refuses anything wsemoe did not write)."""
+    (built beside, then swapped in; `store/writer.py` refuses anything wsemoe did not write)."""
     return writer.write_folder(Path(results_path) / FOLDER, dict(zip(FILES, (
         result.runs.to_csv(index=False), result.values.to_csv(index=False),
         json.dumps(result.meta, indent=2, default=str)))), "readings", force)
@@ -222,7 +223,7 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None, force
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
     are brought up to date first) or a results folder (its config.yaml); the readings/ folder is checked
     before anything is evaluated."""
-    from wsemoe.sweep import store
+    from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
     if Path(target).is_dir():

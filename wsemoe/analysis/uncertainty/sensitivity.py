@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe.analysis import unknowns as unknowns_mod
-from wsemoe.analysis.sampled import Sampled
+from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
+from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import ledger, writer
+from wsemoe.store import ledger
+from wsemoe.store import writer
 
 METHODS = ("sobol", "morris")
 QUANTILES = (0.05, 0.5, 0.95)
@@ -129,7 +130,7 @@ FOLDER = "sensitivity"  # inside a results folder (a slot of `sensitivity` in sw
 
 def write(result: Sensitivity, results_path, force: bool = False) -> Path:
     """Write indices.csv, bands.csv and meta.json into <results>/sensitivity/ atomically, replacing an earlier
-    analysis (built beside, then swapped in; `sweep/writer.py` refuses anything wsemoe did not write)."""
+    analysis (built beside, then swapped in; `store/writer.py` refuses anything wsemoe did not write)."""
     return writer.write_folder(Path(results_path) / FOLDER, {
         "indices.csv": result.indices.to_csv(index=False), "bands.csv": result.bands.to_csv(index=False),
         "meta.json": json.dumps(result.meta, indent=2)}, "sensitivity", force)

@@ -3,7 +3,7 @@
 Every command that writes (sweep, report, schema, plot, compare --plot, invariants --junit, calibrate,
 sensitivity, readings, export traffic, new) goes through here. A file is written to a temporary name in its
 folder, flushed to disk and renamed into place; a folder is built under a hidden name beside its target and
-swapped in. What may be replaced is decided by the folder's ledger (`sweep/ledger.py`), never by a file's
+swapped in. What may be replaced is decided by the folder's ledger (`store/ledger.py`), never by a file's
 name or content (`wsemoe new` replaces nothing at all: its file is the user's once written):
 
 - a file: only one the ledger lists with the very bytes it holds; one another command wrote needs --force;
@@ -28,9 +28,9 @@ import stat
 from pathlib import Path
 
 from wsemoe.errors import ResultsError, os_error
-from wsemoe.sweep import ledger
-from wsemoe.sweep.atomic import MAX_NAME, atomic_bytes, fsync_folder, os_errors
-from wsemoe.sweep.ownership import (PARTIAL_MARKER, RESULTS_SLOTS, WRITERS, check_replaceable, command, is_results,
+from wsemoe.store import ledger
+from wsemoe.store.atomic import MAX_NAME, atomic_bytes, fsync_folder, os_errors
+from wsemoe.store.ownership import (PARTIAL_MARKER, RESULTS_SLOTS, WRITERS, check_replaceable, command, is_results,
                                     owner_of, refuse, remove_tree, writable)
 
 RESERVED = (ledger.NAME, PARTIAL_MARKER)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe.analysis import addsup
+from wsemoe.analysis.explain import addsup
 from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
@@ -19,7 +19,8 @@ from wsemoe.cost import serving
 from wsemoe.cost.node import params
 from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import engine, space, store
+from wsemoe.sweep import engine, space
+from wsemoe.store import store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
 

@@ -4,7 +4,7 @@ The run fills `.<name>.partial-<hash>/` beside the target, marked as ours; each 
 file named by its point range, written under `tmp/` and renamed into place only when whole, with its
 row count and SHA-256 recorded first. A lock file beside the target keeps two runs apart. Finishing
 checks that the parts tile the sweep exactly, writes the small files, the manifest (with their
-checksums) and the ledger, and swaps the folder into place through `sweep/writer.py`, which replaces
+checksums) and the ledger, and swaps the folder into place through `store/writer.py`, which replaces
 only results that are provably this sweep's (another sweep's with --force).
 """
 
@@ -23,13 +23,17 @@ import pyarrow.parquet as pq
 
 from wsemoe.version import __version__
 
-from wsemoe.sweep import ledger, partfile, store
-from wsemoe.sweep import manifest as manifest_mod
-from wsemoe.sweep.block import Block
-from wsemoe.sweep.csvfile import csv_text
-from wsemoe.sweep.ownership import PARTIAL_MARKER, check_replaceable
-from wsemoe.sweep.atomic import atomic_bytes, os_errors
-from wsemoe.sweep.writer import fill_folder, swap_in
+from wsemoe.store import ledger
+
+from wsemoe.store import partfile
+
+from wsemoe.store import store
+from wsemoe.store import manifest as manifest_mod
+from wsemoe.store.block import Block
+from wsemoe.store.csvfile import csv_text
+from wsemoe.store.ownership import PARTIAL_MARKER, check_replaceable
+from wsemoe.store.atomic import atomic_bytes, os_errors
+from wsemoe.store.writer import fill_folder, swap_in
 
 from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError, os_error

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.analysis.cases import Case
-from wsemoe.analysis.checking import Checker
-from wsemoe.analysis.registry import TIMES, invariant
+from wsemoe.analysis.invariants.cases import Case
+from wsemoe.analysis.invariants.checking import Checker
+from wsemoe.analysis.invariants.registry import TIMES, invariant
 from wsemoe.cost.fabric.mesh import hops_matrix
 from wsemoe.cost.wafer import expertgrid
 

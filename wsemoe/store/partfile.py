@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from wsemoe.sweep.block import Block, Labels, Text
+from wsemoe.store.block import Block, Labels, Text
 
 COMPRESSION = "lz4"
 WRITE_BATCH = 65_536  # values the writer encodes per call (its default of 1,024 costs 10% more)

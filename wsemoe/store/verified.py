@@ -64,7 +64,7 @@ def _load(path: Path | None, folder: Path) -> dict:
 def _save(path: Path | None, folder: Path, files: dict) -> None:
     if path is None:
         return
-    from wsemoe.sweep.atomic import atomic_bytes
+    from wsemoe.store.atomic import atomic_bytes
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -80,7 +80,7 @@ def _key(st: os.stat_result) -> list:
 def mismatches(folder, items, first_only: bool = True) -> list[tuple[str, str]]:
     """[(name, what is wrong)] for the files of `folder` that do not hold their recorded bytes; `items` are
     (relative path, bytes, sha256). With `first_only`, stops at the first. OSErrors propagate."""
-    from wsemoe.sweep.ledger import sha256_file
+    from wsemoe.store.ledger import sha256_file
 
     folder = Path(folder)
     cache_path = _cache_file(folder)

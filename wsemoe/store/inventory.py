@@ -18,7 +18,9 @@ from pathlib import Path
 from wsemoe.version import __version__
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ResultsError, WsemoeError
-from wsemoe.sweep import manifest, partial, store
+from wsemoe.store import manifest
+from wsemoe.store import partial
+from wsemoe.store import store
 
 PARTIAL_NAME = re.compile(r"^\.(?P<target>.+)\.partial-[0-9a-f]{16}$")
 

@@ -1,6 +1,6 @@
 """The registry of cost-model invariants: each law is a function registered with `@invariant(statement, reason)`.
 
-`analysis/invariants.py` holds the laws (and imports the modules with more of them); `wsemoe invariants` and the
+`analysis/invariants/laws.py` holds the laws (and imports the modules with more of them); `wsemoe invariants` and the
 project's tests run every registered one.
 """
 
@@ -11,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from wsemoe.analysis.cases import Case
-from wsemoe.analysis.checking import Checker, Outcome
+from wsemoe.analysis.invariants.cases import Case
+from wsemoe.analysis.invariants.checking import Checker, Outcome
 
 TIMES = ("step_time_s", "moe_layer_time_s", "dense_layer_time_s", "head_time_s")
 # SRAM serving's time law is its objective: the period between a sequence's steps (prefill: the TTFT). Its layout is

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from wsemoe.analysis.cases import DEFAULT_POINTS, Case, load_cases
-from wsemoe.analysis.checking import Outcome
-from wsemoe.analysis.invariants import REGISTRY, Invariant
+from wsemoe.analysis.invariants.cases import DEFAULT_POINTS, Case, load_cases
+from wsemoe.analysis.invariants.checking import Outcome
+from wsemoe.analysis.invariants.laws import REGISTRY, Invariant
 from wsemoe.errors import ConfigError
 
 

@@ -2,7 +2,7 @@
 
 A target is a published figure, a function of the sampled quantities of the BTA sweeps, a kind (`equal`,
 `at_most`, `at_least`) and a tolerance σ (a factor, compared in log units); the fit minimizes χ² = Σ
-(residual/σ)² over the unknowns' ranges, whose ends come from sources (`analysis/data/unknowns.yaml`), so no
+(residual/σ)² over the unknowns' ranges, whose ends come from sources (`analysis/uncertainty/data/unknowns.yaml`), so no
 fitted value leaves them. Each combination of the readings the BTA sweeps depend on is fitted separately
 (χ² per reading: which reading explains the published figures best, and by how much); in each, unknowns that
 move no target's residual (total-effect index below 0.01) are reported unidentifiable and kept at nominal;
@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from wsemoe.analysis import fitting
-from wsemoe.sweep import writer
-from wsemoe.analysis.sampled import Sampled
-from wsemoe.analysis.shipped import shipped_needs
-from wsemoe.analysis.unknowns import Unknown
+from wsemoe.analysis.uncertainty import fitting
+from wsemoe.store import writer
+from wsemoe.analysis.uncertainty.sampled import Sampled
+from wsemoe.analysis.uncertainty.shipped import shipped_needs
+from wsemoe.analysis.uncertainty.unknowns import Unknown
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
 from wsemoe.config.reference import input_unit
@@ -185,7 +185,7 @@ def calibration_sweeps(hardware: str, choice: dict) -> dict:
     """The BTA sweeps on `hardware` under a reading, on the calibration grid."""
     from wsemoe.config.loader import load_config
 
-    sweeps_dir = Path(__file__).resolve().parents[1] / "validate" / "sweeps"
+    sweeps_dir = Path(__file__).resolve().parents[2] / "validate" / "sweeps"
     out = {}
     for name in BTA_SWEEPS:
         cfg = load_config(sweeps_dir / f"{name}.yaml")
@@ -197,7 +197,7 @@ def calibration_sweeps(hardware: str, choice: dict) -> dict:
 
 def combinations(hardware: str, only_readings=()) -> list[dict]:
     """Every combination of the readings the BTA sweeps vary ({reading: option}), the defaults first."""
-    from wsemoe.analysis import readings as study
+    from wsemoe.analysis.uncertainty import readings as study
 
     cfg = calibration_sweeps(hardware, {})["bta_topk"]
     _, varied, _ = study.plan(cfg, only_readings)
@@ -264,9 +264,9 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
         readings=(), on_progress=None, force: bool = False):
     """Fit the BTA targets on `hardware` under every reading; write the fit at the default readings as a preset
     to review (beside the original, with the diff), and per-reading χ², residuals and leave-one-out tables.
-    The folder (default results/calibration-<hardware>/) is checked before the fit (`sweep/writer.py`): only an
+    The folder (default results/calibration-<hardware>/) is checked before the fit (`store/writer.py`): only an
     earlier calibration is replaced (of another preset with `force`), never a folder wsemoe did not write."""
-    from wsemoe.analysis import unknowns as unknowns_mod
+    from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
 
     t0 = time.perf_counter()
     us = unknowns_mod.select(unknowns_mod.load(hardware, unknowns_file), only)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.analysis.cases import Case
-from wsemoe.analysis.checking import Checker
-from wsemoe.analysis.registry import TIMES, invariant, node_rows
+from wsemoe.analysis.invariants.cases import Case
+from wsemoe.analysis.invariants.checking import Checker
+from wsemoe.analysis.invariants.registry import TIMES, invariant, node_rows
 
 FIELDS = ("attn_weight_format", "expert_weight_format", "kv_format")
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
-from wsemoe.sweep import store
+from wsemoe.store import store
 from wsemoe.sweep.columns import check_column
 from wsemoe.sweep.compare import DEFAULT_OVER
 
