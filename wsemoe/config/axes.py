@@ -139,6 +139,8 @@ def is_model_file(value) -> bool:
     """A model axis value that names a Hugging Face config (a .json path, a folder path, or {hf_config: path})."""
     if isinstance(value, dict):
         return set(value) == {"hf_config"}
+    if isinstance(value, str) and presets.by_hf_id(value) and not Path(value).exists():
+        return False  # a Hugging Face id a preset carries (deepseek-ai/DeepSeek-V3), not a path
     return isinstance(value, str) and (value.endswith(".json") or "/" in value or "\\" in value)
 
 

@@ -28,8 +28,30 @@ def shipped_sweeps() -> list[Path]:
     return sorted(SWEEPS.glob("*.yaml"))
 
 
+def by_hf_id(hf_id: str) -> str | None:
+    """The model preset whose `hf_id` or `hf_aliases` is `hf_id` (Hugging Face ids compare case-blind), or None."""
+    if not isinstance(hf_id, str) or "/" not in hf_id:
+        return None
+    return _hf_ids().get(hf_id.strip().lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _hf_ids() -> dict:
+    """{lower-case Hugging Face id: model preset name} over every model preset."""
+    out: dict = {}
+    for name in names("models"):
+        data = _read(_ROOT / "models" / f"{name}.yaml")
+        for hf_id in [data.get("hf_id") or "", *(data.get("hf_aliases") or ())]:
+            if hf_id:
+                out[str(hf_id).lower()] = name
+    return out
+
+
 def raw(kind: str, name: str, loc=()) -> dict:
-    """The preset's fields as a plain dict (to merge user overrides into)."""
+    """The preset's fields as a plain dict (to merge user overrides into); a model may be named by its
+    Hugging Face id (`deepseek-ai/DeepSeek-V3`), which resolves to the preset carrying it."""
+    if kind == "models" and by_hf_id(name):
+        name = by_hf_id(name)
     path = _ROOT / kind / f"{name}.yaml"
     if not isinstance(name, str) or not path.is_file():
         close = difflib.get_close_matches(str(name), names(kind), n=1)

@@ -39,7 +39,15 @@ class ModelSpec(Spec):
     tie_word_embeddings: bool = Field(False, description="input embedding and output head share weights")
     published_total_params: Optional[float] = Field(None, gt=0, le=1e18, allow_inf_nan=False, description="published total parameter count (for checks)")
     published_active_params: Optional[float] = Field(None, gt=0, le=1e18, allow_inf_nan=False, description="published active parameter count (for checks)")
+    published_active_excludes: Literal["none", "embeddings", "input_embedding"] = Field(
+        "none", description="what the vendor's published active count leaves out: none, the embedding table and "
+                            "output head (GLM, MiniMax), or the input embedding table only (Moonshot's Kimi K2, "
+                            "DeepSeek's convention); totals always count them")
     source: str = Field("", description="where the shape comes from")
+    hf_id: str = Field("", max_length=200, description="Hugging Face id of the checkpoint this shape is (e.g. "
+                                                       "deepseek-ai/DeepSeek-V3); `--model` and `model:` accept it")
+    hf_aliases: tuple[str, ...] = Field((), max_length=32, description="other Hugging Face ids of the same shape "
+                                                                      "(fine-tunes, FP8/NVFP4 re-releases)")
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -22,7 +22,7 @@ def param_rows() -> list[dict]:
     for name in presets.names("models"):
         m = presets.load_model(name)
         for what, value, pub in (("total", float(params.total_params(m)), m.published_total_params),
-                                 ("active", float(params.active_params(m)), m.published_active_params)):
+                                 ("active", published_active(m), m.published_active_params)):
             if not pub:
                 continue
             tol = PARAM_TOTAL if what == "total" else param_active(pub)
@@ -32,6 +32,17 @@ def param_rows() -> list[dict]:
                             band=Band(-tol, tol, why="published counts' significant digits"),
                             model=f"{value / 1e9:.2f} B ({100 * err:+.2f}%)", source="model card"))
     return rows
+
+
+def published_active(m) -> float:
+    """The model's active count as its vendor counts it (`published_active_excludes`: GLM and MiniMax leave the
+    embedding table and output head out of their active figures)."""
+    active = float(params.active_params(m))
+    if m.published_active_excludes == "embeddings":
+        active -= float(params.embedding_params(m) - m.hidden_size)  # both matrices; the final norm stays
+    elif m.published_active_excludes == "input_embedding":
+        active -= float(m.vocab_size * m.hidden_size)  # a token reads one row of it, not the table
+    return active
 
 
 # Families of rows (`wsemoe validate --only`), each with the module and function making its rows, in order.
