@@ -10,6 +10,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
+from wsemoe.config import hf_fields, hf_moe
 from wsemoe.config.files import read_text
 from wsemoe.specs.model import ModelSpec
 
@@ -28,6 +29,7 @@ _ARCHITECTURES = {
     "MistralForCausalLM": "mistral",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    **hf_moe.ARCHITECTURES,
 }
 
 
@@ -228,6 +230,7 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "mistral": lambda r: _dense(r, qkv_bias=False, qk_norm=False),
     "qwen2": lambda r: _dense(r, qkv_bias=True, qk_norm=False),  # Qwen2 always biases q/k/v
     "qwen3": lambda r: _dense(r, qkv_bias=None, qk_norm=True),
+    **hf_moe.FAMILIES,  # glm4_moe, minimax_m2, kimi_k2, kimi_k25
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 
@@ -385,8 +388,10 @@ def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> 
     data, where = _load(source)
     r = _Reader(data, where)
     mtype = _model_type(r)
+    r = hf_moe.language_model(r, mtype)  # a vision-language wrapper's text model (Kimi K2.5's text_config)
     fields = {**_common(r), **_FAMILIES[mtype](r)}
     _check_consistent(fields, r, mtype)
+    hf_fields.check_unmodelled(r, mtype)
     fields.update(name=_name(r, name, mtype, source),
                   source=f"hf:{where}" if where != "hf_config" else f"hf:{mtype}")
     return _build(fields, r)
