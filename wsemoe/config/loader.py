@@ -72,7 +72,19 @@ def _base_specs(data: dict, base_dir: Path) -> dict:
             store: dict = {}
             name = axes.typed_values(k, first[:1], {}, ("axes", k), store, base_dir=base_dir)[0]
             base[k] = store[name]
+    base["workload"] = {**_checkpoint_formats(data.get("model"), base_dir), **base["workload"]}
     return {k: build(cls, base[k], loc=(k,)) for k, cls in SECTIONS.items()}
+
+
+def _checkpoint_formats(model, base_dir: Path) -> dict:
+    """The workload formats a base model's Hugging Face checkpoint ships in (quantization_config: MXFP4, NVFP4,
+    FP8 blocks, INT4 groups); the workload section's own settings win. Presets and YAML models carry none."""
+    if not (isinstance(model, dict) and "hf_config" in model):
+        return {}
+    from wsemoe.config.hf_quant import checkpoint_formats
+
+    path = Path(str(model["hf_config"]))
+    return checkpoint_formats(path if path.is_absolute() else base_dir / path)
 
 
 def _section(key: str, value, base_dir: Path) -> dict:

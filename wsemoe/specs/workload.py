@@ -9,7 +9,9 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_va
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
 
 
-Format = Literal["bf16", "fp8", "fp4"]
+# bf16, fp8, fp4: plain values; mxfp4, nvfp4, fp8_block, int4_g32: checkpoint formats with their scale factors
+# counted (wsemoe/cost/node/formats.py NATIVE; docs/formats.md).
+Format = Literal["bf16", "fp8", "fp4", "mxfp4", "nvfp4", "fp8_block", "int4_g32"]
 
 
 class WorkloadSpec(Spec):

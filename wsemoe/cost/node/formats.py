@@ -10,6 +10,26 @@ from __future__ import annotations
 BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 HIGH = "bf16"   # embedding, head, router, norms and the attention core stay 16-bit (DeepSeek-V3 §3.3.1)
 
+# Checkpoint-native formats (read from a config.json's quantization_config; docs/formats.md): the values plus
+# their scale factors, per value. Each runs its matmuls at the peak of the format in COMPUTE.
+NATIVE = {
+    # OCP Microscaling v1.0 MXFP4 (gpt-oss): FP4 E2M1 values, one E8M0 (1-byte) scale per block of 32.
+    "mxfp4": 0.5 + 1 / 32,
+    # NVIDIA NVFP4 (ModelOpt checkpoints): FP4 E2M1 values, one FP8 E4M3 scale per 16; the per-tensor FP32
+    # second-level scale (4 bytes per weight matrix) is below a part in a million of any matrix here.
+    "nvfp4": 0.5 + 1 / 16,
+    # DeepSeek-V3 FP8 (§3.3, `weight_block_size: [128, 128]`; also Qwen3-FP8, Kimi K2, MiniMax-M2): E4M3 values,
+    # one FP32 scale per 128 × 128 block.
+    "fp8_block": 1.0 + 4 / (128 * 128),
+    # INT4 weight-only, group 32 (compressed-tensors `pack-quantized`, symmetric, as Kimi K2-Thinking/K2.5):
+    # 4-bit integers, one BF16 scale per group of 32, no zero point.
+    "int4_g32": 0.5 + 2 / 32,
+}
+BYTES.update(NATIVE)
+# The format whose peak a native format's matmuls run at: FP4 and FP8 kernels take block-scaled operands; INT4
+# weight-only matmuls dequantize to 16-bit and run at the 16-bit peak (W4A16).
+COMPUTE = {"mxfp4": "fp4", "nvfp4": "fp4", "fp8_block": "fp8", "int4_g32": "bf16"}
+
 
 def nbytes(fmt: str) -> float:
     """Bytes per value of a format."""
@@ -18,6 +38,7 @@ def nbytes(fmt: str) -> float:
 
 def peak(hw, fmt: str):
     """Peak dense FLOP/s per node of matmuls in `fmt`: its own peak, or the 16-bit peak when the hardware has none."""
+    fmt = COMPUTE.get(fmt, fmt)
     own = None if fmt == HIGH else getattr(hw, f"node_peak_flops_{fmt}", None)
     return hw.node_peak_flops if own is None else own
 
