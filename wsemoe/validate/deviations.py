@@ -33,6 +33,11 @@ KNOWN: dict[str, str] = {
     "scale.hidden": "at 1 token per device the communication phases are hop-latency-bound and short, so their idle "
                     "link capacity carries only part of the copy; riding every window of a layer (compute and HBM "
                     "phases too) hides all of it",
+    # ---- model presets (issue 25) ----
+    "params.total:kimi-k2": "Moonshot publishes '1T' total (one significant digit: 0.5–1.5T); the released "
+                            "config.json counts 1.026T (61 MLA layers, 60 × 384 experts of width 2048, 160K vocabulary)",
+    "params.total:kimi-k2.5": "its language model is Kimi K2's shape: 1.026T counted against a published '1T' "
+                              "(one significant digit)",
 }
 
 
