@@ -138,7 +138,7 @@ def checkpoint_formats(source) -> dict:
 
     data, where = hf._load(source)
     r = hf._Reader(data, where)
-    r = hf_moe.language_model(r, hf._model_type(r))
+    r = hf_moe.language_model(r, data.get("model_type"))  # no type check here: formats read alike for every type
     folder = None
     if isinstance(source, (str, Path)):
         path = Path(source)

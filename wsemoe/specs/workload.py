@@ -28,8 +28,9 @@ class WorkloadSpec(Spec):
                             "weight outside the routed experts): bf16 2 bytes, fp8 1, fp4 0.5; their matmuls run at "
                             "that format's peak. Embedding, head, router and norms stay 16-bit")
     expert_weight_format: Format = Field(
-        "bf16", description="format of the routed experts' weights (bf16 2 bytes, fp8 1, fp4 0.5); expert matmuls run "
-                            "at that format's peak")
+        "bf16", description="format of the routed experts' weights (bf16 2 bytes, fp8 1, fp4 0.5; checkpoint formats "
+                            "with their scales, docs/formats.md: mxfp4 0.531, nvfp4 0.5625, fp8_block 1.0002, "
+                            "int4_g32 0.5625); expert matmuls run at that format's peak (int4_g32: the 16-bit peak)")
     kv_format: Format = Field("bf16", description="format of the KV cache (bf16 2 bytes, fp8 1, fp4 0.5)")
     bytes_per_act: PositiveFloat = Field(2.0, le=64, description="bytes per activation element")
     bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
