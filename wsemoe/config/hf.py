@@ -230,7 +230,7 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "mistral": lambda r: _dense(r, qkv_bias=False, qk_norm=False),
     "qwen2": lambda r: _dense(r, qkv_bias=True, qk_norm=False),  # Qwen2 always biases q/k/v
     "qwen3": lambda r: _dense(r, qkv_bias=None, qk_norm=True),
-    **hf_moe.FAMILIES,  # glm4_moe, minimax_m2, kimi_k2, kimi_k25
+    **hf_moe.families(_gqa_attention=_gqa_attention, _routed=_routed, _deepseek=_deepseek, _Reader=_Reader),
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 

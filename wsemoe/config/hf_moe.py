@@ -1,28 +1,25 @@
 """Hugging Face importers of today's uniform MoE types: glm4_moe (GLM-4.5/4.6/4.7), minimax_m2 (MiniMax-M2/M2.5)
 and the DeepSeek-V3 variants kimi_k2 (Kimi K2) and kimi_k25 (Kimi K2.5, its text model nested in `text_config`).
 
-Each family reads a `_Reader` (wsemoe.config.hf) and returns ModelSpec fields, as the families in hf.py do.
+Each family reads a `_Reader` (wsemoe.config.hf) and returns ModelSpec fields, as the families in hf.py do; hf.py
+hands in the helpers they share (`families(...)`), so this module does not import it back.
 Multi-token-prediction modules (GLM's `num_nextn_predict_layers`, MiniMax's `num_mtp_modules`) are not counted:
 the vendors' published totals (GLM-4.5 355B, MiniMax-M2 230B) exclude them, as DeepSeek-V3's 671B does.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Callable
 
-
-def _hf():
-    # hf.py registers these families at import; importing it here at call time keeps either import order working.
-    from wsemoe.config import hf
-
-    return hf
+_hf = SimpleNamespace()  # hf.py's shared helpers (_gqa_attention, _routed, _deepseek, _Reader), set by families()
 
 
 def _glm4_moe(r) -> dict:
     """GLM-4.5 family: GQA with q/k/v biases (`attention_bias`), optional per-head q/k norms (`use_qk_norm`),
     DeepSeek-V3-style routing (sigmoid with a per-expert correction bias, `e_score_correction_bias` in HF's
     Glm4MoeTopkRouter), shared experts of the routed width and a leading run of dense layers."""
-    hf = _hf()
+    hf = _hf
     dense = r.int("first_k_dense_replace", 0)
     return {
         **hf._gqa_attention(r),
@@ -43,7 +40,7 @@ def _minimax_m2(r) -> dict:
 
     Its q/k norms (`qk_norm_type: per_layer`) normalize the whole q and k projections (n_h·d_h + n_kv·d_h weights
     per layer) where ModelSpec's qk_norm counts 2·d_h: 6,912 weights per layer short, 0.4M of 230B."""
-    hf = _hf()
+    hf = _hf
     r.read = {"attn_type_list", "qk_norm_type"}  # checked here; qk_norm_type documented above
     attn_types = r.data.get("attn_type_list")
     if attn_types is not None and (not isinstance(attn_types, list) or any(t != 1 for t in attn_types)):
@@ -65,7 +62,7 @@ def _minimax_m2(r) -> dict:
 def _kimi_k2(r) -> dict:
     """Kimi K2: the DeepSeek-V3 architecture (`DeepseekV3ForCausalLM`) with 384 experts, 64 heads, one dense layer
     and no MTP module (`num_nextn_predict_layers: 0`)."""
-    return _hf()._deepseek(r, v3=True)
+    return _hf._deepseek(r, v3=True)
 
 
 # Vision-language wrappers whose language model is the nested `text_config`. The vision tower (`vision_config`)
@@ -80,16 +77,15 @@ def language_model(r, mtype: str):
     text = r.data.get("text_config")
     if not isinstance(text, dict):
         raise r.fail("text_config", f"{mtype} needs its language model's config in 'text_config'")
-    return _hf()._Reader(text, f"{r.where} -> text_config")
+    return _hf._Reader(text, f"{r.where} -> text_config")
 
 
-# model_type -> importer; hf.py merges these into its table.
-FAMILIES: dict[str, Callable[[Any], dict]] = {
-    "glm4_moe": _glm4_moe,
-    "minimax_m2": _minimax_m2,
-    "kimi_k2": _kimi_k2,
-    "kimi_k25": _kimi_k2,  # read from its text_config (language_model)
-}
+def families(**helpers) -> dict[str, Callable[[Any], dict]]:
+    """model_type -> importer, given hf.py's shared helpers (hf.py merges these into its table)."""
+    vars(_hf).update(helpers)
+    return {"glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "kimi_k2": _kimi_k2,
+            "kimi_k25": _kimi_k2}  # kimi_k25 is read from its text_config (language_model)
+
 
 ARCHITECTURES = {
     "Glm4MoeForCausalLM": "glm4_moe",
