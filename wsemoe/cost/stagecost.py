@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wsemoe.cost.batch import Flops, Shape
-from wsemoe.cost.node import compute, formats, kernels, memory, weights
+from wsemoe.cost.node import compute, formats, kernels, memory, params, weights
 from wsemoe.cost.node.stages import Stage
 
 # Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
@@ -215,7 +215,7 @@ def ideal_seconds(hw, wl, m, flops: Flops):
     fa, fe = getattr(wl, "attn_weight_format", hi), getattr(wl, "expert_weight_format", hi)
     pk = {f: formats.peak(hw, f) for f in (hi, fa, fe)}
     L = m.num_hidden_layers
-    Lm = L - m.first_k_dense_replace
+    Lm = params.moe_layers(m)
     per_layer = flops.proj / pk[fa] + flops.core / pk[hi]
     moe = flops.router / pk[hi] + flops.routed / pk[fe] + flops.shared / pk[fa]
     return compute.pass_factor(wl.mode) * (L * per_layer + Lm * moe + (L - Lm) * flops.dense / pk[fa]

@@ -7,6 +7,7 @@ from typing import Literal, Optional
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_COUNT, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Spec
+from wsemoe.specs.layers import LayerPattern
 
 
 class ModelSpec(Spec):
@@ -48,6 +49,8 @@ class ModelSpec(Spec):
                                                        "deepseek-ai/DeepSeek-V3); `--model` and `model:` accept it")
     hf_aliases: tuple[str, ...] = Field((), max_length=32, description="other Hugging Face ids of the same shape "
                                                                       "(fine-tunes, FP8/NVFP4 re-releases)")
+    layers: Optional[LayerPattern] = Field(None, description="per-layer pattern when layers differ (specs/layers.py)")
+    num_nextn_predict_layers: NonNegativeInt = Field(0, le=8, description="multi-token-prediction layers (not in the totals)")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -60,4 +63,11 @@ class ModelSpec(Spec):
             raise ValueError("intermediate_size is required when first_k_dense_replace > 0")
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_nope_head_dim and self.v_head_dim):
             raise ValueError("MLA needs kv_lora_rank, qk_nope_head_dim and v_head_dim")
+        if self.layers is not None:
+            self.layers.check_layers(self.num_hidden_layers)
+            ffn = self.layers.ffn
+            has_dense = (isinstance(ffn, list) and "dense" in ffn) or (ffn is not None and not isinstance(ffn, list)
+                                                                        and ffn.every > 1)
+            if (has_dense or any(o.ffn == "dense" for o in self.layers.overrides)) and not self.intermediate_size:
+                raise ValueError("intermediate_size is required when layers.ffn has dense layers")
         return self

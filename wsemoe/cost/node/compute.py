@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.node import params
+from wsemoe.cost.node import mix, params
 
 
 def tokens(wl):
@@ -29,7 +29,24 @@ def attn_core_flops(m, wl):
     """
     seqs = wl.G * wl.B
     queries = 1 if wl.mode == "decode" else wl.seq_len
-    return core_flops_per_pair(m, wl.mode) * seqs * queries * wl.seq_len
+    mx = mix.mix(m)
+    if mx is None or set(mx.attention) == {"full"}:
+        return core_flops_per_pair(m, wl.mode) * seqs * queries * wl.seq_len
+    per = {kind: core_flops_per_query(m, mx.pattern, kind, wl.mode, wl.seq_len) for kind in mx.attention}
+    if len(per) > 1:   # the mean over the model's layers
+        return sum(n * per[kind] for kind, n in mx.attention.items()) / mx.layers * seqs * queries
+    return next(iter(per.values())) * seqs * queries
+
+
+def core_flops_per_query(m, pattern: dict, kind: str, mode: str, S):
+    """Attention-core FLOPs of one query at context S in a layer of `kind` (docs/layers.md): the keys it reads
+    × the per-pair cost; a sparse layer adds its indexer over all S keys; a linear layer its recurrent state."""
+    if kind == "linear":
+        return mix.linear_flops_per_token(pattern) + 0.0 * S
+    flops = core_flops_per_pair(m, mode) * mix.keys_read(kind, pattern, S)
+    if kind == "sparse":
+        flops = flops + mix.indexer_flops_per_pair(pattern) * S
+    return flops
 
 
 def core_flops_per_pair(m, mode: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.node import formats, params
+from wsemoe.cost.node import formats, mix, params
 
 
 def _scale(wl):
@@ -61,7 +61,29 @@ def kv_bytes_per_token_layer(m, wl):
         width = m.kv_lora_rank + m.qk_rope_head_dim
     else:
         width = 2.0 * m.num_key_value_heads * m.head_dim
-    return width * formats.kv_bytes(wl)
+    return held_per_token(m, wl, width * formats.kv_bytes(wl), 1)
+
+
+def held_per_token(m, wl, softmax_bytes, tp):
+    """A layer's cache per cached token of a `seq_len` context: `softmax_bytes` (a full layer's per token) for a
+    uniform model; for a patterned one the mean over its layers of what each kind holds for the whole context
+    (docs/layers.md) over seq_len, so × seq_len × layers is the model's cache exactly. A sparse layer adds its
+    indexer's keys (one head, on every TP rank), a linear layer its state (its value heads split over the ranks)."""
+    mx = mix.mix(m)
+    if mx is None:
+        return softmax_bytes
+    S, b = wl.seq_len, formats.kv_bytes(wl)
+
+    def per_token(kind):
+        if kind == "linear":
+            heads = mx.pattern["linear"]["num_value_heads"]
+            return mix.linear_state_elements(mx.pattern) * b * np.ceil(heads / tp) / heads / S
+        held = mix.tokens_held(kind, mx.pattern, S) / S * softmax_bytes
+        return held + mx.pattern["sparse"]["index_head_dim"] * b if kind == "sparse" else held
+
+    if len(mx.attention) == 1:
+        return per_token(next(iter(mx.attention)))
+    return sum(n * per_token(kind) for kind, n in mx.attention.items()) / mx.layers
 
 
 def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
@@ -74,8 +96,8 @@ def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
     """
     if getattr(m, "attention", "gqa") == "mla":
         latent = (m.kv_lora_rank + m.qk_rope_head_dim) * formats.kv_bytes(wl)
-        return latent / tp if mla_cache == "sharded" else latent + 0.0 * tp
-    return 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * formats.kv_bytes(wl)
+        return held_per_token(m, wl, latent / tp if mla_cache == "sharded" else latent + 0.0 * tp, tp)
+    return held_per_token(m, wl, 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * formats.kv_bytes(wl), tp)
 
 
 def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from wsemoe.cost.node import mix
+
 
 def _mla(m) -> bool:
     return getattr(m, "attention", "gqa") == "mla"
@@ -24,7 +26,46 @@ def v_head_dim(m):
 
 
 def attn_params(m):
-    """Matmul weights of one attention block (projections only; no norms)."""
+    """Matmul weights of one attention block (projections only; no norms); a patterned model's mean over its
+    layers (each attention kind its own block, so L times this is their sum)."""
+    mx = mix.mix(m)
+    if mx is None:
+        return softmax_attn_params(m)
+    return _mean(mx, lambda kind: _kind_params(m, mx.pattern, kind)[0])
+
+
+def attn_extra_params(m):
+    """Small attention parameters that cost no matmul FLOPs (biases, norms, sinks): a patterned model's mean."""
+    mx = mix.mix(m)
+    if mx is None:
+        return softmax_attn_extra(m)
+    return _mean(mx, lambda kind: _kind_params(m, mx.pattern, kind)[1])
+
+
+def _mean(mx, per_kind):
+    """Mean over a patterned model's layers of a per-attention-kind figure (one kind: the figure itself)."""
+    if len(mx.attention) == 1:
+        return per_kind(next(iter(mx.attention)))
+    return sum(n * per_kind(kind) for kind, n in mx.attention.items()) / mx.layers
+
+
+def _kind_params(m, pattern: dict, kind: str):
+    """(matmul weights, other weights) of one attention block of `kind`: a softmax block (with its output gate,
+    sinks and output bias where the pattern has them; a sparse one also its indexer), or a linear one."""
+    if kind == "linear":
+        return mix.linear_params(m, pattern)
+    proj, other = softmax_attn_params(m), softmax_attn_extra(m)
+    if pattern.get("output_gate"):   # the query projection also emits a per-channel gate (Qwen3-Next)
+        proj = proj + m.hidden_size * m.num_attention_heads * v_head_dim(m)
+    other = other + m.num_attention_heads * bool(pattern.get("sinks")) + m.hidden_size * bool(pattern.get("o_bias"))
+    if kind == "sparse":
+        p, o = mix.indexer_params(m, pattern)
+        proj, other = proj + p, other + o
+    return proj, other
+
+
+def softmax_attn_params(m):
+    """Matmul weights of one softmax attention block (GQA or MLA projections)."""
     H, nh = m.hidden_size, m.num_attention_heads
     if _mla(m):
         dqk = qk_head_dim(m)
@@ -35,8 +76,8 @@ def attn_params(m):
     return qkv + nh * m.head_dim * H
 
 
-def attn_extra_params(m):
-    """Small attention parameters that cost no matmul FLOPs: biases and q/k/LoRA norms."""
+def softmax_attn_extra(m):
+    """Small parameters of a softmax attention block that cost no matmul FLOPs: biases and q/k/LoRA norms."""
     if _mla(m):
         return (m.q_lora_rank or 0) + m.kv_lora_rank
     extra = 0
@@ -78,7 +119,21 @@ def dense_ffn_params(m):
 
 def moe_layers(m):
     """Number of MoE layers."""
-    return m.num_hidden_layers - m.first_k_dense_replace
+    mx = mix.mix(m)
+    return m.num_hidden_layers - m.first_k_dense_replace if mx is None else mx.moe
+
+
+def dense_layers(m):
+    """Number of dense (non-MoE) layers."""
+    return m.num_hidden_layers - moe_layers(m)
+
+
+def expert_bias_params(m):
+    """Biases of one MoE layer's routed experts (gpt-oss: gate/up 2F and down H per expert), 0 without."""
+    mx = mix.mix(m)
+    if mx is None or not mx.pattern.get("ffn_bias"):
+        return 0
+    return m.num_experts * (2 * m.moe_intermediate_size + m.hidden_size)
 
 
 def norm_params_per_layer(m):
@@ -106,7 +161,7 @@ def total_params(m):
     """All parameters of the model."""
     L, Lm = m.num_hidden_layers, moe_layers(m)
     per_layer = attn_params(m) + attn_extra_params(m) + norm_params_per_layer(m)
-    moe = m.num_experts * expert_params(m) + shared_expert_params(m) + router_params(m)
+    moe = m.num_experts * expert_params(m) + shared_expert_params(m) + router_params(m) + expert_bias_params(m)
     return L * per_layer + Lm * moe + (L - Lm) * dense_ffn_params(m) + embedding_params(m)
 
 
@@ -115,4 +170,6 @@ def active_params(m):
     L, Lm = m.num_hidden_layers, moe_layers(m)
     per_layer = attn_params(m) + attn_extra_params(m) + norm_params_per_layer(m)
     moe = m.num_experts_per_tok * expert_params(m) + shared_expert_params(m) + router_params(m)
+    if expert_bias_params(m):   # the biases of the k experts a token uses
+        moe = moe + expert_bias_params(m) * m.num_experts_per_tok / m.num_experts
     return L * per_layer + Lm * moe + (L - Lm) * dense_ffn_params(m) + embedding_params(m)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost.comm import balance_key
+from wsemoe.cost.node import params
 from wsemoe.cost.wafer import traffic
 from wsemoe.cost.wafer.layer import Geometry
 
@@ -57,7 +58,7 @@ def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, n
     shared = np.where(pes["shared"] > 0, np.ceil(pes["shared"] / side ** 2), 0.0)
     sh_r, sh_c = grid(shared)
     shape = np.broadcast_shapes(shape, np.shape(a_r), np.shape(shared))
-    if m.num_hidden_layers == m.first_k_dense_replace:   # a dense model: no expert regions, no dispatch
+    if params.moe_layers(m) == 0:   # a dense model: no expert regions, no dispatch
         zero = np.zeros(shape)
         return Geometry(a_r * side, a_c * side, side, zero, zero, square(pes["dense"]), square(pes["head"]),
                         square(pes["embedding"]), square(pes["dense"]), 1.0 + zero, zero, zero, zero, zero, zero,

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wsemoe.cost.node import formats, memory, params, weights
+from wsemoe.cost.node import formats, memory, mix, params, weights
 from wsemoe.cost.wafer.fabric import program_rectangle
 
 KINDS = ("attention", "expert", "shared", "dense", "embedding", "head")
@@ -68,9 +68,9 @@ def region_bytes(m, wl, sequences) -> dict:
 def used_kinds(m) -> list[str]:
     """The region kinds the model has."""
     kinds = ["embedding", "head"]
-    if m.first_k_dense_replace > 0:
+    if params.dense_layers(m) > 0:
         kinds.append("dense")
-    if m.num_hidden_layers > m.first_k_dense_replace:
+    if params.moe_layers(m) > 0:
         kinds += ["attention", "expert"] + (["shared"] if m.n_shared_experts else [])
     return kinds
 
@@ -96,11 +96,11 @@ def wafer_pes(pe):
 
 
 def stage_layers(m, wafers, stage):
-    """(dense layers, MoE layers) of `stage` among `wafers` stages: layers ⌊w·L/W⌋ … ⌊(w+1)·L/W⌋ − 1, the
-    model's `first_k_dense_replace` dense layers first."""
+    """(dense layers, MoE layers) of `stage` among `wafers` stages: layers ⌊w·L/W⌋ … ⌊(w+1)·L/W⌋ − 1, each dense
+    or MoE where the model's layer sequence has it (a leading dense prefix, or a pattern: cost/node/mix.py)."""
     L, W, w = int(m.num_hidden_layers), np.asarray(wafers, dtype=np.int64), np.asarray(stage, dtype=np.int64)
     lo, hi = (w * L) // np.maximum(W, 1), ((w + 1) * L) // np.maximum(W, 1)
-    dense = np.clip(m.first_k_dense_replace - lo, 0, hi - lo)
+    dense = mix.dense_before(m, hi) - mix.dense_before(m, lo)
     return dense.astype(float), (hi - lo - dense).astype(float)
 
 
@@ -134,7 +134,7 @@ def fewest_wafers(pe, m, wl, shape=()):
     total bytes, one wafer more at a time; past SCAN tries, one layer per wafer decides whether any will."""
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
     nbytes = region_bytes(m, wl, wl.B)
-    dense = m.first_k_dense_replace
+    dense = params.dense_layers(m)
     total = dense * nbytes["dense"] + (m.num_hidden_layers - dense) * nbytes["moe"] + nbytes["embedding"] + nbytes["head"]
     bound = np.ceil(total / (wafer_pes(pe) * np.maximum(room(pe, m, wl, nbytes)[0], 1e-30)))
     W = np.broadcast_to(np.clip(bound, 1.0, top), np.broadcast_shapes(shape, np.shape(bound))).copy()
@@ -205,7 +205,7 @@ def layouts(m, wafers, nbytes: dict, u_pack, cap):
     √2 ladder from the sparsest density at which a stage holds ω× attention regions up to u_pack; a share that
     does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`)."""
     us, ws = [], []
-    for w in SHARES if m.num_hidden_layers > m.first_k_dense_replace else SHARES[:1]:
+    for w in SHARES if params.moe_layers(m) > 0 else SHARES[:1]:
         fill = stage_peak(m, wafers, {**nbytes, "moe": nbytes["moe"] + (w - 1.0) * nbytes["attention"]}) / cap
         u = densities(u_pack, fill)
         fits = np.broadcast_to(fill <= u_pack, u.shape[1:])

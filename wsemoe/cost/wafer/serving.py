@@ -44,13 +44,13 @@ def collective_options(mp) -> dict:
 
 def counts(m) -> dict:
     """How many times one pass runs each layer kind."""
-    return {"embedding": 1.0, "dense": float(m.first_k_dense_replace), "moe": float(params.moe_layers(m)), "head": 1.0}
+    return {"embedding": 1.0, "dense": float(params.dense_layers(m)), "moe": float(params.moe_layers(m)), "head": 1.0}
 
 
 def layers(m, g, pe, tokens, context, b, coll) -> dict:
     """Ops of every layer kind the model has for `tokens` tokens: {kind: {op: terms}}."""
     out = {"embedding": layer.embedding(m, g, pe, tokens, b), "head": layer.head(m, g, pe, tokens, b, coll)}
-    if m.first_k_dense_replace > 0:
+    if params.dense_layers(m) > 0:
         out["dense"] = layer.dense_layer(m, g, pe, tokens, context, b, coll)
     if params.moe_layers(m) > 0:
         out["moe"] = layer.moe_layer(m, g, pe, tokens, context, b, coll, wavelets(m.hidden_size, b, pe))
@@ -64,7 +64,7 @@ def links(hw, pe, m, g, wafers, b) -> dict:
     bw = getattr(hw, "inter_wafer_link_bw_bytes_per_s", None) or hw.link_bw_bytes_per_s
     latency = getattr(hw, "inter_wafer_hop_latency_s", None)
     latency = hw.hop_latency_s if latency is None else latency
-    near = np.where(m.num_hidden_layers > m.first_k_dense_replace, g.block_width, g.dense_side)
+    near = np.where(params.moe_layers(m) > 0, g.block_width, g.dense_side)
     edge = seconds(2.0 * near * pe.hop_cycles, pe)
     busy = m.hidden_size * b / bw
     return {"wafer_hop_s": busy + latency + edge, "system_link_s": busy, "over_link": wafers > 1,
@@ -238,7 +238,7 @@ def capacity_columns(m, wl, cap: dict, u) -> dict:
     out = {k: cap[k] for k in ("wafers", "wafers_needed", "wafers_for_weights", "layers_per_wafer",
                                "kv_fit_sequences", *G_COLUMNS)}
     stored = regions.region_bytes(m, wl, 0.0)
-    weights = (m.first_k_dense_replace * stored["dense"] + params.moe_layers(m) * stored["moe"] + stored["embedding"]
+    weights = (params.dense_layers(m) * stored["dense"] + params.moe_layers(m) * stored["moe"] + stored["embedding"]
                + stored["head"])
     out.update({"weight_bytes": weights + 0.0 * cap["wafers"],
                 "kv_cache_bytes": L * wl.B * kv_seq + 0.0 * cap["wafers"], "sram_bytes_per_pe": u,
