@@ -30,6 +30,7 @@ def _glm4_moe(r) -> dict:
         "qkv_bias": r.bool("attention_bias", False, field="qkv_bias"),
         "qk_norm": r.bool("use_qk_norm", False, field="qk_norm"),
         "router_bias": True,
+        "num_nextn_predict_layers": r.int("num_nextn_predict_layers", 0),  # MTP: the draft, not in the totals
     }
 
 
@@ -56,6 +57,9 @@ def _minimax_m2(r) -> dict:
         **hf._routed(r, "num_local_experts", "intermediate_size"),
         "qk_norm": r.bool("use_qk_norm", False, field="qk_norm"),
         "router_bias": r.bool("use_routing_bias", False, field="router_bias"),
+        # MTP modules of mtp_transformer_layers layers each: the draft, not in the totals
+        "num_nextn_predict_layers": (r.int("num_mtp_modules", 0) * r.int("mtp_transformer_layers", 1)
+                                     if r.bool("use_mtp", False) else 0),
     }
 
 
