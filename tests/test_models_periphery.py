@@ -273,3 +273,25 @@ def test_dense_presets_are_every_layer_dense():
         m = presets.load_model(name)
         assert m.first_k_dense_replace == m.num_hidden_layers and m.num_experts == 1
         assert float(params.total_params(m)) == float(params.active_params(m))
+
+
+# ---- property: any key no importer reads is refused by name when on, passes when off ------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from wsemoe.config.hf_fields import NEUTRAL  # noqa: E402
+
+_GLM = _load("glm-4.5-air.json")
+_KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=3, max_size=20).filter(
+    lambda k: k not in _GLM and k not in NEUTRAL)
+
+
+@settings(max_examples=40, deadline=None)
+@given(key=_KEYS, on=st.one_of(st.integers(1, 10**6), st.just(True), st.lists(st.just("x"), min_size=1, max_size=3)),
+       off=st.sampled_from([None, False, 0, [], {}]))
+def test_any_unread_key_is_refused_when_on_and_passes_when_off(key, on, off):
+    with pytest.raises(PresetError) as e:
+        model_from_hf_config({**_GLM, key: on})
+    assert e.value.loc[-1] == key
+    model_from_hf_config({**_GLM, key: off})
