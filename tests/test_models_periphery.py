@@ -295,3 +295,14 @@ def test_any_unread_key_is_refused_when_on_and_passes_when_off(key, on, off):
         model_from_hf_config({**_GLM, key: on})
     assert e.value.loc[-1] == key
     model_from_hf_config({**_GLM, key: off})
+
+
+def test_wsemoe_presets_lists_every_model():
+    from typer.testing import CliRunner
+
+    from wsemoe.cli import app
+
+    r = CliRunner().invoke(app, ["presets"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    for name in presets.names("models"):
+        assert name in r.output, name
