@@ -10,6 +10,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
+from wsemoe.config import hf_layers
 from wsemoe.config.files import read_text
 from wsemoe.specs.model import ModelSpec
 
@@ -28,6 +29,7 @@ _ARCHITECTURES = {
     "MistralForCausalLM": "mistral",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    **hf_layers.ARCHITECTURES,
 }
 
 
@@ -228,6 +230,9 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "mistral": lambda r: _dense(r, qkv_bias=False, qk_norm=False),
     "qwen2": lambda r: _dense(r, qkv_bias=True, qk_norm=False),  # Qwen2 always biases q/k/v
     "qwen3": lambda r: _dense(r, qkv_bias=None, qk_norm=True),
+    **hf_layers.FAMILIES,  # llama4, gpt_oss, qwen3_next, qwen3_5_moe: layers that differ
+    "deepseek_v32": lambda r: hf_layers.sparse(r, _deepseek(r, v3=True)),
+    "glm_moe_dsa": lambda r: hf_layers.sparse(r, _deepseek(r, v3=True)),
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 
@@ -385,6 +390,7 @@ def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> 
     data, where = _load(source)
     r = _Reader(data, where)
     mtype = _model_type(r)
+    r = hf_layers.language_model(r, mtype, _Reader)   # a vision-language wrapper's text model (llama4, qwen3_5_moe)
     fields = {**_common(r), **_FAMILIES[mtype](r)}
     _check_consistent(fields, r, mtype)
     fields.update(name=_name(r, name, mtype, source),
