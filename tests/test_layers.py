@@ -202,3 +202,21 @@ def test_a_swept_layer_count_is_refused_on_a_pattern():
     m = NS(**{**model(["full"]).model_dump(), "num_hidden_layers": np.array([4.0, 8.0])})
     with pytest.raises(ValueError, match="num_hidden_layers"):
         mix.mix(m)
+
+
+# ------------------------------------------------------------------ multi-token prediction, counted apart
+
+def test_mtp_layers_are_counted_apart_by_hand():
+    """DeepSeek-V3.2's one MTP layer: eh_proj 2·7168², three norms, one MLA block with its norms and a MoE FFN of
+    256 experts + 1 shared + router with bias; outside the total (published 671B excludes it)."""
+    from wsemoe.config.hf import model_from_hf_config
+    m = model_from_hf_config("tests/data/hf/deepseek-v3.2.json")
+    v3 = model_from_hf_config("tests/data/hf/deepseek-v3.json")
+    assert m.num_nextn_predict_layers == 1 and v3.num_nextn_predict_layers == 0
+    H = 7168
+    attn = params.softmax_attn_params(m) + params.softmax_attn_extra(m) + 2 * H
+    ffn = 256 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
+    assert params.mtp_params(m) == 2 * H * H + 3 * H + attn + ffn
+    active = 2 * H * H + 3 * H + attn + 8 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
+    assert params.mtp_flops_per_token(m) == 2.0 * (active + 129280 * H)
+    assert params.mtp_params(v3) == 0
