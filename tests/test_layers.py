@@ -220,3 +220,29 @@ def test_mtp_layers_are_counted_apart_by_hand():
     active = 2 * H * H + 3 * H + attn + 8 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
     assert params.mtp_flops_per_token(m) == 2.0 * (active + 129280 * H)
     assert params.mtp_params(v3) == 0
+
+
+# ------------------------------------------------------------------ PE level: each layer's window
+
+def test_pe_context_per_ffn_kind_by_hand():
+    """Llama 4 Maverick: dense layers (even) are all chunked, MoE layers (odd) half chunked, half full (NoPE every
+    fourth): at S = 20,000, dense layers score min(8192, S) keys, MoE layers (8192 + 20,000) / 2."""
+    from wsemoe.config.hf import model_from_hf_config
+    m = model_from_hf_config("tests/data/hf/llama-4-maverick-17b-128e-instruct.json")
+    assert mix.context_of(m, "dense", 20_000.0) == 8192
+    assert mix.context_of(m, "moe", 20_000.0) == (8192 + 20_000) / 2
+    assert mix.context_of(m, "moe", 4096.0) == 4096          # shorter than a chunk: every layer sees the context
+    uniform = model_from_hf_config("tests/data/hf/deepseek-v3.json")
+    assert mix.context_of(uniform, "moe", 20_000.0) == 20_000
+
+
+def test_pe_score_follows_the_window():
+    """At PE level a sliding layer's score and value ops run over its W keys, not the context."""
+    fields = {**BASE, "num_hidden_layers": 4}
+    wk = {"mode": "decode", "seq_len": 4096, "B": 4}
+    hw = {"preset": "cs3", "weight_source": "sram"}
+    full = _rows(fields, hw, wk).iloc[0]
+    window = _rows({**fields, "layers": {"attention": ["sliding"], "sliding_window": 128}}, hw, wk).iloc[0]
+    short = _rows(fields, hw, {**wk, "seq_len": 128}).iloc[0]
+    assert window["moe_op_score_s"] < full["moe_op_score_s"]
+    assert window["moe_op_score_s"] == short["moe_op_score_s"]   # W keys of a long context = a W-token context
