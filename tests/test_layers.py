@@ -246,3 +246,23 @@ def test_pe_score_follows_the_window():
     short = _rows(fields, hw, {**wk, "seq_len": 128}).iloc[0]
     assert window["moe_op_score_s"] < full["moe_op_score_s"]
     assert window["moe_op_score_s"] == short["moe_op_score_s"]   # W keys of a long context = a W-token context
+
+
+# ------------------------------------------------------------------ the invariants hold on a patterned model
+
+@pytest.mark.parametrize("hardware, mode", [("cs2", "decode"), ({"preset": "cs3", "weight_source": "sram"}, "decode"),
+                                            ({"preset": "wsc-b200-8x8", "weight_source": "resident"}, "prefill")])
+def test_invariants_hold_on_a_patterned_model(tmp_path, hardware, mode):
+    """Every law (step = Σ count × layer with the pattern's MoE and dense counts, SRAM latency = Σ layers …)."""
+    import yaml
+    cfg = {"name": "patterned", "hardware": hardware, "workload": {"mode": mode, "seq_len": 512},
+           "model": {**BASE, "num_hidden_layers": 8, "intermediate_size": 96,
+                     "layers": {"ffn": {"every": 2, "offset": 1}, "attention": ["sliding", "full"],
+                                "sliding_window": 64}},
+           "axes": {"workload.B": [1, 4]}}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    report = wsemoe.check_invariants([path], points=4)
+    assert report.ok, [(r.invariant.name, r.status, r.error) for r in report.results if r.status in ("fail", "error")]
+    assert {r.invariant.name: r.status for r in report.results}["step_time_adds_up" if hardware == "cs2"
+                                                           or mode == "prefill" else "serving_time_adds_up"] == "pass"

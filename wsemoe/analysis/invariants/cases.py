@@ -20,6 +20,7 @@ from wsemoe.config import presets
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SweepConfig
 from wsemoe.cost import step
+from wsemoe.cost.node import params
 from wsemoe.cost.wafer import serving
 from wsemoe.cost.wafer.streaming import fabric_model
 from wsemoe.errors import ConfigError
@@ -131,6 +132,13 @@ class Case:
             numeric = kinds <= {int, float, np.float64, np.int64} and len(values)
             self._inputs[path] = values.astype(np.float64) if numeric else values
         return self._inputs[path]
+
+    def moe_layers(self) -> np.ndarray:
+        """MoE layers of the model at every grid row (from its layer pattern, or L − the dense prefix)."""
+        out = np.empty(len(self))
+        for pos, ns in self._namespaces():
+            out[pos] = np.broadcast_to(params.moe_layers(ns["model"]), len(pos))
+        return out
 
     def _namespaces(self) -> list[tuple[np.ndarray, dict]]:
         """(grid rows, section namespaces) of each group of rows the engine evaluates together."""
