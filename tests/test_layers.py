@@ -266,3 +266,23 @@ def test_invariants_hold_on_a_patterned_model(tmp_path, hardware, mode):
     assert report.ok, [(r.invariant.name, r.status, r.error) for r in report.results if r.status in ("fail", "error")]
     assert {r.invariant.name: r.status for r in report.results}["step_time_adds_up" if hardware == "cs2"
                                                            or mode == "prefill" else "serving_time_adds_up"] == "pass"
+
+
+def test_maverick_packs_a_moe_layer_beside_a_dense_one():
+    """Llama 4 Maverick at 16 bits on CS-3: a MoE layer (128 + 1 experts of 3·5120·8192 weights) is 32.6 GB and a
+    wafer holds 40.2 GB, so no wafer takes two MoE layers: 24 MoE layers need 24 wafers, each beside a dense
+    layer (0.63 GB). Written as a leading dense prefix of the same layers, the MoE half takes a wafer per layer
+    and the dense half 24 more: 48."""
+    from wsemoe.config.hf import model_from_hf_config
+    from wsemoe.config.presets import load_hardware
+    from wsemoe.cost.wafer.fabric import pe_facts
+    m = model_from_hf_config("tests/data/hf/llama-4-maverick-17b-128e-instruct.json")
+    pe, w = pe_facts(load_hardware("cs3")), WorkloadSpec(mode="decode", B=1, seq_len=4096)
+    nbytes = regions.region_bytes(m, w, 1.0)
+    usable = regions.wafer_pes(pe) * regions.room(pe, m, w, nbytes)[0]
+    assert nbytes["moe"] < usable < 2 * nbytes["moe"]
+    assert regions.fewest_wafers(pe, m, w) == 24
+    dense, moe = regions.stage_layers(m, 24, np.arange(24))
+    assert dense.tolist() == [1] * 24 and moe.tolist() == [1] * 24
+    prefix = ModelSpec(**{**m.model_dump(), "layers": None, "first_k_dense_replace": 24})
+    assert regions.fewest_wafers(pe, prefix, w) == 48
