@@ -286,3 +286,57 @@ def test_maverick_packs_a_moe_layer_beside_a_dense_one():
     assert dense.tolist() == [1] * 24 and moe.tolist() == [1] * 24
     prefix = ModelSpec(**{**m.model_dump(), "layers": None, "first_k_dense_replace": 24})
     assert regions.fewest_wafers(pe, prefix, w) == 48
+
+
+# ------------------------------------------------------------------ importers
+
+def _config(name):
+    import json
+    return json.loads(open(f"tests/data/hf/{name}.json").read())
+
+
+@pytest.mark.parametrize("name, line, total, active", [
+    # published: Llama 4 model card 400B/17B (Maverick), 109B/17B (Scout, with its vision encoder); OpenAI
+    # gpt-oss model card 116.83B/5.13B (active without the 0.58B input embedding); Qwen3-Next 80B/3B; DeepSeek-V3.2
+    # 671B main model (685B with its MTP module); GLM-5 744B/40B
+    ("llama-4-maverick-17b-128e-instruct", "48 layers: 24 dense + 24 MoE; 36 chunked + 12 full", 400e9, 17e9),
+    ("gpt-oss-120b", "36 layers: 36 MoE; 18 sliding + 18 full", 116.83e9, 5.13e9 + 201088 * 2880),
+    ("qwen3-next-80b-a3b-thinking", "48 layers: 48 MoE; 36 linear + 12 full", 80e9, None),
+    ("deepseek-v3.2", "61 layers: 3 dense + 58 MoE; 61 sparse", 671e9, 37e9),
+    ("glm-5", "78 layers: 3 dense + 75 MoE; 78 sparse", 744e9, 40e9),
+])
+def test_layered_configs_import_with_their_counts(name, line, total, active):
+    from wsemoe.config.hf import model_from_hf_config
+    m = model_from_hf_config(f"tests/data/hf/{name}.json")
+    assert mix.describe(m) == line
+    assert params.total_params(m) == pytest.approx(total, rel=0.01)
+    if active is not None:
+        assert params.active_params(m) == pytest.approx(active, rel=0.05)
+
+
+@pytest.mark.parametrize("name, key, value, message", [
+    ("gpt-oss-120b", "layer_types", ["sliding_attention"] * 35 + ["mamba"], "unknown layer type 'mamba'"),
+    ("gpt-oss-120b", "layer_types", ["full_attention"] * 3, "one type per layer"),
+    ("llama-4-maverick-17b-128e-instruct", "interleave_moe_layer_step", 0, "interleave_moe_layer_step"),
+    ("qwen3-next-80b-a3b-thinking", "use_sliding_window", True, "use_sliding_window"),
+    ("qwen3-next-80b-a3b-thinking", "mlp_only_layers", [3], "mlp_only_layers"),
+])
+def test_cost_changing_fields_we_cannot_model_are_errors_naming_them(name, key, value, message):
+    from wsemoe.config.hf import model_from_hf_config
+    from wsemoe.errors import PresetError
+    data = _config(name)
+    (data.get("text_config") or data)[key] = value
+    with pytest.raises(PresetError) as err:
+        model_from_hf_config(data)
+    assert message in str(err.value) and key in str(err.value) and "\n" not in str(err.value)
+
+
+def test_llama4_layer_types_and_moe_layers_are_read():
+    """A config stating `layer_types` and `moe_layers` (newer transformers) is read from them, not the defaults."""
+    from wsemoe.config.hf import model_from_hf_config
+    data = _config("llama-4-scout-17b-16e-instruct")
+    text = data["text_config"]
+    text["layer_types"] = ["full_attention"] * 48
+    text["moe_layers"] = list(range(0, 48, 3))
+    m = model_from_hf_config(data)
+    assert mix.describe(m) == "48 layers: 32 dense + 16 MoE; 48 full"

@@ -92,7 +92,7 @@ def llama4(r) -> dict:
     interval = r.int("no_rope_layer_interval", 4)
     if rope is None:
         rope = [int((i + 1) % interval != 0) for i in range(L)]
-    kinds = ["chunked" if (use and chunk) else "full" for use in rope]
+    kinds = layer_types(r, L, ["chunked" if (use and chunk) else "full" for use in rope])
     _seen(r, "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale", "router_jitter_noise")
     pattern: dict = {"attention": compact(kinds)}
     if ffn is not None:
@@ -157,7 +157,7 @@ def sparse(r, fields: dict) -> dict:
     pattern = {"attention": ["sparse"], "sparse": {"index_topk": r.int("index_topk"),
                                                    "index_n_heads": r.int("index_n_heads"),
                                                    "index_head_dim": r.int("index_head_dim")}}
-    _seen(r, "indexer_rope_interleave", "qk_head_dim", "head_dim")
+    _seen(r, "indexer_rope_interleave", "qk_head_dim", "head_dim", "num_key_value_heads")   # MLA's derived widths
     return {**fields, "layers": pattern, "num_nextn_predict_layers": r.int("num_nextn_predict_layers", 0)}
 
 
