@@ -340,3 +340,21 @@ def test_llama4_layer_types_and_moe_layers_are_read():
     text["moe_layers"] = list(range(0, 48, 3))
     m = model_from_hf_config(data)
     assert mix.describe(m) == "48 layers: 32 dense + 16 MoE; 48 full"
+
+
+def test_presets_show_each_models_pattern_in_one_line():
+    from wsemoe.report.terminal import tables
+    models = tables.presets()[-1]
+    cells = dict(zip(models.columns[0]._cells, models.columns[1]._cells))
+    assert cells["deepseek-v3"] == "61 layers: 3 dense + 58 MoE; 61 MLA"
+    assert cells["qwen3-30b-a3b"] == "48 layers: 48 MoE; 48 full"
+
+
+def test_training_scores_per_kind_by_hand():
+    """Materialized scores (5·n_h·keys·bytes/2 per token): the widest layer sets the transient, the mean over the
+    layers what they keep with recompute none. [sliding W = 128, full] at S = 1000: keep (128 + 1000)/2 keys."""
+    w = WorkloadSpec(mode="train", seq_len=1000, attn_kernel="materialized", recompute="none")
+    m = model(["sliding", "full"])
+    assert memory.attn_score_bytes_per_token(m, w) == 5.0 * 4 * 1000
+    assert memory.attn_score_bytes_per_token(m, w, widest=False) == 5.0 * 4 * (128 + 1000) / 2
+    assert memory.attn_score_bytes_per_token(model(["sliding"]), w) == 5.0 * 4 * 128
