@@ -107,7 +107,7 @@ def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardwa
         used.add(c)
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
-    rows.append(("inputs", "model layers", mix.describe(m), "", "the model's layers: FFN and attention kinds with "
+    rows.append(("model layers", "layers", mix.describe(m), "", "the model's layers: FFN and attention kinds with "
                  "their counts (docs/layers.md)"))
     for group, lines in _sums(row, one, ns):
         for name, value, unit, text in lines:
