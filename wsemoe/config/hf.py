@@ -174,12 +174,8 @@ def _olmoe(r: _Reader) -> dict:
 
 
 def _deepseek(r: _Reader, v3: bool) -> dict:
-    """DeepSeek-V2/V3: MLA attention, shared experts, a leading block of dense layers.
-
-    num_nextn_predict_layers (V3's multi-token-prediction module) is ignored: the published
-    totals (671B/37B) exclude it. MLA has no GQA heads, so n_kv = n_h and head_dim = v_head_dim
-    just to satisfy the spec (the MLA formulas do not read them).
-    """
+    """DeepSeek-V2/V3: MLA attention, shared experts, a leading block of dense layers. MLA has no GQA heads, so
+    n_kv = n_h and head_dim = v_head_dim just to satisfy the spec (the MLA formulas do not read them)."""
     r.equals_one("moe_layer_freq")
     heads = r.int("num_attention_heads")
     dense = r.int("first_k_dense_replace", 0)
@@ -230,9 +226,7 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "mistral": lambda r: _dense(r, qkv_bias=False, qk_norm=False),
     "qwen2": lambda r: _dense(r, qkv_bias=True, qk_norm=False),  # Qwen2 always biases q/k/v
     "qwen3": lambda r: _dense(r, qkv_bias=None, qk_norm=True),
-    **hf_layers.FAMILIES,  # llama4, gpt_oss, qwen3_next, qwen3_5_moe: layers that differ
-    "deepseek_v32": lambda r: hf_layers.sparse(r, _deepseek(r, v3=True)),
-    "glm_moe_dsa": lambda r: hf_layers.sparse(r, _deepseek(r, v3=True)),
+    **hf_layers.families(_deepseek),  # llama4, gpt_oss, qwen3_next/3.5, deepseek_v32, glm_moe_dsa: layers that differ
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 

@@ -171,9 +171,16 @@ def language_model(r, mtype: str, reader):
     return reader(text, f"{r.where} -> text_config")
 
 
-# model_type -> importer (hf.py adds deepseek_v32 and glm_moe_dsa, which extend its DeepSeek importer).
+# model_type -> importer
 FAMILIES = {"llama4": llama4, "llama4_text": llama4, "gpt_oss": gpt_oss, "qwen3_next": qwen3_next,
             "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next}
+
+
+def families(deepseek) -> dict:
+    """FAMILIES, and the sparse-attention types, which extend hf.py's DeepSeek importer (`deepseek(r, v3=True)`)
+    with their indexer; passed in so this module does not import hf.py back."""
+    dsa = {t: (lambda r: sparse(r, deepseek(r, v3=True))) for t in ("deepseek_v32", "glm_moe_dsa")}
+    return {**FAMILIES, **dsa}
 # Wrappers whose language model sits in `text_config` (the vision tower is not modelled).
 WRAPPED = ("llama4", "qwen3_5_moe")
 ARCHITECTURES = {"Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
