@@ -10,7 +10,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
-from wsemoe.config import hf_fields, hf_moe
+from wsemoe.config import hf_fields, hf_layers, hf_moe
 from wsemoe.config.files import read_text
 from wsemoe.specs.model import ModelSpec
 
@@ -30,6 +30,7 @@ _ARCHITECTURES = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     **hf_moe.ARCHITECTURES,
+    **hf_layers.ARCHITECTURES,
 }
 
 
@@ -174,12 +175,8 @@ def _olmoe(r: _Reader) -> dict:
 
 
 def _deepseek(r: _Reader, v3: bool) -> dict:
-    """DeepSeek-V2/V3: MLA attention, shared experts, a leading block of dense layers.
-
-    num_nextn_predict_layers (V3's multi-token-prediction module) is ignored: the published
-    totals (671B/37B) exclude it. MLA has no GQA heads, so n_kv = n_h and head_dim = v_head_dim
-    just to satisfy the spec (the MLA formulas do not read them).
-    """
+    """DeepSeek-V2/V3: MLA attention, shared experts, a leading block of dense layers. MLA has no GQA heads, so
+    n_kv = n_h and head_dim = v_head_dim just to satisfy the spec (the MLA formulas do not read them)."""
     r.equals_one("moe_layer_freq")
     heads = r.int("num_attention_heads")
     dense = r.int("first_k_dense_replace", 0)
@@ -231,6 +228,7 @@ _FAMILIES: dict[str, Callable[[_Reader], dict]] = {
     "qwen2": lambda r: _dense(r, qkv_bias=True, qk_norm=False),  # Qwen2 always biases q/k/v
     "qwen3": lambda r: _dense(r, qkv_bias=None, qk_norm=True),
     **hf_moe.families(_gqa_attention=_gqa_attention, _routed=_routed, _deepseek=_deepseek, _Reader=_Reader),
+    **hf_layers.families(_deepseek),  # llama4, gpt_oss, qwen3_next/3.5, deepseek_v32, glm_moe_dsa: layers that differ
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 
@@ -388,7 +386,8 @@ def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> 
     data, where = _load(source)
     r = _Reader(data, where)
     mtype = _model_type(r)
-    r = hf_moe.language_model(r, mtype)  # a vision-language wrapper's text model (Kimi K2.5's text_config)
+    r = hf_layers.language_model(r, mtype, _Reader)   # a vision-language wrapper's text model (llama4, qwen3_5_moe)
+    r = hf_moe.language_model(r, mtype)  # Kimi K2.5's text_config
     fields = {**_common(r), **_FAMILIES[mtype](r)}
     _check_consistent(fields, r, mtype)
     hf_fields.check_unmodelled(r, mtype)

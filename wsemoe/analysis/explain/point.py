@@ -16,7 +16,7 @@ from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
 from wsemoe.cost import serving
-from wsemoe.cost.node import params
+from wsemoe.cost.node import mix, params
 from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
@@ -107,6 +107,8 @@ def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardwa
         used.add(c)
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
+    rows.append(("model layers", "layers", mix.describe(m), "", "the model's layers: FFN and attention kinds with "
+                 "their counts (docs/layers.md)"))
     for group, lines in _sums(row, one, ns):
         for name, value, unit, text in lines:
             rows.append((group, name, value, unit, text))

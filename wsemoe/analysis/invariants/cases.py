@@ -134,10 +134,10 @@ class Case:
         return self._inputs[path]
 
     def moe_layers(self) -> np.ndarray:
-        """MoE layers at every grid row: a `layers:` pattern's count, else L − first_k_dense_replace."""
+        """MoE layers of the model at every grid row (from its layer pattern, or L − the dense prefix)."""
         out = np.empty(len(self))
         for pos, ns in self._namespaces():
-            out[pos] = np.broadcast_to(np.asarray(params.moe_layers(ns["model"]), dtype=float), len(pos))
+            out[pos] = np.broadcast_to(params.moe_layers(ns["model"]), len(pos))
         return out
 
     def _namespaces(self) -> list[tuple[np.ndarray, dict]]:

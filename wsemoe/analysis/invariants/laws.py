@@ -290,7 +290,7 @@ SERVING_ONLY = "SRAM serving only (its laws are the serving_* invariants)"
            "step time it reports")
 def step_time_adds_up(chk: Checker, case: Case):
     L = case.inputs("model.num_hidden_layers")
-    Lm = case.moe_layers()  # a layers: pattern places its MoE layers anywhere, not after a dense prefix
+    Lm = case.moe_layers()
     nodes = _nodes(case)
     for rows, out in _node_groups(case):
         peak = out["format_peak_flops"] * nodes[rows]

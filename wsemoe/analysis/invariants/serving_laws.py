@@ -134,7 +134,7 @@ def serving_time_adds_up(chk: Checker, case: Case):
         return chk.skip(NODE_ONLY)
     out = case.outputs()
     L = case.inputs("model.num_hidden_layers")
-    k = L - case.moe_layers()  # dense layers, wherever a layers: pattern puts them
+    k = L - case.moe_layers()   # dense layers
     parts = (np.nan_to_num(out["embedding_time_s"]) + k * np.nan_to_num(out.get("dense_layer_time_s", 0.0))
              + (L - k) * np.nan_to_num(out.get("moe_layer_time_s", 0.0)) + out["head_time_s"]
              + out["wafer_hops"] * out["wafer_hop_s"] + out["token_return_s"])

@@ -22,13 +22,16 @@ def attn_linear_bytes_per_token(m, wl):
     return 11.0 * m.hidden_size * _scale(wl)
 
 
-def attn_score_bytes_per_token(m, wl):
+def attn_score_bytes_per_token(m, wl, widest: bool = True):
     """Softmax output, dropout mask and dropout output over the S keys each query sees: for every head
-    (materialized), for one head at a time (per_head: the heads run one after another), or 0 (flash: tiled)."""
+    (materialized), for one head at a time (per_head: the heads run one after another), or 0 (flash: tiled).
+    A patterned model's layers see their own keys (window, chunk, top-k): the layer seeing most sets the
+    transient (`widest`), the mean over the layers what all of them keep (`widest=False`)."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
     heads = 1.0 if wl.attn_kernel == "per_head" else m.num_attention_heads
-    return 5.0 * heads * wl.seq_len * _scale(wl)
+    keys = mix.widest_context(m, wl.seq_len) if widest else mix.context_of(m, None, wl.seq_len)
+    return 5.0 * heads * keys * _scale(wl)
 
 
 def moe_bytes_per_token(m, wl):
@@ -46,7 +49,7 @@ def kept_bytes_per_token_layer(m, wl):
         return 2.0 * m.hidden_size * _scale(wl)
     kept = attn_linear_bytes_per_token(m, wl) + moe_bytes_per_token(m, wl) + 4.0 * m.hidden_size * _scale(wl)
     if wl.recompute == "none":
-        kept = kept + attn_score_bytes_per_token(m, wl)
+        kept = kept + attn_score_bytes_per_token(m, wl, widest=False)
     return kept
 
 

@@ -178,3 +178,28 @@ def indexer_flops_per_pair(pattern: dict):
     ReLU are negligible)."""
     sp = pattern["sparse"]
     return 2.0 * sp["index_n_heads"] * sp["index_head_dim"]
+
+
+def context_of(m, ffn: str | None, S):
+    """Keys a layer of FFN kind `ffn` ("dense", "moe"; None: any) scores per query at context S, the mean over the
+    model's layers of that kind (the PE-level operators' context): S for a uniform model; for a pattern, each
+    layer's window, chunk or top-k (a linear layer scores none; its state's operators and a sparse layer's indexer
+    are not modelled at PE level)."""
+    mx = mix(m)
+    if mx is None:
+        return S
+    of = {}
+    for (f, a), n in mx.counts.items():
+        if ffn is None or f == ffn:
+            of[a] = of.get(a, 0) + n
+    if set(of) <= {"full"}:
+        return S
+    return sum(n * keys_read(a, mx.pattern, S) for a, n in of.items()) / sum(of.values())
+
+
+def widest_context(m, S):
+    """Most keys any layer scores per query at context S (S for a uniform model)."""
+    mx = mix(m)
+    if mx is None or "full" in mx.attention:
+        return S
+    return np.max(np.broadcast_arrays(*(keys_read(a, mx.pattern, S) for a in mx.attention)), axis=0)

@@ -173,3 +173,25 @@ def active_params(m):
     if expert_bias_params(m):   # the biases of the k experts a token uses
         moe = moe + expert_bias_params(m) * m.num_experts_per_tok / m.num_experts
     return L * per_layer + Lm * moe + (L - Lm) * dense_ffn_params(m) + embedding_params(m)
+
+
+def mtp_params(m, active: bool = False):
+    """Weights of the multi-token-prediction layers, apart from every total above (the published totals exclude
+    them; DeepSeek-V3 §2.2): per layer the projection of [embedding; hidden] back to H (2H·H), its two RMSNorms and
+    the final one, and one transformer block with full attention and a MoE FFN (with `active`, top-k experts);
+    the embedding and output head are the model's own (shared), so not counted again. 0 without MTP layers."""
+    n = getattr(m, "num_nextn_predict_layers", 0) or 0
+    H = m.hidden_size
+    pattern = mix.mix(m).pattern if mix.mix(m) is not None else {}
+    proj, other = _kind_params(m, pattern, "full") if pattern else (softmax_attn_params(m), softmax_attn_extra(m))
+    experts = m.num_experts_per_tok if active else m.num_experts
+    ffn = experts * expert_params(m) + shared_expert_params(m) + router_params(m)
+    return n * (2 * H * H + 3 * H + proj + other + norm_params_per_layer(m) + ffn)
+
+
+def mtp_flops_per_token(m):
+    """Forward FLOPs of one drafted token through the MTP layers (a speculative-decoding draft): their active
+    matmul weights and the shared output head, 2 FLOP per weight; their attention core is the model's full
+    attention at the context (compute.core_flops_per_pair × keys), added by the caller that knows the context."""
+    n = getattr(m, "num_nextn_predict_layers", 0) or 0
+    return 2.0 * (mtp_params(m, active=True) + n * m.vocab_size * m.hidden_size)

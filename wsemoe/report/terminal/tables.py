@@ -257,7 +257,7 @@ def calibration(fits: list, fit: pd.DataFrame, per_reading: pd.DataFrame) -> Gro
 def presets() -> list[Table]:
     """The hardware and model presets with their key figures."""
     from wsemoe.config import presets as ps
-    from wsemoe.cost.node import params
+    from wsemoe.cost.node import mix, params
 
     hw = Table(title="hardware presets", box=box.SIMPLE_HEAD, pad_edge=False)
     for c in ("name", "topology", "nodes", "TFLOP/s per node", "memory per node", "link GB/s", "weights"):
@@ -273,7 +273,7 @@ def presets() -> list[Table]:
         models.add_column(c, no_wrap=c == "name")
     for name in ps.names("models"):
         m = ps.load_model(name)
-        models.add_row(name, str(m.num_hidden_layers), str(m.hidden_size), str(m.num_experts),
+        models.add_row(name, mix.describe(m), str(m.hidden_size), str(m.num_experts),
                        str(m.num_experts_per_tok), f"{params.total_params(m) / 1e9:.2f} B",
                        f"{params.active_params(m) / 1e9:.2f} B")
     return [hw, pe_fabric(pes), models]
