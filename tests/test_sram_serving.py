@@ -216,7 +216,7 @@ def test_the_capacity_invariant_can_fail(monkeypatch):
                        "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 8192},
                        "axes": {"hardware.pipeline_wafers": [16, 48], "workload.B": [1, 4]}})
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "pass"
-    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap: (
+    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap, *shares: (
         (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack))))
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "fail"
 

@@ -149,7 +149,8 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
 
 
 SIZED_FOR = 4.0   # regions may be sized for the caches of B·4^j sequences too (a ladder in absolute batches)
-SIZED_STEPS = 6   # 1 … 4^5 = 1,024 sequences: past the cache room of every shipped point at 8K context
+SIZED_STEPS = 5   # 1 … 4^4 = 256 sequences, the largest batch the shipped serving sweep serves
+SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all of a larger one's layouts
 
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
@@ -183,7 +184,7 @@ def sized_for(pe, m, wl, cap):
         ok = (batch > wl.B) & (regions.stage_peak(m, W, nbytes) <= pes_total * u_pack)
         if not np.any(ok):
             continue
-        u, w = regions.layouts(m, W, nbytes, u_pack, pes_total)
+        u, w = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
         mine = region_pes(nbytes, u, w)
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
