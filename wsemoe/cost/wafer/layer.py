@@ -39,9 +39,12 @@ def fused(ops: dict, pe) -> dict:
 
 
 def with_calls(t: dict, calls, pe) -> dict:
-    """An operator's terms with `calls` invocation overheads in place of its own."""
-    return operators.terms(t["compute_cycles"], t["link_cycles"], t["latency_cycles"],
-                           np.asarray(calls, dtype=float) * pe.op_overhead_cycles)
+    """An operator's terms with `calls` invocation overheads in place of its own (its `bound` dropped: layers
+    re-derive theirs from the summed terms, and restacking every op's four terms per candidate is costly)."""
+    overhead = np.asarray(calls, dtype=float) * pe.op_overhead_cycles + 0.0 * np.asarray(t["overhead_cycles"])
+    out = {k: v for k, v in t.items() if k != "bound"}
+    out.update(overhead_cycles=overhead, cycles=np.asarray(t["cycles"]) - t["overhead_cycles"] + overhead)
+    return out
 
 
 class Geometry(NamedTuple):
