@@ -34,6 +34,7 @@ class PEFacts(Spec):
     op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
     program_bytes_per_pe: Optional[float] = Field(None, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM a PE's program, runtime and routing state take; the rest holds weights, KV cache and buffers (SRAM serving); calibration")
     io_channels_per_edge: Optional[PositiveInt] = Field(None, le=2**20, description="host I/O channels meeting the fabric at routers of PEs on each of the west and east edges (each takes one wavelet per cycle into the fabric); weight streaming at PE level (pe_fabric) enters through them")
+    mac_memory_operands: Optional[float] = Field(None, ge=0, le=16, allow_inf_nan=False, description="SRAM operands one vector MAC reads or writes (weight, accumulator in and out: 3), with which the PE's share of sram_bw_total_bytes_per_s bounds its MAC rate below fmac_width; unset or 0: the SIMD width alone (the pe_mac_rate reading)")
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:

@@ -48,6 +48,10 @@ class MappingSpec(Spec):
     pe_reduction: Literal["tree", "chain", "ring"] = Field(
         "tree", description="SRAM serving: the all-reduce pattern of every PE-level collective: a 2-level tree "
                             "(WaferLLM's K-tree), a chain, or a ring")
+    pe_kernels: Literal["fused", "per_primitive"] = Field(
+        "fused", description="SRAM serving: what one operator invocation overhead (op_overhead_cycles) is paid for: "
+                             "each fused operator chain (a GEMV, its reduction and its element-wise tail) or each "
+                             "primitive kernel and collective (the research kernels the overhead was fitted to)")
 
 
 class BalanceSpec(Spec):

@@ -6,6 +6,7 @@ prints."""
 from __future__ import annotations
 
 from wsemoe.errors import ConfigError
+from wsemoe.validate import perturb
 
 START, END = "<!-- validate:start -->", "<!-- validate:end -->"
 SUMMARY = ("<!-- validate-summary:start -->", "<!-- validate-summary:end -->")
@@ -21,7 +22,7 @@ def counts(rows: list[dict]) -> str:
     count = {s: sum(r["status"] == s for r in claims) for s in ("yes", "no", "property", "fitted", "FAILS")}
     return (f"{len(claims)} claims: {count['yes']} yes, {count['no']} known deviations (no), {count['property']} "
             f"property, {count['fitted']} fitted" + (f", {count['FAILS']} FAIL" if count["FAILS"] else "") +
-            f"; {len(rows) - len(claims)} context rows.")
+            f"; {len(rows) - len(claims)} context rows." + perturb.line(dict.fromkeys(r.get("family") for r in rows)))
 
 
 def summary(rows: list[dict]) -> str:

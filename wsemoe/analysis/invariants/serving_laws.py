@@ -155,3 +155,27 @@ def serving_time_adds_up(chk: Checker, case: Case):
         chk.compare("tpot_s", out["tpot_s"] * a, out["pipeline_period_s"], "==", ("tpot × accepted", "period"), decode)
         chk.compare("tokens_per_s", out["tokens_per_s"], case.inputs("workload.B") * out["tokens_per_s_per_user"], "==",
                     ("model", "B × per user"), decode)
+
+
+def _single_frames(case: Case) -> dict:
+    """The grid's decode SRAM-serving rows at the wafers their pipelines use, each with one sequence (B = 1)."""
+    rows = _serving(case) & (case.inputs("workload.mode") == "decode")
+    if not rows.any():
+        return {}
+    given = case.inputs("workload.B")
+    return {"B=1": {**_pinned(case), "workload.B": np.where(rows, 1, given).astype(object)}}
+
+
+@invariant("SRAM serving: per-user tokens/s never rises with the batch at a fixed wafer count (one sequence alone "
+           "is at least as fast per user as each of B sequences)",
+           "a batch of one fits every layout a batch of B fits (less KV cache), its step is the same ops at one token "
+           "each, and the period max(step, B·q·β) only grows with B; the attention region is sized for speed as "
+           "well as bytes, so a lone sequence is offered the regions a larger batch would get", _single_frames)
+def serving_per_user_never_rises_with_batch(chk: Checker, case: Case):
+    frames = case.variants(_single_frames(case))
+    if not frames:
+        return chk.skip("no decode SRAM-serving point (weight_source: sram, mode decode) in this config")
+    base, one = case.outputs(), frames["B=1"]
+    rows = _serving(case) & (case.inputs("workload.mode") == "decode") & (_worst(base) <= 0)
+    chk.compare("tokens_per_s_per_user", one["tokens_per_s_per_user"], base["tokens_per_s_per_user"], ">=",
+                ("at B = 1", "at the row's B"), rows)

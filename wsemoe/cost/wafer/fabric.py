@@ -86,7 +86,28 @@ def mac_cycles(rows, length, pe, element_bytes=2):
 
     The FMAC datapath does `fmac_width` 16-bit MACs per cycle (half as many 32-bit ones); a vector shorter
     than the datapath still takes a whole cycle, so short vectors run below peak (WaferLLM's GEMV issues
-    one vector FMAC per input element over its output slice).
+    one vector FMAC per input element over its output slice). The SRAM bounds the rate too (`memory_cycles`).
     """
     width = pe.fmac_width * 2.0 / np.asarray(element_bytes, dtype=float)
-    return np.asarray(rows, dtype=float) * np.ceil(np.asarray(length, dtype=float) / width)
+    simd = np.asarray(rows, dtype=float) * np.ceil(np.asarray(length, dtype=float) / width)
+    return np.maximum(simd, memory_cycles(rows, length, pe, element_bytes))
+
+
+def sram_bytes_per_cycle(pe):
+    """One PE's share of the wafer's SRAM bandwidth, bytes per cycle (inf when the preset does not state it)."""
+    total = getattr(pe, "sram_bw_total_bytes_per_s", None)
+    if total is None:
+        return np.inf
+    return np.asarray(total, dtype=float) / pe.pe_count / pe.clock_hz
+
+
+def memory_cycles(rows, length, pe, element_bytes=2):
+    """Cycles the SRAM needs for `rows` × `length` MACs whose `mac_memory_operands` operands each read or write
+    SRAM (the pe_mac_rate reading; 0 or unset: no bound). CS-3: 21 PB/s / 900k PEs / 1.1 GHz = 21.2 B per cycle,
+    3 operands of 2 B each: 3.5 MACs per cycle, below the 8-wide SIMD; CS-2's 4-wide SIMD at 21.4 B per cycle
+    is 3.6."""
+    operands = getattr(pe, "mac_memory_operands", None)
+    if operands is None:
+        return 0.0
+    nbytes = np.asarray(rows, dtype=float) * np.asarray(length, dtype=float) * operands * element_bytes
+    return np.where(np.asarray(operands) > 0, np.ceil(nbytes / sram_bytes_per_cycle(pe)), 0.0)

@@ -21,6 +21,31 @@ from wsemoe.cost.wafer.fabric import path_cycles, wavelets
 GQA_HORIZONTAL = ("score", "o")   # decode.attention's ops whose reductions run across the columns
 TOPK_OPS = 8.0                    # router: softmax or sigmoid over the logits (as decode's softmax), per logit
 
+# Invocation overheads per op when kernels are fused (`pe_kernels: fused`): one per operator chain (a GEMV or a
+# norm's reduction, its collective and its element-wise tail run as one task). Tails of the chain before them
+# pay none: RoPE (of QKV), the residuals (of o, down and the combine), SiLU·mul (of up/gate), the MoE sum, the
+# argmax (the logits' reduction carries the running maximum). The routed experts are two chains (up/gate with
+# SiLU·mul, down); MLA's ops each remain one chain. An op not listed pays one.
+CHAIN_CALLS = {"rope": 0.0, "attn_residual": 0.0, "ffn_residual": 0.0, "silu_mul": 0.0, "moe_sum": 0.0,
+               "argmax": 0.0, "experts": 2.0}
+
+
+def fused(ops: dict, pe) -> dict:
+    """The ops with one invocation overhead per operator chain (CHAIN_CALLS) when `pe.kernels` is `fused`; as
+    given (one per primitive kernel and collective, WaferLLM's research kernels) otherwise."""
+    if getattr(pe, "kernels", "per_primitive") != "fused":
+        return ops
+    return {op: with_calls(t, CHAIN_CALLS.get(op, 1.0), pe) for op, t in ops.items()}
+
+
+def with_calls(t: dict, calls, pe) -> dict:
+    """An operator's terms with `calls` invocation overheads in place of its own (its `bound` dropped: layers
+    re-derive theirs from the summed terms, and restacking every op's four terms per candidate is costly)."""
+    overhead = np.asarray(calls, dtype=float) * pe.op_overhead_cycles + 0.0 * np.asarray(t["overhead_cycles"])
+    out = {k: v for k, v in t.items() if k != "bound"}
+    out.update(overhead_cycles=overhead, cycles=np.asarray(t["cycles"]) - t["overhead_cycles"] + overhead)
+    return out
+
 
 class Geometry(NamedTuple):
     """Region shapes (PEs) and the layer's traffic per token, per point (arrays that broadcast)."""
@@ -61,13 +86,14 @@ def attention(m, rows, cols, context, pe, tokens, b, coll, stretch=1.0) -> dict:
 
 
 def router(m, rows, cols, pe, tokens, b, coll, stretch=1.0) -> dict:
-    """Router logits (GEMV H → E on the attention region), their softmax and the top-k choice: k all-reduces
-    (max) of one value per token across the columns."""
+    """Router logits (GEMV H → E on the attention region), their softmax and the top-k choice as one merged
+    collective: each PE's k best (value, index) pairs reduced across the columns by a top-k merge, k values
+    per token streamed once along one critical path (not k all-reduces of one value one after another)."""
     logits = operators.gemv(m.hidden_size, m.num_experts, rows, cols, pe, tokens, b, **coll)
-    pick = collectives.allreduce(cols, tokens, **coll).times(m.num_experts_per_tok)
+    pick = collectives.allreduce(cols, np.asarray(tokens, dtype=float) * m.num_experts_per_tok, **coll)
     local = elementwise(np.ceil(m.num_experts / np.asarray(cols, dtype=float)) * tokens,
                         TOPK_OPS + m.num_experts_per_tok, pe)
-    return add(logits, local, collective(pick, stretched(pe, stretch), calls=m.num_experts_per_tok))
+    return add(logits, local, collective(pick, stretched(pe, stretch)))
 
 
 def path(pe, g: Geometry):
@@ -99,7 +125,7 @@ def expert_regions(m, g: Geometry, pe, routed_tokens, shared_tokens, b, coll) ->
         width = m.n_shared_experts * (getattr(m, "shared_expert_intermediate_size", None) or m.moe_intermediate_size)
         shared = decode.ffn(m.hidden_size, width, g.shared_rows, g.shared_cols, pe, shared_tokens, b, coll, True)
         out["shared"] = add(*(shared[o] for o in parts))
-    return out
+    return {k: fused({"experts": v}, pe)["experts"] for k, v in out.items()}
 
 
 def busiest_tokens(m, g: Geometry, tokens):
@@ -151,12 +177,17 @@ def dense_layer(m, g: Geometry, pe, tokens, context, b, coll) -> dict:
 
 
 def head(m, g: Geometry, pe, tokens, b, coll) -> dict:
-    """Final norm, logits (GEMV H → V on the head region) and the argmax (all-reduce of one value per token
-    across the columns)."""
+    """Final norm, logits (GEMV H → V on the head region, its partial sums reduced to one root per column, not
+    all-reduced: only the sampler reads them) and the argmax (a reduce of one (value, index) per token along the
+    roots' line to the PE that sends the token on; nobody else needs it)."""
     side = g.head_side
+    reduce_only = {k: v for k, v in coll.items() if k != "pattern"}
+    pattern = coll.get("pattern", "tree")
+    pattern = "tree" if pattern == "ring" else pattern   # a ring all-reduces; a reduce runs as the tree
     return {"final_norm": decode.norm(m.hidden_size, side, side, pe, tokens, coll),
-            "logits": operators.gemv(m.hidden_size, m.vocab_size, side, side, pe, tokens, b, **coll),
-            "argmax": collective(collectives.allreduce(side, tokens, **coll), pe)}
+            "logits": operators.gemv(m.hidden_size, m.vocab_size, side, side, pe, tokens, b, output="reduce",
+                                     pattern=pattern, **reduce_only),
+            "argmax": collective(collectives.reduce(side, tokens, pattern, **reduce_only), pe)}
 
 
 def embedding(m, g: Geometry, pe, tokens, b) -> dict:

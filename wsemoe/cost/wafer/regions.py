@@ -200,12 +200,12 @@ def densities(u_pack, u_fill):
 SHARES = (1.0, 4.0, 16.0)   # attention's PEs over its bytes' share a layout may give a MoE layer (its ops are many)
 
 
-def layouts(m, wafers, nbytes: dict, u_pack, cap):
+def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES):
     """(bytes per PE, attention share) of every candidate layout, along a leading axis: for each share ω the
     √2 ladder from the sparsest density at which a stage holds ω× attention regions up to u_pack; a share that
     does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`)."""
     us, ws = [], []
-    for w in SHARES if params.moe_layers(m) > 0 else SHARES[:1]:
+    for w in shares if params.moe_layers(m) > 0 else shares[:1]:
         fill = stage_peak(m, wafers, {**nbytes, "moe": nbytes["moe"] + (w - 1.0) * nbytes["attention"]}) / cap
         u = densities(u_pack, fill)
         fits = np.broadcast_to(fill <= u_pack, u.shape[1:])

@@ -55,7 +55,7 @@ def layers(m, g, pe, tokens, context, b, coll) -> dict:
     if params.moe_layers(m) > 0:
         out["moe"] = layer.moe_layer(m, g, pe, tokens, mix.context_of(m, "moe", context), b, coll,
                                      wavelets(m.hidden_size, b, pe))
-    return out
+    return {kind: layer.fused(ops, pe) for kind, ops in out.items()}
 
 
 def links(hw, pe, m, g, wafers, b) -> dict:
@@ -149,14 +149,54 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     return out
 
 
+SIZED_FOR = 4.0   # regions may be sized for the caches of B·4^j sequences too (a ladder in absolute batches)
+SIZED_STEPS = 5   # 1 … 4^4 = 256 sequences, the largest batch the shipped serving sweep serves
+SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all of a larger one's layouts
+
+
 def layout(hw, m, wl, mp, bal=None, histogram=None):
     """(PE facts, capacity, candidate (bytes per PE, attention share) along a leading axis, their Geometry, the layer
-    structures built)."""
+    structures built).
+
+    The candidates are the layouts of the point's own batch and those sized for the caches of larger batches on a
+    fixed ladder (1, 4, 16 … sequences, `sized_for`) wherever those fit the pipeline: the attention and dense
+    regions are sized for speed as well as bytes, and a smaller batch is offered every layout a larger one on the
+    ladder fits, so per-user speed never rises with the batch at a fixed wafer count."""
     pe = pe_facts(hw)
+    pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
     cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
-    u, w = regions.layouts(m, cap["wafers"], cap["bytes"], cap["u_pack"], regions.wafer_pes(pe))
-    g, built, _ = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, w), u.shape)
+    u, w, pes = sized_for(pe, m, wl, cap)
+    g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
     return pe, cap, (u, w), g, built
+
+
+def sized_for(pe, m, wl, cap):
+    """(bytes per PE, attention share, region PEs) of every candidate along a leading axis: the point's own layouts
+    (regions.layouts), then for each rung 4^j ≥ B of the batch ladder the layouts of that many sequences' caches
+    where they fit the pipeline (elsewhere the point's first candidate again)."""
+    pes_total, W = regions.wafer_pes(pe), cap["wafers"]
+    u0, w0 = regions.layouts(m, W, cap["bytes"], cap["u_pack"], pes_total)
+    first = region_pes(cap["bytes"], u0[:1], w0[:1])
+    us, ws, pes = [u0], [w0], [region_pes(cap["bytes"], u0, w0)]
+    for j in range(SIZED_STEPS):
+        batch = SIZED_FOR ** j
+        nbytes = regions.region_bytes(m, wl, batch)
+        u_pack = regions.room(pe, m, wl, nbytes)[0]
+        ok = (batch > wl.B) & (regions.stage_peak(m, W, nbytes) <= pes_total * u_pack)
+        if not np.any(ok):
+            continue
+        u, w = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
+        mine = region_pes(nbytes, u, w)
+        us.append(np.where(ok, u, u0[:1]))
+        ws.append(np.where(ok, w, w0[:1]))
+        pes.append({k: np.where(ok, mine[k], first[k]) for k in regions.KINDS})
+    return stack(us), stack(ws), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS}
+
+
+def stack(parts: list):
+    """Candidate arrays (leading axis) of shapes that broadcast after it, concatenated along it."""
+    rest = np.broadcast_shapes(*[np.shape(p)[1:] for p in parts])
+    return np.concatenate([np.broadcast_to(p, np.shape(p)[:1] + rest) for p in parts])
 
 
 def region_pes(nbytes: dict, u, share=1.0) -> dict:
