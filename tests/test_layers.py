@@ -358,3 +358,19 @@ def test_training_scores_per_kind_by_hand():
     assert memory.attn_score_bytes_per_token(m, w) == 5.0 * 4 * 1000
     assert memory.attn_score_bytes_per_token(m, w, widest=False) == 5.0 * 4 * (128 + 1000) / 2
     assert memory.attn_score_bytes_per_token(model(["sliding"]), w) == 5.0 * 4 * 128
+
+
+@pytest.mark.parametrize("name", ["llama-4-maverick-17b-128e-instruct", "gpt-oss-120b", "qwen3-next-80b-a3b-thinking",
+                                  "deepseek-v3.2"])
+def test_eval_on_sram_runs_from_the_config_json_and_shows_the_layers(name):
+    """`wsemoe eval --hardware cs3 --model <config.json> --set hardware.weight_source=sram` breaks the point into
+    each layer kind and states the pattern."""
+    from wsemoe.analysis.explain.point import breakdown
+    row, rows = breakdown(hardware="cs3", model=f"tests/data/hf/{name}.json",
+                          sets=["hardware.weight_source=sram", "workload.mode=decode"])
+    shown = {(group, term): value for group, term, value, _, _ in rows}
+    from wsemoe.config.hf import model_from_hf_config
+    m = model_from_hf_config(f"tests/data/hf/{name}.json")
+    assert shown[("model layers", "layers")] == mix.describe(m)
+    assert row["moe_layer_time_s"] > 0 and row["tokens_per_s"] > 0
+    assert ("dense_layer_time_s" in row.index and row["dense_layer_time_s"] > 0) == (params.dense_layers(m) > 0)
