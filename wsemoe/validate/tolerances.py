@@ -121,6 +121,13 @@ BANDS: dict[str, Band] = {
     "cerebras.ratio": Band(-0.25, 0.25, why="8B over 70B per-user speed against the published 1,800 / 450 = 4.0, ±25%: "
                            "how per-token time scales with layers, width and wafers, whatever the software's "
                            "absolute efficiency"),
+    # --- energy (issue 29; wsemoe/validate/energy.py), written before the energy model first ran on these rows ---
+    "energy.waferllm": Band(1 / 1.5, 1.5, log=True, why="decode energy of n A100s over a WSE-2 (model over published "
+                            "0.92, 2.22, 7.02): within 1.5× either way, a prediction that multiplies two modelled "
+                            "decode times by two rated powers; a 2× error in either power falls outside"),
+    "energy.views": Band(1 / 1.5, 1.5, log=True, why="bottom-up over top-down energy per token at a point busy on "
+                         "compute (prefill): the per-operation figures and the rated power describe one machine, "
+                         "within 1.5× either way"),
 }
 
 
