@@ -34,9 +34,15 @@ def columns(hw, m, wl, mp, out: dict) -> dict:
     return priced(hw, work, out["tokens_per_s"])
 
 
+def field(hw, name: str, unset):
+    """An energy figure of the hardware (a scalar or a swept array), `unset` where the spec leaves it out."""
+    v = getattr(hw, name, None)
+    return unset if v is None else v
+
+
 def tiers(hw, w: Work) -> dict:
     """Joules per step of each tier (the split that adds up)."""
-    f = {k: getattr(hw, k, None) or 0.0 for k in FIELDS}
+    f = {k: field(hw, k, 0.0) for k in FIELDS}
     return {"compute": w.flops16 * f["energy_flop_j"], "sram": w.sram_bytes * f["energy_sram_j_per_byte"],
             "fabric": w.hop_bytes * f["energy_hop_j_per_byte"], "hbm": w.memory_bytes * f["energy_memory_j_per_byte"],
             "network": w.offchip_bytes * f["energy_offchip_j_per_byte"],
@@ -50,18 +56,15 @@ def priced(hw, w: Work, tokens_per_s) -> dict:
     cols = {f"energy_{t}_per_token_j": v / w.tokens + 0.0 * total for t, v in split.items()}
     cols["energy_per_token_j"] = total / w.tokens
     cols["avg_power_w"] = total / w.seconds
-    rated = getattr(hw, "rated_power_w", None)
-    if rated:
-        idle = (getattr(hw, "static_power_w", None) or 0.0) / rated
-        power = rated * w.nodes * (idle + (1.0 - idle) * np.minimum(w.busy, 1.0))
-    else:
-        power = np.nan
+    rated = np.asarray(field(hw, "rated_power_w", np.nan), dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):   # no rated power (or 0): no top-down view
+        idle = np.where(rated > 0, field(hw, "static_power_w", 0.0) / rated, np.nan)
+    power = rated * w.nodes * (idle + (1.0 - idle) * np.minimum(w.busy, 1.0))
     cols["topdown_power_w"] = power + 0.0 * total
     cols["topdown_energy_per_token_j"] = power * w.seconds / w.tokens + 0.0 * total
     cols["energy_view_ratio"] = cols["energy_per_token_j"] / cols["topdown_energy_per_token_j"]
     cols["cost_energy_per_mtok"] = 1e6 * cols["energy_per_token_j"] * hw.pue / J_PER_KWH * hw.power_price_usd_per_kwh
-    capital = getattr(hw, "capital_usd", None)
-    per_s = np.nan if capital is None else capital * w.nodes / (hw.amortization_years * SECONDS_PER_YEAR)
+    per_s = field(hw, "capital_usd", np.nan) * w.nodes / (hw.amortization_years * SECONDS_PER_YEAR)
     cols["cost_capital_per_mtok"] = 1e6 * per_s / tokens_per_s + 0.0 * total
     cols["cost_per_mtok"] = cols["cost_energy_per_mtok"] + cols["cost_capital_per_mtok"]
     return cols

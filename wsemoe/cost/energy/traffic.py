@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.batch import layer_flops, micro_batch, with_batch
+from wsemoe.cost.batch import Shape, layer_flops, micro_batch, with_batch
 from wsemoe.cost.fabric import topology
-from wsemoe.cost.node import formats, memory, params
+from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in
 
 STAGES = ("attention", "moe", "dense_ffn", "head")
@@ -99,7 +99,8 @@ def sram_work(hw, m, wl, mp, out: dict) -> Work:
     """One token of SRAM serving: its FLOPs, the active weights and its sequence's KV cache read from the
     PEs' SRAM, dispatch and combine over the PE mesh, the hops between wafers; the pipeline's wafers draw
     static power for 1 / tokens_per_s."""
-    shape = micro_batch(hw, wl, mp)
+    T = compute.tokens(wl)   # one attention group of all sequences (mapping.tp does not apply to SRAM serving)
+    shape = Shape(1, 1, 1, wl.G * wl.B, T)
     f = layer_flops(m, wl, shape)
     c = stage_counts(m)
     p16 = hw.node_peak_flops
