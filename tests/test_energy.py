@@ -134,6 +134,11 @@ def test_energy_invariants_can_fail(cfg, monkeypatch):
         return cols
     monkeypatch.setattr(energy, "priced", no_static)
     assert _status(cfg, "energy_split_adds_up").status == "fail"
+
+    def poisoned(hw, w, rate):   # a statistic that does not apply (NaN) let through to every tier
+        return real(hw, w._replace(hop_bytes=w.hop_bytes * np.nan), rate)
+    monkeypatch.setattr(energy, "priced", poisoned)
+    assert _status(cfg, "energy_split_adds_up").status == "fail"
     monkeypatch.setattr(energy, "priced", real)
 
     def static_anyway(hw, w, rate):

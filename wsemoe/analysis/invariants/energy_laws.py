@@ -23,6 +23,11 @@ def _priced(frame) -> np.ndarray:
     return np.isfinite(np.asarray(frame[TOTAL], dtype=float)) if TOTAL in frame else np.zeros(len(frame), bool)
 
 
+def _figured(case: Case) -> np.ndarray:
+    """Rows whose hardware has energy figures (their energy must be a number)."""
+    return np.array([v is not None and v == v for v in case.inputs("hardware.energy_flop_j")], dtype=bool)
+
+
 def _value(case: Case, field: str, factor: float) -> np.ndarray:
     """A hardware energy figure per row times `factor` (unset rows keep unset)."""
     given = case.inputs(f"hardware.{field}")
@@ -42,14 +47,15 @@ def _more_bytes_frames(case: Case) -> dict:
 
 
 @invariant("the energy split adds up: compute + sram + fabric + hbm + network + static energy per token = "
-           "energy_per_token_j at every point",
+           "energy_per_token_j at every point, a finite number ≥ 0 wherever the hardware has energy figures",
            "the total is defined as the sum of the tiers (cost/energy/columns.py); a tier left out or counted twice "
-           "breaks it")
+           "breaks it, and a statistic that does not apply (NaN) must move nothing, not poison the total")
 def energy_split_adds_up(chk: Checker, case: Case):
     out = case.outputs()
-    rows = _priced(out)
+    rows = _figured(case)
     if not rows.any():
         return chk.skip(NO_ENERGY)
+    chk.compare(TOTAL, out[TOTAL], 0.0, "finite >= 0", ("model", "a number"), rows)
     total = sum(np.asarray(out[c], dtype=float) for c in SPLIT)
     chk.compare(TOTAL, total, out[TOTAL], "==", ("sum of the tiers", "energy_per_token_j"), rows)
 

@@ -91,7 +91,8 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     else:
         rows, cols = hw.rows * topology.wafer_grid(hw)[0], hw.cols * topology.wafer_grid(hw)[1]
         hops = out.get("dispatch_mean_hops", (rows + cols) / 3.0)   # mean XY distance of a uniform pair
-        leave = out.get("dispatch_inter_wafer_share", 0.0)
+        # NaN where a statistic does not apply (one wafer: no boundary to cross; no remote copy): none moved
+        hops, leave = np.nan_to_num(hops, nan=0.0), np.nan_to_num(out.get("dispatch_inter_wafer_share", 0.0), nan=0.0)
     return routed * hops + reduce, routed * leave
 
 
