@@ -40,6 +40,8 @@ GROUPS = [
      lambda c: describe(c)[0] == "s"),
     ("memory per node", lambda c: c.startswith("mem_")),
     ("constraints (g ≤ 0 satisfied)", lambda c: c.startswith("g_")),
+    ("energy and cost per token (the tiers, the two views, electricity and capital)",
+     lambda c: c.startswith(("energy_", "cost_", "topdown_")) or c == "avg_power_w"),
 ]
 
 
