@@ -236,7 +236,8 @@ def test_narrow_output_keeps_exactly_the_contract(full_and_narrow):
     full, narrow = full_and_narrow
     points = pd.read_parquet(narrow.path / "points.parquet")
     want = {"workload.B", "workload.G", "feasible", "infeasible_reason", "bound", "tokens_per_s",
-            "mem_peak_node_bytes", "step_time_s", "speedup_vs_uniform", "mfu", "moe_layer_time_s"}
+            "mem_peak_node_bytes", "step_time_s", "speedup_vs_uniform", "mfu", "moe_layer_time_s",
+            "energy_per_token_j"}   # the comparison's energy beside its speedup
     assert set(points.columns) == want
     assert set(narrow.manifest["columns"]) == want
     every = pd.read_parquet(full.path / "points.parquet")
@@ -261,7 +262,7 @@ def test_narrow_output_keeps_a_custom_compare_metric(tmp_path):
     res = wsemoe.run_sweep(cfg, out_dir=tmp_path / "o")
     cols = set(pd.read_parquet(res.path / "points.parquet").columns)
     assert cols == {"workload.B", "workload.G", "feasible", "infeasible_reason", "bound", "tokens_per_s",
-                    "mem_peak_node_bytes", "sequences_per_s", "speedup_vs_u"}
+                    "mem_peak_node_bytes", "sequences_per_s", "speedup_vs_u", "energy_per_token_j"}
 
 
 def test_unknown_output_column_is_one_line(runner, tmp_path):

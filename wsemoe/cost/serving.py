@@ -15,6 +15,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from wsemoe.cost import step
+from wsemoe.cost.energy import columns as energy
 from wsemoe.cost.wafer import serving as sram
 from wsemoe.cost.wafer.streaming import fabric_model
 
@@ -23,9 +24,11 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     """All output columns of the points described by the namespaces (scalars or broadcast arrays); SRAM serving
     (weight_source: sram) is the PE-level pipeline of cost.wafer.serving, with its own serving metrics."""
     if hw.weight_source == "sram":
-        return sram.evaluate(hw, m, wl, mp, bal, histogram, coded)
-    out = step.evaluate(hw, m, wl, mp, comm=fabric_model(hw, m, wl, mp, bal, histogram), coded=coded)
-    out.update(serving_columns(hw, m, wl, mp, bal, histogram, out))
+        out = sram.evaluate(hw, m, wl, mp, bal, histogram, coded)
+    else:
+        out = step.evaluate(hw, m, wl, mp, comm=fabric_model(hw, m, wl, mp, bal, histogram), coded=coded)
+        out.update(serving_columns(hw, m, wl, mp, bal, histogram, out))
+    out.update(energy.columns(hw, m, wl, mp, out))   # a consumer of the terms above (cost/energy)
     return out
 
 

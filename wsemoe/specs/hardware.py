@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.energy import EnergyFields
 
 
 class PEFacts(Spec):
@@ -92,7 +93,7 @@ def _pe_fabric_fits(hw) -> None:
         raise ValueError(f"pe_fabric needs the PE fabric: set hardware.pe.{missing[0]} (cs2 and cs3 have it)")
 
 
-class HardwareSpec(Spec):
+class HardwareSpec(EnergyFields, Spec):
     """A wafer (or supernode) of rows×cols nodes; every figure per node unless named otherwise."""
 
     name: str = Field("custom", description="label of this hardware")

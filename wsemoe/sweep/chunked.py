@@ -20,7 +20,7 @@ from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
 from wsemoe.store.block import Block, Labels
-from wsemoe.sweep.compare import baseline_mask, candidate_mask, check_metrics, group_keys, metrics
+from wsemoe.sweep.compare import ENERGY, baseline_mask, candidate_mask, check_metrics, group_keys, metrics
 from wsemoe.sweep.pareto import front_rows, not_finite_rows
 
 DEFAULT_CHUNK = 131_072
@@ -184,8 +184,8 @@ def kept_columns(names: list[str], cfg: SweepConfig) -> list[str]:
     if unknown:
         raise ConfigError(f"unknown output column '{unknown[0]}'", loc=("output", "columns"))
     always = [*cfg.axis_names(), "feasible", "infeasible_reason", "bound", *cfg.objectives]
-    if cfg.compare:
-        always += metrics(cfg)
+    if cfg.compare:   # the comparison reads its metrics and the energy of the points it compares
+        always += [*metrics(cfg), *(c for c in (ENERGY,) if c in names)]
     keep = set(always) | set(wanted)
     return [c for c in names if c in keep]
 

@@ -217,6 +217,29 @@ _MEMORY = {
 }
 _DOCS.update({f"mem_{k}_node_bytes": ("bytes", f"per node: {v}") for k, v in _MEMORY.items()})
 
+# Energy and cost per token (cost/energy, docs/energy.md): IT energy at the devices and system, bottom-up.
+_TIER = {"compute": "FLOPs × energy_flop_j (a format with its own peak at 16-bit peak / its peak)",
+         "sram": "bytes read from on-chip SRAM × energy_sram_j_per_byte",
+         "fabric": "byte-hops on the node fabric (mesh hops, PE hops, or switch paths) × energy_hop_j_per_byte",
+         "hbm": "bytes read from node memory (HBM) × energy_memory_j_per_byte",
+         "network": "bytes off the wafer or scale-up domain (inter-wafer, scale-out, wafer I/O) × energy_offchip_j_per_byte",
+         "static": "static_power_w × nodes × the time a token takes (step / tokens)"}
+_DOCS.update({f"energy_{t}_per_token_j": ("J/token", f"energy per token, {t} tier: {d}") for t, d in _TIER.items()})
+_DOCS.update({
+    "energy_per_token_j": ("J/token", "energy per token (decode: output token; prefill and training: token processed), "
+                                      "bottom-up IT energy: the six energy_<tier>_per_token_j add up to it"),
+    "avg_power_w": ("W", "average power of the whole system over the step, bottom-up (energy per step / step time)"),
+    "topdown_energy_per_token_j": ("J/token", "top-down energy per token: rated_power_w × nodes × (idle + (1 − idle) × "
+                                              "busy) × step / tokens; idle = static/rated, busy = larger of compute and "
+                                              "memory busy fractions"),
+    "topdown_power_w": ("W", "top-down power of the whole system: rated_power_w × nodes × the utilisation-dependent fraction"),
+    "energy_view_ratio": ("×", "bottom-up over top-down energy per token (1 where the two views agree)"),
+    "cost_energy_per_mtok": ("USD/Mtok", "electricity per million tokens: energy_per_token_j × pue at power_price_usd_per_kwh"),
+    "cost_capital_per_mtok": ("USD/Mtok", "capital per million tokens: capital_usd × nodes over amortization_years at the "
+                                          "point's aggregate tokens_per_s"),
+    "cost_per_mtok": ("USD/Mtok", "cost per million tokens: electricity (cost_energy_per_mtok) + capital (cost_capital_per_mtok)"),
+})
+
 _PATTERNS = [
     (r"^(moe|dense|head|embedding)_op_(\w+)_s$", "s", "SRAM serving: op {1} of one {0} layer for one token"),
     (r"^(\w+?)_time_s$", "s", "time of the {0} stage per layer (its own roofline, plus communication)"),

@@ -9,6 +9,7 @@ from wsemoe.errors import ConfigError
 from wsemoe.store.block import Labels
 
 DEFAULT_OVER = ("workload.B", "workload.G")
+ENERGY = "energy_per_token_j"
 
 
 def group_keys(cfg) -> tuple[list[str], list[str]]:
@@ -72,7 +73,7 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     cmp = cfg.compare
     group, over = group_keys(cfg)
     feas = df[np.asarray(df["feasible"], dtype=bool)]
-    keep = [*over, *(c for c in ("mfu", "bound") if c in df), cmp.metric]
+    keep = [*over, *(c for c in ("mfu", "bound", ENERGY) if c in df), cmp.metric]
 
     def pick(rows, prefix):
         named = {c: f"{prefix}_{c.split('.')[-1]}" for c in keep if c != cmp.metric}
@@ -85,6 +86,8 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     table = best.merge(base, on=group, how="left") if group else pd.concat(
         [best.reset_index(drop=True), base.reset_index(drop=True)], axis=1)
     table[f"speedup_vs_{cmp.name}"] = table[f"best_{cmp.metric}"] / table[f"baseline_{cmp.metric}"]
+    if ENERGY in df:   # the energy of the same two points beside their speed ratio
+        table[f"energy_vs_{cmp.name}"] = table[f"best_{ENERGY}"] / table[f"baseline_{ENERGY}"]
     for m in metrics(cfg)[1:]:
         sides = [_best_rows(rows, group, m)[group + [m]].rename(columns={m: f"{side}_{m}"})
                  for rows, side in ((cand, "best"), (based, "baseline"))]

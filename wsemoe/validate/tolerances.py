@@ -132,6 +132,13 @@ BANDS: dict[str, Band] = {
                             "cannot drift unseen"),
     "waferllm.offset.growth": Band(-0.02, 0.02, why="the offset's change from 420² to 660² PEs within ±2 points: "
                                    "the model's latency grows with the grid side as Table 4's does"),
+    # --- energy (issue 29; wsemoe/validate/energy.py), written before the energy model first ran on these rows ---
+    "energy.waferllm": Band(1 / 1.5, 1.5, log=True, why="decode energy of n A100s over a WSE-2 (model over published "
+                            "0.92, 2.22, 7.02): within 1.5× either way, a prediction that multiplies two modelled "
+                            "decode times by two rated powers; a 2× error in either power falls outside"),
+    "energy.views": Band(1 / 1.5, 1.5, log=True, why="bottom-up over top-down energy per token at a point busy on "
+                         "compute (prefill): the per-operation figures and the rated power describe one machine, "
+                         "within 1.5× either way"),
 }
 
 

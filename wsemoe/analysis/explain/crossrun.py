@@ -86,6 +86,9 @@ def _best(path: Path, man: dict, group: list[str], cols: list[str], metric: str,
     return best if best is not None else pd.DataFrame(columns=["point", *group, *cols])
 
 
+ENERGY = "energy_per_token_j"
+
+
 def compare(paths, metric: str | None = None) -> Comparison:
     """Compare two or more results folders (see the module docstring)."""
     paths = [Path(p) for p in paths]
@@ -101,11 +104,12 @@ def compare(paths, metric: str | None = None) -> Comparison:
     over = set.union(*(_over(p, m.get("axes", [])) for p, m in zip(paths, mans)))
     group = [a for a in axes if a not in over]
     objectives = [o for o in mans[0].get("objectives", {}) if o in columns]
-    cols = list(dict.fromkeys([metric, *objectives, *(c for c in ("bound",) if c in columns)]))
+    energy = [c for c in (ENERGY,) if c in shared]   # the energy ratio beside the speed ratio, at the same points
+    cols = list(dict.fromkeys([metric, *objectives, *energy, *(c for c in ("bound",) if c in columns)]))
     bests = [_best(p, m, group, cols, metric, sense) for p, m in zip(paths, mans)]
     table, dropped = _join(bests, labels, group, cols)
     for label in labels[1:]:
-        for col in dict.fromkeys([metric, *objectives]):
+        for col in dict.fromkeys([metric, *objectives, *energy]):
             table[f"{label}/{labels[0]}:{col}"] = (table[f"{label}:{col}"].astype(float)
                                                     / table[f"{labels[0]}:{col}"].astype(float))
     return Comparison(table, labels, group, metric, sense, objectives, dropped)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe.analysis.explain import addsup
+from wsemoe.analysis.explain import addsup, energysum
 from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
@@ -40,6 +40,8 @@ GROUPS = [
      lambda c: describe(c)[0] == "s"),
     ("memory per node", lambda c: c.startswith("mem_")),
     ("constraints (g ≤ 0 satisfied)", lambda c: c.startswith("g_")),
+    ("energy and cost per token (the tiers, the two views, electricity and capital)",
+     lambda c: c.startswith(("energy_", "cost_", "topdown_")) or c == "avg_power_w"),
 ]
 
 
@@ -126,9 +128,10 @@ def _sums(row, one, ns) -> list:
     """[(group title, lines)] of how the point adds up: SRAM serving per operator, stage and hop; otherwise the
     step from its stage rooflines, memory per node and the serving metrics."""
     m, hw, wl = ns["model"], ns["hardware"], ns["workload"]
+    spent = [(energysum.TITLE, energysum.energy(row, hw))] if energysum.energy(row, hw) else []
     if hw.weight_source == "sram":
         return [("how a token's time adds up (SRAM serving: per operator, per stage and wafer hop, per term)",
-                 addsup.sram_serving(row, m, wl))]
+                 addsup.sram_serving(row, m, wl)), *spent]
     wafers = getattr(hw, "wafers", None) or (1, 1)
     shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
              hw.rows * hw.cols * wafers[0] * wafers[1])
@@ -142,7 +145,7 @@ def _sums(row, one, ns) -> list:
            (SERVING, addsup.serving(row, first, *shape))]
     if getattr(hw, "pe_fabric", False):
         out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup.pe_fabric(row, hw, m, wl, ns["mapping"])))
-    return out
+    return out + spent
 
 
 def _formats(wl, used: set) -> list:

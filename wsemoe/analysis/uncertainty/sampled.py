@@ -17,7 +17,8 @@ from wsemoe.analysis.uncertainty.unknowns import Unknown
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import frames, space
-from wsemoe.sweep.compare import baseline_mask, candidate_mask, group_keys, metrics
+from wsemoe.sweep.compare import ENERGY, baseline_mask, candidate_mask, group_keys, metrics
+from wsemoe.sweep.outputs import preset_fields
 
 ROWS_PER_CHUNK = 1 << 18  # samples × points evaluated at once (memory bound)
 
@@ -36,7 +37,7 @@ def _check(cfg, unknowns: list[Unknown]) -> None:
     swept = set(cfg.axis_names())
     serving = "sram" in readings_registry.sweep_values(cfg, "hardware.weight_source")
     for u in unknowns:
-        if u.pe_level and not serving:
+        if u.serving_only and not serving:
             raise ConfigError(f"{u.name} sets a PE fact ({', '.join(u.paths)}), which the PE-level model reads: a "
                               "sweep serving from SRAM (weight_source: sram), not this one", loc=("--only", u.name))
         for p in u.paths:
@@ -60,6 +61,27 @@ def _best(values: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int, 
     return best, where
 
 
+def own_value(cfg, frame: pd.DataFrame, path: str, hardware: str, sampled: np.ndarray) -> np.ndarray:
+    """The sampled values on the rows of `hardware`; elsewhere what the frame already holds at `path` (another
+    system's unknown), else each row's own hardware value."""
+    field = path.partition(".")[2]
+    if path in frame:
+        out = frame[path].to_numpy(dtype=float).copy()
+    elif "hardware" in frame:
+        names = frame["hardware"].astype(str).to_numpy()
+        out = np.full(len(frame), np.nan)
+        for name in pd.unique(names):
+            own = preset_fields(cfg, "hardware", name)[field]
+            out[names == name] = np.nan if own is None else own
+    else:
+        own = getattr(cfg.hardware, field)
+        out = np.full(len(frame), np.nan if own is None else own)
+    mine = frame["hardware"].astype(str).to_numpy() == hardware if "hardware" in frame else \
+        np.full(len(frame), cfg.hardware.name == hardware)
+    out[mine] = np.asarray(sampled, dtype=float)[mine]
+    return out
+
+
 class Sampled:
     """Quantities per (sample, group) of one sweep under sampled unknowns."""
 
@@ -72,7 +94,7 @@ class Sampled:
         self.base = baseline_mask(self.frame, self.cfg) if self.cfg.compare else None
         self.cand = candidate_mask(self.frame, self.cfg) if self.cfg.compare else None
         compared = metrics(self.cfg) if self.cfg.compare else []
-        self._read = {"feasible", "mfu", *self.cfg.objectives, *compared}  # the outputs `_reduce` reads
+        self._read = {"feasible", "mfu", ENERGY, *self.cfg.objectives, *compared}  # the outputs `_reduce` reads
 
     @property
     def points(self) -> int:
@@ -95,7 +117,10 @@ class Sampled:
         for j, u in enumerate(self.unknowns):
             col = np.repeat(values[:, j], P)
             for path in u.paths:
-                big[path] = col.astype(np.int64) if path == "workload.seq_len" else col
+                value = col.astype(np.int64) if path == "workload.seq_len" else col
+                if u.hardware is not None:   # one system's figure: every other system keeps its own
+                    value = own_value(self.cfg, big, path, u.hardware, value)
+                big[path] = value
         out = frames.evaluate_frame(self.cfg, big, columns=self._read)
         ok = out["feasible"].to_numpy(dtype=bool).reshape(n, P)
         return self._reduce(out, ok, n)
@@ -120,6 +145,10 @@ class Sampled:
             for name, v in ((f"best_{cmp.metric}", best), (f"baseline_{cmp.metric}", base)):
                 res[f"sweep_{name}_max_over_min"] = (np.max(v, axis=1) / np.min(v, axis=1))[:, None]
         rows = np.arange(n)[:, None]
+        if ENERGY in out:   # the energy of the same two points beside their speed ratio (as comparison.csv)
+            e = col(ENERGY)
+            res[f"energy_vs_{cmp.name}"] = np.where((at >= 0) & (base_at >= 0), e[rows, np.maximum(at, 0)]
+                                                    / e[rows, np.maximum(base_at, 0)], np.nan)
         if "mfu" in out:
             mfu = col("mfu")
             res["best_mfu"] = np.where(at >= 0, mfu[rows, np.maximum(at, 0)], np.nan)

@@ -23,7 +23,7 @@ from wsemoe.errors import ConfigError
 from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
-KEYS = {"paths", "range", "values", "nominal", "scale", "source", "named_only", "bounds"}
+KEYS = {"paths", "range", "values", "nominal", "scale", "source", "named_only", "bounds", "hardware"}
 PE_PREFIX = "hardware.pe."
 
 
@@ -41,12 +41,18 @@ class Unknown:
     source: str = ""
     named_only: bool = False   # read by SRAM serving alone (not a PE fact): sampled only when named, as PE facts
     bounds: tuple[str, str] = ("", "")   # where the low and the high end of the range come from
+    hardware: str | None = None   # the one hardware preset it describes: other systems' rows keep their own value
 
     @property
     def pe_level(self) -> bool:
         """Whether only the PE-level model reads it (a PE fact `hardware.pe.<field>`, or marked `named_only`):
         sampled only when named."""
         return self.named_only or any(p.startswith(PE_PREFIX) for p in self.paths)
+
+    @property
+    def serving_only(self) -> bool:
+        """Whether only SRAM serving reads it (a PE fact, or named_only without a hardware of its own)."""
+        return any(p.startswith(PE_PREFIX) for p in self.paths) or (self.named_only and self.hardware is None)
 
     def value(self, u):
         """Values for unit-interval samples `u` (array): linear or log over the range, or a discrete pick."""
@@ -102,7 +108,8 @@ def _unknown(name: str, spec, loc) -> Unknown:
         raise ConfigError("bounds: {low: its source, high: its source}", loc=(*loc, "bounds"))
     return Unknown(name, tuple(paths), low, high, float(nominal), scale,
                    tuple(float(v) for v in values) if values else None, str(spec.get("source", "")),
-                   bool(spec.get("named_only", False)), (str(bounds.get("low", "")), str(bounds.get("high", ""))))
+                   bool(spec.get("named_only", False)), (str(bounds.get("low", "")), str(bounds.get("high", ""))),
+                   None if spec.get("hardware") is None else str(spec["hardware"]))
 
 
 def load(hardware: str, path=None) -> list[Unknown]:

@@ -18,6 +18,7 @@ from matplotlib import rc_context
 from wsemoe.errors import ConfigError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
+from wsemoe.report.figures import fig_energy
 from wsemoe.report.figures.claims import caption_of
 from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
@@ -28,7 +29,7 @@ from wsemoe.store import store
 from wsemoe.store import writer
 # when asked for, so one renders while the next is built.
 FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
-            fig_readings, fig_serving, fig_streaming)
+            fig_readings, fig_serving, fig_streaming, fig_energy)
 DYNAMIC = (*fig_balance.DYNAMIC, *fig_mesh.DYNAMIC, *fig_serving.DYNAMIC)  # stems that carry a value: cleaned by pattern
 
 

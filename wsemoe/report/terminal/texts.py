@@ -35,6 +35,7 @@ def comparison_view(cmp, terminal: bool):
         title += "; every row: " + ", ".join(f"{c} = {v}" for c, v in cmp.fixed.items())
         table = table.drop(columns=list(cmp.fixed))
     priority = [*cmp.varying, *(c for c in table.columns if "/" in c and c.endswith(cmp.metric)),
+                *(c for c in table.columns if "/" in c and c.endswith(":energy_per_token_j")),   # energy beside speed
                 *(f"{lab}:{cmp.metric}" for lab in cmp.labels), *(f"{lab}:bound" for lab in cmp.labels)]
     return table, title, priority
 

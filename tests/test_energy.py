@@ -1,0 +1,154 @@
+"""Energy and cost per token (cost/energy): hand-derived cases, the split adding up, the columns of every mode,
+and the invariants' ability to fail."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from wsemoe.analysis.invariants import energy_laws
+from wsemoe.analysis.invariants.suite import check_invariants
+from wsemoe.config import presets
+from wsemoe.cost import serving
+from wsemoe.cost.energy import columns as energy
+from wsemoe.cost.energy.traffic import Work
+from wsemoe.specs import BalanceSpec, MappingSpec, WorkloadSpec
+from wsemoe.sweep.columns import documented
+
+SPLIT = [f"energy_{t}_per_token_j" for t in energy.TIERS]
+
+
+def point(hw="nvl72", model="qwen3-30b-a3b", hw_changes=None, **wl):
+    h = {**presets.load_hardware(hw).model_dump(), **(hw_changes or {})}
+    m = presets.load_model(model).model_dump()
+    fields = {"mode": "decode", "B": 4, "seq_len": 4096, **wl}
+    tp = 1 if h["topology"] == "switch" else None
+    return serving.evaluate(NS(**h), NS(**m), NS(**WorkloadSpec(**fields).model_dump()),
+                            NS(**MappingSpec(tp=tp).model_dump()), NS(**BalanceSpec().model_dump()))
+
+
+def test_every_energy_column_is_documented():
+    assert all(documented(c) for c in energy.NAMES)
+
+
+def test_one_gpu_compute_energy_is_the_model_flops_times_energy_per_flop():
+    """One GPU (no expert imbalance), every format 16-bit: compute energy per step = model FLOPs × J/FLOP."""
+    out = point(hw_changes={"cols": 1}, B=1)
+    h = presets.load_hardware("nvl72")
+    expected = float(out["model_flops_per_step"]) * h.energy_flop_j / float(out["tokens_per_microbatch"])
+    assert float(out["energy_compute_per_token_j"]) == pytest.approx(expected, rel=1e-9)
+
+
+def test_fp8_at_twice_the_peak_halves_the_energy_of_the_flops_it_runs():
+    bf, f8 = (point(hw_changes={"cols": 1}, B=1, attn_weight_format=f, expert_weight_format=f)
+              for f in ("bf16", "fp8"))
+    assert float(f8["energy_compute_per_token_j"]) < float(bf["energy_compute_per_token_j"])
+    assert float(f8["energy_compute_per_token_j"]) > 0.5 * float(bf["energy_compute_per_token_j"])
+
+
+def test_static_energy_is_static_power_times_nodes_times_time_per_token():
+    out = point()
+    h = presets.load_hardware("nvl72")
+    expected = h.static_power_w * h.nodes * float(out["step_time_s"]) / float(out["tokens_per_microbatch"])
+    assert float(out["energy_static_per_token_j"]) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("hw, wl", [("nvl72", {}), ("dgx-b200-x32", {}), ("wsc-b200-4x8x8", {}),
+                                    ("cs3", {"mode": "train", "B": 1, "seq_len": 2048}),
+                                    ("cs3", {"mode": "prefill", "B": 1}), ("nvl72", {"mode": "prefill", "B": 1})])
+def test_split_adds_up_and_power_is_energy_times_rate_in_every_mode(hw, wl):
+    out = point(hw, **wl)
+    total = float(out["energy_per_token_j"])
+    assert total > 0
+    assert sum(float(out[c]) for c in SPLIT) == pytest.approx(total, rel=1e-12)
+    assert float(out["avg_power_w"]) == pytest.approx(total * float(out["tokens_per_s"]), rel=1e-12)
+
+
+def test_sram_serving_points_carry_energy():
+    h = {"weight_source": "sram"}
+    out = point("cs3", hw_changes=h, B=1, seq_len=2048)
+    assert float(out["energy_per_token_j"]) > 0
+    dies = presets.load_hardware("cs3").nodes * float(out["wafers"])
+    static = presets.load_hardware("cs3").static_power_w * dies / float(out["tokens_per_s"])
+    assert float(out["energy_static_per_token_j"]) == pytest.approx(static, rel=1e-12)
+
+
+def test_hardware_without_energy_figures_reports_nan_not_a_guess():
+    out = point(hw_changes={"energy_flop_j": None})
+    assert all(np.isnan(out[c]) for c in energy.NAMES)
+
+
+def test_top_down_at_full_load_is_rated_power_and_cost_is_hand_derived():
+    h = NS(**{**presets.load_hardware("nvl72").model_dump(), "pue": 1.25, "power_price_usd_per_kwh": 0.1})
+    w = Work(flops16=1e15, sram_bytes=0.0, memory_bytes=0.0, hop_bytes=0.0, offchip_bytes=0.0, seconds=2.0,
+             tokens=1000.0, nodes=72, busy=3.0)
+    cols = energy.priced(h, w, tokens_per_s=500.0)
+    assert cols["topdown_power_w"] == pytest.approx(h.rated_power_w * 72)
+    assert cols["energy_compute_per_token_j"] == pytest.approx(1e15 * h.energy_flop_j / 1000)
+    e = cols["energy_per_token_j"]
+    assert cols["cost_energy_per_mtok"] == pytest.approx(1e6 * e * 1.25 / 3.6e6 * 0.1)
+    capital = h.capital_usd * 72 / (h.amortization_years * 365.25 * 86400) / 500.0 * 1e6
+    assert cols["cost_capital_per_mtok"] == pytest.approx(capital)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0, 1e17), st.floats(0, 1e12), st.floats(0, 1e12), st.floats(0, 1e13), st.floats(0, 1e11),
+       st.floats(1e-6, 10.0), st.floats(0.0, 5.0))
+def test_priced_split_adds_up_and_never_falls_with_more_bytes(f, s, m, hop, off, sec, busy):
+    h = presets.load_hardware("cs3")
+    w = Work(f, s, m, hop, off, sec, 1.0, 84, busy)
+    a = energy.priced(h, w, 1.0 / sec)
+    assert sum(a[c] for c in SPLIT) == pytest.approx(a["energy_per_token_j"], rel=1e-12)
+    b = energy.priced(h, w._replace(hop_bytes=2 * hop + 1.0, sram_bytes=s + 1.0), 1.0 / sec)
+    assert b["energy_per_token_j"] >= a["energy_per_token_j"]
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return {"name": "e", "hardware": "nvl72", "model": "qwen3-30b-a3b",
+            "workload": {"mode": "decode", "seq_len": 4096, "B": 1}, "mapping": {"tp": 1},
+            "axes": {"workload.B": [1, 16, 256], "mapping.tp": [1, 8]}}
+
+
+def _status(cfg, name):
+    return check_invariants([cfg], points=16, only=[name]).results[0]
+
+
+def test_energy_invariants_hold(cfg):
+    for name in ("energy_split_adds_up", "energy_free_movement_leaves_compute", "more_bytes_never_cost_less_energy"):
+        r = _status(cfg, name)
+        assert r.status == "pass" and r.outcome.checked > 0, r.message()
+
+
+def test_energy_invariants_can_fail(cfg, monkeypatch):
+    """Break what each law guards (a tier left out of the total; static energy kept with zero static power;
+    bytes made free of energy by a negative price): each law then fails."""
+    real = energy.priced
+
+    def no_static(hw, w, rate):
+        cols = real(hw, w, rate)
+        cols["energy_per_token_j"] = cols["energy_per_token_j"] - cols["energy_static_per_token_j"]
+        return cols
+    monkeypatch.setattr(energy, "priced", no_static)
+    assert _status(cfg, "energy_split_adds_up").status == "fail"
+
+    def poisoned(hw, w, rate):   # a statistic that does not apply (NaN) let through to every tier
+        return real(hw, w._replace(hop_bytes=w.hop_bytes * np.nan), rate)
+    monkeypatch.setattr(energy, "priced", poisoned)
+    assert _status(cfg, "energy_split_adds_up").status == "fail"
+    monkeypatch.setattr(energy, "priced", real)
+
+    def static_anyway(hw, w, rate):
+        return real(NS(**{**vars(hw), "static_power_w": 400.0}), w, rate)
+    monkeypatch.setattr(energy, "priced", static_anyway)
+    assert _status(cfg, "energy_free_movement_leaves_compute").status == "fail"
+    monkeypatch.setattr(energy, "priced", real)
+
+    def cheaper_when_dearer(hw, w, rate):
+        return real(hw, w._replace(memory_bytes=-w.memory_bytes * (hw.energy_memory_j_per_byte or 0.0) * 1e11), rate)
+    monkeypatch.setattr(energy, "priced", cheaper_when_dearer)
+    assert _status(cfg, "more_bytes_never_cost_less_energy").status == "fail"
+    assert energy_laws.TOTAL == "energy_per_token_j"

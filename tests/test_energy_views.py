@@ -1,0 +1,72 @@
+"""Energy in the views: the frontier figure's fronts come from the one Pareto definition and its caption says
+where the claim holds and where not; the split figure adds up; comparisons carry the energy of the points they
+compare."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from wsemoe.report.figures import fig_energy
+from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import comparison_table
+
+TIERS = {f"energy_{t}_per_token_j": 0.0 for t in ("compute", "sram", "fabric", "hbm", "network", "static")}
+
+
+def _rows():
+    """Model m: a wafer (cs3) at 500 and 1,000 tokens/s per user for 2 and 20 J; a GPU (nvl72) at 100 and 200 for
+    0.1 and 0.5 J, and one dominated GPU point (150 tokens/s at 1 J)."""
+    pts = [("cs3", 1, 500.0, 2.0), ("cs3", 4, 1000.0, 20.0), ("nvl72", 1, 100.0, 0.1), ("nvl72", 4, 200.0, 0.5),
+           ("nvl72", 16, 150.0, 1.0)]
+    rows = [{"model": "m", "hardware": hw, "workload.B": b, "tokens_per_s_per_user": s, "energy_per_token_j": e,
+             "feasible": True, **TIERS, "energy_static_per_token_j": 0.75 * e, "energy_compute_per_token_j": 0.25 * e}
+            for hw, b, s, e in pts]
+    return pd.DataFrame(rows)
+
+
+def _view(points):
+    axes = ["model", "hardware", "workload.B"]
+    return ResultsView("v", {"axes": axes, "objectives": {}}, points, points.iloc[:0], None, {})
+
+
+def test_frontier_verdict_reads_the_fronts():
+    """Wafers reach 1,000 tokens/s per user (GPUs 200) at 20 J/token, dearer than the GPUs' 0.1 J: the claim holds."""
+    view = _view(_rows())
+    rows, _ = fig_energy._rows(view)
+    fig = fig_energy.frontier(view, rows, "")
+    assert fig.wsemoe_caption.endswith("wafers reach speeds GPUs do not and pay for them in energy at m (wafers up "
+                                       "to 1,000 tokens/s per user at 20 J/token; GPUs up to 200, from 0.1 J/token).")
+
+
+def test_the_dominated_point_is_off_the_front():
+    from wsemoe.sweep.pareto import front_rows
+
+    gpu = _rows()[lambda d: d["hardware"] == "nvl72"]
+    front = gpu.iloc[front_rows(gpu, {"tokens_per_s_per_user": "max", "energy_per_token_j": "min"})]
+    assert list(front["workload.B"]) == [1, 4]
+
+
+def test_frontier_verdict_says_when_the_wafer_is_not_faster():
+    rows = _rows()
+    rows.loc[rows["hardware"] == "cs3", "tokens_per_s_per_user"] = 50.0
+    view = _view(rows)
+    fig = fig_energy.frontier(view, fig_energy._rows(view)[0], "")
+    assert "the data do not bear the claim out" in fig.wsemoe_caption
+
+
+def test_split_names_the_largest_tier():
+    view = _view(_rows())
+    fig = fig_energy.split(view, fig_energy._rows(view)[0], "")
+    assert fig.wsemoe_caption.endswith("Largest tier: cs3, m: static 75%; nvl72, m: static 75%.")
+
+
+def test_comparison_table_puts_the_energy_of_the_compared_points_beside_the_speedup():
+    from types import SimpleNamespace as NS
+
+    df = _rows().assign(infeasible_reason=None)
+    cfg = NS(compare=NS(name="gpu", metric="tokens_per_s_per_user", also=[], over=["workload.B"],
+                        baseline={"hardware": "nvl72"}, candidate={"hardware": "cs3"}),
+             axis_names=lambda: ["model", "hardware", "workload.B"])
+    table = comparison_table(df, cfg)
+    assert float(table["speedup_vs_gpu"].iloc[0]) == 1000.0 / 200.0
+    assert float(table["energy_vs_gpu"].iloc[0]) == 20.0 / 0.5

@@ -1,0 +1,158 @@
+"""Energy figures: the frontier of energy per token against tokens/s per user of every system side by side
+(wafers against NVL72 and DGX; one front per system through the one Pareto definition, sweep/pareto.py), and
+the energy split by tier of each system at its lowest energy per token (cost/energy, docs/energy.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
+
+from wsemoe.cost.energy.columns import TIERS
+from wsemoe.report.figures.claims import caption, where
+from wsemoe.report.figures.style import DOUBLE, MARKERS, PALETTE, heading, label, outside_legend
+from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.pareto import front_rows
+
+PER_USER, ENERGY = "tokens_per_s_per_user", "energy_per_token_j"
+SPLIT = [f"energy_{t}_per_token_j" for t in TIERS]
+STEMS = ("energy_frontier", "energy_split")
+COLUMNS = (PER_USER, ENERGY, *SPLIT, "hardware.*", "workload.*", "mapping.*")
+FREE = ("model", "hardware", "workload.B", "workload.tokens_per_device")   # never held: a front spans them
+PANELS = 3
+YLABEL = "energy per token (J/token)"
+CLAIMS = {"energy_frontier": "Wafers buy tokens/s per user that GPU systems cannot reach, at a price in joules per "
+                             "token: the frontier that decides serving hardware",
+          "energy_split": "Where a token's energy goes differs by system: static power over the time a token takes "
+                          "on wafers pipelined over many systems, memory reads and static power on GPUs"}
+
+
+def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
+    """(stem, figure) pairs; None where the results have no energy per token or per-user speed."""
+    rows, said = _rows(view)
+    yield "energy_frontier", None if rows is None else frontier(view, rows, said)
+    yield "energy_split", None if rows is None else split(view, rows, said)
+
+
+def _rows(view: ResultsView) -> tuple[pd.DataFrame | None, str]:
+    """Feasible points with energy and per-user speed, every axis a system is not tuned over held."""
+    if not view.has(PER_USER, ENERGY) or "hardware" not in view.points:
+        return None, ""
+    keep = (*FREE, *view.tuned_axes(FREE), *_with_model(view))
+    df, said = view.slice(keep)
+    df = df[df["feasible"].to_numpy(dtype=bool)] if "feasible" in df else df
+    ok = np.isfinite(df[ENERGY].to_numpy(dtype=float)) & np.isfinite(df[PER_USER].to_numpy(dtype=float))
+    df = df[ok]
+    return (df if len(df) else None), said
+
+
+def _with_model(view: ResultsView) -> list[str]:
+    """Axes zipped with the model (its weight formats): one value per model, so never held apart from it."""
+    pts = view.points
+    if "model" not in pts:
+        return []
+    return [a for a in view.axes if a != "model" and (pts.groupby("model", observed=True)[a].nunique() <= 1).all()]
+
+
+def _models(rows: pd.DataFrame) -> list:
+    return list(pd.unique(rows["model"]))[:PANELS] if "model" in rows else [None]
+
+
+def frontier(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
+    """Per model: every system's points faint, its front (max tokens/s per user, min J/token) as a line."""
+    models, systems = _models(rows), list(pd.unique(rows["hardware"]))
+    fig = Figure(figsize=(DOUBLE[0], 4.6), layout="constrained")
+    axes = fig.subplots(1, len(models), squeeze=False)[0]
+    fronts = {}
+    for ax, model in zip(axes, models):
+        at = rows if model is None else rows[rows["model"] == model]
+        for i, hw in enumerate(systems):
+            pts = at[at["hardware"] == hw]
+            if not len(pts):
+                continue
+            colour, marker = PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]
+            ax.scatter(pts[PER_USER], pts[ENERGY], s=9, color=colour, alpha=0.25, marker=marker, linewidths=0)
+            front = pts.iloc[front_rows(pts, {PER_USER: "max", ENERGY: "min"})].sort_values(PER_USER)
+            ax.step(front[PER_USER], front[ENERGY], where="pre", color=colour, marker=marker, markersize=4,
+                    label=str(hw))
+            fronts[(model, hw)] = front
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())   # labelled minor ticks collide on a short log range
+        ax.set_xlabel(label(PER_USER))
+        ax.set_title(model or view.name)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(YLABEL)
+    handles, labels = axes[0].get_legend_handles_labels()
+    outside_legend(fig, handles, labels)
+    heading(fig, f"{view.name}: energy per token against tokens/s per user, one frontier per system",
+            view.subtitle(said, view.tuned_axes(FREE), "lines: Pareto fronts; dots: feasible points"))
+    return caption(fig, CLAIMS["energy_frontier"], _frontier_verdict(fronts, models))
+
+
+def _is_wafer(hw: str) -> bool:
+    return not any(k in str(hw).lower() for k in ("nvl", "dgx", "a100", "h100", "h200", "b200-x", "gb"))
+
+
+def _frontier_verdict(fronts: dict, models: list) -> str:
+    """Per model: the fastest per-user speed of wafers and of GPUs, and what the wafers' fastest point costs."""
+    labels, holds, values = [], [], []
+    for model in models:
+        wafer = [f for (m, hw), f in fronts.items() if m == model and _is_wafer(hw)]
+        gpu = [f for (m, hw), f in fronts.items() if m == model and not _is_wafer(hw)]
+        if not wafer or not gpu:
+            continue
+        w, g = pd.concat(wafer), pd.concat(gpu)
+        wtop, gtop = w.loc[w[PER_USER].idxmax()], g.loc[g[PER_USER].idxmax()]
+        faster = wtop[PER_USER] > gtop[PER_USER]
+        dearer = wtop[ENERGY] > g[ENERGY].min()
+        labels.append(str(model))
+        holds.append(bool(faster and dearer))
+        values.append(f"wafers up to {wtop[PER_USER]:,.0f} tokens/s per user at {wtop[ENERGY]:.3g} J/token; GPUs up "
+                      f"to {gtop[PER_USER]:,.0f}, from {g[ENERGY].min():.3g} J/token")
+    if not labels:
+        return "The results hold no wafer and GPU system side by side, so the claim is not tested."
+    return where(labels, holds, "wafers reach speeds GPUs do not and pay for them in energy",
+                 "the wafers' frontier does not trade speed for energy as claimed", values) + "."
+
+
+def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
+    """Stacked bars: each system's lowest-J/token point split by tier, one panel per model."""
+    models, systems = _models(rows), list(pd.unique(rows["hardware"]))
+    fig = Figure(figsize=(DOUBLE[0], 4.4), layout="constrained")
+    axes = fig.subplots(1, len(models), squeeze=False)[0]
+    shares = {}
+    for ax, model in zip(axes, models):
+        at = rows if model is None else rows[rows["model"] == model]
+        best = at.loc[at.groupby("hardware", observed=True)[ENERGY].idxmin().dropna()]
+        best = best.set_index("hardware").reindex([s for s in systems if s in set(best["hardware"])])
+        bottom = np.zeros(len(best))
+        for i, (tier, col) in enumerate(zip(TIERS, SPLIT)):
+            v = best[col].to_numpy(dtype=float) if col in best else np.zeros(len(best))
+            ax.bar([str(s) for s in best.index], v, bottom=bottom, color=PALETTE[i % len(PALETTE)], label=tier)
+            bottom += v
+        for hw, r in best.iterrows():
+            shares[(model, hw)] = {t: float(r[c]) / float(r[ENERGY]) for t, c in zip(TIERS, SPLIT) if c in r}
+        ax.set_yscale("log")
+        ax.set_title(model or view.name)
+        ax.tick_params(axis="x", rotation=30)
+    axes[0].set_ylabel(YLABEL)
+    handles, labels = axes[0].get_legend_handles_labels()
+    outside_legend(fig, handles, labels, most=6)
+    heading(fig, f"{view.name}: where a token's energy goes, each system at its lowest J/token",
+            view.subtitle(said, view.tuned_axes(FREE), "bars stacked by tier"))
+    return caption(fig, CLAIMS["energy_split"], _split_verdict(shares))
+
+
+def _split_verdict(shares: dict) -> str:
+    """Each system's largest tier and its share."""
+    if not shares:
+        return "No system has an energy split here."
+    parts = []
+    for (model, hw), s in shares.items():
+        top = max(s, key=s.get)
+        parts.append(f"{hw}{', ' + str(model) if model is not None else ''}: {top} {100 * s[top]:.0f}%")
+    return "Largest tier: " + "; ".join(parts) + "."
