@@ -3,15 +3,17 @@
 A run serves `C` concurrent requests of `isl` input and `osl` output tokens (closed loop: a finished request
 is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
-experts, head — plus tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link,
+experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link,
 plus the stack's fixed time per layer and per step. Pipeline stages run one after the other for a token,
 so stage times add up to the whole model's work on one tensor group.
 
 Steady state (per decode step every running sequence emits one token, and C/osl requests start):
   TPOT = t_decode(C) + alpha · (C / osl) · t_prefill(isl)        prefills share the GPU with decode
-  TTFT = t_req + t_prefill + t_decode + sync · (C/dp − 1) · t_prefill + KV queue
+  TTFT = t_req + t_prefill + t_decode + sync · (C/dp − 1) · t_prefill + admit · osl · TPOT / C + KV queue
 `sync` is the share of the other in-flight requests' prefills a new one waits behind (0: arrivals spread
-out; 1: all arrive together). When the KV cache holds fewer than C/dp sequences per rank, the rest wait for
+out; 1: all arrive together). `admit` is the share of the interval between two request completions
+(lifetime / C) a new request waits before its prefill is scheduled (closed-loop clients send a request when
+one finishes; servers admit new requests at step boundaries and behind those already waiting). When the KV cache holds fewer than C/dp sequences per rank, the rest wait for
 a slot: (C/dp − S) / S request lifetimes (Little's law in a closed loop).
 
 X is a dict of arrays (one entry per run; names in FEATURES), P a dict of the stack's arrays (STACK).
@@ -26,16 +28,16 @@ import numpy as np
 FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg")
-STACK = ("eta_bw", "eta_mm", "t_layer", "t_step", "t_req", "sync", "alpha")
+STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_step", "t_req", "sync", "alpha", "admit")
 ACT_BYTES = 2.0          # activations exchanged between GPUs are 16-bit
 KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
                 # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
                 # mem_fraction_static, shares of the whole HBM, come to about as much after the weights)
 
 
-def _kernel(bytes_, flops, X, P, peak):
+def _kernel(bytes_, flops, X, P, peak, eta_bw=None):
     """Roofline time of one kernel class: memory or compute, whichever is longer."""
-    return np.maximum(bytes_ / (X["B"] * P["eta_bw"]), flops / (peak * P["eta_mm"]))
+    return np.maximum(bytes_ / (X["B"] * (P["eta_bw"] if eta_bw is None else eta_bw)), flops / (peak * P["eta_mm"]))
 
 
 def _dense_layers(X):
@@ -69,7 +71,7 @@ def decode_step(X, P, seqs):
     moe_gpus = X["moe_tp"] * X["moe_ep"]
     touched = _touched_experts(X, seqs)
     t = t + _kernel(X["Lm"] * touched * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"])
+                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
     return t + _comm(X, b) + X["L"] * P["t_layer"] + P["t_step"]
@@ -85,7 +87,7 @@ def prefill(X, P):
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     moe_gpus = X["moe_tp"] * X["moe_ep"]
     t = t + _kernel(X["Lm"] * _touched_experts(X, n) * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"])
+                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
     return t + _comm(X, n) + X["L"] * P["t_layer"]
 
@@ -114,6 +116,7 @@ def predict(X, P) -> dict:
     t_p = prefill(X, P)
     tpot = t_d + X["agg"] * P["alpha"] * (running / X["osl"]) * t_p
     ttft0 = P["t_req"] + t_p + X["agg"] * t_d + P["sync"] * np.maximum(running / X["dp"] - 1.0, 0.0) * t_p
+    ttft0 = ttft0 + P["admit"] * X["agg"] * X["osl"] * tpot / np.maximum(running, 1.0)
     waiting = np.maximum(per_rank - slots, 0.0) / np.maximum(slots, 1.0)
     ttft = ttft0 + waiting * (ttft0 + X["osl"] * tpot)
     return {"ttft": ttft, "tpot": tpot, "decode_step": t_d, "prefill": t_p, "kv_slots": slots,
