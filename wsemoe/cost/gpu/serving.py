@@ -4,7 +4,9 @@ A run serves `C` concurrent requests of `isl` input and `osl` output tokens (clo
 is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
 experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link,
-plus the stack's fixed time per layer and per step. Pipeline stages run one after the other for a token,
+plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
+launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
+sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after the other for a token,
 so stage times add up to the whole model's work on one tensor group.
 
 Steady state (per decode step every running sequence emits one token, and C/osl requests start):
@@ -28,7 +30,7 @@ import numpy as np
 FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg")
-STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_step", "t_req", "sync", "alpha", "admit")
+STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha", "admit")
 ACT_BYTES = 2.0          # activations exchanged between GPUs are 16-bit
 KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
                 # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
@@ -74,7 +76,7 @@ def decode_step(X, P, seqs):
                     2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
-    return t + _comm(X, b) + X["L"] * P["t_layer"] + P["t_step"]
+    return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
 
 
 def prefill(X, P):
@@ -89,7 +91,7 @@ def prefill(X, P):
     t = t + _kernel(X["Lm"] * _touched_experts(X, n) * X["expert_w"] * X["b_moe"] / moe_gpus,
                     2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
-    return t + _comm(X, n) + X["L"] * P["t_layer"]
+    return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
 
 
 def weights_per_gpu(X):

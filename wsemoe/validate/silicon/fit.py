@@ -11,16 +11,19 @@ from wsemoe.validate.silicon.runs import Runs, backend_codes, subset
 
 # Parameter: (unit scale to SI, lower, upper, start) in the unit the stack file shows.
 BOUNDS = {"eta_bw": (1.0, 0.05, 1.0, 0.7), "eta_mm": (1.0, 0.05, 1.0, 0.5), "eta_moe": (1.0, 0.05, 1.0, 0.5),
-          "t_layer": (1e-6, 0.0, 500.0, 20.0),
-          "t_step": (1e-3, 0.0, 50.0, 2.0), "t_req": (1e-3, 0.0, 2000.0, 50.0), "sync": (1.0, 0.0, 1.0, 0.1),
+          "t_layer": (1e-6, 0.0, 500.0, 20.0), "t_moe": (1e-6, 0.0, 500.0, 20.0),
+          
+          "t_step": (1e-3, 0.0, 50.0, 2.0), "t_seq": (1e-6, 0.0, 500.0, 10.0), "t_req": (1e-3, 0.0, 2000.0, 50.0), "sync": (1.0, 0.0, 1.0, 0.1),
           "alpha": (1.0, 0.0, 1.0, 0.8), "admit": (1.0, 0.0, 2.0, 0.2)}
 UNITS = {"eta_bw": "share of HBM bandwidth", "eta_mm": "share of peak matmul FLOP/s",
-         "eta_moe": "share of HBM bandwidth the expert kernels reach", "t_layer": "us per layer per step",
-         "t_step": "ms per decode step", "t_req": "ms per request to first token",
+         "eta_moe": "share of HBM bandwidth the expert kernels reach", "t_layer": "us per layer per step", "t_moe": "us per MoE layer per step, beyond t_layer",
+         
+         "t_step": "ms per decode step", "t_seq": "us of host time per running sequence per step", "t_req": "ms per request to first token",
          "sync": "share of other in-flight prefills a new request waits behind",
          "alpha": "share of a prefill that stalls decode",
          "admit": "share of the interval between request completions a new request waits to be admitted"}
 NAMES = tuple(BOUNDS)
+RESID = lambda ratio: ratio - 1.0  # noqa: E731
 
 
 def stack_arrays(stacks: dict, codes, backends) -> dict:
@@ -46,8 +49,8 @@ def _residuals(theta, runs, mask, backends, codes):
     a = serving.predict(subset(runs.X_ttft, mask), P)
     b = serving.predict(subset(runs.X_tpot, mask), P)
     cf = runs.configs[mask]
-    return np.concatenate([np.log(1e3 * a["ttft"] / cf["ttft_ms"].to_numpy()),
-                           np.log(1e3 * b["tpot"] / cf["tpot_ms"].to_numpy())])
+    return np.concatenate([RESID(1e3 * a["ttft"] / cf["ttft_ms"].to_numpy()),
+                           RESID(1e3 * b["tpot"] / cf["tpot_ms"].to_numpy())])
 
 
 def fit(runs: Runs, mask=None, start: dict | None = None) -> dict:
