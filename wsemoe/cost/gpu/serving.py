@@ -3,20 +3,18 @@
 A run serves `C` concurrent requests of `isl` input and `osl` output tokens (closed loop: a finished request
 is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
-experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link,
-plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
+experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus
+tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
 launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
-sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after the other for a token,
-so stage times add up to the whole model's work on one tensor group.
+sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
+the other for a token, so stage times add up to the whole model's work on one tensor group.
 
 Steady state (per decode step every running sequence emits one token, and C/osl requests start):
   TPOT = t_decode(C) + alpha · (C / osl) · t_prefill(isl)        prefills share the GPU with decode
-  TTFT = t_req + t_prefill + t_decode + sync · (C/dp − 1) · t_prefill + admit · osl · TPOT / C + KV queue
+  TTFT = t_req + t_prefill + t_decode + sync · (C − 1) · t_prefill + KV queue
 `sync` is the share of the other in-flight requests' prefills a new one waits behind (0: arrivals spread
-out; 1: all arrive together). `admit` is the share of the interval between two request completions
-(lifetime / C) a new request waits before its prefill is scheduled (closed-loop clients send a request when
-one finishes; servers admit new requests at step boundaries and behind those already waiting). When the KV cache holds fewer than C/dp sequences per rank, the rest wait for
-a slot: (C/dp − S) / S request lifetimes (Little's law in a closed loop).
+out; 1: all arrive together); all C count, attention-DP ranks included, as the ranks step together.
+When the KV cache holds fewer than C/dp sequences per rank, the rest wait for a slot: (C/dp − S) / S request lifetimes (Little's law in a closed loop).
 
 X is a dict of arrays (one entry per run; names in FEATURES), P a dict of the stack's arrays (STACK).
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
@@ -30,7 +28,7 @@ import numpy as np
 FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg")
-STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha", "admit")
+STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
 ACT_BYTES = 2.0          # activations exchanged between GPUs are 16-bit
 KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
                 # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
@@ -117,8 +115,7 @@ def predict(X, P) -> dict:
     t_d = decode_step(X, P, running)
     t_p = prefill(X, P)
     tpot = t_d + X["agg"] * P["alpha"] * (running / X["osl"]) * t_p
-    ttft0 = P["t_req"] + t_p + X["agg"] * t_d + P["sync"] * np.maximum(running / X["dp"] - 1.0, 0.0) * t_p
-    ttft0 = ttft0 + P["admit"] * X["agg"] * X["osl"] * tpot / np.maximum(running, 1.0)
+    ttft0 = P["t_req"] + t_p + X["agg"] * t_d + P["sync"] * np.maximum(running - 1.0, 0.0) * t_p
     waiting = np.maximum(per_rank - slots, 0.0) / np.maximum(slots, 1.0)
     ttft = ttft0 + waiting * (ttft0 + X["osl"] * tpot)
     return {"ttft": ttft, "tpot": tpot, "decode_step": t_d, "prefill": t_p, "kv_slots": slots,
