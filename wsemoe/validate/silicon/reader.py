@@ -11,6 +11,7 @@ from pathlib import Path
 from wsemoe.errors import ConfigError
 from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
 
+# batch_size is the concurrency of a run, per attention-DP rank when attention_dp_size > 1.
 LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 WORKER = ("batch_size", "num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
@@ -84,6 +85,7 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         return f"no {prefix}batch_size (concurrent requests)"
     if min(tp, pp, dp) < 1:
         return f"{prefix}tp/pp/attention_dp sizes must be at least 1"
+    conc = conc * dp  # with attention DP the file gives each rank's batch (e.g. c256 over DP 64 is 4)
     moe_tp, moe_ep = _num(get("moe_tp_size"), 0.0), _num(get("moe_ep_size"), 0.0)
     if moe_tp < 1 or moe_ep < 1:  # 0 or empty: no MoE split given (dense models): experts follow TP
         moe_tp, moe_ep = tp * dp, 1.0
