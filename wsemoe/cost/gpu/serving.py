@@ -29,7 +29,10 @@ FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
-ACT_BYTES = 2.0          # activations exchanged between GPUs are 16-bit
+ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
+DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
+                      # are quantized to FP8 before the dispatch; DeepEP's and TRT-LLM's dispatch kernels do so), while
+                      # the combine returns 16-bit
 KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
                 # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
                 # mem_fraction_static, shares of the whole HBM, come to about as much after the weights)
@@ -51,10 +54,11 @@ def _touched_experts(X, tokens):
 
 def _comm(X, tokens_rank):
     """Per-layer communication for `tokens_rank` tokens per attention rank: two TP all-reduces of the hidden
-    state, and for expert parallelism a dispatch and a combine of k copies of each token."""
+    state, and for expert parallelism a dispatch (FP8) and a combine (16-bit) of k copies of each token."""
     msg = tokens_rank * X["H"] * ACT_BYTES
     ar = np.where(X["tp"] > 1, 2 * (X["ar_lat"] + 2 * (X["tp"] - 1) / X["tp"] * msg / X["link"]), 0.0)
-    a2a = np.where(X["moe_ep"] > 1, 2 * (X["a2a_lat"] + X["k"] * msg / X["link"]), 0.0)
+    a2a_bytes = tokens_rank * X["H"] * X["k"] * (DISPATCH_BYTES + ACT_BYTES)  # dispatch + combine
+    a2a = np.where(X["moe_ep"] > 1, 2 * X["a2a_lat"] + a2a_bytes / X["link"], 0.0)
     return X["L"] * ar + X["Lm"] * a2a
 
 
