@@ -171,3 +171,14 @@ def test_cli_json_lines_and_max_mape(runner, tmp_path):
     assert r.exit_code == 1 and "above --max-mape" in r.output
     r = runner.invoke(app, ["validate", "--holdout", "system"])
     assert r.exit_code == 2 and "needs --silicon" in r.output
+
+
+def test_published_gpu_decode_points_stay_in_band():
+    """DeepSeek-V3 on GB200 NVL72 EP48 at 768 tokens/GPU (9,087 tokens/s/GPU) and on H100 EP72 at 256
+    (2,785) with the fitted SGLang stack: within ×[0.67, 1.5]."""
+    from wsemoe.validate.silicon import checks
+
+    rows = checks.published(load_stacks()[0])
+    assert [r["system"] for r in rows] == ["gb200", "h100_sxm"]
+    for r in rows:
+        assert r["ok"], r
