@@ -182,3 +182,17 @@ def test_published_gpu_decode_points_stay_in_band():
     assert [r["system"] for r in rows] == ["gb200", "h100_sxm"]
     for r in rows:
         assert r["ok"], r
+
+
+def test_files_with_nothing_to_model(runner, tmp_path):
+    """A header only, or only runs the tool cannot model: every row with its reason, MAPE null, no traceback;
+    a --max-mape gate does not pass on nothing."""
+    empty = _csv(tmp_path, [])
+    r = runner.invoke(app, ["validate", "--silicon", str(empty), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["summary"]["overall"]["ttft_mape"] is None
+    p = _csv(tmp_path, [_row(id="g", model_path="zai-org/GLM-5")])
+    r = runner.invoke(app, ["validate", "--silicon", str(p)])
+    assert r.exit_code == 0 and "1 runs not modelled" in r.output
+    r = runner.invoke(app, ["validate", "--silicon", str(p), "--max-mape", "1"])
+    assert r.exit_code == 1 and "no run of the file could be modelled" in r.output

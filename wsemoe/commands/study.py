@@ -94,7 +94,9 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
         fig = fig_silicon.figure(result["rows"], title)
         writer.write_file(plot_to, figure_bytes(fig, plot_to.suffix.lstrip(".").lower()), "validate", force)
         reply.text(str(plot_to), err=fmt != "table")
-    if max_mape is not None and accuracy.worst(result) > max_mape:
+    if max_mape is not None and not result["overall"]["configs"]:
+        reply.fail("--max-mape: no run of the file could be modelled (reasons per row)", 1)
+    elif max_mape is not None and accuracy.worst(result) > max_mape:
         reply.fail(f"MAPE {accuracy.worst(result):.3f} is above --max-mape {max_mape:g}", 1)
     return reply
 

@@ -39,14 +39,30 @@ def overall_line(result: dict) -> str:
     o = result["overall"]
     how = f" (each configuration predicted by a fit leaving its {result['holdout_by']} out)" if result.get("holdout_by") else ""
     return (f"{o['runs']} runs, {o['configs']} configurations modelled, {o['unmodelled']} runs not modelled (reason "
-            f"per row){how}: MAPE TTFT {_pct(o['ttft_mape'])}%, TPOT {_pct(o['tpot_mape'])}%")
+            f"per row){how}: MAPE TTFT {_shown(o['ttft_mape'])}, TPOT {_shown(o['tpot_mape'])}")
+
+
+def _shown(x) -> str:
+    p = _pct(x)
+    return "n/a" if p is None else f"{p}%"
+
+
+def _clean(x):
+    """NaN (a MAPE over no configuration) as JSON null, everywhere in a record."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_clean(v) for v in x]
+    return x
 
 
 def json_lines(result: dict) -> str:
     """One JSON object per run (upstream id, prediction or null with the reason), then the summary object."""
-    lines = [json.dumps(r, ensure_ascii=False, allow_nan=False, default=float) for r in result["rows"]]
+    lines = [json.dumps(_clean(r), ensure_ascii=False, allow_nan=False, default=float) for r in result["rows"]]
     summary = {"summary": {"overall": result["overall"], "groups": result["groups"],
                            "system_model": result["system_model"], "holdout_by": result.get("holdout_by"),
                            "holdout": result.get("holdout")}}
-    lines.append(json.dumps(summary, ensure_ascii=False, allow_nan=False))
+    lines.append(json.dumps(_clean(summary), ensure_ascii=False, allow_nan=False))
     return "\n".join(lines) + "\n"

@@ -34,10 +34,10 @@ def evaluate(path: Path, stacks: dict | None = None, holdout: str | None = None)
             stacks.setdefault(b, fit.pooled(stacks))
         ttft, tpot, fits = fit.predict(r, stacks)
     else:
-        ttft = tpot = fits = np.zeros(0)
+        ttft, tpot, fits = np.zeros(0), np.zeros(0), np.zeros(0, bool)
     cf["pred_ttft_ms"], cf["pred_tpot_ms"], cf["fits"] = ttft, tpot, fits
     rows = _rows(r, cf)
-    good = cf[cf["fits"]]
+    good = cf[cf["fits"].astype(bool)]
     return {"rows": rows, "groups": _groups(good, list(GROUP)), "system_model": _groups(good, ["system", "model_path"]),
             "overall": _overall(good, len(rows), sum(1 for x in rows if x["reason"])), "holdout": folds,
             "holdout_by": holdout}

@@ -45,6 +45,9 @@ def load(path: Path) -> Runs:
                      index=frame.index)
     frame["config"] = -1
     good = frame["reason"].eq("")
+    if not good.any():  # nothing to model: every run keeps its reason
+        empty = pd.DataFrame(columns=[*reader.CONFIG, "ttft_ms", "tpot_ms", "n", "model_preset", "system_preset"])
+        return Runs(frame, empty, {}, {})
     codes = {k: i for i, k in enumerate(dict.fromkeys(keys[good]))}
     frame.loc[good, "config"] = keys[good].map(codes)
     first = frame[good].groupby("config").head(1).sort_values("config")
