@@ -196,3 +196,12 @@ def test_files_with_nothing_to_model(runner, tmp_path):
     assert r.exit_code == 0 and "1 runs not modelled" in r.output
     r = runner.invoke(app, ["validate", "--silicon", str(p), "--max-mape", "1"])
     assert r.exit_code == 1 and "no run of the file could be modelled" in r.output
+
+
+def test_holdout_by_backend_predicts_an_unfitted_backend(tmp_path):
+    """A left-out backend has no fit of its own: it is predicted with the pooled stack of the others."""
+    rows = [_row(id=f"{b}{c}", backend=b, batch_size=c, silicon_tpot_ms=5 + c / 8, silicon_ttft_ms=80 + c)
+            for b in ("trtllm", "vllm") for c in (1, 4, 16)]
+    out = accuracy.evaluate(_csv(tmp_path, rows), holdout="backend")
+    assert [f["group"] for f in out["holdout"]] == ["trtllm", "vllm"]
+    assert all(r["pred_tpot_ms"] > 0 for r in out["rows"])

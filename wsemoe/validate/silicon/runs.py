@@ -69,5 +69,5 @@ def subset(X: dict, mask) -> dict:
 
 
 def backend_codes(runs: Runs, backends) -> np.ndarray:
-    """Index of each configuration's backend in `backends`."""
-    return runs.configs["backend"].map({b: i for i, b in enumerate(backends)}).to_numpy()
+    """Index of each configuration's backend in `backends` (-1 for a backend not among them)."""
+    return runs.configs["backend"].map({b: i for i, b in enumerate(backends)}).fillna(-1).to_numpy(dtype=int)
