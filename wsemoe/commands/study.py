@@ -18,7 +18,18 @@ COMMANDS, command = registry()
 def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
              only: Optional[List[str]] = typer.Option(None, "--only", help="a family of rows: params, bta, mapping, "
                                                       "balance, scale, waferllm, cerebras, or moentwine (mapping, "
-                                                      "balance, scale); repeatable")) -> Reply:
+                                                      "balance, scale); repeatable"),
+             silicon: Optional[Path] = typer.Option(None, "--silicon", help="instead: a CSV of measured GPU serving "
+                                                    "runs (AIConfigurator silicon_sample.csv columns), each predicted "
+                                                    "beside its measurement, with MAPE per group"),
+             holdout: Optional[str] = typer.Option(None, "--holdout", help="with --silicon: refit leaving one "
+                                                   "system | model | backend out at a time and predict it"),
+             max_mape: Optional[float] = typer.Option(None, "--max-mape", min=0, help="with --silicon: exit 1 when "
+                                                      "the overall TTFT or TPOT MAPE (a fraction, 0.2 = 20%) is above"),
+             plot_to: Optional[Path] = typer.Option(None, "--plot", help="with --silicon: also draw predicted against "
+                                                    "measured (log-log, a colour per system) to this .png/.svg/.pdf"),
+             force: bool = typer.Option(False, "--force", "-f", help="let --plot replace a file another wsemoe "
+                                        "command wrote")) -> Reply:
     """Print each published figure the project reproduces beside the model's value and band: a summary line,
     the claims, the known deviations apart (their distance and reason), the context rows. Exits 1 when a row
     fails unexpectedly (a check outside its band that is no known deviation, a known deviation that reproduces
@@ -29,6 +40,11 @@ def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | cs
     from wsemoe.validate.deviations import stale
 
     choice(fmt, TABLE_FORMATS, "--format")
+    if silicon is not None:
+        return _silicon(silicon, fmt, holdout, max_mape, plot_to, force)
+    if holdout is not None or max_mape is not None or plot_to is not None:
+        used = "--holdout" if holdout is not None else "--max-mape" if max_mape is not None else "--plot"
+        return Reply().fail(f"{used} needs --silicon FILE", 2)
     names = families(only)  # an unknown family fails before anything runs
     with progress.bar("validate", "parts") as update:
         rows = run_all(only, on_progress=update)
@@ -44,6 +60,44 @@ def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | cs
         reply.fail(f"known deviations name rows that do not exist: {', '.join(gone)} (validate/deviations.py)", 1)
     if bad:
         reply.fail(f"{len(bad)} row(s) fail unexpectedly: {bad[0]['id']} ({bad[0]['reason']})", 1)
+    return reply
+
+
+def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[float], plot_to: Optional[Path],
+             force: bool) -> Reply:
+    """`validate --silicon`: measured GPU runs beside the model's predictions (wsemoe.validate.silicon)."""
+    from wsemoe.commands.shared import emit
+    from wsemoe.errors import ConfigError
+    from wsemoe.report.terminal import silicon as view
+    from wsemoe.store import writer
+    from wsemoe.validate.silicon import accuracy
+
+    if holdout is not None:
+        choice(holdout, ("system", "model", "backend"), "--holdout")
+    if plot_to is not None:
+        writer.check_file(plot_to, "validate", force)
+        if plot_to.suffix.lstrip(".").lower() not in ("png", "svg", "pdf"):
+            raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
+    result = accuracy.evaluate(path, holdout=holdout)
+    reply = Reply()
+    if fmt == "json":
+        reply.raw(view.json_lines(result))
+    else:
+        for title, frame in view.frames(result):
+            emit(reply, frame, fmt, title, index=None)
+        reply.text(view.overall_line(result))
+    if plot_to is not None:
+        from wsemoe.report.figures import fig_silicon
+        from wsemoe.report.figures.style import figure_bytes
+
+        title = f"{shown_path(path)}: predicted vs measured" + (f" (held out by {holdout})" if holdout else "")
+        fig = fig_silicon.figure(result["rows"], title)
+        writer.write_file(plot_to, figure_bytes(fig, plot_to.suffix.lstrip(".").lower()), "validate", force)
+        reply.text(str(plot_to), err=fmt != "table")
+    if max_mape is not None and not result["overall"]["configs"]:
+        reply.fail("--max-mape: no run of the file could be modelled (reasons per row)", 1)
+    elif max_mape is not None and accuracy.worst(result) > max_mape:
+        reply.fail(f"MAPE {accuracy.worst(result):.3f} is above --max-mape {max_mape:g}", 1)
     return reply
 
 

@@ -35,6 +35,13 @@ def by_hf_id(hf_id: str) -> str | None:
     return _hf_ids().get(hf_id.strip().lower())
 
 
+def by_hf_repo(repo: str) -> str | None:
+    """The model preset one of whose Hugging Face ids has the repository name `repo` (the part after the
+    organisation, case-blind), if exactly one preset has it: re-published copies (`nvidia/<repo>`) of a model."""
+    found = {name for hf_id, name in _hf_ids().items() if hf_id.split("/")[-1] == repo.strip().lower()}
+    return found.pop() if len(found) == 1 else None
+
+
 @functools.lru_cache(maxsize=1)
 def _hf_ids() -> dict:
     """{lower-case Hugging Face id: model preset name} over every model preset."""

@@ -27,7 +27,7 @@ WRITERS = {"sweep": ("wsemoe sweep", "results"), "report": ("wsemoe report", "re
            "compare": ("wsemoe compare --plot", "figure"), "junit": ("wsemoe invariants --junit", "JUnit report"),
            "calibrate": ("wsemoe calibrate", "calibration"), "sensitivity": ("wsemoe sensitivity", "sensitivity analysis"),
            "readings": ("wsemoe readings", "readings analysis"), "export": ("wsemoe export traffic", "traffic export"),
-           "new": ("wsemoe new", "sweep file")}
+           "new": ("wsemoe new", "sweep file"), "validate": ("wsemoe validate --silicon --plot", "figure")}
 # Entries of a results folder and the writer each belongs to; nothing else may be added there.
 RESULTS_SLOTS = {"config.yaml": "sweep", "manifest.json": "sweep", "points.parquet": "sweep", "pareto.csv": "sweep",
                  "comparison.csv": "sweep", "plots": "plot", "report.html": "report", "sensitivity": "sensitivity",

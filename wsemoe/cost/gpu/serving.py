@@ -1,0 +1,126 @@
+"""Decode step, prefill, TPOT and TTFT of continuous-batching GPU serving, vectorized over runs.
+
+A run serves `C` concurrent requests of `isl` input and `osl` output tokens (closed loop: a finished request
+is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
+(peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
+experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus
+tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
+launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
+sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
+the other for a token, so stage times add up to the whole model's work on one tensor group.
+
+Steady state (per decode step every running sequence emits one token, and C/osl requests start):
+  TPOT = t_decode(C) + alpha · (C / osl) · t_prefill(isl)        prefills share the GPU with decode
+  TTFT = t_req + t_prefill + t_decode + sync · (C − 1) · t_prefill + KV queue
+`sync` is the share of the other in-flight requests' prefills a new one waits behind (0: arrivals spread
+out; 1: all arrive together); all C count, attention-DP ranks included, as the ranks step together.
+When the KV cache holds fewer than C/dp sequences per rank, the rest wait for a slot: (C/dp − S) / S request lifetimes (Little's law in a closed loop).
+
+X is a dict of arrays (one entry per run; names in FEATURES), P a dict of the stack's arrays (STACK).
+X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
+TTFT has no decode step in it; a decode worker's TPOT no prefill).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
+            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
+            "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg")
+STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
+ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
+DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
+                      # are quantized to FP8 before the dispatch; DeepEP's and TRT-LLM's dispatch kernels do so), while
+                      # the combine returns 16-bit
+KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
+                # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
+                # mem_fraction_static, shares of the whole HBM, come to about as much after the weights)
+
+
+def _kernel(bytes_, flops, X, P, peak, eta_bw=None):
+    """Roofline time of one kernel class: memory or compute, whichever is longer."""
+    return np.maximum(bytes_ / (X["B"] * (P["eta_bw"] if eta_bw is None else eta_bw)), flops / (peak * P["eta_mm"]))
+
+
+def _dense_layers(X):
+    return X["L"] - X["Lm"]
+
+
+def _touched_experts(X, tokens):
+    """Expected distinct experts that `tokens` tokens choose (uniform routing, k of E each)."""
+    return X["E"] * (1.0 - (1.0 - X["k"] / X["E"]) ** np.maximum(tokens, 0.0))
+
+
+def _comm(X, tokens_rank):
+    """Per-layer communication for `tokens_rank` tokens per attention rank: two TP all-reduces of the hidden
+    state, and for expert parallelism a dispatch (FP8) and a combine (16-bit) of k copies of each token."""
+    msg = tokens_rank * X["H"] * ACT_BYTES
+    ar = np.where(X["tp"] > 1, 2 * (X["ar_lat"] + 2 * (X["tp"] - 1) / X["tp"] * msg / X["link"]), 0.0)
+    a2a_bytes = tokens_rank * X["H"] * X["k"] * (DISPATCH_BYTES + ACT_BYTES)  # dispatch + combine
+    a2a = np.where(X["moe_ep"] > 1, 2 * X["a2a_lat"] + a2a_bytes / X["link"], 0.0)
+    return X["L"] * ar + X["Lm"] * a2a
+
+
+def decode_step(X, P, seqs):
+    """Time of one decode step with `seqs` running sequences in all (seqs / dp per attention rank)."""
+    b = seqs / X["dp"]
+    ctx = X["isl"] + X["osl"] / 2.0  # mean context over a request's decode
+    tp = X["tp"]
+    t = _kernel(X["L"] * X["attn_w"] * X["b_gemm"] / tp, 2 * X["L"] * X["attn_w"] / tp * b, X, P, X["F_gemm"])
+    kv = b * ctx * X["L"] * X["kv_values"] * X["b_kv"] / np.minimum(tp, X["kv_shards"])
+    t = t + _kernel(kv, b * ctx * X["L"] * X["sf_decode"] / tp, X, P, X["F16"])
+    ld = _dense_layers(X)
+    t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
+    moe_gpus = X["moe_tp"] * X["moe_ep"]
+    touched = _touched_experts(X, seqs)
+    t = t + _kernel(X["Lm"] * touched * X["expert_w"] * X["b_moe"] / moe_gpus,
+                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
+    t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
+    t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
+    return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
+
+
+def prefill(X, P):
+    """Time to prefill one request of isl tokens on its attention rank (experts spread over every GPU)."""
+    n = X["isl"]
+    tp = X["tp"]
+    t = _kernel(X["L"] * X["attn_w"] * X["b_gemm"] / tp, 2 * X["L"] * X["attn_w"] / tp * n, X, P, X["F_gemm"])
+    t = t + X["L"] * X["sf_prefill"] * n * n / 2.0 / tp / (X["F16"] * P["eta_mm"])  # causal: half the pairs
+    ld = _dense_layers(X)
+    t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
+    moe_gpus = X["moe_tp"] * X["moe_ep"]
+    t = t + _kernel(X["Lm"] * _touched_experts(X, n) * X["expert_w"] * X["b_moe"] / moe_gpus,
+                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
+    t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
+    return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
+
+
+def weights_per_gpu(X):
+    """Weight bytes one GPU holds (its pipeline stage's share; embedding and head 16-bit, split by TP)."""
+    dense = (X["L"] * X["attn_w"] + _dense_layers(X) * X["dense_w"] + X["Lm"] * X["shared_w"]) * X["b_gemm"] / X["tp"]
+    experts = X["Lm"] * X["E"] * X["expert_w"] * X["b_moe"] / (X["moe_tp"] * X["moe_ep"])
+    return (dense + experts) / X["pp"] + 2 * X["head_w"] * ACT_BYTES / X["tp"]
+
+
+def kv_slots(X):
+    """Requests the KV cache of one attention rank holds at their mean context (isl + osl/2: paged caches take
+    blocks as tokens come, and requests in flight are spread over their lives); < 1: the model does not fit."""
+    free = KV_SHARE * (X["mem"] - weights_per_gpu(X))
+    per_seq = (X["isl"] + X["osl"] / 2.0) * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] / np.minimum(X["tp"], X["kv_shards"])
+    return np.floor(np.maximum(free, 0.0) / per_seq)
+
+
+def predict(X, P) -> dict:
+    """TTFT and TPOT (seconds) of each run, with the parts they are made of."""
+    slots = kv_slots(X)
+    per_rank = X["C"] / X["dp"]
+    running = np.minimum(per_rank, np.maximum(slots, 1.0)) * X["dp"]
+    t_d = decode_step(X, P, running)
+    t_p = prefill(X, P)
+    tpot = t_d + X["agg"] * P["alpha"] * (running / X["osl"]) * t_p
+    ttft0 = P["t_req"] + t_p + X["agg"] * t_d + P["sync"] * np.maximum(running - 1.0, 0.0) * t_p
+    waiting = np.maximum(per_rank - slots, 0.0) / np.maximum(slots, 1.0)
+    ttft = ttft0 + waiting * (ttft0 + X["osl"] * tpot)
+    return {"ttft": ttft, "tpot": tpot, "decode_step": t_d, "prefill": t_p, "kv_slots": slots,
+            "fits": slots >= 1}

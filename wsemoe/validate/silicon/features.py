@@ -1,0 +1,41 @@
+"""The GPU serving model's inputs (wsemoe.cost.gpu.serving.FEATURES) for resolved runs, one array per name."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsemoe.cost.gpu.shape import shape
+from wsemoe.cost.node import formats
+
+def kv_format(res) -> str:
+    """The KV cache's format: FP8 when the run's weights are 8-bit or narrower (the quantized checkpoints these
+    runs serve carry FP8 KV-cache scales, and the servers then keep the cache in FP8), else 16-bit."""
+    return "fp8" if res["gemm"] in ("fp8", "fp4") else "bf16"
+
+
+def _link(hw, gpus):
+    """Per-GPU bandwidth of the group's collectives: NVLink inside a scale-up domain, else the network's share."""
+    if hw.scale_up_size and gpus > hw.scale_up_size:
+        return hw.scale_out_bw_bytes_per_s / hw.scale_up_size
+    return hw.port_bw_bytes_per_s
+
+
+def one(res: dict, worker: str) -> dict:
+    """Features of one resolved run for its `worker` ('agg', 'prefill' or 'decode')."""
+    hw, lay, s = res["hardware"], res["workers"][worker], shape(res["model"])
+    return {"L": s.layers, "Lm": s.moe_layers, "H": s.hidden, "attn_w": s.attn_w, "dense_w": s.dense_w,
+            "expert_w": s.expert_w, "shared_w": s.shared_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
+            "kv_values": s.kv_values, "kv_shards": s.kv_shards, "sf_decode": s.score_flops_decode,
+            "sf_prefill": s.score_flops_prefill, "b_gemm": formats.nbytes(res["gemm"]),
+            "b_moe": formats.nbytes(res["moe"]), "b_kv": formats.nbytes(kv_format(res)),
+            "F_gemm": formats.peak(hw, res["gemm"]), "F_moe": formats.peak(hw, res["moe"]), "F16": hw.node_peak_flops,
+            "B": hw.node_memory_bw_bytes_per_s, "link": _link(hw, lay["gpus"]), "mem": hw.node_memory_bytes,
+            "tp": lay["tp"], "dp": lay["dp"], "pp": lay["pp"], "moe_tp": lay["moe_tp"], "moe_ep": lay["moe_ep"],
+            "C": lay["C"], "isl": res["isl"], "osl": res["osl"], "ar_lat": hw.collective_latency_s,
+            "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0}
+
+
+def arrays(resolved: list[dict], worker_of) -> dict:
+    """Features of many runs as arrays; `worker_of(res)` names the worker each run is read for."""
+    rows = [one(r, worker_of(r)) for r in resolved]
+    return {k: np.array([r[k] for r in rows], dtype=float) for k in rows[0]} if rows else {}

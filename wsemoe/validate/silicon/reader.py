@@ -1,0 +1,133 @@
+"""Read a file of measured serving runs (AIConfigurator's silicon_sample.csv columns) and resolve each run:
+system to a hardware preset, Hugging Face id to a model preset, the layout (TP, PP, attention DP, MoE TP/EP;
+for disaggregated runs the prefill_ and decode_ workers'), the number formats, and the features the GPU
+serving model reads. A run that cannot be modelled keeps its row with the reason."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from wsemoe.errors import ConfigError
+from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
+
+# batch_size is the concurrency of a run, per attention-DP rank when attention_dp_size > 1.
+LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+WORKER = ("batch_size", "num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
+           "isl", "osl", "gemm_quant_mode", "moe_quant_mode", *LAYOUT,
+           *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER), "silicon_ttft_ms", "silicon_tpot_ms")
+# A configuration: everything that sets the run, not when or with which version it was measured.
+CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
+          *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
+# Quant modes to (weight format, matmul format); fp8_block carries one scale per 128x128 block (bytes negligible).
+QUANT = {"fp8": "fp8", "fp8_block": "fp8", "fp8_ootb": "fp8", "nvfp4": "fp4", "fp4": "fp4", "mxfp4": "fp4",
+         "w4afp8": "fp4", "float16": "bf16", "bf16": "bf16", "fp16": "bf16"}
+BACKENDS = ("trtllm", "vllm", "sglang")
+# How a layout wider than one server is read when its MoE split is moe_tp x moe_ep with both above 1:
+# "one_server": tp_size (or attention_dp_size) counts moe_tp as well, and the run used tp/moe_tp (dp/moe_tp)
+# GPUs for attention with the experts split moe_ep ways only, inside one server. Evidence: of the given rows
+# wider than one server, 83 of 210 carry TTFT and TPOT identical to the last digit to a one-server run of that
+# tp/moe_tp x moe_ep layout (e.g. tp 64, moe 8x8 = tp 8, EP 8), which different hardware cannot produce; the
+# others measure like one-server runs too (no network-bound step). "as_written": the columns as they stand.
+WIDE_LAYOUT = "one_server"
+MAX_ROWS = 1_000_000
+
+
+def read(path: Path):
+    """The file as a DataFrame of its columns (every required column present), or a one-line error."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, nrows=MAX_ROWS + 1, dtype={"id": str, "backend_version": str})
+    except FileNotFoundError:
+        raise ConfigError("no such file", loc=(str(path),)) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"not a CSV file of measured runs ({type(exc).__name__})", loc=(str(path),)) from None
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"missing column '{missing[0]}' (a silicon file has: {', '.join(COLUMNS[:6])}, ...)",
+                          loc=(str(path),))
+    if len(frame) > MAX_ROWS:
+        raise ConfigError(f"more than {MAX_ROWS:,} rows", loc=(str(path),))
+    for col in ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms", *LAYOUT):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    frame["id"] = frame["id"].fillna("").astype(str)
+    return frame
+
+
+def _num(value, default=None):
+    """A number from a cell (empty or unreadable: default)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(x) else x
+
+
+def _fmt(mode, precision) -> str | None:
+    """Format of weights in a quant mode (empty: the run's precision; none: 16-bit); None when unknown."""
+    if isinstance(mode, str) and mode.strip():
+        return QUANT.get(mode.strip().lower())
+    if isinstance(precision, str) and precision.strip():
+        return QUANT.get(precision.strip().lower())
+    return "bf16"
+
+
+def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
+    """The parallel layout of a run (or of its `prefix` worker), or the reason it cannot be read; `server`:
+    GPUs of one server of the system (None: one NVLink domain holds every layout)."""
+    get = (lambda c: row.get(f"{prefix}{c}")) if prefix else row.get
+    conc = _num(get("batch_size"))
+    tp, pp = _num(get("tp_size"), 1.0), _num(get("pp_size"), 1.0)
+    dp = _num(get("attention_dp_size"), 1.0) or 1.0
+    if conc is None or conc < 1:
+        return f"no {prefix}batch_size (concurrent requests)"
+    if min(tp, pp, dp) < 1:
+        return f"{prefix}tp/pp/attention_dp sizes must be at least 1"
+    conc = conc * dp  # with attention DP the file gives each rank's batch (e.g. c256 over DP 64 is 4)
+    moe_tp, moe_ep = _num(get("moe_tp_size"), 0.0), _num(get("moe_ep_size"), 0.0)
+    if moe_tp < 1 or moe_ep < 1:  # 0 or empty: no MoE split given (dense models): experts follow TP
+        moe_tp, moe_ep = tp * dp, 1.0
+    gpus = max(tp * dp, moe_tp * moe_ep) * pp
+    if WIDE_LAYOUT == "one_server" and server and gpus > server and moe_tp > 1 and moe_ep > 1:
+        if tp % moe_tp == 0:
+            tp = tp / moe_tp
+        elif dp % moe_tp == 0:
+            dp = dp / moe_tp
+        moe_tp, gpus = 1.0, max(tp * dp, moe_ep) * pp
+    return {"C": conc, "tp": tp, "pp": pp, "dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, "gpus": gpus}
+
+
+def resolve(row, load_model, load_hardware) -> dict:
+    """What the model needs of one run, or {'reason': ...} saying why it cannot be modelled."""
+    system = SYSTEMS.get(str(row.get("system", "")).strip())
+    if system is None:
+        return {"reason": f"unknown system '{row.get('system')}' (known: {', '.join(SYSTEMS)})"}
+    preset, why = model_preset(str(row.get("model_path", "")).strip())
+    if preset is None:
+        return {"reason": why}
+    if row.get("backend") not in BACKENDS:
+        return {"reason": f"unknown backend '{row.get('backend')}' (known: {', '.join(BACKENDS)})"}
+    g, m = _fmt(row.get("gemm_quant_mode"), row.get("precision")), _fmt(row.get("moe_quant_mode"), row.get("precision"))
+    if g is None or m is None:
+        return {"reason": f"unknown quant mode '{row.get('gemm_quant_mode')}'/'{row.get('moe_quant_mode')}'"}
+    isl, osl = _num(row.get("isl")), _num(row.get("osl"))
+    if not isl or not osl or isl < 1 or osl < 1:
+        return {"reason": "isl and osl must be positive token counts"}
+    mode = str(row.get("mode", "")).strip()
+    hw = load_hardware(system)
+    server = hw.scale_up_size
+    if mode == "agg":
+        workers = {"agg": layout(row, server=server)}
+    elif mode == "disagg":
+        workers = {"prefill": layout(row, "prefill_", server), "decode": layout(row, "decode_", server)}
+    else:
+        return {"reason": f"unknown mode '{mode}' (agg or disagg)"}
+    bad = [w for w in workers.values() if isinstance(w, str)]
+    if bad:
+        return {"reason": bad[0]}
+    if hw.scale_up_size is None and max(w["gpus"] for w in workers.values()) > hw.nodes:
+        return {"reason": f"layout needs more GPUs than one {system} domain"}
+    return {"hardware": hw, "model": load_model(preset), "model_preset": preset, "system_preset": system,
+            "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}

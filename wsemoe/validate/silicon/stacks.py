@@ -1,0 +1,39 @@
+"""The fitted software stacks (wsemoe/presets/gpu/stacks.yaml): per backend each value with its spread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wsemoe.errors import PresetError
+from wsemoe.validate.silicon.fit import NAMES, UNITS
+
+STACKS = Path(__file__).resolve().parents[2] / "presets" / "gpu" / "stacks.yaml"
+
+
+def load(path: Path = STACKS) -> dict:
+    """{backend: {name: value}} in the units fit.UNITS names; the whole file as `meta` beside it."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise PresetError(f"cannot read the fitted GPU stacks ({type(exc).__name__})", loc=(str(path),)) from None
+    stacks = {}
+    for backend, entry in (data or {}).get("backends", {}).items():
+        missing = [n for n in NAMES if n not in entry]
+        if missing:
+            raise PresetError(f"no fitted value for '{missing[0]}'", loc=(str(path), "backends", backend))
+        stacks[backend] = {n: float(entry[n]["value"]) for n in NAMES}
+    return stacks, data
+
+
+def dump(stacks: dict, spread: dict, meta: dict) -> str:
+    """The stacks file's text: meta, then per backend each value with its unit and bootstrap spread."""
+    import yaml
+
+    body = {**meta, "backends": {b: {n: {"value": round(v[n], 4), "spread": round(spread[b][n], 4), "unit": UNITS[n]}
+                                     for n in NAMES} for b, v in sorted(stacks.items())}}
+    head = ("# Software stacks of GPU serving backends, fitted to measured runs (wsemoe/validate/silicon/fit.py).\n"
+            "# Written by tools/fit_silicon.py; do not edit by hand. spread: bootstrap standard deviation over\n"
+            "# configurations drawn with replacement.\n")
+    return head + yaml.safe_dump(body, sort_keys=False, width=120)
