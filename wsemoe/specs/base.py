@@ -63,6 +63,8 @@ def build(cls, data, loc=()):
         errors = exc.errors()
         # An unknown key (a typo) usually explains the other errors (the field it should have set is missing).
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        if err["type"] == "missing":  # a field derived from a bad one (node figures from hardware.pe) is missing
+            err = next((e for e in errors if e["type"] != "missing"), err)  # because of it: name the cause
         where = tuple(str(p) for p in err.get("loc", ()))
         if err["type"] == "extra_forbidden":
             key = where[-1] if where else "?"

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.rules import PE_RULES, check
 
 
 class PEFacts(Spec):
@@ -34,6 +35,13 @@ class PEFacts(Spec):
     op_overhead_cycles: Optional[float] = Field(None, ge=0, le=1e9, allow_inf_nan=False, description="fixed cycles one operator invocation costs a PE beyond its work (task start, descriptor set-up); calibration")
     program_bytes_per_pe: Optional[float] = Field(None, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM a PE's program, runtime and routing state take; the rest holds weights, KV cache and buffers (SRAM serving); calibration")
     io_channels_per_edge: Optional[PositiveInt] = Field(None, le=2**20, description="host I/O channels meeting the fabric at routers of PEs on each of the west and east edges (each takes one wavelet per cycle into the fabric); weight streaming at PE level (pe_fabric) enters through them")
+
+    @model_validator(mode="after")
+    def _program_fits(self):
+        """A program needs PEs and SRAM left: margins inside the fabric, the program smaller than a PE's SRAM
+        (else the free space every SRAM constraint divides by is zero or negative)."""
+        check(self, PE_RULES)
+        return self
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:

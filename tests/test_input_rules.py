@@ -1,0 +1,131 @@
+"""Consistency rules live on the spec (specs/rules.py) and meet every entry path: YAML, `eval --set`, sweep axes
+(one value, two axes that clash only together, a long axis typed at its extremes), config.json, the Python API;
+the sweep's cross-field check goes through every combination in bounded chunks and refuses, by count, before it
+allocates, a set of combinations too large to check."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import yaml
+
+import wsemoe
+from wsemoe.cli import app
+from wsemoe.config import checks
+from wsemoe.config.loader import load_config
+from wsemoe.config.presets import raw
+from wsemoe.cost.wafer import pememory
+from wsemoe.errors import ConfigError, PresetError
+from wsemoe.specs import HardwareSpec, ModelSpec
+
+BASE = {"name": "rules", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048}}
+GQA = "does not divide num_attention_heads"
+
+
+def _refused(cfg, *words):
+    with pytest.raises(ConfigError) as exc:
+        load_config(cfg)
+    for w in words:
+        assert w in exc.value.line(), exc.value.line()
+    return exc.value
+
+
+def test_gqa_rule_in_yaml_base_and_python_api():
+    cfg = {**BASE, "model": {"preset": "qwen3-30b-a3b", "num_key_value_heads": 5}}
+    _refused(cfg, "model", GQA)
+    with pytest.raises(ConfigError, match=GQA):
+        wsemoe.evaluate(cfg)
+    with pytest.raises(ValueError, match=GQA):
+        ModelSpec(**{**raw("models", "qwen3-30b-a3b"), "num_key_value_heads": 64})  # more KV heads than heads
+
+
+@pytest.mark.parametrize("kv", [5, 64])
+def test_gqa_rule_through_eval_set(runner, tmp_path, kv):
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    result = runner.invoke(app, ["eval", str(path), "--set", f"model.num_key_value_heads={kv}"])
+    assert result.exit_code != 0
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1 and "--set -> model.num_key_value_heads" in line and GQA in line, line
+
+
+def test_gqa_rule_on_one_axis_and_on_axes_that_clash_only_together():
+    _refused({**BASE, "axes": {"model.num_key_value_heads": [4, 64]}}, "axes -> model.num_key_value_heads", GQA)
+    # 36 heads take 4 KV heads and 32 heads take 8: each value alone fits the base model, 36 with 8 does not
+    _refused({**BASE, "axes": {"model.num_attention_heads": [32, 36], "model.num_key_value_heads": [4, 8]}},
+             "axes -> model.num_key_value_heads", "8 does not divide num_attention_heads 36")
+    # a preset axis brings its own KV heads: DeepSeek-V3's 128 do not divide 32 query heads
+    _refused({**BASE, "axes": {"model": ["qwen3-30b-a3b", "deepseek-v3"], "model.num_attention_heads": [32, 128]}},
+             "axes -> model.num_attention_heads", "128 does not divide num_attention_heads 32")
+
+
+def test_gqa_rule_on_a_long_axis_typed_at_its_extremes_only():
+    heads = [4 * i for i in range(1, 601)]
+    heads[300] = 1202  # 4 KV heads do not divide it; the extremes 4 and 2400 do
+    _refused({**BASE, "axes": {"model.num_attention_heads": heads}}, "axes -> model.num_attention_heads",
+             "4 does not divide num_attention_heads 1202")
+    heads[300] = 1204
+    assert load_config({**BASE, "axes": {"model.num_attention_heads": heads}}).size() == 600
+
+
+def test_gqa_rule_in_config_json(tmp_path):
+    src = tmp_path / "m" / "config.json"
+    src.parent.mkdir()
+    data = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "hf" / "qwen3-30b-a3b.json").read_text())
+    src.write_text(json.dumps({**data, "num_key_value_heads": 5}))
+    with pytest.raises(PresetError, match="num_key_value_heads"):
+        load_config({**BASE, "model": {"hf_config": str(src)}})
+    with pytest.raises(PresetError, match="num_key_value_heads"):
+        load_config({**BASE, "axes": {"model": [str(src)]}})
+
+
+def _cs2(**pe):
+    hw = raw("hardware", "cs2")
+    return {**hw, "pe": {**hw["pe"], **pe}}
+
+
+@pytest.mark.parametrize("pe, field", [
+    ({"program_bytes_per_pe": 48 * 1024}, "program_bytes_per_pe"),     # the whole 48 KiB of a CS-2 PE
+    ({"program_bytes_per_pe": 1e6}, "program_bytes_per_pe"),
+    ({"kernel_margin_rows": 10**6}, "kernel_margin_rows"),
+    ({"kernel_margin_cols": 10**5}, "kernel_margin_cols"),
+])
+def test_a_program_needs_room_on_the_pe(pe, field):
+    hw = _cs2(**pe)
+    if "fabric_rows" in hw["pe"] and field == "kernel_margin_rows":
+        hw["pe"]["kernel_margin_rows"] = hw["pe"]["fabric_rows"]  # exactly the fabric: no row left
+    with pytest.raises(ValueError, match=field):
+        HardwareSpec(**hw)
+    _refused({**BASE, "hardware": hw}, "hardware", field)
+    with pytest.raises(ConfigError, match=field):
+        wsemoe.evaluate({**BASE, "hardware": hw})
+
+
+def test_an_sram_constraint_over_no_free_room_is_violated():
+    """Whatever a caller passes, g over zero or negative free bytes is violated, never negative (satisfied)."""
+    g = pememory._over(np.array([1.0, 1.0, 1.0]), np.array([2.0, 0.0, -5.0]))
+    assert g[0] == pytest.approx(-0.5) and np.isinf(g[1]) and g[1] > 0 and np.isinf(g[2]) and g[2] > 0
+    assert pememory.room(SimpleNamespace(sram_per_pe_bytes=48.0, program_bytes_per_pe=64.0)) < 0
+
+
+def test_cross_checks_go_through_every_combination_in_chunks(monkeypatch):
+    """Chunks of 3 cover exactly the product of the distinct rows of each factor involved (no more, no fewer)."""
+    cfg = load_config({**BASE, "axes": {"model.num_experts": [32, 64, 128], "workload.B": [1, 2]},
+                       "zip": [{"model.num_experts_per_tok": [2, 4, 2, 4], "workload.G": [1, 2, 4, 8]}]})
+    monkeypatch.setattr(checks, "CHUNK", 3)
+    paths = ["model.num_experts", "model.num_experts_per_tok"]
+    got = [tuple(r) for c in checks._combos(cfg, paths) for r in zip(*(c[p] for p in paths))]
+    assert sorted(got) == sorted(itertools.product([32, 64, 128], [2, 4]))
+
+
+def test_too_many_combinations_are_refused_by_count_before_any_allocation(monkeypatch):
+    cfg = load_config({**BASE, "axes": {"model.num_experts": [64, 128], "model.num_experts_per_tok": [2, 4, 8]}})
+    monkeypatch.setattr(checks, "MAX_CHECKED", 5)
+    with pytest.raises(ConfigError, match="6 combinations"):
+        checks.check_points(cfg)
+    monkeypatch.setattr(checks, "MAX_CHECKED", 6)
+    checks.check_points(cfg)
