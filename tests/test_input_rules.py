@@ -129,3 +129,16 @@ def test_too_many_combinations_are_refused_by_count_before_any_allocation(monkey
         checks.check_points(cfg)
     monkeypatch.setattr(checks, "MAX_CHECKED", 6)
     checks.check_points(cfg)
+
+
+def test_an_slo_over_points_without_the_column_says_it_cannot_be_checked():
+    """A TTFT SLO over decode points without a prompt (no TTFT) says there is no TTFT, never "above the SLO";
+    points that have one are judged by their ratio."""
+    cfg = {"name": "slo", "hardware": "cs3", "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 2048},
+           "axes": {"workload.mode": ["prefill", "decode"]}, "constraints": [{"column": "ttft_s", "max": 1e-6}]}
+    df = wsemoe.evaluate(cfg)
+    decode, prefill = df[df["workload.mode"] == "decode"].iloc[0], df[df["workload.mode"] == "prefill"].iloc[0]
+    assert np.isnan(decode["ttft_s"]) and not decode["feasible"]
+    assert decode["infeasible_reason"].startswith("no TTFT at this point") and "cannot be checked" in \
+        decode["infeasible_reason"] and "above" not in decode["infeasible_reason"]
+    assert "× the SLO (1 µs)" in prefill["infeasible_reason"], prefill["infeasible_reason"]
