@@ -140,7 +140,7 @@ def _check_token_count(cfg: SweepConfig) -> None:
 
 LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.weight_source", "hardware.topology",
                  "mapping.tp", "mapping.strategy", "mapping.ftd", "workload.mode", "workload.G",
-                 "workload.tokens_per_device")
+                 "workload.tokens_per_device", "mapping.placement")
 
 
 def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
@@ -177,6 +177,7 @@ def _check_tp_chunk(cfg: SweepConfig, c: dict) -> None:
           lambda i: f"mapping.tp = {int(tp[i])} does not divide the {int(span[i])} "
                     + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
     _check_ftd(cfg, c, tp_, span, her)
+    _check_explicit(cfg, c, tp_, nodes)
     streamed = c["hardware.weight_source"] == "streamed"
     _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
           lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
@@ -196,6 +197,24 @@ def _check_tp_chunk(cfg: SweepConfig, c: dict) -> None:
     _fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
           lambda i: f"tokens_per_device·tp = {int(per_device[i] * tp_[i])} is not a multiple of G = {int(g[i])} "
                     "(B must be whole sequences)")
+
+
+def _check_explicit(cfg: SweepConfig, c: dict, tp: np.ndarray, nodes: np.ndarray) -> None:
+    """strategy explicit: mapping.placement gives every node of the system its group id, each of the nodes/tp
+    groups 0 … nodes/tp − 1 taking exactly tp nodes."""
+    loc = ("axes", "mapping.placement") if "mapping.placement" in cfg.axis_names() else ("mapping", "placement")
+    for i in np.flatnonzero(c["mapping.strategy"] == "explicit"):
+        ids, n, size = c["mapping.placement"][i], int(nodes[i]), int(tp[i])
+        if ids is None:
+            raise ConfigError(f"strategy explicit needs mapping.placement: the group id of each of the {n} nodes",
+                              loc=loc)
+        if len(ids) != n:
+            raise ConfigError(f"mapping.placement has {len(ids):,} group ids; strategy explicit needs one per node: "
+                              f"{n}", loc=loc)
+        counts = np.bincount(np.asarray(ids, dtype=np.int64), minlength=n // size)
+        if len(counts) > n // size or np.any(counts != size):
+            raise ConfigError(f"mapping.placement must use each group id 0…{n // size - 1} exactly tp = {size} "
+                              "times", loc=loc)
 
 
 def _check_ftd(cfg: SweepConfig, c: dict, tp: np.ndarray, span: np.ndarray, her: np.ndarray) -> None:

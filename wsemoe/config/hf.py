@@ -10,7 +10,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
-from wsemoe.config.files import read_text
+from wsemoe.config.files import parse_int, read_text
 from wsemoe.specs.model import ModelSpec
 
 MAX_HF_BYTES = 4 * 2**20  # real config.json files are a few kB
@@ -247,7 +247,7 @@ def _load(source: Any) -> tuple[dict, str]:
     except ConfigError as exc:
         raise PresetError(exc.message, exc.loc) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=parse_int)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise PresetError(f"invalid JSON: {exc}", (where,)) from None
     if not isinstance(data, dict):
