@@ -63,3 +63,24 @@ def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
 ])
 def test_each_option_error_names_its_option(cfg, runner, argv, needles):
     _one_line(runner.invoke(app, argv), *needles)
+
+
+def test_sensitivity_counts_its_evaluations_before_any_work(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**CFG, "name": "s", "axes": {"workload.B": list(range(1, 1001))}}))
+    _one_line(runner.invoke(app, ["sensitivity", "s.yaml", "-n", "1000000", "--no-readings"]), "[--samples]",
+              "× 1,000 points")
+    assert not (tmp_path / "results").exists()
+
+
+def test_histogram_of_many_layers_is_read_without_a_loop_per_layer(tmp_path):
+    """Each layer weighs the same: shares of a two-layer histogram are the mean of each layer's shares."""
+    from wsemoe.config.histogram import read_histogram
+
+    rows = ["layer,expert,tokens"] + [f"{layer},{e},{t}" for layer, counts in ((0, (1, 3)), (1, (30, 10)))
+                                      for e, t in enumerate(counts)]
+    (tmp_path / "h.csv").write_text("\n".join(rows) + "\n")
+    assert read_histogram(tmp_path / "h.csv") == pytest.approx([(0.25 + 0.75) / 2, (0.75 + 0.25) / 2])
+    (tmp_path / "z.csv").write_text("layer,expert,tokens\n0,0,1\n1,0,0\n")
+    with pytest.raises(Exception, match="layer 1 has no tokens"):
+        read_histogram(tmp_path / "z.csv")
