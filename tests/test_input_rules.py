@@ -142,3 +142,17 @@ def test_an_slo_over_points_without_the_column_says_it_cannot_be_checked():
     assert decode["infeasible_reason"].startswith("no TTFT at this point") and "cannot be checked" in \
         decode["infeasible_reason"] and "above" not in decode["infeasible_reason"]
     assert "× the SLO (1 µs)" in prefill["infeasible_reason"], prefill["infeasible_reason"]
+
+
+@pytest.mark.parametrize("cfg, where", [
+    ({"hardware": {"preset": "wsc-b200-8x8", "rows": 256, "cols": 256}}, "hardware"),
+    ({"hardware": {"preset": "wsc-b200-8x8", "rows": 100, "wafers": [2, 1]}}, "hardware"),
+    ({"hardware": "wsc-b200-8x8", "axes": {"hardware.rows": [8, 100], "hardware.wafers": [[1, 1], [2, 2]]}},
+     "axes -> hardware.wafers"),
+])
+def test_a_mesh_larger_than_the_engine_finishes_in_seconds_is_refused(cfg, where):
+    """The die grid (rows·Wr × cols·Wc) of a mesh is at most MAX_GRID_SIDE a side, on the spec and on every
+    combination of axes (a switch of as many devices is not a mesh: dgx-b200-x32 has 256 columns)."""
+    _refused({**BASE, **cfg}, where, "at most 128 a side")
+    assert load_config({**BASE, "hardware": "dgx-b200-x32"}).hardware.cols == 256
+    assert load_config({**BASE, "hardware": {"preset": "wsc-b200-8x8", "rows": 64, "cols": 64, "wafers": [2, 2]}})

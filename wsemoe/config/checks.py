@@ -11,6 +11,7 @@ import numpy as np
 from wsemoe.config.schema import SweepConfig
 from wsemoe.cost.balance.popularity import calibrate_zipf, zipf_imbalance
 from wsemoe.errors import ConfigError
+from wsemoe.specs.base import MAX_GRID_SIDE
 from wsemoe.specs.rules import MODEL_RULES
 
 
@@ -178,6 +179,12 @@ def _check_tp_chunk(cfg: SweepConfig, c: dict) -> None:
                     + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
     _check_ftd(cfg, c, tp_, span, her)
     _check_explicit(cfg, c, tp_, nodes)
+    wr, wc = _products(c["hardware.wafers"], 0), _products(c["hardware.wafers"], 1)
+    grid = np.maximum(c["hardware.rows"].astype(float) * wr, c["hardware.cols"].astype(float) * wc)
+    _fail(cfg, (c["hardware.topology"] == "mesh") & (grid > MAX_GRID_SIDE),
+          "hardware.wafers" if "hardware.wafers" in cfg.axis_names() else "hardware.rows",
+          lambda i: f"a mesh of {int(c['hardware.rows'][i] * wr[i])}×{int(c['hardware.cols'][i] * wc[i])} dies: at most "
+                    f"{MAX_GRID_SIDE} a side is modelled (the mesh engine's work grows with the square of the dies)")
     streamed = c["hardware.weight_source"] == "streamed"
     _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
           lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
@@ -344,9 +351,9 @@ def _num(column: np.ndarray) -> np.ndarray:
     return np.where(none, np.nan, np.where(none, 0, column)).astype(float)
 
 
-def _products(column: np.ndarray) -> np.ndarray:
-    """The product of each tuple of an object column (wafers [Wr, Wc]), computed once per distinct tuple."""
-    table = {w: float(np.prod(w)) for w in set(column.tolist())}
+def _products(column: np.ndarray, item: int | None = None) -> np.ndarray:
+    """The product of each tuple of an object column (wafers [Wr, Wc]), or its `item`, once per distinct tuple."""
+    table = {w: float(np.prod(w) if item is None else w[item]) for w in set(column.tolist())}
     return np.fromiter((table[w] for w in column.tolist()), dtype=float, count=len(column))
 
 

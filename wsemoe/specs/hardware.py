@@ -9,7 +9,7 @@ import numpy as np
 
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_GRID_SIDE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
 from wsemoe.specs.rules import PE_RULES, check
 
 
@@ -213,6 +213,11 @@ class HardwareSpec(Spec):
             if self.scale_up_size is not None and self.scale_up_size < self.nodes and self.scale_out_bw_bytes_per_s is None:
                 raise ValueError("scale_up_size splits the devices into domains: scale_out_bw_bytes_per_s is required")
         else:
+            side = max(self.rows * self.wafers[0], self.cols * self.wafers[1])
+            if side > MAX_GRID_SIDE:
+                raise ValueError(f"a mesh of {self.rows * self.wafers[0]}×{self.cols * self.wafers[1]} dies (rows·wafers, "
+                                 f"cols·wafers): at most {MAX_GRID_SIDE} a side is modelled (the mesh engine's work "
+                                 "grows with the square of the dies)")
             for name in ("scale_up_size", "scale_out_bw_bytes_per_s", "scale_out_latency_s"):
                 if getattr(self, name) is not None:
                     raise ValueError(f"{name} applies to a switch topology, not to a mesh")
