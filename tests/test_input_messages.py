@@ -84,3 +84,13 @@ def test_histogram_of_many_layers_is_read_without_a_loop_per_layer(tmp_path):
     (tmp_path / "z.csv").write_text("layer,expert,tokens\n0,0,1\n1,0,0\n")
     with pytest.raises(Exception, match="layer 1 has no tokens"):
         read_histogram(tmp_path / "z.csv")
+
+
+def test_results_at_a_relative_path_with_a_colon_read_back(cfg, runner, tmp_path):
+    """'a:b' is a legal folder name, not a scheme or a drive: every reader takes it, and the index links to it."""
+    assert runner.invoke(app, ["sweep", "msg.yaml", "-o", "a:b", "-q"]).exit_code == 0
+    for argv in (["show", "a:b"], ["eval", "a:b", "-p", "1"], ["report", "a:b"], ["compare", "a:b", "a:b"],
+                 ["report", ".", "--index"]):
+        r = runner.invoke(app, argv)
+        assert r.exit_code == 0, (argv, r.output)
+    assert 'href="./a%3Ab/report.html"' in (tmp_path / "index.html").read_text()
