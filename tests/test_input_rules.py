@@ -156,3 +156,32 @@ def test_a_mesh_larger_than_the_engine_finishes_in_seconds_is_refused(cfg, where
     _refused({**BASE, **cfg}, where, "at most 128 a side")
     assert load_config({**BASE, "hardware": "dgx-b200-x32"}).hardware.cols == 256
     assert load_config({**BASE, "hardware": {"preset": "wsc-b200-8x8", "rows": 64, "cols": 64, "wafers": [2, 2]}})
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(experts=st.lists(st.sampled_from([8, 16, 32, 64, 128]), min_size=1, max_size=5, unique=True),
+       topk=st.lists(st.integers(1, 8), min_size=1, max_size=4, unique=True),
+       rows=st.integers(1, 4), chunk=st.integers(1, 7), zipped=st.booleans())
+def test_chunked_combinations_are_exactly_the_distinct_product(experts, topk, rows, chunk, zipped):
+    """Whatever the chunk size and however the fields are grouped (grid axes or one zip group with repeats), the
+    chunks hold each distinct combination the sweep takes exactly once."""
+    import unittest.mock
+
+    if zipped:
+        n = max(len(experts), len(topk))
+        e_col, k_col = (experts * n)[:n], (topk * n)[:n]
+        cfg = load_config({**BASE, "model": {"preset": "qwen3-30b-a3b", "num_experts": 128},
+                           "zip": [{"model.num_experts": e_col, "model.num_experts_per_tok": k_col,
+                                    "workload.B": list(range(1, n + 1))}], "axes": {"workload.G": list(range(1, rows + 1))}})
+        want = set(zip(e_col, k_col))
+    else:
+        cfg = load_config({**BASE, "model": {"preset": "qwen3-30b-a3b", "num_experts": 128},
+                           "axes": {"model.num_experts": experts, "model.num_experts_per_tok": topk}})
+        want = set(itertools.product(experts, topk))
+    paths = ["model.num_experts", "model.num_experts_per_tok"]
+    with unittest.mock.patch.object(checks, "CHUNK", chunk):
+        got = [tuple(r) for c in checks._combos(cfg, paths) for r in zip(*(c[p] for p in paths))]
+    assert sorted(got) == sorted(want)
