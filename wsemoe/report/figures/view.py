@@ -16,7 +16,6 @@ from wsemoe.config import yamlio
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import structure
-from wsemoe.errors import ResultsError
 from wsemoe.report.figures.style import SLICE_SYMBOLS, setting
 from wsemoe.store import store
 
