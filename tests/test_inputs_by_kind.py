@@ -191,3 +191,41 @@ def test_config_columns_are_checked_by_the_same_rule(change, needle, tmp_path, r
     for cmd in ("check", "sweep"):
         r = runner.invoke(app, [cmd, str(tmp_path / "c.yaml")] + (["--results", str(tmp_path / "r")] if cmd == "sweep" else []))
         assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output
+
+
+def test_index_links_stay_relative_paths_under_the_root_whatever_the_folder_names(tmp_path, runner):
+    """A results folder named like a URL scheme or like markup becomes a link to ./<its name, percent-encoded>/
+    report.html, text escaped: no href the browser could run or send elsewhere."""
+    import html.parser
+    import re
+
+    names = ["javascript:alert(document.domain)", "data:text,x", "\"><img src=x onerror=alert(1)>", "..", "a b%2e"]
+    cfg = {"name": "idx", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+           "axes": {"workload.G": [1, 2]}}
+    root = tmp_path / "root"
+    root.mkdir()
+    for i, name in enumerate(n for n in names if n != ".."):
+        run_sweep({**cfg, "name": f"idx{i}", "description": f"<script>alert({i})</script>\x1b[31m"},
+                  out_dir=root / name)
+        assert runner.invoke(app, ["report", str(root / name)]).exit_code == 0
+    r = runner.invoke(app, ["report", str(root), "--index"])
+    assert r.exit_code == 0, r.output
+    page = (root / "index.html").read_text()
+
+    class Links(html.parser.HTMLParser):
+        hrefs, tags = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.hrefs += [v for k, v in attrs if k in ("href", "src")]
+
+    parser = Links()
+    parser.feed(page)
+    assert set(parser.tags) <= {"html", "head", "meta", "title", "style", "body", "h1", "div", "table", "thead", "tr",
+                                "th", "tbody", "td", "a", "br", "span", "p"}, parser.tags  # no img, no script
+    assert len(parser.hrefs) == 4
+    for href in parser.hrefs:
+        assert href.startswith("./") and re.fullmatch(r"\./[A-Za-z0-9%._~-]+/report\.html", href), href
+        assert ":" not in href and ".." not in href.split("/")
+    _clean(page)
+    assert "&lt;script&gt;alert(" in page and "<script>" not in page

@@ -102,3 +102,20 @@ def test_resume_reports_the_chunks_it_reused(tmp_path):
     reused = int(line.split("reused ")[1].split(" of")[0])
     assert reused >= 3 and "of 40 chunks" in line and "points), evaluated the rest" in line
     assert inventory.partials_in(out) == []
+
+
+def test_listing_never_checks_the_space_of_a_config_a_manifest_names(tmp_path, runner, monkeypatch):
+    """ls and report --index learn a config's hash from its file; the rules over every combination of its axes
+    (a run's cost) are never gone through, however large its space."""
+    from wsemoe.config import checks
+
+    same, _ = _sweep(tmp_path, "same")
+    changed, _ = _sweep(tmp_path, "changed")
+    changed.write_text(yaml.safe_dump({**CFG, "name": "changed", "axes": {"workload.G": list(range(1, 60_000))}}))
+
+    def refuse(cfg):
+        raise AssertionError("a listing went through the combinations of a config")
+    monkeypatch.setattr(checks, "check_points", refuse)
+    states = {r.name: r.status for r in inventory.results_in(tmp_path / "results")}
+    assert states == {"same": "up to date", "changed": states["changed"]} and states["changed"].startswith("config changed")
+    assert runner.invoke(app, ["report", str(tmp_path / "results"), "--index"]).exit_code == 0

@@ -205,3 +205,26 @@ def test_cli_from_a_results_folder_into_a_folder_it_owns(runner, tmp_path):
     r = runner.invoke(app, argv + ["--force"])
     assert r.exit_code != 0 and "mine.txt" in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert (out / "booksim" / "mine.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("option, value", [("--packet-flits", "0"), ("--packet-flits", str(10**12)),
+                                           ("--flit-bytes", "0"), ("--flit-bytes", str(2**40))])
+def test_packet_and_flit_options_are_bounded_and_named(tmp_path, runner, option, value):
+    from wsemoe.cli import app as cli
+
+    r = runner.invoke(cli, ["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b",
+                            "--set", "mapping.tp=4", "-o", str(tmp_path / "ex"), option, value])
+    text = r.output.strip()
+    assert r.exit_code != 0 and text.startswith("error: ") and option in text, text
+    assert not (tmp_path / "ex").exists()
+
+
+def test_a_trace_too_long_at_one_byte_flits_is_counted_and_not_written(tmp_path, runner):
+    from wsemoe.cli import app as cli
+
+    r = runner.invoke(cli, ["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b",
+                            "--set", "mapping.tp=4", "-o", str(tmp_path / "ex"), "--flit-bytes", "1", "--packet-flits", "1"])
+    assert r.exit_code == 0, r.output
+    meta = json.loads((tmp_path / "ex" / "metadata.json").read_text())
+    notes = [s.get("note", "") for p in meta["phases"] for s in p.get("steps", [])]
+    assert any("no trace" in n and "packets" in n for n in notes), notes

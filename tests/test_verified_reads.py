@@ -154,3 +154,57 @@ def test_the_cache_is_untrusted(results):
     shutil.copytree(results, other)
     with pytest.raises(Exception, match="does not match its checksum"):
         store.load_manifest(other)  # another path: another cache entry, hashed afresh
+
+
+def _swap_same_size(path: Path, at: int = 64) -> None:
+    """Another file of the same size renamed over `path` (a new inode), as a writer racing a reader would."""
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x5A
+    tmp = path.with_name(path.name + ".swap")
+    tmp.write_bytes(bytes(data))
+    os.replace(tmp, path)
+
+
+def test_a_part_swapped_between_verify_and_read_is_refused(results):
+    """Readers parse the bytes they verified: a part renamed over the verified one after `load_manifest` (which
+    cached its state) is hashed as read and refused, by every reading function."""
+    man = store.load_manifest(results)
+    part = results / "points.parquet" / store.part_name(8, 16)
+    _swap_same_size(part)
+    for read in (lambda: store.read_points(results, man), lambda: list(store.iter_parts(results, man)),
+                 lambda: store.read_rows(results, man, [9])):
+        with pytest.raises(store.ResultsError, match="does not match its checksum"):
+            read()
+    _swap_same_size(part)  # the original bytes again (a new inode): hashed, and read
+    assert len(store.read_points(results, man)) == 24
+
+
+def test_a_small_file_swapped_between_verify_and_read_is_refused(results):
+    man = store.load_manifest(results)
+    _swap_same_size(results / "pareto.csv", at=3)
+    with pytest.raises(store.ResultsError, match="pareto.csv does not match"):
+        store.read_pareto(results, man)
+
+
+def test_cache_entries_count_only_when_this_user_alone_owns_them(results, monkeypatch):
+    """A cache folder (or entry) another user can write to vouches for nothing: every part is hashed again."""
+    store.load_manifest(results)
+    calls = []
+    real = ledger.sha256_file
+    monkeypatch.setattr(ledger, "sha256_file", lambda p: calls.append(Path(p).name) or real(p))
+    store.load_manifest(results)
+    assert calls == []  # our own cache: trusted
+    entry = verified._cache_file(results)
+    for target, mode in ((entry.parent, 0o777), (entry, 0o666), (entry.parent.parent, 0o777)):
+        old = os.stat(target).st_mode & 0o777
+        os.chmod(target, mode)
+        try:
+            calls.clear()
+            store.load_manifest(results)
+            assert len(calls) == 6, (target, calls)  # 3 parts, config.yaml, pareto.csv, comparison.csv: hashed again
+        finally:
+            os.chmod(target, old)
+    monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)  # the entry's owner is someone else
+    calls.clear()
+    store.load_manifest(results)
+    assert calls and not verified._load(entry, results)

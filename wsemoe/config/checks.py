@@ -4,33 +4,57 @@ nodes, token counts exact in float64), checked on combinations of just the field
 from __future__ import annotations
 
 import difflib
+import functools
 
 import numpy as np
 
 from wsemoe.config.schema import SweepConfig
-from wsemoe.cost.balance.popularity import calibrate_zipf
+from wsemoe.cost.balance.popularity import calibrate_zipf, zipf_imbalance
 from wsemoe.errors import ConfigError
+from wsemoe.specs.base import MAX_GRID_SIDE
+from wsemoe.specs.rules import MODEL_RULES
 
 
-def _combos(cfg: SweepConfig, paths: list[str]) -> dict[str, np.ndarray]:
-    """Every combination of values the sweep takes on `paths` (product over the factors involved only)."""
-    cols: dict[str, np.ndarray] = {}
-    n = 1
+MAX_CHECKED = 2**25  # distinct combinations of the fields one rule involves that `check` goes through
+CHUNK = 2**18        # combinations held at once (object columns of ~8 bytes per entry and field)
+
+
+def _combos(cfg: SweepConfig, paths: list[str]):
+    """Every distinct combination of values the sweep takes on `paths`, in chunks of at most CHUNK (product over the
+    factors involved only, each factor reduced to its distinct rows on `paths`); the count is computed, and refused
+    past MAX_CHECKED, before anything is allocated."""
+    parts = []
     for f in cfg.factors():
         hit = [p for p in paths if p in f]
-        if not hit:
-            continue
-        m = len(next(iter(f.values())))
-        for p in cols:  # repeat what we have for each row of this factor
-            cols[p] = np.repeat(cols[p], m)
-        for p in hit:
-            cols[p] = np.tile(_objects(f[p]), n)
-        n *= m
-    for p in paths:
-        if p not in cols:
-            section, field = p.split(".", 1)
-            cols[p] = np.full(n, getattr(getattr(cfg, section), field), dtype=object)
-    return cols
+        if hit:
+            rows = list(dict.fromkeys(zip(*(_hashable(f[p]) for p in hit))))
+            parts.append((hit, [_objects([r[j] for r in rows]) for j in range(len(hit))]))
+    n = 1
+    for _, columns in parts:
+        n *= len(columns[0])
+    if n > MAX_CHECKED:
+        swept = ", ".join(p for hit, _ in parts for p in hit)
+        raise ConfigError(f"the rules between {swept} would check {n:,} combinations of their values; at most "
+                          f"{MAX_CHECKED:,} are checked: sweep fewer values of these axes together, or split the "
+                          "sweep", loc=("axes",))
+    for start in range(0, n, CHUNK):
+        index = np.arange(start, min(n, start + CHUNK))
+        size = len(index)
+        cols: dict[str, np.ndarray] = {}
+        for hit, columns in reversed(parts):  # mixed radix, the first factor slowest (as itertools.product)
+            m = len(columns[0])
+            for p, column in zip(hit, columns):
+                cols[p] = column[index % m]
+            index = index // m
+        for p in paths:
+            if p not in cols:
+                section, field = p.split(".", 1)
+                cols[p] = np.full(size, getattr(getattr(cfg, section), field), dtype=object)
+        yield cols
+
+
+def _hashable(values) -> list:
+    return [tuple(v) if isinstance(v, list) else v for v in values]
 
 
 def _objects(values) -> np.ndarray:
@@ -45,12 +69,7 @@ def check_points(cfg: SweepConfig) -> None:
 
     Checked on the combinations of just the fields involved, so a 10⁸-point sweep costs nothing here.
     """
-    c = _combos(cfg, ["model.num_experts_per_tok", "model.num_experts"])
-    k, e = c["model.num_experts_per_tok"].astype(float), c["model.num_experts"].astype(float)
-    if np.any(k > e):
-        i = int(np.argmax(k > e))
-        key = "model.num_experts_per_tok" if "model.num_experts_per_tok" in cfg.axis_names() else "model.num_experts"
-        raise ConfigError(f"top-k exceeds the number of experts (k={int(k[i])}, E={int(e[i])})", loc=("axes", key))
+    _check_model_rules(cfg)
     _check_tp(cfg)
     _check_token_count(cfg)
     _check_skew(cfg)
@@ -62,6 +81,24 @@ def check_points(cfg: SweepConfig) -> None:
     values = {p: list(v) for f in cfg.factors() for p, v in f.items()}
     for path in cfg.pareto.group_by or []:
         _swept(path, values, ("pareto", "group_by", path))
+
+
+def _check_model_rules(cfg: SweepConfig) -> None:
+    """The model spec's own consistency rules (specs/rules.py) on every combination of swept model values: a
+    long axis is typed at its extremes only and two axes may clash only together."""
+    swept = cfg.axis_names()
+    for rule in MODEL_RULES:
+        paths = [f"model.{f}" for f in rule.fields]
+        if not any(p in swept for p in paths) and "model" not in swept:
+            continue  # the base model met it when it was built
+        blame = next((p for p in [f"model.{rule.blame}", *paths] if p in swept), "model" if "model" in swept
+                     else f"model.{rule.blame}")
+        for c in _field_values(cfg, paths):
+            bad = np.asarray(rule.bad(*(c[p].astype(float) for p in paths)), dtype=bool)
+            if np.any(bad):
+                i = int(np.argmax(bad))
+                loc = ("axes", blame) if blame in swept else tuple(blame.split("."))
+                raise ConfigError(rule.message(*(c[p][i] for p in paths)), loc=loc)
 
 
 def _check_compare(cfg: SweepConfig) -> None:
@@ -104,7 +141,7 @@ def _check_token_count(cfg: SweepConfig) -> None:
 
 LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.weight_source", "hardware.topology",
                  "mapping.tp", "mapping.strategy", "mapping.ftd", "workload.mode", "workload.G",
-                 "workload.tokens_per_device")
+                 "workload.tokens_per_device", "mapping.placement")
 
 
 def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
@@ -124,11 +161,15 @@ def _check_tp(cfg: SweepConfig) -> None:
     """TP must divide the nodes (HER: the dies of one wafer); on a weight-streaming wafer it must span them all:
     the model runs one attention group there (no node-to-node phases), so smaller groups would multiply tokens
     for free. Decode by tokens per device needs B = tokens_per_device·tp/G to be a whole number of sequences."""
-    c = _layout(cfg)
-    wafers = np.array([np.prod(w) for w in c["hardware.wafers"]], dtype=float)
+    for c in _layout(cfg):
+        _check_tp_chunk(cfg, c)
+
+
+def _check_tp_chunk(cfg: SweepConfig, c: dict) -> None:
+    wafers = _products(c["hardware.wafers"])
     per_wafer = c["hardware.rows"].astype(float) * c["hardware.cols"].astype(float)
     nodes = per_wafer * wafers
-    tp = np.array([np.nan if v is None else v for v in c["mapping.tp"]], dtype=float)
+    tp = _num(c["mapping.tp"])
     given = ~np.isnan(tp)
     tp_ = np.where(given, tp, nodes)
     her = c["mapping.strategy"] == "her"
@@ -137,13 +178,20 @@ def _check_tp(cfg: SweepConfig) -> None:
           lambda i: f"mapping.tp = {int(tp[i])} does not divide the {int(span[i])} "
                     + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
     _check_ftd(cfg, c, tp_, span, her)
+    _check_explicit(cfg, c, tp_, nodes)
+    wr, wc = _products(c["hardware.wafers"], 0), _products(c["hardware.wafers"], 1)
+    grid = np.maximum(c["hardware.rows"].astype(float) * wr, c["hardware.cols"].astype(float) * wc)
+    _fail(cfg, (c["hardware.topology"] == "mesh") & (grid > MAX_GRID_SIDE),
+          "hardware.wafers" if "hardware.wafers" in cfg.axis_names() else "hardware.rows",
+          lambda i: f"a mesh of {int(c['hardware.rows'][i] * wr[i])}×{int(c['hardware.cols'][i] * wc[i])} dies: at most "
+                    f"{MAX_GRID_SIDE} a side is modelled (the mesh engine's work grows with the square of the dies)")
     streamed = c["hardware.weight_source"] == "streamed"
     _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
           lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
     _fail(cfg, streamed & given & (tp != nodes), "mapping.tp",
           lambda i: f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
                     f"over all {int(nodes[i])} nodes; leave tp unset")
-    per_device = np.array([np.nan if v is None else v for v in c["workload.tokens_per_device"]], dtype=float)
+    per_device = _num(c["workload.tokens_per_device"])
     by_device = ~np.isnan(per_device)
     if not by_device.any():
         return
@@ -158,12 +206,30 @@ def _check_tp(cfg: SweepConfig) -> None:
                     "(B must be whole sequences)")
 
 
+def _check_explicit(cfg: SweepConfig, c: dict, tp: np.ndarray, nodes: np.ndarray) -> None:
+    """strategy explicit: mapping.placement gives every node of the system its group id, each of the nodes/tp
+    groups 0 … nodes/tp − 1 taking exactly tp nodes."""
+    loc = ("axes", "mapping.placement") if "mapping.placement" in cfg.axis_names() else ("mapping", "placement")
+    for i in np.flatnonzero(c["mapping.strategy"] == "explicit"):
+        ids, n, size = c["mapping.placement"][i], int(nodes[i]), int(tp[i])
+        if ids is None:
+            raise ConfigError(f"strategy explicit needs mapping.placement: the group id of each of the {n} nodes",
+                              loc=loc)
+        if len(ids) != n:
+            raise ConfigError(f"mapping.placement has {len(ids):,} group ids; strategy explicit needs one per node: "
+                              f"{n}", loc=loc)
+        counts = np.bincount(np.asarray(ids, dtype=np.int64), minlength=n // size)
+        if len(counts) > n // size or np.any(counts != size):
+            raise ConfigError(f"mapping.placement must use each group id 0…{n // size - 1} exactly tp = {size} "
+                              "times", loc=loc)
+
+
 def _check_ftd(cfg: SweepConfig, c: dict, tp: np.ndarray, span: np.ndarray, her: np.ndarray) -> None:
     """An explicit FTD tile (fr, fc) must hold one member of every group: fr·fc = groups (HER: per wafer), fr
     dividing the rows and fc the columns it tiles."""
-    for i, ftd in enumerate(c["mapping.ftd"]):
-        if ftd is None or c["mapping.strategy"][i] not in ("er", "her"):
-            continue
+    tiled = ~np.equal(c["mapping.ftd"], None) & np.isin(c["mapping.strategy"].astype(str), ("er", "her"))
+    for i in np.flatnonzero(tiled):  # explicit tiles only (few distinct ones)
+        ftd = c["mapping.ftd"][i]
         wr, wc = (1, 1) if her[i] else tuple(c["hardware.wafers"][i])
         rows, cols = int(c["hardware.rows"][i]) * wr, int(c["hardware.cols"][i]) * wc
         groups = int(span[i] // tp[i])
@@ -182,8 +248,12 @@ def _check_prompt(cfg: SweepConfig) -> None:
     """A prompt length (for ttft_s) belongs to decode, and the decode context (seq_len) holds the prompt."""
     if cfg.workload.prompt_len is None and "workload.prompt_len" not in cfg.axis_names():
         return
-    c = _field_values(cfg, PROMPT_FIELDS)
-    prompt = np.array([np.nan if v is None else v for v in c["workload.prompt_len"]], dtype=float)
+    for c in _field_values(cfg, PROMPT_FIELDS):
+        _check_prompt_chunk(cfg, c)
+
+
+def _check_prompt_chunk(cfg: SweepConfig, c: dict) -> None:
+    prompt = _num(c["workload.prompt_len"])
     given = ~np.isnan(prompt)
     _fail(cfg, given & (c["workload.mode"] != "decode"), "workload.prompt_len",
           lambda i: f"prompt_len sets the prompt behind a decode point's ttft_s; in {c['workload.mode'][i]} mode "
@@ -201,7 +271,11 @@ SRAM_FIELDS = ("hardware.weight_source", "workload.mode", "workload.draft_tokens
 def _check_sram(cfg: SweepConfig) -> None:
     """SRAM serving is inference on a PE fabric: no training, no batch tiling, TP groups or expert replicas (its
     layout is its own); speculative decoding is modelled there only."""
-    c = _field_values(cfg, SRAM_FIELDS)
+    for c in _field_values(cfg, SRAM_FIELDS):
+        _check_sram_chunk(cfg, c)
+
+
+def _check_sram_chunk(cfg: SweepConfig, c: dict) -> None:
     sram = c["hardware.weight_source"] == "sram"
     _fail(cfg, sram & (c["workload.mode"] == "train"), "workload.mode",
           lambda i: "weight_source: sram serves inference (decode or prefill); training streams its weights "
@@ -225,7 +299,11 @@ def _check_pe_fabric(cfg: SweepConfig) -> None:
     """A weight-streaming wafer at PE level is one attention group over the fabric with one region per expert: no TP
     groups, no expert replicas; and its edge and regions terms are the weights and compute terms seen at PE level,
     which bound a stage but never add to it (overlap none would add them)."""
-    c = _field_values(cfg, PE_FABRIC_FIELDS)
+    for c in _field_values(cfg, PE_FABRIC_FIELDS):
+        _check_pe_fabric_chunk(cfg, c)
+
+
+def _check_pe_fabric_chunk(cfg: SweepConfig, c: dict) -> None:
     on = c["hardware.pe_fabric"].astype(bool)
     _fail(cfg, on & (c["workload.overlap"] == "none"), "workload.overlap",
           lambda i: "overlap none with hardware.pe_fabric would add the edge and regions terms to the weights and "
@@ -237,7 +315,7 @@ def _check_pe_fabric(cfg: SweepConfig) -> None:
 def _pe_level(cfg: SweepConfig, c: dict, on: np.ndarray, attention: str, replicas: str) -> None:
     """The rule both PE-level modes share: node-level TP groups and expert replicas do not apply where `on`;
     `attention` says where attention runs instead, `replicas` where replicas are not modelled."""
-    _fail(cfg, on & np.array([v is not None for v in c["mapping.tp"]]), "mapping.tp",
+    _fail(cfg, on & ~np.equal(c["mapping.tp"], None), "mapping.tp",
           lambda i: f"mapping.tp applies to node-level models; {attention}")
     _fail(cfg, on & (c["balance.balancer"] != "none"), "balance.balancer",
           lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled {replicas}")
@@ -247,43 +325,71 @@ SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "b
                "model.num_experts", "hardware.rows", "hardware.cols", "hardware.wafers")
 
 
-def _field_values(cfg: SweepConfig, paths) -> dict[str, np.ndarray]:
-    """Every combination the sweep takes of `paths`, with hardware and model preset axes resolved to fields."""
+def _field_values(cfg: SweepConfig, paths):
+    """Every combination the sweep takes of `paths`, with hardware and model preset axes resolved to fields, in
+    chunks (dicts of equal-length object columns)."""
     presets = [k for k in ("hardware", "model") if k in cfg.axis_names()]
-    c = _combos(cfg, [*(p for p in paths if p in cfg.axis_names()), *presets])
-    n = len(next(iter(c.values()))) if c else 1
-    out = {}
-    for path in paths:
-        section, name = path.split(".", 1)
-        if path in c:
-            out[path] = c[path]
-        elif section in presets:
-            default = type(getattr(cfg, section)).model_fields[name].default
-            out[path] = _objects([cfg.presets[v].get(name, default) for v in c[section]])
-        else:
-            out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
-    return out
+    for c in _combos(cfg, [*(p for p in paths if p in cfg.axis_names()), *presets]):
+        n = len(next(iter(c.values()))) if c else 1
+        out = {}
+        for path in paths:
+            section, name = path.split(".", 1)
+            if path in c:
+                out[path] = c[path]
+            elif section in presets:  # looked up once per preset name, spread by index
+                default = type(getattr(cfg, section)).model_fields[name].default
+                names, where = np.unique(c[section].astype(str), return_inverse=True)
+                out[path] = _objects([cfg.presets[v].get(name, default) for v in names])[where.ravel()]
+            else:
+                out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
+        yield out
+
+
+def _num(column: np.ndarray) -> np.ndarray:
+    """An object column as floats, None as NaN (no per-value Python loop)."""
+    none = np.equal(column, None)
+    return np.where(none, np.nan, np.where(none, 0, column)).astype(float)
+
+
+def _products(column: np.ndarray, item: int | None = None) -> np.ndarray:
+    """The product of each tuple of an object column (wafers [Wr, Wc]), or its `item`, once per distinct tuple."""
+    table = {w: float(np.prod(w) if item is None else w[item]) for w in set(column.tolist())}
+    return np.fromiter((table[w] for w in column.tolist()), dtype=float, count=len(column))
 
 
 def _check_skew(cfg: SweepConfig) -> None:
     """A skew target must be reachable by some Zipf exponent on its layout (the exponent is solved per point)."""
     if cfg.balance.skew_target is None and "balance.skew_target" not in cfg.axis_names():
         return
-    v = _field_values(cfg, SKEW_FIELDS)
-    seen = set()
-    for i in range(len(v["balance.seed"])):
-        target = v["balance.skew_target"][i]
-        if target is None or v["balance.distribution"][i] != "zipf":
+    seen: set = set()
+    for v in _field_values(cfg, SKEW_FIELDS):
+        on = ~np.equal(v["balance.skew_target"], None) & (v["balance.distribution"] == "zipf")
+        if not on.any():
             continue
-        nodes = int(v["hardware.rows"][i]) * int(v["hardware.cols"][i]) * int(np.prod(v["hardware.wafers"][i]))
-        devices = v["balance.skew_devices"][i] or nodes
-        key = (float(target), int(v["model.num_experts"][i]), int(devices), int(v["balance.seed"][i]))
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            calibrate_zipf(*key)
-        except ValueError as exc:
-            path = "balance.skew_devices" if v["balance.skew_devices"][i] else "balance.skew_target"
-            raise ConfigError(str(exc), loc=("axes", path) if path in cfg.axis_names() else tuple(path.split("."))) \
-                from None
+        nodes = v["hardware.rows"].astype(float) * v["hardware.cols"].astype(float) * _products(v["hardware.wafers"])
+        given = _num(v["balance.skew_devices"])
+        devices = np.where(np.isnan(given) | (given == 0), nodes, given)
+        keys = zip(_num(v["balance.skew_target"])[on].tolist(), v["model.num_experts"][on].astype(int).tolist(),
+                   devices[on].astype(int).tolist(), v["balance.seed"][on].astype(int).tolist(),
+                   ~np.isnan(given[on]) & (given[on] != 0))
+        for target, experts, n, seed, by_devices in keys:
+            if (target, experts, n, seed) in seen:
+                continue
+            seen.add((target, experts, n, seed))
+            # reachable when the target lies between the exponents' ends (uniform load is the same for every seed)
+            if _zipf_end(0.0, experts, n, 0) <= target <= _zipf_end(SKEW_HI, experts, n, seed):
+                continue
+            path = "balance.skew_devices" if by_devices else "balance.skew_target"
+            try:
+                calibrate_zipf(target, experts, n, seed, SKEW_HI)
+            except ValueError as exc:
+                raise ConfigError(str(exc), loc=("axes", path) if path in cfg.axis_names()
+                                  else tuple(path.split("."))) from None
+
+
+SKEW_HI = 64.0  # the largest Zipf exponent the skew calibration tries (calibrate_zipf's own default)
+
+
+@functools.lru_cache(maxsize=4096)
+def _zipf_end(s: float, experts: int, devices: int, seed: int) -> float:
+    return zipf_imbalance(s, experts, devices, seed)

@@ -38,3 +38,27 @@ def read_text(path, limit: int, what: str = "file", loc_prefix=()) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {what}: not UTF-8 text", loc=loc) from None
+
+
+MAX_INT_DIGITS = 300  # digits of an integer literal: beyond 10**300 no bound of any field is near (floats end at 1.8e308)
+
+
+class HugeNumber:
+    """An integer literal too long to be any field's value (Python refuses to convert more than 4,300 digits; no
+    float holds 10**309): kept as this marker so the field it was given to reports it in its own one-line error
+    (pydantic: "Input should be a valid integer (got <integer of 5,000 digits>)"), never converted."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<integer of {self.digits:,} digits>"
+
+    __str__ = __repr__
+
+
+def parse_int(text: str):
+    """An integer literal (YAML or JSON) as an int, or a HugeNumber when it has more than MAX_INT_DIGITS digits
+    (counted before any conversion)."""
+    digits = len(text.lstrip("+-").replace("_", ""))
+    return HugeNumber(digits) if digits > MAX_INT_DIGITS else int(text)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
 from wsemoe.config import hf_fields, hf_layers, hf_moe
-from wsemoe.config.files import read_text
+from wsemoe.config.files import parse_int, read_text
 from wsemoe.specs.model import ModelSpec
 
 MAX_HF_BYTES = 4 * 2**20  # real config.json files are a few kB
@@ -248,7 +248,7 @@ def _load(source: Any) -> tuple[dict, str]:
     except ConfigError as exc:
         raise PresetError(exc.message, exc.loc) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=parse_int)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise PresetError(f"invalid JSON: {exc}", (where,)) from None
     if not isinstance(data, dict):

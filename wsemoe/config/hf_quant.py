@@ -14,7 +14,10 @@ import json
 import re
 from pathlib import Path
 
+from wsemoe.config.files import parse_int, read_text
 from wsemoe.errors import PresetError
+
+MAX_QUANT_BYTES = 2**20  # a ModelOpt hf_quant_config.json is a few hundred bytes
 
 # Module names an ignore pattern may use for the attention block and for the non-routed FFN weights.
 # An attention entry counts when it names the whole block (`self_attn`, `self_attn*`, `re:.*self_attn.*`) or a
@@ -94,8 +97,9 @@ def _modelopt_file(folder: Path | None, where: str) -> dict | None:
     if path is None or not path.is_file():
         return None
     try:
-        q = json.loads(path.read_text())["quantization"]
-    except (OSError, ValueError, KeyError, TypeError):
+        # one reading rule for every JSON file a model brings: bounded size, huge integers caught by digits
+        q = json.loads(read_text(path, MAX_QUANT_BYTES, "hf_quant_config.json"), parse_int=parse_int)["quantization"]
+    except (ValueError, KeyError, TypeError):
         raise _fail(str(path), "quantization", "hf_quant_config.json without a readable 'quantization' mapping") from None
     algo, size = q.get("quant_algo"), q.get("group_size")
     if algo != "NVFP4" or size not in (None, 16):

@@ -43,11 +43,10 @@ def read_histogram(path, loc=("balance", "histogram")) -> list[float]:
     if experts.max() >= MAX_COUNT:
         raise ConfigError(f"expert id {experts.max()} is beyond the {MAX_COUNT:,} experts supported", loc=(*loc, str(p)))
     n = int(experts.max()) + 1
-    shares = np.zeros(n)
-    for layer in np.unique(layers):
-        sel = layers == layer
-        per = np.bincount(experts[sel], weights=values[sel], minlength=n)
-        if per.sum() <= 0:
-            raise ConfigError(f"layer {layer} has no tokens", loc=(*loc, str(p)))
-        shares += per / per.sum()
+    ids, where = np.unique(layers, return_inverse=True)  # each layer normalised at once (no loop over layers)
+    where = where.ravel()
+    totals = np.bincount(where, weights=values, minlength=len(ids))
+    if np.any(totals <= 0):
+        raise ConfigError(f"layer {ids[int(np.argmax(totals <= 0))]} has no tokens", loc=(*loc, str(p)))
+    shares = np.bincount(experts, weights=values / totals[where], minlength=n)
     return (shares / shares.sum()).tolist()

@@ -22,6 +22,7 @@ MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as we
 MAX_POPULATION = 100_000
 RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
 SERVING_OBJECTIVES = {"tokens_per_s_per_user": "max", "tokens_per_s": "max"}   # default of an all-SRAM-serving sweep
+MAX_DESCRIPTION = 20_000  # characters of a sweep's description (the manifest that records it holds at most this)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -89,7 +90,7 @@ class SweepConfig(Spec):
     """A validated sweep: base specs, axes (grid and zip), helpers, constraints, objectives, comparison."""
 
     name: str
-    description: str = ""
+    description: str = Field("", max_length=MAX_DESCRIPTION)
     hardware: HardwareSpec
     model: ModelSpec
     workload: WorkloadSpec = WorkloadSpec()
@@ -190,7 +191,7 @@ class RawSweep(Spec):
 
     output: Output = Output()
     name: str = "sweep"
-    description: str = ""
+    description: str = Field("", max_length=MAX_DESCRIPTION, description="what the sweep asks (shown in reports)")
     axes: Optional[dict[str, Any]] = None
     zip: Optional[list[dict[str, Any]]] = None
     sparsity: Optional[Sparsity] = None

@@ -25,6 +25,8 @@ def parse_sets(sets) -> dict:
             raise ConfigError("use --set section.field=value (e.g. workload.G=8) or --set model=<preset>",
                               loc=("--set", item))
         axes.check_path(path, ("--set", path))
+        if path in out:  # the last would win silently: which one was meant?
+            raise ConfigError("set twice; set each field once", loc=("--set", path))
         out[path] = yamlio.loads(text, source="--set")
     return out
 

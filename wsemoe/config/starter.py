@@ -116,7 +116,12 @@ def starter_text(name: str, hardware, model, mode: str = "train", base_dir: Path
         raise ConfigError(f"'{mode}' is not one of {', '.join(MODES)}", loc=("--mode",))
     base_dir = Path(base_dir or Path.cwd())
     hw_src, model_src = section_source("hardware", hardware, "--hardware"), section_source("model", model, "--model")
-    hw = load_config({"name": name, "hardware": hw_src, "model": model_src}).hardware
+    # The hardware is read in the mode asked for (a serving wafer refuses only training, and says so at --mode).
+    hw = load_config({"name": name, "hardware": hw_src, "model": model_src,
+                      "workload": {"mode": "decode" if mode == "train" else mode}}).hardware
+    if mode == "train" and hw.weight_source == "sram":
+        raise ConfigError("this hardware serves from SRAM (weight_source: sram): inference only; use --mode decode "
+                          "or --mode prefill", loc=("--mode",))
     text = "\n".join([_head(name, mode, file or f"{name}.yaml"), _section("hardware", hw_src, base_dir), _section("model", model_src, base_dir),
                       WORKLOAD[mode], _mapping(hw), _balance(), AXES_HEAD + AXES[mode] + _mapping_axes(hw),
                       GOALS[mode]])
@@ -148,7 +153,9 @@ def _section(kind: str, source, base_dir: Path) -> str:
 
 
 def _streamed(hw) -> bool:
-    return hw.weight_source == "streamed"
+    """One attention group over the wafer, no TP axis: a weight-streaming wafer, and a serving (SRAM) one, whose
+    layout is its own (mapping.pe_placement)."""
+    return hw.weight_source in ("streamed", "sram")
 
 
 def _mapping(hw) -> str:

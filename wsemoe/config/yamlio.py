@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from wsemoe.errors import ConfigError
-from wsemoe.config.files import read_text
+from wsemoe.config.files import MAX_INT_DIGITS, HugeNumber, read_text
 
 MAX_CONFIG_BYTES = 16 * 2**20  # a sweep config is hand-written: megabytes would be an accident
 
@@ -40,7 +40,16 @@ def _no_duplicates(loader, node, deep=False):
     return loader.construct_mapping(node, deep=deep)
 
 
+def _int(loader, node):
+    """YAML's int constructor, with a literal too long for any field kept as a HugeNumber (the field names it)."""
+    text = loader.construct_scalar(node)
+    if len(text) > MAX_INT_DIGITS:
+        return HugeNumber(len(text.lstrip("+-").replace("_", "")))
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 
 
 def loads(text: str, source: str = "<string>"):

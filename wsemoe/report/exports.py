@@ -25,6 +25,9 @@ PHASE_COLUMNS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch
                  "dense_allreduce": "dense_layer_allreduce_s"}
 PACKET_FLITS = 16
 TRACE_MAX_FLITS = 1 << 20   # the automatic flit size keeps every step's trace near this many flits
+TRACE_MAX_PACKETS = 1 << 22  # lines of one trace at most (~80 MB of text); counted before any line is made
+MAX_PACKET_FLITS = 1024      # BookSim's trace workload lists every packet size 1 … packet_flits
+MAX_FLIT_BYTES = 1 << 30
 TRACE_MAX_TRANSFERS = 1 << 22   # a step with more transfers gets no trace (its text alone would take gigabytes)
 
 
@@ -71,8 +74,10 @@ def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: in
                    force: bool = False) -> list[Path]:
     """Write every file of the export as the folder `folder`; an earlier export of another point (or another
     writer's output) there needs `force`, and anything wsemoe did not write is refused (`store/writer.py`)."""
-    if packet < 1 or (flit is not None and flit < 1):
-        raise ResultsError("flit bytes and packet flits must be at least 1", loc=("--flit-bytes",))
+    if not 1 <= packet <= MAX_PACKET_FLITS:
+        raise ResultsError(f"flits per packet must be 1 to {MAX_PACKET_FLITS:,}, got {packet:,}", loc=("--packet-flits",))
+    if flit is not None and not 1 <= flit <= MAX_FLIT_BYTES:
+        raise ResultsError(f"bytes per flit must be 1 to {MAX_FLIT_BYTES:,}, got {flit:,}", loc=("--flit-bytes",))
     key = f"{pt.name}, point {pt.point}"
     target = writer.check_folder(folder, "export", force, key)  # before any file is made
     names: list[str] = []
@@ -137,6 +142,12 @@ def _listed(st, tag: str, tables: dict, flit: int, packet: int, C: int) -> tuple
     meta = {"form": "transfers", "transfers": int(len(src)), "bytes": float(nbytes.sum()), "booksim_trace": None}
     if len(src) > TRACE_MAX_TRANSFERS:
         return {**meta, "note": f"{len(src):,} transfers: listed in transfers.csv, no trace"}, None
+    move = src != dst
+    flits = np.ceil(nbytes[move] / flit)
+    packets = float(np.ceil(flits / packet).sum())  # lines the trace would have, counted first
+    if packets > TRACE_MAX_PACKETS:
+        return {**meta, "note": f"{packets:,.0f} packets of {packet} flits of {flit} bytes: more than "
+                                f"{TRACE_MAX_PACKETS:,} lines, no trace (a larger --flit-bytes makes fewer)"}, None
     text, flits = trace_lines(src, dst, nbytes, flit, packet)
     name = f"booksim/{tag}.trace"
     return {**meta, "booksim_trace": name, "booksim_flits": flits, "booksim_packets": text.count("\n")}, (name, text)

@@ -63,6 +63,8 @@ def build(cls, data, loc=()):
         errors = exc.errors()
         # An unknown key (a typo) usually explains the other errors (the field it should have set is missing).
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        if err["type"] == "missing":  # a field derived from a bad one (node figures from hardware.pe) is missing
+            err = next((e for e in errors if e["type"] != "missing"), err)  # because of it: name the cause
         where = tuple(str(p) for p in err.get("loc", ()))
         if err["type"] == "extra_forbidden":
             key = where[-1] if where else "?"
@@ -95,6 +97,9 @@ MAX_COUNT = 2**20         # heads, experts, top-k, nodes per TP group
 MAX_LAYERS = 2**16
 MAX_VOCAB = 2**26
 MAX_MESH_SIDE = 1024      # node rows or columns of one wafer
+# Die rows or columns of a whole mesh (rows·Wr, cols·Wc): the mesh engine routes every node pair, ~N² work; measured
+# (`wsemoe eval`, 2 loaded cores, 2026-12): 64×64 in under 1 s, 128×128 in 7 s, 256×256 in 72 s (issue 30).
+MAX_GRID_SIDE = 128
 MAX_WAFERS_SIDE = 64      # wafers along one side of a multi-wafer system
 MAX_PIPELINE_WAFERS = 256  # systems of an SRAM-serving pipeline
 MAX_SEED = 2**32 - 1

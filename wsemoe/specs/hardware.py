@@ -9,8 +9,9 @@ import numpy as np
 
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.base import MAX_FIGURE, MAX_GRID_SIDE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
 from wsemoe.specs.energy import EnergyFields
+from wsemoe.specs.rules import PE_RULES, check
 
 
 class PEFacts(Spec):
@@ -36,6 +37,13 @@ class PEFacts(Spec):
     program_bytes_per_pe: Optional[float] = Field(None, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM a PE's program, runtime and routing state take; the rest holds weights, KV cache and buffers (SRAM serving); calibration")
     io_channels_per_edge: Optional[PositiveInt] = Field(None, le=2**20, description="host I/O channels meeting the fabric at routers of PEs on each of the west and east edges (each takes one wavelet per cycle into the fabric); weight streaming at PE level (pe_fabric) enters through them")
     mac_memory_operands: Optional[float] = Field(None, ge=0, le=16, allow_inf_nan=False, description="SRAM operands one vector MAC reads or writes (weight, accumulator in and out: 3), with which the PE's share of sram_bw_total_bytes_per_s bounds its MAC rate below fmac_width; unset or 0: the SIMD width alone (the pe_mac_rate reading)")
+
+    @model_validator(mode="after")
+    def _program_fits(self):
+        """A program needs PEs and SRAM left: margins inside the fabric, the program smaller than a PE's SRAM
+        (else the free space every SRAM constraint divides by is zero or negative)."""
+        check(self, PE_RULES)
+        return self
 
 
 def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
@@ -207,6 +215,11 @@ class HardwareSpec(EnergyFields, Spec):
             if self.scale_up_size is not None and self.scale_up_size < self.nodes and self.scale_out_bw_bytes_per_s is None:
                 raise ValueError("scale_up_size splits the devices into domains: scale_out_bw_bytes_per_s is required")
         else:
+            side = max(self.rows * self.wafers[0], self.cols * self.wafers[1])
+            if side > MAX_GRID_SIDE:
+                raise ValueError(f"a mesh of {self.rows * self.wafers[0]}×{self.cols * self.wafers[1]} dies (rows·wafers, "
+                                 f"cols·wafers): at most {MAX_GRID_SIDE} a side is modelled (the mesh engine's work "
+                                 "grows with the square of the dies)")
             for name in ("scale_up_size", "scale_out_bw_bytes_per_s", "scale_out_latency_s"):
                 if getattr(self, name) is not None:
                     raise ValueError(f"{name} applies to a switch topology, not to a mesh")

@@ -8,6 +8,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_COUNT, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Spec
 from wsemoe.specs.layers import LayerPattern
+from wsemoe.specs.rules import MODEL_RULES, check
 
 
 class ModelSpec(Spec):
@@ -55,6 +56,7 @@ class ModelSpec(Spec):
     @model_validator(mode="after")
     def _consistent(self):
         """Reject shapes that cannot exist (the errors name the field)."""
+        check(self, MODEL_RULES)  # the rules sweep axes meet too (specs/rules.py)
         if self.num_experts_per_tok > self.num_experts:
             raise ValueError(f"num_experts_per_tok ({self.num_experts_per_tok}) exceeds num_experts ({self.num_experts})")
         if self.first_k_dense_replace > self.num_hidden_layers:

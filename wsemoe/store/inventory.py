@@ -81,7 +81,8 @@ def _status(path: Path, man: dict) -> str:
     if not Path(source).is_file():
         return f"config file gone ({source})"
     try:
-        changed = load_config(source).config_hash() != man.get("config_hash")
+        # Its hash only: the cross-field rules over its combinations are the run's to check, not a listing's.
+        changed = load_config(source, checked=False).config_hash() != man.get("config_hash")
     except WsemoeError as exc:
         return f"config no longer valid: {exc.line()}"
     return f"config changed: re-run `wsemoe sweep {source}`" if changed else "up to date"

@@ -51,8 +51,21 @@ class Ledger:
         return json.dumps(body, indent=1).encode()
 
 
+def _file_name(name) -> bool:
+    """A name the file system can hold as one entry of a folder: text of 1-255 characters, no '/' and no NUL, not
+    '.', '..' or the ledger itself, and encodable (a lone surrogate from JSON's \\ud800 is not)."""
+    if not (isinstance(name, str) and 0 < len(name) <= 255 and "/" not in name and "\x00" not in name
+            and name not in (".", "..", NAME)):
+        return False
+    try:
+        os.fsencode(name)
+    except UnicodeError:
+        return False
+    return True
+
+
 def _valid_entry(name, e) -> bool:
-    if not (isinstance(name, str) and 0 < len(name) <= 255 and "/" not in name and name not in (".", "..", NAME)):
+    if not _file_name(name):
         return False
     if not isinstance(e, dict) or e.get("kind") not in KINDS or not _WORD.match(str(e.get("writer", ""))):
         return False

@@ -19,7 +19,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from wsemoe.config.schema import NAME_RE
+from wsemoe.config.schema import MAX_DESCRIPTION, NAME_RE
 from wsemoe.errors import ResultsError, os_error
 
 FORMAT = "wsemoe-results/2"
@@ -113,7 +113,7 @@ class Manifest(Strict):
     version: Short
     dependencies: dict[Short, Optional[Short]] = Field(max_length=100)
     name: str = Field(pattern=NAME_RE.pattern)
-    description: Annotated[str, Field(max_length=20_000)] = ""
+    description: Annotated[str, Field(max_length=MAX_DESCRIPTION)] = ""
     config_hash: str = Field(pattern=HEX16)
     source: Optional[Annotated[str, Field(max_length=4096)]] = None
     points: Count

@@ -272,8 +272,17 @@ class PartialRun:
                 for f in os.scandir(folder):
                     os.unlink(f.path)
                 os.rmdir(folder)
+            mark = (self.path / MARKER).read_bytes()
             os.unlink(self.path / MARKER)
-            swap_in(self.path, self.target, "sweep", force, key=name)
+            try:
+                swap_in(self.path, self.target, "sweep", force, key=name)
+            except BaseException:
+                # Not swapped in (a busy mount point, Ctrl-C): the folder is marked ours again, so `ls --clean`
+                # removes it and the next run (`--resume`) takes it up instead of finding it in its way for good.
+                if os.path.isdir(self.path) and not os.path.lexists(self.path / MARKER):
+                    with contextlib.suppress(OSError):
+                        atomic_bytes(self.path / MARKER, mark, durable=False)
+                raise
         return written
 
     def has_parts(self) -> bool:

@@ -153,7 +153,9 @@ def column_kinds(path, manifest: dict) -> dict[str, str]:
     if not parts:
         return {c: "number" for c in manifest.get("columns", {})}
     try:
-        schema = pq.read_schema(Path(path) / "points.parquet" / parts[0]["file"])
+        schema = pq.read_schema(pa.BufferReader(_part_bytes(Path(path), parts[0], manifest)))
+    except ResultsError:
+        raise
     except Exception as exc:  # pyarrow raises several types for damaged files
         raise ResultsError(f"cannot read points.parquet: {type(exc).__name__}", loc=(str(path),)) from None
     kinds = {}
@@ -165,19 +167,46 @@ def column_kinds(path, manifest: dict) -> dict[str, str]:
     return kinds
 
 
-def _read(path: Path, columns) -> pd.DataFrame:
-    """A parquet file or folder as pandas reads it (index and categoricals from its pandas metadata), through
-    pyarrow directly: the same frame as `pandas.read_parquet`, without its dataset layer (faster; measured by
-    bench/bench_daily.py)."""
+def _read(path: Path, columns, manifest: dict) -> pd.DataFrame:
+    """Every part of points.parquet/ in point order, as pandas reads it (index and
+    categoricals from its pandas metadata), parsed from the very bytes that were verified (store/verified.py):
+    the same frame as `pandas.read_parquet`, without its dataset layer."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.read_table(path, columns=columns, use_pandas_metadata=True).to_pandas()
+    folder = path.parent
+    parts = sorted(manifest["parts"], key=lambda p: p["start"])
+    tables = [pq.read_table(pa.BufferReader(_part_bytes(folder, p, manifest)), columns=columns, use_pandas_metadata=True)
+              for p in parts]
+    if not tables:
+        return pq.read_table(path, columns=columns, use_pandas_metadata=True).to_pandas()
+    return pa.concat_tables(tables).to_pandas()
+
+
+def _part_bytes(folder: Path, part: dict, manifest: dict) -> bytes:
+    """A part's bytes as verified against the manifest (read once: verified and parsed from the same bytes)."""
+    try:
+        return verified.read(folder, f"points.parquet/{part['file']}", part["bytes"], part["sha256"])
+    except verified.Unverified as exc:
+        raise ResultsError(f"{exc}; recompute it with {sweep_hint(manifest)}", loc=(str(folder),)) from None
+    except OSError as exc:
+        raise os_error(exc, folder, "read the results") from None
+
+
+def _part_frame(folder: Path, part: dict, manifest: dict, columns) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = _part_bytes(folder, part, manifest)
+    return pq.read_table(pa.BufferReader(data), columns=columns, use_pandas_metadata=True).to_pandas()
 
 
 def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.DataFrame:
     """points.parquet of a verified folder (only `columns` when given), indexed by point."""
     try:
-        points = _read(Path(path) / "points.parquet", columns)
+        points = _read(Path(path) / "points.parquet", columns, manifest)
+    except ResultsError:
+        raise
     except Exception as exc:  # pyarrow/pandas raise many types for damaged files
         raise ResultsError(f"cannot read points.parquet: {type(exc).__name__}", loc=(str(path),)) from None
     if len(points) != manifest["points"]:
@@ -189,6 +218,7 @@ def read_points(path, manifest: dict, columns: list[str] | None = None) -> pd.Da
 def read_rows(path, manifest: dict, index, columns: list[str] | None = None) -> pd.DataFrame:
     """The rows of points `index` (point numbers) of a verified folder, reading only the parts that hold
     them: a figure that needs some columns of a few points does not read those columns for every point."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     index = np.array(sorted({int(i) for i in index}), dtype=np.int64)
@@ -198,9 +228,11 @@ def read_rows(path, manifest: dict, index, columns: list[str] | None = None) -> 
         if len(here):
             try:
                 # The rows are picked before pandas sees them: converting a whole part costs more than reading it.
-                table = pq.read_table(Path(path) / "points.parquet" / p["file"], columns=columns,
+                table = pq.read_table(pa.BufferReader(_part_bytes(Path(path), p, manifest)), columns=columns,
                                       use_pandas_metadata=True)
                 df = table.filter(np.isin(table.column("point").to_numpy(), here)).to_pandas()
+            except ResultsError:
+                raise
             except Exception as exc:  # pyarrow/pandas raise many types for damaged files
                 raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
             frames.append(df.loc[here])
@@ -210,10 +242,11 @@ def read_rows(path, manifest: dict, index, columns: list[str] | None = None) -> 
 def iter_parts(path, manifest: dict, columns: list[str] | None = None):
     """The points of a verified folder part by part, in point order (only `columns` when given): memory
     stays at one part whatever the sweep's size."""
-    folder = Path(path) / "points.parquet"
     for p in sorted(manifest["parts"], key=lambda p: p["start"]):
         try:
-            df = _read(folder / p["file"], columns)
+            df = _part_frame(Path(path), p, manifest, columns)
+        except ResultsError:
+            raise
         except Exception as exc:  # pyarrow/pandas raise many types for damaged files
             raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
         if len(df) != p["rows"]:
@@ -222,16 +255,33 @@ def iter_parts(path, manifest: dict, columns: list[str] | None = None):
         yield df
 
 
-def read_pareto(path) -> pd.DataFrame:
-    """pareto.csv of a results folder, indexed by point."""
+def read_pareto(path, manifest: dict | None = None) -> pd.DataFrame:
+    """pareto.csv of a results folder, indexed by point (the verified bytes when `manifest` records it)."""
+    return read_csv(path, "pareto.csv", manifest, index_col=0)
+
+
+def read_csv(path, name: str, manifest: dict | None = None, **options) -> pd.DataFrame:
+    """A CSV file of a results folder, parsed from the bytes verified against the manifest's record of it (read
+    once: a file swapped after `verify` is refused, never shown); a file the manifest does not record (older
+    folders) is read as it is."""
+    import io
+
+    record = (manifest or {}).get("files", {}).get(name)
     try:
-        return pd.read_csv(Path(path) / "pareto.csv", index_col=0)
+        if record is not None:
+            data = verified.read(Path(path), name, record["bytes"], record["sha256"])
+            return pd.read_csv(io.BytesIO(data), **options)
+        return pd.read_csv(Path(path) / name, **options)
+    except verified.Unverified as exc:
+        raise ResultsError(f"{exc}; re-run the sweep", loc=(str(path),)) from None
+    except OSError as exc:
+        raise os_error(exc, Path(path) / name, f"read {name}") from None
     except Exception as exc:  # pandas raises many types for damaged files
-        raise ResultsError(f"cannot read pareto.csv: {type(exc).__name__}", loc=(str(path),)) from None
+        raise ResultsError(f"cannot read {name}: {type(exc).__name__}", loc=(str(path),)) from None
 
 
 def load_results(path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """(manifest, points, pareto) of a complete results folder; a clear error otherwise."""
     path = Path(path)
     man = load_manifest(path)
-    return man, read_points(path, man), read_pareto(path)
+    return man, read_points(path, man), read_pareto(path, man)

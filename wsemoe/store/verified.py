@@ -6,7 +6,9 @@ seconds, so a match is remembered in a per-user cache (`$WSEMOE_CACHE_DIR`, else
 cache is untrusted too: an entry counts only for the same folder path, the same checksum, and a file
 with the same device, inode, size, modification and status-change times (st_ctime moves on any
 write, even one that restores the modification time), so any change is hashed again. A cache that
-cannot be read or written only costs the hashing.
+cannot be read or written only costs the hashing, and so does one not owned by the current user alone (an
+entry, its folder or the folder above writable by another user is never trusted). Readers parse the bytes
+they verified (`read`): one handle, hashed or identical to the cached state while it was read.
 """
 
 from __future__ import annotations
@@ -37,15 +39,30 @@ def _cache_file(folder: Path) -> Path | None:
     return root / "verified" / f"{key}.json"
 
 
+def _ours(st: os.stat_result) -> bool:
+    """Owned by this user and writable by no one else: what a cache entry or its folder must be to be trusted
+    (another user of a shared cache folder could otherwise vouch for any bytes)."""
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _trusted_dir(path: Path) -> bool:
+    """The cache's `verified` folder and the folder holding it are real folders that are ours alone."""
+    try:
+        return all(stat.S_ISDIR(st.st_mode) and _ours(st) for st in (os.lstat(path), os.lstat(path.parent)))
+    except OSError:
+        return False
+
+
 def _load(path: Path | None, folder: Path) -> dict:
-    if path is None:
+    if path is None or not _trusted_dir(path.parent):
         return {}
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return {}
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _ours(st):
             return {}
         data = os.read(fd, MAX_CACHE + 1)
     except OSError:
@@ -68,6 +85,8 @@ def _save(path: Path | None, folder: Path, files: dict) -> None:
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not _trusted_dir(path.parent):
+            return  # a folder others can write to: entries there would not be trusted, so none are written
         atomic_bytes(path, json.dumps({"folder": os.path.realpath(folder), "files": files}).encode(), durable=False)
     except OSError:
         pass  # a cache we cannot write only costs hashing next time
@@ -105,3 +124,36 @@ def mismatches(folder, items, first_only: bool = True) -> list[tuple[str, str]]:
     if changed:
         _save(cache_path, folder, cache)
     return bad
+
+
+class Unverified(ValueError):
+    """A file's bytes are not the ones its record verifies (the message says how)."""
+
+
+def read(folder, name: str, size: int, sha: str) -> bytes:
+    """The bytes of `folder`/`name` that were verified: read once through one handle (no symbolic link followed),
+    trusted without hashing only when that handle's file is the one the cache verified and did not change while
+    it was read, else hashed as read. A file swapped or rewritten between a reader's verify and its read can
+    therefore never be parsed in place of the verified one. Raises Unverified when the bytes do not match;
+    OSErrors propagate."""
+    folder = Path(folder)
+    fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise Unverified(f"{name} is not a regular file")
+        if before.st_size != size:
+            raise Unverified(f"{name} has {before.st_size:,} bytes, the manifest says {size:,}")
+        chunks, left = [], size + 1
+        while left > 0 and (block := os.read(fd, min(left, 4 << 20))):
+            chunks.append(block)
+            left -= len(block)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    cache_path = _cache_file(folder)
+    known = _load(cache_path, folder).get(name) == [*_key(before), sha] and _key(after) == _key(before)
+    if len(data) != size or not (known or hashlib.sha256(data).hexdigest() == sha):
+        raise Unverified(f"{name} does not match its checksum (changed since the sweep wrote it)")
+    return data

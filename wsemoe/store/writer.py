@@ -21,13 +21,14 @@ Every refusal and every OS failure is one line naming the path; what was there b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
 import stat
 from pathlib import Path
 
-from wsemoe.errors import ResultsError, os_error
+from wsemoe.errors import ResultsError, WsemoeError, os_error
 from wsemoe.store import ledger
 from wsemoe.store.atomic import MAX_NAME, atomic_bytes, fsync_folder, os_errors
 from wsemoe.store.ownership import (PARTIAL_MARKER, RESULTS_SLOTS, WRITERS, check_replaceable, command, is_results,
@@ -275,24 +276,55 @@ def write_folder(path, files: dict, writer: str, force: bool = False, key: str |
     """Write {name: bytes} as the folder `path` (built beside it, then swapped in), with its ledger."""
     p = check_folder(path, writer, force, key)
     ensure_parent(p)
-    new = None
-    with os_errors(p, f"write the {WRITERS[writer][1]}"):
-        try:
-            new = new_folder(p)
-            fill_folder(new, files, writer, key)
-            with ledger.locked(p.parent):
-                swap_in(new, p, writer, force, key)
-        except BaseException:
-            if new is not None and new.exists():
-                remove_tree(new)
-            raise
+    new, made = None, []
+    with os_errors(p, f"write the {WRITERS[writer][1]}"), _discarded_on_failure(p, writer, lambda: new, made):
+        new = new_folder(p)
+        fill_folder(new, files, writer, key, made=made)
+        with ledger.locked(p.parent):
+            swap_in(new, p, writer, force, key)
     return p
 
 
-def fill_folder(folder: Path, files, writer: str, key: str | None = None, owner: bool = True) -> None:
+@contextlib.contextmanager
+def _discarded_on_failure(target: Path, writer: str, build, made: list):
+    """On any failure inside (an OSError, the file-size limit, Ctrl-C), remove the build folder `build()` beside
+    `target`: what this writer made in it, newest first, then the folder. When something stays (a file someone
+    else put there), the error says so and where, instead of implying nothing was left."""
+    try:
+        yield
+    except BaseException as exc:
+        new = build()
+        if new is None or discard(new, made):
+            raise
+        left = f"; its unfinished copy {new.name} could not be removed (remove it by hand)"
+        if isinstance(exc, OSError):
+            raise os_error(exc, target, f"write the {WRITERS[writer][1]}{left}") from None
+        if isinstance(exc, WsemoeError):
+            raise type(exc)(exc.message + left, exc.loc) from None
+        raise
+
+
+def discard(folder: Path, made: list) -> bool:
+    """Remove what a writer made in its build folder (files and subfolders it listed in `made`, newest first),
+    then the folder; True when the folder is gone. Nothing it did not make is touched."""
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+    return not os.path.lexists(folder)
+
+
+def fill_folder(folder: Path, files, writer: str, key: str | None = None, owner: bool = True,
+                made: list | None = None) -> None:
     """Write files into a folder wsemoe is building, then its ledger (owned by `writer`, for `key`). `files` is
     {name: bytes} or (name, bytes) pairs made one at a time (a large export is never held whole); a name
-    'sub/file' goes into a subfolder made here, with a ledger of its own."""
+    'sub/file' goes into a subfolder made here, with a ledger of its own. Each file and subfolder made is appended
+    to `made` as soon as it exists (what `discard` removes when the writing fails)."""
+    made = [] if made is None else made
     ledgers: dict = {}
 
     def ledger_of(rel: tuple) -> ledger.Ledger:
@@ -300,6 +332,7 @@ def fill_folder(folder: Path, files, writer: str, key: str | None = None, owner:
             if rel:
                 ledger_of(rel[:-1]).record(rel[-1], "folder", writer)
                 os.mkdir(folder.joinpath(*rel), 0o755)
+                made.append(folder.joinpath(*rel))
             ledgers[rel] = ledger.read(folder.joinpath(*rel))
             if owner or rel:
                 ledgers[rel].owner = {"writer": writer, "key": key}
@@ -310,9 +343,11 @@ def fill_folder(folder: Path, files, writer: str, key: str | None = None, owner:
         *sub, base = name.split("/")
         data = data.encode() if isinstance(data, str) else data
         led = ledger_of(tuple(sub))  # (makes the subfolder)
+        made.append(folder.joinpath(*sub, base))  # listed first: a failed write leaves no file, an interrupted rename one
         atomic_bytes(folder.joinpath(*sub, base), data)
         led.record_file(base, writer, hashlib.sha256(data).hexdigest(), len(data))
     for rel, led in ledgers.items():
+        made.append(folder.joinpath(*rel, ledger.NAME))
         atomic_bytes(folder.joinpath(*rel, ledger.NAME), led.to_bytes())
 
 
@@ -337,8 +372,10 @@ def make_folder(path, writer: str, create: bool = True) -> Path:
         if not create:
             return p
         ensure_parent(p)
-        new = new_folder(p)
-        fill_folder(new, {}, writer)
-        with ledger.locked(p.parent):
-            swap_in(new, p, writer)
+        new, made = None, []
+        with _discarded_on_failure(p, writer, lambda: new, made):
+            new = new_folder(p)
+            fill_folder(new, {}, writer, made=made)
+            with ledger.locked(p.parent):
+                swap_in(new, p, writer)
     return p

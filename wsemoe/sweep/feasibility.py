@@ -74,6 +74,11 @@ def reasons(worst: np.ndarray, which: np.ndarray, gcols: list[str], bounds: dict
     texts: list[str] = []
     for j, col in enumerate(gcols):
         rows = np.flatnonzero(~feasible & (which == j))
+        missing = rows[np.isnan(worst[rows])]
+        if len(missing):  # no value to bound (a decode point's TTFT without a prompt): said so, not "above"
+            codes[missing] = len(texts)
+            texts.append(_missing_text(col, bounds.get(col)))
+            rows = rows[~np.isnan(worst[rows])]
         if not len(rows):
             continue
         keys = _rounded_keys(_ratio(worst[rows], col, bounds.get(col)), col.endswith("_min"))
@@ -173,6 +178,20 @@ def _texts(col: str, ratios: list, bound) -> list[str]:
     beyond = f"{name} {'above' if side == 'maximum' else 'below'} its configured {side} ({bound:g})"
     return [f"{name} is {r:.{DIGITS}g}× its configured {side} ({bound:g})" if math.isfinite(r) else beyond
             for r in ratios]
+
+
+def _missing_text(col: str, bound) -> str:
+    """The reason of a point whose constrained column has no value (NaN): the bound cannot be checked there."""
+    from wsemoe.sweep.columns import NEEDS
+
+    base = col.removeprefix("g_")
+    name, side = (base[:-4], "maximum" if base.endswith("_max") else "minimum") if base.endswith(("_max", "_min")) \
+        else (base, None)
+    label = SLO.get(name, name) if side == "maximum" else name
+    what = (f"the SLO ({_seconds(bound)})" if name in SLO and side == "maximum" and bound is not None
+            else f"its configured {side} ({bound:g})" if side and bound is not None else "its constraint")
+    need = f" (it needs {NEEDS[name]})" if name in NEEDS else ""
+    return f"no {label} at this point{need}, so {what} cannot be checked"
 
 
 def _seconds(x: float) -> str:

@@ -111,7 +111,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     if every_point:
         frames = store.iter_parts(path, man, needed)
     else:
-        front = store.read_pareto(path)
+        front = store.read_pareto(path, man)
         frames = [front[[c for c in needed if c in front]]]
     kept, matched, scanned = [], 0, 0
     for df in frames:

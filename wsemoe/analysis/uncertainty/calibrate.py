@@ -200,7 +200,7 @@ def combinations(hardware: str, only_readings=()) -> list[dict]:
     from wsemoe.analysis.uncertainty import readings as study
 
     cfg = calibration_sweeps(hardware, {})["bta_topk"]
-    _, varied, _ = study.plan(cfg, only_readings)
+    _, varied, _ = study.plan(cfg, only_readings, option="--reading")
     combos = [c for role, c in study.design(varied) if role == "combination"] if varied else [{}]
     default = {st.reading.name: st.reading.default for st in varied}
     return sorted(combos, key=lambda c: c != default)

@@ -21,7 +21,7 @@ import pandas as pd
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
-from wsemoe.errors import ConfigError, ResultsError
+from wsemoe.errors import ConfigError, ResultsError, excerpt
 from wsemoe.store import ledger
 from wsemoe.store import writer
 from wsemoe.sweep.compare import group_keys
@@ -59,11 +59,11 @@ class Readings:
         return robustness.statement(self, quantity=quantity)
 
 
-def plan(cfg, only=(), fixed=None, readings=None) -> tuple[list[dict], list[registry.Status], dict]:
+def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tuple[list[dict], list[registry.Status], dict]:
     """(status rows for every reading, the varied statuses, the fixed choice): `fixed` readings are set for
-    every run and not varied; `only` limits which readings vary."""
+    every run and not varied; `only` limits which readings vary (given by the command's `option`)."""
     readings = registry.load() if readings is None else readings
-    registry.select(readings, only)
+    registry.select(readings, only, (option,))
     fixed = dict(fixed or {})
     registry.select(readings, list(fixed), ("--set",))
     rows, varied = [], []
@@ -244,6 +244,9 @@ def parse_choices(items) -> dict[str, str]:
         name, eq, option = str(item).partition("=")
         if not eq or not name or not option:
             raise ConfigError(f"'{item}' is not name=option (e.g. attn_kernel=flash)", loc=("--set",))
+        if name.strip() in out:  # the last would win silently: which one was meant?
+            raise ConfigError(f"reading '{excerpt(name.strip())}' is set twice ({out[name.strip()]} and "
+                              f"{excerpt(option.strip())}); set it once", loc=("--set", name.strip()))
         out[name.strip()] = option.strip()
     return out
 

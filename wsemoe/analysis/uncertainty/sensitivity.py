@@ -84,10 +84,28 @@ def prepare(config, hardware: str | None = None, method: str = "sobol", samples:
             unknowns_file=None, only=()) -> tuple[Sampled, np.ndarray]:
     """The sweep bound to its hardware's unknowns and the unit-cube design: every input checked before any
     evaluation (so a bad option leaves nothing behind)."""
-    sampled = Sampled(config, [])
-    hw = hardware or sampled.cfg.hardware.name
+    from wsemoe.config.loader import load_config
+
+    cfg = load_config(config)
+    hw = hardware or cfg.hardware.name
     unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file), only)
-    return Sampled(sampled.cfg, unknowns), design(unknowns, method, samples, seed)
+    rows, points = design_rows(len(unknowns), method, samples), cfg.size()
+    if rows * points > MAX_EVALUATIONS:  # counted before the frame, the design or any evaluation is made
+        raise ConfigError(f"{rows:,} samples × {points:,} points = {rows * points:,} evaluations; at most "
+                          f"{MAX_EVALUATIONS:,}: fewer samples, or a smaller sweep", loc=("--samples",))
+    return Sampled(cfg, unknowns), design(unknowns, method, samples, seed)
+
+
+MAX_EVALUATIONS = 50_000_000  # samples × sweep points one analysis evaluates (the sweep's own default point limit)
+
+
+def design_rows(d: int, method: str, samples) -> int:
+    """Rows `design` makes for `d` unknowns, computed without making them (0 when the options are refused there)."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES or d < 1:
+        return 0
+    if method == "sobol":
+        return 2 ** max(2, math.ceil(math.log2(max(samples / (d + 2), 1)))) * (d + 2)
+    return max(2, math.ceil(samples / (d + 1))) * (d + 1)
 
 
 def analyse(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,

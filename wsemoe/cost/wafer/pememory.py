@@ -36,6 +36,13 @@ def room(pe):
     return np.asarray(pe.sram_per_pe_bytes, dtype=float) - pe.program_bytes_per_pe
 
 
+def _over(peak, free):
+    """g of `peak` bytes in `free` bytes: violated (inf) when nothing is free, so a program filling the PE never
+    reads as room to spare (the spec refuses it; this keeps the sign right for any caller)."""
+    free = np.asarray(free, dtype=float)
+    return np.where(free > 0, np.asarray(peak, dtype=float) / np.where(free > 0, free, 1.0) - 1.0, np.inf)
+
+
 def held_heads(m, wl):
     """Score matrices of one sequence held at once: every head (materialized), one (per_head), none (flash)."""
     return {"materialized": float(m.num_attention_heads), "per_head": 1.0, "flash": 0.0}[wl.attn_kernel]
@@ -64,7 +71,7 @@ def attention(pe, m, wl, node: dict, nodes, groups) -> dict:
     score = scores(pe, wl, tile_queries(m, wl, groups, wl.B))
     peak = held + linear + score
     return {"pe_mem_attn_held_bytes": held, "pe_mem_attn_linear_bytes": linear, "pe_mem_scores_bytes": score,
-            "pe_mem_attn_peak_bytes": peak, "g_pe_sram_attn": peak / room(pe) - 1.0}
+            "pe_mem_attn_peak_bytes": peak, "g_pe_sram_attn": _over(peak, room(pe))}
 
 
 def moe_base(node: dict, nodes, pe):
@@ -92,7 +99,7 @@ def moe(pe, base, region: dict, area) -> dict:
     w, t = region["weights"] / area, region["tokens"] / area
     peak = base + w + t
     return {"pe_mem_moe_held_bytes": base + 0.0 * peak, "pe_mem_expert_weights_bytes": w,
-            "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak, "g_pe_sram_moe": peak / room(pe) - 1.0}
+            "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak, "g_pe_sram_moe": _over(peak, room(pe))}
 
 
 def node_cap(node: dict, batch):

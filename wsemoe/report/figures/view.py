@@ -16,7 +16,6 @@ from wsemoe.config import yamlio
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import structure
-from wsemoe.errors import ResultsError
 from wsemoe.report.figures.style import SLICE_SYMBOLS, setting
 from wsemoe.store import store
 
@@ -96,14 +95,10 @@ class ResultsView:
             sensitivity, analysed = like.sensitivity, like.readings
         else:
             man = store.load_manifest(path)
-            pareto = store.read_pareto(path)
+            pareto = store.read_pareto(path, man)
             comparison = None
             if (path / "comparison.csv").is_file():
-                try:
-                    comparison = pd.read_csv(path / "comparison.csv")
-                except Exception as exc:  # pandas raises many types for damaged files
-                    raise ResultsError(f"cannot read comparison.csv: {type(exc).__name__}",
-                                       loc=(str(path),)) from None
+                comparison = store.read_csv(path, "comparison.csv", man)
             cfg = _config(path)
             sensitivity, analysed = sens.load(path, man.get("config_hash")), readings.load(path, man.get("config_hash"))
         wanted = _projection(man, columns, cfg)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
+from wsemoe.errors import printable
 from wsemoe.version import __version__
 from wsemoe.report.terminal.tables import fmt, front_line
 from wsemoe.store import inventory
@@ -22,18 +24,29 @@ white-space:nowrap}.note{color:#555;font-size:13px}
 """
 
 
+def relative_href(*names: str) -> str:
+    """A link to a path under the page's folder: each name percent-encoded whole (no ':' or '/' survives, so no
+    folder name can become a scheme such as javascript: or leave the folder) behind './', then HTML-escaped."""
+    return escape("./" + "/".join(quote(str(n), safe="") for n in names), quote=True)
+
+
+def _text(value) -> str:
+    """Text from a folder or a manifest, shown as itself: control characters escaped, then HTML-escaped."""
+    return escape(printable(value), quote=True)
+
+
 def _row(r, root: Path) -> str:
     report = r.path / "report.html"
     man = store.read_manifest(r.path) or {}
     if report.is_file() and report.stat().st_mtime >= (r.path / "manifest.json").stat().st_mtime:
-        link = f"<a href=\"{escape(r.path.name)}/report.html\">{escape(r.name)}</a>"
+        link = f"<a href=\"{relative_href(r.path.name, 'report.html')}\">{_text(r.name)}</a>"
     else:
-        link = (f"{escape(r.name)}<br><span class=\"note\">no report{' for these results' if report.is_file() else ''}"
-                f": wsemoe report {escape(root.name)}/{escape(r.path.name)}</span>")
-    cells = [link, escape(man.get("description") or ""), f"{r.points:,}" if r.points is not None else "–",
-             f"{r.feasible:,}" if r.feasible is not None else "–", escape(front_line(man)) if man else "–",
+        link = (f"{_text(r.name)}<br><span class=\"note\">no report{' for these results' if report.is_file() else ''}"
+                f": wsemoe report {_text(root.name)}/{_text(r.path.name)}</span>")
+    cells = [link, _text(man.get("description") or ""), f"{r.points:,}" if r.points is not None else "–",
+             f"{r.feasible:,}" if r.feasible is not None else "–", _text(front_line(man)) if man else "–",
              fmt(r.bytes, "bytes"), r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
-             escape(r.status.split(" (")[0])]
+             _text(r.status.split(" (")[0])]
     classes = ["", "", "n", "n", "", "n", "n", ""]
     return "<tr>" + "".join(f"<td class=\"{c}\">{v}</td>" for c, v in zip(classes, cells)) + "</tr>"
 
@@ -47,7 +60,7 @@ def page(root) -> str:
     body = "".join(_row(r, root) for r in rows) or "<tr><td colspan=\"8\">no results</td></tr>"
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" "
             f"content=\"wsemoe {__version__}\"><title>wsemoe results</title><style>{CSS}</style></head><body>"
-            f"<h1>wsemoe results in {escape(root.name or str(root))}</h1><div class=\"scroll\"><table id=\"index\">"
+            f"<h1>wsemoe results in {_text(root.name or str(root))}</h1><div class=\"scroll\"><table id=\"index\">"
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div><p class=\"note\">made by wsemoe "
             f"{__version__}; each report is one page to send (`wsemoe report &lt;folder&gt;`).</p></body></html>\n")
 

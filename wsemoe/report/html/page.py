@@ -161,7 +161,7 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
               "fraction of peak.</p>", scroll(formats.html(front.rows, table_id="pareto"), tall=len(front.rows) > 40)]
     if (path / "comparison.csv").is_file():
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
-                  scroll(formats.html(pd.read_csv(path / "comparison.csv"), index=None, table_id="comparison"), tall=True)]
+                  scroll(formats.html(store.read_csv(path, "comparison.csv", man), index=None, table_id="comparison"), tall=True)]
     parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     body, drawn = html_figures.section(plots.figures(path, on_progress=on_progress))

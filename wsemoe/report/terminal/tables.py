@@ -358,7 +358,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     per = " in each front" if (man.get("pareto_fronts") or 1) > 1 else ""
     parts = [summary(man, status), selection(sel, width, f"Pareto front ({front_line(man)}; best {first} first{per})")]
     if (Path(path) / "comparison.csv").is_file():
-        parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+        parts.append(comparison(store.read_csv(path, "comparison.csv", man), width))
     parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:

@@ -1,0 +1,96 @@
+"""Every message names the real cause and the option at fault: a description too long for the manifest is refused
+by `check` before a run; `new --mode decode` on a serving (SRAM) hardware file works, and training there is refused
+at --mode; a key set twice is an error (eval --set, readings --set); each option's error names that option."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from wsemoe.cli import app
+
+CFG = {"name": "msg", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+       "axes": {"workload.G": [1, 2]}}
+
+
+def _one_line(result, *needles):
+    text = result.output.strip()
+    assert result.exit_code != 0 and len(text.splitlines()) == 1 and text.startswith("error: "), text
+    assert "internal error" not in text
+    for n in needles:
+        assert n in text, (n, text)
+
+
+@pytest.fixture
+def cfg(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "msg.yaml").write_text(yaml.safe_dump(CFG))
+    return tmp_path / "msg.yaml"
+
+
+def test_a_description_longer_than_the_manifest_holds_is_refused_by_check(cfg, runner, tmp_path):
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump({**CFG, "name": "long", "description": "x" * 20_001}))
+    _one_line(runner.invoke(app, ["check", "long.yaml"]), "[description]", "20000")
+    _one_line(runner.invoke(app, ["sweep", "long.yaml"]), "[description]")
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump({**CFG, "name": "ok", "description": "x" * 20_000}))
+    assert runner.invoke(app, ["sweep", "ok.yaml", "-q"]).exit_code == 0
+
+
+def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "srv.yaml").write_text("preset: cs3\nweight_source: sram\n")
+    for mode in ("decode", "prefill"):
+        r = runner.invoke(app, ["new", f"s{mode}", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b", "--mode", mode])
+        assert r.exit_code == 0, r.output
+        assert runner.invoke(app, ["check", f"s{mode}.yaml"]).exit_code == 0
+    _one_line(runner.invoke(app, ["new", "strain", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b"]),
+              "[--mode]", "decode")
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["eval", "msg.yaml", "--set", "workload.B=2", "--set", "workload.B=4"], ["--set -> workload.B", "twice"]),
+    (["readings", "msg.yaml", "--set", "attn_kernel=flash", "--set", "attn_kernel=per_head"],
+     ["--set -> attn_kernel", "twice"]),
+    (["calibrate", "--reading", "nosuch"], ["[--reading]", "unknown reading 'nosuch'"]),
+    (["calibrate", "--only", "nosuch"], ["--only"]),
+    (["readings", "msg.yaml", "--only", "nosuch"], ["[--only]", "unknown reading"]),
+    (["readings", "msg.yaml", "--set", "nosuch=x"], ["[--set]", "unknown reading"]),
+    (["new", "x", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--mode", "serve"], ["[--mode]"]),
+    (["new", "x", "--hardware", "nosuch", "--model", "qwen3-30b-a3b"], ["hardware", "nosuch"]),
+    (["sweep", "msg.yaml", "--chunk-size", "0"], ["--chunk-size"]),
+    (["eval", "msg.yaml", "--set", "workload"], ["--set"]),
+])
+def test_each_option_error_names_its_option(cfg, runner, argv, needles):
+    _one_line(runner.invoke(app, argv), *needles)
+
+
+def test_sensitivity_counts_its_evaluations_before_any_work(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**CFG, "name": "s", "axes": {"workload.B": list(range(1, 1001))}}))
+    _one_line(runner.invoke(app, ["sensitivity", "s.yaml", "-n", "1000000", "--no-readings"]), "[--samples]",
+              "× 1,000 points")
+    assert not (tmp_path / "results").exists()
+
+
+def test_histogram_of_many_layers_is_read_without_a_loop_per_layer(tmp_path):
+    """Each layer weighs the same: shares of a two-layer histogram are the mean of each layer's shares."""
+    from wsemoe.config.histogram import read_histogram
+
+    rows = ["layer,expert,tokens"] + [f"{layer},{e},{t}" for layer, counts in ((0, (1, 3)), (1, (30, 10)))
+                                      for e, t in enumerate(counts)]
+    (tmp_path / "h.csv").write_text("\n".join(rows) + "\n")
+    assert read_histogram(tmp_path / "h.csv") == pytest.approx([(0.25 + 0.75) / 2, (0.75 + 0.25) / 2])
+    (tmp_path / "z.csv").write_text("layer,expert,tokens\n0,0,1\n1,0,0\n")
+    with pytest.raises(Exception, match="layer 1 has no tokens"):
+        read_histogram(tmp_path / "z.csv")
+
+
+def test_results_at_a_relative_path_with_a_colon_read_back(cfg, runner, tmp_path):
+    """'a:b' is a legal folder name, not a scheme or a drive: every reader takes it, and the index links to it."""
+    assert runner.invoke(app, ["sweep", "msg.yaml", "-o", "a:b", "-q"]).exit_code == 0
+    for argv in (["show", "a:b"], ["eval", "a:b", "-p", "1"], ["report", "a:b"], ["compare", "a:b", "a:b"],
+                 ["report", ".", "--index"]):
+        r = runner.invoke(app, argv)
+        assert r.exit_code == 0, (argv, r.output)
+    assert 'href="./a%3Ab/report.html"' in (tmp_path / "index.html").read_text()
