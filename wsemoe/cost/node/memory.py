@@ -27,7 +27,9 @@ def attn_score_bytes_per_token(m, wl):
     (materialized), for one head at a time (per_head: the heads run one after another), or 0 (flash: tiled)."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
-    heads = 1.0 if wl.attn_kernel == "per_head" else m.num_attention_heads
+    # decode's one query per sequence holds every head's n_h·S scores at once: attn_kernel's per_head reading
+    # applies to training and prefill only (presets/readings.yaml, its scope), so decode ignores it
+    heads = 1.0 if wl.attn_kernel == "per_head" and wl.mode != "decode" else m.num_attention_heads
     return 5.0 * heads * wl.seq_len * _scale(wl)
 
 
