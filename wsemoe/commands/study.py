@@ -152,8 +152,11 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
     if target is None:
         return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
     found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
-    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(
-        f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
+    done = f"{found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s"
+    stored = (f"readings: {shown_path(where)} ({done})" if where is not None else
+              f"readings what-if ({rd.what_if(found.meta)}; {done}): not stored; the sweep's own analysis, every "
+              "reading varied, stays what show, plot and report use")
+    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(stored)
 
 
 @command()

@@ -214,15 +214,30 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
         return None
     if config_hash is not None and meta.get("config_hash") != config_hash:
         return None
+    if what_if(meta):  # written by an older version: a what-if is never the stored answer
+        return None
     if meta.get("registry_hash") != registry.registry_hash(registry.load() if readings is None else readings):
         return None
     return Readings(runs, values, meta)
 
 
-def run(target, out_root="results", only=(), fixed=None, on_progress=None, force: bool = False) -> tuple[Readings, Path]:
+def what_if(meta: dict) -> str:
+    """'' for the sweep's own readings analysis; else what makes it a what-if ('fixed_latency=launch_only set;
+    only mla_cache varied'): a reading fixed for every run, or only some of the readings varied."""
+    fixed = "; ".join(f"{k}={v}" for k, v in (meta.get("fixed") or {}).items())
+    held = [r["name"] for r in meta.get("readings", []) if r.get("state") == "held"]
+    varied = meta.get("varied") or []
+    return "; ".join(filter(None, [f"{fixed} set for every run" if fixed else "",
+                                   f"only {', '.join(varied) or 'no reading'} varied ({', '.join(held)} held)"
+                                   if held else ""]))
+
+
+def run(target, out_root="results", only=(), fixed=None, on_progress=None,
+        force: bool = False) -> tuple[Readings, Path | None]:
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
     are brought up to date first) or a results folder (its config.yaml); the readings/ folder is checked
-    before anything is evaluated."""
+    before anything is evaluated. A what-if (`only` or `fixed`) is evaluated and returned with the path None:
+    the stored answer is rewritten only by the analysis that made it, every reading varied, none fixed."""
     from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
@@ -232,6 +247,8 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None, force
     else:
         res = run_sweep(target, out_root=out_root)
         path, cfg = res.path, res.config
+    if only or fixed:
+        return evaluate(cfg, only, fixed, on_progress=on_progress), None
     writer.check_folder(path / FOLDER, "readings", force)
     result = evaluate(cfg, only, fixed, on_progress=on_progress)
     return result, write(result, path, force)

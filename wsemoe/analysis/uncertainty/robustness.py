@@ -131,8 +131,9 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     groups = summary[summary["quantity"] == quantity]
     if not result.varied:
         states = [s["state"] for s in result.meta["readings"]]
-        return [f"{quantity}: {ratio(row['configured'])} as configured; no reading varies for this sweep ("
-                + ", ".join(f"{states.count(k)} {k}" for k in dict.fromkeys(states)) + ")"]
+        return _labelled(result, [f"{quantity}: {ratio(row['configured'])} as configured; no reading varies for "
+                                  "this sweep (" + ", ".join(f"{states.count(k)} {k}" for k in dict.fromkeys(states))
+                                  + ")"])
     where = f" at {row['group']}" if len(groups) > 1 else ""
     fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
     text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]
@@ -153,7 +154,16 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     lines = ["; ".join(text)]
     if len(groups) > 1:
         lines.append(f"{quantity}: candidate ahead in {_ahead(result, quantity)}")
-    return lines + [f"note: {e}" for e in edges(result, row["group"])]
+    lines += [f"note: {e}" for e in edges(result, row["group"])]
+    return _labelled(result, lines)
+
+
+def _labelled(result, lines: list[str]) -> list[str]:
+    """A what-if's lines say so first, wherever they are shown (it is never the sweep's stored answer)."""
+    from wsemoe.analysis.uncertainty.readings import what_if
+
+    label = what_if(result.meta)
+    return [f"what-if ({label}): {line}" for line in lines] if label else lines
 
 
 NAMED = 3  # groups named per reading that flips the ratio elsewhere; the rest are counted
