@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
 from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
@@ -58,7 +58,7 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
     with progress.bar("plot", "figure families") as update:
         written = plotting.plot_results(results, only=only, formats=fmt or None, force=force, on_progress=update)
     for p in written:
-        reply.text(str(p))
+        reply.text(shown_path(p))  # relative, as report prints it
     return reply
 
 
@@ -82,7 +82,10 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
             raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
-    reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
+    reply = Reply()
+    for line in cmp.warnings:  # before the table: a ratio of unrelated runs is read with this in mind
+        reply.text(line, err=fmt != "table")
+    reply = emit(reply, table, fmt, title, index=None, priority=priority)
     if with_readings:
         from wsemoe.analysis.uncertainty import readings as rd
         from wsemoe.analysis.uncertainty import robustness
@@ -159,6 +162,9 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
     from wsemoe.report.terminal import tables
     from wsemoe.store import inventory
 
+    if (root / "manifest.json").is_file() and not clean:  # a results folder itself: its own row, not 'no results'
+        rows = [r for r in inventory.results_in(root.parent) if r.path.resolve() == root.resolve()]
+        return Reply().rich(tables.inventory(rows, root.parent))
     removed = inventory.clean(root) if clean else []
     rows = inventory.results_in(root)
     reply = Reply().rich(tables.inventory(rows, root) if rows else f"no results in {root}")
