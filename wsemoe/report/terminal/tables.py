@@ -76,11 +76,23 @@ def summary(manifest: dict, status: str = "") -> Table:
     return t
 
 
-def selection(sel, width: int, title: str) -> Table:
+def selection(sel, width: int, title: str) -> Table | Group:
     """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it.
-    `feasible` is never left out: a narrow table of every point still says which rows are infeasible."""
-    priority = ["feasible", *(c for c in sel.priority if c != "feasible")] if "feasible" in sel.rows else sel.priority
-    cols, hidden = formats.fit(sel.rows, priority, width)
+    What is required (asked-for columns; else the axes, objectives, `bound` and `feasible`) is never left out: when
+    it does not fit, the table continues below with the rest of it. A column every row shares (a filter made it
+    constant) is said once, above the table."""
+    rows = sel.rows
+    filtered = sel.matched < sel.scanned  # a filter kept some rows: what it made constant is said once
+    same = [c for c in rows.columns if filtered and len(rows) > 1 and c != "feasible"
+            and rows[c].nunique(dropna=False) == 1]
+    rows = rows[[c for c in rows.columns if c not in same]]
+    required = [c for c in getattr(sel, "required", []) if c in rows]
+    priority = [c for c in sel.priority if c in rows]
+    priority = ["feasible", *(c for c in priority if c != "feasible")] if "feasible" in rows else priority
+    first = ["feasible"] if "feasible" in rows else []  # which rows are infeasible: in the first table, always
+    cols, hidden = formats.fit(rows, list(dict.fromkeys([*first, *required, *priority])), width)
+    more = [c for c in required if c in hidden]
+    hidden = [c for c in hidden if c not in more]
     notes = []
     if "feasible" in sel.rows and not sel.rows["feasible"].astype(bool).all():
         notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
@@ -89,7 +101,22 @@ def selection(sel, width: int, title: str) -> Table:
         notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
     if hidden:
         notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
-    return formats.table(sel.rows[cols], title=title, caption="; ".join(notes))
+    head = [Text("every row: " + ", ".join(f"{c} = {formats.cell(rows_value(sel.rows, c))}" for c in same))] \
+        if same else []
+    wrapped = bool(more)
+    tables = [formats.table(rows[cols], title=title, caption="" if wrapped else "; ".join(notes))]
+    while more:  # the required columns that did not fit: continued below, each table with the point index
+        cont, _ = formats.fit(rows[more], more, width)
+        cont = cont or more[:1]
+        more = [c for c in more if c not in cont]
+        tables.append(formats.table(rows[cont], title="(continued: the same rows)"))
+    tail = [Text("; ".join(notes))] if wrapped and notes else []
+    return tables[0] if len(tables) == 1 and not head else Group(*head, *tables, *tail)
+
+
+def rows_value(df: pd.DataFrame, col: str):
+    """The one value a column takes in every row."""
+    return df[col].iloc[0]
 
 
 COMPARISON_FIRST = ("speedup_vs_", "best_G", "best_B", "best_tokens_per_s", "baseline_tokens_per_s", "best_bound",
