@@ -83,3 +83,32 @@ def test_validate_rows_state_every_crossing():
     r = pd.Series([0.9, 0.95, 1.2, 1.3, 1.2, 1.1, 1.03, 0.85, 0.76], index=LOADS)
     text = versus.per_load(r)
     assert "ahead from" in text and "behind from 72" in text and text.split("; ")[-1] == crossing.sides(r)
+
+
+def test_show_and_compare_state_the_crossover_of_a_load_axis():
+    """The comparison table's ratio along its load axis, per value of the other keys, in the one wording."""
+    df = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "workload.tokens_per_device": [1, 2, 4, 8] * 2,
+                       "speedup_vs_x": [0.9, 1.2, 1.1, 0.8, 1.5, 1.4, 1.3, 1.2]})
+    lines = crossing.table_lines(df, ["model", "workload.tokens_per_device"], ["speedup_vs_x"])
+    assert lines == ["crossover: " + crossing.statement(df.iloc[:4].set_index("workload.tokens_per_device")
+                                                       ["speedup_vs_x"], "speedup_vs_x", "as configured", "model=a",
+                                                       "tokens per device"),
+                     "crossover: model=b, speedup_vs_x as configured: ahead at every load (1–8 tokens per device)"]
+    assert "behind at 1–1.26, ahead from 1.26 (between 1 and 2), behind from" in lines[0]  # 2^(1/3)
+    assert crossing.table_lines(df[df["workload.tokens_per_device"] < 4], ["model", "workload.tokens_per_device"],
+                                ["speedup_vs_x"]) == []  # two loads are no axis to cross along
+
+
+def test_compare_prints_the_crossover_of_its_ratio(runner, tmp_path, monkeypatch):
+    from wsemoe.cli import app
+    from wsemoe.sweep.run import run_sweep
+
+    monkeypatch.chdir(tmp_path)
+    base = {"name": "a", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+            "axes": {"workload.seq_len": [1024, 2048, 4096, 8192], "workload.B": [1, 2]},
+            "objectives": {"tokens_per_s": "max"}}
+    run_sweep(base, out_root="results")
+    run_sweep({**base, "name": "b", "hardware": "cs3"}, out_root="results")
+    r = runner.invoke(app, ["compare", "results/a", "results/b", "--no-readings"], env={"COLUMNS": "300"})
+    assert r.exit_code == 0 and "crossover: b/a:tokens_per_s as configured: ahead at every load (1024–8192 seq len)" \
+        in r.output, r.output

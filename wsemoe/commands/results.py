@@ -86,6 +86,11 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     for line in cmp.warnings:  # before the table: a ratio of unrelated runs is read with this in mind
         reply.text(line, err=fmt != "table")
     reply = emit(reply, table, fmt, title, index=None, priority=priority)
+    from wsemoe.sweep import crossing  # the one crossover definition, as show and validate state it
+
+    for line in crossing.table_lines(cmp.table, cmp.group, [c for c in cmp.table if "/" in c and
+                                                            c.endswith(f":{cmp.metric}")]):
+        reply.text(line, err=fmt != "table")
     if with_readings:
         from wsemoe.analysis.uncertainty import readings as rd
         from wsemoe.analysis.uncertainty import robustness

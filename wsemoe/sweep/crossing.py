@@ -74,3 +74,22 @@ def statement(ratio: pd.Series, metric: str, reading: str, who: str = "", unit: 
     readings: ahead at 1–72, behind from 72 (between 64 and 128) tokens/device'."""
     head = ", ".join(filter(None, [who, f"{metric} {reading}".strip()]))
     return f"{head}: {sides(ratio, unit)}"
+
+
+def table_lines(df: pd.DataFrame, keys: list[str], ratios: list[str], reading: str = "as configured") -> list[str]:
+    """A crossover line per ratio column and per value of the other keys, along the numeric key with the most
+    values (at least 3: a load axis such as tokens per device); none when no key is such an axis."""
+    numeric = [k for k in keys if k in df and pd.api.types.is_numeric_dtype(df[k]) and df[k].nunique() >= 3]
+    if not numeric or df.empty:
+        return []
+    load = max(numeric, key=lambda k: df[k].nunique())
+    others = [k for k in keys if k != load and k in df]
+    out = []
+    for q in ratios:
+        parts = df.groupby(others, sort=False, observed=True) if others else [((), df)]
+        for key, part in parts:
+            key = key if isinstance(key, tuple) else (key,)
+            who = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(others, key))
+            series = part.set_index(load)[q].astype(float)
+            out.append("crossover: " + statement(series, q, reading, who, unit=load.split(".")[-1].replace("_", " ")))
+    return out

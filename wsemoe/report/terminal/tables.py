@@ -14,6 +14,7 @@ from rich.text import Text
 
 from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
+from wsemoe.sweep import crossing
 
 
 def fmt(value, unit: str = "") -> str:
@@ -385,7 +386,10 @@ def folder_view(path, status: str, limit, width: int) -> list:
     per = " in each front" if (man.get("pareto_fronts") or 1) > 1 else ""
     parts = [summary(man, status), selection(sel, width, f"Pareto front ({front_line(man)}; best {first} first{per})")]
     if (Path(path) / "comparison.csv").is_file():
-        parts.append(comparison(pd.read_csv(Path(path) / "comparison.csv"), width))
+        cmp = pd.read_csv(Path(path) / "comparison.csv")
+        parts.append(comparison(cmp, width))
+        keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
+        parts += [Text(ln) for ln in crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])]
     parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:
