@@ -9,6 +9,7 @@ import json
 import pytest
 
 from wsemoe.analysis.uncertainty import readings as rd
+from wsemoe.analysis.uncertainty import robustness
 from wsemoe.cli import app
 from wsemoe.config import yamlio
 
@@ -61,7 +62,7 @@ def test_show_prints_the_stored_answer_after_a_what_if(runner, swept):
 def test_the_full_analysis_is_still_written_by_readings(runner, swept):
     path, folder = swept
     meta = json.loads((folder / "meta.json").read_text())
-    assert not rd.what_if(meta) and meta["varied"]
+    assert not robustness.what_if(meta) and meta["varied"]
 
 
 def test_a_what_if_stored_by_an_older_version_is_not_the_answer(swept):
@@ -70,7 +71,7 @@ def test_a_what_if_stored_by_an_older_version_is_not_the_answer(swept):
     from wsemoe.config.loader import load_config
 
     result = rd.evaluate(load_config(SWEEP), fixed={"attn_kernel": "flash"})
-    assert rd.what_if(result.meta) == "attn_kernel=flash set for every run"
+    assert robustness.what_if(result.meta) == "attn_kernel=flash set for every run"
     rd.write(result, folder.parent, force=True)
     assert rd.load(folder.parent) is None
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wsemoe.analysis.uncertainty import robustness
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
@@ -214,22 +215,11 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
         return None
     if config_hash is not None and meta.get("config_hash") != config_hash:
         return None
-    if what_if(meta):  # written by an older version: a what-if is never the stored answer
+    if robustness.what_if(meta):  # written by an older version: a what-if is never the stored answer
         return None
     if meta.get("registry_hash") != registry.registry_hash(registry.load() if readings is None else readings):
         return None
     return Readings(runs, values, meta)
-
-
-def what_if(meta: dict) -> str:
-    """'' for the sweep's own readings analysis; else what makes it a what-if ('fixed_latency=launch_only set;
-    only mla_cache varied'): a reading fixed for every run, or only some of the readings varied."""
-    fixed = "; ".join(f"{k}={v}" for k, v in (meta.get("fixed") or {}).items())
-    held = [r["name"] for r in meta.get("readings", []) if r.get("state") == "held"]
-    varied = meta.get("varied") or []
-    return "; ".join(filter(None, [f"{fixed} set for every run" if fixed else "",
-                                   f"only {', '.join(varied) or 'no reading'} varied ({', '.join(held)} held)"
-                                   if held else ""]))
 
 
 def run(target, out_root="results", only=(), fixed=None, on_progress=None,

@@ -158,10 +158,19 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     return _labelled(result, lines)
 
 
+def what_if(meta: dict) -> str:
+    """'' for the sweep's own readings analysis; else what makes it a what-if ('fixed_latency=launch_only set;
+    only mla_cache varied'): a reading fixed for every run, or only some of the readings varied."""
+    fixed = "; ".join(f"{k}={v}" for k, v in (meta.get("fixed") or {}).items())
+    held = [r["name"] for r in meta.get("readings", []) if r.get("state") == "held"]
+    varied = meta.get("varied") or []
+    return "; ".join(filter(None, [f"{fixed} set for every run" if fixed else "",
+                                   f"only {', '.join(varied) or 'no reading'} varied ({', '.join(held)} held)"
+                                   if held else ""]))
+
+
 def _labelled(result, lines: list[str]) -> list[str]:
     """A what-if's lines say so first, wherever they are shown (it is never the sweep's stored answer)."""
-    from wsemoe.analysis.uncertainty.readings import what_if
-
     label = what_if(result.meta)
     return [f"what-if ({label}): {line}" for line in lines] if label else lines
 
