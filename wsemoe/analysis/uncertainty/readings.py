@@ -175,7 +175,8 @@ def _comparison(cfg) -> dict | None:
     over = group_keys(cfg)[1]
     extents = {}
     for axis in over:
-        vals = [v for g in [cfg.axes, *cfg.zip] for v in g.get(axis, [])]
+        vals = [v for g in [cfg.axes, *cfg.zip] for v in g.get(axis, []) if v is not None]  # a zip column's
+        # nulls are rows of another system (the wafer has no TP group): the extent is that of the values given
         if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
             extents[axis.split(".")[-1]] = {"axis": axis, "max": max(vals), "count": len(set(vals))}
     return {"name": cmp.name, "metric": cmp.metric, "baseline": {k: str(v) for k, v in cmp.baseline.items()},
