@@ -1,4 +1,4 @@
-"""Commands that read results folders: show, plot, compare, report, export, ls."""
+"""Commands that read results folders: show, plot, compare, report, export, ls, columns."""
 
 from __future__ import annotations
 
@@ -178,3 +178,24 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
     for p in inventory.partials_in(root):
         reply.text(tables.partial_line(p))
     return reply
+
+
+@command("columns")
+def columns_cmd(target: Path = typer.Argument(..., help="a results folder, or a sweep YAML (what it would write)"),
+                fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown")) -> Reply:
+    """Every output column of a results folder (or of the sweep a YAML would run) with its unit and meaning."""
+    import pandas as pd
+
+    choice(fmt, TABLE_FORMATS, "--format")
+    if target.is_dir():
+        from wsemoe.store import store
+
+        docs = store.load_manifest(target)["columns"]  # the manifest documents every column it holds
+        rows = [(c, d.get("unit", ""), d.get("doc", "")) for c, d in docs.items()]
+    else:
+        from wsemoe.sweep.chunked import evaluate
+        from wsemoe.sweep.columns import describe
+
+        rows = [(c, *describe(c)) for c in evaluate(target, start=0, stop=1).columns]  # one point: its columns
+    table = pd.DataFrame(rows, columns=["column", "unit", "meaning"]).set_index("column")
+    return emit(Reply(), table, fmt, f"{len(table)} columns of {shown_path(target)}", index="column")
