@@ -14,6 +14,7 @@ from rich.text import Text
 
 from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
+from wsemoe.report.terminal.sensitivity import sensitivity  # noqa: F401  (show and the command use it here)
 from wsemoe.sweep import crossing
 
 
@@ -184,48 +185,6 @@ def invariants(report) -> Group:
     details = [Text.assemble((r.status.upper(), STATUS_STYLE[r.status]), f" {r.invariant.name} [{r.config}]: {r.message()}")
                for r in report.results if r.status in ("fail", "error")]
     return Group(t, line, *details)
-
-
-def sensitivity(result, quantity: str | None = None) -> Group:
-    """The 5–95% band of a quantity per group (labelled by what varies) in the quantity's unit, then each
-    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across."""
-    bands, idx, meta = result.bands, result.indices, result.meta
-    qs = list(dict.fromkeys(bands["quantity"]))
-    quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
-    sobol = meta["method"] == "sobol"
-    rows = bands[bands["quantity"] == quantity]
-    factor, unit = formats.display(quantity, pd.concat([rows["nominal"], rows["q05"], rows["q95"]]))
-    title = Text(f"sensitivity of {quantity}" + (f" [{unit}]" if unit else "") + f" to the calibration unknowns "
-                 f"({meta['method']}, {meta['samples']:,} samples × {meta['points']:,} points)")
-    b = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for c in ("group", "nominal", "5%", "95%"):
-        b.add_column(Text(c + (f" [{unit}]" if unit and c != "group" else "")), justify="left" if c == "group" else
-                     "right", no_wrap=True)
-    for _, r in rows.iterrows():
-        b.add_row(str(r["group"]), formats.cell(r["nominal"], factor), formats.cell(r["q05"], factor),
-                  formats.cell(r["q95"], factor))
-    sel = idx[idx["quantity"] == quantity] if len(idx) else idx
-    if not len(sel):
-        return Group(b)
-    what = "total index (first-order)" if sobol else "Morris μ*"
-    t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              collapse_padding=True)
-    t.add_column("unknown", no_wrap=True)
-    for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
-        t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
-    for u in meta["unknowns"]:
-        cells = []
-        for g in rows["group"]:
-            r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
-            cells.append("–" if not len(r) else f"{_index(r['ST'].iloc[0])} ({_index(r['S1'].iloc[0])})" if sobol
-                         else f"{r['mu_star'].iloc[0]:.3g}")
-        t.add_row(u["name"], *cells)
-    return Group(b, t)
-
-
-def _index(x: float) -> str:
-    """A Sobol index to two decimals; an estimate that rounds to zero reads 0.00 whatever its sign."""
-    return f"{x:.2f}".replace("-0.00", "0.00")
 
 
 def _fitted(f) -> str:
