@@ -59,7 +59,7 @@ bench: $(STAMP)
 validate: $(STAMP)
 	$(BIN)/wsemoe validate
 
-# The generated parts of the docs (validate record in docs/sources.md and README.md, docs/config.md); tests fail when stale.
+# The generated parts of the docs (validate record in docs/sources.md and docs/reproductions.md, docs/config.md); tests fail when stale.
 docs: $(STAMP)
 	$(BIN)/python tools/update_docs.py
 

@@ -11,7 +11,7 @@ same run, a 128×128 all-to-all phase without any N×N array, and a 64×64 sweep
   the general path.
 
 Usage: python bench/bench_mesh.py [--quick] [--readme]   (writes bench/mesh.md; --readme also copies it into
-       README.md between the mesh markers)
+       docs/benchmarks.md between the mesh markers)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ time of a whole wafer's structure at region granularity (every layer block place
 its dispatch routed with exact XY link loads), on the full CS-2 (757 × 996) and CS-3 (762 × 1172) fabrics.
 
 Usage: python bench/bench_serving.py [--quick] [--readme]   (writes bench/serving.md; --readme also copies it
-       into README.md between the serving-bench markers)
+       into docs/benchmarks.md between the serving-bench markers)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ PE fabric on (multicast and unicast dispatch) against the same space with it off
 full fabric, its region traffic and pipelines) on CS-2 (757 × 996) and CS-3 (762 × 1172).
 
 Usage: python bench/bench_streaming.py [--quick] [--readme]   (writes bench/streaming.md; --readme also copies it
-       into README.md between the streaming-bench markers)
+       into docs/benchmarks.md between the streaming-bench markers)
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ point runs use subprocesses for their own peak memory. Usage:
 
     python bench/bench_sweep.py            # full run (a few minutes), writes bench/speed.md
     python bench/bench_sweep.py --quick    # smaller spaces and fewer rounds (under a minute)
-    python bench/bench_sweep.py --readme   # also copy bench/speed.md into README.md's speed section
+    python bench/bench_sweep.py --readme   # also copy bench/speed.md into docs/benchmarks.md's speed section
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def measure(quick: bool) -> dict:
 
 
 def report(res: dict, quick: bool, seconds: float, load: tuple) -> str:
-    """The Markdown the README shows: the table, the targets, the search check, where the time goes."""
+    """The Markdown docs/benchmarks.md shows: the table, the targets, the search check, where the time goes."""
     import pymoo
     import pyarrow
 

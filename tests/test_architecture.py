@@ -57,15 +57,15 @@ def test_only_the_cli_prints_or_exits():
 
 
 def test_readme_speed_table_is_the_bench_output():
-    """The README's speed section is bench/speed.md verbatim (make bench BENCH_ARGS=--readme copies it)."""
+    """docs/benchmarks.md's speed section is bench/speed.md verbatim (make bench BENCH_ARGS=--readme copies it)."""
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "benchmarks.md").read_text()
     block = readme.split("<!-- bench:start -->\n", 1)[1].split("<!-- bench:end -->", 1)[0]
     assert block == (root / "bench" / "speed.md").read_text()
 
 
 def test_readme_mesh_tables_are_the_bench_output():
-    """The README's huge-mesh tables are bench/mesh.md verbatim (make bench BENCH_ARGS=--readme copies them)."""
+    """docs/benchmarks.md's huge-mesh tables are bench/mesh.md verbatim (make bench BENCH_ARGS=--readme copies them)."""
     root = ROOT.parent
-    block = (root / "README.md").read_text().split("<!-- mesh:start -->\n", 1)[1].split("<!-- mesh:end -->", 1)[0]
+    block = (root / "docs" / "benchmarks.md").read_text().split("<!-- mesh:start -->\n", 1)[1].split("<!-- mesh:end -->", 1)[0]
     assert block == (root / "bench" / "mesh.md").read_text()

@@ -128,14 +128,15 @@ def test_serving_heatmap_caption_compares_the_dispatch_paths():
 
 @pytest.mark.parametrize("wafer, says", [
     ([150.0, 120.0, 90.0, 80.0], "wsc: ahead at 1–2 tokens/device, behind at 4–8; ahead at every HBM-bound point "
-                                 "(1–2; +20% … +50%); falls behind at 3."),
+                                 "(1–2; +20% … +50%); ahead at 1–3.17, behind from 3.17 (between 2 and 4) "
+                                 "tokens/device."),
     ([90.0, 80.0, 70.0, 60.0], "wsc: behind at every load (1–8 tokens/device); ahead at 0 of 2 HBM-bound points "
                                "(1–2): the claim does not hold everywhere it should."),
 ])
 def test_crossover_caption_reads_the_claim_where_the_baseline_is_hbm_bound(wafer, says):
     """gpu's MoE block: 100 tokens/s per device at 1, 2, 4, 8 tokens/device, HBM-bound at 1 and 2 (HBM 2 s >
     compute 1 s), compute-bound at 4 and 8. Ratios wsc/gpu 1.5, 1.2, 0.9, 0.8 cross 1 between 2 and 4: on log2,
-    2^(1 + (1.2 − 1)/(1.2 − 0.9)) = 2^1.67 ≈ 3.2, so it falls behind at 3; the claim holds at both HBM-bound loads."""
+    2^(1 + (1.2 − 1)/(1.2 − 0.9)) = 2^1.67 ≈ 3.17, so it falls behind from 3.17; the claim holds at both HBM-bound loads."""
     from wsemoe.report.figures import fig_versus
 
     tau = [1, 2, 4, 8]
@@ -145,7 +146,8 @@ def test_crossover_caption_reads_the_claim_where_the_baseline_is_hbm_bound(wafer
     wsc = gpu.assign(hardware="wsc", per_device_moe_block_tokens_per_s=wafer)
     view = _view(pd.concat([wsc, gpu], ignore_index=True), {"baseline": {"hardware": "gpu"}})
     text = fig_versus._verdict(view, "gpu")
-    assert text.startswith("MoE block (experts, dispatch, combine, reduction): gpu's MoE stage is HBM-bound at 1–2 "
+    assert text.startswith("MoE block (experts, dispatch, combine, reduction) (per_device_moe_block_tokens_per_s, "
+                           "the sweep's readings as configured): gpu's MoE stage is HBM-bound at 1–2 "
                            "tokens/device. ") and text.endswith(says), text
 
 

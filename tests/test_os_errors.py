@@ -94,7 +94,7 @@ WRITERS = {
     "calibrate": ["calibrate", "-o", "cal", "-n", "8", "--only", "matmul_efficiency", "--reading", "kept_activations"],
     "sensitivity": ["sensitivity", "oe.yaml", "--results", "results", "-n", "8", "--only", "matmul_efficiency"],
     "plot": ["plot", "results/oe", "--only", "pareto"],
-    "readings": ["readings", "oe.yaml", "--results", "results", "--only", "attn_kernel"],
+    "readings": ["readings", "oe.yaml", "--results", "results"],  # the full analysis: a what-if is not written
     "export traffic": ["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b", "-o", "ex"],
     "new": ["new", "fresh", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-o", "fresh.yaml"],
 }

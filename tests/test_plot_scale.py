@@ -49,8 +49,10 @@ def test_crossover_draws_best_against_best_ratios(views):
 def test_crossing_is_interpolated_on_log_tokens():
     import pandas as pd
 
-    assert fig_versus.crossing(pd.Series([2.0, 0.5], index=[4, 16])) == pytest.approx(2 ** (2 + 2 * (1 / 1.5)))
-    assert fig_versus.crossing(pd.Series([2.0, 1.5], index=[4, 16])) is None
+    from wsemoe.sweep import crossing
+
+    assert crossing.first_behind(pd.Series([2.0, 0.5], index=[4, 16])) == pytest.approx(2 ** (2 + 2 * (1 / 1.5)))
+    assert crossing.first_behind(pd.Series([2.0, 1.5], index=[4, 16])) is None
 
 
 def test_wafer_bound_phases_are_hatched_and_wafers_drawn(views):

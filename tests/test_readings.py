@@ -251,8 +251,14 @@ def test_sweep_show_and_report_carry_the_robustness_line(runner, tmp_path):
     assert "robustness over readings: not computed; `wsemoe readings" in shown.output
     again = runner.invoke(app, ["readings", str(tmp_path / "small"), "--only", "attn_kernel"], env={"COLUMNS": "1000"})
     assert again.exit_code == 0 and "held as configured (not in --only)" in again.output
-    assert "over 3 combinations of attn_kernel" in runner.invoke(app, ["show", str(tmp_path / "small")],
-                                                                env={"COLUMNS": "1000"}).output
+    # ... a what-if (--only) is printed, labelled, and not stored: show still says how to get the answer
+    assert "what-if (" in again.output and "not stored" in again.output
+    assert "robustness over readings: not computed" in runner.invoke(app, ["show", str(tmp_path / "small")],
+                                                                     env={"COLUMNS": "1000"}).output
+    full = runner.invoke(app, ["readings", str(tmp_path / "small")], env={"COLUMNS": "1000"})
+    assert full.exit_code == 0 and "what-if" not in full.output
+    assert "combinations of attn_kernel" in runner.invoke(app, ["show", str(tmp_path / "small")],
+                                                          env={"COLUMNS": "1000"}).output
 
 
 def test_compare_of_folders_flips_with_a_reading(runner, tmp_path):

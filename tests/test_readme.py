@@ -1,6 +1,8 @@
-"""The README works as written: its set-up step comes before the first bare `wsemoe`, every `wsemoe` command it
-shows exists with the options it uses (and the Python API names it uses exist), and its Use block runs in order,
-exactly as written, in a fresh folder holding the shipped sweeps, followed by its Python block."""
+"""The README and docs/usage.md work as written: the README is a short front page (at most 250 lines, a table of
+contents) whose set-up step comes before the first bare `wsemoe`; every `wsemoe` command either shows exists with
+the options it uses (and the Python API names exist); usage.md's Use block runs in order, exactly as written, in a
+fresh folder holding the shipped sweeps, followed by its Python block, and runs every command the README shows;
+the shipped sweeps are real files, equal to the package's copies."""
 
 from __future__ import annotations
 
@@ -18,16 +20,18 @@ import typer
 import wsemoe
 from wsemoe.cli import app
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+USAGE = (ROOT / "docs" / "usage.md").read_text()
 
 
-def _code_lines() -> list[str]:
-    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", README, flags=re.S)
+def _code_lines(text: str = README + USAGE) -> list[str]:
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", text, flags=re.S)
     return [ln.split("#")[0].strip() for b in blocks for ln in b.splitlines() if ln.strip()]
 
 
 def test_activation_comes_before_the_first_bare_command():
-    lines = _code_lines()
+    lines = _code_lines(README)
     first = next(i for i, ln in enumerate(lines) if ln.startswith("wsemoe "))
     assert any("source .venv/bin/activate" in ln for ln in lines[:first]), lines[: first + 1]
 
@@ -47,15 +51,15 @@ def test_every_command_and_option_shown_exists():
 
 
 def test_python_api_names_exist():
-    for name in re.findall(r"wsemoe\.([a-z_]+)\(", README):
+    for name in re.findall(r"wsemoe\.([a-z_]+)\(", README + USAGE):
         assert hasattr(wsemoe, name), name
 
 
 # ---------------------------------------------------------------- the Use block runs as written
 
 def _use_blocks() -> tuple[list[str], str]:
-    """(the Use section's shell lines, its Python block) as the README shows them."""
-    use = README.split("\n## Use\n", 1)[1].split("\n## ", 1)[0]
+    """(the Use section's shell lines, its Python block) as docs/usage.md shows them."""
+    use = USAGE.split("\n## Use\n", 1)[1].split("\n## ", 1)[0]
     bash = re.search(r"```bash\n(.*?)```", use, re.S).group(1)
     python = re.search(r"```python\n(.*?)```", use, re.S).group(1)
     return [ln for ln in bash.splitlines() if ln.strip()], python
@@ -66,7 +70,7 @@ def clone(tmp_path_factory):
     """A fresh folder holding what a clone holds for the Use block: the shipped sweeps and the CI example."""
     root = Path(__file__).resolve().parents[1]
     folder = tmp_path_factory.mktemp("clone")
-    shutil.copytree(root / "sweeps", folder / "sweeps")  # links followed: the files a user's clone has
+    shutil.copytree(root / "sweeps", folder / "sweeps", symlinks=True)  # as a copy of the folder has it
     shutil.copytree(root / "examples", folder / "examples")
     return folder
 
@@ -89,3 +93,61 @@ def test_use_block_runs_in_order_as_written_then_the_python_block(clone):
     r = subprocess.run([sys.executable, "-c", python], cwd=clone, env=_env(), capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_every_readme_command_runs_in_the_use_block():
+    """The front page shows a few commands; the executed block of docs/usage.md runs each of them (the worked
+    example's sweep and show included), so the README cannot show a command that does not run."""
+    lines, _ = _use_blocks()
+    ran = {" ".join(shlex.split(ln.split("#")[0])) for ln in lines}
+    shown = [" ".join(shlex.split(ln)) for ln in _code_lines(README) if ln.startswith("wsemoe ")]
+    missing = [ln for ln in shown if ln not in ran]
+    assert not missing, missing
+
+
+# ---------------------------------------------------------------- a front page
+
+def test_readme_is_a_front_page_with_a_table_of_contents():
+    """At most 250 lines; a Contents list linking every second-level section; the Documentation list links
+    every page under docs/ (a new page is linked from the front page, or this fails)."""
+    lines = README.splitlines()
+    assert len(lines) <= 250, len(lines)
+    sections = re.findall(r"^## (.+)$", README, flags=re.M)
+    contents = README.split("\n## Contents\n", 1)[1].split("\n## ", 1)[0]
+    anchors = re.findall(r"\]\(#([^)]+)\)", contents)
+    for title in sections[1:]:
+        anchor = re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+        assert anchor in anchors, title
+    docs = README.split("\n## Documentation\n", 1)[1]
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in docs, page.name
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    """Moving sections between pages breaks links: every relative link of README.md and docs/*.md names a
+    file that exists, and an anchor into a Markdown page names one of its headings."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", page.read_text()):
+            path, anchor = target
+            if path.startswith(("http:", "https:", "mailto:")):
+                continue
+            file = (page.parent / path).resolve() if path else page
+            assert file.exists(), f"{page.name}: {path}"
+            if anchor and file.suffix == ".md":
+                heads = re.findall(r"^#+ (.+)$", file.read_text(), flags=re.M)
+                slugs = {re.sub(r"[^a-z0-9 _-]", "", h.lower().strip()).replace(" ", "-") for h in heads}
+                assert anchor in slugs, f"{page.name}: {path}#{anchor}"
+
+
+def test_shipped_sweeps_are_real_files_equal_to_the_package_copies():
+    """Copying sweeps/ into a project must not break it: no symbolic links, and every sweep the package also
+    ships (validate runs those) is byte-for-byte the package's copy."""
+    from wsemoe.config.presets import shipped_sweeps
+
+    folder = ROOT / "sweeps"
+    links = [p.name for p in folder.iterdir() if p.is_symlink()]
+    assert not links, links
+    for packaged in shipped_sweeps():
+        mine = folder / packaged.name
+        assert mine.is_file(), packaged.name
+        assert mine.read_bytes() == packaged.read_bytes(), f"sweeps/{packaged.name} differs from the package copy"

@@ -115,14 +115,14 @@ def test_shipped_sparsity_sweeps_in_tokens_per_s(name):
 
 
 def test_sources_page_agrees_with_validate(rows):
-    """docs/sources.md carries validate's rows between its markers, README.md its summary, headlines and known
+    """docs/sources.md carries validate's rows between its markers, docs/reproductions.md its summary, headlines and known
     deviations, as `make docs` (tools/update_docs.py) writes them."""
     from pathlib import Path
 
     from wsemoe.validate import record
 
     root = Path(__file__).resolve().parents[1]
-    for name in ("docs/sources.md", "README.md"):
+    for name in ("docs/sources.md", "docs/reproductions.md"):
         page = (root / name).read_text()
         assert record.replace(page, rows) == page, f"regenerate it: make docs ({name})"
 

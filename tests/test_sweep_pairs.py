@@ -1,6 +1,6 @@
 """Shipped sweeps meant to be set side by side differ only in what they say differs: their resolved configs
 (presets expanded, helpers expanded into zips) are compared key by key, and every `wsemoe compare` of
-shipped results that the README or the Makefile shows is one of the declared pairs."""
+shipped results that the README, docs/usage.md or the Makefile shows is one of the declared pairs."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def test_the_check_sees_a_hold_that_differs(tmp_path):
 
 def test_every_shown_comparison_of_shipped_sweeps_is_declared():
     shown = re.findall(r"wsemoe compare ((?:results/\S+ ?)+)", (ROOT / "README.md").read_text() +
+                       (ROOT / "docs" / "usage.md").read_text() +
                        (ROOT / "Makefile").read_text().replace("$(BIN)/", ""))
     assert shown
     for args in shown:

@@ -268,7 +268,7 @@ def test_new_writes_a_file_that_no_writer_ever_replaces(work, runner):
 
 
 def test_readings_replace_their_own_folder_only(work, runner):
-    argv = ["readings", "fs.yaml", "--results", "results", "--only", "attn_kernel"]
+    argv = ["readings", "fs.yaml", "--results", "results"]  # the full analysis: a what-if (--only) is not written
     assert runner.invoke(app, argv).exit_code == 0
     folder = work / "results" / "fs" / "readings"
     assert ledger.read(folder).owner["writer"] == "readings"

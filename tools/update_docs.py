@@ -1,5 +1,5 @@
 """Regenerate the generated parts of this repository's docs from the code: the validate record in
-docs/sources.md and README.md (between their markers) and docs/config.md. A developer's tool (`make docs`),
+docs/sources.md and docs/reproductions.md (between their markers) and docs/config.md. A developer's tool (`make docs`),
 not a wsemoe command: wsemoe itself never edits a file it did not write; tests fail when these parts are stale."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     rows = run_all()
-    for name in ("docs/sources.md", "README.md"):
+    for name in ("docs/sources.md", "docs/reproductions.md"):
         page = ROOT / name
         page.write_text(record.replace(page.read_text(), rows))
         sys.stdout.write(f"validate record of {name} regenerated\n")

@@ -160,7 +160,8 @@ def apply_readings(config, choice: dict):
 def robustness(config, only=(), fixed=None, write: bool = False, out_root="results"):
     """A sweep evaluated under every combination of its readings (`only`: vary just these; `fixed`: {reading:
     option} for every run); `.summary()` per quantity and group (as configured, at the default readings, range,
-    flips, hinge), `.statement()` the comparison's line. With `write`, also into results/<name>/readings/."""
+    flips, hinge), `.statement()` the comparison's line. With `write`, also into results/<name>/readings/,
+    unless it is a what-if (`only` or `fixed`): that is returned, labelled, never stored."""
     from wsemoe.analysis.uncertainty import readings as rd
 
     return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)

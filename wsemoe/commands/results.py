@@ -1,4 +1,4 @@
-"""Commands that read results folders: show, plot, compare, report, export, ls."""
+"""Commands that read results folders: show, plot, compare, report, export, ls, columns."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder
+from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
 from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
@@ -58,7 +58,7 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
     with progress.bar("plot", "figure families") as update:
         written = plotting.plot_results(results, only=only, formats=fmt or None, force=force, on_progress=update)
     for p in written:
-        reply.text(str(p))
+        reply.text(shown_path(p))  # relative, as report prints it
     return reply
 
 
@@ -82,7 +82,15 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
             raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
-    reply = emit(Reply(), table, fmt, title, index=None, priority=priority)
+    reply = Reply()
+    for line in cmp.warnings:  # before the table: a ratio of unrelated runs is read with this in mind
+        reply.text(line, err=fmt != "table")
+    reply = emit(reply, table, fmt, title, index=None, priority=priority)
+    from wsemoe.sweep import crossing  # the one crossover definition, as show and validate state it
+
+    for line in crossing.table_lines(cmp.table, cmp.group, [c for c in cmp.table if "/" in c and
+                                                            c.endswith(f":{cmp.metric}")]):
+        reply.text(line, err=fmt != "table")
     if with_readings:
         from wsemoe.analysis.uncertainty import readings as rd
         from wsemoe.analysis.uncertainty import robustness
@@ -159,6 +167,9 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
     from wsemoe.report.terminal import tables
     from wsemoe.store import inventory
 
+    if (root / "manifest.json").is_file() and not clean:  # a results folder itself: its own row, not 'no results'
+        rows = [r for r in inventory.results_in(root.parent) if r.path.resolve() == root.resolve()]
+        return Reply().rich(tables.inventory(rows, root.parent))
     removed = inventory.clean(root) if clean else []
     rows = inventory.results_in(root)
     reply = Reply().rich(tables.inventory(rows, root) if rows else f"no results in {root}")
@@ -167,3 +178,24 @@ def list_results(root: Path = typer.Argument(Path("results"), help="folder holdi
     for p in inventory.partials_in(root):
         reply.text(tables.partial_line(p))
     return reply
+
+
+@command("columns")
+def columns_cmd(target: Path = typer.Argument(..., help="a results folder, or a sweep YAML (what it would write)"),
+                fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown")) -> Reply:
+    """Every output column of a results folder (or of the sweep a YAML would run) with its unit and meaning."""
+    import pandas as pd
+
+    choice(fmt, TABLE_FORMATS, "--format")
+    if target.is_dir():
+        from wsemoe.store import store
+
+        docs = store.load_manifest(target)["columns"]  # the manifest documents every column it holds
+        rows = [(c, d.get("unit", ""), d.get("doc", "")) for c, d in docs.items()]
+    else:
+        from wsemoe.sweep.chunked import evaluate
+        from wsemoe.sweep.columns import describe
+
+        rows = [(c, *describe(c)) for c in evaluate(target, start=0, stop=1).columns]  # one point: its columns
+    table = pd.DataFrame(rows, columns=["column", "unit", "meaning"]).set_index("column")
+    return emit(Reply(), table, fmt, f"{len(table)} columns of {shown_path(target)}", index="column")

@@ -200,14 +200,18 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
     """The modelling choices no source pins, or TARGET evaluated under every combination of them: each
     quantity as configured, at the default readings, its range, what flips it and what it hinges on."""
     from wsemoe.analysis.uncertainty import readings as rd
+    from wsemoe.analysis.uncertainty import robustness
     from wsemoe.config import readings as registry
     from wsemoe.report.terminal import readings as rd_view
 
     if target is None:
         return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
     found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
-    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(
-        f"readings: {where} ({found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s)")
+    done = f"{found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s"
+    stored = (f"readings: {shown_path(where)} ({done})" if where is not None else
+              f"readings what-if ({robustness.what_if(found.meta)}; {done}): not stored; the sweep's own analysis, "
+              "every reading varied, stays what show, plot and report use")
+    return parts(Reply(), rd_view.view(found, _readings_quantities(found))).text(stored)
 
 
 @command()

@@ -31,7 +31,7 @@ class Sparsity(Spec):
 
     vary: Literal["num_experts", "num_experts_per_tok"] = Field(description="model field to vary")
     values: list[int] = Field(min_length=1, description="values of the varied field")
-    hold: Literal["width", "active", "total"] = Field("width", description="what stays constant: F, k·F, or E·F")
+    hold: Literal["width", "active", "total"] = Field("active", description="what stays constant: F, k·F (active, the readings' default: presets/readings.yaml, hold), or E·F")
 
 
 class Constraint(Spec):

@@ -31,7 +31,8 @@ workload:
   mode: train
   seq_len: 8192               # sequence length S, tokens
   recompute: full             # activations kept for backward: none | selective | full (layer inputs only)
-  attn_kernel: materialized   # attention scores held as S×S per head (materialized) or tiled (flash)
+  attn_kernel: per_head       # the readings' default (wsemoe readings): one head's S×S scores at a time; or
+                              # every head's at once (materialized), or tiled (flash)
   # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
   # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
   # expert_weight_format: fp4 # routed experts
@@ -42,7 +43,8 @@ workload:
 workload:
   mode: prefill
   seq_len: 4096               # prompt length S, tokens (swept below)
-  attn_kernel: flash          # attention scores tiled (flash) or held as S×S per head (materialized)
+  attn_kernel: per_head       # the readings' default (wsemoe readings): one head's S×S scores at a time; or
+                              # every head's at once (materialized), or tiled (flash)
   # Number formats (bf16 | fp8 | fp4; each format's matmuls run at its peak, docs/cost-model.md#formats-and-peaks):
   # attn_weight_format: fp8   # attention projections, shared experts, dense FFNs
   # expert_weight_format: fp4 # routed experts
@@ -64,7 +66,8 @@ workload:
 
 AXES = {
     "train": """\
-  workload.B: {range: [1, 16]}      # attention batch: sequences per attention tile
+  workload.B: {range: [1, 128]}     # attention batch: sequences per attention tile (wide enough that the
+                                    # G = 1 baseline finds its memory limit inside the axis)
   workload.G: {pow2: [1, 64]}       # batch-tiling factor; G = 1 is uniform batching (the baseline below)
 """,
     "prefill": """\

@@ -170,7 +170,9 @@ class HardwareSpec(EnergyFields, Spec):
     memory_usable_fraction: float = Field(1.0, gt=0, le=1, description="fraction of node memory available to the model (calibration)")
     kept_activations: Literal["node", "streamed"] = Field(
         "node", description="where training keeps activations for the backward pass: in node memory, or streamed out "
-                            "over the wafer I/O after the forward pass and back in for the backward pass")
+                            "over the wafer I/O after the forward pass and back in for the backward pass (unset on a "
+                            "weight_source: streamed wafer: streamed, the readings' default; presets/readings.yaml, "
+                            "kept_activations)")
     pe_fabric: bool = Field(
         False, description="weight_source streamed: model the wafer at PE level too: weights entering at the fabric's "
                            "edge and crossing it, the experts on PE regions (pipelines with fill and drain), the token "
@@ -190,6 +192,16 @@ class HardwareSpec(EnergyFields, Spec):
             except (ValidationError, TypeError, ValueError):
                 return data  # field validation then reports the error at its own key (hardware -> pe -> ...)
             data = {**derived, **{k: v for k, v in data.items() if v is not None}}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kept_activations_default(cls, data):
+        """One default per reading: a weight-streaming wafer that does not say where training keeps its
+        activations streams them (the kept_activations reading's default); elsewhere they stay in node memory,
+        the only option there."""
+        if isinstance(data, dict) and data.get("weight_source") == "streamed" and "kept_activations" not in data:
+            data = {**data, "kept_activations": "streamed"}
         return data
 
     @model_validator(mode="after")

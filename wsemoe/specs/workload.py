@@ -37,8 +37,9 @@ class WorkloadSpec(Spec):
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
     attn_kernel: Literal["materialized", "per_head", "flash"] = Field(
-        "materialized", description="attention scores held as n_h·S×S per sequence, one head's S×S at a time "
-                                    "(per_head), or tiled (flash: linear in S)")
+        "per_head", description="attention scores held as n_h·S×S per sequence (materialized), one head's S×S at a "
+                                "time (per_head, the readings' default: presets/readings.yaml, attn_kernel), or tiled "
+                                "(flash: linear in S)")
     overlap: Literal["layer", "stage", "none"] = Field(
         "layer", description="compute overlaps weight/memory movement across a whole layer, within each stage, or not at all")
     comm_overlap: Literal["none", "microbatch"] = Field(
@@ -69,6 +70,16 @@ class WorkloadSpec(Spec):
             raise ValueError(f"accepted_tokens_per_step ({self.accepted_tokens_per_step:g}) exceeds draft_tokens + 1 "
                              f"({self.draft_tokens + 1}): a step verifies draft_tokens + 1 tokens")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _attn_kernel_default(cls, data):
+        """One default per reading: training and prefill, where the attn_kernel reading applies, hold scores as
+        its default says (per_head); decode, where it does not apply (one query per sequence), keeps every
+        head's n_h·S scores per sequence, as it always has."""
+        if isinstance(data, dict) and "attn_kernel" not in data and data.get("mode") == "decode":
+            data = {**data, "attn_kernel": "materialized"}
+        return data
 
     @model_validator(mode="before")
     @classmethod

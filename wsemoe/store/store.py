@@ -137,6 +137,11 @@ def load_manifest(path) -> dict:
         raise ResultsError("no such results folder", loc=(str(path),))
     man = manifest.read(path)
     if man is None:
+        held = sorted(p.name for p in path.iterdir() if p.is_dir() and (p / "manifest.json").is_file())
+        if held:  # a results root: say which folders it holds instead of asking to re-run a sweep
+            more = f", ... ({len(held)} in all)" if len(held) > 3 else ""
+            raise ResultsError(f"a results root holding {', '.join(held[:3])}{more}; name one of them (e.g. "
+                               f"{path / held[0]}), or `wsemoe ls {path}` lists them", loc=(str(path),))
         raise ResultsError("not a wsemoe results folder, or incomplete: manifest.json is missing (re-run the sweep)",
                            loc=(str(path),))
     verify(path, man)

@@ -1,5 +1,5 @@
 """The record of `wsemoe validate` in the docs: every row as a Markdown table between two markers
-(docs/sources.md), or the summary, the headline rows and the known deviations between two others (README.md),
+(docs/sources.md), or the summary, the headline rows and the known deviations between two others (docs/reproductions.md),
 regenerated from the rows (`make docs`, tools/update_docs.py), so a test can compare each page with what validate
 prints."""
 

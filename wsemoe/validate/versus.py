@@ -15,7 +15,7 @@ import pandas as pd
 
 from wsemoe.analysis.uncertainty import readings as study
 from wsemoe.analysis.uncertainty.sampled import Sampled
-from wsemoe.sweep import chunked
+from wsemoe.sweep import chunked, crossing
 from wsemoe.validate import figures
 from wsemoe.validate.common import context, headline, pct, pts, row, sweep_config
 
@@ -48,28 +48,11 @@ def ratios(result, cfg) -> pd.DataFrame:
     return v.rename(columns={"model": "model_name"})
 
 
-def crossover(r: pd.Series) -> float | None:
-    """Tokens per device where the ratio first falls through 1 (interpolated on log2), or None."""
-    x, y = np.log2(r.index.to_numpy(dtype=float)), r.to_numpy(dtype=float)
-    for i in range(len(y) - 1):
-        if y[i] >= 1 > y[i + 1]:
-            return float(2 ** (x[i] + (y[i] - 1) / (y[i] - y[i + 1]) * (x[i + 1] - x[i])))
-    return None
-
-
-def where(r: pd.Series) -> str:
-    """'behind from 48 tokens/device', or which side the wafer stays on."""
-    cross = crossover(r)
-    if cross is not None:
-        return f"behind from {cross:.0f} tokens/device"
-    lo, hi = float(r.min()), float(r.max())
-    return "ahead at every load" if lo >= 1 else "behind at every load" if hi < 1 else "behind, then ahead"
-
-
 def per_load(r: pd.Series) -> str:
-    """'1: +12% · 2: +8% · … · 256: −40%; behind from 48 tokens/device' (a load either side cannot run: '—')."""
+    """'1: +12% · 2: +8% · … · 256: −40%; ahead at 1–48, behind from 48 (between 32 and 64) tokens/device' (a load
+    either side cannot run: '—'; every crossing, as sweep/crossing.py defines it)."""
     return " · ".join(f"{int(t)}: {pct(v - 1) if np.isfinite(v) else '—'}" for t, v in r.items()) + \
-        f"; {where(r.dropna())}"
+        f"; {crossing.sides(r)}"
 
 
 def _series(v: pd.DataFrame, choice: dict, model: str, metric: str = METRIC) -> pd.Series:

@@ -8,7 +8,7 @@ Each folder is read part by part with only the columns needed, keeping the best 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ class Comparison:
     sense: str                 # "max" or "min"
     objectives: list[str]      # objectives every folder has (ratios are given for these)
     dropped: dict              # label -> groups with no feasible point there, or not in every folder
+    warnings: list = field(default_factory=list)  # why the ratio may compare different questions
 
     @property
     def fixed(self) -> dict:
@@ -112,7 +113,39 @@ def compare(paths, metric: str | None = None) -> Comparison:
         for col in dict.fromkeys([metric, *objectives, *energy]):
             table[f"{label}/{labels[0]}:{col}"] = (table[f"{label}:{col}"].astype(float)
                                                     / table[f"{labels[0]}:{col}"].astype(float))
-    return Comparison(table, labels, group, metric, sense, objectives, dropped)
+    return Comparison(table, labels, group, metric, sense, objectives, dropped, unrelated(paths, labels))
+
+
+SAME_QUESTION = ("hardware", "model", "workload.mode")  # what two compared sweeps should share to answer one question
+
+
+def _values(cfg: dict, path: str) -> set:
+    """The values a resolved config.yaml takes at `path`: its axis (or zip column) values, else its base value."""
+    for grp in [cfg.get("axes") or {}, *(cfg.get("zip") or [])]:
+        if isinstance(grp, dict) and path in grp and isinstance(grp[path], list):
+            return {str(v) for v in grp[path]}
+    section, _, name = path.partition(".")
+    base = cfg.get(section)
+    value = base.get(name or "name") if isinstance(base, dict) else base
+    return {str(value)} if value is not None else set()
+
+
+def unrelated(paths: list[Path], labels: list[str]) -> list[str]:
+    """A warning per folder that shares with the first neither its hardware nor its model, or runs another mode:
+    its ratio to the first compares different questions (a comparison of related runs changes one of them)."""
+    try:
+        cfgs = [yamlio.load(Path(p) / "config.yaml") or {} for p in paths]
+    except Exception:  # a damaged config cannot tell; the folders were verified, so this is rare
+        return []
+    out = []
+    for cfg, lab in zip(cfgs[1:], labels[1:]):
+        differ = {k: (_values(cfgs[0], k), _values(cfg, k)) for k in SAME_QUESTION}
+        differ = {k: v for k, v in differ.items() if v[0] and v[1] and not v[0] & v[1]}
+        if "workload.mode" in differ or {"hardware", "model"} <= set(differ):
+            said = "; ".join(f"{k} {', '.join(sorted(a))} vs {', '.join(sorted(b))}" for k, (a, b) in differ.items())
+            out.append(f"warning: {lab} and {labels[0]} differ in {' and '.join(differ)} ({said}): the ratio "
+                       "compares different questions, not one design change")
+    return out
 
 
 def _join(bests: list[pd.DataFrame], labels: list[str], group: list[str], cols: list[str]):

@@ -29,6 +29,8 @@ class Selection:
     scanned: int                     # rows looked at (the front, or every point)
     source: str                      # "pareto" or "points"
     priority: list[str] = field(default_factory=list)  # columns most worth keeping when space is short
+    required: list[str] = field(default_factory=list)  # never dropped for width: asked for, or axes, objectives,
+    # bound and feasible (a narrow table wraps them onto a second table instead)
 
 
 def columns_of(manifest: dict) -> list[str]:
@@ -95,9 +97,10 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     source = "points" if every_point else "pareto"
     known = columns_of(man) + ([TIES] if source == "pareto" else [])
     shown, priority = default_columns(path, man, source)
+    required = [c for c in shown if c in (*varying_axes(path, man), *man.get("objectives", {}), "bound", "feasible")]
     if columns:
         _check_names(columns, known, "column", ("--columns",))
-        shown = priority = list(dict.fromkeys(columns))
+        shown = priority = required = list(dict.fromkeys(columns))
     shown = [c for c in shown if c in known]
     kinds = {c: k for c, k in store.column_kinds(path, man).items() if c in known}
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
@@ -132,7 +135,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     if limit:
         rows = rows.head(limit)
     return Selection(rows, matched, scanned if not every_point else man["points"], source,
-                     [c for c in priority if c in rows])
+                     [c for c in priority if c in rows], [c for c in required if c in rows])
 
 
 def _sorted(df: pd.DataFrame, order) -> pd.DataFrame:

@@ -80,7 +80,9 @@ class Where:
                 return
             if name in _WORDS:
                 return
-            close = difflib.get_close_matches(name, self.known, n=1)
+            lower = {k.lower(): k for k in self.known}  # 'MFU' means 'mfu': case first, then spelling
+            close = [lower[name.lower()]] if name.lower() in lower else \
+                [lower[c] for c in difflib.get_close_matches(name.lower(), list(lower), n=1)]
             hint = f"; did you mean '{close[0]}'?" if close else f"; to compare with text, quote it: '{name}'"
             raise ConfigError(f"unknown column '{excerpt(name)}'{hint}", loc=LOC)
         if isinstance(node, ast.Constant):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wsemoe.analysis.uncertainty import robustness
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
@@ -174,7 +175,8 @@ def _comparison(cfg) -> dict | None:
     over = group_keys(cfg)[1]
     extents = {}
     for axis in over:
-        vals = [v for g in [cfg.axes, *cfg.zip] for v in g.get(axis, [])]
+        vals = [v for g in [cfg.axes, *cfg.zip] for v in g.get(axis, []) if v is not None]  # a zip column's
+        # nulls are rows of another system (the wafer has no TP group): the extent is that of the values given
         if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
             extents[axis.split(".")[-1]] = {"axis": axis, "max": max(vals), "count": len(set(vals))}
     return {"name": cmp.name, "metric": cmp.metric, "baseline": {k: str(v) for k, v in cmp.baseline.items()},
@@ -214,15 +216,19 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
         return None
     if config_hash is not None and meta.get("config_hash") != config_hash:
         return None
+    if robustness.what_if(meta):  # written by an older version: a what-if is never the stored answer
+        return None
     if meta.get("registry_hash") != registry.registry_hash(registry.load() if readings is None else readings):
         return None
     return Readings(runs, values, meta)
 
 
-def run(target, out_root="results", only=(), fixed=None, on_progress=None, force: bool = False) -> tuple[Readings, Path]:
+def run(target, out_root="results", only=(), fixed=None, on_progress=None,
+        force: bool = False) -> tuple[Readings, Path | None]:
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
     are brought up to date first) or a results folder (its config.yaml); the readings/ folder is checked
-    before anything is evaluated."""
+    before anything is evaluated. A what-if (`only` or `fixed`) is evaluated and returned with the path None:
+    the stored answer is rewritten only by the analysis that made it, every reading varied, none fixed."""
     from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
@@ -232,6 +238,8 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None, force
     else:
         res = run_sweep(target, out_root=out_root)
         path, cfg = res.path, res.config
+    if only or fixed:
+        return evaluate(cfg, only, fixed, on_progress=on_progress), None
     writer.check_folder(path / FOLDER, "readings", force)
     result = evaluate(cfg, only, fixed, on_progress=on_progress)
     return result, write(result, path, force)

@@ -131,8 +131,9 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     groups = summary[summary["quantity"] == quantity]
     if not result.varied:
         states = [s["state"] for s in result.meta["readings"]]
-        return [f"{quantity}: {ratio(row['configured'])} as configured; no reading varies for this sweep ("
-                + ", ".join(f"{states.count(k)} {k}" for k in dict.fromkeys(states)) + ")"]
+        return _labelled(result, [f"{quantity}: {ratio(row['configured'])} as configured; no reading varies for "
+                                  "this sweep (" + ", ".join(f"{states.count(k)} {k}" for k in dict.fromkeys(states))
+                                  + ")"])
     where = f" at {row['group']}" if len(groups) > 1 else ""
     fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
     text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]
@@ -153,7 +154,25 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     lines = ["; ".join(text)]
     if len(groups) > 1:
         lines.append(f"{quantity}: candidate ahead in {_ahead(result, quantity)}")
-    return lines + [f"note: {e}" for e in edges(result, row["group"])]
+    lines += [f"note: {e}" for e in edges(result, row["group"])]
+    return _labelled(result, lines)
+
+
+def what_if(meta: dict) -> str:
+    """'' for the sweep's own readings analysis; else what makes it a what-if ('fixed_latency=launch_only set;
+    only mla_cache varied'): a reading fixed for every run, or only some of the readings varied."""
+    fixed = "; ".join(f"{k}={v}" for k, v in (meta.get("fixed") or {}).items())
+    held = [r["name"] for r in meta.get("readings", []) if r.get("state") == "held"]
+    varied = meta.get("varied") or []
+    return "; ".join(filter(None, [f"{fixed} set for every run" if fixed else "",
+                                   f"only {', '.join(varied) or 'no reading'} varied ({', '.join(held)} held)"
+                                   if held else ""]))
+
+
+def _labelled(result, lines: list[str]) -> list[str]:
+    """A what-if's lines say so first, wherever they are shown (it is never the sweep's stored answer)."""
+    label = what_if(result.meta)
+    return [f"what-if ({label}): {line}" for line in lines] if label else lines
 
 
 NAMED = 3  # groups named per reading that flips the ratio elsewhere; the rest are counted

@@ -29,7 +29,9 @@ def attn_score_bytes_per_token(m, wl, widest: bool = True):
     transient (`widest`), the mean over the layers what all of them keep (`widest=False`)."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
-    heads = 1.0 if wl.attn_kernel == "per_head" else m.num_attention_heads
+    # decode's one query per sequence holds every head's n_h·S scores at once: attn_kernel's per_head reading
+    # applies to training and prefill only (presets/readings.yaml, its scope), so decode ignores it
+    heads = 1.0 if wl.attn_kernel == "per_head" and wl.mode != "decode" else m.num_attention_heads
     keys = mix.widest_context(m, wl.seq_len) if widest else mix.context_of(m, None, wl.seq_len)
     return 5.0 * heads * keys * _scale(wl)
 

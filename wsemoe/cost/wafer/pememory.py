@@ -45,7 +45,8 @@ def _over(peak, free):
 
 def held_heads(m, wl):
     """Score matrices of one sequence held at once: every head (materialized), one (per_head), none (flash)."""
-    return {"materialized": float(m.num_attention_heads), "per_head": 1.0, "flash": 0.0}[wl.attn_kernel]
+    kernel = "materialized" if wl.attn_kernel == "per_head" and wl.mode == "decode" else wl.attn_kernel  # as memory.py
+    return {"materialized": float(m.num_attention_heads), "per_head": 1.0, "flash": 0.0}[kernel]
 
 
 def scores(pe, wl, queries):

@@ -14,6 +14,7 @@ from matplotlib.lines import Line2D
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, pct, single
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep import crossing
 
 TAU = "workload.tokens_per_device"
 STEMS = ("crossover",)
@@ -37,15 +38,6 @@ def best_ratios(view: ResultsView, metric: str, base: str) -> pd.DataFrame:
     first = (view.compare.get("candidate") or {}).get("hardware")
     order = sorted((h for h in best.columns if h != base), key=lambda h: (h != first, h))
     return best.div(best[base], axis=0)[order]
-
-
-def crossing(ratio: pd.Series) -> float | None:
-    """Tokens per device where a ratio first falls through 1 (interpolated on log2), or None."""
-    x, y = np.log2(ratio.index.to_numpy(dtype=float)), ratio.to_numpy(dtype=float)
-    for i in range(len(y) - 1):
-        if np.isfinite(y[i]) and np.isfinite(y[i + 1]) and y[i] >= 1 > y[i + 1]:
-            return float(2 ** (x[i] + (y[i] - 1) / (y[i] - y[i + 1]) * (x[i + 1] - x[i])))
-    return None
 
 
 def _base(view: ResultsView) -> str | None:
@@ -93,10 +85,9 @@ def crossover(view: ResultsView) -> Figure | None:
             r = ratios[hw]
             ax.plot(r.index, r.to_numpy(), ls=LINESTYLES[m], marker=MARKERS[h], ms=5, mfc="none" if m else None,
                     lw=1.6, color=PALETTE[h])
-            c = crossing(r)
-            if c is not None:
-                ax.axvline(c, color=PALETTE[h], lw=0.8, ls=LINESTYLES[m], zorder=1, alpha=0.7)
-                ax.text(c, 0.03 + 0.06 * m, f" {c:.0f}", transform=ax.get_xaxis_transform(), fontsize=8,
+            for c in crossing.crossings(r):  # every crossing: a system can be behind, ahead, then behind again
+                ax.axvline(c.at, color=PALETTE[h], lw=0.8, ls=LINESTYLES[m], zorder=1, alpha=0.7)
+                ax.text(c.at, 0.03 + 0.06 * m, f" {c.at:.3g}", transform=ax.get_xaxis_transform(), fontsize=8,
                         color=PALETTE[h], ha="left", va="bottom")
     log2_ticks(ax, taus, [f"{t:g}" for t in taus])
     ax.set_yscale("log", base=2)
@@ -107,7 +98,7 @@ def crossover(view: ResultsView) -> Figure | None:
     handles = [Line2D([], [], color=PALETTE[h], marker=MARKERS[h], lw=1.6, label=hw) for h, hw in enumerate(hws)]
     handles += [Line2D([], [], color="0.3", ls=LINESTYLES[m], lw=1.6, label=text) for m, text in enumerate(metrics.values())]
     fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False,
-               title=f"verticals: where a system falls behind {base} (tokens per device, at the foot)")
+               title=f"verticals: where a system crosses {base} (tokens per device, at the foot)")
     return caption(fig, CLAIMS["crossover"], _verdict(view, base))
 
 
@@ -130,11 +121,10 @@ def _verdict(view: ResultsView, base: str) -> str:
             text += (f"; ahead at every HBM-bound point ({_span(in_bound)}; {_pcts(r, in_bound)})" if len(wins) ==
                      len(in_bound) else f"; ahead at {len(wins)} of {len(in_bound)} HBM-bound points ({_span(in_bound)}): "
                      "the claim does not hold everywhere it should")
-        c = crossing(r)
-        parts.append(text + (f"; falls behind at {c:.0f}" if c is not None else ""))
+        parts.append(text + (f"; {crossing.sides(r)}" if crossing.crossings(r) else ""))
     scope = (f"{base}'s MoE stage is HBM-bound at {_span(sorted(bound))} tokens/device" if bound
              else f"{base}'s MoE stage is never HBM-bound here, so the claim is not tested")
-    return f"{METRICS[metric]}: {scope}. " + ". ".join(parts) + "."
+    return f"{METRICS[metric]} ({metric}, the sweep's readings as configured): {scope}. " + ". ".join(parts) + "."
 
 
 def _span(taus) -> str:

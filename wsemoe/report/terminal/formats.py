@@ -23,6 +23,8 @@ FORMATS = ("table", "csv", "json", "markdown")
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 TIME = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 MIN_TEXT = 24  # a text column wraps to this width before it is dropped
+WHOLE_BELOW = 1e7  # a column of whole numbers below this (tokens, sequences, experts) is shown whole, unprefixed:
+# '65,536 tokens', never '65536' under 'k tokens' nor '65.54 k' for a count; larger ones (FLOP) take a prefix
 
 
 def unit_of(col: str) -> str:
@@ -52,6 +54,8 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
     if unit in ("bytes", "bytes/s"):
         f, p = next(((f, p) for f, p in PREFIXES if top >= f), PREFIXES[-1])
         return f, f"{p}B" + unit.removeprefix("bytes")
+    if len(x) and top < WHOLE_BELOW and np.all(x == np.round(x)):  # counts (8192 tokens) are shown whole
+        return 1.0, unit
     if top >= 1e4:  # tokens/s, FLOP, ... with an engineering prefix
         f, p = next((f, p) for f, p in PREFIXES if top >= f)
         return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s
@@ -65,15 +69,20 @@ def cell(value, factor: float = 1.0) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)) and factor == 1.0:
-        return f"{int(value):,}" if abs(value) >= 10_000 else str(int(value))
-    if isinstance(value, (float, np.floating)):
+        return _whole(int(value))
+    if isinstance(value, (int, np.integer, float, np.floating)):  # an integer under a prefix is divided too
         x = float(value) / factor
         if factor == 1.0 and x.is_integer() and abs(x) < 1e6:
-            return str(int(x))
+            return _whole(int(x))
         return f"{x:.4g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
     if pd.isna(value):
         return "–"
     return str(value)
+
+
+def _whole(n: int) -> str:
+    """A whole number: thousands separated from 10,000 on (8192, 65,536), the same for int and float values."""
+    return f"{n:,}" if abs(n) >= 10_000 else str(n)
 
 
 def quantity(value, unit: str) -> tuple[str, str]:

@@ -14,6 +14,8 @@ from rich.text import Text
 
 from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
+from wsemoe.report.terminal.sensitivity import sensitivity  # noqa: F401  (show and the command use it here)
+from wsemoe.sweep import crossing
 
 
 def fmt(value, unit: str = "") -> str:
@@ -76,11 +78,23 @@ def summary(manifest: dict, status: str = "") -> Table:
     return t
 
 
-def selection(sel, width: int, title: str) -> Table:
+def selection(sel, width: int, title: str) -> Table | Group:
     """The rows of a query as a table that fits `width`; the caption says what was left out and how to see it.
-    `feasible` is never left out: a narrow table of every point still says which rows are infeasible."""
-    priority = ["feasible", *(c for c in sel.priority if c != "feasible")] if "feasible" in sel.rows else sel.priority
-    cols, hidden = formats.fit(sel.rows, priority, width)
+    What is required (asked-for columns; else the axes, objectives, `bound` and `feasible`) is never left out: when
+    it does not fit, the table continues below with the rest of it. A column every row shares (a filter made it
+    constant) is said once, above the table."""
+    rows = sel.rows
+    filtered = sel.matched < sel.scanned  # a filter kept some rows: what it made constant is said once
+    same = [c for c in rows.columns if filtered and len(rows) > 1 and c != "feasible"
+            and rows[c].nunique(dropna=False) == 1]
+    rows = rows[[c for c in rows.columns if c not in same]]
+    required = [c for c in getattr(sel, "required", []) if c in rows]
+    priority = [c for c in sel.priority if c in rows]
+    priority = ["feasible", *(c for c in priority if c != "feasible")] if "feasible" in rows else priority
+    first = ["feasible"] if "feasible" in rows else []  # which rows are infeasible: in the first table, always
+    cols, hidden = formats.fit(rows, list(dict.fromkeys([*first, *required, *priority])), width)
+    more = [c for c in required if c in hidden]
+    hidden = [c for c in hidden if c not in more]
     notes = []
     if "feasible" in sel.rows and not sel.rows["feasible"].astype(bool).all():
         notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
@@ -89,7 +103,22 @@ def selection(sel, width: int, title: str) -> Table:
         notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
     if hidden:
         notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
-    return formats.table(sel.rows[cols], title=title, caption="; ".join(notes))
+    head = [Text("every row: " + ", ".join(f"{c} = {formats.cell(rows_value(sel.rows, c))}" for c in same))] \
+        if same else []
+    wrapped = bool(more)
+    tables = [formats.table(rows[cols], title=title, caption="" if wrapped else "; ".join(notes))]
+    while more:  # the required columns that did not fit: continued below, each table with the point index
+        cont, _ = formats.fit(rows[more], more, width)
+        cont = cont or more[:1]
+        more = [c for c in more if c not in cont]
+        tables.append(formats.table(rows[cont], title="(continued: the same rows)"))
+    tail = [Text("; ".join(notes))] if wrapped and notes else []
+    return tables[0] if len(tables) == 1 and not head else Group(*head, *tables, *tail)
+
+
+def rows_value(df: pd.DataFrame, col: str):
+    """The one value a column takes in every row."""
+    return df[col].iloc[0]
 
 
 COMPARISON_FIRST = ("speedup_vs_", "best_G", "best_B", "best_tokens_per_s", "baseline_tokens_per_s", "best_bound",
@@ -156,48 +185,6 @@ def invariants(report) -> Group:
     details = [Text.assemble((r.status.upper(), STATUS_STYLE[r.status]), f" {r.invariant.name} [{r.config}]: {r.message()}")
                for r in report.results if r.status in ("fail", "error")]
     return Group(t, line, *details)
-
-
-def sensitivity(result, quantity: str | None = None) -> Group:
-    """The 5–95% band of a quantity per group (labelled by what varies) in the quantity's unit, then each
-    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across."""
-    bands, idx, meta = result.bands, result.indices, result.meta
-    qs = list(dict.fromkeys(bands["quantity"]))
-    quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
-    sobol = meta["method"] == "sobol"
-    rows = bands[bands["quantity"] == quantity]
-    factor, unit = formats.display(quantity, pd.concat([rows["nominal"], rows["q05"], rows["q95"]]))
-    title = Text(f"sensitivity of {quantity}" + (f" [{unit}]" if unit else "") + f" to the calibration unknowns "
-                 f"({meta['method']}, {meta['samples']:,} samples × {meta['points']:,} points)")
-    b = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for c in ("group", "nominal", "5%", "95%"):
-        b.add_column(Text(c + (f" [{unit}]" if unit and c != "group" else "")), justify="left" if c == "group" else
-                     "right", no_wrap=True)
-    for _, r in rows.iterrows():
-        b.add_row(str(r["group"]), formats.cell(r["nominal"], factor), formats.cell(r["q05"], factor),
-                  formats.cell(r["q95"], factor))
-    sel = idx[idx["quantity"] == quantity] if len(idx) else idx
-    if not len(sel):
-        return Group(b)
-    what = "total index (first-order)" if sobol else "Morris μ*"
-    t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              collapse_padding=True)
-    t.add_column("unknown", no_wrap=True)
-    for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
-        t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
-    for u in meta["unknowns"]:
-        cells = []
-        for g in rows["group"]:
-            r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
-            cells.append("–" if not len(r) else f"{_index(r['ST'].iloc[0])} ({_index(r['S1'].iloc[0])})" if sobol
-                         else f"{r['mu_star'].iloc[0]:.3g}")
-        t.add_row(u["name"], *cells)
-    return Group(b, t)
-
-
-def _index(x: float) -> str:
-    """A Sobol index to two decimals; an estimate that rounds to zero reads 0.00 whatever its sign."""
-    return f"{x:.2f}".replace("-0.00", "0.00")
 
 
 def _fitted(f) -> str:
@@ -358,7 +345,10 @@ def folder_view(path, status: str, limit, width: int) -> list:
     per = " in each front" if (man.get("pareto_fronts") or 1) > 1 else ""
     parts = [summary(man, status), selection(sel, width, f"Pareto front ({front_line(man)}; best {first} first{per})")]
     if (Path(path) / "comparison.csv").is_file():
-        parts.append(comparison(store.read_csv(path, "comparison.csv", man), width))
+        cmp = store.read_csv(path, "comparison.csv", man)  # the verified bytes
+        parts.append(comparison(cmp, width))
+        keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
+        parts += [Text(ln) for ln in crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])]
     parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:

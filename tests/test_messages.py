@@ -1,0 +1,58 @@
+"""Messages that mislead, fixed by kind: a results root named where a results folder is expected says what it
+holds; `ls` of a results folder lists it; a column spelled in another case gets a did-you-mean; comparing runs
+that answer different questions warns before the ratio; every command that writes prints relative paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from wsemoe.cli import app
+from wsemoe.sweep.run import run_sweep
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch, small_config):
+    monkeypatch.chdir(tmp_path)
+    run_sweep(small_config, out_root="results")
+    run_sweep({**small_config, "name": "small_cs3", "hardware": "cs3"}, out_root="results")
+    run_sweep({**small_config, "name": "small_prefill", "workload": {"mode": "prefill", "seq_len": 8192}},
+              out_root="results")
+    return tmp_path / "results"
+
+
+@pytest.mark.parametrize("command", [["show"], ["eval", "--point", "0"], ["plot"], ["report"]])
+def test_a_results_root_is_named_as_one(runner, root, command):
+    r = runner.invoke(app, [command[0], "results", *command[1:]])
+    assert r.exit_code != 0 and r.output.startswith("error: [results] a results root holding small"), r.output
+    assert "re-run" not in r.output and "wsemoe ls results" in r.output
+
+
+def test_ls_of_a_results_folder_lists_it(runner, root):
+    r = runner.invoke(app, ["ls", "results/small"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "no results" not in r.output
+    assert " small " in r.output and "small_cs3" not in r.output
+
+
+@pytest.mark.parametrize("where,meant", [("MFU > 0.3", "mfu"), ("Tokens_Per_S > 1", "tokens_per_s"),
+                                         ("mfuu > 0.3", "mfu"), ("Workload.B == 1", "workload.B")])
+def test_where_suggests_the_column_in_any_case(runner, root, where, meant):
+    r = runner.invoke(app, ["show", "results/small", "--all", "--where", where])
+    assert r.exit_code != 0 and f"did you mean '{meant}'?" in r.output, r.output
+
+
+def test_compare_warns_when_the_runs_answer_different_questions(runner, root):
+    related = runner.invoke(app, ["compare", "results/small", "results/small_cs3", "--no-readings"])
+    assert related.exit_code == 0 and "warning" not in related.output
+    other = runner.invoke(app, ["compare", "results/small", "results/small_prefill", "--no-readings"],
+                          env={"COLUMNS": "300"})
+    assert other.exit_code == 0
+    first = other.output.splitlines()[0]
+    assert first.startswith("warning: small_prefill and small differ in workload.mode (workload.mode train vs prefill")
+
+
+def test_plot_prints_relative_paths_as_report_does(runner, root):
+    plotted = runner.invoke(app, ["plot", "results/small", "--only", "pareto"])
+    reported = runner.invoke(app, ["report", "results/small"])
+    assert plotted.exit_code == 0 and reported.exit_code == 0
+    lines = plotted.output.split() + reported.output.split()
+    assert lines and all(ln.startswith("results/small/") for ln in lines), lines

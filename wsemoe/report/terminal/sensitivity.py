@@ -1,0 +1,68 @@
+"""The sensitivity of a sweep's quantities to the calibration unknowns as terminal tables: each group's 5–95% band,
+then each unknown's Sobol indices or Morris μ*; where the quantity barely varies its indices are estimates of
+nothing (ratios of tiny variances, often above 1) and are said to be negligible instead of printed."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from wsemoe.report.terminal import formats
+
+NEGLIGIBLE = 1e-3  # a 5–95% band narrower than 0.1% of the nominal value: below the 4 significant digits tables
+# show, so the variance Sobol indices divide by is numerical noise and the indices mean nothing
+
+
+def negligible(row) -> bool:
+    """Whether a band row (nominal, q05, q95) varies by less than NEGLIGIBLE of its nominal value."""
+    scale = max(abs(float(row["nominal"])), 1e-300)
+    return abs(float(row["q95"]) - float(row["q05"])) <= NEGLIGIBLE * scale
+
+
+def sensitivity(result, quantity: str | None = None) -> Group:
+    """The 5–95% band of a quantity per group (labelled by what varies) in the quantity's unit, then each
+    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across."""
+    bands, idx, meta = result.bands, result.indices, result.meta
+    qs = list(dict.fromkeys(bands["quantity"]))
+    quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
+    sobol = meta["method"] == "sobol"
+    rows = bands[bands["quantity"] == quantity]
+    factor, unit = formats.display(quantity, pd.concat([rows["nominal"], rows["q05"], rows["q95"]]))
+    title = Text(f"sensitivity of {quantity}" + (f" [{unit}]" if unit else "") + f" to the calibration unknowns "
+                 f"({meta['method']}, {meta['samples']:,} samples × {meta['points']:,} points)")
+    b = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("group", "nominal", "5%", "95%"):
+        b.add_column(Text(c + (f" [{unit}]" if unit and c != "group" else "")), justify="left" if c == "group" else
+                     "right", no_wrap=True)
+    for _, r in rows.iterrows():
+        b.add_row(str(r["group"]), formats.cell(r["nominal"], factor), formats.cell(r["q05"], factor),
+                  formats.cell(r["q95"], factor))
+    sel = idx[idx["quantity"] == quantity] if len(idx) else idx
+    if not len(sel):
+        return Group(b)
+    what = "total index (first-order)" if sobol else "Morris μ*"
+    quiet = {r["group"] for _, r in rows.iterrows() if negligible(r)}
+    note = (f"variance negligible in {', '.join(map(str, quiet))} (its 5–95% band within {NEGLIGIBLE:.1%} of the "
+            "nominal value): indices there are noise, not shown") if quiet else ""
+    t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+              collapse_padding=True, caption=note or None, caption_justify="left")
+    t.add_column("unknown", no_wrap=True)
+    for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
+        t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
+    for u in meta["unknowns"]:
+        cells = []
+        for g in rows["group"]:
+            r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
+            cells.append("–" if not len(r) else "negligible" if g in quiet else
+                         f"{_index(r['ST'].iloc[0])} ({_index(r['S1'].iloc[0])})" if sobol
+                         else f"{r['mu_star'].iloc[0]:.3g}")
+        t.add_row(u["name"], *cells)
+    return Group(b, t)
+
+
+def _index(x: float) -> str:
+    """A Sobol index to two decimals; an estimate that rounds to zero reads 0.00 whatever its sign."""
+    return f"{x:.2f}".replace("-0.00", "0.00")
