@@ -166,13 +166,14 @@ def test_constraints_shape_the_pareto_front_and_the_comparison(tmp_path, free):
 
 
 def test_reason_of_any_other_g_column_and_of_an_unknown_value():
-    """Any g_* column counts as a constraint; a NaN g is not satisfied (it cannot be shown ≤ 0)."""
+    """Any g_* column counts as a constraint; a NaN g is not satisfied (it cannot be shown ≤ 0), and its reason says
+    the constraint cannot be checked there rather than printing a ratio it does not have."""
     out = {"g_mem_attn": np.array([-1.0, 0.5, np.nan, 0.2]), "g_custom": np.array([0.0, 1.0, -1.0, 0.2]),
            "step_time_s": np.array([1.0, 1.0, 1.0, 1.0])}
     extra, _ = feasibility(SimpleNamespace(constraints=[]), Outputs(4, [(Rows(np.arange(4)), out)]), {})
     assert extra["feasible"].tolist() == [True, False, False, False]
     assert list(extra["infeasible_reason"].values()) == [None, "constraint g_custom violated (2× its limit)",
-                                                         REASONS["g_mem_attn"].format(r="?"),
+                                                         "no mem_attn at this point, so its constraint cannot be checked",
                                                          REASONS["g_mem_attn"].format(r="1.2")]
 
 

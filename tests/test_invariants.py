@@ -154,9 +154,11 @@ def test_a_check_that_raises_is_an_error_result_and_exit_1(runner, tmp_path, sma
 def test_user_config_with_hf_model_and_custom_hardware_holds():
     report = wsemoe.check_invariants([EXAMPLE / "configs" / "my-wafer-olmoe.yaml"])
     assert report.ok, [r.message() for r in report.results if r.status != "pass"]
-    node = [r for r in report.results if not r.invariant.name.startswith(("serving_", "streaming_"))]
+    # a hardware written without energy figures gets no energy columns (NaN), so the energy laws skip
+    node = [r for r in report.results if not r.invariant.name.startswith(("serving_", "streaming_"))
+            and "energy" not in r.invariant.name]
     assert {r.status for r in node} == {"pass"}  # a mesh exercises every node-level invariant
-    assert {r.status for r in report.results if r not in node} == {"skip"}  # no SRAM-serving or PE-fabric point
+    assert {r.status for r in report.results if r not in node} == {"skip"}  # no SRAM-serving, PE-fabric or energy
     cfg = load_config(EXAMPLE / "configs" / "my-wafer-olmoe.yaml")
     assert cfg.model.num_experts == 64 and cfg.hardware.name == "my-4x4-wafer"
 

@@ -76,10 +76,21 @@ def statement(ratio: pd.Series, metric: str, reading: str, who: str = "", unit: 
     return f"{head}: {sides(ratio, unit)}"
 
 
+# What a crossover runs along: a load (tokens per device, requests, the batch, the context), never a design
+# axis such as top-k or the expert count, along which "ahead from k = 4" would read as a load the system meets.
+LOAD_NAMES = ("tokens_per_device", "workload.B", "seq_len", "context", "batch", "concurrency", "requests")
+
+
+def is_load(column: str) -> bool:
+    """Whether a column is a load a crossover can run along."""
+    return any(name in column for name in LOAD_NAMES)
+
+
 def table_lines(df: pd.DataFrame, keys: list[str], ratios: list[str], reading: str = "as configured") -> list[str]:
-    """A crossover line per ratio column and per value of the other keys, along the numeric key with the most
-    values (at least 3: a load axis such as tokens per device); none when no key is such an axis."""
-    numeric = [k for k in keys if k in df and pd.api.types.is_numeric_dtype(df[k]) and df[k].nunique() >= 3]
+    """A crossover line per ratio column and per value of the other keys, along the load key (`is_load`) with the
+    most values (at least 3, such as tokens per device); none when no key is such an axis."""
+    numeric = [k for k in keys if k in df and is_load(k) and pd.api.types.is_numeric_dtype(df[k])
+               and df[k].nunique() >= 3]
     if not numeric or df.empty:
         return []
     load = max(numeric, key=lambda k: df[k].nunique())

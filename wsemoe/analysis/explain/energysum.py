@@ -43,8 +43,8 @@ def energy(row, hw) -> list:
     top, top_w = _get(row, "topdown_energy_per_token_j"), _get(row, "topdown_power_w")
     if top == top:
         out.append(("topdown_energy_per_token_j", row["topdown_energy_per_token_j"], "J/token",
-                    f"{top_w:,.6g} W (rated × nodes × (idle + (1 − idle) × busy)) / {rate:,.6g} tokens/s = "
-                    f"{_j(top_w / rate)} {_check(top_w / rate, top)}; bottom-up / top-down = {total / top:.3g}"))
+                    f"(bottom-up / top-down = {total / top:.3g}) {top_w:,.6g} W (rated × nodes × (idle + (1 − idle) "
+                    f"× busy)) / {rate:,.6g} tokens/s = {_j(top_w / rate)} {_check(top_w / rate, top)}"))
     pue, price = float(getattr(hw, "pue", 1.0)), float(getattr(hw, "power_price_usd_per_kwh", 0.0))
     elec = 1e6 * total * pue / J_PER_KWH * price
     cap = _get(row, "cost_capital_per_mtok")

@@ -89,10 +89,11 @@ def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
     reading moved alone to an option the sweep does not already have ("alone"); a choice is {reading: option}
     on top of the configured sweep."""
     names = [st.reading.name for st in varied]
-    combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
-    if len(combos) > MAX_COMBINATIONS:
-        raise ConfigError(f"{len(combos):,} combinations of {len(names)} readings exceed {MAX_COMBINATIONS}; "
+    count = int(np.prod([len(st.reading.options) for st in varied], dtype=object))  # counted before it is built
+    if count > MAX_COMBINATIONS:
+        raise ConfigError(f"{count:,} combinations of {len(names)} readings exceed {MAX_COMBINATIONS}; "
                           "vary fewer (--only) or fix some (--set name=option)", loc=("readings",))
+    combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
     runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
     for st in varied:
         runs += [("alone", {st.reading.name: o}) for o in st.reading.options if o != st.configured]
@@ -266,7 +267,10 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
         return ""
     if cfg.search is not None:
         return "robustness over readings: not computed for a search (every run needs the whole grid)"
-    runs, evaluations = cost(cfg)
+    try:
+        runs, evaluations = cost(cfg)
+    except ConfigError as exc:  # the sweep itself is done and written: say why its robustness is not
+        return f"robustness over readings: not computed ({exc.message}); `wsemoe readings {path} --only …` computes it"
     if evaluations > budget:
         heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
         return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "
