@@ -65,10 +65,10 @@ def test_index_links_every_report_and_stays_current(runner, tmp_path):
     r = runner.invoke(app, ["report", "--index", str(root)])
     assert r.exit_code == 0, r.output
     index = (root / "index.html").read_text()
-    assert 'href="small/report.html"' not in index and "no report" in index and "wsemoe report results/small" in index
+    assert 'small/report.html"' not in index and "no report" in index and "wsemoe report results/small" in index
     assert runner.invoke(app, ["report", str(path)]).exit_code == 0  # a report refreshes the index beside it
     index = (root / "index.html").read_text()
-    assert 'href="small/report.html"' in index and str(tmp_path) not in index and "1 row; one front" in index
+    assert 'href="./small/report.html"' in index and str(tmp_path) not in index and "1 row; one front" in index
 
 
 def test_index_is_written_through_the_guarded_writer(runner, tmp_path):

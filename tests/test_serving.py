@@ -41,9 +41,17 @@ def test_tpot_is_the_decode_step_and_tokens_per_user_its_inverse(mesh):
                        rtol=1e-12)
 
 
+def mesh_kernel(frame) -> str:
+    kernels = set(frame["workload.attn_kernel"]) if "workload.attn_kernel" in frame else {"materialized"}
+    assert len(kernels) == 1
+    return kernels.pop()
+
+
 def test_ttft_is_the_prefill_of_the_batch_at_the_prompt_length(mesh):
-    """An independent reference: the same space run as a prefill sweep at seq_len = prompt_len."""
-    ref = wsemoe.evaluate(_with({**MESH, "name": "prefill"}, mode="prefill", seq_len=2048, prompt_len=None))
+    """An independent reference: the same space run as a prefill sweep at seq_len = prompt_len, with the attention
+    kernel the decode points hold (a decode workload defaults to materialized scores; its TTFT prefill keeps it)."""
+    ref = wsemoe.evaluate(_with({**MESH, "name": "prefill"}, mode="prefill", seq_len=2048, prompt_len=None,
+                                attn_kernel=mesh_kernel(mesh)))
     assert np.array_equal(ref["workload.B"], mesh["workload.B"])
     assert np.allclose(mesh["ttft_s"], ref["step_time_s"], rtol=1e-13)
     assert np.allclose(mesh["mem_prefill_peak_node_bytes"], ref["mem_peak_node_bytes"], rtol=1e-13)

@@ -89,8 +89,11 @@ def test_two_by_two_wafers_of_8x8_equal_one_16x16_mesh_when_wafer_links_match():
             "mapping.token_source": ["auto", "slice"], "mapping.ring_directions": [1, 2],
             "workload.tokens_per_device": [1, 64]}
     a, b = wsemoe.evaluate(_cfg(GRID, axes)), wsemoe.evaluate(_cfg(FLAT, axes))
+    # times and bytes match; energy does not: a byte crossing a wafer edge is priced off-chip (network tier),
+    # one crossing a die edge inside a wafer on the fabric, whatever the two links' bandwidths
+    energy = ("energy_", "avg_power_w", "topdown_", "cost_")
     numeric = [c for c in a.columns if a[c].dtype.kind in "fi" and c != "dispatch_inter_wafer_share"
-               and not c.startswith("hardware.")]
+               and not c.startswith("hardware.") and not c.startswith(energy)]
     for c in numeric:
         np.testing.assert_allclose(a[c].to_numpy(float), b[c].to_numpy(float), rtol=1e-12, err_msg=c)
     for c in ("bound", "allreduce_bound", "dispatch_bound", "feasible"):
