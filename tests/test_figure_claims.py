@@ -179,3 +179,18 @@ def test_speedup_vs_g_with_many_designs_colours_the_highest_and_the_lowest_and_c
     assert len(labels) == 3 and labels[0].startswith(("highest: ", "lowest: ")) and labels[2] == "every other design (7)"
     assert {lab.split(":")[0] for lab in labels[:2]} == {"highest", "lowest"}
     assert "of 9 designs gain from G > 1" in claims.caption_of(fig)
+
+
+def test_speedup_vs_g_labels_a_b_that_moves_at_every_g_only_at_its_ends():
+    """The best B of each G is the one that keeps G·B at one batch (64): it changes at every G. Labelled at
+    each change, bta_topk's figure carried ~60 'B=' labels; a line whose B changes more than MAX_NOTES times
+    is labelled at its first and last G, and the subtitle says so."""
+    from wsemoe.report.figures import fig_bta
+
+    rows = [{"model.num_experts_per_tok": k, "workload.G": g, "workload.B": b, "feasible": True,
+             "tokens_per_s": (1.0 + 0.01 * np.log2(g)) * (2.0 if g * b == 64 else 1.0)}
+            for k in (1, 2) for g in (1, 2, 4, 8, 16, 32, 64) for b in (1, 2, 4, 8, 16, 32, 64)]
+    fig = fig_bta.speedup_vs_g(_view(pd.DataFrame(rows)))
+    texts = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("B=")]
+    assert sorted(set(texts)) == ["B=1", "B=64"], texts  # each line: its first and its last G
+    assert "only at its first and last G" in " ".join(t.get_text() for t in fig.axes[0].texts)
