@@ -144,7 +144,7 @@ def test_figure_registered_and_written(plotted):
     assert fig_roofline in FAMILIES and "roofline" in fig_roofline.STEMS
     assert [p.name for p in written] == ["roofline.svg", "roofline.txt"]
     caption = (path / "plots" / "roofline.txt").read_text()  # the claim, then what the best designs show
-    assert caption.startswith(fig_roofline.CLAIMS["roofline"]) and "every stage drawn is under its roof" in caption
+    assert caption.rstrip().endswith("Claim tested: " + fig_roofline.CLAIMS["roofline"].rstrip(".") + ".") and "every stage drawn is under its roof" in caption
     svg = (path / "plots" / "roofline.svg").read_text()
     for text in ("arithmetic intensity (FLOP per byte on the weight path)", "attained (FLOP/s, all nodes)",
                  "wsc-b200-8x8: peak", "nvl72: peak", "of its roof", "MoE (router + experts)",
