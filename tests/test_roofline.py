@@ -171,3 +171,16 @@ def test_caption_says_when_a_stage_would_sit_above_its_roof():
     assert "cs2: MoE 80% (weight path), attention 45% (compute)" in ok and "under its roof" in ok
     bad = fig_roofline._verdict([("nvl72", ("MoE 120% (compute)", 1.2))])
     assert "Above the roof: nvl72 MoE 120% (compute)" in bad and "do not bear the claim out" in bad
+
+
+def test_a_system_served_from_sram_is_named_as_not_drawn():
+    """cerebras_serving is about CS-3 serving from SRAM, which has no node-level roof: its roofline showed
+    only the GPU baselines without a word. The caption names what it leaves out; GPU-only results say nothing."""
+    import pandas as pd
+
+    pts = pd.DataFrame({"hardware": ["cs3", "nvl72"], "hardware.weight_source": ["sram", "hbm"],
+                        "feasible": [True, True]})
+    view = ResultsView("v", {"axes": ["hardware"], "objectives": {}}, pts, pts.iloc[:0], None, {})
+    assert "Not drawn: cs3 serving from SRAM" in fig_roofline._left_out(view)
+    assert fig_roofline._left_out(ResultsView("v", {"axes": ["hardware"], "objectives": {}}, pts.iloc[1:],
+                                              pts.iloc[:0], None, {})) == ""

@@ -99,7 +99,19 @@ def roofline(r: ResultsView) -> Figure | None:
              + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
     )
-    return caption(fig, CLAIMS["roofline"], _verdict(said))
+    return caption(fig, CLAIMS["roofline"], _verdict(said) + _left_out(r))
+
+
+def _left_out(r: ResultsView) -> str:
+    """' Not drawn: cs3 (SRAM serving ...).': hardware a sweep is about but the figure has no roof for is named,
+    never silently missing (cerebras_serving's roofline showed only its GPU baselines)."""
+    pts = r.feasible if len(r.feasible) else r.points
+    if "hardware.weight_source" not in pts or "hardware" not in pts:
+        return ""
+    sram = pts["hardware.weight_source"].astype(str) == "sram"
+    names = [str(h) for h in pd.unique(pts.loc[sram, "hardware"])]
+    return (f" Not drawn: {', '.join(names)} serving from SRAM (its stages run at PE level, with no node-level "
+            "weight path to place them under a roof)." if names else "")
 
 
 def _verdict(said: list) -> str:
