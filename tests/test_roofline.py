@@ -184,3 +184,18 @@ def test_a_system_served_from_sram_is_named_as_not_drawn():
     assert "Not drawn: cs3 serving from SRAM" in fig_roofline._left_out(view)
     assert fig_roofline._left_out(ResultsView("v", {"axes": ["hardware"], "objectives": {}}, pts.iloc[1:],
                                               pts.iloc[:0], None, {})) == ""
+
+
+def test_stage_labels_do_not_overlap(plotted):
+    """Each stage's label sits clear of every other stage's label (cerebras_serving drew 'output head' on the
+    attention marker's label area): their rendered boxes do not intersect."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from wsemoe.report.figures import plots
+
+    fig = dict(plots.figures(plotted[0], only=["roofline"]))["roofline"]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax in fig.axes:
+        names = {v.split(" (")[0] for v in fig_roofline.STAGES.values()}
+        boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text() in names]
+        assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
