@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from wsemoe.report.figures import fig_energy
+from wsemoe.report.figures.claims import finding_of
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import comparison_table
 
@@ -34,7 +35,7 @@ def test_frontier_verdict_reads_the_fronts():
     view = _view(_rows())
     rows, _ = fig_energy._rows(view)
     fig = fig_energy.frontier(view, rows, "")
-    assert fig.wsemoe_caption.endswith("wafers reach speeds GPUs do not and pay for them in energy at m (wafers up "
+    assert finding_of(fig).endswith("wafers reach speeds GPUs do not and pay for them in energy at m (wafers up "
                                        "to 1,000 tokens/s per user at 20 J/token; GPUs up to 200, from 0.1 J/token).")
 
 
@@ -57,7 +58,7 @@ def test_frontier_verdict_says_when_the_wafer_is_not_faster():
 def test_split_names_the_largest_tier():
     view = _view(_rows())
     fig = fig_energy.split(view, fig_energy._rows(view)[0], "")
-    assert fig.wsemoe_caption.endswith("Largest tier: cs3, m: static 75%; nvl72, m: static 75%.")
+    assert finding_of(fig).endswith("Largest tier: cs3, m: static 75%; nvl72, m: static 75%.")
 
 
 def test_comparison_table_puts_the_energy_of_the_compared_points_beside_the_speedup():

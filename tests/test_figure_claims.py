@@ -42,7 +42,7 @@ def test_every_family_declares_the_claim_of_each_figure():
 def test_comm_caption_says_where_the_claim_holds_or_that_it_does_not(factor, holds):
     fig = fig_comm.comm_breakdown(_view(_comm(factor)))
     text = claims.caption_of(fig)
-    assert text.startswith(fig_comm.CLAIMS["comm_breakdown"])
+    assert text.endswith(f"Claim tested: {fig_comm.CLAIMS['comm_breakdown']}.")  # the finding leads
     change = f"{100 * (factor - 1):+.0f}%".replace("-", "\u2212")
     if holds:
         assert f"lower at every TP (TP 4: {change}, TP 8: {change})" in text and "not bear" not in text
@@ -90,7 +90,9 @@ def test_plot_writes_each_caption_beside_its_image(tmp_path):
         family = next(f for f in plots.FAMILIES if any(
             __import__("fnmatch").fnmatchcase(png.stem, s) for s in getattr(f, "STEMS", ())))
         text = png.with_suffix(".txt").read_text()
-        assert text.startswith(claims.claim_of(family, png.stem)) and len(text) > len(claims.claim_of(family, png.stem)) + 20
+        claim = claims.claim_of(family, png.stem)
+        assert text.rstrip().endswith(f"Claim tested: {claim.rstrip('.')}.") and not text.startswith(claim)
+        assert len(text) > len(claim) + 20
     assert np.all([p.with_suffix(".txt") in written for p in pngs])
 
 
@@ -179,3 +181,35 @@ def test_speedup_vs_g_with_many_designs_colours_the_highest_and_the_lowest_and_c
     assert len(labels) == 3 and labels[0].startswith(("highest: ", "lowest: ")) and labels[2] == "every other design (7)"
     assert {lab.split(":")[0] for lab in labels[:2]} == {"highest", "lowest"}
     assert "of 9 designs gain from G > 1" in claims.caption_of(fig)
+
+
+def test_speedup_vs_g_labels_a_b_that_moves_at_every_g_only_at_its_ends():
+    """The best B of each G is the one that keeps G·B at one batch (64): it changes at every G. Labelled at
+    each change, bta_topk's figure carried ~60 'B=' labels; a line whose B changes more than MAX_NOTES times
+    is labelled at its first and last G, and the subtitle says so."""
+    from wsemoe.report.figures import fig_bta
+
+    rows = [{"model.num_experts_per_tok": k, "workload.G": g, "workload.B": b, "feasible": True,
+             "tokens_per_s": (1.0 + 0.01 * np.log2(g)) * (2.0 if g * b == 64 else 1.0)}
+            for k in (1, 2) for g in (1, 2, 4, 8, 16, 32, 64) for b in (1, 2, 4, 8, 16, 32, 64)]
+    fig = fig_bta.speedup_vs_g(_view(pd.DataFrame(rows)))
+    texts = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("B=")]
+    assert sorted(set(texts)) == ["B=1", "B=64"], texts  # each line: its first and its last G
+    assert "only at its first and last G" in " ".join(t.get_text() for t in fig.axes[0].texts)
+
+
+def test_a_caption_leads_with_the_finding_and_then_names_the_claim_it_tests():
+    """A caption that opened in bold with the claim and then said the data contradict it read as the claim
+    (issue 27): the finding comes first, in the text file and in the report, and the claim follows, unbolded."""
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.html.figures import caption as html_caption
+
+    fig = claims.caption(Figure(), "Tiling raises throughput for every design", "no gain for k = 8: the claim "
+                         "does not hold there.")
+    text = claims.caption_of(fig)
+    assert text == ("no gain for k = 8: the claim does not hold there. Claim tested: Tiling raises throughput for "
+                    "every design.")
+    html = html_caption("speedup_vs_G", fig)
+    assert "<b>" not in html and html.index("no gain") < html.index("Claim tested")
+    assert "Claim tested" not in html_caption("speedup_vs_G", fig, claim_shown=True)

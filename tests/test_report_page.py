@@ -48,11 +48,13 @@ def test_report_fits_the_budget_with_relative_paths_captions_and_scrolling_table
     assert tables >= 5 and html.count('<div class="scroll') == tables  # every table scrolls, none is cut
     stems = re.findall(r'<figure id="fig-([^"]+)">', html)
     assert sum(s.startswith("link_heatmap_") for s in stems) == 9 and {"pareto", "crossover", "wsc_vs_nvl72"} <= set(stems)
-    for stem in stems:  # the claim in bold: under the figure, or once above its grid of thumbnails
+    for stem in stems:  # the finding first, then the claim it tests: under it, or once above a grid of thumbnails
         family = next(f for f in plots.FAMILIES if claims.claim_of(f, stem))
         claim = escape(claims.claim_of(family, stem))
         block = re.search(rf'<figure id="fig-{re.escape(stem)}">(.*?)</figure>', html, re.S).group(1)
-        assert f"<b>{claim}.</b>" in (block if not stem.startswith(("link_heatmap_", "node_load_")) else html), stem
+        assert f"Claim tested: {claim.rstrip('.')}." in (block if not stem.startswith(("link_heatmap_", "node_load_"))
+                                                         else html), stem
+        assert f"<b>{claim}" not in html  # a bold claim read as the finding
         assert len(re.search(r"<figcaption>(.*?)</figcaption>", block, re.S).group(1)) > 80  # what the data say
     assert re.search(r'<div class="thumbs"><details><summary><figure id="fig-link_heatmap_', html)
 

@@ -144,7 +144,7 @@ def test_figure_registered_and_written(plotted):
     assert fig_roofline in FAMILIES and "roofline" in fig_roofline.STEMS
     assert [p.name for p in written] == ["roofline.svg", "roofline.txt"]
     caption = (path / "plots" / "roofline.txt").read_text()  # the claim, then what the best designs show
-    assert caption.startswith(fig_roofline.CLAIMS["roofline"]) and "every stage drawn is under its roof" in caption
+    assert caption.rstrip().endswith("Claim tested: " + fig_roofline.CLAIMS["roofline"].rstrip(".") + ".") and "every stage drawn is under its roof" in caption
     svg = (path / "plots" / "roofline.svg").read_text()
     for text in ("arithmetic intensity (FLOP per byte on the weight path)", "attained (FLOP/s, all nodes)",
                  "wsc-b200-8x8: peak", "nvl72: peak", "of its roof", "MoE (router + experts)",
@@ -171,3 +171,31 @@ def test_caption_says_when_a_stage_would_sit_above_its_roof():
     assert "cs2: MoE 80% (weight path), attention 45% (compute)" in ok and "under its roof" in ok
     bad = fig_roofline._verdict([("nvl72", ("MoE 120% (compute)", 1.2))])
     assert "Above the roof: nvl72 MoE 120% (compute)" in bad and "do not bear the claim out" in bad
+
+
+def test_a_system_served_from_sram_is_named_as_not_drawn():
+    """cerebras_serving is about CS-3 serving from SRAM, which has no node-level roof: its roofline showed
+    only the GPU baselines without a word. The caption names what it leaves out; GPU-only results say nothing."""
+    import pandas as pd
+
+    pts = pd.DataFrame({"hardware": ["cs3", "nvl72"], "hardware.weight_source": ["sram", "hbm"],
+                        "feasible": [True, True]})
+    view = ResultsView("v", {"axes": ["hardware"], "objectives": {}}, pts, pts.iloc[:0], None, {})
+    assert "Not drawn: cs3 serving from SRAM" in fig_roofline._left_out(view)
+    assert fig_roofline._left_out(ResultsView("v", {"axes": ["hardware"], "objectives": {}}, pts.iloc[1:],
+                                              pts.iloc[:0], None, {})) == ""
+
+
+def test_stage_labels_do_not_overlap(plotted):
+    """Each stage's label sits clear of every other stage's label (cerebras_serving drew 'output head' on the
+    attention marker's label area): their rendered boxes do not intersect."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from wsemoe.report.figures import plots
+
+    fig = dict(plots.figures(plotted[0], only=["roofline"]))["roofline"]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax in fig.axes:
+        names = {v.split(" (")[0] for v in fig_roofline.STAGES.values()}
+        boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text() in names]
+        assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

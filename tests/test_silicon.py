@@ -211,3 +211,31 @@ def test_holdout_by_backend_predicts_an_unfitted_backend(tmp_path):
     out = accuracy.evaluate(_csv(tmp_path, rows), holdout="backend")
     assert [f["group"] for f in out["holdout"]] == ["trtllm", "vllm"]
     assert all(r["pred_tpot_ms"] > 0 for r in out["rows"])
+
+
+def test_layered_attention_holds_and_reads_less_kv_by_hand():
+    """Qwen3.5 (3 linear : 1 full) keeps KV in a quarter of its layers; gpt-oss (sliding 128 : full) in half
+    of them plus a 128-token window in the other half; a full-attention model in every layer."""
+    isl, osl = 4096, 1024
+    ctx = isl + osl / 2
+    qwen = features.attention_shares(presets.load_model("qwen3.5-397b-a17b"), isl, osl)
+    assert qwen["kv_held"] == pytest.approx(0.25) and qwen["kv_read"] == pytest.approx(0.25)
+    assert qwen["pair_share"] == pytest.approx(0.25)
+    oss = features.attention_shares(presets.load_model("gpt-oss-120b"), isl, osl)
+    assert oss["kv_held"] == pytest.approx(0.5 + 0.5 * 128 / ctx)
+    assert oss["kv_read"] == pytest.approx(0.5 + 0.5 * 128 / ctx)
+    assert 0.5 < oss["pair_share"] < 0.5 + 0.5 * 2 * 128 / isl  # causal sweep: window reached at position 128
+    assert features.attention_shares(presets.load_model("deepseek-v3"), isl, osl) == {
+        "kv_held": 1.0, "kv_read": 1.0, "pair_share": 1.0}
+
+
+def test_kv_held_sets_the_slots_and_kv_read_the_decode_attention():
+    X = _features(isl=8192, osl=1024, batch_size=64)
+    full = serving.kv_slots(X)
+    quarter = serving.kv_slots({**X, "kv_held": np.array([0.25])})
+    assert quarter[0] == pytest.approx(4 * full[0], abs=4)  # floors of the same free memory
+    P = _stack()
+    t_full = serving.decode_step(X, P, X["C"])
+    t_less = serving.decode_step({**X, "kv_read": np.array([0.25])}, P, X["C"])
+    kv_bytes = X["C"] * (8192 + 512) * X["L"] * X["kv_values"] * X["b_kv"]  # one GPU (tp 1), all of the cache
+    assert t_full[0] - t_less[0] == pytest.approx(0.75 * kv_bytes[0] / X["B"][0], rel=1e-6)

@@ -17,6 +17,10 @@ out; 1: all arrive together); all C count, attention-DP ranks included, as the r
 When the KV cache holds fewer than C/dp sequences per rank, the rest wait for a slot: (C/dp − S) / S request lifetimes (Little's law in a closed loop).
 
 X is a dict of arrays (one entry per run; names in FEATURES), P a dict of the stack's arrays (STACK).
+X["kv_held"], X["kv_read"], X["pair_share"]: for a model whose layers mix attention kinds (sliding, chunked,
+sparse, linear; cost/node/mix.py), the mean over layers of the tokens a layer's KV cache holds and of the keys a
+decode query reads, each over the context, and the prefill's (query, key) pairs over causal full attention's;
+all 1 for a model of full-attention layers only.
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
 TTFT has no decode step in it; a decode worker's TPOT no prefill).
 """
@@ -27,7 +31,8 @@ import numpy as np
 
 FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
-            "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg")
+            "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
+            "kv_held", "kv_read", "pair_share")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
 ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
 DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
@@ -68,8 +73,9 @@ def decode_step(X, P, seqs):
     ctx = X["isl"] + X["osl"] / 2.0  # mean context over a request's decode
     tp = X["tp"]
     t = _kernel(X["L"] * X["attn_w"] * X["b_gemm"] / tp, 2 * X["L"] * X["attn_w"] / tp * b, X, P, X["F_gemm"])
-    kv = b * ctx * X["L"] * X["kv_values"] * X["b_kv"] / np.minimum(tp, X["kv_shards"])
-    t = t + _kernel(kv, b * ctx * X["L"] * X["sf_decode"] / tp, X, P, X["F16"])
+    keys = ctx * X["kv_read"]  # a sliding, chunked or sparse layer reads fewer keys (and their KV); linear none
+    kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] / np.minimum(tp, X["kv_shards"])
+    t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] / tp, X, P, X["F16"])
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
     moe_gpus = X["moe_tp"] * X["moe_ep"]
@@ -86,7 +92,8 @@ def prefill(X, P):
     n = X["isl"]
     tp = X["tp"]
     t = _kernel(X["L"] * X["attn_w"] * X["b_gemm"] / tp, 2 * X["L"] * X["attn_w"] / tp * n, X, P, X["F_gemm"])
-    t = t + X["L"] * X["sf_prefill"] * n * n / 2.0 / tp / (X["F16"] * P["eta_mm"])  # causal: half the pairs
+    pairs = X["pair_share"] * n * n / 2.0  # causal: half the pairs (fewer where layers attend to a window)
+    t = t + X["L"] * X["sf_prefill"] * pairs / tp / (X["F16"] * P["eta_mm"])
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     moe_gpus = X["moe_tp"] * X["moe_ep"]
@@ -107,7 +114,8 @@ def kv_slots(X):
     """Requests the KV cache of one attention rank holds at their mean context (isl + osl/2: paged caches take
     blocks as tokens come, and requests in flight are spread over their lives); < 1: the model does not fit."""
     free = KV_SHARE * (X["mem"] - weights_per_gpu(X))
-    per_seq = (X["isl"] + X["osl"] / 2.0) * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] / np.minimum(X["tp"], X["kv_shards"])
+    held = (X["isl"] + X["osl"] / 2.0) * X["kv_held"]
+    per_seq = held * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] / np.minimum(X["tp"], X["kv_shards"])
     return np.floor(np.maximum(free, 0.0) / per_seq)
 
 

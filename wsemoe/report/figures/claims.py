@@ -1,6 +1,7 @@
 """What a figure claims and whether its data bear the claim out: every figure family declares the claim of
-each figure (`CLAIMS`), and each figure carries a caption — the claim, then what its data say about it, where
-it holds and where it does not (a figure whose data contradict its claim says so, it is never hidden).
+each figure (`CLAIMS`), and each figure carries a caption that leads with the finding — what its data say,
+where the claim holds and where it does not — and then names the claim it tests (a caption that opened with
+the claim and then said the data contradict it read as the claim).
 
 The report shows the caption under the figure; `wsemoe plot` writes it beside the image (`<stem>.txt`).
 """
@@ -16,11 +17,26 @@ from wsemoe.errors import printable
 from wsemoe.report.figures.style import pct
 
 
+TESTED = "Claim tested: "  # what precedes the claim after the finding
+
+
 def caption(fig: Figure | None, claim: str, verdict: str) -> Figure | None:
-    """Attach the caption (claim, then what the data say) to a figure; returns the figure."""
+    """Attach the caption (what the data say, then the claim they test) to a figure; returns the figure."""
     if fig is not None:  # names from files reach it: control characters shown escaped, as everywhere
-        fig.wsemoe_caption = printable(f"{claim.rstrip('.')}. {verdict.strip()}".strip())
+        finding = verdict.strip()  # not capitalised: it may open with a symbol (k = 8) or a preset name
+        fig.wsemoe_claim = printable(claim.rstrip("."))
+        fig.wsemoe_caption = printable(f"{finding} {TESTED}{claim.rstrip('.')}.".strip())
     return fig
+
+
+def finding_of(fig: Figure) -> str:
+    """A figure's caption without the claim it tests (its finding)."""
+    return caption_of(fig).rpartition(f" {TESTED}")[0] or caption_of(fig)
+
+
+def tested_claim(fig: Figure) -> str:
+    """The claim a figure's caption tests ('' for none)."""
+    return getattr(fig, "wsemoe_claim", "")
 
 
 def caption_of(fig: Figure) -> str:

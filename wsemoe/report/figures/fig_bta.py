@@ -19,6 +19,7 @@ from wsemoe.report.figures.view import OVER, ResultsView
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
 STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
+MAX_NOTES = 4   # changes of B labelled along one line; past it, its first and last only
 MAX_LINES = 8   # designs drawn each in its own colour; beyond, the best and the worst in colour, the rest in grey
 CLAIMS = {"throughput_vs_sparsity": "Batch tiling (BTA) keeps throughput nearly flat as sparsity grows, while "
                                     "uniform batching loses throughput",
@@ -155,6 +156,8 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     if many:  # the rule for many designs: every line in grey, the best and the worst by peak speedup in colour
         drawn += (f"; {len(lines)} designs: each in grey, the one with the highest and the one with the lowest "
                   "peak speedup in colour")
+    if tuned and any(len(_changes(gs, y, at, tuned, None)) > MAX_NOTES for _, y, at, _ in lines):
+        drawn += f" (only at its first and last G on a line where it changes more than {MAX_NOTES} times)"
     fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
     peaks = [float(np.nanmax(y)) for _, y, _, _ in lines]
     shown = {int(np.argmax(peaks)), int(np.argmin(peaks))} if many and lines else set(range(len(lines)))
@@ -166,7 +169,10 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
         colour = PALETTE[(i == int(np.argmin(peaks))) if many else i % len(PALETTE)]
         ax.plot(gs, y, marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, mfc="none", color=colour, zorder=3,
                 label=(("highest: " if i == int(np.argmax(peaks)) else "lowest: ") + label) if many else label)
-        notes += _changes(gs, y, at, tuned, colour)
+        changed = _changes(gs, y, at, tuned, colour)
+        # a B that moves at nearly every G (G·B held near one batch) labelled at each step filled the figure
+        # with ~60 labels: past MAX_NOTES a line is labelled at its first and last G only
+        notes += changed if len(changed) <= MAX_NOTES else [changed[0], changed[-1]]
     if many:
         ax.plot([], [], lw=0.7, color="0.75", label=f"every other design ({len(lines) - len(shown)})")
     last = [g for *_, g in lines]

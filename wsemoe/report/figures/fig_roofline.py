@@ -36,6 +36,7 @@ CLAIMS = {"roofline": "Every stage sits under its hardware's roof: on the sloped
                       "it leaves unused"}
 MAX_POINTS = 300   # designs drawn per system (sampled with a fixed seed; the best always)
 MAX_PANELS = 4
+LABEL_NEAR = 0.6   # decades (both axes) within which a stage label would sit on an earlier marker
 
 
 def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
@@ -99,7 +100,19 @@ def roofline(r: ResultsView) -> Figure | None:
              + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
     )
-    return caption(fig, CLAIMS["roofline"], _verdict(said))
+    return caption(fig, CLAIMS["roofline"], _verdict(said) + _left_out(r))
+
+
+def _left_out(r: ResultsView) -> str:
+    """' Not drawn: cs3 (SRAM serving ...).': hardware a sweep is about but the figure has no roof for is named,
+    never silently missing (cerebras_serving's roofline showed only its GPU baselines)."""
+    pts = r.feasible if len(r.feasible) else r.points
+    if "hardware.weight_source" not in pts or "hardware" not in pts:
+        return ""
+    sram = pts["hardware.weight_source"].astype(str) == "sram"
+    names = [str(h) for h in pd.unique(pts.loc[sram, "hardware"])]
+    return (f" Not drawn: {', '.join(names)} serving from SRAM (its stages run at PE level, with no node-level "
+            "weight path to place them under a roof)." if names else "")
 
 
 def _verdict(said: list) -> str:
@@ -148,7 +161,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     extra = r.rows([*picked, at], [*STAGE_COLUMNS, *TERM_COLUMNS])
     best = pd.concat([df.loc[at], extra.loc[at]])
     shown = df.loc[picked].join(extra[[c for c in STAGE_COLUMNS if c in extra]])
-    ais, roofs, parts, drawn, lows = [], [peak], [], set(), []
+    ais, roofs, parts, drawn, lows, marks = [], [peak], [], set(), [], []
     for i, stage in enumerate(STAGES):
         if stage not in _stages(r, df):
             continue
@@ -164,8 +177,13 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
             ax.plot([b_ai, b_ai], [b_run, b_core], color=PALETTE[i], lw=1)
             ax.scatter([b_ai], [b_core], s=60, facecolor="none", edgecolor=PALETTE[i], lw=1.4, zorder=4)
         ax.scatter([b_ai], [b_run], s=60, color=PALETTE[i], edgecolor="k", lw=0.6, zorder=5)
-        ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(7, -9), textcoords="offset points",
-                    fontsize=8, color=PALETTE[i])
+        # a label near an earlier one (within LABEL_NEAR decades both ways) goes up and left of its marker:
+        # all to the lower right, the output head's label sat on the attention marker (cerebras_serving)
+        # (several near ones stack upwards, a line each: dense FFN and output head share a point)
+        near = sum(abs(np.log10(b_ai / x)) < LABEL_NEAR and abs(np.log10(b_run / y)) < LABEL_NEAR for x, y in marks)
+        marks.append((b_ai, b_run))
+        ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near else (7, -9),
+                    textcoords="offset points", ha="right" if near else "left", fontsize=8, color=PALETTE[i])
         side = "weight path" if b_ai * bw < b_top else "compute"
         share = b_run / min(b_top, b_ai * bw)
         parts.append((f"{STAGES[stage].split(' (')[0]} {100 * share:.0f}% ({side})", share))

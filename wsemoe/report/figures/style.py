@@ -81,6 +81,7 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     buf = io.BytesIO()
     with rc_context(STYLE):
         literal_text(fig)
+        fit_axis_labels(fig)
         fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta, **extra)
     freeze_layout(fig)
     return buf.getvalue()
@@ -99,6 +100,30 @@ def freeze_layout(fig: Figure) -> None:
         if legend._loc == 0 and legend.axes is not None:  # 'best': fixed at the lower-left corner it found
             box = legend.get_window_extent()
             legend._loc = tuple(legend.axes.transAxes.inverted().transform((box.x0, box.y0)))
+
+
+def fit_axis_labels(fig: Figure) -> None:
+    """Wrap an axis label longer than its axis onto as many lines as it needs: a y label is centred on its
+    axes, so one taller than them ran off the figure (the Pareto y label above a long legend)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    if fig.get_layout_engine() is None:
+        return  # a frozen layout was fitted when it was first drawn
+    fig.draw_without_rendering()  # the layout engine places the axes: their size is known from here on
+    measure = TextToPath()
+    for ax in fig.axes:
+        box = ax.get_position()
+        for text, room in ((ax.yaxis.label, box.height * fig.get_figheight() * 72),
+                           (ax.xaxis.label, box.width * fig.get_figwidth() * 72)):
+            words = text.get_text()
+            if not words or "\n" in words or room <= 0:
+                continue
+            width = measure.get_text_width_height_descent(words, FontProperties(size=text.get_fontsize()),
+                                                          ismath=False)[0]
+            if width > room:
+                chars = max(12, int(len(words) * room / width * 0.95))  # characters per line that fit
+                text.set_text("\n".join(textwrap.wrap(words, chars)) or words)
 
 
 def literal(text) -> str:

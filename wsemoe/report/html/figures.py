@@ -14,7 +14,7 @@ import io
 import re
 from html import escape
 
-from wsemoe.report.figures.claims import caption_of
+from wsemoe.report.figures.claims import TESTED, caption_of, finding_of, tested_claim
 from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import STYLE, figure_bytes, literal_text
 
@@ -69,9 +69,11 @@ def image(fig, n: int, alt: str, raster: bool = False) -> str:
 
 
 def caption(stem: str, fig, claim_shown: bool = False) -> str:
-    """The figcaption: the figure's claim (unless shown above its grid) and what its data say, then its name."""
-    claim, _, rest = caption_of(fig).partition(". ")
-    body = escape(rest) if claim_shown else f"<b>{escape(claim)}.</b> {escape(rest)}" if claim else ""
+    """The figcaption: what the figure's data say, then the claim they test (unless shown above its grid), then
+    its name. The finding leads: a bold claim followed by 'the data do not bear it out' read as the claim."""
+    claim = tested_claim(fig)
+    body = escape(finding_of(fig)) + ("" if claim_shown or not claim else
+                                      f" <span class=\"claim\">{escape(TESTED + claim)}.</span>")
     return f"<figcaption>{body} <span class=\"stem\">({escape(stem)})</span></figcaption>"
 
 
@@ -104,7 +106,7 @@ def section(figures) -> tuple[list[str], int]:
 
     def flush():
         if grid:
-            parts.append(f"<p><b>{escape(claim.get('text', ''))}.</b> Click a map to enlarge it.</p>"
+            parts.append(f"<p>{escape(TESTED + claim.get('text', ''))}. Click a map to enlarge it.</p>"
                          "<div class=\"thumbs\">" + "".join(grid) + "</div>")
             grid.clear()
 
@@ -112,7 +114,7 @@ def section(figures) -> tuple[list[str], int]:
     for stem, body, item in rendered(_numbered(figures), _markup):
         n, fig = item[0] + 1, item[2]
         family = _family(stem)
-        text = caption_of(fig).partition(". ")[0]
+        text = tested_claim(fig)
         if grid and (family is None or text != claim.get("text")):
             flush()
         if family:

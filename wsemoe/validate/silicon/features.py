@@ -5,12 +5,28 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost.gpu.shape import shape
-from wsemoe.cost.node import formats
+from wsemoe.cost.node import formats, mix
+
 
 def kv_format(res) -> str:
     """The KV cache's format: FP8 when the run's weights are 8-bit or narrower (the quantized checkpoints these
     runs serve carry FP8 KV-cache scales, and the servers then keep the cache in FP8), else 16-bit."""
     return "fp8" if res["gemm"] in ("fp8", "fp4") else "bf16"
+
+
+def attention_shares(m, isl: float, osl: float) -> dict:
+    """kv_held, kv_read and pair_share (wsemoe.cost.gpu.serving) of model spec `m` at a run's mean context
+    isl + osl/2: means over the layers of their attention kinds' tokens held and keys read (cost/node/mix.py),
+    over the context; the prefill's pairs over a causal sweep of the isl positions. 1 for full attention only."""
+    mx = mix.mix(m)
+    if mx is None or set(mx.attention) <= {"full"}:
+        return {"kv_held": 1.0, "kv_read": 1.0, "pair_share": 1.0}
+    ctx, n = isl + osl / 2.0, sum(mx.attention.values())
+    pos = np.linspace(1.0, isl, 256)  # prefill: query at position s reads keys_read(s) keys
+    mean = lambda f: sum(c * f(a) for a, c in mx.attention.items()) / n  # noqa: E731
+    return {"kv_held": float(mean(lambda a: mix.tokens_held(a, mx.pattern, ctx)) / ctx),
+            "kv_read": float(mean(lambda a: mix.keys_read(a, mx.pattern, ctx)) / ctx),
+            "pair_share": float(mean(lambda a: np.mean(mix.keys_read(a, mx.pattern, pos))) / np.mean(pos))}
 
 
 def _link(hw, gpus):
@@ -32,7 +48,8 @@ def one(res: dict, worker: str) -> dict:
             "B": hw.node_memory_bw_bytes_per_s, "link": _link(hw, lay["gpus"]), "mem": hw.node_memory_bytes,
             "tp": lay["tp"], "dp": lay["dp"], "pp": lay["pp"], "moe_tp": lay["moe_tp"], "moe_ep": lay["moe_ep"],
             "C": lay["C"], "isl": res["isl"], "osl": res["osl"], "ar_lat": hw.collective_latency_s,
-            "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0}
+            "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0,
+            **attention_shares(res["model"], res["isl"], res["osl"])}
 
 
 def arrays(resolved: list[dict], worker_of) -> dict:
