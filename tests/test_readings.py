@@ -244,7 +244,7 @@ def test_sweep_show_and_report_carry_the_robustness_line(runner, tmp_path):
     caption = (tmp_path / "small" / "plots" / "readings_robustness.txt").read_text()
     from wsemoe.report.figures import fig_readings
 
-    assert caption.endswith("Claim tested: " + fig_readings.CLAIMS["readings_robustness"].rstrip(".") + ".") and line.split(";")[0] in caption
+    assert caption.rstrip("\n").endswith("Claim tested: " + fig_readings.CLAIMS["readings_robustness"].rstrip(".") + ".") and line.split(";")[0] in caption
     # without the readings analysis, show says how to get it; `readings RESULTS` computes it from config.yaml
     runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path), "--force", "--no-readings"])
     shown = runner.invoke(app, ["show", str(tmp_path / "small")], env={"COLUMNS": "200"})
