@@ -136,6 +136,9 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "wafer_hop_s": ("s", "one token's hop between consecutive wafers: bytes over the system link, its latency, "
                          "and the way to and from the wafers' I/O edges"),
     "wafer_hops": ("hops", "hops between wafers of one pass: wafers − 1"),
+    "layer_splits": ("hops", "wafer hops inside a MoE layer (its routed experts continue on the next wafer)"),
+    "crossing_s": ("s", "one token's extra time on the hops inside a MoE layer: the experts' input beside the "
+                   "residual, layer_splits × activation bytes / link bandwidth"),
     "token_return_s": ("s", "the sampled token's way back to the first wafer"),
     "embedding_time_s": ("s", "embedding lookup and the hop into the first layer, one token"),
     "pipeline_latency_s": ("s", "one token through every layer, hop and the head (t1): the sum of the pipeline_*_s "

@@ -219,13 +219,15 @@ def _missing(row, col) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def serving_stages(row, m) -> list:
-    """The one-token latency as its stages (wafers, consecutive alike ones together), hops and return."""
+def serving_stages(row, m, wl) -> list:
+    """The one-token latency as its stages (wafers, consecutive alike ones together; a MoE layer on the wafer of
+    its attention, its experts possibly continuing on the next), hops, crossings and return."""
     W = int(round(_get(row, "wafers")))
     layer = {k: _get(row, c) for k, c in SERVING_KINDS.items()}
     parts, total = [], 0.0
+    per_stage = regions.stage_layers(m, W, regions.region_bytes(m, wl, wl.B))
     for w in range(W):
-        dense, moe = (float(x) for x in regions.stage_layers(m, W, w))
+        dense, moe = float(per_stage[0][w]), float(per_stage[1][w])
         t = dense * layer["dense"] + moe * layer["moe"] + (w == 0) * layer["embedding"] + (w == W - 1) * layer["head"]
         what = " + ".join(s for s in (f"{dense:g} dense" if dense else "", f"{moe:g} MoE" if moe else "",
                                        "embedding" if w == 0 else "", "head" if w == W - 1 else "") if s)
@@ -235,11 +237,13 @@ def serving_stages(row, m) -> list:
             parts.append(([w + 1], what, t))
         total += t
     hops, ret = _get(row, "wafer_hops") * _get(row, "wafer_hop_s"), _get(row, "token_return_s")
+    cross = 0.0 if _missing(row, "crossing_s") else _get(row, "crossing_s")
     lines = [f"wafer{'s' if len(ws) > 1 else ''} {_span(ws)}: {what} {_t(t)}" + (" each" if len(ws) > 1 else "")
              for ws, what, t in parts]
-    text = "; ".join(lines) + f"; {_get(row, 'wafer_hops'):g} wafer hops × {_t(_get(row, 'wafer_hop_s'))}; " \
-                              f"token return {_t(ret)}"
-    latency = total + hops + ret
+    text = "; ".join(lines) + f"; {_get(row, 'wafer_hops'):g} wafer hops × {_t(_get(row, 'wafer_hop_s'))}; " + \
+        (f"{_get(row, 'layer_splits'):g} of them inside a MoE layer (experts' input too) {_t(cross)}; "
+         if cross else "") + f"token return {_t(ret)}"
+    latency = total + hops + cross + ret
     return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
              f"{text} = {_t(latency)} {_check(latency, _get(row, 'pipeline_latency_s'))}")]
 
@@ -282,7 +286,7 @@ def serving_rates(row, wl) -> list:
 
 def sram_serving(row, m, wl) -> list:
     """Every line of the serving breakdown, in order."""
-    return serving_operators(row) + serving_stages(row, m) + serving_terms(row) + serving_rates(row, wl) + [
+    return serving_operators(row) + serving_stages(row, m, wl) + serving_terms(row) + serving_rates(row, wl) + [
         ("bound", row["bound"], "", f"the largest term of {'the busiest stage' if _stream_binds(row) else 'the step'}")]
 
 

@@ -11,9 +11,10 @@ Region kinds, per layer (docs/cost-model.md, "Serving from SRAM"):
 Every region of a layout holds the same bytes per PE, `u` (its PEs are its bytes / u). A PE has room for
 `sram_per_pe − program_bytes_per_pe − buffers` bytes, the buffers being a token's input and output slices,
 double-buffered, at the region's packed side; `room` is the least over the regions, the densest layout.
-Stage `w` of `W` holds layers ⌊w·L/W⌋ … ⌊(w+1)·L/W⌋ − 1 (the first also the embedding, the last the head);
-a stage's regions must fit the program rectangle: `u ≥ stage bytes / PEs`. A pipeline fits when the fullest
-stage does at `u = room`. Scalars or arrays that broadcast; numpy only.
+The stages are a byte-balanced contiguous split of the embedding, the layers in order and the head
+(cost/wafer/stagesplit.py): a wafer may hold a MoE layer beside dense ones, and a MoE layer's routed experts may
+continue on the next wafer. A stage's regions must fit the program rectangle: `u ≥ stage bytes / PEs`. A pipeline
+fits when the fullest stage does at `u = room`. Scalars or arrays that broadcast; numpy only.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from wsemoe.cost.node import formats, memory, mix, params, weights
+from wsemoe.cost.wafer import stagesplit
 from wsemoe.cost.wafer.fabric import program_rectangle
 
 KINDS = ("attention", "expert", "shared", "dense", "embedding", "head")
 MAX_WAFERS = 256   # the longest pipeline searched for (the hardware spec accepts at most as many)
-SCAN = 8           # wafer counts tried one by one above the total-bytes bound before checking one layer per wafer
 
 
 def attention_width(m):
@@ -95,68 +96,107 @@ def wafer_pes(pe):
     return np.asarray(rows, dtype=float) * cols
 
 
-def stage_layers(m, wafers, stage):
-    """(dense layers, MoE layers) of `stage` among `wafers` stages: layers ⌊w·L/W⌋ … ⌊(w+1)·L/W⌋ − 1, each dense
-    or MoE where the model's layer sequence has it (a leading dense prefix, or a pattern: cost/node/mix.py)."""
-    L, W, w = int(m.num_hidden_layers), np.asarray(wafers, dtype=np.int64), np.asarray(stage, dtype=np.int64)
-    lo, hi = (w * L) // np.maximum(W, 1), ((w + 1) * L) // np.maximum(W, 1)
-    dense = mix.dense_before(m, hi) - mix.dense_before(m, lo)
-    return dense.astype(float), (hi - lo - dense).astype(float)
+def layer_is_moe(m, k=None) -> list:
+    """Whether each layer, in order, is a MoE layer: the pattern's sequence (cost/node/mix.py), or a leading
+    dense prefix of `k` layers (an array over combinations, or the model's first_k_dense_replace)."""
+    mx = mix.mix(m)
+    if mx is not None:
+        return [f == "moe" for f, _ in mx.sequence]
+    k = np.asarray(m.first_k_dense_replace if k is None else k, dtype=float)
+    if k.size and np.all(k == k.flat[0]):
+        k = float(k.flat[0])
+    return [i >= k for i in range(int(m.num_hidden_layers))]
 
 
-def stage_bytes(m, wafers, nbytes: dict, w):
-    """Bytes of stage `w` among `wafers` stages (0 beyond the last)."""
-    W = np.asarray(wafers, dtype=float)
-    dense, moe = stage_layers(m, W, w)
-    load = dense * nbytes["dense"] + moe * nbytes["moe"] + (w == 0) * nbytes["embedding"] + (w == W - 1) * nbytes["head"]
-    return np.where(w < W, load, 0.0)
+def _structure(m) -> tuple:
+    """What fixes the layer sequence apart from the arrays a split reads (its cache key)."""
+    mx = mix.mix(m)
+    return ("pattern", tuple(f == "moe" for f, _ in mx.sequence)) if mx is not None else ("prefix", int(m.num_hidden_layers))
 
 
-def every_stage(wafers):
-    """Stage indices 0 … max(W) − 1 along a new leading axis (broadcasting against the points)."""
-    W = np.asarray(wafers, dtype=float)
-    return np.arange(int(np.max(W))).reshape((-1,) + (1,) * W.ndim)
+def _parts(m, nbytes: dict) -> dict:
+    """The items a split orders (cost/wafer/stagesplit.py): a dense layer, a MoE layer's attention part (all but
+    its routed experts), one routed expert, the experts per layer, embedding and head; and the dense prefix."""
+    E = np.asarray(m.num_experts, dtype=float)
+    return {"k": np.asarray(m.first_k_dense_replace, dtype=float), "d": nbytes["dense"],
+            "a": nbytes["moe"] - E * nbytes["expert"], "e": nbytes["expert"], "E": E,
+            "emb": nbytes["embedding"], "head": nbytes["head"]}
+
+
+def split(m, wafers, nbytes: dict, kv=None) -> dict:
+    """The least-peak split over `wafers` stages (arrays broadcast): `peak` the fullest stage's bytes, `crossings`
+    the stage boundaries inside a MoE layer; with `kv` = (bytes a wafer holds, one layer's cache of the split's
+    sequences, of one sequence) also `sequences`, the most whose cache fits every stage."""
+    arrays = {**_parts(m, nbytes), "W": wafers}
+    if kv is not None:
+        arrays.update(zip(("room", "held", "one"), kv))
+
+    def plan(k, W, room=None, held=None, one=None, **parts):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = stagesplit.least_peak(layer_is_moe(m, k), parts, W, None if room is None else (room, held, one))
+        return {"peak": f.top, "crossings": f.cross, "sequences": f.seqs}
+
+    return stagesplit.once(plan, arrays, ("split", _structure(m), kv is not None))
 
 
 def stage_peak(m, wafers, nbytes: dict):
-    """Bytes of the fullest stage when the layers split over `wafers` stages (arrays broadcast)."""
-    return np.max(stage_bytes(m, wafers, nbytes, every_stage(wafers)), axis=0)
+    """Bytes of the fullest stage when the model splits over `wafers` stages (arrays broadcast)."""
+    return split(m, wafers, nbytes)["peak"]
+
+
+def stages_needed(m, nbytes: dict, capacity):
+    """The fewest stages of at most `capacity` bytes each that hold the model in order (inf: an item alone
+    does not fit)."""
+    def count(k, C, **parts):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return {"n": stagesplit.stages_needed(layer_is_moe(m, k), parts, C)}
+
+    return stagesplit.once(count, {**_parts(m, nbytes), "C": capacity}, ("needed", _structure(m)))["n"]
+
+
+def stage_layers(m, wafers: int, nbytes: dict):
+    """(dense layers, MoE layers) starting on each stage of one point's split, a MoE layer on the stage of its
+    attention part (its experts may continue on the next): two arrays of `wafers` entries."""
+    parts = {k: float(np.asarray(v).ravel()[0]) for k, v in _parts(m, nbytes).items()}
+    moe = layer_is_moe(m, parts.pop("k"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = stagesplit.least_peak(moe, parts, float(wafers), record=True)
+    stage = np.asarray([float(np.asarray(s).ravel()[0]) for s in f.start], dtype=np.int64)
+    kinds = np.asarray([bool(x) for x in moe])
+    count = lambda mask: np.bincount(stage[mask], minlength=int(wafers))[:int(wafers)].astype(float)  # noqa: E731
+    return count(~kinds), count(kinds)
+
+
+def largest_item(m, nbytes: dict):
+    """Bytes of the largest item no stage boundary can cut: a dense layer, a MoE layer's attention part, one
+    routed expert, the embedding or the head."""
+    p = _parts(m, nbytes)
+    items = [p["emb"], p["head"], np.where(params.moe_layers(m) > 0, np.maximum(p["a"], p["e"]), 0.0),
+             np.where(params.dense_layers(m) > 0, p["d"], 0.0)]
+    return np.max(np.broadcast_arrays(*items), axis=0)
 
 
 def fits(pe, m, wl, wafers):
     """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at the densest layout."""
     nbytes = region_bytes(m, wl, wl.B)
-    return stage_peak(m, wafers, nbytes) <= wafer_pes(pe) * room(pe, m, wl, nbytes)[0]
+    return stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl, nbytes)[0]) <= wafers
 
 
 def fewest_wafers(pe, m, wl, shape=()):
-    """The fewest wafers (≤ L, ≤ MAX_WAFERS) whose pipeline fits, NaN where none does: from the bound of the
-    total bytes, one wafer more at a time; past SCAN tries, one layer per wafer decides whether any will."""
+    """The fewest wafers (≤ L, ≤ MAX_WAFERS) whose pipeline fits, NaN where none does."""
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
     nbytes = region_bytes(m, wl, wl.B)
-    dense = params.dense_layers(m)
-    total = dense * nbytes["dense"] + (m.num_hidden_layers - dense) * nbytes["moe"] + nbytes["embedding"] + nbytes["head"]
-    bound = np.ceil(total / (wafer_pes(pe) * np.maximum(room(pe, m, wl, nbytes)[0], 1e-30)))
-    W = np.broadcast_to(np.clip(bound, 1.0, top), np.broadcast_shapes(shape, np.shape(bound))).copy()
-    ok = fits(pe, m, wl, W)
-    for i in range(int(top)):
-        if ok.all():
-            break
-        if i == SCAN:
-            ok = ok | ~fits(pe, m, wl, np.full(W.shape, top))   # never fits: stop looking
-        W = np.where(ok, W, np.minimum(W + 1, top))
-        ok = ok | fits(pe, m, wl, W)
-    return np.where(fits(pe, m, wl, W), W, np.nan)
+    n = stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl, nbytes)[0])
+    n = np.broadcast_to(n, np.broadcast_shapes(shape, np.shape(n)))
+    return np.where(n <= top, n, np.nan)
 
 
 def kv_room(pe, m, wl, wafers, u):
-    """The most sequences whose KV cache fits every stage at `u` bytes per PE: per stage, the PEs' room left by the
-    weights over the bytes one more sequence adds; the least over stages."""
-    empty, one, cap, w = region_bytes(m, wl, 0.0), region_bytes(m, wl, 1.0), wafer_pes(pe) * u, every_stage(wafers)
-    base = stage_bytes(m, wafers, empty, w)
-    grow = stage_bytes(m, wafers, one, w) - base
-    seqs = np.where(grow > 0, (cap - base) / np.where(grow > 0, grow, 1.0), np.inf)
-    return np.maximum(np.floor(np.min(seqs, axis=0)), 0.0)
+    """The most sequences whose KV cache fits every stage at `u` bytes per PE: per stage of the split, the room the
+    weights leave over the cache one more sequence adds there; the least over stages."""
+    one = kv_bytes_per_sequence(m, wl)
+    seqs = split(m, wafers, region_bytes(m, wl, wl.B), (wafer_pes(pe) * u, wl.B * one, one))["sequences"]
+    return np.maximum(np.floor(seqs), 0.0)
 
 
 def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
@@ -171,14 +211,14 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     nbytes = region_bytes(m, wl, wl.B)
     u_pack, reserve = room(pe, m, wl, nbytes)
     cap = wafer_pes(pe)
-    u_fill = stage_peak(m, W, nbytes) / cap
-    units = [nbytes["moe"] if k == "attention" else nbytes[k] for k in used_kinds(m) if k not in ("expert", "shared")]
-    largest = np.max(np.broadcast_arrays(*units), axis=0)   # a whole layer, the embedding or the head
+    one = kv_bytes_per_sequence(m, wl)
+    plan = split(m, W, nbytes, (cap * u_pack, wl.B * one, one))
+    u_fill = plan["peak"] / cap
     return {"wafers": W, "wafers_needed": needed, "wafers_for_weights": fewest_wafers(pe, m, _batch(wl, 0.0), shape),
             "layers_per_wafer": np.ceil(m.num_hidden_layers / W), "u_pack": u_pack, "u_fill": u_fill,
-            "bytes": nbytes, "kv_fit_sequences": kv_room(pe, m, wl, W, u_pack),
+            "bytes": nbytes, "kv_fit_sequences": np.maximum(np.floor(plan["sequences"]), 0.0),
             "g_sram_wafers": u_fill / np.maximum(u_pack, 1e-9) - 1.0, "g_sram_pe": reserve - 1.0,
-            "g_sram_layer": largest / (cap * np.maximum(u_pack, 1e-9)) - 1.0,
+            "g_sram_layer": largest_item(m, nbytes) / (cap * np.maximum(u_pack, 1e-9)) - 1.0,
             "g_sram_stages": W / m.num_hidden_layers - 1.0}
 
 
@@ -201,18 +241,21 @@ SHARES = (1.0, 4.0, 16.0)   # attention's PEs over its bytes' share a layout may
 
 
 def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES):
-    """(bytes per PE, attention share) of every candidate layout, along a leading axis: for each share ω the
-    √2 ladder from the sparsest density at which a stage holds ω× attention regions up to u_pack; a share that
-    does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`)."""
-    us, ws = [], []
+    """(bytes per PE, attention share, wafer hops inside a MoE layer) of every candidate layout, along a leading
+    axis: for each share ω the √2 ladder from the sparsest density at which a stage holds ω× attention regions up
+    to u_pack, with the crossings of that split; a share that does not fit repeats the first candidate. Nested in
+    PEs and SRAM for every ω (see `densities`)."""
+    us, ws, cs = [], [], []
     for w in shares if params.moe_layers(m) > 0 else shares[:1]:
-        fill = stage_peak(m, wafers, {**nbytes, "moe": nbytes["moe"] + (w - 1.0) * nbytes["attention"]}) / cap
+        plan = split(m, wafers, {**nbytes, "moe": nbytes["moe"] + (w - 1.0) * nbytes["attention"]})
+        fill = plan["peak"] / cap
         u = densities(u_pack, fill)
         fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
-        first = us[0][0] if us else u[0]
-        us.append(np.where(fits, u, first))
+        first = (us[0][0], cs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0])
+        us.append(np.where(fits, u, first[0]))
         ws.append(np.where(fits, w, 1.0) + 0.0 * u)
-    return np.concatenate(us), np.concatenate(ws)
+        cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
+    return np.concatenate(us), np.concatenate(ws), np.concatenate(cs)
 
 
 def rung(lo, k):

@@ -5,7 +5,7 @@ to first token, wafers needed, what binds and what does not fit. Scalars or arra
 The wafers are a dataflow pipeline: every layer's regions are their own PEs, so tokens stream through them, one
 region working on a token while the next works on the one before (docs/cost-model.md, "Serving from SRAM"):
 
-    t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + token return     (one token, every op)
+    t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + token return   (one token)
     β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
               shared experts, dispatch, combine, layer hop, dense region, head, system link)
     step    = t1 + (q − 1)·β          a sequence's step of q = draft + 1 tokens
@@ -14,7 +14,8 @@ region working on a token while the next works on the one before (docs/cost-mode
 
 with `a` accepted tokens per step (speculative decoding). A wafer hop moves a token's activations over the system
 link (bytes / bandwidth + hop latency) and across the wafer to and from its I/O edge; the token return carries the
-sampled token back to the first wafer. TTFT: the B prompts of P tokens stream through once at context P,
+sampled token back to the first wafer; a hop inside a MoE layer (its experts continue on the next wafer, the
+stages being a byte-balanced split: regions.split) also carries the experts' input. TTFT: the B prompts of P tokens stream through once at context P,
 `t1 + (B·P − 1)·β` (the head only on each prompt's last token).
 """
 
@@ -58,27 +59,30 @@ def layers(m, g, pe, tokens, context, b, coll) -> dict:
     return {kind: layer.fused(ops, pe) for kind, ops in out.items()}
 
 
-def links(hw, pe, m, g, wafers, b) -> dict:
+def links(hw, pe, m, g, wafers, b, cross=0.0) -> dict:
     """Seconds of one token's wafer hop (its activations over the system link, plus a layer hop's distance on
-    each wafer between the I/O edge and the stage's last or first region), the link's busy time per token, and
-    the token return to the first wafer (over the link when W > 1; on one wafer, a layer hop's distance)."""
+    each wafer between the I/O edge and the stage's last or first region), the busiest link's busy time per token,
+    and the token return to the first wafer (over the link when W > 1; on one wafer, a layer hop's distance).
+    A hop inside a MoE layer (`cross` of them, regions.split) carries the experts' input beside the residual:
+    a second activation vector, on the latency path and on that link."""
     bw = getattr(hw, "inter_wafer_link_bw_bytes_per_s", None) or hw.link_bw_bytes_per_s
     latency = getattr(hw, "inter_wafer_hop_latency_s", None)
     latency = hw.hop_latency_s if latency is None else latency
     near = np.where(params.moe_layers(m) > 0, g.block_width, g.dense_side)
     edge = seconds(2.0 * near * pe.hop_cycles, pe)
     busy = m.hidden_size * b / bw
-    return {"wafer_hop_s": busy + latency + edge, "system_link_s": busy, "over_link": wafers > 1,
+    return {"wafer_hop_s": busy + latency + edge, "system_link_s": busy * (1.0 + (np.asarray(cross) > 0)),
+            "crossing_s": cross * busy, "over_link": wafers > 1,
             "token_return_s": np.where(wafers > 1, latency + edge, edge / 2.0)}
 
 
-def one_token(hw, pe, m, g, wafers, context, b, coll) -> dict:
+def one_token(hw, pe, m, g, wafers, context, b, coll, cross=0.0) -> dict:
     """One token through every op of the pipeline: ops per kind, layer times, hops, the latency and its terms."""
     ops = layers(m, g, pe, 1.0, context, b, coll)
     n, kinds = counts(m), {k: layer.total(v) for k, v in ops.items()}
-    link = links(hw, pe, m, g, wafers, b)
+    link = links(hw, pe, m, g, wafers, b, cross)
     hops = np.maximum(wafers - 1.0, 0.0)
-    inter = hops * link["wafer_hop_s"] + np.where(link["over_link"], link["token_return_s"], 0.0)
+    inter = hops * link["wafer_hop_s"] + link["crossing_s"] + np.where(link["over_link"], link["token_return_s"], 0.0)
     terms = [sum(n[k] * seconds(kinds[k][t], pe) for k in kinds) for t in TERMS]
     terms[2] = terms[2] + np.where(link["over_link"], 0.0, link["token_return_s"])
     return {"ops": ops, "kinds": kinds, "links": link, "hops": hops, "terms": terms + [inter],
@@ -135,14 +139,16 @@ def shape_of(hw, wl, pe) -> tuple:
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
     """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
     point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
-    pe, cap, (u, w), g, _ = layout(hw, m, wl, mp, bal, histogram)
-    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u)
+    pe, cap, (u, w, cross), g, _ = layout(hw, m, wl, mp, bal, histogram)
+    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u, cross)
     out["attention_share"] = w
     best = np.argmin(out["pipeline_period_s"], axis=0)[None]   # prefill: the period is the TTFT
     pick = lambda v: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0]  # noqa: E731
     out = {k: pick(v) for k, v in out.items()}
-    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f) for f in g)), pick(cap["wafers"] + 0.0 * u)))
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f) for f in g)), pick(cap["wafers"] + 0.0 * u),
+                           pick(cross)))
     out.update(capacity_columns(m, wl, cap, np.take_along_axis(u, best, axis=0)[0]))
+    out["layer_splits"] = pick(cross)
     fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
     out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
     out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
@@ -165,19 +171,20 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     pe = pe_facts(hw)
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
     cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
-    u, w, pes = sized_for(pe, m, wl, cap)
+    u, w, cross, pes = sized_for(pe, m, wl, cap)
     g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
-    return pe, cap, (u, w), g, built
+    return pe, cap, (u, w, cross), g, built
 
 
 def sized_for(pe, m, wl, cap):
-    """(bytes per PE, attention share, region PEs) of every candidate along a leading axis: the point's own layouts
-    (regions.layouts), then for each rung 4^j ≥ B of the batch ladder the layouts of that many sequences' caches
-    where they fit the pipeline (elsewhere the point's first candidate again)."""
+    """(bytes per PE, attention share, wafer hops inside a MoE layer, region PEs) of every candidate along a leading
+    axis: the point's own layouts (regions.layouts), then for each rung 4^j ≥ B of the batch ladder the layouts
+    (and stage split) of that many sequences' caches where they fit the pipeline (elsewhere the point's first
+    candidate again)."""
     pes_total, W = regions.wafer_pes(pe), cap["wafers"]
-    u0, w0 = regions.layouts(m, W, cap["bytes"], cap["u_pack"], pes_total)
+    u0, w0, c0 = regions.layouts(m, W, cap["bytes"], cap["u_pack"], pes_total)
     first = region_pes(cap["bytes"], u0[:1], w0[:1])
-    us, ws, pes = [u0], [w0], [region_pes(cap["bytes"], u0, w0)]
+    us, ws, cs, pes = [u0], [w0], [c0], [region_pes(cap["bytes"], u0, w0)]
     for j in range(SIZED_STEPS):
         batch = SIZED_FOR ** j
         nbytes = regions.region_bytes(m, wl, batch)
@@ -185,12 +192,13 @@ def sized_for(pe, m, wl, cap):
         ok = (batch > wl.B) & (regions.stage_peak(m, W, nbytes) <= pes_total * u_pack)
         if not np.any(ok):
             continue
-        u, w = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
+        u, w, c = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
         mine = region_pes(nbytes, u, w)
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
+        cs.append(np.where(ok, c, c0[:1]))
         pes.append({k: np.where(ok, mine[k], first[k]) for k in regions.KINDS})
-    return stack(us), stack(ws), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS}
+    return stack(us), stack(ws), stack(cs), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS}
 
 
 def stack(parts: list):
@@ -219,11 +227,11 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
     return (built[int(inv[0])], float(g.side)) if built else None
 
 
-def candidates(hw, pe, m, wl, mp, g, W) -> dict:
+def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     """The time columns of every candidate layout (leading axis), with the binding term's and the busiest
     stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
-    run = one_token(hw, pe, m, g, W, wl.seq_len, b, coll)
+    run = one_token(hw, pe, m, g, W, wl.seq_len, b, coll, cross)
     beta, stage, beta_terms = busiest(per_token(m, g, pe, wl.seq_len, b, coll, run), W)
     out = time_columns(pe, m, run, g)
     out.update(rate_columns(wl, run["latency"], beta))
@@ -262,13 +270,13 @@ def rate_columns(wl, latency, beta) -> dict:
             "tokens_in_flight": np.minimum(wl.B * q, step / beta)}
 
 
-def first_token(hw, pe, m, wl, mp, g, W) -> dict:
+def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     """TTFT of a decode point: its B prompts stream through the pipeline once, at context prompt_len."""
     prompt = getattr(wl, "prompt_len", None)
     if wl.mode != "decode" or prompt is None:
         return {}
     b, coll = wl.bytes_per_act, collective_options(mp)
-    first = one_token(hw, pe, m, g, W, prompt, b, coll)
+    first = one_token(hw, pe, m, g, W, prompt, b, coll, cross)
     rate, _, _ = busiest(per_token(m, g, pe, prompt, b, coll, first), W)
     return {"ttft_s": first["latency"] + (wl.B * prompt - 1.0) * rate}
 
@@ -295,6 +303,7 @@ def time_columns(pe, m, run: dict, g) -> dict:
         out[f"{kind}_layer_time_s" if kind in ("moe", "dense") else f"{kind}_time_s"] = \
             seconds(run["kinds"][kind]["cycles"], pe)
     out.update({"wafer_hop_s": run["links"]["wafer_hop_s"], "wafer_hops": run["hops"],
+                "crossing_s": run["links"]["crossing_s"],
                 "token_return_s": run["links"]["token_return_s"], "pipeline_latency_s": run["latency"]})
     out.update(dict(zip(TERM_COLUMNS, run["terms"])))
     if "moe" in run["ops"]:

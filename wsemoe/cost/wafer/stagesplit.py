@@ -1,83 +1,181 @@
-"""A byte-balanced contiguous split of a served model into pipeline stages: the embedding, every layer in order
-(each with its own bytes, so layers of different kinds or sizes split as they are) and the head, cut into `W`
-contiguous stages whose fullest holds as few bytes as any contiguous cut allows. Numpy only, one model at a time.
+"""How a served model's bytes split into pipeline stages (wafers): a byte-balanced contiguous split in which a stage
+may hold a MoE layer beside dense ones and a MoE layer's routed experts may continue on the next wafer.
 
-The even split of layers (⌊w·L/W⌋, regions.stage_layers) ignores the embedding and the head, so the first and last
-stages carry them on top of a full share of layers: Qwen3-235B at 8K context needs 14 CS-3 that way where this split
-fits 12. Not yet what `regions` uses (issue 26 left the wiring: the region layouts, the KV room and the wafer count
-read the even split); `fewest_stages` and `peak` are its building blocks, `layer_items` lays out a model's bytes.
+The items, in order: the embedding; per layer either a dense layer (`d` bytes, indivisible) or a MoE layer — its
+attention part (`a`: attention, norms, router, shared experts and the layer's KV cache; indivisible) then its `E`
+routed experts of `e` bytes each, which a stage boundary may fall between; the head. A greedy pass fills a stage
+until the next item would overflow it; for a given capacity it needs the fewest stages of any contiguous split, so
+the least peak for `W` stages is the least capacity whose pass needs at most `W`, found by bisection between two
+bounds (below: the largest item and total/W; above: total/W plus the largest item, since every closed stage holds
+more than the capacity less one item). A boundary inside a MoE layer is a *crossing*: the token's expert input
+travels on beside the residual with the partial sum of the experts already applied, so that wafer hop carries two
+activation vectors instead of one (cost/wafer/serving.links).
 
-The optimum is found by bisection on the stage capacity: the greedy pass (fill a stage until the next item would
-overflow it) needs the fewest stages of any contiguous split for a given capacity, so the least capacity that needs
-at most `W` stages is the least peak; it is one of the contiguous sums, and the bisection ends on it.
+Whole design frames at once: every input is an array that broadcasts over the points, a pass is a loop over the
+layers of numpy operations on the unique combinations (np.unique), and each combination's result is cached, so a
+sweep pays for each structural combination once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-ITERATIONS = 64   # bisection steps on the capacity: far past float precision for any wafer's bytes
+BISECTIONS = 40   # at most this many halvings of a bracket one item wide
+PRECISION = 1e-5  # ... stopping once it is narrower than this share of the peak (of a 40 GB wafer: 400 kB)
+SLACK = 1e-12     # relative tolerance of "fits" (an item exactly the room left still fits)
+_CACHE: dict = {}
+_CACHE_MAX = 200_000
 
 
-def fewest_stages(items, capacity) -> int:
-    """Stages the greedy contiguous fill needs at `capacity` bytes per stage (a large number when one item does
-    not fit at all)."""
-    items = np.asarray(items, dtype=float)
-    if items.size == 0:
-        return 0
-    if items.max() > capacity:
-        return items.size + 1
-    stages, load = 1, 0.0
-    for x in items:
-        if load + x > capacity:
-            stages, load = stages + 1, 0.0
-        load += x
-    return stages
+class Fill:
+    """One greedy pass at capacity `C` over arrays of combinations: stages used, crossings, the fullest stage's
+    bytes, the stage each layer starts on, and (with `kv`) the most sequences whose cache fits every stage."""
+
+    def __init__(self, C, kv=None, light: bool = False):
+        self.C, self.light = np.asarray(C, dtype=float), light   # light: count stages only (the bisection)
+        z = np.zeros(self.C.shape)
+        self.stages, self.load, self.top, self.cross, self.nkv = z + 1.0, z.copy(), z.copy(), z.copy(), z.copy()
+        self.kv, self.seqs = kv, z + np.inf
+
+    def _room(self, mask):
+        """Fold the closing stages' cache room into `seqs`: (bytes a wafer holds − its weights) / the cache one
+        more sequence adds there; `kv` = (bytes a wafer holds, one layer's cache of the split's sequences, one
+        layer's cache of one sequence)."""
+        if self.kv is not None:
+            room, held, one = self.kv
+            has = mask & (self.nkv > 0)
+            n = np.where(has, (room - (self.load - self.nkv * held)) / np.where(has, self.nkv * one, 1.0), np.inf)
+            self.seqs = np.minimum(self.seqs, n)
+
+    def _close(self, mask):
+        self.stages = self.stages + mask
+        if not self.light:
+            self.top = np.maximum(self.top, np.where(mask, self.load, 0.0))
+            self._room(mask)
+            self.nkv = np.where(mask, 0.0, self.nkv)
+        self.load = np.where(mask, 0.0, self.load)
+
+    def atom(self, x, kv_layers=0.0):
+        """An indivisible item of `x` bytes (holding `kv_layers` layers' KV cache)."""
+        self._close((self.load > 0) & (self.load + x > self.C * (1 + SLACK)))
+        self.load = self.load + x
+        if not self.light:
+            self.nkv = self.nkv + kv_layers
+
+    def experts(self, e, E, per):
+        """`E` routed experts of `e` bytes each, any number per stage (`per`: how many one stage holds)."""
+        fit = np.clip(np.floor((self.C - self.load) / e + SLACK), 0.0, E)   # = E when they all fit
+        rest = E - fit
+        extra = np.ceil(rest / per)   # stages they open
+        self.load = self.load + fit * e
+        self._close(rest > 0)
+        full = np.maximum(extra - 1.0, 0.0)   # stages holding only this layer's experts
+        self.stages = self.stages + full
+        self.load = self.load + (rest - full * per) * e
+        if not self.light:
+            self.top = np.maximum(self.top, (full > 0) * per * e)
+            self.cross = self.cross + extra
+
+    def finish(self):
+        """Close the last stage: its bytes and its cache room count too."""
+        self.top = np.maximum(self.top, self.load)
+        self._room(np.ones(self.C.shape, dtype=bool))
+        return self
 
 
-def peak(items, stages: int) -> float:
-    """The least bytes of the fullest stage over every contiguous split of `items` into at most `stages` stages."""
-    items = np.asarray(items, dtype=float)
-    if items.size == 0:
-        return 0.0
-    lo, hi = float(items.max()), float(items.sum())
-    if fewest_stages(items, lo) <= stages:
-        return lo
-    for _ in range(ITERATIONS):
+def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False) -> Fill:
+    """The greedy pass over every layer: `moe` is one entry per layer (bool, or an array over the combinations),
+    `parts` the item bytes {d, a, e, E, emb, head} (arrays over the combinations)."""
+    f = Fill(C, kv, light)
+    per = np.maximum(np.floor(f.C / parts["e"] + SLACK), 1.0)
+    f.start = [] if record else None
+    f.atom(parts["emb"])
+    for is_moe in moe:
+        if np.ndim(is_moe) == 0:
+            if is_moe:
+                f.atom(parts["a"], 1.0)
+            else:
+                f.atom(parts["d"], 1.0)
+        else:
+            f.atom(np.where(is_moe, parts["a"], parts["d"]), 1.0)
+        if record:
+            f.start.append(f.stages - 1.0)
+        if np.ndim(is_moe) or is_moe:
+            f.experts(parts["e"], np.where(is_moe, parts["E"], 0.0), per)
+    f.atom(parts["head"])
+    return f.finish()
+
+
+def largest(moe, parts: dict):
+    """The largest indivisible item: a dense layer, a MoE layer's attention part, one expert, embedding or head."""
+    any_moe, any_dense = np.any(moe, axis=0), ~np.all(moe, axis=0)
+    items = [parts["emb"], parts["head"], np.where(any_moe, np.maximum(parts["a"], parts["e"]), 0.0),
+             np.where(any_dense, parts["d"], 0.0)]
+    return np.max(np.broadcast_arrays(*items), axis=0)
+
+
+def total(moe, parts: dict):
+    """Bytes of every item."""
+    n_moe = np.sum(np.asarray(moe, dtype=float), axis=0)
+    n_dense = len(moe) - n_moe
+    return parts["emb"] + parts["head"] + n_dense * parts["d"] + n_moe * (parts["a"] + parts["E"] * parts["e"])
+
+
+def stages_needed(moe, parts: dict, C):
+    """Stages the greedy split needs at `C` bytes per stage (inf where an item alone does not fit)."""
+    f = run(moe, parts, C, light=True)
+    return np.where(largest(moe, parts) <= np.asarray(C) * (1 + SLACK), f.stages, np.inf)
+
+
+def least_peak(moe, parts: dict, W, kv=None, record: bool = False) -> Fill:
+    """The split of least peak over `W` stages (bisection on the capacity), its pass at that peak: `top` the
+    fullest stage's bytes, `cross` the crossings, `seqs` (with `kv`) the sequences whose cache fits."""
+    W = np.asarray(W, dtype=float)
+    big = largest(moe, parts)
+    lo = np.maximum(big, total(moe, parts) / W)
+    hi = lo + big
+    ok = run(moe, parts, lo, light=True).stages <= W
+    for _ in range(BISECTIONS):
+        if np.all(ok | (hi - lo <= PRECISION * lo)):
+            break
         mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if fewest_stages(items, mid) <= stages else (mid, hi)
-    return max(loads(items, hi))
+        fits = run(moe, parts, mid, light=True).stages <= W
+        lo, hi = np.where(fits, lo, mid), np.where(fits, mid, hi)
+    return run(moe, parts, np.where(ok, lo, hi), kv, record)
 
 
-def loads(items, capacity) -> list[float]:
-    """Bytes of each stage of the greedy contiguous fill at `capacity`."""
-    out, load = [], 0.0
-    for x in np.asarray(items, dtype=float):
-        if load > 0 and load + x > capacity:
-            out.append(load)
-            load = 0.0
-        load += x
-    return out + [load]
+def once(fn, arrays: dict, tag: tuple):
+    """`fn(**unique rows)` evaluated once per unique combination of the broadcast `arrays` (and cached across
+    calls under `tag`, the structure they do not carry), scattered back to the broadcast shape: a dict of arrays."""
+    keys = list(arrays)
+    cols = np.broadcast_arrays(*[np.asarray(arrays[k], dtype=float) for k in keys])
+    shape = cols[0].shape
+    rows = np.stack([c.ravel() for c in cols], axis=1)
+    uniq, inverse = unique_rows(rows)
+    done = [_CACHE.get((tag, r.tobytes())) for r in uniq]
+    todo = [i for i, d in enumerate(done) if d is None]
+    if todo:
+        got = fn(**{k: uniq[todo, j] for j, k in enumerate(keys)})
+        for n, i in enumerate(todo):
+            done[i] = {k: v[n] for k, v in got.items()}
+            if len(_CACHE) < _CACHE_MAX:
+                _CACHE[(tag, uniq[i].tobytes())] = done[i]
+    return {k: np.asarray([d[k] for d in done])[inverse].reshape(shape) for k in done[0]}
 
 
-def split(items, stages: int) -> list[tuple[int, int]]:
-    """(first, last + 1) item indices of each stage of a least-peak contiguous split (greedy at the least peak)."""
-    cap, bounds, start, load = peak(items, stages), [], 0, 0.0
-    for i, x in enumerate(np.asarray(items, dtype=float)):
-        if load + x > cap and i > start:
-            bounds.append((start, i))
-            start, load = i, 0.0
-        load += x
-    return bounds + [(start, len(items))]
+def unique_rows(rows):
+    """(unique rows, inverse) of a 2-D array: rows told apart by one float key each (a fixed irrational weighting,
+    a sort of N numbers instead of N rows), exact because every row is checked against its representative (any
+    collision falls back to the row-wise sort)."""
+    key = rows @ (1.0 + np.sqrt(np.arange(2.0, rows.shape[1] + 2.0)) % 1.0)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if np.array_equal(rows[first][inverse], rows, equal_nan=True):
+        return rows[first], inverse
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return uniq, inverse.ravel()
 
 
-def layer_items(embedding: float, layer_bytes, head: float) -> np.ndarray:
-    """The items a pipeline splits, in order: the embedding, each layer's bytes (a per-layer vector, any kinds
-    and sizes), the head."""
-    return np.concatenate([[float(embedding)], np.asarray(layer_bytes, dtype=float).ravel(), [float(head)]])
-
-
-def fewest_wafers(items, wafer_bytes: float, most: int) -> float:
-    """The fewest stages of at most `wafer_bytes` each that hold the items in order (NaN past `most`)."""
-    n = fewest_stages(items, wafer_bytes)
-    return float(n) if n <= most else float("nan")
+def clear():
+    """Forget every cached split (cold benchmarks)."""
+    _CACHE.clear()
