@@ -41,10 +41,11 @@ def best(fn, rounds: int):
 
 
 def clear():
-    """Forget every cached layer structure (cold builds)."""
-    from wsemoe.cost.wafer import traffic
+    """Forget every cached layer structure and stage split (cold builds)."""
+    from wsemoe.cost.wafer import stagesplit, traffic
 
     traffic.layer_traffic.cache_clear()
+    stagesplit.clear()
 
 
 def sweep_rate(space: dict, rounds: int, forget=None) -> dict:

@@ -369,13 +369,12 @@ def test_training_scores_per_kind_by_hand():
                                   "deepseek-v3.2"])
 def test_eval_on_sram_runs_from_the_config_json_and_shows_the_layers(name):
     """`wsemoe eval --hardware cs3 --model <config.json> --set hardware.weight_source=sram` breaks the point into
-    each layer kind and states the pattern."""
+    each layer kind and states the pattern; SRAM serving's unsaid mode is decode (it serves inference only)."""
     from wsemoe.analysis.explain.point import breakdown
-    row, rows = breakdown(hardware="cs3", model=f"tests/data/hf/{name}.json",
-                          sets=["hardware.weight_source=sram", "workload.mode=decode"])
+    row, rows = breakdown(hardware="cs3", model=f"tests/data/hf/{name}.json", sets=["hardware.weight_source=sram"])
     shown = {(group, term): value for group, term, value, _, _ in rows}
     from wsemoe.config.hf import model_from_hf_config
     m = model_from_hf_config(f"tests/data/hf/{name}.json")
     assert shown[("model layers", "layers")] == mix.describe(m)
-    assert row["moe_layer_time_s"] > 0 and row["tokens_per_s"] > 0
+    assert row["moe_layer_time_s"] > 0 and row["tokens_per_s"] > 0 and "tpot_s" in row.index   # decode
     assert ("dense_layer_time_s" in row.index and row["dense_layer_time_s"] > 0) == (params.dense_layers(m) > 0)

@@ -76,6 +76,8 @@ def _base_specs(data: dict, base_dir: Path) -> dict:
             name = axes.typed_values(k, first[:1], {}, ("axes", k), store, base_dir=base_dir)[0]
             base[k] = store[name]
     base["workload"] = {**_checkpoint_formats(data.get("model"), base_dir), **base["workload"]}
+    if "mode" not in base["workload"] and "workload.mode" not in swept and base["hardware"].get("weight_source") == "sram":
+        base["workload"]["mode"] = "decode"   # SRAM serving is inference: its mode unsaid means serving tokens
     return {k: build(cls, base[k], loc=(k,)) for k, cls in SECTIONS.items()}
 
 

@@ -17,7 +17,8 @@ Format = Literal["bf16", "fp8", "fp4", "mxfp4", "nvfp4", "fp8_block", "int4_g32"
 class WorkloadSpec(Spec):
     """What runs: one micro-batch of G·B sequences, attention in G tiles of B sequences."""
 
-    mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token")
+    mode: Literal["train", "prefill", "decode"] = Field("train", description="training step, prompt prefill, or one decode token (unset: train; decode where "
+                                            "hardware.weight_source is sram, which serves inference only)")
     seq_len: PositiveInt = Field(2048, le=MAX_TOKENS, description="sequence length S (context length in decode), tokens")
     B: PositiveInt = Field(1, le=MAX_TOKENS, description="attention batch: sequences per attention tile (SRAM serving: "
                                                         "the sequences served together, their tokens streaming "

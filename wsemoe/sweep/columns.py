@@ -118,7 +118,7 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "wafers_needed": ("wafers", "fewest wafers whose stages hold the weights and the batch's KV cache (NaN: none "
                                 "up to one layer per wafer)"),
     "wafers_for_weights": ("wafers", "fewest wafers that hold the weights alone (no KV cache)"),
-    "layers_per_wafer": ("layers", "layers of the fullest stage: ⌈L / wafers⌉"),
+    "layers_per_wafer": ("layers", "layers per wafer, rounded up: ⌈L / wafers⌉ (the stages split by bytes, so a wafer may hold more or fewer)"),
     "kv_fit_sequences": ("sequences", "most sequences at this context whose KV cache fits the pipeline's wafers "
                                       "beside the weights"),
     "weight_bytes": ("bytes", "every weight of the model in its format, held in SRAM once"),

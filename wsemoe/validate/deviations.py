@@ -48,8 +48,7 @@ KNOWN: dict[str, str] = {
     "cerebras.speed:llama-3.1-70b": "as for 8B: the launch software's inefficiency has no source-backed term",
     "cerebras.post:llama-3.1-405b": "at the named speculation (2.53 tokens accepted per step) 405B runs above the "
                                     "band, without it (0.54×) below: the figure depends on a speculation Cerebras "
-                                    "does not state, and the pipeline of the fewest wafers (26 at the even split of "
-                                    "layers) is longer than a byte-balanced one",
+                                    "does not state",
     "cerebras.ttft:llama-3.1-405b": "the model counts the wafers' prefill of the prompt only (milliseconds); the "
                                     "published 0.24 s is measured at the API, with the network round trip, "
                                     "tokenisation and scheduling the model has no term for",

@@ -1,5 +1,5 @@
-"""Serving from SRAM across wafers: a model's layers pipelined over `W` wafers, one stage of contiguous layers
-each, weights and KV cache in the PEs' SRAM; time per token, tokens per second per user and in aggregate, time
+"""Serving from SRAM across wafers: a model's layers pipelined over `W` wafers, a byte-balanced contiguous stage
+each (regions.split), weights and KV cache in the PEs' SRAM; time per token, tokens per second per user and in aggregate, time
 to first token, wafers needed, what binds and what does not fit. Scalars or arrays that broadcast; numpy only.
 
 The wafers are a dataflow pipeline: every layer's regions are their own PEs, so tokens stream through them, one
