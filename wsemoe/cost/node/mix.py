@@ -183,8 +183,8 @@ def indexer_flops_per_pair(pattern: dict):
 def context_of(m, ffn: str | None, S):
     """Keys a layer of FFN kind `ffn` ("dense", "moe"; None: any) scores per query at context S, the mean over the
     model's layers of that kind (the PE-level operators' context): S for a uniform model; for a pattern, each
-    layer's window, chunk or top-k (a linear layer scores none; its state's operators and a sparse layer's indexer
-    are not modelled at PE level)."""
+    layer's window, chunk or top-k (a linear layer scores none; cost/wafer/attnkinds.py prices its state and a
+    sparse layer's indexer at PE level)."""
     mx = mix(m)
     if mx is None:
         return S

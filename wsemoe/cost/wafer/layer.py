@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.wafer import collectives, decode, mla, operators
+from wsemoe.cost.wafer import attnkinds, collectives, decode, mla, operators
 from wsemoe.cost.wafer.decode import OPS, add, collective, elementwise
 from wsemoe.cost.wafer.fabric import path_cycles, wavelets
 
@@ -27,7 +27,7 @@ TOPK_OPS = 8.0                    # router: softmax or sigmoid over the logits (
 # argmax (the logits' reduction carries the running maximum). The routed experts are two chains (up/gate with
 # SiLU·mul, down); MLA's ops each remain one chain. An op not listed pays one.
 CHAIN_CALLS = {"rope": 0.0, "attn_residual": 0.0, "ffn_residual": 0.0, "silu_mul": 0.0, "moe_sum": 0.0,
-               "argmax": 0.0, "experts": 2.0}
+               "argmax": 0.0, "experts": 2.0, "lin_conv": 0.0, "lin_residual": 0.0, "lin_state": 2.0}
 
 
 def fused(ops: dict, pe) -> dict:
@@ -41,7 +41,8 @@ def fused(ops: dict, pe) -> dict:
 def with_calls(t: dict, calls, pe) -> dict:
     """An operator's terms with `calls` invocation overheads in place of its own (its `bound` dropped: layers
     re-derive theirs from the summed terms, and restacking every op's four terms per candidate is costly)."""
-    overhead = np.asarray(calls, dtype=float) * pe.op_overhead_cycles + 0.0 * np.asarray(t["overhead_cycles"])
+    calls = np.asarray(calls, dtype=float) * t.get("share", 1.0)   # a share of the layers pays its share
+    overhead = calls * pe.op_overhead_cycles + 0.0 * np.asarray(t["overhead_cycles"])
     out = {k: v for k, v in t.items() if k != "bound"}
     out.update(overhead_cycles=overhead, cycles=np.asarray(t["cycles"]) - t["overhead_cycles"] + overhead)
     return out
@@ -149,11 +150,18 @@ def hop(m, pe, rows, cols, distance, tokens, b) -> dict:
                            2.0 * pe.op_overhead_cycles)
 
 
+def layer_attention(m, ffn, rows, cols, context, pe, tokens, b, coll, stretch=1.0) -> dict:
+    """Attention's ops of the mean layer of FFN kind `ffn` at context S (attnkinds: a uniform model's is
+    `attention` at S; a pattern's the layers' mean over their attention kinds)."""
+    plain = lambda keys: attention(m, rows, cols, keys, pe, tokens, b, coll, stretch)  # noqa: E731
+    return attnkinds.mean_attention(m, ffn, rows, cols, context, pe, tokens, b, coll, plain)
+
+
 def moe_layer(m, g: Geometry, pe, tokens, context, b, coll, h_wavelets) -> dict:
-    """Ops of one MoE layer, in order (module docstring)."""
+    """Ops of one MoE layer, in order (module docstring), at context S."""
     rows, cols = g.attn_rows, g.attn_cols
     ops = {"attn_norm": decode.norm(m.hidden_size, rows, cols, pe, tokens, coll)}
-    ops.update(attention(m, rows, cols, context, pe, tokens, b, coll, g.stretch))
+    ops.update(layer_attention(m, "moe", rows, cols, context, pe, tokens, b, coll, g.stretch))
     ops["ffn_norm"] = decode.norm(m.hidden_size, rows, cols, pe, tokens, coll)
     ops["router"] = router(m, rows, cols, pe, tokens, b, coll, g.stretch)
     ops["dispatch"] = move(pe, g, tokens, h_wavelets, g.dispatch_max)
@@ -166,10 +174,11 @@ def moe_layer(m, g: Geometry, pe, tokens, context, b, coll, h_wavelets) -> dict:
 
 
 def dense_layer(m, g: Geometry, pe, tokens, context, b, coll) -> dict:
-    """Ops of one dense layer on its square region: norms, attention, SwiGLU FFN, the hop to the next layer."""
+    """Ops of one dense layer on its square region at context S: norms, attention, SwiGLU FFN, the hop to the
+    next layer."""
     side = g.dense_side
     ops = {"attn_norm": decode.norm(m.hidden_size, side, side, pe, tokens, coll)}
-    ops.update(attention(m, side, side, context, pe, tokens, b, coll))
+    ops.update(layer_attention(m, "dense", side, side, context, pe, tokens, b, coll))
     ops["ffn_norm"] = decode.norm(m.hidden_size, side, side, pe, tokens, coll)
     ops.update(decode.ffn(m.hidden_size, m.intermediate_size, side, side, pe, tokens, b, coll))
     ops["layer_hop"] = hop(m, pe, side, side, side, tokens, b)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.node import mix, params
+from wsemoe.cost.node import params
 from wsemoe.cost.node.stages import Coded
 from wsemoe.cost.wafer import geometry, layer, regions
 from wsemoe.cost.wafer.decode import add
@@ -52,9 +52,9 @@ def layers(m, g, pe, tokens, context, b, coll) -> dict:
     """Ops of every layer kind the model has for `tokens` tokens: {kind: {op: terms}}."""
     out = {"embedding": layer.embedding(m, g, pe, tokens, b), "head": layer.head(m, g, pe, tokens, b, coll)}
     if params.dense_layers(m) > 0:
-        out["dense"] = layer.dense_layer(m, g, pe, tokens, mix.context_of(m, "dense", context), b, coll)
+        out["dense"] = layer.dense_layer(m, g, pe, tokens, context, b, coll)
     if params.moe_layers(m) > 0:
-        out["moe"] = layer.moe_layer(m, g, pe, tokens, mix.context_of(m, "moe", context), b, coll,
+        out["moe"] = layer.moe_layer(m, g, pe, tokens, context, b, coll,
                                      wavelets(m.hidden_size, b, pe))
     return {kind: layer.fused(ops, pe) for kind, ops in out.items()}
 
