@@ -81,10 +81,29 @@ def spread(heads, kv_heads, cols):
 
 
 def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
-    """Terms of the attention core over a KV cache of `context` tokens (context on the rows, KV width on the
-    columns): `score` (q·Kᵀ, summed over the columns a KV head spans), `softmax` (two all-reduces of one scalar
-    per head along the rows), `pv` (p·V, all-reduced along the rows). Query heads of width `d_qk` read keys of
-    that width; values are `d_v` wide."""
+    """Terms of the attention core over a KV cache of `context` tokens: `score`, `softmax`, `pv`, in whichever of
+    two layouts of the same cache (neither replicates it) is faster at each point:
+
+    - `width_split` (WaferLLM's): context on the rows, the KV width on the columns, so a query head's score is a
+      sum over the columns its KV head spans (an all-reduce of every score along them);
+    - `context_split`: each column of a KV head's span holds whole heads of its own share of the context
+      (context on the rows and those columns), so a score is complete where it is computed; the query's slices
+      are gathered along the span first, the softmax's reductions and p·V's partial outputs also run along it
+      (a reduce-scatter that leaves each column its value slice, as `width_split` does).
+
+    At long context the scores outnumber a head's width and `context_split` wins; at short context, or where a
+    KV head spans one column, `width_split` is kept."""
+    width = width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll)
+    ctx = context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll)
+    faster = sum(ctx[k]["cycles"] for k in ctx) < sum(width[k]["cycles"] for k in width)
+    keys = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
+    return {op: operators.terms(*[np.where(faster, ctx[op][k], width[op][k]) for k in keys]) for op in width}
+
+
+def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+    """The core with context on the rows and the KV width on the columns (`core`): `score` (q·Kᵀ, summed over the
+    columns a KV head spans), `softmax` (two all-reduces of one scalar per head along the rows), `pv` (p·V,
+    all-reduced along the rows). Query heads of width `d_qk` read keys of that width; values are `d_v` wide."""
     coll = coll or {}
     span, per = spread(heads, kv_heads, cols)
     cols = np.asarray(cols, dtype=float)
@@ -98,6 +117,39 @@ def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_b
     pv = add(operators.gemv(ctx * per, np.ceil(v_col / per), 1, 1, pe, batch, element_bytes, output="none"),
              collective(collectives.allreduce(rows, v_col * batch, **coll), pe))
     return {"score": score, "softmax": soft, "pv": pv}
+
+
+def context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+    """The core with whole heads on every column of a KV head's span and the context over the rows and the span
+    (`core`). Per PE: ⌈S / (rows·span)⌉ tokens of its KV heads at full width, the `per` query heads' full queries
+    (gathered along the span), their scores and partial outputs (reduced along the span, then along the rows)."""
+    coll = coll or {}
+    span, per = spread(heads, kv_heads, cols)
+    cols = np.asarray(cols, dtype=float)
+    along = (span > 1).astype(float)   # calls of the collectives along the span (none when it is one column)
+    ctx = np.ceil(np.asarray(context, dtype=float) / (rows * span))
+    q_full, v_col = per * d_qk, np.ceil(heads * d_v / cols)
+    score = add(collective(collectives.broadcast(span, q_full * batch), pe, calls=along),
+                operators.gemv(q_full, ctx, 1, 1, pe, batch, element_bytes, output="none"),
+                elementwise(ctx * per * batch, OPS["score_scale"], pe, kernels=0))
+    soft = add(elementwise(ctx * per * batch, OPS["softmax"], pe),
+               collective(collectives.allreduce(rows, per * batch, **coll).times(2), pe, calls=2),
+               collective(collectives.allreduce(span, per * batch, **coll).times(2), pe, calls=2 * along))
+    pv = add(operators.gemv(ctx * per, d_v, 1, 1, pe, batch, element_bytes, output="none"),
+             collective(collectives.reduce(span, per * d_v * batch, _reduce_pattern(coll), **_levels(coll)), pe,
+                        calls=along),
+             collective(collectives.allreduce(rows, v_col * batch, **coll), pe))
+    return {"score": score, "softmax": soft, "pv": pv}
+
+
+def _reduce_pattern(coll: dict) -> str:
+    """A reduce runs as the tree where the all-reduces run as a ring (a ring has no root)."""
+    pattern = coll.get("pattern", "tree")
+    return "tree" if pattern == "ring" else pattern
+
+
+def _levels(coll: dict) -> dict:
+    return {k: v for k, v in coll.items() if k != "pattern"}
 
 
 def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
