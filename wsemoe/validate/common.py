@@ -15,7 +15,9 @@ Kinds of row:
 
 from __future__ import annotations
 
+import contextvars
 import math
+from contextlib import contextmanager
 
 from wsemoe.config.loader import load_config
 from wsemoe.config.presets import SWEEPS
@@ -23,6 +25,26 @@ from wsemoe.errors import ConfigError
 from wsemoe.validate.tolerances import Band, band as band_of
 
 KINDS = ("check", "headline", "property", "fitted", "info")
+
+# While set, a family builds only what decides its rows' statuses: a headline's range over every reading and the
+# context rows are skipped (validate/perturb.py re-runs the families under each scaled constant, and a status
+# follows from a row's value and band alone).
+_CLAIMS_ONLY = contextvars.ContextVar("claims_only", default=False)
+
+
+def claims_only() -> bool:
+    """Whether the rows are built for their statuses only (no readings ranges, no context rows)."""
+    return _CLAIMS_ONLY.get()
+
+
+@contextmanager
+def only_claims():
+    """Inside, `claims_only()` is true."""
+    token = _CLAIMS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CLAIMS_ONLY.reset(token)
 
 
 def pct(x: float) -> str:
