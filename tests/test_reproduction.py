@@ -190,3 +190,15 @@ def test_moentwine_operating_points_are_the_memory_bound_decode_loads():
     r = __import__("pandas").Series([2.0, 1.5, 1.0, 1.0, 0.5, 0.5, 9.0], index=[1, 2, 4, 8, 16, 32, 64])
     assert versus.mean_at_operating(r) == pytest.approx(6.5 / 6 - 1)      # 64 is outside the points
     assert np.isnan(versus.mean_at_operating(r.drop(32)))                 # a point that cannot run: no mean
+
+
+def test_rows_built_for_their_statuses_alone_have_the_full_run_statuses(rows):
+    """validate/perturb.py sweeps the families with `only_claims` (no ranges over readings, no context rows): every
+    claim keeps its value and status, so what the sweep catches is what `validate` would."""
+    with common.only_claims():
+        fast = [r for r in validate.run_all(only=["bta", "mapping", "balance", "scale"]) if r["kind"] != "info"]
+    full = {r["id"]: r for r in rows if r["kind"] != "info"}
+    assert {r["id"] for r in fast} == {i for i, r in full.items() if r["family"] in ("bta", "mapping", "balance",
+                                                                                      "scale")}
+    for r in fast:
+        assert (r["status"], r["value"]) == (full[r["id"]]["status"], pytest.approx(full[r["id"]]["value"])), r["id"]

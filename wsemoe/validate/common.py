@@ -123,6 +123,12 @@ def headline(r: dict, published_value: float, default: str, low: float, high: fl
             "low": low, "high": high, "inside": inside}
 
 
+def bare_headline(r: dict) -> dict:
+    """A check row made a headline without its range over the readings (built for its status alone)."""
+    return {**r, "kind": "headline", "default": r["model"], "range": "not computed", "low": math.nan,
+            "high": math.nan, "inside": False}
+
+
 def sweep_config(name: str):
     """A shipped reproduction config from sweeps/ (a clear error when run outside a checkout)."""
     path = SWEEPS / f"{name}.yaml"

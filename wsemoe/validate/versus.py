@@ -30,7 +30,7 @@ from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import presets
 from wsemoe.sweep import chunked, crossing
 from wsemoe.validate import figures
-from wsemoe.validate.common import claims_only, context, headline, pct, row, sweep_config
+from wsemoe.validate.common import bare_headline, claims_only, context, headline, pct, row, sweep_config
 
 WSC, NVL72, DGX = "wsc-b200-4x8x8", "nvl72", "dgx-b200-x32"
 TAU = "workload.tokens_per_device"
@@ -116,8 +116,7 @@ def headline_rows(result, cfg) -> list[dict]:
         r = _series(v, dflt, model)
         check = _check(model, r)
         if claims_only():
-            rows.append({**check, "kind": "headline", "default": check["model"], "range": "not computed",
-                         "low": np.nan, "high": np.nan, "inside": False})
+            rows.append(bare_headline(check))
             continue
         at = v[(v["role"] == "combination") & (v["model_name"] == model) & (v["metric"] == METRIC)
                & v[TAU].isin(OPERATING)]
