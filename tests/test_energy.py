@@ -152,3 +152,15 @@ def test_energy_invariants_can_fail(cfg, monkeypatch):
     monkeypatch.setattr(energy, "priced", cheaper_when_dearer)
     assert _status(cfg, "more_bytes_never_cost_less_energy").status == "fail"
     assert energy_laws.TOTAL == "energy_per_token_j"
+
+
+def test_a_dense_model_served_from_sram_has_energy_and_no_dispatch():
+    """A dense model has no MoE layer, so serving emits no dispatch path: its fabric tier is 0 (it raised before),
+    and its one off-wafer transfer per token is the sampled token's activation, 4,096 × 2 B at 80 pJ per byte."""
+    from wsemoe.cost import serving
+    from wsemoe.validate import cerebras
+
+    out = serving.evaluate(*cerebras.namespaces(cerebras.models()["llama-3.1-8b"], "launch", None, pipeline_wafers=1))
+    assert float(out["energy_fabric_per_token_j"]) == 0.0
+    assert float(out["energy_network_per_token_j"]) == pytest.approx(4096 * 2 * 8e-11)
+    assert float(out["energy_per_token_j"]) > 0

@@ -70,23 +70,32 @@ def test_statuses_follow_kind_band_and_record():
 
 def test_headlines_show_default_range_and_whether_the_published_value_lies_inside(rows):
     heads = {r["id"]: r for r in rows if r["kind"] == "headline"}
-    assert {"bta.speedup", "scale.nvl72:deepseek-v3", "scale.nvl72:qwen3-235b-a22b"} <= set(heads)
+    assert {"bta.speedup", "scale.nvl72.avg:deepseek-v3", "scale.nvl72.avg:qwen3-235b-a22b"} <= set(heads)
     for r in heads.values():
         assert r["default"] and "combinations of" in r["range"] and r["low"] <= r["high"]
     bta = heads["bta.speedup"]
     assert bta["inside"] == (bta["low"] <= 5.0 <= bta["high"])
     assert "attn_kernel" in bta["range"] and "hold" in bta["range"]
+    ids = {r["id"] for r in rows}
     for model in ("deepseek-v3", "qwen3-235b-a22b"):
-        r = heads[f"scale.nvl72:{model}"]
+        r = heads[f"scale.nvl72.avg:{model}"]
         assert "fixed_latency" in r["range"] and "d2d_bandwidth" in r["range"]
-        assert "1:" in r["model"] and "256:" in r["model"]  # the ratio at every load, not a mean
+        assert "mean at 1–32" in r["model"] and "256:" in r["model"]  # the mean, and the ratio at every load
+        assert "fixed_latency=as_gpu" in r["reading"]          # one fixed latency on both systems
+        assert f"scale.nvl72.launch_only:{model}" in ids       # MoEntwine's own reading: context only
 
 
 def test_moentwine_rows_state_their_reading(rows):
-    """MoEntwine's figures are read without per-call software latency (its simulator), which differs from the
-    registry default: every row citing them says so."""
+    """MoEntwine's trends (one system against itself) are read without per-call software latency (its
+    simulator), which differs from the registry default, and every such row says so; the comparison with NVL72
+    is made at the default readings (one fixed latency on both systems), MoEntwine's reading only as context."""
+    versus = ("scale.nvl72", "scale.dgx", "scale.assume")
     for r in rows:
-        if r["id"].split(".")[0] in ("mapping", "balance", "scale"):
+        if r["id"].split(".")[0] not in ("mapping", "balance", "scale"):
+            continue
+        if r["id"].startswith(versus) and not r["id"].startswith("scale.nvl72.launch_only"):
+            assert "fixed_latency=as_gpu" in r["reading"], r["id"]
+        else:
             assert "fixed_latency=launch_only (default as_gpu)" in r["reading"], r["id"]
         if r["id"].startswith("bta."):
             assert "attn_kernel=per_head" in r["reading"] and "default" not in r["reading"], r["id"]
@@ -166,3 +175,30 @@ def test_a_failed_property_makes_validate_exit_nonzero(runner, monkeypatch, rows
     deviations.classify(moved)
     out = _cli(runner, monkeypatch, moved)
     assert out.exit_code == 1 and "unexpected failures (1)" in out.output
+
+
+def test_moentwine_operating_points_are_the_memory_bound_decode_loads():
+    """By hand: a B200-class die does 2.25e15 FLOP/s from 8e12 B/s of HBM, a ridge of 281.25 FLOP per byte; at EP
+    256 one DeepSeek-V3 expert per die gets 8τ tokens (top-8), n FLOP per 16-bit weight byte at n tokens, so the
+    expert reads longer than it computes at 8 · 32 = 256 < 281.25 and not at 8 · 64 = 512."""
+    from wsemoe.config import presets
+    from wsemoe.validate import versus
+
+    hw = presets.load_hardware(versus.WSC)
+    assert hw.node_peak_flops / hw.node_memory_bw_bytes_per_s == pytest.approx(281.25)
+    assert versus.memory_bound_loads() == [1, 2, 4, 8, 16, 32] == list(versus.OPERATING)
+    r = __import__("pandas").Series([2.0, 1.5, 1.0, 1.0, 0.5, 0.5, 9.0], index=[1, 2, 4, 8, 16, 32, 64])
+    assert versus.mean_at_operating(r) == pytest.approx(6.5 / 6 - 1)      # 64 is outside the points
+    assert np.isnan(versus.mean_at_operating(r.drop(32)))                 # a point that cannot run: no mean
+
+
+def test_rows_built_for_their_statuses_alone_have_the_full_run_statuses(rows):
+    """validate/perturb.py sweeps the families with `only_claims` (no ranges over readings, no context rows): every
+    claim keeps its value and status, so what the sweep catches is what `validate` would."""
+    with common.only_claims():
+        fast = [r for r in validate.run_all(only=["bta", "mapping", "balance", "scale"]) if r["kind"] != "info"]
+    full = {r["id"]: r for r in rows if r["kind"] != "info"}
+    assert {r["id"] for r in fast} == {i for i, r in full.items() if r["family"] in ("bta", "mapping", "balance",
+                                                                                      "scale")}
+    for r in fast:
+        assert (r["status"], r["value"]) == (full[r["id"]]["status"], pytest.approx(full[r["id"]]["value"])), r["id"]

@@ -1,7 +1,8 @@
-"""`wsemoe validate` can fail: every physical constant the serving families (waferllm, cerebras) read from their
-presets, scaled by 2 and by ½ one at a time, makes that family fail, except the changes the record lists with the
-reason no row can see them; the record (validate/perturb.RECORD) is what a fresh sweep finds, and validate's
-summary counts the errors it would catch."""
+"""`wsemoe validate` can fail: every physical constant a swept family (bta, waferllm, cerebras here; mapping,
+balance and scale in tests/test_validate_perturb_moentwine.py) reads from its presets, scaled by 2 and by ½ one
+at a time, makes that family fail, except the changes the record lists with the reason no row can see them; the
+record (validate/perturb.RECORD) is what a fresh sweep finds, and validate's summary counts the errors it would
+catch."""
 
 from __future__ import annotations
 
@@ -11,29 +12,52 @@ from wsemoe.validate import perturb
 from wsemoe.validate.deviations import KNOWN, PINNED
 
 
-@pytest.mark.parametrize("family", sorted(perturb.CONSTANTS))
+@pytest.mark.parametrize("family", ["waferllm", "cerebras", "bta"])
 def test_every_scaled_constant_fails_the_family_or_is_recorded_with_why(family):
-    found = perturb.sweep(family)
-    record = perturb.RECORD[family]
-    assert set(found["missed"]) == set(record["missed"]), found["failing"]
-    assert set(found["cannot_fail"]) == set(record["cannot_fail"])
-    assert all(why for why in record["missed"].values())
+    assert perturb.against_record(family) == []
+
+
+def test_every_swept_family_has_a_record_and_every_record_names_a_swept_change():
+    assert set(perturb.RECORD) == set(perturb.CONSTANTS)
+    for family, record in perturb.RECORD.items():
+        tried = {(perturb.key(p, c), f) for p, cs in perturb.CONSTANTS[family].items() for c in cs
+                 for f in perturb.FACTORS}
+        assert set(record["missed"]) <= tried, family
 
 
 def test_scaling_a_constant_changes_the_preset_and_only_inside():
     from wsemoe.config import presets
 
-    before = presets.load_hardware("cs3").pe.clock_hz
+    before = presets.load_hardware("cs3")
     with perturb.perturbed("cs3", "pe.clock_hz", 2.0):
-        assert presets.load_hardware("cs3").pe.clock_hz == 2 * before
-        assert presets.load_hardware("cs2").pe.clock_hz == presets.load_hardware("cs2").pe.clock_hz
-    assert presets.load_hardware("cs3").pe.clock_hz == before
-    assert perturb.scaled(presets.load_hardware("cs3"), "pe.fmac_width", 0.5).pe.fmac_width == 4
+        cs3 = presets.load_hardware("cs3")
+        assert cs3.pe.clock_hz == 2 * before.pe.clock_hz
+        assert cs3.node_peak_flops == pytest.approx(2 * before.node_peak_flops)  # derived figures follow
+        assert presets.raw("hardware", "cs3")["pe"]["clock_hz"] == 2 * before.pe.clock_hz  # sweeps read it too
+        assert presets.load_hardware("cs2").pe.clock_hz == 1.1e9
+    assert presets.load_hardware("cs3").pe.clock_hz == before.pe.clock_hz
+    raw = presets.raw("hardware", "cs3")
+    assert perturb.scaled(raw, "pe.fmac_width", 0.5)["pe"]["fmac_width"] == 4
+    assert perturb.scaled(raw, "pe.hop_cycles", 0.5)["pe"]["hop_cycles"] == 0.5   # a float field, YAML '1'
+    assert raw["pe"]["fmac_width"] == 8   # the original is untouched
+
+
+def test_a_part_that_never_reads_a_preset_is_not_rerun():
+    seen: set = set()
+    with perturb.watching(seen):
+        from wsemoe.config import presets
+
+        presets.load_hardware("nvl72")
+        presets.load_model("deepseek-v3")
+    assert seen == {"nvl72"}
 
 
 def test_the_summary_counts_the_errors_caught():
-    line = perturb.line(["waferllm", "cerebras", "params"])
-    assert "waferllm 10 of 12" in line and "cerebras 18 of 26" in line and "(context)" in line
+    line = perturb.line(["bta", "mapping", "balance", "scale", "waferllm", "cerebras", "params"])
+    for part in ("bta 6 of 24", "mapping 1 of 22", "balance 0 of 22", "scale 10 of 48", "waferllm 10 of 12",
+                 "cerebras 18 of 26", "(context)"):
+        assert part in line, line
+    assert "params" not in line   # reads no hardware constant: not swept
 
 
 def test_every_known_deviation_is_pinned():

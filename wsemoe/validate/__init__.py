@@ -49,6 +49,7 @@ def published_active(m) -> float:
 PARTS = (("params", "wsemoe.validate", "param_rows"), ("bta", "wsemoe.validate.shipped", "shipped_rows"),
          ("bta", "wsemoe.validate.bta", "bta_rows"), ("mapping", "wsemoe.validate.moentwine", "mapping_rows"),
          ("balance", "wsemoe.validate.balance", "balance_rows"), ("scale", "wsemoe.validate.scale", "scale_rows"),
+         ("scale", "wsemoe.validate.versus", "versus_rows"),
          ("waferllm", "wsemoe.validate.waferllm", "waferllm_rows"), ("cerebras", "wsemoe.validate.cerebras", "cerebras_rows"),
          ("energy", "wsemoe.validate.energy", "energy_rows"))
 ALIASES = {"moentwine": ("mapping", "balance", "scale")}  # MoEntwine's claims: mapping, balancing, at scale

@@ -15,7 +15,9 @@ Kinds of row:
 
 from __future__ import annotations
 
+import contextvars
 import math
+from contextlib import contextmanager
 
 from wsemoe.config.loader import load_config
 from wsemoe.config.presets import SWEEPS
@@ -23,6 +25,26 @@ from wsemoe.errors import ConfigError
 from wsemoe.validate.tolerances import Band, band as band_of
 
 KINDS = ("check", "headline", "property", "fitted", "info")
+
+# While set, a family builds only what decides its rows' statuses: a headline's range over every reading and the
+# context rows are skipped (validate/perturb.py re-runs the families under each scaled constant, and a status
+# follows from a row's value and band alone).
+_CLAIMS_ONLY = contextvars.ContextVar("claims_only", default=False)
+
+
+def claims_only() -> bool:
+    """Whether the rows are built for their statuses only (no readings ranges, no context rows)."""
+    return _CLAIMS_ONLY.get()
+
+
+@contextmanager
+def only_claims():
+    """Inside, `claims_only()` is true."""
+    token = _CLAIMS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CLAIMS_ONLY.reset(token)
 
 
 def pct(x: float) -> str:
@@ -99,6 +121,12 @@ def headline(r: dict, published_value: float, default: str, low: float, high: fl
     inside = bool(low <= published_value <= high) if math.isfinite(low) and math.isfinite(high) else False
     return {**r, "kind": "headline", "default": default, "range": f"{shown(low)} … {shown(high)} over {over}",
             "low": low, "high": high, "inside": inside}
+
+
+def bare_headline(r: dict) -> dict:
+    """A check row made a headline without its range over the readings (built for its status alone)."""
+    return {**r, "kind": "headline", "default": r["model"], "range": "not computed", "low": math.nan,
+            "high": math.nan, "inside": False}
 
 
 def sweep_config(name: str):

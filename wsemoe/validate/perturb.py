@@ -1,111 +1,309 @@
-"""Whether `wsemoe validate` can fail: each physical constant a family's rows read from their hardware preset,
+"""Whether `wsemoe validate` can fail: each physical constant a family's rows read from their hardware presets,
 multiplied by 2 and by ½ one at a time, must make that family fail (some row `FAILS`: a check leaves its band, a
 pinned known deviation drifts or crosses its band, a fit stops closing). `sweep` runs the family's rows in process
 under each change; `RECORD` keeps what the last sweep found, so `validate` can say per family how many of these 2×
 errors it would catch and which rows no such error moves (rows that cannot fail, counted apart), and a test checks
 the record against a fresh sweep (tests/test_validate_perturb.py).
 
-A constant of value 0 (CS-3's turn cycles) cannot be scaled and is not listed; nor are constants a family does
-not read (the WaferLLM rows fix their own grids, so the fabric's size is not theirs).
+A change is made where every reader sees it: the preset's fields as read from its file (`presets.raw`), so the
+node figures a wafer derives from its PE facts follow, and sweeps that name the preset run on it. To stay cheap a
+sweep builds the rows for their statuses alone (`common.only_claims`: no ranges over readings, no context rows)
+and re-runs only the parts of a family that read the changed preset (found by watching which presets each part
+reads); a part that never reads it cannot move.
+
+Not listed: a constant of value 0 (CS-3's turn cycles, the wafers' `expert_half_tokens`), which scaling leaves 0;
+a share bounded by 1 (`memory_usable_fraction`, and `matmul_efficiency` where ×2 passes 1), which ×2 makes no
+preset; energy and cost fields (the energy family's own test perturbs those); constants a family does not read
+(the WaferLLM rows fix their own grids, so the fabric's size is not theirs). The params family reads model presets
+only (shapes and published counts, no physical constant) and is not swept.
 """
 
 from __future__ import annotations
 
+import copy
+import typing
 from contextlib import contextmanager
 
 from wsemoe.config import presets
 
 FACTORS = (2.0, 0.5)
 
-# {family: (hardware preset, the constants its rows read: a top-level field or `pe.<field>`)}
+_NODE = ("node_peak_flops", "node_peak_flops_fp8", "node_peak_flops_fp4", "node_memory_bytes",
+         "node_memory_bw_bytes_per_s", "link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
+         "kernel_launch_s", "collective_latency_s", "alltoall_latency_s")   # a die-level preset's physical figures
+_WSC = _NODE   # wsc-b200-8x8: matmul_efficiency 0.7 (×2 passes 1), expert_half_tokens 0
+
+# {family: {hardware preset: the constants its rows read (a top-level field or `pe.<field>`)}}
 CONSTANTS = {
-    "waferllm": ("cs2", ("pe.clock_hz", "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.hop_cycles",
-                         "pe.relay_cycles", "pe.op_overhead_cycles")),
-    "cerebras": ("cs3", ("pe.clock_hz", "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s",
+    "bta": {"cs2": ("pe.pe_count", "pe.fabric_rows", "pe.fabric_cols", "pe.sram_per_pe_bytes", "pe.clock_hz",
+                    "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s",
+                    "io_in_bw_bytes_per_s", "io_out_bw_bytes_per_s", "matmul_efficiency", "expert_half_tokens")},
+    "mapping": {"wsc-b200-8x8": _WSC},
+    "balance": {"wsc-b200-8x8": _WSC},
+    "scale": {"wsc-b200-4x8x8": (*_WSC, "inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s"),
+              "nvl72": _NODE},
+    "waferllm": {"cs2": ("pe.clock_hz", "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.hop_cycles",
+                         "pe.relay_cycles", "pe.op_overhead_cycles")},
+    "cerebras": {"cs3": ("pe.clock_hz", "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s",
                          "pe.hop_cycles", "pe.relay_cycles", "pe.op_overhead_cycles", "pe.sram_per_pe_bytes",
                          "pe.program_bytes_per_pe", "pe.fabric_rows", "pe.fabric_cols",
-                         "inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s")),
+                         "inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s")},
 }
 
 # What the last sweep found (regenerate with `sweep`, compare in tests/test_validate_perturb.py):
-# {family: {"missed": {(constant, factor) no row of the family caught: why}, "cannot_fail": [claims no change moved]}}
+# {family: {"missed": {("preset:constant", factor) no row of the family caught: why}, "cannot_fail": [claims no
+# change moved]}}. A pinned known deviation whose gap shrinks passes by design (validate/deviations.py), so a
+# change that moves one towards its band is missed; one that grows it by less than a quarter is missed too.
+LINKS = "not read: the d2d_bandwidth reading sets the wafer's die-link, wafer-edge and port bandwidths (per_link: " \
+        "900 GB/s a link), whatever the preset says"
+FIXED = "not read: the fixed_latency reading sets the wafer's per-call costs (as_gpu 1, 4.5 and 26 µs; launch_only " \
+        "1, 0, 0), whatever the preset says"
+NARROW = "not read: no row's sweep runs an 8-bit or 4-bit format; matmuls run at the 16-bit peak"
+FITS = "capacity only decides which points fit, and every point still fits: no row's value changes"
+
+
+def _both(preset: str, paths, why: str) -> dict:
+    return {(f"{preset}:{p}", f): why for p in paths for f in FACTORS}
+
+
+_UNREAD_WSC = {**_both("{w}", ("node_peak_flops_fp8", "node_peak_flops_fp4"), NARROW),
+               **_both("{w}", ("link_bw_bytes_per_s", "port_bw_bytes_per_s"), LINKS),
+               **_both("{w}", ("kernel_launch_s", "collective_latency_s", "alltoall_latency_s"), FIXED)}
+
+
+def _on(wafer: str, missed: dict) -> dict:
+    return {(k.format(w=wafer), f): why for (k, f), why in missed.items()}
+
+
 RECORD: dict[str, dict] = {
+    "bta": {
+        "missed": {
+            ("cs2:pe.pe_count", 2.0): "twice the SRAM and MACs: each shipped micro-batch needs half the SRAM (a fit "
+                                      "bounds it only from above) and BTA's loss and speedup rise from 1.06× to 1.15×, "
+                                      "towards their bands",
+            **_both("cs2", ("pe.fabric_rows", "pe.fabric_cols"), "no row's value changes: the fabric's shape sizes "
+                    "only the die links, which carry nothing these rows time"),
+            ("cs2:pe.sram_per_pe_bytes", 2.0): "each shipped micro-batch needs half the SRAM (the fit bounds it only "
+                                               "from above); BTA's loss and speedup fall to 1.00×, their pinned gaps "
+                                               "(1.06× against 7× and 5×) growing by 4%, under a quarter",
+            **{(f"cs2:{p}", f): "BTA's loss and speedup fall from 1.06× to 1.00×: the pinned gaps (1.06× against 7× "
+               "and 5×) grow by 4%, under a quarter; the trend rows are ratios within one sweep"
+               for p, f in (("pe.clock_hz", 0.5), ("pe.fmac_width", 0.5), ("matmul_efficiency", 0.5),
+                            ("io_in_bw_bytes_per_s", 2.0))},
+            **_both("cs2", ("pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s"), "no row's value changes: "
+                    "weight streaming at die level times the wafer I/O and the MACs, not the PE links or the SRAM's "
+                    "bandwidth"),
+            ("cs2:io_out_bw_bytes_per_s", 2.0): "no row's value changes: the outbound I/O does not bind these points",
+            ("cs2:io_out_bw_bytes_per_s", 0.5): "BTA's loss and speedup rise to 1.16×, towards their bands",
+            **_both("cs2", ("expert_half_tokens",), "moves no row by more than 0.6%"),
+        },
+        "cannot_fail": ["shipped:llama-3.2-1b", "shipped:llama-3.2-3b", "shipped:llama-3.1-8b", "shipped:llama-3.1-70b",
+                        "shipped:gpt3-xl", "bta.falls.experts", "bta.flat.experts", "bta.falls.topk",
+                        "bta.docs.experts", "bta.docs.topk", "bta.speedup", "bta.edges"],
+    },
+    "mapping": {
+        "missed": {
+            **_on("wsc-b200-8x8", _UNREAD_WSC),
+            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s"), "the rows compare the "
+                    "communication phases of ER and the block mapping on one wafer; compute and HBM reads do not "
+                    "enter them"),
+            **_both("wsc-b200-8x8", ("node_memory_bytes",), FITS),
+            ("wsc-b200-8x8:hop_latency_s", 0.5): "the rings become less latency-bound and ER's cut grows: the rows "
+                                                 "move towards their bands (mapping.comm.small from 10 to 0.3 points "
+                                                 "below it)",
+        },
+        "cannot_fail": ["mapping.a2a", "mapping.allreduce", "mapping.topk", "mapping.ftd"],
+    },
+    "balance": {
+        "missed": {
+            **_on("wsc-b200-8x8", _UNREAD_WSC),
+            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s"), "no row's value changes: "
+                    "replication's cuts are ratios of one die under two balancers, and the churn is refitted to "
+                    "stop-the-world's 2 in 10, so the migration whose hidden share is checked scales along"),
+            **_both("wsc-b200-8x8", ("node_memory_bytes",), FITS),
+            **_both("wsc-b200-8x8", ("hop_latency_s",), "moves replication's communication cut by half a point "
+                    "(−13.6% to −13.1% or −13.8%), inside its band"),
+        },
+        "cannot_fail": ["balance.skew", "balance.replicate.compute", "balance.replicate.comm", "balance.stw",
+                        "balance.hidden"],
+    },
+    "scale": {
+        "missed": {
+            **_on("wsc-b200-4x8x8", _UNREAD_WSC),
+            **_both("wsc-b200-4x8x8", ("inter_wafer_link_bw_bytes_per_s",), LINKS),
+            ("wsc-b200-4x8x8:node_peak_flops", 2.0): "the means move towards the band (DeepSeek-V3 +9.7%, Qwen3 "
+                                                     "−10.6%)",
+            ("wsc-b200-4x8x8:node_peak_flops", 0.5): "DeepSeek-V3's mean falls to +6.3%, Qwen3's to −13.3%: the "
+                                                     "pinned gaps grow by 16% and 6%, under a quarter (decode at 1–32 "
+                                                     "tokens/device is bound by HBM reads and per-call costs)",
+            ("wsc-b200-4x8x8:node_memory_bytes", 2.0): "only HER's best cut moves, towards its band (−17% to −19%)",
+            ("wsc-b200-4x8x8:node_memory_bytes", 0.5): "HER's best cut falls from −17% to −9% as fewer layouts fit: "
+                                                       "its pinned gap grows by 24.5%, just under a quarter",
+            ("wsc-b200-4x8x8:inter_wafer_hop_latency_s", 2.0): "moves the rows by under 5 points (the hidden share "
+                                                               "83% to 87%, the means by under a point): few of a "
+                                                               "step's hops cross a wafer edge",
+            **_both("nvl72", ("node_peak_flops",), "moves the means by under a point: NVL72's decode at 1–32 "
+                    "tokens/device is bound by HBM reads and per-call costs"),
+            **_both("nvl72", ("node_peak_flops_fp8", "node_peak_flops_fp4"), NARROW),
+            **_both("nvl72", ("node_memory_bytes",), FITS),
+            **_both("nvl72", ("link_bw_bytes_per_s",), "not read: a switch system's traffic runs at its port "
+                    "bandwidth (port_bw_bytes_per_s)"),
+            ("nvl72:hop_latency_s", 2.0): "the means move towards the band (+10.2%, −9.4%)",
+            ("nvl72:hop_latency_s", 0.5): "the means fall to +8.0% and −12.3%: the pinned gaps grow by 5% and 3%, "
+                                          "under a quarter",
+            ("nvl72:port_bw_bytes_per_s", 2.0): "the means fall to +7.5% and −12.5%: the pinned gaps grow by 8% and "
+                                                "3%, under a quarter",
+            ("nvl72:port_bw_bytes_per_s", 0.5): "the means move towards the band (+11.0%, −9.1%)",
+            ("nvl72:kernel_launch_s", 2.0): "NVL72 slows and the means move towards the band (+17.8%, −3.6%)",
+            ("nvl72:collective_latency_s", 2.0): "the means move towards the band (+12.1%, −7.0%)",
+            ("nvl72:collective_latency_s", 0.5): "the means fall to +7.0% and −13.5%: the pinned gaps grow by 11% "
+                                                 "and 6%, under a quarter",
+        },
+        "cannot_fail": ["scale.her", "scale.her.wafer", "scale.ni.compute.hot", "scale.ni.comm.hot",
+                        "scale.ni.compute.fill", "scale.ni.comm.fill"],
+    },
     "waferllm": {
-        "missed": {("pe.link_bytes_per_cycle", 2.0): "not read at these rows: a 16-bit element takes one 32-bit "
-                                                     "wavelet however wide the link (unpacked, the SDK's descriptors)",
-                   ("pe.link_bytes_per_cycle", 0.5): "as at ×2: one wavelet per 16-bit element either way"},
+        "missed": {("cs2:pe.link_bytes_per_cycle", 2.0): "not read at these rows: a 16-bit element takes one 32-bit "
+                                                         "wavelet however wide the link (unpacked, the SDK's "
+                                                         "descriptors)",
+                   ("cs2:pe.link_bytes_per_cycle", 0.5): "as at ×2: one wavelet per 16-bit element either way"},
         "cannot_fail": ["waferllm.rising", "waferllm.growth", "waferllm.binds"],
     },
     "cerebras": {
-        "missed": {("pe.fmac_width", 2.0): "not read under the default pe_mac_rate reading: CS-3's MACs run at its "
-                                           "SRAM bandwidth (3.5 per cycle), below 4, 8 or 16 lanes",
-                   ("pe.fmac_width", 0.5): "as at ×2: 4 lanes still exceed the SRAM-bound 3.5",
-                   ("pe.link_bytes_per_cycle", 2.0): "not read: one wavelet per 16-bit element (as WaferLLM's)",
-                   ("pe.link_bytes_per_cycle", 0.5): "as at ×2",
-                   ("pe.program_bytes_per_pe", 0.5): "a smaller program leaves more room: every published wafer "
-                                                     "count still holds (only its upper side is pinned, by the fit)",
-                   ("inter_wafer_link_bw_bytes_per_s", 2.0): "16 KB per token over 150 GB/s is 0.1 µs a hop, under "
-                                                             "0.1% of a token's time",
-                   ("inter_wafer_link_bw_bytes_per_s", 0.5): "as at ×2: 0.2 µs a hop",
-                   ("inter_wafer_hop_latency_s", 2.0): "3 hops of 4 µs on 70B's 1.2 ms token, 1%; 405B's 25 hops "
-                                                      "move it by 5%, inside its pinned drift"},
+        "missed": {("cs3:pe.fmac_width", 2.0): "not read under the default pe_mac_rate reading: CS-3's MACs run at "
+                                               "its SRAM bandwidth (3.5 per cycle), below 4, 8 or 16 lanes",
+                   ("cs3:pe.fmac_width", 0.5): "as at ×2: 4 lanes still exceed the SRAM-bound 3.5",
+                   ("cs3:pe.link_bytes_per_cycle", 2.0): "not read: one wavelet per 16-bit element (as WaferLLM's)",
+                   ("cs3:pe.link_bytes_per_cycle", 0.5): "as at ×2",
+                   ("cs3:pe.program_bytes_per_pe", 0.5): "a smaller program leaves more room: every published wafer "
+                                                         "count still holds (only its upper side is pinned, by the "
+                                                         "fit)",
+                   ("cs3:inter_wafer_link_bw_bytes_per_s", 2.0): "16 KB per token over 150 GB/s is 0.1 µs a hop, "
+                                                                 "under 0.1% of a token's time",
+                   ("cs3:inter_wafer_link_bw_bytes_per_s", 0.5): "as at ×2: 0.2 µs a hop",
+                   ("cs3:inter_wafer_hop_latency_s", 2.0): "3 hops of 4 µs on 70B's 1.2 ms token, 1%; 405B's 25 hops "
+                                                           "move it by 5%, inside its pinned drift"},
         "cannot_fail": ["cerebras.wafers:llama-3.1-8b", "cerebras.ratio", "cerebras.ttft:llama-3.1-405b"],
     },
 }
 
 
-def scaled(spec, path: str, factor: float):
-    """The hardware spec with the constant at `path` (`field` or `pe.field`) times `factor` (an integer field
-    stays an integer)."""
-    fields = spec.model_dump()
-    where, name = (fields["pe"], path[3:]) if path.startswith("pe.") else (fields, path)
+def key(preset: str, path: str) -> str:
+    """'cs3:pe.clock_hz': a constant as the record names it."""
+    return f"{preset}:{path}"
+
+
+def integer(path: str) -> bool:
+    """Whether the spec types the constant at `path` as an integer (a YAML `1` of a float field is not one)."""
+    from wsemoe.specs.hardware import HardwareSpec, PEFacts
+
+    model, name = (PEFacts, path[3:]) if path.startswith("pe.") else (HardwareSpec, path)
+    ann = model.model_fields[name].annotation
+    return ann is int or int in typing.get_args(ann)
+
+
+def scaled(fields: dict, path: str, factor: float) -> dict:
+    """A copy of a preset's raw fields with the constant at `path` (`field` or `pe.field`) times `factor` (an
+    integer field stays an integer)."""
+    out = copy.deepcopy(fields)
+    where, name = (out["pe"], path[3:]) if path.startswith("pe.") else (out, path)
     value = where[name] * factor
-    where[name] = int(round(value)) if isinstance(where[name], int) else value
-    return type(spec)(**fields)
+    where[name] = int(round(value)) if integer(path) else float(value)
+    return out
 
 
 @contextmanager
 def perturbed(preset: str, path: str, factor: float):
-    """`presets.load_hardware(preset)` returns the preset with one constant scaled while inside."""
-    original = presets.load_hardware
+    """Every read of the hardware preset (`presets.raw`, so `load_hardware` and sweeps alike) sees one constant
+    scaled while inside."""
+    original = presets.raw
 
-    def load(name: str):
-        spec = original(name)
-        return scaled(spec, path, factor) if name == preset else spec
+    def read(kind: str, name: str, loc=()):
+        fields = original(kind, name, loc)
+        return scaled(fields, path, factor) if kind == "hardware" and name == preset else fields
 
-    presets.load_hardware = load
+    presets.raw = read
     try:
         yield
     finally:
-        presets.load_hardware = original
+        presets.raw = original
 
 
-def family_rows(family: str) -> list[dict]:
-    """The family's rows with their status (validate.run_all)."""
-    from wsemoe.validate import run_all
+@contextmanager
+def watching(seen: set):
+    """Adds to `seen` the name of every hardware preset read while inside."""
+    original = presets.raw
 
-    return run_all(only=[family])
+    def read(kind: str, name: str, loc=()):
+        if kind == "hardware":
+            seen.add(name)
+        return original(kind, name, loc)
+
+    presets.raw = read
+    try:
+        yield
+    finally:
+        presets.raw = original
+
+
+def _part_rows(family: str, module: str, fn: str) -> list[dict]:
+    import importlib
+
+    return [{**r, "family": family} for r in getattr(importlib.import_module(module), fn)()]
 
 
 def sweep(family: str) -> dict:
-    """Each (constant, factor)'s failing rows, the changes no row caught, and the claims no change moved."""
-    preset, paths = CONSTANTS[family]
-    claims = [r["id"] for r in family_rows(family) if r["kind"] != "info"]
-    failing: dict[tuple, list[str]] = {}
-    for path in paths:
-        for factor in FACTORS:
-            with perturbed(preset, path, factor):
-                failing[(path, factor)] = [r["id"] for r in family_rows(family) if r["status"] == "FAILS"]
+    """Each (constant, factor)'s failing rows, the changes no row caught, the claims no change moved, and the rows
+    failing with nothing changed (none, or the sweep proves nothing)."""
+    from wsemoe.validate import PARTS
+    from wsemoe.validate.common import only_claims
+    from wsemoe.validate.deviations import classify
+
+    parts = [p for p in PARTS if p[0] == family]
+    base, reads = {}, {}
+    with only_claims():
+        for part in parts:
+            reads[part] = set()
+            with watching(reads[part]):
+                base[part] = _part_rows(*part)
+        rows = classify([dict(r) for p in parts for r in base[p]])
+        claims = [r["id"] for r in rows if r["kind"] != "info"]
+        unperturbed = [r["id"] for r in rows if r["status"] == "FAILS"]
+        failing: dict[tuple, list[str]] = {}
+        values: dict[tuple, dict] = {}
+        for preset, paths in CONSTANTS[family].items():
+            for path in paths:
+                for factor in FACTORS:
+                    with perturbed(preset, path, factor):
+                        now = [r for p in parts for r in (_part_rows(*p) if preset in reads[p]
+                                                          else [dict(r) for r in base[p]])]
+                    failing[(key(preset, path), factor)] = [r["id"] for r in classify(now) if r["status"] == "FAILS"]
+                    values[(key(preset, path), factor)] = {r["id"]: r["value"] for r in now if r["kind"] != "info"}
     moved = {rid for ids in failing.values() for rid in ids}
     return {"failing": failing, "missed": [k for k, ids in failing.items() if not ids],
-            "cannot_fail": [rid for rid in claims if rid not in moved]}
+            "cannot_fail": [rid for rid in claims if rid not in moved], "unperturbed": unperturbed,
+            "values": values, "base": {r["id"]: r["value"] for r in rows if r["kind"] != "info"}}
+
+
+def against_record(family: str) -> list[str]:
+    """What a fresh sweep of the family finds that its record does not say ([] when they agree): rows failing
+    with nothing changed, changes caught or missed unlike the record, claims moved or not unlike it, a missed
+    change recorded without its reason."""
+    found, record = sweep(family), RECORD[family]
+    out = [f"fails unperturbed: {rid}" for rid in found["unperturbed"]]
+    out += [f"missed, not recorded: {k}" for k in found["missed"] if k not in record["missed"]]
+    out += [f"recorded as missed, caught by {found['failing'][k]}: {k}" for k in record["missed"]
+            if k not in found["missed"]]
+    out += [f"moves no more: {rid}" for rid in found["cannot_fail"] if rid not in record["cannot_fail"]]
+    out += [f"now moved: {rid}" for rid in record["cannot_fail"] if rid not in found["cannot_fail"]]
+    return out + [f"no reason: {k}" for k, why in record["missed"].items() if not why]
 
 
 def caught(family: str) -> tuple[int, int] | None:
     """(2× and ½× changes the family's rows catch, changes tried) as recorded; None for a family not swept."""
     if family not in RECORD:
         return None
-    tried = len(CONSTANTS[family][1]) * len(FACTORS)
+    tried = sum(len(paths) for paths in CONSTANTS[family].values()) * len(FACTORS)
     return tried - len(RECORD[family]["missed"]), tried
 
 

@@ -134,7 +134,6 @@ def _replica_cost_row(df: pd.DataFrame, base: dict, reading: str) -> dict:
 
 
 def scale_rows() -> list[dict]:
-    """Every 4-wafer row: HER and the balancer at one expert per die, then the comparison with NVL72."""
-    from wsemoe.validate.versus import versus_rows
-
-    return her_rows() + balance_rows() + versus_rows()
+    """The 4-wafer rows of MoEntwine's own mechanisms: HER and the balancer at one expert per die (the comparison
+    with NVL72, validate/versus.py, is the family's next part)."""
+    return her_rows() + balance_rows()
