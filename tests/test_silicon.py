@@ -117,6 +117,17 @@ def test_attention_dp_batch_is_per_rank_and_wide_layouts_read_as_one_server():
     assert reader.layout(_row(tp_size=64, moe_tp_size=8, moe_ep_size=8), server=None)["gpus"] == 64
 
 
+def test_recorded_concurrency_outranks_batch_size_times_dp():
+    """silicon_data_source's silicon_concurrency is what the benchmark ran; batch_size x dp only stands in."""
+    src = "db-dump; silicon_concurrency=32; measured=2026"
+    row = _row(batch_size=32, tp_size=1, attention_dp_size=64, moe_tp_size=8, moe_ep_size=8, silicon_data_source=src)
+    assert reader.layout(row, server=8)["C"] == 32  # batch_size here is the total, not 32 per rank
+    assert reader.layout({**row, "silicon_data_source": "no record"}, server=8)["C"] == 32 * 64
+    assert reader.source_concurrency({"silicon_data_source": "x; silicon_concurrency=0; y"}) is None
+    disagg = {**row, "decode_batch_size": 4, "decode_attention_dp_size": 2}
+    assert reader.layout(disagg, "decode_")["C"] == 8  # a worker's own columns: the run's total does not apply
+
+
 def test_unmodelled_and_unknown_rows_keep_their_reason(tmp_path):
     """The held-back models resolve through their presets' Hugging Face ids (layered ones included); an id no
     preset lists, or an unknown system, is reported with its reason and never dropped."""

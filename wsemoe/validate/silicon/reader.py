@@ -6,6 +6,7 @@ serving model reads. A run that cannot be modelled keeps its row with the reason
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from wsemoe.errors import ConfigError
@@ -65,6 +66,15 @@ def _num(value, default=None):
     return default if math.isnan(x) else x
 
 
+def source_concurrency(row) -> float | None:
+    """The concurrency the benchmark ran at, as `silicon_data_source` records it (`silicon_concurrency=N`), or
+    None. It is the measured fact batch_size is derived from: of the 1,892 given rows that carry it, 1,891 equal
+    batch_size x attention_dp_size and one (an attention-DP 64 run whose id says c32) carries the total in
+    batch_size, which read per rank would be 2,048 requests."""
+    m = re.search(r"silicon_concurrency=(\d+(?:\.\d+)?)", str(row.get("silicon_data_source") or ""))
+    return float(m.group(1)) if m and float(m.group(1)) >= 1 else None
+
+
 def _fmt(mode, precision) -> str | None:
     """Format of weights in a quant mode (empty: the run's precision; none: 16-bit); None when unknown."""
     if isinstance(mode, str) and mode.strip():
@@ -86,6 +96,8 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
     if min(tp, pp, dp) < 1:
         return f"{prefix}tp/pp/attention_dp sizes must be at least 1"
     conc = conc * dp  # with attention DP the file gives each rank's batch (e.g. c256 over DP 64 is 4)
+    if not prefix:  # an aggregated run: the benchmark's own record of its concurrency, where it gives one
+        conc = source_concurrency(row) or conc
     moe_tp, moe_ep = _num(get("moe_tp_size"), 0.0), _num(get("moe_ep_size"), 0.0)
     if moe_tp < 1 or moe_ep < 1:  # 0 or empty: no MoE split given (dense models): experts follow TP
         moe_tp, moe_ep = tp * dp, 1.0
