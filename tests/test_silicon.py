@@ -128,6 +128,27 @@ def test_recorded_concurrency_outranks_batch_size_times_dp():
     assert reader.layout(disagg, "decode_")["C"] == 8  # a worker's own columns: the run's total does not apply
 
 
+def test_moe_split_wider_than_tp_is_attention_dp():
+    """vLLM's -dp 2 beside -tp 1 splits the experts over 2 GPUs, and both run attention: DP 2, not an idle GPU."""
+    lay = reader.layout(_row(tp_size=1, attention_dp_size="", moe_tp_size=2, moe_ep_size=1, batch_size=9))
+    assert (lay["tp"], lay["dp"], lay["moe_tp"], lay["gpus"]) == (1, 2, 2, 2)
+    assert lay["C"] == 9  # the run's concurrency in all, spread over the two ranks
+    lay = reader.layout(_row(tp_size=2, attention_dp_size="", moe_tp_size=4, moe_ep_size=1))
+    assert (lay["tp"], lay["dp"]) == (2, 2)
+    assert reader.layout(_row(tp_size=8, attention_dp_size="", moe_tp_size=1, moe_ep_size=8))["dp"] == 1
+
+
+def test_kv_budget_of_the_whole_hbm_or_of_what_the_weights_leave():
+    """vLLM: 0.9 of the whole HBM holds weights and cache; TensorRT-LLM: 0.9 of what the weights leave."""
+    trt = _features(backend="trtllm", isl=4096, osl=1024)
+    vllm = _features(backend="vllm", isl=4096, osl=1024)
+    w, mem = serving.weights_per_gpu(trt)[0], trt["mem"][0]
+    per_seq = (4096 + 512) * 32 * (2 * 8 * 128) * 1.0  # FP8 cache, Llama-3.1-8B on one GPU
+    assert serving.kv_slots(trt)[0] == np.floor(0.9 * (mem - w) / per_seq)
+    assert serving.kv_slots(vllm)[0] == np.floor((0.9 * mem - w) / per_seq)
+    assert serving.kv_slots(vllm)[0] < serving.kv_slots(trt)[0]  # the weights come out of vLLM's 0.9 too
+
+
 def test_unmodelled_and_unknown_rows_keep_their_reason(tmp_path):
     """The held-back models resolve through their presets' Hugging Face ids (layered ones included); an id no
     preset lists, or an unknown system, is reported with its reason and never dropped."""

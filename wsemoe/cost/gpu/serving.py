@@ -21,6 +21,7 @@ X["kv_held"], X["kv_read"], X["pair_share"]: for a model whose layers mix attent
 sparse, linear; cost/node/mix.py), the mean over layers of the tokens a layer's KV cache holds and of the keys a
 decode query reads, each over the context, and the prefill's (query, key) pairs over causal full attention's;
 all 1 for a model of full-attention layers only.
+X["kv_share"], X["kv_of_total"]: the backend's KV memory budget (kv_budget).
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
 TTFT has no decode step in it; a decode worker's TPOT no prefill).
 """
@@ -32,15 +33,26 @@ import numpy as np
 FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
-            "kv_held", "kv_read", "pair_share")
+            "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
 ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
 DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
                       # are quantized to FP8 before the dispatch; DeepEP's and TRT-LLM's dispatch kernels do so), while
                       # the combine returns 16-bit
-KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
-                # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
-                # mem_fraction_static, shares of the whole HBM, come to about as much after the weights)
+# The KV cache's memory budget, per backend at its defaults: (share, of_total). of_total 1: the share is of the
+# whole HBM and holds weights and cache (vLLM gpu_memory_utilization, default 0.9 in the 0.10-0.12 engine
+# arguments); of_total 0: the share is of the memory left after the weights (TensorRT-LLM
+# KvCacheConfig.free_gpu_memory_fraction, default 0.9). Where weights fill most of the HBM the two rules differ
+# by far more than 10%: 0.9 of what is left is not 0.9 of the whole minus the weights. SGLang's
+# mem_fraction_static is a share of the whole too, but its 0.5 releases size it from the memory they reserve for
+# activations and graphs, not as a fixed share (the given SGLang runs hold DeepSeek-V3 FP8 on 4 B200s, 168 GB of
+# weights a GPU in 180 GB, which the older fixed 0.85 could not load); read as the share of what is left.
+KV_BUDGET = {"vllm": (0.9, 1.0), "trtllm": (0.9, 0.0), "sglang": (0.9, 0.0)}
+
+
+def kv_budget(backend: str) -> tuple[float, float]:
+    """(share, of_total) of the KV budget of `backend` (an unknown backend: TensorRT-LLM's rule)."""
+    return KV_BUDGET.get(backend, KV_BUDGET["trtllm"])
 
 
 def _kernel(bytes_, flops, X, P, peak, eta_bw=None):
@@ -113,7 +125,8 @@ def weights_per_gpu(X):
 def kv_slots(X):
     """Requests the KV cache of one attention rank holds at their mean context (isl + osl/2: paged caches take
     blocks as tokens come, and requests in flight are spread over their lives); < 1: the model does not fit."""
-    free = KV_SHARE * (X["mem"] - weights_per_gpu(X))
+    w = weights_per_gpu(X)
+    free = np.where(X["kv_of_total"] > 0, X["kv_share"] * X["mem"] - w, X["kv_share"] * (X["mem"] - w))
     held = (X["isl"] + X["osl"] / 2.0) * X["kv_held"]
     per_seq = held * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] / np.minimum(X["tp"], X["kv_shards"])
     return np.floor(np.maximum(free, 0.0) / per_seq)

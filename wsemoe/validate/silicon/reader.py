@@ -108,6 +108,11 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         elif dp % moe_tp == 0:
             dp = dp / moe_tp
         moe_tp, gpus = 1.0, max(tp * dp, moe_ep) * pp
+    if moe_tp * moe_ep > tp * dp and (moe_tp * moe_ep) % (tp * dp) == 0:
+        # every GPU that holds experts runs every layer, attention too: with no attention DP given, the GPUs past
+        # tp hold replicas of the attention (vLLM's -dp beside -tp: its MoE layers are split over dp x tp, so
+        # the given vLLM runs of Qwen3-235B write tp 1 with moe_tp 2 or 4)
+        dp = moe_tp * moe_ep / tp
     return {"C": conc, "tp": tp, "pp": pp, "dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, "gpus": gpus}
 
 
@@ -142,4 +147,4 @@ def resolve(row, load_model, load_hardware) -> dict:
     if hw.scale_up_size is None and max(w["gpus"] for w in workers.values()) > hw.nodes:
         return {"reason": f"layout needs more GPUs than one {system} domain"}
     return {"hardware": hw, "model": load_model(preset), "model_preset": preset, "system_preset": system,
-            "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}
+            "backend": row.get("backend"), "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}
