@@ -26,7 +26,7 @@ def given():
 
 
 def _stack(**over):
-    base = {"eta_bw": 1.0, "eta_mm": 1.0, "eta_moe": 1.0, "t_layer": 0.0, "t_moe": 0.0, "t_step": 0.0,
+    base = {"eta_bw": 1.0, "eta_mm": 1.0, "eta_moe": 1.0, "eta_xmm": 1.0, "t_layer": 0.0, "t_moe": 0.0, "t_step": 0.0,
             "t_seq": 0.0, "t_req": 0.0, "sync": 0.0, "alpha": 0.0}
     return {k: np.array([v]) for k, v in {**base, **over}.items()}
 
@@ -147,6 +147,15 @@ def test_kv_budget_of_the_whole_hbm_or_of_what_the_weights_leave():
     assert serving.kv_slots(trt)[0] == np.floor(0.9 * (mem - w) / per_seq)
     assert serving.kv_slots(vllm)[0] == np.floor((0.9 * mem - w) / per_seq)
     assert serving.kv_slots(vllm)[0] < serving.kv_slots(trt)[0]  # the weights come out of vLLM's 0.9 too
+
+
+def test_expert_matmuls_run_at_their_own_efficiency():
+    """A long prompt on a MoE model: the routed experts' arithmetic runs at eta_xmm of peak, the rest at eta_mm."""
+    X = _features(model_path="Qwen/Qwen3-235B-A22B-FP8", moe_quant_mode="fp8", isl=16384, tp_size=8, moe_tp_size=8)
+    base = serving.prefill(X, _stack())[0]
+    half = serving.prefill(X, _stack(eta_xmm=0.5))[0]
+    expert_flops = 2 * X["Lm"][0] * X["expert_w"][0] * 16384 * X["k"][0] / 8
+    assert half - base == pytest.approx(expert_flops / X["F_moe"][0], rel=1e-6)  # twice as long on the experts
 
 
 def test_unmodelled_and_unknown_rows_keep_their_reason(tmp_path):

@@ -3,7 +3,8 @@
 A run serves `C` concurrent requests of `isl` input and `osl` output tokens (closed loop: a finished request
 is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
-experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus
+experts (their own bandwidth share eta_moe and matmul share eta_xmm: grouped GEMMs over many experts with few
+tokens each, tiled and scheduled unlike one dense GEMM), head — plus
 tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
 launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
 sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
@@ -34,7 +35,7 @@ FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share")
-STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
+STACK = ("eta_bw", "eta_mm", "eta_moe", "eta_xmm", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
 ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
 DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
                       # are quantized to FP8 before the dispatch; DeepEP's and TRT-LLM's dispatch kernels do so), while
@@ -55,9 +56,10 @@ def kv_budget(backend: str) -> tuple[float, float]:
     return KV_BUDGET.get(backend, KV_BUDGET["trtllm"])
 
 
-def _kernel(bytes_, flops, X, P, peak, eta_bw=None):
+def _kernel(bytes_, flops, X, P, peak, eta_bw=None, eta_mm=None):
     """Roofline time of one kernel class: memory or compute, whichever is longer."""
-    return np.maximum(bytes_ / (X["B"] * (P["eta_bw"] if eta_bw is None else eta_bw)), flops / (peak * P["eta_mm"]))
+    return np.maximum(bytes_ / (X["B"] * (P["eta_bw"] if eta_bw is None else eta_bw)),
+                      flops / (peak * (P["eta_mm"] if eta_mm is None else eta_mm)))
 
 
 def _dense_layers(X):
@@ -93,7 +95,7 @@ def decode_step(X, P, seqs):
     moe_gpus = X["moe_tp"] * X["moe_ep"]
     touched = _touched_experts(X, seqs)
     t = t + _kernel(X["Lm"] * touched * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
+                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
     return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
@@ -110,7 +112,7 @@ def prefill(X, P):
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     moe_gpus = X["moe_tp"] * X["moe_ep"]
     t = t + _kernel(X["Lm"] * _touched_experts(X, n) * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
+                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
     return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
 
