@@ -158,6 +158,43 @@ def test_expert_matmuls_run_at_their_own_efficiency():
     assert half - base == pytest.approx(expert_flops / X["F_moe"][0], rel=1e-6)  # twice as long on the experts
 
 
+LLAMA8B_LINEAR = 32 * (4096 * (32 + 2 * 8) * 128 + 32 * 128 * 4096 + 3 * 4096 * 14336)  # attention + FFN weights
+LLAMA8B_EMBED_HEAD = 2 * (128256 * 4096 + 4096) * 2.0  # embedding and head (with final norm), 16-bit
+
+
+@pytest.mark.parametrize("mode, bytes_per_weight", [("int8_wo", 1.0), ("int4_wo", 0.5)])
+def test_weight_only_modes_store_narrow_weights_and_multiply_at_16_bits(mode, bytes_per_weight):
+    """TensorRT-LLM's weight-only modes: 8 or 4 bits a weight in HBM, the matmuls at the 16-bit peak."""
+    X = _features(precision="", gemm_quant_mode=mode, moe_quant_mode="")
+    want = LLAMA8B_LINEAR * bytes_per_weight + LLAMA8B_EMBED_HEAD
+    assert serving.weights_per_gpu(X)[0] == pytest.approx(want, rel=1e-9)
+    assert X["F_gemm"][0] == X["F16"][0] == 9.89e14  # H100 SXM dense BF16, not its FP8 peak
+    assert X["b_kv"][0] == 2.0  # a 16-bit checkpoint's cache
+
+
+def test_w4a16_mxfp4_experts_hold_mxfp4_bytes_and_multiply_at_16_bits():
+    """gpt-oss's experts in AIConfigurator's w4a16_mxfp4: FP4 values plus one E8M0 scale per 32 (0.53125 bytes
+    a weight), dequantized into 16-bit matmuls; the 16-bit attention beside them unchanged."""
+    row = dict(model_path="openai/gpt-oss-120b", precision="", gemm_quant_mode="", tp_size=1, moe_tp_size=1)
+    mx = _features(**row, moe_quant_mode="w4a16_mxfp4")
+    bf = _features(**row, moe_quant_mode="")
+    experts = mx["Lm"][0] * mx["E"][0] * mx["expert_w"][0]
+    diff = serving.weights_per_gpu(bf)[0] - serving.weights_per_gpu(mx)[0]
+    assert diff == pytest.approx(experts * (2.0 - (0.5 + 1 / 32)), rel=1e-9)
+    assert mx["b_moe"][0] == 0.53125 and mx["F_moe"][0] == mx["F16"][0]
+    assert serving.kv_slots(mx)[0] > serving.kv_slots(bf)[0]  # the narrower experts leave room for more cache
+
+
+def test_each_weight_only_mode_is_modelled_in_a_file(tmp_path):
+    rows = [_row(id="i8", precision="", gemm_quant_mode="int8_wo"),
+            _row(id="i4", precision="", gemm_quant_mode="int4_wo"),
+            _row(id="mx", model_path="openai/gpt-oss-120b", precision="", gemm_quant_mode="",
+                 moe_quant_mode="w4a16_mxfp4")]
+    out = accuracy.evaluate(_csv(tmp_path, rows))
+    assert [r["reason"] for r in out["rows"]] == [None, None, None]
+    assert all(r["pred_ttft_ms"] > 0 and r["pred_tpot_ms"] > 0 for r in out["rows"])
+
+
 def test_unmodelled_and_unknown_rows_keep_their_reason(tmp_path):
     """The held-back models resolve through their presets' Hugging Face ids (layered ones included); an id no
     preset lists, or an unknown system, is reported with its reason and never dropped."""
