@@ -145,3 +145,24 @@ def test_report_refuses_to_overwrite_a_users_file(runs, runner, tmp_path):
     assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_text() == "<p>mine</p>"
     assert runner.invoke(app, ["report", str(runs[0]), "-o", str(tmp_path / "r.html")]).exit_code == 0
     assert runner.invoke(app, ["report", str(runs[0]), "-o", str(tmp_path / "r.html")]).exit_code == 0  # ours
+
+
+def test_compare_and_show_say_what_a_gpu_baseline_rests_on(runs, runner, tmp_path):
+    """One line per GPU system: the node-level calibration it is costed with, and the fitted stack (backend,
+    stacks.yaml values with their spread) that checks it; none for wafers."""
+    from wsemoe.validate.silicon import checks
+    from wsemoe.validate.silicon.stacks import load
+
+    gpu = run_sweep({**BTA, "name": "on_nvl72", "hardware": "nvl72"}, out_root=tmp_path).path
+    a, _ = runs
+    entry = load()[1]["backends"][checks.BACKEND]
+    want = f"eta_mm {entry['eta_mm']['value']:.2f} ± {entry['eta_mm']['spread']:.2f}"
+    for args in (["compare", str(a), str(gpu)], ["show", str(gpu)]):
+        r = runner.invoke(app, args, env={"COLUMNS": "300"})
+        flat = " ".join(r.output.split())
+        assert r.exit_code == 0 and flat.count("GPU baseline nvl72:") == 1, r.output
+        assert "matmul_efficiency 0.7" in flat and f"checks it: {checks.BACKEND}" in flat and want in flat
+    r = runner.invoke(app, ["compare", str(a), str(gpu), "-F", "csv"])
+    assert "GPU baseline" not in r.stdout and "GPU baseline nvl72" in r.stderr  # CSV on stdout stays parseable
+    r = runner.invoke(app, ["compare", *map(str, runs)])
+    assert "GPU baseline" not in r.output  # two wafers: nothing to say

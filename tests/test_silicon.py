@@ -26,7 +26,7 @@ def given():
 
 
 def _stack(**over):
-    base = {"eta_bw": 1.0, "eta_mm": 1.0, "eta_moe": 1.0, "t_layer": 0.0, "t_moe": 0.0, "t_step": 0.0,
+    base = {"eta_bw": 1.0, "eta_mm": 1.0, "eta_moe": 1.0, "eta_xmm": 1.0, "t_layer": 0.0, "t_moe": 0.0, "t_step": 0.0,
             "t_seq": 0.0, "t_req": 0.0, "sync": 0.0, "alpha": 0.0}
     return {k: np.array([v]) for k, v in {**base, **over}.items()}
 
@@ -115,6 +115,84 @@ def test_attention_dp_batch_is_per_rank_and_wide_layouts_read_as_one_server():
     lay = reader.layout(_row(tp_size=64, moe_tp_size=8, moe_ep_size=8), server=8)
     assert (lay["tp"], lay["moe_tp"], lay["moe_ep"], lay["gpus"]) == (8, 1, 8, 8)
     assert reader.layout(_row(tp_size=64, moe_tp_size=8, moe_ep_size=8), server=None)["gpus"] == 64
+
+
+def test_recorded_concurrency_outranks_batch_size_times_dp():
+    """silicon_data_source's silicon_concurrency is what the benchmark ran; batch_size x dp only stands in."""
+    src = "db-dump; silicon_concurrency=32; measured=2026"
+    row = _row(batch_size=32, tp_size=1, attention_dp_size=64, moe_tp_size=8, moe_ep_size=8, silicon_data_source=src)
+    assert reader.layout(row, server=8)["C"] == 32  # batch_size here is the total, not 32 per rank
+    assert reader.layout({**row, "silicon_data_source": "no record"}, server=8)["C"] == 32 * 64
+    assert reader.source_concurrency({"silicon_data_source": "x; silicon_concurrency=0; y"}) is None
+    disagg = {**row, "decode_batch_size": 4, "decode_attention_dp_size": 2}
+    assert reader.layout(disagg, "decode_")["C"] == 8  # a worker's own columns: the run's total does not apply
+
+
+def test_moe_split_wider_than_tp_is_attention_dp():
+    """vLLM's -dp 2 beside -tp 1 splits the experts over 2 GPUs, and both run attention: DP 2, not an idle GPU."""
+    lay = reader.layout(_row(tp_size=1, attention_dp_size="", moe_tp_size=2, moe_ep_size=1, batch_size=9))
+    assert (lay["tp"], lay["dp"], lay["moe_tp"], lay["gpus"]) == (1, 2, 2, 2)
+    assert lay["C"] == 9  # the run's concurrency in all, spread over the two ranks
+    lay = reader.layout(_row(tp_size=2, attention_dp_size="", moe_tp_size=4, moe_ep_size=1))
+    assert (lay["tp"], lay["dp"]) == (2, 2)
+    assert reader.layout(_row(tp_size=8, attention_dp_size="", moe_tp_size=1, moe_ep_size=8))["dp"] == 1
+
+
+def test_kv_budget_of_the_whole_hbm_or_of_what_the_weights_leave():
+    """vLLM: 0.9 of the whole HBM holds weights and cache; TensorRT-LLM: 0.9 of what the weights leave."""
+    trt = _features(backend="trtllm", isl=4096, osl=1024)
+    vllm = _features(backend="vllm", isl=4096, osl=1024)
+    w, mem = serving.weights_per_gpu(trt)[0], trt["mem"][0]
+    per_seq = (4096 + 512) * 32 * (2 * 8 * 128) * 1.0  # FP8 cache, Llama-3.1-8B on one GPU
+    assert serving.kv_slots(trt)[0] == np.floor(0.9 * (mem - w) / per_seq)
+    assert serving.kv_slots(vllm)[0] == np.floor((0.9 * mem - w) / per_seq)
+    assert serving.kv_slots(vllm)[0] < serving.kv_slots(trt)[0]  # the weights come out of vLLM's 0.9 too
+
+
+def test_expert_matmuls_run_at_their_own_efficiency():
+    """A long prompt on a MoE model: the routed experts' arithmetic runs at eta_xmm of peak, the rest at eta_mm."""
+    X = _features(model_path="Qwen/Qwen3-235B-A22B-FP8", moe_quant_mode="fp8", isl=16384, tp_size=8, moe_tp_size=8)
+    base = serving.prefill(X, _stack())[0]
+    half = serving.prefill(X, _stack(eta_xmm=0.5))[0]
+    expert_flops = 2 * X["Lm"][0] * X["expert_w"][0] * 16384 * X["k"][0] / 8
+    assert half - base == pytest.approx(expert_flops / X["F_moe"][0], rel=1e-6)  # twice as long on the experts
+
+
+LLAMA8B_LINEAR = 32 * (4096 * (32 + 2 * 8) * 128 + 32 * 128 * 4096 + 3 * 4096 * 14336)  # attention + FFN weights
+LLAMA8B_EMBED_HEAD = 2 * (128256 * 4096 + 4096) * 2.0  # embedding and head (with final norm), 16-bit
+
+
+@pytest.mark.parametrize("mode, bytes_per_weight", [("int8_wo", 1.0), ("int4_wo", 0.5)])
+def test_weight_only_modes_store_narrow_weights_and_multiply_at_16_bits(mode, bytes_per_weight):
+    """TensorRT-LLM's weight-only modes: 8 or 4 bits a weight in HBM, the matmuls at the 16-bit peak."""
+    X = _features(precision="", gemm_quant_mode=mode, moe_quant_mode="")
+    want = LLAMA8B_LINEAR * bytes_per_weight + LLAMA8B_EMBED_HEAD
+    assert serving.weights_per_gpu(X)[0] == pytest.approx(want, rel=1e-9)
+    assert X["F_gemm"][0] == X["F16"][0] == 9.89e14  # H100 SXM dense BF16, not its FP8 peak
+    assert X["b_kv"][0] == 2.0  # a 16-bit checkpoint's cache
+
+
+def test_w4a16_mxfp4_experts_hold_mxfp4_bytes_and_multiply_at_16_bits():
+    """gpt-oss's experts in AIConfigurator's w4a16_mxfp4: FP4 values plus one E8M0 scale per 32 (0.53125 bytes
+    a weight), dequantized into 16-bit matmuls; the 16-bit attention beside them unchanged."""
+    row = dict(model_path="openai/gpt-oss-120b", precision="", gemm_quant_mode="", tp_size=1, moe_tp_size=1)
+    mx = _features(**row, moe_quant_mode="w4a16_mxfp4")
+    bf = _features(**row, moe_quant_mode="")
+    experts = mx["Lm"][0] * mx["E"][0] * mx["expert_w"][0]
+    diff = serving.weights_per_gpu(bf)[0] - serving.weights_per_gpu(mx)[0]
+    assert diff == pytest.approx(experts * (2.0 - (0.5 + 1 / 32)), rel=1e-9)
+    assert mx["b_moe"][0] == 0.53125 and mx["F_moe"][0] == mx["F16"][0]
+    assert serving.kv_slots(mx)[0] > serving.kv_slots(bf)[0]  # the narrower experts leave room for more cache
+
+
+def test_each_weight_only_mode_is_modelled_in_a_file(tmp_path):
+    rows = [_row(id="i8", precision="", gemm_quant_mode="int8_wo"),
+            _row(id="i4", precision="", gemm_quant_mode="int4_wo"),
+            _row(id="mx", model_path="openai/gpt-oss-120b", precision="", gemm_quant_mode="",
+                 moe_quant_mode="w4a16_mxfp4")]
+    out = accuracy.evaluate(_csv(tmp_path, rows))
+    assert [r["reason"] for r in out["rows"]] == [None, None, None]
+    assert all(r["pred_ttft_ms"] > 0 and r["pred_tpot_ms"] > 0 for r in out["rows"])
 
 
 def test_unmodelled_and_unknown_rows_keep_their_reason(tmp_path):

@@ -34,7 +34,7 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
         limit = 20 if fmt == "table" else 0
     cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if fmt == "table" and not (all_points or where or sort or cols or feasible):
-        return folder(Reply(), results, limit=limit)
+        return _baselines(folder(Reply(), results, limit=limit), [results], fmt)
     if cols and all_points and fmt == "table" and "feasible" not in cols:
         cols = [*cols, "feasible"]  # a table of every point always says which rows are infeasible
     sel = select(results, where=where, columns=cols, sort=sort, limit=limit, every_point=all_points, feasible=feasible)
@@ -85,7 +85,7 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     reply = Reply()
     for line in cmp.warnings:  # before the table: a ratio of unrelated runs is read with this in mind
         reply.text(line, err=fmt != "table")
-    reply = emit(reply, table, fmt, title, index=None, priority=priority)
+    reply = _baselines(emit(reply, table, fmt, title, index=None, priority=priority), folders, fmt)
     from wsemoe.sweep import crossing  # the one crossover definition, as show and validate state it
 
     for line in crossing.table_lines(cmp.table, cmp.group, [c for c in cmp.table if "/" in c and
@@ -133,7 +133,20 @@ def report(results: Optional[Path] = typer.Argument(None, help="a results folder
         return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
     with progress.bar("report", "figure families") as update:
         written = write_report(results, output, force, on_progress=update)
-    return Reply().text(shown_path(written))
+    return _baselines(Reply().text(shown_path(written)), [results], "text")
+
+
+def _baselines(reply: Reply, folders, fmt: str) -> Reply:
+    """A line per GPU system the folders ran on: what its baseline rests on (the fitted stacks' own file says
+    which backend, with the spread of each value), in a table wrapped to the terminal, else on stderr."""
+    from wsemoe.validate.silicon.stacks import folder_baselines
+
+    for line in folder_baselines(folders):
+        if fmt == "table":
+            reply.rich(line, markup=False, highlight=False)
+        else:
+            reply.text(line, err=True)
+    return reply
 
 
 @command()

@@ -3,7 +3,8 @@
 A run serves `C` concurrent requests of `isl` input and `osl` output tokens (closed loop: a finished request
 is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
-experts (their own bandwidth share eta_moe: grouped GEMMs over few tokens per expert), head — plus
+experts (their own bandwidth share eta_moe and matmul share eta_xmm: grouped GEMMs over many experts with few
+tokens each, tiled and scheduled unlike one dense GEMM), head — plus
 tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
 launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
 sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
@@ -21,6 +22,7 @@ X["kv_held"], X["kv_read"], X["pair_share"]: for a model whose layers mix attent
 sparse, linear; cost/node/mix.py), the mean over layers of the tokens a layer's KV cache holds and of the keys a
 decode query reads, each over the context, and the prefill's (query, key) pairs over causal full attention's;
 all 1 for a model of full-attention layers only.
+X["kv_share"], X["kv_of_total"]: the backend's KV memory budget (kv_budget).
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
 TTFT has no decode step in it; a decode worker's TPOT no prefill).
 """
@@ -32,20 +34,32 @@ import numpy as np
 FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
-            "kv_held", "kv_read", "pair_share")
-STACK = ("eta_bw", "eta_mm", "eta_moe", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
+            "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share")
+STACK = ("eta_bw", "eta_mm", "eta_moe", "eta_xmm", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
 ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
 DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
                       # are quantized to FP8 before the dispatch; DeepEP's and TRT-LLM's dispatch kernels do so), while
                       # the combine returns 16-bit
-KV_SHARE = 0.9  # share of the HBM left after the weights that holds KV cache (TRT-LLM
-                # kv_cache_free_gpu_memory_fraction default 0.9; vLLM gpu_memory_utilization and SGLang
-                # mem_fraction_static, shares of the whole HBM, come to about as much after the weights)
+# The KV cache's memory budget, per backend at its defaults: (share, of_total). of_total 1: the share is of the
+# whole HBM and holds weights and cache (vLLM gpu_memory_utilization, default 0.9 in the 0.10-0.12 engine
+# arguments); of_total 0: the share is of the memory left after the weights (TensorRT-LLM
+# KvCacheConfig.free_gpu_memory_fraction, default 0.9). Where weights fill most of the HBM the two rules differ
+# by far more than 10%: 0.9 of what is left is not 0.9 of the whole minus the weights. SGLang's
+# mem_fraction_static is a share of the whole too, but its 0.5 releases size it from the memory they reserve for
+# activations and graphs, not as a fixed share (the given SGLang runs hold DeepSeek-V3 FP8 on 4 B200s, 168 GB of
+# weights a GPU in 180 GB, which the older fixed 0.85 could not load); read as the share of what is left.
+KV_BUDGET = {"vllm": (0.9, 1.0), "trtllm": (0.9, 0.0), "sglang": (0.9, 0.0)}
 
 
-def _kernel(bytes_, flops, X, P, peak, eta_bw=None):
+def kv_budget(backend: str) -> tuple[float, float]:
+    """(share, of_total) of the KV budget of `backend` (an unknown backend: TensorRT-LLM's rule)."""
+    return KV_BUDGET.get(backend, KV_BUDGET["trtllm"])
+
+
+def _kernel(bytes_, flops, X, P, peak, eta_bw=None, eta_mm=None):
     """Roofline time of one kernel class: memory or compute, whichever is longer."""
-    return np.maximum(bytes_ / (X["B"] * (P["eta_bw"] if eta_bw is None else eta_bw)), flops / (peak * P["eta_mm"]))
+    return np.maximum(bytes_ / (X["B"] * (P["eta_bw"] if eta_bw is None else eta_bw)),
+                      flops / (peak * (P["eta_mm"] if eta_mm is None else eta_mm)))
 
 
 def _dense_layers(X):
@@ -81,7 +95,7 @@ def decode_step(X, P, seqs):
     moe_gpus = X["moe_tp"] * X["moe_ep"]
     touched = _touched_experts(X, seqs)
     t = t + _kernel(X["Lm"] * touched * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
+                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
     return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
@@ -98,7 +112,7 @@ def prefill(X, P):
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     moe_gpus = X["moe_tp"] * X["moe_ep"]
     t = t + _kernel(X["Lm"] * _touched_experts(X, n) * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"])
+                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
     return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
 
@@ -113,7 +127,8 @@ def weights_per_gpu(X):
 def kv_slots(X):
     """Requests the KV cache of one attention rank holds at their mean context (isl + osl/2: paged caches take
     blocks as tokens come, and requests in flight are spread over their lives); < 1: the model does not fit."""
-    free = KV_SHARE * (X["mem"] - weights_per_gpu(X))
+    w = weights_per_gpu(X)
+    free = np.where(X["kv_of_total"] > 0, X["kv_share"] * X["mem"] - w, X["kv_share"] * (X["mem"] - w))
     held = (X["isl"] + X["osl"] / 2.0) * X["kv_held"]
     per_seq = held * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] / np.minimum(X["tp"], X["kv_shards"])
     return np.floor(np.maximum(free, 0.0) / per_seq)

@@ -24,11 +24,20 @@ NATIVE = {
     # INT4 weight-only, group 32 (compressed-tensors `pack-quantized`, symmetric, as Kimi K2-Thinking/K2.5):
     # 4-bit integers, one BF16 scale per group of 32, no zero point.
     "int4_g32": 0.5 + 2 / 32,
+    # MXFP4 stored as above but multiplied at 16 bits (W4A16: AIConfigurator's `w4a16_mxfp4`, gpt-oss's native
+    # MoE format on GPUs without FP4 tensor cores, the kernels dequantizing the weights into the BF16 MMA).
+    "mxfp4_w4a16": 0.5 + 1 / 32,
 }
 BYTES.update(NATIVE)
-# The format whose peak a native format's matmuls run at: FP4 and FP8 kernels take block-scaled operands; INT4
-# weight-only matmuls dequantize to 16-bit and run at the 16-bit peak (W4A16).
-COMPUTE = {"mxfp4": "fp4", "nvfp4": "fp4", "fp8_block": "fp8", "int4_g32": "bf16"}
+# Weight-only integer formats of the serving engines (TensorRT-LLM `int8_wo` / `int4_wo`, AIConfigurator's modes
+# of the same names): 8- or 4-bit weights with one 16-bit scale per output channel — thousands of weights per
+# scale, under 0.1% — dequantized to 16 bits for the matmul (W8A16 / W4A16).
+WEIGHT_ONLY = {"int8_wo": 1.0, "int4_wo": 0.5}
+BYTES.update(WEIGHT_ONLY)
+# The format whose peak a native format's matmuls run at: FP4 and FP8 kernels take block-scaled operands; weight-only
+# matmuls (INT4, INT8, W4A16 MXFP4) dequantize to 16-bit and run at the 16-bit peak.
+COMPUTE = {"mxfp4": "fp4", "nvfp4": "fp4", "fp8_block": "fp8", "int4_g32": "bf16", "mxfp4_w4a16": "bf16",
+           "int8_wo": "bf16", "int4_wo": "bf16"}
 
 
 def nbytes(fmt: str) -> float:

@@ -17,6 +17,7 @@ from wsemoe.cost.gpu import serving
 from wsemoe.validate.silicon import features, fit, reader
 
 POINTS = (("gb200", 48, 768, 9087.0), ("h100_sxm", 72, 256, 2785.0))
+BACKEND = "sglang"  # the stack the points were served with
 BAND = (0.67, 1.5)
 ISL, OSL = 2000, 100
 
@@ -26,7 +27,7 @@ def decode_tokens_per_gpu(system: str, gpus: int, per_gpu: int, stack: dict) -> 
     from wsemoe.config import presets
 
     row = {c: "" for c in reader.COLUMNS}
-    row.update(id="check", backend="sglang", model_path="deepseek-ai/DeepSeek-V3", system=system, precision="fp8",
+    row.update(id="check", backend=BACKEND, model_path="deepseek-ai/DeepSeek-V3", system=system, precision="fp8",
                mode="disagg", isl=ISL, osl=OSL, gemm_quant_mode="fp8", moe_quant_mode="fp8",
                decode_batch_size=per_gpu, decode_tp_size=1, decode_pp_size=1, decode_attention_dp_size=gpus,
                decode_moe_tp_size=1, decode_moe_ep_size=gpus, prefill_batch_size=1, prefill_tp_size=8,
@@ -41,7 +42,7 @@ def published(stacks: dict) -> list[dict]:
     """Each point: the model's tokens/s per GPU with the SGLang stack, the published figure and their ratio."""
     out = []
     for system, gpus, per_gpu, pub in POINTS:
-        got = decode_tokens_per_gpu(system, gpus, per_gpu, stacks["sglang"])
+        got = decode_tokens_per_gpu(system, gpus, per_gpu, stacks[BACKEND])
         out.append({"system": system, "gpus": gpus, "tokens_per_gpu": per_gpu, "model": got, "published": pub,
                     "ratio": got / pub, "ok": BAND[0] <= got / pub <= BAND[1]})
     return out

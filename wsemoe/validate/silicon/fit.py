@@ -11,12 +11,14 @@ from wsemoe.validate.silicon.runs import Runs, backend_codes, subset
 
 # Parameter: (unit scale to SI, lower, upper, start) in the unit the stack file shows.
 BOUNDS = {"eta_bw": (1.0, 0.05, 1.0, 0.7), "eta_mm": (1.0, 0.05, 1.0, 0.5), "eta_moe": (1.0, 0.05, 1.0, 0.5),
+          "eta_xmm": (1.0, 0.05, 1.0, 0.5),
           "t_layer": (1e-6, 0.0, 500.0, 20.0), "t_moe": (1e-6, 0.0, 500.0, 20.0),
           
           "t_step": (1e-3, 0.0, 50.0, 2.0), "t_seq": (1e-6, 0.0, 500.0, 10.0), "t_req": (1e-3, 0.0, 2000.0, 50.0), "sync": (1.0, 0.0, 1.0, 0.1),
           "alpha": (1.0, 0.0, 1.0, 0.8)}
 UNITS = {"eta_bw": "share of HBM bandwidth", "eta_mm": "share of peak matmul FLOP/s",
-         "eta_moe": "share of HBM bandwidth the expert kernels reach", "t_layer": "us per layer per step", "t_moe": "us per MoE layer per step, beyond t_layer",
+         "eta_moe": "share of HBM bandwidth the expert kernels reach",
+         "eta_xmm": "share of peak matmul FLOP/s the expert kernels reach", "t_layer": "us per layer per step", "t_moe": "us per MoE layer per step, beyond t_layer",
          
          "t_step": "ms per decode step", "t_seq": "us of host time per running sequence per step", "t_req": "ms per request to first token",
          "sync": "share of other in-flight prefills a new request waits behind",

@@ -6,6 +6,7 @@ serving model reads. A run that cannot be modelled keeps its row with the reason
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from wsemoe.errors import ConfigError
@@ -20,9 +21,12 @@ COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_pat
 # A configuration: everything that sets the run, not when or with which version it was measured.
 CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
           *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
-# Quant modes to (weight format, matmul format); fp8_block carries one scale per 128x128 block (bytes negligible).
+# Quant modes to the weight format (wsemoe/cost/node/formats.py: its bytes and the peak its matmuls run at);
+# fp8_block carries one scale per 128x128 block (bytes negligible). Weight-only modes (w4a16_mxfp4: gpt-oss's
+# MXFP4 experts with 16-bit activations; int8_wo, int4_wo) store narrow weights and multiply at the 16-bit peak.
 QUANT = {"fp8": "fp8", "fp8_block": "fp8", "fp8_ootb": "fp8", "nvfp4": "fp4", "fp4": "fp4", "mxfp4": "fp4",
-         "w4afp8": "fp4", "float16": "bf16", "bf16": "bf16", "fp16": "bf16"}
+         "w4afp8": "fp4", "float16": "bf16", "bf16": "bf16", "fp16": "bf16", "w4a16_mxfp4": "mxfp4_w4a16",
+         "int8_wo": "int8_wo", "int4_wo": "int4_wo"}
 BACKENDS = ("trtllm", "vllm", "sglang")
 # How a layout wider than one server is read when its MoE split is moe_tp x moe_ep with both above 1:
 # "one_server": tp_size (or attention_dp_size) counts moe_tp as well, and the run used tp/moe_tp (dp/moe_tp)
@@ -65,6 +69,15 @@ def _num(value, default=None):
     return default if math.isnan(x) else x
 
 
+def source_concurrency(row) -> float | None:
+    """The concurrency the benchmark ran at, as `silicon_data_source` records it (`silicon_concurrency=N`), or
+    None. It is the measured fact batch_size is derived from: of the 1,892 given rows that carry it, 1,891 equal
+    batch_size x attention_dp_size and one (an attention-DP 64 run whose id says c32) carries the total in
+    batch_size, which read per rank would be 2,048 requests."""
+    m = re.search(r"silicon_concurrency=(\d+(?:\.\d+)?)", str(row.get("silicon_data_source") or ""))
+    return float(m.group(1)) if m and float(m.group(1)) >= 1 else None
+
+
 def _fmt(mode, precision) -> str | None:
     """Format of weights in a quant mode (empty: the run's precision; none: 16-bit); None when unknown."""
     if isinstance(mode, str) and mode.strip():
@@ -86,6 +99,8 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
     if min(tp, pp, dp) < 1:
         return f"{prefix}tp/pp/attention_dp sizes must be at least 1"
     conc = conc * dp  # with attention DP the file gives each rank's batch (e.g. c256 over DP 64 is 4)
+    if not prefix:  # an aggregated run: the benchmark's own record of its concurrency, where it gives one
+        conc = source_concurrency(row) or conc
     moe_tp, moe_ep = _num(get("moe_tp_size"), 0.0), _num(get("moe_ep_size"), 0.0)
     if moe_tp < 1 or moe_ep < 1:  # 0 or empty: no MoE split given (dense models): experts follow TP
         moe_tp, moe_ep = tp * dp, 1.0
@@ -96,6 +111,11 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         elif dp % moe_tp == 0:
             dp = dp / moe_tp
         moe_tp, gpus = 1.0, max(tp * dp, moe_ep) * pp
+    if moe_tp * moe_ep > tp * dp and (moe_tp * moe_ep) % (tp * dp) == 0:
+        # every GPU that holds experts runs every layer, attention too: with no attention DP given, the GPUs past
+        # tp hold replicas of the attention (vLLM's -dp beside -tp: its MoE layers are split over dp x tp, so
+        # the given vLLM runs of Qwen3-235B write tp 1 with moe_tp 2 or 4)
+        dp = moe_tp * moe_ep / tp
     return {"C": conc, "tp": tp, "pp": pp, "dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, "gpus": gpus}
 
 
@@ -130,4 +150,4 @@ def resolve(row, load_model, load_hardware) -> dict:
     if hw.scale_up_size is None and max(w["gpus"] for w in workers.values()) > hw.nodes:
         return {"reason": f"layout needs more GPUs than one {system} domain"}
     return {"hardware": hw, "model": load_model(preset), "model_preset": preset, "system_preset": system,
-            "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}
+            "backend": row.get("backend"), "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}

@@ -1,4 +1,5 @@
-"""The fitted software stacks (wsemoe/presets/gpu/stacks.yaml): per backend each value with its spread."""
+"""The fitted software stacks (wsemoe/presets/gpu/stacks.yaml): per backend each value with its spread; and the
+one line saying what a results folder's GPU baseline rests on."""
 
 from __future__ import annotations
 
@@ -37,3 +38,53 @@ def dump(stacks: dict, spread: dict, meta: dict) -> str:
             "# Written by tools/fit_silicon.py; do not edit by hand. spread: bootstrap standard deviation over\n"
             "# configurations drawn with replacement.\n")
     return head + yaml.safe_dump(body, sort_keys=False, width=120)
+
+
+CALIBRATION = ("matmul_efficiency", "memory_usable_fraction")  # the node-level model's GPU calibration fields
+SHOWN = ("eta_mm", "eta_xmm", "eta_bw")  # the stack's values that set a decode or prefill step's kernels
+
+
+def baseline_line(hw: dict) -> str | None:
+    """What the baseline of GPU system `hw` (a hardware spec as a dict) rests on, in one line; None for a wafer."""
+    from wsemoe.validate.silicon import checks
+
+    if hw.get("topology", "mesh") == "mesh":
+        return None
+    stacks, data = load()
+    entry = data["backends"][checks.BACKEND]
+    values = ", ".join(f"{n} {entry[n]['value']:.2f} ± {entry[n]['spread']:.2f}" for n in SHOWN)
+    ratios = " and ".join(f"×{p['ratio']:.2f} ({p['system']})" for p in checks.published(stacks))
+    calib = ", ".join(f"{k} {hw[k]:g}" for k in CALIBRATION if isinstance(hw.get(k), (int, float)))
+    return (f"GPU baseline {hw.get('name', '?')}: node-level model at its preset's calibration ({calib}), not a fitted "
+            f"serving stack; the fitted stack that checks it: {checks.BACKEND} ({STACKS.name}, "
+            f"{data.get('configurations', '?'):,} measured configurations; {values}), DeepSeek-V3 decode at "
+            f"{ratios} of published")
+
+
+def folder_baselines(folders) -> list[str]:
+    """baseline_line of every GPU system the results folders ran on (their config.yaml: the base hardware, or
+    the preset names a hardware axis takes), each system once."""
+    from pathlib import Path
+
+    from wsemoe.config import presets, yamlio
+
+    seen, lines = set(), []
+    for folder in folders:
+        try:
+            cfg = yamlio.load(Path(folder) / "config.yaml") or {}
+        except Exception:  # a damaged config says nothing about its hardware; the command reports the rest
+            continue
+        base = cfg.get("hardware")
+        specs = [base] if isinstance(base, dict) else []
+        axis = (cfg.get("axes") or {}).get("hardware")
+        for name in axis if isinstance(axis, list) else []:
+            try:
+                specs.append(presets.load_hardware(str(name)).model_dump())
+            except Exception:  # a hardware file, not a preset: its own config names its topology
+                continue
+        for hw in specs:
+            line = baseline_line(hw) if hw.get("name") not in seen else None
+            seen.add(hw.get("name"))
+            if line:
+                lines.append(line)
+    return lines
