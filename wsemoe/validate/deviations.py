@@ -146,9 +146,9 @@ PINNED: dict[str, float] = {   # each known deviation's gap from its band as rec
     "scale.nvl72.avg:deepseek-v3": -0.1530,     # +8.7% against the band's +24% (issue 26: stated operating points)
     "scale.nvl72.avg:qwen3-235b-a22b": -0.3533,  # −11.3% against +24%
     "cerebras.speed:llama-3.1-8b": 0.3781,
-    "cerebras.speed:llama-3.1-70b": 0.5334,
-    "cerebras.post:llama-3.1-405b": 0.05654,
-    "cerebras.ttft:llama-3.1-405b": -0.6665,
+    "cerebras.speed:llama-3.1-70b": 0.5718,   # the byte-balanced stage split (was 0.5334)
+    "cerebras.post:llama-3.1-405b": 0.0366,   # 22 wafers at the byte-balanced split, not 26 (was 0.05654)
+    "cerebras.ttft:llama-3.1-405b": -0.665,
     "params.total:kimi-k2": 0.01641,       # 1.026T counted against '1T' (one significant digit)
     "params.total:kimi-k2.5": 0.01641,
     "energy.waferllm:8": -0.3095,          # log ratio below 1/1.5: the model's TP-8 A100 decode runs near its roofline
