@@ -88,6 +88,8 @@ def _left(ax, result, row, quantity: str) -> None:
     y = np.arange(len(rows))[::-1]
     for yi, (label, vals) in zip(y, rows):
         vals = [v for v in vals if np.isfinite(v) and v > 0]
+        if not vals:  # every run of the row undefined (a side cannot run): the row's label stays, no marker
+            continue
         jitter = np.linspace(-0.25, 0.25, len(vals)) if len(vals) > 1 else [0.0]
         ax.scatter(vals, yi + np.asarray(jitter), s=36 if len(vals) == 1 else 14, zorder=3,
                    color=[_colour(v) for v in vals], edgecolor="black" if len(vals) == 1 else "none", lw=0.6)

@@ -331,6 +331,13 @@ def partial_line(p) -> str:
             f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
 
 
+def comparison_crossovers(cmp: pd.DataFrame) -> list[str]:
+    """A sweep's comparison.csv's crossover lines (every crossing of each ratio, sweep/crossing.py), as `show`
+    and the report print them."""
+    keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
+    return crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])
+
+
 def folder_view(path, status: str, limit, width: int) -> list:
     """What `wsemoe show` prints for a results folder: summary, Pareto front (with point indices), comparison
     and sensitivity bands; every file read before anything is returned."""
@@ -347,8 +354,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     if (Path(path) / "comparison.csv").is_file():
         cmp = store.read_csv(path, "comparison.csv", man)  # the verified bytes
         parts.append(comparison(cmp, width))
-        keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
-        parts += [Text(ln) for ln in crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])]
+        parts += [Text(ln) for ln in comparison_crossovers(cmp)]
     parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:
