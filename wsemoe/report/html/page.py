@@ -164,7 +164,7 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
         cmp = store.read_csv(path, "comparison.csv", man)
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
                   scroll(formats.html(cmp, index=None, table_id="comparison"), tall=True),
-                  *(f"<p class=\"crossover\">{_h(line)}</p>" for line in comparison_crossovers(cmp))]
+                  *(f"<p class=\"crossover\">{_h(line)}</p>" for line in comparison_crossovers(cmp, path))]
     parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     body, drawn = html_figures.section(plots.figures(path, on_progress=on_progress))

@@ -331,11 +331,18 @@ def partial_line(p) -> str:
             f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
 
 
-def comparison_crossovers(cmp: pd.DataFrame) -> list[str]:
-    """A sweep's comparison.csv's crossover lines (every crossing of each ratio, sweep/crossing.py), as `show`
+def comparison_crossovers(cmp: pd.DataFrame, path=None) -> list[str]:
+    """A sweep's comparison.csv's crossover lines (every crossing of each ratio, sweep/crossing.py), and with the
+    results folder a note per tuned axis (grid or zip column) whose best value sits at its axis end, as `show`
     and the report print them."""
     keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
-    return crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])
+    lines = crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])
+    if path is not None:
+        from wsemoe.analysis.explain.point import sweep_config
+        from wsemoe.sweep import compare
+
+        lines += compare.axis_ends(cmp, sweep_config(path))
+    return lines
 
 
 def folder_view(path, status: str, limit, width: int) -> list:
@@ -354,7 +361,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     if (Path(path) / "comparison.csv").is_file():
         cmp = store.read_csv(path, "comparison.csv", man)  # the verified bytes
         parts.append(comparison(cmp, width))
-        parts += [Text(ln) for ln in comparison_crossovers(cmp)]
+        parts += [Text(ln) for ln in comparison_crossovers(cmp, path)]
     parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:
