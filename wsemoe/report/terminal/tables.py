@@ -100,7 +100,8 @@ def selection(sel, width: int, title: str) -> Table | Group:
         notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
                      "--feasible keeps only feasible points)")
     if len(sel.rows) < sel.matched:
-        notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
+        turns = f", the best of each of the {sel.fronts} fronts in turn" if getattr(sel, "fronts", 0) else ""
+        notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows{turns} (--limit 0 shows all)")
     if hidden:
         notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
     head = [Text("every row: " + ", ".join(f"{c} = {formats.cell(rows_value(sel.rows, c))}" for c in same))] \
