@@ -21,7 +21,7 @@ def group_keys(cfg) -> tuple[list[str], list[str]]:
         if a not in axes:
             raise ConfigError(f"'{a}' is not a swept axis", loc=("compare",))
     sides = {*cmp.baseline, *cmp.candidate}
-    partners = {a for z in cfg.zip if sides & set(z) for a in z}  # columns zipped with a side's key are that
+    partners = {a for z in getattr(cfg, "zip", ()) if sides & set(z) for a in z}  # columns zipped with a side's key are that
     # side's own settings (NVL72's weight_source: resident beside the wafer's sram), never a group both share
     group = [a for a in axes if a not in over and a not in sides and a not in partners]
     return group, over
