@@ -88,7 +88,9 @@ def _left(ax, result, row, quantity: str) -> None:
     y = np.arange(len(rows))[::-1]
     for yi, (label, vals) in zip(y, rows):
         vals = [v for v in vals if np.isfinite(v) and v > 0]
-        if not vals:  # every run of the row undefined (a side cannot run): the row's label stays, no marker
+        if not vals:  # every run of the row undefined (a side cannot run): said on the row, no marker
+            ax.annotate("undefined: a side cannot run", (0.02, yi), xycoords=("axes fraction", "data"),
+                        va="center", fontsize=8, color="0.4", bbox={"fc": "white", "ec": "none", "pad": 1})
             continue
         jitter = np.linspace(-0.25, 0.25, len(vals)) if len(vals) > 1 else [0.0]
         ax.scatter(vals, yi + np.asarray(jitter), s=36 if len(vals) == 1 else 14, zorder=3,
@@ -116,11 +118,16 @@ def _right(ax, summary, quantity: str, cmp: dict) -> None:
     # Few groups: each label in full on lines of its own. Many: the values only, on one slanted line each, the
     # names said once in the axis label (slanted multi-line labels of 18 groups overlapped one another, and full
     # names turned upright took most of the figure's height).
+    # Groups named by the same settings show their values alone at any count (five 'tokens/device 1' … labels
+    # ran into one another), the names said once in the axis label.
+    keys = _keys(d["group"].iloc[0]) if len(d) else []
+    same = bool(keys) and all(_keys(g) == keys for g in d["group"])
     many = len(d) > 5
-    if many:
-        ax.set_xticks(x, [" · ".join(_values(g)) for g in d["group"]], rotation=40, ha="right",
-                      rotation_mode="anchor")
-        ax.set_xlabel(" · ".join(_keys(d["group"].iloc[0])) if len(d) else "")
+    if many or same:
+        values = [" · ".join(_values(g)) for g in d["group"]]
+        slant = many or max(map(len, values)) * len(d) > 36
+        ax.set_xticks(x, values, **({"rotation": 40, "ha": "right", "rotation_mode": "anchor"} if slant else {}))
+        ax.set_xlabel(" · ".join(keys))
     else:
         ax.set_xticks(x, [_short(g).replace(", ", "\n") for g in d["group"]])
     ax.set_ylabel("ratio (log scale)")
