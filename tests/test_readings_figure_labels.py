@@ -1,4 +1,5 @@
-"""The readings figure stays legible: groups named by the same settings show their values as tick labels (the
+"""The readings and crossover figures stay legible: the crossover figure's ratio axis is labelled beyond 1×
+(base-2 decades alone left a 1–1.6× range with one tick); groups named by the same settings show their values as tick labels (the
 names once, in the axis label), and no two tick labels overlap; a run undefined at the headline group is said
 on its row instead of leaving it blank."""
 
@@ -32,3 +33,12 @@ def test_group_ticks_are_values_that_do_not_overlap(tmp_path):
     undefined = [t.get_text() for t in left.texts if "undefined" in t.get_text()]
     rows = [t.get_text() for t in left.get_yticklabels()]
     assert len(rows) >= 3 and (not undefined or undefined == ["undefined: a side cannot run"] * len(undefined))
+
+
+def test_the_crossover_figure_labels_its_ratio_axis_beyond_one(tmp_path):
+    path = run_sweep(CFG, out_root=tmp_path).path
+    fig = dict(plots.figures(path, only=["crossover"]))["crossover"]
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    assert "1×" in shown and len(shown) >= 2, shown

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend
+from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend, ratio_ticks
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("readings_robustness",)
@@ -50,17 +50,6 @@ def _values(group: str) -> list[str]:
 
 def _axis_label(cmp: dict) -> str:
     return f"{cmp['metric']}: best ÷ best {cmp['name']} (ratio, log scale)"
-
-
-def _ratio_ticks(ax, which: str, values) -> None:
-    """Ticks 0.2×, 0.5×, 1×, 2×, 5×, 10×, ... over the drawn range of a log ratio axis (1× always shown)."""
-    v = np.asarray([x for x in values if np.isfinite(x) and x > 0] + [1.0])
-    ticks = [t for t in (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 20, 30, 50, 100, 200, 500)
-             if v.min() / 1.5 <= t <= v.max() * 1.5]
-    while len(ticks) > 8:  # a wide range: every other tick, 1× kept
-        ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
-    getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
-    getattr(ax, f"set_{which}ticks")([], minor=True)
 
 
 def _colour(x: float) -> str:
@@ -98,7 +87,7 @@ def _left(ax, result, row, quantity: str) -> None:
     ax.axvline(1.0, color="black", lw=1.0, ls="--", label="ratio 1 (no difference)")
     ax.set_yticks(y, [label for label, _ in rows])
     ax.set_xscale("log")
-    _ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
+    ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
     ax.set_xlabel(_axis_label(result.meta["comparison"]))
     ax.set_title(f"at {_short(row['group'])}: each run", fontsize=9)
     for colour, text in ((AHEAD, "candidate ahead"), (EVEN, "within 0.5% of 1"), (BEHIND, "baseline ahead")):
@@ -114,7 +103,7 @@ def _right(ax, summary, quantity: str, cmp: dict) -> None:
                label="default readings")
     ax.axhline(1.0, color="black", lw=1.0, ls="--")
     ax.set_yscale("log")
-    _ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
+    ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
     # Few groups: each label in full on lines of its own. Many: the values only, on one slanted line each, the
     # names said once in the axis label (slanted multi-line labels of 18 groups overlapped one another, and full
     # names turned upright took most of the figure's height).
