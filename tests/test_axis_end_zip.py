@@ -29,3 +29,65 @@ def test_the_note_fires_when_the_baseline_sits_at_the_zip_column_end():
     result = rd.Readings(runs, values, meta)
     assert robustness.edges(result, "g") == ["baseline mapping.tp at its largest swept value (8) in 1 of 2 runs "
                                              "(as configured)"]
+
+
+# The comparison itself (show, sweep, report) says so too, without a readings study: cerebras_serving's
+# readings are too many for the sweep's automatic pass, and its NVL72 TP stopped at 8 without a word.
+
+def _zip_cfg(tps: list[int]) -> dict:
+    n = len(tps)
+    return {**CFG, "zip": [{"hardware": ["nvl72"] * n + ["wsc-b200-8x8"],
+                            "hardware.weight_source": ["resident"] * (n + 1), "mapping.tp": [*tps, None]}],
+            "axes": {"workload.B": [1, 4]}, "compare": {**CFG["compare"], "metric": "tokens_per_s_per_user"}}
+
+
+def test_a_column_zipped_with_the_compared_key_is_that_side_s_setting_not_a_group():
+    from wsemoe.sweep.compare import group_keys
+
+    group, over = group_keys(load_config(_zip_cfg([1, 2, 4, 8])))
+    assert group == [] and over == ["mapping.tp", "workload.B"]
+
+
+def test_show_notes_a_baseline_at_its_zip_column_end_unless_that_is_the_largest_legal_value(runner, tmp_path):
+    from wsemoe.cli import app
+    from wsemoe.sweep.run import run_sweep
+
+    capped = run_sweep({**_zip_cfg([1, 2, 4, 8]), "name": "capped"}, out_root=tmp_path).path
+    every = run_sweep({**_zip_cfg([1, 2, 3, 4, 6, 8, 9, 12, 18, 24, 36, 72]), "name": "every"}, out_root=tmp_path).path
+    tuned = pd.read_csv(every / "comparison.csv")["baseline_tp"]
+    assert tuned.notna().all()
+    out = " ".join(runner.invoke(app, ["show", str(capped)], env={"COLUMNS": "300"}).output.split())
+    cmp = pd.read_csv(capped / "comparison.csv")
+    hits = int((cmp["baseline_tp"] == 8).sum())
+    assert hits and f"note: baseline mapping.tp at its largest swept value (8) in {hits} of {len(cmp)} groups; the " \
+        "tool accepts up to 72: the axis, not the system, may cap it" in out, out
+    out = runner.invoke(app, ["show", str(every)], env={"COLUMNS": "300"}).output
+    assert "mapping.tp at its largest" not in out, out  # TP 72 spans every GPU: nothing larger to try
+
+
+def _legal_tp(hardware: str, upto: int) -> list[int]:
+    """TP values the tool accepts on a preset, by its own check (config/checks.py), not a copy of its rule."""
+    from wsemoe.errors import ConfigError
+
+    ok = []
+    for tp in range(1, upto + 1):
+        try:
+            load_config({**CFG, "hardware": hardware, "zip": [], "mapping": {"tp": tp}, "compare": None})
+            ok.append(tp)
+        except ConfigError:
+            pass
+    return ok
+
+
+def test_the_serving_sweep_tunes_its_baseline_over_every_legal_tp_and_compares_every_group(tmp_path):
+    from pathlib import Path
+
+    from wsemoe.sweep.run import run_sweep
+
+    path = Path(__file__).resolve().parents[1] / "sweeps" / "cerebras_serving.yaml"
+    cfg = load_config(path)
+    z = next(z for z in cfg.zip if "mapping.tp" in z)
+    given = sorted(t for h, t in zip(z["hardware"], z["mapping.tp"]) if h == cfg.compare.baseline["hardware"])
+    assert given == _legal_tp("nvl72", 72)
+    table = pd.read_csv(run_sweep(path, out_root=tmp_path).path / "comparison.csv")
+    assert len(table) == 9 and table["speedup_vs_nvl72"].notna().all() and table["baseline_tp"].notna().all()

@@ -199,3 +199,19 @@ def test_stage_labels_do_not_overlap(plotted):
         names = {v.split(" (")[0] for v in fig_roofline.STAGES.values()}
         boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text() in names]
         assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_a_figure_without_its_sram_system_says_so_on_the_image_and_why_in_the_caption(tmp_path):
+    """cerebras_serving's roofline had no CS-3 panel and said so only in the caption file: the image itself now
+    names what it leaves out, and the caption gives the physics (weights never move; the fabric bounds a token)."""
+    from wsemoe.report.figures import plots
+
+    cfg = {"name": "sram_roof", "hardware": {"preset": "cs3", "weight_source": "sram"}, "model": "qwen3-30b-a3b",
+           "workload": {"mode": "decode", "seq_len": 4096},
+           "zip": [{"hardware": ["cs3", "nvl72"], "hardware.weight_source": ["sram", "resident"]}],
+           "axes": {"workload.B": [1, 4]}, "objectives": {"tokens_per_s_per_user": "max"}}
+    path = run_sweep(cfg, out_root=tmp_path).path
+    fig = dict(plots.figures(path, only=["roofline"]))["roofline"]
+    assert "not drawn: cs3 serving from SRAM, the caption says why" in " ".join(fig._suptitle.get_text().split())
+    text = fig_roofline._left_out(ResultsView.load(path))
+    assert "every MAC reads its operands from its own PE's SRAM" in text and "the fabric" in text

@@ -41,17 +41,10 @@ def test_tpot_is_the_decode_step_and_tokens_per_user_its_inverse(mesh):
                        rtol=1e-12)
 
 
-def mesh_kernel(frame) -> str:
-    kernels = set(frame["workload.attn_kernel"]) if "workload.attn_kernel" in frame else {"materialized"}
-    assert len(kernels) == 1
-    return kernels.pop()
-
-
 def test_ttft_is_the_prefill_of_the_batch_at_the_prompt_length(mesh):
-    """An independent reference: the same space run as a prefill sweep at seq_len = prompt_len, with the attention
-    kernel the decode points hold (a decode workload defaults to materialized scores; its TTFT prefill keeps it)."""
-    ref = wsemoe.evaluate(_with({**MESH, "name": "prefill"}, mode="prefill", seq_len=2048, prompt_len=None,
-                                attn_kernel=mesh_kernel(mesh)))
+    """An independent reference: the same space run as a prefill sweep at seq_len = prompt_len, every reading at
+    its default (one attention-kernel default for prefill sweeps and a decode point's TTFT prefill alike)."""
+    ref = wsemoe.evaluate(_with({**MESH, "name": "prefill"}, mode="prefill", seq_len=2048, prompt_len=None))
     assert np.array_equal(ref["workload.B"], mesh["workload.B"])
     assert np.allclose(mesh["ttft_s"], ref["step_time_s"], rtol=1e-13)
     assert np.allclose(mesh["mem_prefill_peak_node_bytes"], ref["mem_peak_node_bytes"], rtol=1e-13)
@@ -158,14 +151,32 @@ def test_slo_constraints_read_as_slos(mesh):
 
 
 def test_a_prefill_that_does_not_fit_makes_the_point_infeasible():
-    """Decode at B = 64 fits, but prefilling its 64 × 16 prompts of 4096 tokens at once does not."""
-    cfg = {**MESH, "workload": {"mode": "decode", "seq_len": 4096, "prompt_len": 4096},
-           "axes": {"workload.B": [64]}, "mapping": {"tp": 4}}
+    """Decode at B = 128 (TP 1: 64 attention groups) fits, but prefilling all its prompts of 8192 tokens at once
+    does not, under the one default attention kernel (per_head: one head's S×S scores at a time in the prefill,
+    every head's n_h·S in decode)."""
+    cfg = {**MESH, "workload": {"mode": "decode", "seq_len": 8192, "prompt_len": 8192},
+           "axes": {"workload.B": [128]}, "mapping": {"tp": 1}}
     row = wsemoe.evaluate(cfg).iloc[0]
     assert row["g_mem_attn"] <= 0 and row["g_mem_moe"] <= 0 and row["g_mem_prefill"] > 0 and not row["feasible"]
     r = row["mem_prefill_peak_node_bytes"] / row["mem_capacity_node_bytes"]
     assert row["infeasible_reason"] == (f"prefill of the batch's prompts (behind ttft_s) needs {_shown(r)}× "
                                         "the usable node memory")
+
+
+@pytest.mark.parametrize("mode", ["train", "prefill", "decode"])
+def test_one_attention_kernel_default_in_every_mode_and_in_the_ttft_prefill(mode):
+    """The workload's attn_kernel defaults to the readings registry's default in every mode, so a decode point's
+    TTFT prefill runs the kernel a prefill sweep would (no second default for decode)."""
+    from wsemoe.config import readings as registry
+    from wsemoe.specs.workload import WorkloadSpec
+
+    default = registry.load()["attn_kernel"].default
+    assert WorkloadSpec(mode=mode).attn_kernel == default
+    if mode == "decode":
+        row = wsemoe.evaluate({**MESH, "axes": {"workload.B": [8]}, "mapping": {"tp": 4}}).iloc[0]
+        pinned = wsemoe.evaluate(_with({**MESH, "axes": {"workload.B": [8]}, "mapping": {"tp": 4}},
+                                       attn_kernel=default)).iloc[0]
+        assert row["ttft_s"] == pinned["ttft_s"] and row["g_mem_prefill"] == pinned["g_mem_prefill"]
 
 
 @pytest.mark.parametrize("workload,constraint,message", [

@@ -147,7 +147,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
 
 @command("sensitivity")
 def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
-                    samples: int = typer.Option(10_000, "--samples", "-n", help="samples of the unknowns (at least)"),
+                    samples: Optional[int] = typer.Option(None, "--samples", "-n", help="samples of the unknowns (at least; default 10,000, fewer where samples × points would pass 16.8 M)"),
                     method: str = typer.Option("sobol", help="sobol (first-order and total indices) or morris"),
                     seed: int = typer.Option(1, help="seed of the sample design"),
                     unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
@@ -164,6 +164,15 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
 
     prepared = sens.prepare(config, None, method, samples, seed, unknowns, only or ())  # bad options fail first
     reply = Reply()
+    seconds, each = sens.estimate(prepared)  # timed on the design's first chunk, before anything is written
+    if with_readings:
+        seconds += rd.cost(prepared[0].cfg)[1] * each
+    ahead = (f"sensitivity of {prepared[0].cfg.name}: {len(prepared[1]):,} samples × {prepared[0].points:,} points"
+             f"{' and the readings' if with_readings else ''}: about {seconds:,.0f} s (timed on its first samples)")
+    if progress.visible():
+        progress.say(ahead)  # on a terminal, before the work starts
+    else:
+        reply.text(ahead)    # a pipe or a log: the reply's first line
     if with_readings:
         from wsemoe.store import writer
         from wsemoe.sweep.run import run_sweep
@@ -180,7 +189,9 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
     for q in sens.headline_quantities(result):
         reply.rich(tables.sensitivity(result, q))
     return reply.text(f"sensitivity: {shown_path(path)} ({result.meta['evaluations']:,} evaluations in "
-                      f"{result.meta['seconds']:.1f} s)")
+                      f"{result.meta['seconds']:.1f} s; estimated beforehand: {seconds:,.0f} s with the readings)"
+                      if with_readings else f"sensitivity: {shown_path(path)} ({result.meta['evaluations']:,} "
+                      f"evaluations in {result.meta['seconds']:.1f} s; estimated beforehand: {seconds:,.0f} s)")
 
 
 def _readings_quantities(result) -> list[str]:

@@ -74,16 +74,6 @@ class WorkloadSpec(Spec):
 
     @model_validator(mode="before")
     @classmethod
-    def _attn_kernel_default(cls, data):
-        """One default per reading: training and prefill, where the attn_kernel reading applies, hold scores as
-        its default says (per_head); decode, where it does not apply (one query per sequence), keeps every
-        head's n_h·S scores per sequence, as it always has."""
-        if isinstance(data, dict) and "attn_kernel" not in data and data.get("mode") == "decode":
-            data = {**data, "attn_kernel": "materialized"}
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
     def _formats_replace_bytes_per_weight(cls, data):
         """The one bytes-per-weight knob became per-stage formats: say so instead of 'unknown key'."""
         if isinstance(data, dict) and "bytes_per_weight" in data:

@@ -20,7 +20,10 @@ def group_keys(cfg) -> tuple[list[str], list[str]]:
     for a in list(cmp.baseline) + list(cmp.candidate) + over:
         if a not in axes:
             raise ConfigError(f"'{a}' is not a swept axis", loc=("compare",))
-    group = [a for a in axes if a not in over and a not in cmp.baseline and a not in cmp.candidate]
+    sides = {*cmp.baseline, *cmp.candidate}
+    partners = {a for z in getattr(cfg, "zip", ()) if sides & set(z) for a in z}  # columns zipped with a side's key are that
+    # side's own settings (NVL72's weight_source: resident beside the wafer's sram), never a group both share
+    group = [a for a in axes if a not in over and a not in sides and a not in partners]
     return group, over
 
 
@@ -96,3 +99,61 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
         table = table.merge(extra, on=group, how="left") if group else pd.concat([table, extra], axis=1)
         table[f"speedup_vs_{cmp.name}_{m}"] = table[f"best_{m}"] / table[f"baseline_{m}"]
     return table.reset_index(drop=True)
+
+
+def _side_values(cfg, axis: str, side: dict) -> list:
+    """The values a side's rows sweep of an `over` axis: a grid axis's values, or a zip column's in the rows of
+    its zip whose compared keys match the side (all of them when the side names none of that zip's columns);
+    a zip column's nulls are rows where the axis does not apply (a wafer has no TP group)."""
+    if axis in cfg.axes:
+        return [v for v in cfg.axes[axis] if v is not None]
+    for z in cfg.zip:
+        if axis in z:
+            rows = range(len(z[axis]))
+            rows = [i for i in rows if all(str(z[k][i]) == str(v) for k, v in side.items() if k in z)]
+            return [z[axis][i] for i in rows if z[axis][i] is not None]
+    return []
+
+
+def legal_top(cfg, axis: str, side: dict) -> float | None:
+    """The largest value of `axis` the tool accepts on a side, where it knows one: a TP group spans at most
+    every node of the side's hardware (config/checks.py: TP divides the nodes)."""
+    if axis != "mapping.tp":
+        return None
+    name = side.get("hardware")
+    fields = cfg.presets.get(str(name)) if name is not None else None
+    if fields is None and "hardware" not in cfg.axis_names():
+        fields = cfg.hardware.model_dump()
+    if not fields or fields.get("rows") is None or fields.get("cols") is None:
+        return None
+    wafers = fields.get("wafers") or (1, 1)
+    return float(fields["rows"] * fields["cols"] * wafers[0] * wafers[1])
+
+
+def axis_ends(table: pd.DataFrame, cfg) -> list[str]:
+    """A note per side and tuned axis (grid or zip column) whose best value sits at the largest value that side
+    sweeps, in some group: the axis, not the system, may be what caps it. Quiet where that value is the largest
+    the tool accepts (TP over every node), or the axis has fewer than three values on that side."""
+    cmp = cfg.compare
+    if cmp is None:
+        return []
+    _, over = group_keys(cfg)
+    out = []
+    for prefix, side, who in (("baseline", cmp.baseline, "baseline"), ("best", cmp.candidate, "candidate")):
+        for axis in over:
+            col = f"{prefix}_{axis.split('.')[-1]}"
+            values = _side_values(cfg, axis, side)
+            if col not in table or len(set(values)) < 3 or \
+                    not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                continue
+            top = float(max(values))
+            legal = legal_top(cfg, axis, side)
+            if legal is not None and top >= legal:
+                continue
+            tuned = pd.to_numeric(table[col], errors="coerce")
+            hits = int(np.isclose(tuned, top).sum())
+            if hits:
+                more = f"; the tool accepts up to {legal:g}" if legal is not None else ""
+                out.append(f"note: {who} {axis} at its largest swept value ({top:g}) in {hits} of "
+                           f"{int(tuned.notna().sum())} groups{more}: the axis, not the system, may cap it")
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from wsemoe.analysis.explain.where import Where
@@ -31,6 +32,7 @@ class Selection:
     priority: list[str] = field(default_factory=list)  # columns most worth keeping when space is short
     required: list[str] = field(default_factory=list)  # never dropped for width: asked for, or axes, objectives,
     # bound and feasible (a narrow table wraps them onto a second table instead)
+    fronts: int = 0                  # > 0: the limit took the best rows of each of this many fronts in turn
 
 
 def columns_of(manifest: dict) -> list[str]:
@@ -109,8 +111,12 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     if limit is not None and (isinstance(limit, bool) or limit < 0):
         raise ConfigError(f"must be 0 (all) or more, got {limit}", loc=("--limit",))
     limit = limit or None
+    # a front per system (or model): a limit takes the best rows of every front in turn, so a sweep about a
+    # system shows it even when another's front is longer (cerebras_serving: 20 rows, none of them CS-3)
+    fronts = [g for g in man.get("pareto_groups") or [] if g in known] if (
+        source == "pareto" and limit and not order and (man.get("pareto_fronts") or 1) > 1) else []
     needed = list(dict.fromkeys([*shown, *(flt.columns if flt else []), *(c for c, _ in order),
-                                 *(["feasible"] if feasible else [])]))
+                                 *(["feasible"] if feasible else []), *fronts]))
     if every_point:
         frames = store.iter_parts(path, man, needed)
     else:
@@ -125,17 +131,31 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
             df = df[flt.mask(df)]
         matched += len(df)
         kept = _keep(kept, df, order, limit)
-        if limit and not order and flt is None and not feasible and matched >= limit:
+        if limit and not order and flt is None and not feasible and not fronts and matched >= limit:
             matched = man["points"] if every_point else matched  # unfiltered: every point matches
             break
     rows = pd.concat(kept) if kept else pd.DataFrame(columns=needed)
     if order and not limit:  # with a limit, _keep kept the rows sorted
         rows = _sorted(rows, order)
+    if fronts and limit:
+        rows = every_front(rows, fronts, limit)
     rows = rows[[c for c in shown if c in rows]]
     if limit:
         rows = rows.head(limit)
     return Selection(rows, matched, scanned if not every_point else man["points"], source,
-                     [c for c in priority if c in rows], [c for c in required if c in rows])
+                     [c for c in priority if c in rows], [c for c in required if c in rows],
+                     fronts=int(man.get("pareto_fronts") or 0) if fronts and len(rows) < matched else 0)
+
+
+def every_front(rows: pd.DataFrame, groups: list[str], limit: int) -> pd.DataFrame:
+    """At most `limit` front rows with every front in them: each front's first row (a front is stored best
+    first), then each one's second, and so on; shown front by front, in the order the fronts first appear."""
+    if len(rows) <= limit:
+        return rows
+    by = rows.groupby(groups, sort=False, observed=True, dropna=False)
+    rank, front = by.cumcount().to_numpy(), by.ngroup().to_numpy()
+    chosen = np.argsort(rank, kind="stable")[:limit]  # stable: within a rank, the order the fronts appear in
+    return rows.iloc[chosen[np.lexsort((rank[chosen], front[chosen]))]]
 
 
 def _sorted(df: pd.DataFrame, order) -> pd.DataFrame:

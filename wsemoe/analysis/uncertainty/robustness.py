@@ -158,6 +158,47 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     return _labelled(result, lines)
 
 
+def _keys(labels) -> pd.DataFrame:
+    """The group labels ('model=deepseek-v3, tokens_per_device=8') as columns, numbers as numbers."""
+    rows = [dict(item.split("=", 1) for item in str(g).split(", ") if "=" in item) for g in labels]
+    keys = pd.DataFrame(rows, index=list(labels))
+    for c in keys:
+        num = pd.to_numeric(keys[c], errors="coerce")
+        if num.notna().all():
+            keys[c] = num
+    return keys
+
+
+def crossovers(result) -> list[str]:
+    """Every crossover of each ratio along the load its groups vary (the one definition, sweep/crossing.py), as
+    configured and at the default readings (one line when they are the same run), the metric and reading named."""
+    from wsemoe.sweep import crossing
+
+    runs, values = result.runs, result.values
+    defaults = {s["name"]: s["default"] for s in result.meta["readings"]}
+    conf = runs[runs["role"] == "configured"]
+    fact = runs[runs["role"] == "combination"]
+    for n in result.varied:
+        fact = fact[fact[n].astype(str) == str(defaults[n])]
+    readings = []
+    if len(conf):
+        same = len(fact) and fact["key"].iloc[0] == conf["key"].iloc[0]
+        readings.append((int(conf["run"].iloc[0]), "as configured" + (" (= the default readings)" if same else "")))
+        if len(fact) and not same:
+            readings.append((int(fact["run"].iloc[0]), "at the default readings"))
+    lines = []
+    for run, reading in readings:
+        d = values[(values["run"] == run) & values["quantity"].map(is_ratio)
+                   & values["quantity"].str.startswith(RATIO)]
+        if d.empty:
+            continue
+        frame = d.pivot_table(index="group", columns="quantity", values="value", aggfunc="first", sort=False)
+        keys = _keys(frame.index)
+        table = pd.concat([keys, frame], axis=1).reset_index(drop=True)
+        lines += crossing.table_lines(table, list(keys.columns), list(frame.columns), reading=reading)
+    return _labelled(result, lines)
+
+
 def what_if(meta: dict) -> str:
     """'' for the sweep's own readings analysis; else what makes it a what-if ('fixed_latency=launch_only set;
     only mla_cache varied'): a reading fixed for every run, or only some of the readings varied."""

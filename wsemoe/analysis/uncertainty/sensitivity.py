@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
-from wsemoe.analysis.uncertainty.sampled import Sampled
+from wsemoe.analysis.uncertainty.sampled import ROWS_PER_CHUNK, Sampled
 from wsemoe.errors import ConfigError
 from wsemoe.store import ledger
 from wsemoe.store import writer
@@ -80,15 +80,17 @@ def _indices(method: str, prob: dict, X: np.ndarray, Y: np.ndarray, seed: int) -
         return {k: np.asarray(r[k]) for k in ("mu_star", "mu_star_conf", "sigma")}
 
 
-def prepare(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
+def prepare(config, hardware: str | None = None, method: str = "sobol", samples: int | None = None, seed: int = 1,
             unknowns_file=None, only=()) -> tuple[Sampled, np.ndarray]:
     """The sweep bound to its hardware's unknowns and the unit-cube design: every input checked before any
-    evaluation (so a bad option leaves nothing behind)."""
+    evaluation (so a bad option leaves nothing behind). `samples` None: `default_samples`."""
     from wsemoe.config.loader import load_config
 
     cfg = load_config(config)
     hw = hardware or cfg.hardware.name
     unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file), only)
+    if samples is None:
+        samples = default_samples(len(unknowns), method, cfg.size())
     rows, points = design_rows(len(unknowns), method, samples), cfg.size()
     if rows * points > MAX_EVALUATIONS:  # counted before the frame, the design or any evaluation is made
         raise ConfigError(f"{rows:,} samples × {points:,} points = {rows * points:,} evaluations; at most "
@@ -97,6 +99,36 @@ def prepare(config, hardware: str | None = None, method: str = "sobol", samples:
 
 
 MAX_EVALUATIONS = 50_000_000  # samples × sweep points one analysis evaluates (the sweep's own default point limit)
+DEFAULT_SAMPLES = 10_000       # what the design aims at when the sweep is small
+DEFAULT_EVALUATIONS = 1 << 24  # ... and no more than this many samples × points by default (16.8 M: about 20 s on
+# one core of a 2-core machine, twice that under load; bta_topk's 32,768 points get 448 Sobol rows). Fewer samples
+# widen the indices' confidence intervals, which are shown beside them; --samples asks for more.
+
+
+def default_samples(d: int, method: str, points: int) -> int:
+    """The samples a run takes unless told: DEFAULT_SAMPLES, or fewer where samples × points would pass
+    DEFAULT_EVALUATIONS (never below the smallest design: Sobol base 4, Morris 2 trajectories)."""
+    samples = DEFAULT_SAMPLES
+    while samples > 1 and design_rows(d, method, samples) * max(points, 1) > DEFAULT_EVALUATIONS:
+        smaller = samples // 2
+        if design_rows(d, method, smaller) == design_rows(d, method, samples):
+            break
+        samples = smaller
+    return samples
+
+
+def estimate(prepared) -> tuple[float, float]:
+    """(seconds the analysis will take, seconds per point evaluation), measured before it starts: one chunk of
+    the design's first samples is evaluated and timed (a chunk is what every later step does, so its per-point
+    time carries over; one sample alone would miss the chunk's fixed costs)."""
+    sampled, U = prepared
+    per = max(1, ROWS_PER_CHUNK // max(sampled.points, 1))
+    head = U[:per]
+    values = np.column_stack([u.value(head[:, j]) for j, u in enumerate(sampled.unknowns)])
+    t0 = time.perf_counter()
+    sampled.evaluate(values)
+    each = (time.perf_counter() - t0) / (len(head) * max(sampled.points, 1))
+    return each * (len(U) + 1) * sampled.points, each
 
 
 def design_rows(d: int, method: str, samples) -> int:
@@ -108,7 +140,7 @@ def design_rows(d: int, method: str, samples) -> int:
     return max(2, math.ceil(samples / (d + 1))) * (d + 1)
 
 
-def analyse(config, hardware: str | None = None, method: str = "sobol", samples: int = 10_000, seed: int = 1,
+def analyse(config, hardware: str | None = None, method: str = "sobol", samples: int | None = None, seed: int = 1,
             unknowns_file=None, only=(), on_progress=None, prepared=None) -> Sensitivity:
     """Sensitivity of every quantity of a sweep to the unknowns of its hardware (nothing is written)."""
     t0 = time.perf_counter()
@@ -135,12 +167,49 @@ def analyse(config, hardware: str | None = None, method: str = "sobol", samples:
                 rows.append({"quantity": q, "group": label, "parameter": u.name,
                              **{k: float(v[j]) for k, v in idx.items()}})
     meta = {"method": method, "samples": int(len(U)), "seed": seed, "points": sampled.points,
+            "axis_ends": axis_ends(sampled, U, Y),
             "evaluations": int(len(U)) * sampled.points, "hardware": hw, "config_hash": sampled.cfg.config_hash(),
             "unknowns": [{"name": u.name, "paths": list(u.paths), "low": u.low, "high": u.high, "nominal": u.nominal,
                           "scale": u.scale, "values": list(u.values) if u.values else None, "source": u.source}
                          for u in unknowns],
             "seconds": round(time.perf_counter() - t0, 3)}
     return Sensitivity(pd.DataFrame(rows), pd.DataFrame(bands), meta)
+
+
+def axis_ends(sampled, U: np.ndarray, Y: dict) -> list[str]:
+    """A line per side and tuned axis whose best value sits at the largest value that side sweeps in some
+    samples (the axis, not the system, may cap it there, and the band then measures the axis), with the unknown
+    whose samples differ most where it does ('mostly where seq_len is low')."""
+    from wsemoe.sweep import compare
+
+    cfg = sampled.cfg
+    if cfg.compare is None:
+        return []
+    out = []
+    for prefix, side, who in (("baseline", cfg.compare.baseline, "baseline"), ("best", cfg.compare.candidate,
+                                                                               "candidate")):
+        for axis in compare.group_keys(cfg)[1]:
+            values = compare._side_values(cfg, axis, side)
+            key = f"{prefix}_{axis.split('.')[-1]}"
+            if key not in Y or len(set(values)) < 3 or \
+                    not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                continue
+            top, legal = float(max(values)), compare.legal_top(cfg, axis, side)
+            if legal is not None and top >= legal:
+                continue
+            hit = np.isclose(Y[key], top)          # (samples, groups)
+            rows = hit.any(axis=1)
+            if not rows.any():
+                continue
+            shift = [float(U[rows, j].mean() - U[~rows, j].mean()) if (~rows).any() else 0.0
+                     for j in range(U.shape[1])]
+            j = int(np.argmax(np.abs(shift))) if shift else 0
+            driver = (f"; mostly where {sampled.unknowns[j].name} is {'low' if shift[j] < 0 else 'high'}"
+                      if shift and abs(shift[j]) > 0.1 else "")
+            out.append(f"note: {who} {axis} at its largest swept value ({top:g}) in {int(rows.sum()):,} of "
+                       f"{len(rows):,} samples ({int(hit.any(axis=0).sum())} of {hit.shape[1]} groups){driver}: "
+                       "the axis, not the system, may cap it there, and the band measures the axis")
+    return out
 
 
 FOLDER = "sensitivity"  # inside a results folder (a slot of `sensitivity` in sweep/ownership.RESULTS_SLOTS)
@@ -171,7 +240,7 @@ def load(results_path, config_hash: str | None = None) -> Sensitivity | None:
     return Sensitivity(indices, bands, meta)
 
 
-def run(config, out_root="results", hardware=None, method="sobol", samples=10_000, seed=1, unknowns_file=None,
+def run(config, out_root="results", hardware=None, method="sobol", samples=None, seed=1, unknowns_file=None,
         only=(), on_progress=None, force: bool = False, prepared=None) -> tuple[Sensitivity, Path]:
     """The sweep's results folder (run when not up to date) with its sensitivity analysis written into it;
     the sensitivity/ folder is checked before the analysis runs."""

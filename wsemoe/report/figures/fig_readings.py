@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend
+from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend, ratio_ticks
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("readings_robustness",)
@@ -52,17 +52,6 @@ def _axis_label(cmp: dict) -> str:
     return f"{cmp['metric']}: best ÷ best {cmp['name']} (ratio, log scale)"
 
 
-def _ratio_ticks(ax, which: str, values) -> None:
-    """Ticks 0.2×, 0.5×, 1×, 2×, 5×, 10×, ... over the drawn range of a log ratio axis (1× always shown)."""
-    v = np.asarray([x for x in values if np.isfinite(x) and x > 0] + [1.0])
-    ticks = [t for t in (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 20, 30, 50, 100, 200, 500)
-             if v.min() / 1.5 <= t <= v.max() * 1.5]
-    while len(ticks) > 8:  # a wide range: every other tick, 1× kept
-        ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
-    getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
-    getattr(ax, f"set_{which}ticks")([], minor=True)
-
-
 def _colour(x: float) -> str:
     return {"ahead": AHEAD, "even": EVEN, "behind": BEHIND}.get(robustness.side(x), "0.6")
 
@@ -88,13 +77,17 @@ def _left(ax, result, row, quantity: str) -> None:
     y = np.arange(len(rows))[::-1]
     for yi, (label, vals) in zip(y, rows):
         vals = [v for v in vals if np.isfinite(v) and v > 0]
+        if not vals:  # every run of the row undefined (a side cannot run): said on the row, no marker
+            ax.annotate("undefined: a side cannot run", (0.02, yi), xycoords=("axes fraction", "data"),
+                        va="center", fontsize=8, color="0.4", bbox={"fc": "white", "ec": "none", "pad": 1})
+            continue
         jitter = np.linspace(-0.25, 0.25, len(vals)) if len(vals) > 1 else [0.0]
         ax.scatter(vals, yi + np.asarray(jitter), s=36 if len(vals) == 1 else 14, zorder=3,
                    color=[_colour(v) for v in vals], edgecolor="black" if len(vals) == 1 else "none", lw=0.6)
     ax.axvline(1.0, color="black", lw=1.0, ls="--", label="ratio 1 (no difference)")
     ax.set_yticks(y, [label for label, _ in rows])
     ax.set_xscale("log")
-    _ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
+    ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
     ax.set_xlabel(_axis_label(result.meta["comparison"]))
     ax.set_title(f"at {_short(row['group'])}: each run", fontsize=9)
     for colour, text in ((AHEAD, "candidate ahead"), (EVEN, "within 0.5% of 1"), (BEHIND, "baseline ahead")):
@@ -110,15 +103,20 @@ def _right(ax, summary, quantity: str, cmp: dict) -> None:
                label="default readings")
     ax.axhline(1.0, color="black", lw=1.0, ls="--")
     ax.set_yscale("log")
-    _ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
+    ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
     # Few groups: each label in full on lines of its own. Many: the values only, on one slanted line each, the
     # names said once in the axis label (slanted multi-line labels of 18 groups overlapped one another, and full
     # names turned upright took most of the figure's height).
+    # Groups named by the same settings show their values alone at any count (five 'tokens/device 1' … labels
+    # ran into one another), the names said once in the axis label.
+    keys = _keys(d["group"].iloc[0]) if len(d) else []
+    same = bool(keys) and all(_keys(g) == keys for g in d["group"])
     many = len(d) > 5
-    if many:
-        ax.set_xticks(x, [" · ".join(_values(g)) for g in d["group"]], rotation=40, ha="right",
-                      rotation_mode="anchor")
-        ax.set_xlabel(" · ".join(_keys(d["group"].iloc[0])) if len(d) else "")
+    if many or same:
+        values = [" · ".join(_values(g)) for g in d["group"]]
+        slant = many or max(map(len, values)) * len(d) > 36
+        ax.set_xticks(x, values, **({"rotation": 40, "ha": "right", "rotation_mode": "anchor"} if slant else {}))
+        ax.set_xlabel(" · ".join(keys))
     else:
         ax.set_xticks(x, [_short(g).replace(", ", "\n") for g in d["group"]])
     ax.set_ylabel("ratio (log scale)")

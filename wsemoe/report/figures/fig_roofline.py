@@ -98,6 +98,9 @@ def roofline(r: ResultsView) -> Figure | None:
     title = (f"{r.name}: each stage under its hardware's roof (one layer, one micro-batch; small dots: designs, "
              f"large: the best by {name(r.metric)}"
              + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
+    left = _left_out(r)
+    if left:  # said on the figure too, not only in its caption: a reader of the image alone sees why
+        title += f"; {left.split('. ')[0].strip().replace('Not drawn', 'not drawn')}, the caption says why"
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
     )
     return caption(fig, CLAIMS["roofline"], _verdict(said) + _left_out(r))
@@ -111,8 +114,10 @@ def _left_out(r: ResultsView) -> str:
         return ""
     sram = pts["hardware.weight_source"].astype(str) == "sram"
     names = [str(h) for h in pd.unique(pts.loc[sram, "hardware"])]
-    return (f" Not drawn: {', '.join(names)} serving from SRAM (its stages run at PE level, with no node-level "
-            "weight path to place them under a roof)." if names else "")
+    return (f" Not drawn: {', '.join(names)} serving from SRAM. Its weights never move: every MAC reads its "
+            "operands from its own PE's SRAM, so every stage has one and the same intensity and the PEs' MAC rate as "
+            "its roof, and what bounds a token there is the fabric (hop latency, link bandwidth; the serving_wafers "
+            "figure and `wsemoe eval` break it down), which a FLOP-per-byte roofline cannot place." if names else "")
 
 
 def _verdict(said: list) -> str:

@@ -7,12 +7,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, pct, single
+from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, pct, ratio_ticks, single
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep import crossing
 
@@ -79,8 +78,10 @@ def crossover(view: ResultsView) -> Figure | None:
     taus = np.sort(pd.unique(view.points[TAU])).astype(float)
     _shade(ax, _memory_bound(view, base), taus, base)
     ax.axhline(1.0, color="0.25", lw=1.0, zorder=1)
+    seen = []
     for m, (metric, _) in enumerate(metrics.items()):
         ratios = best_ratios(view, metric, base)
+        seen += list(ratios.to_numpy(dtype=float).ravel())
         for h, hw in enumerate(ratios.columns):
             r = ratios[hw]
             ax.plot(r.index, r.to_numpy(), ls=LINESTYLES[m], marker=MARKERS[h], ms=5, mfc="none" if m else None,
@@ -91,7 +92,7 @@ def crossover(view: ResultsView) -> Figure | None:
                         color=PALETTE[h], ha="left", va="bottom")
     log2_ticks(ax, taus, [f"{t:g}" for t in taus])
     ax.set_yscale("log", base=2)
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}×"))
+    ratio_ticks(ax, "y", seen)  # 1×, 1.5×, 2×, ...: base-2 decades alone left a narrow range with 1× only
     ax.set_xlabel("tokens per device per decode step (equal on every system)")
     ax.set_ylabel(f"per-device throughput / {base}'s")
     hws = list(best_ratios(view, next(iter(metrics)), base).columns)

@@ -318,3 +318,14 @@ def single(title: str, height: float = SINGLE[1], subtitle: str = ""):
     ax = fig.add_subplot()
     heading(fig, title, subtitle, ax)
     return fig, ax
+
+
+def ratio_ticks(ax, which: str, values) -> None:
+    """Ticks 0.2×, 0.5×, 1×, 2×, 5×, 10×, ... over the drawn range of a log ratio axis (1× always shown)."""
+    v = np.asarray([x for x in values if np.isfinite(x) and x > 0] + [1.0])
+    ticks = [t for t in (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 20, 30, 50, 100, 200, 500)
+             if v.min() / 1.5 <= t <= v.max() * 1.5]
+    while len(ticks) > 8:  # a wide range: every other tick, 1× kept
+        ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
+    getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
+    getattr(ax, f"set_{which}ticks")([], minor=True)

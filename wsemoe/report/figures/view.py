@@ -172,9 +172,10 @@ class ResultsView:
         (a slice where every point is infeasible says little); `slice_feasible` tells figures whether any is.
         """
         df, said = self.points, []
+        kept = [k for k in keep if k in df]
         for col in self.axes:
-            if col in keep:
-                continue
+            if col in keep or any(_follows(df, col, k) for k in kept):
+                continue  # a column zipped with a kept one (NVL72's weight_source beside the wafer's) moves with it
             values = list(pd.unique(df[col]))
             ok = list(pd.unique(df.loc[df["feasible"].to_numpy(dtype=bool), col])) if "feasible" in df else values
             values = ok or values
@@ -260,6 +261,13 @@ def _projection(man: dict, columns, cfg: dict) -> list[str] | None:
         return None
     base = set(base_columns(man, cfg))
     return [c for c in man.get("columns", {}) if c in base or any(fnmatch.fnmatchcase(c, p) for p in columns)]
+
+
+def _follows(df: pd.DataFrame, col: str, key: str) -> bool:
+    """Whether `col` takes one value for each value of `key` while `key` varies (a zip partner of it)."""
+    if col == key or df[key].nunique() < 2 or df[col].nunique(dropna=False) < 2:
+        return False
+    return bool((df.groupby(key, observed=True, dropna=False)[col].nunique(dropna=False) <= 1).all())
 
 
 def _numeric(values) -> bool:

@@ -16,7 +16,7 @@ from wsemoe.version import __version__
 from wsemoe.analysis.explain.query import default_columns, select
 from wsemoe.report.terminal import formats
 from wsemoe.errors import printable
-from wsemoe.report.terminal.tables import front_line
+from wsemoe.report.terminal.tables import comparison_crossovers, front_line
 from wsemoe.report.figures import plots
 from wsemoe.report.html import figures as html_figures
 from wsemoe.store import store
@@ -132,7 +132,8 @@ def readings_section(path: Path, man: dict) -> list[str]:
     cols = ["group", "configured", "default", "low", "high", "flips", "flipped", "combinations", "hinge", "effect",
             "effects"]
     rows = summary[summary["quantity"] == quantity][cols] if quantity else summary.iloc[:0][cols]
-    lines = "".join(f"<p class=\"robustness\">{escape(line)}</p>" for line in robustness.statement(found, summary))
+    lines = "".join(f"<p class=\"robustness\">{escape(line)}</p>" for line in robustness.statement(found, summary)) + \
+        "".join(f"<p class=\"crossover\">{escape(line)}</p>" for line in robustness.crossovers(found))
     return ["<h2 id=\"s-readings\">Robustness over the readings</h2>", lines,
             "<p class=\"note\">Readings are the modelling choices no source pins (docs/cost-model.md, Readings); every "
             "run re-evaluates the whole sweep. A reading flips the ratio when, moved alone from the configured sweep, "
@@ -160,8 +161,10 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
     parts += [f"<h2 id=\"s-pareto\">Pareto front{more}</h2>", f"<p class=\"note\">{_h(front_line(man))}; MFU is a "
               "fraction of peak.</p>", scroll(formats.html(front.rows, table_id="pareto"), tall=len(front.rows) > 40)]
     if (path / "comparison.csv").is_file():
+        cmp = store.read_csv(path, "comparison.csv", man)
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
-                  scroll(formats.html(store.read_csv(path, "comparison.csv", man), index=None, table_id="comparison"), tall=True)]
+                  scroll(formats.html(cmp, index=None, table_id="comparison"), tall=True),
+                  *(f"<p class=\"crossover\">{_h(line)}</p>" for line in comparison_crossovers(cmp, path))]
     parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     body, drawn = html_figures.section(plots.figures(path, on_progress=on_progress))

@@ -30,6 +30,9 @@ def console():
     caller asks for it (our own styled text uses `Text.from_markup`): text from results is printed as it is."""
     from rich.console import Console
     from rich.segment import Segment
+    from rich.table import Table
+
+    from wsemoe.report.terminal import widths
 
     class SafeConsole(Console):
         def render_str(self, text, **kwargs):
@@ -37,7 +40,10 @@ def console():
 
         def render(self, renderable, options=None):
             """Last line of defence: text that reached a segment unescaped (a Text built from data) is shown
-            escaped; rich's own control segments pass."""
+            escaped; rich's own control segments pass. Every table, nested ones too (rich renders a group's
+            parts through here), is laid out so that no cell breaks inside a word (`widths.fitted`)."""
+            if isinstance(renderable, Table):
+                renderable = widths.fitted(renderable, (options or self.options).max_width)
             for seg in super().render(renderable, options):
                 if seg.control or seg.text.replace("\n", "").isprintable():
                     yield seg

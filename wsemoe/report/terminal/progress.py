@@ -58,6 +58,16 @@ class Bar:
         self.progress.update(self.task, completed=done, total=total, note=note)
 
 
+def say(line: str, quiet: bool = False, console=None) -> None:
+    """One line on stderr now, before a long step starts (its estimate), where a bar would be drawn: on a
+    terminal only, like the bar (a pipe or a log gets the command's reply, which repeats it)."""
+    if console is None and not visible(quiet):
+        return
+    from rich.console import Console
+
+    (console or Console(stderr=True, highlight=False, markup=False)).print(line)
+
+
 def bar(label: str, unit: str = "", rate: bool = False, quiet: bool = False, console=None) -> Bar:
     """The progress bar of one long step (see `Bar`)."""
     return Bar(label, unit, rate, quiet, console)

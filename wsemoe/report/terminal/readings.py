@@ -90,7 +90,7 @@ def view(result, quantities=None) -> list:
     quantities = quantities or [q for q in qs if robustness.is_ratio(q)] or \
         [q for q in qs if q.startswith("sweep_best_")]
     parts = [plan(result), *(table(result, summary, q) for q in quantities)]
-    return parts + [Text(line) for line in robustness.statement(result, summary)]
+    return parts + [Text(line) for line in [*robustness.statement(result, summary), *robustness.crossovers(result)]]
 
 
 def folder_lines(path, manifest: dict) -> list[Text]:

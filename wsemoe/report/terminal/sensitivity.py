@@ -43,10 +43,14 @@ def sensitivity(result, quantity: str | None = None) -> Group:
     sel = idx[idx["quantity"] == quantity] if len(idx) else idx
     if not len(sel):
         return Group(b)
-    what = "total index (first-order)" if sobol else "Morris μ*"
+    what = "total index ± 95% CI (first-order ± 95% CI)" if sobol else "Morris μ* ± 95% CI"
     quiet = {r["group"] for _, r in rows.iterrows() if negligible(r)}
-    note = (f"variance negligible in {', '.join(map(str, quiet))} (its 5–95% band within {NEGLIGIBLE:.1%} of the "
-            "nominal value): indices there are noise, not shown") if quiet else ""
+    notes = [f"variance negligible in {', '.join(map(str, quiet))} (its 5–95% band within {NEGLIGIBLE:.1%} of the "
+             "nominal value): indices there are noise, not shown"] if quiet else []
+    notes.append(f"± half the 95% confidence interval (SALib's bootstrap over the {meta['samples']:,} samples): an "
+                 "interval as wide as its index says the samples cannot tell; --samples takes more")
+    notes += list(meta.get("axis_ends") or [])
+    note = "\n".join(notes)
     t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
               collapse_padding=True, caption=note or None, caption_justify="left")
     t.add_column("unknown", no_wrap=True)
@@ -57,10 +61,18 @@ def sensitivity(result, quantity: str | None = None) -> Group:
         for g in rows["group"]:
             r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
             cells.append("–" if not len(r) else "negligible" if g in quiet else
-                         f"{_index(r['ST'].iloc[0])} ({_index(r['S1'].iloc[0])})" if sobol
-                         else f"{r['mu_star'].iloc[0]:.3g}")
+                         f"{_ci(r, 'ST')} ({_ci(r, 'S1')})" if sobol
+                         else f"{r['mu_star'].iloc[0]:.3g}" + (f"±{r['mu_star_conf'].iloc[0]:.2g}"
+                                                               if "mu_star_conf" in r else ""))
         t.add_row(u["name"], *cells)
     return Group(b, t)
+
+
+def _ci(r, col: str) -> str:
+    """'0.56±0.12': an index and half its 95% confidence interval (the index alone when none is stored)."""
+    conf = f"{col}_conf"
+    return _index(r[col].iloc[0]) + (f"±{abs(float(r[conf].iloc[0])):.2f}" if conf in r and
+                                      pd.notna(r[conf].iloc[0]) else "")
 
 
 def _index(x: float) -> str:

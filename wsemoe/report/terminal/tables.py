@@ -100,7 +100,8 @@ def selection(sel, width: int, title: str) -> Table | Group:
         notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
                      "--feasible keeps only feasible points)")
     if len(sel.rows) < sel.matched:
-        notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows (--limit 0 shows all)")
+        turns = f", the best of each of the {sel.fronts} fronts in turn" if getattr(sel, "fronts", 0) else ""
+        notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows{turns} (--limit 0 shows all)")
     if hidden:
         notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
     head = [Text("every row: " + ", ".join(f"{c} = {formats.cell(rows_value(sel.rows, c))}" for c in same))] \
@@ -331,6 +332,20 @@ def partial_line(p) -> str:
             f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
 
 
+def comparison_crossovers(cmp: pd.DataFrame, path=None) -> list[str]:
+    """A sweep's comparison.csv's crossover lines (every crossing of each ratio, sweep/crossing.py), and with the
+    results folder a note per tuned axis (grid or zip column) whose best value sits at its axis end, as `show`
+    and the report print them."""
+    keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
+    lines = crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])
+    if path is not None:
+        from wsemoe.analysis.explain.point import sweep_config
+        from wsemoe.sweep import compare
+
+        lines += compare.axis_ends(cmp, sweep_config(path))
+    return lines
+
+
 def folder_view(path, status: str, limit, width: int) -> list:
     """What `wsemoe show` prints for a results folder: summary, Pareto front (with point indices), comparison
     and sensitivity bands; every file read before anything is returned."""
@@ -347,8 +362,7 @@ def folder_view(path, status: str, limit, width: int) -> list:
     if (Path(path) / "comparison.csv").is_file():
         cmp = store.read_csv(path, "comparison.csv", man)  # the verified bytes
         parts.append(comparison(cmp, width))
-        keys = [c for c in cmp.columns if "." in c or c in ("model", "hardware")]
-        parts += [Text(ln) for ln in crossing.table_lines(cmp, keys, [c for c in cmp if c.startswith("speedup_vs_")])]
+        parts += [Text(ln) for ln in comparison_crossovers(cmp, path)]
     parts += readings.folder_lines(path, man)
     bands = sens.load(path, man.get("config_hash"))
     if bands is not None:

@@ -1,0 +1,44 @@
+"""The readings and crossover figures stay legible: the crossover figure's ratio axis is labelled beyond 1×
+(base-2 decades alone left a 1–1.6× range with one tick); groups named by the same settings show their values as tick labels (the
+names once, in the axis label), and no two tick labels overlap; a run undefined at the headline group is said
+on its row instead of leaving it blank."""
+
+from __future__ import annotations
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from wsemoe.analysis.uncertainty import readings as rd
+from wsemoe.report.figures import plots
+from wsemoe.sweep.run import run_sweep
+
+CFG = {"name": "x", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b",
+       "workload": {"mode": "decode", "seq_len": 4096},
+       "zip": [{"hardware": ["wsc-b200-8x8", "nvl72"]}],
+       "axes": {"workload.tokens_per_device": [1, 2, 4, 8, 16]},
+       "compare": {"name": "nvl72", "baseline": {"hardware": "nvl72"}, "candidate": {"hardware": "wsc-b200-8x8"},
+                   "metric": "per_device_tokens_per_s"}}
+
+
+def test_group_ticks_are_values_that_do_not_overlap(tmp_path):
+    path = run_sweep(CFG, out_root=tmp_path).path
+    rd.run(path)
+    fig = dict(plots.figures(path, only=["readings_robustness"]))["readings_robustness"]
+    right = fig.axes[1]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    labels = [t for t in right.get_xticklabels() if t.get_text()]
+    assert [t.get_text() for t in labels] == ["1", "2", "4", "8", "16"] and right.get_xlabel() == "tokens/device"
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    left = fig.axes[0]
+    undefined = [t.get_text() for t in left.texts if "undefined" in t.get_text()]
+    rows = [t.get_text() for t in left.get_yticklabels()]
+    assert len(rows) >= 3 and (not undefined or undefined == ["undefined: a side cannot run"] * len(undefined))
+
+
+def test_the_crossover_figure_labels_its_ratio_axis_beyond_one(tmp_path):
+    path = run_sweep(CFG, out_root=tmp_path).path
+    fig = dict(plots.figures(path, only=["crossover"]))["crossover"]
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    assert "1×" in shown and len(shown) >= 2, shown
