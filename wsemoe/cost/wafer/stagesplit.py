@@ -109,7 +109,8 @@ def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False)
 def largest(moe, parts: dict):
     """The largest indivisible item: a dense layer, a MoE layer's attention part, one expert, embedding or head."""
     any_moe, any_dense = np.any(moe, axis=0), ~np.all(moe, axis=0)
-    items = [parts["emb"], parts["head"], np.where(any_moe, np.maximum(parts["a"], parts["e"]), 0.0),
+    expert = np.where(np.asarray(parts["E"]) > 0, parts["e"], 0.0)   # no experts, no expert item
+    items = [parts["emb"], parts["head"], np.where(any_moe, np.maximum(parts["a"], expert), 0.0),
              np.where(any_dense, parts["d"], 0.0)]
     return np.max(np.broadcast_arrays(*items), axis=0)
 
