@@ -57,7 +57,7 @@ def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, n
     a_r, a_c = grid(np.ceil(pes["attention"] / side ** 2))
     shared = np.where(pes["shared"] > 0, np.ceil(pes["shared"] / side ** 2), 0.0)
     sh_r, sh_c = grid(shared)
-    shape = np.broadcast_shapes(shape, np.shape(a_r), np.shape(shared))
+    shape = np.broadcast_shapes(shape, np.shape(a_r), np.shape(shared), *map(np.shape, balance_fields(bal)))
     if params.moe_layers(m) == 0:   # a dense model: no expert regions, no dispatch
         zero = np.zeros(shape)
         return Geometry(a_r * side, a_c * side, side, zero, zero, square(pes["dense"]), square(pes["head"]),

@@ -167,7 +167,8 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
     u, w, pes = sized_for(pe, m, wl, cap)
     g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
-    return pe, cap, (u, w), g, built
+    shape = np.shape(g.busiest_share)   # the points' shape with the balance axes (a swept zipf_s, seed …)
+    return pe, cap, (np.broadcast_to(u, shape), np.broadcast_to(w, shape)), g, built
 
 
 def sized_for(pe, m, wl, cap):
