@@ -118,7 +118,8 @@ def sram_work(hw, m, wl, mp, out: dict) -> Work:
     kv = c["attention"] * wl.seq_len * memory.kv_bytes_per_token_layer(m, wl)
     act = m.hidden_size * wl.bytes_per_act
     pe_hop = hw.rows / hw.pe["fabric_rows"] if isinstance(hw.pe, dict) else hw.rows / hw.pe.fabric_rows
-    hop = 2.0 * m.num_experts_per_tok * act * c["moe"] * out["dispatch_path_hops"] * pe_hop
+    hops = out.get("dispatch_path_hops", 0.0)   # a dense model has no dispatch (serving reports no path)
+    hop = 2.0 * m.num_experts_per_tok * act * c["moe"] * hops * pe_hop
     wafers = out["wafers"]
     rate = out["tokens_per_s"]
     dies = hw.rows * hw.cols * wafers
