@@ -41,10 +41,12 @@ def best(fn, rounds: int):
 
 
 def clear():
-    """Forget every cached layer structure (cold builds)."""
-    from wsemoe.cost.wafer import traffic
+    """Forget every cached layer structure and structural result (cold builds)."""
+    from wsemoe.cost.wafer import geometry, traffic, unique
 
     traffic.layer_traffic.cache_clear()
+    geometry.summary.cache_clear()
+    unique.clear()
 
 
 def sweep_rate(space: dict, rounds: int, forget=None) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 
 from wsemoe.cost.node import mix, params
 from wsemoe.cost.node.stages import Coded
-from wsemoe.cost.wafer import geometry, layer, regions
+from wsemoe.cost.wafer import geometry, layer, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 
@@ -164,11 +164,17 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     ladder fits, so per-user speed never rises with the batch at a fixed wafer count."""
     pe = pe_facts(hw)
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
-    cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
-    u, w, pes = sized_for(pe, m, wl, cap)
+    cap, (u, w, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers, np.zeros(shape_of(hw, wl, pe)))
     g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
     shape = np.shape(g.busiest_share)   # the points' shape with the balance axes (a swept zipf_s, seed …)
     return pe, cap, (np.broadcast_to(u, shape), np.broadcast_to(w, shape)), g, built
+
+
+def sizing(pe, m, wl, wafers, points):
+    """What fits (regions.capacity) and the candidate layouts (`sized_for`) of points that broadcast like
+    `points`, once per distinct combination of what they read (unique.once)."""
+    cap = regions.capacity(pe, m, wl, wafers, np.shape(points))
+    return cap, sized_for(pe, m, wl, cap)
 
 
 def sized_for(pe, m, wl, cap):
@@ -224,9 +230,7 @@ def candidates(hw, pe, m, wl, mp, g, W) -> dict:
     """The time columns of every candidate layout (leading axis), with the binding term's and the busiest
     stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
-    run = one_token(hw, pe, m, g, W, wl.seq_len, b, coll)
-    beta, stage, beta_terms = busiest(per_token(m, g, pe, wl.seq_len, b, coll, run), W)
-    out = time_columns(pe, m, run, g)
+    run, (beta, stage, beta_terms), out = unique.once(structure, hw, pe, m, g, W, wl.seq_len, b, coll)
     out.update(rate_columns(wl, run["latency"], beta))
     if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
         out["ttft_s"] = out["pipeline_period_s"]
@@ -269,9 +273,22 @@ def first_token(hw, pe, m, wl, mp, g, W) -> dict:
     if wl.mode != "decode" or prompt is None:
         return {}
     b, coll = wl.bytes_per_act, collective_options(mp)
-    first = one_token(hw, pe, m, g, W, prompt, b, coll)
-    rate, _, _ = busiest(per_token(m, g, pe, prompt, b, coll, first), W)
+    (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll)
     return {"ttft_s": first["latency"] + (wl.B * prompt - 1.0) * rate}
+
+
+def passes(hw, pe, m, g, W, context, b, coll) -> tuple:
+    """A layout's structural terms, whatever the batch: one token's pass (its latency and terms) and the busiest
+    stage (`busiest`). Evaluated once per distinct structure of a frame (unique.once)."""
+    run = one_token(hw, pe, m, g, W, context, b, coll)
+    return {"latency": run["latency"], "terms": run["terms"]}, busiest(per_token(m, g, pe, context, b, coll, run), W)
+
+
+def structure(hw, pe, m, g, W, context, b, coll) -> tuple:
+    """`passes` and the layout's time columns (`time_columns`), once per distinct structure (unique.once)."""
+    run = one_token(hw, pe, m, g, W, context, b, coll)
+    beta = busiest(per_token(m, g, pe, context, b, coll, run), W)
+    return {"latency": run["latency"], "terms": run["terms"]}, beta, time_columns(pe, m, run, g)
 
 
 def capacity_columns(m, wl, cap: dict, u) -> dict:
