@@ -68,7 +68,8 @@ MODELS = ("qwen3-30b-a3b", "mixtral-8x7b", "llama-3.1-8b", "deepseek-v3", "gpt-o
 
 def random_space(seed: int) -> dict:
     """A small random serving frame: a model, a fabric, mapping options and a few values of the numeric axes the
-    layouts depend on (batch, context, wafers, a link's latency, the expert popularity, speculation)."""
+    layouts depend on (batch, context, wafers, a link's latency, the expert popularity, speculation), and one they
+    do not (a power figure: an input of the structural terms' arguments that adds an axis to them alone)."""
     rng = np.random.default_rng(seed)
     pick = lambda xs: xs[int(rng.integers(len(xs)))]  # noqa: E731
     model = MODELS[seed % len(MODELS)]   # every kind in turn: MoE (GQA, MLA, interleaved dense), dense
@@ -76,6 +77,7 @@ def random_space(seed: int) -> dict:
             "workload.seq_len": sorted({int(x) for x in rng.integers(1, 64, 2) * 512}),
             "hardware.pipeline_wafers": sorted({int(x) for x in rng.integers(1, 40, 2)}),
             "hardware.inter_wafer_hop_latency_s": sorted({1e-6, float(pick([1e-6, 2e-6, 5e-7]))}),
+            "hardware.static_power_w": [15000.0, 25000.0],   # read by the energy columns, not the structures
             "balance.zipf_s": sorted({float(x) for x in np.round(rng.uniform(0.0, 1.5, 2), 2)})}
     mode = "prefill" if seed % 4 == 3 else "decode"
     workload = {"mode": mode, "seq_len": 4096}
@@ -156,6 +158,18 @@ def test_cache_is_keyed_by_rows_and_constants():
     assert list(unique.once(fn, x[::-1].copy()[::-1], 3.0)) == [3.0, 6.0, 6.0] and len(calls) == 1   # same rows
     assert list(unique.once(fn, x, 4.0)) == [4.0, 8.0, 8.0] and len(calls) == 2   # another constant
     assert list(unique.once(fn, np.array([1.0, 3.0]), 3.0)) == [3.0, 9.0] and len(calls) == 3   # other rows
+
+
+def test_a_deferred_output_picks_what_the_gathered_one_would():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (4, 5)).astype(float)   # 4 candidates × 5 points, 3 distinct values
+    out, where = unique.distinct(lambda v: {"y": v * 10.0 + 1.0}, x)
+    assert where.count == 3
+    best = rng.integers(0, 4, (1, 5))
+    full = unique.scatter(out, where.inverse, where.shape, where.count)["y"]
+    picked = unique.deferred(out, where)["y"].pick(best, (4, 5))
+    assert np.array_equal(picked, np.take_along_axis(full, best, axis=0)[0])
+    assert np.array_equal(picked, np.take_along_axis(x * 10.0 + 1.0, best, axis=0)[0])
 
 
 def test_signed_zero_and_nan_payloads_stay_apart():

@@ -138,15 +138,23 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     pe, cap, (u, w), g, _ = layout(hw, m, wl, mp, bal, histogram)
     out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u)
     out["attention_share"] = w
-    best = np.argmin(out["pipeline_period_s"], axis=0)[None]   # prefill: the period is the TTFT
-    pick = lambda v: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0]  # noqa: E731
-    out = {k: pick(v) for k, v in out.items()}
-    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f) for f in g)), pick(cap["wafers"] + 0.0 * u)))
-    out.update(capacity_columns(m, wl, cap, np.take_along_axis(u, best, axis=0)[0]))
+    shape = np.broadcast_shapes(u.shape, np.shape(out["pipeline_period_s"]))   # any input's axes (unique.once)
+    best = np.argmin(np.broadcast_to(out["pipeline_period_s"], shape), axis=0)[None]   # prefill: the period is TTFT
+    out = {k: pick(v, best, shape) for k, v in out.items()}
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)),
+                           pick(cap["wafers"] + 0.0 * u, best, shape)))
+    out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
     fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
     out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
     out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
     return out
+
+
+def pick(v, best, shape):
+    """Each point's value at its chosen candidate (`best`, along the leading axis of `shape`)."""
+    if isinstance(v, unique.Deferred):   # gathered from the distinct structures at the chosen candidates only
+        return v.pick(best, shape)
+    return np.take_along_axis(np.broadcast_to(v, shape), best, axis=0)[0]
 
 
 SIZED_FOR = 4.0   # regions may be sized for the caches of B·4^j sequences too (a ladder in absolute batches)
@@ -230,7 +238,10 @@ def candidates(hw, pe, m, wl, mp, g, W) -> dict:
     """The time columns of every candidate layout (leading axis), with the binding term's and the busiest
     stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
-    run, (beta, stage, beta_terms), out = unique.once(structure, hw, pe, m, g, W, wl.seq_len, b, coll)
+    (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll)
+    run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
+                                                                                     rows.shape, rows.count)
+    out = unique.deferred(times, rows)   # read at the chosen candidate only (`pick`)
     out.update(rate_columns(wl, run["latency"], beta))
     if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
         out["ttft_s"] = out["pipeline_period_s"]

@@ -146,20 +146,72 @@ def scatter(tree, inverse: np.ndarray, shape: tuple, count: int):
 
 def once(fn, *args):
     """fn(*args), with fn evaluated once per distinct row of the array leaves of `args` (module docstring)."""
+    out, where = distinct(fn, *args)
+    return out if where is None else scatter(out, where.inverse, where.shape, where.count)
+
+
+class Rows:
+    """Which distinct row each point (`shape`, C order) is: `inverse` into `count` rows."""
+
+    def __init__(self, inverse: np.ndarray, shape: tuple, count: int):
+        self.inverse, self.shape, self.count = inverse, shape, count
+        self._picked = None
+
+    def picked(self, best: np.ndarray, shape: tuple) -> np.ndarray:
+        """The distinct row of the point each entry of `best` picks along the leading axis of `shape` (the points'
+        shape, which the rows' shape broadcasts to): np.take_along_axis(…, best, axis=0)[0] of the rows' index."""
+        if self._picked is None or self._picked[0] is not best:
+            index = np.broadcast_to(self.inverse.reshape(self.shape), shape)
+            self._picked = (best, np.take_along_axis(index, best, axis=0)[0])
+        return self._picked[1]
+
+
+class Deferred:
+    """An output over the distinct rows, gathered to the points only where it is read: a caller that keeps one
+    candidate per point gathers that candidate's values alone (`pick`), not every candidate's (`full`)."""
+
+    def __init__(self, values: np.ndarray, rows: Rows):
+        self.values, self.rows = values, rows
+
+    def full(self) -> np.ndarray:
+        return scatter(self.values, self.rows.inverse, self.rows.shape, self.rows.count)
+
+    def pick(self, best: np.ndarray, shape: tuple) -> np.ndarray:
+        """The values at np.take_along_axis(np.broadcast_to(full, shape), best, axis=0)[0] (`Rows.picked`)."""
+        return np.broadcast_to(self.values, (self.rows.count,))[self.rows.picked(best, shape)]
+
+
+def deferred(tree, rows):
+    """An output tree over the distinct rows with each array leaf Deferred (scalars as they are); `rows` None: the
+    tree as it is (nothing was deduplicated)."""
+    if rows is None:
+        return tree
+    if isinstance(tree, dict):
+        return {k: deferred(v, rows) for k, v in tree.items()}
+    if isinstance(tree, np.ndarray) and tree.ndim > 0:
+        if tree.shape[-1] not in (1, rows.count) or tree.ndim > 1:
+            raise ValueError(f"a deferred output of shape {tree.shape} over {rows.count} rows")
+        return Deferred(tree, rows)
+    return tree
+
+
+def distinct(fn, *args):
+    """(fn's outputs on the distinct rows of the array leaves of `args`, their Rows), the outputs from the cache when
+    it holds them; (fn(*args), None) when there is nothing to deduplicate."""
     if not DEDUP:
-        return fn(*args)
+        return fn(*args), None
     leaves: list = []
     try:
         signature = flatten(args, leaves)
     except Unsupported:
-        return fn(*args)
+        return fn(*args), None
     if not leaves:
-        return fn(*args)
+        return fn(*args), None
     shape = np.broadcast_shapes(*(leaf.shape for leaf in leaves))
     columns = [np.broadcast_to(leaf, shape).reshape(-1) for leaf in leaves]
     first, inverse = rows(columns)
-    distinct = [c[first] for c in columns]
-    key = _key(fn, signature, distinct) if CACHE and _cachable(signature) else None
+    values = [c[first] for c in columns]
+    key = _key(fn, signature, values) if CACHE and _cachable(signature) else None
     with _lock:
         held = _cache.get(key) if key is not None else None
         stats["points"] += len(inverse)
@@ -169,12 +221,12 @@ def once(fn, *args):
         else:
             stats["rows"] += len(first)
     if held is None:
-        out = fn(*rebuild(args, iter(distinct)))   # outside the lock: other threads go on meanwhile
+        out = fn(*rebuild(args, iter(values)))   # outside the lock: other threads go on meanwhile
         if key is not None:
             keep(key, out)
     else:
         out = held[0]
-    return scatter(out, inverse, shape, len(first))
+    return out, Rows(inverse, shape, len(first))
 
 
 def keep(key, out) -> None:
@@ -199,11 +251,11 @@ def nbytes(tree) -> int:
     return int(getattr(tree, "nbytes", 0))
 
 
-def _key(fn, signature, distinct: list) -> tuple:
+def _key(fn, signature, values: list) -> tuple:
     """The cache key: the function, the constants, the distinct rows' exact bytes (a digest of them) and the state
     of the cost model's modules."""
     digest = hashlib.blake2b(digest_size=16)
-    for c in distinct:
+    for c in values:
         digest.update(c.dtype.str.encode())
         digest.update(np.ascontiguousarray(c).tobytes())
     return fn, signature, digest.hexdigest(), state()
