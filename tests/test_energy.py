@@ -76,6 +76,13 @@ def test_sram_serving_points_carry_energy():
     assert float(out["energy_static_per_token_j"]) == pytest.approx(static, rel=1e-12)
 
 
+def test_a_dense_model_served_from_sram_moves_no_dispatch_bytes():
+    # No experts, no dispatch path (serving reports none): the fabric tier is zero, the split still adds up.
+    out = point("cs3", model="llama-3.1-8b", hw_changes={"weight_source": "sram"}, B=1, seq_len=2048)
+    assert float(out["energy_fabric_per_token_j"]) == 0.0 and float(out["energy_per_token_j"]) > 0
+    assert sum(float(out[c]) for c in SPLIT) == pytest.approx(float(out["energy_per_token_j"]), rel=1e-12)
+
+
 def test_hardware_without_energy_figures_reports_nan_not_a_guess():
     out = point(hw_changes={"energy_flop_j": None})
     assert all(np.isnan(out[c]) for c in energy.NAMES)

@@ -244,3 +244,19 @@ def test_cerebras_rows_hold_and_the_capacity_fit_sits_at_its_boundary():
     fit = fit_program_bytes()
     assert wafers_needed(models()["dense-20b"], fit) == 1.0
     assert wafers_needed(models()["dense-20b"], fit + 16.0) == 2.0
+
+
+def test_a_swept_balance_reaches_the_layouts():
+    # A balance field as an axis (zipf_s) gives every point its own popularity: the geometry's and the candidates'
+    # shapes follow it (it once failed to broadcast). Zipf 0 is uniform: the busiest expert carries 1/E of the
+    # copies (imbalance 1); zipf 1.5 loads one expert more than that.
+    from wsemoe.config.loader import load_config
+    from wsemoe.sweep import engine
+
+    cfg = load_config({"name": "balance_axis", "model": "qwen3-30b-a3b",
+                       "hardware": {"preset": "cs3", "weight_source": "sram"},
+                       "workload": {"mode": "decode", "seq_len": 4096}, "balance": {"distribution": "zipf"},
+                       "axes": {"workload.B": [1, 64], "balance.zipf_s": [0.0, 1.5]}})
+    cols = engine.evaluate_block(cfg).columns
+    zipf, imbalance = cols["balance.zipf_s"], cols["expert_imbalance"]
+    assert np.allclose(imbalance[zipf == 0.0], 1.0) and np.all(imbalance[zipf == 1.5] > 1.5)

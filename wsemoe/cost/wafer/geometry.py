@@ -9,11 +9,14 @@ the shared experts `⌈P_shared / s²⌉` tiles; a dense layer, the head and the
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import numpy as np
 
 from wsemoe.cost.comm import balance_key
 from wsemoe.cost.node import params
-from wsemoe.cost.wafer import traffic
+from wsemoe.cost.wafer import traffic, unique
 from wsemoe.cost.wafer.layer import Geometry
 
 
@@ -35,20 +38,48 @@ def balance_fields(bal):
     return [bal.zipf_s, bal.seed, getattr(bal, "skew_target", None)]
 
 
+class Built(Sequence):
+    """The LayerTraffic of each structural combination, taken from traffic's cache (or built) when read: a frame's
+    evaluation reads only their numbers (`summary`), figures and invariants the structures themselves."""
+
+    def __init__(self, args: list):
+        self.args = args   # traffic.layer_traffic's arguments, one tuple per combination
+
+    def __len__(self) -> int:
+        return len(self.args)
+
+    def __getitem__(self, i):
+        return traffic.layer_traffic(*self.args[i])
+
+
+SUMMARY = ("hops_turning", "hops_straight", "block_cols", "stretch", "dispatch_max", "combine_max", "relays",
+           "busiest_share")
+
+
+@functools.lru_cache(maxsize=1 << 16)   # a few dozen bytes each: every structure a session meets stays
+def summary(*args) -> tuple:
+    """The numbers of one structure a Geometry reads (SUMMARY), kept after traffic's bounded cache drops the
+    structure: tile hops of the longest turning and straight paths, the block's columns, the stretch, the busiest
+    dispatch and combine links, the relays, the busiest expert's share."""
+    s = traffic.layer_traffic(*args)
+    return (max([h for h, t in s.profile if t > 0], default=0.0), max([h for h, t in s.profile if t == 0], default=0.0),
+            s.placement.cols, s.placement.stretch, s.dispatch_max, s.combine_max, s.relays, s.shares.max())
+
+
 def structures(m, mp, bal, histogram, a_r, a_c, shared, shape):
-    """(built LayerTraffic list, index of each point's structure) over the unique combinations."""
+    """(the structures (Built), index of each point's structure) over the unique combinations."""
     fields = [a_r, a_c, shared] + [np.nan if v is None else v for v in balance_fields(bal)]
-    arrays = [np.broadcast_to(np.asarray(f, dtype=float), shape).ravel() for f in fields]
-    keys, inverse = np.unique(np.nan_to_num(np.stack(arrays, axis=1), nan=-1.0), axis=0, return_inverse=True)
-    built = []
+    arrays = [np.nan_to_num(np.broadcast_to(np.asarray(f, dtype=float), shape).ravel(), nan=-1.0) for f in fields]
+    first, inverse = unique.rows(arrays, ordered=True)   # np.unique(axis=0)'s rows and order, without its slow sort
+    keys = np.stack([a[first] for a in arrays], axis=1)
+    args = []
     for key in keys:
         r, c, sh, *b = key
         numeric = (b[0], b[1], 0, None if b[2] < 0 else b[2], getattr(bal, "skew_devices", None)) if b else None
         bk = balance_key(bal, numeric, histogram)
-        built.append(traffic.layer_traffic(getattr(mp, "pe_placement", "blocked"),
-                                           getattr(mp, "pe_dispatch", "multicast"), int(m.num_experts),
-                                           int(m.num_experts_per_tok), int(sh), int(r), int(c), bk))
-    return built, inverse.ravel()
+        args.append((getattr(mp, "pe_placement", "blocked"), getattr(mp, "pe_dispatch", "multicast"),
+                     int(m.num_experts), int(m.num_experts_per_tok), int(sh), int(r), int(c), bk))
+    return Built(args), inverse.ravel()
 
 
 def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, np.ndarray]:
@@ -57,7 +88,7 @@ def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, n
     a_r, a_c = grid(np.ceil(pes["attention"] / side ** 2))
     shared = np.where(pes["shared"] > 0, np.ceil(pes["shared"] / side ** 2), 0.0)
     sh_r, sh_c = grid(shared)
-    shape = np.broadcast_shapes(shape, np.shape(a_r), np.shape(shared))
+    shape = np.broadcast_shapes(shape, np.shape(a_r), np.shape(shared), *map(np.shape, balance_fields(bal)))
     if params.moe_layers(m) == 0:   # a dense model: no expert regions, no dispatch
         zero = np.zeros(shape)
         return Geometry(a_r * side, a_c * side, side, zero, zero, square(pes["dense"]), square(pes["head"]),
@@ -65,13 +96,9 @@ def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, n
                         zero), [], np.zeros(int(np.prod(shape)), dtype=np.intp)
     built, inv = structures(m, mp, bal, histogram, a_r, a_c, shared, shape)
 
-    def pick(fn):
-        return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
-
-    turning = pick(lambda s: max([h for h, t in s.profile if t > 0], default=0.0))
-    straight = pick(lambda s: max([h for h, t in s.profile if t == 0], default=0.0))
+    table = np.asarray([summary(*a) for a in built.args], dtype=float).reshape(len(built), len(SUMMARY))
+    col = {name: table[:, j][inv].reshape(shape) for j, name in enumerate(SUMMARY)}
     g = Geometry(a_r * side, a_c * side, side, sh_r * side, sh_c * side, square(pes["dense"]), square(pes["head"]),
-                 square(pes["embedding"]), pick(lambda s: s.placement.cols) * side,
-                 pick(lambda s: s.placement.stretch), pick(lambda s: s.dispatch_max), pick(lambda s: s.combine_max),
-                 turning, straight, pick(lambda s: s.relays), pick(lambda s: s.shares.max()))
+                 square(pes["embedding"]), col["block_cols"] * side, col["stretch"], col["dispatch_max"],
+                 col["combine_max"], col["hops_turning"], col["hops_straight"], col["relays"], col["busiest_share"])
     return g, built, inv

@@ -26,7 +26,7 @@ import numpy as np
 
 from wsemoe.cost.node import params
 from wsemoe.cost.node.stages import Coded
-from wsemoe.cost.wafer import geometry, layer, regions
+from wsemoe.cost.wafer import geometry, layer, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 
@@ -142,17 +142,24 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     pe, cap, (u, w, cross), g, _ = layout(hw, m, wl, mp, bal, histogram)
     out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u, cross)
     out["attention_share"] = w
-    best = np.argmin(out["pipeline_period_s"], axis=0)[None]   # prefill: the period is the TTFT
-    pick = lambda v: np.take_along_axis(np.broadcast_to(v, u.shape), best, axis=0)[0]  # noqa: E731
-    out = {k: pick(v) for k, v in out.items()}
-    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f) for f in g)), pick(cap["wafers"] + 0.0 * u),
-                           pick(cross)))
-    out.update(capacity_columns(m, wl, cap, np.take_along_axis(u, best, axis=0)[0]))
-    out["layer_splits"] = pick(cross)
+    shape = np.broadcast_shapes(u.shape, np.shape(out["pipeline_period_s"]))   # any input's axes (unique.once)
+    best = np.argmin(np.broadcast_to(out["pipeline_period_s"], shape), axis=0)[None]   # prefill: the period is TTFT
+    out = {k: pick(v, best, shape) for k, v in out.items()}
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)),
+                           pick(cap["wafers"] + 0.0 * u, best, shape), pick(cross, best, shape)))
+    out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
+    out["layer_splits"] = pick(cross, best, shape)
     fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
     out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
     out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
     return out
+
+
+def pick(v, best, shape):
+    """Each point's value at its chosen candidate (`best`, along the leading axis of `shape`)."""
+    if isinstance(v, unique.Deferred):   # gathered from the distinct structures at the chosen candidates only
+        return v.pick(best, shape)
+    return np.take_along_axis(np.broadcast_to(v, shape), best, axis=0)[0]
 
 
 SIZED_FOR = 4.0   # regions may be sized for the caches of B·4^j sequences too (a ladder in absolute batches)
@@ -161,7 +168,7 @@ SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all
 
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
-    """(PE facts, capacity, candidate (bytes per PE, attention share) along a leading axis, their Geometry, the layer
+    """(PE facts, capacity, candidate (bytes per PE, attention share, wafer hops inside a MoE layer) along a leading
     structures built).
 
     The candidates are the layouts of the point's own batch and those sized for the caches of larger batches on a
@@ -170,10 +177,17 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     ladder fits, so per-user speed never rises with the batch at a fixed wafer count."""
     pe = pe_facts(hw)
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
-    cap = regions.capacity(pe, m, wl, hw.pipeline_wafers, shape_of(hw, wl, pe))
-    u, w, cross, pes = sized_for(pe, m, wl, cap)
+    cap, (u, w, cross, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers, np.zeros(shape_of(hw, wl, pe)))
     g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
-    return pe, cap, (u, w, cross), g, built
+    shape = np.shape(g.busiest_share)   # the points' shape with the balance axes (a swept zipf_s, seed …)
+    return pe, cap, tuple(np.broadcast_to(x, shape) for x in (u, w, cross)), g, built
+
+
+def sizing(pe, m, wl, wafers, points):
+    """What fits (regions.capacity) and the candidate layouts (`sized_for`) of points that broadcast like
+    `points`, once per distinct combination of what they read (unique.once)."""
+    cap = regions.capacity(pe, m, wl, wafers, np.shape(points))
+    return cap, sized_for(pe, m, wl, cap)
 
 
 def sized_for(pe, m, wl, cap):
@@ -231,9 +245,10 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     """The time columns of every candidate layout (leading axis), with the binding term's and the busiest
     stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
-    run = one_token(hw, pe, m, g, W, wl.seq_len, b, coll, cross)
-    beta, stage, beta_terms = busiest(per_token(m, g, pe, wl.seq_len, b, coll, run), W)
-    out = time_columns(pe, m, run, g)
+    (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross)
+    run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
+                                                                                     rows.shape, rows.count)
+    out = unique.deferred(times, rows)   # read at the chosen candidate only (`pick`)
     out.update(rate_columns(wl, run["latency"], beta))
     if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
         out["ttft_s"] = out["pipeline_period_s"]
@@ -276,9 +291,22 @@ def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     if wl.mode != "decode" or prompt is None:
         return {}
     b, coll = wl.bytes_per_act, collective_options(mp)
-    first = one_token(hw, pe, m, g, W, prompt, b, coll, cross)
-    rate, _, _ = busiest(per_token(m, g, pe, prompt, b, coll, first), W)
+    (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross)
     return {"ttft_s": first["latency"] + (wl.B * prompt - 1.0) * rate}
+
+
+def passes(hw, pe, m, g, W, context, b, coll, cross=0.0) -> tuple:
+    """A layout's structural terms, whatever the batch: one token's pass (its latency and terms) and the busiest
+    stage (`busiest`). Evaluated once per distinct structure of a frame (unique.once)."""
+    run = one_token(hw, pe, m, g, W, context, b, coll, cross)
+    return {"latency": run["latency"], "terms": run["terms"]}, busiest(per_token(m, g, pe, context, b, coll, run), W)
+
+
+def structure(hw, pe, m, g, W, context, b, coll, cross=0.0) -> tuple:
+    """`passes` and the layout's time columns (`time_columns`), once per distinct structure (unique.once)."""
+    run = one_token(hw, pe, m, g, W, context, b, coll, cross)
+    beta = busiest(per_token(m, g, pe, context, b, coll, run), W)
+    return {"latency": run["latency"], "terms": run["terms"]}, beta, time_columns(pe, m, run, g)
 
 
 def capacity_columns(m, wl, cap: dict, u) -> dict:
