@@ -169,7 +169,7 @@ SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
     """(PE facts, capacity, candidate (bytes per PE, attention share, wafer hops inside a MoE layer) along a leading
-    structures built).
+    axis, their Geometry, the layer structures built).
 
     The candidates are the layouts of the point's own batch and those sized for the caches of larger batches on a
     fixed ladder (1, 4, 16 … sequences, `sized_for`) wherever those fit the pipeline: the attention and dense
