@@ -18,13 +18,17 @@ sweep pays for each structural combination once.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 BISECTIONS = 40   # at most this many halvings of a bracket one item wide
 PRECISION = 1e-5  # ... stopping once it is narrower than this share of the peak (of a 40 GB wafer: 400 kB)
 SLACK = 1e-12     # relative tolerance of "fits" (an item exactly the room left still fits)
-_CACHE: dict = {}
-_CACHE_MAX = 200_000
+# Results by combination: a memo of a pure function, kept inside an object so that the fingerprint of the cost
+# model's module state (unique.state, which looks into module-level dicts) does not change as it fills.
+_MEMO = SimpleNamespace(entries={})
+_MEMO_MAX = 200_000
 
 
 class Fill:
@@ -153,14 +157,14 @@ def once(fn, arrays: dict, tag: tuple):
     shape = cols[0].shape
     rows = np.stack([c.ravel() for c in cols], axis=1)
     uniq, inverse = unique_rows(rows)
-    done = [_CACHE.get((tag, r.tobytes())) for r in uniq]
+    done = [_MEMO.entries.get((tag, r.tobytes())) for r in uniq]
     todo = [i for i, d in enumerate(done) if d is None]
     if todo:
         got = fn(**{k: uniq[todo, j] for j, k in enumerate(keys)})
         for n, i in enumerate(todo):
             done[i] = {k: v[n] for k, v in got.items()}
-            if len(_CACHE) < _CACHE_MAX:
-                _CACHE[(tag, uniq[i].tobytes())] = done[i]
+            if len(_MEMO.entries) < _MEMO_MAX:
+                _MEMO.entries[(tag, uniq[i].tobytes())] = done[i]
     return {k: np.asarray([d[k] for d in done])[inverse].reshape(shape) for k in done[0]}
 
 
@@ -179,4 +183,4 @@ def unique_rows(rows):
 
 def clear():
     """Forget every cached split (cold benchmarks)."""
-    _CACHE.clear()
+    _MEMO.entries.clear()
