@@ -82,6 +82,7 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     with rc_context(STYLE):
         literal_text(fig)
         fit_axis_labels(fig)
+        thin_tick_labels(fig)
         fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta, **extra)
     freeze_layout(fig)
     return buf.getvalue()
@@ -124,6 +125,27 @@ def fit_axis_labels(fig: Figure) -> None:
             if width > room:
                 chars = max(12, int(len(words) * room / width * 0.95))  # characters per line that fit
                 text.set_text("\n".join(textwrap.wrap(words, chars)) or words)
+
+
+def thin_tick_labels(fig: Figure) -> None:
+    """Blank an x tick label that would overlap the one before it on axes whose ticks sit at given values
+    (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213')."""
+    from matplotlib import ticker
+
+    if fig.get_layout_engine() is None:
+        return  # a frozen layout was thinned when it was first drawn
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    for ax in fig.axes:
+        if not isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator):
+            continue
+        last = None
+        for text in sorted((t for t in ax.get_xticklabels() if t.get_text()), key=lambda t: t.get_position()[0]):
+            box = text.get_window_extent(renderer)
+            if last is not None and box.x0 < last.x1 + 2:
+                text.set_visible(False)
+            else:
+                last = box
 
 
 def literal(text) -> str:

@@ -1,0 +1,22 @@
+"""Tick labels at given values never run into one another: a label that would overlap the one before it is
+blanked when the figure is drawn (the serving figure's wafer counts 12, 13, 15 on a narrow panel)."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from wsemoe.report.figures.style import figure_bytes, log2_ticks
+
+
+def test_crowded_ticks_keep_the_ones_that_fit():
+    fig = Figure(figsize=(2.0, 2.0), layout="constrained")
+    ax = fig.subplots()
+    values = [12, 13, 15, 24, 32, 48, 64]
+    ax.plot(values, values)
+    log2_ticks(ax, values)
+    figure_bytes(fig, "png")
+    renderer = fig._get_renderer()
+    shown = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+    boxes = [t.get_window_extent(renderer) for t in shown]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert shown[0].get_text() == "12" and shown[-1].get_text() == "64" and len(shown) < len(values)
