@@ -166,3 +166,6 @@ def test_compare_and_show_say_what_a_gpu_baseline_rests_on(runs, runner, tmp_pat
     assert "GPU baseline" not in r.stdout and "GPU baseline nvl72" in r.stderr  # CSV on stdout stays parseable
     r = runner.invoke(app, ["compare", *map(str, runs)])
     assert "GPU baseline" not in r.output  # two wafers: nothing to say
+    page = tmp_path / "gpu.html"   # the report says it on the page too, under the comparison
+    assert runner.invoke(app, ["report", str(gpu), "-o", str(page)]).exit_code == 0
+    assert page.read_text().count("GPU baseline nvl72:") == 1

@@ -142,9 +142,10 @@ def readings_section(path: Path, man: dict) -> list[str]:
             scroll(formats.html(rows, index=None, table_id="robustness-table"))]
 
 
-def page(path, base: Path | None = None, on_progress=None) -> str:
+def page(path, base: Path | None = None, on_progress=None, baselines=()) -> str:
     """The HTML text of the report of one results folder (`base`: the folder the page is written to, which
-    paths are shown relative to; default the results folder). `on_progress` hears of each figure family."""
+    paths are shown relative to; default the results folder). `on_progress` hears of each figure family;
+    `baselines` are the lines saying what each GPU baseline rests on (`write_report`)."""
     path = Path(path)
     base = Path(base) if base is not None else path
     man = store.load_manifest(path)
@@ -164,7 +165,8 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
         cmp = store.read_csv(path, "comparison.csv", man)
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
                   scroll(formats.html(cmp, index=None, table_id="comparison"), tall=True),
-                  *(f"<p class=\"crossover\">{_h(line)}</p>" for line in comparison_crossovers(cmp, path))]
+                  *(f"<p class=\"crossover\">{_h(line)}</p>" for line in comparison_crossovers(cmp, path)),
+                  *(f"<p class=\"note\">{_h(line)}</p>" for line in baselines)]
     parts += readings_section(path, man)
     parts.append("<h2 id=\"s-figures\">Figures</h2>")
     body, drawn = html_figures.section(plots.figures(path, on_progress=on_progress))
@@ -180,15 +182,17 @@ def page(path, base: Path | None = None, on_progress=None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(path, out=None, force: bool = False, on_progress=None) -> Path:
+def write_report(path, out=None, force: bool = False, on_progress=None, baselines=()) -> Path:
     """Write the report (default <results>/report.html, a file wsemoe owns there); return its path. The
     target is checked before the page is built (`store/writer.py`: never over a file wsemoe did not write);
-    the index of the results root beside it is refreshed when it exists (`wsemoe report --index` makes it)."""
+    the index of the results root beside it is refreshed when it exists (`wsemoe report --index` makes it).
+    `baselines`: a line per GPU baseline saying what it rests on (the command computes them), under the
+    comparison."""
     from wsemoe.report.html import index
 
     path = Path(path)
     target = Path(out) if out else path / "report.html"
     writer.check_file(target, "report", force)
-    written = writer.write_file(target, page(path, target.parent, on_progress), "report", force)
+    written = writer.write_file(target, page(path, target.parent, on_progress, baselines), "report", force)
     index.refresh(path.parent)
     return written
