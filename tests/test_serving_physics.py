@@ -125,6 +125,19 @@ def test_per_user_speed_never_rises_with_batch(model, fmt):
     assert out.status == "pass", out.worst
 
 
+@pytest.mark.parametrize("name", ["llama-4-maverick-17b-128e-instruct", "gpt-oss-120b", "qwen3-next-80b-a3b-thinking",
+                                  "deepseek-v3.2"])
+def test_per_user_speed_never_rises_with_batch_on_patterned_models(name):
+    # The models whose layers differ (dense beside MoE, windows, linear and sparse attention), from their
+    # config.json: their stages split by bytes and their attention priced by kind.
+    from wsemoe.analysis.invariants.cases import Case
+    from wsemoe.analysis.invariants.laws import REGISTRY
+
+    cfg = batch_grid({"hf_config": f"tests/data/hf/{name}.json"}, "bf16")
+    out = REGISTRY["serving_per_user_never_rises_with_batch"].run(Case(cfg))
+    assert out.status == "pass", out.worst
+
+
 def test_the_batch_invariant_can_fail(monkeypatch):
     # Without regions sized for larger batches' caches (the layouts of the point's own bytes only), DeepSeek-V3's
     # attention region at B = 1 is too small to be fast and B = 64 runs faster per user (the finding).
