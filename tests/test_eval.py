@@ -69,6 +69,8 @@ def test_eval_cli_takes_a_results_folder_and_prints_every_override(topk, runner)
     ("sweeps/moentwine_balance.yaml", 7, []), ("sweeps/moentwine_mapping.yaml", 11, []),
     ("sweeps/moentwine_vs_nvl72.yaml", 5, []), ("sweeps/moentwine_scale.yaml", 3, []),
     ("sweeps/moentwine_scale.yaml", 3, ["workload.comm_overlap=none"]),
+    # two micro-batches: each stage's peak holds the other stage's transients too (memory.memory_terms)
+    ("sweeps/moentwine_vs_nvl72.yaml", 5, ["workload.comm_overlap=microbatch"]),
     ("sweeps/moentwine_vs_nvl72.yaml", 2300, ["workload.expert_weight_format=fp8", "workload.kv_format=fp8"]),
 ])
 def test_breakdown_adds_up(config, point, sets):

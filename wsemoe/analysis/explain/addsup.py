@@ -144,14 +144,19 @@ def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, no
     return out
 
 
-def memory(row) -> list:
-    """[(term, value, unit, how it is made of the memory terms)] from the terms to the constraint columns."""
+def memory(row, comm_overlap: str = "none") -> list:
+    """[(term, value, unit, how it is made of the memory terms)] from the terms to the constraint columns. With
+    two micro-batches interleaved (`comm_overlap` microbatch) the other micro-batch's transients of the other
+    stage are alive too (cost/node/memory.py: the KV column already holds both caches)."""
     out = []
     cap = _get(row, "mem_capacity_node_bytes")
     for stage, terms in MEMORY.items():
         col = f"mem_{stage}_peak_node_bytes"
         if col not in row:
             continue
+        if comm_overlap == "microbatch":
+            other = [t for s, ts in MEMORY.items() if s != stage for t in ts if t not in terms]
+            terms = (*terms, *other)
         vals = [(t, _get(row, f"mem_{t}_node_bytes")) for t in terms]
         total = sum(v for _, v in vals)
         text = " + ".join(f"{t.replace('_', ' ')} {_b(v)}" for t, v in vals)

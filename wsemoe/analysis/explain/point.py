@@ -141,7 +141,7 @@ def _sums(row, one, ns) -> list:
     if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
         first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
         first = {k: _plain(v) for k, v in first.items()}
-    out = [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row)),
+    out = [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row, shape[3])),
            (SERVING, addsup.serving(row, first, *shape))]
     if getattr(hw, "pe_fabric", False):
         out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup.pe_fabric(row, hw, m, wl, ns["mapping"])))
