@@ -131,7 +131,7 @@ def report(results: Optional[Path] = typer.Argument(None, help="a results folder
         return Reply().text(shown_path(index_page.write_index(results or Path("results"), force)))
     if results is None:
         return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
-    from wsemoe.validate.silicon.stacks import folder_baselines
+    from wsemoe.validate.silicon.baselines import folder_baselines
 
     lines = folder_baselines([results])
     with progress.bar("report", "figure families") as update:
@@ -143,7 +143,7 @@ def _baselines(reply: Reply, folders, fmt: str, lines=None) -> Reply:
     """A line per GPU system the folders ran on: what its baseline rests on (the fitted stacks' own file says
     which backend, with the spread of each value), in a table wrapped to the terminal, else on stderr (`lines`:
     those already found)."""
-    from wsemoe.validate.silicon.stacks import folder_baselines
+    from wsemoe.validate.silicon.baselines import folder_baselines
 
     for line in folder_baselines(folders) if lines is None else lines:
         if fmt == "table":

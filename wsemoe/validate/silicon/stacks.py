@@ -1,5 +1,5 @@
 """The fitted software stacks (wsemoe/presets/gpu/stacks.yaml): per backend each value with its spread; and the
-one line saying what a results folder's GPU baseline rests on."""
+one line saying what a GPU system's baseline rests on (validate/silicon/baselines.py gathers them per folder)."""
 
 from __future__ import annotations
 
@@ -59,32 +59,3 @@ def baseline_line(hw: dict) -> str | None:
             f"serving stack; the fitted stack that checks it: {checks.BACKEND} ({STACKS.name}, "
             f"{data.get('configurations', '?'):,} measured configurations; {values}), DeepSeek-V3 decode at "
             f"{ratios} of published")
-
-
-def folder_baselines(folders) -> list[str]:
-    """baseline_line of every GPU system the results folders ran on (their config.yaml: the base hardware, or
-    the preset names a hardware axis takes), each system once."""
-    from pathlib import Path
-
-    from wsemoe.config import presets, yamlio
-
-    seen, lines = set(), []
-    for folder in folders:
-        try:
-            cfg = yamlio.load(Path(folder) / "config.yaml") or {}
-        except Exception:  # a damaged config says nothing about its hardware; the command reports the rest
-            continue
-        base = cfg.get("hardware")
-        specs = [base] if isinstance(base, dict) else []
-        axis = (cfg.get("axes") or {}).get("hardware")
-        for name in axis if isinstance(axis, list) else []:
-            try:
-                specs.append(presets.load_hardware(str(name)).model_dump())
-            except Exception:  # a hardware file, not a preset: its own config names its topology
-                continue
-        for hw in specs:
-            line = baseline_line(hw) if hw.get("name") not in seen else None
-            seen.add(hw.get("name"))
-            if line:
-                lines.append(line)
-    return lines
