@@ -136,6 +136,11 @@ BANDS: dict[str, Band] = {
                             "cannot drift unseen"),
     "waferllm.offset.growth": Band(-0.02, 0.02, why="the offset's change from 420² to 660² PEs within ±2 points: "
                                    "the model's latency grows with the grid side as Table 4's does"),
+    # --- the node-level GPU baseline against published GPU decode (issue 28; validate/gpu.py), written before the
+    # rows first ran ---
+    "gpu.node": Band(0.67, 1.5, log=True, why="output tokens/s per GPU of the node-level model (the comparisons' "
+                     "GPU baseline) over a published DeepSeek-V3 decode worker's, at its layout, load and context: "
+                     "within ×[0.67, 1.5], the band the fitted serving stack's checks of the same points keep"),
     # --- energy (issue 29; wsemoe/validate/energy.py), written before the energy model first ran on these rows ---
     "energy.waferllm": Band(1 / 1.5, 1.5, log=True, why="decode energy of n A100s over a WSE-2 (model over published "
                             "0.92, 2.22, 7.02): within 1.5× either way, a prediction that multiplies two modelled "
