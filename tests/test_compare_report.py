@@ -161,7 +161,7 @@ def test_compare_and_show_say_what_a_gpu_baseline_rests_on(runs, runner, tmp_pat
         r = runner.invoke(app, args, env={"COLUMNS": "300"})
         flat = " ".join(r.output.split())
         assert r.exit_code == 0 and flat.count("GPU baseline nvl72:") == 1, r.output
-        assert "matmul_efficiency 0.7" in flat and f"checks it: {checks.BACKEND}" in flat and want in flat
+        assert "matmul_efficiency 0.4" in flat and f"the fitted stack: {checks.BACKEND}" in flat and want in flat
     r = runner.invoke(app, ["compare", str(a), str(gpu), "-F", "csv"])
     assert "GPU baseline" not in r.stdout and "GPU baseline nvl72" in r.stderr  # CSV on stdout stays parseable
     r = runner.invoke(app, ["compare", *map(str, runs)])

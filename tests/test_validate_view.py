@@ -60,7 +60,7 @@ def test_statuses_and_the_summary_count_every_kind():
     rows = _rows()
     assert [r["status"] for r in rows] == ["yes", "no", "property", "fitted", "FAILS", "yes", "info", "info"]
     assert record.counts(rows) == ("6 claims: 2 yes, 1 known deviations (no), 1 property, 1 fitted, 1 FAIL; "
-                                   "2 context rows. 2× errors caught: bta 6 of 24, scale 10 of 48; claims no such "
+                                   "2 context rows. 2× errors caught: bta 6 of 24, scale 11 of 50; claims no such "
                                    "error moves: 18 (context).")  # the swept families among the rows (perturb)
 
 
@@ -88,7 +88,7 @@ def test_frame_for_tools_keeps_every_field():
 
 
 def test_only_names_every_family_with_a_did_you_mean():
-    assert families() == ["params", "bta", "mapping", "balance", "scale", "waferllm", "cerebras", "energy"]
+    assert families() == ["params", "bta", "mapping", "balance", "scale", "waferllm", "cerebras", "gpu", "energy"]
     assert families(["moentwine"]) == ["mapping", "balance", "scale"]
     assert families(["cerebras", "params"]) == ["cerebras", "params"]
     assert {f for f, _, _ in PARTS} == set(families())

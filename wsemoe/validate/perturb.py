@@ -31,7 +31,7 @@ FACTORS = (2.0, 0.5)
 _NODE = ("node_peak_flops", "node_peak_flops_fp8", "node_peak_flops_fp4", "node_memory_bytes",
          "node_memory_bw_bytes_per_s", "link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
          "kernel_launch_s", "collective_latency_s", "alltoall_latency_s")   # a die-level preset's physical figures
-_WSC = _NODE   # wsc-b200-8x8: matmul_efficiency 0.7 (×2 passes 1), expert_half_tokens 0
+_WSC = (*_NODE, "matmul_efficiency")   # wsc-b200-8x8: expert_half_tokens 0 (scaling leaves it 0)
 
 # {family: {hardware preset: the constants its rows read (a top-level field or `pe.<field>`)}}
 CONSTANTS = {
@@ -48,6 +48,9 @@ CONSTANTS = {
                          "pe.hop_cycles", "pe.relay_cycles", "pe.op_overhead_cycles", "pe.sram_per_pe_bytes",
                          "pe.program_bytes_per_pe", "pe.fabric_rows", "pe.fabric_cols",
                          "inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s")},
+    "gpu": {"nvl72": (*_NODE, "matmul_efficiency"),
+            "h100-sxm": (*(c for c in _NODE if c != "node_peak_flops_fp4"), "scale_out_bw_bytes_per_s",
+                         "scale_out_latency_s", "matmul_efficiency")},  # H100 has no FP4 peak
 }
 
 # What the last sweep found (regenerate with `sweep`, compare in tests/test_validate_perturb.py):
@@ -104,7 +107,8 @@ RECORD: dict[str, dict] = {
     "mapping": {
         "missed": {
             **_on("wsc-b200-8x8", _UNREAD_WSC),
-            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s"), "the rows compare the "
+            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s", "matmul_efficiency"),
+                    "the rows compare the "
                     "communication phases of ER and the block mapping on one wafer; compute and HBM reads do not "
                     "enter them"),
             **_both("wsc-b200-8x8", ("node_memory_bytes",), FITS),
@@ -117,7 +121,8 @@ RECORD: dict[str, dict] = {
     "balance": {
         "missed": {
             **_on("wsc-b200-8x8", _UNREAD_WSC),
-            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s"), "no row's value changes: "
+            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s", "matmul_efficiency"),
+                    "no row's value changes: "
                     "replication's cuts are ratios of one die under two balancers, and the churn is refitted to "
                     "stop-the-world's 2 in 10, so the migration whose hidden share is checked scales along"),
             **_both("wsc-b200-8x8", ("node_memory_bytes",), FITS),
@@ -133,9 +138,9 @@ RECORD: dict[str, dict] = {
             **_both("wsc-b200-4x8x8", ("inter_wafer_link_bw_bytes_per_s",), LINKS),
             ("wsc-b200-4x8x8:node_peak_flops", 2.0): "the means move towards the band (DeepSeek-V3 +9.7%, Qwen3 "
                                                      "−10.6%)",
-            ("wsc-b200-4x8x8:node_peak_flops", 0.5): "DeepSeek-V3's mean falls to +6.3%, Qwen3's to −13.3%: the "
-                                                     "pinned gaps grow by 16% and 6%, under a quarter (decode at 1–32 "
-                                                     "tokens/device is bound by HBM reads and per-call costs)",
+            ("wsc-b200-4x8x8:node_memory_bw_bytes_per_s", 2.0): "the wafer's HBM reads halve: DeepSeek-V3's mean "
+                                                                "rises from +7% to +22%, towards its band",
+            ("wsc-b200-4x8x8:matmul_efficiency", 2.0): "the means move towards the band (+8.7%, −10.4%)",
             ("wsc-b200-4x8x8:node_memory_bytes", 2.0): "only HER's best cut moves, towards its band (−17% to −19%)",
             ("wsc-b200-4x8x8:node_memory_bytes", 0.5): "HER's best cut falls from −17% to −9% as fewer layouts fit: "
                                                        "its pinned gap grows by 24.5%, just under a quarter",
@@ -185,6 +190,40 @@ RECORD: dict[str, dict] = {
                    ("cs3:inter_wafer_hop_latency_s", 2.0): "3 hops of 4 µs on 70B's 1.2 ms token, 1%; slowing 405B's "
                                                            "21 hops brings it nearer its band"},
         "cannot_fail": ["cerebras.wafers:llama-3.1-8b", "cerebras.ratio", "cerebras.ttft:llama-3.1-405b"],
+    },
+    "gpu": {
+        "missed": {
+            ("nvl72:node_peak_flops", 2.0): "GB200 at 768 tokens/GPU is bound by its 16-bit attention and FP8 expert "
+                                            "matmuls: the row moves from 0.91× to 1.31×, inside ×[0.67, 1.5] (the "
+                                            "band is the width of the fitted stack's checks of the same points)",
+            **_both("nvl72", ("node_peak_flops_fp8",), "only the experts run at the FP8 peak: the row moves to 1.01× "
+                    "or 0.75×"),
+            **_both("nvl72", ("node_peak_flops_fp4",), "not read: no FP4 weights in these rows"),
+            **_both("nvl72", ("node_memory_bytes",), FITS),
+            **_both("nvl72", ("node_memory_bw_bytes_per_s",), "no row's value changes: at 768 tokens/GPU every "
+                    "stage is compute-bound, the KV and weight reads shorter than the matmuls at either bandwidth"),
+            **_both("nvl72", ("link_bw_bytes_per_s",), "not read: a switch system's traffic runs at its port "
+                    "bandwidth (port_bw_bytes_per_s)"),
+            **_both("nvl72", ("port_bw_bytes_per_s",), "dispatch and combine overlap little of a compute-bound "
+                    "step: the row moves to 0.97× or 0.80×"),
+            **{(f"nvl72:{c}", f): "moves the row by under 4%: a few dozen calls per layer against a 50 ms step"
+               for c in ("hop_latency_s", "kernel_launch_s", "collective_latency_s", "alltoall_latency_s")
+               for f in FACTORS},
+            **{(f"h100-sxm:{c}", 2.0): "72 H100s at 256 tokens/GPU are bound by dispatch over InfiniBand: faster "
+               "matmuls move the row from 0.70× to 0.75–0.91×, inside the band (at ½ it fails)"
+               for c in ("node_peak_flops", "node_peak_flops_fp8", "matmul_efficiency")},
+            **_both("h100-sxm", ("node_memory_bytes",), FITS),
+            **_both("h100-sxm", ("node_memory_bw_bytes_per_s", "link_bw_bytes_per_s", "hop_latency_s",
+                                 "port_bw_bytes_per_s", "collective_latency_s"),
+                    "no row's value changes: the step is bound by the all-to-all's InfiniBand share, not by HBM "
+                    "reads or NVLink inside a server, and TP 1 runs no all-reduce"),
+            **{("h100-sxm:" + c, f): "moves the row by under 3%: the per-call costs are small beside the "
+               "InfiniBand transfer" for c in ("kernel_launch_s", "alltoall_latency_s", "scale_out_latency_s")
+               for f in FACTORS},
+            ("h100-sxm:scale_out_bw_bytes_per_s", 2.0): "the row moves from 0.70× to 0.95×, towards the published "
+                                                       "figure (at ½ it fails)",
+        },
+        "cannot_fail": [],
     },
 }
 

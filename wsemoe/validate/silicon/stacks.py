@@ -55,7 +55,9 @@ def baseline_line(hw: dict) -> str | None:
     values = ", ".join(f"{n} {entry[n]['value']:.2f} ± {entry[n]['spread']:.2f}" for n in SHOWN)
     ratios = " and ".join(f"×{p['ratio']:.2f} ({p['system']})" for p in checks.published(stacks))
     calib = ", ".join(f"{k} {hw[k]:g}" for k in CALIBRATION if isinstance(hw.get(k), (int, float)))
-    return (f"GPU baseline {hw.get('name', '?')}: node-level model at its preset's calibration ({calib}), not a fitted "
-            f"serving stack; the fitted stack that checks it: {checks.BACKEND} ({STACKS.name}, "
-            f"{data.get('configurations', '?'):,} measured configurations; {values}), DeepSeek-V3 decode at "
-            f"{ratios} of published")
+    same = abs(float(hw.get("matmul_efficiency", -1)) - round(stacks[checks.BACKEND]["eta_mm"], 2)) < 5e-3
+    origin = f"matmul_efficiency the {checks.BACKEND} stack's eta_mm" if same else "not from a fitted stack"
+    return (f"GPU baseline {hw.get('name', '?')}: node-level model at its preset's calibration ({calib}; "
+            f"{origin}), checked against published decode by `wsemoe validate --only gpu`; the fitted stack: "
+            f"{checks.BACKEND} ({STACKS.name}, {data.get('configurations', '?'):,} measured configurations; "
+            f"{values}), DeepSeek-V3 decode at {ratios} of published")
