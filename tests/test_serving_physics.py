@@ -175,8 +175,36 @@ def test_speculation_is_stated_and_scales_the_step():
     assert float(out["tpot_s"]) == pytest.approx(step / 2.5)
 
 
+def test_the_draft_models_time_is_paid_before_the_target_verifies():
+    # d = 3 drafts of τ = 200 µs each come one after another before the target's step (each needs the one before):
+    # step = t1 + 3·β + 3·τ; the target's stream (B·q·β) is untouched, so a large batch still paces at B·q·β;
+    # τ = 0 is the step without the draft model, as before.
+    wl = NS(mode="decode", B=np.array([1.0, 1000.0]), draft_tokens=3, accepted_tokens_per_step=2.5,
+            draft_token_s=2.0e-4)
+    out = serving.rate_columns(wl, 1.0e-3, 1.0e-5)
+    step = 1.0e-3 + 3 * 1.0e-5 + 3 * 2.0e-4
+    assert np.allclose(out["step_latency_s"], step) and np.allclose(out["draft_time_s"], 6.0e-4)
+    assert float(out["tokens_per_s_per_user"][0]) == pytest.approx(2.5 / step)
+    assert float(out["pipeline_period_s"][1]) == pytest.approx(1000 * 4 * 1.0e-5)   # the stream binds
+    assert np.allclose(out["tokens_in_flight"], [4.0, (1.0e-3 + 3 * 1.0e-5) / 1.0e-5])  # drafts are elsewhere
+    free = serving.rate_columns(NS(**{**vars(wl), "draft_token_s": 0.0}), 1.0e-3, 1.0e-5)
+    assert np.allclose(free["step_latency_s"], 1.0e-3 + 3 * 1.0e-5) and np.allclose(free["draft_time_s"], 0.0)
+
+
 def test_decode_norm_is_untouched_by_the_fused_reading():
     # decode.norm (WaferLLM's kernels call it directly) keeps its per-primitive overheads: 1 kernel + 1 all-reduce.
     pe = cs3_pe(op_overhead_cycles=OVERHEAD)
     pe.kernels = "fused"
     assert float(decode.norm(64, 4, 4, pe)["overhead_cycles"]) == 2 * OVERHEAD
+
+
+def test_eval_adds_the_draft_models_time_into_the_step():
+    import wsemoe
+
+    sets = ["hardware.weight_source=sram", "workload.mode=decode", "workload.draft_tokens=3",
+            "workload.accepted_tokens_per_step=2.5", "workload.draft_token_s=2e-4"]
+    _, rows = wsemoe.explain(hardware="cs3", model="llama-3.1-8b", sets=sets)
+    sums = {n: text for g, n, _, _, text in rows if g.startswith("how")}
+    assert "3 draft × τ 200 µs (the draft model)" in sums["step_latency_s"]
+    assert all(text.endswith("✓") for n, text in sums.items() if n in ("step_latency_s", "pipeline_period_s",
+                                                                           "tpot_s", "tokens_per_s")), sums

@@ -265,7 +265,7 @@ def _check_prompt_chunk(cfg: SweepConfig, c: dict) -> None:
 
 
 SRAM_FIELDS = ("hardware.weight_source", "workload.mode", "workload.draft_tokens", "workload.accepted_tokens_per_step",
-               "balance.balancer", "workload.G", "mapping.tp")
+               "workload.draft_token_s", "balance.balancer", "workload.G", "mapping.tp")
 
 
 def _check_sram(cfg: SweepConfig) -> None:
@@ -285,9 +285,11 @@ def _check_sram_chunk(cfg: SweepConfig, c: dict) -> None:
                     "pipeline")
     _pe_level(cfg, c, sram, "weight_source: sram places attention on PE regions (mapping.pe_placement)",
               "for weight_source: sram")
-    spec = (c["workload.draft_tokens"].astype(float) > 0) | (c["workload.accepted_tokens_per_step"].astype(float) != 1)
+    spec = (c["workload.draft_tokens"].astype(float) > 0) | (c["workload.accepted_tokens_per_step"].astype(float) != 1) \
+        | (c["workload.draft_token_s"].astype(float) > 0)
     _fail(cfg, spec & ~sram, "workload.draft_tokens",
-          lambda i: "speculative decoding (draft_tokens, accepted_tokens_per_step) is modelled for weight_source: sram")
+          lambda i: "speculative decoding (draft_tokens, accepted_tokens_per_step, draft_token_s) is modelled for "
+                    "weight_source: sram")
     _fail(cfg, spec & sram & (c["workload.mode"] != "decode"), "workload.draft_tokens",
           lambda i: "speculative decoding applies to decode")
 

@@ -27,7 +27,8 @@ INPUT_UNITS = {
     "balance.skew_target": "×", "balance.skew_devices": "devices", "workload.bytes_per_act": "bytes",
     "workload.bytes_per_grad": "bytes", "hardware.matmul_efficiency": "1", "hardware.memory_usable_fraction": "1",
     "hardware.expert_half_tokens": "tokens", "hardware.node_peak_flops_fp8": "FLOP/s",
-    "hardware.node_peak_flops_fp4": "FLOP/s", "hardware.kernel_launch_s": "s",
+    "hardware.node_peak_flops_fp4": "FLOP/s", "hardware.kernel_launch_s": "s", "workload.draft_token_s": "s",
+    "workload.draft_tokens": "tokens", "workload.accepted_tokens_per_step": "tokens",
 }
 TOP_LEVEL = {
     "name": "names the results folder (results/<name>); default: the file name",

@@ -57,8 +57,13 @@ class WorkloadSpec(Spec):
                                          "the decode context that holds the prompt); unset: no ttft_s")
     draft_tokens: NonNegativeInt = Field(
         0, le=64, description="SRAM serving, decode: speculative decoding's draft tokens verified per step (the step "
-                              "processes draft_tokens + 1 tokens per sequence; the draft model's own cost is not "
-                              "charged); 0: no speculation")
+                              "processes draft_tokens + 1 tokens per sequence; the draft model's own time: "
+                              "draft_token_s); 0: no speculation")
+    draft_token_s: float = Field(
+        0.0, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="SRAM serving, decode: seconds the draft model takes per draft token (on its own hardware; e.g. "
+                    "the inverse of its own tokens/s per user), paid draft_tokens times in each step before the target "
+                    "verifies, since each draft token needs the one before; 0: the draft model's time is not charged")
     accepted_tokens_per_step: float = Field(
         1.0, ge=1.0, le=65.0, allow_inf_nan=False,
         description="SRAM serving, decode: tokens a sequence gains per step (accepted drafts + 1; at most "

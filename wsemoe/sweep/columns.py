@@ -150,9 +150,11 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "pipeline_inter_wafer_s": ("s", "wafer hops and the token's return over the system links in pipeline_latency_s"),
     "busiest_stage": ("", "the region or link that spends most per token of the stream (it paces the pipeline)"),
     "busiest_stage_s": ("s", "time the busiest stage spends per token of the stream (β)"),
-    "step_latency_s": ("s", "a sequence's step through the pipeline: t1 + (draft tokens)·β"),
+    "step_latency_s": ("s", "a sequence's step: its drafts (draft_time_s), then through the pipeline: t1 + (draft "
+                            "tokens)·β"),
+    "draft_time_s": ("s", "the draft model's time in a step: draft_tokens × draft_token_s (0: not charged)"),
     "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·(draft + 1)·β)"),
-    "tokens_in_flight": ("tokens", "tokens in the pipeline at once: min(B·(draft + 1), step_latency_s / β)"),
+    "tokens_in_flight": ("tokens", "tokens in the pipeline at once: min(B·(draft + 1), (t1 + (draft tokens)·β) / β)"),
     "g_sram_wafers": ("1", "constraint: the fullest stage's bytes / what its wafer's PEs hold − 1 (≤ 0 satisfied)"),
     "g_sram_layer": ("1", "constraint: the largest layer (or embedding, head) / what one wafer holds − 1"),
     "g_sram_pe": ("1", "constraint: a PE's program and buffers / its SRAM − 1"),

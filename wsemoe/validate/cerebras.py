@@ -53,7 +53,7 @@ from types import SimpleNamespace as NS
 from wsemoe.config import presets
 from wsemoe.cost.wafer import regions, serving
 from wsemoe.specs import BalanceSpec, MappingSpec, ModelSpec, WorkloadSpec
-from wsemoe.validate.common import context, row
+from wsemoe.validate.common import claims_only, context, row
 
 PUBLISHED_SPEED = {"llama-3.1-8b": 1800.0, "llama-3.1-70b": 450.0}   # tokens/s per user, launch, 16-bit
 PUBLISHED_WAFERS = {"llama-3.1-8b": 1, "llama-3.1-70b": 4, "dense-20b": 1}
@@ -64,9 +64,10 @@ POST_TTFT = {"llama-3.1-405b": 0.24}   # seconds to first token (Cerebras blog, 
 TTFT_PROMPT = 1000                     # tokens of the prompt the TTFT row assumes (not published)
 
 # The software reading and speculation each group of rows names (module docstring), fixed before they ran.
-SOFTWARE = {"launch": "per_primitive", "post": "fused"}
+SOFTWARE = {"launch": "per_primitive", "post": "fused", "draft": "fused"}
 ACCEPT_P, DRAFTS = 0.7, 3
-SPECULATION = {"launch": (0, 1.0), "post": (DRAFTS, (1 - ACCEPT_P ** (DRAFTS + 1)) / (1 - ACCEPT_P))}
+SPECULATION = {"launch": (0, 1.0), "post": (DRAFTS, (1 - ACCEPT_P ** (DRAFTS + 1)) / (1 - ACCEPT_P)),
+               "draft": (0, 1.0)}   # a draft model's own one-token step: fused kernels, no speculation
 
 CONTEXT, BATCH, HARDWARE = 2048, 1, "cs3"
 
@@ -79,6 +80,13 @@ LLAMA = {
     "llama-3.1-405b": dict(hidden_size=16384, num_hidden_layers=126, num_attention_heads=128, num_key_value_heads=8,
                            head_dim=128, intermediate_size=53248, vocab_size=128256, published_total_params=405.9e9),
 }
+# Draft models for the post-launch rows' speculation (context rows only: Cerebras names none), the family's two
+# smallest: Llama 3.1 8B (above) and Llama 3.2 1B (Hugging Face config.json of meta-llama/Llama-3.2-1B: width 2048,
+# 16 layers, 32 query and 8 KV heads of 64, FFN 8,192, tied embeddings; 1.24B parameters).
+DRAFTS_SHAPES = {"llama-3.2-1b": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
+                                      num_key_value_heads=8, head_dim=64, intermediate_size=8192, vocab_size=128256,
+                                      tie_word_embeddings=True, published_total_params=1.24e9)}
+DRAFT_MODELS = ("llama-3.2-1b", "llama-3.1-8b")
 # A 20B dense model of the same family (no published model: the claim names a size, "20B models"):
 # 48 layers of width 6144, 48 query and 8 KV heads, FFN 16,000: 19.96B parameters.
 DENSE_20B = dict(hidden_size=6144, num_hidden_layers=48, num_attention_heads=48, num_key_value_heads=8, head_dim=128,
@@ -94,7 +102,7 @@ def dense_model(name: str, shape: dict) -> ModelSpec:
 
 def models() -> dict:
     """The Llama models and the 20B one of the rows."""
-    out = {name: dense_model(name, shape) for name, shape in LLAMA.items()}
+    out = {name: dense_model(name, shape) for name, shape in {**LLAMA, **DRAFTS_SHAPES}.items()}
     out["dense-20b"] = dense_model("dense-20b", DENSE_20B)
     return out
 
@@ -106,12 +114,13 @@ def hardware(**changes):
     return {**fields, "weight_source": "sram", "pe": pe, **changes}
 
 
-def namespaces(model: ModelSpec, era: str = "launch", prompt=None, **hw_changes):
+def namespaces(model: ModelSpec, era: str = "launch", prompt=None, draft_s: float = 0.0, **hw_changes):
     """(hardware, model, workload, mapping, balance) namespaces of one row's point: the software reading and
-    the speculation of `era` (SOFTWARE, SPECULATION), a prompt of `prompt` tokens when given (TTFT)."""
+    the speculation of `era` (SOFTWARE, SPECULATION), a prompt of `prompt` tokens when given (TTFT), the draft
+    model's `draft_s` seconds per draft token (0: not charged, as the rows)."""
     drafts, accepted = SPECULATION[era]
     wl = WorkloadSpec(mode="decode", B=BATCH, seq_len=CONTEXT, draft_tokens=drafts, accepted_tokens_per_step=accepted,
-                      prompt_len=prompt)
+                      prompt_len=prompt, draft_token_s=draft_s if drafts else 0.0)
     return (NS(**hardware(**hw_changes)), NS(**model.model_dump()), NS(**wl.model_dump()),
             NS(**MappingSpec(pe_kernels=SOFTWARE[era]).model_dump()), NS(**BalanceSpec().model_dump()))
 
@@ -134,10 +143,12 @@ def fit_program_bytes() -> float:
     return 16.0 * lo
 
 
-def speed(model: ModelSpec, wafers, era: str = "launch", column: str = "tokens_per_s_per_user", prompt=None) -> float:
+def speed(model: ModelSpec, wafers, era: str = "launch", column: str = "tokens_per_s_per_user", prompt=None,
+          draft_s: float = 0.0) -> float:
     """Tokens/s per user (or another column) of one sequence on `wafers` CS-3 systems (None: the fewest that
-    hold it) at the row configuration of `era`."""
-    hw, m, wl, mp, bal = namespaces(model, era, prompt, **({} if wafers is None else {"pipeline_wafers": wafers}))
+    hold it) at the row configuration of `era` (`draft_s`: the draft model's seconds per draft token)."""
+    hw, m, wl, mp, bal = namespaces(model, era, prompt, draft_s,
+                                    **({} if wafers is None else {"pipeline_wafers": wafers}))
     return float(serving.evaluate(hw, m, wl, mp, bal)[column])
 
 
@@ -154,6 +165,7 @@ def post_rows(ms: dict) -> list[dict]:
                         f"speculation: {spec} (tokens/s; prediction)", f"{published:,.0f}", got / published,
                         model=f"{got:,.0f} ({got / published:.2f}×)", source=src,
                         reading=f"pe_kernels=fused; speculation {spec}"))
+    rows += draft_rows(ms)
     for name, published in POST_TTFT.items():
         got = speed(ms[name], None, "post", "ttft_s", TTFT_PROMPT)
         rows.append(row(f"cerebras.ttft:{name}", f"{name} time to first token, one {TTFT_PROMPT:,}-token prompt on the "
@@ -161,6 +173,25 @@ def post_rows(ms: dict) -> list[dict]:
                         model=f"{got:.3f} s ({got / published:.2f}×)", source="Cerebras blog, Nov 2024",
                         reading="pe_kernels=fused"))
     return rows
+
+
+def draft_rows(ms: dict) -> list[dict]:
+    """Context per post-launch row: its speed with a draft model's time charged. The draft runs on its own fewest
+    CS-3 at the fused reading without speculation; its d tokens come one after another before the target verifies
+    (cost/wafer/serving.py), so each step pays d / (the draft's own tokens/s per user)."""
+    if claims_only():
+        return []
+    (drafts, accepted), out = SPECULATION["post"], []
+    tau = {d: 1.0 / speed(ms[d], None, "draft") for d in DRAFT_MODELS}
+    for name, (published, src) in POST_SPEED.items():
+        got = {d: speed(ms[name], PUBLISHED_WAFERS.get(name), "post", draft_s=t) for d, t in tau.items()}
+        text = "; ".join(f"{d} draft ({1e6 * tau[d]:.0f} µs a token): {v:,.0f} ({v / published:.2f}×)"
+                         for d, v in got.items())
+        out.append(context(f"cerebras.draft:{name}", f"{name} post-launch per-user speed with the draft model's time "
+                           f"charged ({drafts} drafts a step, each at the draft's own one-token time on its own CS-3)",
+                           f"{published:,.0f}", text, "context: Cerebras names no draft model; the check row charges "
+                           "none, a lower bound on the step", source=src, reading="pe_kernels=fused; draft_token_s"))
+    return out
 
 
 def cerebras_rows() -> list[dict]:

@@ -272,10 +272,12 @@ def serving_rates(row, wl) -> list:
     out = []
     if wl.mode == "decode":
         q, a = getattr(wl, "draft_tokens", 0) + 1.0, float(getattr(wl, "accepted_tokens_per_step", 1.0))
-        step = t1 + (q - 1) * beta
+        tau = float(getattr(wl, "draft_token_s", 0.0))
+        step = t1 + (q - 1) * beta + (q - 1) * tau
         period = max(step, B * q * beta)
+        drafting = f" + {q - 1:g} draft × τ {_t(tau)} (the draft model)" if tau > 0 else ""
         out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)} + {q - 1:g} draft × β {_t(beta)} "
-                 f"({row['busiest_stage']}) = {_t(step)} {_check(step, _get(row, 'step_latency_s'))}"),
+                 f"({row['busiest_stage']}){drafting} = {_t(step)} {_check(step, _get(row, 'step_latency_s'))}"),
                 ("pipeline_period_s", row["pipeline_period_s"], "s", f"max(step {_t(step)}, B·q·β = {B:g}·{q:g}·"
                  f"{_t(beta)}) = {_t(period)} {_check(period, _get(row, 'pipeline_period_s'))}"),
                 ("tpot_s", row["tpot_s"], "s", f"period / {a:g} accepted = {_t(period / a)} "

@@ -8,11 +8,12 @@ region working on a token while the next works on the one before (docs/cost-mode
     t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + token return   (one token)
     β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
               shared experts, dispatch, combine, layer hop, dense region, head, system link)
-    step    = t1 + (q − 1)·β          a sequence's step of q = draft + 1 tokens
+    step    = t1 + (q − 1)·β + d·τ    a sequence's step of q = d + 1 tokens (d drafts of τ seconds each first)
     period  = max(step, B·q·β)        B sequences share the stream: each waits for its step and for its turn
     tpot    = period / a,   tokens/s per user = a / period,   tokens/s = B·a / period
 
-with `a` accepted tokens per step (speculative decoding). A wafer hop moves a token's activations over the system
+with `a` accepted tokens per step (speculative decoding; the draft model, on its own hardware, makes its d tokens one
+after another before the target verifies them, so its d·τ is in the step but not in the target's stream). A wafer hop moves a token's activations over the system
 link (bytes / bandwidth + hop latency) and across the wafer to and from its I/O edge; the token return carries the
 sampled token back to the first wafer; a hop inside a MoE layer (its experts continue on the next wafer, the
 stages being a byte-balanced split: regions.split) also carries the experts' input. TTFT: the B prompts of P tokens stream through once at context P,
@@ -131,6 +132,7 @@ def busiest(stages: dict, wafers):
 def shape_of(hw, wl, pe) -> tuple:
     """The broadcast shape of the numeric inputs the serving model reads."""
     fields = [wl.B, wl.seq_len, getattr(wl, "accepted_tokens_per_step", 1.0), getattr(wl, "prompt_len", None),
+              getattr(wl, "draft_token_s", 0.0),
               hw.pipeline_wafers, hw.hop_latency_s, getattr(hw, "inter_wafer_hop_latency_s", None),
               getattr(hw, "inter_wafer_link_bw_bytes_per_s", None), *vars(pe).values()]
     return np.broadcast_shapes(*(np.shape(f) for f in fields if f is not None and not isinstance(f, str)))
@@ -278,11 +280,13 @@ def rate_columns(wl, latency, beta) -> dict:
         ttft = latency + (wl.B * wl.seq_len - 1.0) * beta
         return {"step_latency_s": ttft, "pipeline_period_s": ttft, "tokens_per_s": wl.B * wl.seq_len / ttft}
     q, a = step_tokens(wl), getattr(wl, "accepted_tokens_per_step", 1.0)
-    step = latency + (q - 1.0) * beta
+    verify = latency + (q - 1.0) * beta
+    draft = (q - 1.0) * getattr(wl, "draft_token_s", 0.0) + 0.0 * verify
+    step = verify + draft
     period = np.maximum(step, wl.B * q * beta)
-    return {"step_latency_s": step, "pipeline_period_s": period, "tpot_s": period / a,
+    return {"step_latency_s": step, "draft_time_s": draft, "pipeline_period_s": period, "tpot_s": period / a,
             "tokens_per_s_per_user": a / period, "tokens_per_s": wl.B * a / period,
-            "tokens_in_flight": np.minimum(wl.B * q, step / beta)}
+            "tokens_in_flight": np.minimum(wl.B * q, verify / beta)}
 
 
 def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
