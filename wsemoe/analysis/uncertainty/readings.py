@@ -338,7 +338,10 @@ def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET
     cfgs = [load_config(Path(p) / "config.yaml") for p in paths]
     labels, metric, sense = comparison.labels, comparison.metric, comparison.sense
     rows, varied, per_folder = _folder_plan(cfgs, labels, readings)
-    runs = design(varied)
+    try:
+        runs = design(varied)
+    except ConfigError as exc:  # the comparison itself stands: say why its robustness is not (as after a sweep)
+        return f"robustness over readings: not computed ({exc.message})"
     total = len(runs) * sum(c.size() for c in cfgs)
     if total > budget:
         return (f"robustness over readings: not computed ({len(runs)} runs × {sum(c.size() for c in cfgs):,} points "
