@@ -24,13 +24,13 @@ def test_crowded_ticks_keep_the_ones_that_fit():
 
 def test_marker_labels_move_off_one_another():
     """Labels of markers that sit close together (the roofline's stage labels) are moved apart when drawn; an
-    annotation without the marker-label gid stays where it was put."""
-    from wsemoe.report.figures.style import MARKER_LABEL
+    annotation not marked as one stays where it was put; the SVG carries no id the labels share."""
+    from wsemoe.report.figures.style import marker_label
 
     fig = Figure(figsize=(3.0, 2.0), layout="constrained")
     ax = fig.subplots()
     ax.plot([1, 2], [1, 2])
-    labels = [ax.annotate(t, (1.5, 1.5), xytext=(7, -9), textcoords="offset points", gid=MARKER_LABEL)
+    labels = [marker_label(ax.annotate(t, (1.5, 1.5), xytext=(7, -9), textcoords="offset points"))
               for t in ("attention", "MoE", "dense FFN")]
     other = ax.annotate("caption", (1.5, 1.5), xytext=(7, -9), textcoords="offset points")
     figure_bytes(fig, "png")
@@ -38,3 +38,7 @@ def test_marker_labels_move_off_one_another():
     boxes = [t.get_window_extent(renderer) for t in labels]
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     assert labels[0].xyann == (7, -9) and other.xyann == (7, -9)   # the first stays; others are not marker labels
+    import re
+
+    ids = re.findall(r'id="([^"]+)"', figure_bytes(fig, "svg").decode())
+    assert len(ids) == len(set(ids))

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import (MARKER_LABEL, PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name,
+from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, marker_label, name,
                                          outside_legend, plt_size, setting)
 from wsemoe.report.figures.view import ResultsView
 
@@ -187,9 +187,9 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         # (several near ones stack upwards, a line each: dense FFN and output head share a point)
         near = sum(abs(np.log10(b_ai / x)) < LABEL_NEAR and abs(np.log10(b_run / y)) < LABEL_NEAR for x, y in marks)
         marks.append((b_ai, b_run))
-        ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near else (7, -9),
-                    textcoords="offset points", ha="right" if near else "left", fontsize=8, color=PALETTE[i],
-                    gid=MARKER_LABEL)   # style.separate_marker_labels moves it off an earlier label
+        marker_label(ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near
+                                 else (7, -9), textcoords="offset points", ha="right" if near else "left", fontsize=8,
+                                 color=PALETTE[i]))   # style.separate_marker_labels moves it off an earlier label
         side = "weight path" if b_ai * bw < b_top else "compute"
         share = b_run / min(b_top, b_ai * bw)
         parts.append((f"{STAGES[stage].split(' (')[0]} {100 * share:.0f}% ({side})", share))

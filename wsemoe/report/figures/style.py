@@ -149,20 +149,24 @@ def thin_tick_labels(fig: Figure) -> None:
                 last = box
 
 
-MARKER_LABEL = "marker-label"  # gid of an annotation naming a marker: separate_marker_labels may move it
+def marker_label(text):
+    """Mark an annotation (offset in points from its marker) as a marker's label, which separate_marker_labels
+    may move; an attribute, not a gid (a gid is an SVG id, and ids on one page must differ)."""
+    text.wsemoe_marker_label = True
+    return text
 
 
 def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> None:
-    """Move a marker's label (an annotation with gid MARKER_LABEL, offset in points from its marker) down, a few
-    points at a time, until it overlaps no label placed before it on its axes (the roofline's 'MoE' label sat
-    under 'attention' when the two best markers were a decade apart in intensity and close in attained rate)."""
+    """Move a marker's label (`marker_label`) down, a few points at a time, until it overlaps no label placed
+    before it on its axes (the roofline's 'MoE' label sat under 'attention' when the two best markers were a
+    decade apart in intensity and close in attained rate)."""
     if fig.get_layout_engine() is None:
         return  # a frozen layout was separated when it was first drawn
     fig.draw_without_rendering()
     renderer = fig._get_renderer()
     for ax in fig.axes:
         placed = []
-        for text in (t for t in ax.texts if t.get_gid() == MARKER_LABEL):
+        for text in (t for t in ax.texts if getattr(t, "wsemoe_marker_label", False)):
             box = text.get_window_extent(renderer)
             for _ in range(most):
                 if not any(box.overlaps(p) for p in placed):
