@@ -181,7 +181,7 @@ def draft_rows(ms: dict) -> list[dict]:
     (cost/wafer/serving.py), so each step pays d / (the draft's own tokens/s per user)."""
     if claims_only():
         return []
-    (drafts, accepted), out = SPECULATION["post"], []
+    drafts, out = SPECULATION["post"][0], []
     tau = {d: 1.0 / speed(ms[d], None, "draft") for d in DRAFT_MODELS}
     for name, (published, src) in POST_SPEED.items():
         got = {d: speed(ms[name], PUBLISHED_WAFERS.get(name), "post", draft_s=t) for d, t in tau.items()}

@@ -12,8 +12,9 @@ Each is a decode worker with attention data parallelism (TP 1: every GPU its own
 every GPU, at a context of the 2,000-token input plus half of a 100-token output, at the default readings, in
 the precision the publications name: "BF16 attention and FP8 MoE" (Part II's words for its 9,087; Part I ran the
 same FP8 checkpoint with a BF16 cache), so FP8 expert weights and a 16-bit KV cache and attention (the model
-runs attention's projections at the format of its core, 16-bit here, where the checkpoint's are FP8 GEMMs). The band (tolerances.py, `gpu.node`) is the stack checks' ×[0.67, 1.5]. Nothing here
-is fitted: a miss says how far the comparisons' baseline sits from measured serving at a production load.
+runs attention's projections at the format of its core, 16-bit here, where the checkpoint's are FP8 GEMMs).
+The band (tolerances.py, `gpu.node`) is the stack checks' ×[0.67, 1.5]. Nothing here is fitted: a miss says how
+far the comparisons' baseline sits from measured serving at a production load.
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ def gpu_rows() -> list[dict]:
     out = []
     for hardware, system, gpus, per_gpu, published, source in POINTS:
         got, bound = node_tokens_per_gpu(hardware, gpus, per_gpu)
-        out.append(row(f"gpu.node:{hardware}", f"DeepSeek-V3 decode (FP8 experts, BF16 attention) on {gpus} {system} GPUs (EP {gpus}, attention "
-                       f"DP), {per_gpu} tokens per GPU: output tokens/s per GPU, node-level model (the comparisons' "
-                       f"GPU baseline) over published", f"{published:,.0f} tokens/s/GPU", got / published,
+        out.append(row(f"gpu.node:{hardware}", f"DeepSeek-V3 decode (FP8 experts, BF16 attention) on {gpus} {system} "
+                       f"GPUs (EP {gpus}, attention DP), {per_gpu} tokens per GPU: output tokens/s per GPU, node-level "
+                       "model (the comparisons' GPU baseline) over published", f"{published:,.0f} tokens/s/GPU",
+                       got / published,
                        model=f"{got:,.0f} tokens/s/GPU ({got / published:.2f}×; bound {bound})", source=source,
                        reading="the default readings"))
     return out

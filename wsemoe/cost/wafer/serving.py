@@ -13,7 +13,8 @@ region working on a token while the next works on the one before (docs/cost-mode
     tpot    = period / a,   tokens/s per user = a / period,   tokens/s = B·a / period
 
 with `a` accepted tokens per step (speculative decoding; the draft model, on its own hardware, makes its d tokens one
-after another before the target verifies them, so its d·τ is in the step but not in the target's stream). A wafer hop moves a token's activations over the system
+after another before the target verifies them, so its d·τ is in the step but not in the target's stream). A wafer
+hop moves a token's activations over the system
 link (bytes / bandwidth + hop latency) and across the wafer to and from its I/O edge; the token return carries the
 sampled token back to the first wafer; a hop inside a MoE layer (its experts continue on the next wafer, the
 stages being a byte-balanced split: regions.split) also carries the experts' input. TTFT: the B prompts of P tokens stream through once at context P,

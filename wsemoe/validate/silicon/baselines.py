@@ -47,12 +47,11 @@ def _on_stack(folder) -> str | None:
     """onstack.line of a results folder's comparison with the stack that checks the GPU baselines; None where
     it has no comparison, or a file does not read back (the command reports that itself)."""
     from wsemoe.config.loader import load_config
+    from wsemoe.store import store
     from wsemoe.validate.silicon import checks, onstack
 
     if not (folder / "comparison.csv").is_file():
         return None
-    from wsemoe.store import store
-
     try:
         cfg = load_config(folder / "config.yaml")
         table = store.read_csv(folder, "comparison.csv", store.load_manifest(folder))

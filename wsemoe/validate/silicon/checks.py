@@ -11,10 +11,7 @@ the 2,000-token input plus half of a 100-token output.
 
 from __future__ import annotations
 
-import numpy as np
-
-from wsemoe.cost.gpu import serving
-from wsemoe.validate.silicon import features, fit, reader
+from wsemoe.validate.silicon import fit, reader
 
 POINTS = (("gb200", 48, 768, 9087.0), ("h100_sxm", 72, 256, 2785.0))
 BACKEND = "sglang"  # the stack the points were served with
@@ -33,9 +30,7 @@ def decode_tokens_per_gpu(system: str, gpus: int, per_gpu: int, stack: dict) -> 
                decode_moe_tp_size=1, decode_moe_ep_size=gpus, prefill_batch_size=1, prefill_tp_size=8,
                prefill_pp_size=1, prefill_attention_dp_size=1, prefill_moe_tp_size=1, prefill_moe_ep_size=8)
     res = reader.resolve(row, presets.load_model, presets.load_hardware)
-    X = {k: np.array([v], float) for k, v in features.one(res, "decode").items()}
-    P = {k: np.array([v * fit.BOUNDS[k][0]]) for k, v in stack.items()}
-    return float(per_gpu / serving.predict(X, P)["tpot"][0])
+    return float(per_gpu / fit.predict_one(res, "decode", stack)["tpot"][0])
 
 
 def published(stacks: dict) -> list[dict]:

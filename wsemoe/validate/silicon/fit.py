@@ -33,6 +33,15 @@ def stack_arrays(stacks: dict, codes, backends) -> dict:
     return {n: table[codes, j] for j, n in enumerate(NAMES)}
 
 
+def predict_one(res: dict, worker: str, stack: dict, **features) -> dict:
+    """serving.predict of one resolved run's `worker` with one backend's stack ({name: value in shown unit});
+    `features` replace the run's own (a KV format, say)."""
+    from wsemoe.validate.silicon.features import one
+
+    X = {k: np.array([v], float) for k, v in {**one(res, worker), **features}.items()}
+    return serving.predict(X, {n: np.array([stack[n] * BOUNDS[n][0]]) for n in NAMES})
+
+
 def predict(runs: Runs, stacks: dict, mask=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Predicted TTFT and TPOT (ms) per configuration (and whether the model fits in memory)."""
     backends = sorted(stacks)

@@ -21,9 +21,8 @@ import math
 
 import numpy as np
 
-from wsemoe.cost.gpu import serving
 from wsemoe.cost.node import formats
-from wsemoe.validate.silicon import features, fit
+from wsemoe.validate.silicon import fit
 
 METRICS = ("tokens_per_s_per_user", "per_device_tokens_per_s", "tokens_per_s")  # decode rates it can restate
 
@@ -53,7 +52,8 @@ def point_ratio(row, cfg, hw, stack: dict, backend: str) -> float | None:
     B = row.get("baseline_B")  # tuned per side; else the group's (tokens per device first, as the model reads)
     if B is None or not np.isfinite(B):
         tau = _value(row, cfg, "workload.tokens_per_device")
-        B = _value(row, cfg, "workload.B") if tau is None else float(tau) * tp / float(_value(row, cfg, "workload.G") or 1)
+        G = float(_value(row, cfg, "workload.G") or 1)
+        B = _value(row, cfg, "workload.B") if tau is None else float(tau) * tp / G
     if B is None:
         return None
     B = float(B)
@@ -65,10 +65,8 @@ def point_ratio(row, cfg, hw, stack: dict, backend: str) -> float | None:
            "moe": str(_value(row, cfg, "workload.expert_weight_format")),
            "workers": {"decode": {"C": B * dp, "tp": tp, "pp": 1.0, "dp": dp, "moe_tp": 1.0,
                                   "moe_ep": float(devices), "gpus": float(devices)}}}
-    X = {k: np.array([v], float) for k, v in features.one(res, "decode").items()}
-    X["b_kv"] = np.array([formats.nbytes(str(_value(row, cfg, "workload.kv_format")))])
-    P = {k: np.array([v * fit.BOUNDS[k][0]]) for k, v in stack.items()}
-    tpot = float(serving.predict(X, P)["tpot"][0])
+    kv = formats.nbytes(str(_value(row, cfg, "workload.kv_format")))   # the point's cache, not the run rule's
+    tpot = float(fit.predict_one(res, "decode", stack, b_kv=kv)["tpot"][0])
     got = {"tokens_per_s_per_user": 1.0 / tpot, "per_device_tokens_per_s": B / (tp * tpot),
            "tokens_per_s": B * dp / tpot}[metric]
     return got / float(base)
