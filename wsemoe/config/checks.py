@@ -265,7 +265,8 @@ def _check_prompt_chunk(cfg: SweepConfig, c: dict) -> None:
 
 
 SRAM_FIELDS = ("hardware.weight_source", "workload.mode", "workload.draft_tokens", "workload.accepted_tokens_per_step",
-               "workload.draft_token_s", "balance.balancer", "workload.G", "mapping.tp")
+               "workload.draft_token_s", "balance.balancer", "workload.G", "mapping.tp", "mapping.wafer_io",
+               "hardware.sync_io_stall_s", "hardware.name")
 
 
 def _check_sram(cfg: SweepConfig) -> None:
@@ -292,6 +293,12 @@ def _check_sram_chunk(cfg: SweepConfig, c: dict) -> None:
                     "weight_source: sram")
     _fail(cfg, spec & sram & (c["workload.mode"] != "decode"), "workload.draft_tokens",
           lambda i: "speculative decoding applies to decode")
+    sync = c["mapping.wafer_io"] == "sync"
+    _fail(cfg, sync & ~sram, "mapping.wafer_io",
+          lambda i: "mapping.wafer_io: sync (a synchronous wafer I/O stall) is modelled for weight_source: sram")
+    _fail(cfg, sync & sram & (c["hardware.sync_io_stall_s"].astype(float) <= 0), "mapping.wafer_io",
+          lambda i: f"mapping.wafer_io: sync charges hardware.sync_io_stall_s per transfer, and {c['hardware.name'][i]} "
+                    "has none (0): set it (cs3 carries its launch software's fitted value)")
 
 
 PE_FABRIC_FIELDS = ("hardware.pe_fabric", "balance.balancer", "mapping.tp", "workload.overlap")

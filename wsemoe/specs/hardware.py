@@ -144,6 +144,11 @@ class HardwareSpec(EnergyFields, Spec):
         None, ge=0, le=1.0, allow_inf_nan=False,
         description="latency of a hop that crosses a wafer boundary, s; unset: hop_latency_s. SRAM serving: one "
                     "hop between consecutive systems of the pipeline")
+    sync_io_stall_s: float = Field(
+        0.0, ge=0, le=1.0, allow_inf_nan=False,
+        description="SRAM serving under mapping.wafer_io: sync: seconds a system's compute stalls for one synchronous "
+                    "transfer through its wafer I/O (a sequence's step handed to the next system, or from the last "
+                    "system the sampled token back to the first), s; 0: none known")
     in_switch_reduction: bool = Field(
         False, description="switch only: all-reduces run in the switch (NVLink SHARP): each device sends and receives "
                            "its message once instead of a ring's 2(p−1)/p; default off (a capability, not every switch has it)")

@@ -52,6 +52,10 @@ class MappingSpec(Spec):
         "fused", description="SRAM serving: what one operator invocation overhead (op_overhead_cycles) is paid for: "
                              "each fused operator chain (a GEMV, its reduction and its element-wise tail) or each "
                              "primitive kernel and collective (the research kernels the overhead was fitted to)")
+    wafer_io: Literal["async", "sync"] = Field(
+        "async", description="SRAM serving: the system's wafer I/O runs asynchronously from compute (Cerebras' "
+                             "serving software since Oct 2024) or synchronously (its launch software): each transfer "
+                             "then stalls the system for hardware.sync_io_stall_s")
 
 
 class BalanceSpec(Spec):

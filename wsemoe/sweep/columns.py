@@ -50,8 +50,9 @@ _DOCS = {
     "head_traffic_bytes": ("bytes", "bytes on the output head's weight path, once per micro-batch step (streamed: in "
                                     "over the wafer I/O; resident: read from node memory)"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
-                  "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (of the step, or of "
-                  "the busiest stage when the stream binds), or SRAM (it does not fit)"),
+                  "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (the system links, "
+                  "the token's return and any synchronous wafer I/O stall; of the step, or of the busiest stage when "
+                  "the stream binds), or SRAM (it does not fit)"),
     "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
                        "the row (the first of them) stands for them all"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),
@@ -150,10 +151,13 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "pipeline_inter_wafer_s": ("s", "wafer hops and the token's return over the system links in pipeline_latency_s"),
     "busiest_stage": ("", "the region or link that spends most per token of the stream (it paces the pipeline)"),
     "busiest_stage_s": ("s", "time the busiest stage spends per token of the stream (β)"),
-    "step_latency_s": ("s", "a sequence's step: its drafts (draft_time_s), then through the pipeline: t1 + (draft "
-                            "tokens)·β"),
+    "step_latency_s": ("s", "a sequence's step: its drafts (draft_time_s), then through the pipeline: t1 + wafers × "
+                            "io_stall_s + (draft tokens)·β"),
     "draft_time_s": ("s", "the draft model's time in a step: draft_tokens × draft_token_s (0: not charged)"),
-    "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·(draft + 1)·β)"),
+    "io_stall_s": ("s", "σ: one synchronous wafer I/O transfer's stall of its system (mapping.wafer_io: sync, "
+                        "hardware.sync_io_stall_s), paid by every system once a step; 0 when the I/O runs "
+                        "asynchronously from compute"),
+    "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·((draft + 1)·β + io_stall_s))"),
     "tokens_in_flight": ("tokens", "tokens in the pipeline at once: min(B·(draft + 1), (t1 + (draft tokens)·β) / β)"),
     "g_sram_wafers": ("1", "constraint: the fullest stage's bytes / what its wafer's PEs hold − 1 (≤ 0 satisfied)"),
     "g_sram_layer": ("1", "constraint: the largest layer (or embedding, head) / what one wafer holds − 1"),

@@ -273,13 +273,19 @@ def serving_rates(row, wl) -> list:
     if wl.mode == "decode":
         q, a = getattr(wl, "draft_tokens", 0) + 1.0, float(getattr(wl, "accepted_tokens_per_step", 1.0))
         tau = float(getattr(wl, "draft_token_s", 0.0))
-        step = t1 + (q - 1) * beta + (q - 1) * tau
-        period = max(step, B * q * beta)
+        sigma = 0.0 if _missing(row, "io_stall_s") else _get(row, "io_stall_s")
+        W = _get(row, "wafers")
+        step = t1 + W * sigma + (q - 1) * beta + (q - 1) * tau
+        period = max(step, B * (q * beta + sigma))
         drafting = f" + {q - 1:g} draft × τ {_t(tau)} (the draft model)" if tau > 0 else ""
-        out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)} + {q - 1:g} draft × β {_t(beta)} "
-                 f"({row['busiest_stage']}){drafting} = {_t(step)} {_check(step, _get(row, 'step_latency_s'))}"),
-                ("pipeline_period_s", row["pipeline_period_s"], "s", f"max(step {_t(step)}, B·q·β = {B:g}·{q:g}·"
-                 f"{_t(beta)}) = {_t(period)} {_check(period, _get(row, 'pipeline_period_s'))}"),
+        stalls = f" + {W:g} system{'s' if W != 1 else ''} × σ {_t(sigma)} (synchronous wafer I/O)" if sigma > 0 else ""
+        out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)}{stalls} + {q - 1:g} draft × β "
+                 f"{_t(beta)} ({row['busiest_stage']}){drafting} = {_t(step)} "
+                 f"{_check(step, _get(row, 'step_latency_s'))}"),
+                ("pipeline_period_s", row["pipeline_period_s"], "s", f"max(step {_t(step)}, " + (
+                    f"B·(q·β + σ) = {B:g}·({q:g}·{_t(beta)} + {_t(sigma)})" if sigma > 0 else
+                    f"B·q·β = {B:g}·{q:g}·{_t(beta)}") + f") = {_t(period)} "
+                 f"{_check(period, _get(row, 'pipeline_period_s'))}"),
                 ("tpot_s", row["tpot_s"], "s", f"period / {a:g} accepted = {_t(period / a)} "
                  f"{_check(period / a, _get(row, 'tpot_s'))}"),
                 ("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{B:g} sequences × {a:g} / period = "
@@ -287,7 +293,7 @@ def serving_rates(row, wl) -> list:
     if "ttft_s" in row.keys() and not _missing(row, "ttft_s"):
         prompt = wl.seq_len if wl.mode == "prefill" else getattr(wl, "prompt_len", None)
         out.append(("ttft_s", row["ttft_s"], "s", f"the {B:g} prompts of {prompt:g} tokens stream through once: "
-                    f"t1 + (B·P − 1)·β at context {prompt:g}"))
+                    f"t1 + W·σ + (B·P − 1)·β + (B − 1)·σ at context {prompt:g}"))
     return out
 
 

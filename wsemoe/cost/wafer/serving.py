@@ -8,17 +8,20 @@ region working on a token while the next works on the one before (docs/cost-mode
     t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + token return   (one token)
     β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
               shared experts, dispatch, combine, layer hop, dense region, head, system link)
-    step    = t1 + (q − 1)·β + d·τ    a sequence's step of q = d + 1 tokens (d drafts of τ seconds each first)
-    period  = max(step, B·q·β)        B sequences share the stream: each waits for its step and for its turn
+    step    = t1 + W·σ + (q − 1)·β + d·τ    a sequence's step of q = d + 1 tokens (d drafts of τ seconds each first)
+    period  = max(step, B·(q·β + σ))        B sequences share the stream: each waits for its step and for its turn
     tpot    = period / a,   tokens/s per user = a / period,   tokens/s = B·a / period
 
 with `a` accepted tokens per step (speculative decoding; the draft model, on its own hardware, makes its d tokens one
 after another before the target verifies them, so its d·τ is in the step but not in the target's stream). A wafer
 hop moves a token's activations over the system
 link (bytes / bandwidth + hop latency) and across the wafer to and from its I/O edge; the token return carries the
-sampled token back to the first wafer; a hop inside a MoE layer (its experts continue on the next wafer, the
+sampled token back to the first wafer; σ is the stall of one synchronous transfer through a system's wafer I/O
+(`mapping.wafer_io: sync`, Cerebras' launch software: every system stops its compute for each sequence's step it
+hands on, `hardware.sync_io_stall_s`; 0 when the I/O runs asynchronously from compute, the default); a hop inside a MoE layer (its experts continue on the next wafer, the
 stages being a byte-balanced split: regions.split) also carries the experts' input. TTFT: the B prompts of P tokens stream through once at context P,
-`t1 + (B·P − 1)·β` (the head only on each prompt's last token).
+`t1 + W·σ + (B·P − 1)·β + (B − 1)·σ` (the head only on each prompt's last token; a prompt crosses each system's I/O
+as one transfer).
 """
 
 from __future__ import annotations
@@ -133,7 +136,7 @@ def busiest(stages: dict, wafers):
 def shape_of(hw, wl, pe) -> tuple:
     """The broadcast shape of the numeric inputs the serving model reads."""
     fields = [wl.B, wl.seq_len, getattr(wl, "accepted_tokens_per_step", 1.0), getattr(wl, "prompt_len", None),
-              getattr(wl, "draft_token_s", 0.0),
+              getattr(wl, "draft_token_s", 0.0), getattr(hw, "sync_io_stall_s", 0.0),
               hw.pipeline_wafers, hw.hop_latency_s, getattr(hw, "inter_wafer_hop_latency_s", None),
               getattr(hw, "inter_wafer_link_bw_bytes_per_s", None), *vars(pe).values()]
     return np.broadcast_shapes(*(np.shape(f) for f in fields if f is not None and not isinstance(f, str)))
@@ -252,11 +255,15 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
                                                                                      rows.shape, rows.count)
     out = unique.deferred(times, rows)   # read at the chosen candidate only (`pick`)
-    out.update(rate_columns(wl, run["latency"], beta))
+    stall = io_stall(hw, mp)
+    out.update(rate_columns(wl, run["latency"], beta, W, stall))
     if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
         out["ttft_s"] = out["pipeline_period_s"]
     throughput_bound = out["pipeline_period_s"] > out["step_latency_s"]
-    terms = [np.where(throughput_bound, bt, lt) for bt, lt in zip(beta_terms, run["terms"])]
+    # a synchronous I/O stall is the wafers' I/O: in the step W·σ, in the stream σ per sequence's q tokens
+    late = [*run["terms"][:4], run["terms"][4] + W * stall]
+    paced = [*beta_terms[:4], beta_terms[4] + stall / step_tokens(wl)]
+    terms = [np.where(throughput_bound, bt, lt) for bt, lt in zip(paced, late)]
     out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
     out["busiest_code"], out["busiest_stage_s"] = stage, beta
     out.update({"attn_region_pes": g.attn_rows * g.attn_cols, "expert_region_pes": g.side ** 2,
@@ -274,20 +281,31 @@ def step_tokens(wl):
     return getattr(wl, "draft_tokens", 0) + 1.0
 
 
-def rate_columns(wl, latency, beta) -> dict:
+def io_stall(hw, mp):
+    """σ: seconds one synchronous transfer through a system's wafer I/O stalls it (`mapping.wafer_io: sync`),
+    else 0 (the I/O runs asynchronously from compute)."""
+    if getattr(mp, "wafer_io", "async") != "sync":
+        return 0.0
+    return np.asarray(getattr(hw, "sync_io_stall_s", 0.0), dtype=float)
+
+
+def rate_columns(wl, latency, beta, wafers=1.0, stall=0.0) -> dict:
     """A step's latency, the period between a sequence's steps, time per output token and tokens per second
-    (per user and in aggregate); prefill: the prompts' tokens per second."""
+    (per user and in aggregate); prefill: the prompts' tokens per second. `stall`: σ of a synchronous wafer I/O
+    transfer, paid once per system in a step and once per sequence by each system's stream."""
+    io = wafers * stall + 0.0 * latency
     if wl.mode == "prefill":
-        ttft = latency + (wl.B * wl.seq_len - 1.0) * beta
-        return {"step_latency_s": ttft, "pipeline_period_s": ttft, "tokens_per_s": wl.B * wl.seq_len / ttft}
+        ttft = latency + io + (wl.B * wl.seq_len - 1.0) * beta + (wl.B - 1.0) * stall
+        return {"step_latency_s": ttft, "pipeline_period_s": ttft, "tokens_per_s": wl.B * wl.seq_len / ttft,
+                "io_stall_s": stall + 0.0 * ttft}
     q, a = step_tokens(wl), getattr(wl, "accepted_tokens_per_step", 1.0)
     verify = latency + (q - 1.0) * beta
     draft = (q - 1.0) * getattr(wl, "draft_token_s", 0.0) + 0.0 * verify
-    step = verify + draft
-    period = np.maximum(step, wl.B * q * beta)
-    return {"step_latency_s": step, "draft_time_s": draft, "pipeline_period_s": period, "tpot_s": period / a,
-            "tokens_per_s_per_user": a / period, "tokens_per_s": wl.B * a / period,
-            "tokens_in_flight": np.minimum(wl.B * q, verify / beta)}
+    step = verify + io + draft
+    period = np.maximum(step, wl.B * (q * beta + stall))
+    return {"step_latency_s": step, "draft_time_s": draft, "io_stall_s": stall + 0.0 * step,
+            "pipeline_period_s": period, "tpot_s": period / a, "tokens_per_s_per_user": a / period,
+            "tokens_per_s": wl.B * a / period, "tokens_in_flight": np.minimum(wl.B * q, verify / beta)}
 
 
 def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
@@ -297,7 +315,8 @@ def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
         return {}
     b, coll = wl.bytes_per_act, collective_options(mp)
     (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross)
-    return {"ttft_s": first["latency"] + (wl.B * prompt - 1.0) * rate}
+    stall = io_stall(hw, mp)
+    return {"ttft_s": first["latency"] + W * stall + (wl.B * prompt - 1.0) * rate + (wl.B - 1.0) * stall}
 
 
 def passes(hw, pe, m, g, W, context, b, coll, cross=0.0) -> tuple:
