@@ -40,12 +40,6 @@ KNOWN: dict[str, str] = {
     "scale.ni.comm.hot": "balancing shortens only dispatch and combine (the hot die's ejection); HER's all-gathers "
                          "and output reduction, most of the MoE communication at one expert per die, stay",
     "scale.ni.comm.fill": "as with hot replicas: the phases balancing does not touch dominate",
-    "cerebras.speed:llama-3.1-8b": "the model at the research kernels' per-primitive overhead is faster than the "
-                                   "launch service: Cerebras wrote that its launch software used 'only a fraction' "
-                                   "of the wafer's bandwidth, compute and I/O, and its next release ran the same "
-                                   "70B 4.7× faster per user; no reading the sources support slows the kernels to "
-                                   "the launch figures",
-    "cerebras.speed:llama-3.1-70b": "as for 8B: the launch software's inefficiency has no source-backed term",
     "cerebras.post:llama-3.1-405b": "at the named speculation (2.53 tokens accepted per step) 405B runs above the "
                                     "band, without it (0.54×) below: the figure depends on a speculation Cerebras "
                                     "does not state",
@@ -145,8 +139,6 @@ PINNED: dict[str, float] = {   # each known deviation's gap from its band as rec
     "scale.hidden": -0.07349,
     "scale.nvl72.avg:deepseek-v3": -0.1530,     # +8.7% against the band's +24% (issue 26: stated operating points)
     "scale.nvl72.avg:qwen3-235b-a22b": -0.3533,  # −11.3% against +24%
-    "cerebras.speed:llama-3.1-8b": 0.3781,
-    "cerebras.speed:llama-3.1-70b": 0.5718,   # the byte-balanced stage split (was 0.5334)
     "cerebras.post:llama-3.1-405b": 0.0366,   # 22 wafers at the byte-balanced split, not 26 (was 0.05654)
     "cerebras.ttft:llama-3.1-405b": -0.665,
     "params.total:kimi-k2": 0.01641,       # 1.026T counted against '1T' (one significant digit)

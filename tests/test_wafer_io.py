@@ -1,0 +1,100 @@
+"""Synchronous wafer I/O (`mapping.wafer_io: sync`, Cerebras' launch software): each system stalls σ for every
+transfer through its I/O, once a step per system and once per sequence in each system's stream; hand-derived
+against cost/wafer/serving.py, on the CLI's checks and eval, and against the launch rows it was fitted for."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+
+from wsemoe.config import presets
+from wsemoe.cost.wafer import serving
+from wsemoe.errors import ConfigError
+
+
+def test_the_stall_is_paid_once_per_system_in_a_step_and_once_per_sequence_in_the_stream():
+    # t1 = 1 ms, β = 10 µs, σ = 200 µs, W = 4, q = 1: step = 1 ms + 4·200 µs; the stream of B sequences takes
+    # B·(β + σ): at B = 1000, 210 ms, which binds.
+    wl = NS(mode="decode", B=np.array([1.0, 1000.0]), draft_tokens=0, accepted_tokens_per_step=1.0)
+    out = serving.rate_columns(wl, 1.0e-3, 1.0e-5, 4.0, 2.0e-4)
+    assert np.allclose(out["step_latency_s"], 1.0e-3 + 4 * 2.0e-4)
+    assert np.allclose(out["io_stall_s"], 2.0e-4)
+    assert float(out["pipeline_period_s"][1]) == pytest.approx(1000 * (1.0e-5 + 2.0e-4))
+    assert float(out["tokens_per_s_per_user"][0]) == pytest.approx(1 / 1.8e-3)
+    free = serving.rate_columns(wl, 1.0e-3, 1.0e-5)   # asynchronous: σ = 0, as before
+    assert np.allclose(free["step_latency_s"], 1.0e-3) and np.allclose(free["io_stall_s"], 0.0)
+    # prefill of B prompts of P tokens: t1 + W·σ + (B·P − 1)·β + (B − 1)·σ (a prompt crosses as one transfer)
+    pre = serving.rate_columns(NS(mode="prefill", B=2.0, seq_len=100), 1.0e-3, 1.0e-5, 4.0, 2.0e-4)
+    assert float(pre["ttft_s"] if "ttft_s" in pre else pre["pipeline_period_s"]) == \
+        pytest.approx(1.0e-3 + 4 * 2.0e-4 + 199 * 1.0e-5 + 2.0e-4)
+
+
+def test_io_stall_is_read_only_under_the_sync_reading():
+    hw = NS(sync_io_stall_s=2.24e-4)
+    assert serving.io_stall(hw, NS(wafer_io="async")) == 0.0
+    assert float(serving.io_stall(hw, NS(wafer_io="sync"))) == 2.24e-4
+    assert serving.io_stall(hw, NS()) == 0.0   # a mapping without the field: asynchronous
+
+
+def _evaluate(wafer_io: str, B=1, wafers=4, stall=None):
+    from wsemoe.validate import cerebras as c
+
+    model = c.models()["llama-3.1-70b"]
+    hw, m, wl, mp, bal = c.namespaces(model, "launch", pipeline_wafers=wafers,
+                                      **({} if stall is None else {"sync_io_stall_s": stall}))
+    wl.B = B
+    mp.wafer_io = wafer_io
+    return serving.evaluate(hw, m, wl, mp, bal)
+
+
+def test_a_sync_step_is_the_async_step_plus_one_stall_per_system():
+    sigma = presets.load_hardware("cs3").sync_io_stall_s
+    sync, free = _evaluate("sync"), _evaluate("async")
+    assert float(sync["step_latency_s"]) == pytest.approx(float(free["step_latency_s"]) + 4 * sigma)
+    assert float(sync["pipeline_latency_s"]) == pytest.approx(float(free["pipeline_latency_s"]))   # t1 untouched
+    assert str(sync["bound"]) == "inter-wafer"   # 896 µs of stalls outweigh every term of the 1.19 ms pass
+    # twice the stall, twice its share: the perturbation the fitted row must see
+    double = _evaluate("sync", stall=2 * sigma)
+    assert float(double["step_latency_s"]) == pytest.approx(float(free["step_latency_s"]) + 8 * sigma)
+
+
+def test_per_user_speed_never_rises_with_the_batch_under_sync_io():
+    speeds = [float(_evaluate("sync", B=b)["tokens_per_s_per_user"]) for b in (1, 2, 4, 8, 16)]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(speeds, speeds[1:])), speeds
+
+
+def test_the_launch_fit_closes_and_the_70b_row_is_its_prediction():
+    from wsemoe.validate import cerebras as c
+
+    ms = c.models()
+    fit = c.fit_sync_io(ms)
+    assert fit == pytest.approx(presets.load_hardware("cs3").sync_io_stall_s, abs=1e-6)   # whole microseconds
+    rows, tps = c.launch_rows(ms, "src")
+    kinds = {r["id"]: r["kind"] for r in rows}
+    assert kinds == {"cerebras.launch_io:llama-3.1-8b": "fitted", "cerebras.speed:llama-3.1-70b": "check"}
+    assert tps["llama-3.1-8b"] == pytest.approx(1800.0, rel=0.002)
+
+
+def _check(sets: list[str], hardware="cs3"):
+    import wsemoe
+
+    return wsemoe.explain(hardware=hardware, model="llama-3.1-8b", sets=sets)
+
+
+def test_sync_io_needs_sram_serving_and_a_stall():
+    with pytest.raises(ConfigError, match="modelled for weight_source: sram"):
+        _check(["mapping.wafer_io=sync"])
+    with pytest.raises(ConfigError, match="cs2 has none"):
+        _check(["hardware.weight_source=sram", "workload.mode=decode", "mapping.wafer_io=sync"], hardware="cs2")
+
+
+def test_eval_adds_the_stalls_into_the_step():
+    sets = ["hardware.weight_source=sram", "workload.mode=decode", "mapping.wafer_io=sync",
+            "mapping.pe_kernels=per_primitive", "workload.seq_len=2048"]
+    _, rows = _check(sets)
+    sums = {n: text for g, n, _, _, text in rows if g.startswith("how")}
+    assert "1 system × σ 224 µs (synchronous wafer I/O)" in sums["step_latency_s"], sums["step_latency_s"]
+    assert all(text.endswith("✓") for n, text in sums.items() if n in ("step_latency_s", "pipeline_period_s",
+                                                                           "tpot_s", "tokens_per_s")), sums
