@@ -8,6 +8,7 @@ from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from wsemoe.config import presets
 from wsemoe.cost.wafer import serving
@@ -29,6 +30,23 @@ def test_the_stall_is_paid_once_per_system_in_a_step_and_once_per_sequence_in_th
     pre = serving.rate_columns(NS(mode="prefill", B=2.0, seq_len=100), 1.0e-3, 1.0e-5, 4.0, 2.0e-4)
     assert float(pre["ttft_s"] if "ttft_s" in pre else pre["pipeline_period_s"]) == \
         pytest.approx(1.0e-3 + 4 * 2.0e-4 + 199 * 1.0e-5 + 2.0e-4)
+
+
+_pos = st.floats(1e-7, 1e-2, allow_nan=False, allow_infinity=False)
+
+
+@given(t1=_pos, beta=_pos, sigma=st.floats(0.0, 1e-3), wafers=st.integers(1, 64), drafts=st.integers(0, 7),
+       batches=st.lists(st.integers(1, 512), min_size=2, max_size=6))
+def test_stalls_add_w_sigma_to_a_step_and_never_let_per_user_speed_rise_with_b(t1, beta, sigma, wafers, drafts,
+                                                                              batches):
+    B = np.sort(np.asarray(batches, dtype=float))
+    wl = NS(mode="decode", B=B, draft_tokens=drafts, accepted_tokens_per_step=1.0 + 0.5 * drafts)
+    sync, free = serving.rate_columns(wl, t1, beta, wafers, sigma), serving.rate_columns(wl, t1, beta)
+    assert np.allclose(sync["step_latency_s"] - free["step_latency_s"], wafers * sigma, rtol=1e-9, atol=1e-15)
+    assert np.all(sync["pipeline_period_s"] >= sync["step_latency_s"])
+    assert np.all(sync["pipeline_period_s"] >= free["pipeline_period_s"])   # a stall never speeds anything up
+    per_user = sync["tokens_per_s_per_user"]
+    assert np.all(np.diff(per_user) <= 1e-12 * per_user[:-1])
 
 
 def test_io_stall_is_read_only_under_the_sync_reading():
