@@ -229,6 +229,26 @@ def draft_rows(ms: dict) -> list[dict]:
     return out
 
 
+def fabric_rows(ms: dict) -> list[dict]:
+    """Context: the speed rows under the other option of the `wse3_hops` reading (WSE-3 hop, turn and relay cycles
+    as reported for WSE-3, not as WSE-2's), the launch stall refitted to the 8B figure under it."""
+    from wsemoe.config import readings as registry
+
+    option = registry.load()["wse3_hops"].options["characterised"].set
+    pe = {path.rsplit(".", 1)[-1]: value for path, value in option.items()}
+    sigma = (1.0 / PUBLISHED_SPEED[FIT_IO] - speed(ms[FIT_IO], PUBLISHED_WAFERS[FIT_IO], "launch", "step_latency_s",
+                                                   sync_io_stall_s=0.0, pe=pe)) / PUBLISHED_WAFERS[FIT_IO]
+    got = {"70B launch": speed(ms["llama-3.1-70b"], 4, "launch", sync_io_stall_s=sigma, pe=pe)
+           / PUBLISHED_SPEED["llama-3.1-70b"],
+           "70B post": speed(ms["llama-3.1-70b"], 4, "post", pe=pe) / POST_SPEED["llama-3.1-70b"][0],
+           "405B post": speed(ms["llama-3.1-405b"], None, "post", pe=pe) / POST_SPEED["llama-3.1-405b"][0]}
+    cycles = ", ".join(f"{k} {v:g}" for k, v in pe.items())
+    text = f"launch stall refitted {1e6 * sigma:.0f} µs; " + "; ".join(f"{k} {v:.2f}×" for k, v in got.items())
+    return [context("cerebras.reading:wse3_hops", f"the speed rows at the wse3_hops reading 'characterised' ({cycles}; "
+                    "default as_wse2: 1, 0, 5)", "the rows' figures", text, "context: how far the rows move with "
+                    "the fabric's unpublished cycles (not a check)", reading="wse3_hops=characterised")]
+
+
 def cerebras_rows() -> list[dict]:
     """Every Cerebras inference row (module docstring): wafers needed, per-user speeds, their ratio, context."""
     ms, rows, src = models(), [], "Cerebras launch blog, Aug 2024"
@@ -256,6 +276,7 @@ def cerebras_rows() -> list[dict]:
                         "2,100 / model)", f"{LATER_70B_SPEED:,.0f} tokens/s",
                         f"{LATER_70B_SPEED / one:.2f} tokens per step (model {one:,.0f} tokens/s)",
                         "context: not a check", source="Cerebras blog, Oct 2024"))
+    rows += fabric_rows(ms)
     sigma = presets.load_hardware(HARDWARE).sync_io_stall_s
     rows.append(context("cerebras.sync_io_stall", "launch software's synchronous wafer I/O stall per transfer, fitted "
                         "to the 8B launch figure (1,800 tokens/s; one transfer a step on one system)", "—",
