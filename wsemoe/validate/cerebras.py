@@ -167,9 +167,7 @@ FIT_IO = "llama-3.1-8b"   # the launch figure the synchronous I/O stall is fitte
 def fit_sync_io(ms: dict) -> float:
     """σ, the stall of one synchronous wafer I/O transfer, that makes the fitted launch row's step the published
     per-user time (a step pays one transfer per system: cost/wafer/serving.py)."""
-    wafers = PUBLISHED_WAFERS[FIT_IO]
-    free = speed(ms[FIT_IO], wafers, "launch", "step_latency_s", sync_io_stall_s=0.0)
-    return (1.0 / PUBLISHED_SPEED[FIT_IO] - free) / wafers
+    return launch_fit(ms, FIT_IO)[0]
 
 
 def launch_rows(ms: dict, src: str) -> tuple[list[dict], dict]:
@@ -229,6 +227,33 @@ def draft_rows(ms: dict) -> list[dict]:
     return out
 
 
+# What the launch check assumes beside the stall, moved across its range (the inter-system hop's calibration range
+# in analysis/uncertainty/data/unknowns.yaml; the inter_wafer_link reading's one 100 GbE port).
+LAUNCH_MOVES = (("inter-system hop 0.5 µs", {"inter_wafer_hop_latency_s": 0.5e-6}),
+                ("inter-system hop 10 µs", {"inter_wafer_hop_latency_s": 1.0e-5}),
+                ("one 100 GbE port between systems", {"inter_wafer_link_bw_bytes_per_s": 1.25e10}))
+
+
+def launch_fit(ms: dict, fit: str, **hw) -> tuple[float, float]:
+    """(σ fitted to the launch figure of `fit`, the other launch row's tokens/s over its figure at that σ)."""
+    other = next(n for n in PUBLISHED_SPEED if n != fit)
+    free = {n: speed(ms[n], PUBLISHED_WAFERS[n], "launch", "step_latency_s", sync_io_stall_s=0.0, **hw)
+            for n in PUBLISHED_SPEED}
+    sigma = (1.0 / PUBLISHED_SPEED[fit] - free[fit]) / PUBLISHED_WAFERS[fit]
+    return sigma, 1.0 / (free[other] + PUBLISHED_WAFERS[other] * sigma) / PUBLISHED_SPEED[other]
+
+
+def launch_move_rows(ms: dict) -> list[dict]:
+    """Context: how far the held-out launch check moves with what it assumes beside the stall, and with the fit's
+    direction (fitted to 70B, 8B predicted)."""
+    parts = [f"{what}: 70B {launch_fit(ms, FIT_IO, **hw)[1]:.2f}×" for what, hw in LAUNCH_MOVES]
+    sigma, eight = launch_fit(ms, "llama-3.1-70b")
+    parts.append(f"fitted to 70B instead ({1e6 * sigma:.0f} µs): 8B {eight:.2f}×")
+    return [context("cerebras.launch_io.moves", "the held-out launch check (70B at the stall fitted to 8B) with "
+                    "its other assumptions moved, each refitting the stall", "450 tokens/s (70B)", "; ".join(parts),
+                    "context: how far the check moves (not a check)", reading="pe_kernels=per_primitive; wafer_io=sync")]
+
+
 def fabric_rows(ms: dict) -> list[dict]:
     """Context: the speed rows under the other option of the `wse3_hops` reading (WSE-3 hop, turn and relay cycles
     as reported for WSE-3, not as WSE-2's), the launch stall refitted to the 8B figure under it."""
@@ -236,10 +261,8 @@ def fabric_rows(ms: dict) -> list[dict]:
 
     option = registry.load()["wse3_hops"].options["characterised"].set
     pe = {path.rsplit(".", 1)[-1]: value for path, value in option.items()}
-    sigma = (1.0 / PUBLISHED_SPEED[FIT_IO] - speed(ms[FIT_IO], PUBLISHED_WAFERS[FIT_IO], "launch", "step_latency_s",
-                                                   sync_io_stall_s=0.0, pe=pe)) / PUBLISHED_WAFERS[FIT_IO]
-    got = {"70B launch": speed(ms["llama-3.1-70b"], 4, "launch", sync_io_stall_s=sigma, pe=pe)
-           / PUBLISHED_SPEED["llama-3.1-70b"],
+    sigma, launch = launch_fit(ms, FIT_IO, pe=pe)
+    got = {"70B launch": launch,
            "70B post": speed(ms["llama-3.1-70b"], 4, "post", pe=pe) / POST_SPEED["llama-3.1-70b"][0],
            "405B post": speed(ms["llama-3.1-405b"], None, "post", pe=pe) / POST_SPEED["llama-3.1-405b"][0]}
     cycles = ", ".join(f"{k} {v:g}" for k, v in pe.items())
@@ -276,7 +299,7 @@ def cerebras_rows() -> list[dict]:
                         "2,100 / model)", f"{LATER_70B_SPEED:,.0f} tokens/s",
                         f"{LATER_70B_SPEED / one:.2f} tokens per step (model {one:,.0f} tokens/s)",
                         "context: not a check", source="Cerebras blog, Oct 2024"))
-    rows += fabric_rows(ms)
+    rows += launch_move_rows(ms) + fabric_rows(ms)
     sigma = presets.load_hardware(HARDWARE).sync_io_stall_s
     rows.append(context("cerebras.sync_io_stall", "launch software's synchronous wafer I/O stall per transfer, fitted "
                         "to the 8B launch figure (1,800 tokens/s; one transfer a step on one system)", "—",
