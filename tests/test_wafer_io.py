@@ -116,3 +116,19 @@ def test_eval_adds_the_stalls_into_the_step():
     assert "1 system × σ 224 µs (synchronous wafer I/O)" in sums["step_latency_s"], sums["step_latency_s"]
     assert all(text.endswith("✓") for n, text in sums.items() if n in ("step_latency_s", "pipeline_period_s",
                                                                            "tpot_s", "tokens_per_s")), sums
+
+
+def test_the_fit_turned_round_predicts_8b_and_the_moves_row_names_each_assumption():
+    from wsemoe.validate import cerebras as c
+
+    ms = c.models()
+    sigma8, seventy = c.launch_fit(ms, "llama-3.1-8b")
+    sigma70, eight = c.launch_fit(ms, "llama-3.1-70b")
+    # one stall per system and step: 70B's gap spread over 4 transfers, 8B's over 1 (hand-derived from the steps)
+    free8 = c.speed(ms["llama-3.1-8b"], 1, "launch", "step_latency_s", sync_io_stall_s=0.0)
+    free70 = c.speed(ms["llama-3.1-70b"], 4, "launch", "step_latency_s", sync_io_stall_s=0.0)
+    assert sigma8 == pytest.approx(1 / 1800 - free8) and sigma70 == pytest.approx((1 / 450 - free70) / 4)
+    assert seventy == pytest.approx(1 / (free70 + 4 * sigma8) / 450)
+    assert eight == pytest.approx(1 / (free8 + sigma70) / 1800)
+    (r,) = c.launch_move_rows(ms)
+    assert r["model"].count(": 70B ") == len(c.LAUNCH_MOVES) and "fitted to 70B instead" in r["model"]
