@@ -41,11 +41,12 @@ and the post-launch figures alike):
 
 - per-user tokens/s within ±30% of each figure, at a software reading and a speculation the row names:
   launch rows (8B 1,800, 70B 450; Aug 2024) with `pe_kernels: per_primitive` (the research kernels' overhead,
-  WaferLLM's, as launch software), `wafer_io: sync` (the launch software's I/O) and no speculative decoding; post-launch rows (70B ~2,100, Oct 2024; 405B
-  969, Nov 2024) with `pe_kernels: fused` and speculative decoding as a named workload input: 3 draft tokens,
-  each accepted with probability 0.7, so (1 − 0.7⁴)/(1 − 0.7) = 2.53 tokens accepted per step (Leviathan et
-  al., ICML 2023, expected tokens per step; 0.7 the order they report for a same-family draft). Cerebras
-  states neither; the figures are named inputs, fixed before the rows first ran, never fitted;
+  WaferLLM's, as launch software), `wafer_io: sync` (the launch software's I/O) and no speculative decoding;
+  post-launch rows (70B ~2,100, Oct 2024; 405B 969, Nov 2024) with `pe_kernels: fused` and speculative decoding
+  as a named workload input: 3 draft tokens, each accepted with probability 0.7, so (1 − 0.7⁴)/(1 − 0.7) = 2.53
+  tokens accepted per step (Leviathan et al., ICML 2023, expected tokens per step; 0.7 the order they report for
+  a same-family draft). Cerebras states neither; the figures are named inputs, fixed before the rows first ran,
+  never fitted;
 - 405B's 0.24 s to first token within ±30%, for a prompt of 1,000 tokens (the request the figure is quoted
   for is not stated);
 - the ratio of the two launch speeds, 1,800 / 450 = 4.0: within ±25% ([3.0, 5.0]); it checks how per-token

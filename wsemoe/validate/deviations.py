@@ -7,16 +7,17 @@ is never silent: it is either fixed or recorded here with its reason.
 
 Every known deviation is pinned (`PINNED`): its signed gap from its band (`gap`: beyond the upper end positive,
 below the lower end negative; a ratio's logarithm for factor bands, a difference otherwise) as last recorded.
-It stays `no` only while it lies on the same side and its gap has grown by at most a quarter (`DRIFT`); a
-deviation that drifts further or crosses to the other side `FAILS`, so a known deviation cannot grow unseen.
-A smaller gap passes (the model moved towards the figure); re-pin it when the list is next touched.
+It stays `no` only while it lies on the same side and its gap is within a quarter of the pinned one (`DRIFT`),
+either way; a deviation that drifts further or crosses to the other side `FAILS`, so a known deviation cannot
+move unseen: a gap that grew means the model moved away from the figure, one that shrank by more than a quarter
+means it moved towards it, and either is re-examined and re-pinned (a row that reproduces leaves the list).
 """
 
 from __future__ import annotations
 
 import math
 
-DRIFT = 0.25   # how far a known deviation's gap may grow (as a share of its pinned gap) before validate fails
+DRIFT = 0.25   # how far a known deviation's gap may move (as a share of its pinned gap) before validate fails
 
 KNOWN: dict[str, str] = {
     "bta.docs.experts": "at BTA's reading (one head's scores at a time) uniform batching fits B = 57 sequences of 8192 "
@@ -90,12 +91,15 @@ def gap(band, value: float) -> float:
 
 
 def drifted(pinned: float, now: float) -> str | None:
-    """Why a known deviation's gap `now` is no longer the pinned one (crossed sides, grown by more than DRIFT),
-    None while it holds."""
+    """Why a known deviation's gap `now` is no longer the pinned one (crossed sides, grown or shrunk by more than
+    DRIFT), None while it holds."""
     if not math.isfinite(now) or (now > 0) != (pinned > 0):
         return f"crossed to the other side of its band (gap {now:+.3g}, pinned {pinned:+.3g})"
     if abs(now) > (1 + DRIFT) * abs(pinned):
         return f"its gap grew from {pinned:+.3g} to {now:+.3g} (more than {DRIFT:.0%}): re-examine, then re-pin"
+    if abs(now) < (1 - DRIFT) * abs(pinned):
+        return f"its gap shrank from {pinned:+.3g} to {now:+.3g} (more than {DRIFT:.0%}): the model moved " \
+               "towards the figure; re-examine, then re-pin"
     return None
 
 
