@@ -14,14 +14,14 @@ region working on a token while the next works on the one before (docs/cost-mode
 
 with `a` accepted tokens per step (speculative decoding; the draft model, on its own hardware, makes its d tokens one
 after another before the target verifies them, so its d·τ is in the step but not in the target's stream). A wafer
-hop moves a token's activations over the system
-link (bytes / bandwidth + hop latency) and across the wafer to and from its I/O edge; the token return carries the
-sampled token back to the first wafer; σ is the stall of one synchronous transfer through a system's wafer I/O
-(`mapping.wafer_io: sync`, Cerebras' launch software: every system stops its compute for each sequence's step it
-hands on, `hardware.sync_io_stall_s`; 0 when the I/O runs asynchronously from compute, the default); a hop inside a MoE layer (its experts continue on the next wafer, the
-stages being a byte-balanced split: regions.split) also carries the experts' input. TTFT: the B prompts of P tokens stream through once at context P,
-`t1 + W·σ + (B·P − 1)·β + (B − 1)·σ` (the head only on each prompt's last token; a prompt crosses each system's I/O
-as one transfer).
+hop moves a token's activations over the system link (bytes / bandwidth + hop latency) and across the wafer to and
+from its I/O edge; the token return carries the sampled token back to the first wafer; a hop inside a MoE layer (its
+experts continue on the next wafer, the stages being a byte-balanced split: regions.split) also carries the experts'
+input. σ is the stall of one synchronous transfer through a system's wafer I/O (`mapping.wafer_io: sync`, Cerebras'
+launch software: every system stops its compute for each sequence's step it hands on, `hardware.sync_io_stall_s`;
+0 when the I/O runs asynchronously from compute, the default). TTFT: the B prompts of P tokens stream through once
+at context P, `t1 + W·σ + (B·P − 1)·β + (B − 1)·σ` (the head only on each prompt's last token; a prompt crosses each
+system's I/O as one transfer).
 """
 
 from __future__ import annotations
