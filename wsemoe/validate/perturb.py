@@ -3,7 +3,9 @@ multiplied by 2 and by ½ one at a time, must make that family fail (some row `F
 pinned known deviation drifts or crosses its band, a fit stops closing). `sweep` runs the family's rows in process
 under each change; `RECORD` keeps what the last sweep found, so `validate` can say per family how many of these 2×
 errors it would catch and which rows no such error moves (rows that cannot fail, counted apart), and a test checks
-the record against a fresh sweep (tests/test_validate_perturb.py).
+the record against a fresh sweep (tests/test_validate_perturb.py). A change that moves no row's value at all (a
+constant the rows do not read, or read where it changes nothing) is counted apart from those that move rows: its
+recorded reason says so (`INERT`), and the fresh sweep checks that it does.
 
 A change is made where every reader sees it: the preset's fields as read from its file (`presets.raw`), so the
 node figures a wafer derives from its PE facts follow, and sweeps that name the preset run on it. To stay cheap a
@@ -21,6 +23,7 @@ only (shapes and published counts, no physical constant) and is not swept.
 from __future__ import annotations
 
 import copy
+import math
 import typing
 from contextlib import contextmanager
 
@@ -62,8 +65,9 @@ LINKS = "not read: the d2d_bandwidth reading sets the wafer's die-link, wafer-ed
 FIXED = "not read: the fixed_latency reading sets the wafer's per-call costs (as_gpu 1, 4.5 and 26 µs; launch_only " \
         "1, 0, 0), whatever the preset says"
 NARROW = "not read: no row's sweep runs an 8-bit or 4-bit format; matmuls run at the 16-bit peak"
-FITS = "capacity only decides which points fit, and every point still fits: no row's value changes"
+FITS = "no row's value changes: capacity only decides which points fit, and every point still fits"
 SWITCH = "not read: a switch system's traffic runs at its port bandwidth (port_bw_bytes_per_s)"
+INERT = ("not read", "no row's value changes")   # how a recorded reason says its change moves no row at all
 
 
 def _both(preset: str, paths, why: str) -> dict:
@@ -110,7 +114,7 @@ RECORD: dict[str, dict] = {
         "missed": {
             **_on("wsc-b200-8x8", _UNREAD_WSC),
             **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s", "matmul_efficiency"),
-                    "the rows compare the "
+                    "no row's value changes: the rows compare the "
                     "communication phases of ER and the block mapping on one wafer; compute and HBM reads do not "
                     "enter them"),
             **_both("wsc-b200-8x8", ("node_memory_bytes",), FITS),
@@ -169,13 +173,15 @@ RECORD: dict[str, dict] = {
         "missed": {("cs2:pe.link_bytes_per_cycle", 2.0): "not read at these rows: a 16-bit element takes one 32-bit "
                                                          "wavelet however wide the link (unpacked, the SDK's "
                                                          "descriptors)",
-                   ("cs2:pe.link_bytes_per_cycle", 0.5): "as at ×2: one wavelet per 16-bit element either way"},
+                   ("cs2:pe.link_bytes_per_cycle", 0.5): "not read, as at ×2: one wavelet per 16-bit element either "
+                                                         "way"},
         "cannot_fail": ["waferllm.rising", "waferllm.growth", "waferllm.binds"],
     },
     "cerebras": {
         "missed": {("cs3:pe.link_bytes_per_cycle", 2.0): "not read: one wavelet per 16-bit element (as WaferLLM's)",
-                   ("cs3:pe.link_bytes_per_cycle", 0.5): "as at ×2",
-                   ("cs3:pe.program_bytes_per_pe", 0.5): "a smaller program leaves more room: every published wafer "
+                   ("cs3:pe.link_bytes_per_cycle", 0.5): "not read, as at ×2",
+                   ("cs3:pe.program_bytes_per_pe", 0.5): "no row's value changes: a smaller program leaves more room, and "
+                                                         "every published wafer "
                                                          "count still holds (only its upper side is pinned, by the "
                                                          "fit)",
                    ("cs3:inter_wafer_link_bw_bytes_per_s", 2.0): "16 KB per token over 150 GB/s is 0.1 µs a hop, "
@@ -198,8 +204,8 @@ RECORD: dict[str, dict] = {
             **_both("nvl72", ("port_bw_bytes_per_s",), "dispatch and combine overlap little of a compute-bound "
                     "step: the row moves to 0.97× or 0.80×"),
             **{(f"nvl72:{c}", f): "moves the row by under 4%: a few dozen calls per layer against a 93 ms step"
-               for c in ("hop_latency_s", "kernel_launch_s", "collective_latency_s", "alltoall_latency_s")
-               for f in FACTORS},
+               for c in ("hop_latency_s", "kernel_launch_s", "alltoall_latency_s") for f in FACTORS},
+            **_both("nvl72", ("collective_latency_s",), "no row's value changes: TP 1 runs no all-reduce"),
             **{(f"h100-sxm:{c}", 2.0): "72 H100s at 256 tokens/GPU are bound by dispatch over InfiniBand: faster "
                "matmuls move the row from 0.70× to 0.75–0.91×, inside the band (at ½ it fails)"
                for c in ("node_peak_flops", "node_peak_flops_fp8", "matmul_efficiency")},
@@ -311,9 +317,18 @@ def sweep(family: str) -> dict:
                     failing[(key(preset, path), factor)] = [r["id"] for r in classify(now) if r["status"] == "FAILS"]
                     values[(key(preset, path), factor)] = {r["id"]: r["value"] for r in now if r["kind"] != "info"}
     moved = {rid for ids in failing.values() for rid in ids}
+    base_values = {r["id"]: r["value"] for r in rows if r["kind"] != "info"}
     return {"failing": failing, "missed": [k for k, ids in failing.items() if not ids],
+            "inert": [k for k, v in values.items() if all(_same(x, base_values[rid]) for rid, x in v.items())],
             "cannot_fail": [rid for rid in claims if rid not in moved], "unperturbed": unperturbed,
-            "values": values, "base": {r["id"]: r["value"] for r in rows if r["kind"] != "info"}}
+            "values": values, "base": base_values}
+
+
+def _same(a: float, b: float) -> bool:
+    """Two row values equal to rounding (NaN equal to NaN)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
 
 
 def against_record(family: str) -> list[str]:
@@ -325,27 +340,42 @@ def against_record(family: str) -> list[str]:
     out += [f"missed, not recorded: {k}" for k in found["missed"] if k not in record["missed"]]
     out += [f"recorded as missed, caught by {found['failing'][k]}: {k}" for k in record["missed"]
             if k not in found["missed"]]
+    out += [f"moves a row, recorded as moving none: {k}" for k in record["missed"]
+            if inert(record["missed"][k]) and k not in found["inert"]]
+    out += [f"moves no row, recorded as moving some: {k}" for k in found["inert"]
+            if k in record["missed"] and not inert(record["missed"][k])]
     out += [f"moves no more: {rid}" for rid in found["cannot_fail"] if rid not in record["cannot_fail"]]
     out += [f"now moved: {rid}" for rid in record["cannot_fail"] if rid not in found["cannot_fail"]]
     return out + [f"no reason: {k}" for k, why in record["missed"].items() if not why]
 
 
-def caught(family: str) -> tuple[int, int] | None:
-    """(2× and ½× changes the family's rows catch, changes tried) as recorded; None for a family not swept."""
+def inert(why: str) -> bool:
+    """Whether a recorded miss is a change that moves no row at all (its reason says so: INERT), as against one
+    that moves rows but not out of their bands."""
+    return why.startswith(INERT)
+
+
+def caught(family: str) -> tuple[int, int, int] | None:
+    """(2× and ½× changes the family's rows catch, changes that move some row, changes tried) as recorded; None
+    for a family not swept."""
     if family not in RECORD:
         return None
     tried = sum(len(paths) for paths in CONSTANTS[family].values()) * len(FACTORS)
-    return tried - len(RECORD[family]["missed"]), tried
+    idle = sum(inert(why) for why in RECORD[family]["missed"].values())
+    return tried - len(RECORD[family]["missed"]), tried - idle, tried
 
 
 def line(families) -> str:
-    """'2× errors caught: waferllm 12 of 12, cerebras 24 of 26; rows no such error moves: 3 (context)', or ''."""
-    parts, idle = [], 0
+    """'2× errors caught (of those that move a row): waferllm 10 of 10, …; 4 more change no row's value; claims
+    no such error moves: 3 (context).', or ''."""
+    parts, idle, quiet = [], 0, 0
     for fam in families:
         got = caught(fam)
         if got is not None:
             parts.append(f"{fam} {got[0]} of {got[1]}")
+            quiet += got[2] - got[1]
             idle += len(RECORD[fam]["cannot_fail"])
     if not parts:
         return ""
-    return f" 2× errors caught: {', '.join(parts)}; claims no such error moves: {idle} (context)."
+    return (f" 2× errors caught (of those that move a row): {', '.join(parts)}; {quiet} more change no row's value; "
+            f"claims no such error moves: {idle} (context).")
