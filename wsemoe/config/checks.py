@@ -297,8 +297,8 @@ def _check_sram_chunk(cfg: SweepConfig, c: dict) -> None:
     _fail(cfg, sync & ~sram, "mapping.wafer_io",
           lambda i: "mapping.wafer_io: sync (a synchronous wafer I/O stall) is modelled for weight_source: sram")
     _fail(cfg, sync & sram & (c["hardware.sync_io_stall_s"].astype(float) <= 0), "mapping.wafer_io",
-          lambda i: f"mapping.wafer_io: sync charges hardware.sync_io_stall_s per transfer, and {c['hardware.name'][i]} "
-                    "has none (0): set it (cs3 carries its launch software's fitted value)")
+          lambda i: "mapping.wafer_io: sync charges hardware.sync_io_stall_s per transfer, and "
+                    f"{c['hardware.name'][i]} has none (0): set it (cs3 carries its launch software's fitted value)")
 
 
 PE_FABRIC_FIELDS = ("hardware.pe_fabric", "balance.balancer", "mapping.tp", "workload.overlap")

@@ -278,7 +278,8 @@ def serving_rates(row, wl) -> list:
         step = t1 + W * sigma + (q - 1) * beta + (q - 1) * tau
         period = max(step, B * (q * beta + sigma))
         drafting = f" + {q - 1:g} draft × τ {_t(tau)} (the draft model)" if tau > 0 else ""
-        stalls = f" + {W:g} system{'s' if W != 1 else ''} × σ {_t(sigma)} (synchronous wafer I/O)" if sigma > 0 else ""
+        systems = f"{W:g} system{'s' if W != 1 else ''}"
+        stalls = f" + {systems} × σ {_t(sigma)} (synchronous wafer I/O)" if sigma > 0 else ""
         out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)}{stalls} + {q - 1:g} draft × β "
                  f"{_t(beta)} ({row['busiest_stage']}){drafting} = {_t(step)} "
                  f"{_check(step, _get(row, 'step_latency_s'))}"),

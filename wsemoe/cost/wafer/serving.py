@@ -8,8 +8,8 @@ region working on a token while the next works on the one before (docs/cost-mode
     t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + token return   (one token)
     β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
               shared experts, dispatch, combine, layer hop, dense region, head, system link)
-    step    = t1 + W·σ + (q − 1)·β + d·τ    a sequence's step of q = d + 1 tokens (d drafts of τ seconds each first)
-    period  = max(step, B·(q·β + σ))        B sequences share the stream: each waits for its step and for its turn
+    step    = t1 + W·σ + (q − 1)·β + d·τ   a sequence's step of q = d + 1 tokens (d drafts of τ s each first)
+    period  = max(step, B·(q·β + σ))       B sequences share the stream: each waits for its step and its turn
     tpot    = period / a,   tokens/s per user = a / period,   tokens/s = B·a / period
 
 with `a` accepted tokens per step (speculative decoding; the draft model, on its own hardware, makes its d tokens one
