@@ -15,7 +15,7 @@ import yaml
 
 import wsemoe
 from wsemoe.cli import app
-from wsemoe.config import checks
+from wsemoe.config import checks, combos
 from wsemoe.config.loader import load_config
 from wsemoe.config.presets import raw
 from wsemoe.cost.wafer import pememory
@@ -116,18 +116,18 @@ def test_cross_checks_go_through_every_combination_in_chunks(monkeypatch):
     """Chunks of 3 cover exactly the product of the distinct rows of each factor involved (no more, no fewer)."""
     cfg = load_config({**BASE, "axes": {"model.num_experts": [32, 64, 128], "workload.B": [1, 2]},
                        "zip": [{"model.num_experts_per_tok": [2, 4, 2, 4], "workload.G": [1, 2, 4, 8]}]})
-    monkeypatch.setattr(checks, "CHUNK", 3)
+    monkeypatch.setattr(combos, "CHUNK", 3)
     paths = ["model.num_experts", "model.num_experts_per_tok"]
-    got = [tuple(r) for c in checks._combos(cfg, paths) for r in zip(*(c[p] for p in paths))]
+    got = [tuple(r) for c in combos.combos(cfg, paths) for r in zip(*(c[p] for p in paths))]
     assert sorted(got) == sorted(itertools.product([32, 64, 128], [2, 4]))
 
 
 def test_too_many_combinations_are_refused_by_count_before_any_allocation(monkeypatch):
     cfg = load_config({**BASE, "axes": {"model.num_experts": [64, 128], "model.num_experts_per_tok": [2, 4, 8]}})
-    monkeypatch.setattr(checks, "MAX_CHECKED", 5)
+    monkeypatch.setattr(combos, "MAX_CHECKED", 5)
     with pytest.raises(ConfigError, match="6 combinations"):
         checks.check_points(cfg)
-    monkeypatch.setattr(checks, "MAX_CHECKED", 6)
+    monkeypatch.setattr(combos, "MAX_CHECKED", 6)
     checks.check_points(cfg)
 
 
@@ -182,6 +182,6 @@ def test_chunked_combinations_are_exactly_the_distinct_product(experts, topk, ro
                            "axes": {"model.num_experts": experts, "model.num_experts_per_tok": topk}})
         want = set(itertools.product(experts, topk))
     paths = ["model.num_experts", "model.num_experts_per_tok"]
-    with unittest.mock.patch.object(checks, "CHUNK", chunk):
-        got = [tuple(r) for c in checks._combos(cfg, paths) for r in zip(*(c[p] for p in paths))]
+    with unittest.mock.patch.object(combos, "CHUNK", chunk):
+        got = [tuple(r) for c in combos.combos(cfg, paths) for r in zip(*(c[p] for p in paths))]
     assert sorted(got) == sorted(want)

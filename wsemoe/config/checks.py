@@ -8,60 +8,12 @@ import functools
 
 import numpy as np
 
+from wsemoe.config.combos import as_float, combos, fail, field_values, objects, products
 from wsemoe.config.schema import SweepConfig
 from wsemoe.cost.balance.popularity import calibrate_zipf, zipf_imbalance
 from wsemoe.errors import ConfigError
 from wsemoe.specs.base import MAX_GRID_SIDE
 from wsemoe.specs.rules import MODEL_RULES
-
-
-MAX_CHECKED = 2**25  # distinct combinations of the fields one rule involves that `check` goes through
-CHUNK = 2**18        # combinations held at once (object columns of ~8 bytes per entry and field)
-
-
-def _combos(cfg: SweepConfig, paths: list[str]):
-    """Every distinct combination of values the sweep takes on `paths`, in chunks of at most CHUNK (product over the
-    factors involved only, each factor reduced to its distinct rows on `paths`); the count is computed, and refused
-    past MAX_CHECKED, before anything is allocated."""
-    parts = []
-    for f in cfg.factors():
-        hit = [p for p in paths if p in f]
-        if hit:
-            rows = list(dict.fromkeys(zip(*(_hashable(f[p]) for p in hit))))
-            parts.append((hit, [_objects([r[j] for r in rows]) for j in range(len(hit))]))
-    n = 1
-    for _, columns in parts:
-        n *= len(columns[0])
-    if n > MAX_CHECKED:
-        swept = ", ".join(p for hit, _ in parts for p in hit)
-        raise ConfigError(f"the rules between {swept} would check {n:,} combinations of their values; at most "
-                          f"{MAX_CHECKED:,} are checked: sweep fewer values of these axes together, or split the "
-                          "sweep", loc=("axes",))
-    for start in range(0, n, CHUNK):
-        index = np.arange(start, min(n, start + CHUNK))
-        size = len(index)
-        cols: dict[str, np.ndarray] = {}
-        for hit, columns in reversed(parts):  # mixed radix, the first factor slowest (as itertools.product)
-            m = len(columns[0])
-            for p, column in zip(hit, columns):
-                cols[p] = column[index % m]
-            index = index // m
-        for p in paths:
-            if p not in cols:
-                section, field = p.split(".", 1)
-                cols[p] = np.full(size, getattr(getattr(cfg, section), field), dtype=object)
-        yield cols
-
-
-def _hashable(values) -> list:
-    return [tuple(v) if isinstance(v, list) else v for v in values]
-
-
-def _objects(values) -> np.ndarray:
-    """A 1-D object array of `values`, list values (wafers, ftd) kept whole rather than spread into a 2-D array."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = [tuple(v) if isinstance(v, list) else v for v in values]
-    return out
 
 
 def check_points(cfg: SweepConfig) -> None:
@@ -93,7 +45,7 @@ def _check_model_rules(cfg: SweepConfig) -> None:
             continue  # the base model met it when it was built
         blame = next((p for p in [f"model.{rule.blame}", *paths] if p in swept), "model" if "model" in swept
                      else f"model.{rule.blame}")
-        for c in _field_values(cfg, paths):
+        for c in field_values(cfg, paths):
             bad = np.asarray(rule.bad(*(c[p].astype(float) for p in paths)), dtype=bool)
             if np.any(bad):
                 i = int(np.argmax(bad))
@@ -146,15 +98,7 @@ LAYOUT_FIELDS = ("hardware.rows", "hardware.cols", "hardware.wafers", "hardware.
 
 def _layout(cfg: SweepConfig) -> dict[str, np.ndarray]:
     """Every combination the sweep takes of the fields a layout depends on (hardware presets resolved)."""
-    return _field_values(cfg, LAYOUT_FIELDS)
-
-
-def _fail(cfg: SweepConfig, bad: np.ndarray, path: str, message) -> None:
-    """Raise for the first combination flagged in `bad`, naming the axis (or base field) `path`."""
-    if np.any(bad):
-        i = int(np.argmax(bad))
-        loc = ("axes", path) if path in cfg.axis_names() else tuple(path.split("."))
-        raise ConfigError(message(i), loc=loc)
+    return field_values(cfg, LAYOUT_FIELDS)
 
 
 def _check_tp(cfg: SweepConfig) -> None:
@@ -166,42 +110,42 @@ def _check_tp(cfg: SweepConfig) -> None:
 
 
 def _check_tp_chunk(cfg: SweepConfig, c: dict) -> None:
-    wafers = _products(c["hardware.wafers"])
+    wafers = products(c["hardware.wafers"])
     per_wafer = c["hardware.rows"].astype(float) * c["hardware.cols"].astype(float)
     nodes = per_wafer * wafers
-    tp = _num(c["mapping.tp"])
+    tp = as_float(c["mapping.tp"])
     given = ~np.isnan(tp)
     tp_ = np.where(given, tp, nodes)
     her = c["mapping.strategy"] == "her"
     span = np.where(her & (c["hardware.topology"] == "mesh"), per_wafer, nodes)
-    _fail(cfg, given & (np.mod(span, tp_) != 0), "mapping.tp",
+    fail(cfg, given & (np.mod(span, tp_) != 0), "mapping.tp",
           lambda i: f"mapping.tp = {int(tp[i])} does not divide the {int(span[i])} "
                     + ("dies of one wafer (her keeps TP groups inside a wafer)" if her[i] else "nodes"))
     _check_ftd(cfg, c, tp_, span, her)
     _check_explicit(cfg, c, tp_, nodes)
-    wr, wc = _products(c["hardware.wafers"], 0), _products(c["hardware.wafers"], 1)
+    wr, wc = products(c["hardware.wafers"], 0), products(c["hardware.wafers"], 1)
     grid = np.maximum(c["hardware.rows"].astype(float) * wr, c["hardware.cols"].astype(float) * wc)
-    _fail(cfg, (c["hardware.topology"] == "mesh") & (grid > MAX_GRID_SIDE),
+    fail(cfg, (c["hardware.topology"] == "mesh") & (grid > MAX_GRID_SIDE),
           "hardware.wafers" if "hardware.wafers" in cfg.axis_names() else "hardware.rows",
           lambda i: f"a mesh of {int(c['hardware.rows'][i] * wr[i])}×{int(c['hardware.cols'][i] * wc[i])} dies: at most "
                     f"{MAX_GRID_SIDE} a side is modelled (the mesh engine's work grows with the square of the dies)")
     streamed = c["hardware.weight_source"] == "streamed"
-    _fail(cfg, streamed & (wafers > 1), "hardware.wafers",
+    fail(cfg, streamed & (wafers > 1), "hardware.wafers",
           lambda i: "several wafers in weight-streaming mode are not modelled; use wafers: [1, 1]")
-    _fail(cfg, streamed & given & (tp != nodes), "mapping.tp",
+    fail(cfg, streamed & given & (tp != nodes), "mapping.tp",
           lambda i: f"mapping.tp = {int(tp[i])} on a weight-streaming wafer: it runs one attention group "
                     f"over all {int(nodes[i])} nodes; leave tp unset")
-    per_device = _num(c["workload.tokens_per_device"])
+    per_device = as_float(c["workload.tokens_per_device"])
     by_device = ~np.isnan(per_device)
     if not by_device.any():
         return
-    _fail(cfg, by_device & (c["workload.mode"] != "decode"), "workload.tokens_per_device",
+    fail(cfg, by_device & (c["workload.mode"] != "decode"), "workload.tokens_per_device",
           lambda i: "tokens_per_device sets the decode batch; use workload.B in other modes")
     if "workload.B" in cfg.axis_names():
         raise ConfigError("workload.B is not used when tokens_per_device is set; sweep one of them",
                           loc=("axes", "workload.B"))
     g = c["workload.G"].astype(float)
-    _fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
+    fail(cfg, by_device & (np.mod(per_device * tp_, g) != 0), "workload.tokens_per_device",
           lambda i: f"tokens_per_device·tp = {int(per_device[i] * tp_[i])} is not a multiple of G = {int(g[i])} "
                     "(B must be whole sequences)")
 
@@ -248,18 +192,18 @@ def _check_prompt(cfg: SweepConfig) -> None:
     """A prompt length (for ttft_s) belongs to decode, and the decode context (seq_len) holds the prompt."""
     if cfg.workload.prompt_len is None and "workload.prompt_len" not in cfg.axis_names():
         return
-    for c in _field_values(cfg, PROMPT_FIELDS):
+    for c in field_values(cfg, PROMPT_FIELDS):
         _check_prompt_chunk(cfg, c)
 
 
 def _check_prompt_chunk(cfg: SweepConfig, c: dict) -> None:
-    prompt = _num(c["workload.prompt_len"])
+    prompt = as_float(c["workload.prompt_len"])
     given = ~np.isnan(prompt)
-    _fail(cfg, given & (c["workload.mode"] != "decode"), "workload.prompt_len",
+    fail(cfg, given & (c["workload.mode"] != "decode"), "workload.prompt_len",
           lambda i: f"prompt_len sets the prompt behind a decode point's ttft_s; in {c['workload.mode'][i]} mode "
                     "the prompt is seq_len (prefill gives ttft_s itself)")
     seq = c["workload.seq_len"].astype(float)
-    _fail(cfg, given & (prompt > seq), "workload.prompt_len",
+    fail(cfg, given & (prompt > seq), "workload.prompt_len",
           lambda i: f"prompt_len = {int(prompt[i])} exceeds the decode context seq_len = {int(seq[i])}, "
                     "which holds the prompt")
 
@@ -272,31 +216,31 @@ SRAM_FIELDS = ("hardware.weight_source", "workload.mode", "workload.draft_tokens
 def _check_sram(cfg: SweepConfig) -> None:
     """SRAM serving is inference on a PE fabric: no training, no batch tiling, TP groups or expert replicas (its
     layout is its own); speculative decoding is modelled there only."""
-    for c in _field_values(cfg, SRAM_FIELDS):
+    for c in field_values(cfg, SRAM_FIELDS):
         _check_sram_chunk(cfg, c)
 
 
 def _check_sram_chunk(cfg: SweepConfig, c: dict) -> None:
     sram = c["hardware.weight_source"] == "sram"
-    _fail(cfg, sram & (c["workload.mode"] == "train"), "workload.mode",
+    fail(cfg, sram & (c["workload.mode"] == "train"), "workload.mode",
           lambda i: "weight_source: sram serves inference (decode or prefill); training streams its weights "
                     "(weight_source: streamed)")
-    _fail(cfg, sram & (c["workload.G"].astype(float) != 1), "workload.G",
+    fail(cfg, sram & (c["workload.G"].astype(float) != 1), "workload.G",
           lambda i: "batch tiling (G) is not modelled for weight_source: sram; its B sequences stream through the "
                     "pipeline")
     _pe_level(cfg, c, sram, "weight_source: sram places attention on PE regions (mapping.pe_placement)",
               "for weight_source: sram")
     spec = (c["workload.draft_tokens"].astype(float) > 0) | (c["workload.accepted_tokens_per_step"].astype(float) != 1) \
         | (c["workload.draft_token_s"].astype(float) > 0)
-    _fail(cfg, spec & ~sram, "workload.draft_tokens",
+    fail(cfg, spec & ~sram, "workload.draft_tokens",
           lambda i: "speculative decoding (draft_tokens, accepted_tokens_per_step, draft_token_s) is modelled for "
                     "weight_source: sram")
-    _fail(cfg, spec & sram & (c["workload.mode"] != "decode"), "workload.draft_tokens",
+    fail(cfg, spec & sram & (c["workload.mode"] != "decode"), "workload.draft_tokens",
           lambda i: "speculative decoding applies to decode")
     sync = c["mapping.wafer_io"] == "sync"
-    _fail(cfg, sync & ~sram, "mapping.wafer_io",
+    fail(cfg, sync & ~sram, "mapping.wafer_io",
           lambda i: "mapping.wafer_io: sync (a synchronous wafer I/O stall) is modelled for weight_source: sram")
-    _fail(cfg, sync & sram & (c["hardware.sync_io_stall_s"].astype(float) <= 0), "mapping.wafer_io",
+    fail(cfg, sync & sram & (c["hardware.sync_io_stall_s"].astype(float) <= 0), "mapping.wafer_io",
           lambda i: "mapping.wafer_io: sync charges hardware.sync_io_stall_s per transfer, and "
                     f"{c['hardware.name'][i]} has none (0): set it (cs3 carries its launch software's fitted value)")
 
@@ -308,13 +252,13 @@ def _check_pe_fabric(cfg: SweepConfig) -> None:
     """A weight-streaming wafer at PE level is one attention group over the fabric with one region per expert: no TP
     groups, no expert replicas; and its edge and regions terms are the weights and compute terms seen at PE level,
     which bound a stage but never add to it (overlap none would add them)."""
-    for c in _field_values(cfg, PE_FABRIC_FIELDS):
+    for c in field_values(cfg, PE_FABRIC_FIELDS):
         _check_pe_fabric_chunk(cfg, c)
 
 
 def _check_pe_fabric_chunk(cfg: SweepConfig, c: dict) -> None:
     on = c["hardware.pe_fabric"].astype(bool)
-    _fail(cfg, on & (c["workload.overlap"] == "none"), "workload.overlap",
+    fail(cfg, on & (c["workload.overlap"] == "none"), "workload.overlap",
           lambda i: "overlap none with hardware.pe_fabric would add the edge and regions terms to the weights and "
                     "compute terms they are the PE-level view of; use layer or stage")
     _pe_level(cfg, c, on, "with hardware.pe_fabric the wafer runs attention as one group over its PEs",
@@ -324,9 +268,9 @@ def _check_pe_fabric_chunk(cfg: SweepConfig, c: dict) -> None:
 def _pe_level(cfg: SweepConfig, c: dict, on: np.ndarray, attention: str, replicas: str) -> None:
     """The rule both PE-level modes share: node-level TP groups and expert replicas do not apply where `on`;
     `attention` says where attention runs instead, `replicas` where replicas are not modelled."""
-    _fail(cfg, on & ~np.equal(c["mapping.tp"], None), "mapping.tp",
+    fail(cfg, on & ~np.equal(c["mapping.tp"], None), "mapping.tp",
           lambda i: f"mapping.tp applies to node-level models; {attention}")
-    _fail(cfg, on & (c["balance.balancer"] != "none"), "balance.balancer",
+    fail(cfg, on & (c["balance.balancer"] != "none"), "balance.balancer",
           lambda i: f"balancer {c['balance.balancer'][i]}: expert replicas are not modelled {replicas}")
 
 
@@ -334,51 +278,19 @@ SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "b
                "model.num_experts", "hardware.rows", "hardware.cols", "hardware.wafers")
 
 
-def _field_values(cfg: SweepConfig, paths):
-    """Every combination the sweep takes of `paths`, with hardware and model preset axes resolved to fields, in
-    chunks (dicts of equal-length object columns)."""
-    presets = [k for k in ("hardware", "model") if k in cfg.axis_names()]
-    for c in _combos(cfg, [*(p for p in paths if p in cfg.axis_names()), *presets]):
-        n = len(next(iter(c.values()))) if c else 1
-        out = {}
-        for path in paths:
-            section, name = path.split(".", 1)
-            if path in c:
-                out[path] = c[path]
-            elif section in presets:  # looked up once per preset name, spread by index
-                default = type(getattr(cfg, section)).model_fields[name].default
-                names, where = np.unique(c[section].astype(str), return_inverse=True)
-                out[path] = _objects([cfg.presets[v].get(name, default) for v in names])[where.ravel()]
-            else:
-                out[path] = _objects([getattr(getattr(cfg, section), name)] * n)
-        yield out
-
-
-def _num(column: np.ndarray) -> np.ndarray:
-    """An object column as floats, None as NaN (no per-value Python loop)."""
-    none = np.equal(column, None)
-    return np.where(none, np.nan, np.where(none, 0, column)).astype(float)
-
-
-def _products(column: np.ndarray, item: int | None = None) -> np.ndarray:
-    """The product of each tuple of an object column (wafers [Wr, Wc]), or its `item`, once per distinct tuple."""
-    table = {w: float(np.prod(w) if item is None else w[item]) for w in set(column.tolist())}
-    return np.fromiter((table[w] for w in column.tolist()), dtype=float, count=len(column))
-
-
 def _check_skew(cfg: SweepConfig) -> None:
     """A skew target must be reachable by some Zipf exponent on its layout (the exponent is solved per point)."""
     if cfg.balance.skew_target is None and "balance.skew_target" not in cfg.axis_names():
         return
     seen: set = set()
-    for v in _field_values(cfg, SKEW_FIELDS):
+    for v in field_values(cfg, SKEW_FIELDS):
         on = ~np.equal(v["balance.skew_target"], None) & (v["balance.distribution"] == "zipf")
         if not on.any():
             continue
-        nodes = v["hardware.rows"].astype(float) * v["hardware.cols"].astype(float) * _products(v["hardware.wafers"])
-        given = _num(v["balance.skew_devices"])
+        nodes = v["hardware.rows"].astype(float) * v["hardware.cols"].astype(float) * products(v["hardware.wafers"])
+        given = as_float(v["balance.skew_devices"])
         devices = np.where(np.isnan(given) | (given == 0), nodes, given)
-        keys = zip(_num(v["balance.skew_target"])[on].tolist(), v["model.num_experts"][on].astype(int).tolist(),
+        keys = zip(as_float(v["balance.skew_target"])[on].tolist(), v["model.num_experts"][on].astype(int).tolist(),
                    devices[on].astype(int).tolist(), v["balance.seed"][on].astype(int).tolist(),
                    ~np.isnan(given[on]) & (given[on] != 0))
         for target, experts, n, seed, by_devices in keys:
