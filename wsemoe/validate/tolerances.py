@@ -145,6 +145,16 @@ BANDS: dict[str, Band] = {
     "gpu.node": Band(0.67, 1.5, log=True, why="output tokens/s per GPU of the node-level model (the comparisons' "
                      "GPU baseline) over a published DeepSeek-V3 decode worker's, at its layout, load and context: "
                      "within ×[0.67, 1.5], the band the fitted serving stack's checks of the same points keep"),
+    # --- the node model's expert-parallel dispatch and combine on NVL72 against measured kernels (issue 26: rows
+    # that fail when the GPU baseline's link or per-call figures are wrong by 2x), written before the rows first ran ---
+    "gpu.a2a": Band(0.70, 1.30, why="one dispatch or combine call of the node-level model on nvl72 (seconds per call) "
+                    "over the mean of the measured dispatch and combine kernels at the same EP size and tokens per "
+                    "rank (TensorRT-LLM tech blog 18, GB200 NVL72, DeepSeek-V3 profile, BF16): ±30%, the band of the "
+                    "wafer speed rows; a single kernel whose volume and fixed terms the model names directly"),
+    "gpu.a2a.fixed": Band(0.95, 1.05, why="fitted: nvl72's alltoall_latency_s (26 µs) was taken from the same "
+                          "tables' one-token calls (mean 26.4 µs over EP 8-64); the model's one-token call over that "
+                          "mean within ±5% (the preset is rounded to whole microseconds); beyond it the preset no "
+                          "longer carries its own source"),
     # --- energy (issue 29; wsemoe/validate/energy.py), written before the energy model first ran on these rows ---
     "energy.waferllm": Band(1 / 1.5, 1.5, log=True, why="decode energy of n A100s over a WSE-2 (model over published "
                             "0.92, 2.22, 7.02): within 1.5× either way, a prediction that multiplies two modelled "
