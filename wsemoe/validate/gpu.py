@@ -15,6 +15,15 @@ same FP8 checkpoint with a BF16 cache), so FP8 expert weights and a 16-bit KV ca
 runs attention's projections at the format of its core, 16-bit here, where the checkpoint's are FP8 GEMMs).
 The band (tolerances.py, `gpu.node`) is the stack checks' ×[0.67, 1.5]. Nothing here is fitted: a miss says how
 far the comparisons' baseline sits from measured serving at a production load.
+
+And the baseline's expert-parallel communication against measured kernels: one dispatch or combine call of the
+same node-level model on `nvl72`, DeepSeek-V3's profile (hidden 7,168, top-8, BF16 activations: 14,336 bytes a
+token), at each EP size 8-64 and tokens per rank the TensorRT-LLM tech blog 18 tables measure on GB200 NVL72
+(NVLinkOneSided kernels). The model's call is its fixed per-call cost (`alltoall_latency_s`) and one switch
+traversal plus the bytes through the busiest port: b · min(EP, k) · 14,336 · (EP − 1)/EP over 900 GB/s (a
+token's copy to its own rank stays local). The one-token calls are what the preset's per-call cost was taken
+from, so that row is kind fitted (`gpu.a2a.fixed`, ±5%); at 256 and 2,048 tokens per rank, where the bytes are
+half or most of a call, the rows are predictions of the port term (`gpu.a2a`, ±30%).
 """
 
 from __future__ import annotations
@@ -49,4 +58,47 @@ def gpu_rows() -> list[dict]:
                        got / published,
                        model=f"{got:,.0f} tokens/s/GPU ({got / published:.2f}×; bound {bound})", source=source,
                        reading="the default readings"))
+    return out + a2a_rows()
+
+
+# TensorRT-LLM tech blog 18, "Scaling With Batch Size and EP Size" (GB200 NVL72, DeepSeek-V3 profile, BF16): per EP
+# size, tokens per rank -> (dispatch µs, combine µs). The rows take the mean of the two: the model has one call time.
+A2A_SOURCE = "TensorRT-LLM tech blog 18, Performance Benchmark (GB200 NVL72)"
+A2A_MEASURED = {8: {1: (18.9, 31.0), 256: (50.8, 53.0), 2048: (311.8, 322.6)},
+                16: {1: (18.8, 30.8), 256: (54.8, 57.0), 2048: (343.3, 348.4)},
+                32: {1: (19.8, 31.4), 256: (61.5, 59.7), 2048: (373.7, 369.5)},
+                64: {1: (27.8, 32.6), 256: (65.3, 62.9), 2048: (399.2, 372.1)}}
+
+
+def a2a_call_s(ep: int, per_rank: int) -> float:
+    """Seconds of one dispatch (equal to one combine) call of the node-level model: DeepSeek-V3 with BF16
+    activations on `ep` GPUs of `nvl72`, attention DP (TP 1), `per_rank` tokens per GPU."""
+    from wsemoe.config.single import parse_sets, point_mapping
+    from wsemoe.sweep.chunked import evaluate
+
+    sets = [f"hardware.cols={ep}", "workload.mode=decode", f"workload.tokens_per_device={per_rank}",
+            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16", "workload.expert_weight_format=bf16",
+            "workload.kv_format=bf16", "mapping.tp=1"]
+    return float(evaluate(point_mapping("nvl72", "deepseek-v3", parse_sets(sets), "a2a_check")).iloc[0]
+                 ["moe_dispatch_s"])
+
+
+def a2a_rows() -> list[dict]:
+    """The one-token calls (fitted: the preset's per-call cost) and, per EP size, the calls at 256 and 2,048 tokens
+    per rank (predictions of the port term), each over the mean of the measured dispatch and combine."""
+    one = [(a2a_call_s(ep, 1), sum(m[1]) / 2) for ep, m in A2A_MEASURED.items()]
+    got, pub = sum(g for g, _ in one) / len(one), sum(p for _, p in one) / len(one)
+    ratio = got / (1e-6 * pub)
+    out = [row("gpu.a2a.fixed:nvl72", "one dispatch or combine call of one token per rank on nvl72 (EP 8-64, mean; "
+               "µs; fitted: alltoall_latency_s)", f"{pub:.1f} µs", ratio, kind="fitted",
+               model=f"{1e6 * got:.1f} µs ({ratio:.2f}×)", source=A2A_SOURCE, reading="the default readings")]
+    for ep, measured in A2A_MEASURED.items():
+        for per_rank in (256, 2048):
+            call, mean = a2a_call_s(ep, per_rank), sum(measured[per_rank]) / 2
+            ratio = call / (1e-6 * mean)
+            out.append(row(f"gpu.a2a:ep{ep}-b{per_rank}", f"one dispatch or combine call on nvl72, EP {ep}, {per_rank:,} "
+                           "tokens per rank, DeepSeek-V3 BF16 (µs; prediction of the port term)",
+                           f"{mean:.1f} µs (dispatch {measured[per_rank][0]}, combine {measured[per_rank][1]})", ratio,
+                           model=f"{1e6 * call:.1f} µs ({ratio:.2f}×)", source=A2A_SOURCE,
+                           reading="the default readings"))
     return out

@@ -1,0 +1,49 @@
+"""The node model's expert-parallel dispatch on NVL72 against TensorRT-LLM blog 18's measured kernels
+(validate/gpu.py, rows gpu.a2a and gpu.a2a.fixed): the call the rows read is the hand-derived fixed cost plus
+the bytes through the busiest port, the rows carry the published means, and they fail when the port bandwidth
+or the per-call cost is wrong by 2x."""
+
+from __future__ import annotations
+
+import pytest
+
+from wsemoe.config import presets
+from wsemoe.validate import gpu
+from wsemoe.validate.deviations import classify
+from wsemoe.validate.perturb import perturbed
+
+TOKEN_BYTES = 7168 * 2   # DeepSeek-V3's hidden size in BF16
+TOP_K = 8
+
+
+def hand_call_s(ep: int, per_rank: int) -> float:
+    """Per-call cost + one switch traversal + the busiest port's bytes: each token goes to min(EP, k) ranks and
+    the copy to its own rank (one in EP of them, routing spread evenly) stays local."""
+    hw = presets.load_hardware("nvl72")
+    port = per_rank * min(ep, TOP_K) * TOKEN_BYTES * (ep - 1) / ep
+    return hw.alltoall_latency_s + hw.hop_latency_s + port / hw.port_bw_bytes_per_s
+
+
+@pytest.mark.parametrize("ep,per_rank", [(8, 1), (8, 2048), (16, 256), (64, 256), (64, 2048)])
+def test_the_call_is_the_fixed_cost_plus_the_busiest_ports_bytes(ep, per_rank):
+    assert gpu.a2a_call_s(ep, per_rank) == pytest.approx(hand_call_s(ep, per_rank), rel=1e-6)
+
+
+def test_the_rows_compare_with_the_mean_of_dispatch_and_combine():
+    rows = {r["id"]: r for r in gpu.a2a_rows()}
+    assert set(rows) == {"gpu.a2a.fixed:nvl72"} | {f"gpu.a2a:ep{e}-b{b}" for e in (8, 16, 32, 64)
+                                                   for b in (256, 2048)}
+    assert rows["gpu.a2a.fixed:nvl72"]["kind"] == "fitted"
+    one_token = [sum(m[1]) / 2 for m in gpu.A2A_MEASURED.values()]
+    assert rows["gpu.a2a.fixed:nvl72"]["value"] == pytest.approx(
+        sum(gpu.a2a_call_s(e, 1) for e in gpu.A2A_MEASURED) / 1e-6 / sum(one_token))
+    assert rows["gpu.a2a:ep64-b2048"]["value"] == pytest.approx(gpu.a2a_call_s(64, 2048) / ((399.2 + 372.1) / 2e6))
+    assert {r["status"] for r in classify(list(rows.values()))} == {"yes", "fitted"}
+
+
+@pytest.mark.parametrize("field,factor", [("port_bw_bytes_per_s", 2.0), ("port_bw_bytes_per_s", 0.5),
+                                          ("alltoall_latency_s", 2.0), ("alltoall_latency_s", 0.5)])
+def test_a_2x_error_in_the_port_or_the_call_cost_fails_a_row(field, factor):
+    with perturbed("nvl72", field, factor):
+        rows = gpu.a2a_rows()
+    assert "FAILS" in {r["status"] for r in classify(rows)}, [(r["id"], r["value"]) for r in rows]
