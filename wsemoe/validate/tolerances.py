@@ -155,6 +155,12 @@ BANDS: dict[str, Band] = {
                           "tables' one-token calls (mean 26.4 µs over EP 8-64); the model's one-token call over that "
                           "mean within ±5% (the preset is rounded to whole microseconds); beyond it the preset no "
                           "longer carries its own source"),
+    # --- the node model's expert-parallel dispatch and combine over InfiniBand against measured kernels (issue 26),
+    # written before the rows first ran ---
+    "gpu.ib": Band(0.70, 1.30, why="one dispatch (FP8 out) or combine (16-bit back) call of the node-level model on "
+                   "h100-sxm servers joined by InfiniBand (seconds per call) over DeepEP's measured low-latency "
+                   "kernels at the same EP size and 128 tokens per GPU (V1 documentation: H800, one CX7 400 Gb/s NIC "
+                   "per GPU, as the H100 servers have): ±30%, as the NVLink kernels' rows"),
     # --- energy (issue 29; wsemoe/validate/energy.py), written before the energy model first ran on these rows ---
     "energy.waferllm": Band(1 / 1.5, 1.5, log=True, why="decode energy of n A100s over a WSE-2 (model over published "
                             "0.92, 2.22, 7.02): within 1.5× either way, a prediction that multiplies two modelled "
