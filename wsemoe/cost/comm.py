@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.node import params
+from wsemoe.cost.node import formats, params
 from wsemoe.cost.fabric import phasetime
 from wsemoe.cost import structure
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
@@ -159,8 +159,9 @@ class CommModel:
         m, wl = self.m, self.wl
         act = m.hidden_size * wl.bytes_per_act
         tile_tokens = T / (groups * wl.G)          # tokens of one attention tile of one group
-        copies = (T / groups) * m.num_experts_per_tok * act
-        scales = {"allreduce": tile_tokens * act, "dispatch": copies, "combine": copies,
+        copies = (T / groups) * m.num_experts_per_tok * m.hidden_size    # elements each way
+        scales = {"allreduce": tile_tokens * act, "dispatch": copies * formats.dispatch_bytes(self.hw, wl),
+                  "combine": copies * wl.bytes_per_act,     # quantized out (formats.dispatch_bytes), 16-bit back
                   "reduce": (T / groups) * act}    # the expert outputs of all G tiles, reduced once
         if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
             scales["dense_allreduce"] = tile_tokens * act

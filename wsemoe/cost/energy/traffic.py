@@ -81,8 +81,9 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     shape = micro_batch(hw, wl, mp)
     nodes, tp, T = shape.nodes, shape.tp, shape.T
     act = m.hidden_size * wl.bytes_per_act * passes_in(wl)
+    sent = m.hidden_size * formats.dispatch_bytes(hw, wl) * passes_in(wl)     # quantized before the dispatch
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
-    routed = 2.0 * T * m.num_experts_per_tok * act * Lm * (1.0 - 1.0 / nodes)   # dispatch + combine
+    routed = T * m.num_experts_per_tok * (sent + act) * Lm * (1.0 - 1.0 / nodes)   # dispatch + combine
     reduce = 2.0 * (tp - 1.0) * T * act * (L + Lm)                              # TP all-reduce, MoE reduction
     if hw.topology == "switch":
         hops = 1.0

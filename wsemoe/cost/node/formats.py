@@ -7,6 +7,8 @@ A format the hardware has no peak for (its `node_peak_flops_<format>` unset) run
 
 from __future__ import annotations
 
+import numpy as np
+
 BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 HIGH = "bf16"   # embedding, head, router, norms and the attention core stay 16-bit (DeepSeek-V3 §3.3.1)
 
@@ -38,6 +40,26 @@ BYTES.update(WEIGHT_ONLY)
 # matmuls (INT4, INT8, W4A16 MXFP4) dequantize to 16-bit and run at the 16-bit peak.
 COMPUTE = {"mxfp4": "fp4", "nvfp4": "fp4", "fp8_block": "fp8", "int4_g32": "bf16", "mxfp4_w4a16": "bf16",
            "int8_wo": "bf16", "int4_wo": "bf16"}
+
+
+# A token sent to its experts is quantized first, to the format the expert matmul multiplies in, and the combine
+# returns 16-bit outputs: DeepSeek-V3 §3.3.2 quantizes the activation before the MoE up-projection to FP8 "and then
+# applies dispatch components" (one FP32 scale per 1×128 tile), DeepEP times "FP8 dispatching and BF16 combining",
+# and TensorRT-LLM's post-quant dispatch sends 7,392 bytes a 7,168-wide token in MXFP8 and 4,032 in NVFP4 (tech blog
+# 18). Values plus one scale per block, per value:
+DISPATCHED = {"fp8": 1.0 + 4 / 128,    # E4M3, one FP32 scale per 128 (= MXFP8's one E8M0 byte per 32)
+              "fp4": 0.5 + 1 / 16}     # NVFP4: E2M1, one E4M3 scale per 16
+
+
+def dispatch_bytes(hw, wl):
+    """Bytes per element of a token dispatched to the routed experts: the expert matmul's operand format when the
+    hardware runs that format natively (the stacks quantize before the dispatch), else the activation as stored
+    (`bytes_per_act`; a format without its own peak multiplies at 16 bits, so nothing is quantized early)."""
+    fmt = getattr(wl, "expert_weight_format", HIGH)
+    fmt = COMPUTE.get(fmt, fmt)
+    if fmt not in DISPATCHED or getattr(hw, f"node_peak_flops_{fmt}", None) is None:
+        return wl.bytes_per_act
+    return np.minimum(DISPATCHED[fmt], wl.bytes_per_act)
 
 
 def nbytes(fmt: str) -> float:
