@@ -1,7 +1,7 @@
-"""The node model's expert-parallel dispatch on NVL72 against TensorRT-LLM blog 18's measured kernels
-(validate/gpu.py, rows gpu.a2a and gpu.a2a.fixed): the call the rows read is the hand-derived fixed cost plus
-the bytes through the busiest port, the rows carry the published means, and they fail when the port bandwidth
-or the per-call cost is wrong by 2x."""
+"""The node model's expert-parallel calls against measured kernels (validate/gpu.py): on NVL72 against TensorRT-LLM
+blog 18's (rows gpu.a2a and gpu.a2a.fixed), over InfiniBand against DeepEP's (gpu.ib). Each call the rows read is
+the hand-derived fixed cost plus the bytes through the busiest port or the servers' NICs, the rows carry the
+published figures, and they fail when the bandwidth or the per-call cost is wrong by 2x."""
 
 from __future__ import annotations
 
@@ -47,3 +47,25 @@ def test_a_2x_error_in_the_port_or_the_call_cost_fails_a_row(field, factor):
     with perturbed("nvl72", field, factor):
         rows = gpu.a2a_rows()
     assert "FAILS" in {r["status"] for r in classify(rows)}, [(r["id"], r["value"]) for r in rows]
+
+
+def hand_ib_call_s(ep: int, element_bytes: float) -> float:
+    """Per-call cost + one scale-out traversal + the bytes leaving a server through its NICs: each of a GPU's 128
+    tokens goes to 8 GPUs, (EP − 8)/EP of them in other servers, and a server's 8 GPUs share its NICs."""
+    hw = presets.load_hardware("h100-sxm")
+    leaving = 8 * gpu.IB_TOKENS * TOP_K * (ep - 8) / ep * 7168 * element_bytes
+    return hw.alltoall_latency_s + hw.scale_out_latency_s + leaving / hw.scale_out_bw_bytes_per_s
+
+
+@pytest.mark.parametrize("ep", [16, 64, 256])
+def test_the_infiniband_calls_send_fp8_out_and_16_bits_back(ep):
+    dispatch, combine = gpu.ib_calls_s(ep)
+    assert dispatch == pytest.approx(hand_ib_call_s(ep, 1 + 4 / 128), rel=1e-6)
+    assert combine == pytest.approx(hand_ib_call_s(ep, 2.0), rel=1e-6)
+
+
+def test_the_infiniband_rows_fail_with_the_scale_out_bandwidth_wrong_by_2x():
+    assert {r["status"] for r in classify(gpu.ib_rows())} == {"yes"}
+    for factor in (2.0, 0.5):
+        with perturbed("h100-sxm", "scale_out_bw_bytes_per_s", factor):
+            assert "FAILS" in {r["status"] for r in classify(gpu.ib_rows())}

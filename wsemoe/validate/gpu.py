@@ -24,6 +24,13 @@ traversal plus the bytes through the busiest port: b · min(EP, k) · 14,336 · 
 token's copy to its own rank stays local). The one-token calls are what the preset's per-call cost was taken
 from, so that row is kind fitted (`gpu.a2a.fixed`, ±5%); at 256 and 2,048 tokens per rank, where the bytes are
 half or most of a call, the rows are predictions of the port term (`gpu.a2a`, ±30%).
+
+And over InfiniBand: the same model's calls on `h100-sxm` servers (8 GPUs each) at EP 16-256 and 128 tokens per
+GPU against DeepEP's low-latency kernels (V1 documentation: H800 GPUs, one CX7 400 Gb/s NIC each, the NIC an H100
+server has; FP8 dispatching, BF16 combining), dispatch and combine apart (`gpu.ib`, ±30%): the model sends a token
+quantized to FP8 and takes it back at 16 bits (cost/node/formats.dispatch_bytes), over the servers' NICs for the
+copies that leave a server. EP 8 is left out: one server, whose copies the model sends over NVLink and the
+pure-RDMA kernels through the NIC.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ def gpu_rows() -> list[dict]:
                        got / published,
                        model=f"{got:,.0f} tokens/s/GPU ({got / published:.2f}×; bound {bound})", source=source,
                        reading="the default readings"))
-    return out + a2a_rows()
+    return out + a2a_rows() + ib_rows()
 
 
 # TensorRT-LLM tech blog 18, "Scaling With Batch Size and EP Size" (GB200 NVL72, DeepSeek-V3 profile, BF16): per EP
@@ -100,5 +107,39 @@ def a2a_rows() -> list[dict]:
                            "tokens per rank, DeepSeek-V3 BF16 (µs; prediction of the port term)",
                            f"{mean:.1f} µs (dispatch {measured[per_rank][0]}, combine {measured[per_rank][1]})", ratio,
                            model=f"{1e6 * call:.1f} µs ({ratio:.2f}×)", source=A2A_SOURCE,
+                           reading="the default readings"))
+    return out
+
+
+# DeepEP V1 documentation (docs/legacy.md), "Low-latency kernels with pure RDMA": H800, CX7 400 Gb/s per GPU, 128
+# tokens per batch, hidden 7,168, top-8, FP8 dispatching and BF16 combining: EP size -> (dispatch µs, combine µs).
+IB_SOURCE = "DeepEP V1 documentation, low-latency kernels (H800, CX7 400 Gb/s)"
+IB_MEASURED = {16: (118.0, 195.0), 32: (155.0, 273.0), 64: (173.0, 314.0), 128: (192.0, 369.0), 256: (194.0, 360.0)}
+IB_TOKENS = 128
+
+
+def ib_calls_s(ep: int) -> tuple[float, float]:
+    """(dispatch, combine) seconds of one call of the node-level model: DeepSeek-V3 with FP8 experts on `ep` GPUs
+    of `h100-sxm` servers, attention DP (TP 1), 128 tokens per GPU."""
+    from wsemoe.config.single import parse_sets, point_mapping
+    from wsemoe.sweep.chunked import evaluate
+
+    sets = [f"hardware.cols={ep}", "workload.mode=decode", f"workload.tokens_per_device={IB_TOKENS}",
+            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16", "workload.expert_weight_format=fp8",
+            "workload.kv_format=bf16", "mapping.tp=1"]
+    one = evaluate(point_mapping("h100-sxm", "deepseek-v3", parse_sets(sets), "ib_check")).iloc[0]
+    return float(one["moe_dispatch_s"]), float(one["moe_combine_s"])
+
+
+def ib_rows() -> list[dict]:
+    """Per EP size, the dispatch (FP8) and the combine (16-bit) call over the measured kernels' (predictions)."""
+    out = []
+    for ep, measured in IB_MEASURED.items():
+        for (phase, what), call, pub in zip((("dispatch", "FP8 out"), ("combine", "16-bit back")), ib_calls_s(ep),
+                                            measured):
+            ratio = call / (1e-6 * pub)
+            out.append(row(f"gpu.ib:{phase}-ep{ep}", f"one {phase} call ({what}) on h100-sxm servers over InfiniBand, "
+                           f"EP {ep}, {IB_TOKENS} tokens per GPU, DeepSeek-V3 (µs; prediction)", f"{pub:.0f} µs",
+                           ratio, model=f"{1e6 * call:.1f} µs ({ratio:.2f}×)", source=IB_SOURCE,
                            reading="the default readings"))
     return out
