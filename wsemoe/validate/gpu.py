@@ -42,15 +42,21 @@ POINTS = (("nvl72", "GB200 NVL72", 48, 768, 9087.0, "LMSYS blog, Sept. 2025 (Par
 CONTEXT = 2050  # tokens: the 2,000-token input and half of the 100-token output
 
 
-def node_tokens_per_gpu(hardware: str, gpus: int, per_gpu: int) -> tuple[float, str]:
-    """(output tokens/s per GPU, binding term) of the node-level model's DeepSeek-V3 decode worker."""
+def decode_point(hardware: str, gpus: int, per_gpu: int, expert_format: str):
+    """The node-level model's row of a DeepSeek-V3 decode worker on `gpus` GPUs of `hardware`: attention DP (TP 1),
+    experts over every GPU, `per_gpu` tokens per GPU, BF16 attention and cache, experts in `expert_format`."""
     from wsemoe.config.single import parse_sets, point_mapping
     from wsemoe.sweep.chunked import evaluate
 
     sets = [f"hardware.cols={gpus}", "workload.mode=decode", f"workload.tokens_per_device={per_gpu}",
-            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16", "workload.expert_weight_format=fp8",
-            "workload.kv_format=bf16", "mapping.tp=1"]
-    one = evaluate(point_mapping(hardware, "deepseek-v3", parse_sets(sets), "gpu_check")).iloc[0]
+            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16",
+            f"workload.expert_weight_format={expert_format}", "workload.kv_format=bf16", "mapping.tp=1"]
+    return evaluate(point_mapping(hardware, "deepseek-v3", parse_sets(sets), "gpu_check")).iloc[0]
+
+
+def node_tokens_per_gpu(hardware: str, gpus: int, per_gpu: int) -> tuple[float, str]:
+    """(output tokens/s per GPU, binding term) of the node-level model's DeepSeek-V3 decode worker (FP8 experts)."""
+    one = decode_point(hardware, gpus, per_gpu, "fp8")
     return float(one["per_device_tokens_per_s"]), str(one["bound"])
 
 
@@ -79,15 +85,8 @@ A2A_MEASURED = {8: {1: (18.9, 31.0), 256: (50.8, 53.0), 2048: (311.8, 322.6)},
 
 def a2a_call_s(ep: int, per_rank: int) -> float:
     """Seconds of one dispatch (equal to one combine) call of the node-level model: DeepSeek-V3 with BF16
-    activations on `ep` GPUs of `nvl72`, attention DP (TP 1), `per_rank` tokens per GPU."""
-    from wsemoe.config.single import parse_sets, point_mapping
-    from wsemoe.sweep.chunked import evaluate
-
-    sets = [f"hardware.cols={ep}", "workload.mode=decode", f"workload.tokens_per_device={per_rank}",
-            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16", "workload.expert_weight_format=bf16",
-            "workload.kv_format=bf16", "mapping.tp=1"]
-    return float(evaluate(point_mapping("nvl72", "deepseek-v3", parse_sets(sets), "a2a_check")).iloc[0]
-                 ["moe_dispatch_s"])
+    activations and experts on `ep` GPUs of `nvl72`, `per_rank` tokens per GPU."""
+    return float(decode_point("nvl72", ep, per_rank, "bf16")["moe_dispatch_s"])
 
 
 def a2a_rows() -> list[dict]:
@@ -103,8 +102,8 @@ def a2a_rows() -> list[dict]:
         for per_rank in (256, 2048):
             call, mean = a2a_call_s(ep, per_rank), sum(measured[per_rank]) / 2
             ratio = call / (1e-6 * mean)
-            out.append(row(f"gpu.a2a:ep{ep}-b{per_rank}", f"one dispatch or combine call on nvl72, EP {ep}, {per_rank:,} "
-                           "tokens per rank, DeepSeek-V3 BF16 (µs; prediction of the port term)",
+            out.append(row(f"gpu.a2a:ep{ep}-b{per_rank}", f"one dispatch or combine call on nvl72, EP {ep}, "
+                           f"{per_rank:,} tokens per rank, DeepSeek-V3 BF16 (µs; prediction of the port term)",
                            f"{mean:.1f} µs (dispatch {measured[per_rank][0]}, combine {measured[per_rank][1]})", ratio,
                            model=f"{1e6 * call:.1f} µs ({ratio:.2f}×)", source=A2A_SOURCE,
                            reading="the default readings"))
@@ -120,14 +119,8 @@ IB_TOKENS = 128
 
 def ib_calls_s(ep: int) -> tuple[float, float]:
     """(dispatch, combine) seconds of one call of the node-level model: DeepSeek-V3 with FP8 experts on `ep` GPUs
-    of `h100-sxm` servers, attention DP (TP 1), 128 tokens per GPU."""
-    from wsemoe.config.single import parse_sets, point_mapping
-    from wsemoe.sweep.chunked import evaluate
-
-    sets = [f"hardware.cols={ep}", "workload.mode=decode", f"workload.tokens_per_device={IB_TOKENS}",
-            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16", "workload.expert_weight_format=fp8",
-            "workload.kv_format=bf16", "mapping.tp=1"]
-    one = evaluate(point_mapping("h100-sxm", "deepseek-v3", parse_sets(sets), "ib_check")).iloc[0]
+    of `h100-sxm` servers, 128 tokens per GPU."""
+    one = decode_point("h100-sxm", ep, IB_TOKENS, "fp8")
     return float(one["moe_dispatch_s"]), float(one["moe_combine_s"])
 
 
