@@ -155,6 +155,10 @@ BANDS: dict[str, Band] = {
                           "tables' one-token calls (mean 26.4 µs over EP 8-64); the model's one-token call over that "
                           "mean within ±5% (the preset is rounded to whole microseconds); beyond it the preset no "
                           "longer carries its own source"),
+    "gpu.a2a.quant": Band(0.70, 1.30, why="one dispatch call of the node-level model on nvl72 with the token quantized "
+                          "before it is sent (FP8 or FP4 experts; seconds per call) over the measured post-quant "
+                          "dispatch at the same EP size and tokens per rank (TensorRT-LLM tech blog 18, MXFP8 and "
+                          "NVFP4): ±30%, as the 16-bit calls' rows"),
     # --- the node model's expert-parallel dispatch and combine over InfiniBand against measured kernels (issue 26),
     # written before the rows first ran ---
     "gpu.ib": Band(0.70, 1.30, why="one dispatch (FP8 out) or combine (16-bit back) call of the node-level model on "
