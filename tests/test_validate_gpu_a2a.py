@@ -31,8 +31,8 @@ def test_the_call_is_the_fixed_cost_plus_the_busiest_ports_bytes(ep, per_rank):
 
 def test_the_rows_compare_with_the_mean_of_dispatch_and_combine():
     rows = {r["id"]: r for r in gpu.a2a_rows()}
-    assert set(rows) == {"gpu.a2a.fixed:nvl72"} | {f"gpu.a2a:ep{e}-b{b}" for e in (8, 16, 32, 64)
-                                                   for b in (256, 2048)}
+    assert set(rows) == {"gpu.a2a.fixed:nvl72", "gpu.a2a.quant:mxfp8", "gpu.a2a.quant:nvfp4"} | {
+        f"gpu.a2a:ep{e}-b{b}" for e in (8, 16, 32, 64) for b in (256, 2048)}
     assert rows["gpu.a2a.fixed:nvl72"]["kind"] == "fitted"
     one_token = [sum(m[1]) / 2 for m in gpu.A2A_MEASURED.values()]
     assert rows["gpu.a2a.fixed:nvl72"]["value"] == pytest.approx(
@@ -69,3 +69,15 @@ def test_the_infiniband_rows_fail_with_the_scale_out_bandwidth_wrong_by_2x():
     for factor in (2.0, 0.5):
         with perturbed("h100-sxm", "scale_out_bw_bytes_per_s", factor):
             assert "FAILS" in {r["status"] for r in classify(gpu.ib_rows())}
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
+def test_the_quantized_dispatch_sends_the_blogs_bytes_a_token(fmt):
+    """MXFP8 7,392 and NVFP4 4,032 bytes for a 7,168-wide token (tech blog 18): the model's FP8 and FP4 experts
+    take their tokens in exactly those bytes."""
+    recipe, token_bytes, _ = gpu.QUANT_MEASURED[fmt]
+    hw = presets.load_hardware("nvl72")
+    hand = hw.alltoall_latency_s + hw.hop_latency_s + 2048 * TOP_K * token_bytes * 7 / 8 / hw.port_bw_bytes_per_s
+    row = gpu.quant_row(fmt, gpu.QUANT_MEASURED[fmt])
+    assert row["value"] * 1e-6 * gpu.QUANT_MEASURED[fmt][2] == pytest.approx(hand, rel=1e-6)
+    assert classify([row])[0]["status"] == "yes"

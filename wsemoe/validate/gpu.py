@@ -23,7 +23,11 @@ token), at each EP size 8-64 and tokens per rank the TensorRT-LLM tech blog 18 t
 traversal plus the bytes through the busiest port: b · min(EP, k) · 14,336 · (EP − 1)/EP over 900 GB/s (a
 token's copy to its own rank stays local). The one-token calls are what the preset's per-call cost was taken
 from, so that row is kind fitted (`gpu.a2a.fixed`, ±5%); at 256 and 2,048 tokens per rank, where the bytes are
-half or most of a call, the rows are predictions of the port term (`gpu.a2a`, ±30%).
+half or most of a call, the rows are predictions of the port term (`gpu.a2a`, ±30%). The same blog times the
+dispatch at 2,048 tokens per rank with the token quantized before it is sent (MXFP8, 7,392 bytes a token; NVFP4,
+4,032): the model's dispatch with FP8 and FP4 experts, which sends the same bytes (cost/node/formats.
+dispatch_bytes), is checked against them (`gpu.a2a.quant`, ±30%). The blog's BF16 figure beside them is its GB200
+table's EP 8 one, so the rows take EP 8 on `nvl72` (its figure's caption names B200: the same NVLink 5 port).
 
 And over InfiniBand: the same model's calls on `h100-sxm` servers (8 GPUs each) at EP 16-256 and 128 tokens per
 GPU against DeepEP's low-latency kernels (V1 documentation: H800 GPUs, one CX7 400 Gb/s NIC each, the NIC an H100
@@ -107,7 +111,23 @@ def a2a_rows() -> list[dict]:
                            f"{mean:.1f} µs (dispatch {measured[per_rank][0]}, combine {measured[per_rank][1]})", ratio,
                            model=f"{1e6 * call:.1f} µs ({ratio:.2f}×)", source=A2A_SOURCE,
                            reading="the default readings"))
-    return out
+    return out + [quant_row(fmt, measured) for fmt, measured in QUANT_MEASURED.items()]
+
+
+# The same blog, "Post-Quant Dispatch", at 2,048 tokens per rank and EP 8: expert format -> (the quantized recipe,
+# its bytes a token, its dispatch µs); BF16 311.8 µs beside them.
+QUANT_MEASURED = {"fp8": ("MXFP8", 7392, 172.2), "nvfp4": ("NVFP4", 4032, 101.7)}
+
+
+def quant_row(fmt: str, measured: tuple) -> dict:
+    """The node model's dispatch at 2,048 tokens per rank, EP 8 on nvl72, with `fmt` experts (the token quantized
+    before it is sent) over the measured post-quant dispatch."""
+    recipe, token_bytes, pub = measured
+    call = float(decode_point("nvl72", 8, 2048, fmt)["moe_dispatch_s"])
+    ratio = call / (1e-6 * pub)
+    return row(f"gpu.a2a.quant:{recipe.lower()}", f"one dispatch call on nvl72, EP 8, 2,048 tokens per rank, the token "
+               f"quantized to {recipe} before it is sent ({token_bytes:,} bytes; µs; prediction)", f"{pub} µs", ratio,
+               model=f"{1e6 * call:.1f} µs ({ratio:.2f}×)", source=A2A_SOURCE, reading="the default readings")
 
 
 # DeepEP V1 documentation (docs/legacy.md), "Low-latency kernels with pure RDMA": H800, CX7 400 Gb/s per GPU, 128
