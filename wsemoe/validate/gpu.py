@@ -1,6 +1,6 @@
 """The comparisons' GPU baseline against published GPU decode: the node-level model (cost/node, the model every
 shipped comparison costs NVL72 and the DGX cluster with) at the two published DeepSeek-V3 decode workers the
-fitted serving stack is checked at (validate/silicon/checks.py):
+fitted serving stack is checked at (validate/silicon/checks.py), and a third from the same publication:
 
   GB200 NVL72, 48 GPUs (EP 48), 768 tokens per GPU: 9,087 output tokens/s per GPU (LMSYS blog, Sept. 2025,
     Part II: FP8 experts, 2,000-token inputs); the `nvl72` preset, the comparisons' own, on 48 of its GPUs
@@ -11,10 +11,16 @@ fitted serving stack is checked at (validate/silicon/checks.py):
 Each is a decode worker with attention data parallelism (TP 1: every GPU its own sequences) and experts over
 every GPU, at a context of the 2,000-token input plus half of a 100-token output, at the default readings, in
 the precision the publications name: "BF16 attention and FP8 MoE" (Part II's words for its 9,087; Part I ran the
-same FP8 checkpoint with a BF16 cache), so FP8 expert weights and a 16-bit KV cache and attention (the model
-runs attention's projections at the format of its core, 16-bit here, where the checkpoint's are FP8 GEMMs).
-The band (tolerances.py, `gpu.node`) is the stack checks' ×[0.67, 1.5]. Nothing here is fitted: a miss says how
-far the comparisons' baseline sits from measured serving at a production load.
+same FP8 checkpoint with a BF16 cache). Part II's "FP8 attention" is "the FP8 precision for KV cache in
+attention", so its "BF16 attention" is a 16-bit KV cache and attention core (the model keeps the core 16-bit
+always); the projections are the checkpoint's FP8 GEMMs, as the fitted stack's checks of the same points take
+them (`gemm_quant_mode` fp8). Until issue 26 these rows ran 16-bit projections, which doubled attention's
+replicated weights: the H100 worker then did not fit its 80 GB (1.14×) and its row read tokens/s of a design
+that cannot run. A worker that does not fit now fails its row (`served`).
+The same publication's reduced-precision worker (NVFP4 experts, FP8 attention and KV cache, 1,408 tokens per GPU:
+13,386 tokens/s per GPU) is a third point (`LOW_PRECISION`). The band (tolerances.py, `gpu.node`) is the stack
+checks' ×[0.67, 1.5]. Nothing here is fitted: a miss says how far the comparisons' baseline sits from measured
+serving at a production load.
 
 And the baseline's expert-parallel communication against measured kernels: one dispatch or combine call of the
 same node-level model on `nvl72`, DeepSeek-V3's profile (hidden 7,168, top-8, BF16 activations: 14,336 bytes a
@@ -39,6 +45,8 @@ pure-RDMA kernels through the NIC.
 
 from __future__ import annotations
 
+import math
+
 from wsemoe.validate.common import row
 
 POINTS = (("nvl72", "GB200 NVL72", 48, 768, 9087.0, "LMSYS blog, Sept. 2025 (Part II)"),
@@ -46,22 +54,39 @@ POINTS = (("nvl72", "GB200 NVL72", 48, 768, 9087.0, "LMSYS blog, Sept. 2025 (Par
 CONTEXT = 2050  # tokens: the 2,000-token input and half of the 100-token output
 
 
-def decode_point(hardware: str, gpus: int, per_gpu: int, expert_format: str):
+def decode_point(hardware: str, gpus: int, per_gpu: int, expert_format: str, attn_format: str = "bf16",
+                 kv_format: str = "bf16"):
     """The node-level model's row of a DeepSeek-V3 decode worker on `gpus` GPUs of `hardware`: attention DP (TP 1),
-    experts over every GPU, `per_gpu` tokens per GPU, BF16 attention and cache, experts in `expert_format`."""
+    experts over every GPU, `per_gpu` tokens per GPU, experts in `expert_format`, attention's projections and the
+    KV cache in theirs (16-bit unless given)."""
     from wsemoe.config.single import parse_sets, point_mapping
     from wsemoe.sweep.chunked import evaluate
 
     sets = [f"hardware.cols={gpus}", "workload.mode=decode", f"workload.tokens_per_device={per_gpu}",
-            f"workload.seq_len={CONTEXT}", "workload.attn_weight_format=bf16",
-            f"workload.expert_weight_format={expert_format}", "workload.kv_format=bf16", "mapping.tp=1"]
+            f"workload.seq_len={CONTEXT}", f"workload.attn_weight_format={attn_format}",
+            f"workload.expert_weight_format={expert_format}", f"workload.kv_format={kv_format}", "mapping.tp=1"]
     return evaluate(point_mapping(hardware, "deepseek-v3", parse_sets(sets), "gpu_check")).iloc[0]
 
 
-def node_tokens_per_gpu(hardware: str, gpus: int, per_gpu: int) -> tuple[float, str]:
-    """(output tokens/s per GPU, binding term) of the node-level model's DeepSeek-V3 decode worker (FP8 experts)."""
-    one = decode_point(hardware, gpus, per_gpu, "fp8")
+def served(one) -> tuple[float, str]:
+    """(output tokens/s per GPU, binding term) of an evaluated decode worker; NaN, and why, when it does not fit:
+    a published worker ran, so a model that cannot fit it fails the row."""
+    if not bool(one["feasible"]):
+        return math.nan, f"does not fit: {one['infeasible_reason']}"
     return float(one["per_device_tokens_per_s"]), str(one["bound"])
+
+
+def node_tokens_per_gpu(hardware: str, gpus: int, per_gpu: int) -> tuple[float, str]:
+    """(output tokens/s per GPU, binding term) of the node-level model's DeepSeek-V3 decode worker: the FP8
+    checkpoint's projections and experts, a 16-bit KV cache."""
+    return served(decode_point(hardware, gpus, per_gpu, "fp8", attn_format="fp8"))
+
+
+def node_row(rid: str, claim: str, published: float, got: float, bound: str, source: str) -> dict:
+    """A published decode worker's tokens/s per GPU against the node-level model's (NaN: it does not fit)."""
+    text = f"{got:,.0f} tokens/s/GPU ({got / published:.2f}×; bound {bound})" if math.isfinite(got) else bound
+    return row(rid, claim, f"{published:,.0f} tokens/s/GPU", got / published, model=text, source=source,
+               reading="the default readings")
 
 
 def gpu_rows() -> list[dict]:
@@ -69,13 +94,29 @@ def gpu_rows() -> list[dict]:
     out = []
     for hardware, system, gpus, per_gpu, published, source in POINTS:
         got, bound = node_tokens_per_gpu(hardware, gpus, per_gpu)
-        out.append(row(f"gpu.node:{hardware}", f"DeepSeek-V3 decode (FP8 experts, BF16 attention) on {gpus} {system} "
-                       f"GPUs (EP {gpus}, attention DP), {per_gpu} tokens per GPU: output tokens/s per GPU, node-level "
-                       "model (the comparisons' GPU baseline) over published", f"{published:,.0f} tokens/s/GPU",
-                       got / published,
-                       model=f"{got:,.0f} tokens/s/GPU ({got / published:.2f}×; bound {bound})", source=source,
-                       reading="the default readings"))
-    return out + a2a_rows() + ib_rows()
+        out.append(node_row(f"gpu.node:{hardware}", f"DeepSeek-V3 decode (FP8 experts, BF16 attention) on {gpus} "
+                            f"{system} GPUs (EP {gpus}, attention DP), {per_gpu} tokens per GPU: output tokens/s per "
+                            "GPU, node-level model (the comparisons' GPU baseline) over published", published, got,
+                            bound, source))
+    return out + [low_precision_row()] + a2a_rows() + ib_rows()
+
+
+# The same publication's reduced-precision decode (LMSYS blog, Sept. 2025, Part II): FP8 attention (FP8 KV cache),
+# NVFP4 experts and the output projection in NVFP4, q_b_proj in FP8, the rest of attention 16-bit (the model takes
+# one format for attention's projections: FP8, the middle of that mix), 48 GPUs, "1408 for 2k ISL" tokens per GPU
+# (the batch that fills the KV cache): 13,386 output tokens/s per GPU. DeepEP quantizes the dispatched tokens to
+# NVFP4 there ("Fusing NVFP4 in DeepEP"), as the model's dispatch does (cost/node/formats.dispatch_bytes).
+LOW_PRECISION = ("nvl72", 48, 1408, 13386.0, dict(expert_format="nvfp4", attn_format="fp8", kv_format="fp8"))
+
+
+def low_precision_row() -> dict:
+    """The node-level model at the reduced-precision decode worker over its published tokens/s per GPU."""
+    hardware, gpus, per_gpu, published, formats = LOW_PRECISION
+    got, bound = served(decode_point(hardware, gpus, per_gpu, **formats))
+    return node_row(f"gpu.node:{hardware}-nvfp4", f"DeepSeek-V3 decode (NVFP4 experts, FP8 attention and KV cache) on "
+                    f"{gpus} GB200 NVL72 GPUs (EP {gpus}, attention DP), {per_gpu:,} tokens per GPU: output tokens/s "
+                    "per GPU, node-level model over published", published, got, bound,
+                    "LMSYS blog, Sept. 2025 (Part II)")
 
 
 # TensorRT-LLM tech blog 18, "Scaling With Batch Size and EP Size" (GB200 NVL72, DeepSeek-V3 profile, BF16): per EP
