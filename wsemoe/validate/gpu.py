@@ -41,6 +41,10 @@ server has; FP8 dispatching, BF16 combining), dispatch and combine apart (`gpu.i
 quantized to FP8 and takes it back at 16 bits (cost/node/formats.dispatch_bytes), over the servers' NICs for the
 copies that leave a server. EP 8 is left out: one server, whose copies the model sends over NVLink and the
 pure-RDMA kernels through the NIC.
+
+The kernel rows time one call of a benchmark that holds no model: they read the call whether or not DeepSeek-V3's
+weights and cache would fit those GPUs (at EP 8, or 2,048 tokens per rank, they do not). Only the serving workers
+above must fit (`served`).
 """
 
 from __future__ import annotations
