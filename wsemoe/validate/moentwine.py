@@ -57,13 +57,15 @@ def mapping_rows() -> list[dict]:
     bb, bs = int(big["workload.B"].iloc[0]), int(small["workload.B"].iloc[0])
     return [
         row("mapping.a2a", "ER cuts all-to-all (dispatch + combine) at every setting that fits the wafer (2 models, "
-            "top-k 2/8, B 256/1024, TP 4/8/16; Qwen3-235B at B 1,024 does not fit)", "cuts it", float(t["a2a_cut"].min()), lambda x: pct(-x), delta=points,
+            "top-k 2/8, B 256/1024, TP 4/8/16; Qwen3-235B at B 1,024 does not fit)", "cuts it",
+            float(t["a2a_cut"].min()), lambda x: pct(-x), delta=points,
             model=f"change {_span(-t['a2a_cut'])}", source=SOURCE, reading=reading),
         row("mapping.allreduce", "ER all-reduce slowdown with 2×2 FTDs (TP 16 on 8×8): ring neighbours 2 hops apart",
             "≈2× (secondary digests)", float(ftd22.iloc[int(np.argmax(np.abs(np.log(ftd22 / 2))))]), kind="property",
             model=f"{ftd22.min():.2f}×–{ftd22.max():.2f}×", reading=reading),
         row("mapping.comm.large", f"MoE communication (all-reduce + dispatch + combine) falls under ER (top-k 8, "
-            f"B={bb}, every TP, every model that fits)", "falls", float(big["comm_cut"].min()), lambda x: pct(-x), delta=points,
+            f"B={bb}, every TP, every model that fits)", "falls", float(big["comm_cut"].min()), lambda x: pct(-x),
+            delta=points,
             model=f"change {_span(-big['comm_cut'])}", source=SOURCE, reading=reading),
         row("mapping.comm.small", f"the same at B={bs}", "falls", float(small["comm_cut"].min()), lambda x: pct(-x),
             delta=points, model=f"change {_span(-small['comm_cut'])}", source=SOURCE, reading=reading),

@@ -199,13 +199,14 @@ RECORD: dict[str, dict] = {
             ("nvl72:node_peak_flops", 2.0): "GB200 at 768 tokens/GPU is bound by its FP8 projections and experts: "
                                             "the row moves from 1.09× to 1.37×, the NVFP4 worker's to 1.18×, inside "
                                             "×[0.67, 1.5] (the width of the fitted stack's checks of the same points)",
-            **_both("nvl72", ("node_peak_flops_fp8",), "the FP8 worker moves from 1.09× to 1.39× or 0.77×, the NVFP4 "
-                    "worker (FP8 projections) to 0.99× or 0.74×, inside ×[0.67, 1.5]"),
+            **_both("nvl72", ("node_peak_flops_fp8",), "the FP8 worker moves from 1.09× to 1.39× or 0.77×, the "
+                    "NVFP4 worker (FP8 projections) to 0.99× or 0.74×, inside ×[0.67, 1.5]"),
             **_both("nvl72", ("node_peak_flops_fp4",), "only the NVFP4 worker's experts run at the FP4 peak: its row "
                     "moves from 0.89× to 0.97× or 0.77×"),
             ("nvl72:node_memory_bytes", 2.0): FITS,
             **_both("nvl72", ("node_memory_bw_bytes_per_s",), "no row's value changes: at 768 and 1,408 tokens/GPU "
-                    "every stage is compute-bound, the KV and weight reads shorter than the matmuls at either bandwidth"),
+                    "every stage is compute-bound, the KV and weight reads shorter than the matmuls at either "
+                    "bandwidth"),
             **_both("nvl72", ("link_bw_bytes_per_s",), SWITCH),
             **_both("nvl72", ("hop_latency_s",), "moves the decode rows by under 1% (a few dozen calls per layer "
                     "against a 70-120 ms step) and the one-token dispatch call by 2%, inside its fitted ±5%"),
