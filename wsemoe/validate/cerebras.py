@@ -162,7 +162,8 @@ def speed(model: ModelSpec, wafers, era: str = "launch", column: str = "tokens_p
     hw, m, wl, mp, bal = namespaces(model, era, prompt, draft_s,
                                     **({} if wafers is None else {"pipeline_wafers": wafers}), **hw_changes)
     out = serving.evaluate(hw, m, wl, mp, bal)
-    if str(out["bound"]) == "SRAM":   # does not fit: the published service ran, so its row fails (as validate/gpu)
+    if str(out["bound"]) == serving.BOUNDS[-1]:   # what does not fit is bound by SRAM: the published service ran,
+        # so its row fails (as validate/gpu's workers)
         return math.nan
     return float(out[column])
 
