@@ -145,6 +145,11 @@ BANDS: dict[str, Band] = {
     "gpu.node": Band(0.67, 1.5, log=True, why="output tokens/s per GPU of the node-level model (the comparisons' "
                      "GPU baseline) over a published DeepSeek-V3 decode worker's, at its layout, load and context: "
                      "within ×[0.67, 1.5], the band the fitted serving stack's checks of the same points keep"),
+    "gpu.prefill": Band(0.67, 1.5, log=True, why="input tokens/s per GPU of the node-level model over a published "
+                        "DeepSeek-V3 prefill worker's (LMSYS blog, May 2025, Part I: 32 H100, EP 32, attention DP, "
+                        "16,384 tokens per GPU of 4,096-token prompts), at its layout and load: within ×[0.67, 1.5], "
+                        "the band of the published decode workers (gpu.node); prefill at that load is bound by the "
+                        "matmuls, so a 2× error in the peak or its share falls outside"),
     # --- the node model's expert-parallel dispatch and combine on NVL72 against measured kernels (issue 26: rows
     # that fail when the GPU baseline's link or per-call figures are wrong by 2x), written before the rows first ran ---
     "gpu.a2a": Band(0.70, 1.30, why="one dispatch or combine call of the node-level model on nvl72 (seconds per call) "
