@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wsemoe.cost.node import formats, params
-from wsemoe.cost.fabric import phasetime
+from wsemoe.cost.fabric import phasetime, scaleout
 from wsemoe.cost import structure
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
@@ -177,8 +177,11 @@ class CommModel:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration."""
         out, windows = {}, {}
         layers = params.moe_layers(self.m)
+        crossing = scaleout.system_share(self.hw, self.m, getattr(self.mp, "scale_out_dispatch", "auto"),
+                                         self.wl.mode)
         for name, scale in scales.items():
-            timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name))
+            share = crossing if name in ("dispatch", "combine") else 1.0
+            timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share)
             reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once

@@ -31,6 +31,11 @@ class MappingSpec(Spec):
     combine_routing: Literal["xy", "reverse"] = Field(
         "xy", description="combine routed XY like every packet of a dimension-order router (default), or on the reverse "
                           "of its dispatch path (YX), which needs a router that can route YX")
+    scale_out_dispatch: Literal["auto", "per_copy", "per_server"] = Field(
+        "auto", description="switch systems across servers: each routed copy of a token crosses the scale-out "
+                            "network (per_copy: DeepEP's low-latency kernels), or a token crosses once per server "
+                            "that holds any of its experts and NVLink forwards it there (per_server: DeepEP's "
+                            "normal kernels); auto (default): per_copy in decode, per_server in prefill and training")
     mla_cache: Literal["replicated", "sharded"] = Field(
         "replicated", description="MLA latent KV cache on every TP rank (default: TP splits heads and every head reads "
                                   "the whole latent) or sharded over the TP ranks (a sequence-split attention kernel; "

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wsemoe.cost.batch import Shape, layer_flops, micro_batch, with_batch
-from wsemoe.cost.fabric import topology
+from wsemoe.cost.fabric import scaleout, topology
 from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in
 
@@ -88,7 +88,9 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     if hw.topology == "switch":
         hops = 1.0
         domain = getattr(hw, "scale_up_size", None) or nodes
-        leave = 1.0 - domain / nodes
+        # per-server kernels send a token once to each server it reaches (fabric/scaleout.py)
+        leave = (1.0 - domain / nodes) * scaleout.crossing_share(hw, m, getattr(mp, "scale_out_dispatch", "auto"),
+                                                                 wl.mode, nodes)
     else:
         rows, cols = hw.rows * topology.wafer_grid(hw)[0], hw.cols * topology.wafer_grid(hw)[1]
         hops = out.get("dispatch_mean_hops", (rows + cols) / 3.0)   # mean XY distance of a uniform pair

@@ -58,15 +58,16 @@ class Steps(NamedTuple):
     moves: np.ndarray    # whether the phase moves any data between nodes (shape `shape`)
 
 
-def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> Steps:
+def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross_share=1.0) -> Steps:
     """Volume terms, volume and latency of every step of phase `name` at every point (`inv` maps points to
-    `built`), and whether the phase moves data at all."""
+    `built`), and whether the phase moves data at all. `cross_share` scales the bytes on the crossing class (a
+    switch's scale-out network: the share of copies that cross it, fabric/scaleout.py)."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
     col = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731  (per point, over steps)
     sigma = col(scale)
-    terms = [sigma * arr["max_link"] / col(bw0), sigma * arr["max_cross"] / col(bw1),
+    terms = [sigma * arr["max_link"] / col(bw0), sigma * col(cross_share) * arr["max_cross"] / col(bw1),
              sigma * arr["max_inject"] / col(hw.port_bw_bytes_per_s), sigma * arr["max_eject"] / col(hw.port_bw_bytes_per_s)]
     terms = np.broadcast_arrays(*terms)
     reach = (arr["a"] * col(t0)[..., None] + arr["b"] * col(t1)[..., None]).max(axis=-1, initial=0.0)
@@ -74,12 +75,12 @@ def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale) -> St
     return Steps(terms, np.maximum.reduce(terms), arr["rounds"] * reach, moves)
 
 
-def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0) -> Timed:
+def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0, cross_share=1.0) -> Timed:
     """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
 
     `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
-    nodes: a collective with no member to talk to (TP 1) launches nothing."""
-    st = step_times(hw, built, inv, shape, name, scale)
+    nodes: a collective with no member to talk to (TP 1) launches nothing. `cross_share`: as `step_times`."""
+    st = step_times(hw, built, inv, shape, name, scale, cross_share)
     fixed = np.where(st.moves, fixed, 0.0)
     volume, latency, fixed = np.broadcast_arrays(st.volume.sum(axis=-1), st.latency.sum(axis=-1) + fixed, fixed)
     return Timed(volume, latency, _bound(hw, st.terms, st.volume, volume, latency), fixed)

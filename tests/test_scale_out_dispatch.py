@@ -1,0 +1,79 @@
+"""Across servers a prefill or training batch crosses the scale-out network once per server a token reaches, a
+decode step once per routed copy (cost/fabric/scaleout.py, the `scale_out_dispatch` reading): the share by hand
+from the binomial coefficients, the node model's combine call and the energy model's leaving bytes that follow
+from it, and the cases where nothing changes."""
+
+from __future__ import annotations
+
+from math import comb
+from types import SimpleNamespace as NS
+
+import pytest
+
+from wsemoe.config import presets
+from wsemoe.cost.fabric import scaleout
+
+DSV3 = NS(num_experts=256, num_experts_per_tok=8)
+SERVERS_OF_8 = NS(topology="switch", scale_up_size=8)
+
+
+def test_the_share_by_hand():
+    # 32 GPUs in 4 servers of 8: 64 experts a server; a token reaches a server unless all 8 experts miss its 64
+    reached = 1 - comb(192, 8) / comb(256, 8)
+    assert scaleout.crossing_share(SERVERS_OF_8, DSV3, "auto", "prefill", 32) == pytest.approx(reached / 2.0)
+    assert float(scaleout.miss_probability(256, 64, 8)) == pytest.approx(comb(192, 8) / comb(256, 8))
+
+
+@pytest.mark.parametrize("mode,phase,expected_one", [
+    ("auto", "decode", True), ("auto", "prefill", False), ("auto", "train", False),
+    ("per_copy", "prefill", True), ("per_server", "decode", False)])
+def test_which_kernel_runs(mode, phase, expected_one):
+    share = float(scaleout.crossing_share(SERVERS_OF_8, DSV3, mode, phase, 64))
+    assert (share == 1.0) is expected_one and 0.0 < share <= 1.0
+
+
+def test_nothing_to_deduplicate():
+    # one copy a token, one server, a single NVLink domain of 72, or a mesh: every copy crosses (or none does)
+    assert scaleout.crossing_share(SERVERS_OF_8, NS(num_experts=256, num_experts_per_tok=1), "per_server", "prefill",
+                                   32) == pytest.approx(1.0)
+    assert scaleout.crossing_share(SERVERS_OF_8, DSV3, "per_server", "prefill", 8) == 1.0
+    assert scaleout.crossing_share(NS(topology="switch", scale_up_size=72), DSV3, "per_server", "prefill", 72) == 1.0
+    assert scaleout.crossing_share(NS(topology="mesh"), DSV3, "per_server", "prefill", 64) == 1.0
+
+
+def test_more_servers_deduplicate_less():
+    # spread over more servers, fewer of a token's copies share one: the share rises towards 1 (one copy a server)
+    shares = [float(scaleout.crossing_share(SERVERS_OF_8, DSV3, "per_server", "prefill", n)) for n in (16, 32, 64, 256)]
+    assert shares == sorted(shares) and shares[-1] < 1.0 and shares[-1] > 0.85
+
+
+def _prefill(dispatch: str):
+    from wsemoe.config.single import parse_sets, point_mapping
+    from wsemoe.sweep.chunked import evaluate
+
+    sets = ["hardware.cols=32", "workload.mode=prefill", "workload.B=4", "workload.seq_len=4096", "mapping.tp=1",
+            "workload.expert_weight_format=fp8", f"mapping.scale_out_dispatch={dispatch}"]
+    return evaluate(point_mapping("h100-sxm", "deepseek-v3", parse_sets(sets), "t")).iloc[0]
+
+
+def test_the_combine_call_by_hand():
+    hw = presets.load_hardware("h100-sxm")
+    fixed = hw.alltoall_latency_s + hw.scale_out_latency_s
+    # 16,384 tokens a GPU, 8 copies of 7,168 16-bit elements, 3 in 4 to another server, each server's 8 GPUs over
+    # its NICs (400 GB/s a server)
+    nic = 16384 * 8 * 7168 * 2.0 * 0.75 * 8 / hw.scale_out_bw_bytes_per_s
+    share = (1 - comb(192, 8) / comb(256, 8)) / 2.0
+    for dispatch, expected in (("per_copy", nic), ("per_server", share * nic), ("auto", share * nic)):
+        assert float(_prefill(dispatch)["moe_combine_s"]) == pytest.approx(fixed + expected, rel=1e-3)
+
+
+def test_the_energy_models_leaving_bytes_follow():
+    from wsemoe.cost.energy.traffic import comm_bytes
+    from wsemoe.specs import MappingSpec, WorkloadSpec
+
+    hw, m = presets.load_hardware("h100-sxm").model_copy(update={"cols": 32}), presets.load_model("deepseek-v3")
+    wl = WorkloadSpec(mode="prefill", B=4, seq_len=4096)
+    (hops_c, leave_c), (hops_s, leave_s) = (comm_bytes(hw, m, wl, MappingSpec(tp=1, scale_out_dispatch=d), {})
+                                            for d in ("per_copy", "per_server"))
+    assert hops_s == pytest.approx(hops_c)    # each copy still takes its switch hop (NVLink forwards it)
+    assert leave_s / leave_c == pytest.approx((1 - comb(192, 8) / comb(256, 8)) / 2.0, rel=1e-12)
