@@ -22,6 +22,11 @@ The same publication's reduced-precision worker (NVFP4 experts, FP8 attention an
 checks' ×[0.67, 1.5]. Nothing here is fitted: a miss says how far the comparisons' baseline sits from measured
 serving at a production load.
 
+And a published prefill worker, where the matmuls bind: Part I's 32 H100s (EP 32, attention DP, two-batch overlap)
+at 16,384 tokens per GPU of 4,096-token prompts, 50,302 input tokens/s per node (`gpu.prefill`, the band of
+`gpu.node`). Its prefill crosses InfiniBand once per target server (DeepEP's normal kernels,
+cost/fabric/scaleout.py); each copy sent apart, as the decode kernels send them, would read 0.53× serially.
+
 And the baseline's expert-parallel communication against measured kernels: one dispatch or combine call of the
 same node-level model on `nvl72`, DeepSeek-V3's profile (hidden 7,168, top-8, BF16 activations: 14,336 bytes a
 token), at each EP size 8-64 and tokens per rank the TensorRT-LLM tech blog 18 tables measure on GB200 NVL72
@@ -63,12 +68,17 @@ def decode_point(hardware: str, gpus: int, per_gpu: int, expert_format: str, att
     """The node-level model's row of a DeepSeek-V3 decode worker on `gpus` GPUs of `hardware`: attention DP (TP 1),
     experts over every GPU, `per_gpu` tokens per GPU, experts in `expert_format`, attention's projections and the
     KV cache in theirs (16-bit unless given)."""
+    return _point(hardware, [f"hardware.cols={gpus}", "workload.mode=decode", f"workload.tokens_per_device={per_gpu}",
+                             f"workload.seq_len={CONTEXT}", f"workload.attn_weight_format={attn_format}",
+                             f"workload.expert_weight_format={expert_format}", f"workload.kv_format={kv_format}",
+                             "mapping.tp=1"])
+
+
+def _point(hardware: str, sets: list[str]):
+    """The node-level model's row of DeepSeek-V3 on `hardware` with `sets` (KEY=VALUE) applied."""
     from wsemoe.config.single import parse_sets, point_mapping
     from wsemoe.sweep.chunked import evaluate
 
-    sets = [f"hardware.cols={gpus}", "workload.mode=decode", f"workload.tokens_per_device={per_gpu}",
-            f"workload.seq_len={CONTEXT}", f"workload.attn_weight_format={attn_format}",
-            f"workload.expert_weight_format={expert_format}", f"workload.kv_format={kv_format}", "mapping.tp=1"]
     return evaluate(point_mapping(hardware, "deepseek-v3", parse_sets(sets), "gpu_check")).iloc[0]
 
 
@@ -102,7 +112,7 @@ def gpu_rows() -> list[dict]:
                             f"{system} GPUs (EP {gpus}, attention DP), {per_gpu} tokens per GPU: output tokens/s per "
                             "GPU, node-level model (the comparisons' GPU baseline) over published", published, got,
                             bound, source))
-    return out + [low_precision_row()] + a2a_rows() + ib_rows()
+    return out + [low_precision_row(), prefill_row()] + a2a_rows() + ib_rows()
 
 
 # The same publication's reduced-precision decode (LMSYS blog, Sept. 2025, Part II): FP8 attention (FP8 KV cache),
@@ -121,6 +131,41 @@ def low_precision_row() -> dict:
                     f"{gpus} GB200 NVL72 GPUs (EP {gpus}, attention DP), {per_gpu:,} tokens per GPU: output tokens/s "
                     "per GPU, node-level model over published", published, got, bound,
                     "LMSYS blog, Sept. 2025 (Part II)")
+
+
+# LMSYS blog, May 2025 (Part I), "Profile Results": prefill on 4 nodes (32 H100, EP 32, attention DP, the FP8
+# checkpoint, a 16-bit KV cache), 16,384 tokens per device of 4,096-token prompts (4 prompts a GPU), the default
+# expert distribution: 50,302 input tokens/s per 8-GPU node. Its prefill runs two-batch overlap ("largely
+# attributable to ... DeepGEMM and two-batch overlap") and DeepEP's normal kernels, which cross InfiniBand once per
+# target node (the `auto` scale-out dispatch in prefill, cost/fabric/scaleout.py). (Part II's GB200 prefill
+# workers, 18,471 and 26,156 per GPU, run 4 and 2 GPUs an instance with weights offloaded to host memory, which the
+# model does not hold.)
+PREFILL = ("h100-sxm", 32, 4, 4096, 50302.0 / 8)
+
+
+def prefill_tokens_per_gpu(comm_overlap: str) -> tuple[float, str]:
+    """(input tokens/s per GPU, binding term) of the node-level model at the published prefill worker."""
+    hardware, gpus, prompts, prompt_len, _ = PREFILL
+    return served(_point(hardware, [f"hardware.cols={gpus}", "workload.mode=prefill", f"workload.B={prompts}",
+                                    f"workload.seq_len={prompt_len}", "workload.attn_weight_format=fp8",
+                                    "workload.expert_weight_format=fp8", "workload.kv_format=bf16", "mapping.tp=1",
+                                    f"workload.comm_overlap={comm_overlap}"]))
+
+
+def prefill_row() -> dict:
+    """The node-level model's input tokens/s per GPU at the published prefill worker, two-batch overlap on as the
+    publication runs it, over the published figure; the serial default beside it."""
+    hardware, gpus, prompts, prompt_len, published = PREFILL
+    got, bound = prefill_tokens_per_gpu("microbatch")
+    serial, _ = prefill_tokens_per_gpu("none")
+    text = (f"{got:,.0f} input tokens/s/GPU ({got / published:.2f}×; bound {bound}); serial (comm_overlap none, the "
+            f"default): {serial:,.0f} ({serial / published:.2f}×)") if math.isfinite(got) else bound
+    return row(f"gpu.prefill:{hardware}", f"DeepSeek-V3 prefill (FP8 projections and experts) on {gpus} H100 GPUs "
+               f"(EP {gpus}, attention DP, two-batch overlap), {prompts} prompts of {prompt_len:,} tokens per GPU: "
+               "input tokens/s per GPU, node-level model over published", f"{published:,.0f} input tokens/s/GPU "
+               "(50,302 per node)", got / published, model=text, source="LMSYS blog, May 2025 (Part I), Profile "
+               "Results", reading="comm_overlap microbatch (the publication's two-batch overlap); the default "
+               "readings otherwise")
 
 
 # TensorRT-LLM tech blog 18, "Scaling With Batch Size and EP Size" (GB200 NVL72, DeepSeek-V3 profile, BF16): per EP
