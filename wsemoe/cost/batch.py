@@ -60,6 +60,8 @@ def micro_batch(hw, wl, mp) -> Shape:
 def layer_flops(m, wl, shape: Shape) -> Flops:
     """Forward FLOPs per stage for one layer and one micro-batch."""
     T = shape.T
+    # a prompt's prefill needs the logits of its last token only (the first output token); training all of them
+    logits = shape.seqs if wl.mode == "prefill" else T
     return Flops(compute.attn_proj_flops(m, T), compute.attn_core_flops(m, wl) * shape.groups,
                  compute.router_flops(m, T), compute.routed_expert_flops(m, T), compute.shared_expert_flops(m, T),
-                 compute.dense_ffn_flops(m, T), compute.head_flops(m, T))
+                 compute.dense_ffn_flops(m, T), compute.head_flops(m, logits))

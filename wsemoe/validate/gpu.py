@@ -25,7 +25,7 @@ serving at a production load.
 And a published prefill worker, where the matmuls bind: Part I's 32 H100s (EP 32, attention DP, two-batch overlap)
 at 16,384 tokens per GPU of 4,096-token prompts, 50,302 input tokens/s per node (`gpu.prefill`, the band of
 `gpu.node`). Its prefill crosses InfiniBand once per target server (DeepEP's normal kernels,
-cost/fabric/scaleout.py); each copy sent apart, as the decode kernels send them, would read 0.53× serially.
+cost/fabric/scaleout.py); each copy sent apart, as the decode kernels send them, would read 0.54× serially.
 
 And the baseline's expert-parallel communication against measured kernels: one dispatch or combine call of the
 same node-level model on `nvl72`, DeepSeek-V3's profile (hidden 7,168, top-8, BF16 activations: 14,336 bytes a
