@@ -23,9 +23,9 @@ checks' ×[0.67, 1.5]. Nothing here is fitted: a miss says how far the compariso
 serving at a production load.
 
 And a published prefill worker, where the matmuls bind: Part I's 32 H100s (EP 32, attention DP, two-batch overlap)
-at 16,384 tokens per GPU of 4,096-token prompts, 50,302 input tokens/s per node (`gpu.prefill`, the band of
-`gpu.node`). Its prefill crosses InfiniBand once per target server (DeepEP's normal kernels,
-cost/fabric/scaleout.py); each copy sent apart, as the decode kernels send them, would read 0.54× serially.
+at 16,384 tokens per GPU of 4,096-token prompts, 59,337 input tokens/s per node with the experts' load balanced
+(`gpu.prefill`, the band of `gpu.node`). Its prefill crosses InfiniBand once per target server (DeepEP's normal kernels,
+cost/fabric/scaleout.py); each copy sent apart, as the decode kernels send them, would read 0.46× serially.
 
 And the baseline's expert-parallel communication against measured kernels: one dispatch or combine call of the
 same node-level model on `nvl72`, DeepSeek-V3's profile (hidden 7,168, top-8, BF16 activations: 14,336 bytes a
@@ -134,13 +134,15 @@ def low_precision_row() -> dict:
 
 
 # LMSYS blog, May 2025 (Part I), "Profile Results": prefill on 4 nodes (32 H100, EP 32, attention DP, the FP8
-# checkpoint, a 16-bit KV cache), 16,384 tokens per device of 4,096-token prompts (4 prompts a GPU), the default
-# expert distribution: 50,302 input tokens/s per 8-GPU node. Its prefill runs two-batch overlap ("largely
+# checkpoint, a 16-bit KV cache), 16,384 tokens per device of 4,096-token prompts (4 prompts a GPU): 59,337 input
+# tokens/s per 8-GPU node under "simulated perfect EPLB (random expert selection following group-limited routing
+# semantics)", the model's uniform routing (balance.distribution uniform); 50,302 under the default expert
+# distribution, whose imbalance the model would need that run's histogram to charge. Its prefill runs two-batch overlap ("largely
 # attributable to ... DeepGEMM and two-batch overlap") and DeepEP's normal kernels, which cross InfiniBand once per
 # target node (the `auto` scale-out dispatch in prefill, cost/fabric/scaleout.py). (Part II's GB200 prefill
 # workers, 18,471 and 26,156 per GPU, run 4 and 2 GPUs an instance with weights offloaded to host memory, which the
 # model does not hold.)
-PREFILL = ("h100-sxm", 32, 4, 4096, 50302.0 / 8)
+PREFILL = ("h100-sxm", 32, 4, 4096, 59337.0 / 8)
 
 
 def prefill_tokens_per_gpu(comm_overlap: str) -> tuple[float, str]:
@@ -162,8 +164,8 @@ def prefill_row() -> dict:
             f"default): {serial:,.0f} ({serial / published:.2f}×)") if math.isfinite(got) else bound
     return row(f"gpu.prefill:{hardware}", f"DeepSeek-V3 prefill (FP8 projections and experts) on {gpus} H100 GPUs "
                f"(EP {gpus}, attention DP, two-batch overlap), {prompts} prompts of {prompt_len:,} tokens per GPU: "
-               "input tokens/s per GPU, node-level model over published", f"{published:,.0f} input tokens/s/GPU "
-               "(50,302 per node)", got / published, model=text, source="LMSYS blog, May 2025 (Part I), Profile "
+               "input tokens/s per GPU, node-level model over published (experts balanced)", f"{published:,.0f} input "
+               "tokens/s/GPU (59,337 per node, simulated perfect EPLB; 50,302 with the default expert distribution)", got / published, model=text, source="LMSYS blog, May 2025 (Part I), Profile "
                "Results", reading="comm_overlap microbatch (the publication's two-batch overlap); the default "
                "readings otherwise")
 

@@ -213,15 +213,15 @@ RECORD: dict[str, dict] = {
             **_both("nvl72", ("kernel_launch_s",), "moves the decode rows by under 1%: a few dozen calls per layer "
                     "against a 70-120 ms step; dispatch and combine calls pay no kernel launch of their own"),
             **_both("nvl72", ("collective_latency_s",), "no row's value changes: TP 1 runs no all-reduce"),
-            ("h100-sxm:node_peak_flops", 2.0): "72 H100s at 256 tokens/GPU are bound by the combine over "
-                                                "InfiniBand once the matmuls are faster (the decode row moves from "
-                                                "0.88× to 1.00×); the prefill worker, whose FP8 matmuls do not run at "
-                                                "this peak, from 1.12× to 1.37×: both inside the band",
-            **{(f"h100-sxm:{c}", 0.5): f"the decode row moves from 0.88× to {v}, inside the band"
-               for c, v in (("node_peak_flops", "0.72× and the prefill row from 1.12× to 0.82×: only the 16-bit "
-                                                 "attention core and head run at it"),
-                            ("node_peak_flops_fp8", "0.71× and the prefill row from 1.12× to 0.69×: the "
-                                                     "prefill's 16-bit attention core keeps its time"))},
+            **{(f"h100-sxm:{c}", 2.0): "72 H100s at 256 tokens/GPU are bound by the combine over InfiniBand once "
+               f"the matmuls are faster (the decode row moves from 0.88× to 1.00×); the prefill worker from 0.95× to "
+               f"{v}: both inside the band" for c, v in (("node_peak_flops", "1.16× (its FP8 matmuls do not run at "
+                                                          "this peak)"),
+                                                         ("node_peak_flops_fp8", "1.38× (its 16-bit attention core "
+                                                          "keeps its time)"))},
+            ("h100-sxm:node_peak_flops", 0.5): "the decode row moves from 0.88× to 0.72× and the prefill row from "
+                                               "0.95× to 0.69×, both inside the band: only the 16-bit attention core "
+                                               "and head run at this peak",
             ("h100-sxm:node_memory_bytes", 2.0): FITS,
             **_both("h100-sxm", ("link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
                                  "collective_latency_s"),
