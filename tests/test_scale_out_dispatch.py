@@ -8,7 +8,9 @@ from __future__ import annotations
 from math import comb
 from types import SimpleNamespace as NS
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from wsemoe.config import presets
 from wsemoe.cost.fabric import scaleout
@@ -77,3 +79,29 @@ def test_the_energy_models_leaving_bytes_follow():
                                             for d in ("per_copy", "per_server"))
     assert hops_s == pytest.approx(hops_c)    # each copy still takes its switch hop (NVLink forwards it)
     assert leave_s / leave_c == pytest.approx((1 - comb(192, 8) / comb(256, 8)) / 2.0, rel=1e-12)
+
+
+def test_against_sampled_routing():
+    # an independent reference: draw tokens' k distinct experts, count the servers each reaches beyond its own
+    rng = np.random.default_rng(7)
+    E, k, n, s = 256, 8, 64, 8
+    picks = np.argsort(rng.random((100_000, E)), axis=1)[:, :k]     # k distinct experts a token, uniformly
+    servers = picks // (E // (n // s))                                # experts spread evenly over the servers
+    reached = np.mean([len(set(row)) for row in servers])            # servers a token reaches (own one included)
+    share = float(scaleout.crossing_share(SERVERS_OF_8, DSV3, "per_server", "prefill", n))
+    assert reached / k == pytest.approx(share, rel=0.01)             # every server alike: the ratio is the share
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 512), st.integers(1, 16), st.sampled_from([1, 2, 4, 8, 16]), st.integers(1, 64))
+def test_the_share_is_bounded(E, k, s, servers):
+    k = min(k, E)
+    n = s * servers
+    share = float(scaleout.crossing_share(NS(topology="switch", scale_up_size=s),
+                                          NS(num_experts=E, num_experts_per_tok=k), "per_server", "prefill", n))
+    e = E * s / n
+    # a server reached takes at most min(k, e) of a token's copies, so the share is at least 1/min(k, e), and
+    # deduplication never sends more than the copies
+    assert 0.0 < share <= 1.0
+    if n > s:
+        assert share >= 1.0 / max(min(k, e), 1.0) - 1e-12
