@@ -179,6 +179,7 @@ class CommModel:
         layers = params.moe_layers(self.m)
         crossing = scaleout.system_share(self.hw, self.m, getattr(self.mp, "scale_out_dispatch", "auto"),
                                          self.wl.mode)
+        out["dispatch_scale_out_share"] = np.broadcast_to(crossing, shape) + 0.0
         for name, scale in scales.items():
             share = crossing if name in ("dispatch", "combine") else 1.0
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share)

@@ -76,6 +76,9 @@ _DOCS = {
                         "or latency (hops and the call's software latency)"),
     "reduce_max_link_bytes": ("bytes", "load of the busiest directed link in one output reduction"),
     "dispatch_inter_wafer_share": ("1", "share of dispatch link load on links between wafers (NaN on one wafer)"),
+    "dispatch_scale_out_share": ("1", "share of the per-copy bytes a dispatch or combine sends over a switch system's "
+                                      "scale-out network (mapping.scale_out_dispatch: 1 per copy; per server, the "
+                                      "chance a token reaches a server over the copies it sends there)"),
     "expert_slots_before": ("experts", "expert copies on the fullest node before balancing"),
     "zipf_s_used": ("1", "Zipf exponent of expert popularity in use (solved from balance.skew_target when set)"),
     "token_flow": ("", "replicated: every TP member holds all of its group's tokens (outputs reduced again); "
