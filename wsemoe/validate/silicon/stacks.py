@@ -58,6 +58,6 @@ def baseline_line(hw: dict) -> str | None:
     same = abs(float(hw.get("matmul_efficiency", -1)) - round(stacks[checks.BACKEND]["eta_mm"], 2)) < 5e-3
     origin = f"matmul_efficiency the {checks.BACKEND} stack's eta_mm" if same else "not from a fitted stack"
     return (f"GPU baseline {hw.get('name', '?')}: node-level model at its preset's calibration ({calib}; "
-            f"{origin}), checked against published decode by `wsemoe validate --only gpu`; the fitted stack: "
-            f"{checks.BACKEND} ({STACKS.name}, {data.get('configurations', '?'):,} measured configurations; "
+            f"{origin}), checked against published decode, prefill and kernels by `wsemoe validate --only gpu`; "
+            f"the fitted stack: {checks.BACKEND} ({STACKS.name}, {data.get('configurations', '?'):,} measured configurations; "
             f"{values}), DeepSeek-V3 decode at {ratios} of published")
