@@ -137,11 +137,11 @@ def low_precision_row() -> dict:
 # checkpoint, a 16-bit KV cache), 16,384 tokens per device of 4,096-token prompts (4 prompts a GPU): 59,337 input
 # tokens/s per 8-GPU node under "simulated perfect EPLB (random expert selection following group-limited routing
 # semantics)", the model's uniform routing (balance.distribution uniform); 50,302 under the default expert
-# distribution, whose imbalance the model would need that run's histogram to charge. Its prefill runs two-batch overlap ("largely
-# attributable to ... DeepGEMM and two-batch overlap") and DeepEP's normal kernels, which cross InfiniBand once per
-# target node (the `auto` scale-out dispatch in prefill, cost/fabric/scaleout.py). (Part II's GB200 prefill
-# workers, 18,471 and 26,156 per GPU, run 4 and 2 GPUs an instance with weights offloaded to host memory, which the
-# model does not hold.)
+# distribution, whose imbalance the model would need that run's histogram to charge. Its prefill runs two-batch
+# overlap ("largely attributable to ... DeepGEMM and two-batch overlap") and DeepEP's normal kernels, which cross
+# InfiniBand once per target node (the `auto` scale-out dispatch in prefill, cost/fabric/scaleout.py). (Part II's
+# GB200 prefill workers, 18,471 and 26,156 per GPU, run 4 and 2 GPUs an instance with weights offloaded to host
+# memory, which the model does not hold.)
 PREFILL = ("h100-sxm", 32, 4, 4096, 59337.0 / 8)
 
 
@@ -164,10 +164,11 @@ def prefill_row() -> dict:
             f"default): {serial:,.0f} ({serial / published:.2f}×)") if math.isfinite(got) else bound
     return row(f"gpu.prefill:{hardware}", f"DeepSeek-V3 prefill (FP8 projections and experts) on {gpus} H100 GPUs "
                f"(EP {gpus}, attention DP, two-batch overlap), {prompts} prompts of {prompt_len:,} tokens per GPU: "
-               "input tokens/s per GPU, node-level model over published (experts balanced)", f"{published:,.0f} input "
-               "tokens/s/GPU (59,337 per node, simulated perfect EPLB; 50,302 with the default expert distribution)", got / published, model=text, source="LMSYS blog, May 2025 (Part I), Profile "
-               "Results", reading="comm_overlap microbatch (the publication's two-batch overlap); the default "
-               "readings otherwise")
+               "input tokens/s per GPU, node-level model over published (experts balanced)",
+               f"{published:,.0f} input tokens/s/GPU (59,337 per node, simulated perfect EPLB; 50,302 with the default "
+               "expert distribution)", got / published, model=text,
+               source="LMSYS blog, May 2025 (Part I), Profile Results",
+               reading="comm_overlap microbatch (the publication's two-batch overlap); the default readings otherwise")
 
 
 # TensorRT-LLM tech blog 18, "Scaling With Batch Size and EP Size" (GB200 NVL72, DeepSeek-V3 profile, BF16): per EP

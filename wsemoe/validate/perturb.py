@@ -214,8 +214,8 @@ RECORD: dict[str, dict] = {
                     "against a 70-120 ms step; dispatch and combine calls pay no kernel launch of their own"),
             **_both("nvl72", ("collective_latency_s",), "no row's value changes: TP 1 runs no all-reduce"),
             **{(f"h100-sxm:{c}", 2.0): "72 H100s at 256 tokens/GPU are bound by the combine over InfiniBand once "
-               f"the matmuls are faster (the decode row moves from 0.88× to 1.00×); the prefill worker from 0.95× to "
-               f"{v}: both inside the band" for c, v in (("node_peak_flops", "1.16× (its FP8 matmuls do not run at "
+               "the matmuls are faster (the decode row moves from 0.88× to 1.00×); the prefill worker from 0.95× "
+               f"to {v}: both inside the band" for c, v in (("node_peak_flops", "1.16× (its FP8 matmuls do not run at "
                                                           "this peak)"),
                                                          ("node_peak_flops_fp8", "1.38× (its 16-bit attention core "
                                                           "keeps its time)"))},
