@@ -166,9 +166,11 @@ PREFILL = ("h100-sxm", 32, 4, 4096, 59337.0 / 8)
 
 
 def prefill_tokens_per_gpu(comm_overlap: str) -> tuple[float, str]:
-    """(input tokens/s per GPU, binding term) of the node-level model at the published prefill worker."""
+    """(input tokens/s per GPU, binding term) of the node-level model at the published prefill worker (under
+    `comm_overlap` microbatch, its prompts as two micro-batches of half)."""
     hardware, gpus, prompts, prompt_len, _ = PREFILL
-    return served(_point(hardware, [f"hardware.cols={gpus}", "workload.mode=prefill", f"workload.B={prompts}",
+    per_batch = prompts // 2 if comm_overlap == "microbatch" else prompts
+    return served(_point(hardware, [f"hardware.cols={gpus}", "workload.mode=prefill", f"workload.B={per_batch}",
                                     f"workload.seq_len={prompt_len}", "workload.attn_weight_format=fp8",
                                     "workload.expert_weight_format=fp8", "workload.kv_format=bf16", "mapping.tp=1",
                                     f"workload.comm_overlap={comm_overlap}"]))
