@@ -70,11 +70,17 @@ def decode_point(hardware: str, gpus: int, per_gpu: int, expert_format: str, att
     experts over every GPU, `per_gpu` tokens per GPU, experts in `expert_format`, attention's projections and the
     KV cache in theirs (16-bit unless given). Under `comm_overlap` microbatch the worker's tokens run as two
     micro-batches of `per_gpu`/2, one communicating while the other computes."""
-    per_batch = per_gpu // 2 if comm_overlap == "microbatch" else per_gpu
+    per_batch = micro_batch(per_gpu, comm_overlap)
     return _point(hardware, [f"hardware.cols={gpus}", "workload.mode=decode", f"workload.tokens_per_device={per_batch}",
                              f"workload.seq_len={CONTEXT}", f"workload.attn_weight_format={attn_format}",
                              f"workload.expert_weight_format={expert_format}", f"workload.kv_format={kv_format}",
                              "mapping.tp=1", f"workload.comm_overlap={comm_overlap}"])
+
+
+def micro_batch(per_gpu: int, comm_overlap: str) -> int:
+    """What one micro-batch holds of a worker's `per_gpu` tokens or prompts: half under two-batch overlap (the two
+    micro-batches share the published batch), all of it otherwise."""
+    return per_gpu // 2 if comm_overlap == "microbatch" else per_gpu
 
 
 def _point(hardware: str, sets: list[str]):
@@ -169,7 +175,7 @@ def prefill_tokens_per_gpu(comm_overlap: str) -> tuple[float, str]:
     """(input tokens/s per GPU, binding term) of the node-level model at the published prefill worker (under
     `comm_overlap` microbatch, its prompts as two micro-batches of half)."""
     hardware, gpus, prompts, prompt_len, _ = PREFILL
-    per_batch = prompts // 2 if comm_overlap == "microbatch" else prompts
+    per_batch = micro_batch(prompts, comm_overlap)
     return served(_point(hardware, [f"hardware.cols={gpus}", "workload.mode=prefill", f"workload.B={per_batch}",
                                     f"workload.seq_len={prompt_len}", "workload.attn_weight_format=fp8",
                                     "workload.expert_weight_format=fp8", "workload.kv_format=bf16", "mapping.tp=1",

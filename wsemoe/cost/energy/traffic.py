@@ -89,8 +89,8 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
         hops = 1.0
         domain = getattr(hw, "scale_up_size", None) or nodes
         # per-server kernels send a token once to each server it reaches (fabric/scaleout.py)
-        leave = (1.0 - domain / nodes) * scaleout.crossing_share(hw, m, getattr(mp, "scale_out_dispatch", "auto"),
-                                                                 wl.mode, nodes)
+        leave = (1.0 - domain / nodes) * scaleout.system_share(hw, m, getattr(mp, "scale_out_dispatch", "auto"),
+                                                               wl.mode)
     else:
         rows, cols = hw.rows * topology.wafer_grid(hw)[0], hw.cols * topology.wafer_grid(hw)[1]
         hops = out.get("dispatch_mean_hops", (rows + cols) / 3.0)   # mean XY distance of a uniform pair
