@@ -30,15 +30,14 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     from wsemoe.report.terminal import progress
     from wsemoe.sweep.run import run_sweep
 
+    from wsemoe.analysis.uncertainty.readings import refresh
+
+    then = (lambda r: refresh(r.config, r.path)) if with_readings else None  # under the run's lock
     with progress.bar("sweep", "points", rate=True, quiet=quiet) as update:
         res = run_sweep(config, out_root=results, force=force, out_dir=output, resume=resume, workers=workers,
-                        scheduler=scheduler, chunk_size=chunk_size, on_progress=update)
+                        scheduler=scheduler, chunk_size=chunk_size, on_progress=update, then=then)
     reply = Reply()
-    note = ""
-    if with_readings:
-        from wsemoe.analysis.uncertainty.readings import refresh
-
-        note = refresh(res.config, res.path)
+    note = res.note
     if quiet:
         return reply.text(str(res.path))
     if res.status == "up to date":

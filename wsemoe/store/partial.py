@@ -1,4 +1,4 @@
-"""A sweep's partial run: the hidden folder it fills part by part, and its lock.
+"""A sweep's partial run: the hidden folder it fills part by part (under the run lock of store/runlock.py).
 
 The run fills `.<name>.partial-<hash>/` beside the target, marked as ours; each chunk lands as a part
 file named by its point range, written under `tmp/` and renamed into place only when whole, with its
@@ -34,6 +34,7 @@ from wsemoe.store.csvfile import csv_text
 from wsemoe.store.ownership import PARTIAL_MARKER, check_replaceable
 from wsemoe.store.atomic import atomic_bytes, os_errors
 from wsemoe.store.writer import fill_folder, swap_in
+from wsemoe.store.runlock import RunLock, lock_held  # noqa: F401 (the run's lock, used through this module)
 
 from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError, os_error
@@ -41,73 +42,10 @@ from wsemoe.errors import ResultsError, RunError, os_error
 SMALL_FILES = ("config.yaml", "pareto.csv", "comparison.csv")
 
 MARKER = PARTIAL_MARKER
-LOCK_TEXT = b"wsemoe run lock\n"  # the first line of a lock file: a file without it is not ours to take
 
 
 def _partial_re(name: str):
     return re.compile(rf"^\.{re.escape(name)}\.partial-[0-9a-f]{{16}}$")
-
-
-class RunLock:
-    """An exclusive lock on `.<name>.lock` beside the target, for the whole run (removed after)."""
-
-    def __init__(self, target: Path):
-        self.target = Path(target)
-        self.path = self.target.with_name(f".{self.target.name}.lock")
-        self.fd = None
-
-    def __enter__(self):
-        with os_errors(self.path, "take the run's lock"):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            # The holder before us may have removed the file after we opened it: lock the live one.
-            if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
-                raise BlockingIOError
-            head = os.pread(fd, len(LOCK_TEXT), 0)
-            if head and head != LOCK_TEXT:
-                raise ResultsError("exists and is not wsemoe's lock file; refusing to use it (move it away)",
-                                   loc=(str(self.path),))
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, LOCK_TEXT + f"{os.getpid()}\n".encode(), 0)
-        except (BlockingIOError, FileNotFoundError):
-            os.close(fd)
-            raise RunError("another run is writing these results; wait for it to finish",
-                           loc=(str(self.path.with_name(self.path.name[1:-5])),)) from None
-        except OSError as exc:
-            os.close(fd)
-            self.path.unlink(missing_ok=True)
-            raise os_error(exc, self.path, "take the run's lock") from None
-        except BaseException:
-            os.close(fd)
-            raise
-        self.fd = fd
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            if os.fstat(self.fd).st_ino == os.stat(self.path).st_ino:  # still our file
-                self.path.unlink()
-        except OSError:
-            pass
-        os.close(self.fd)
-        return False
-
-
-def lock_held(target: Path) -> bool:
-    """True while a run holds the lock of `target` (its partial folder is in use, not stale)."""
-    path = Path(target).with_name(f".{Path(target).name}.lock")
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False  # no lock file: no run
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock we took
-    return False
 
 
 def stale_partials(target: Path) -> list[Path]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from wsemoe.errors import ResultsError, WsemoeError, os_error
 from wsemoe.store import ledger
 from wsemoe.store.atomic import MAX_NAME, atomic_bytes, fsync_folder, os_errors
+from wsemoe.store.runlock import RunLock
 from wsemoe.store.ownership import (PARTIAL_MARKER, RESULTS_SLOTS, WRITERS, check_replaceable, command, is_results,
                                     owner_of, refuse, remove_tree, writable)
 
@@ -158,12 +159,25 @@ def check_file(path, writer: str, force: bool = False) -> Path:
     return p
 
 
+@contextlib.contextmanager
+def results_locked(p: Path):
+    """Hold the run lock of the results folder `p` lies in (an entry of it, or a file of one of its folders, such
+    as plots/) while `p` is written: a sweep replacing those results meanwhile would otherwise lose the write, or
+    carry it into results of another run. A sweep's own follow-up writes run inside its lock."""
+    for folder in (p.parent, p.parent.parent):
+        if is_results(folder):
+            with RunLock(folder.absolute(), within=True):
+                yield
+            return
+    yield
+
+
 def write_file(path, data: bytes | str, writer: str, force: bool = False) -> Path:
     """Write one file atomically and record it in its folder's ledger; refuse anything not provably ours."""
     p = check_file(path, writer, force)
     data = data.encode() if isinstance(data, str) else data
     ensure_parent(p)
-    with os_errors(p, f"write the {WRITERS[writer][1]}"), ledger.locked(p.parent):
+    with results_locked(p), os_errors(p, f"write the {WRITERS[writer][1]}"), ledger.locked(p.parent):
         _check_file_target(p, writer, force)  # again, under the folder's lock
         atomic_bytes(p, data)
         record_files(p.parent, {p.name: data}, writer)
@@ -197,7 +211,7 @@ def record_files(folder: Path, files: dict, writer: str) -> None:
 def remove_file(path, writer: str) -> bool:
     """Remove a file only when its ledger entry proves this writer wrote it, unchanged; True if removed."""
     p = Path(path)
-    with os_errors(p, "remove an old file"), ledger.locked(p.parent):
+    with results_locked(p), os_errors(p, "remove an old file"), ledger.locked(p.parent):
         led = ledger.read(p.parent)
         e = led.entry(p.name)
         if e is None or e["writer"] != writer or not ledger.matches(p, e):
@@ -277,7 +291,8 @@ def write_folder(path, files: dict, writer: str, force: bool = False, key: str |
     p = check_folder(path, writer, force, key)
     ensure_parent(p)
     new, made = None, []
-    with os_errors(p, f"write the {WRITERS[writer][1]}"), _discarded_on_failure(p, writer, lambda: new, made):
+    with results_locked(p), os_errors(p, f"write the {WRITERS[writer][1]}"), \
+            _discarded_on_failure(p, writer, lambda: new, made):
         new = new_folder(p)
         fill_folder(new, files, writer, key, made=made)
         with ledger.locked(p.parent):
@@ -373,7 +388,7 @@ def make_folder(path, writer: str, create: bool = True) -> Path:
             return p
         ensure_parent(p)
         new, made = None, []
-        with _discarded_on_failure(p, writer, lambda: new, made):
+        with results_locked(p), _discarded_on_failure(p, writer, lambda: new, made):
             new = new_folder(p)
             fill_folder(new, {}, writer, made=made)
             with ledger.locked(p.parent):

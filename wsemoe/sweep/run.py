@@ -38,6 +38,7 @@ class SweepResult:
     comparison: pd.DataFrame | None = None
     seconds: float = 0.0
     repaired: tuple = ()  # (parts, points) recomputed in place by --resume
+    note: str = ""  # what `then` said (the readings analysis the sweep command brings up to date)
 
 
 def resolved_config(cfg: SweepConfig) -> dict:
@@ -47,20 +48,26 @@ def resolved_config(cfg: SweepConfig) -> dict:
 
 def run_sweep(config, out_root="results", force: bool = False, out_dir=None, resume: bool = False,
               workers: int = 1, scheduler: str | None = None, chunk_size: int | None = None,
-              on_progress=None) -> SweepResult:
+              on_progress=None, then=None) -> SweepResult:
     """Evaluate a sweep chunk by chunk and write results/<name>/ (skipped when up to date unless forced).
 
     The target is replaced only when it provably holds this sweep's results and nothing else (another
     sweep's with `force`; `store/writer.py` decides). `resume` continues a killed run of the same config
     from its whole parts, whatever chunk size either run used, and on finished results recomputes just
-    the parts that fail their checksums.
+    the parts that fail their checksums. `then(result)`, when given, runs under the run's lock once the results
+    are in place (the sweep command's readings analysis: written into these results, never into another run's);
+    what it returns is the result's `note`.
     """
     cfg = load_config(config)
     check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
     path = Path(out_dir).absolute() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
-        return SweepResult(path, cfg, "up to date", store.read_manifest(path))
+        res = SweepResult(path, cfg, "up to date", store.read_manifest(path))
+        if then is not None:
+            with partial_mod.RunLock(path):
+                res.note = then(res)
+        return res
     total = planned_points(cfg)
     limit = max_points()
     if total > limit and not force:
@@ -74,12 +81,15 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     writer.check_folder(path, "sweep", force, key=cfg.name)
     writer.ensure_parent(path)  # the results root itself, at most: its own parent exists (checked)
     with partial_mod.RunLock(path):
-        if resume and not force:
-            fixed = repair.repair(cfg, path, h)
-            if fixed is not None:
-                return SweepResult(path, cfg, "repaired", fixed[0], repaired=fixed[1:])
-        return _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress, _source(config),
-                           force)
+        fixed = repair.repair(cfg, path, h) if resume and not force else None
+        if fixed is not None:
+            res = SweepResult(path, cfg, "repaired", fixed[0], repaired=fixed[1:])
+        else:
+            res = _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress,
+                              _source(config), force)
+        if then is not None:
+            res.note = then(res)
+        return res
 
 
 def _source(config) -> str | None:

@@ -110,19 +110,21 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progr
     def files(fig) -> tuple[dict, str]:
         return {ext: figure_bytes(fig, ext) for ext in formats}, caption_of(fig)
 
-    # Each figure is rendered (in a forked child when a core is free) while the next is built; written in order.
-    for stem, out, _ in rendered(figures(path, only, on_progress), files):
-        writer.make_folder(folder, "plot")
-        if out is None:
-            absent.append(stem)
-            continue
-        data, caption = out
-        for ext in formats:
-            written.append(writer.write_file(folder / f"{stem}.{ext}", data[ext], "plot", force))
-        if caption:
-            written.append(writer.write_file(folder / f"{stem}.txt", caption + "\n", "plot", force))
-    if folder.is_dir() and not only:
-        _clean(folder, absent, {p.stem for p in written})
+    # Each figure is rendered (in a forked child when a core is free) while the next is built; written in order,
+    # all under the results' run lock, so a sweep never replaces the results between two of them.
+    with writer.results_locked(folder):
+        for stem, out, _ in rendered(figures(path, only, on_progress), files):
+            writer.make_folder(folder, "plot")
+            if out is None:
+                absent.append(stem)
+                continue
+            data, caption = out
+            for ext in formats:
+                written.append(writer.write_file(folder / f"{stem}.{ext}", data[ext], "plot", force))
+            if caption:
+                written.append(writer.write_file(folder / f"{stem}.txt", caption + "\n", "plot", force))
+        if folder.is_dir() and not only:
+            _clean(folder, absent, {p.stem for p in written})
     return written
 
 
