@@ -5,6 +5,7 @@ and what it changes for real models (Qwen3-235B on 12 CS-3 where the even split 
 from __future__ import annotations
 
 import itertools
+import unittest.mock
 from types import SimpleNamespace as NS
 
 import numpy as np
@@ -114,3 +115,23 @@ def test_a_pattern_of_one_repeated_layer_splits_as_the_uniform_model():
     for W in (1, 3, 7):
         a, b = regions.split(m, W, nb), regions.split(pattern, W, nb)
         assert all(float(a[k]) == float(b[k]) for k in a)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_combinations_split_never_depends_on_the_others_beside_it(seed):
+    """Each bracket stops moving once it is narrow enough, so a combination's split is the same bit for bit alone
+    and among others that need more rounds (the search's stopping rule is per combination, not per batch)."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    moe = [bool(x) for x in rng.integers(0, 2, 30)]
+    p = {"d": rng.uniform(1e8, 2e9, n), "a": rng.uniform(5e7, 5e8, n), "e": rng.uniform(1e6, 5e7, n),
+         "E": rng.choice([0.0, 8.0, 64.0, 256.0], n), "emb": rng.uniform(1e8, 2e9, n), "head": rng.uniform(1e8, 2e9, n)}
+    W = rng.integers(1, 20, n).astype(float)
+    for precision in (stagesplit.PRECISION, 0.05):   # coarse: brackets stop rounds apart, where it would show
+        with unittest.mock.patch.object(stagesplit, "PRECISION", precision):
+            both = stagesplit.least_peak(moe, p, W)
+            for i in range(n):
+                one = stagesplit.least_peak(moe, {k: v[i] for k, v in p.items()}, W[i])
+                got = (float(one.top), float(one.cross), float(one.stages))
+                assert got == (both.top[i], both.cross[i], both.stages[i]), (precision, i)
