@@ -69,7 +69,7 @@ class Fill:
 
     def experts(self, e, E, per):
         """`E` routed experts of `e` bytes each, any number per stage (`per`: how many one stage holds)."""
-        fit = np.clip(np.floor((self.C - self.load) / e + SLACK), 0.0, E)   # = E when they all fit
+        fit = np.minimum(np.maximum(np.floor((self.C - self.load) / e + SLACK), 0.0), E)   # = E when all fit
         rest = E - fit
         extra = np.ceil(rest / per)   # stages they open
         self.load = self.load + fit * e
