@@ -66,7 +66,8 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         res = SweepResult(path, cfg, "up to date", store.read_manifest(path))
         if then is not None:
             with partial_mod.RunLock(path):
-                res.note = then(res)
+                if store.is_up_to_date(path, h):  # still these results: no other run replaced them meanwhile
+                    res.note = then(res)
         return res
     total = planned_points(cfg)
     limit = max_points()
