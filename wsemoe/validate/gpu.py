@@ -11,8 +11,8 @@ fitted serving stack is checked at (validate/silicon/checks.py), and a third fro
 Each is a decode worker with attention data parallelism (TP 1: every GPU its own sequences) and experts over
 every GPU, at a context of the 2,000-token input plus half of a 100-token output, overlapped as its publication
 runs it (`OVERLAP`: Part I's two micro-batches, Part II's serial-like combine overlap; the other option beside
-it) and at the default readings otherwise, in the precision the publications name: "BF16 attention and FP8 MoE" (Part II's words for its 9,087; Part I ran the
-same FP8 checkpoint with a BF16 cache). Part II's "FP8 attention" is "the FP8 precision for KV cache in
+it) and at the default readings otherwise, in the precision the publications name: "BF16 attention and FP8 MoE"
+(Part II's words for its 9,087; Part I ran the same FP8 checkpoint with a BF16 cache). Part II's "FP8 attention" is "the FP8 precision for KV cache in
 attention", so its "BF16 attention" is a 16-bit KV cache and attention core (the model keeps the core 16-bit
 always); the projections are the checkpoint's FP8 GEMMs, as the fitted stack's checks of the same points take
 them (`gemm_quant_mode` fp8). Until issue 26 these rows ran 16-bit projections, which doubled attention's
@@ -186,17 +186,19 @@ def prefill_row() -> dict:
     """The node-level model's input tokens/s per GPU at the published prefill worker, two-batch overlap on as the
     publication runs it, over the published figure; the serial default beside it."""
     hardware, gpus, prompts, prompt_len, published = PREFILL
-    got, bound = prefill_tokens_per_gpu("microbatch")
-    serial, _ = prefill_tokens_per_gpu("none")
-    text = (f"{got:,.0f} input tokens/s/GPU ({got / published:.2f}×; bound {bound}); serial (comm_overlap none, the "
-            f"default): {serial:,.0f} ({serial / published:.2f}×)") if math.isfinite(got) else bound
+    overlap = OVERLAP[hardware]
+    other = "none" if overlap == "microbatch" else "microbatch"
+    got, bound = prefill_tokens_per_gpu(overlap)
+    alt, _ = prefill_tokens_per_gpu(other)
+    text = (f"{got:,.0f} input tokens/s/GPU ({got / published:.2f}×; bound {bound}); comm_overlap {other}: "
+            f"{alt:,.0f} ({alt / published:.2f}×)") if math.isfinite(got) else bound
     return row(f"gpu.prefill:{hardware}", f"DeepSeek-V3 prefill (FP8 projections and experts) on {gpus} H100 GPUs "
                f"(EP {gpus}, attention DP, two-batch overlap), {prompts} prompts of {prompt_len:,} tokens per GPU: "
                "input tokens/s per GPU, node-level model over published (experts balanced)",
                f"{published:,.0f} input tokens/s/GPU (59,337 per node, simulated perfect EPLB; 50,302 with the default "
                "expert distribution)", got / published, model=text,
                source="LMSYS blog, May 2025 (Part I), Profile Results",
-               reading="comm_overlap microbatch (the publication's two-batch overlap); the default readings otherwise")
+               reading=f"comm_overlap {overlap} ({OVERLAP_WHY[overlap]}); the default readings otherwise")
 
 
 # TensorRT-LLM tech blog 18, "Scaling With Batch Size and EP Size" (GB200 NVL72, DeepSeek-V3 profile, BF16): per EP

@@ -155,10 +155,14 @@ def least_peak(moe, parts: dict, W, kv=None, record: bool = False) -> Fill:
         fits = run(moe, parts, tries, light=True).stages <= W
         first = np.argmax(fits, axis=0)   # the stages a pass needs never grow with the capacity
         some = np.any(fits, axis=0)
-        at = lambda j: np.take_along_axis(tries, j[None], axis=0)[0]  # noqa: E731
-        new_lo = np.where(some, np.where(first > 0, at(np.maximum(first - 1, 0)), lo), tries[-1])
-        lo, hi = np.where(done, lo, new_lo), np.where(done, hi, np.where(some, at(first), hi))
+        new_lo = np.where(some, np.where(first > 0, _pick(tries, np.maximum(first - 1, 0)), lo), tries[-1])
+        lo, hi = np.where(done, lo, new_lo), np.where(done, hi, np.where(some, _pick(tries, first), hi))
     return run(moe, parts, np.where(ok, lo, hi), kv, record)
+
+
+def _pick(tries, j):
+    """Per combination, the `j`-th of the capacities tried (on the leading axis)."""
+    return np.take_along_axis(tries, j[None], axis=0)[0]
 
 
 def once(fn, arrays: dict, tag: tuple):
