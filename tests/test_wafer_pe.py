@@ -37,6 +37,19 @@ def test_gemv_on_a_2x2_region_by_hand():
     assert g["weight_bytes_per_pe"] == 4 * 4 * 2
 
 
+def test_a_link_twice_as_wide_moves_the_same_wavelets_in_half_the_cycles():
+    # The 2×2 GEMV above on links of 8 bytes a cycle: the partial sums are still 4 + 4 wavelets of one FP16 value
+    # each (a 32-bit wavelet per element), but a link now moves two wavelets a cycle: link cycles 8 → 4, MACs,
+    # path latency and overhead unchanged (4, 12, 20): 40. At 2 bytes a cycle a wavelet takes 2 cycles: 16, and 52.
+    wide, narrow = (SimpleNamespace(**{**vars(PE), "link_bytes_per_cycle": b}) for b in (8.0, 2.0))
+    g, n = operators.gemv(8, 8, 2, 2, wide), operators.gemv(8, 8, 2, 2, narrow)
+    assert (g["compute_cycles"], g["link_cycles"], g["latency_cycles"], g["overhead_cycles"]) == (4, 4, 12, 20)
+    assert g["cycles"] == 40 and n["link_cycles"] == 16 and n["cycles"] == 52
+    # Packed, 16-bit values fill a 32-bit wavelet two at a time: 5 values → 3 wavelets, 1.5 cycles on the wide link.
+    assert fabric.wavelets(5, 2, PE, packed=True) == 3 and fabric.wavelets(5, 2, wide, packed=True) == 1.5
+    assert fabric.wavelets(5, 4, wide) == 2.5 and fabric.wavelets(5, 8, PE) == 10   # 8-byte values: 2 wavelets
+
+
 @pytest.mark.parametrize("pattern,link,latency", [
     # k = 8 over 4 PEs of one column (n = 4 on 1): blocks 2×4, MACs 2 FMACs over 4 = 2 cycles; 4 wavelets.
     # chain: reduce to the end (4 wavelets, 3 hops, 3 relays), broadcast from the end (4, 3 hops, 1 relay):

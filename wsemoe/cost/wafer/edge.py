@@ -4,10 +4,11 @@ it). Scalars or arrays that broadcast; numpy only.
 
 The host I/O meets the fabric at routers of PEs on the west and east edges, `io_channels_per_edge` on each,
 spaced evenly along the rows (Cerebras SDK, "Host Runtime and Tensor Streaming": 60 per edge on WSE-2, 62 on
-WSE-3, roughly 16 rows apart). A channel's router port takes one wavelet per cycle into the fabric, and a 16-bit
-value travels in a wavelet of its own (`fabric.wavelets`), so the edge carries
+WSE-3, roughly 16 rows apart). A channel's router port is a PE link: it takes one wavelet per cycle into the
+fabric (4 bytes a cycle; a link `link_bytes_per_cycle` wide takes that over 4 as many), and a 16-bit value travels
+in a wavelet of its own (`fabric.wavelets`, which counts link cycles), so the edge carries
 
-    edge rate = 2 · io_channels_per_edge · clock_hz            wavelets per second, each way
+    edge rate = 2 · io_channels_per_edge · clock_hz            link cycles per second, each way
 
 Every PE takes its weights from the nearest channel (the west half from the west edge, each band of rows from its
 channel), X first along the channel's row, then Y in the PE's column. Each directed link then carries only weights
@@ -31,7 +32,7 @@ def channels(pe):
 
 
 def rate(pe):
-    """Wavelets per second the edge takes into the fabric (and gives out of it): one per channel and cycle."""
+    """Link cycles per second the edge takes into the fabric (and gives out of it): one per channel and cycle."""
     return channels(pe) * pe.clock_hz
 
 

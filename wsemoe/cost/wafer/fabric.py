@@ -49,19 +49,22 @@ def xy_path_cycles(d_rows, d_cols, pe, relays=0):
     return path_cycles(hops, turns, relays, pe)
 
 
-def wavelets(elements, element_bytes, pe, packed=False):
-    """Wavelets that carry `elements` values of `element_bytes` each over one link.
+WAVELET_BYTES = 4.0  # a WSE wavelet's payload: 32 bits (Cerebras SDK, "A Conceptual View": the fabric moves
+                     # 32-bit wavelets, one per cycle on each link), the unit every volume here counts
 
-    A wavelet carries `link_bytes_per_cycle` bytes (one 32-bit wavelet per cycle on the WSE). Unpacked
-    (the default reading: the SDK's fabric descriptors send one 16- or 32-bit element per wavelet, as
-    WaferLLM's kernels do), every element takes its own wavelet, or `ceil(element_bytes / wavelet)` of
-    them when it is wider; packed, elements fill wavelets end to end.
+
+def wavelets(elements, element_bytes, pe, packed=False):
+    """Link cycles that carry `elements` values of `element_bytes` each over one link, counted in wavelets.
+
+    Unpacked (the default reading: the SDK's fabric descriptors send one 16- or 32-bit element per wavelet, as
+    WaferLLM's kernels do), every element takes its own 32-bit wavelet, or `ceil(element_bytes / 4)` of them when
+    it is wider; packed, elements fill wavelets end to end. A link moves `link_bytes_per_cycle` bytes a cycle, so a
+    wavelet takes 4 / `link_bytes_per_cycle` cycles: one on the WSE (4 bytes), half on a link twice as wide.
     """
     elements = np.asarray(elements, dtype=float)
-    per = np.asarray(element_bytes, dtype=float) / pe.link_bytes_per_cycle
-    if packed:
-        return np.ceil(elements * per)
-    return elements * np.ceil(per)
+    per = np.asarray(element_bytes, dtype=float) / WAVELET_BYTES
+    count = np.ceil(elements * per) if packed else elements * np.ceil(per)
+    return count * (WAVELET_BYTES / np.asarray(pe.link_bytes_per_cycle, dtype=float))
 
 
 def program_rectangle(pe):
