@@ -218,3 +218,25 @@ def test_opaque_arrays_are_evaluated_whole():
 def test_a_non_elementwise_output_fails_loudly():
     with pytest.raises(ValueError, match="over 2 rows"):
         unique.once(lambda v: np.zeros(5), np.array([1.0, 2.0, 1.0]))
+
+
+@pytest.mark.parametrize("axis,values", [("model.num_experts", [64, 128]), ("model.num_experts_per_tok", [4, 8]),
+                                         ("hardware.inter_wafer_link_bw_bytes_per_s", [7.5e10, 1.5e11])])
+def test_a_swept_routing_or_system_link_gives_each_point_what_it_gives_alone(axis, values):
+    # The expert count and top-k key the layer structures, and the system link is read per point: swept, they are
+    # arrays (they once failed here with an internal error), and each point must equal the point evaluated alone.
+    base = {"name": "axis", "model": "qwen3-30b-a3b", "hardware": {"preset": "cs3", "weight_source": "sram",
+                                                                     "pipeline_wafers": 4},
+            "workload": {"mode": "decode", "seq_len": 8192, "B": 1}}
+    swept = engine.evaluate_block(load_config({**base, "axes": {axis: values}})).columns
+    section, field = axis.split(".")
+    for i, v in enumerate(values):
+        alone = engine.evaluate_block(load_config({**base, section: {**(base.get(section) or {}), field: v}}
+                                                  if section != "model" else
+                                                  {**base, "model": {"preset": "qwen3-30b-a3b", field: v}})).columns
+        numeric = [c for c in alone if not isinstance(alone[c], Labels) and np.asarray(alone[c]).dtype.kind == "f"]
+        assert "tokens_per_s_per_user" in numeric and "wafers_needed" in numeric
+        for col in numeric:
+            np.testing.assert_allclose(np.asarray(swept[col])[i], np.asarray(alone[col])[0], rtol=1e-12,
+                                       err_msg=f"{col} at {axis}={v}")
+    assert np.asarray(swept["tokens_per_s_per_user"])[0] != np.asarray(swept["tokens_per_s_per_user"])[1]

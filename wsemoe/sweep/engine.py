@@ -117,17 +117,18 @@ class Evaluator:
         return evaluate(self.cfg, self._namespaces(values))
 
     def _categorical(self, i: int, d: int) -> dict:
-        """Values of a categorical factor at position d; numbers among them (a zip group's numeric paths)
-        as floats, as the numeric axes reach the model."""
+        """Values of a categorical or structural factor at position d; numbers among them (a zip group's numeric
+        paths) as floats, as the numeric axes reach the model, except structural ones, as a preset gives them."""
         f = self.grid.factors[i]
-        return {p: (float(v) if space.is_number(v) else v) for p, v in ((p, f.values[p][d]) for p in f.paths)}
+        return {p: (float(v) if space.is_number(v) and not space.structural(p) else v)
+                for p, v in ((p, f.values[p][d]) for p in f.paths)}
 
     def range(self, start: int, stop: int) -> Outputs:
         """Outputs of points [start, stop), rectangle by rectangle (one call per categorical combination;
         splitting further into cache-sized blocks measured slower: the call overhead outweighs it)."""
         pieces, offset = [], 0
-        cats = [i for i, f in enumerate(self.grid.factors) if not f.numeric]
-        nums = [i for i, f in enumerate(self.grid.factors) if f.numeric]
+        cats = [i for i, f in enumerate(self.grid.factors) if not f.broadcast]
+        nums = [i for i, f in enumerate(self.grid.factors) if f.broadcast]
         for rect in self.grid.rectangles(start, stop):
             shape = tuple(hi - lo for lo, hi in rect)
             numeric = {}
@@ -150,7 +151,7 @@ class Evaluator:
     def at(self, digits: list[np.ndarray]) -> Outputs:
         """Outputs of arbitrary points (a search generation, given by their digits), grouped by their
         categorical values."""
-        cats = [i for i, f in enumerate(self.grid.factors) if not f.numeric]
+        cats = [i for i, f in enumerate(self.grid.factors) if not f.broadcast]
         zero = np.zeros(len(digits[0]) if digits else 0, dtype=np.int64)  # one key per point, even with no category
         key = self.grid.index_of([digits[i] if i in cats else zero for i in range(len(digits))])
         order = np.argsort(key, kind="stable")

@@ -14,15 +14,17 @@ import pandas as pd
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import serving
 from wsemoe.store.block import Labels
+from wsemoe.sweep import space
 from wsemoe.sweep.engine import Outputs, Rows
 from wsemoe.sweep.outputs import base_fields, namespaces, preset_fields
 from wsemoe.sweep.feasibility import feasibility
 
 
 def _categorical(frame: pd.DataFrame) -> list[str]:
-    """Columns that are not plain numbers (names, flags, tuples): constant within a group."""
-    return [c for c in frame.columns
-            if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])]
+    """Columns that are not plain numbers (names, flags, tuples) or are structural (space.structural): constant
+    within a group."""
+    return [c for c in frame.columns if space.structural(c)
+            or not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])]
 
 
 def _sources(cfg: SweepConfig) -> tuple[dict, dict]:

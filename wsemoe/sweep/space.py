@@ -24,6 +24,15 @@ def is_number(v) -> bool:
     return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
 
 
+STRUCTURAL = ("hardware.scale_up_size",)   # beside every model field: the GPUs a server's switch joins
+
+
+def structural(path: str) -> bool:
+    """Whether a path's values change what the cost model builds (a model's layers, ranks, experts and routing; a
+    server's size): each value is then its own call of the model, as a preset is, never a broadcast array."""
+    return path.startswith("model.") or path in STRUCTURAL
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
@@ -49,7 +58,12 @@ class Factor:
 
     values: dict          # path -> list of values (all of one length)
     size: int
-    numeric: bool         # every path takes plain numbers: broadcast as float64 arrays
+    numeric: bool         # every path takes plain numbers (ordered values)
+
+    @property
+    def broadcast(self) -> bool:
+        """Numbers the cost model takes as one float64 array along the factor's own dimension (not structural)."""
+        return self.numeric and not any(structural(p) for p in self.values)
 
     @property
     def paths(self) -> list[str]:

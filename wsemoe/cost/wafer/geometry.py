@@ -68,17 +68,18 @@ def summary(*args) -> tuple:
 
 def structures(m, mp, bal, histogram, a_r, a_c, shared, shape):
     """(the structures (Built), index of each point's structure) over the unique combinations."""
-    fields = [a_r, a_c, shared] + [np.nan if v is None else v for v in balance_fields(bal)]
+    fields = [a_r, a_c, shared, m.num_experts, m.num_experts_per_tok]   # the routing too: a swept E or k is an array
+    fields += [np.nan if v is None else v for v in balance_fields(bal)]
     arrays = [np.nan_to_num(np.broadcast_to(np.asarray(f, dtype=float), shape).ravel(), nan=-1.0) for f in fields]
     first, inverse = unique.rows(arrays, ordered=True)   # np.unique(axis=0)'s rows and order, without its slow sort
     keys = np.stack([a[first] for a in arrays], axis=1)
     args = []
     for key in keys:
-        r, c, sh, *b = key
+        r, c, sh, e, k, *b = key
         numeric = (b[0], b[1], 0, None if b[2] < 0 else b[2], getattr(bal, "skew_devices", None)) if b else None
         bk = balance_key(bal, numeric, histogram)
         args.append((getattr(mp, "pe_placement", "blocked"), getattr(mp, "pe_dispatch", "multicast"),
-                     int(m.num_experts), int(m.num_experts_per_tok), int(sh), int(r), int(c), bk))
+                     int(e), int(k), int(sh), int(r), int(c), bk))
     return Built(args), inverse.ravel()
 
 

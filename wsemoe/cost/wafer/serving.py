@@ -70,7 +70,8 @@ def links(hw, pe, m, g, wafers, b, cross=0.0) -> dict:
     and the token return to the first wafer (over the link when W > 1; on one wafer, a layer hop's distance).
     A hop inside a MoE layer (`cross` of them, regions.split) carries the experts' input beside the residual:
     a second activation vector, on the latency path and on that link."""
-    bw = getattr(hw, "inter_wafer_link_bw_bytes_per_s", None) or hw.link_bw_bytes_per_s
+    bw = getattr(hw, "inter_wafer_link_bw_bytes_per_s", None)
+    bw = hw.link_bw_bytes_per_s if bw is None else bw   # a swept figure is an array: `or` cannot test it
     latency = getattr(hw, "inter_wafer_hop_latency_s", None)
     latency = hw.hop_latency_s if latency is None else latency
     near = np.where(params.moe_layers(m) > 0, g.block_width, g.dense_side)
@@ -133,9 +134,10 @@ def busiest(stages: dict, wafers):
     return secs.max(axis=0), np.asarray([STAGES.index(k[1]) for k in keys])[i], terms
 
 
-def shape_of(hw, wl, pe) -> tuple:
-    """The broadcast shape of the numeric inputs the serving model reads."""
-    fields = [wl.B, wl.seq_len, getattr(wl, "accepted_tokens_per_step", 1.0), getattr(wl, "prompt_len", None),
+def shape_of(hw, m, wl, pe) -> tuple:
+    """The broadcast shape of the numeric inputs the serving model reads (any swept hardware or model field)."""
+    fields = [*(v for v in (*vars(m).values(), *vars(hw).values()) if isinstance(v, np.ndarray)),
+              wl.B, wl.seq_len, getattr(wl, "accepted_tokens_per_step", 1.0), getattr(wl, "prompt_len", None),
               getattr(wl, "draft_token_s", 0.0), getattr(hw, "sync_io_stall_s", 0.0),
               hw.pipeline_wafers, hw.hop_latency_s, getattr(hw, "inter_wafer_hop_latency_s", None),
               getattr(hw, "inter_wafer_link_bw_bytes_per_s", None), *vars(pe).values()]
@@ -183,7 +185,7 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     ladder fits, so per-user speed never rises with the batch at a fixed wafer count."""
     pe = pe_facts(hw)
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
-    cap, (u, w, cross, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers, np.zeros(shape_of(hw, wl, pe)))
+    cap, (u, w, cross, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers, np.zeros(shape_of(hw, m, wl, pe)))
     g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
     shape = np.shape(g.busiest_share)   # the points' shape with the balance axes (a swept zipf_s, seed …)
     return pe, cap, tuple(np.broadcast_to(x, shape) for x in (u, w, cross)), g, built
