@@ -116,7 +116,7 @@ def wafer_structure(hardware: str, model: str, rounds: int) -> dict:
                          kv_format="bf16")
     pe = serving.pe_facts(SimpleNamespace(pe=hw["pe"]))
     nb = regions.region_bytes(m, wl, 1.0)
-    u = float(regions.room(pe, m, wl, nb)[0])
+    u = float(regions.room(pe, m, wl)[0])
     side = int(np.floor(np.sqrt(nb["expert"] / u)))
     t_att = int(np.ceil(nb["attention"] / u / side ** 2))
     a_r = int(np.ceil(np.sqrt(t_att)))

@@ -103,7 +103,7 @@ def test_qwen3_235b_fits_12_cs3_where_the_even_split_of_layers_needed_14():
     pe = pe_facts(NS(pe=presets.load_hardware("cs3").pe))
     assert float(regions.fewest_wafers(pe, m, wl)) == 12.0
     nb = regions.region_bytes(m, wl, 1.0)
-    cap = float(regions.wafer_pes(pe) * regions.room(pe, m, wl, nb)[0])
+    cap = float(regions.wafer_pes(pe) * regions.room(pe, m, wl)[0])
     assert float(regions.stage_peak(m, 12, nb)) <= cap < float(regions.stage_peak(m, 11, nb))
 
 

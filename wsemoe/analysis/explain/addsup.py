@@ -349,7 +349,7 @@ def _phases(row, pe, m, wl) -> list:
         link, path = _get(row, f"{phase}_max_link_bytes"), _get(row, f"{phase}_path_s")
         t = P * link / wl.bytes_per_act * per_value / pe.clock_hz + path
         out.append((f"moe_{phase}_s", row[f"moe_{phase}_s"], "s",
-                    f"{P:g} passes × busiest PE link {_b(link)} ({per_value:g} link cycle per value: a wavelet each) + "
+                    f"{P:g} passes × busiest PE link {_b(link)} ({per_value:g} link cycle a value) + "
                     f"longest path and overhead {_t(path)} = {_t(t)} {_check(t, _get(row, f'moe_{phase}_s'))}"))
     return out
 

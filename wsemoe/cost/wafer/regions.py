@@ -76,9 +76,14 @@ def used_kinds(m) -> list[str]:
     return kinds
 
 
-def room(pe, m, wl, nbytes: dict):
+def room(pe, m, wl):
     """(bytes a PE holds for weights and cache in the densest layout, the largest share of a PE the program and
-    buffers take): the least room over the model's region kinds."""
+    buffers take): the least room over the model's region kinds. A region's buffers hold its input and output
+    vectors split over its side, so they are largest in the smallest region, which holds the weights alone: sized
+    there, one room serves every batch, and what fits never grows with the batch (sized at each batch's own
+    region, a larger cache widened the attention region, shrank its buffers and let a batch fit where a smaller
+    one did not)."""
+    nbytes = region_bytes(m, wl, 0.0)
     free = np.asarray(pe.sram_per_pe_bytes, dtype=float) - pe.program_bytes_per_pe
     least, reserve = np.inf, 0.0
     for kind in used_kinds(m):
@@ -179,14 +184,14 @@ def largest_item(m, nbytes: dict):
 def fits(pe, m, wl, wafers):
     """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at the densest layout."""
     nbytes = region_bytes(m, wl, wl.B)
-    return stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl, nbytes)[0]) <= wafers
+    return stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl)[0]) <= wafers
 
 
 def fewest_wafers(pe, m, wl, shape=()):
     """The fewest wafers (≤ L, ≤ MAX_WAFERS) whose pipeline fits, NaN where none does."""
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
     nbytes = region_bytes(m, wl, wl.B)
-    n = stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl, nbytes)[0])
+    n = stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl)[0])
     n = np.broadcast_to(n, np.broadcast_shapes(shape, np.shape(n)))
     return np.where(n <= top, n, np.nan)
 
@@ -209,7 +214,7 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     given = np.nan if wafers is None else np.asarray(wafers, dtype=float)   # NaN: unset (a zip's null)
     W = np.where(np.isnan(given), auto, given) + 0.0 * auto
     nbytes = region_bytes(m, wl, wl.B)
-    u_pack, reserve = room(pe, m, wl, nbytes)
+    u_pack, reserve = room(pe, m, wl)
     cap = wafer_pes(pe)
     one = kv_bytes_per_sequence(m, wl)
     plan = split(m, W, nbytes, (cap * u_pack, wl.B * one, one))
