@@ -296,3 +296,17 @@ def test_a_sweeps_own_readings_never_go_over_a_users_folder(work, runner):
     r = runner.invoke(app, ["sweep", "cmp.yaml"])
     assert r.exit_code == 0 and "robustness over readings: not written" in r.output and "readings" in r.output, r.output
     assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("argv", [["sweep", "fs.yaml", "--results", "link-dir"],
+                                  ["readings", "fs.yaml", "--results", "link-dir"],
+                                  ["sensitivity", "fs.yaml", "--results", "link-dir", "-n", "8", "--only",
+                                   "matmul_efficiency"],
+                                  ["sweep", "fs.yaml", "--results", "link-dir/deeper"],
+                                  ["ls", "--clean", "link-dir"]])
+def test_a_results_root_given_through_a_link_is_never_written_through(argv, work, runner):
+    # `--results` named a root that was resolved into its target and written there (and `ls --clean` removed a
+    # stale partial folder through it), while every `-o` refused the same link.
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, argv), "link-dir")
+    assert snapshot(work) == before

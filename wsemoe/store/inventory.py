@@ -20,7 +20,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.errors import ResultsError, WsemoeError
 from wsemoe.store import manifest
 from wsemoe.store import partial
-from wsemoe.store import store
+from wsemoe.store import store, writer
 
 PARTIAL_NAME = re.compile(r"^\.(?P<target>.+)\.partial-[0-9a-f]{16}$")
 
@@ -130,7 +130,9 @@ def _parts(p: Path) -> list[Path]:
 
 
 def clean(root) -> list[Path]:
-    """Remove the partial folders under `root` that no run holds (each under its target's run lock)."""
+    """Remove the partial folders under `root` that no run holds (each under its target's run lock); a symbolic link
+    along `root` as given is refused, as by every writer (nothing is removed through a link)."""
+    root = writer.checked_path(root)
     removed = []
     for part in partials_in(root):
         if part.running:

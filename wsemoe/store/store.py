@@ -21,7 +21,7 @@ import pandas as pd
 
 from wsemoe.errors import ResultsError, os_error
 from wsemoe.store import manifest
-from wsemoe.store import verified
+from wsemoe.store import verified, writer
 from wsemoe.store.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
 
 FORMAT = manifest.FORMAT
@@ -38,10 +38,11 @@ def sha256_of(path: Path) -> str:
 
 
 def results_dir(out_root, name: str) -> Path:
-    """results/<name>, refusing names that would escape the results folder."""
-    root = Path(out_root).resolve()
-    target = (root / name).resolve()
-    if target.parent != root:
+    """results/<name>, refusing names that would escape the results folder and a symbolic link anywhere along the
+    path as given (the writer's rule: a link is never written through, nor resolved into its target here)."""
+    root = writer.checked_path(out_root)
+    target = writer.checked_path(root / name)
+    if target.parent != root or name in (".", ".."):
         raise ResultsError(f"sweep name '{name}' would write outside {root}", loc=("name",))
     return target
 
