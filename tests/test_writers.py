@@ -310,3 +310,12 @@ def test_a_results_root_given_through_a_link_is_never_written_through(argv, work
     before = snapshot(work)
     one_line_error(runner.invoke(app, argv), "link-dir")
     assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_a_report_never_goes_into_another_sweeps_results(force, work, runner):
+    # The report of one sweep written as another's report.html was listed, indexed and read as that sweep's.
+    assert runner.invoke(app, ["report", "results/other"]).exit_code == 0
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, ["report", "results/fs", "-o", "results/other/report.html", *force]), "other")
+    assert snapshot(work) == before

@@ -112,6 +112,15 @@ def _check_parent(parent: Path, writer: str, name: str) -> None:
     raise refuse(parent / name, f"is inside a folder that `{command(owner)}` owns{hint}; choose another place")
 
 
+def check_source(target, source) -> None:
+    """A file that goes into a results folder's slot (a report's report.html) must come from those results: the
+    report of one sweep written into another's folder would be listed, indexed and read as that sweep's."""
+    folder = Path(os.path.abspath(target)).parent
+    if is_results(folder) and os.path.realpath(folder) != os.path.realpath(source):
+        raise refuse(target, f"is inside the results of '{folder.name}', not of '{Path(source).name}' it is made "
+                     "from; choose another place")
+
+
 def ensure_parent(p: Path) -> None:
     """Make the one missing folder that holds `p` (its own parent was checked to exist)."""
     if not os.path.isdir(p.parent):

@@ -192,6 +192,7 @@ def write_report(path, out=None, force: bool = False, on_progress=None, baseline
 
     path = Path(path)
     target = Path(out) if out else path / "report.html"
+    writer.check_source(target, path)
     writer.check_file(target, "report", force)
     written = writer.write_file(target, page(path, target.parent, on_progress, baselines), "report", force)
     index.refresh(path.parent)
