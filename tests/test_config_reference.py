@@ -34,7 +34,7 @@ def test_docs_list_every_key_with_type_unit_default_and_meaning():
         for field, info in cls.model_fields.items():
             line = next((ln for ln in text.splitlines() if ln.startswith(f"| {field} |")), None)
             assert line is not None, (section, field)
-    assert "| bytes_per_act | number, > 0, ≤ 64 | bytes | `2.0` | bytes per activation element |" in text
+    assert "| bytes_per_act | number, ≥ 0.125, ≤ 64 | bytes | `2.0` | bytes per activation element |" in text
     assert "| expert_weight_format | one of: bf16 \\| fp8 \\| fp4 \\| mxfp4 \\| nvfp4 \\| fp8_block \\| int4_g32 |  | `bf16` |" in text and "bytes_per_weight" not in text
     assert "| B | integer, > 0, ≤ 16,777,216 | sequences | `1` |" in text
     assert "{range: [1024, 8192], step: 1024}" in text  # the step syntax, documented

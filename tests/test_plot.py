@@ -256,3 +256,13 @@ def test_the_second_format_keeps_the_layout_the_first_found():
     fresh, ax2 = build()
     figure_bytes(fresh, "svg")
     np.testing.assert_allclose(where(fresh, ax2), after_png, atol=0.01)
+
+
+def test_the_roofline_draws_an_unbounded_wafer_io_as_a_flat_roof(tmp_path):
+    # io_in_bw_bytes_per_s defaults to inf (no I/O limit): the ridge is at 0, which once crashed the figure's
+    # log axis ("Geometric sequence cannot include zero") in plot and report.
+    cfg = {**NO_G, "name": "open", "hardware": {"preset": "cs2", "io_in_bw_bytes_per_s": float("inf")}}
+    res = run_sweep(cfg, out_root=tmp_path)
+    written = plot_results(res.path, only=["roofline"])
+    assert any(p.name == "roofline.png" for p in written)
+    assert "unbounded" in (res.path / "plots" / "roofline.svg").read_text()

@@ -56,7 +56,7 @@ def test_shipped_registry_loads_with_every_default_an_option():
     (lambda d: d["x"]["options"]["a"]["set"].update({"workload.attn_kernal": "flash"}),
      "unknown field 'attn_kernal' of workload; did you mean 'workload.attn_kernel'?"),
     (lambda d: d["x"]["options"]["a"]["set"].update({"workload.attn_kernel": "tiled"}), "Input should be"),
-    (lambda d: d["x"]["options"]["a"]["set"].update({"hardware.link_bw_bytes_per_s": -1.0}), "greater than 0"),
+    (lambda d: d["x"]["options"]["a"]["set"].update({"hardware.link_bw_bytes_per_s": -1.0}), "greater than or equal to 1e-30"),
     (lambda d: d["x"]["options"]["a"]["set"].update({"workload.seq_len": True}), "valid integer"),
     (lambda d: d["x"].update(default="c"), "default 'c' is not one of its options (a, b)"),
     (lambda d: d["x"]["options"].pop("b"), "at least two options"),

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from wsemoe.errors import ConfigError, PresetError
 from wsemoe.config import hf_fields, hf_layers, hf_moe
 from wsemoe.config.files import parse_int, read_text
+from wsemoe.specs.base import error_text
 from wsemoe.specs.model import ModelSpec
 
 MAX_HF_BYTES = 4 * 2**20  # real config.json files are a few kB
@@ -370,7 +371,7 @@ def _build(fields: dict, r: _Reader) -> ModelSpec:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else None
         key = r.origin.get(field, field) if field else "config"
-        raise r.fail(key, err["msg"]) from None
+        raise r.fail(key, error_text(err)) from None
 
 
 def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> ModelSpec:

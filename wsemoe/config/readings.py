@@ -23,7 +23,7 @@ from wsemoe.config import axes, checks, yamlio
 from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity, SweepConfig
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.hardware import PEFacts
-from wsemoe.specs.base import build
+from wsemoe.specs.base import build, error_text
 
 REGISTRY = Path(__file__).resolve().parents[1] / "presets" / "readings.yaml"
 READING_KEYS = ("question", "applies_to", "scope", "options", "default", "why", "pending")
@@ -113,7 +113,7 @@ def _typed(path: str, value, loc, check: bool = True):
         kind = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
         return TypeAdapter(kind).validate_python(value, strict=True)
     except ValidationError as exc:
-        raise ConfigError(exc.errors()[0]["msg"], loc=loc) from None
+        raise ConfigError(error_text(exc.errors()[0]), loc=loc) from None
 
 
 def _mapping(spec, allowed, required, loc, what: str) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 import typing
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wsemoe.errors import ConfigError, excerpt
 
@@ -78,12 +79,25 @@ def build(cls, data, loc=()):
             close = difflib.get_close_matches(key, fields, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ConfigError(f"unknown key '{key}'{hint}", loc=(*loc, *where)) from None
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = error_text(err)
         if err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"] not in ("value_error",):
             msg = f"{msg} (got {excerpt(repr(err['input']))})"
         raise ConfigError(msg, loc=(*loc, *where)) from None
+
+
+BOUNDS = {"greater_than_equal": ("ge", "greater than or equal to"), "greater_than": ("gt", "greater than"),
+          "less_than_equal": ("le", "less than or equal to"), "less_than": ("lt", "less than")}
+
+
+def error_text(err: dict) -> str:
+    """One pydantic error's words, a float bound as 1e-30 (pydantic writes 0.000…01): every reader of specs, the
+    readings registry and config.json importers say it alike."""
+    bound = BOUNDS.get(err["type"])
+    if bound and isinstance((err.get("ctx") or {}).get(bound[0]), float):
+        return f"Input should be {bound[1]} {err['ctx'][bound[0]]:g}"
+    return err["msg"].removeprefix("Value error, ")
 
 
 # Bounds of integer and float inputs. The cost model multiplies them (tokens = G·B·S, bytes =
@@ -104,3 +118,6 @@ MAX_WAFERS_SIDE = 64      # wafers along one side of a multi-wafer system
 MAX_PIPELINE_WAFERS = 256  # systems of an SRAM-serving pipeline
 MAX_SEED = 2**32 - 1
 MAX_FIGURE = 1e30         # any hardware rate, capacity or byte size
+MIN_FIGURE = 1e-30        # ...and the least positive one: no step of the model then overflows to inf or NaN
+MIN_SHARE = 1e-6          # the least efficiency or usable fraction (a share of a peak or of memory)
+Figure = Annotated[float, Field(ge=MIN_FIGURE)]   # a positive hardware figure (its upper bound set per field)

@@ -7,9 +7,9 @@ from typing import Annotated, Literal, Optional
 
 import numpy as np
 
-from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import Field, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MAX_GRID_SIDE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.base import MAX_FIGURE, MIN_SHARE, Figure, MAX_GRID_SIDE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
 from wsemoe.specs.energy import EnergyFields
 from wsemoe.specs.rules import PE_RULES, check
 
@@ -20,11 +20,11 @@ class PEFacts(Spec):
     pe_count: PositiveInt = Field(le=2**40, description="PEs on the whole wafer")
     fabric_rows: PositiveInt = Field(le=2**40, description="PE rows of the programmable fabric")
     fabric_cols: PositiveInt = Field(le=2**40, description="PE columns of the programmable fabric")
-    sram_per_pe_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="SRAM per PE, bytes")
-    clock_hz: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="PE clock, Hz")
+    sram_per_pe_bytes: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="SRAM per PE, bytes")
+    clock_hz: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="PE clock, Hz")
     fmac_width: PositiveInt = Field(le=2**40, description="FP16 FMACs per PE per cycle (SIMD width)")
-    link_bytes_per_cycle: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bytes per cycle per PE link per direction")
-    sram_bw_total_bytes_per_s: Optional[PositiveFloat] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
+    link_bytes_per_cycle: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bytes per cycle per PE link per direction")
+    sram_bw_total_bytes_per_s: Optional[Figure] = Field(None, le=MAX_FIGURE, allow_inf_nan=False, description="SRAM bandwidth of the wafer, bytes/s")
     # The PE fabric as the PE-level operators see it (wsemoe.cost.wafer); node figures do not use these.
     hop_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="cycles a wavelet takes per router hop along a configured route (PE-level operators)")
     turn_cycles: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="extra cycles when a route changes dimension (X to Y) (PE-level operators)")
@@ -110,16 +110,16 @@ class HardwareSpec(EnergyFields, Spec):
     cols: PositiveInt = Field(le=MAX_MESH_SIDE, description="node columns of one wafer (of the whole grid when wafers is [1, 1])")
     wafers: tuple[Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)], Annotated[int, Field(gt=0, le=MAX_WAFERS_SIDE)]] = Field(
         (1, 1), description="a mesh of wafers [Wr, Wc]: the die grid is (Wr·rows)×(Wc·cols), one system; default one wafer")
-    node_peak_flops: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
-    node_peak_flops_fp8: Optional[PositiveFloat] = Field(
+    node_peak_flops: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="peak dense 16-bit FLOP/s per node")
+    node_peak_flops_fp8: Optional[Figure] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,
         description="peak dense FP8 FLOP/s per node; unset: no native FP8, fp8 matmuls run at node_peak_flops")
-    node_peak_flops_fp4: Optional[PositiveFloat] = Field(
+    node_peak_flops_fp4: Optional[Figure] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,
         description="peak dense FP4 FLOP/s per node; unset: no native FP4, fp4 matmuls run at node_peak_flops")
-    node_memory_bytes: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
-    node_memory_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
-    link_bw_bytes_per_s: PositiveFloat = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
+    node_memory_bytes: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory (SRAM or HBM) per node, bytes")
+    node_memory_bw_bytes_per_s: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="local memory bandwidth per node, bytes/s")
+    link_bw_bytes_per_s: Figure = Field(le=MAX_FIGURE, allow_inf_nan=False, description="bandwidth per mesh link per direction, bytes/s")
     hop_latency_s: float = Field(0.0, ge=0, le=1.0, allow_inf_nan=False, description="latency per mesh hop (or switch traversal), s")
     kernel_launch_s: float = Field(
         0.0, ge=0, le=1.0, allow_inf_nan=False,
@@ -134,8 +134,8 @@ class HardwareSpec(EnergyFields, Spec):
         None, ge=0, le=1.0, allow_inf_nan=False,
         description="fixed software latency of one expert-parallel dispatch or combine, s; unset: "
                     "collective_latency_s")
-    port_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
-    inter_wafer_link_bw_bytes_per_s: Optional[PositiveFloat] = Field(
+    port_bw_bytes_per_s: Figure = Field(math.inf, le=math.inf, description="injection/ejection bandwidth per node, bytes/s")
+    inter_wafer_link_bw_bytes_per_s: Optional[Figure] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,
         description="bandwidth per directed link crossing a wafer boundary, bytes/s; unset: link_bw_bytes_per_s "
                     "(the same die-to-die link across the wafer edge). SRAM serving: the path between consecutive "
@@ -155,7 +155,7 @@ class HardwareSpec(EnergyFields, Spec):
     scale_up_size: Optional[PositiveInt] = Field(
         None, le=2**20, description="switch only: devices per scale-up (NVLink) domain, e.g. 8 GPUs of a DGX server; "
                                     "unset: one domain of all devices")
-    scale_out_bw_bytes_per_s: Optional[PositiveFloat] = Field(
+    scale_out_bw_bytes_per_s: Optional[Figure] = Field(
         None, le=MAX_FIGURE, allow_inf_nan=False,
         description="switch only: network (NIC) bandwidth per scale-up domain and direction between domains, bytes/s")
     scale_out_latency_s: Optional[float] = Field(
@@ -168,11 +168,11 @@ class HardwareSpec(EnergyFields, Spec):
         None, le=MAX_PIPELINE_WAFERS, description="weight_source sram: systems (wafers) of the serving pipeline, each a "
                                                   "stage of contiguous layers; unset: the fewest that hold the weights "
                                                   "and the KV cache")
-    io_in_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
-    io_out_bw_bytes_per_s: PositiveFloat = Field(math.inf, le=math.inf, description="off-wafer egress bandwidth (gradients out), bytes/s")
-    matmul_efficiency: float = Field(0.5, gt=0, le=1, description="achieved fraction of peak for large matmuls (calibration)")
+    io_in_bw_bytes_per_s: Figure = Field(math.inf, le=math.inf, description="off-wafer ingress bandwidth (weights in), bytes/s")
+    io_out_bw_bytes_per_s: Figure = Field(math.inf, le=math.inf, description="off-wafer egress bandwidth (gradients out), bytes/s")
+    matmul_efficiency: float = Field(0.5, ge=MIN_SHARE, le=1, description="achieved fraction of peak for large matmuls (calibration)")
     expert_half_tokens: float = Field(0.0, ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="tokens per expert at which expert matmuls reach half of matmul_efficiency (calibration)")
-    memory_usable_fraction: float = Field(1.0, gt=0, le=1, description="fraction of node memory available to the model (calibration)")
+    memory_usable_fraction: float = Field(1.0, ge=MIN_SHARE, le=1, description="fraction of node memory available to the model (calibration)")
     kept_activations: Literal["node", "streamed"] = Field(
         "node", description="where training keeps activations for the backward pass: in node memory, or streamed out "
                             "over the wafer I/O after the forward pass and back in for the backward pass (unset on a "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from wsemoe.specs.base import MAX_FIGURE, MAX_TILES, MAX_TOKENS, Spec
 
@@ -33,8 +33,8 @@ class WorkloadSpec(Spec):
                             "with their scales, docs/formats.md: mxfp4 0.531, nvfp4 0.5625, fp8_block 1.0002, "
                             "int4_g32 0.5625); expert matmuls run at that format's peak (int4_g32: the 16-bit peak)")
     kv_format: Format = Field("bf16", description="format of the KV cache (bf16 2 bytes, fp8 1, fp4 0.5)")
-    bytes_per_act: PositiveFloat = Field(2.0, le=64, description="bytes per activation element")
-    bytes_per_grad: PositiveFloat = Field(2.0, le=64, description="bytes per gradient element streamed out")
+    bytes_per_act: float = Field(2.0, ge=0.125, le=64, allow_inf_nan=False, description="bytes per activation element")
+    bytes_per_grad: float = Field(2.0, ge=0.125, le=64, allow_inf_nan=False, description="bytes per gradient element streamed out")
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
     attn_kernel: Literal["materialized", "per_head", "flash"] = Field(

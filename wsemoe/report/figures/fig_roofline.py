@@ -206,7 +206,8 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     width = int(ax.get_position().width * ax.figure.get_figwidth() * 72 / (SUB_SIZE * 0.56))
     peaks = f"peak {_eng(peak)}FLOP/s" + (f" (16-bit), {_eng(top)}FLOP/s (a stage at its formats)"
                                           if top > peak else "")
-    title = textwrap.wrap(f"{label}: {peaks}, {path} {_eng(bw)}B/s", int(width * SUB_SIZE / 9.5))
+    rate = f"{_eng(bw)}B/s" if np.isfinite(bw) else "unbounded"
+    title = textwrap.wrap(f"{label}: {peaks}, {path} {rate}", int(width * SUB_SIZE / 9.5))
     ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(textwrap.wrap(claim, width)))
     ax.annotate("\n".join(textwrap.wrap(claim, width)), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
                 textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
@@ -222,20 +223,22 @@ def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list, l
     """The roof (bandwidth slope up to the ridge, then flat at the highest stage roof `top`), the 16-bit peak
     below it when formats raise `top`, and the 16-bit efficiency ceiling, on log axes reaching down to `low`
     (the lowest attained point drawn)."""
-    ridge = top / bw
-    lo, hi = min(min(ais), peak / bw) / 4, max(max(ais), ridge) * 4
+    ridge = top / bw   # 0 where the bandwidth is unbounded (an I/O left at its default): a flat roof
+    lo = min([a for a in (*ais, peak / bw) if a > 0], default=1.0) / 4
+    hi = max(max(ais, default=lo), ridge) * 4
     x = np.geomspace(lo, hi, 200)
     ax.plot(x, np.minimum(top, bw * x), color="0.15", lw=1.6, zorder=2)
     if top > peak:
         ax.plot(x, np.minimum(peak, bw * x), color="0.45", lw=1, ls="-.", zorder=2)
     ax.plot(x, np.minimum(peak * eff, bw * x), color="0.15", lw=1, ls="--", zorder=2)
-    ax.axvline(ridge, color="0.6", lw=0.6, ls=":")
-    ax.annotate(f"ridge {_eng(ridge)}FLOP/B", (ridge, top), xytext=(3, 4), textcoords="offset points",
-                fontsize=7.5, color="0.4")
+    if ridge > 0:
+        ax.axvline(ridge, color="0.6", lw=0.6, ls=":")
+        ax.annotate(f"ridge {_eng(ridge)}FLOP/B", (ridge, top), xytext=(3, 4), textcoords="offset points",
+                    fontsize=7.5, color="0.4")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(min(bw * lo, low / 2), top * 2)
+    ax.set_ylim(min(bw * lo, low / 2, top / 10), top * 2)
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(ticker.EngFormatter(sep=""))
         axis.set_minor_locator(ticker.NullLocator())   # minor ticks over many decades cost seconds to lay out
