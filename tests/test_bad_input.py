@@ -69,6 +69,17 @@ def test_bad_config_is_one_line(case, runner, tmp_path):
     assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())
 
 
+@pytest.mark.parametrize("option,needle", [("--workers", "1024"), ("--chunk-size", "2147483648")])
+def test_a_huge_count_option_is_refused_before_any_work(option, needle, runner, tmp_path):
+    # -j 10^20 once ended in an internal error (OverflowError), --chunk-size 10^20 ran the whole sweep and then
+    # failed to write its manifest (an integer of 20 digits), leaving a partial folder behind.
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(GOOD)
+    result = runner.invoke(app, ["sweep", str(cfg), "--results", str(tmp_path / "res"), option, "9" * 20])
+    _check_one_line(result, [option, needle], tmp_path)
+    assert not (tmp_path / "res").exists()
+
+
 def test_missing_file(runner, tmp_path):
     result = runner.invoke(app, ["sweep", str(tmp_path / "nope.yaml"), "--results", str(tmp_path / "res")])
     _check_one_line(result, ["nope.yaml", "file not found"], tmp_path)

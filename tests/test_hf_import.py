@@ -186,6 +186,17 @@ def test_malformed_json_names_the_file(tmp_path):
     assert err.loc == (str(path),) and str(path) in err.line()
 
 
+def test_a_key_given_twice_is_refused_not_last_one_wins(tmp_path):
+    # json keeps the last of two "hidden_size" keys silently (a model twice as wide); YAML refuses a repeated key,
+    # and so does every JSON file a model brings.
+    text = (DATA / "qwen3-30b-a3b.json").read_text().replace('"hidden_size": 2048', '"hidden_size": 2048, '
+                                                                  '"hidden_size": 4096', 1)
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    err = _error(path)
+    assert err.loc == (str(path),) and "'hidden_size' appears twice" in err.line()
+
+
 def test_missing_file_and_non_object(tmp_path):
     assert _error(tmp_path / "nope.json").loc == (str(tmp_path / "nope.json"),)
     path = tmp_path / "list.json"

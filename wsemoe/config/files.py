@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
 
-from wsemoe.errors import ConfigError, os_reason
+from wsemoe.errors import ConfigError, excerpt, os_reason
 
 
 def read_text(path, limit: int, what: str = "file", loc_prefix=()) -> str:
@@ -55,6 +56,21 @@ class HugeNumber:
         return f"<integer of {self.digits:,} digits>"
 
     __str__ = __repr__
+
+
+def model_json(text: str):
+    """A JSON file a model brings (config.json, hf_quant_config.json), by one reading rule: huge integers caught by
+    their digits (`parse_int`), and a key given twice refused (json keeps the last one silently, as a YAML mapping
+    with a repeated key is refused). Raises ValueError."""
+    def unique(pairs):
+        out = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"key '{excerpt(key)}' appears twice in one object")
+            out[key] = value
+        return out
+
+    return json.loads(text, parse_int=parse_int, object_pairs_hook=unique)
 
 
 def parse_int(text: str):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -11,7 +10,7 @@ from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
 from wsemoe.config import hf_fields, hf_layers, hf_moe
-from wsemoe.config.files import parse_int, read_text
+from wsemoe.config.files import model_json, read_text
 from wsemoe.specs.base import error_text
 from wsemoe.specs.model import ModelSpec
 
@@ -249,8 +248,8 @@ def _load(source: Any) -> tuple[dict, str]:
     except ConfigError as exc:
         raise PresetError(exc.message, exc.loc) from None
     try:
-        data = json.loads(text, parse_int=parse_int)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        data = model_json(text)
+    except (ValueError, RecursionError) as exc:   # json.JSONDecodeError is a ValueError
         raise PresetError(f"invalid JSON: {exc}", (where,)) from None
     if not isinstance(data, dict):
         raise PresetError(f"config must be a JSON object, got {type(data).__name__}", (where,))

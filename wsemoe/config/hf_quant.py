@@ -10,11 +10,10 @@ A scheme or parameter wsemoe does not know is a one-line error naming its key, n
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from wsemoe.config.files import parse_int, read_text
+from wsemoe.config.files import model_json, read_text
 from wsemoe.errors import PresetError
 
 MAX_QUANT_BYTES = 2**20  # a ModelOpt hf_quant_config.json is a few hundred bytes
@@ -98,7 +97,7 @@ def _modelopt_file(folder: Path | None, where: str) -> dict | None:
         return None
     try:
         # one reading rule for every JSON file a model brings: bounded size, huge integers caught by digits
-        q = json.loads(read_text(path, MAX_QUANT_BYTES, "hf_quant_config.json"), parse_int=parse_int)["quantization"]
+        q = model_json(read_text(path, MAX_QUANT_BYTES, "hf_quant_config.json"))["quantization"]
     except (ValueError, KeyError, TypeError):
         raise _fail(str(path), "quantization", "hf_quant_config.json without a readable 'quantization' mapping") from None
     algo, size = q.get("quant_algo"), q.get("group_size")
