@@ -208,3 +208,20 @@ def test_cache_entries_count_only_when_this_user_alone_owns_them(results, monkey
     calls.clear()
     store.load_manifest(results)
     assert calls and not verified._load(entry, results)
+
+
+def test_the_repair_hint_repairs_this_folder_from_anywhere(results, runner, tmp_path, monkeypatch):
+    # The hint once named only the sweep file: run from another folder it built a new ./results/tv and left the
+    # damaged one broken. It now names this folder (-o) and quotes every path.
+    import shlex
+
+    _flip(sorted((results / "points.parquet").iterdir())[1])
+    line = runner.invoke(app, ["show", str(results)]).output
+    hint = line.split("`")[1]
+    assert hint.startswith("wsemoe sweep ") and f"-o {shlex.quote(str(results.absolute()))}" in hint, hint
+    elsewhere = tmp_path / "else where"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    r = runner.invoke(app, shlex.split(hint)[1:])
+    assert r.exit_code == 0 and "recomputed 1 damaged part(s)" in r.output, r.output
+    assert runner.invoke(app, ["show", str(results)]).exit_code == 0 and not (elsewhere / "results").exists()

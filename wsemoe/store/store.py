@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shlex
 from importlib import metadata
 from pathlib import Path
 
@@ -73,9 +74,11 @@ def read_manifest(path) -> dict | None:
         return None
 
 
-def sweep_hint(man: dict) -> str:
-    """The command that recomputes damaged parts of these results."""
-    return f"`wsemoe sweep {man.get('source') or '<sweep file>'} --resume`"
+def sweep_hint(man: dict, folder) -> str:
+    """The command that recomputes damaged parts of the results in `folder`: this folder (-o), wherever the
+    command is run from, with every path quoted for a shell."""
+    source = shlex.quote(str(man["source"])) if man.get("source") else "<sweep file>"
+    return f"`wsemoe sweep {source} -o {shlex.quote(str(Path(folder).absolute()))} --resume`"
 
 
 def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
@@ -95,7 +98,8 @@ def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
         raise os_error(exc, folder, "read the results") from None
     listed = {p["file"] for p in manifest["parts"]}
     for name in sorted(listed - present):
-        raise ResultsError(f"incomplete results: part {name} is missing; recompute it with {sweep_hint(manifest)}",
+        raise ResultsError(f"incomplete results: part {name} is missing; recompute it with "
+                           f"{sweep_hint(manifest, path)}",
                            loc=(str(path),))
     for name in sorted(present - listed):
         raise ResultsError(f"points.parquet holds {name}, which the manifest does not list", loc=(str(path),))
@@ -115,7 +119,7 @@ def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
         damaged.append(name.split("/", 1)[1])
     if damaged and first_only:
         raise ResultsError(f"part {damaged[0]} {dict(bad)['points.parquet/' + damaged[0]]}; recompute it with "
-                           f"{sweep_hint(manifest)}", loc=(str(path),))
+                           f"{sweep_hint(manifest, path)}", loc=(str(path),))
     return damaged
 
 
@@ -194,7 +198,7 @@ def _part_bytes(folder: Path, part: dict, manifest: dict) -> bytes:
     try:
         return verified.read(folder, f"points.parquet/{part['file']}", part["bytes"], part["sha256"])
     except verified.Unverified as exc:
-        raise ResultsError(f"{exc}; recompute it with {sweep_hint(manifest)}", loc=(str(folder),)) from None
+        raise ResultsError(f"{exc}; recompute it with {sweep_hint(manifest, folder)}", loc=(str(folder),)) from None
     except OSError as exc:
         raise os_error(exc, folder, "read the results") from None
 
