@@ -94,3 +94,27 @@ def test_results_at_a_relative_path_with_a_colon_read_back(cfg, runner, tmp_path
         r = runner.invoke(app, argv)
         assert r.exit_code == 0, (argv, r.output)
     assert 'href="./a%3Ab/report.html"' in (tmp_path / "index.html").read_text()
+
+
+def test_a_few_pe_facts_over_a_preset_keep_the_others():
+    # `hardware: {preset: cs2, pe: {clock_hz: …}}` replaced the preset's whole pe block, and the check then said
+    # "node_peak_flops: required field is missing". The other facts now stay the preset's, and the die figures
+    # follow the changed clock.
+    from wsemoe.config import presets
+    from wsemoe.config.loader import load_config
+
+    cs2 = presets.load_hardware("cs2")
+    hardware = {"preset": "cs2", "pe": {"clock_hz": 0.55e9}}
+    cfg = load_config({"name": "pe", "hardware": hardware, "model": "qwen3-30b-a3b"})
+    assert cfg.hardware.pe.clock_hz == 0.55e9 and cfg.hardware.pe.pe_count == cs2.pe.pe_count
+    assert cfg.hardware.node_peak_flops == pytest.approx(cs2.node_peak_flops / 2)
+
+
+def test_a_pe_fact_as_an_axis_says_where_it_goes():
+    from wsemoe.config.loader import load_config
+    from wsemoe.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        load_config({"name": "pe", "hardware": "cs2", "model": "qwen3-30b-a3b",
+                     "axes": {"hardware.pe.clock_hz": [1e9, 2e9]}})
+    assert "hardware: {preset: …, pe: {clock_hz: …}}" in err.value.line()

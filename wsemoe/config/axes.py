@@ -13,6 +13,7 @@ from wsemoe.config.hf import model_from_hf_config, name_for_path
 from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.base import build
+from wsemoe.specs.hardware import PEFacts
 
 MAX_AXIS_VALUES = 1_000_000  # values of one axis; sweeps grow by combining axes, not by one endless list
 
@@ -87,6 +88,11 @@ def check_path(path: str, loc) -> tuple[str, str | None]:
             raise ConfigError(f"axis '{path}' needs a field, e.g. '{section}.<field>'", loc=loc)
         return section, None
     fields = SECTIONS[section].model_fields
+    fact = field.partition(".")[2]
+    if section == "hardware" and field.startswith("pe.") and fact in PEFacts.model_fields:
+        raise ConfigError(f"a PE fact ({field}) is neither an axis nor a --set path: set it in the sweep file's "
+                          f"hardware section (hardware: {{preset: …, pe: {{{fact}: …}}}}), or sweep whole hardware "
+                          "presets (axis 'hardware')", loc=loc)
     if field not in fields:
         close = difflib.get_close_matches(field, list(fields), n=1)
         hint = f"; did you mean '{section}.{close[0]}'?" if close else ""

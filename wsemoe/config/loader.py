@@ -102,7 +102,10 @@ def _section(key: str, value, base_dir: Path) -> dict:
         raise ConfigError(f"expected a mapping or preset name, got {type(value).__name__}", loc=(key,))
     value = dict(value)
     if key in PRESET_KIND and "preset" in value:
-        return {**presets.raw(PRESET_KIND[key], value.pop("preset"), loc=(key, "preset")), **value}
+        base = presets.raw(PRESET_KIND[key], value.pop("preset"), loc=(key, "preset"))
+        if isinstance(base.get("pe"), dict) and isinstance(value.get("pe"), dict):   # a few PE facts changed:
+            value["pe"] = {**base["pe"], **value["pe"]}                              # the others stay the preset's
+        return {**base, **value}
     if key == "model" and "hf_config" in value:
         path = Path(str(value.pop("hf_config")))
         path = path if path.is_absolute() else base_dir / path
