@@ -133,6 +133,7 @@ def test_show_reads_only_the_columns_it_needs(folders, monkeypatch):
     ("mfu > 'x'", "compares 'mfu' (number) with"),
     ("0/0 > mfu", "division by zero"),
     ("'x' * 1000000000 == bound", "take numbers"),
+    ("ttft_s < 0.1", "it needs workload.mode: prefill"),   # as --sort, objectives and compare --metric say it
 ])
 def test_bad_filters_are_one_line(folders, runner, where, needle):
     r = runner.invoke(app, ["show", str(folders["mesh"]), "--all", "--where", where])
