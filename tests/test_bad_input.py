@@ -44,6 +44,12 @@ CASES = {
     "escaping name": (GOOD.replace("name: bad", "name: ../../etc"), ["name"]),
     "not a mapping": ("- 1\n- 2\n", ["config"]),
     "zip lengths differ": (GOOD + "zip:\n  - {workload.B: [1, 2], workload.seq_len: [1024]}\n", ["zip -> 0", "equal lengths"]),
+    "tiny hardware figure": (GOOD.replace("hardware: cs2", "hardware: {preset: cs2, node_peak_flops: 1.0e-300}"),
+                             ["hardware -> node_peak_flops", "greater than or equal to 1e-30"]),
+    "NaN bandwidth": (GOOD.replace("hardware: cs2", "hardware: {preset: cs2, io_in_bw_bytes_per_s: .nan}"),
+                      ["hardware -> io_in_bw_bytes_per_s", "a number, not NaN"]),
+    "contradictory constraint": (GOOD + "constraints: [{column: mfu, min: 1, max: 0}]\n",
+                                 ["constraints -> 0", "min 1 is above max 0"]),
 }
 
 
@@ -130,3 +136,20 @@ def test_results_not_written_on_error_inside_evaluation(runner, tmp_path, monkey
     assert all(p.name.startswith(".bad.partial-") for p in left)
     assert not any((p / "manifest.json").exists() for p in left)
     assert "--resume" in result.output
+
+
+def test_a_name_taken_from_the_file_name_says_so(runner, tmp_path):
+    cfg = tmp_path / "my sweep.yaml"
+    cfg.write_text(GOOD.replace("name: bad\n", ""))
+    assert "name:" not in cfg.read_text()
+    result = runner.invoke(app, ["check", str(cfg)])
+    assert result.exit_code != 0 and "file name 'my sweep'" in result.output and "add a name: key" in result.output
+
+
+@pytest.mark.parametrize("argv,needle", [(["ls"], "is a file, not a folder of results"),
+                                         (["show"], "is a file, not a results folder")])
+def test_a_file_given_as_results_is_called_a_file(argv, needle, runner, tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(GOOD)
+    result = runner.invoke(app, [*argv, str(cfg)])
+    assert result.exit_code != 0 and needle in result.output, result.output

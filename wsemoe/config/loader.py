@@ -11,8 +11,8 @@ from pathlib import Path
 from wsemoe.config import axes, checks, presets, yamlio
 from wsemoe.config.histogram import read_histogram
 from wsemoe.config.hf import model_from_hf_config
-from wsemoe.config.schema import PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep, SweepConfig
-from wsemoe.errors import ConfigError
+from wsemoe.config.schema import NAME_RE, PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep, SweepConfig
+from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.base import build
 
 
@@ -48,8 +48,12 @@ def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
     if isinstance(source, (str, Path)):
         path = Path(source)
         data, base_dir = yamlio.load(path), path.parent
-        if isinstance(data, dict):
-            data.setdefault("name", path.stem)
+        if isinstance(data, dict) and "name" not in data:
+            if not NAME_RE.match(path.stem):   # say where the name came from: the user wrote none
+                raise ConfigError(f"the sweep has no name: key and its file name '{excerpt(path.stem)}' is none (1-100 "
+                                  "letters, digits, '.', '_' or '-': it names the results folder); add a name: key",
+                                  loc=("name",))
+            data["name"] = path.stem
     else:
         data = source
     if not isinstance(data, dict):

@@ -45,6 +45,8 @@ class Constraint(Spec):
     def _bounded(self):
         if self.max is None and self.min is None:
             raise ValueError("a constraint needs max, min or both")
+        if self.max is not None and self.min is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}: no point could satisfy it")
         return self
 
 

@@ -94,6 +94,9 @@ BOUNDS = {"greater_than_equal": ("ge", "greater than or equal to"), "greater_tha
 def error_text(err: dict) -> str:
     """One pydantic error's words, a float bound as 1e-30 (pydantic writes 0.000…01): every reader of specs, the
     readings registry and config.json importers say it alike."""
+    value = err.get("input")
+    if isinstance(value, float) and value != value:   # NaN fails every bound; say what it is (as finite fields do)
+        return "Input should be a number, not NaN"
     bound = BOUNDS.get(err["type"])
     if bound and isinstance((err.get("ctx") or {}).get(bound[0]), float):
         return f"Input should be {bound[1]} {err['ctx'][bound[0]]:g}"

@@ -92,7 +92,8 @@ def results_in(root) -> list[Results]:
     """Every wsemoe results folder directly under `root`, by name."""
     root = Path(root)
     if not root.is_dir():
-        raise ResultsError("no such folder", loc=(str(root),))
+        raise ResultsError("is a file, not a folder of results" if root.exists() else "no such folder",
+                           loc=(str(root),))
     out = []
     for p in sorted(root.iterdir()):
         if p.name.startswith(".") or p.is_symlink() or not p.is_dir():

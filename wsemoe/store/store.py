@@ -139,7 +139,8 @@ def load_manifest(path) -> dict:
     """The verified manifest of a complete results folder; a one-line error otherwise."""
     path = Path(path)
     if not path.is_dir():
-        raise ResultsError("no such results folder", loc=(str(path),))
+        what = "is a file, not a results folder" if path.exists() else "no such results folder"
+        raise ResultsError(what, loc=(str(path),))
     man = manifest.read(path)
     if man is None:
         held = sorted(p.name for p in path.iterdir() if p.is_dir() and (p / "manifest.json").is_file())

@@ -19,7 +19,7 @@ import numpy as np
 
 from wsemoe.config import yamlio
 from wsemoe.config.axes import check_path
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
@@ -118,7 +118,9 @@ def load(hardware: str, path=None) -> list[Unknown]:
     data = yamlio.load(source)
     if not isinstance(data, dict) or hardware not in data:
         known = ", ".join(sorted(data)) if isinstance(data, dict) else "none"
-        raise ConfigError(f"no calibration unknowns for hardware '{hardware}' (listed: {known})", loc=(str(source),))
+        where = "" if source == DEFAULT else f" in {source}"   # the shipped list, or the user's own file
+        raise ConfigError(f"no calibration unknowns for hardware '{excerpt(str(hardware))}'{where} (listed: {known})",
+                          loc=("--hardware",) if source == DEFAULT else (str(source),))
     entries = data[hardware]
     if not isinstance(entries, dict) or not entries:
         raise ConfigError("a mapping of unknowns", loc=(str(source), hardware))
