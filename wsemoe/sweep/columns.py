@@ -353,10 +353,20 @@ def manifest_columns(columns) -> dict:
 _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
                   "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_edge_s", "<stage>_regions_s",
                   "<stage>_<allreduce|dispatch|combine|gradient>_s",
-                  "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_traffic_bytes", "<stage>_roof_flops",
+                  "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
                   "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
-assert len(_PATTERN_NAMES) == len(_PATTERNS)  # one readable name per pattern, in order
+
+
+def _example(name: str) -> str:
+    """'<stage>_<allreduce|dispatch>_s' → 'moe_allreduce_s': a column the readable name stands for."""
+    return re.sub(r"<([^>]+)>", lambda m: m.group(1).split("|")[0] if "|" in m.group(1) else "moe", name)
+
+
+# One readable name per pattern, in order, each a name its own pattern matches (a swap once documented
+# <stage>_traffic_bytes as a compute roof in FLOP/s).
+assert len(_PATTERN_NAMES) == len(_PATTERNS)
+assert all(re.match(pat, _example(n)) for n, (pat, _, _) in zip(_PATTERN_NAMES, _PATTERNS)), "a pattern name is swapped"
 
 
 def reference() -> list[tuple[str, str, str]]:
