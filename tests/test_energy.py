@@ -49,6 +49,25 @@ def test_fp8_at_twice_the_peak_halves_the_energy_of_the_flops_it_runs():
     assert float(f8["energy_compute_per_token_j"]) > 0.5 * float(bf["energy_compute_per_token_j"])
 
 
+def test_streamed_training_pays_the_wafer_io_both_ways():
+    # Weight streaming on a CS-2 (no fabric traffic between wafers): the network tier is the wafer I/O's bytes × J/B.
+    # In: every pass's weights and the kept activations (`<stage>_traffic_bytes`); out, in training: a gradient per
+    # parameter and the kept activations again (`<stage>_io_out_bytes`), which the tier once left out (a third of
+    # it here). Inference sends nothing out.
+    h = presets.load_hardware("cs2")
+    m = presets.load_model("qwen3-30b-a3b")
+    counts = {"attention": m.num_hidden_layers, "moe": m.num_hidden_layers, "dense_ffn": 0, "head": 1}
+    for mode, sends in (("train", True), ("prefill", False)):
+        out = point("cs2", mode=mode, B=1, seq_len=2048)
+        bytes_in = sum(c * float(out[f"{s}_traffic_bytes"]) for s, c in counts.items())
+        bytes_out = sum(c * float(out[f"{s}_io_out_bytes"]) for s, c in counts.items())
+        assert (bytes_out > 0.2 * bytes_in) if sends else bytes_out == 0.0
+        # a MoE layer's gradients: 128 experts × 3 × 2,048 × 768 + the router's 2,048 × 128 = 604,241,920, 2 B each
+        assert float(out["moe_io_out_bytes"]) == (604_241_920 * 2.0 if sends else 0.0)
+        per_token = (bytes_in + bytes_out) * h.energy_offchip_j_per_byte / float(out["tokens_per_microbatch"])
+        assert float(out["energy_network_per_token_j"]) == pytest.approx(per_token, rel=1e-9)
+
+
 def test_static_energy_is_static_power_times_nodes_times_time_per_token():
     out = point()
     h = presets.load_hardware("nvl72")

@@ -196,7 +196,17 @@ def roofline_columns(hw, wl, work: dict, nodes) -> dict:
             per_node = np.where(at_peak > 0, np.divide(total, at_peak), formats.peak(hw, w.parts[0][2]))
         out[f"{name}_hw_flops"], out[f"{name}_roof_flops"] = total, nodes * per_node
         out[f"{name}_traffic_bytes"] = traffic_bytes(hw, wl, w, nodes)
+        if hw.weight_source == "streamed":
+            out[f"{name}_io_out_bytes"] = io_out_bytes(wl, w)
     return out
+
+
+def io_out_bytes(wl, w: Work):
+    """Bytes a streamed stage sends out over the wafer I/O per layer and micro-batch: in training one gradient per
+    parameter and the kept activations (which come back in: `traffic_bytes`); nothing in inference (`io_time`)."""
+    if wl.mode != "train":
+        return 0.0 * w.weights.params
+    return w.weights.params * wl.bytes_per_grad + w.kept
 
 
 def traffic_bytes(hw, wl, w: Work, nodes):

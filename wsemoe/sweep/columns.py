@@ -49,6 +49,8 @@ _DOCS = {
     "head_hw_flops": ("FLOP", "FLOPs the output head and embedding execute, once per micro-batch step"),
     "head_traffic_bytes": ("bytes", "bytes on the output head's weight path, once per micro-batch step (streamed: in "
                                     "over the wafer I/O; resident: read from node memory)"),
+    "head_io_out_bytes": ("bytes", "streamed weights: bytes the output head sends out over the wafer I/O, once per "
+                                   "micro-batch step (training: a gradient per parameter; 0 in inference)"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
                   "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (the system links, "
                   "the token's return and any synchronous wafer I/O stall; of the step, or of the busiest stage when "
@@ -279,6 +281,9 @@ _PATTERNS = [
                                        "node_peak_flops when all are 16-bit): compute_s ≥ hw_flops / roof"),
     (r"^(\w+?)_traffic_bytes$", "bytes", "bytes on the {0} stage's weight path per layer and micro-batch (streamed: "
                                          "in over the wafer I/O; resident: weights and KV read, busiest node × nodes)"),
+    (r"^(\w+?)_io_out_bytes$", "bytes", "streamed weights: bytes the {0} stage sends out over the wafer I/O per layer "
+                                        "and micro-batch (training: a gradient per parameter and the kept "
+                                        "activations; 0 in inference)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
     (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
@@ -354,6 +359,7 @@ _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<ph
                   "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_edge_s", "<stage>_regions_s",
                   "<stage>_<allreduce|dispatch|combine|gradient>_s",
                   "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
+                  "<stage>_io_out_bytes",
                   "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
 

@@ -58,6 +58,7 @@ def step_work(hw, m, wl, mp, out: dict) -> Work:
     counts, nodes = stage_counts(m), topology.system_nodes(hw)
     at_peak = sum(c * _col(out, f"{s}_hw_flops") / _roof(out, s) for s, c in counts.items())
     path = sum(c * _col(out, f"{s}_traffic_bytes") for s, c in counts.items())
+    sent = sum(c * _col(out, f"{s}_io_out_bytes") for s, c in counts.items())   # streamed training: out again
     streamed = hw.weight_source == "streamed"
     hop, off = comm_bytes(hw, m, wl, mp, out)
     seconds = out["step_time_s"]
@@ -65,7 +66,7 @@ def step_work(hw, m, wl, mp, out: dict) -> Work:
     busy = np.maximum(at_peak / seconds, path / (mem_bw * seconds))
     return Work(flops16=at_peak * nodes * hw.node_peak_flops, sram_bytes=path,
                 memory_bytes=0.0 * path if streamed else path, hop_bytes=hop,
-                offchip_bytes=off + (path if streamed else 0.0), seconds=seconds,
+                offchip_bytes=off + (path + sent if streamed else 0.0), seconds=seconds,
                 tokens=out["tokens_per_microbatch"], nodes=nodes, busy=busy)
 
 
