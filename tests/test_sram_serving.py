@@ -213,11 +213,12 @@ GOLDEN = [   # (model, wafers, B, placement) -> tokens/s per user, TTFT (1,024-t
     # bandwidth (pe_mac_rate: sram_bound) and regions sized for the caches of larger batches too (serving.sized_for).
     # The byte-balanced stage split moved the 16-wafer points (1,869.5 / 1,864.9 before): 48 layers over 16 wafers
     # balance their bytes by cutting 10–12 MoE layers between wafers, each such hop carrying a second vector.
-    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1856.251342212509, 0.007569203785547785, 16.0, "hop latency")),
-    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1845.110287676583, 0.007254031204611973, 16.0, "hop latency")),
-    # Every batch is offered the layout sized for the most sequences whose caches fit (24 on 2 wafers): the 2-wafer
-    # point went from 1,118.5 tokens/s per user to 1,140.6 and its TTFT from 23.2 ms to 25.6 (chosen for decode).
-    (("qwen3-30b-a3b", None, 4.0, "blocked"), (1140.6121031273417, 0.02555518315082251, 2.0, "local MACs")),
+    # The batch ladder of sized regions went from 1, 4 … 256 to 1, 2, 4 … 4,096, every batch up to the largest rung
+    # that fits taking that rung's layout: the 16-wafer points moved from 1,856.3 and 1,845.1 tokens/s per user
+    # (TTFT 7.6 and 7.3 ms) to 1,861.9 and 1,867.7 (6.8 ms); the 2-wafer point stayed.
+    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1861.871716973411, 0.006845537567639182, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1867.7138221219698, 0.006843857567639182, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", None, 4.0, "blocked"), (1118.4599154567945, 0.02317128748848485, 2.0, "local MACs")),
 ]
 
 

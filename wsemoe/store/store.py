@@ -75,10 +75,11 @@ def read_manifest(path) -> dict | None:
 
 
 def sweep_hint(man: dict, folder) -> str:
-    """The command that recomputes damaged parts of the results in `folder`: this folder (-o), wherever the
-    command is run from, with every path quoted for a shell."""
+    """The command that recomputes damaged parts of the results in `folder` (as the user named it, so the hint
+    runs where their command ran): this folder (-o), not a new one under ./results, every path quoted for a
+    shell, --resume first (a message is cut at MAX_MESSAGE characters; long paths go last)."""
     source = shlex.quote(str(man["source"])) if man.get("source") else "<sweep file>"
-    return f"`wsemoe sweep {source} -o {shlex.quote(str(Path(folder).absolute()))} --resume`"
+    return f"`wsemoe sweep --resume -o {shlex.quote(str(folder))} {source}`"
 
 
 def verify(path, manifest: dict, first_only: bool = True) -> list[str]:

@@ -170,10 +170,9 @@ def pick(v, best, shape):
     return np.take_along_axis(np.broadcast_to(v, shape), best, axis=0)[0]
 
 
-SIZED_FOR = 4.0   # regions may be sized for the caches of B·4^j sequences too (a ladder in absolute batches)
-SIZED_STEPS = 5   # 1 … 4^4 = 256 sequences, the largest batch the shipped serving sweep serves
+SIZED_FOR = 2.0   # regions may be sized for the caches of 2^j sequences too (a ladder in absolute batches)
+SIZED_STEPS = 13  # 1 … 2^12 = 4,096 sequences
 SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all of a larger one's layouts
-MOST_ROUNDS = 2   # re-splits for the most sequences that fit: the split sized for a first estimate may hold more
 
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
@@ -201,28 +200,28 @@ def sizing(pe, m, wl, wafers, points):
 
 def sized_for(pe, m, wl, cap):
     """(bytes per PE, attention share, wafer hops inside a MoE layer, region PEs) of every candidate along a leading
-    axis: the layouts (regions.layouts) sized for the caches of the most sequences that fit the pipeline
-    (`most_sequences`; the point's own batch where it is larger, or where nothing fits), then those sized for each
-    rung 4^j ≥ B of the batch ladder that fits (elsewhere the first candidate again). A batch is offered every
-    layout a larger one is: per-user speed never rises with the batch at a fixed wafer count."""
+    axis: the layouts (regions.layouts) sized for the caches of the largest rung 2^j of an absolute batch ladder
+    that fits the pipeline (the point's own batch where it is larger, or where no rung fits), then those sized for
+    each rung at or above B that fits (elsewhere the first candidate again). A batch up to that rung is offered
+    every layout a larger one is, so per-user speed never rises with the batch there; above it (at most twice the
+    rung) a batch keeps its own layout. The ladder is absolute, so more SRAM or PEs only add rungs."""
     pes_total, W = regions.wafer_pes(pe), cap["wafers"]
     u_pack = cap["u_pack"]   # one room for every batch (regions.room)
+
     def fit(batch):
         return regions.stage_peak(m, W, regions.region_bytes(m, wl, batch)) <= pes_total * u_pack
 
     rungs = [SIZED_FOR ** j for j in range(SIZED_STEPS)]
     fits = [fit(batch) for batch in rungs]
-    fitting = 0.0 * W   # the largest rung whose caches fit (0: none)
+    top = 0.0 * W   # the largest rung whose caches fit (0: none)
     for batch, ok in zip(rungs, fits):
-        fitting = np.where(ok, batch, fitting)
-    top = most_sequences(m, wl, W, fitting, pes_total * u_pack)
-    sized = np.where((top >= wl.B) & fit(top), top, wl.B)
-    own = regions.region_bytes(m, wl, sized)
+        top = np.where(ok, batch, top)
+    own = regions.region_bytes(m, wl, np.where(top >= wl.B, top, wl.B))
     u0, w0, c0 = regions.layouts(m, W, own, u_pack, pes_total)
     first = region_pes(own, u0[:1], w0[:1])
     us, ws, cs, pes = [u0], [w0], [c0], [region_pes(own, u0, w0)]
     for batch, ok in zip(rungs, fits):
-        ok = (batch >= wl.B) & ok   # the rung of the batch itself too: its own caches' layout, when on the ladder
+        ok = (batch >= wl.B) & (batch < top) & ok   # the top rung is the first candidate already
         if not np.any(ok):
             continue
         nbytes = regions.region_bytes(m, wl, batch)
@@ -234,18 +233,6 @@ def sized_for(pe, m, wl, cap):
         cs.append(np.where(ok, c, c0[:1]))
         pes.append({k: np.where(ok, mine[k], first[k]) for k in regions.KINDS})
     return stack(us), stack(ws), stack(cs), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS}
-
-
-def most_sequences(m, wl, W, fitting, capacity):
-    """The most sequences whose caches fit every stage (0 where no rung fits): the split sized for the largest
-    fitting rung holds some number of caches; the split sized for that many holds about as many (two rounds).
-    It depends on the wafers, not on the batch, so every batch below it is offered the same layout."""
-    one = regions.kv_bytes_per_sequence(m, wl)
-    most = fitting
-    for _ in range(MOST_ROUNDS):
-        seqs = regions.split(m, W, regions.region_bytes(m, wl, most), (capacity, most * one, one))["sequences"]
-        most = np.where(fitting > 0, np.maximum(np.floor(seqs), most), 0.0)
-    return most
 
 
 def stack(parts: list):
