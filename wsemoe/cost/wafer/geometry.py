@@ -70,9 +70,17 @@ def structures(m, mp, bal, histogram, a_r, a_c, shared, shape):
     """(the structures (Built), index of each point's structure) over the unique combinations."""
     fields = [a_r, a_c, shared, m.num_experts, m.num_experts_per_tok]   # the routing too: a swept E or k is an array
     fields += [np.nan if v is None else v for v in balance_fields(bal)]
-    arrays = [np.nan_to_num(np.broadcast_to(np.asarray(f, dtype=float), shape).ravel(), nan=-1.0) for f in fields]
-    first, inverse = unique.rows(arrays, ordered=True)   # np.unique(axis=0)'s rows and order, without its slow sort
-    keys = np.stack([a[first] for a in arrays], axis=1)
+    values = [np.nan_to_num(np.asarray(f, dtype=float), nan=-1.0) for f in fields]
+    # Only the fields that vary are hashed (a constant column changes neither the distinct rows nor their order).
+    varying = [i for i, v in enumerate(values) if v.size > 1]
+    arrays = [np.broadcast_to(values[i], shape).ravel() for i in varying]
+    if arrays:
+        first, inverse = unique.rows(arrays, ordered=True)   # np.unique(axis=0)'s rows and order, without its sort
+    else:
+        first, inverse = np.zeros(1, dtype=np.intp), np.zeros(int(np.prod(shape)), dtype=np.intp)
+    columns = {i: a[first] for i, a in zip(varying, arrays)}
+    keys = np.stack([columns[i] if i in columns else np.full(len(first), float(v.ravel()[0]))
+                     for i, v in enumerate(values)], axis=1)
     args = []
     for key in keys:
         r, c, sh, e, k, *b = key

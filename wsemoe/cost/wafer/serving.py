@@ -171,7 +171,7 @@ def pick(v, best, shape):
 
 
 SIZED_FOR = 2.0   # regions may be sized for the caches of 2^j sequences too (a ladder in absolute batches)
-SIZED_STEPS = 13  # 1 … 2^12 = 4,096 sequences
+SIZED_STEPS = 9   # 1 … 2^8 = 256 sequences, the largest batch the shipped serving sweep serves
 SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all of a larger one's layouts
 
 
