@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import unicodedata
 
-MAX_MESSAGE = 300  # characters of a message shown to users: never echo a whole hostile input
+MAX_MESSAGE = 600  # characters of a message shown to users: never echo a whole hostile input, but room for a
+                   # command that names two paths of MAX_KEY each (a repair hint: `wsemoe sweep --resume -o F S`)
 MAX_KEY = 240      # characters of one key of the path (file paths included: shown whole up to here)
 
 
