@@ -9,7 +9,8 @@ import numpy as np
 
 from pydantic import Field, PositiveInt, ValidationError, model_validator
 
-from wsemoe.specs.base import MAX_FIGURE, MIN_SHARE, Figure, MAX_GRID_SIDE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE, Spec
+from wsemoe.specs.base import (MAX_FIGURE, MAX_GRID_SIDE, MAX_MESH_SIDE, MAX_PIPELINE_WAFERS, MAX_WAFERS_SIDE,
+                               MIN_SHARE, Figure, Spec)
 from wsemoe.specs.energy import EnergyFields
 from wsemoe.specs.rules import PE_RULES, check
 

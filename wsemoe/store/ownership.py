@@ -187,3 +187,12 @@ def remove_tree(folder: Path) -> None:
 
 def command(writer: str) -> str:
     return WRITERS.get(writer, (f"wsemoe {writer}", "output"))[0]
+
+
+def check_source(target, source) -> None:
+    """A file that goes into a results folder's slot (a report's report.html) must come from those results: the
+    report of one sweep written into another's folder would be listed, indexed and read as that sweep's."""
+    folder = Path(os.path.abspath(target)).parent
+    if is_results(folder) and os.path.realpath(folder) != os.path.realpath(source):
+        raise refuse(target, f"is inside the results of '{folder.name}', not of '{Path(source).name}' it is made "
+                     "from; choose another place")

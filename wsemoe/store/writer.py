@@ -14,7 +14,8 @@ name or content (`wsemoe new` replaces nothing at all: its file is the user's on
   parents, a results root (a folder holding results folders), a read-only file or folder (its write bits
   cleared: refused even for root), a path more than one folder below an existing one (wsemoe makes at most
   the one folder that holds what it writes, never a tree), a folder owned by another writer (points.parquet/,
-  a partial folder, plots/), a FIFO or device, and a folder holding a `.wsemoe.json` that is not its record.
+  a partial folder, plots/), a FIFO or device, a folder holding a `.wsemoe.json` that is not its record, and a
+  report into the results of another sweep than its own (`ownership.check_source`).
 
 Every refusal and every OS failure is one line naming the path; what was there before stays as it was.
 """
@@ -110,15 +111,6 @@ def _check_parent(parent: Path, writer: str, name: str) -> None:
     slots = ", ".join(n for n, w in RESULTS_SLOTS.items() if w == writer)
     hint = f" (here it writes only {slots})" if owner == "sweep" and slots else ""
     raise refuse(parent / name, f"is inside a folder that `{command(owner)}` owns{hint}; choose another place")
-
-
-def check_source(target, source) -> None:
-    """A file that goes into a results folder's slot (a report's report.html) must come from those results: the
-    report of one sweep written into another's folder would be listed, indexed and read as that sweep's."""
-    folder = Path(os.path.abspath(target)).parent
-    if is_results(folder) and os.path.realpath(folder) != os.path.realpath(source):
-        raise refuse(target, f"is inside the results of '{folder.name}', not of '{Path(source).name}' it is made "
-                     "from; choose another place")
 
 
 def ensure_parent(p: Path) -> None:

@@ -20,7 +20,7 @@ from wsemoe.report.terminal.tables import comparison_crossovers, front_line
 from wsemoe.report.figures import plots
 from wsemoe.report.html import figures as html_figures
 from wsemoe.store import store
-from wsemoe.store import writer
+from wsemoe.store import ownership, writer
 
 MAX_ROWS = 500  # rows of the Pareto front written out; the page says when there are more
 CSS = """
@@ -192,7 +192,7 @@ def write_report(path, out=None, force: bool = False, on_progress=None, baseline
 
     path = Path(path)
     target = Path(out) if out else path / "report.html"
-    writer.check_source(target, path)
+    ownership.check_source(target, path)
     writer.check_file(target, "report", force)
     written = writer.write_file(target, page(path, target.parent, on_progress, baselines), "report", force)
     index.refresh(path.parent)
