@@ -39,3 +39,17 @@ def test_a_table_of_columns_fits_the_terminal(runner, tmp_path, small_config):
     path = run_sweep(small_config, out_root=tmp_path).path
     r = runner.invoke(app, ["columns", str(path)], env={"COLUMNS": "80"})
     assert r.exit_code == 0 and max(map(len, r.output.splitlines())) <= 80
+
+
+def test_each_readable_pattern_name_is_a_name_its_own_pattern_matches():
+    # Two readable names were once swapped against their patterns: docs/config.md and `wsemoe columns` described
+    # <stage>_traffic_bytes as a compute roof in FLOP/s. '<stage>_<allreduce|dispatch>_s' → 'moe_allreduce_s'.
+    import re
+
+    from wsemoe.sweep import columns
+
+    def example(name):
+        return re.sub(r"<([^>]+)>", lambda m: m.group(1).split("|")[0] if "|" in m.group(1) else "moe", name)
+
+    for name, (pattern, _, _) in zip(columns._PATTERN_NAMES, columns._PATTERNS, strict=True):
+        assert re.match(pattern, example(name)), (name, pattern)

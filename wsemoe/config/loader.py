@@ -11,7 +11,8 @@ from pathlib import Path
 from wsemoe.config import axes, checks, presets, yamlio
 from wsemoe.config.histogram import read_histogram
 from wsemoe.config.hf import model_from_hf_config
-from wsemoe.config.schema import NAME_RE, PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep, SweepConfig
+from wsemoe.config.schema import (NAME_RE, NAME_RULE, PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep,
+                                  SweepConfig)
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.base import build
 
@@ -50,9 +51,8 @@ def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
         data, base_dir = yamlio.load(path), path.parent
         if isinstance(data, dict) and "name" not in data:
             if not NAME_RE.match(path.stem):   # say where the name came from: the user wrote none
-                raise ConfigError(f"the sweep has no name: key and its file name '{excerpt(path.stem)}' is none (1-100 "
-                                  "letters, digits, '.', '_' or '-': it names the results folder); add a name: key",
-                                  loc=("name",))
+                raise ConfigError(f"the sweep has no name: key and its file name '{excerpt(path.stem)}' is none "
+                                  f"({NAME_RULE}); add a name: key", loc=("name",))
             data["name"] = path.stem
     else:
         data = source

@@ -24,6 +24,7 @@ RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
 SERVING_OBJECTIVES = {"tokens_per_s_per_user": "max", "tokens_per_s": "max"}   # default of an all-SRAM-serving sweep
 MAX_DESCRIPTION = 20_000  # characters of a sweep's description (the manifest that records it holds at most this)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+NAME_RULE = "1-100 letters, digits, '.', '_' or '-' (it names the results folder)"
 
 
 class Sparsity(Spec):
@@ -116,7 +117,7 @@ class SweepConfig(Spec):
     @classmethod
     def _safe_name(cls, v):
         if not NAME_RE.match(v):
-            raise ValueError("must be 1-100 letters, digits, '.', '_' or '-' (it names the results folder)")
+            raise ValueError(f"must be {NAME_RULE}")
         return v
 
     def config_hash(self) -> str:

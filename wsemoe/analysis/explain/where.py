@@ -85,11 +85,7 @@ class Where:
             close = [lower[name.lower()]] if name.lower() in lower else \
                 [lower[c] for c in difflib.get_close_matches(name.lower(), list(lower), n=1)]
             hint = f"; did you mean '{close[0]}'?" if close else f"; to compare with text, quote it: '{name}'"
-            if name in columns.NEEDS:   # as every other place a user names a column says (columns.check_column)
-                hint = f"; no point of this sweep has it (it needs {columns.NEEDS[name]})"
-            elif columns.documented(name):
-                hint = "; these results do not hold it (the sweep's output.columns leaves it out, or none of its " \
-                       "points computes it)"
+            hint = columns.missing(name) or hint   # as every other place a user names a column (check_column)
             raise ConfigError(f"unknown column '{excerpt(name)}'{hint}", loc=LOC)
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, (int, float, str, bool)):
