@@ -262,13 +262,14 @@ def test_sweep_show_and_report_carry_the_robustness_line(runner, tmp_path):
 
 
 def test_compare_of_folders_flips_with_a_reading(runner, tmp_path):
-    """cs3 against cs2 by tokens/s: a reading (here a user registry) that cuts cs3's matmul efficiency to a tenth
-    puts cs3 behind; it applies to cs3 only, so its rule keeps cs2 as it is."""
+    """cs3 (at its SIMD MAC rate, ahead) against cs2 by tokens/s: a reading (here a user registry) that cuts cs3's
+    matmul efficiency to a tenth puts cs3 behind; it applies to cs3 only, so its rule keeps cs2 as it is."""
     reg = {"cs3_efficiency": {"question": "q?", "default": "nominal", "why": "w", "applies_to": {"hardware.name": ["cs3"]},
                               "options": {"nominal": {"set": {"hardware.matmul_efficiency": 0.5}, "evidence": "e", "source": "s"},
                                           "tenth": {"set": {"hardware.matmul_efficiency": 0.05}, "evidence": "e", "source": "s"}}}}
     custom = registry.load(_write(tmp_path, reg))
-    folders = [wsemoe.run_sweep({**SMALL, "name": n, "hardware": n, "objectives": {"tokens_per_s": "max"}},
+    wafer = {"cs2": "cs2", "cs3": {"preset": "cs3", "pe": {"mac_memory_operands": 0}}}   # cs3 at its SIMD rate
+    folders = [wsemoe.run_sweep({**SMALL, "name": n, "hardware": wafer[n], "objectives": {"tokens_per_s": "max"}},
                                 out_root=tmp_path).path for n in ("cs2", "cs3")]
     cmp = wsemoe.compare(folders)
     result = rd.evaluate_folders(folders, cmp, readings=custom)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wsemoe.config.loader import load_config
@@ -64,8 +65,9 @@ def test_every_shown_comparison_of_shipped_sweeps_is_declared():
 
 
 def test_the_cs2_cs3_comparison_matches_every_group(tmp_path):
-    """With the same sparsity hold, every top-k group of one sweep is a group of the other; the CS-3, with
-    twice the compute and more I/O bandwidth, is faster in each, by no more than its peak FLOP/s ratio."""
+    """With the same sparsity hold, every top-k group of one sweep is a group of the other. Each group's best point
+    is bound by its matmuls on both wafers, so the CS-3 runs at its peak FLOP/s ratio to the CS-2: 0.94 under the
+    default pe_mac_rate reading (its 21 PB/s feeds 3.5 MACs per PE and cycle), whatever the I/O."""
     from wsemoe.analysis.explain.crossrun import compare
     from wsemoe.config.presets import load_hardware
     from wsemoe.sweep.run import run_sweep
@@ -75,4 +77,4 @@ def test_the_cs2_cs3_comparison_matches_every_group(tmp_path):
     assert len(cmp.table) == 4 and not any(cmp.dropped.values())
     ratio = cmp.table["bta_topk_cs3/bta_topk:tokens_per_s"]
     peak = load_hardware("cs3").node_peak_flops / load_hardware("cs2").node_peak_flops
-    assert (ratio > 1).all() and (ratio <= peak * 1.001).all()
+    assert 0.9 < peak < 1 and np.allclose(ratio, peak, rtol=2e-3), (ratio, peak)

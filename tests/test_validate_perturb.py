@@ -32,7 +32,8 @@ def test_scaling_a_constant_changes_the_preset_and_only_inside():
     with perturb.perturbed("cs3", "pe.clock_hz", 2.0):
         cs3 = presets.load_hardware("cs3")
         assert cs3.pe.clock_hz == 2 * before.pe.clock_hz
-        assert cs3.node_peak_flops == pytest.approx(2 * before.node_peak_flops)  # derived figures follow
+        assert cs3.link_bw_bytes_per_s == pytest.approx(2 * before.link_bw_bytes_per_s)  # derived figures follow
+        assert cs3.node_peak_flops == pytest.approx(before.node_peak_flops)   # bound by the SRAM: clock-free
         assert presets.raw("hardware", "cs3")["pe"]["clock_hz"] == 2 * before.pe.clock_hz  # sweeps read it too
         assert presets.load_hardware("cs2").pe.clock_hz == 1.1e9
     assert presets.load_hardware("cs3").pe.clock_hz == before.pe.clock_hz

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from wsemoe.config import axes, checks, yamlio
 from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity, SweepConfig
 from wsemoe.errors import ConfigError, excerpt
-from wsemoe.specs.hardware import PEFacts
+from wsemoe.specs.hardware import PEFacts, follow_pe
 from wsemoe.specs.base import build, error_text
 
 REGISTRY = Path(__file__).resolve().parents[1] / "presets" / "readings.yaml"
@@ -227,6 +227,12 @@ def _set_field(fields: dict, name: str, value) -> None:
         fields[name] = value
 
 
+def _merged(fields: dict, changes: dict) -> dict:
+    """A spec's fields with a reading's changes; node figures derived from PE facts follow changed facts."""
+    out = {**fields, **changes}
+    return follow_pe(out, fields["pe"], changes["pe"]) if "pe" in changes and fields.get("pe") else out
+
+
 def _spec_fields(cfg: SweepConfig, section: str, name: str | None) -> dict:
     """The fields of the base spec (name None) or of one preset the section's axis names."""
     if name is None:
@@ -360,7 +366,7 @@ def apply(cfg: SweepConfig, choice: dict[str, str], readings: dict[str, Reading]
                 if fname.startswith("pe.") and "pe" not in base[section]:   # the other PE facts stay
                     base[section]["pe"] = getattr(cfg, section).model_dump().get("pe")
                 _set_field(base[section], fname, value)
-    update: dict[str, Any] = {s: build(SECTIONS[s], {**getattr(cfg, s).model_dump(), **f}, loc=("readings", s))
+    update: dict[str, Any] = {s: build(SECTIONS[s], _merged(getattr(cfg, s).model_dump(), f), loc=("readings", s))
                               for s, f in base.items() if f}
     for n, fields in moved.items():
         section = next(s for s in PRESET_KIND if n in preset_axis(cfg, s))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Annotated, Literal, Optional
 
 import numpy as np
@@ -47,12 +48,28 @@ class PEFacts(Spec):
         return self
 
 
-def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
-    """Node (die) figures from PE facts: the fabric split evenly into rows×cols nodes (scalars or arrays).
+def mac_rate(pe):
+    """16-bit MACs one PE completes per cycle: `fmac_width`, bounded by its share of the SRAM bandwidth over the
+    bytes a MAC's `mac_memory_operands` 2-byte operands move (unset or 0, or no SRAM figure: the width alone).
+    Scalars or arrays."""
+    operands, total = getattr(pe, "mac_memory_operands", None), getattr(pe, "sram_bw_total_bytes_per_s", None)
+    width = np.asarray(pe.fmac_width, dtype=float)
+    if operands is None or total is None:
+        return width
+    operands = np.asarray(operands, dtype=float)
+    with np.errstate(divide="ignore"):
+        fed = np.asarray(total, dtype=float) / pe.pe_count / pe.clock_hz / (operands * 2.0)
+    return np.where(operands > 0, np.minimum(width, fed), width)
+
+
+def derive_node_figures(pe, rows, cols) -> dict:
+    """Node (die) figures from PE facts: the fabric split evenly into rows×cols nodes (scalars or arrays, the PE
+    facts too).
 
     A node-to-node link is the bundle of PE links crossing the shared die edge; we take the
     narrower edge (fewer PE links) so the figure is a lower bound. Hop latency is one PE hop
-    per cycle across a node's width.
+    per cycle across a node's width. The peak runs at `mac_rate`, so weight streaming and SRAM serving (whose
+    `fabric.memory_cycles` applies the same bound) read one MAC rate under the pe_mac_rate reading.
     """
     n = rows * cols
     pes = pe.pe_count / n
@@ -61,17 +78,31 @@ def derive_node_figures(pe: PEFacts, rows, cols) -> dict:
     pe_link = pe.link_bytes_per_cycle * pe.clock_hz
     edge = np.minimum(pe_rows_per_node, pe_cols_per_node)
     out = {
-        "node_peak_flops": pes * pe.fmac_width * 2 * pe.clock_hz,
+        "node_peak_flops": pes * mac_rate(pe) * 2 * pe.clock_hz,
         "node_memory_bytes": pes * pe.sram_per_pe_bytes,
         "link_bw_bytes_per_s": np.floor(edge) * pe_link,
         "hop_latency_s": np.maximum(pe_rows_per_node, pe_cols_per_node) / pe.clock_hz,
         "port_bw_bytes_per_s": 2 * (np.floor(pe_rows_per_node) + np.floor(pe_cols_per_node)) * pe_link,
     }
-    if np.ndim(n) == 0:  # scalars stay Python floats for the spec
-        out = {k: float(v) for k, v in out.items()}
-    if pe.sram_bw_total_bytes_per_s:
+    if getattr(pe, "sram_bw_total_bytes_per_s", None) is not None:
         out["node_memory_bw_bytes_per_s"] = pe.sram_bw_total_bytes_per_s / n
+    if all(np.ndim(v) == 0 for v in out.values()):  # scalars stay Python floats for the spec
+        out = {k: float(v) for k, v in out.items()}
     return out
+
+
+def follow_pe(fields: dict, pe_before, pe_after, rows=None, cols=None) -> dict:
+    """`fields` with the node figures derived from `pe_before` on their grid re-derived from `pe_after` on
+    rows × cols (default: the same grid; PE facts and grid scalars or arrays). A figure equal to its derivation
+    was derived (or agrees with it) and follows; one the user set to another value stays as set."""
+    def facts(pe):
+        return SimpleNamespace(**pe) if isinstance(pe, dict) else pe
+
+    at_before = derive_node_figures(facts(pe_before), fields["rows"], fields["cols"])
+    at_after = derive_node_figures(facts(pe_after), fields["rows"] if rows is None else rows,
+                                   fields["cols"] if cols is None else cols)
+    return {**fields, **{k: at_after[k] for k, v in at_before.items()
+                         if fields.get(k) is not None and np.all(np.isclose(fields[k], v, rtol=1e-12))}}
 
 
 SRAM_PE_FIELDS = ("hop_cycles", "turn_cycles", "relay_cycles", "kernel_margin_rows", "kernel_margin_cols",

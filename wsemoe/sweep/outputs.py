@@ -15,7 +15,7 @@ import numpy as np
 from wsemoe.sweep.columns import check_column
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import serving
-from wsemoe.specs.hardware import PEFacts, derive_node_figures
+from wsemoe.specs.hardware import follow_pe
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
 ALWAYS = ("feasible", "infeasible_reason")
@@ -32,28 +32,16 @@ def namespaces(base: dict, preset: dict, values: dict) -> dict:
         swept = {p.partition(".")[2]: v for p, v in values.items() if p.partition(".")[0] == section}
         swept.pop("", None)
         facts = {k.partition(".")[2]: swept.pop(k) for k in [k for k in swept if k.startswith("pe.")]}
-        if section == "hardware" and fields.get("pe") and ({"rows", "cols"} & set(swept)):
-            fields = _rederive(fields, swept)
-        fields.update(swept)
         facts = {k: v for k, v in facts.items() if v is not None}
-        if facts and fields.get("pe"):   # PE facts (hardware.pe.<field>) enter the PE-level model; node figures stay
+        if section == "hardware" and fields.get("pe") and (facts or {"rows", "cols"} & set(swept)):
+            # a swept grid splits the same fabric differently, a swept PE fact changes it: node figures follow
+            fields = follow_pe(fields, fields["pe"], {**fields["pe"], **facts}, *(
+                np.asarray(swept.get(k, fields[k]), float) for k in ("rows", "cols")))
+        fields.update(swept)
+        if facts and fields.get("pe"):   # PE facts (hardware.pe.<field>) enter the PE-level model too
             fields["pe"] = {**fields["pe"], **facts}
         out[section] = SimpleNamespace(**fields)
     return out
-
-
-def _rederive(fields: dict, swept: dict) -> dict:
-    """A swept grid splits the same PE fabric differently: node figures derived from PE facts follow it.
-
-    A figure equal to its derived value at the base grid was derived (or agrees with the derivation),
-    so it is re-derived at the swept grid; a figure the user set to another value stays as set.
-    """
-    pe = PEFacts.model_validate(fields["pe"])
-    at_base = derive_node_figures(pe, fields["rows"], fields["cols"])
-    at_point = derive_node_figures(pe, np.asarray(swept.get("rows", fields["rows"]), float),
-                                   np.asarray(swept.get("cols", fields["cols"]), float))
-    return {**fields, **{k: at_point[k] for k, v in at_base.items() if np.isclose(fields.get(k), v, rtol=1e-12)}}
-
 
 
 def config_namespaces(cfg: SweepConfig, values: dict) -> dict:
