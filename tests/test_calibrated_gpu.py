@@ -63,3 +63,25 @@ def test_the_baseline_line_names_where_its_calibration_comes_from():
     assert f"matmul_efficiency the {checks.BACKEND} stack's eta_mm" in line
     a100 = stacks.baseline_line(presets.load_hardware("a100-x8").model_dump())  # not measured: assumed, and said
     assert "not from a fitted stack" in a100
+
+
+def test_servers_over_infiniband_carry_one_call_cost_and_the_reading_moves_both():
+    """The GPU clusters whose expert-parallel calls cross InfiniBand share one per-call cost (the one the gpu.ib rows
+    check on h100-sxm); the scale_out_call reading's other option sets pplx-kernels' 90 µs on both, and nothing
+    else (the default option sets nothing, so it reads the presets as written)."""
+    from wsemoe.config import readings as registry
+    from wsemoe.config.loader import load_config
+
+    names = ("dgx-b200-x32", "h100-sxm")
+    costs = {n: presets.load_hardware(n).alltoall_latency_s for n in names}
+    assert len(set(costs.values())) == 1 and costs["h100-sxm"] == presets.load_hardware("nvl72").alltoall_latency_s
+    reading = registry.load()["scale_out_call"]
+    assert reading.options[reading.default].set == {}
+    cfg = load_config({"name": "ib", "hardware": "dgx-b200-x32", "model": "deepseek-v3",
+                       "workload": {"mode": "decode", "seq_len": 4096, "B": 8},
+                       "axes": {"hardware": list(names)}})
+    moved = registry.apply(cfg, {"scale_out_call": "pplx"})
+    for n in names:
+        assert moved.presets[n]["alltoall_latency_s"] == 9.0e-5
+        assert {k: v for k, v in moved.presets[n].items() if k != "alltoall_latency_s"} == \
+            {k: v for k, v in cfg.presets[n].items() if k != "alltoall_latency_s"}

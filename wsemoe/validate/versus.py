@@ -28,6 +28,7 @@ import pandas as pd
 from wsemoe.analysis.uncertainty import readings as study
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import presets
+from wsemoe.config import readings as registry
 from wsemoe.sweep import chunked, crossing
 from wsemoe.validate import figures
 from wsemoe.validate.common import bare_headline, claims_only, context, headline, pct, row, sweep_config
@@ -170,6 +171,11 @@ def context_rows(cfg) -> list[dict]:
     rows = [context("scale.dgx", "per-device decode throughput, WSC vs a DGX-style cluster of 256 GPUs (32 × 8, "
                     "400 GB/s per server), DeepSeek-V3", "not recorded", per_load(dgx),
                     "EP = 256 on both; the servers' NICs bind the all-to-all", reading=DEFAULTS)]
+    pplx = best_ratio(chunked.evaluate(registry.apply(one, {"scale_out_call": "pplx"})), WSC, DGX)
+    rows.append(context("scale.dgx:pplx", "the same, each dispatch or combine call across InfiniBand at "
+                        "pplx-kernels' 90 µs instead of 26 µs (the comparison hinges on it)", "not recorded",
+                        per_load(pplx), "DeepEP's measured calls (gpu.ib rows) support 26 µs",
+                        reading="scale_out_call=pplx; " + DEFAULTS + " otherwise"))
     for label, moved in ASSUMPTIONS:
         r = best_ratio(chunked.evaluate(variant(one, moved)), WSC, NVL72)
         rows.append(context(f"scale.assume:{label}", f"the headline with {label}", "+39%",
