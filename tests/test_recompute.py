@@ -89,7 +89,9 @@ def test_flash_kernel_drops_the_score_terms():
     assert flash["none"]["mem_kept_act_node_bytes"] == flash["selective"]["mem_kept_act_node_bytes"]
     assert flash["full"]["mem_kept_act_node_bytes"] == mat["full"]["mem_kept_act_node_bytes"]
     assert flash["full"]["mem_attn_transient_node_bytes"] == pytest.approx(1 * S * 11 * H / N, rel=REL)
-    assert flash["none"]["attention_compute_s"] == mat["none"]["attention_compute_s"]  # FLOPs unchanged
+    assert flash["none"]["attn_core_flops"] == mat["none"]["attn_core_flops"]   # the count is unchanged...
+    assert flash["none"]["attention_compute_s"] < mat["none"]["attention_compute_s"]   # ...the causal half is skipped
+    assert flash["none"]["attn_core_executed_share"] == pytest.approx((S + 1) / (2 * S))
 
 
 def test_activation_memory_scales_with_bytes_per_act():

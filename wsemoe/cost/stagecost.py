@@ -134,7 +134,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
 
     Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at
     the expert format's, the attention core, router and head at the 16-bit peak. Only routed experts run at
-    the busiest node's load (`expert_imbalance`); shared experts see every token of their group.
+    the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
+    core runs the FLOPs its kernel executes (`compute.executed_core_share`: a tiled kernel skips masked keys).
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
     fa = getattr(wl, "attn_weight_format", hi)
@@ -142,7 +143,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    attn = ((flops.proj, full * flops.proj, fa, eff), (flops.core, (full + core) * flops.core, hi, eff))
+    executed = flops.core * compute.executed_core_share(m, wl)   # a tiled kernel skips the causal mask's half
+    attn = ((flops.proj, full * flops.proj, fa, eff), (executed, (full + core) * executed, hi, eff))
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
             "moe": Work(((flops.router, full * flops.router, hi, eff_exp),
                          routed_part(hw, m, wl, shape, flops, c.get("expert_imbalance", 1.0)),

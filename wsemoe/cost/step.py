@@ -92,6 +92,8 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     model_flops = compute.pass_factor(wl.mode) * (
         L * (flops.proj + flops.core) + Lm * (flops.router + flops.expert) + (L - Lm) * flops.dense + flops.head)
+    share = compute.executed_core_share(m, wl)   # a tiled kernel skips the masked half of the core's count
+    ideal_executed = ideal_seconds(hw, wl, m, flops._replace(core=flops.core * share))
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
     n_exp = compute.tokens_per_expert(m, shape.T)
     # MFU's peak: what the model FLOPs could reach, each at the peak of its format (node_peak_flops when all
@@ -105,6 +107,7 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         "attn_proj_flops": flops.proj, "attn_core_flops": flops.core,
         "router_flops": flops.router, "expert_flops": flops.expert,
         "model_flops_per_step": model_flops,
+        "attn_core_executed_share": share + 0.0 * shape.T,
         "step_time_s": step,
         "tokens_per_s": shape.T / step,
         "sequences_per_s": shape.seqs / step,
@@ -112,6 +115,7 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         "attention_peak_flops": formats.peak(hw, getattr(wl, "attn_weight_format", formats.HIGH)) + 0.0 * shape.T,
         "expert_peak_flops": formats.peak(hw, getattr(wl, "expert_weight_format", formats.HIGH)) + 0.0 * shape.T,
         "mfu": model_flops / (step * shape.nodes * format_peak),
+        "executed_mfu": ideal_executed / (step * shape.nodes) + 0.0 * shape.T,
         "per_device_tokens_per_s": shape.T / (step * shape.nodes),
         "per_device_moe_tokens_per_s": shape.T / (layers[0].time_s * shape.nodes),
         "moe_comm_s": sum(phase.get(k, 0.0) for k in ("allreduce_s", "dispatch_s", "combine_s", "reduce_s")),

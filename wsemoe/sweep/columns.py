@@ -17,6 +17,12 @@ _DOCS = {
     "router_flops": ("FLOP", "router logits, forward, one MoE layer, one micro-batch"),
     "expert_flops": ("FLOP", "routed (k per token) and shared experts, forward, one MoE layer, one micro-batch"),
     "model_flops_per_step": ("FLOP", "model FLOPs of one step (forward+backward when training; no recompute)"),
+    "executed_mfu": ("share", "MFU of the model FLOPs the kernels execute (the attention core at "
+                     "attn_core_executed_share of its count), each at its format's peak: at most matmul_efficiency "
+                     "(mfu counts the core in full, so under a tiled kernel it may exceed it)"),
+    "attn_core_executed_share": ("share", "of the counted attention-core FLOPs the kernel executes: a tiled kernel "
+                                 "(attn_kernel flash) skips the causal mask's future keys in training and prefill, "
+                                 "(S+1)/(2S) for full attention; 1 otherwise"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
     "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
                                  "sequences together; SRAM serving: B·accepted tokens per step / pipeline_period_s)"),

@@ -22,30 +22,47 @@ def attn_proj_flops(m, T):
     return 2.0 * T * params.attn_params(m)
 
 
-def attn_core_flops(m, wl):
+def attn_core_flops(m, wl, causal: bool = False):
     """Score and value matmuls over the full S×S (decode: one query over S keys) for G·B sequences.
 
-    A causal discount would change time, not this count (docs/cost-model.md).
+    `causal`: only the keys at or before each query (a query at position s reads keys_read(s), the mean over
+    s = 1 … S): what a tiled kernel executes (`executed_core_share`); the count itself has no causal discount
+    (docs/cost-model.md).
     """
     seqs = wl.G * wl.B
     queries = 1 if wl.mode == "decode" else wl.seq_len
+    causal = causal and wl.mode != "decode"
     mx = mix.mix(m)
     if mx is None or set(mx.attention) == {"full"}:
-        return core_flops_per_pair(m, wl.mode) * seqs * queries * wl.seq_len
-    per = {kind: core_flops_per_query(m, mx.pattern, kind, wl.mode, wl.seq_len) for kind in mx.attention}
+        keys = (wl.seq_len + 1.0) / 2.0 if causal else wl.seq_len
+        return core_flops_per_pair(m, wl.mode) * seqs * queries * keys
+    per = {kind: core_flops_per_query(m, mx.pattern, kind, wl.mode, wl.seq_len, causal) for kind in mx.attention}
     if len(per) > 1:   # the mean over the model's layers
         return sum(n * per[kind] for kind, n in mx.attention.items()) / mx.layers * seqs * queries
     return next(iter(per.values())) * seqs * queries
 
 
-def core_flops_per_query(m, pattern: dict, kind: str, mode: str, S):
+def executed_core_share(m, wl):
+    """Share of the counted attention-core FLOPs the kernel executes: a tiled kernel (attn_kernel flash) skips the
+    masked future keys of causal training and prefill ((S+1)/(2S) of full attention, FlashAttention's causal
+    mode); the materialized and per-head kernels compute every score and mask them; decode has one query."""
+    if wl.mode == "decode" or getattr(wl, "attn_kernel", None) != "flash":
+        return 1.0
+    counted = attn_core_flops(m, wl)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(counted > 0, attn_core_flops(m, wl, causal=True) / counted, 1.0)
+
+
+def core_flops_per_query(m, pattern: dict, kind: str, mode: str, S, causal: bool = False):
     """Attention-core FLOPs of one query at context S in a layer of `kind` (docs/layers.md): the keys it reads
-    × the per-pair cost; a sparse layer adds its indexer over all S keys; a linear layer its recurrent state."""
+    × the per-pair cost; a sparse layer adds its indexer over all S keys; a linear layer its recurrent state.
+    `causal`: the mean over the queries at positions 1 … S (mix.mean_keys_read)."""
     if kind == "linear":
         return mix.linear_flops_per_token(pattern) + 0.0 * S
-    flops = core_flops_per_pair(m, mode) * mix.keys_read(kind, pattern, S)
+    keys = mix.mean_keys_read(kind, pattern, S) if causal else mix.keys_read(kind, pattern, S)
+    flops = core_flops_per_pair(m, mode) * keys
     if kind == "sparse":
-        flops = flops + mix.indexer_flops_per_pair(pattern) * S
+        flops = flops + mix.indexer_flops_per_pair(pattern) * ((S + 1.0) / 2.0 if causal else S)
     return flops
 
 

@@ -130,6 +130,18 @@ def keys_read(kind: str, pattern: dict, S):
     return S + 0.0
 
 
+def mean_keys_read(kind: str, pattern: dict, S):
+    """Mean of keys_read over the queries at positions 1 … S of a causal sweep: min(c, s) averaged, c the kind's
+    window (full attention: s itself, (S+1)/2)."""
+    S = np.asarray(S, dtype=float)
+    if kind == "linear":
+        return 0.0 * S
+    c = np.asarray(keys_read(kind, pattern, np.inf), dtype=float)
+    inside = np.minimum(c, S)   # positions up to the window read all their keys
+    with np.errstate(invalid="ignore"):
+        return np.where(S > c, (inside * (inside + 1.0) / 2.0 + (S - inside) * inside) / S, (S + 1.0) / 2.0)
+
+
 def tokens_held(kind: str, pattern: dict, S):
     """Tokens of one sequence a layer of `kind` keeps keys and values of (linear: none, it keeps a state)."""
     if kind in ("sliding", "chunked"):
