@@ -22,6 +22,20 @@ def test_crowded_ticks_keep_the_ones_that_fit():
     assert shown[0].get_text() == "12" and shown[-1].get_text() == "64" and len(shown) < len(values)
 
 
+def test_an_inverted_axis_keeps_every_label_that_fits():
+    """Top-k falls to the right (the BTA sparsity figure inverts its axis): labels are thinned in their order on
+    the page, so well-spaced ones all stay. Thinned in value order, every label but the rightmost was blanked."""
+    fig = Figure(figsize=(6.0, 2.0), layout="constrained")
+    ax = fig.subplots()
+    values = [8, 4, 2, 1]
+    ax.plot(values, values)
+    log2_ticks(ax, values, ["8\n1/16", "4\n1/32", "2\n1/64", "1\n1/128"])
+    ax.invert_xaxis()
+    figure_bytes(fig, "png")
+    assert [t.get_text() for t in ax.get_xticklabels() if t.get_visible()] == ["8\n1/16", "4\n1/32", "2\n1/64",
+                                                                                "1\n1/128"]
+
+
 def test_marker_labels_move_off_one_another():
     """Labels of markers that sit close together (the roofline's stage labels) are moved apart when drawn; an
     annotation not marked as one stays where it was put; the SVG carries no id the labels share."""

@@ -141,8 +141,9 @@ def thin_tick_labels(fig: Figure) -> None:
         if not isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator):
             continue
         last = None
-        for text in sorted((t for t in ax.get_xticklabels() if t.get_text()), key=lambda t: t.get_position()[0]):
-            box = text.get_window_extent(renderer)
+        # left to right on the page, not by value: an inverted axis (top-k falling to the right) runs the other way
+        boxes = [(t, t.get_window_extent(renderer)) for t in ax.get_xticklabels() if t.get_text()]
+        for text, box in sorted(boxes, key=lambda tb: tb[1].x0):
             if last is not None and box.x0 < last.x1 + 2:
                 text.set_visible(False)
             else:
