@@ -30,6 +30,8 @@ class Flops(NamedTuple):
     shared: object
     dense: object
     head: object
+    core_share: object = 1.0   # of `core` its kernel executes (compute.executed_core_share: a tiled kernel skips
+                               # the causal mask's future keys), found once here for every reader
 
     @property
     def expert(self):
@@ -64,4 +66,4 @@ def layer_flops(m, wl, shape: Shape) -> Flops:
     logits = shape.seqs if wl.mode == "prefill" else T
     return Flops(compute.attn_proj_flops(m, T), compute.attn_core_flops(m, wl) * shape.groups,
                  compute.router_flops(m, T), compute.routed_expert_flops(m, T), compute.shared_expert_flops(m, T),
-                 compute.dense_ffn_flops(m, T), compute.head_flops(m, logits))
+                 compute.dense_ffn_flops(m, T), compute.head_flops(m, logits), compute.executed_core_share(m, wl))

@@ -135,7 +135,7 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at
     the expert format's, the attention core, router and head at the 16-bit peak. Only routed experts run at
     the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
-    core runs the FLOPs its kernel executes (`compute.executed_core_share`: a tiled kernel skips masked keys).
+    core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys).
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
     fa = getattr(wl, "attn_weight_format", hi)
@@ -143,7 +143,7 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    executed = flops.core * compute.executed_core_share(m, wl)   # a tiled kernel skips the causal mask's half
+    executed = flops.core * flops.core_share   # a tiled kernel skips the causal mask's half
     attn = ((flops.proj, full * flops.proj, fa, eff), (executed, (full + core) * executed, hi, eff))
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
             "moe": Work(((flops.router, full * flops.router, hi, eff_exp),

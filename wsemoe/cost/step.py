@@ -92,8 +92,7 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     model_flops = compute.pass_factor(wl.mode) * (
         L * (flops.proj + flops.core) + Lm * (flops.router + flops.expert) + (L - Lm) * flops.dense + flops.head)
-    share = compute.executed_core_share(m, wl)   # a tiled kernel skips the masked half of the core's count
-    ideal_executed = ideal_seconds(hw, wl, m, flops._replace(core=flops.core * share))
+    ideal_executed = ideal_seconds(hw, wl, m, flops._replace(core=flops.core * flops.core_share))
     phase = {k: v for k, v in c.items() if k.endswith("_s") and not k.startswith("migration")}
     n_exp = compute.tokens_per_expert(m, shape.T)
     # MFU's peak: what the model FLOPs could reach, each at the peak of its format (node_peak_flops when all
@@ -107,7 +106,7 @@ def throughput(hw, m, wl, shape: Shape, flops: Flops, layers, step, c: dict) -> 
         "attn_proj_flops": flops.proj, "attn_core_flops": flops.core,
         "router_flops": flops.router, "expert_flops": flops.expert,
         "model_flops_per_step": model_flops,
-        "attn_core_executed_share": share + 0.0 * shape.T,
+        "attn_core_executed_share": flops.core_share + 0.0 * shape.T,
         "step_time_s": step,
         "tokens_per_s": shape.T / step,
         "sequences_per_s": shape.seqs / step,
