@@ -317,3 +317,22 @@ def test_kv_held_sets_the_slots_and_kv_read_the_decode_attention():
     t_less = serving.decode_step({**X, "kv_read": np.array([0.25])}, P, X["C"])
     kv_bytes = X["C"] * (8192 + 512) * X["L"] * X["kv_values"] * X["b_kv"]  # one GPU (tp 1), all of the cache
     assert t_full[0] - t_less[0] == pytest.approx(0.75 * kv_bytes[0] / X["B"][0], rel=1e-6)
+
+
+def test_expert_parallelism_dispatches_only_over_attention_dp_ranks():
+    """Without attention DP every rank holds every token after the attention all-reduce, so expert parallelism runs
+    no all-to-all: its communication is the two TP all-reduces, exactly as the MoE split over tensor parallelism.
+    Over attention-DP ranks each rank dispatches (FP8) and combines (16-bit) k copies of its own tokens, by hand."""
+    qwen = dict(model_path="Qwen/Qwen3-235B-A22B-FP8", gemm_quant_mode="fp8_block", moe_quant_mode="fp8_block")
+    ep = _features(**qwen, tp_size=8, moe_tp_size=1, moe_ep_size=8)
+    mtp = _features(**qwen, tp_size=8, moe_tp_size=8, moe_ep_size=1)
+    tokens = np.array([4.0])
+    L, H, k = 94, 4096, 8
+    assert (ep["L"][0], ep["Lm"][0], ep["H"][0], ep["k"][0], ep["dp"][0]) == (L, L, H, k, 1)
+    allreduce = L * 2 * (ep["ar_lat"][0] + 2 * 7 / 8 * 4 * H * 2 / ep["link"][0])
+    assert serving._comm(ep, tokens)[0] == pytest.approx(allreduce, rel=1e-12)
+    assert serving._comm(ep, tokens)[0] == pytest.approx(serving._comm(mtp, tokens)[0], rel=1e-12)
+    dp = _features(**qwen, tp_size=1, attention_dp_size=8, moe_tp_size=1, moe_ep_size=8)
+    assert (dp["tp"][0], dp["dp"][0]) == (1, 8)
+    a2a = L * (2 * dp["a2a_lat"][0] + 4 * H * k * (1 + 2) / dp["link"][0])
+    assert serving._comm(dp, tokens)[0] == pytest.approx(a2a, rel=1e-12)

@@ -5,7 +5,7 @@ is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM ban
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
 experts (their own bandwidth share eta_moe and matmul share eta_xmm: grouped GEMMs over many experts with few
 tokens each, tiled and scheduled unlike one dense GEMM), head — plus
-tensor-parallel all-reduces and expert-parallel dispatch/combine over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
+tensor-parallel all-reduces and expert-parallel dispatch/combine (with attention DP) over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
 launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
 sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
 the other for a token, so stage times add up to the whole model's work on one tensor group.
@@ -73,11 +73,16 @@ def _touched_experts(X, tokens):
 
 def _comm(X, tokens_rank):
     """Per-layer communication for `tokens_rank` tokens per attention rank: two TP all-reduces of the hidden
-    state, and for expert parallelism a dispatch (FP8) and a combine (16-bit) of k copies of each token."""
+    state, and for expert parallelism over data-parallel attention ranks a dispatch (FP8) and a combine (16-bit)
+    of k copies of each token. Without attention DP (dp 1) every rank holds every token after the attention's
+    all-reduce: an expert-parallel layer runs its own experts over all of them and the MoE output's all-reduce
+    (one of the two counted) sums the ranks' shares, so no all-to-all runs (vLLM's FusedMoEParallelConfig:
+    use_all2all_kernels = use_ep and dp_size > 1; TensorRT-LLM's and SGLang's all-to-all MoE backends likewise
+    come with attention DP)."""
     msg = tokens_rank * X["H"] * ACT_BYTES
     ar = np.where(X["tp"] > 1, 2 * (X["ar_lat"] + 2 * (X["tp"] - 1) / X["tp"] * msg / X["link"]), 0.0)
     a2a_bytes = tokens_rank * X["H"] * X["k"] * (DISPATCH_BYTES + ACT_BYTES)  # dispatch + combine
-    a2a = np.where(X["moe_ep"] > 1, 2 * X["a2a_lat"] + a2a_bytes / X["link"], 0.0)
+    a2a = np.where((X["moe_ep"] > 1) & (X["dp"] > 1), 2 * X["a2a_lat"] + a2a_bytes / X["link"], 0.0)
     return X["L"] * ar + X["Lm"] * a2a
 
 
