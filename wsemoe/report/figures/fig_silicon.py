@@ -40,7 +40,13 @@ def _figure(rows, title) -> Figure:
         ax.set_yscale("log")
         ax.set_xlabel(f"measured {unit} [ms]")
         ax.set_ylabel(f"predicted {unit} [ms]")
-        ax.set_title(what.upper())
+        ratio = np.array([r[f"pred_{what}_ms"] / r[f"{what}_ms"] for r in shown], float)
+        if ratio.size:  # the panel's title leads with what its points show
+            within = np.mean((ratio <= BAND) & (ratio >= 1 / BAND))
+            ax.set_title(f"{what.upper()}: {within:.0%} of runs within ×{BAND:g},\nmedian predicted/measured "
+                         f"{np.median(ratio):.2f}")
+        else:
+            ax.set_title(what.upper())
     heading(fig, title, f"{len(shown)} runs modelled of {len(rows)}; solid: parity, dashed: ×{BAND:g} and ÷{BAND:g}")
     if systems:
         handles, labels = axes[0].get_legend_handles_labels()
