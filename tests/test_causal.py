@@ -33,3 +33,28 @@ def test_only_a_tiled_kernel_skips_the_masked_keys():
         w = WorkloadSpec(mode="train", seq_len=1000, B=2, attn_kernel=kernel)
         assert float(compute.executed_core_share(m, w)) == pytest.approx(share)
     assert compute.executed_core_share(m, WorkloadSpec(mode="decode", seq_len=1000, B=2, attn_kernel="flash")) == 1.0
+
+
+def _prefill(hardware, kernel="per_head", **hw_changes):
+    """One Llama-3.1-8B prefill point (S 4096, B 1) on `hardware` under the workload's `kernel`."""
+    import wsemoe
+    from wsemoe.config import presets
+
+    hw = {**presets.load_hardware(hardware).model_dump(), **hw_changes}
+    cfg = {"name": "k", "hardware": hw, "model": "llama-3.1-8b",
+           "workload": {"mode": "prefill", "seq_len": 4096, "B": 1, "G": 1, "attn_kernel": kernel}}
+    return wsemoe.evaluate(cfg).iloc[0]
+
+
+def test_a_gpu_runs_its_own_tiled_kernel_whatever_the_workload_reading():
+    """GPU stacks run tiled attention (hardware.attention_kernel flash on the GPU presets): a prefill on NVL72
+    executes (S+1)/(2S) of the counted core under the workload's per_head reading and holds no scores; with the
+    hardware naming no kernel it follows the workload, as a Cerebras wafer does."""
+    own = _prefill("nvl72")
+    assert own["attn_core_executed_share"] == pytest.approx(4097 / 8192)
+    assert own["attn_core_executed_share"] == pytest.approx(_prefill("nvl72", "flash")["attn_core_executed_share"])
+    assert own["step_time_s"] == pytest.approx(_prefill("nvl72", "materialized")["step_time_s"])
+    unnamed = _prefill("nvl72", attention_kernel=None)
+    assert unnamed["attn_core_executed_share"] == 1.0 and unnamed["step_time_s"] > own["step_time_s"]
+    assert _prefill("cs2")["attn_core_executed_share"] == 1.0   # a wafer takes the workload's reading
+    assert _prefill("cs2", "flash")["attn_core_executed_share"] == pytest.approx(4097 / 8192)

@@ -51,6 +51,18 @@ def with_batch(hw, wl, mp):
     return SimpleNamespace(**fields)
 
 
+def with_kernel(hw, wl):
+    """The workload with the attention kernel its hardware runs (hardware.attention_kernel: a GPU's stacks run a
+    tiled kernel, whatever the workload's attn_kernel reading says of a wafer whose kernel no source describes);
+    unchanged where the hardware names none."""
+    own = getattr(hw, "attention_kernel", None)
+    if own is None or getattr(wl, "attn_kernel", None) == own:
+        return wl
+    fields = wl.model_dump() if hasattr(wl, "model_dump") else dict(vars(wl))
+    fields["attn_kernel"] = own
+    return SimpleNamespace(**fields)
+
+
 def micro_batch(hw, wl, mp) -> Shape:
     """Nodes, TP groups and the tokens of one micro-batch (every group runs its own G·B sequences)."""
     nodes = topology.system_nodes(hw)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost.balance.migration import Window
-from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch
+from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch, with_kernel
 from wsemoe.cost.node import compute, formats, params, weights
 from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
 from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, node_memory, roofline_columns, stage_work,
@@ -31,7 +31,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     Outputs keep the broadcast shape of the inputs they depend on (a scalar when they depend on none).
     With `coded`, `bound` is a `Coded` (integer codes and their labels) instead of an array of strings.
     """
-    wl = with_batch(hw, wl, mp)
+    wl = with_kernel(hw, with_batch(hw, wl, mp))
     shape = micro_batch(hw, wl, mp)
     flops = layer_flops(m, wl, shape)
     c = comm(shape.T, shape.groups, shape.tp) if comm is not None else {}

@@ -210,6 +210,11 @@ class HardwareSpec(EnergyFields, Spec):
                             "over the wafer I/O after the forward pass and back in for the backward pass (unset on a "
                             "weight_source: streamed wafer: streamed, the readings' default; presets/readings.yaml, "
                             "kept_activations)")
+    attention_kernel: Optional[Literal["materialized", "per_head", "flash"]] = Field(
+        None, description="the attention kernel this hardware's software runs in training and prefill, over the "
+                          "workload's attn_kernel (GPUs and GPU dies: flash, what their training and serving stacks run); "
+                          "unset: the workload's (a reading where no source describes the kernel: presets/readings.yaml, "
+                          "attn_kernel)")
     pe_fabric: bool = Field(
         False, description="weight_source streamed: model the wafer at PE level too: weights entering at the fabric's "
                            "edge and crossing it, the experts on PE regions (pipelines with fill and drain), the token "

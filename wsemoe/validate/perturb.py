@@ -212,13 +212,9 @@ RECORD: dict[str, dict] = {
             **_both("nvl72", ("kernel_launch_s",), "moves the decode rows by under 1%: a few dozen calls per layer "
                     "against a 70-120 ms step; dispatch and combine calls pay no kernel launch of their own"),
             **_both("nvl72", ("collective_latency_s",), "no row's value changes: TP 1 runs no all-reduce"),
-            ("h100-sxm:node_peak_flops_fp8", 2.0): "72 H100s at 256 tokens/GPU (two micro-batches overlapped) are "
-                                                   "bound by the combine over InfiniBand: the decode row moves from "
-                                                   "1.486× to 1.497×, the prefill worker from 0.95× to 1.38× (its "
-                                                   "16-bit attention core keeps its time), both inside the band",
             ("h100-sxm:node_peak_flops", 0.5): "the decode row moves from 1.49× to 1.24× (the 16-bit attention core "
                                                "and head now outlast the combine they overlap) and the prefill row "
-                                               "from 0.95× to 0.69×, both inside the band",
+                                               "from 1.16× to 0.94×, both inside the band",
             ("h100-sxm:node_memory_bytes", 2.0): FITS,
             **_both("h100-sxm", ("link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
                                  "collective_latency_s"),
