@@ -52,11 +52,12 @@ def with_batch(hw, wl, mp):
 
 
 def with_kernel(hw, wl):
-    """The workload with the attention kernel its hardware runs (hardware.attention_kernel: a GPU's stacks run a
-    tiled kernel, whatever the workload's attn_kernel reading says of a wafer whose kernel no source describes);
-    unchanged where the hardware names none."""
+    """The workload with the attention kernel its hardware runs in training and prefill (hardware.attention_kernel:
+    a GPU's stacks run a tiled kernel, whatever the workload's attn_kernel reading says of a wafer whose kernel no
+    source describes); unchanged where the hardware names none."""
     own = getattr(hw, "attention_kernel", None)
-    if own is None or getattr(wl, "attn_kernel", None) == own:
+    # training and prefill only, as the reading: decode's one query per sequence keeps its own accounting
+    if own is None or getattr(wl, "mode", None) == "decode" or getattr(wl, "attn_kernel", None) == own:
         return wl
     fields = wl.model_dump() if hasattr(wl, "model_dump") else dict(vars(wl))
     fields["attn_kernel"] = own
