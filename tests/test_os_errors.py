@@ -243,3 +243,14 @@ def test_real_os_errors_are_one_line_and_keep_the_results(work):
         # the class itself, or the check that caught it before the system call did (a folder we may not write)
         assert f"({name})" in text or (name in ("EACCES", "EROFS") and "read-only" in text), (case, text)
     assert _files(results) == before
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_output_the_system_refuses_is_one_line():
+    """Standard output on a full device: the command's reply cannot be written, and that is one line on stderr
+    with a non-zero exit, not a traceback."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "wsemoe.cli", "presets"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == ["error: cannot write the output: no space left on the device (ENOSPC)"]

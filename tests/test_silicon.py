@@ -336,3 +336,14 @@ def test_expert_parallelism_dispatches_only_over_attention_dp_ranks():
     assert (dp["tp"][0], dp["dp"][0]) == (1, 8)
     a2a = L * (2 * dp["a2a_lat"][0] + 4 * H * k * (1 + 2) / dp["link"][0])
     assert serving._comm(dp, tokens)[0] == pytest.approx(a2a, rel=1e-12)
+
+
+def test_impossible_counts_and_measurements_keep_a_reason(tmp_path):
+    """A fractional or absurd request count, and a measurement that is not a finite positive time, are reported
+    with their reason rather than modelled (or scored) as if they were a run."""
+    rows = [_row(id="frac", batch_size=2.5), _row(id="huge", batch_size=1e30),
+            _row(id="inf", silicon_ttft_ms=float("inf")), _row(id="ok")]
+    out = {r["id"]: r for r in accuracy.evaluate(_csv(tmp_path, rows))["rows"]}
+    assert "whole numbers" in out["frac"]["reason"] and "whole numbers" in out["huge"]["reason"]
+    assert "finite" in out["inf"]["reason"] and out["inf"]["pred_ttft_ms"] is None
+    assert out["ok"]["reason"] is None

@@ -184,7 +184,8 @@ def test_what_cannot_be_exported_is_one_line(runner, tmp_path, args, message):
 
 
 def test_cli_from_a_results_folder_into_a_folder_it_owns(runner, tmp_path):
-    """Into a new folder; again over its own export of the same point; another point's needs --force; a file
+    """Into a new folder; again over its own export of the same point; another point's (another index, or the
+    same index under --set) needs --force; a file
     the user added there is never replaced (tests/test_writers.py runs it against every kind of target)."""
     res = run_sweep({**BASE, "name": "pts", "axes": {"workload.B": [1, 8], "mapping.tp": [4, 8]}}, out_root=tmp_path)
     out = tmp_path / "t"
@@ -195,6 +196,8 @@ def test_cli_from_a_results_folder_into_a_folder_it_owns(runner, tmp_path):
     assert meta["point"] == 3 and meta["inputs"] == {"workload.B": 8, "mapping.tp": 8}
     assert (out / "booksim" / ".wsemoe.json").is_file() and len(list((out / "booksim").glob("*.trace"))) >= 1
     assert runner.invoke(app, argv).exit_code == 0                        # its own export of the same point
+    r = runner.invoke(app, argv + ["--set", "workload.B=2"])              # the same index, another point
+    assert r.exit_code != 0 and "pts, point 3" in r.output and "--force" in r.output, r.output
     other = ["export", "traffic", str(res.path), "--point", "1", "-o", str(out)]
     r = runner.invoke(app, other)
     assert r.exit_code != 0 and "pts, point 3" in r.output and "--force" in r.output, r.output

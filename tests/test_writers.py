@@ -319,3 +319,15 @@ def test_a_report_never_goes_into_another_sweeps_results(force, work, runner):
     before = snapshot(work)
     one_line_error(runner.invoke(app, ["report", "results/fs", "-o", "results/other/report.html", *force]), "other")
     assert snapshot(work) == before
+
+
+def test_another_config_of_a_sweep_is_replaced_only_by_sweep_and_it_says_so(work, runner):
+    """results/fs holds fs.yaml's results. A changed fs.yaml: `readings` refuses to replace them (one line, nothing
+    touched); `sweep` replaces them and says so."""
+    changed = {**FS, "axes": {**FS["axes"], "workload.B": [1, 3]}}
+    (work / "fs.yaml").write_text(yaml.safe_dump(changed))
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, ["readings", "fs.yaml", "--results", "results"]), "another config", "sweep")
+    assert snapshot(work) == before
+    r = runner.invoke(app, ["sweep", "fs.yaml", "--results", "results", "--no-readings"])
+    assert r.exit_code == 0 and "replaced the results of an earlier config of fs" in r.output, r.output

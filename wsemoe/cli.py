@@ -128,7 +128,12 @@ def guarded(fn):
             if cause is not None:  # the system refused something a writer or reader did not expect
                 fail(os_error(cause).line())
             fail(f"internal error ({type(exc).__name__}: {exc}); rerun with WSEMOE_DEBUG=1 for a traceback", 1)
-        deliver(reply)
+        try:
+            deliver(reply)
+        except BrokenPipeError:  # the reader stopped reading (`| head`): nothing is left to say to it
+            raise typer.Exit(1)
+        except OSError as exc:  # the output could not be written (a full disk, a closed terminal)
+            fail(os_error(exc, doing="write the output").line(), 1)
     return wrapper
 
 

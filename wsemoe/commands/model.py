@@ -53,6 +53,9 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
                    f"({man['points_reused']:,} of {man['points']:,} points), evaluated the rest")
     if note and not note.startswith("readings:"):
         reply.text(note)
+    if res.replaced:
+        reply.text(f"replaced the results of an earlier config of {res.config.name} in {shown_path(res.path)} "
+                   "(with the plots and report made from them)")
     folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
     return reply.text(f"wrote {shown_path(res.path)}/: config.yaml, manifest.json, points.parquet/, pareto.csv"
                       + (", comparison.csv" if (res.path / "comparison.csv").is_file() else "")

@@ -149,7 +149,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
 def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
                     samples: Optional[int] = typer.Option(None, "--samples", "-n", help="samples of the unknowns (at least; default 10,000, fewer where samples × points would pass 16.8 M)"),
                     method: str = typer.Option("sobol", help="sobol (first-order and total indices) or morris"),
-                    seed: int = typer.Option(1, help="seed of the sample design"),
+                    seed: int = typer.Option(1, min=0, help="seed of the sample design"),
                     unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
                     only: Optional[List[str]] = typer.Option(None, "--only", help="vary only these unknowns"),
                     with_readings: bool = typer.Option(True, "--readings/--no-readings", help="also evaluate every combination of the readings"),
@@ -216,6 +216,10 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
     from wsemoe.report.terminal import readings as rd_view
 
     if target is None:
+        used = [name for name, given in (("--set", fix), ("--only", only)) if given]
+        if used:
+            return Reply().fail(f"{used[0]} needs a TARGET: a sweep YAML or a results folder to evaluate under the "
+                                "readings", 2)
         return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
     found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
     done = f"{found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s"
@@ -230,7 +234,7 @@ def calibrate(hardware: str = typer.Option("cs2", help="hardware preset whose un
               output: Optional[Path] = typer.Option(None, "-o", "--output",
                                                     help="folder for the fit (default results/calibration-<hardware>)"),
               samples: int = typer.Option(32, "--samples", "-n", help="samples per search stage, per reading"),
-              seed: int = typer.Option(1, help="seed of the search"),
+              seed: int = typer.Option(1, min=0, help="seed of the search"),
               unknowns: Optional[Path] = typer.Option(None, help="YAML of unknowns (default: the shipped list)"),
               only: Optional[List[str]] = typer.Option(None, "--only", help="fit only these unknowns"),
               reading: Optional[List[str]] = typer.Option(None, "--reading", help="vary only these readings (the "

@@ -117,9 +117,19 @@ def typed_values(path, values, base: dict, loc, preset_store: dict, unique: bool
     else:
         typed = [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=(*loc, i)), field)
                  for i, v in enumerate(values)]
+        if any(not _point_value(v) for v in typed):  # points are told apart by their axis values
+            raise ConfigError(f"{path} holds a list or a mapping, which an axis cannot vary point by point; set it in "
+                              f"the {section} section (or sweep whole {section} presets)", loc=loc)
     if unique:
         no_repeats(typed, loc)
     return typed
+
+
+def _point_value(v) -> bool:
+    """Whether an axis can take `v` as one point's value: a scalar, or a tuple of numbers (hardware.wafers)."""
+    if isinstance(v, tuple):
+        return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+    return not isinstance(v, (list, dict, set))
 
 
 def no_repeats(values: list, loc, what: str = "value") -> None:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
@@ -31,7 +31,8 @@ class Sparsity(Spec):
     """Vary E or top-k, holding expert width, active or total routed-expert parameters constant."""
 
     vary: Literal["num_experts", "num_experts_per_tok"] = Field(description="model field to vary")
-    values: list[int] = Field(min_length=1, description="values of the varied field")
+    values: list[Annotated[int, Field(gt=0)]] = Field(min_length=1, description="values of the varied field (each "
+                                                                                "at least 1)")
     hold: Literal["width", "active", "total"] = Field("active", description="what stays constant: F, k·F (active, the readings' default: presets/readings.yaml, hold), or E·F")
 
 
@@ -54,7 +55,8 @@ class Constraint(Spec):
 class Compare(Spec):
     """Best feasible baseline point per group of the other axes against the best feasible point."""
 
-    name: str = Field("uniform", description="suffix of the speedup_vs_<name> column")
+    name: str = Field("uniform", description="suffix of the speedup_vs_<name> column: letters, digits and '_' "
+                                             "(up to 64), so the column can be named in --where and --sort")
     baseline: dict[str, Any] = Field(default_factory=lambda: {"workload.G": 1}, description="axis values of the baseline")
     candidate: dict[str, Any] = Field(default_factory=dict, description="axis values the best side is taken from "
                                       "(default: every point); e.g. one hardware against another, each tuned on its own")
@@ -62,6 +64,14 @@ class Compare(Spec):
     also: list[str] = Field(default_factory=list, description="further columns to maximize and compare the same way, "
                             "each side tuned for each one on its own")
     over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
+
+    @field_validator("name")
+    @classmethod
+    def _column_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", v):
+            raise ValueError(f"a name of letters, digits and '_' (up to 64): it becomes the column speedup_vs_<name> "
+                             f"(got {v!r})")
+        return v
 
 
 class Pareto(Spec):

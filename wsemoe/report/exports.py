@@ -78,7 +78,7 @@ def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: in
         raise ResultsError(f"flits per packet must be 1 to {MAX_PACKET_FLITS:,}, got {packet:,}", loc=("--packet-flits",))
     if flit is not None and not 1 <= flit <= MAX_FLIT_BYTES:
         raise ResultsError(f"bytes per flit must be 1 to {MAX_FLIT_BYTES:,}, got {flit:,}", loc=("--flit-bytes",))
-    key = f"{pt.name}, point {pt.point}"
+    key = export_key(pt)
     target = writer.check_folder(folder, "export", force, key)  # before any file is made
     names: list[str] = []
 
@@ -88,6 +88,15 @@ def export_traffic(pt: PointTraffic, folder, flit: int | None = None, packet: in
             yield name, data
     writer.write_folder(target, files(), "export", force, key)
     return [target / n for n in names]
+
+
+def export_key(pt: PointTraffic) -> str:
+    """Which point an export holds: its name and index, and a digest of its inputs, hardware and output columns,
+    so a different point under the same name (a --set override, another --model) is not taken for it."""
+    import hashlib
+
+    ident = json.dumps({"values": pt.values, "hardware": pt.hardware, "row": pt.row}, sort_keys=True, default=str)
+    return f"{pt.name}, point {pt.point} ({hashlib.sha256(ident.encode()).hexdigest()[:8]})"
 
 
 def _files(pt: PointTraffic, flit: int, packet: int):

@@ -39,6 +39,7 @@ class SweepResult:
     seconds: float = 0.0
     repaired: tuple = ()  # (parts, points) recomputed in place by --resume
     note: str = ""  # what `then` said (the readings analysis the sweep command brings up to date)
+    replaced: bool = False  # the folder held results of another config of this sweep, which these replaced
 
 
 def resolved_config(cfg: SweepConfig) -> dict:
@@ -80,6 +81,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     writer.check_folder(path, "sweep", force, key=cfg.name)
+    prior = store.read_manifest(path)  # results of another config of this sweep, which a run replaces (and says so)
     writer.ensure_parent(path)  # the results root itself, at most: its own parent exists (checked)
     with partial_mod.RunLock(path):
         fixed = repair.repair(cfg, path, h) if resume and not force else None
@@ -88,6 +90,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         else:
             res = _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress,
                               _source(config), force)
+            res.replaced = bool(prior) and prior.get("config_hash") != h
         if then is not None:
             res.note = then(res)
         return res

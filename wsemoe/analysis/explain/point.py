@@ -84,7 +84,12 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
     `hardware`, `model` and `sets` alone (the mapping a sweep file would hold, validated as one)."""
     if config is None:
         if hardware is None or model is None:
-            raise ConfigError("give a sweep file or results folder, or --hardware and --model", loc=("eval",))
+            missing = "--model" if hardware is not None else "--hardware" if model is not None else None
+            raise ConfigError(f"a point without a sweep file needs {missing} too" if missing else
+                              "give a sweep file or results folder, or --hardware and --model", loc=("eval",))
+        if point != 0:
+            raise ConfigError(f"--point {point}: a point made of --hardware and --model is the only one (point 0); "
+                              "--point picks a point of a sweep file or results folder", loc=("--point",))
         parsed = parse_sets(sets or [])
         cfg = load_config(point_mapping(hardware, model, parsed))
         one, _, typed = point_config(cfg, 0)

@@ -227,7 +227,8 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
 def run(target, out_root="results", only=(), fixed=None, on_progress=None,
         force: bool = False) -> tuple[Readings, Path | None]:
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
-    are brought up to date first) or a results folder (its config.yaml); the readings/ folder is checked
+    are brought up to date first; results of another config of it are refused: only `sweep` replaces them) or a
+    results folder (its config.yaml); the readings/ folder is checked
     before anything is evaluated. A what-if (`only` or `fixed`) is evaluated and returned with the path None:
     the stored answer is rewritten only by the analysis that made it, every reading varied, none fixed."""
     from wsemoe.store import store
@@ -237,6 +238,12 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None,
         store.load_manifest(target)
         path, cfg = Path(target), load_config(Path(target) / "config.yaml")
     else:
+        cfg = load_config(target)
+        held = store.read_manifest(store.results_dir(out_root, cfg.name))
+        if held and held.get("config_hash") != cfg.config_hash():  # never replace another config's results
+            raise ResultsError(f"holds results of another config of '{cfg.name}'; `wsemoe sweep {target}` replaces "
+                               "them (the readings analysis never does), then run this again",
+                               loc=(str(store.results_dir(out_root, cfg.name)),))
         res = run_sweep(target, out_root=out_root)
         path, cfg = res.path, res.config
     if only or fixed:

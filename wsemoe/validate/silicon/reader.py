@@ -60,6 +60,9 @@ def read(path: Path):
     return frame
 
 
+MAX_REQUESTS = 10**6  # concurrent requests a row may name: far past any measured serving run
+
+
 def _num(value, default=None):
     """A number from a cell (empty or unreadable: default)."""
     try:
@@ -98,6 +101,9 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         return f"no {prefix}batch_size (concurrent requests)"
     if min(tp, pp, dp) < 1:
         return f"{prefix}tp/pp/attention_dp sizes must be at least 1"
+    if any(not float(x).is_integer() for x in (conc, tp, pp, dp)) or conc > MAX_REQUESTS:
+        return (f"{prefix}batch_size and the tp/pp/attention_dp sizes must be whole numbers (batch_size at most "
+                f"{MAX_REQUESTS:,} requests)")
     conc = conc * dp  # with attention DP the file gives each rank's batch (e.g. c256 over DP 64 is 4)
     if not prefix:  # an aggregated run: the benchmark's own record of its concurrency, where it gives one
         conc = source_concurrency(row) or conc

@@ -36,10 +36,11 @@ def load(path: Path) -> Runs:
     hardware = functools.lru_cache(None)(presets.load_hardware)
     resolved = [reader.resolve(r, model, hardware) for r in frame.to_dict("records")]
     reasons = [r.get("reason", "") for r in resolved]
-    meas_ok = frame["silicon_ttft_ms"].gt(0) & frame["silicon_tpot_ms"].gt(0)
+    measured = frame[["silicon_ttft_ms", "silicon_tpot_ms"]].astype(float)
+    meas_ok = (measured.gt(0) & np.isfinite(measured)).all(axis=1)
     for i, ok in enumerate(meas_ok):
         if not reasons[i] and not ok:
-            reasons[i] = "no positive measured TTFT and TPOT"
+            reasons[i] = "no positive, finite measured TTFT and TPOT"
     frame = frame.assign(reason=reasons)
     keys = pd.Series(["|".join(map(str, r)) for r in frame[list(reader.CONFIG)].itertuples(index=False)],
                      index=frame.index)

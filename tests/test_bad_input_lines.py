@@ -1,0 +1,40 @@
+"""Bad input that used to reach an internal error, be ignored, or be accepted into a broken column: each is one
+line naming what to change, exit 2, and nothing written (found by fuzzing the CLI)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from wsemoe.cli import app
+
+BASE = {"name": "bad", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+        "axes": {"workload.B": [1, 2]}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"sparsity": {"vary": "num_experts", "values": [0]}}, "greater than 0"),
+    ({"axes": {"workload.B": [1, 2], "model.hf_aliases": [["a"], ["b"]]}}, "cannot vary point by point"),
+    ({"axes": {"workload.B": [1, 2], "hardware.sources": [{}]}}, "cannot vary point by point"),
+    ({"compare": {"name": "../x"}}, "letters, digits and '_'"),
+    ({"compare": {"name": ""}}, "letters, digits and '_'"),
+])
+def test_a_config_that_cannot_make_points_is_one_line(change, message, runner, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**BASE, **change}))
+    for argv in (["check", str(path)], ["sweep", str(path), "--results", str(tmp_path / "out"), "-q"]):
+        r = runner.invoke(app, argv)
+        assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-p", "5"], "--point 5"),
+    (["eval", "--hardware", "cs2"], "needs --model too"),
+    (["readings", "--set", "attn_kernel=flash"], "--set needs a TARGET"),
+    (["sensitivity", "sweeps/quickstart.yaml", "--seed", "-1"], "--seed"),
+    (["calibrate", "--seed", "-1"], "--seed"),
+])
+def test_an_option_that_would_be_ignored_or_crash_is_one_line(argv, message, runner):
+    r = runner.invoke(app, argv)
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
