@@ -38,3 +38,19 @@ def test_a_config_that_cannot_make_points_is_one_line(change, message, runner, t
 def test_an_option_that_would_be_ignored_or_crash_is_one_line(argv, message, runner):
     r = runner.invoke(app, argv)
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_exponent_numbers_read_as_numbers():
+    """PyYAML (YAML 1.1) reads 1e-9 as text for want of a dot; a sweep file reads it as YAML 1.2 and users do."""
+    from wsemoe.config import yamlio
+
+    got = yamlio.loads("a: 1e-9\nb: 2E6\nc: -1.5e3\nd: '1e3'\ne: 1e3x\n")
+    assert got == {"a": 1e-9, "b": 2e6, "c": -1500.0, "d": "1e3", "e": "1e3x"}
+
+
+@pytest.mark.parametrize("text, held", [("# nothing here\n", "is empty"), ("- a\n- b\n", "holds a list")])
+def test_a_file_that_is_no_mapping_is_named(text, held, runner, tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    r = runner.invoke(app, ["check", str(path)])
+    assert r.exit_code == 2 and str(path) in r.output and held in r.output, r.output

@@ -57,7 +57,10 @@ def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
     else:
         data = source
     if not isinstance(data, dict):
-        raise ConfigError("a sweep config must be a YAML mapping", loc=("config",))
+        held = "is empty" if data is None else f"holds a {type(data).__name__}"
+        where = (str(source),) if isinstance(source, (str, Path)) else ("config",)
+        raise ConfigError(f"a sweep config must be a YAML mapping (name:, hardware:, model:, workload:, axes: ...); "
+                          f"this one {held}", loc=where)
     for key in data:
         if key not in TOP_KEYS:
             close = difflib.get_close_matches(str(key), TOP_KEYS, n=1)

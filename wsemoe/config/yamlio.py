@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from wsemoe.errors import ConfigError
@@ -48,6 +50,10 @@ def _int(loader, node):
     return yaml.SafeLoader.construct_yaml_int(loader, node)
 
 
+# YAML 1.1 (PyYAML) reads 1e-9 and 2E6 as text, being without a dot; YAML 1.2 and every user read them as numbers
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                   re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                                   list("-+0123456789"))
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 
