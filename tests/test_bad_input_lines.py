@@ -54,3 +54,12 @@ def test_a_file_that_is_no_mapping_is_named(text, held, runner, tmp_path):
     path.write_text(text)
     r = runner.invoke(app, ["check", str(path)])
     assert r.exit_code == 2 and str(path) in r.output and held in r.output, r.output
+
+
+def test_a_grid_finer_than_the_pe_fabric_names_the_grid(runner, tmp_path):
+    """cs2 split into 1,024 x 1,024 nodes: each node would be narrower than one PE. The error names the grid the
+    user set, not a link figure derived from it."""
+    hw = tmp_path / "big.yaml"
+    hw.write_text("preset: cs2\nrows: 1024\ncols: 1024\n")
+    r = runner.invoke(app, ["eval", "--hardware", str(hw), "--model", "qwen3-30b-a3b"])
+    assert r.exit_code == 2 and "narrower than one PE" in r.output and "link_bw" not in r.output, r.output

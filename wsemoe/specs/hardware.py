@@ -230,9 +230,14 @@ class HardwareSpec(EnergyFields, Spec):
         if isinstance(data, dict) and data.get("pe") and data.get("rows") and data.get("cols"):
             try:
                 pe = data["pe"] if isinstance(data["pe"], PEFacts) else PEFacts.model_validate(data["pe"])
-                derived = derive_node_figures(pe, int(data["rows"]), int(data["cols"]))
+                rows, cols = int(data["rows"]), int(data["cols"])
+                derived = derive_node_figures(pe, rows, cols)
             except (ValidationError, TypeError, ValueError):
                 return data  # field validation then reports the error at its own key (hardware -> pe -> ...)
+            if rows > pe.fabric_rows or cols > pe.fabric_cols:  # a node narrower than one PE has no links
+                raise ValueError(f"rows x cols {rows} x {cols} splits the {pe.fabric_rows} x {pe.fabric_cols} PE "
+                                 f"fabric into nodes narrower than one PE; at most {pe.fabric_rows} rows and "
+                                 f"{pe.fabric_cols} cols")
             data = {**derived, **{k: v for k, v in data.items() if v is not None}}
         return data
 
