@@ -170,6 +170,19 @@ BANDS: dict[str, Band] = {
                    "h100-sxm servers joined by InfiniBand (seconds per call) over DeepEP's measured low-latency "
                    "kernels at the same EP size and 128 tokens per GPU (V1 documentation: H800, one CX7 400 Gb/s NIC "
                    "per GPU, as the H100 servers have): ±30%, as the NVLink kernels' rows"),
+    # --- the measured-serving model on the given measured runs with the shipped stacks (issue 28's targets, as
+    # rows of `validate`; validate/silicon/rows.py), written before the rows first ran ---
+    "silicon.ttft": Band(hi=0.35, why="MAPE of TTFT over every given configuration at most 35% (issue 28)"),
+    "silicon.tpot": Band(hi=0.20, why="MAPE of TPOT over every given configuration at most 20% (issue 28)"),
+    "silicon.group.ttft": Band(hi=0.40, why="no system × model group's TTFT MAPE above 40% (issue 28)"),
+    "silicon.group.tpot": Band(hi=0.40, why="no system × model group's TPOT MAPE above 40% (issue 28)"),
+    "silicon.bias.ttft": Band(1 / 1.35, 1.35, log=True, why="a system's median predicted/measured TTFT within "
+                              "×1.35 either way: a system biased by more than the overall target (35%) cannot meet "
+                              "it; the stacks are shared across systems, so a bias is the system's own figures'"),
+    "silicon.bias.tpot": Band(1 / 1.2, 1.2, log=True, why="a system's median predicted/measured TPOT within ×1.2 "
+                              "either way: as for TTFT, at the TPOT target (20%)"),
+    "silicon.published": Band(0.67, 1.5, log=True, why="output tokens/s per GPU of the measured-serving model with the "
+                              "SGLang stack over a published DeepSeek-V3 decode worker (issue 28: within ×[0.67, 1.5])"),
     # --- energy (issue 29; wsemoe/validate/energy.py), written before the energy model first ran on these rows ---
     "energy.waferllm": Band(1 / 1.5, 1.5, log=True, why="decode energy of n A100s over a WSE-2 (model over published "
                             "0.92, 2.22, 7.02): within 1.5× either way, a prediction that multiplies two modelled "
