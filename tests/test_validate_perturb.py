@@ -1,7 +1,7 @@
-"""`wsemoe validate` can fail: every physical constant a swept family (bta, waferllm, cerebras here; mapping,
-balance and scale in tests/test_validate_perturb_moentwine.py) reads from its presets, scaled by 2 and by ½ one
-at a time, makes that family fail, except the changes the record lists with the reason no row can see them; the
-record (validate/perturb.RECORD) is what a fresh sweep finds, and validate's summary counts the errors it would
+"""`wsemoe validate` can fail: every physical constant a swept family (bta, waferllm, cerebras, gpu, silicon
+here; mapping, balance and scale in tests/test_validate_perturb_moentwine.py) reads from its presets, scaled by 2
+and by ½ one at a time, makes that family fail, except the changes the record lists with the reason no row can see them; the
+record (validate/perturb_record.RECORD) is what a fresh sweep finds, and validate's summary counts the errors it would
 catch."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from wsemoe.validate import perturb
 from wsemoe.validate.deviations import KNOWN, PINNED
 
 
-@pytest.mark.parametrize("family", ["waferllm", "cerebras", "bta", "gpu"])
+@pytest.mark.parametrize("family", ["waferllm", "cerebras", "bta", "gpu", "silicon"])
 def test_every_scaled_constant_fails_the_family_or_is_recorded_with_why(family):
     assert perturb.against_record(family) == []
 
@@ -54,9 +54,10 @@ def test_a_part_that_never_reads_a_preset_is_not_rerun():
 
 
 def test_the_summary_counts_the_errors_caught():
-    line = perturb.line(["bta", "mapping", "balance", "scale", "waferllm", "cerebras", "gpu", "params"])
+    line = perturb.line(["bta", "mapping", "balance", "scale", "waferllm", "cerebras", "gpu", "silicon", "params"])
     for part in ("of those that move a row", "bta 6 of 15", "mapping 4 of 5", "balance 0 of 4", "scale 22 of 36",
-                 "waferllm 12 of 12", "cerebras 25 of 27", "gpu 17 of 34", "79 more change no row's value",
+                 "waferllm 12 of 12", "cerebras 25 of 27", "gpu 17 of 34", "silicon 25 of 56",
+                 "83 more change no row's value",
                  "(context)"):
         assert part in line, line
     assert "params" not in line   # reads no hardware constant: not swept

@@ -89,7 +89,7 @@ def test_frame_for_tools_keeps_every_field():
 
 
 def test_only_names_every_family_with_a_did_you_mean():
-    assert families() == ["params", "bta", "mapping", "balance", "scale", "waferllm", "cerebras", "gpu", "energy"]
+    assert families() == ["params", "bta", "mapping", "balance", "scale", "waferllm", "cerebras", "gpu", "silicon", "energy"]
     assert families(["moentwine"]) == ["mapping", "balance", "scale"]
     assert families(["cerebras", "params"]) == ["cerebras", "params"]
     assert {f for f, _, _ in PARTS} == set(families())

@@ -16,16 +16,18 @@ def _pct(x):
 
 
 def frames(result: dict) -> list[tuple[str, pd.DataFrame]]:
-    """(title, table) pairs: every run, MAPE per system × model × backend × mode, per system × model, the
-    held-out folds when there are, and the overall line."""
+    """(title, table) pairs: every run, MAPE (and the median predicted/measured) per system × model × backend ×
+    mode, per system × model and per system, the held-out folds when there are, and the overall line."""
     rows = pd.DataFrame(result["rows"], columns=list(ROW_COLUMNS))
     out = [("Runs: measured beside predicted (ms)", rows)]
     for title, key in (("MAPE per system × model × backend × mode (%, medians of duplicate configurations)", "groups"),
-                       ("MAPE per system × model (%)", "system_model")):
-        g = pd.DataFrame(result[key])
+                       ("MAPE per system × model (%)", "system_model"),
+                       ("MAPE (%) and median predicted/measured (the bias) per system", "system")):
+        g = pd.DataFrame(result.get(key, []))
         if len(g):
             g["ttft_mape"], g["tpot_mape"] = g["ttft_mape"].map(_pct), g["tpot_mape"].map(_pct)
             g = g.rename(columns={"ttft_mape": "ttft_mape_pct", "tpot_mape": "tpot_mape_pct"})
+            g = g.round({"ttft_median_ratio": 2, "tpot_median_ratio": 2})
         out.append((title, g))
     if result.get("holdout"):
         h = pd.DataFrame(result["holdout"])
@@ -62,7 +64,8 @@ def json_lines(result: dict) -> str:
     """One JSON object per run (upstream id, prediction or null with the reason), then the summary object."""
     lines = [json.dumps(_clean(r), ensure_ascii=False, allow_nan=False, default=float) for r in result["rows"]]
     summary = {"summary": {"overall": result["overall"], "groups": result["groups"],
-                           "system_model": result["system_model"], "holdout_by": result.get("holdout_by"),
+                           "system_model": result["system_model"], "system": result.get("system", []),
+                           "holdout_by": result.get("holdout_by"),
                            "holdout": result.get("holdout")}}
     lines.append(json.dumps(_clean(summary), ensure_ascii=False, allow_nan=False))
     return "\n".join(lines) + "\n"

@@ -19,6 +19,12 @@ def _mape(pred, meas) -> float:
     return float(np.mean(np.abs(pred / meas - 1))) if len(meas) else float("nan")
 
 
+def _median_ratio(pred, meas) -> float:
+    """Median of predicted / measured: the group's bias, which errors either side of it do not average away."""
+    pred, meas = np.asarray(pred, float), np.asarray(meas, float)
+    return float(np.median(pred / meas)) if len(meas) else float("nan")
+
+
 def evaluate(path: Path, stacks: dict | None = None, holdout: str | None = None) -> dict:
     """Rows (one per run of the file) and summaries. `holdout` (system, model, backend): every configuration
     predicted by a fit that left its group out; else the shipped stacks (or `stacks`)."""
@@ -39,6 +45,7 @@ def evaluate(path: Path, stacks: dict | None = None, holdout: str | None = None)
     rows = _rows(r, cf)
     good = cf[cf["fits"].astype(bool)]
     return {"rows": rows, "groups": _groups(good, list(GROUP)), "system_model": _groups(good, ["system", "model_path"]),
+            "system": _groups(good, ["system"]),
             "overall": _overall(good, len(rows), sum(1 for x in rows if x["reason"])), "holdout": folds,
             "holdout_by": holdout}
 
@@ -68,7 +75,9 @@ def _groups(cf, keys) -> list[dict]:
         key = key if isinstance(key, tuple) else (key,)
         out.append({**dict(zip(keys, key)), "configs": int(len(g)), "runs": int(g["n"].sum()),
                     "ttft_mape": _mape(g["pred_ttft_ms"], g["ttft_ms"]),
-                    "tpot_mape": _mape(g["pred_tpot_ms"], g["tpot_ms"])})
+                    "tpot_mape": _mape(g["pred_tpot_ms"], g["tpot_ms"]),
+                    "ttft_median_ratio": _median_ratio(g["pred_ttft_ms"], g["ttft_ms"]),
+                    "tpot_median_ratio": _median_ratio(g["pred_tpot_ms"], g["tpot_ms"])})
     return out
 
 

@@ -1,0 +1,282 @@
+"""What `wsemoe validate`'s 2× sweep (validate/perturb.py) scales, and what its last run found.
+
+CONSTANTS: per family, per hardware preset, the physical constants its rows read (a top-level field or
+`pe.<field>`). RECORD: per family, each scaled constant no row of the family caught, with why, and the claims no
+change moved (counted as context). tests/test_validate_perturb*.py compare the record with a fresh sweep; a change
+to the rows or the model that moves what the sweep finds is re-recorded here with its reason.
+"""
+
+from __future__ import annotations
+
+FACTORS = (2.0, 0.5)
+
+_NODE = ("node_peak_flops", "node_peak_flops_fp8", "node_peak_flops_fp4", "node_memory_bytes",
+         "node_memory_bw_bytes_per_s", "link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
+         "kernel_launch_s", "collective_latency_s", "alltoall_latency_s")   # a die-level preset's physical figures
+_WSC = (*_NODE, "matmul_efficiency")   # wsc-b200-8x8: expert_half_tokens 0 (scaling leaves it 0)
+
+# What the measured-serving model reads of a GPU preset (validate/silicon/features.py): peaks, memory, NVLink port,
+# the per-call costs of its collectives, and the scale-out network for a group wider than a server (the published
+# H100 worker's 72 GPUs); FP4 where a run's experts are NVFP4 (B200's).
+_SERVING = ("node_peak_flops", "node_peak_flops_fp8", "node_memory_bytes", "node_memory_bw_bytes_per_s",
+            "port_bw_bytes_per_s", "collective_latency_s", "alltoall_latency_s", "scale_out_bw_bytes_per_s")
+
+# {family: {hardware preset: the constants its rows read (a top-level field or `pe.<field>`)}}
+CONSTANTS = {
+    "bta": {"cs2": ("pe.pe_count", "pe.fabric_rows", "pe.fabric_cols", "pe.sram_per_pe_bytes", "pe.clock_hz",
+                    "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s",
+                    "io_in_bw_bytes_per_s", "io_out_bw_bytes_per_s", "matmul_efficiency", "expert_half_tokens")},
+    "mapping": {"wsc-b200-8x8": _WSC},
+    "balance": {"wsc-b200-8x8": _WSC},
+    "scale": {"wsc-b200-4x8x8": (*_WSC, "inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s"),
+              "nvl72": _NODE},
+    "waferllm": {"cs2": ("pe.clock_hz", "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.hop_cycles",
+                         "pe.relay_cycles", "pe.op_overhead_cycles")},
+    "cerebras": {"cs3": ("pe.clock_hz", "pe.fmac_width", "pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s",
+                         "pe.hop_cycles", "pe.relay_cycles", "pe.op_overhead_cycles", "pe.sram_per_pe_bytes",
+                         "pe.program_bytes_per_pe", "pe.fabric_rows", "pe.fabric_cols",
+                         "inter_wafer_link_bw_bytes_per_s", "inter_wafer_hop_latency_s", "sync_io_stall_s")},
+    "gpu": {"nvl72": (*_NODE, "matmul_efficiency"),
+            "h100-sxm": (*(c for c in _NODE if c != "node_peak_flops_fp4"), "scale_out_bw_bytes_per_s",
+                         "scale_out_latency_s", "matmul_efficiency")},  # H100 has no FP4 peak
+    "silicon": {"h100-sxm": _SERVING, "h200-sxm": _SERVING[:-1],   # no given H200 run spans servers
+                "b200-sxm": (*_SERVING[:-1], "node_peak_flops_fp4"), "gb200": _SERVING[:-1]},
+}
+
+# What the last sweep found (regenerate with `sweep`, compare in tests/test_validate_perturb.py):
+# {family: {"missed": {("preset:constant", factor) no row of the family caught: why}, "cannot_fail": [claims no
+# change moved]}}. A pinned known deviation fails when its gap moves by more than a quarter either way
+# (validate/deviations.py), so a change that moves one by less, towards its band or away, is missed.
+PORT = "no row's value changes: a die injects over its four mesh links, and its port (their sum, 3.6 TB/s) binds " \
+       "before the busiest link in none of these rows' phases, at twice or at half"
+FIXED = "not read: these rows run at the paper's reading fixed_latency=launch_only (its simulator's launches, no " \
+        "per-call collective cost), which sets the wafer's per-call costs (1 µs, 0, 0)"
+NARROW = "not read: no row's sweep runs an 8-bit or 4-bit format; matmuls run at the 16-bit peak"
+FITS = "no row's value changes: capacity only decides which points fit, and every point still fits"
+UNASKED = "no row's value changes: the rows compare the paper's settings whether or not they fit the memory"
+SWITCH = "not read: a switch system's traffic runs at its port bandwidth (port_bw_bytes_per_s)"
+INERT = ("not read", "no row's value changes")   # how a recorded reason says its change moves no row at all
+
+
+def _both(preset: str, paths, why: str) -> dict:
+    return {(f"{preset}:{p}", f): why for p in paths for f in FACTORS}
+
+
+_UNREAD_WSC = {**_both("{w}", ("node_peak_flops_fp8", "node_peak_flops_fp4"), NARROW),
+               **_both("{w}", ("port_bw_bytes_per_s",), PORT)}
+_FIXED_WSC = _both("{w}", ("kernel_launch_s", "collective_latency_s", "alltoall_latency_s"), FIXED)
+
+
+def _on(wafer: str, missed: dict) -> dict:
+    return {(k.format(w=wafer), f): why for (k, f), why in missed.items()}
+
+
+RECORD: dict[str, dict] = {
+    "bta": {
+        "missed": {
+            ("cs2:pe.pe_count", 2.0): "twice the SRAM and MACs: each shipped micro-batch needs half the SRAM (a fit "
+                                      "bounds it only from above) and BTA's loss and speedup rise from 1.06× to 1.15×, "
+                                      "towards their bands by under a quarter of their pinned gaps",
+            **_both("cs2", ("pe.fabric_rows", "pe.fabric_cols"), "no row's value changes: the fabric's shape sizes "
+                    "only the die links, which carry nothing these rows time"),
+            ("cs2:pe.sram_per_pe_bytes", 2.0): "each shipped micro-batch needs half the SRAM (the fit bounds it only "
+                                               "from above); BTA's loss and speedup fall to 1.00×, their pinned gaps "
+                                               "(1.06× against 7× and 5×) growing by 4%, under a quarter",
+            **{(f"cs2:{p}", f): "BTA's loss and speedup fall from 1.06× to 1.00×: the pinned gaps (1.06× against 7× "
+               "and 5×) grow by 4%, under a quarter; the trend rows are ratios within one sweep"
+               for p, f in (("pe.clock_hz", 0.5), ("pe.fmac_width", 0.5), ("matmul_efficiency", 0.5),
+                            ("io_in_bw_bytes_per_s", 2.0))},
+            **_both("cs2", ("pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s"), "no row's value changes: "
+                    "weight streaming at die level times the wafer I/O and the MACs, not the PE links or the SRAM's "
+                    "bandwidth"),
+            ("cs2:io_out_bw_bytes_per_s", 2.0): "no row's value changes: the outbound I/O does not bind these points",
+            ("cs2:io_out_bw_bytes_per_s", 0.5): "BTA's loss and speedup rise to 1.16×, towards their bands by "
+                                                "under a quarter of their pinned gaps",
+            **_both("cs2", ("expert_half_tokens",), "moves no row by more than 0.6%"),
+        },
+        "cannot_fail": ["shipped:llama-3.2-1b", "shipped:llama-3.2-3b", "shipped:llama-3.1-8b", "shipped:llama-3.1-70b",
+                        "shipped:gpt3-xl", "bta.falls.experts", "bta.flat.experts", "bta.falls.topk",
+                        "bta.docs.experts", "bta.speedup", "bta.edges"],
+    },
+    "mapping": {
+        "missed": {
+            **_on("wsc-b200-8x8", {**_UNREAD_WSC, **_FIXED_WSC}),
+            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s", "matmul_efficiency"),
+                    "no row's value changes: the rows compare the "
+                    "communication phases of ER and the block mapping on one wafer; compute and HBM reads do not "
+                    "enter them"),
+            ("wsc-b200-8x8:node_memory_bytes", 2.0): "the rows compare the settings where both mappings fit: at "
+                                                      "twice the memory Qwen3-235B at B 1,024 fits too and the large-"
+                                                      "batch communication cut moves from 8% to 6%, inside its band",
+            ("wsc-b200-8x8:node_memory_bytes", 0.5): "no row's value changes: the settings that stop fitting at ½ "
+                                                      "(36 of 48 points fit as shipped, 32 at ½) set no row's extreme",
+        },
+        "cannot_fail": ["mapping.a2a", "mapping.allreduce", "mapping.comm.large", "mapping.topk", "mapping.ftd"],
+    },
+    "balance": {
+        "missed": {
+            **_on("wsc-b200-8x8", {**_UNREAD_WSC, **_FIXED_WSC}),
+            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s", "matmul_efficiency"),
+                    "no row's value changes: "
+                    "replication's cuts are ratios of one die under two balancers, and the churn is refitted to "
+                    "stop-the-world's 2 in 10, so the migration whose hidden share is checked scales along"),
+            **_both("wsc-b200-8x8", ("node_memory_bytes",), UNASKED + ": all 32 fit as shipped, none at ½"),
+            **_both("wsc-b200-8x8", ("hop_latency_s", "link_bw_bytes_per_s"), "moves replication's communication "
+                    "cut by half a point (−13.6% to −13.1% or −13.8%), inside its band"),
+        },
+        "cannot_fail": ["balance.skew", "balance.replicate.compute", "balance.replicate.comm", "balance.stw",
+                        "balance.hidden"],
+    },
+    "scale": {
+        "missed": {
+            **_on("wsc-b200-4x8x8", _UNREAD_WSC),
+            ("wsc-b200-4x8x8:inter_wafer_link_bw_bytes_per_s", 2.0): "HER's best cut falls from −16.6% to −14.0%: "
+                                                                     "its pinned gap grows by under a quarter; the "
+                                                                     "other rows move by under a point",
+            ("wsc-b200-4x8x8:kernel_launch_s", 0.5): "the means move towards the band by under a quarter of their "
+                                                     "gaps (+11.9%, −8.6%)",
+            ("wsc-b200-4x8x8:collective_latency_s", 0.5): "the means move towards the band by under a quarter of "
+                                                          "their gaps (+8.7%, −10.2%)",
+            ("wsc-b200-4x8x8:node_peak_flops", 2.0): "the means move towards the band by under a quarter of their "
+                                                     "gaps (DeepSeek-V3 +6.8% to +8.7%, Qwen3 −12.1% to −10.4%)",
+            ("wsc-b200-4x8x8:matmul_efficiency", 2.0): "the means move towards the band by under a quarter of "
+                                                          "their gaps (+8.7%, −10.4%), as at twice the peak",
+            ("wsc-b200-4x8x8:node_memory_bytes", 2.0): "only HER's best cut moves, towards its band by under a "
+                                                       "quarter of its gap (−16.6% to −18.6%)",
+            ("wsc-b200-4x8x8:node_memory_bytes", 0.5): "HER's best cut falls from −16.6% to −9.2% as fewer layouts "
+                                                       "fit: its pinned gap grows by under a quarter",
+            ("nvl72:node_peak_flops", 2.0): "only Qwen3's mean moves, from −12.1% to −12.9% (a gap under a quarter "
+                                            "larger): NVL72's decode at 1–32 tokens/device is bound by HBM reads and "
+                                            "per-call costs",
+            **_both("nvl72", ("node_peak_flops_fp8", "node_peak_flops_fp4"), NARROW),
+            **_both("nvl72", ("node_memory_bytes",), FITS),
+            **_both("nvl72", ("link_bw_bytes_per_s",), SWITCH),
+            ("nvl72:hop_latency_s", 2.0): "the means move towards the band by under a quarter of their gaps "
+                                          "(+8.3%, −10.2%)",
+            ("nvl72:hop_latency_s", 0.5): "the means fall to +6.1% and −13.1%: the pinned gaps grow by "
+                                          "under a quarter",
+            ("nvl72:port_bw_bytes_per_s", 2.0): "the means fall to +5.6% and −13.3%: the pinned gaps grow "
+                                                "by under a quarter",
+            ("nvl72:port_bw_bytes_per_s", 0.5): "the means move towards the band by under a quarter of their "
+                                                "gaps (+9.1%, −9.8%)",
+            ("nvl72:collective_latency_s", 2.0): "the means move towards the band by under a quarter of their "
+                                                 "gaps (+10.2%, −7.9%)",
+            ("nvl72:collective_latency_s", 0.5): "the means fall to +5.1% and −14.3%: the pinned gaps grow "
+                                                 "by under a quarter",
+        },
+        "cannot_fail": ["scale.her.wafer", "scale.ni.compute.hot", "scale.ni.comm.hot", "scale.ni.compute.fill"],
+    },
+    "waferllm": {
+        "missed": {},
+        "cannot_fail": ["waferllm.rising", "waferllm.growth", "waferllm.binds"],
+    },
+    "cerebras": {
+        "missed": {("cs3:pe.program_bytes_per_pe", 0.5): "no row's value changes: a smaller program leaves more room, and "
+                                                         "every published wafer "
+                                                         "count still holds (only its upper side is pinned, by the "
+                                                         "fit)",
+                   ("cs3:inter_wafer_link_bw_bytes_per_s", 2.0): "16 KB per token over 150 GB/s is 0.1 µs a hop, "
+                                                                 "under 0.1% of a token's time",
+                   ("cs3:inter_wafer_link_bw_bytes_per_s", 0.5): "as at ×2: 0.2 µs a hop"},
+        "cannot_fail": ["cerebras.wafers:llama-3.1-8b", "cerebras.ttft:llama-3.1-405b"],
+    },
+    "gpu": {
+        "missed": {
+            ("nvl72:node_peak_flops", 2.0): "GB200 at 768 tokens/GPU is bound by its FP8 projections and experts: "
+                                            "the row moves from 1.09× to 1.37×, the NVFP4 worker's to 1.18×, inside "
+                                            "×[0.67, 1.5] (the width of the fitted stack's checks of the same points)",
+            **_both("nvl72", ("node_peak_flops_fp8",), "the FP8 worker moves from 1.09× to 1.39× or 0.77×, the "
+                    "NVFP4 worker (FP8 projections) to 0.99× or 0.74×, inside ×[0.67, 1.5]"),
+            **_both("nvl72", ("node_peak_flops_fp4",), "only the NVFP4 worker's experts run at the FP4 peak: its row "
+                    "moves from 0.89× to 0.97× or 0.77×"),
+            ("nvl72:node_memory_bytes", 2.0): FITS,
+            **_both("nvl72", ("node_memory_bw_bytes_per_s",), "no row's value changes: at 768 and 1,408 tokens/GPU "
+                    "every stage is compute-bound, the KV and weight reads shorter than the matmuls at either "
+                    "bandwidth"),
+            **_both("nvl72", ("link_bw_bytes_per_s",), SWITCH),
+            **_both("nvl72", ("hop_latency_s",), "moves the decode rows by under 1% (a few dozen calls per layer "
+                    "against a 70-120 ms step) and the one-token dispatch call by 2%, inside its fitted ±5%"),
+            **_both("nvl72", ("kernel_launch_s",), "moves the decode rows by under 1%: a few dozen calls per layer "
+                    "against a 70-120 ms step; dispatch and combine calls pay no kernel launch of their own"),
+            **_both("nvl72", ("collective_latency_s",), "no row's value changes: TP 1 runs no all-reduce"),
+            ("h100-sxm:node_peak_flops", 0.5): "the decode row moves from 1.49× to 1.24× (the 16-bit attention core "
+                                               "and head now outlast the combine they overlap) and the prefill row "
+                                               "from 1.16× to 0.94×, both inside the band",
+            ("h100-sxm:node_memory_bytes", 2.0): FITS,
+            **_both("h100-sxm", ("link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
+                                 "collective_latency_s"),
+                    "no row's value changes: the step is bound by the all-to-all's InfiniBand share, not by NVLink "
+                    "inside a server, and TP 1 runs no all-reduce"),
+            ("h100-sxm:node_memory_bw_bytes_per_s", 2.0): "moves only the prefill row, by under 0.1% (its head's "
+                                                          "weight read): both steps are bound elsewhere",
+            ("h100-sxm:node_memory_bw_bytes_per_s", 0.5): "the decode row moves from 1.49× to 1.44× (its KV and "
+                                                          "weight reads join the compute the combine overlaps), the "
+                                                          "prefill row by under 0.1%: inside the band",
+            **{("h100-sxm:" + c, f): "moves the decode row by under 2% (1.47–1.50×): the per-call costs are small "
+               "beside the InfiniBand transfer" for c in ("kernel_launch_s", "scale_out_latency_s")
+               for f in FACTORS},
+            ("h100-sxm:alltoall_latency_s", 2.0): "the decode row moves from 1.49× to 1.35× (52 µs a call against "
+                                                  "an InfiniBand combine of about 300 µs) and the gpu.ib rows by "
+                                                  "up to 13%, inside their bands",
+        },
+        "cannot_fail": [],
+    },
+    "silicon": {
+        "missed": {
+            ("h100-sxm:node_memory_bytes", 2.0): "moves the TTFT of the runs that queue for KV space (Qwen3-32B, "
+                                                 "Llama-3.1-70B at high load) by under a point of MAPE",
+            **_both("h100-sxm", ("port_bw_bytes_per_s",), "NVLink sets the TP all-reduces: Llama-3.1-70B's TTFT MAPE "
+                    "moves from 23% to 17% or 38%, Qwen3-32B's from 32% to 35%, the TTFT bias from 0.82× to 0.88×, "
+                    "inside their bands"),
+            **_both("h100-sxm", ("collective_latency_s",), "the all-reduces' per-call cost moves TPOT MAPEs by under "
+                    "2 points and the TPOT bias to 0.98-1.04×"),
+            **_both("h100-sxm", ("alltoall_latency_s",), "read only by the published H100 worker (the given H100 "
+                    "runs have no attention DP, so no all-to-all): 0.83× moves to 0.80× or 0.84×"),
+            ("h100-sxm:scale_out_bw_bytes_per_s", 2.0): "read only by the published H100 worker (72 GPUs over "
+                                                        "InfiniBand): 0.83× moves to 1.07×, inside ×[0.67, 1.5]",
+            ("h200-sxm:node_memory_bytes", 2.0): "moves Llama-3.1-70B's TTFT MAPE by under 2 points (the runs that "
+                                                 "queue for KV space hold more requests)",
+            ("h200-sxm:collective_latency_s", 0.5): "moves TPOT MAPEs by under a point and the pinned TTFT gaps by "
+                                                    "under a quarter",
+            **_both("h200-sxm", ("alltoall_latency_s",), "read by the few DeepSeek runs with attention DP: TPOT MAPEs "
+                    "move by under 2 points, the pinned TTFT gaps by under a quarter"),
+            ("b200-sxm:node_peak_flops", 2.0): "the 16-bit peak binds only the attention core: the TTFT bias moves "
+                                               "from 0.79× to 0.77×, TPOT MAPEs by a point",
+            ("b200-sxm:node_peak_flops_fp8", 0.5): "the TTFT bias moves from 0.79× to 0.89× and Llama-3.1-70B's TTFT "
+                                                   "MAPE from 29% to 39.8%, inside their bands",
+            ("b200-sxm:node_peak_flops_fp4", 2.0): "only the NVFP4 runs' experts: the TTFT bias moves from 0.79× to "
+                                                   "0.75×, inside 0.74×",
+            ("b200-sxm:node_memory_bytes", 2.0): "moves TTFT MAPEs by under a point",
+            **_both("b200-sxm", ("port_bw_bytes_per_s",), "the TTFT bias moves from 0.79× to 0.75× or 0.87×, "
+                    "inside its band"),
+            **_both("b200-sxm", ("collective_latency_s",), "the TPOT bias moves from 0.96× to 1.01× or 0.94×, TPOT "
+                    "MAPEs by under 2 points"),
+            **_both("b200-sxm", ("alltoall_latency_s",), "read by the DeepSeek runs with attention DP: TPOT MAPEs "
+                    "move by under 2 points"),
+            **_both("gb200", ("node_peak_flops",), "read only by the published GB200 worker, where the 16-bit peak "
+                    "runs the attention core: 0.87× moves to 0.93× or 0.76×"),
+            ("gb200:node_peak_flops_fp8", 2.0): "the published GB200 worker's FP8 matmuls share the step with its "
+                                                "combine: 0.87× moves to 1.04×",
+            ("gb200:node_memory_bytes", 2.0): FITS,
+            ("gb200:node_memory_bytes", 0.5): "the published GB200 worker holds fewer of its sequences' KV caches at "
+                                              "once: 0.87× moves to 0.88×",
+            ("gb200:node_memory_bw_bytes_per_s", 2.0): "no row's value changes: the published GB200 worker at 768 "
+                                                       "tokens per GPU is compute-bound",
+            ("gb200:node_memory_bw_bytes_per_s", 0.5): "the published GB200 worker moves from 0.87× to 0.86×: at 768 "
+                                                       "tokens per GPU its matmuls bind",
+            **_both("gb200", ("port_bw_bytes_per_s",), "the published GB200 worker's dispatch and combine: 0.87× "
+                    "moves to 0.91× or 0.80×"),
+            **_both("gb200", ("collective_latency_s",), "no row's value changes: the published GB200 worker runs TP 1, "
+                    "no all-reduce"),
+            **_both("gb200", ("alltoall_latency_s",), "the published GB200 worker's per-call cost: 0.87× moves to "
+                    "0.84× or 0.88×"),
+        },
+        "cannot_fail": ["silicon.group.tpot:b200_sxm/deepseek-ai/DeepSeek-V3",
+                        "silicon.group.tpot:b200_sxm/meta-llama/Llama-3.1-70B",
+                        "silicon.group.ttft:h100_sxm/Qwen/Qwen3-235B-A22B-FP8",
+                        "silicon.group.tpot:h100_sxm/Qwen/Qwen3-32B",
+                        "silicon.group.tpot:h100_sxm/meta-llama/Llama-3.1-70B",
+                        "silicon.group.tpot:h200_sxm/Qwen/Qwen3-235B-A22B-FP8",
+                        "silicon.group.tpot:h200_sxm/meta-llama/Llama-3.1-8B-Instruct"],
+    },
+}
