@@ -17,7 +17,8 @@ COMMANDS, command = registry()
 @command()
 def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | csv | json | markdown"),
              only: Optional[List[str]] = typer.Option(None, "--only", help="a family of rows: params, bta, mapping, "
-                                                      "balance, scale, waferllm, cerebras, gpu, energy, or moentwine "
+                                                      "balance, scale, waferllm, cerebras, gpu, silicon, energy, or "
+                                                      "moentwine "
                                                       "(mapping, balance, scale); repeatable"),
              silicon: Optional[Path] = typer.Option(None, "--silicon", help="instead: a CSV of measured GPU serving "
                                                     "runs (AIConfigurator silicon_sample.csv columns), each predicted "
