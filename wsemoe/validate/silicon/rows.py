@@ -17,18 +17,21 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from wsemoe.validate.common import context, row
+from wsemoe.validate.common import context, factor, row
+from wsemoe.validate.tolerances import band
 
 GIVEN = Path(__file__).resolve().parents[3] / "tests" / "data" / "silicon" / "silicon_given.csv"
 SOURCE = "AIConfigurator silicon_sample.csv (Apache-2.0): the 1,900 given runs (tests/data/silicon)"
 
 
 def percent(x: float) -> str:
+    """A MAPE as printed (unsigned, one decimal; NaN: no configuration of the group fits its GPUs)."""
     return f"{100 * x:.1f}%" if math.isfinite(x) else "nothing fits"
 
 
 def ratio(x: float) -> str:
-    return f"{x:.2f}×" if math.isfinite(x) else "nothing fits"
+    """A predicted/measured ratio as every factor row prints it (NaN: nothing fits)."""
+    return factor(x) if math.isfinite(x) else "nothing fits"
 
 
 def silicon_rows() -> list[dict]:
@@ -42,7 +45,7 @@ def silicon_rows() -> list[dict]:
     result = accuracy.evaluate(GIVEN)
     modelled = [r for r in result["rows"] if r["reason"] in (None, accuracy.NO_FIT)]
     out = [row(f"silicon.{what}", f"{what.upper()} over every given configuration: MAPE of the measured-serving "
-               "model with the shipped stacks (fitted to these runs)", f"≤ {100 * row_band(what):.0f}% (issue 28)",
+               "model with the shipped stacks (fitted to these runs)", f"≤ {100 * band(f'silicon.{what}').hi:.0f}% (issue 28)",
                result["overall"][f"{what}_mape"], percent, source=SOURCE,
                model=f"{percent(result['overall'][f'{what}_mape'])} over {result['overall']['configs']:,} "
                      "configurations") for what in ("ttft", "tpot")]
@@ -70,9 +73,3 @@ def silicon_rows() -> list[dict]:
                        source="LMSYS blog (Part II, Sept. 2025: GB200; Part I, May 2025: H100)"))
     return out
 
-
-def row_band(what: str) -> float:
-    """The upper end of the overall MAPE band of `what` (ttft or tpot)."""
-    from wsemoe.validate.tolerances import band
-
-    return band(f"silicon.{what}").hi
