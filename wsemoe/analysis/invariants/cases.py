@@ -102,16 +102,33 @@ class Case:
 
     def variants(self, requests: dict) -> dict[str, pd.DataFrame]:
         """Several changed grids at once ({tag: changes}): the ones not evaluated yet are stacked into
-        one frame, so the engine pays its per-group cost once for all of them."""
+        frames, so the engine pays its per-group cost once for many of them.
+
+        Changes of plain numbers share one stack. A change of a column the engine groups rows by (a name, a
+        structural field, numbers with None among them) is stacked only with changes of the same columns:
+        stacked with the rest, that column would split every other change's rows into its groups as well."""
         todo = {tag: changes for tag, changes in requests.items() if tag not in self._outputs}
-        if todo:
-            paths = list(dict.fromkeys(p for changes in todo.values() for p in changes))
-            frames = [self.frame.assign(**{p: np.broadcast_to(changes[p], len(self)) if p in changes else self.given(p)
-                                           for p in paths}) for changes in todo.values()]
-            stacked = frame_eval.evaluate_frame(self.cfg, pd.concat(frames, ignore_index=True))
-            for j, tag in enumerate(todo):
-                self._outputs[tag] = stacked.iloc[j * len(self):(j + 1) * len(self)].set_axis(self.frame.index)
+        stacks: dict[frozenset, dict] = {}
+        for tag, changes in todo.items():
+            grouping = frozenset(p for p, v in changes.items() if not self._plain(p, v))
+            stacks.setdefault(grouping, {})[tag] = changes
+        for stack in stacks.values():
+            self._evaluate_stacked(stack)
         return {tag: self._outputs[tag] for tag in requests}
+
+    def _plain(self, path: str, values) -> bool:
+        """Whether a changed column holds plain numbers (given and changed) the engine broadcasts, not groups by."""
+        return (not space.structural(path) and np.asarray(values).dtype.kind in "fiu"
+                and self.given(path).dtype.kind in "fiu")
+
+    def _evaluate_stacked(self, todo: dict) -> None:
+        """Evaluate the changed grids of `todo` as one stacked frame and keep each one's outputs under its tag."""
+        paths = list(dict.fromkeys(p for changes in todo.values() for p in changes))
+        frames = [self.frame.assign(**{p: np.broadcast_to(changes[p], len(self)) if p in changes else self.given(p)
+                                       for p in paths}) for changes in todo.values()]
+        stacked = frame_eval.evaluate_frame(self.cfg, pd.concat(frames, ignore_index=True))
+        for j, tag in enumerate(todo):
+            self._outputs[tag] = stacked.iloc[j * len(self):(j + 1) * len(self)].set_axis(self.frame.index)
 
     def given(self, path: str) -> np.ndarray:
         """An input column as the grid gives it: swept values, or the resolved base value per row."""
