@@ -3,10 +3,14 @@ line naming what to change, exit 2, and nothing written (found by fuzzing the CL
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from wsemoe.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BASE = {"name": "bad", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
         "axes": {"workload.B": [1, 2]}}
@@ -63,3 +67,39 @@ def test_a_grid_finer_than_the_pe_fabric_names_the_grid(runner, tmp_path):
     hw.write_text("preset: cs2\nrows: 1024\ncols: 1024\n")
     r = runner.invoke(app, ["eval", "--hardware", str(hw), "--model", "qwen3-30b-a3b"])
     assert r.exit_code == 2 and "narrower than one PE" in r.output and "link_bw" not in r.output, r.output
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sweep", "sweeps/quickstart.yaml", "--results", ""], "--results is empty"),
+    (["sweep", "sweeps/quickstart.yaml", "--results="], "--results is empty"),
+    (["show", ""], "an argument is empty"),
+])
+def test_an_empty_argument_is_one_line_and_writes_nothing(argv, message, runner, tmp_path, monkeypatch):
+    """`--results ""` (an unset shell variable) used to read as the current folder and write a sweep there."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, [str(ROOT / a) if a.startswith("sweeps/") else a for a in argv])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("option, name", [("-o", "page.txt"), ("--output", "page")])
+def test_a_report_file_named_other_than_html_is_refused(option, name, runner, tmp_path):
+    """The page is HTML: a file named .txt (or nothing) would hold what its name does not say."""
+    r = runner.invoke(app, ["report", str(tmp_path / "any"), option, str(tmp_path / name)])
+    assert r.exit_code == 2 and "name a .html or .htm file" in r.output, r.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_silicon_file_with_a_header_alone_is_refused(runner, tmp_path):
+    """No runs below the header used to print an empty table and exit 0: a MAPE of nothing passed."""
+    path = tmp_path / "header.csv"
+    path.write_text((ROOT / "tests/data/silicon/silicon_given.csv").read_text().splitlines()[0] + "\n")
+    r = runner.invoke(app, ["validate", "--silicon", str(path), "--max-mape", "0.5"])
+    assert r.exit_code == 2 and "no measured runs below the header" in r.output, r.output
+
+
+@pytest.mark.parametrize("argv", [["compare", "a", "b", "--plot"], ["validate", "--silicon", "x.csv", "--plot"]])
+def test_a_figure_file_of_another_kind_is_refused_before_any_work(argv, runner, tmp_path):
+    r = runner.invoke(app, [*argv, str(tmp_path / "fig.gif")])
+    assert r.exit_code == 2 and "name a .png, .svg or .pdf file" in r.output, r.output
+    assert not any(tmp_path.iterdir())

@@ -30,12 +30,22 @@ def _one_line(exc: Exception) -> None:
         exc.show = lambda file=None: typer.echo(f"error: {text} (see --help)", err=True)
 
 
+def _refuse_empty(args) -> None:
+    """An empty argument (`--results ""`, `--output=`, often an unset shell variable) names no file, value or
+    command: refused before parsing, where a path option would read it as the current folder."""
+    for i, arg in enumerate(args):
+        if arg == "" or (arg.startswith("--") and arg.endswith("=")):
+            where = arg[:-1] if arg else (args[i - 1] if i and args[i - 1].startswith("-") else "an argument")
+            raise typer.BadParameter(f"{where} is empty: it names no file, value or command")
+
+
 class OneLineGroup(TyperGroup):
     """The command group, with usage errors of the group and of every command shown in one line."""
 
-    def make_context(self, *args, **kwargs):
+    def make_context(self, info_name, args, *rest, **kwargs):
         try:
-            return super().make_context(*args, **kwargs)
+            _refuse_empty(args)
+            return super().make_context(info_name, args, *rest, **kwargs)
         except typer.TyperException as exc:
             _one_line(exc)
             raise

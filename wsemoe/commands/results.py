@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
+from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, emit, folder, shown_path
 from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
@@ -78,8 +78,7 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     choice(fmt, TABLE_FORMATS, "--format")
     if plot_to is not None:
         writer.check_file(plot_to, "compare", force)
-        if plot_to.suffix.lstrip(".").lower() not in ("png", "svg", "pdf"):
-            raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
+        file_kind(plot_to, FIGURE_FILES, "--plot")
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = Reply()
@@ -131,6 +130,8 @@ def report(results: Optional[Path] = typer.Argument(None, help="a results folder
         return Reply().text(shown_path(index_page.write_index(results or Path("results"), force)))
     if results is None:
         return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
+    if output is not None:
+        file_kind(output, ("html", "htm"), "--output")
     from wsemoe.validate.silicon.baselines import folder_baselines
 
     lines = folder_baselines([results])

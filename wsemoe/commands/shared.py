@@ -18,6 +18,19 @@ def choice(value: str, allowed, option: str) -> str:
     return value
 
 
+FIGURE_FILES = ("png", "svg", "pdf")
+
+
+def file_kind(path: Path, allowed, option: str) -> str:
+    """The kind of file `path` names (its extension, lower case) if it is one of `allowed`, else a one-line error
+    naming the option: a command writes what its file's name says or nothing."""
+    kind = path.suffix.lstrip(".").lower()
+    if kind not in allowed:
+        raise ConfigError(f"name a {', '.join('.' + a for a in allowed[:-1])} or .{allowed[-1]} file"
+                          if len(allowed) > 1 else f"name a .{allowed[0]} file", loc=(option, str(path)))
+    return kind
+
+
 def emit(reply: Reply, df, fmt: str, title: str = "", index: str | None = "point", priority=None) -> Reply:
     """Rows as a table that fits the terminal, or as Markdown, CSV or JSON on stdout."""
     from wsemoe.report.terminal import formats

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, parts, shown_path
+from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, parts, shown_path
 
 COMMANDS, command = registry()
 
@@ -77,8 +77,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
         choice(holdout, ("system", "model", "backend"), "--holdout")
     if plot_to is not None:
         writer.check_file(plot_to, "validate", force)
-        if plot_to.suffix.lstrip(".").lower() not in ("png", "svg", "pdf"):
-            raise ConfigError("name a .png, .svg or .pdf file", loc=("--plot", str(plot_to)))
+        file_kind(plot_to, FIGURE_FILES, "--plot")
     result = accuracy.evaluate(path, holdout=holdout)
     reply = Reply()
     if fmt == "json":
