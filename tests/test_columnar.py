@@ -161,3 +161,28 @@ def test_a_frame_evaluated_for_some_columns_equals_those_of_the_whole_frame(smal
     some = frames.evaluate_frame(cfg, frame, columns={"feasible", "mfu", "step_time_s", "infeasible_reason", "nope"})
     assert set(some.columns) == {"mfu", "step_time_s", "feasible", "infeasible_reason"}  # "nope" is no output
     pd.testing.assert_frame_equal(some, whole[list(some.columns)])
+
+
+def test_shared_groups_reuse_a_group_of_equal_inputs_and_nothing_else(small_config, monkeypatch):
+    """Within `frames.shared_groups` a group whose inputs equal an earlier one's is not evaluated again, and the
+    frame it gives equals a fresh evaluation; a group whose inputs changed is evaluated anew."""
+    from wsemoe.config.loader import load_config
+    from wsemoe.sweep import frames, space
+
+    cfg = load_config(small_config)
+    frame = space.build_frame(cfg)
+    changed = frame.assign(**{"hardware.node_peak_flops": 1e12})
+    fresh = [frames.evaluate_frame(cfg, f) for f in (frame, changed, frame)]
+    calls = []
+    real = frames.evaluate_group
+    monkeypatch.setattr(frames, "evaluate_group", lambda c, ns: calls.append(1) or real(c, ns))
+    with frames.shared_groups():
+        shared = [frames.evaluate_frame(cfg, f) for f in (frame, changed, frame)]
+    groups = len(list(frames.iter_groups(cfg, frame)))
+    assert len(calls) == 2 * groups   # the third frame, equal to the first, evaluated nothing
+    for a, b in zip(fresh, shared):
+        pd.testing.assert_frame_equal(a, b)
+    assert not fresh[0].equals(fresh[1])   # the change moved some output: the second frame was not reused
+    calls.clear()
+    frames.evaluate_frame(cfg, frame)   # outside: no memo
+    assert len(calls) == groups

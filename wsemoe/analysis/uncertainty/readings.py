@@ -25,6 +25,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, ResultsError, excerpt
 from wsemoe.store import ledger
 from wsemoe.store import writer
+from wsemoe.sweep import frames
 from wsemoe.sweep.compare import group_keys
 
 FOLDER = "readings"  # inside a results folder (a slot of `readings` in sweep/ownership.RESULTS_SLOTS)
@@ -158,8 +159,9 @@ def evaluate(config, only=(), fixed=None, readings=None, on_progress=None) -> Re
         return run_cfg.config_hash(), lambda: _quantities(run_cfg)
 
     runs = design(varied)
-    table, values, evaluated = _execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
-                                        on_progress)
+    with frames.shared_groups():   # a run whose reading leaves a system's rows as they were reuses their outputs
+        table, values, evaluated = _execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
+                                            on_progress)
     meta = {"config_hash": cfg.config_hash(), "registry_hash": registry.registry_hash(readings),
             "name": cfg.name, "readings": rows, "fixed": fixed, "varied": names,
             "combinations": int((table["role"] == "combination").sum()), "runs": len(runs),
