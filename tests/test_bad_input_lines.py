@@ -90,14 +90,6 @@ def test_a_report_file_named_other_than_html_is_refused(option, name, runner, tm
     assert not any(tmp_path.iterdir())
 
 
-def test_a_silicon_file_with_a_header_alone_is_refused(runner, tmp_path):
-    """No runs below the header used to print an empty table and exit 0: a MAPE of nothing passed."""
-    path = tmp_path / "header.csv"
-    path.write_text((ROOT / "tests/data/silicon/silicon_given.csv").read_text().splitlines()[0] + "\n")
-    r = runner.invoke(app, ["validate", "--silicon", str(path), "--max-mape", "0.5"])
-    assert r.exit_code == 2 and "no measured runs below the header" in r.output, r.output
-
-
 @pytest.mark.parametrize("argv", [["compare", "a", "b", "--plot"], ["validate", "--silicon", "x.csv", "--plot"]])
 def test_a_figure_file_of_another_kind_is_refused_before_any_work(argv, runner, tmp_path):
     r = runner.invoke(app, [*argv, str(tmp_path / "fig.gif")])
