@@ -38,6 +38,7 @@ class Fill:
 
     def __init__(self, C, kv=None, light: bool = False):
         self.C, self.light = np.asarray(C, dtype=float), light   # light: count stages only (the bisection)
+        self.C_slack = self.C * (1 + SLACK)   # what an item may fill a stage to (once, not per item)
         z = np.zeros(self.C.shape)
         self.stages, self.load, self.top, self.cross, self.nkv = z + 1.0, z.copy(), z.copy(), z.copy(), z.copy()
         self.kv, self.seqs = kv, z + np.inf
@@ -62,7 +63,7 @@ class Fill:
 
     def atom(self, x, kv_layers=0.0):
         """An indivisible item of `x` bytes (holding `kv_layers` layers' KV cache)."""
-        self._close((self.load > 0) & (self.load + x > self.C * (1 + SLACK)))
+        self._close((self.load > 0) & (self.load + x > self.C_slack))
         self.load = self.load + x
         if not self.light:
             self.nkv = self.nkv + kv_layers
@@ -95,8 +96,10 @@ def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False)
     per = np.maximum(np.floor(f.C / parts["e"] + SLACK), 1.0)
     f.start = [] if record else None
     f.atom(parts["emb"])
+    every_expert = np.where(True, parts["E"], 0.0)   # a MoE layer's experts (as np.where gives them), once
     for is_moe in moe:
-        if np.ndim(is_moe) == 0:
+        scalar = np.ndim(is_moe) == 0
+        if scalar:
             if is_moe:
                 f.atom(parts["a"], 1.0)
             else:
@@ -105,8 +108,8 @@ def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False)
             f.atom(np.where(is_moe, parts["a"], parts["d"]), 1.0)
         if record:
             f.start.append(f.stages - 1.0)
-        if np.ndim(is_moe) or is_moe:
-            f.experts(parts["e"], np.where(is_moe, parts["E"], 0.0), per)
+        if not scalar or is_moe:
+            f.experts(parts["e"], every_expert if scalar else np.where(is_moe, parts["E"], 0.0), per)
     f.atom(parts["head"])
     return f.finish()
 
