@@ -9,7 +9,6 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, emit, folder, shown_path
-from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
 

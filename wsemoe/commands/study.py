@@ -68,7 +68,6 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
              force: bool) -> Reply:
     """`validate --silicon`: measured GPU runs beside the model's predictions (wsemoe.validate.silicon)."""
     from wsemoe.commands.shared import emit
-    from wsemoe.errors import ConfigError
     from wsemoe.report.terminal import silicon as view
     from wsemoe.store import writer
     from wsemoe.validate.silicon import accuracy
