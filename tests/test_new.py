@@ -87,3 +87,31 @@ def test_bad_input_is_one_line_and_writes_nothing(runner, tmp_path, monkeypatch,
     r = runner.invoke(app, ["new", *args])
     assert r.exit_code != 0 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("mode", ("prefill", "decode"))
+def test_a_serving_wafer_says_where_its_weights_live(runner, tmp_path, mode):
+    """An SRAM-serving wafer's starter names SRAM and its pipeline, not streaming, sweeps where attention sits, and
+    runs as written; a weight-streaming wafer asked to serve points at SRAM serving, and a GPU server does not."""
+    hw = tmp_path / "cs3-sram.yaml"
+    hw.write_text("preset: cs3\nweight_source: sram\n")
+    path = _new(runner, tmp_path, "serve", "--hardware", str(hw), "--model", "qwen3-30b-a3b", "--mode", mode)
+    text = path.read_text()
+    mapping = text[text.index("# Mapping"):text.index("mapping:")]
+    assert "SRAM" in mapping and "pipeline_wafers" in mapping and "stream" not in mapping, mapping
+    assert yamlio.load(path)["axes"]["mapping.pe_placement"] == ["blocked", "interleaved"]
+    r = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "results"), "-q"])
+    assert r.exit_code == 0, r.output
+    streamed = _new(runner, tmp_path, "stream", "--hardware", "cs3", "--model", "qwen3-30b-a3b", "--mode", mode)
+    assert "hardware: {preset: cs3, weight_source: sram}" in streamed.read_text()
+    for args in (("cs3", "train"), ("h200-sxm", mode)):
+        other = _new(runner, tmp_path, f"other-{args[1]}", "--hardware", args[0], "--model", "qwen3-30b-a3b",
+                     "--mode", args[1])
+        assert "weight_source: sram" not in other.read_text()
+
+
+@pytest.mark.parametrize("hardware", ("wsc-b200-4x8x8", "cs3"))
+def test_axis_comments_stand_apart_from_their_values(runner, tmp_path, hardware):
+    text = _new(runner, tmp_path, "axes", "--hardware", hardware, "--model", "deepseek-v3", "--mode", "decode")
+    axes = text.read_text().split("\naxes:\n")[1].split("\n\n")[0].splitlines()
+    assert axes and all(" # " in line or "  #" in line for line in axes if "#" in line), axes

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from wsemoe.config import yamlio
+from wsemoe.config import presets, yamlio
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import NAME_RE
 from wsemoe.config.single import section_source
@@ -126,7 +126,7 @@ def starter_text(name: str, hardware, model, mode: str = "train", base_dir: Path
         raise ConfigError("this hardware serves from SRAM (weight_source: sram): inference only; use --mode decode "
                           "or --mode prefill", loc=("--mode",))
     text = "\n".join([_head(name, mode, file or f"{name}.yaml"), _section("hardware", hw_src, base_dir), _section("model", model_src, base_dir),
-                      WORKLOAD[mode], _mapping(hw), _balance(), AXES_HEAD + AXES[mode] + _mapping_axes(hw),
+                      WORKLOAD[mode], _mapping(hw, mode), _balance(), AXES_HEAD + AXES[mode] + _mapping_axes(hw),
                       GOALS[mode]])
     load_config({**yamlio.loads(text, source="starter"), "name": name}, base_dir=base_dir)
     return text
@@ -161,10 +161,20 @@ def _streamed(hw) -> bool:
     return hw.weight_source in ("streamed", "sram")
 
 
-def _mapping(hw) -> str:
+def _mapping(hw, mode: str) -> str:
+    if hw.weight_source == "sram":
+        return ("# Mapping: a serving wafer holds its share of the weights and the KV cache in its PEs' SRAM; the "
+                "layers split\n# into pipeline stages over hardware.pipeline_wafers systems (unset: the fewest that "
+                "hold weights and\n# cache). mapping.pe_placement (swept below) places attention among the expert "
+                "regions on the PEs.\nmapping: {}\n")
     if _streamed(hw):
+        how = (f"hardware: {{preset: {hw.name}, weight_source: sram}}" if hw.name in presets.names("hardware")
+               else "weight_source: sram in the hardware section")
+        serve = (f"\n# Serving from SRAM instead (the weights resident across several wafers, as Cerebras' inference "
+                 f"serves):\n# {how}." if mode != "train" and hw.pe is not None else "")
         return ("# Mapping: a weight-streaming wafer runs attention and experts over the whole wafer as one group "
-                "(mapping.tp\n# stays unset); weights stream in over its I/O every pass.\nmapping: {}\n")
+                "(mapping.tp\n# stays unset); weights stream in over its I/O every pass, so a small decode batch is "
+                f"bound by that I/O.{serve}\nmapping: {{}}\n")
     return ("# Mapping: attention runs in tensor-parallel (TP) groups of mapping.tp nodes (swept below), experts "
             "spread over\n# every node; strategy places the groups: block (contiguous), er (entwined rings: every "
             "tile of the mesh\n# holds one member of each group, so dispatch stays inside it), her (ER inside "
@@ -179,13 +189,21 @@ def _balance() -> str:
 
 def _mapping_axes(hw) -> str:
     """TP sizes that divide the nodes (a wafer's dies with her) and the placements worth comparing."""
+    if hw.weight_source == "sram":
+        return _axis("mapping.pe_placement: [blocked, interleaved]", "where attention sits among the experts")
     if _streamed(hw):
         return ""
     wafers = (hw.wafers or (1, 1))[0] * (hw.wafers or (1, 1))[1]
     per_wafer = hw.rows * hw.cols
     tps = [t for t in TP_CHOICES if (per_wafer if wafers > 1 else per_wafer * wafers) % t == 0]
-    out = f"  mapping.tp: {tps}".ljust(COMMENT_AT) + "# TP group size, nodes (each divides the nodes)\n"
+    out = _axis(f"mapping.tp: {tps}", "TP group size, nodes (each divides the nodes)")
     if hw.topology == "mesh":
         strategies = ["block", "er", "her"] if wafers > 1 else ["block", "er"]
-        out += f"  mapping.strategy: [{', '.join(strategies)}]".ljust(COMMENT_AT) + "# placement of the TP groups\n"
+        out += _axis(f"mapping.strategy: [{', '.join(strategies)}]", "placement of the TP groups")
     return out
+
+
+def _axis(entry: str, comment: str) -> str:
+    """One line of the axes section, its comment at COMMENT_AT (or two spaces after a longer entry)."""
+    line = f"  {entry}"
+    return (line.ljust(COMMENT_AT) if len(line) < COMMENT_AT else line + "  ") + f"# {comment}\n"
