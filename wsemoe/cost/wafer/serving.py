@@ -208,8 +208,8 @@ def sized_for(pe, m, wl, cap):
     pes_total, W = regions.wafer_pes(pe), cap["wafers"]
     u_pack = cap["u_pack"]   # one room for every batch (regions.room)
 
-    def fit(batch):
-        return regions.stage_peak(m, W, regions.region_bytes(m, wl, batch)) <= pes_total * u_pack
+    def fit(batch):   # the greedy pass at the wafer's room: it needs the fewest stages of any contiguous split
+        return regions.stages_needed(m, regions.region_bytes(m, wl, batch), pes_total * u_pack) <= W
 
     rungs = [SIZED_FOR ** j for j in range(SIZED_STEPS)]
     fits = [fit(batch) for batch in rungs]
