@@ -213,3 +213,22 @@ def test_a_caption_leads_with_the_finding_and_then_names_the_claim_it_tests():
     html = html_caption("speedup_vs_G", fig)
     assert "<b>" not in html and html.index("no gain") < html.index("Claim tested")
     assert "Claim tested" not in html_caption("speedup_vs_G", fig, claim_shown=True)
+
+
+def test_serving_figures_name_the_model_of_a_one_model_sweep():
+    """A sweep of one model has no model column: its panels and heat map take the model section's name, not the
+    sweep's (nor nothing)."""
+    from wsemoe.report.figures import fig_serving
+
+    view = ResultsView("sweep-name", {"axes": ["workload.B"], "objectives": {}}, pd.DataFrame({"workload.B": [1]}),
+                       pd.DataFrame(), None, {"model": {"name": "qwen3-30b-a3b"}})
+    assert fig_serving._model_name(view, {"workload.B": 1}) == "qwen3-30b-a3b"
+    assert fig_serving._model_name(view, {"workload.B": 1, "model": "deepseek-v3"}) == "deepseek-v3"
+
+
+def test_series_cues_differ_for_the_first_64_series():
+    """Colour and marker together tell 64 series apart: series 0 and 8 (one turn of the 8-colour palette) differ."""
+    from wsemoe.report.figures.style import cue
+
+    pairs = {(cue(i)["color"], cue(i)["marker"]) for i in range(64)}
+    assert len(pairs) == 64 and cue(0) != cue(8)

@@ -102,6 +102,11 @@ def test_a_serving_wafer_says_where_its_weights_live(runner, tmp_path, mode):
     assert yamlio.load(path)["axes"]["mapping.pe_placement"] == ["blocked", "interleaved"]
     r = runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path / "results"), "-q"])
     assert r.exit_code == 0, r.output
+    if mode == "decode":   # its figures too: the stored config leaves pipeline_wafers (unset) out
+        r = runner.invoke(app, ["plot", str(tmp_path / "results" / "serve"), "--format", "png"])
+        assert r.exit_code == 0, r.output
+        plots = tmp_path / "results" / "serve" / "plots"
+        assert (plots / "serving_wafers.png").is_file() and (plots / "serving_heatmap_serve.png").is_file()
     streamed = _new(runner, tmp_path, "stream", "--hardware", "cs3", "--model", "qwen3-30b-a3b", "--mode", mode)
     assert "hardware: {preset: cs3, weight_source: sram}" in streamed.read_text()
     for args in (("cs3", "train"), ("h200-sxm", mode)):

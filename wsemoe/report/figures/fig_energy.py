@@ -13,7 +13,7 @@ from matplotlib.ticker import NullFormatter
 
 from wsemoe.cost.energy.columns import TIERS
 from wsemoe.report.figures.claims import caption, where
-from wsemoe.report.figures.style import DOUBLE, MARKERS, PALETTE, heading, label, outside_legend
+from wsemoe.report.figures.style import DOUBLE, PALETTE, cue, heading, label, outside_legend
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.pareto import front_rows
 
@@ -73,7 +73,7 @@ def frontier(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
             pts = at[at["hardware"] == hw]
             if not len(pts):
                 continue
-            colour, marker = PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]
+            colour, marker = cue(i)["color"], cue(i)["marker"]
             ax.scatter(pts[PER_USER], pts[ENERGY], s=9, color=colour, alpha=0.25, marker=marker, linewidths=0)
             front = pts.iloc[front_rows(pts, {PER_USER: "max", ENERGY: "min"})].sort_values(PER_USER)
             ax.step(front[PER_USER], front[ENERGY], where="pre", color=colour, marker=marker, markersize=4,

@@ -17,7 +17,7 @@ from matplotlib.patches import Patch
 from wsemoe.cost.wafer import serving
 from wsemoe.report.figures.claims import caption, changes, where
 from wsemoe.report.figures.meshdraw import HEAT, draw_cells, draw_links, mesh_axes
-from wsemoe.report.figures.style import DOUBLE, MARKERS, PALETTE, heading, label, log2_ticks, setting
+from wsemoe.report.figures.style import DOUBLE, PALETTE, cue, heading, label, log2_ticks, setting
 from wsemoe.report.figures.view import ResultsView
 
 PER_USER, WAFERS, BATCH = "tokens_per_s_per_user", "wafers", "workload.B"
@@ -79,17 +79,21 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
         best = at.groupby([BATCH, WAFERS], observed=True)[PER_USER].max().reset_index()
         for i, b in enumerate(batches):
             line = best[best[BATCH] == b].sort_values(WAFERS)
-            ax.plot(line[WAFERS], line[PER_USER], marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
-                    label=f"B {b:g}")
+            ax.plot(line[WAFERS], line[PER_USER], **cue(i), label=f"B {b:g}")
         log2_ticks(ax, _spaced(sorted(pd.unique(best[WAFERS]))))
         ax.set_xlabel("wafers in the pipeline")
-        ax.set_title(model or view.name)
+        ax.set_title(model or _model_name(view, view.first_row(at)))
     axes[0].set_ylabel(label(PER_USER))
     axes[-1].legend(title="sequences served", loc="best")
     heading(fig, f"{view.name}: tokens/s per user against the pipeline's wafers (SRAM serving)",
             view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit"))
     fig.supxlabel(_claim_lines("serving_wafers"), fontsize=8.5)
     return caption(fig, CLAIMS["serving_wafers"], _wafers_verdict(rows, models))
+
+
+def _model_name(view: ResultsView, row: dict) -> str:
+    """The model of a point: its model axis, else the model section's name (a sweep of one model)."""
+    return row.get("model") or view.sections(row)["model"].get("name") or view.name
 
 
 def _claim_lines(stem: str) -> str:
@@ -180,7 +184,7 @@ def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
     bar.legend([Patch(color=c, ec="0.4") for c in list(KIND_C.values())[:3]], ["attention", "routed expert", "shared"],
                loc="center right", ncol=3, frameon=False, fontsize=8)
     side = maps[0]["side"]
-    heading(fig, f"{view.name}: one MoE layer of {row.get('model', '')} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
+    heading(fig, f"{view.name}: one MoE layer of {_model_name(view, row)} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
                  "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {row[WAFERS]:g} wafers, dispatch "
                          f"{view.sections(row)['mapping'].get('pe_dispatch', 'multicast')}")
     fig.supxlabel(_claim_lines("serving_heatmap_*"), fontsize=8.5)

@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from wsemoe.report.figures.style import DOUBLE, MARKERS, PALETTE, STYLE, heading, literal, outside_legend
+from wsemoe.report.figures.style import DOUBLE, STYLE, cue, heading, literal, outside_legend
 
 BAND = 1.5  # the dashed lines: predicted within ×1.5 of measured
 
@@ -28,7 +28,7 @@ def _figure(rows, title) -> Figure:
         for j, system in enumerate(systems):
             pts = [(r[f"{what}_ms"], r[f"pred_{what}_ms"]) for r in shown if r["system"] == system]
             x, y = np.array(pts, float).T
-            ax.scatter(x, y, s=9, alpha=0.55, color=PALETTE[j % len(PALETTE)], marker=MARKERS[j % len(MARKERS)],
+            ax.scatter(x, y, s=9, alpha=0.55, **cue(j),
                        linewidths=0, label=literal(system))
             lo, hi = min(lo, x.min(), y.min()), max(hi, x.max(), y.max())
         if hi > 0:

@@ -138,10 +138,11 @@ class ResultsView:
         return df.iloc[0].to_dict()
 
     def sections(self, row) -> dict:
-        """Each section's fields at one point: base, then a preset axis, then swept fields (as the engine does)."""
+        """Each section's fields at one point: the spec's defaults (a stored config leaves out fields that are
+        unset), the base, then a preset axis, then swept fields (as the engine does)."""
         presets, out = self.cfg.get("presets") or {}, {}
         for sec, spec in SECTIONS.items():
-            fields = dict(self.cfg.get(sec) or {})
+            fields = {**_defaults(spec), **(self.cfg.get(sec) or {})}
             if isinstance(row.get(sec), str) and row[sec] in presets:
                 fields = spec.model_validate(presets[row[sec]]).model_dump()
             for col, val in row.items():
@@ -272,3 +273,9 @@ def _follows(df: pd.DataFrame, col: str, key: str) -> bool:
 
 def _numeric(values) -> bool:
     return all(isinstance(v, (int, float, np.integer, np.floating)) for v in values)
+
+
+def _defaults(spec) -> dict:
+    """The fields of a spec class that have a default, at it (None for an optional field left unset)."""
+    return {name: f.get_default(call_default_factory=True) for name, f in spec.model_fields.items()
+            if not f.is_required()}
