@@ -73,7 +73,8 @@ def frontier(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
             pts = at[at["hardware"] == hw]
             if not len(pts):
                 continue
-            colour, marker = cue(i)["color"], cue(i)["marker"]
+            style = cue(i)
+            colour, marker = style["color"], style["marker"]
             ax.scatter(pts[PER_USER], pts[ENERGY], s=9, color=colour, alpha=0.25, marker=marker, linewidths=0)
             front = pts.iloc[front_rows(pts, {PER_USER: "max", ENERGY: "min"})].sort_values(PER_USER)
             ax.step(front[PER_USER], front[ENERGY], where="pre", color=colour, marker=marker, markersize=4,

@@ -28,8 +28,7 @@ def _figure(rows, title) -> Figure:
         for j, system in enumerate(systems):
             pts = [(r[f"{what}_ms"], r[f"pred_{what}_ms"]) for r in shown if r["system"] == system]
             x, y = np.array(pts, float).T
-            ax.scatter(x, y, s=9, alpha=0.55, **cue(j),
-                       linewidths=0, label=literal(system))
+            ax.scatter(x, y, s=9, alpha=0.55, **cue(j), linewidths=0, label=literal(system))
             lo, hi = min(lo, x.min(), y.min()), max(hi, x.max(), y.max())
         if hi > 0:
             line = np.array([lo / 1.2, hi * 1.2])

@@ -15,15 +15,17 @@ from wsemoe.sweep.columns import describe
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]  # second cue where lines of several designs coincide
 LINESTYLES = ["-", "--", "-.", ":"]  # series whose lines coincide stay distinguishable
+UNIFORM_C, BTA_C = PALETTE[3], PALETTE[0]
+SINGLE, DOUBLE = (7.0, 4.5), (11.0, 4.5)
+DPI = 200
 
 
 def cue(i: int) -> dict:
     """Colour and marker of the i-th series: a pair no other of the first 64 shares (the marker steps on once per
     turn of the palette, so series 0 and 8 differ)."""
     return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[(i + i // len(PALETTE)) % len(MARKERS)]}
-UNIFORM_C, BTA_C = PALETTE[3], PALETTE[0]
-SINGLE, DOUBLE = (7.0, 4.5), (11.0, 4.5)
-DPI = 200
+
+
 STYLE = {
     "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
     "legend.fontsize": 8.5, "legend.title_fontsize": 8.5, "figure.titlesize": 11.5,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
@@ -275,6 +275,7 @@ def _numeric(values) -> bool:
     return all(isinstance(v, (int, float, np.integer, np.floating)) for v in values)
 
 
+@cache
 def _defaults(spec) -> dict:
     """The fields of a spec class that have a default, at it (None for an optional field left unset)."""
     return {name: f.get_default(call_default_factory=True) for name, f in spec.model_fields.items()
