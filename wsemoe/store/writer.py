@@ -13,8 +13,8 @@ name or content (`wsemoe new` replaces nothing at all: its file is the user's on
 - never: a symbolic link (the target or any folder of the path as given), the current folder or its
   parents, a results root (a folder holding results folders), a read-only file or folder (its write bits
   cleared: refused even for root), a path more than one folder below an existing one (wsemoe makes at most
-  the one folder that holds what it writes, never a tree), a folder owned by another writer (points.parquet/,
-  a partial folder, plots/), a FIFO or device, a folder holding a `.wsemoe.json` that is not its record, and a
+  the one folder that holds what it writes, never a tree, and that one only where its own entry may go), a
+  folder owned by another writer (points.parquet/, a partial folder, plots/), a FIFO or device, a folder holding a `.wsemoe.json` that is not its record, and a
   report into the results of another sweep than its own (`ownership.check_source`).
 
 Every refusal and every OS failure is one line naming the path; what was there before stays as it was.
@@ -95,12 +95,19 @@ def _check_parent(parent: Path, writer: str, name: str) -> None:
         if not stat.S_ISDIR(up.st_mode):
             raise refuse(parent.parent, "is not a folder")
         writable(parent.parent, up, "folder")
+        _check_owner(parent.parent, writer, parent.name)   # the folder it makes is an entry there too
         return
     except OSError as exc:
         raise os_error(exc, parent, "look at the folder") from None
     if not stat.S_ISDIR(st.st_mode):
         raise refuse(parent, "is not a folder")
     writable(parent, st, "folder")
+    _check_owner(parent, writer, name)
+
+
+def _check_owner(parent: Path, writer: str, name: str) -> None:
+    """`name` may go into `parent` only when no other writer owns `parent` (a results folder takes only the
+    entries its slots name, each from its own writer)."""
     if ledger.foreign(parent):
         raise refuse(parent / ledger.NAME, "is not the record wsemoe keeps there; refusing to write in its folder")
     owner = owner_of(parent)
