@@ -15,7 +15,8 @@ name or content (`wsemoe new` replaces nothing at all: its file is the user's on
   cleared: refused even for root), a path more than one folder below an existing one (wsemoe makes at most
   the one folder that holds what it writes, never a tree, and that one only where its own entry may go), a
   folder owned by another writer (points.parquet/, a partial folder, plots/), a FIFO or device, a folder
-  holding a `.wsemoe.json` that is not its record, and a report into the results of another sweep than its own (`ownership.check_source`).
+  holding a `.wsemoe.json` that is not its record, and a report into the results of another sweep than its own
+  (`ownership.check_source`).
 
 Every refusal and every OS failure is one line naming the path; what was there before stays as it was.
 """
