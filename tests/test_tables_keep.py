@@ -57,3 +57,10 @@ def test_a_column_a_filter_makes_constant_is_said_once_above(path):
     out = tables.selection(sel, 200, "t")
     assert isinstance(out, Group) and "every row: model.num_experts = 32, workload.G = 1" in str(out.renderables[0])
     assert {"model.num_experts", "workload.G"}.isdisjoint(_shown(out)) and "workload.B" in _shown(out)
+
+
+def test_a_constant_of_the_rows_shown_is_not_said_of_the_whole_selection(path):
+    """--limit keeps a few rows of a larger selection: a value they share is said of the rows shown only."""
+    sel = select(path, where="workload.G == 1", every_point=True, sort=["-tokens_per_s"], limit=2)
+    text = str(tables.selection(sel, 200, "t").renderables[0])
+    assert sel.matched > 1 and text.startswith("every row shown: ") and "workload.G = 1" in text

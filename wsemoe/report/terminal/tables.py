@@ -104,7 +104,8 @@ def selection(sel, width: int, title: str) -> Table | Group:
         notes.append(f"{len(sel.rows):,} of {sel.matched:,} rows{turns} (--limit 0 shows all)")
     if hidden:
         notes.append(f"not shown for width: {', '.join(hidden)} (--columns picks, --format csv shows all)")
-    head = [Text("every row: " + ", ".join(f"{c} = {formats.cell(rows_value(sel.rows, c))}" for c in same))] \
+    label = "every row shown: " if len(sel.rows) < sel.matched else "every row: "   # --limit cut the selection
+    head = [Text(label + ", ".join(f"{c} = {formats.cell(rows_value(sel.rows, c))}" for c in same))] \
         if same else []
     wrapped = bool(more)
     tables = [formats.table(rows[cols], title=title, caption="" if wrapped else "; ".join(notes))]
