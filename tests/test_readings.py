@@ -283,6 +283,8 @@ def test_compare_of_folders_flips_with_a_reading(runner, tmp_path):
 def test_readings_command_lists_and_refuses_in_one_line(runner):
     r = runner.invoke(app, ["readings"], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "attn_kernel" in r.output and "per_head*" in r.output and "as_gpu*" in r.output
+    flat = " ".join(r.output.split())   # where a reading applies is said in words (YAML null: a field left unset)
+    assert "hardware.attention_kernel unset" in flat and "None" not in flat
     r = runner.invoke(app, ["readings", "sweeps/bta_topk.yaml", "--set", "attn_kernel"])
     assert r.exit_code == 2 and r.output.strip() == \
         "error: [--set] 'attn_kernel' is not name=option (e.g. attn_kernel=flash)"
