@@ -103,6 +103,12 @@ def test_passing_configs_exit_0_quietly_in_a_pipe_with_a_table_on_request(runner
     assert r.exit_code == 0 and all(name in r.output for name in REGISTRY)
 
 
+def test_a_run_in_which_every_check_skips_checked_nothing_and_exits_1(runner, tmp_path, small_config):
+    """A CI gate that compared nothing cannot fail: a training sweep asked only for a serving invariant."""
+    r = runner.invoke(app, ["invariants", str(_write(tmp_path, small_config)), "--only", "serving_time_adds_up"])
+    assert r.exit_code == 1 and r.output.strip().splitlines()[-1].startswith("error: no invariant applies")
+
+
 def test_json_of_a_failure_is_valid_and_complete(broken_io, runner, tmp_path, small_config):
     r = runner.invoke(app, ["invariants", str(_write(tmp_path, small_config)), "--format", "json"])
     assert r.exit_code == 1
