@@ -3,6 +3,8 @@ commands print what a reader needs (the reading the BTA speedup hinges on; one r
 
 from __future__ import annotations
 
+import os
+
 import math
 
 import numpy as np
@@ -285,6 +287,11 @@ def test_readings_command_lists_and_refuses_in_one_line(runner):
     assert r.exit_code == 0 and "attn_kernel" in r.output and "per_head*" in r.output and "as_gpu*" in r.output
     flat = " ".join(r.output.split())   # where a reading applies is said in words (YAML null: a field left unset)
     assert "hardware.attention_kernel unset" in flat and "None" not in flat
+    # a reading asked to vary where it cannot is said in one line (calibrate's --reading as readings' --only)
+    r = runner.invoke(app, ["readings", "sweeps/moentwine_vs_nvl72.yaml", "--only", "attn_kernel"])
+    assert r.exit_code == 2 and r.output.startswith("error: [--only -> attn_kernel] attn_kernel is not applicable")
+    r = runner.invoke(app, ["calibrate", "--hardware", "nvl72", "--reading", "attn_kernel", "-o", "never-written"])
+    assert r.exit_code == 2 and "nothing to vary" in r.output and not os.path.exists("never-written")
     r = runner.invoke(app, ["readings", "sweeps/bta_topk.yaml", "--set", "attn_kernel"])
     assert r.exit_code == 2 and r.output.strip() == \
         "error: [--set] 'attn_kernel' is not name=option (e.g. attn_kernel=flash)"

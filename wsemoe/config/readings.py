@@ -305,10 +305,18 @@ def status(cfg: SweepConfig, reading: Reading) -> Status:
     for path, allowed in reading.applies_to.items():
         seen = sweep_values(cfg, path)
         if not set(seen) & set(allowed):
-            shown = ", ".join(map(str, dict.fromkeys(seen)))
-            return Status(reading, "not applicable", f"{path} is {shown}; it applies to "
-                          f"{', '.join(map(str, allowed))} ({reading.scope})")
+            shown = ", ".join("unset" if v is None else str(v) for v in dict.fromkeys(seen))
+            return Status(reading, "not applicable", f"{path} is {shown}; it applies where {where(path, allowed)} "
+                          f"({reading.scope})")
     return Status(reading, "varied", configured=configured(cfg, reading))
+
+
+def where(path: str, values) -> str:
+    """Where a reading applies, in words: `path in a, b`, `path unset` (YAML null: a field left to its default)."""
+    named = [str(v) for v in values if v is not None]
+    if not named:
+        return f"{path} unset"
+    return f"{path} in {', '.join(named)}" + (" or unset" if len(named) < len(values) else "")
 
 
 def configured(cfg: SweepConfig, reading: Reading) -> str | None:

@@ -81,6 +81,9 @@ def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tup
             varied.append(st)
         elif r.name in fixed:
             raise ConfigError(f"{r.name} is {st.state} for this sweep: {st.detail}", loc=("--set", r.name))
+        elif r.name in only:   # asked to vary a reading this sweep cannot vary: said, not silently ignored
+            raise ConfigError(f"{r.name} is {st.state} for this sweep: {st.detail}; nothing to vary",
+                              loc=(option, r.name))
         rows.append(row)
     return rows, varied, fixed
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wsemoe.analysis.uncertainty import robustness
+from wsemoe.config.readings import where as applies_where
 from wsemoe.store import ledger
 
 
@@ -26,7 +27,7 @@ def registry(readings: dict, evidence: bool = False) -> Table:
         if r.pending:
             opts += " (pending)"
         if not evidence:
-            rule = "; ".join(_rule(p, v) for p, v in r.applies_to.items())
+            rule = "; ".join(applies_where(p, v) for p, v in r.applies_to.items())
             t.add_row(r.name, opts, Text(r.question + (f" (applies where {rule})" if rule else "")))
             continue
         lines = [f"{o.name}: {o.evidence} (source: {o.source})" for o in r.options.values()]
@@ -109,11 +110,3 @@ def folder_lines(path, manifest: dict) -> list[Text]:
         return [Text(f"robustness over readings: not computed; `wsemoe readings {path}` computes it")]
     return []
 
-
-def _rule(path: str, values) -> str:
-    """Where a reading applies, in words: `path in a, b`, `path unset` (YAML null: a field left to its default)."""
-    named = [str(v) for v in values if v is not None]
-    unset = len(named) < len(values)
-    if not named:
-        return f"{path} unset"
-    return f"{path} in {', '.join(named)}" + (" or unset" if unset else "")
