@@ -35,6 +35,7 @@ def test_a_config_that_cannot_make_points_is_one_line(change, message, runner, t
 @pytest.mark.parametrize("argv, message", [
     (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-p", "5"], "--point 5"),
     (["eval", "--hardware", "cs2"], "needs --model too"),
+    (["export", "traffic", "sweeps/quickstart.yaml", "--hardware", "cs2"], "error: [--hardware] --hardware and"),
     (["readings", "--set", "attn_kernel=flash"], "--set needs a TARGET"),
     (["sensitivity", "sweeps/quickstart.yaml", "--seed", "-1"], "--seed"),
     (["calibrate", "--seed", "-1"], "--seed"),
@@ -52,7 +53,8 @@ def test_exponent_numbers_read_as_numbers():
     assert got == {"a": 1e-9, "b": 2e6, "c": -1500.0, "d": "1e3", "e": "1e3x"}
 
 
-@pytest.mark.parametrize("text, held", [("# nothing here\n", "is empty"), ("- a\n- b\n", "holds a list")])
+@pytest.mark.parametrize("text, held", [("# nothing here\n", "is empty"), ("- a\n- b\n", "holds a list"),
+                                        ("5\n", "holds a number"), ("yes\n", "holds a true/false value")])
 def test_a_file_that_is_no_mapping_is_named(text, held, runner, tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text(text)

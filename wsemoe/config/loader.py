@@ -57,7 +57,8 @@ def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
     else:
         data = source
     if not isinstance(data, dict):
-        held = "is empty" if data is None else f"holds a {type(data).__name__}"
+        kinds = {bool: "a true/false value", int: "a number", float: "a number", str: "a string", list: "a list"}
+        held = "is empty" if data is None else f"holds {kinds.get(type(data), type(data).__name__)}"
         where = (str(source),) if isinstance(source, (str, Path)) else ("config",)
         raise ConfigError(f"a sweep config must be a YAML mapping (name:, hardware:, model:, workload:, axes: ...); "
                           f"this one {held}", loc=where)

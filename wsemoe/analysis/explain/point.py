@@ -96,7 +96,8 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
         return cfg, one, {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}, typed, {}
     if hardware is not None or model is not None:
         raise ConfigError("--hardware and --model make a point without a sweep file; with one, use --set "
-                          "hardware=<preset> or --set model=<preset>", loc=("eval",))
+                          "hardware=<preset> or --set model=<preset>",
+                          loc=("--hardware" if hardware is not None else "--model",))
     cfg = sweep_config(config)
     one, values, typed = point_config(cfg, point, parse_sets(sets or []))
     return cfg, one, values, typed, {c: f"[--set; the point has {values.get(c, _base_value(cfg, c))}]" for c in typed}
