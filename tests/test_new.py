@@ -65,6 +65,20 @@ def test_a_hugging_face_config_is_written_relative_to_the_file(runner, tmp_path,
     assert runner.invoke(app, ["check", str(path)]).exit_code == 0
 
 
+def test_a_local_model_folder_is_named_as_it_is(runner, tmp_path, monkeypatch):
+    """`--model mymodel` for ./mymodel/config.json (no ./ needed, as a Hugging Face loader reads a local folder);
+    a folder named like a preset does not hide the preset."""
+    import shutil
+
+    shutil.copytree(ROOT / "tests" / "data" / "hf" / "deepseek-v3.2-nvfp4", tmp_path / "mymodel")
+    (tmp_path / "deepseek-v3").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert yamlio.load(_new(runner, tmp_path, "mine", "--hardware", "cs3", "--model", "mymodel",
+                            "--mode", "decode"))["model"] == {"hf_config": "mymodel"}
+    assert yamlio.load(_new(runner, tmp_path, "preset", "--hardware", "cs3", "--model", "deepseek-v3",
+                            "--mode", "decode"))["model"] == "deepseek-v3"
+
+
 def test_never_replaces_a_file(runner, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.yaml").write_text("my notes\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wsemoe.config import axes, yamlio
+from wsemoe.config import axes, presets, yamlio
 from wsemoe.errors import ConfigError
 
 FILE_SUFFIXES = (".yaml", ".yml")
@@ -42,9 +42,15 @@ def section_source(kind: str, value, option: str):
         if not isinstance(data, dict):
             raise ConfigError(f"a {kind} file holds a mapping of {kind} fields", loc=(option, text))
         return data
-    if kind == "model" and axes.is_model_file(text):
+    if kind == "model" and (axes.is_model_file(text) or _local_folder(text)):
         return {"hf_config": str(Path(text).absolute())}
     return text
+
+
+def _local_folder(text: str) -> bool:
+    """A folder here named like no preset (`--model mymodel` for ./mymodel/config.json): the user's model, as a
+    Hugging Face loader reads a local folder; a folder named like a preset does not hide the preset."""
+    return Path(text).is_dir() and text not in presets.names("models")
 
 
 def point_mapping(hardware, model, sets: dict | None = None, name: str = "point") -> dict:
