@@ -76,3 +76,12 @@ def test_eval_and_a_table_show_one_value_alike():
         factor, shown = formats.display("tokens_per_microbatch", pd.Series([value]))
         assert formats.quantity(value, "tokens") == (formats.cell(value, factor), shown)
     assert re.fullmatch(r"8192", formats.cell(8192, formats.display("workload.seq_len", pd.Series([8192]))[0]))
+
+
+def test_a_column_whose_median_is_small_keeps_its_large_cells_in_four_digits():
+    """tokens/s of a prefill sweep, 1,649 to 105,200 (median under 10⁴): one prefix for the column, never
+    '1.052e+05' beside '1649'; every cell reads back."""
+    values = pd.Series([105200.5, 26350.2, 13180.1, 6594.3, 3298.7, 1649.9])
+    factor, shown = formats.display("tokens_per_s", values)
+    assert shown == "k tokens/s" and "e" not in "".join(formats.cell(v, factor) for v in values)
+    _check(pd.DataFrame({"tokens_per_s": values}))

@@ -42,7 +42,8 @@ def unit_of(col: str) -> str:
 
 
 def display(col: str, values: pd.Series) -> tuple[float, str]:
-    """(divide by, unit shown in the header) for a numeric column, chosen from its largest magnitude."""
+    """(divide by, unit shown in the header) for a numeric column, chosen from its typical (median) magnitude,
+    or from its largest where a cell would otherwise need more than four digits."""
     unit = unit_of(col)
     x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     x = np.abs(x[np.isfinite(x) & (x != 0)])
@@ -58,8 +59,11 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
         return 1.0, unit
     if top >= 1e4:  # tokens/s, FLOP, ... with an engineering prefix
         f, p = next((f, p) for f, p in PREFIXES if top >= f)
-        return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s
-    return 1.0, unit
+    elif len(x) and x.max() >= 1e4:  # small typical values, a few large: the least prefix that keeps every cell
+        f, p = next((f, p) for f, p in reversed(PREFIXES) if x.max() / f < 1e4)  # in 4 digits, never 1.05e+05
+    else:
+        return 1.0, unit
+    return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s
 
 
 def cell(value, factor: float = 1.0) -> str:
