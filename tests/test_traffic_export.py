@@ -231,3 +231,23 @@ def test_a_trace_too_long_at_one_byte_flits_is_counted_and_not_written(tmp_path,
     meta = json.loads((tmp_path / "ex" / "metadata.json").read_text())
     notes = [s.get("note", "") for p in meta["phases"] for s in p.get("steps", [])]
     assert any("no trace" in n and "packets" in n for n in notes), notes
+
+
+def test_metadata_inputs_are_the_exported_points_and_name_the_overrides(tmp_path, runner):
+    """--set changes the point exported, so the inputs metadata.json gives are the overridden values (the traffic
+    is B = 3's, so its inputs say B = 3), and `set` lists the overrides; without --set there is none."""
+    res = run_sweep({**BASE, "name": "ov", "axes": {"workload.B": [1, 8], "mapping.tp": [4, 8]}}, out_root=tmp_path)
+    runs = {}
+    for tag, extra in (("plain", []), ("set", ["--set", "workload.B=3"])):
+        r = runner.invoke(app, ["export", "traffic", str(res.path), "--point", "0", "-o", str(tmp_path / tag), *extra])
+        assert r.exit_code == 0, r.output
+        runs[tag] = json.loads((tmp_path / tag / "metadata.json").read_text())
+    plain, over = runs["plain"], runs["set"]
+    assert over["phases"][0]["bytes_per_unit"] == pytest.approx(3 * plain["phases"][0]["bytes_per_unit"])
+    assert over["inputs"] == {"workload.B": 3, "mapping.tp": 4} and over["set"] == {"workload.B": 3}
+    assert plain["inputs"] == {"workload.B": 1, "mapping.tp": 4} and plain["set"] == {}
+    r = runner.invoke(app, ["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b",
+                            "--set", "mapping.tp=4", "-o", str(tmp_path / "free")])
+    assert r.exit_code == 0, r.output
+    free = json.loads((tmp_path / "free" / "metadata.json").read_text())
+    assert free["inputs"]["mapping.tp"] == 4 and free["set"] == {"mapping.tp": 4}

@@ -195,6 +195,7 @@ def _metadata(pt: PointTraffic, steps: dict, flit: int, packet: int, links: pd.D
     return {
         "format": FORMAT, "generated_by": f"wsemoe {__version__}", "name": pt.name, "point": pt.point,
         "inputs": {k: (v.item() if hasattr(v, "item") else v) for k, v in pt.values.items()},
+        "set": {k: (v.item() if hasattr(v, "item") else v) for k, v in pt.sets.items()},
         "units": {"bytes": "bytes", "time": "seconds", "cycles": "trace cycles (one flit per link per cycle)"},
         "mesh": {"rows": R, "cols": C, "wafers": list(pt.layout.wafers), "rows_per_wafer": pt.layout.rows,
                  "cols_per_wafer": pt.layout.cols, "node": "n = row * cols + col; row 0 north, col 0 west",

@@ -92,8 +92,9 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
                               "--point picks a point of a sweep file or results folder", loc=("--point",))
         parsed = parse_sets(sets or [])
         cfg = load_config(point_mapping(hardware, model, parsed))
-        one, _, typed = point_config(cfg, 0)
-        return cfg, one, {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}, typed, {}
+        one, _, _ = point_config(cfg, 0)
+        shown = {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}
+        return cfg, one, shown, {p: shown[p] for p in parsed}, {}   # the sets are in the config, as typed
     if hardware is not None or model is not None:
         raise ConfigError("--hardware and --model make a point without a sweep file; with one, use --set "
                           "hardware=<preset> or --set model=<preset>",

@@ -43,18 +43,19 @@ class PointTraffic:
 
     name: str
     point: int
-    values: dict             # the point's inputs {path: value}
+    values: dict             # the inputs the export used {path: value}: the point's, with --set on top
     row: dict                # the point's output columns
     layout: topology.Layout
     hardware: dict
     steps: list = field(default_factory=list)
     totals: dict = field(default_factory=dict)   # {phase: unit LinkLoads of the phase (its steps summed)}
     repeats: dict = field(default_factory=dict)  # {phase: occurrences per layer}
+    sets: dict = field(default_factory=dict)     # the --set overrides {path: value}, as typed (in `values` too)
 
 
 def point_traffic(config=None, point: int = 0, sets=None, hardware=None, model=None) -> PointTraffic:
     """The traffic of one design point of a mesh (a sweep file, a results folder, or --hardware/--model)."""
-    cfg, one, values, _, _ = resolve(config, point, sets, hardware, model)
+    cfg, one, values, typed, _ = resolve(config, point, sets, hardware, model)
     row = engine.evaluate_points(one, 0, 1).iloc[0]
     ns = config_namespaces(one, {c: row[c] for c in one.axis_names()})
     hw, m, wl, mp, bal = (ns[k] for k in ("hardware", "model", "workload", "mapping", "balance"))
@@ -67,8 +68,8 @@ def point_traffic(config=None, point: int = 0, sets=None, hardware=None, model=N
     wl_b = step.with_batch(hw, wl, mp)
     shape = step.micro_batch(hw, wl_b, mp)
     (_, s), = comm.structures(shape.tp)
-    out = PointTraffic(cfg.name, point if config is not None else 0, values,
-                       {k: _plain(v) for k, v in row.items()}, s.layout, dict(vars(hw)))
+    out = PointTraffic(cfg.name, point if config is not None else 0, {**values, **typed},
+                       {k: _plain(v) for k, v in row.items()}, s.layout, dict(vars(hw)), sets=typed)
     for name, scale in comm.scales(shape.T, shape.groups, shape.tp).items():
         out.steps += _steps(hw, s, name, float(scale), getattr(mp, "combine_routing", "xy"))
         out.totals[name], out.repeats[name] = s.phases[name].loads, _plain(comm.repeats(name))
