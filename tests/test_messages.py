@@ -47,7 +47,8 @@ def test_compare_warns_when_the_runs_answer_different_questions(runner, root):
                           env={"COLUMNS": "300"})
     assert other.exit_code == 0
     first = other.output.splitlines()[0]
-    assert first.startswith("warning: small_prefill and small differ in workload.mode (workload.mode train vs prefill")
+    # names and values in one order: small trains, small_prefill prefills
+    assert first.startswith("warning: small and small_prefill differ in workload.mode (workload.mode train vs prefill")
 
 
 def test_plot_prints_relative_paths_as_report_does(runner, root):

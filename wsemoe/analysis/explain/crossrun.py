@@ -143,7 +143,7 @@ def unrelated(paths: list[Path], labels: list[str]) -> list[str]:
         differ = {k: v for k, v in differ.items() if v[0] and v[1] and not v[0] & v[1]}
         if "workload.mode" in differ or {"hardware", "model"} <= set(differ):
             said = "; ".join(f"{k} {', '.join(sorted(a))} vs {', '.join(sorted(b))}" for k, (a, b) in differ.items())
-            out.append(f"warning: {lab} and {labels[0]} differ in {' and '.join(differ)} ({said}): the ratio "
+            out.append(f"warning: {labels[0]} and {lab} differ in {' and '.join(differ)} ({said}): the ratio "
                        "compares different questions, not one design change")
     return out
 
