@@ -51,6 +51,29 @@ def test_compare_warns_when_the_runs_answer_different_questions(runner, root):
     assert first.startswith("warning: small and small_prefill differ in workload.mode (workload.mode train vs prefill")
 
 
+def test_compare_warns_when_a_side_pools_model_variants_the_other_does_not(runner, root, small_config):
+    """The best of a row is over every value of an axis the folders do not share: one side's over E = 32 and 128,
+    the other's over top-k 8 and 4 at E = 128, is no one design change; the warning names each field with the
+    values on each side, first folder first. Sweeping E on both sides (a shared axis) is one question."""
+    plain = {k: v for k, v in small_config.items() if k != "sparsity"}
+    run_sweep({**plain, "name": "experts", "axes": {**plain["axes"], "model.num_experts": [32, 128]}},
+              out_root="results")
+    run_sweep({**plain, "name": "topk", "axes": {**plain["axes"], "model.num_experts_per_tok": [8, 4]}},
+              out_root="results")
+    run_sweep({**plain, "name": "experts_cs3", "hardware": "cs3",
+               "axes": {**plain["axes"], "model.num_experts": [32, 128]}}, out_root="results")
+    run_sweep({**plain, "name": "fixed"}, out_root="results")
+    cases = {("experts", "topk"): "differ in model.num_experts and model.num_experts_per_tok (model.num_experts "
+                                  "32, 128 vs 128; model.num_experts_per_tok 8 vs 8, 4)",
+             ("fixed", "experts"): "differ in model.num_experts (model.num_experts 128 vs 32, 128)"}
+    for (a, b), said in cases.items():
+        r = runner.invoke(app, ["compare", f"results/{a}", f"results/{b}", "--no-readings"], env={"COLUMNS": "300"})
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith(f"warning: {a} and {b} {said}: the ratio compares different questions"), r.output
+    same = runner.invoke(app, ["compare", "results/experts", "results/experts_cs3", "--no-readings"])
+    assert same.exit_code == 0 and "warning" not in same.output, same.output
+
+
 def test_plot_prints_relative_paths_as_report_does(runner, root):
     plotted = runner.invoke(app, ["plot", "results/small", "--only", "pareto"])
     reported = runner.invoke(app, ["report", "results/small"])

@@ -113,36 +113,51 @@ def compare(paths, metric: str | None = None) -> Comparison:
         for col in dict.fromkeys([metric, *objectives, *energy]):
             table[f"{label}/{labels[0]}:{col}"] = (table[f"{label}:{col}"].astype(float)
                                                     / table[f"{labels[0]}:{col}"].astype(float))
-    return Comparison(table, labels, group, metric, sense, objectives, dropped, unrelated(paths, labels))
+    return Comparison(table, labels, group, metric, sense, objectives, dropped,
+                      unrelated(paths, labels, group))
 
 
 SAME_QUESTION = ("hardware", "model", "workload.mode")  # what two compared sweeps should share to answer one question
+CHANGED = ("hardware", "model")   # a comparison of related runs changes one of these, at one value a side
 
 
-def _values(cfg: dict, path: str) -> set:
-    """The values a resolved config.yaml takes at `path`: its axis (or zip column) values, else its base value."""
+def _values(cfg: dict, path: str) -> list[str]:
+    """The values a resolved config.yaml takes at `path`, in its order: its axis (or zip column) values, else its
+    base value ('unset' for a field the stored config leaves out: it holds no None)."""
     for grp in [cfg.get("axes") or {}, *(cfg.get("zip") or [])]:
         if isinstance(grp, dict) and path in grp and isinstance(grp[path], list):
-            return {str(v) for v in grp[path]}
+            return list(dict.fromkeys(str(v) for v in grp[path]))
     section, _, name = path.partition(".")
     base = cfg.get(section)
     value = base.get(name or "name") if isinstance(base, dict) else base
-    return {str(value)} if value is not None else set()
+    return [str(value) if value is not None else "unset"]
 
 
-def unrelated(paths: list[Path], labels: list[str]) -> list[str]:
-    """A warning per folder that shares with the first neither its hardware nor its model, or runs another mode:
-    its ratio to the first compares different questions (a comparison of related runs changes one of them)."""
+def _swept(cfg: dict) -> list[str]:
+    """The hardware and model fields a resolved config.yaml sweeps (axes and zip columns)."""
+    grps = [cfg.get("axes") or {}, *(cfg.get("zip") or [])]
+    return [p for g in grps if isinstance(g, dict) for p in g if p.partition(".")[0] in CHANGED]
+
+
+def unrelated(paths: list[Path], labels: list[str], group: list[str]) -> list[str]:
+    """A warning per folder whose points differ from the first's in what the ratio does not pair up (a field that
+    is not a `group` axis): another mode, both hardware and model, or any hardware or model field one side takes
+    several values of and the other not the same ones (a row's best is then over different variants: E = 32 and
+    128 against top-k 8 to 1). Its ratio to the first compares different questions (a comparison of related runs
+    changes one fixed hardware or model)."""
     try:
         cfgs = [yamlio.load(Path(p) / "config.yaml") or {} for p in paths]
     except Exception:  # a damaged config cannot tell; the folders were verified, so this is rare
         return []
     out = []
     for cfg, lab in zip(cfgs[1:], labels[1:]):
-        differ = {k: (_values(cfgs[0], k), _values(cfg, k)) for k in SAME_QUESTION}
-        differ = {k: v for k, v in differ.items() if v[0] and v[1] and not v[0] & v[1]}
-        if "workload.mode" in differ or {"hardware", "model"} <= set(differ):
-            said = "; ".join(f"{k} {', '.join(sorted(a))} vs {', '.join(sorted(b))}" for k, (a, b) in differ.items())
+        fields = [k for k in dict.fromkeys([*SAME_QUESTION, *_swept(cfgs[0]), *_swept(cfg)]) if k not in group]
+        differ = {k: (_values(cfgs[0], k), _values(cfg, k)) for k in fields}
+        differ = {k: v for k, v in differ.items() if set(v[0]) != set(v[1])}
+        sections = {k.partition(".")[0] for k in differ}
+        pooled = any(len(a) > 1 or len(b) > 1 for a, b in differ.values())
+        if "workload" in sections or set(CHANGED) <= sections or pooled:
+            said = "; ".join(f"{k} {', '.join(a)} vs {', '.join(b)}" for k, (a, b) in differ.items())
             out.append(f"warning: {labels[0]} and {lab} differ in {' and '.join(differ)} ({said}): the ratio "
                        "compares different questions, not one design change")
     return out
