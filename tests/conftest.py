@@ -33,17 +33,9 @@ def pytest_configure(config):
         settings.load_profile("dev")
 
 
-# The files that take longest (a minute and more of one worker: the invariants suite on every shipped preset, the
-# README run as written, the reproduction rows, the perturbation sweeps), started first so that the two workers of
-# `make test` do not wait on one of them at the end (longest first: a greedy schedule's tail is the shortest).
-SLOW_FIRST = ("test_cost_invariants.py", "test_readme.py", "test_reproduction.py",
-              "test_validate_perturb_moentwine.py", "test_validate_perturb.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Run SLOW_FIRST's files first, in that order; every other test keeps its place (a stable sort)."""
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+# No ordering hook: under `--dist loadfile` pytest-xdist queues files by their number of tests, largest first
+# (its loadscope reorder, on by default), whatever order collection gives them, so a hook putting the slowest files
+# first had no effect (measured: the invariants file still ran first, the README run late).
 
 
 @pytest.fixture
