@@ -35,7 +35,7 @@ def pytest_configure(config):
 
 # No ordering hook: under `--dist loadfile` pytest-xdist queues files by their number of tests, largest first
 # (its loadscope reorder, on by default), whatever order collection gives them, so a hook putting the slowest files
-# first had no effect (measured: the invariants file still ran first, the README run late).
+# first had no effect (the invariants file, with the most tests, is queued first either way).
 
 
 @pytest.fixture
