@@ -4,9 +4,11 @@ folders runs left are reported and `--clean` removes only the stale ones a run m
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import yaml
 
@@ -45,6 +47,26 @@ def test_ls_reports_state_size_points_and_date(tmp_path, runner):
     for name in ("same", "changed", "damaged", "frompython"):
         assert name in r.output
     assert "up to date" in r.output and "config changed" in r.output and "2 " in r.output and "kB" in r.output
+
+
+def test_a_model_file_named_relatively_is_up_to_date_as_sweep_finds_it(tmp_path, monkeypatch):
+    """A sweep file's relative hf_config path names the same model from any folder: `ls` (which reads the file
+    by its absolute path) and `sweep` run from another folder find the results up to date, as `sweep` does."""
+    hf = Path(__file__).parent / "data" / "hf"
+    work = tmp_path / "n2"
+    work.mkdir()
+    shutil.copy(hf / "olmoe-1b-7b-0924.json", work / "olmoe.json")
+    (tmp_path / "hf").mkdir()
+    shutil.copy(hf / "deepseek-v3.json", tmp_path / "hf")
+    for name, model in (("here", "olmoe.json"), ("up", "../hf/deepseek-v3.json")):
+        (work / f"{name}.yaml").write_text(yaml.safe_dump({**CFG, "name": name, "model": {"hf_config": model}}))
+    monkeypatch.chdir(work)
+    for name in ("here", "up"):
+        assert run_sweep(f"{name}.yaml").status == "written"
+        assert run_sweep(f"{name}.yaml").status == "up to date"
+    assert {r.name: r.status for r in inventory.results_in("results")} == {"here": "up to date", "up": "up to date"}
+    monkeypatch.chdir(tmp_path)
+    assert run_sweep("n2/here.yaml", out_root="n2/results").status == "up to date"
 
 
 def _partial(tmp_path, target="one", marked=True):

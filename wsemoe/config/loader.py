@@ -67,7 +67,10 @@ def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
             close = difflib.get_close_matches(str(key), TOP_KEYS, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ConfigError(f"unknown key '{key}'{hint}", loc=(str(key),))
-    return data, base_dir or Path.cwd()
+    # Canonical: an imported model records its file's path (hf:<path>), which the config's hash covers, so a
+    # relative path must name the file alike from any working folder and as `ls` reads the sweep file (by the
+    # absolute path its manifest records): otherwise results just written would read as "config changed".
+    return data, Path(base_dir or Path.cwd()).resolve()
 
 
 def _base_specs(data: dict, base_dir: Path) -> dict:

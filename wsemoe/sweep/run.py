@@ -97,8 +97,10 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
 
 
 def _source(config) -> str | None:
-    """The sweep file's absolute path (so `wsemoe ls` can tell whether results are up to date), or None."""
-    return str(Path(config).resolve()) if isinstance(config, (str, Path)) else None
+    """The sweep file's absolute path (so `wsemoe ls` can tell whether results are up to date), or None. Its folder
+    is resolved as the loader resolves it, the file itself not: a linked sweep file is read from where it was named,
+    so `ls` resolves its relative paths against the same folder the run did."""
+    return str(Path(config).parent.resolve() / Path(config).name) if isinstance(config, (str, Path)) else None
 
 
 def _check_search(cfg: SweepConfig, workers: int, scheduler, limit: int, force: bool) -> None:
