@@ -10,9 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from wsemoe.cli import app
+from wsemoe.errors import ResultsError
 from wsemoe.store import inventory
 from wsemoe.store import partial
 from wsemoe.sweep.run import run_sweep
@@ -91,6 +93,40 @@ def test_stale_partials_are_reported_and_cleaned(tmp_path, runner):
     assert r.exit_code == 0 and f"removed stale partial folder {stale}" in r.output
     assert not stale.exists() and lookalike.exists() and user.exists()
     assert not (tmp_path / "results" / ".one.lock").exists()
+
+
+def test_clean_keeps_whole_a_partial_folder_holding_a_file_wsemoe_did_not_write(tmp_path, runner):
+    """Nothing of a stale partial folder is removed while it holds a file of the user's (at its top or among the
+    parts): `ls --clean` says so in one line naming that file, and `ls` keeps listing the folder."""
+    (tmp_path / "results").mkdir()
+    noted = _partial(tmp_path, "one")
+    (noted / "NOTES.txt").write_text("note\n")
+    deep = _partial(tmp_path, "two")
+    (deep / "chunks" / "mine.txt").write_text("x")
+    clear = _partial(tmp_path, "three")
+    held = {p: sorted(f.relative_to(p) for f in p.rglob("*")) for p in (noted, deep)}
+    r = runner.invoke(app, ["ls", str(tmp_path / "results"), "--clean"], env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    assert f"removed stale partial folder {clear}" in r.output and not clear.exists()
+    for p, name in ((noted, "'NOTES.txt'"), (deep, "'chunks/mine.txt'")):
+        lines = [ln for ln in r.output.splitlines() if p.name in ln]
+        assert len(lines) == 1 and name in lines[0] and "did not write" in lines[0] and "kept" in lines[0], r.output
+        assert sorted(f.relative_to(p) for f in p.rglob("*")) == held[p]  # whole: parts, chunks, marker
+    r = runner.invoke(app, ["ls", str(tmp_path / "results")], env={"COLUMNS": "300"})
+    assert noted.name in r.output and deep.name in r.output and "'NOTES.txt'" in r.output
+
+
+def test_a_new_run_never_empties_a_partial_folder_holding_a_users_file(tmp_path):
+    """A run without --resume clears its config's old partial folder only when it holds nothing but what wsemoe
+    wrote there; another config's is kept whole too."""
+    (tmp_path / "results").mkdir()
+    mine = _partial(tmp_path, "one")
+    (mine / "NOTES.txt").write_text("note\n")
+    before = sorted(f.relative_to(mine) for f in mine.rglob("*"))
+    with pytest.raises(ResultsError, match="NOTES.txt"):
+        partial.PartialRun(tmp_path / "results" / "one", "0123456789abcdef", resume=False)
+    partial.PartialRun(tmp_path / "results" / "one", "fedcba9876543210", resume=False)
+    assert sorted(f.relative_to(mine) for f in mine.rglob("*")) == before
 
 
 def test_a_partial_a_run_holds_is_left_alone(tmp_path):

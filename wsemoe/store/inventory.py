@@ -2,8 +2,8 @@
 date, and the hidden partial folders runs left behind (reported, and removed on request).
 
 Only folders a run marked as its own partial (`wsemoe-partial.json` naming its target) are ever
-removed, and only while no run holds that target's lock; nothing is matched by pattern alone, and only
-the partial folder's own entries are deleted (anything else keeps the folder). A results folder is
+removed, and only while no run holds that target's lock; nothing is matched by pattern alone, and a
+partial folder holding anything wsemoe did not write is kept whole (reported, naming that file). A results folder is
 verified as every reader verifies it (each part's checksum), so "up to date" means undamaged too.
 """
 
@@ -51,6 +51,7 @@ class Partial:
     bytes: int
     modified: dt.datetime
     running: bool
+    foreign: str | None = None  # the first entry wsemoe did not write there: the folder is kept whole
 
 
 def folder_bytes(path: Path) -> int:
@@ -121,7 +122,7 @@ def partials_in(root) -> list[Partial]:
             continue
         ranges = [r for r in (store.part_range(f.name) for f in _parts(p)) if r]
         out.append(Partial(p, m.group("target"), len(ranges), sum(b - a for a, b in ranges), folder_bytes(p),
-                           _when(p), partial.lock_held(root / m.group("target"))))
+                           _when(p), partial.lock_held(root / m.group("target")), partial.foreign_entry(p)))
     return out
 
 
@@ -131,12 +132,13 @@ def _parts(p: Path) -> list[Path]:
 
 
 def clean(root) -> list[Path]:
-    """Remove the partial folders under `root` that no run holds (each under its target's run lock); a symbolic link
-    along `root` as given is refused, as by every writer (nothing is removed through a link)."""
+    """Remove the partial folders under `root` that no run holds (each under its target's run lock) and that hold
+    only what wsemoe wrote there (one with a user's file is kept whole: `partials_in` names the file); a symbolic
+    link along `root` as given is refused, as by every writer (nothing is removed through a link)."""
     root = writer.checked_path(root)
     removed = []
     for part in partials_in(root):
-        if part.running:
+        if part.running or part.foreign:
             continue
         target = Path(root) / part.target
         try:

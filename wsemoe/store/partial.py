@@ -39,8 +39,6 @@ from wsemoe.store.runlock import RunLock, lock_held  # noqa: F401 (the run's loc
 from wsemoe.config import yamlio
 from wsemoe.errors import ResultsError, RunError, os_error
 
-SMALL_FILES = ("config.yaml", "pareto.csv", "comparison.csv")
-
 MARKER = PARTIAL_MARKER
 
 
@@ -91,13 +89,44 @@ def write_chunk(partial, points: Block, candidates: Block, stats: dict) -> dict:
     return stats
 
 
+# What a run writes in its partial folder's subfolders, by name: parts, their chunk files, temporary files.
+_OURS = {"points.parquet": lambda n: store.part_range(n) is not None,
+         "chunks": lambda n: store.part_range(n.removesuffix(".json").removesuffix(".candidates.parquet")) is not None,
+         "tmp": lambda n: ".wsemoe-tmp-" in n}
+
+
+def _our_file(entry: os.DirEntry, led: ledger.Ledger) -> bool:
+    """A file at the top of a partial folder that a run wrote: the marker, the ledger, a temporary file by the name
+    a run gives it, or a file a finishing run wrote (config.yaml, manifest.json, ...) as its ledger records it."""
+    if not entry.is_file(follow_symlinks=False):
+        return False
+    return (entry.name in (MARKER, ledger.NAME) or ".wsemoe-tmp-" in entry.name
+            or ledger.matches(Path(entry.path), led.entry(entry.name)))
+
+
+def foreign_entry(path: Path) -> str | None:
+    """The first entry of a partial folder that wsemoe did not write there ('NOTES.txt', 'chunks/x'), or None:
+    ours are the files `_our_file` proves and, in the parts, chunks and temporary folders, regular files by the
+    names a run gives them."""
+    led = ledger.read(path)
+    for top in sorted(os.scandir(path), key=lambda e: e.name):
+        if top.name in _OURS and top.is_dir(follow_symlinks=False):
+            for f in sorted(os.scandir(top.path), key=lambda e: e.name):
+                if not (_OURS[top.name](f.name) and f.is_file(follow_symlinks=False)):
+                    return f"{top.name}/{f.name}"
+        elif not _our_file(top, led):
+            return top.name
+    return None
+
+
 def remove_partial(path: Path) -> bool:
-    """Remove a partial folder's own entries (parts, chunk files, temporary files, marker), then the folder;
-    anything else in it stays, and so does the folder. True when it is gone."""
-    expected = {"points.parquet": lambda n: store.part_range(n) is not None,
-                "chunks": lambda n: store.part_range(n.removesuffix(".json").removesuffix(".candidates.parquet"))
-                is not None, "tmp": lambda n: ".wsemoe-tmp-" in n}
-    for sub, ours in expected.items():
+    """Remove a partial folder that holds only what wsemoe wrote there (`foreign_entry`): its entries, then the
+    folder. One holding anything else is kept whole, nothing removed: a user's file in it stays with the parts
+    beside it, and the folder stays listed. True when it is gone."""
+    if foreign_entry(path) is not None:
+        return False
+    led = ledger.read(path)
+    for sub, ours in _OURS.items():
         folder = path / sub
         if folder.is_dir() and not folder.is_symlink():
             for f in os.scandir(folder):
@@ -105,10 +134,11 @@ def remove_partial(path: Path) -> bool:
                     os.unlink(f.path)
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
-    for name in (MARKER, *SMALL_FILES, "manifest.json", ledger.NAME):
-        with contextlib.suppress(FileNotFoundError):
-            if (path / name).is_file() and not (path / name).is_symlink():
-                os.unlink(path / name)
+    for f in os.scandir(path):
+        if f.name != ledger.NAME and _our_file(f, led):
+            os.unlink(f.path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path / ledger.NAME)  # last: until then it proves the files it lists ours
     try:
         os.rmdir(path)
     except OSError:
@@ -126,8 +156,11 @@ class PartialRun:
         with os_errors(self.path, "prepare the run's partial folder"):
             stale = stale_partials(self.target)
             for old in stale:  # ours: other configs' progress, or this one's without --resume
-                if old != self.path or not resume:
-                    remove_partial(old)
+                if (old != self.path or not resume) and not remove_partial(old) and old == self.path:
+                    # kept whole for a file of the user's: its old parts must not mix with this run's
+                    raise ResultsError(f"holds '{foreign_entry(old)}', which wsemoe did not write, beside an earlier "
+                                       "run's parts; move it out first (or continue that run with --resume)",
+                                       loc=(str(old),))
             if os.path.islink(self.path) or (os.path.lexists(self.path) and self.path not in stale
                                              and any(os.scandir(self.path))):
                 raise ResultsError("exists and is not a partial folder wsemoe made; move it away", loc=(str(self.path),))

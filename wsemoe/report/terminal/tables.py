@@ -327,8 +327,13 @@ def inventory(rows: list, root) -> Group:
 
 def partial_line(p) -> str:
     """One line about a partial folder: whose, how far, and what to do with it."""
-    state = ("a run is writing it" if p.running
-             else "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it")
+    if p.running:
+        state = "a run is writing it"
+    elif p.foreign:  # nothing of it is removed while it holds a user's file
+        state = (f"stale: `wsemoe sweep --resume` continues it; kept whole, as it holds '{p.foreign}', which wsemoe "
+                 "did not write (move that out and `wsemoe ls --clean` removes it)")
+    else:
+        state = "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it"
     return (f"partial run of '{p.target}': {p.path.name} ({p.parts} part(s), {p.points:,} points, "
             f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
 
