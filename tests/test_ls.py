@@ -129,6 +129,32 @@ def test_a_new_run_never_empties_a_partial_folder_holding_a_users_file(tmp_path)
     assert sorted(f.relative_to(mine) for f in mine.rglob("*")) == before
 
 
+def test_ls_and_clean_read_a_sweep_folder_and_a_root_alike(tmp_path, runner):
+    """A results folder as the argument is that sweep, with or without --clean (which removes only its partial
+    folders); a folder holding results folders is a root whatever else it holds: a stray manifest.json there is
+    one line, not a damaged sweep hiding the others. A status is never cut short of its last ')'."""
+    for name in ("alpha", "beta", "gamma"):
+        _sweep(tmp_path, name)
+    root = tmp_path / "results"
+    (root / "gamma" / "manifest.json").write_text("junk\n")
+    mine, theirs = _partial(tmp_path, "alpha"), _partial(tmp_path, "beta")
+    env = {"COLUMNS": "300"}
+    for clean in ([], ["--clean"]):
+        r = runner.invoke(app, ["ls", *clean, str(root / "alpha")], env=env)
+        assert r.exit_code == 0 and "no results" not in r.output, r.output
+        assert "alpha" in r.output and "up to date" in r.output and "beta" not in r.output and "gamma" not in r.output
+    assert not mine.exists() and theirs.exists()
+    (root / "manifest.json").write_text("junk\n")
+    for clean in ([], ["--clean"]):
+        r = runner.invoke(app, ["ls", *clean, str(root)], env=env)
+        assert r.exit_code == 0, r.output
+        assert all(name in r.output for name in ("alpha", "beta", "gamma")) and "up to date" in r.output, r.output
+        assert "(char 0)" in r.output  # gamma's damage, whole
+        stray = [ln for ln in r.output.splitlines() if str(root / "manifest.json") in ln]
+        assert len(stray) == 1 and "did not write" in stray[0], r.output
+    assert not theirs.exists()
+
+
 def test_a_partial_a_run_holds_is_left_alone(tmp_path):
     (tmp_path / "results").mkdir()
     held = _partial(tmp_path, "busy")

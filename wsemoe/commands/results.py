@@ -178,21 +178,24 @@ def export(what: str = typer.Argument(..., help="what to export: traffic"),
 
 
 @command("ls")
-def list_results(root: Path = typer.Argument(Path("results"), help="folder holding results folders"),
+def list_results(root: Path = typer.Argument(Path("results"), help="a results root, or one results folder"),
                  clean: bool = typer.Option(False, "--clean", help="remove stale partial folders (unfinished runs no run holds)")) -> Reply:
     """List the sweeps under ROOT (size, points, date, up to date?) and the partial folders runs left behind."""
     from wsemoe.report.terminal import tables
     from wsemoe.store import inventory
 
-    if (root / "manifest.json").is_file() and not clean:  # a results folder itself: its own row, not 'no results'
-        rows = [r for r in inventory.results_in(root.parent) if r.path.resolve() == root.resolve()]
-        return Reply().rich(tables.inventory(rows, root.parent))
-    removed = inventory.clean(root) if clean else []
-    rows = inventory.results_in(root)
-    reply = Reply().rich(tables.inventory(rows, root) if rows else f"no results in {root}")
+    arg = root
+    root, only = inventory.scope(arg)  # one reading of the argument, with or without --clean
+    removed = inventory.clean(root, only) if clean else []
+    rows = inventory.results_in(root, only)
+    reply = Reply().rich(tables.inventory(rows, root) if rows else f"no results in {arg}")
+    stray = inventory.stray_manifest(root) if only is None else None
+    if stray is not None:
+        reply.text(f"{stray}: not read, a file wsemoe did not write here (it writes no manifest.json in a results "
+                   "root, only in the results folders it holds)")
     for p in removed:
         reply.text(f"removed stale partial folder {p}")
-    for p in inventory.partials_in(root):
+    for p in inventory.partials_in(root, only):
         reply.text(tables.partial_line(p))
     return reply
 

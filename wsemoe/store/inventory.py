@@ -19,6 +19,7 @@ from wsemoe.version import __version__
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ResultsError, WsemoeError
 from wsemoe.store import manifest
+from wsemoe.store import ownership
 from wsemoe.store import partial
 from wsemoe.store import store, writer
 
@@ -89,15 +90,32 @@ def _status(path: Path, man: dict) -> str:
     return f"config changed: re-run `wsemoe sweep {source}`" if changed else "up to date"
 
 
-def results_in(root) -> list[Results]:
-    """Every wsemoe results folder directly under `root`, by name."""
+def scope(arg) -> tuple[Path, str | None]:
+    """What a listing (`ls`, with or without --clean) was given: a results root as (root, None), or one results
+    folder as (its parent, its name). A folder holding results folders is a root whatever else it holds (a stray
+    manifest.json there is `stray_manifest`'s, not a damaged sweep hiding the others)."""
+    p = Path(arg)
+    if p.is_dir() and not ownership.holds_results(p) and (ownership.is_results(p) or (p / "manifest.json").is_file()):
+        p = Path(os.path.abspath(p)) if p.name in ("", "..") else p  # '.' or '..': a name to list it by
+        return p.parent, p.name
+    return p, None
+
+
+def stray_manifest(root) -> Path | None:
+    """A manifest.json at the top of a results root, which wsemoe never writes there (a user's or damaged file)."""
+    path = Path(root) / "manifest.json"
+    return path if os.path.lexists(path) and ownership.holds_results(Path(root)) else None
+
+
+def results_in(root, only: str | None = None) -> list[Results]:
+    """Every wsemoe results folder directly under `root` (or only the one named `only`), by name."""
     root = Path(root)
     if not root.is_dir():
         raise ResultsError("is a file, not a folder of results" if root.exists() else "no such folder",
                            loc=(str(root),))
     out = []
     for p in sorted(root.iterdir()):
-        if p.name.startswith(".") or p.is_symlink() or not p.is_dir():
+        if p.name.startswith(".") or p.is_symlink() or not p.is_dir() or only not in (None, p.name):
             continue
         try:
             man = manifest.read(p)
@@ -112,13 +130,14 @@ def results_in(root) -> list[Results]:
     return out
 
 
-def partials_in(root) -> list[Partial]:
-    """Hidden partial folders under `root` that a run marked as its own, and whether a run holds them now."""
+def partials_in(root, only: str | None = None) -> list[Partial]:
+    """Hidden partial folders under `root` (of the sweep `only`, when named) that a run marked as its own, and
+    whether a run holds them now."""
     root = Path(root)
     out = []
     for p in sorted(root.iterdir()) if root.is_dir() else []:
         m = PARTIAL_NAME.match(p.name)
-        if not m or p not in partial.stale_partials(root / m.group("target")):
+        if not m or only not in (None, m.group("target")) or p not in partial.stale_partials(root / m.group("target")):
             continue
         ranges = [r for r in (store.part_range(f.name) for f in _parts(p)) if r]
         out.append(Partial(p, m.group("target"), len(ranges), sum(b - a for a, b in ranges), folder_bytes(p),
@@ -131,13 +150,14 @@ def _parts(p: Path) -> list[Path]:
     return list(folder.iterdir()) if folder.is_dir() else []
 
 
-def clean(root) -> list[Path]:
-    """Remove the partial folders under `root` that no run holds (each under its target's run lock) and that hold
-    only what wsemoe wrote there (one with a user's file is kept whole: `partials_in` names the file); a symbolic
-    link along `root` as given is refused, as by every writer (nothing is removed through a link)."""
+def clean(root, only: str | None = None) -> list[Path]:
+    """Remove the partial folders under `root` (of the sweep `only`, when named) that no run holds (each under its
+    target's run lock) and that hold only what wsemoe wrote there (one with a user's file is kept whole:
+    `partials_in` names the file); a symbolic link along `root` as given is refused, as by every writer (nothing is
+    removed through a link)."""
     root = writer.checked_path(root)
     removed = []
-    for part in partials_in(root):
+    for part in partials_in(root, only):
         if part.running or part.foreign:
             continue
         target = Path(root) / part.target

@@ -316,8 +316,8 @@ def inventory(rows: list, root) -> Group:
         short, _, detail = r.status.partition(" (")
         note = version_note(r)
         if detail or note:
-            notes.append(Text(f"{printable(r.path.name)}: " + "; ".join(printable(x) for x in (detail.rstrip(")"), note) if x),
-                              style="dim"))
+            said = (detail.removesuffix(")"), note)  # the one ')' that closed " (": the detail's own ones stay
+            notes.append(Text(f"{printable(r.path.name)}: " + "; ".join(printable(x) for x in said if x), style="dim"))
         t.add_row(Text("\n".join(formats.header_lines(printable(r.path.name), 24))),
                   f"{r.points:,}" if r.points is not None else "–", f"{r.feasible:,}" if r.feasible is not None else "–",
                   fmt(r.bytes, "bytes"), r.finished.strftime("%Y-%m-%d %H:%M") if r.finished else "–",
