@@ -110,7 +110,8 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
                    list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="the full table even in a pipe"),
                    quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing; the exit code says it all")) -> Reply:
-    """Check the cost model's physical invariants on CONFIGS: exit 0 all hold, 1 one fails (or none applies), 2 bad input.
+    """Check the cost model's physical invariants on CONFIGS: exit 0 all hold, 1 one fails (or none applies),
+    2 bad input.
     On a terminal a table of every invariant; in a pipe (CI) only what fails, one line each."""
     import json
 
