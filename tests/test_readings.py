@@ -371,3 +371,16 @@ def test_flips_elsewhere_name_a_few_groups_and_count_the_rest():
     text = robustness._elsewhere(summary, "q", "head")
     assert text == ("d2d=per_die flips it at k=0, k=1, k=2 and 6 more of the 9 other groups; "
                     "mla=sharded flips it at k=0")
+
+
+def test_a_quantity_with_a_unit_says_it_in_its_table_title():
+    """A best value over the readings is printed in its unit's plain numbers (74,747): the title names the unit;
+    a ratio's cells carry their own ×."""
+    from wsemoe.analysis.uncertainty import robustness
+    from wsemoe.report.terminal import readings as shown
+
+    result = wsemoe.robustness("sweeps/quickstart.yaml")
+    summary = robustness.summarize(result)
+    titles = {q: shown.table(result, summary, q).title for q in dict.fromkeys(summary["quantity"])}
+    assert titles["best_tokens_per_s"] == "best_tokens_per_s [tokens/s] over the readings"
+    assert titles["speedup_vs_uniform"] == "speedup_vs_uniform over the readings"

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.config.readings import where as applies_where
+from wsemoe.report.terminal import formats
 from wsemoe.store import ledger
 
 
@@ -60,7 +61,10 @@ def table(result, summary, quantity: str) -> Table:
     """Per group: value as configured, at the default readings, range, what flips it, what it hinges on."""
     d = summary[summary["quantity"] == quantity]
     ratio = robustness.is_ratio(quantity)
-    t = Table(title=f"{quantity} over the readings", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    unit = formats.unit_of(quantity.removeprefix("sweep_"))
+    unit = f" [{unit}]" if not ratio and unit not in ("", "1", "bool") else ""   # a ratio's cells carry their ×
+    t = Table(title=f"{quantity}{unit} over the readings", box=box.SIMPLE_HEAD, title_justify="left",
+              pad_edge=False)
     cols = ("group", "configured", "default readings", "range", *(("flips alone",) if ratio else ()),
             "hinges on (main effect)")
     for c in cols:
