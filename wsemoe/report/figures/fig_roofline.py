@@ -69,6 +69,17 @@ def placed(df: pd.DataFrame, stage: str) -> tuple[np.ndarray, np.ndarray, np.nda
                 df[f"{stage}_roof_flops"].to_numpy(dtype=float))
 
 
+def _binds(best: pd.Series, stage: str, ideal: str) -> str:
+    """What bounds a stage of the best design as the model times it: its compute term or the longest of its
+    weight-path terms (the matmul efficiency lowers the compute roof, so a stage left of the ideal ridge can still
+    be compute-bound); `ideal`, the side of the ideal ridge, where the terms are not recorded."""
+    path = [float(best[c]) for c in (f"{stage}_{t}_s" for t in TERMS[1:]) if c in best and pd.notna(best[c])]
+    compute = best.get(f"{stage}_compute_s")
+    if not path or compute is None or pd.isna(compute):
+        return ideal
+    return "compute" if float(compute) >= max(path) else "weight path"
+
+
 def roofline(r: ResultsView) -> Figure | None:
     """One panel per hardware: sampled feasible designs' stages, the best design's stages marked and named."""
     if not all(c in r.points or c in r.manifest.get("columns", {}) for c in STAGE_COLUMNS):
@@ -190,7 +201,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         marker_label(ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near
                                  else (7, -9), textcoords="offset points", ha="right" if near else "left", fontsize=8,
                                  color=PALETTE[i]))   # style.separate_marker_labels moves it off an earlier label
-        side = "weight path" if b_ai * bw < b_top else "compute"
+        side = _binds(best, stage, "weight path" if b_ai * bw < b_top else "compute")
         share = b_run / min(b_top, b_ai * bw)
         parts.append((f"{STAGES[stage].split(' (')[0]} {100 * share:.0f}% ({side})", share))
     if not ais:
