@@ -266,3 +266,18 @@ def test_the_roofline_draws_an_unbounded_wafer_io_as_a_flat_roof(tmp_path):
     written = plot_results(res.path, only=["roofline"])
     assert any(p.name == "roofline.png" for p in written)
     assert "unbounded" in (res.path / "plots" / "roofline.svg").read_text()
+
+
+def test_the_sparsity_caption_says_when_uniform_batching_does_not_fall_either():
+    """Both curves flat (quickstart at the default readings: 1.002× each): the caption gives the fall in three
+    decimals, not '1×', and says the loss the claim sets BTA against does not appear; a real fall is not flagged."""
+    import pandas as pd
+
+    from wsemoe.report.figures.fig_bta import _sparsity_verdict
+
+    flat = pd.DataFrame({"best_tokens_per_s": [100.0, 99.8], "baseline_tokens_per_s": [100.0, 99.8],
+                         "speedup_vs_uniform": [1.0, 1.0]})
+    text = _sparsity_verdict(flat, "model.num_experts", [32, 128])
+    assert "falls 1.002×" in text and "does not appear here" in text and "1.000× … 1.000×" in text
+    falls = flat.assign(baseline_tokens_per_s=[100.0, 40.0], speedup_vs_uniform=[1.0, 2.5])
+    assert "does not appear" not in _sparsity_verdict(falls, "model.num_experts", [32, 128])
