@@ -56,3 +56,20 @@ def test_marker_labels_move_off_one_another():
 
     ids = re.findall(r'id="([^"]+)"', figure_bytes(fig, "svg").decode())
     assert len(ids) == len(set(ids))
+
+
+def test_a_narrow_ratio_range_gets_ticks_a_few_percent_apart():
+    """Ratios of 1.00× to 1.04× on a log axis: '1×' alone read nothing (quickstart's readings figure)."""
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.figures.style import ratio_ticks
+
+    ax = Figure().subplots()
+    ax.set_xscale("log")
+    ax.scatter([1.0, 1.003, 1.04], [0, 1, 2])
+    ratio_ticks(ax, "x", [1.0, 1.003, 1.04])
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert "1×" in labels and "1.02×" in labels and len(labels) >= 3
+    ax.set_yscale("log")
+    ratio_ticks(ax, "y", [0.5, 4.0])   # a wide range keeps the coarse ticks
+    assert {"0.5×", "1×", "2×"} <= {t.get_text() for t in ax.get_yticklabels()}

@@ -72,6 +72,9 @@ def _rows(result, group: str, quantity: str) -> list[tuple[str, list[float]]]:
     return rows
 
 
+SIDE_WORDS = {"ahead": "candidate ahead", "behind": "baseline ahead", "even": "within 0.5% of 1"}   # as the legend
+
+
 def _left(ax, result, row, quantity: str) -> None:
     rows = _rows(result, row["group"], quantity)
     y = np.arange(len(rows))[::-1]
@@ -90,7 +93,7 @@ def _left(ax, result, row, quantity: str) -> None:
     ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
     ax.set_xlabel(_axis_label(result.meta["comparison"]))
     ax.set_title(f"at {_short(row['group'])}: each run", fontsize=9)
-    for colour, text in ((AHEAD, "candidate ahead"), (EVEN, "within 0.5% of 1"), (BEHIND, "baseline ahead")):
+    for colour, text in ((AHEAD, SIDE_WORDS["ahead"]), (EVEN, SIDE_WORDS["even"]), (BEHIND, SIDE_WORDS["behind"])):
         ax.scatter([], [], color=colour, s=20, label=text)
 
 
@@ -141,8 +144,9 @@ def robustness_figure(r: ResultsView) -> Figure | None:
     outside_legend(fig, *_handles(left, right), most=4, frameon=False)
     survives = "survives every combination" if row["flipped"] == 0 else \
         f"does not survive {row['flipped']} of {row['combinations']} combinations"
-    claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({robustness.side(row['configured'])} "
-             f"of 1) at {_short(row['group'])}; it {survives} of {', '.join(result.varied)} (range "
+    side = SIDE_WORDS.get(robustness.side(row["configured"]), "undefined")
+    claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({side}) at "
+             f"{_short(row['group'])}; it {survives} of {', '.join(result.varied)} (range "
              f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
              f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))

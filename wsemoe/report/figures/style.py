@@ -381,10 +381,14 @@ def single(title: str, height: float = SINGLE[1], subtitle: str = ""):
 
 
 def ratio_ticks(ax, which: str, values) -> None:
-    """Ticks 0.2×, 0.5×, 1×, 2×, 5×, 10×, ... over the drawn range of a log ratio axis (1× always shown)."""
+    """Ticks 0.2×, 0.5×, 1×, 2×, 5×, 10×, ... over the drawn range of a log ratio axis (1× always shown; 0.98×,
+    1.02×, ... where the range is narrow)."""
     v = np.asarray([x for x in values if np.isfinite(x) and x > 0] + [1.0])
     ticks = [t for t in (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 20, 30, 50, 100, 200, 500)
              if v.min() / 1.5 <= t <= v.max() * 1.5]
+    if v.max() / v.min() < 1.5:   # a narrow range (1.00×–1.04×): ticks a few percent apart, or 1× alone reads nothing
+        ticks = [t for t in (0.8, 0.9, 0.95, 0.98, 0.99, 1, 1.01, 1.02, 1.05, 1.1, 1.2, 1.3)
+                 if v.min() / 1.02 <= t <= v.max() * 1.02]
     while len(ticks) > 8:  # a wide range: every other tick, 1× kept
         ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
     getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
