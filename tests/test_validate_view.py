@@ -117,3 +117,16 @@ def test_command_formats_and_only(runner, fmt):
     else:
         first = r.output.splitlines()[0]
         assert "claims:" in first and "Families: params." in first and "params.total:" not in first
+
+
+def test_a_band_reads_in_the_sign_its_row_prints():
+    """A cut printed as the change it makes ('change −89% … −63%', pct(-x)) showed its band 'cut > 0' as '> 0%',
+    the opposite of its value; the band is negated as the value is, and an unnegated row reads as before."""
+    from wsemoe.validate.common import Band, band_text, factor, pct
+
+    change = lambda x: pct(-x)   # noqa: E731 - the rows' own formatter
+    assert band_text(Band(lo=0.0, strict=True), change) == "< 0%"
+    assert band_text(Band(lo=0.0, strict=True), pct) == "> 0%"
+    assert band_text(Band(lo=0.40, hi=0.65), change) == "−65% … −40%"
+    assert band_text(Band(hi=0.2), change) == "≥ −20%"
+    assert band_text(Band(lo=4.0, hi=8.0, log=True), factor) == "4.00× … 8.00×"

@@ -67,16 +67,27 @@ def factor(x: float) -> str:
 
 
 def band_text(b: Band, shown) -> str:
-    """'4.00×–8.00×', '≤ 1.20×', '> 0%', 'exactly 0%' of a band in the row's unit."""
+    """'4.00×–8.00×', '≤ 1.20×', '> 0%', 'exactly 0%' of a band in the row's unit. A row that prints its value
+    negated (a cut shown as the change it makes, `pct(-x)`) gets its band negated alike: 'cut > 0%' reads
+    '< 0%' beside 'change −89% … −63%', not '> 0%'."""
+    flip = _negates(shown)
     if b.lo is not None and b.hi is not None:
         if b.lo == b.hi:
             return f"exactly {shown(b.lo)}"
         if b.lo == -b.hi and not b.log:
             return f"±{shown(b.hi).lstrip('+')}"
-        return f"{shown(b.lo)} … {shown(b.hi)}"
-    if b.hi is not None:
-        return f"{'<' if b.strict else '≤'} {shown(b.hi)}"
-    return f"{'>' if b.strict else '≥'} {shown(b.lo)}"
+        return f"{shown(b.hi)} … {shown(b.lo)}" if flip else f"{shown(b.lo)} … {shown(b.hi)}"
+    below = (b.hi is not None) != flip   # the shown value must lie below the edge shown
+    edge = b.hi if b.hi is not None else b.lo
+    return f"{('<' if b.strict else '≤') if below else ('>' if b.strict else '≥')} {shown(edge)}"
+
+
+def _negates(shown) -> bool:
+    """Whether a row's formatter prints a value negated (+1 as a minus, −1 as a plus)."""
+    try:
+        return shown(1.0).startswith(("−", "-")) and not shown(-1.0).startswith(("−", "-"))
+    except (TypeError, ValueError):   # a formatter of something other than numbers
+        return False
 
 
 def distance(b: Band, value: float, shown, delta=None) -> str:
