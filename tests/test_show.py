@@ -89,6 +89,17 @@ def test_objective_sort_is_best_first_and_text_filters_work(folders):
     assert best.rows.index[0] == pts["per_device_moe_tokens_per_s"].idxmax()  # max objective: best first
 
 
+def test_a_filter_reads_the_point_index_show_prints(folders):
+    """`point` is the first column `show` prints: --where picks rows by it (front and every point alike)."""
+    pts = _points(folders["bta"])
+    picked = [int(pts.index[3]), int(pts.index[-1])]
+    sel = wsemoe.query(folders["bta"], where=f"point in {picked} or point < 2", every_point=True, limit=0)
+    assert sorted(sel.rows.index) == sorted({*picked, *pts.index[pts.index < 2]})
+    front = pd.read_csv(folders["bta"] / "pareto.csv", index_col=0)
+    sel = wsemoe.query(folders["bta"], where=f"point == {int(front.index[0])}")
+    assert list(sel.rows.index) == [front.index[0]]
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
 def test_formats_for_tools(folders, runner, fmt):
     r = runner.invoke(app, ["show", str(folders["mesh"]), "-a", "-F", fmt, "-c", "mapping.tp,moe_comm_s,bound"])

@@ -24,6 +24,7 @@ _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.Lt
         ast.Gt: operator.gt, ast.GtE: operator.ge}
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _WORDS = {"true": True, "false": False, "True": True, "False": False}
+POINT = "point"   # the row's point index, as `show` prints it: filterable though no stored column holds it
 
 
 def _numeric(x) -> bool:
@@ -79,7 +80,7 @@ class Where:
             if name in self.known:
                 self.columns.append(name)
                 return
-            if name in _WORDS:
+            if name in _WORDS or name == POINT:
                 return
             lower = {k.lower(): k for k in self.known}  # 'MFU' means 'mfu': case first, then spelling
             close = [lower[name.lower()]] if name.lower() in lower else \
@@ -111,7 +112,7 @@ class Where:
         `sweep.columns.check_column` refuses the same mismatches in configs and options)."""
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = self._name(node)
-            return self.kinds.get(name) if name in self.known else "bool"
+            return self.kinds.get(name) if name in self.known else "number" if name == POINT else "bool"
         if isinstance(node, ast.Constant):
             v = node.value
             return "bool" if isinstance(v, bool) else "text" if isinstance(v, str) else "number"
@@ -171,7 +172,7 @@ class Where:
             if name in self.known:
                 col = df[name]
                 return col.astype(object).to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
-            return _WORDS[name]
+            return df.index.to_numpy() if name == POINT else _WORDS[name]   # frames are indexed by point
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.BoolOp):
