@@ -167,3 +167,19 @@ def test_slice_prefers_top_k_8_and_largest_batch():
     ctx.points, ctx.axes, ctx.cfg = points, ["model.num_experts_per_tok", "workload.B"], {}
     df, said = ctx.slice()
     assert list(df["x"]) == [3] and said == "top-k 8, B 4"
+
+
+def test_only_a_family_pattern_draws_its_figures_and_an_unsupported_one_says_so(sweeps, runner, tmp_path):
+    """--only 'link_heatmap_*' (a name `plot` lists as known) wrote nothing and exited 0: the stems were compared
+    with the pattern as text. It draws every heat map now; asked of results that support none, it says so."""
+    import shutil
+
+    from wsemoe.cli import app
+
+    path = tmp_path / "copy"
+    shutil.copytree(sweeps["map"][0], path)
+    written = plot_results(path, only=["link_heatmap_*"], formats=["svg"])
+    assert {p.stem for p in written if p.suffix == ".svg"} >= set(HEATMAPS)
+    assert all(p.stem.startswith("link_heatmap_") for p in written)
+    r = runner.invoke(app, ["plot", str(path), "--only", "node_load_*", "--only", "serving_heatmap_*"])
+    assert r.exit_code == 0 and "no figure written: these results support none of" in r.output

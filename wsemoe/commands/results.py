@@ -58,6 +58,9 @@ def plot(results: Path = typer.Argument(..., help="a results folder"),
         written = plotting.plot_results(results, only=only, formats=fmt or None, force=force, on_progress=update)
     for p in written:
         reply.text(shown_path(p))  # relative, as report prints it
+    if only and not written:   # asked for, and none drawn: said, not a silent success
+        reply.text(f"no figure written: these results support none of {', '.join(only)} (a figure needs the axes "
+                   "it is about; `wsemoe plot` without --only draws every one they support)", err=True)
     return reply
 
 

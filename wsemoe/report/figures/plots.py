@@ -84,7 +84,8 @@ def figures(path, only=None, on_progress=None):
             # Local style: callers' matplotlib settings stay untouched; figures take their fonts when built.
             with rc_context(STYLE):
                 for stem, fig in family.figures(view):
-                    if keep is None or stem in keep:
+                    # what --only named: a stem, or a family pattern ('link_heatmap_*') its stems match
+                    if keep is None or any(fnmatch.fnmatchcase(stem, k) for k in keep):
                         yield stem, fig
             del view
         if on_progress:
