@@ -61,6 +61,20 @@ def test_split_names_the_largest_tier():
     assert finding_of(fig).endswith("Largest tier: cs3, m: static 75%; nvl72, m: static 75%.")
 
 
+def test_split_bars_are_shares_on_a_linear_axis_each_reaching_100():
+    """Stacked on a log axis a segment's height is not its share; the bars are shares, each stacked to 100%, with
+    the lowest J/token of each system written above its bar."""
+    view = _view(_rows())
+    ax = fig_energy.split(view, fig_energy._rows(view)[0], "").axes[0]
+    assert ax.get_yscale() == "linear"
+    tops = {}
+    for bar in ax.patches:
+        x = round(bar.get_x() + bar.get_width() / 2)
+        tops[x] = max(tops.get(x, 0.0), bar.get_y() + bar.get_height())
+    assert tops and all(abs(t - 100.0) < 1e-9 for t in tops.values())
+    assert [t.get_text() for t in ax.texts] == ["2 J", "0.1 J"]
+
+
 def test_comparison_table_puts_the_energy_of_the_compared_points_beside_the_speedup():
     from types import SimpleNamespace as NS
 

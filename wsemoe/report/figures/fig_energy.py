@@ -121,7 +121,9 @@ def _frontier_verdict(fronts: dict, models: list) -> str:
 
 
 def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
-    """Stacked bars: each system's lowest-J/token point split by tier, one panel per model."""
+    """Bars of shares stacked to 100%: each system's lowest-J/token point split by tier, its J/token written above
+    it, one panel per model. Shares on a linear axis, since stacked on a log axis (the systems' totals differ
+    by orders of magnitude) a segment's height is not its share: NVL72's static 65% drew smaller than its HBM's."""
     models, systems = _models(rows), list(pd.unique(rows["hardware"]))
     fig = Figure(figsize=(DOUBLE[0], 4.4), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False)[0]
@@ -130,21 +132,25 @@ def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
         at = rows if model is None else rows[rows["model"] == model]
         best = at.loc[at.groupby("hardware", observed=True)[ENERGY].idxmin().dropna()]
         best = best.set_index("hardware").reindex([s for s in systems if s in set(best["hardware"])])
-        bottom = np.zeros(len(best))
+        bottom, total = np.zeros(len(best)), best[ENERGY].to_numpy(dtype=float)
+        names = [str(s) for s in best.index]
         for i, (tier, col) in enumerate(zip(TIERS, SPLIT)):
-            v = best[col].to_numpy(dtype=float) if col in best else np.zeros(len(best))
-            ax.bar([str(s) for s in best.index], v, bottom=bottom, color=PALETTE[i % len(PALETTE)], label=tier)
+            v = best[col].to_numpy(dtype=float) / total if col in best else np.zeros(len(best))
+            ax.bar(names, 100 * v, bottom=100 * bottom, color=PALETTE[i % len(PALETTE)], label=tier)
             bottom += v
+        for x, t in enumerate(total):
+            ax.annotate(f"{t:.3g} J", (x, 100 * bottom[x]), xytext=(0, 3), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=8)
         for hw, r in best.iterrows():
             shares[(model, hw)] = {t: float(r[c]) / float(r[ENERGY]) for t, c in zip(TIERS, SPLIT) if c in r}
-        ax.set_yscale("log")
+        ax.set_ylim(0, 112)
         ax.set_title(model or view.name)
         ax.tick_params(axis="x", rotation=30)
-    axes[0].set_ylabel(YLABEL)
+    axes[0].set_ylabel("share of the energy per token (%); above: J/token")
     handles, labels = axes[0].get_legend_handles_labels()
     outside_legend(fig, handles, labels, most=6)
     heading(fig, f"{view.name}: where a token's energy goes, each system at its lowest J/token",
-            view.subtitle(said, view.tuned_axes(FREE), "bars stacked by tier"))
+            view.subtitle(said, view.tuned_axes(FREE), "bars: shares by tier, stacked to 100%"))
     return caption(fig, CLAIMS["energy_split"], _split_verdict(shares))
 
 
