@@ -100,6 +100,19 @@ def test_status_configured_pinned_and_not_applicable():
     assert one["d2d_bandwidth"].configured == "per_link"
 
 
+def test_mla_cache_applies_only_where_tp_ranks_hold_the_cache(tmp_path):
+    # a weight-streaming wafer spreads its cache over the dies (cost/stagecost.kv_node) and SRAM serving lays it
+    # out per PE: neither reads mapping.mla_cache, so listing it as varied there would report a no-op as a reading
+    def state(hardware):
+        path = tmp_path / "s.yaml"
+        path.write_text(f"name: s\nhardware: {hardware}\nmodel: deepseek-v3\nworkload: {{mode: decode, seq_len: 4096}}\n"
+                        "axes:\n  workload.B: [1, 8]\n")
+        return {s.reading.name: s for s in registry.plan(load_config(str(path)), registry.load())}["mla_cache"]
+    assert state("cs3").state == "not applicable" and "weight_source is streamed" in state("cs3").detail
+    assert state("{preset: cs3, weight_source: sram}").state == "not applicable"
+    assert state("nvl72").state == "varied"
+
+
 def test_apply_equals_the_config_edited_by_hand():
     cfg = load_config(SMALL)
     by_hand = {**SMALL, "workload": {**SMALL["workload"], "attn_kernel": "flash"},
