@@ -81,6 +81,25 @@ def test_breakdown_adds_up(config, point, sets):
         assert text.endswith("✓"), (name, text)
 
 
+@pytest.mark.parametrize("workload, mapping", [
+    ({"mode": "decode", "B": 2, "seq_len": 2048, "prompt_len": 1000}, {}),
+    ({"mode": "decode", "B": 3, "seq_len": 2048, "prompt_len": 512}, {"wafer_io": "sync"}),
+    ({"mode": "prefill", "B": 2, "seq_len": 1000}, {"wafer_io": "sync"}),
+])
+def test_sram_serving_ttft_adds_up_with_numbers(workload, mapping):
+    """TTFT of SRAM serving is written out in numbers that add up (t1 and β at the prompt's context, the I/O
+    stalls), as every other line of the breakdown, not as a formula without values."""
+    cfg = {"name": "e", "hardware": {"preset": "cs3", "weight_source": "sram"}, "model": "llama-3.1-8b",
+           "workload": workload, "mapping": mapping}
+    row, rows = breakdown(cfg, 0)
+    sums = {n: text for g, n, _, _, text in rows if g.startswith("how a token")}
+    assert "ttft_s" in sums and "β" in sums["ttft_s"], sums
+    for name, text in sums.items():
+        assert name == "bound" or text.endswith("✓"), (name, text)
+    if mapping:   # σ is written out where the wafer I/O stalls
+        assert "σ" in sums["ttft_s"]
+
+
 def test_breakdown_shows_kernel_launches_collective_latencies_and_formats():
     """NVL72 decode at TP 8 with FP8 experts: the layer formula carries the stages' kernel launches (MLA attention 8,
     MoE block 4: 12 µs), the phases their fixed software latencies, and the precision group the formats with their

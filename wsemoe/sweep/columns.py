@@ -162,6 +162,10 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "pipeline_inter_wafer_s": ("s", "wafer hops and the token's return over the system links in pipeline_latency_s"),
     "busiest_stage": ("", "the region or link that spends most per token of the stream (it paces the pipeline)"),
     "busiest_stage_s": ("s", "time the busiest stage spends per token of the stream (β)"),
+    "prompt_latency_s": ("s", "decode with prompt_len: one token through every layer, hop and the head at context "
+                              "prompt_len (t1 of ttft_s)"),
+    "prompt_busiest_stage_s": ("s", "decode with prompt_len: the busiest stage's time per token of the stream at "
+                                    "context prompt_len (β of ttft_s)"),
     "step_latency_s": ("s", "a sequence's step: its drafts (draft_time_s), then through the pipeline: t1 + wafers × "
                             "io_stall_s + (draft tokens)·β"),
     "draft_time_s": ("s", "the draft model's time in a step: draft_tokens × draft_token_s (0: not charged)"),
@@ -328,7 +332,9 @@ KINDS = ("number", "text", "bool")  # what a column holds, as every column argum
 # Columns only some points carry, and what gives them (a hint when a config names one its points lack).
 NEEDS = {"ttft_s": "workload.mode: prefill, or decode with workload.prompt_len",
          "tpot_s": "workload.mode: decode", "tokens_per_s_per_user": "workload.mode: decode",
-         "g_mem_prefill": "workload.mode: decode with workload.prompt_len"}
+         "g_mem_prefill": "workload.mode: decode with workload.prompt_len",
+         "prompt_latency_s": "SRAM serving, workload.mode: decode with workload.prompt_len",
+         "prompt_busiest_stage_s": "SRAM serving, workload.mode: decode with workload.prompt_len"}
 
 
 def check_column(name, kinds: dict, what: str, loc, need: str | None = None) -> None:

@@ -292,10 +292,24 @@ def serving_rates(row, wl) -> list:
                 ("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{B:g} sequences × {a:g} / period = "
                  f"{B * a / period:,.6g} {_check(B * a / period, _get(row, 'tokens_per_s'))}")]
     if "ttft_s" in row.keys() and not _missing(row, "ttft_s"):
-        prompt = wl.seq_len if wl.mode == "prefill" else getattr(wl, "prompt_len", None)
-        out.append(("ttft_s", row["ttft_s"], "s", f"the {B:g} prompts of {prompt:g} tokens stream through once: "
-                    f"t1 + W·σ + (B·P − 1)·β + (B − 1)·σ at context {prompt:g}"))
+        out.append(_ttft(row, wl))
     return out
+
+
+def _ttft(row, wl):
+    """TTFT as its terms: the B prompts' B·P tokens stream through once, t1 and β at context P (prefill: the
+    point's own; decode: the prompt_* columns)."""
+    decode = wl.mode == "decode"
+    P, B = float(wl.prompt_len if decode else wl.seq_len), float(wl.B)
+    t1 = _get(row, "prompt_latency_s" if decode else "pipeline_latency_s")
+    beta = _get(row, "prompt_busiest_stage_s" if decode else "busiest_stage_s")
+    sigma = 0.0 if _missing(row, "io_stall_s") else _get(row, "io_stall_s")
+    W = _get(row, "wafers")
+    ttft = t1 + W * sigma + (B * P - 1.0) * beta + (B - 1.0) * sigma
+    stalls = f" + {W:g} × σ {_t(sigma)} + ({B:g} − 1) × σ" if sigma > 0 else ""
+    who = f"the {B:g} prompts of {P:g} tokens stream" if B != 1 else f"the prompt of {P:g} tokens streams"
+    return ("ttft_s", row["ttft_s"], "s", f"{who} through once, at context {P:g}: t1 {_t(t1)}{stalls} + ({B:g}·{P:g} − 1) × β {_t(beta)} = {_t(ttft)} "
+            f"{_check(ttft, _get(row, 'ttft_s'))}")
 
 
 def sram_serving(row, m, wl) -> list:

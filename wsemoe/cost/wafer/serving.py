@@ -330,7 +330,9 @@ def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     b, coll = wl.bytes_per_act, collective_options(mp)
     (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross)
     stall = io_stall(hw, mp)
-    return {"ttft_s": first["latency"] + W * stall + (wl.B * prompt - 1.0) * rate + (wl.B - 1.0) * stall}
+    # t1 and β at context prompt_len are columns of their own, so `eval` can show TTFT's terms adding up
+    return {"ttft_s": first["latency"] + W * stall + (wl.B * prompt - 1.0) * rate + (wl.B - 1.0) * stall,
+            "prompt_latency_s": first["latency"] + 0.0 * rate, "prompt_busiest_stage_s": rate + 0.0 * first["latency"]}
 
 
 def passes(hw, pe, m, g, W, context, b, coll, cross=0.0) -> tuple:
