@@ -111,6 +111,15 @@ def test_speedup_labels_the_best_b_where_it_changes(bta):
     assert re.findall(r">B=(\d+)<", svg), "B of the best point is written on the plot"
 
 
+def test_speedup_legend_sits_below_the_axes(bta):
+    """Inside the axes the legend hid the lines' start at G = 1 (every line is 1 there) or the B labels."""
+    from wsemoe.report.figures import fig_bta
+    from wsemoe.report.figures.view import ResultsView
+
+    fig = fig_bta.speedup_vs_g(ResultsView.load(bta[0]))
+    assert fig.axes[0].get_legend() is None and len(fig.legends) == 1
+
+
 def test_only_and_pdf(bta, tmp_path):
     import shutil
 
@@ -177,6 +186,37 @@ def test_pareto_colours_by_system_with_a_front_each_and_thins_huge_fronts():
     assert all(len(ln.get_xdata()) <= fig_pareto.MAX_MARKED + 1 for ln in rings)
     clouds = [c for c in fig.axes[0].collections if len(c.get_offsets())]
     assert all(len(c.get_offsets()) <= fig_pareto.MAX_CLOUD for c in clouds)
+
+
+def test_many_fronts_take_their_points_colour_and_marker_axis_line_style():
+    """Nine fronts (model × hardware, the model first among the front groups, the hardware the colour axis): each
+    front is drawn in its hardware's colour and its model's line style, not all in black."""
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+    from matplotlib.colors import to_hex
+
+    from wsemoe.report.figures import fig_pareto
+
+    x = np.linspace(1, 2, 20)
+    rows = [pd.DataFrame({"model": m, "hardware": h, "tokens_per_s": x * (1 + i), "mem_peak_node_bytes": x * 1e9,
+                          "feasible": True}) for i, (m, h) in enumerate(itertools.product("abc", ("cs3", "nvl72", "gb200")))]
+    fig = fig_pareto.pareto(_view(pd.concat(rows, ignore_index=True), {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    ax = fig.axes[0]
+    cloud = {c.get_label().split(",")[0]: to_hex(c.get_facecolor()[0]) for c in ax.collections if len(c.get_offsets())}
+    fronts = [ln for ln in ax.lines if len(ln.get_xdata()) > 1 and ln.get_marker() != "o"]
+    assert len(fronts) == 9 and {to_hex(ln.get_color()) for ln in fronts} == set(cloud.values()) and \
+        "#000000" not in {to_hex(ln.get_color()) for ln in fronts}
+    combos = list(itertools.product("abc", ("cs3", "nvl72", "gb200")))
+    for rank, ln in enumerate(sorted(fronts, key=lambda ln: max(ln.get_xdata()))):   # the i-th front is combos[i]
+        assert to_hex(ln.get_color()) == cloud[combos[rank][1]], (combos[rank], cloud)
+    styles = {to_hex(ln.get_color()): set() for ln in fronts}
+    for ln in fronts:
+        styles[to_hex(ln.get_color())].add(ln.get_linestyle())
+    assert all(len(v) == 3 for v in styles.values())   # the three models of one hardware: three line styles
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("Pareto fronts (9" in lab and "colour: hardware" in lab and "line: model" in lab for lab in labels)
 
 
 def test_slices_prefer_values_with_feasible_points():

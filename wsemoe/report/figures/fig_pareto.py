@@ -65,7 +65,7 @@ def pareto(r: ResultsView) -> Figure | None:
         ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=5, c="0.7", alpha=0.3, lw=0,
                    rasterized=len(sample) > 1000, label=note)
     colours = _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy)
-    _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy)
+    _draw_fronts(ax, r, feas, systems, (colour, shape), colours, xcol, ycol, fx, fy)
     # Below the axes, off the data, and not eating the plot's width as a column on the right would.
     n = len(ax.get_legend_handles_labels()[0])
     outside_legend(fig, most=2 if n > 3 else n, markerscale=1.3, frameon=False)
@@ -148,19 +148,23 @@ def _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy) -> dict:
     return colours
 
 
-def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> None:
-    """The fronts of pareto.csv, one per group in its colour (when the group is the colour axis); long fronts
-    as a line with every n-th point ringed; many fronts share one legend entry."""
+def _draw_fronts(ax, r, feas, systems, cues, colours, xcol, ycol, fx, fy) -> None:
+    """The fronts of pareto.csv, one per group: in its points' colour when the colour axis is one of the front
+    groups, in the line style of its marker axis's value when that is one too (so each front reads as its
+    points do, however many share the legend's one entry); long fronts as a line with every n-th point ringed."""
+    colour, shape = cues
     front = r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0]
     fronts = list(front.groupby(systems, sort=False)) if systems else [((), front)]
     many = len(fronts) > MAX_FRONT_LABELS
+    styled = shape in systems if shape else False
+    styles = {v: LINESTYLES[i % len(LINESTYLES)] for i, v in enumerate(pd.unique(feas[shape]))} if styled else {}
     shared: dict = {}  # fronts drawn in one colour so far: each next one gets its own line style
     for i, (key, front) in enumerate(fronts):
         if not len(front):
             continue
         key = key if isinstance(key, tuple) else (key,)
-        c = colours.get(key[0], "black") if systems and colour == systems[0] else "black"
-        ls = LINESTYLES[shared.get(c, 0) % len(LINESTYLES)]
+        c = colours.get(key[systems.index(colour)], "black") if colour in systems else "black"
+        ls = styles.get(key[systems.index(shape)], "-") if styled else LINESTYLES[shared.get(c, 0) % len(LINESTYLES)]
         shared[c] = shared.get(c, 0) + 1
         front = front.sort_values(xcol)
         x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
@@ -171,7 +175,13 @@ def _draw_fronts(ax, r, feas, systems, colour, colours, xcol, ycol, fx, fy) -> N
             (f" for {ties:,} points" if ties != len(front) else "") + \
             (f", every {_nth(step)} ringed)" if step > 1 else ")")
         if many:
-            what = f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)})" if i == 0 else None
+            cue = ", ".join(w for w, a in ((f"colour: {name(colour)}", colour), (f"line: {name(shape)}", shape if styled
+                                                                                    else None)) if a in systems)
+            what = (f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)}"
+                    + (f"; {cue}" if cue else "") + ")") if i == 0 else None
+            if what:   # the shared entry in neutral black: no one front's colour stands for all of them
+                ax.plot([], [], marker="o", ls="-", color="black", ms=7, mfc="none", mew=1.2, lw=1.0, label=what)
+                what = None
         ax.plot(x, y, ls=ls, color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
         # hollow rings: the design colour of each front point stays visible inside
         ax.plot(x[::step], y[::step], marker="o", ls=ls, color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what,
