@@ -191,10 +191,9 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
     ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {num(gs[0])} (×)")
     title = ", ".join(NAMES.get(c, c) for c in r.varying)
-    if r.varying and many:  # below the axes: inside, it covered the B labels along the bottom
-        outside_legend(fig, most=3, title=title, frameon=False)
-    elif r.varying:  # one line needs no legend
-        ax.legend(title=title, loc="upper left", frameon=True, framealpha=0.9)
+    if r.varying:  # below the axes (one line needs none): inside, it covered the B labels along the bottom or
+        # the lines' start at G = 1, where every line is 1
+        outside_legend(fig, most=3 if many else 4, title=title, frameon=False)
     return caption(fig, CLAIMS["speedup_vs_G"], _g_verdict([(label, y) for label, y, *_ in lines], gs))
 
 
