@@ -128,6 +128,23 @@ def test_serving_heatmap_caption_compares_the_dispatch_paths():
     assert "(+100% interleaved): not shorter" in bad and "do not bear the claim out" in bad
 
 
+def test_serving_heatmap_legend_lists_the_tile_kinds_drawn():
+    """qwen3-30b-a3b has no shared expert: its heat map listed one; unused tiles (white) were not listed."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from wsemoe.report.figures import fig_serving
+
+    def placed(shared):
+        p = SimpleNamespace(tiles=6, experts=np.array([0, 1, 2]), shared=np.array(shared, dtype=int),
+                            attention=np.array([[3]]))
+        return {"traffic": SimpleNamespace(placement=p)}
+
+    assert fig_serving.legend_kinds([placed([])]) == ["attention", "expert", "empty"]
+    assert fig_serving.legend_kinds([placed([4]), placed([4, 5])]) == ["attention", "expert", "shared", "empty"]
+
+
 @pytest.mark.parametrize("wafer, says", [
     ([150.0, 120.0, 90.0, 80.0], "wsc: ahead at 1–2 tokens/device, behind at 4–8; ahead at every HBM-bound point "
                                  "(1–2; +20% … +50%); ahead at 1–3.17, behind from 3.17 (between 2 and 4) "

@@ -25,6 +25,7 @@ STEMS = ("serving_wafers", "serving_heatmap_*")
 DYNAMIC = ("serving_heatmap_*",)
 COLUMNS = (PER_USER, WAFERS, "sram_bytes_per_pe", "attention_share", "hardware.*", "mapping.*", "workload.*")
 KIND_C = {"attention": PALETTE[0], "expert": "0.86", "shared": PALETTE[5], "empty": "white"}
+KIND_WORDS = {"attention": "attention", "expert": "routed expert", "shared": "shared expert", "empty": "unused tile"}
 PANELS = 3   # models side by side
 CLAIMS = {"serving_wafers": "More wafers than the fewest that fit buy per-user speed (more PEs per region), until the "
                             "hops between wafers and longer reductions take it back; with many sequences the busiest "
@@ -164,6 +165,13 @@ def _kinds(p) -> np.ndarray:
     return kind
 
 
+def legend_kinds(maps: list) -> list:
+    """The tile kinds the drawn placements hold, in KIND_C's order: a model without shared experts lists none,
+    a fabric its tiles fill has no unused tile."""
+    drawn = {k for m in maps for k in _kinds(m["traffic"].placement)}
+    return [k for k in KIND_C if k in drawn]
+
+
 def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
     vmax = max(float(m["values"].max()) for m in maps) or 1.0
     norm = Normalize(vmin=vmax * 1e-9, vmax=vmax)
@@ -181,8 +189,9 @@ def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
     bar.axis("off")
     cb = fig.colorbar(q, cax=bar.inset_axes([0.05, 0.7, 0.55, 0.22]), orientation="horizontal", extend="min")
     cb.set_label("wavelets per PE link per token, dispatch (one layer); grey: idle")
-    bar.legend([Patch(color=c, ec="0.4") for c in list(KIND_C.values())[:3]], ["attention", "routed expert", "shared"],
-               loc="center right", ncol=3, frameon=False, fontsize=8)
+    kinds = legend_kinds(maps)
+    bar.legend([Patch(color=KIND_C[k], ec="0.4") for k in kinds], [KIND_WORDS[k] for k in kinds],
+               loc="center right", ncol=2 if len(kinds) > 3 else len(kinds), frameon=False, fontsize=8)
     side = maps[0]["side"]
     heading(fig, f"{view.name}: one MoE layer of {_model_name(view, row)} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
                  "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {row[WAFERS]:g} wafers, dispatch "
