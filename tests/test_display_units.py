@@ -85,3 +85,20 @@ def test_a_column_whose_median_is_small_keeps_its_large_cells_in_four_digits():
     factor, shown = formats.display("tokens_per_s", values)
     assert shown == "k tokens/s" and "e" not in "".join(formats.cell(v, factor) for v in values)
     _check(pd.DataFrame({"tokens_per_s": values}))
+
+
+def test_every_numeric_model_field_has_a_unit_and_widths_share_one():
+    """hidden_size read '1' and intermediate_size '' side by side: each numeric shape field now says what it
+    counts, every width in elements."""
+    import typing
+
+    from wsemoe.config.reference import input_unit
+    from wsemoe.specs.model import ModelSpec
+
+    numeric = [f for f, fi in ModelSpec.model_fields.items()
+               if {int, float} & {a for a in (fi.annotation, *typing.get_args(fi.annotation))}
+               or any(int in typing.get_args(a) or float in typing.get_args(a) for a in typing.get_args(fi.annotation))]
+    assert "hidden_size" in numeric and "vocab_size" in numeric
+    assert all(input_unit(f"model.{f}") for f in numeric), [f for f in numeric if not input_unit(f"model.{f}")]
+    widths = [f for f in numeric if f.endswith(("_size", "_dim", "_rank")) and f != "vocab_size"]
+    assert {input_unit(f"model.{f}") for f in widths} == {"elements"}, widths

@@ -19,8 +19,7 @@ SCHEMA_ID = "https://wsemoe.invalid/sweep.schema.json"  # a name, not a location
 # Units of input fields whose name does not carry one.
 INPUT_UNITS = {
     "workload.B": "sequences", "workload.G": "1", "workload.seq_len": "tokens", "mapping.tp": "nodes",
-    "model.num_experts": "experts", "model.num_experts_per_tok": "experts", "model.moe_intermediate_size": "1",
-    "model.hidden_size": "1", "balance.zipf_s": "1", "balance.churn": "1", "balance.spare_slots": "slots",
+    "balance.zipf_s": "1", "balance.churn": "1", "balance.spare_slots": "slots",
     "balance.rebalance_interval": "steps", "hardware.rows": "nodes",
     "hardware.cols": "nodes", "hardware.wafers": "wafers", "hardware.scale_up_size": "devices",
     "workload.tokens_per_device": "tokens", "workload.prompt_len": "tokens", "mapping.ring_directions": "1",
@@ -55,9 +54,23 @@ def unit_of_name(name: str) -> str:
     return ""
 
 
+# The model's shape fields by what they count, so every width reads in one unit (hidden_size and
+# intermediate_size were '1' and '' side by side).
+MODEL_UNITS = {
+    "elements": ("hidden_size", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                 "v_head_dim", "moe_intermediate_size", "shared_expert_intermediate_size", "intermediate_size"),
+    "layers": ("num_hidden_layers", "first_k_dense_replace", "num_nextn_predict_layers"),
+    "heads": ("num_attention_heads", "num_key_value_heads"),
+    "experts": ("num_experts", "num_experts_per_tok", "n_shared_experts"),
+    "tokens": ("vocab_size",),
+    "params": ("published_total_params", "published_active_params"),
+}
+_MODEL_UNIT = {f"model.{field}": unit for unit, fields in MODEL_UNITS.items() for field in fields}
+
+
 def input_unit(path: str) -> str:
     """Unit of an input field 'section.field'."""
-    return INPUT_UNITS.get(path, unit_of_name(path.partition(".")[2]))
+    return INPUT_UNITS.get(path) or _MODEL_UNIT.get(path) or unit_of_name(path.partition(".")[2])
 
 
 def _axis_values() -> dict:
