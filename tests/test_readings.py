@@ -3,9 +3,9 @@ commands print what a reader needs (the reading the BTA speedup hinges on; one r
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -98,6 +98,54 @@ def test_status_configured_pinned_and_not_applicable():
     # an unset inter-wafer bandwidth inherits the link's: the single-wafer preset still reads per link
     one = {s.reading.name: s for s in registry.plan(load_config("sweeps/moentwine_mapping.yaml"), registry.load())}
     assert one["d2d_bandwidth"].configured == "per_link"
+
+
+EXTRA_SWEEPS = {   # the kinds of system no shipped sweep runs alone: a streamed and an SRAM-serving CS-3 with an MLA
+    # model, NVL72 training, an 8-GPU server and the same servers swept past one
+    "mla_streamed": {"hardware": "cs3", "model": "deepseek-v3", "workload": {"mode": "decode", "seq_len": 4096}},
+    "mla_sram": {"hardware": {"preset": "cs3", "weight_source": "sram"}, "model": "deepseek-v3",
+                 "workload": {"mode": "decode", "seq_len": 4096, "prompt_len": 1024}},
+    "nvl72_train": {"hardware": "nvl72", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 4096}},
+    "h100_server": {"hardware": "h100-sxm", "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 4096}},
+}
+
+
+def _sweep(name, tmp_path):
+    if name.startswith("sweeps/"):
+        return load_config(name)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, **EXTRA_SWEEPS[name], "axes": {"workload.B": [1, 8]}}))
+    return load_config(str(path))
+
+
+@pytest.mark.parametrize("name", [*sorted(str(p) for p in Path("sweeps").glob("*.yaml")), *EXTRA_SWEEPS])
+def test_every_varied_reading_moves_an_output(name, tmp_path):
+    """A reading `readings` lists as varied must change some output of the sweep's points under one of its
+    options: mla_cache was listed on a streamed CS-3 and scale_out_dispatch on NVL72, where neither is read."""
+    import numpy as np
+
+    from wsemoe.sweep.engine import evaluate_block
+
+    cfg = _sweep(name, tmp_path)
+    index = np.unique(np.linspace(0, cfg.size() - 1, min(cfg.size(), 24)).astype(np.int64))
+    for st in registry.plan(cfg, registry.load()):
+        if st.state != "varied":
+            continue
+        frames = [evaluate_block(registry.apply(cfg, {st.reading.name: o}), index=index).to_frame()
+                  for o in st.reading.options]
+        outputs = [c for c in frames[0] if "." not in c and frames[0][c].dtype.kind in "fi"]
+        assert any(not np.allclose(f[c].to_numpy(float), frames[0][c].to_numpy(float), rtol=1e-12, equal_nan=True)
+                   for f in frames[1:] for c in outputs), f"{st.reading.name} varies nothing on {name}"
+
+
+def test_scale_out_readings_apply_where_servers_are_swept_past_one(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", **EXTRA_SWEEPS["h100_server"],
+                                    "axes": {"workload.B": [1, 8], "hardware.cols": [8, 16]}}))
+    plan = {s.reading.name: s for s in registry.plan(load_config(str(path)), registry.load())}
+    assert plan["scale_out_dispatch"].state == "varied"
+    one = {s.reading.name: s for s in registry.plan(_sweep("h100_server", tmp_path), registry.load())}
+    assert one["scale_out_dispatch"].state == "not applicable" and "spans_servers" in one["scale_out_dispatch"].detail
 
 
 def test_mla_cache_applies_only_where_tp_ranks_hold_the_cache(tmp_path):

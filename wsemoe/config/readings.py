@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from wsemoe.config import axes, checks, yamlio
+from wsemoe.config import axes, checks, derived, yamlio
 from wsemoe.config.schema import PRESET_KIND, SECTIONS, Sparsity, SweepConfig
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.hardware import PEFacts, follow_pe
@@ -91,6 +91,8 @@ def _field_type(path: str, loc):
     """The pydantic field a path names (checked, with did-you-mean), for typing option and rule values."""
     if path == HOLD:
         return Sparsity.model_fields["hold"]
+    if derived.is_derived(path):
+        return derived.field_info(path)
     if path.startswith(PE):
         facts = PEFacts.model_fields
         if path[len(PE):] not in facts:
@@ -216,7 +218,7 @@ def field_value(fields: dict, name: str):
     """A field of a spec's fields; `pe.<fact>` a PE fact (None where the hardware has no PE fabric)."""
     if name.startswith("pe."):
         return (fields.get("pe") or {}).get(name[3:])
-    return fields.get(name)
+    return derived.value(fields, name) if name in derived.DERIVED else fields.get(name)
 
 
 def _set_field(fields: dict, name: str, value) -> None:
@@ -288,6 +290,8 @@ def sweep_values(cfg: SweepConfig, path: str) -> list:
     for group in [cfg.axes, *cfg.zip]:
         if path in group:
             return list(group[path])
+    if derived.is_derived(path) and set(derived.inputs(path)) & set(cfg.axis_names()):
+        return [True, False]   # swept inputs: the fact may take either value
     section, _, name = path.partition(".")
     return [field_value(_spec_fields(cfg, section, n), name) for n in (preset_axis(cfg, section) or [None])]
 
