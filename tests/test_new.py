@@ -121,6 +121,12 @@ def test_a_serving_wafer_says_where_its_weights_live(runner, tmp_path, mode):
         assert r.exit_code == 0, r.output
         plots = tmp_path / "results" / "serve" / "plots"
         assert (plots / "serving_wafers.png").is_file() and (plots / "serving_heatmap_serve.png").is_file()
+        from wsemoe.report.figures import fig_serving
+        from wsemoe.report.figures.view import ResultsView
+
+        view = ResultsView.load(tmp_path / "results" / "serve")
+        fig = fig_serving.per_user(view, fig_serving._serving_rows(view))   # its legend beside the panels, off the lines
+        assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
     streamed = _new(runner, tmp_path, "stream", "--hardware", "cs3", "--model", "qwen3-30b-a3b", "--mode", mode)
     assert "hardware: {preset: cs3, weight_source: sram}" in streamed.read_text()
     for args in (("cs3", "train"), ("h200-sxm", mode)):

@@ -85,7 +85,10 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
         ax.set_xlabel("wafers in the pipeline")
         ax.set_title(model or _model_name(view, view.first_row(at)))
     axes[0].set_ylabel(label(PER_USER))
-    axes[-1].legend(title="sequences served", loc="best")
+    # right of the panels: inside the last one, "best" still sat over a line (deepseek-v3's B 256), and below
+    # them the claim line sits
+    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right center", title="sequences\nserved",
+               frameon=False)
     heading(fig, f"{view.name}: tokens/s per user against the pipeline's wafers (SRAM serving)",
             view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit"))
     fig.supxlabel(_claim_lines("serving_wafers"), fontsize=8.5)
