@@ -249,3 +249,35 @@ def test_series_cues_differ_for_the_first_64_series():
 
     pairs = {(cue(i)["color"], cue(i)["marker"]) for i in range(64)}
     assert len(pairs) == 64 and cue(0) != cue(8)
+
+
+def test_serving_wafers_says_which_lines_lie_under_another():
+    """Per-user speed never rises with B, so small batches often run exactly as fast as a larger one and their
+    lines vanish under it: the figure says which, and where."""
+    from wsemoe.report.figures import fig_serving
+
+    best = pd.DataFrame({"workload.B": [1, 1, 4, 4, 16, 16, 16], "wafers": [2, 4, 2, 4, 2, 4, 8],
+                         "tokens_per_s_per_user": [10.0, 12.0, 10.0, 12.0, 10.0, 11.0, 9.0]})
+    assert fig_serving.covered(best, [1, 4, 16]) == [(1, 4)]   # B 16 differs at 4 wafers; B 4 lies on B 1
+    same = best.assign(tokens_per_s_per_user=[10.0, 12.0, 10.0, 12.0, 10.0, 12.0, 9.0])
+    assert fig_serving.covered(same, [1, 4, 16]) == [(1, 16), (4, 16)]   # the last-drawn line covers both
+    text = fig_serving._hidden_text({16: {"m": [1, 4]}, 4: {"n": [1]}})
+    assert text == "; equal speeds: B 1, B 4 lie under B 16 (m); B 1 lies under B 4 (n)"
+
+
+def test_a_figure_title_wraps_inside_the_figure():
+    """The subtitle of a multi-panel figure is set in the suptitle's type: wrapped for a smaller type, it ran
+    off both edges of the figure."""
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.figures.style import DOUBLE, heading
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=(DOUBLE[0], 4.3), layout="constrained")
+    canvas = FigureCanvasAgg(fig)
+    fig.subplots(1, 3)
+    heading(fig, "a title", "word " * 80)
+    canvas.draw()
+    box = fig._suptitle.get_window_extent(canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width

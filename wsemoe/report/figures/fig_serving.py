@@ -75,9 +75,12 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(DOUBLE[0], 4.3), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False)[0]
     batches = sorted(pd.unique(rows[BATCH]))
+    hidden: dict = {}   # (batches, the batch drawn over them) -> panels: equal speeds hide a line
     for ax, model in zip(axes, models):
         at = rows if model is None else rows[rows["model"] == model]
         best = at.groupby([BATCH, WAFERS], observed=True)[PER_USER].max().reset_index()
+        for b, top in covered(best, batches):
+            hidden.setdefault(top, {}).setdefault(model or "", []).append(b)
         for i, b in enumerate(batches):
             line = best[best[BATCH] == b].sort_values(WAFERS)
             ax.plot(line[WAFERS], line[PER_USER], **cue(i), label=f"B {b:g}")
@@ -90,9 +93,36 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
     fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right center", title="sequences\nserved",
                frameon=False)
     heading(fig, f"{view.name}: tokens/s per user against the pipeline's wafers (SRAM serving)",
-            view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit"))
+            view.subtitle(said, ("mapping.pe_placement",), "missing points do not fit" + _hidden_text(hidden)))
     fig.supxlabel(_claim_lines("serving_wafers"), fontsize=8.5)
     return caption(fig, CLAIMS["serving_wafers"], _wafers_verdict(rows, models))
+
+
+def covered(best: pd.DataFrame, batches: list) -> list[tuple]:
+    """(batch, the last-drawn batch whose line lies on all of its points) for each line another hides: per-user
+    speed never rises with B, so small batches often run exactly as fast as a larger one."""
+    lines = {b: best[best[BATCH] == b].set_index(WAFERS)[PER_USER] for b in batches}
+    out = []
+    for i, b in enumerate(batches):
+        mine = lines[b]
+        for top in reversed(batches[i + 1:]):
+            over = lines[top].reindex(mine.index)
+            if len(mine) and np.allclose(over.to_numpy(float), mine.to_numpy(float), rtol=1e-6):
+                out.append((b, top))
+                break
+    return out
+
+
+def _hidden_text(hidden: dict) -> str:
+    """'; equal speeds: B 1, B 4 lie under B 16 (qwen3-235b-a22b, deepseek-v3)' for the lines drawn over."""
+    parts = []
+    for top, panels in hidden.items():
+        below = sorted({b for bs in panels.values() for b in bs})
+        where = ", ".join(p for p in panels if p)
+        verb = "lie" if len(below) > 1 else "lies"
+        parts.append(f"{', '.join(f'B {b:g}' for b in below)} {verb} under B {top:g}"
+                     + (f" ({where})" if where else ""))
+    return ("; equal speeds: " + "; ".join(parts)) if parts else ""
 
 
 def _model_name(view: ResultsView, row: dict) -> str:

@@ -223,7 +223,7 @@ def heading(fig: Figure, title: str, subtitle: str = "", ax=None) -> None:
     subtitle wraps to the narrowest plot a y label leaves. Without, both go in the figure title.
     """
     if ax is None:
-        width = int(fig.get_figwidth() * 72 / (SUB_SIZE * 0.56))
+        width = int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))   # at the suptitle's size
         fig.suptitle(f"{title}\n" + "\n".join(textwrap.wrap(subtitle, width)) if subtitle else title)
         return
     width = int(0.6 * fig.get_figwidth() * 72 / (SUB_SIZE * 0.56))  # characters per line
