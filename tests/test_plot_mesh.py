@@ -183,3 +183,15 @@ def test_only_a_family_pattern_draws_its_figures_and_an_unsupported_one_says_so(
     assert all(p.stem.startswith("link_heatmap_") for p in written)
     r = runner.invoke(app, ["plot", str(path), "--only", "node_load_*", "--only", "serving_heatmap_*"])
     assert r.exit_code == 0 and "no figure written: these results support none of" in r.output
+
+
+def test_heatmap_panel_titles_stay_inside_the_figure(sweeps):
+    """The hot-links panel's title, with its whole rule, ran off the figure's right edge."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for name, fig in fig_mesh.link_heatmaps(_context(sweeps["map"][0])).items():
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        for ax in fig.axes:
+            box = ax.title.get_window_extent(canvas.get_renderer())
+            assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (name, ax.get_title())

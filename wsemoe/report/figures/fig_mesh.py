@@ -107,7 +107,8 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
             view.subtitle(", ".join(p for p in (view.context(row, skip=("mapping.strategy",)), said) if p)))
     note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "") + \
         (", solid: wafer boundaries" if s.layout.wafers != (1, 1) else "")
-    fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing)", fontsize=8.5)
+    fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing); hot: load at or above "
+                  "the 90th percentile of the phase's loaded links, ties included", fontsize=8.5, wrap=True)
     busiest = {p: float(vals[p].max()) / factor for p in vals}
     verdict = (f"{pl.strategy}, TP {pl.tp}: busiest link {busiest['allreduce']:.3g} {unit} in the all-reduce, "
                f"{busiest['dispatch']:.3g} {unit} in the dispatch; idle links {100 * idle['allreduce']:.0f}% and "
@@ -130,8 +131,8 @@ def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:
     draw_links(ax, pl.rows, pl.cols, code, colours, Normalize(-0.5, 3.5), "hot-links")
     # ≥ the 90th percentile of each phase's loaded links, ties included: on a symmetric mapping many links tie
     # at the top load, so far more than a tenth can be hot (the counts are in the legend)
-    ax.set_title(f"hot links (load ≥ 90th percentile of each phase's loaded links)\noverlap (Jaccard) "
-                 f"{s.hot_overlap:.2f}")
+    ax.set_title(f"hot links (load ≥ the phase's p90)\noverlap (Jaccard) {s.hot_overlap:.2f}")   # the panel's width:
+    # the whole rule ran off the figure; it is written out below the panels
     labels = [f"hot in all-reduce only ({int((code == 1).sum())})", f"hot in dispatch only ({int((code == 2).sum())})",
               f"hot in both ({int((code == 3).sum())})", "neither"]
     handles = [Line2D([], [], color=c, lw=3) for c in colours.colors[1:] + [IDLE_C]]
