@@ -36,3 +36,49 @@ def test_a_label_that_fits_is_left_as_written():
     ax.set_ylabel("MFU")
     figure_bytes(fig, "svg")
     assert ax.yaxis.label.get_text() == "MFU"
+
+
+SMALL = {   # one sweep per figure kind: training on a wafer, GPU against wafer decode, SRAM serving
+    "train": {"name": "train", "hardware": "cs2", "model": "qwen3-30b-a3b",
+              "workload": {"mode": "train", "seq_len": 8192}, "sparsity": {"vary": "num_experts", "values": [64, 128]},
+              "axes": {"workload.B": [1, 4], "workload.G": [1, 4, 16]},
+              "compare": {"name": "uniform", "baseline": {"workload.G": 1}}},
+    "mesh": {"name": "mesh", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
+             "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": 16},
+             "axes": {"mapping.strategy": ["block", "er"], "mapping.tp": [4, 16]}},
+    "serve": {"name": "serve", "hardware": {"preset": "cs3", "weight_source": "sram"}, "model": "qwen3-30b-a3b",
+              "workload": {"mode": "decode", "seq_len": 8192},
+              "axes": {"workload.B": [1, 64], "hardware.pipeline_wafers": [2, 4],
+                       "mapping.pe_placement": ["blocked", "interleaved"]}},
+}
+
+
+def test_every_text_of_every_figure_stays_on_the_page(tmp_path):
+    """Titles, panel titles, labels, notes and legends lie inside the figure as it is saved (the hot-links
+    panel title and a wide subtitle ran off it). Tick labels are left to matplotlib: it draws only those
+    inside the view."""
+    from matplotlib.text import Text
+
+    from wsemoe.report.figures import plots
+    from wsemoe.sweep.run import run_sweep
+
+    checked = 0
+    for cfg in SMALL.values():
+        path = run_sweep(cfg, out_root=tmp_path).path
+        for stem, fig in plots.figures(path):
+            if fig is None:
+                continue
+            figure_bytes(fig, "png")
+            canvas = FigureCanvasAgg(fig)
+            canvas.draw()
+            renderer = canvas.get_renderer()
+            ticks = {id(t) for ax in fig.axes for t in (*ax.get_xticklabels(which="both"),
+                                                        *ax.get_yticklabels(which="both"))}
+            for text in fig.findobj(Text):
+                if not text.get_visible() or not text.get_text().strip() or id(text) in ticks:
+                    continue
+                box = text.get_window_extent(renderer)
+                assert box.x0 >= -2 and box.x1 <= fig.bbox.width + 2 and box.y0 >= -2 and \
+                    box.y1 <= fig.bbox.height + 2, (stem, text.get_text())
+                checked += 1
+    assert checked > 100
