@@ -281,3 +281,10 @@ def test_a_figure_title_wraps_inside_the_figure():
     canvas.draw()
     box = fig._suptitle.get_window_extent(canvas.get_renderer())
     assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+
+
+def test_a_share_that_rounds_to_zero_reads_below_one_percent():
+    """The roofline caption said 'MoE 0% (weight path)' of a stage at 0.4% of its roof."""
+    from wsemoe.report.figures.style import share_text
+
+    assert [share_text(x) for x in (0.0, 0.004, 0.005, 0.006, 0.06, 1.0)] == ["0%", "<1%", "<1%", "1%", "6%", "100%"]

@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, marker_label, name,
-                                         outside_legend, plt_size, setting)
+                                         outside_legend, plt_size, setting, share_text)
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("roofline",)
@@ -203,7 +203,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
                                  color=PALETTE[i]))   # style.separate_marker_labels moves it off an earlier label
         side = _binds(best, stage, "weight path" if b_ai * bw < b_top else "compute")
         share = b_run / min(b_top, b_ai * bw)
-        parts.append((f"{STAGES[stage].split(' (')[0]} {100 * share:.0f}% ({side})", share))
+        parts.append((f"{STAGES[stage].split(' (')[0]} {share_text(share)} ({side})", share))
     if not ais:
         return drawn, False, []
     top = max(roofs)
@@ -218,7 +218,9 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     peaks = f"peak {_eng(peak)}FLOP/s" + (f" (16-bit), {_eng(top)}FLOP/s (a stage at its formats)"
                                           if top > peak else "")
     rate = f"{_eng(bw)}B/s" if np.isfinite(bw) else "unbounded"
-    title = textwrap.wrap(f"{label}: {peaks}, {path} {rate}", int(width * SUB_SIZE / 9.5))
+    nb = "\u00a0"   # no break between the bandwidth and what it is of: "all nodes / 576 TB/s" split them
+    bound = f"{path.rsplit(' ', 1)[-1]} {rate}".replace(" ", nb)
+    title = textwrap.wrap(f"{label}: {peaks}, {' '.join(path.split(' ')[:-1] + [bound])}", int(width * SUB_SIZE / 9.5))
     ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(textwrap.wrap(claim, width)))
     ax.annotate("\n".join(textwrap.wrap(claim, width)), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
                 textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)

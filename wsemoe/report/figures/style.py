@@ -332,6 +332,12 @@ def pct(x: float) -> str:
     return f"{100 * x:+.0f}%".replace("-", "\u2212")
 
 
+def share_text(x: float) -> str:
+    """An unsigned share as a percentage; a positive one that rounds to 0 reads '<1%', never '0%'."""
+    text = f"{100 * x:.0f}%"
+    return "<1%" if x > 0 and text == "0%" else text
+
+
 def group_label(cols, key) -> str:
     """'E = 8, k = 2': a design's values of `cols`, by symbol."""
     key = key if isinstance(key, tuple) else (key,)
