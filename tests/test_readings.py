@@ -445,3 +445,20 @@ def test_a_quantity_with_a_unit_says_it_in_its_table_title():
     titles = {q: shown.table(result, summary, q).title for q in dict.fromkeys(summary["quantity"])}
     assert titles["best_tokens_per_s"] == "best_tokens_per_s [tokens/s] over the readings"
     assert titles["speedup_vs_uniform"] == "speedup_vs_uniform over the readings"
+
+
+def test_a_refused_factorial_is_said_to_be_not_computable_with_a_command_that_runs(monkeypatch):
+    """show said "`wsemoe readings results/cerebras_serving` computes it" of a sweep whose 12 readings make 9,216
+    combinations, a command that refuses; --only gives a what-if that is never stored, and the line says so."""
+    monkeypatch.setattr(rd, "MAX_COMBINATIONS", 100)
+    cfg = load_config("sweeps/moentwine_vs_nvl72.yaml")
+    with pytest.raises(ConfigError):
+        rd.cost(cfg)
+    text = rd.how_to_compute(cfg, "results/x")
+    assert text.startswith("not computable (") and "exceed 100" in text and "--only NAME" in text
+    assert "not stored" in text and "computes it" not in text
+    named = text.rsplit("of: ", 1)[1].split(", ")
+    assert set(named) == {s.reading.name for s in registry.plan(cfg, registry.load()) if s.state == "varied"}
+    rd.cost(cfg, only=named[:2])   # the command it names runs
+    monkeypatch.setattr(rd, "MAX_COMBINATIONS", 512)
+    assert rd.how_to_compute(cfg, "results/x") == "not computed; `wsemoe readings results/x` computes it"

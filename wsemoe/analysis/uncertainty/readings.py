@@ -272,6 +272,20 @@ def parse_choices(items) -> dict[str, str]:
     return out
 
 
+def how_to_compute(cfg, path) -> str:
+    """Why a folder has no readings analysis and the command that runs: the plain one computes and stores it;
+    where the full factorial of the readings the sweep varies is refused, it cannot be stored, and --only over
+    some of them gives a what-if (never stored: `run`)."""
+    try:
+        cost(cfg)
+    except ConfigError as exc:
+        _, varied, _ = plan(load_config(cfg))
+        return (f"not computable ({exc.message.split(';')[0]}); `wsemoe readings {path} --only NAME` (repeatable) "
+                f"gives a what-if over the readings named (not stored), of: "
+                f"{', '.join(st.reading.name for st in varied)}")
+    return f"not computed; `wsemoe readings {path}` computes it"
+
+
 def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
     """After a sweep with a comparison: its readings analysis brought up to date when the runs cost at most
     `budget` point evaluations; the line to print about it ('' when nothing was to do)."""
@@ -281,8 +295,8 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
         return "robustness over readings: not computed for a search (every run needs the whole grid)"
     try:
         runs, evaluations = cost(cfg)
-    except ConfigError as exc:  # the sweep itself is done and written: say why its robustness is not
-        return f"robustness over readings: not computed ({exc.message}); `wsemoe readings {path} --only …` computes it"
+    except ConfigError:  # the sweep itself is done and written: say why its robustness is not
+        return f"robustness over readings: {how_to_compute(cfg, path)}"
     if evaluations > budget:
         heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
         return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "

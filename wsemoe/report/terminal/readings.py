@@ -110,7 +110,7 @@ def folder_lines(path, manifest: dict) -> list[Text]:
     if os.path.lexists(folder) and not ledger.intact(folder, rd.FILES, "readings"):
         return [Text(f"robustness over readings: not shown: {folder} changed since wsemoe wrote it (or is not "
                      f"its own); move it out, then `wsemoe readings {path}`")]
-    if (Path(path) / "comparison.csv").is_file():
-        return [Text(f"robustness over readings: not computed; `wsemoe readings {path}` computes it")]
+    if (Path(path) / "comparison.csv").is_file():   # the command it names runs (a refused factorial names --only)
+        return [Text(f"robustness over readings: {rd.how_to_compute(Path(path) / 'config.yaml', path)}")]
     return []
 
