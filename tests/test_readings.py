@@ -312,6 +312,9 @@ def test_sweep_show_and_report_carry_the_robustness_line(runner, tmp_path):
     runner.invoke(app, ["sweep", str(path), "--results", str(tmp_path), "--force", "--no-readings"])
     shown = runner.invoke(app, ["show", str(tmp_path / "small")], env={"COLUMNS": "200"})
     assert "robustness over readings: not computed; `wsemoe readings" in shown.output
+    # the report says it as show does, not by leaving the section out
+    html = "".join(page.readings_section(tmp_path / "small", store.load_manifest(tmp_path / "small")))
+    assert "Robustness over the readings" in html and "not computed; `wsemoe readings" in html
     again = runner.invoke(app, ["readings", str(tmp_path / "small"), "--only", "attn_kernel"], env={"COLUMNS": "1000"})
     assert again.exit_code == 0 and "held as configured (not in --only)" in again.output
     # ... a what-if (--only) is printed, labelled, and not stored: show still says how to get the answer

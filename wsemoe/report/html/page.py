@@ -122,8 +122,11 @@ def readings_section(path: Path, man: dict) -> list[str]:
     from wsemoe.analysis.uncertainty import robustness
 
     found = readings.load(path, man.get("config_hash"))
-    if found is None:
-        return []
+    if found is None:   # as show says it: why there is none, and the command that runs
+        if not (Path(path) / "comparison.csv").is_file():
+            return []
+        return ["<h2 id=\"s-readings\">Robustness over the readings</h2>",
+                f"<p class=\"note\">{escape(readings.how_to_compute(Path(path) / 'config.yaml', path))}</p>"]
     summary = robustness.summarize(found)
     quantity = (found.meta.get("comparison") or {}).get("quantity")
     plan = pd.DataFrame([{"reading": s["name"], "state": s["state"], "configured": s["configured"] or "",
