@@ -96,7 +96,8 @@ def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
     count = int(np.prod([len(st.reading.options) for st in varied], dtype=object))  # counted before it is built
     if count > MAX_COMBINATIONS:
         raise ConfigError(f"{count:,} combinations of {len(names)} readings exceed {MAX_COMBINATIONS}; "
-                          "vary fewer (--only) or fix some (--set name=option)", loc=("readings",))
+                          "vary fewer (--only) or fix some (--set name=option), a what-if that is not stored",
+                          loc=("readings",))
     combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
     runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
     for st in varied:
