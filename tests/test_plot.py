@@ -217,6 +217,9 @@ def test_many_fronts_take_their_points_colour_and_marker_axis_line_style():
     assert all(len(v) == 3 for v in styles.values())   # the three models of one hardware: three line styles
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("Pareto fronts (9" in lab and "colour: hardware" in lab and "line: model" in lab for lab in labels)
+    # a ring in its points' colour would be lost in their cloud: each front's rings sit on a black halo
+    halos = [ln for ln in ax.lines if ln.get_marker() == "o" and to_hex(ln.get_color()) == "#000000" and len(ln.get_xdata())]
+    assert len(halos) == 9
 
 
 def test_slices_prefer_values_with_feasible_points():

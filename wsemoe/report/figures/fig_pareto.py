@@ -183,6 +183,8 @@ def _draw_fronts(ax, r, feas, systems, cues, colours, xcol, ycol, fx, fy) -> Non
                 ax.plot([], [], marker="o", ls="-", color="black", ms=7, mfc="none", mew=1.2, lw=1.0, label=what)
                 what = None
         ax.plot(x, y, ls=ls, color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
+        if c != "black":   # a ring in its points' colour is lost in their cloud: a black halo under it
+            ax.plot(x[::step], y[::step], "o", color="black", ms=8.8, mfc="none", mew=2.0, zorder=4.5)
         # hollow rings: the design colour of each front point stays visible inside
         ax.plot(x[::step], y[::step], marker="o", ls=ls, color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what,
                 lw=0 if step > 1 else 1.0)
