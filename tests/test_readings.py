@@ -465,3 +465,18 @@ def test_a_refused_factorial_is_said_to_be_not_computable_with_a_command_that_ru
     rd.cost(cfg, only=named[:2])   # the command it names runs
     monkeypatch.setattr(rd, "MAX_COMBINATIONS", 512)
     assert rd.how_to_compute(cfg, "results/x") == "not computed; `wsemoe readings results/x` computes it"
+
+
+def test_a_near_miss_of_a_derived_fact_is_suggested(tmp_path):
+    path = tmp_path / "reg.yaml"
+    path.write_text(yaml.safe_dump({"r1": {
+        "question": "q?", "why": "w", "default": "a", "applies_to": {"hardware.spans_server": [True]},
+        "options": {"a": {"set": {}, "evidence": "e", "source": "s"},
+                    "b": {"set": {"mapping.mla_cache": "sharded"}, "evidence": "e", "source": "s"}}}}))
+    with pytest.raises(ConfigError) as exc:
+        registry.load(path)
+    assert exc.value.line().endswith("unknown field 'spans_server' of hardware; did you mean 'hardware.spans_servers'?")
+    path.write_text(path.read_text().replace("spans_server:", "spans_servers:").replace("true", "'yes'"))
+    with pytest.raises(ConfigError) as exc:   # a yes/no fact takes true or false, strictly
+        registry.load(path)
+    assert "spans_servers" in exc.value.line() and "bool" in exc.value.line()

@@ -5,6 +5,8 @@ scale-out network). Each names the fields it reads, so a sweep that sweeps one o
 
 from __future__ import annotations
 
+import difflib
+
 from pydantic.fields import FieldInfo
 
 
@@ -38,3 +40,13 @@ def value(fields: dict, name: str):
 def inputs(path: str) -> tuple[str, ...]:
     """The spec paths the fact at `path` is computed from."""
     return tuple(f"{SECTION}.{f}" for f in DERIVED[path.partition('.')[2]][0])
+
+
+def suggestion(path: str, message: str) -> str:
+    """'; did you mean 'hardware.spans_servers'?' for a near miss of a derived fact ('' otherwise, or when the
+    message already suggests a field)."""
+    section, _, name = path.partition(".")
+    close = difflib.get_close_matches(name, list(DERIVED), n=1)
+    if section != SECTION or not close or "did you mean" in message:
+        return ""
+    return f"; did you mean '{SECTION}.{close[0]}'?"

@@ -100,7 +100,10 @@ def _field_type(path: str, loc):
             hint = f"; did you mean '{PE}{close[0]}'?" if close else ""
             raise ConfigError(f"unknown PE fact '{path[len(PE):]}'{hint}", loc=loc)
         return facts[path[len(PE):]]
-    section, name = axes.check_path(path, loc)
+    try:
+        section, name = axes.check_path(path, loc)
+    except ConfigError as exc:   # a derived fact is a name too
+        raise ConfigError(exc.message + derived.suggestion(path, exc.message), loc=loc) from None
     if name is None:
         raise ConfigError(f"'{path}' names a whole section; a reading sets fields (section.field)", loc=loc)
     return SECTIONS[section].model_fields[name]
