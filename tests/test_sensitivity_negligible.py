@@ -42,3 +42,10 @@ def test_the_threshold_is_relative_to_the_nominal_value():
     row = {"nominal": 1000.0, "q05": 999.6, "q95": 1000.4}
     assert view.negligible(row)
     assert not view.negligible({**row, "q05": 990.0})
+
+
+def test_the_notes_read_at_the_terminals_width_not_the_tables():
+    """As the table's caption the notes wrapped to its width (60 characters on a 140-column terminal)."""
+    text = _text(_result(1e-5))
+    line = next(ln for ln in text.splitlines() if "variance negligible in b" in ln)
+    assert "indices there are noise, not shown" in line

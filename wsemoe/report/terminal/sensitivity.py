@@ -50,9 +50,10 @@ def sensitivity(result, quantity: str | None = None) -> Group:
     notes.append(f"± half the 95% confidence interval (SALib's bootstrap over the {meta['samples']:,} samples): an "
                  "interval as wide as its index says the samples cannot tell; --samples takes more")
     notes += list(meta.get("axis_ends") or [])
-    note = "\n".join(notes)
+    # the notes below the table, not as its caption: a caption wraps to the table's width (60 characters on a
+    # 140-column terminal), a line to the terminal's
     t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              collapse_padding=True, caption=note or None, caption_justify="left")
+              collapse_padding=True)
     t.add_column("unknown", no_wrap=True)
     for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
         t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
@@ -65,7 +66,7 @@ def sensitivity(result, quantity: str | None = None) -> Group:
                          else f"{r['mu_star'].iloc[0]:.3g}" + (f"±{r['mu_star_conf'].iloc[0]:.2g}"
                                                                if "mu_star_conf" in r else ""))
         t.add_row(u["name"], *cells)
-    return Group(b, t)
+    return Group(b, t, *(Text(n) for n in notes))
 
 
 def _ci(r, col: str) -> str:
