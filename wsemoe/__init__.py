@@ -143,7 +143,7 @@ def sensitivity(config, **kwargs):
 def readings(path=None) -> dict:
     """The readings: modelling choices no source pins, {name: Reading} with options (the spec fields each sets,
     evidence, source), default and why (the shipped wsemoe/presets/readings.yaml, or a file of that form)."""
-    from wsemoe.config.readings import load
+    from wsemoe.config.registry import load
 
     return load(path)
 

@@ -21,6 +21,7 @@ import pandas as pd
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.config import readings as registry
+from wsemoe.config.registry import registry_hash
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, ResultsError, excerpt
 from wsemoe.store import ledger
@@ -166,7 +167,7 @@ def evaluate(config, only=(), fixed=None, readings=None, on_progress=None) -> Re
     with frames.shared_groups():   # a run whose reading leaves a system's rows as they were reuses their outputs
         table, values, evaluated = _execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
                                             on_progress)
-    meta = {"config_hash": cfg.config_hash(), "registry_hash": registry.registry_hash(readings),
+    meta = {"config_hash": cfg.config_hash(), "registry_hash": registry_hash(readings),
             "name": cfg.name, "readings": rows, "fixed": fixed, "varied": names,
             "combinations": int((table["role"] == "combination").sum()), "runs": len(runs),
             "evaluated": evaluated, "points": cfg.size(), "evaluations": evaluated * cfg.size(),
@@ -225,7 +226,7 @@ def load(results_path, config_hash: str | None = None, readings=None) -> Reading
         return None
     if robustness.what_if(meta):  # written by an older version: a what-if is never the stored answer
         return None
-    if meta.get("registry_hash") != registry.registry_hash(registry.load() if readings is None else readings):
+    if meta.get("registry_hash") != registry_hash(registry.load() if readings is None else readings):
         return None
     return Readings(runs, values, meta)
 
