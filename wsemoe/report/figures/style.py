@@ -334,8 +334,7 @@ def pct(x: float) -> str:
 
 def share_text(x: float) -> str:
     """An unsigned share as a percentage; a positive one that rounds to 0 reads '<1%', never '0%'."""
-    text = f"{100 * x:.0f}%"
-    return "<1%" if x > 0 and text == "0%" else text
+    return "<1%" if x > 0 and f"{100 * x:.0f}" == "0" else f"{100 * x:.0f}%"
 
 
 def group_label(cols, key) -> str:
