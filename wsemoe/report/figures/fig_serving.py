@@ -75,7 +75,7 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(DOUBLE[0], 4.3), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False)[0]
     batches = sorted(pd.unique(rows[BATCH]))
-    hidden: dict = {}   # (batches, the batch drawn over them) -> panels: equal speeds hide a line
+    hidden: dict = {}   # {batch drawn on top: {panel: [batches it hides]}}: equal speeds hide a line
     for ax, model in zip(axes, models):
         at = rows if model is None else rows[rows["model"] == model]
         best = at.groupby([BATCH, WAFERS], observed=True)[PER_USER].max().reset_index()
