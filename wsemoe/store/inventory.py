@@ -21,7 +21,7 @@ from wsemoe.errors import ResultsError, WsemoeError
 from wsemoe.store import manifest
 from wsemoe.store import ownership
 from wsemoe.store import partial
-from wsemoe.store import store, writer
+from wsemoe.store import placement, store
 
 PARTIAL_NAME = re.compile(r"^\.(?P<target>.+)\.partial-[0-9a-f]{16}$")
 
@@ -155,7 +155,7 @@ def clean(root, only: str | None = None) -> list[Path]:
     target's run lock) and that hold only what wsemoe wrote there (one with a user's file is kept whole:
     `partials_in` names the file); a symbolic link along `root` as given is refused, as by every writer (nothing is
     removed through a link)."""
-    root = writer.checked_path(root)
+    root = placement.checked_path(root)
     removed = []
     for part in partials_in(root, only):
         if part.running or part.foreign:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from wsemoe.errors import ResultsError, os_error
 from wsemoe.store import manifest
-from wsemoe.store import verified, writer
+from wsemoe.store import placement, verified
 from wsemoe.store.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
 
 FORMAT = manifest.FORMAT
@@ -41,8 +41,8 @@ def sha256_of(path: Path) -> str:
 def results_dir(out_root, name: str) -> Path:
     """results/<name>, refusing names that would escape the results folder and a symbolic link anywhere along the
     path as given (the writer's rule: a link is never written through, nor resolved into its target here)."""
-    root = writer.checked_path(out_root)
-    target = writer.checked_path(root / name)
+    root = placement.checked_path(out_root)
+    target = placement.checked_path(root / name)
     if target.parent != root or name in (".", ".."):
         raise ResultsError(f"sweep name '{name}' would write outside {root}", loc=("name",))
     return target

@@ -14,7 +14,7 @@ import pandas as pd
 from wsemoe.sweep import chunked
 from wsemoe.sweep import repair, searchrun
 from wsemoe.store import store
-from wsemoe.store import writer
+from wsemoe.store import placement, writer
 from wsemoe.store import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
@@ -82,7 +82,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     writer.check_folder(path, "sweep", force, key=cfg.name)
     prior = store.read_manifest(path)  # results of another config of this sweep, which a run replaces (and says so)
-    writer.ensure_parent(path)  # the results root itself, at most: its own parent exists (checked)
+    placement.ensure_parent(path)  # the results root itself, at most: its own parent exists (checked)
     with partial_mod.RunLock(path):
         fixed = repair.repair(cfg, path, h) if resume and not force else None
         if fixed is not None:
