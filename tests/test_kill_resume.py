@@ -231,3 +231,39 @@ def test_14_concurrent_runs_never_corrupt_each_other(tmp_path):
         store.verify(out / "big", man)
         assert man["points"] == 240
     assert sorted(p.name for p in out.iterdir()) == ["big"]
+
+
+def test_a_folder_made_by_a_concurrent_run_between_look_and_mkdir_is_the_folder_wanted(tmp_path, monkeypatch):
+    """Two runs into a missing results root: both looked, one made it, the other's mkdir met EEXIST and the run
+    failed with 'cannot make the folder' (1 in 10 runs of test_14). A folder there is what it wanted; a file or
+    a link there is still refused."""
+    from wsemoe.errors import WsemoeError
+    from wsemoe.store import placement
+
+    target = tmp_path / "res" / "big"
+    real = os.path.isdir
+    looks = []
+
+    def racing(path):   # the first look sees no folder; the concurrent run makes it right after
+        if not looks:
+            looks.append(path)
+            os.mkdir(path)
+            return False
+        return real(path)
+
+    monkeypatch.setattr(placement.os.path, "isdir", racing)
+    placement.ensure_parent(target)
+    assert real(tmp_path / "res")
+    other = tmp_path / "other" / "big"
+    looks.clear()
+
+    def racing_file(path):   # a file appears there instead: refused in one line
+        if not looks:
+            looks.append(path)
+            open(path, "w").close()
+            return False
+        return real(path)
+
+    monkeypatch.setattr(placement.os.path, "isdir", racing_file)
+    with pytest.raises(WsemoeError):
+        placement.ensure_parent(other)

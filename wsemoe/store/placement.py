@@ -97,4 +97,8 @@ def ensure_parent(p: Path) -> None:
     """Make the one missing folder that holds `p` (its own parent was checked to exist)."""
     if not os.path.isdir(p.parent):
         with os_errors(p.parent, "make the folder"):
-            os.mkdir(p.parent)
+            try:
+                os.mkdir(p.parent)
+            except FileExistsError:   # a concurrent run made it between the look and the mkdir: the folder
+                if os.path.islink(p.parent) or not os.path.isdir(p.parent):   # wanted; anything else is refused
+                    raise
