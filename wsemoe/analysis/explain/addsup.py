@@ -308,8 +308,8 @@ def _ttft(row, wl):
     ttft = t1 + W * sigma + (B * P - 1.0) * beta + (B - 1.0) * sigma
     stalls = f" + {W:g} × σ {_t(sigma)} + ({B:g} − 1) × σ" if sigma > 0 else ""
     who = f"the {B:g} prompts of {P:g} tokens stream" if B != 1 else f"the prompt of {P:g} tokens streams"
-    return ("ttft_s", row["ttft_s"], "s", f"{who} through once, at context {P:g}: t1 {_t(t1)}{stalls} + ({B:g}·{P:g} − 1) × β {_t(beta)} = {_t(ttft)} "
-            f"{_check(ttft, _get(row, 'ttft_s'))}")
+    return ("ttft_s", row["ttft_s"], "s", f"{who} through once, at context {P:g}: t1 {_t(t1)}{stalls} + "
+            f"({B:g}·{P:g} − 1) × β {_t(beta)} = {_t(ttft)} {_check(ttft, _get(row, 'ttft_s'))}")
 
 
 def sram_serving(row, m, wl) -> list:

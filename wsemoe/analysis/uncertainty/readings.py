@@ -89,16 +89,22 @@ def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tup
     return rows, varied, fixed
 
 
+def _too_many(varied: list[registry.Status]) -> str:
+    """'9,216 combinations of 12 readings exceed 512' where the full factorial is refused, else ''
+    (counted before anything is built)."""
+    count = int(np.prod([len(st.reading.options) for st in varied], dtype=object))
+    return f"{count:,} combinations of {len(varied)} readings exceed {MAX_COMBINATIONS}" if count > MAX_COMBINATIONS \
+        else ""
+
+
 def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
     """The runs as (role, choice): the sweep as configured ({}), the full factorial ("combination"), then each
     reading moved alone to an option the sweep does not already have ("alone"); a choice is {reading: option}
     on top of the configured sweep."""
     names = [st.reading.name for st in varied]
-    count = int(np.prod([len(st.reading.options) for st in varied], dtype=object))  # counted before it is built
-    if count > MAX_COMBINATIONS:
-        raise ConfigError(f"{count:,} combinations of {len(names)} readings exceed {MAX_COMBINATIONS}; "
-                          "vary fewer (--only) or fix some (--set name=option), a what-if that is not stored",
-                          loc=("readings",))
+    if _too_many(varied):
+        raise ConfigError(f"{_too_many(varied)}; vary fewer (--only) or fix some (--set name=option), a what-if "
+                          "that is not stored", loc=("readings",))
     combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
     runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
     for st in varied:
@@ -278,13 +284,10 @@ def how_to_compute(cfg, path) -> str:
     """Why a folder has no readings analysis and the command that runs: the plain one computes and stores it;
     where the full factorial of the readings the sweep varies is refused, it cannot be stored, and --only over
     some of them gives a what-if (never stored: `run`)."""
-    try:
-        cost(cfg)
-    except ConfigError as exc:
-        _, varied, _ = plan(load_config(cfg))
-        return (f"not computable ({exc.message.split(';')[0]}); `wsemoe readings {path} --only NAME` (repeatable) "
-                f"gives a what-if over the readings named (not stored), of: "
-                f"{', '.join(st.reading.name for st in varied)}")
+    _, varied, _ = plan(load_config(cfg))
+    if _too_many(varied):
+        return (f"not computable ({_too_many(varied)}); `wsemoe readings {path} --only NAME` (repeatable) gives a "
+                f"what-if over the readings named (not stored), of: {', '.join(st.reading.name for st in varied)}")
     return f"not computed; `wsemoe readings {path}` computes it"
 
 
@@ -297,8 +300,9 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
         return "robustness over readings: not computed for a search (every run needs the whole grid)"
     try:
         runs, evaluations = cost(cfg)
-    except ConfigError:  # the sweep itself is done and written: say why its robustness is not
-        return f"robustness over readings: {how_to_compute(cfg, path)}"
+    except ConfigError as exc:  # the sweep itself is done and written: say why its robustness is not
+        refused = _too_many(plan(cfg)[1])   # the factorial: say so and what runs; else what stopped it
+        return f"robustness over readings: {how_to_compute(cfg, path) if refused else f'not computed ({exc.message})'}"
     if evaluations > budget:
         heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
         return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "

@@ -220,7 +220,8 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     rate = f"{_eng(bw)}B/s" if np.isfinite(bw) else "unbounded"
     nb = "\u00a0"   # no break between the bandwidth and what it is of: "all nodes / 576 TB/s" split them
     bound = f"{path.rsplit(' ', 1)[-1]} {rate}".replace(" ", nb)
-    title = textwrap.wrap(f"{label}: {peaks}, {' '.join(path.split(' ')[:-1] + [bound])}", int(width * SUB_SIZE / 9.5))
+    title = textwrap.wrap(f"{label}: {peaks}, {' '.join(path.split(' ')[:-1] + [bound])}",
+                          int(width * SUB_SIZE / 9.5))
     ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(textwrap.wrap(claim, width)))
     ax.annotate("\n".join(textwrap.wrap(claim, width)), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
                 textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
