@@ -20,6 +20,7 @@ from wsemoe.errors import ConfigError
 from wsemoe.sweep import chunked
 from wsemoe.sweep.engine import Outputs, Rows
 from wsemoe.sweep.feasibility import REASONS, feasibility
+from clicheck import one_line_error
 
 REL = 1e-12
 
@@ -78,13 +79,6 @@ def _write(tmp_path, cfg) -> str:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return str(path)
 
-
-def _one_line_error(result, *needles):
-    assert result.exit_code not in (0, 1), result.output  # 1 would be an internal error
-    text = result.output.strip()
-    assert len(text.splitlines()) == 1 and text.startswith("error: "), text
-    for n in needles:
-        assert n in text, (n, text)
 
 
 # ------------------------------------------------------------------ user constraints
@@ -148,7 +142,7 @@ def test_unknown_constraint_column_is_one_line_naming_its_index(runner, tmp_path
         wsemoe.evaluate(cfg)
     assert exc.value.loc == ("constraints", "1", "column")
     res = runner.invoke(app, ["sweep", _write(tmp_path, cfg), "--results", str(tmp_path / "res")])
-    _one_line_error(res, "[constraints -> 1 -> column]", "unknown constraint column 'step_tme_s'", "did you mean")
+    one_line_error(res, "[constraints -> 1 -> column]", "unknown constraint column 'step_tme_s'", "did you mean")
     assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())  # no partial left to resume
 
 
@@ -188,7 +182,7 @@ def test_two_bounds_on_one_column_both_apply(free):
 def test_constraint_on_a_text_column_is_a_config_error(runner, tmp_path):
     cfg = {**BASE, "constraints": [{"column": "bound", "max": 1}]}
     res = runner.invoke(app, ["sweep", _write(tmp_path, cfg), "--results", str(tmp_path / "res")])
-    _one_line_error(res, "constraints -> 0 -> column")
+    one_line_error(res, "constraints -> 0 -> column")
 
 
 def test_a_constraint_without_bounds_is_refused():
@@ -205,13 +199,13 @@ def test_constraint_columns_on_inputs_are_documented(tmp_path):
 def test_unknown_compare_metric_is_one_line(runner, tmp_path):
     cfg = {**BASE, "compare": {"baseline": {"workload.G": 1}, "metric": "tokens_per_sec"}}
     res = runner.invoke(app, ["sweep", _write(tmp_path, cfg), "--results", str(tmp_path / "res")])
-    _one_line_error(res, "compare", "tokens_per_sec")
+    one_line_error(res, "compare", "tokens_per_sec")
 
 
 def test_objective_on_a_text_column_is_one_line(runner, tmp_path):
     cfg = {**BASE, "objectives": {"bound": "max"}}
     res = runner.invoke(app, ["sweep", _write(tmp_path, cfg), "--results", str(tmp_path / "res")])
-    _one_line_error(res, "objectives", "bound")
+    one_line_error(res, "objectives", "bound")
 
 
 def test_a_baseline_value_outside_its_axis_is_refused():
@@ -270,7 +264,7 @@ def test_narrow_output_keeps_a_custom_compare_metric(tmp_path):
 def test_unknown_output_column_is_one_line(runner, tmp_path):
     cfg = {**BASE, "output": {"columns": ["mfu", "tokens_per_sec"]}}
     res = runner.invoke(app, ["sweep", _write(tmp_path, cfg), "--results", str(tmp_path / "res")])
-    _one_line_error(res, "[output -> columns]", "unknown output column 'tokens_per_sec'")
+    one_line_error(res, "[output -> columns]", "unknown output column 'tokens_per_sec'")
     assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())
 
 
@@ -366,7 +360,7 @@ def written(tmp_path):
 
 def _show_error(runner, path, *needles):
     res = runner.invoke(app, ["show", str(path)])
-    _one_line_error(res, f"[{path}]", *needles)
+    one_line_error(res, f"[{path}]", *needles)
 
 
 def test_a_part_damaged_in_place_is_one_line(runner, written):

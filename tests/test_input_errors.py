@@ -13,18 +13,12 @@ import yaml
 from wsemoe.cli import app
 from wsemoe.store import ledger
 from wsemoe.sweep.run import run_sweep
+from clicheck import one_line_error
 
 HF = Path(__file__).parent / "data" / "hf"
 HUGE = "9" * 5000   # beyond Python's 4,300-digit conversion limit
 BIG = "1" + "0" * 400  # converts, but no float holds it
 
-
-def _one_line(result, *needles):
-    text = result.output.strip()
-    assert result.exit_code not in (0, 1) or text.startswith("error: "), text
-    assert len(text.splitlines()) == 1 and text.startswith("error: ") and "internal error" not in text, text
-    for n in needles:
-        assert n in text, (n, text)
 
 
 @pytest.mark.parametrize("where, text, field", [
@@ -38,12 +32,12 @@ def _one_line(result, *needles):
 @pytest.mark.parametrize("n", [HUGE, BIG, "-" + HUGE])
 def test_integer_literals_too_long_for_any_field_in_yaml(tmp_path, runner, where, text, field, n):
     (tmp_path / "x.yaml").write_text(text.format(n=n))
-    _one_line(runner.invoke(app, ["check", str(tmp_path / "x.yaml")]), field, "digits")
+    one_line_error(runner.invoke(app, ["check", str(tmp_path / "x.yaml")]), field, "digits")
 
 
 @pytest.mark.parametrize("n", [HUGE, BIG])
 def test_integer_literals_too_long_through_eval_set(runner, n):
-    _one_line(runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", f"workload.B={n}"]),
+    one_line_error(runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", f"workload.B={n}"]),
               "B", "digits")
 
 
@@ -54,7 +48,7 @@ def test_integer_literals_too_long_in_config_json(tmp_path, runner, key, n):
                                                                                                f'"{key}": {n}')
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(text)
-    _one_line(runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path / "m" / "config.json")]), key)
+    one_line_error(runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path / "m" / "config.json")]), key)
 
 
 PLACED = ["eval", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b", "--set", "mapping.strategy=explicit",
@@ -70,12 +64,12 @@ PLACED = ["eval", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b", "--s
 ])
 def test_explicit_placement_must_name_every_node_once(runner, tmp_path, ids, needle):
     sets = [] if ids is None else ["--set", f"mapping.placement={ids}"]
-    _one_line(runner.invoke(app, PLACED + sets), "mapping -> placement", needle)
+    one_line_error(runner.invoke(app, PLACED + sets), "mapping -> placement", needle)
     cfg = {"name": "pl", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b",
            "mapping": {"strategy": "block", "tp": 4, **({} if ids is None else {"placement": ids})},
            "axes": {"mapping.strategy": ["block", "explicit"]}}
     (tmp_path / "pl.yaml").write_text(yaml.safe_dump(cfg))
-    _one_line(runner.invoke(app, ["check", str(tmp_path / "pl.yaml")]), "placement", needle)
+    one_line_error(runner.invoke(app, ["check", str(tmp_path / "pl.yaml")]), "placement", needle)
 
 
 def test_a_whole_explicit_placement_runs(runner):

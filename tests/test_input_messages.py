@@ -8,17 +8,11 @@ import pytest
 import yaml
 
 from wsemoe.cli import app
+from clicheck import one_line_error
 
 CFG = {"name": "msg", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
        "axes": {"workload.G": [1, 2]}}
 
-
-def _one_line(result, *needles):
-    text = result.output.strip()
-    assert result.exit_code != 0 and len(text.splitlines()) == 1 and text.startswith("error: "), text
-    assert "internal error" not in text
-    for n in needles:
-        assert n in text, (n, text)
 
 
 @pytest.fixture
@@ -30,8 +24,8 @@ def cfg(tmp_path, monkeypatch):
 
 def test_a_description_longer_than_the_manifest_holds_is_refused_by_check(cfg, runner, tmp_path):
     (tmp_path / "long.yaml").write_text(yaml.safe_dump({**CFG, "name": "long", "description": "x" * 20_001}))
-    _one_line(runner.invoke(app, ["check", "long.yaml"]), "[description]", "20000")
-    _one_line(runner.invoke(app, ["sweep", "long.yaml"]), "[description]")
+    one_line_error(runner.invoke(app, ["check", "long.yaml"]), "[description]", "20000")
+    one_line_error(runner.invoke(app, ["sweep", "long.yaml"]), "[description]")
     assert not (tmp_path / "results").exists()
     (tmp_path / "ok.yaml").write_text(yaml.safe_dump({**CFG, "name": "ok", "description": "x" * 20_000}))
     assert runner.invoke(app, ["sweep", "ok.yaml", "-q"]).exit_code == 0
@@ -44,7 +38,7 @@ def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
         r = runner.invoke(app, ["new", f"s{mode}", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b", "--mode", mode])
         assert r.exit_code == 0, r.output
         assert runner.invoke(app, ["check", f"s{mode}.yaml"]).exit_code == 0
-    _one_line(runner.invoke(app, ["new", "strain", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b"]),
+    one_line_error(runner.invoke(app, ["new", "strain", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b"]),
               "[--mode]", "decode")
 
 
@@ -62,13 +56,13 @@ def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
     (["eval", "msg.yaml", "--set", "workload"], ["--set"]),
 ])
 def test_each_option_error_names_its_option(cfg, runner, argv, needles):
-    _one_line(runner.invoke(app, argv), *needles)
+    one_line_error(runner.invoke(app, argv), *needles)
 
 
 def test_sensitivity_counts_its_evaluations_before_any_work(runner, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({**CFG, "name": "s", "axes": {"workload.B": list(range(1, 1001))}}))
-    _one_line(runner.invoke(app, ["sensitivity", "s.yaml", "-n", "1000000", "--no-readings"]), "[--samples]",
+    one_line_error(runner.invoke(app, ["sensitivity", "s.yaml", "-n", "1000000", "--no-readings"]), "[--samples]",
               "× 1,000 points")
     assert not (tmp_path / "results").exists()
 

@@ -15,7 +15,8 @@ import yaml
 from wsemoe.cli import app
 from wsemoe.store.runlock import lock_held
 from wsemoe.sweep.run import run_sweep
-from test_data_safety import GOOD, _snapshot, one_line_error
+from clicheck import one_line_error
+from test_data_safety import GOOD, _snapshot
 
 HOLD = ("import sys, time\nfrom wsemoe.store.runlock import RunLock\nlock = RunLock(sys.argv[1])\nlock.__enter__()\n"
         "print('held', flush=True)\ntime.sleep(120)\n")

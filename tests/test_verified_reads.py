@@ -15,6 +15,7 @@ from wsemoe.store import ledger
 from wsemoe.store import store
 from wsemoe.store import verified
 from wsemoe.sweep.run import run_sweep
+from clicheck import one_line_error
 
 CFG = {"name": "tv", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
        "axes": {"workload.G": list(range(1, 13)), "workload.B": [1, 2]},
@@ -36,12 +37,6 @@ def _flip(part: Path, at: int = 64) -> None:
     part.write_bytes(bytes(data))
 
 
-def _one_line(result, *needles):
-    text = result.output.strip()
-    assert result.exit_code != 0 and len(text.splitlines()) == 1 and text.startswith("error: "), text
-    for n in needles:
-        assert n in text, (n, text)
-
 
 READERS = [["show", "results/tv"], ["show", "results/tv", "--all", "-F", "csv"], ["plot", "results/tv"],
            ["plot", "results/tv", "--only", "roofline"], ["report", "results/tv"],
@@ -57,7 +52,7 @@ def test_a_part_changed_in_place_is_refused_by_every_reader_and_the_up_to_date_c
     _flip(part)
     assert pq.read_metadata(part).num_rows == rows  # the footer is intact: only the checksum can tell
     for argv in READERS:
-        _one_line(runner.invoke(app, argv), part.name, "wsemoe sweep", "--resume")
+        one_line_error(runner.invoke(app, argv), part.name, "wsemoe sweep", "--resume")
     ls = runner.invoke(app, ["ls", "results"])
     assert "damaged" in ls.output and part.name in "".join(ls.output.split()), ls.output  # (wrapped to the width)
     assert not store.is_up_to_date(results, store.read_manifest(results)["config_hash"])
@@ -79,13 +74,13 @@ def test_a_readings_folder_changed_since_written_is_not_read(results, runner):
     assert readings.load(results, config_hash) is None
     shown = runner.invoke(app, ["show", "results/tv"]).output
     assert "not shown" in shown and "changed since wsemoe wrote it" in " ".join(shown.split()), shown
-    _one_line(runner.invoke(app, ["readings", "results/tv"]), "values.csv", "changed since")
+    one_line_error(runner.invoke(app, ["readings", "results/tv"]), "values.csv", "changed since")
 
 
 @pytest.mark.parametrize("name", ["pareto.csv", "config.yaml", "comparison.csv"])
 def test_a_small_file_changed_in_place_is_refused(name, results, runner):
     _flip(results / name, at=3)
-    _one_line(runner.invoke(app, ["show", "results/tv"]), name)
+    one_line_error(runner.invoke(app, ["show", "results/tv"]), name)
 
 
 def test_resume_recomputes_just_the_damaged_part(results, runner):

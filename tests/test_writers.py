@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_data_safety import one_line_error
+from clicheck import one_line_error
 from wsemoe.cli import app
 from wsemoe.store import ledger
 from wsemoe.sweep.run import run_sweep
