@@ -255,6 +255,9 @@ def test_flips_elsewhere_name_a_few_groups_and_count_the_rest():
     text = robustness._elsewhere(summary, "q", "head")
     assert text == ("d2d=per_die flips it at k=0, k=1, k=2 and 6 more of the 9 other groups; "
                     "mla=sharded flips it at k=0")
+    two_keys = summary.assign(group=summary["group"].str.replace(r"k=(\d)", r"model=m\1, B=\1", regex=True))
+    assert robustness._elsewhere(two_keys, "q", "head").endswith(   # one group's comma is not the list's comma
+        "mla=sharded flips it at (model=m0, B=0)")
 
 
 def test_a_quantity_with_a_unit_says_it_in_its_table_title():

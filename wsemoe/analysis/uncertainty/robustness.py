@@ -222,7 +222,7 @@ NAMED = 3  # groups named per reading that flips the ratio elsewhere; the rest a
 def _elsewhere(summary: pd.DataFrame, quantity: str, group: str) -> str:
     """Readings that flip the ratio alone in other groups than the headline's: 'x=y flips it at g1, g2', the
     first NAMED groups named and the rest counted ('... and 9 more of 17'; a sweep of 18 groups named them all,
-    a paragraph per reading)."""
+    a paragraph per reading). A group of several keys is bracketed: '(model=a, B=1), (model=a, B=2)'."""
     where: dict[str, list[str]] = {}
     others = summary[(summary["quantity"] == quantity) & (summary["group"] != group)]
     for _, r in others.iterrows():
@@ -231,6 +231,7 @@ def _elsewhere(summary: pd.DataFrame, quantity: str, group: str) -> str:
     total = others["group"].nunique()
 
     def at(groups: list[str]) -> str:
+        groups = [f"({g})" if ", " in g else g for g in groups]   # a group of several keys keeps its commas apart
         if len(groups) <= NAMED + 1:
             return ", ".join(groups)
         return f"{', '.join(groups[:NAMED])} and {len(groups) - NAMED} more of the {total} other groups"
