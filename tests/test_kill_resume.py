@@ -267,3 +267,13 @@ def test_a_folder_made_by_a_concurrent_run_between_look_and_mkdir_is_the_folder_
     monkeypatch.setattr(placement.os.path, "isdir", racing_file)
     with pytest.raises(WsemoeError):
         placement.ensure_parent(other)
+
+
+def test_an_empty_path_is_refused_in_one_line():
+    """The writer's path check names an empty path; the split of store/placement.py had lost its error's import,
+    so the refusal became a NameError (an internal error)."""
+    from wsemoe.errors import ResultsError
+    from wsemoe.store import placement
+
+    with pytest.raises(ResultsError, match="empty path"):
+        placement.checked_path("  ")

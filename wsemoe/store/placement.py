@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from wsemoe.errors import os_error
+from wsemoe.errors import ResultsError, os_error
 from wsemoe.store import ledger
 from wsemoe.store.atomic import MAX_NAME, os_errors
 from wsemoe.store.ownership import RESULTS_SLOTS, command, is_results, owner_of, refuse, writable
