@@ -102,8 +102,8 @@ def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
     reading moved alone to an option the sweep does not already have ("alone"); a choice is {reading: option}
     on top of the configured sweep."""
     names = [st.reading.name for st in varied]
-    if _too_many(varied):
-        raise ConfigError(f"{_too_many(varied)}; vary fewer (--only) or fix some (--set name=option), a what-if "
+    if refused := _too_many(varied):
+        raise ConfigError(f"{refused}; vary fewer (--only) or fix some (--set name=option), a what-if "
                           "that is not stored", loc=("readings",))
     combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
     runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
@@ -285,8 +285,8 @@ def how_to_compute(cfg, path) -> str:
     where the full factorial of the readings the sweep varies is refused, it cannot be stored, and --only over
     some of them gives a what-if (never stored: `run`)."""
     _, varied, _ = plan(load_config(cfg))
-    if _too_many(varied):
-        return (f"not computable ({_too_many(varied)}); `wsemoe readings {path} --only NAME` (repeatable) gives a "
+    if refused := _too_many(varied):
+        return (f"not computable ({refused}); `wsemoe readings {path} --only NAME` (repeatable) gives a "
                 f"what-if over the readings named (not stored), of: {', '.join(st.reading.name for st in varied)}")
     return f"not computed; `wsemoe readings {path}` computes it"
 
