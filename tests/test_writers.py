@@ -334,3 +334,19 @@ def test_another_config_of_a_sweep_is_replaced_only_by_sweep_and_it_says_so(work
     assert snapshot(work) == before
     r = runner.invoke(app, ["sweep", "fs.yaml", "--results", "results", "--no-readings"])
     assert r.exit_code == 0 and "replaced the results of an earlier config of fs" in r.output, r.output
+
+
+def test_a_sweep_never_removes_what_other_commands_made_from_its_results_unasked(work, runner):
+    """results/fs with plots/ and report.html made from it, and a changed fs.yaml: the sweep refuses in one line
+    naming them (nothing touched; before, it removed them unasked); with --force it replaces them and says so."""
+    for args in (["plot", "results/fs"], ["report", "results/fs"]):
+        assert runner.invoke(app, args).exit_code == 0
+    changed = {**FS, "axes": {**FS["axes"], "workload.B": [1, 3]}}
+    (work / "fs.yaml").write_text(yaml.safe_dump(changed))
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, ["sweep", "fs.yaml", "--results", "results", "--no-readings"]),
+                   "plots/ (`wsemoe plot`)", "report.html (`wsemoe report`)", "--force")
+    assert snapshot(work) == before
+    r = runner.invoke(app, ["sweep", "fs.yaml", "--results", "results", "--no-readings", "--force"])
+    assert r.exit_code == 0 and "removed plots/, report.html" in r.output, r.output
+    assert not (work / "results/fs/plots").exists() and not (work / "results/fs/report.html").exists()

@@ -17,7 +17,7 @@ COMMANDS, command = registry()
 def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
           output: Optional[Path] = typer.Option(None, "-o", "--output", help="results folder (default results/<name>)"),
           results: Path = typer.Option(Path("results"), help="root folder of results"),
-          force: bool = typer.Option(False, "--force", "-f", help="re-run an unchanged config; allow sweeps over the size limit"),
+          force: bool = typer.Option(False, "--force", "-f", help="re-run an unchanged config; replace results with the plots, report or sensitivity made from them; allow sweeps over the size limit"),
           resume: bool = typer.Option(False, "--resume", help="continue a killed run from its last complete chunk"),
           workers: int = typer.Option(1, "--workers", "-j", min=1, max=1024, help="local worker processes"),
           scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (needs the wsemoe[dask] extra)"),
@@ -54,8 +54,9 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     if note and not note.startswith("readings:"):
         reply.text(note)
     if res.replaced:
-        reply.text(f"replaced the results of an earlier config of {res.config.name} in {shown_path(res.path)} "
-                   "(with the plots and report made from them)")
+        reply.text(f"replaced the results of an earlier config of {res.config.name} in {shown_path(res.path)}")
+    if res.removed:
+        reply.text(f"removed {', '.join(res.removed)}, made from the results it replaced (--force)")
     folder(reply, res.path, f"({man['points']:,} points in {res.seconds:.2f} s)")
     return reply.text(f"wrote {shown_path(res.path)}/: config.yaml, manifest.json, points.parquet/, pareto.csv"
                       + (", comparison.csv" if (res.path / "comparison.csv").is_file() else "")

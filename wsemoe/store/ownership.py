@@ -120,7 +120,21 @@ def check_replaceable(folder: Path, writer: str, key: str | None, force: bool) -
                           "refusing to replace it" + ("" if writer == "sweep" else " (pass --force to replace it)"))
     elif okey != key and not force:
         raise refuse(folder, f"holds {_what(ow, okey)}; pass --force to replace them")
+    made_from = derived_outputs(folder) if writer == "sweep" and not force else {}
+    if made_from:
+        listed = ", ".join(f"{n} (`{command(w)}`)" for n, w in made_from.items())
+        raise refuse(folder, f"holds {listed} made from the results it holds; new results would leave them "
+                     "describing results that are gone, and the sweep never removes another command's output "
+                     "unasked: move them out, or pass --force to replace them with the results")
     check_tree(folder, led)
+
+
+def derived_outputs(folder: Path) -> dict:
+    """{entry: writer} of what other commands made from a results folder's results and keep in it (plots/,
+    report.html, sensitivity/); the readings analysis is not among them: the sweep command rewrites it."""
+    led = ledger.read(folder)
+    return {n + ("/" if e["kind"] != "file" else ""): e["writer"] for n, e in led.entries.items()
+            if e["writer"] not in ("sweep", "readings") and os.path.lexists(folder / n)}
 
 
 def check_tree(folder: Path, led: Ledger) -> None:

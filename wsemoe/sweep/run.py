@@ -5,6 +5,7 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ import pandas as pd
 from wsemoe.sweep import chunked
 from wsemoe.sweep import repair, searchrun
 from wsemoe.store import store
-from wsemoe.store import placement, writer
+from wsemoe.store import ownership, placement, writer
 from wsemoe.store import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
@@ -40,6 +41,7 @@ class SweepResult:
     repaired: tuple = ()  # (parts, points) recomputed in place by --resume
     note: str = ""  # what `then` said (the readings analysis the sweep command brings up to date)
     replaced: bool = False  # the folder held results of another config of this sweep, which these replaced
+    removed: tuple = ()  # what other commands had made from the replaced results (plots/, report.html, ...)
 
 
 def resolved_config(cfg: SweepConfig) -> dict:
@@ -82,6 +84,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
         raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     writer.check_folder(path, "sweep", force, key=cfg.name)
     prior = store.read_manifest(path)  # results of another config of this sweep, which a run replaces (and says so)
+    made_from = ownership.derived_outputs(path) if prior else {}  # only with --force (refused otherwise)
     placement.ensure_parent(path)  # the results root itself, at most: its own parent exists (checked)
     with partial_mod.RunLock(path):
         fixed = repair.repair(cfg, path, h) if resume and not force else None
@@ -91,6 +94,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
             res = _run_locked(cfg, path, h, total, resume, workers, scheduler, chunk_size, on_progress,
                               _source(config), force)
             res.replaced = bool(prior) and prior.get("config_hash") != h
+            res.removed = tuple(n for n in made_from if not os.path.lexists(path / n))
         if then is not None:
             res.note = then(res)
         return res
