@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +14,8 @@ from wsemoe.analysis.uncertainty import sensitivity
 
 from wsemoe.analysis.uncertainty import unknowns
 from wsemoe.analysis.uncertainty.unknowns import Unknown
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "sweeps" / "quickstart.yaml"   # runs on cs2
 
 SMALL = {"name": "small_cal", "hardware": "cs2", "model": "qwen3-30b-a3b",
          "workload": {"mode": "train", "seq_len": 8192},
@@ -130,13 +134,24 @@ def test_a_pe_level_unknown_is_refused_by_a_sweep():
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 5}}", "nominal"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 0.5, color: red}}", "x"),
     ("nvl72: {}", "no calibration unknowns"),
+    # Past the field's own limits (sampling and fitting write past the spec's checks: calibrate fitted an
+    # efficiency of 3.2 its loader then refused, and sensitivity reported throughput above peak):
+    ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0.3, 5], nominal: 0.5}}", "less than or equal to 1"),
+    ("cs2: {x: {paths: [hardware.pe.hop_cycles], range: [-1, 4], nominal: 1}}", "greater than or equal to 0"),
+    ("cs2: {x: {paths: [hardware.io_in_bw_bytes_per_s], range: [1.0e+11, 1.0e+308], nominal: 1.5e+11}}",
+     "magnitude at most"),
+    ("cs2: {x: {paths: [workload.seq_len], values: [2048.5, 4096], nominal: 4096}}", "valid integer"),
+    ("cs2: {x: {paths: [workload.seq_len], range: [2048, 4096], nominal: 4096}}", "whole number"),
 ])
-def test_bad_unknowns_file_is_one_line(tmp_path, runner, text, where):
+@pytest.mark.parametrize("command", ["calibrate", "sensitivity"])
+def test_bad_unknowns_file_is_one_line(tmp_path, runner, text, where, command):
     from wsemoe.cli import app
 
     path = tmp_path / "u.yaml"
     path.write_text(text)
-    r = runner.invoke(app, ["calibrate", "--unknowns", str(path), "-o", str(tmp_path / "out")])
+    args = (["calibrate", "--hardware", "cs2", "-o", str(tmp_path / "out")] if command == "calibrate"
+            else ["sensitivity", str(QUICKSTART), "--results", str(tmp_path / "out"), "-n", "8"])
+    r = runner.invoke(app, [*args, "--unknowns", str(path)])
     assert r.exit_code != 0 and "Traceback" not in r.output
     assert where in r.output and not (tmp_path / "out").exists()
 

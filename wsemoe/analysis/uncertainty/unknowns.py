@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from wsemoe.config import yamlio
+from wsemoe.config import presets, yamlio
 from wsemoe.config.axes import check_path
-from wsemoe.errors import ConfigError, excerpt
+from wsemoe.config.schema import SECTIONS
+from wsemoe.errors import ConfigError, PresetError, excerpt
+from wsemoe.specs.base import MAX_FIGURE, build
 from wsemoe.specs.hardware import PEFacts
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "unknowns.yaml"
@@ -73,6 +75,11 @@ class Unknown:
         return float((value - self.low) / (self.high - self.low))
 
 
+def _number(v) -> bool:
+    """A finite number a sample can take (a range of astronomical figures would overflow the model's products)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= MAX_FIGURE
+
+
 def _unknown(name: str, spec, loc) -> Unknown:
     if not isinstance(spec, dict) or set(spec) - KEYS or "paths" not in spec or "nominal" not in spec:
         raise ConfigError(f"an unknown takes {sorted(KEYS)} with paths and nominal", loc=loc)
@@ -87,14 +94,15 @@ def _unknown(name: str, spec, loc) -> Unknown:
             raise ConfigError(f"'{p}' is not a section.field path", loc=(*loc, "paths"))
     values = spec.get("values")
     if values is not None:
-        if not isinstance(values, list) or len(values) < 2 or not all(isinstance(v, (int, float)) for v in values):
-            raise ConfigError("values: a list of at least two numbers", loc=(*loc, "values"))
+        if not isinstance(values, list) or len(values) < 2 or not all(_number(v) for v in values):
+            raise ConfigError(f"values: a list of at least two numbers of magnitude at most {MAX_FIGURE:g}",
+                              loc=(*loc, "values"))
         low, high = min(values), max(values)
     else:
         rng = spec.get("range")
-        if not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(v, (int, float)) for v in rng) \
-                or not rng[0] < rng[1]:
-            raise ConfigError("range: [low, high] with low < high (or values: [...])", loc=(*loc, "range"))
+        if not isinstance(rng, list) or len(rng) != 2 or not all(_number(v) for v in rng) or not rng[0] < rng[1]:
+            raise ConfigError(f"range: [low, high] with low < high, numbers of magnitude at most {MAX_FIGURE:g} "
+                              "(or values: [...])", loc=(*loc, "range"))
         low, high = float(rng[0]), float(rng[1])
     scale = spec.get("scale", "linear")
     if scale not in ("linear", "log") or (scale == "log" and low <= 0):
@@ -124,7 +132,56 @@ def load(hardware: str, path=None) -> list[Unknown]:
     entries = data[hardware]
     if not isinstance(entries, dict) or not entries:
         raise ConfigError("a mapping of unknowns", loc=(str(source), hardware))
-    return [_unknown(str(n), s, (str(source), hardware, str(n))) for n, s in entries.items()]
+    out = [_unknown(str(n), s, (str(source), hardware, str(n))) for n, s in entries.items()]
+    for u in out:
+        _fits_fields(u, hardware, (str(source), hardware, u.name))
+    return out
+
+
+def _fits_fields(u: Unknown, hardware: str, loc) -> None:
+    """Every value the unknown can take is one its fields accept (their spec's bounds and type, on the preset
+    it describes): sampling and fitting write the frame directly, past the spec's checks, so a range past a
+    field's limits would give results the spec refuses (an efficiency above 1) or overflow."""
+    ends = list(u.values) if u.values is not None else [u.low, u.high]
+    for path in u.paths:
+        section, _, field = path.partition(".")
+        for v in (*ends, u.nominal):
+            where = (*loc, "values" if u.values is not None else "range")
+            if section == "hardware":
+                try:
+                    base = presets.raw("hardware", u.hardware or hardware)
+                except PresetError:
+                    base = None   # a user's key that names no preset: the field's own limits only, below
+                if field.startswith("pe.") and base is not None and base.get("pe"):
+                    build(PEFacts, {**base["pe"], field[3:]: v}, loc=(*where, "pe"))
+                    continue
+                if base is not None and not field.startswith("pe."):
+                    typed = getattr(build(SECTIONS[section], {**base, field: v}, loc=where), field)
+                    _continuous(u, path, typed, where)
+                    continue
+            spec, name = (PEFacts, field[3:]) if field.startswith("pe.") else (SECTIONS[section], field)
+            _field_only(spec, name, v, u, path, where)
+
+
+def _field_only(spec, field: str, v, u: Unknown, path: str, loc) -> None:
+    """The field's own limits (the spec built from defaults with the value set, the error about this field)."""
+    try:
+        typed = getattr(spec.model_validate({field: v}), field)
+    except Exception as exc:   # noqa: BLE001 (a spec that needs other fields: only this field's error matters)
+        errors = getattr(exc, "errors", lambda: [])()
+        mine = [e for e in errors if tuple(e.get("loc", ()))[:1] == (field,)]
+        if mine:
+            raise ConfigError(f"{path} = {v!r}: {mine[0]['msg']}", loc=loc) from None
+        return
+    _continuous(u, path, typed, loc)
+
+
+def _continuous(u: Unknown, path: str, typed, loc) -> None:
+    """A whole-number field takes a discrete set of values, never a continuous range (its samples would be
+    fractional)."""
+    if isinstance(typed, int) and not isinstance(typed, bool) and u.values is None:
+        raise ConfigError(f"{path} is a whole number: give its values as a list (values: [...]), not a range",
+                          loc=loc)
 
 
 def select(unknowns: list[Unknown], names) -> list[Unknown]:
