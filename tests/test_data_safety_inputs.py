@@ -40,6 +40,10 @@ BAD_NUMBERS = {
     "15 nan hardware figure": ({"hardware": {"preset": "cs2", "io_in_bw_bytes_per_s": float("nan")}},
                                "hardware -> io_in_bw_bytes_per_s"),
     "15 infinite peak": ({"hardware": {"preset": "cs2", "node_peak_flops": float("inf")}}, "node_peak_flops"),
+    # a wafer's node grid divides its PE fabric: these were internal errors (ZeroDivisionError, OverflowError)
+    "15 half a row": ({"hardware": {"preset": "cs3", "rows": 0.5}}, "hardware -> rows"),
+    "15 rows 1e308": ({"hardware": {"preset": "cs3", "rows": 1e308}}, "hardware -> rows"),
+    "15 rows inf": ({"hardware": {"preset": "cs2", "cols": float("inf")}}, "hardware -> cols"),
 }
 
 

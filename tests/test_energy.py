@@ -190,3 +190,22 @@ def test_a_dense_model_served_from_sram_has_energy_and_no_dispatch():
     assert float(out["energy_fabric_per_token_j"]) == 0.0
     assert float(out["energy_network_per_token_j"]) == pytest.approx(4096 * 2 * 8e-11)
     assert float(out["energy_per_token_j"]) > 0
+
+
+@pytest.mark.parametrize("option,pj", [("sram_bound", 2.3016), ("simd", 1.0160)])
+def test_the_energy_rule_divides_by_the_peak_the_model_runs(option, pj):
+    """One rule (docs/energy.md): a node at its dense peak, as the model runs it, draws its rated power, so a FLOP
+    costs (rated - static) / that peak. CS-3: 70% of 23 kW / 84 dies over 7.0 PFLOP/s (SRAM-bound, the default
+    pe_mac_rate) = 2.30 pJ, over 15.84 PFLOP/s (simd) = 1.02 pJ. Before, the preset fixed 1.02 pJ while the model
+    ran at 7.0 PFLOP/s: on a compute-busy CS-3 the bottom-up energy read 0.70 of the top-down view (CS-2: 1.00)."""
+    import wsemoe
+    from wsemoe.config import readings
+
+    base = {"name": "e", "hardware": "cs3", "model": "qwen3-30b-a3b",
+            "workload": {"mode": "train", "seq_len": 8192, "B": 64, "G": 4}}
+    alone = readings.apply(wsemoe.load_config(base), {"pe_mac_rate": option})
+    assert alone.hardware.energy_flop_j == pytest.approx(pj * 1e-12, rel=1e-4)
+    both = wsemoe.load_config({**base, "axes": {"hardware": ["cs2", "cs3"]}})
+    out = wsemoe.evaluate(readings.apply(both, {"pe_mac_rate": option}))
+    for hw in ("cs2", "cs3"):   # compute-busy: the two views agree on both wafers
+        assert float(out[out["hardware"].astype(str) == hw].iloc[0]["energy_view_ratio"]) == pytest.approx(1.0, abs=0.02)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from types import SimpleNamespace
 from typing import Annotated, Literal, Optional
@@ -101,8 +102,24 @@ def follow_pe(fields: dict, pe_before, pe_after, rows=None, cols=None) -> dict:
     at_before = derive_node_figures(facts(pe_before), fields["rows"], fields["cols"])
     at_after = derive_node_figures(facts(pe_after), fields["rows"] if rows is None else rows,
                                    fields["cols"] if cols is None else cols)
-    return {**fields, **{k: at_after[k] for k, v in at_before.items()
-                         if fields.get(k) is not None and np.all(np.isclose(fields[k], v, rtol=1e-12))}}
+    out = {**fields, **{k: at_after[k] for k, v in at_before.items()
+                        if fields.get(k) is not None and np.all(np.isclose(fields[k], v, rtol=1e-12))}}
+    before, after = energy_per_flop(fields, fields.get("node_peak_flops")), energy_per_flop(out, out["node_peak_flops"])
+    if before is not None and fields.get("energy_flop_j") is not None and \
+            np.all(np.isclose(fields["energy_flop_j"], before, rtol=1e-12)):
+        out["energy_flop_j"] = after   # the energy rule's value follows the peak it divides by
+    return out
+
+
+def energy_per_flop(fields: dict, peak):
+    """The energy rule of docs/energy.md: a node at its dense peak, as the model runs it, draws its rated power,
+    so a FLOP costs (rated - static power) / that peak; None without both powers and a peak."""
+    rated, static = fields.get("rated_power_w"), fields.get("static_power_w")
+    if rated is None or static is None or peak is None:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = (np.asarray(rated, dtype=float) - np.asarray(static, dtype=float)) / np.asarray(peak, dtype=float)
+    return float(e) if np.ndim(e) == 0 else e
 
 
 SRAM_PE_FIELDS = ("hop_cycles", "turn_cycles", "relay_cycles", "kernel_margin_rows", "kernel_margin_cols",
@@ -232,13 +249,18 @@ class HardwareSpec(EnergyFields, Spec):
                 pe = data["pe"] if isinstance(data["pe"], PEFacts) else PEFacts.model_validate(data["pe"])
                 rows, cols = int(data["rows"]), int(data["cols"])
                 derived = derive_node_figures(pe, rows, cols)
-            except (ValidationError, TypeError, ValueError):
+            except (ValidationError, TypeError, ValueError, ArithmeticError):
                 return data  # field validation then reports the error at its own key (hardware -> pe -> ...)
             if rows > pe.fabric_rows or cols > pe.fabric_cols:  # a node narrower than one PE has no links
                 raise ValueError(f"rows x cols {rows} x {cols} splits the {pe.fabric_rows} x {pe.fabric_cols} PE "
                                  f"fabric into nodes narrower than one PE; at most {pe.fabric_rows} rows and "
                                  f"{pe.fabric_cols} cols")
             data = {**derived, **{k: v for k, v in data.items() if v is not None}}
+            if data.get("energy_flop_j") is None:   # the energy rule at the peak the model runs (pe_mac_rate)
+                with contextlib.suppress(TypeError, ValueError):
+                    e = energy_per_flop(data, data["node_peak_flops"])
+                    if e is not None and math.isfinite(e) and e >= 0:
+                        data["energy_flop_j"] = e
         return data
 
     @model_validator(mode="before")
