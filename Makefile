@@ -22,7 +22,7 @@ shell: $(STAMP)
 	@echo "wsemoe is on PATH in this shell; 'exit' leaves it"
 	@VIRTUAL_ENV="$(CURDIR)/$(VENV)" PATH="$(CURDIR)/$(BIN):$$PATH" $${SHELL:-/bin/sh} -i
 
-SWEEPS := quickstart bta_experts bta_topk bta_topk_cs3 moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72 cerebras_serving
+SWEEPS := quickstart bta_experts bta_topk bta_topk_cs3 bta_topk_pe moentwine_mapping moentwine_balance moentwine_scale moentwine_scale_balance moentwine_vs_nvl72 cerebras_serving
 
 demo: $(STAMP)
 	$(BIN)/wsemoe presets
