@@ -85,3 +85,22 @@ def test_comparison_table_puts_the_energy_of_the_compared_points_beside_the_spee
     table = comparison_table(df, cfg)
     assert float(table["speedup_vs_gpu"].iloc[0]) == 1000.0 / 200.0
     assert float(table["energy_vs_gpu"].iloc[0]) == 20.0 / 0.5
+
+
+def test_a_tie_on_the_metric_goes_to_the_point_with_less_energy_per_token():
+    """cerebras_serving: B 1, 4 and 16 reach the same tokens/s per user (680.8) at 486, 122 and 31 J/token; the
+    best point was B 1 (the first), while the report's frontier quoted 31 J. One rule now: the largest metric,
+    then the least energy, then the first; everywhere a best point is quoted."""
+    from types import SimpleNamespace as NS
+
+    df = pd.DataFrame({"model": "m", "hardware": ["cs3"] * 3 + ["nvl72"], "workload.B": [1, 4, 16, 1],
+                       "tokens_per_s_per_user": [680.8, 680.8, 680.8, 100.0], "energy_per_token_j": [486, 122, 31, 1.0],
+                       "feasible": True, "infeasible_reason": None})
+    cfg = NS(compare=NS(name="gpu", metric="tokens_per_s_per_user", also=[], over=["workload.B"],
+                        baseline={"hardware": "nvl72"}, candidate={"hardware": "cs3"}),
+             axis_names=lambda: ["model", "hardware", "workload.B"])
+    table = comparison_table(df, cfg)
+    assert int(table["best_B"].iloc[0]) == 16 and float(table["best_energy_per_token_j"].iloc[0]) == 31
+    view = _view(df.assign(**{k: 0.0 for k in TIERS}))
+    verdict = finding_of(fig_energy.frontier(view, fig_energy._rows(view)[0], ""))
+    assert "680.8" not in verdict and "681 tokens/s per user at 31 J/token" in verdict, verdict

@@ -15,6 +15,7 @@ from wsemoe.cost.energy.columns import TIERS
 from wsemoe.report.figures.claims import caption, where
 from wsemoe.report.figures.style import DOUBLE, PALETTE, cue, heading, label, outside_legend
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep.pareto import front_rows
 
 PER_USER, ENERGY = "tokens_per_s_per_user", "energy_per_token_j"
@@ -107,7 +108,7 @@ def _frontier_verdict(fronts: dict, models: list) -> str:
         if not wafer or not gpu:
             continue
         w, g = pd.concat(wafer), pd.concat(gpu)
-        wtop, gtop = w.loc[w[PER_USER].idxmax()], g.loc[g[PER_USER].idxmax()]
+        wtop, gtop = best_rows(w, [], PER_USER).iloc[0], best_rows(g, [], PER_USER).iloc[0]
         faster = wtop[PER_USER] > gtop[PER_USER]
         dearer = wtop[ENERGY] > g[ENERGY].min()
         labels.append(str(model))

@@ -13,6 +13,7 @@ from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (PALETTE, SINGLE, SYMBOLS, group_label, name, num, outside_legend, setting,
                                          single)
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 
 STEMS = ("memory_breakdown",)
 CLAIMS = {"memory_breakdown": "Every point drawn fits the node's memory, and the bars show which stage and which "
@@ -97,8 +98,8 @@ def _memory_rows(r: ResultsView) -> list:
         for gi, (key, sub) in enumerate(groups):
             glabel = group_label(r.varying, key)
             sub_base = sub[base_mask[feas.index.get_indexer(sub.index)]]
-            best = sub.loc[sub[r.metric].idxmax()]
-            base = sub_base.loc[sub_base[r.metric].idxmax()] if len(sub_base) else None
+            best = best_rows(sub, [], r.metric).iloc[0]
+            base = best_rows(sub_base, [], r.metric).iloc[0] if len(sub_base) else None
             if base is not None and base.name == best.name:  # one bar, not the same point twice
                 picks = [(f"{base_name} = best", best)]
             else:
