@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 import yaml
 
 from wsemoe.cli import app
@@ -130,3 +131,19 @@ def test_sweep_says_where_it_wrote_relative_to_the_current_folder(runner, tmp_pa
     assert r.exit_code == 0 and "wrote results/small/:" in r.output and str(tmp_path) not in r.output
     r = runner.invoke(app, ["sweep", cfg.name])
     assert "up to date (results/small)" in r.output
+
+
+@pytest.mark.parametrize("args", [["presets"], ["schema"], ["check", "sweeps/quickstart.yaml"]])
+def test_a_closed_standard_output_is_one_line_and_does_nothing(args):
+    """Started with stdout closed (`>&-`), commands printed a traceback (presets, schema), an internal error (show)
+    or exited 0 with their answer lost (check, sweep -q). One line on stderr, exit 1, nothing done."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", "from wsemoe.cli import app; app()", *args], cwd=root,
+                       stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=120)
+    assert r.returncode == 1 and r.stderr.startswith("error: standard output is closed"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr

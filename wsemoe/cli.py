@@ -157,6 +157,11 @@ def _version(value: bool):
 def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                       help="print the version and exit")):
     """Design-space explorer for Mixture-of-Experts models on wafer-scale processors."""
+    if sys.stdout is None:   # started with its output closed (`>&-`): every answer would be lost, so none is made
+        if sys.stderr is not None:
+            sys.stderr.write("error: standard output is closed; wsemoe writes its answer there (give it a file or "
+                             "a pipe); nothing was done\n")
+        raise typer.Exit(1)
 
 
 # Runs the model first (sweep, check, eval, schema, presets), then reads results (show, plot, compare, report,
