@@ -347,3 +347,16 @@ def test_impossible_counts_and_measurements_keep_a_reason(tmp_path):
     assert "whole numbers" in out["frac"]["reason"] and "whole numbers" in out["huge"]["reason"]
     assert "finite" in out["inf"]["reason"] and out["inf"]["pred_ttft_ms"] is None
     assert out["ok"]["reason"] is None
+
+
+@pytest.mark.parametrize("by", ["system", "model", "backend"])
+def test_holdout_of_a_file_with_one_group_is_one_line(by, tmp_path, runner):
+    """Leaving out the only group leaves nothing to fit: that was an internal error (IndexError in the fit)."""
+    from clicheck import one_line_error
+
+    given = pd.read_csv(DATA)
+    one = given[(given["system"] == given["system"].iloc[0]) & (given["model_path"] == given["model_path"].iloc[0])
+                & (given["backend"] == given["backend"].iloc[0])].head(4)
+    path = tmp_path / "one.csv"
+    one.to_csv(path, index=False)
+    one_line_error(runner.invoke(app, ["validate", "--silicon", str(path), "--holdout", by]), "--holdout", "two")

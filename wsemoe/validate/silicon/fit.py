@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from wsemoe.errors import ConfigError
 from wsemoe.cost.gpu import serving
 from wsemoe.validate.silicon.runs import Runs, backend_codes, subset
 
@@ -100,7 +101,12 @@ def holdout(runs: Runs, by: str, start: dict | None = None) -> list[dict]:
     (group, configurations, TTFT MAPE, TPOT MAPE) on the left-out group, plus the per-config predictions."""
     column = {"system": "system", "model": "model_preset", "backend": "backend"}[by]
     out, ttft, tpot = [], np.full(len(runs.configs), np.nan), np.full(len(runs.configs), np.nan)
-    for group in sorted(runs.configs[column].unique()):
+    groups = sorted(runs.configs[column].unique())
+    if len(groups) < 2:   # a left-out group is predicted from a fit on the others: there must be others
+        raise ConfigError(f"--holdout {by} needs runs of at least two values of {by} (the runs the model can evaluate "
+                          f"have {len(groups)}{': ' + str(groups[0]) if groups else ''}); leave it out to fit on them all",
+                          loc=("--holdout",))
+    for group in groups:
         test = (runs.configs[column] == group).to_numpy()
         stacks = fit(runs, ~test, start=start)
         for b in runs.configs.loc[test, "backend"].unique():
