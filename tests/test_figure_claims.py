@@ -77,6 +77,16 @@ def test_wsc_vs_gpu_compares_best_against_best_and_says_where_it_loses():
     assert "wafer against gpu ahead at TP 1 (+14%); not ahead at TP 4 (\u221243%)" in text
 
 
+def test_wsc_vs_gpu_names_the_model_its_verdict_holds_at():
+    """Two models; the figure is drawn at one (the slice's) and its verdict held at 'tokens/device 16' alone, read
+    as true of every model though another was behind. Wafer ahead at m1 (+100%), behind at m2 (−50%)."""
+    rows = [{"model": m, "hardware": hw, "mapping.tp": 1, "per_device_moe_tokens_per_s": v, "feasible": True}
+            for m, vals in (("m1", (200.0, 100.0)), ("m2", (50.0, 100.0))) for hw, v in zip(("wafer", "gpu"), vals)]
+    view = _view(pd.DataFrame(rows), compare={"baseline": {"hardware": "gpu"}, "candidate": {"hardware": "wafer"}})
+    text = claims.caption_of(fig_comm.wsc_vs_nvl72(view))
+    assert "Each system at its best (at model m1): wafer against gpu ahead at TP 1 (+100%)" in text, text
+
+
 def test_plot_writes_each_caption_beside_its_image(tmp_path):
     cfg = {"name": "cap", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
            "axes": {"model.num_experts": [32, 128], "workload.B": [1, 2], "workload.G": [1, 4, 16]},

@@ -202,7 +202,10 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
     ax.set_ylabel("MoE throughput per device (tokens/s)")
     outside_legend(fig, most=len(hws), frameon=False, title=f"labels: gain of {hws[0]} over {hws[1]}")
-    verdict = (f"Each system at its best{f' (at {said})' if said else ''}: {hws[0]} against {hws[1]} "
+    # The slice's model is named in the verdict too: it holds there only (another model may be behind).
+    held = ", ".join(p for p in (f"model {df['model'].iloc[0]}" if "model" in view.axes and
+                                 view.points["model"].nunique() > 1 else "", said) if p)
+    verdict = (f"Each system at its best{f' (at {held})' if held else ''}: {hws[0]} against {hws[1]} "
                + where([k for k, _ in gains], [g > SAME for _, g in gains], "ahead", "not ahead",
                        [pct(g) for _, g in gains]) + ".") if gains else \
         f"No {listing(hws[:2])} pair to compare at one setting."
