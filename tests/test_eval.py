@@ -242,3 +242,20 @@ def test_a_memory_reason_names_every_term_of_its_sum():
     for col in ("g_mem_attn", "g_mem_moe"):
         for term in ("weights", "kept activations", "KV cache", "eval splits them"):
             assert term in feasibility.REASONS[col], (col, term)
+
+
+def test_an_override_is_checked_against_the_points_own_hardware():
+    """A sweep over a mesh (the base) and a switch: a switch field set on the switch's point was refused as
+    'applies to a switch topology, not to a mesh' (checked against the sweep's base hardware); on the mesh's
+    point it is still refused."""
+    import wsemoe
+    from wsemoe.analysis.explain.point import point_config
+    from wsemoe.errors import ConfigError
+
+    cfg = wsemoe.load_config({"name": "two", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b",
+                              "workload": {"mode": "decode", "B": 4, "seq_len": 4096},
+                              "axes": {"hardware": ["wsc-b200-8x8", "nvl72"]}})
+    one, values, typed = point_config(cfg, 1, {"hardware.scale_out_bw_bytes_per_s": 1e11})
+    assert values["hardware"] == "nvl72" and typed == {"hardware.scale_out_bw_bytes_per_s": 1e11}
+    with pytest.raises(ConfigError, match="switch"):
+        point_config(cfg, 0, {"hardware.scale_out_bw_bytes_per_s": 1e11})

@@ -64,6 +64,13 @@ def point_config(cfg, point: int, sets: dict | None = None):
     base = {k: getattr(cfg, k).model_dump(exclude_none=True) for k in ("hardware", "model", "workload", "mapping",
                                                                        "balance")}
     store_ = dict(cfg.presets)
+    for section in base:   # an override is checked against the point's own specs: its preset, its axis values
+        if isinstance(values.get(section), str) and values[section] in store_:
+            base[section] = dict(store_[values[section]])
+    for path, v in values.items():
+        section, _, field = path.partition(".")
+        if section in base and field and v is not None:
+            base[section][field] = v
     typed = {p: axes.typed_values(p, [v], base, ("--set", p), store_)[0] for p, v in (sets or {}).items()}
     fixed = {**values, **typed}
     one = cfg.model_copy(update={"axes": {p: [v] for p, v in fixed.items()}, "zip": [], "compare": None,
