@@ -51,14 +51,14 @@ KNOWN: dict[str, str] = {
                                    "52 µs of dispatch and combine calls on both; at 1 token/device EP 256 saves 29 µs "
                                    "of expert reads a layer (41 → 12 µs) and the mesh's dispatch and combine add 12 "
                                    "µs, a 12% shorter MoE layer in a step that attention, dense layers and head share "
-                                   "alike: +13% at 1, +6% at 16, −8% at 32 tokens/device (mean +9%). MoEntwine's "
-                                   "reading, no per-call cost on the wafer while NVL72 keeps its own, gives +90% "
-                                   "(context row); no fixed latency on either system +21% (context row)",
-    "scale.nvl72.avg:qwen3-235b-a22b": "behind at every load at the default readings (mean −11%): with 128 experts "
+                                   "alike, so the lead shrinks as the load grows (the row gives it per load). "
+                                   "MoEntwine's reading, no per-call cost on the wafer while NVL72 keeps its own, "
+                                   "and no fixed latency on either system are context rows beside it",
+    "scale.nvl72.avg:qwen3-235b-a22b": "behind at every load at the default readings (the row gives each): with 128 experts "
                                        "EP 256 saves only 4.6 µs of expert reads a layer at 1 token/device (9.4 → "
                                        "4.8 µs) while the 16 × 16 mesh's dispatch and combine add 11 µs beyond the "
-                                       "52 µs of calls both pay; MoEntwine's reading gives +111% (context row); the "
-                                       "abstract names no model",
+                                       "52 µs of calls both pay; MoEntwine's reading is a context row beside it; "
+                                       "the abstract names no model",
     "scale.hidden": "at 1 token per device the communication phases are hop-latency-bound and short, so their idle "
                     "link capacity carries only part of the copy; riding every window of a layer (compute and HBM "
                     "phases too) hides all of it",
