@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -147,3 +148,17 @@ def test_a_closed_standard_output_is_one_line_and_does_nothing(args):
                        stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=120)
     assert r.returncode == 1 and r.stderr.startswith("error: standard output is closed"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_invariants_list_as_json_and_a_bad_file_among_several_is_named(tmp_path, runner):
+    """`invariants --list --format json` printed the text listing; an error in the second of two files did not
+    say which file it was in."""
+    from clicheck import one_line_error
+
+    r = runner.invoke(app, ["invariants", "--list", "--format", "json"])
+    listed = json.loads(r.output)
+    assert r.exit_code == 0 and listed and all(set(x) == {"name", "statement", "reason"} for x in listed)
+    (tmp_path / "bad.yaml").write_text("name: bad\nhardware: nope\nmodel: qwen3-30b-a3b\n")
+    quickstart = str(Path(__file__).resolve().parents[1] / "sweeps" / "quickstart.yaml")
+    one_line_error(runner.invoke(app, ["invariants", quickstart, str(tmp_path / "bad.yaml")]),
+                   f"[{tmp_path / 'bad.yaml'} -> hardware]")

@@ -121,6 +121,9 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     from wsemoe.report.terminal import tables
 
     fmt, reply = choice(fmt, ("text", "json"), "--format"), Reply()
+    if list_ and fmt == "json":
+        return reply.text(json.dumps([{"name": i.name, "statement": i.statement, "reason": i.reason}
+                                      for i in REGISTRY.values()], indent=2, ensure_ascii=False))
     if list_:
         for inv in REGISTRY.values():
             reply.rich(f"[bold]{inv.name}[/bold]: {inv.statement}\n    why: {inv.reason}", markup=True, highlight=False,

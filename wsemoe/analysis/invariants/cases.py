@@ -23,7 +23,7 @@ from wsemoe.cost import step
 from wsemoe.cost.node import params
 from wsemoe.cost.wafer import serving
 from wsemoe.cost.wafer.streaming import fabric_model
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, WsemoeError
 from wsemoe.sweep import frames as frame_eval, space
 
 DEFAULT_POINTS = 512   # design points per config: enough to cross every factor, fast enough for every push
@@ -245,13 +245,23 @@ def preset_config(hardware: str) -> dict:
     return cfg
 
 
+def _load(config):
+    """A config; among several files, an error names the file it is in (as `sweep` names its one file)."""
+    try:
+        return load_config(config)
+    except WsemoeError as exc:
+        if isinstance(config, (str, Path)) and (not exc.loc or exc.loc[0] != str(config)):
+            exc.loc = (str(config), *exc.loc)
+        raise
+
+
 def load_cases(configs=None, points: int = DEFAULT_POINTS) -> list[Case]:
     """Cases of the given configs (paths, dicts or SweepConfigs), or of every shipped hardware
     preset (with every model preset) and every shipped sweep when none is given. Every config is
     validated before any is evaluated."""
     if not configs:
         configs = [preset_config(h) for h in presets.names("hardware")] + presets.shipped_sweeps()
-    loaded = [(load_config(c), str(c) if isinstance(c, (str, Path)) else None) for c in configs]
+    loaded = [(_load(c), str(c) if isinstance(c, (str, Path)) else None) for c in configs]
     cases = [Case(cfg, points, source) for cfg, source in loaded]
     names = [c.name for c in cases]
     for c in cases:  # two files may share a name (configs/a/x.yaml, configs/b/x.yaml): label them by path
