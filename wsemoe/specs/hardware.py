@@ -259,7 +259,7 @@ class HardwareSpec(EnergyFields, Spec):
             if data.get("energy_flop_j") is None:   # the energy rule at the peak the model runs (pe_mac_rate)
                 with contextlib.suppress(TypeError, ValueError):
                     e = energy_per_flop(data, data["node_peak_flops"])
-                    if e is not None and math.isfinite(e) and e >= 0:
+                    if e is not None and 0 <= e <= 1.0:   # else a bad power or peak: its own key reports it
                         data["energy_flop_j"] = e
         return data
 
