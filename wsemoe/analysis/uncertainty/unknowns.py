@@ -143,15 +143,15 @@ def _fits_fields(u: Unknown, hardware: str, loc) -> None:
     it describes): sampling and fitting write the frame directly, past the spec's checks, so a range past a
     field's limits would give results the spec refuses (an efficiency above 1) or overflow."""
     ends = list(u.values) if u.values is not None else [u.low, u.high]
+    where = (*loc, "values" if u.values is not None else "range")
+    try:   # read once per unknown, not per path and value
+        base = presets.raw("hardware", u.hardware or hardware)
+    except PresetError:
+        base = None   # a user's key that names no preset: the field's own limits only, below
     for path in u.paths:
         section, _, field = path.partition(".")
         for v in (*ends, u.nominal):
-            where = (*loc, "values" if u.values is not None else "range")
             if section == "hardware":
-                try:
-                    base = presets.raw("hardware", u.hardware or hardware)
-                except PresetError:
-                    base = None   # a user's key that names no preset: the field's own limits only, below
                 if field.startswith("pe.") and base is not None and base.get("pe"):
                     build(PEFacts, {**base["pe"], field[3:]: v}, loc=(*where, "pe"))
                     continue
