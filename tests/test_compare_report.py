@@ -182,3 +182,30 @@ def test_compare_and_show_say_what_a_gpu_baseline_rests_on(runs, runner, tmp_pat
     page = tmp_path / "gpu.html"   # the report says it on the page too, under the comparison
     assert runner.invoke(app, ["report", str(gpu), "-o", str(page)]).exit_code == 0
     assert page.read_text().count("GPU baseline nvl72:") == 1
+
+
+def test_the_sweeps_comparison_follows_the_tie_rule_whole_or_in_chunks(tmp_path):
+    """DeepSeek-V3 at 32K on 48 CS-3 wafers: B 1 and B 64 reach the same tokens/s per user (the pipeline keeps 48
+    sequences in flight without slowing any) at 1,662 and 27 J/token. The sweep's per-chunk reduction kept only the
+    first of the tied rows (B 64, off the Pareto front here, was not kept otherwise), so comparison.csv quoted B 1
+    while `best_rows`' rule picks B 64, and the same sweep cut into chunks of one point quoted B 64."""
+    cfg = {"name": "tie", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 48},
+           "model": "deepseek-v3",
+           "workload": {"mode": "decode", "seq_len": 32768, "prompt_len": 1024, "attn_weight_format": "fp8",
+                        "expert_weight_format": "fp8"},
+           "zip": [{"hardware": ["cs3", "nvl72"], "hardware.weight_source": ["sram", "resident"],
+                    "hardware.pipeline_wafers": [48, None], "mapping.tp": [None, 72]}],
+           "axes": {"workload.B": [1, 64]},
+           "objectives": {"tokens_per_s_per_user": "max", "ttft_s": "min"},   # B 64 off the front
+           "compare": {"name": "nvl72", "metric": "tokens_per_s_per_user", "over": ["workload.B"],
+                       "baseline": {"hardware": "nvl72"}, "candidate": {"hardware": "cs3"}}}
+    picked = []
+    for chunk in (None, 1):
+        path = run_sweep({**cfg, "name": f"tie{chunk}"}, out_root=tmp_path, chunk_size=chunk).path
+        table = pd.read_csv(path / "comparison.csv")
+        pts = pd.read_parquet(path / "points.parquet")
+        wafer = pts[pts["hardware"] == "cs3"].set_index("workload.B")
+        assert wafer.loc[1, "tokens_per_s_per_user"] == wafer.loc[64, "tokens_per_s_per_user"]   # the tie itself
+        assert wafer.loc[64, "energy_per_token_j"] < wafer.loc[1, "energy_per_token_j"]
+        picked.append(int(table["best_B"].iloc[0]))
+    assert picked == [64, 64], picked

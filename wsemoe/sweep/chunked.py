@@ -138,9 +138,10 @@ def _plain(col):
     return col.values() if isinstance(col, Labels) else col
 
 
-def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Positions (among `rows`) of the first row with the largest metric of each group id, in the order
-    of the groups' first rows. Group ids index dense tables when they are few (no sort)."""
+def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray, energy=None) -> np.ndarray:
+    """Positions (among `rows`) of each group's best row under `compare.best_rows`' rule, in the order of the
+    groups' first rows: the largest metric; among exact ties the least `energy` (NaN last), then the first.
+    Group ids index dense tables when they are few (no sort)."""
     if not len(rows):
         return rows
     g = ids[rows]
@@ -152,7 +153,13 @@ def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray) -> np
     m = metric[rows]
     best = np.full(n, -np.inf)
     np.fmax.at(best, inv, m)
-    hit = np.flatnonzero((m == best[inv]) | np.isneginf(best[inv]))
+    hit = (m == best[inv]) | np.isneginf(best[inv])
+    if energy is not None:   # among the ties, the least energy per token; a group with none finite keeps all
+        e = np.where(hit & np.isfinite(energy[rows]), energy[rows], np.inf)
+        low = np.full(n, np.inf)
+        np.minimum.at(low, inv, e)
+        hit &= (e == low[inv]) | np.isposinf(low[inv])
+    hit = np.flatnonzero(hit)
     first = np.full(n, len(rows))
     np.minimum.at(first, inv[hit], hit)
     return rows[np.sort(first[first < len(rows)])]
@@ -168,7 +175,8 @@ def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray
         base = np.flatnonzero(feas & baseline_mask(blk, cfg))
         for metric in metrics(cfg):  # each compared column: both sides tuned for it on their own
             values = blk.numbers(metric)
-            keep += [_best_per_group(rows, ids, values), _best_per_group(base, ids, values)]
+            energy = blk.numbers(ENERGY) if ENERGY in blk and metric != ENERGY else None
+            keep += [_best_per_group(rows, ids, values, energy), _best_per_group(base, ids, values, energy)]
     return np.unique(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
 
 
