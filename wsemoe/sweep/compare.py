@@ -66,8 +66,8 @@ def best_rows(df: pd.DataFrame, group: list[str], metric: str) -> pd.DataFrame:
     """The best point of each group (one row when there is no group), in the groups' order: the largest metric;
     among points that tie on it exactly, the least energy per token (a batch of 16 at the speed of a batch of
     one serves 16 users for the same power), then the first. The comparison table, the sweep's per-chunk reduction
-    (`chunked._best_per_group`) and the figures that quote its best points (energy frontier, memory) use it;
-    sensitivity's per-sample best still takes the first of ties."""
+    (`chunked._best_per_group`), sensitivity's per-sample best (`sampled._best`) and every figure that quotes or
+    draws a best point use it."""
     if not len(df):
         return df.iloc[:0]
     keys, ascending = [metric], [False]

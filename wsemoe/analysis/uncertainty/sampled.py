@@ -45,16 +45,24 @@ def _check(cfg, unknowns: list[Unknown]) -> None:
                 raise ConfigError(f"'{p}' is both swept and a calibration unknown ({u.name})", loc=("axes", p))
 
 
-def _best(values: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int, sense: str = "max"):
-    """Per sample and group: (best value, index of the point) over points where `ok`; NaN / -1 where none."""
+def _best(values: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int, sense: str = "max", energy=None):
+    """Per sample and group: (best value, index of the point) over points where `ok`; NaN / -1 where none. Among
+    points that tie on the value exactly, the least `energy` (when given), then the first: `compare.best_rows`'
+    rule, so the point a sample quotes is the one comparison.csv quotes at the same values."""
     sign = 1.0 if sense == "max" else -1.0
     v = np.where(ok, sign * values, -np.inf)
     best = np.full((v.shape[0], n_groups), np.nan)
     where = np.full((v.shape[0], n_groups), -1)
+    rows = np.arange(len(v))
     for g in range(n_groups):
         cols = np.flatnonzero(codes == g)
         i = np.argmax(v[:, cols], axis=1)
-        top = v[np.arange(len(v)), cols[i]]
+        top = v[rows, cols[i]]
+        if energy is not None:   # the tie's least energy, where one is finite
+            e = energy[:, cols]
+            e = np.where((v[:, cols] == top[:, None]) & np.isfinite(e), e, np.inf)
+            low = np.argmin(e, axis=1)
+            i = np.where(np.isfinite(e[rows, low]), low, i)
         has = np.isfinite(top)
         best[has, g] = sign * top[has]
         where[has, g] = cols[i][has]
@@ -134,8 +142,9 @@ class Sampled:
         cmp = self.cfg.compare
         if cmp is None:
             return res
-        best, at = _best(col(cmp.metric), ok & self.cand[None, :], self.codes, G)
-        base, base_at = _best(col(cmp.metric), ok & self.base[None, :], self.codes, G)
+        tie = col(ENERGY) if ENERGY in out and cmp.metric != ENERGY else None   # best_rows' tie rule
+        best, at = _best(col(cmp.metric), ok & self.cand[None, :], self.codes, G, energy=tie)
+        base, base_at = _best(col(cmp.metric), ok & self.base[None, :], self.codes, G, energy=tie)
         res[f"best_{cmp.metric}"], res[f"baseline_{cmp.metric}"] = best, base
         res[f"speedup_vs_{cmp.name}"] = best / base
         for m in metrics(self.cfg)[1:]:  # each further compared column, both sides tuned for it on their own

@@ -16,6 +16,7 @@ from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label,
                                          heading, log2_ticks, num, outside_legend, setting, single)
 from wsemoe.report.figures.view import OVER, ResultsView
+from wsemoe.sweep.compare import best_rows
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
 STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
@@ -148,7 +149,7 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
              f"at G = {num(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
     lines = []   # (label, speedup per G, its notes, last feasible G) per design with a feasible smallest G
     for key, sub in groups:
-        at = sub.loc[sub.groupby("workload.G")[r.metric].idxmax()].set_index("workload.G").reindex(gs)
+        at = best_rows(sub, ["workload.G"], r.metric).set_index("workload.G").reindex(gs)
         best = at[r.metric]  # infeasible G -> NaN -> a gap
         if len(gs) < 2 or not np.isfinite(best.iloc[0]):
             continue  # no feasible smallest-G point: nothing to compare against

@@ -16,6 +16,7 @@ from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (BETTER, LINESTYLES, MARKERS, PALETTE, SINGLE, amount, group_label, label, name,
                                          outside_legend, scale, single, style_axis)
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep.columns import describe
 
 STEMS = ("pareto",)
@@ -82,7 +83,7 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
     groups = list(front.groupby(systems, sort=False)) if systems else [((), front)]
     for key, sub in groups[:6]:
         key = key if isinstance(key, tuple) else (key,)
-        top = sub.loc[sub[first].idxmax() if r.objectives[first] == "max" else sub[first].idxmin()]
+        top = best_rows(sub, [], first).iloc[0] if r.objectives[first] == "max" else sub.loc[sub[first].idxmin()]
         best.append(f"{_key_text(systems, key) if systems else 'all points'}: {len(sub):,} row(s), best "
                     f"{name(first)} {amount(first, top[first])} (point {top.name})")
     per = f"one per {listing([name(a) for a in systems])}" if systems else "one over all points"

@@ -21,6 +21,7 @@ from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, marker_label, name,
                                          outside_legend, plt_size, setting, share_text)
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 
 STEMS = ("roofline",)
 STAGES = {"attention": "attention", "moe": "MoE (router + experts)", "dense_ffn": "dense FFN", "head": "output head"}
@@ -172,7 +173,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     whether a stage's roof rises above the 16-bit peak (fp8/fp4 matmuls), and (text, share of its roof) of each
     stage of the best design."""
     peak, eff, bw, path = roof(hw)
-    at = df[r.metric].idxmax() if r.metric in df else df.index[0]
+    at = best_rows(df, [], r.metric).index[0] if r.metric in df else df.index[0]
     picked = df.sample(MAX_POINTS, random_state=0).index if len(df) > MAX_POINTS else df.index
     extra = r.rows([*picked, at], [*STAGE_COLUMNS, *TERM_COLUMNS])
     best = pd.concat([df.loc[at], extra.loc[at]])

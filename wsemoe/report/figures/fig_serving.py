@@ -19,6 +19,7 @@ from wsemoe.report.figures.claims import caption, changes, where
 from wsemoe.report.figures.meshdraw import HEAT, draw_cells, draw_links, mesh_axes
 from wsemoe.report.figures.style import DOUBLE, PALETTE, cue, heading, label, log2_ticks, setting
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 
 PER_USER, WAFERS, BATCH = "tokens_per_s_per_user", "wafers", "workload.B"
 STEMS = ("serving_wafers", "serving_heatmap_*")
@@ -173,7 +174,7 @@ def heatmaps(view: ResultsView, rows: pd.DataFrame) -> Iterator[tuple[str, Figur
     if not view.cfg:
         return
     for model, at in rows.groupby("model", sort=False, observed=True) if "model" in rows else [(None, rows)]:
-        row = view.first_row(at.sort_values(PER_USER, ascending=False))
+        row = view.first_row(best_rows(at, [], PER_USER))
         maps = [m for m in (_placed(view, row, p) for p in ("blocked", "interleaved")) if m is not None]
         if maps:
             yield f"serving_heatmap_{model or view.name}", _heatmap(view, row, maps)

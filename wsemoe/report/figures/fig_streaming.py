@@ -15,6 +15,7 @@ from matplotlib.patches import Patch
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import PALETTE, heading, log2_ticks, outside_legend, setting
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 
 PE, DISPATCH, B, G = "hardware.pe_fabric", "mapping.pe_dispatch", "workload.B", "workload.G"
 SPARSITY = ("model.num_experts_per_tok", "model.num_experts")
@@ -183,7 +184,7 @@ def cost(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
 
 
 def _best(rows: pd.DataFrame):
-    return None if rows.empty else rows.loc[rows["tokens_per_s"].idxmax()]
+    return None if rows.empty else best_rows(rows, [], "tokens_per_s").iloc[0]
 
 
 PARTS_C = (PALETTE[3], PALETTE[4])

@@ -13,6 +13,7 @@ from matplotlib.lines import Line2D
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks, pct, ratio_ticks, single
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep import crossing
 
 TAU = "workload.tokens_per_device"
@@ -51,7 +52,7 @@ def _memory_bound(view: ResultsView, base: str) -> np.ndarray:
     feas = view.feasible[view.feasible["hardware"] == base]
     if not {"moe_hbm_s", "moe_compute_s"} <= set(feas.columns) or feas.empty:
         return np.array([])
-    best = feas.loc[feas.groupby(TAU, observed=True)["per_device_moe_block_tokens_per_s"].idxmax()]
+    best = best_rows(feas, [TAU], "per_device_moe_block_tokens_per_s")
     return np.sort(best.loc[best["moe_hbm_s"] >= best["moe_compute_s"], TAU].to_numpy(dtype=float))
 
 
