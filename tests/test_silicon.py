@@ -360,3 +360,18 @@ def test_holdout_of_a_file_with_one_group_is_one_line(by, tmp_path, runner):
     path = tmp_path / "one.csv"
     one.to_csv(path, index=False)
     one_line_error(runner.invoke(app, ["validate", "--silicon", str(path), "--holdout", by]), "--holdout", "two")
+
+
+def test_unbounded_or_fractional_lengths_keep_a_reason_and_warn_nothing(tmp_path):
+    """isl or osl of inf or 1e308 ran through the model's arithmetic: numpy overflow warnings on stderr and a
+    misleading reason (the KV cache does not fit). They are refused by name, as a fractional length is."""
+    import warnings
+
+    rows = [_row(id="inf", isl=float("inf")), _row(id="huge", osl=1e308), _row(id="frac", isl=1024.5),
+            _row(id="long", isl=2**24, osl=1), _row(id="ok")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = {r["id"]: r for r in accuracy.evaluate(_csv(tmp_path, rows))["rows"]}
+    for bad in ("inf", "huge", "frac", "long"):
+        assert "whole token counts, together at most 16,777,216" in out[bad]["reason"], out[bad]
+    assert out["ok"]["reason"] is None

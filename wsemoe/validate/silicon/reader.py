@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from wsemoe.errors import ConfigError
+from wsemoe.specs.layers import MAX_CONTEXT
 from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
 
 # batch_size is the concurrency of a run, per attention-DP rank when attention_dp_size > 1.
@@ -141,6 +142,9 @@ def resolve(row, load_model, load_hardware) -> dict:
     isl, osl = _num(row.get("isl")), _num(row.get("osl"))
     if not isl or not osl or isl < 1 or osl < 1:
         return {"reason": "isl and osl must be positive token counts"}
+    if not (isl.is_integer() and osl.is_integer()) or isl + osl > MAX_CONTEXT:   # inf and 1e308 too
+        return {"reason": f"isl and osl must be whole token counts, together at most {MAX_CONTEXT:,} "
+                          f"(got isl {isl:g}, osl {osl:g})"}
     mode = str(row.get("mode", "")).strip()
     hw = load_hardware(system)
     server = hw.scale_up_size
