@@ -49,3 +49,27 @@ def test_the_notes_read_at_the_terminals_width_not_the_tables():
     text = _text(_result(1e-5))
     line = next(ln for ln in text.splitlines() if "variance negligible in b" in ln)
     assert "indices there are noise, not shown" in line
+
+
+def test_many_groups_split_into_tables_that_fit_and_lose_no_unknown_or_index():
+    """cerebras_serving's 9 groups did not fit 120 columns: the unknowns' names vanished (the first column folded
+    to nothing) and indices were cut to 'negligi…'. The groups now go into as many tables as fit the width."""
+    from wsemoe.report.terminal.console import console
+
+    groups = [f"seq_len={s}, model={m}" for s in (8192, 32768, 131072) for m in ("qwen3-235b-a22b", "deepseek-v3")]
+    names = [f"static_power_unknown_{i}" for i in range(8)]
+    bands = pd.DataFrame({"quantity": "speedup_vs_u", "group": groups, "nominal": 1.0, "q05": 0.5, "q95": 2.0})
+    indices = pd.DataFrame([{"quantity": "speedup_vs_u", "group": g, "parameter": n, "mu_star": 0.000123 * (i + 1),
+                             "mu_star_conf": 0.0000456} for i, g in enumerate(groups) for n in names])
+    meta = {"method": "morris", "samples": 90, "points": 10, "unknowns": [{"name": n} for n in names]}
+    out = console()
+    out.width = 120
+    with out.capture() as cap:
+        out.print(view.sensitivity(SimpleNamespace(bands=bands, indices=indices, meta=meta), width=120))
+    text = cap.get()
+    assert max(len(line) for line in text.splitlines()) <= 120
+    tables = text.count("Morris μ* ± 95% CI of each unknown")
+    assert tables > 1 and all(text.count(n) == tables for n in names)
+    for i in range(len(groups)):
+        assert text.count(f"{0.000123 * (i + 1):.3g}±4.6e-05") == len(names)
+    assert "…" not in text

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from wsemoe.report.terminal import formats
+from wsemoe.report.terminal import console, formats
 
 NEGLIGIBLE = 1e-3  # a 5–95% band narrower than 0.1% of the nominal value: below the 4 significant digits tables
 # show, so the variance Sobol indices divide by is numerical noise and the indices mean nothing
@@ -22,9 +22,10 @@ def negligible(row) -> bool:
     return abs(float(row["q95"]) - float(row["q05"])) <= NEGLIGIBLE * scale
 
 
-def sensitivity(result, quantity: str | None = None) -> Group:
+def sensitivity(result, quantity: str | None = None, width: int | None = None) -> Group:
     """The 5–95% band of a quantity per group (labelled by what varies) in the quantity's unit, then each
-    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across."""
+    unknown's total (first-order) Sobol index or Morris μ* per group: unknowns down, groups across, in as many
+    tables as `width` (the terminal's by default) needs."""
     bands, idx, meta = result.bands, result.indices, result.meta
     qs = list(dict.fromkeys(bands["quantity"]))
     quantity = quantity or next((q for q in qs if q.startswith("speedup_vs_")), qs[0])
@@ -50,23 +51,46 @@ def sensitivity(result, quantity: str | None = None) -> Group:
     notes.append(f"± half the 95% confidence interval (SALib's bootstrap over the {meta['samples']:,} samples): an "
                  "interval as wide as its index says the samples cannot tell; --samples takes more")
     notes += list(meta.get("axis_ends") or [])
-    # the notes below the table, not as its caption: a caption wraps to the table's width (60 characters on a
-    # 140-column terminal), a line to the terminal's
-    t = Table(title=f"{what} of each unknown, per group", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-              collapse_padding=True)
-    t.add_column("unknown", no_wrap=True)
-    for g in rows["group"]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
-        t.add_column(Text("\n".join(formats.header_lines(str(g), 12))), justify="right", no_wrap=True)
+    cells = {g: [] for g in rows["group"]}
     for u in meta["unknowns"]:
-        cells = []
         for g in rows["group"]:
             r = sel[(sel["group"] == g) & (sel["parameter"] == u["name"])]
-            cells.append("–" if not len(r) else "negligible" if g in quiet else
-                         f"{_ci(r, 'ST')} ({_ci(r, 'S1')})" if sobol
-                         else f"{r['mu_star'].iloc[0]:.3g}" + (f"±{r['mu_star_conf'].iloc[0]:.2g}"
-                                                               if "mu_star_conf" in r else ""))
-        t.add_row(u["name"], *cells)
-    return Group(b, t, *(Text(n) for n in notes))
+            cells[g].append("–" if not len(r) else "negligible" if g in quiet else
+                            f"{_ci(r, 'ST')} ({_ci(r, 'S1')})" if sobol
+                            else f"{r['mu_star'].iloc[0]:.3g}" + (f"±{r['mu_star_conf'].iloc[0]:.2g}"
+                                                                  if "mu_star_conf" in r else ""))
+    names = [u["name"] for u in meta["unknowns"]]
+    heads = {g: "\n".join(line for part in str(g).split(", ") for line in formats.header_lines(part, 16))
+             for g in cells}   # 'seq_len=8192,' over 'model=qwen3-30b-a3b': a setting per line
+    slices = _slices([max(map(len, [*heads[g].splitlines(), *cells[g]])) for g in cells],
+                     max(map(len, ["unknown", *names])), width or console.width())
+    groups, tables = list(cells), []
+    for a, z in slices:   # as many groups as fit the width per table: a group cut off is a number lost
+        more = "" if len(slices) == 1 else f" (group {z} of {len(groups)})" if z == a + 1 else \
+            f" (groups {a + 1}–{z} of {len(groups)})"
+        # the notes below the table, not as its caption: a caption wraps to the table's width (60 characters on
+        # a 140-column terminal), a line to the terminal's
+        t = Table(title=f"{what} of each unknown, per group{more}", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+        t.add_column("unknown", no_wrap=True)
+        for g in groups[a:z]:  # 'num_experts_' over 'per_tok=8': names break after '_', never inside a word
+            t.add_column(Text(heads[g]), justify="right", no_wrap=True)
+        for i, name in enumerate(names):
+            t.add_row(name, *(cells[g][i] for g in groups[a:z]))
+        tables.append(t)
+    return Group(b, *tables, *(Text(n) for n in notes))
+
+
+def _slices(widths: list[int], first: int, total: int) -> list[tuple[int, int]]:
+    """(start, stop) runs of columns of these widths that fit `total` cells beside a first column (one cell of
+    padding either side of each, at least one column per run)."""
+    out, start, used = [], 0, first + 1
+    for i, w in enumerate(widths):
+        if i > start and used + w + 2 > total:
+            out.append((start, i))
+            start, used = i, first + 1
+        used += w + 2
+    return [*out, (start, len(widths))]
 
 
 def _ci(r, col: str) -> str:
