@@ -108,5 +108,18 @@ def test_two_signals_in_one_process_run_end_it_in_one_line(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=BOUND_S)
     err = proc.stderr.read().decode().strip()
-    assert proc.returncode != 0 and err == "error: interrupted; no file was left half-written (a sweep continues with --resume)"
+    assert proc.returncode != 0 and err == ("error: interrupted; no file was left half-written (a sweep continues from its "
+                                         "finished chunks with --resume)")
     assert _parts(out)
+
+
+def test_an_interrupted_command_that_keeps_no_parts_does_not_point_at_resume(tmp_path):
+    """`invariants`, `plot` or `validate` stopped by Ctrl-C said '(a sweep continues with --resume)': only a
+    sweep keeps parts to resume from."""
+    proc = subprocess.Popen([sys.executable, "-m", "wsemoe.cli", "invariants"], env={**os.environ, "CI": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3.0)   # past start-up, into the checks (45 s of CPU in all)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=BOUND_S)
+    err = proc.stderr.read().decode().strip()
+    assert proc.returncode == 130 and err == "error: interrupted; no file was left half-written", err

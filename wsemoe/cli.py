@@ -87,9 +87,13 @@ def deliver(reply: Reply) -> None:
         raise typer.Exit(reply.code)
 
 
-INTERRUPTED = "interrupted; no file was left half-written (a sweep continues with --resume)"
+INTERRUPTED = "interrupted; no file was left half-written"
+RESUMABLE = {"sweep": " (a sweep continues from its finished chunks with --resume)"}  # commands that keep parts
 HARD_EXIT_S = 3.0  # a signal this long after the first one ends the process at once
 _first_signal: list[float] = []
+
+
+_interrupted_line: list[str] = [INTERRUPTED]   # the running command's: only a sweep can be resumed
 
 
 def _interrupt(signum, frame):
@@ -100,7 +104,7 @@ def _interrupt(signum, frame):
         _first_signal.append(time.monotonic())
         raise KeyboardInterrupt
     if time.monotonic() - _first_signal[0] > HARD_EXIT_S:
-        os.write(2, f"error: {INTERRUPTED}\n".encode())
+        os.write(2, f"error: {_interrupted_line[0]}\n".encode())
         os._exit(130)
 
 
@@ -119,6 +123,7 @@ def guarded(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         _first_signal.clear()
+        _interrupted_line[0] = INTERRUPTED + RESUMABLE.get(fn.__name__, "")
         for sig in (signal.SIGINT, signal.SIGTERM):  # a polite kill ends like Ctrl-C: one line, progress kept
             signal.signal(sig, _interrupt)
         try:
@@ -130,7 +135,7 @@ def guarded(fn):
         except KeyboardInterrupt:
             for sig in (signal.SIGINT, signal.SIGTERM):  # the exit that follows is not interrupted again
                 signal.signal(sig, signal.SIG_IGN)
-            fail(INTERRUPTED, 130)
+            fail(_interrupted_line[0], 130)
         except Exception as exc:  # a bug, but users still get one line
             if os.environ.get("WSEMOE_DEBUG"):
                 raise
