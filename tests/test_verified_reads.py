@@ -83,6 +83,18 @@ def test_a_small_file_changed_in_place_is_refused(name, results, runner):
     one_line_error(runner.invoke(app, ["show", "results/tv"]), name)
 
 
+@pytest.mark.parametrize("name", ["pareto.csv", "config.yaml", "comparison.csv"])
+def test_the_way_back_from_a_changed_file_is_the_one_the_error_gives(name, results, runner, tmp_path):
+    """`show` said 're-run the sweep', and the sweep refused to replace the changed file: a dead end. The error
+    now says to move the file out first, and doing what it says gives readable results again."""
+    _flip(results / name, at=3)
+    one_line_error(runner.invoke(app, ["show", "results/tv"]), name, "move it out of the folder, then re-run")
+    assert runner.invoke(app, ["sweep", "tv.yaml", "--results", "results", "-q"]).exit_code != 0   # refused
+    os.replace(results / name, tmp_path / f"moved-{name}")
+    assert runner.invoke(app, ["sweep", "tv.yaml", "--results", "results", "-q"]).exit_code == 0
+    assert runner.invoke(app, ["show", "results/tv"]).exit_code == 0
+
+
 def test_resume_recomputes_just_the_damaged_part(results, runner):
     man = json.loads((results / "manifest.json").read_text())
     parts = sorted((results / "points.parquet").iterdir())

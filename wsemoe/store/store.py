@@ -82,6 +82,11 @@ def sweep_hint(man: dict, folder) -> str:
     return f"`wsemoe sweep --resume -o {shlex.quote(str(folder))} {source}`"
 
 
+# a file the sweep recorded no longer holds what it wrote: the sweep will not write over it (it cannot prove the
+# bytes are its own), so the way back is to move it out first
+CHANGED_HINT = "move it out of the folder, then re-run the sweep"
+
+
 def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
     """Check that points.parquet/ holds exactly the manifest's parts and that every part and recorded file
     holds the bytes the sweep wrote (SHA-256, verified once per change: `store/verified.py`).
@@ -116,7 +121,7 @@ def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
     damaged = []
     for name, why in bad:
         if not name.startswith("points.parquet/"):
-            raise ResultsError(f"{name} {why}; re-run the sweep", loc=(str(path),))
+            raise ResultsError(f"{name} {why}; {CHANGED_HINT}", loc=(str(path),))
         damaged.append(name.split("/", 1)[1])
     if damaged and first_only:
         raise ResultsError(f"part {damaged[0]} {dict(bad)['points.parquet/' + damaged[0]]}; recompute it with "
@@ -285,7 +290,7 @@ def read_csv(path, name: str, manifest: dict | None = None, **options) -> pd.Dat
             return pd.read_csv(io.BytesIO(data), **options)
         return pd.read_csv(Path(path) / name, **options)
     except verified.Unverified as exc:
-        raise ResultsError(f"{exc}; re-run the sweep", loc=(str(path),)) from None
+        raise ResultsError(f"{exc}; {CHANGED_HINT}", loc=(str(path),)) from None
     except OSError as exc:
         raise os_error(exc, Path(path) / name, f"read {name}") from None
     except Exception as exc:  # pandas raises many types for damaged files
