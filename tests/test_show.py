@@ -143,6 +143,8 @@ def test_show_reads_only_the_columns_it_needs(folders, monkeypatch):
     ("(" * 995 + "mfu > 0" + ")" * 995, "cannot parse"),
     ("mfu > 'x'", "compares 'mfu' (number) with"),
     ("0/0 > mfu", "division by zero"),
+    ("mfu / 0 > 1", "division by zero in 'mfu / 0'"),     # was accepted: every row's quotient infinite
+    ("mfu / -0.0 > 1", "division by zero"),
     ("'x' * 1000000000 == bound", "take numbers"),
     ("ttft_s < 0.1", "it needs workload.mode: prefill"),   # as --sort, objectives and compare --metric say it
 ])
@@ -155,7 +157,11 @@ def test_bad_filters_are_one_line(folders, runner, where, needle):
 
 @pytest.mark.parametrize("args,needle", [(["--sort", "mfuu"], "did you mean 'mfu'"),
                                          (["--columns", "bond"], "did you mean 'bound'"),
-                                         (["--format", "xml"], "not one of")])
+                                         (["--format", "xml"], "not one of"),
+                                         # were accepted: no column showed the default view, '--mfu' sorted by mfu
+                                         (["--columns", ","], "no column named"),
+                                         (["--sort", "--mfu"], "more than one sign"),
+                                         (["--sort", "+-mfu"], "more than one sign")])
 def test_bad_options_are_one_line(folders, runner, args, needle):
     r = runner.invoke(app, ["show", str(folders["bta"]), *args])
     assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output

@@ -9,6 +9,7 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, emit, folder, shown_path
+from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
 
@@ -31,7 +32,9 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     choice(fmt, TABLE_FORMATS, "--format")
     if limit is None:
         limit = 20 if fmt == "table" else 0
-    cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    cols = [c.strip() for c in columns.split(",") if c.strip()] if columns is not None else None
+    if cols == []:   # '-c ,' or '-c ""' asked for no column: say so rather than show the default view
+        raise ConfigError(f"no column named in '{columns}': give comma-separated column names", loc=("--columns",))
     if fmt == "table" and not (all_points or where or sort or cols or feasible):
         return _baselines(folder(Reply(), results, limit=limit), [results], fmt)
     if cols and all_points and fmt == "table" and "feasible" not in cols:

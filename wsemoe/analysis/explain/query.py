@@ -83,7 +83,10 @@ def parse_sort(sort: list[str] | None, known, objectives: dict) -> list[tuple[st
             part = part.strip()
             if not part:
                 continue
-            name = part.lstrip("+-")
+            name = part[1:] if part[0] in "+-" else part
+            if name[:1] in ("+", "-"):   # '--mfu' or '+-mfu': one sign, or the column would be read past it
+                raise ConfigError(f"'{part}' has more than one sign: give -column (descending) or +column "
+                                  "(ascending)", loc=("--sort",))
             _check_names([name], known, "sort column", ("--sort",))
             asc = part.startswith("+") or (not part.startswith("-") and objectives.get(name) != "max")
             out.append((name, asc))

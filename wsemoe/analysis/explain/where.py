@@ -36,6 +36,13 @@ def _numeric(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
 
 
+def _zero(node) -> bool:
+    """A literal zero (0, 0.0, -0, +0): every row's quotient would be infinite or NaN, whatever it holds."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and not isinstance(node.value, (bool, str)) and node.value == 0
+
+
 class Where:
     """A parsed filter: `columns` it reads, and `mask(df)` the rows it keeps."""
 
@@ -98,6 +105,8 @@ class Where:
                                             [n.left, *n.comparators]),
                     ast.BinOp: lambda n: (type(n.op) in _ARITH, [n.left, n.right]),
                     ast.List: lambda n: (True, n.elts), ast.Tuple: lambda n: (True, n.elts)}
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _zero(node.right):
+            raise ConfigError(f"division by zero in '{excerpt(ast.unparse(node))}'", loc=LOC)
         rule = children.get(type(node))
         ok, kids = rule(node) if rule else (False, [])
         if not ok:
