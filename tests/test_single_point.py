@@ -67,8 +67,11 @@ def test_a_section_set_by_name_replaces_the_flag():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["eval", "--hardware", "cs2"], "[eval] a point without a sweep file needs --model too"),
-    (["eval"], "[eval] give a sweep file or results folder, or --hardware and --model"),
+    (["eval", "--hardware", "cs2"], "[--model] a point without a sweep file needs --model too"),
+    (["eval"], "[source] give a sweep file or results folder, or --hardware and --model"),
+    # export traffic shares the point's resolution: its errors said '[eval]'
+    (["export", "traffic"], "[source] give a sweep file or results folder, or --hardware and --model"),
+    (["export", "traffic", "--model", "qwen3-30b-a3b"], "[--hardware] a point without a sweep file needs --hardware"),
     (["eval", "sweeps/quickstart.yaml", "--model", "deepseek-v3"], "use --set hardware=<preset> or --set model="),
     (["eval", "--hardware", "cs9", "--model", "qwen3-30b-a3b"], "[hardware] unknown hardware preset 'cs9'"),
     (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "workload.Bx=2"],

@@ -93,7 +93,8 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
         if hardware is None or model is None:
             missing = "--model" if hardware is not None else "--hardware" if model is not None else None
             raise ConfigError(f"a point without a sweep file needs {missing} too" if missing else
-                              "give a sweep file or results folder, or --hardware and --model", loc=("eval",))
+                              "give a sweep file or results folder, or --hardware and --model",
+                              loc=(missing or "source",))   # eval and export traffic alike, never '[eval]'
         if point != 0:
             raise ConfigError(f"--point {point}: a point made of --hardware and --model is the only one (point 0); "
                               "--point picks a point of a sweep file or results folder", loc=("--point",))
