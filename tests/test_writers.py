@@ -350,3 +350,17 @@ def test_a_sweep_never_removes_what_other_commands_made_from_its_results_unasked
     r = runner.invoke(app, ["sweep", "fs.yaml", "--results", "results", "--no-readings", "--force"])
     assert r.exit_code == 0 and "removed plots/, report.html" in r.output, r.output
     assert not (work / "results/fs/plots").exists() and not (work / "results/fs/report.html").exists()
+
+
+def test_a_plot_run_refused_by_one_figure_writes_none(work, runner):
+    """A figure changed by hand stopped `plot` when it came to it, after the figures before it had been replaced:
+    plots/ held new figures beside old ones (and a new PNG beside the refused SVG of the same figure)."""
+    r = runner.invoke(app, ["plot", "results/fs"])
+    assert r.exit_code == 0, r.output
+    last = [ln.strip() for ln in r.output.splitlines() if ln.strip().endswith(".svg")][-1]
+    assert len([ln for ln in r.output.splitlines() if ln.strip().endswith(".svg")]) > 1   # others come before it
+    (work / last).write_text("<svg>edited by hand</svg>")
+    plots = work / "results" / "fs" / "plots"
+    before = snapshot(work), {p.name: os.stat(p).st_ino for p in plots.iterdir()}   # a rewrite is a new inode
+    one_line_error(runner.invoke(app, ["plot", "results/fs"]), Path(last).name, "changed since wsemoe wrote it")
+    assert (snapshot(work), {p.name: os.stat(p).st_ino for p in plots.iterdir()}) == before

@@ -114,16 +114,20 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progr
     # Each figure is rendered (in a forked child when a core is free) while the next is built; written in order,
     # all under the results' run lock, so a sweep never replaces the results between two of them.
     with writer.results_locked(folder):
+        made = []   # (file, bytes) of every figure, all rendered before any is written
         for stem, out, _ in rendered(figures(path, only, on_progress), files):
-            writer.make_folder(folder, "plot")
             if out is None:
                 absent.append(stem)
                 continue
             data, caption = out
-            for ext in formats:
-                written.append(writer.write_file(folder / f"{stem}.{ext}", data[ext], "plot", force))
-            if caption:
-                written.append(writer.write_file(folder / f"{stem}.txt", caption + "\n", "plot", force))
+            made += [(folder / f"{stem}.{ext}", data[ext]) for ext in formats]
+            made += [(folder / f"{stem}.txt", caption + "\n")] if caption else []
+        for target, _ in made:   # one file it may not replace refuses the run before any file is written, so
+            writer.check_file(target, "plot", force)   # plots/ never holds new figures beside old ones
+        if made:
+            writer.make_folder(folder, "plot")
+        for target, data in made:
+            written.append(writer.write_file(target, data, "plot", force))
         if folder.is_dir() and not only:
             _clean(folder, absent, {p.stem for p in written})
     return written
