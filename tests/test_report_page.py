@@ -94,3 +94,12 @@ def test_index_is_written_through_the_guarded_writer(runner, tmp_path):
     assert (root / "index.html").read_text().endswith("<!-- my note -->")  # edited: the user's now
     r = runner.invoke(app, ["report", "--index", str(root), "--force"])
     assert r.exit_code != 0 and "changed since wsemoe wrote it" in r.output
+
+
+def test_index_of_a_folder_with_no_results_is_refused(runner, tmp_path):
+    """`report --index ANYDIR` wrote an index.html of 'no results' into any folder (a home folder, a source tree)."""
+    from clicheck import one_line_error
+
+    (tmp_path / "notes.txt").write_text("mine")
+    one_line_error(runner.invoke(app, ["report", "--index", str(tmp_path)]), "holds no results folder to index")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from wsemoe.errors import printable
+from wsemoe.errors import ResultsError, printable
 from wsemoe.version import __version__
 from wsemoe.report.terminal.tables import fmt, front_line
 from wsemoe.store import inventory
@@ -69,6 +69,9 @@ def write_index(root, force: bool = False) -> Path:
     """Write <root>/index.html through the guarded writer (`store/writer.py`, as `wsemoe report`); its path."""
     root = Path(root)
     writer.check_file(root / INDEX, "report", force)
+    if not inventory.results_in(root):   # any folder took an index.html of 'no results'
+        raise ResultsError("holds no results folder to index (give the folder sweeps write into, results/ by "
+                           "default)", loc=(str(root),))
     return writer.write_file(root / INDEX, page(root), "report", force)
 
 
