@@ -17,10 +17,10 @@ _DOCS = {
     "router_flops": ("FLOP", "router logits, forward, one MoE layer, one micro-batch"),
     "expert_flops": ("FLOP", "routed (k per token) and shared experts, forward, one MoE layer, one micro-batch"),
     "model_flops_per_step": ("FLOP", "model FLOPs of one step (forward+backward when training; no recompute)"),
-    "executed_mfu": ("share", "MFU of the model FLOPs the kernels execute (the attention core at "
+    "executed_mfu": ("1", "MFU of the model FLOPs the kernels execute (the attention core at "
                      "attn_core_executed_share of its count), each at its format's peak: at most matmul_efficiency "
                      "(mfu counts the core in full, so under a tiled kernel it may exceed it)"),
-    "attn_core_executed_share": ("share", "of the counted attention-core FLOPs the kernel executes: a tiled kernel "
+    "attn_core_executed_share": ("1", "of the counted attention-core FLOPs the kernel executes: a tiled kernel "
                                  "(attn_kernel flash) skips the causal mask's future keys in training and prefill, "
                                  "(S+1)/(2S) for full attention; 1 otherwise"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
@@ -73,7 +73,8 @@ _DOCS = {
     "per_device_moe_block_tokens_per_s": ("tokens/s", "MoE-block throughput per device: tokens per MoE-stage time "
                                                       "(expert compute/HBM + dispatch + combine + output reduction) per node"),
     "moe_comm_s": ("s", "TP all-reduce + dispatch + combine + output reduction time per MoE layer"),
-    "tokens_per_device": ("tokens", "tokens of one micro-batch per device (decode: sequences per device)"),
+    "tokens_per_device": ("tokens", "tokens of one micro-batch per device (decode: one token per sequence, so its "
+                                    "sequences per device)"),
     "attention_batch": ("sequences", "attention batch B in use (set from tokens_per_device when given)"),
     "dense_allreduce_bound": ("", "what limits a dense layer's all-reduce under HER (the home wafer's ring only: a "
                                   "dense layer dispatches nothing, so it gathers nothing across wafers)"),

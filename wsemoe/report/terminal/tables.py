@@ -73,7 +73,9 @@ def summary(manifest: dict, status: str = "") -> Table:
         t.add_row("left off the front", f"{manifest['objectives_not_finite']:,} feasible points with a non-finite objective")
     t.add_row("objectives", ", ".join(f"{k} ({v})" for k, v in manifest["objectives"].items()))
     binds = sorted(manifest.get("bounds", {}).items(), key=lambda kv: -kv[1])
-    t.add_row("what binds (feasible)", "; ".join(f"{k}: {v:,}" for k, v in binds[:5]) or "–")
+    rest = binds[5:]   # the five most common, and what the others add up to (the counts sum to the feasible points)
+    t.add_row("what binds (feasible)", "; ".join([f"{k}: {v:,}" for k, v in binds[:5]] + (
+        [f"{len(rest)} other{'s' if len(rest) > 1 else ''}: {sum(v for _, v in rest):,}"] if rest else [])) or "–")
     t.add_row("config hash", manifest["config_hash"])
     return t
 
