@@ -28,6 +28,23 @@ def test_docs_config_md_is_up_to_date():
     assert (ROOT / "docs" / "config.md").read_text() == markdown(), f"regenerate it: {REGENERATE}"
 
 
+def test_docs_commands_md_lists_every_option_of_every_command():
+    """Options went undocumented (sweep --results, sensitivity --seed/--unknowns, calibrate --unknowns, ...): the
+    page is now written from the command line itself, and stale when an option changes."""
+    from typer.main import get_command
+
+    from wsemoe.cli import app
+    from wsemoe.commands.reference import markdown as commands_page
+
+    group = get_command(app)
+    text = (ROOT / "docs" / "commands.md").read_text()
+    assert text == commands_page(group), f"regenerate it: {REGENERATE}"
+    for name, cmd in group.commands.items():
+        assert f"## wsemoe {name}" in text
+        for p in cmd.params:
+            assert all(f"`{o}`" in text for o in [*p.opts, *p.secondary_opts] if o.startswith("-")), (name, p.opts)
+
+
 def test_docs_list_every_key_with_type_unit_default_and_meaning():
     text = markdown()
     for section, cls in SECTIONS.items():
