@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -307,3 +308,19 @@ def test_a_format_wider_than_it_claims_fails_the_format_invariant(monkeypatch, s
     assert result.status == "fail"
     worst = result.outcome.worst
     assert worst.lhs > worst.rhs and any("format" in k for k in worst.inputs)
+
+
+def test_the_example_workflow_installs_wsemoe_only_from_where_it_is_told():
+    """The install step fell back to a bare `pip install wsemoe`: whatever a package index serves under that name.
+    With WSEMOE_SPEC unset it now stops with an instruction; set, it installs exactly that."""
+    wf_path = EXAMPLE / ".github" / "workflows" / "wsemoe-invariants.yml"
+    steps = yaml.safe_load(wf_path.read_text())["jobs"]["invariants"]["steps"]
+    install = next(s["run"] for s in steps if s.get("name") == "Install wsemoe").replace("python -m pip", "echo pip")
+    unset = subprocess.run(["bash", "-c", install], env={"PATH": os.environ["PATH"], "WSEMOE_SPEC": ""},
+                           capture_output=True, text=True)
+    assert unset.returncode == 1 and "::error::set the repository variable WSEMOE_SPEC" in unset.stdout
+    assert "pip install" not in unset.stdout
+    spec = "wsemoe @ git+https://example.org/fork@v1"
+    given = subprocess.run(["bash", "-c", install], env={"PATH": os.environ["PATH"], "WSEMOE_SPEC": spec},
+                           capture_output=True, text=True)
+    assert given.returncode == 0 and given.stdout.strip() == f"pip install {spec}"
