@@ -234,8 +234,9 @@ def test_figures_quote_the_best_point_the_comparison_quotes(tmp_path, monkeypatc
     from wsemoe.report.figures import fig_serving
     from wsemoe.report.figures.view import ResultsView
 
-    view = ResultsView.load(run_sweep({**TIE, "objectives": {"ttft_s": "min", "tokens_per_s_per_user": "max"}},
-                                      out_root=tmp_path).path)
+    path = run_sweep({**TIE, "objectives": {"ttft_s": "min", "tokens_per_s_per_user": "max"}}, out_root=tmp_path).path
+    shared = ResultsView.load(path, columns=())   # as `plot` loads a family's view: its own columns on the shared
+    view = ResultsView.load(path, fig_serving.COLUMNS, base=shared.points, like=shared)
     drawn = []
     monkeypatch.setattr(fig_serving, "_placed", lambda v, row, strategy: drawn.append(row["workload.B"]))
     wafer = view.feasible[view.feasible["hardware"] == "cs3"].sort_values("workload.B")

@@ -18,6 +18,7 @@ from wsemoe.config.schema import SECTIONS
 from wsemoe.cost import structure
 from wsemoe.report.figures.style import SLICE_SYMBOLS, setting
 from wsemoe.store import store
+from wsemoe.sweep.compare import ENERGY
 
 OVER = ("workload.B", "workload.G")  # axes a design is tuned over, not one design each
 # A system's own configuration: what "the best configuration of each system" tunes (unless the comparison
@@ -249,10 +250,11 @@ def _config(path: Path) -> dict:
 
 
 def base_columns(man: dict, cfg: dict) -> list[str]:
-    """What every figure may use, so every view holds it: the axes, `feasible`, the objectives and the
-    comparison metric (those the results have); `cfg`, the saved config as `_config` reads it ({} without)."""
+    """What every figure may use, so every view holds it: the axes, `feasible`, the objectives, the comparison
+    metric and the energy per token (`best_rows` breaks ties on it wherever a figure picks a best point), those
+    the results have; `cfg`, the saved config as `_config` reads it ({} without)."""
     cmp = cfg.get("compare") or {}
-    base = {*man.get("axes", []), "feasible", *man.get("objectives", {}), cmp.get("metric", "tokens_per_s")}
+    base = {*man.get("axes", []), "feasible", *man.get("objectives", {}), cmp.get("metric", "tokens_per_s"), ENERGY}
     return [c for c in man.get("columns", {}) if c in base]
 
 
