@@ -407,3 +407,53 @@ def test_hf_source_must_be_a_path_or_a_dict():
 
     with pytest.raises(WsemoeError, match="expected a config.json path or a dict, got int"):
         model_from_hf_config(5)
+
+
+def _hist_file(tmp_path, name: str, n: int, hot: int = 0) -> Path:
+    path = tmp_path / name
+    path.write_text("expert,tokens\n" + "".join(f"{e},{e + 1 + (hot if e == 0 else 0)}\n" for e in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("where", ["axes", "zip"])
+def test_a_swept_histogram_is_refused_not_mislabelled(tmp_path, where):
+    """`axes: {balance.histogram: [a.csv, b.csv]}` ran every point on the base file: the row labelled b.csv held
+    a.csv's numbers. One histogram per sweep; sweeping the file is refused where it is written."""
+    a, b = _hist_file(tmp_path, "a.csv", 128), _hist_file(tmp_path, "b.csv", 128, hot=10_000)
+    swept = {"balance.histogram": [str(a), str(b)]}
+    cfg = {**_hist_cfg(a), **({"axes": swept} if where == "axes" else
+                               {"zip": [{**swept, "workload.B": [1, 2]}]})}
+    with pytest.raises(ConfigError, match="balance.histogram cannot be swept") as exc:
+        wsemoe.load_config(cfg)
+    assert exc.value.loc[0] == where and exc.value.loc[-1] == "balance.histogram"
+
+
+def test_a_histogram_point_among_swept_distributions_reads_the_file(tmp_path):
+    """A base distribution of zipf with 'histogram' among the axis values was an internal error (TypeError)."""
+    a = _hist_file(tmp_path, "a.csv", 128, hot=10_000)
+    cfg = {**_hist_cfg(a), "balance": {"distribution": "zipf", "histogram": str(a)},
+           "axes": {"balance.distribution": ["zipf", "histogram"]}}
+    rows = wsemoe.evaluate(cfg).set_index("balance.distribution")
+    assert rows.loc["histogram", "imbalance_before"] > 20 > rows.loc["zipf", "imbalance_before"]   # one hot expert
+
+
+def test_a_model_axis_checks_each_presets_expert_count_against_the_histogram(tmp_path):
+    """A `model` preset axis with 128 and 256 experts was an internal error (ValueError) at evaluation."""
+    a = _hist_file(tmp_path, "a.csv", 128)
+    with pytest.raises(ConfigError, match=r"histogram has 128 experts but the model has \[128, 256\]"):
+        wsemoe.load_config({**_hist_cfg(a), "axes": {"model": ["qwen3-30b-a3b", "deepseek-v3"]}})
+
+
+@pytest.mark.parametrize("sets,needle", [(["balance.histogram=/nonexistent.csv"], "read with the sweep file"),
+                                         (["balance.distribution=histogram"], "needs balance.histogram")])
+def test_eval_set_of_a_histogram_is_one_line(tmp_path, runner, sets, needle):
+    """`eval --set balance.histogram=…` was ignored (the base file's numbers, exit 0, even for a missing file);
+    `--set balance.distribution=histogram` on a sweep without a file was an internal error."""
+    from clicheck import one_line_error
+
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "name": "h", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b"}
+                                   if "distribution" in sets[0] else _hist_cfg(_hist_file(tmp_path, "a.csv", 128))
+                                   | {"name": "h"}))
+    args = ["eval", str(path)] + [x for s in sets for x in ("--set", s)]
+    one_line_error(runner.invoke(app, args), "--set", needle)

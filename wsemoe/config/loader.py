@@ -36,7 +36,8 @@ def load_config(source, base_dir: Path | None = None, checked: bool = True) -> S
         "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
         "sparsity": raw.sparsity, "constraints": raw.constraints,
         "objectives": raw.objectives or _default_objectives(specs["hardware"], grid, zips),
-        "compare": raw.compare, "presets": preset_store, "expert_histogram": _histogram(specs, grid, zips, base_dir),
+        "compare": raw.compare, "presets": preset_store,
+        "expert_histogram": _histogram(specs, grid, zips, base_dir, preset_store),
         "output": raw.output, "search": raw.search, "pareto": raw.pareto, "base_dir": str(base_dir),
     })
     if checked:
@@ -183,18 +184,29 @@ def _no_axis_twice(grid: dict, zips: list) -> None:
         raise ConfigError(f"axis '{dup[0]}' is swept twice", loc=("axes", dup[0]))
 
 
-def _histogram(specs: dict, grid: dict, zips: list, base_dir: Path):
-    """Shares of a measured histogram, checked against every expert count the sweep uses."""
+def _histogram(specs: dict, grid: dict, zips: list, base_dir: Path, preset_store: dict):
+    """Shares of a measured histogram, checked against every expert count the sweep uses (model presets swept
+    too); None when no point's distribution is 'histogram'. One histogram per sweep: the engine holds one."""
+    swept = [g for g in (grid, *zips) if "balance.histogram" in g]
+    if swept:   # every point read the base file whatever its row said: refused, not mislabelled
+        loc = ("axes",) if swept[0] is grid else ("zip", zips.index(swept[0]))
+        raise ConfigError("balance.histogram cannot be swept: a sweep reads one measured histogram (run one sweep "
+                          "per histogram)", loc=(*loc, "balance.histogram"))
     bal = specs["balance"]
-    if bal.distribution != "histogram":
+    kinds = {bal.distribution, *grid.get("balance.distribution", [])}
+    for g in zips:
+        kinds |= set(g.get("balance.distribution", []))
+    if "histogram" not in kinds:
         return None
     if not bal.histogram:
         raise ConfigError("distribution 'histogram' needs balance.histogram (a CSV path)", loc=("balance", "histogram"))
     path = Path(bal.histogram)
     shares = read_histogram(path if path.is_absolute() else base_dir / path)
     counts = {specs["model"].num_experts, *grid.get("model.num_experts", [])}
-    for g in zips:
-        counts |= set(g.get("model.num_experts", []))
+    for g in (grid, *zips):
+        counts |= set(g.get("model.num_experts", [])) | {preset_store[n].get("num_experts") for n in g.get("model", [])
+                                                         if isinstance(preset_store.get(n), dict)}
+    counts.discard(None)
     if any(c != len(shares) for c in counts):
         raise ConfigError(f"histogram has {len(shares)} experts but the model has {sorted(counts)}",
                           loc=("balance", "histogram"))

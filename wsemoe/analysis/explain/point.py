@@ -71,7 +71,13 @@ def point_config(cfg, point: int, sets: dict | None = None):
         section, _, field = path.partition(".")
         if section in base and field and v is not None:
             base[section][field] = v
+    if "balance.histogram" in (sets or {}):   # the sweep's one histogram is read with its file (config/loader.py)
+        raise ConfigError("balance.histogram is read with the sweep file: set it there (one histogram per sweep)",
+                          loc=("--set", "balance.histogram"))
     typed = {p: axes.typed_values(p, [v], base, ("--set", p), store_)[0] for p, v in (sets or {}).items()}
+    if typed.get("balance.distribution") == "histogram" and cfg.expert_histogram is None:
+        raise ConfigError("distribution 'histogram' needs balance.histogram (a CSV path) in the sweep file",
+                          loc=("--set", "balance.distribution"))
     fixed = {**values, **typed}
     one = cfg.model_copy(update={"axes": {p: [v] for p, v in fixed.items()}, "zip": [], "compare": None,
                                  "presets": store_})
