@@ -242,3 +242,33 @@ def test_figures_quote_the_best_point_the_comparison_quotes(tmp_path, monkeypatc
     wafer = view.feasible[view.feasible["hardware"] == "cs3"].sort_values("workload.B")
     list(fig_serving.heatmaps(view, wafer))
     assert set(drawn) == {64}, drawn
+
+
+SMALL = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+         "axes": {"workload.B": [1, 2], "workload.G": [1, 2]}, "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+
+
+@pytest.mark.parametrize("compare,needle", [
+    ({"metric": "step_time_s"}, "'step_time_s' is better smaller (s)"),           # picked the slowest as best
+    ({"metric": "mem_peak_node_bytes"}, "better smaller (bytes)"),
+    ({"also": ["tokens_per_s"]}, "named twice"),                                   # was an internal error
+    ({"also": ["mfu"]}, "mfu is reported at the compared points already"),         # was an internal error
+])
+def test_a_comparison_that_cannot_mean_what_it_says_is_refused(compare, needle):
+    from wsemoe.errors import ConfigError
+    from wsemoe.sweep.outputs import check_columns
+
+    cfg = wsemoe.load_config({**SMALL, "compare": {**SMALL["compare"], **compare}})
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        check_columns(cfg)
+
+
+def test_a_comparison_by_mfu_runs_and_compare_ranks_a_time_smallest_first(tmp_path, runner):
+    """`compare.metric: mfu` was an internal error (mfu twice among the kept columns); `wsemoe compare -m
+    step_time_s` ranked by the largest time unless told ':min'."""
+    path = run_sweep({**SMALL, "compare": {**SMALL["compare"], "metric": "mfu"}}, out_root=tmp_path).path
+    table = pd.read_csv(path / "comparison.csv")
+    pts = pd.read_parquet(path / "points.parquet")
+    assert table["best_mfu"].iloc[0] == pts["mfu"].max()
+    r = runner.invoke(app, ["compare", str(path), str(path), "-m", "step_time_s"])
+    assert r.exit_code == 0 and "by step_time_s (min)" in r.output, r.output

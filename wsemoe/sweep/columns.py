@@ -356,6 +356,16 @@ def check_column(name, kinds: dict, what: str, loc, need: str | None = None) -> 
         raise ConfigError(f"{what} '{name}' holds {held}, not {'numbers' if need == 'number' else need}", loc=loc)
 
 
+# units whose columns are better smaller: a time, a memory, an energy, a power, a cost
+LOWER_IS_BETTER = ("s", "bytes", "J/token", "W", "USD/Mtok")
+
+
+def better(name: str) -> str | None:
+    """'min' for a column that is better smaller (by its unit: `LOWER_IS_BETTER`), None where the unit does not
+    say (rates, shares, counts: maximized by default)."""
+    return "min" if describe(name)[0] in LOWER_IS_BETTER else None
+
+
 def missing(name: str) -> str:
     """'; …' saying why a column wsemoe knows is absent from these results ('' for a name it does not know)."""
     if name in NEEDS:

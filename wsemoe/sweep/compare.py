@@ -84,7 +84,7 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     cmp = cfg.compare
     group, over = group_keys(cfg)
     feas = df[np.asarray(df["feasible"], dtype=bool)]
-    keep = [*over, *(c for c in ("mfu", "bound", ENERGY) if c in df), cmp.metric]
+    keep = list(dict.fromkeys([*over, *(c for c in ("mfu", "bound", ENERGY) if c in df), cmp.metric]))  # metric: mfu
 
     def pick(rows, prefix):
         named = {c: f"{prefix}_{c.split('.')[-1]}" for c in keep if c != cmp.metric}

@@ -12,9 +12,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wsemoe.sweep.columns import check_column
+from wsemoe.sweep.columns import better, check_column, describe
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import serving
+from wsemoe.errors import ConfigError
 from wsemoe.specs.hardware import follow_pe
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
@@ -126,9 +127,19 @@ def check_columns(cfg: SweepConfig) -> dict[str, str]:
                      ("constraints", i, "column"), "number")
     if cfg.compare:
         # (the baseline, candidate and `over` axes are checked when the config loads)
-        check_column(cfg.compare.metric, cols, "comparison metric", ("compare", "metric"), "number")
-        for i, name in enumerate(cfg.compare.also):
-            check_column(name, cols, "comparison metric", ("compare", "also", i), "number")
+        named = [(cfg.compare.metric, ("compare", "metric")), *((n, ("compare", "also", i))
+                                                               for i, n in enumerate(cfg.compare.also))]
+        for name, loc in named:
+            check_column(name, cols, "comparison metric", loc, "number")
+            if better(name) == "min":   # the best point is the largest: a time or memory would pick the worst
+                raise ConfigError(f"'{name}' is better smaller ({describe(name)[0]}), and a comparison takes the "
+                                  "largest value as best: compare a rate (e.g. tokens_per_s), or use `wsemoe compare "
+                                  f"--metric {name}:min` on the results", loc=loc)
+        if len({n for n, _ in named}) < len(named):
+            raise ConfigError("a column is named twice among compare.metric and compare.also", loc=("compare", "also"))
+        if "mfu" in cfg.compare.also:   # its best_/baseline_ columns already hold the compared points' MFU
+            raise ConfigError("mfu is reported at the compared points already (best_mfu, baseline_mfu); compare.also "
+                              "tunes each side for another column of its own", loc=("compare", "also"))
     for name in cfg.output.columns or ():
         check_column(name, cols, "output column", ("output", "columns"))
     return cols

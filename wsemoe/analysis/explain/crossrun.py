@@ -17,7 +17,7 @@ import pandas as pd
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
-from wsemoe.sweep.columns import check_column
+from wsemoe.sweep.columns import better, check_column
 from wsemoe.sweep.compare import DEFAULT_OVER
 
 
@@ -64,7 +64,7 @@ def _metric(metric: str | None, first: dict, kinds: dict) -> tuple[str, str]:
     """(column, sense) of --metric: a column of numbers in every folder (`sweep.columns.check_column`)."""
     text = metric or next(iter(first.get("objectives", {})), "tokens_per_s")
     name, _, sense = text.partition(":")
-    sense = sense or first.get("objectives", {}).get(name, "max")
+    sense = sense or first.get("objectives", {}).get(name) or better(name) or "max"   # a time: smaller is best
     if sense not in ("max", "min"):
         raise ConfigError(f"'{sense}' is not max or min (use --metric column:max or column:min)", loc=("--metric",))
     check_column(name, kinds, "metric column (in every folder)", ("--metric",), "number")
