@@ -188,10 +188,24 @@ def select(unknowns: list[Unknown], names) -> list[Unknown]:
     """Only the named unknowns, in the file's order; when `names` is empty, every one a sweep reads (the
     PE-level ones only by name)."""
     if not names:
-        return [u for u in unknowns if not u.pe_level]
+        return _one_per_field([u for u in unknowns if not u.pe_level])
     known = {u.name for u in unknowns}
     for n in names:
         if n not in known:
             raise ConfigError(f"unknown calibration parameter '{n}' (known: {', '.join(sorted(known))})",
                               loc=("--only",))
-    return [u for u in unknowns if u.name in set(names)]
+    return _one_per_field([u for u in unknowns if u.name in set(names)])
+
+
+def _one_per_field(chosen: list[Unknown]) -> list[Unknown]:
+    """`chosen`, refused when two of them set one field of one system: the later one's samples would overwrite
+    the earlier one's, whose indices would then read as zero."""
+    owner: dict = {}
+    for u in chosen:
+        for p in u.paths:
+            other = owner.setdefault((u.hardware, p), u.name)
+            if other != u.name:
+                raise ConfigError(f"unknowns '{other}' and '{u.name}' both set {p}"
+                                  f"{f' of {u.hardware}' if u.hardware else ''}: one would overwrite the other's "
+                                  "samples (keep one, or sample them apart with --only)", loc=("--only", u.name))
+    return chosen
