@@ -457,3 +457,20 @@ def test_eval_set_of_a_histogram_is_one_line(tmp_path, runner, sets, needle):
                                    | {"name": "h"}))
     args = ["eval", str(path)] + [x for s in sets for x in ("--set", s)]
     one_line_error(runner.invoke(app, args), "--set", needle)
+
+
+@pytest.mark.parametrize("values,hold,ok", [([128, 1_048_576], "total", False), ([128, 65_536], "total", False),
+                                            ([128, 256, 1024], "total", True), ([8, 1], "active", True)])
+def test_the_sparsity_helper_holds_what_it_says_or_refuses(values, hold, ok):
+    """hold: total at 1,048,576 experts set the width to 1 (from max(1, round(0.094))): total expert parameters
+    10.7x the held value, silently. A whole width that misses the held one by more than 5% is refused."""
+    vary = "num_experts" if hold == "total" else "num_experts_per_tok"
+    cfg = {**BASE, "sparsity": {"vary": vary, "values": values, "hold": hold}}
+    if not ok:
+        with pytest.raises(ConfigError, match="misses by more than 5%") as exc:
+            wsemoe.load_config(cfg)
+        assert exc.value.loc == ("sparsity", "values", "1")
+        return
+    zipped = wsemoe.load_config(cfg).zip[-1]
+    for n, f in zip(zipped[f"model.{vary}"], zipped["model.moe_intermediate_size"]):
+        assert n * f == pytest.approx(values[0] * 768, rel=0.05)   # (active) experts × width: the base's

@@ -203,14 +203,22 @@ def _typed_numbers(section: str, field: str, values: list, base: dict, loc) -> l
     return [float(v) for v in values]
 
 
+HELD_WITHIN = 0.05   # how far a whole expert width may miss the width that holds the quantity exactly
+
+
 def sparsity_zip(sp: Sparsity, model: dict) -> dict:
     """Zip group of the sparsity helper: the varied field and the expert width that holds `hold` constant."""
     F0, E0, k0 = model["moe_intermediate_size"], model["num_experts"], model["num_experts_per_tok"]
     widths = []
-    for v in sp.values:
+    for i, v in enumerate(sp.values):
         E, k = (v, k0) if sp.vary == "num_experts" else (E0, v)
-        scale = {"width": 1.0, "active": k0 / k, "total": E0 / E}[sp.hold]
-        widths.append(max(1, round(F0 * scale)))
+        exact = F0 * {"width": 1.0, "active": k0 / k, "total": E0 / E}[sp.hold]
+        width = max(1, round(exact))
+        if abs(width - exact) > HELD_WITHIN * exact:   # 1,048,576 experts of width 1 for 0.094: 10.7x the total
+            raise ConfigError(f"holding {sp.hold} at {sp.vary} {v} needs an expert width of {exact:.3g}, which a "
+                              f"whole width ({width}) misses by more than {HELD_WITHIN:.0%}",
+                              loc=("sparsity", "values", i))
+        widths.append(width)
     return {f"model.{sp.vary}": list(sp.values), "model.moe_intermediate_size": widths}
 
 
