@@ -103,3 +103,12 @@ def test_index_of_a_folder_with_no_results_is_refused(runner, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     one_line_error(runner.invoke(app, ["report", "--index", str(tmp_path)]), "holds no results folder to index")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_index_with_an_output_file_is_refused(runner, tmp_path):
+    """`report --index -o FILE` wrote <root>/index.html and ignored -o."""
+    from clicheck import one_line_error
+
+    one_line_error(runner.invoke(app, ["report", "--index", str(tmp_path), "-o", str(tmp_path / "i.html")]),
+                   "--output", "-o does not apply")
+    assert not list(tmp_path.iterdir())

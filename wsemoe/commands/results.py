@@ -132,6 +132,9 @@ def report(results: Optional[Path] = typer.Argument(None, help="a results folder
     from wsemoe.report.terminal import progress
 
     if index:
+        if output is not None:   # the index's links are relative to the root it lies in
+            raise ConfigError("--index writes <root>/index.html (its links are relative to the root); -o does not "
+                              "apply", loc=("--output",))
         return Reply().text(shown_path(index_page.write_index(results or Path("results"), force)))
     if results is None:
         return Reply().fail("give a results folder (or --index for the page linking every sweep's report)", 2)
