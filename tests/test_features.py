@@ -133,6 +133,8 @@ def test_a_zero_bound_is_satisfied_at_equality_and_violated_beyond(free):
     assert (free["moe_comm_s"] == 0).all()
     assert (df["g_moe_comm_s_max"] == 0).all()
     assert (df["g_mfu_max"] > 0).all() and np.isfinite(df["g_mfu_max"]).all()
+    # the excess itself (was mfu / 1e-300, 7.8e297: a column no one could read or plot)
+    np.testing.assert_allclose(df["g_mfu_max"], free["mfu"], rtol=REL)
     assert not df["feasible"].any()
 
 

@@ -297,7 +297,8 @@ _PATTERNS = [
                                         "activations; 0 in inference)"),
     (r"^mem_(\w+)_node_bytes$", "bytes", "memory per node: {0}"),
     (r"^g_mem_(\w+)$", "1", "constraint: {0}-stage peak memory / capacity − 1 (≤ 0 satisfied)"),
-    (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}); ≤ 0 satisfied"),
+    (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}): its excess over the bound / |bound| "
+     "(the excess itself for a bound of 0); ≤ 0 satisfied"),
     (r"^speedup_vs_(\w+)$", "×", "metric over the best feasible '{0}' baseline point of the same group"),
 ]
 

@@ -40,8 +40,9 @@ def feasibility(cfg, outputs, inputs: dict) -> tuple[dict, np.ndarray]:
     extra, bounds = {}, {}
     for i, c in enumerate(cfg.constraints):
         x = _constrained(outputs, inputs, c.column, i)
-        for side, bound, g in (("max", c.max, lambda b: (x - b) / max(abs(b), 1e-300)),
-                               ("min", c.min, lambda b: (b - x) / max(abs(b), 1e-300))):
+        # relative to the bound; a bound of 0 has no scale, so its g is the excess itself (was x / 1e-300: 7.8e297)
+        for side, bound, g in (("max", c.max, lambda b: (x - b) / (abs(b) or 1.0)),
+                               ("min", c.min, lambda b: (b - x) / (abs(b) or 1.0))):
             if bound is not None:
                 name = f"g_{c.column}_{side}"
                 name = name if name not in extra else f"{name}_{i}"  # a repeated bound applies too
