@@ -345,7 +345,7 @@ def test_impossible_counts_and_measurements_keep_a_reason(tmp_path):
             _row(id="inf", silicon_ttft_ms=float("inf")), _row(id="ok")]
     out = {r["id"]: r for r in accuracy.evaluate(_csv(tmp_path, rows))["rows"]}
     assert "whole numbers" in out["frac"]["reason"] and "whole numbers" in out["huge"]["reason"]
-    assert "finite" in out["inf"]["reason"] and out["inf"]["pred_ttft_ms"] is None
+    assert "no measured TTFT and TPOT above 0" in out["inf"]["reason"] and out["inf"]["pred_ttft_ms"] is None
     assert out["ok"]["reason"] is None
 
 
@@ -375,3 +375,32 @@ def test_unbounded_or_fractional_lengths_keep_a_reason_and_warn_nothing(tmp_path
     for bad in ("inf", "huge", "frac", "long"):
         assert "whole token counts, together at most 16,777,216" in out[bad]["reason"], out[bad]
     assert out["ok"]["reason"] is None
+
+
+def test_impossible_layouts_ids_and_measurements_keep_a_reason(tmp_path):
+    """Modelled or scored before: a TP of 1e12 GPUs, a PP of 1,000 stages (61 layers), an unknown precision, a
+    second row with the same id, a row with no id, a TPOT of 1e308 ms."""
+    rows = [_row(id="tp", tp_size=1e12), _row(id="pp", pp_size=1000), _row(id="prec", precision="fp3"),
+            _row(id="twice"), _row(id="twice"), _row(id=""), _row(id="slow", silicon_tpot_ms=1e308), _row(id="ok")]
+    out = accuracy.evaluate(_csv(tmp_path, rows))["rows"]
+    by = {r["id"]: r for r in out if r["id"] not in ("twice", "")}
+    assert "at most 100,000 GPUs" in by["tp"]["reason"]
+    assert "pp_size above the model's" in by["pp"]["reason"]
+    assert "unknown precision 'fp3'" in by["prec"]["reason"]
+    assert "at most 3,600,000 ms" in by["slow"]["reason"]
+    twice = [r["reason"] for r in out if r["id"] == "twice"]
+    assert twice[0] is None and "is also row 4's" in twice[1]
+    assert next(r["reason"] for r in out if r["id"] == "") == "no id"
+    assert by["ok"]["reason"] is None
+
+
+def test_a_file_of_shifted_rows_or_an_infinite_gate_is_one_line(tmp_path, runner):
+    """A row with more fields than the header was read shifted by one column ('unknown system agg')."""
+    from clicheck import one_line_error
+
+    shifted = tmp_path / "shifted.csv"
+    good = _csv(tmp_path, [_row(id="ok")]).read_text().splitlines()
+    shifted.write_text("\n".join([good[0], good[1] + ",x,y"]) + "\n")
+    one_line_error(runner.invoke(app, ["validate", "--silicon", str(shifted)]), "more fields than the header")
+    one_line_error(runner.invoke(app, ["validate", "--silicon", str(_csv(tmp_path, [_row(id="ok")])),
+                                       "--max-mape", "inf"]), "--max-mape", "finite")   # inf let every MAPE pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -10,6 +11,7 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, parts, shown_path
+from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
 
@@ -74,6 +76,8 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
 
     if holdout is not None:
         choice(holdout, ("system", "model", "backend"), "--holdout")
+    if max_mape is not None and not math.isfinite(max_mape):   # inf would let every MAPE pass
+        raise ConfigError(f"must be a finite share, e.g. 0.35 for 35%; got {max_mape}", loc=("--max-mape",))
     if plot_to is not None:
         writer.check_file(plot_to, "validate", force)
         file_kind(plot_to, FIGURE_FILES, "--plot")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from pathlib import Path
 
 from wsemoe.errors import ConfigError
@@ -44,7 +45,13 @@ def read(path: Path):
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path, nrows=MAX_ROWS + 1, dtype={"id": str, "backend_version": str})
+        # index_col=False: a row with more fields than the header is not read shifted by one column; pandas then
+        # drops its extra fields with a warning, which is the error here
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(path, nrows=MAX_ROWS + 1, dtype={"id": str, "backend_version": str}, index_col=False)
+    except pd.errors.ParserWarning:
+        raise ConfigError("a row has more fields than the header", loc=(str(path),)) from None
     except FileNotFoundError:
         raise ConfigError("no such file", loc=(str(path),)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
@@ -62,6 +69,7 @@ def read(path: Path):
 
 
 MAX_REQUESTS = 10**6  # concurrent requests a row may name: far past any measured serving run
+MAX_GPUS = 100_000    # GPUs a layout may span: far past any serving deployment (tp_size 1e12 was modelled)
 
 
 def _num(value, default=None):
@@ -102,9 +110,9 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         return f"no {prefix}batch_size (concurrent requests)"
     if min(tp, pp, dp) < 1:
         return f"{prefix}tp/pp/attention_dp sizes must be at least 1"
-    if any(not float(x).is_integer() for x in (conc, tp, pp, dp)) or conc > MAX_REQUESTS:
+    if any(not float(x).is_integer() for x in (conc, tp, pp, dp)) or conc > MAX_REQUESTS or tp * pp * dp > MAX_GPUS:
         return (f"{prefix}batch_size and the tp/pp/attention_dp sizes must be whole numbers (batch_size at most "
-                f"{MAX_REQUESTS:,} requests)")
+                f"{MAX_REQUESTS:,} requests, tp x pp x attention_dp at most {MAX_GPUS:,} GPUs)")
     conc = conc * dp  # with attention DP the file gives each rank's batch (e.g. c256 over DP 64 is 4)
     if not prefix:  # an aggregated run: the benchmark's own record of its concurrency, where it gives one
         conc = source_concurrency(row) or conc
@@ -136,6 +144,9 @@ def resolve(row, load_model, load_hardware) -> dict:
         return {"reason": why}
     if row.get("backend") not in BACKENDS:
         return {"reason": f"unknown backend '{row.get('backend')}' (known: {', '.join(BACKENDS)})"}
+    precision = row.get("precision")
+    if isinstance(precision, str) and precision.strip() and precision.strip().lower() not in QUANT:
+        return {"reason": f"unknown precision '{precision}' (known: {', '.join(QUANT)})"}
     g, m = _fmt(row.get("gemm_quant_mode"), row.get("precision")), _fmt(row.get("moe_quant_mode"), row.get("precision"))
     if g is None or m is None:
         return {"reason": f"unknown quant mode '{row.get('gemm_quant_mode')}'/'{row.get('moe_quant_mode')}'"}
@@ -159,5 +170,8 @@ def resolve(row, load_model, load_hardware) -> dict:
         return {"reason": bad[0]}
     if hw.scale_up_size is None and max(w["gpus"] for w in workers.values()) > hw.nodes:
         return {"reason": f"layout needs more GPUs than one {system} domain"}
-    return {"hardware": hw, "model": load_model(preset), "model_preset": preset, "system_preset": system,
+    model = load_model(preset)
+    if max(w["pp"] for w in workers.values()) > model.num_hidden_layers:   # a stage holds at least one layer
+        return {"reason": f"pp_size above the model's {model.num_hidden_layers} layers"}
+    return {"hardware": hw, "model": model, "model_preset": preset, "system_preset": system,
             "backend": row.get("backend"), "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}

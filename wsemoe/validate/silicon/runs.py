@@ -25,6 +25,9 @@ class Runs:
     X_tpot: dict
 
 
+MAX_MEASURED_MS = 3.6e6   # a TTFT or TPOT above an hour is not a serving measurement (1e308 ms was scored)
+
+
 def load(path: Path) -> Runs:
     """Read, resolve and group a silicon file."""
     import pandas as pd
@@ -37,10 +40,16 @@ def load(path: Path) -> Runs:
     resolved = [reader.resolve(r, model, hardware) for r in frame.to_dict("records")]
     reasons = [r.get("reason", "") for r in resolved]
     measured = frame[["silicon_ttft_ms", "silicon_tpot_ms"]].astype(float)
-    meas_ok = (measured.gt(0) & np.isfinite(measured)).all(axis=1)
-    for i, ok in enumerate(meas_ok):
+    meas_ok = (measured.gt(0) & measured.le(MAX_MEASURED_MS)).all(axis=1)
+    seen: dict = {}
+    for i, (ok, ident) in enumerate(zip(meas_ok, frame["id"])):
+        first = seen.setdefault(ident, i)
         if not reasons[i] and not ok:
-            reasons[i] = "no positive, finite measured TTFT and TPOT"
+            reasons[i] = f"no measured TTFT and TPOT above 0 and at most {MAX_MEASURED_MS:,.0f} ms (an hour)"
+        elif not reasons[i] and not ident.strip():   # rows are reported by id: one without is no one's
+            reasons[i] = "no id"
+        elif not reasons[i] and first != i:
+            reasons[i] = f"id '{ident}' is also row {first + 1}'s (each run's id names it alone)"
     frame = frame.assign(reason=reasons)
     keys = pd.Series(["|".join(map(str, r)) for r in frame[list(reader.CONFIG)].itertuples(index=False)],
                      index=frame.index)
