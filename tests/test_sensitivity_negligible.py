@@ -73,3 +73,13 @@ def test_many_groups_split_into_tables_that_fit_and_lose_no_unknown_or_index():
     for i in range(len(groups)):
         assert text.count(f"{0.000123 * (i + 1):.3g}±4.6e-05") == len(names)
     assert "…" not in text
+
+
+def test_the_energy_ratio_of_the_compared_points_is_a_headline_quantity():
+    """docs/energy.md read the energy ratio's Morris ranking from a run whose terminal output never showed it:
+    `energy_vs_<comparison>` is now printed beside the speedups."""
+    from wsemoe.analysis.uncertainty.sensitivity import headline_quantities
+
+    qs = ["sweep_best_mfu", "best_tokens_per_s", "speedup_vs_nvl72", "energy_vs_nvl72", "best_mfu", "best_B"]
+    result = SimpleNamespace(bands=pd.DataFrame({"quantity": qs}))
+    assert headline_quantities(result) == ["best_tokens_per_s", "speedup_vs_nvl72", "energy_vs_nvl72"]

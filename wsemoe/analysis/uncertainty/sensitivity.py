@@ -254,7 +254,8 @@ def run(config, out_root="results", hardware=None, method="sobol", samples=None,
 
 
 def headline_quantities(result) -> list[str]:
-    """The quantities a summary shows: the speedups and the best/baseline throughputs (else the first)."""
+    """The quantities a summary shows: the speedups, the energy ratio of the same points and the best/baseline
+    throughputs (else the first)."""
     qs = list(dict.fromkeys(result.bands["quantity"]))
     return [q for q in qs if q.startswith(("speedup_vs_", "best_", "baseline_")) and "tokens" in q or
-            q.startswith("speedup_vs_")] or qs[:1]
+            q.startswith(("speedup_vs_", "energy_vs_"))] or qs[:1]
