@@ -145,6 +145,11 @@ def test_show_reads_only_the_columns_it_needs(folders, monkeypatch):
     ("0/0 > mfu", "division by zero"),
     ("mfu / 0 > 1", "division by zero in 'mfu / 0'"),     # was accepted: every row's quotient infinite
     ("mfu / -0.0 > 1", "division by zero"),
+    # a number where a condition goes: 'mfu' alone was refused, these were read as conditions (or failed in numpy)
+    ("not mfu", "not takes a condition"),
+    ("mfu and mfu > 0", "and/or join conditions"),
+    ("mfu > 0.3 and 1", "and/or join conditions"),
+    ("1 > 0", "compares no column"),
     ("'x' * 1000000000 == bound", "take numbers"),
     ("ttft_s < 0.1", "it needs workload.mode: prefill"),   # as --sort, objectives and compare --metric say it
 ])
@@ -293,3 +298,13 @@ def test_what_binds_says_what_it_leaves_out():
     out = Console(width=300, record=True)
     out.print(summary(man))
     assert "hop latency: 148; 4 others: 188" in out.export_text()
+
+
+def test_true_and_false_join_conditions_as_words():
+    """'mfu > 0 and true' failed inside numpy ('inhomogeneous shape'): a word is broadcast over the rows."""
+    from wsemoe.analysis.explain.where import Where
+
+    df = pd.DataFrame({"mfu": [0.0, 0.2, 0.5]})
+    kinds = {"mfu": "number"}
+    assert Where("mfu > 0.1 and true", kinds).mask(df).tolist() == [False, True, True]
+    assert Where("false or mfu > 0.3", kinds).mask(df).tolist() == [False, False, True]

@@ -128,12 +128,13 @@ class Where:
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self._kind(e) for e in node.elts]
         if isinstance(node, ast.BoolOp):
-            for v in node.values:
-                self._kind(v)
+            for v in node.values:   # 'mfu and mfu > 0' read a number as a condition (or failed inside numpy)
+                self._need(v, self._kind(v), "bool", "and/or join conditions (compare it, e.g. mfu > 0)")
             return "bool"
         if isinstance(node, ast.UnaryOp):
             k = self._kind(node.operand)
             if isinstance(node.op, ast.Not):
+                self._need(node.operand, k, "bool", "not takes a condition (compare it, e.g. not mfu > 0)")
                 return "bool"
             self._need(node.operand, k, "number", "- and + take numbers")
             return "number"
@@ -141,6 +142,8 @@ class Where:
             for side in (node.left, node.right):
                 self._need(side, self._kind(side), "number", "+ - * / take numbers")
             return "number"
+        if not any(self._reads(n) for n in (node.left, *node.comparators)):   # '1 > 0' keeps all or nothing
+            raise ConfigError(f"'{excerpt(ast.unparse(node))}' compares no column", loc=LOC)
         left_node, left = node.left, self._kind(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             right = self._kind(right_node)
@@ -151,6 +154,11 @@ class Where:
                 self._meet(left_node, left, right, right_node)
             left_node, left = right_node, right
         return "bool"
+
+    def _reads(self, node) -> bool:
+        """Whether `node` reads a column or the point index (not only numbers, texts and true/false)."""
+        return any(isinstance(n, (ast.Name, ast.Attribute)) and self._name(n) not in _WORDS
+                   for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
 
     def _need(self, node, kind, want: str, why: str) -> None:
         if kind not in (None, want):
@@ -185,7 +193,7 @@ class Where:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.BoolOp):
-            vals = [np.asarray(self._eval(v, df), dtype=bool) for v in node.values]
+            vals = np.broadcast_arrays(*(np.asarray(self._eval(v, df), dtype=bool) for v in node.values))  # 'and true'
             return np.logical_and.reduce(vals) if isinstance(node.op, ast.And) else np.logical_or.reduce(vals)
         if isinstance(node, ast.UnaryOp):
             v = self._eval(node.operand, df)
