@@ -143,6 +143,7 @@ def test_a_pe_level_unknown_is_refused_by_a_sweep():
     ("cs2: {x: {paths: [workload.seq_len], values: [2048.5, 4096], nominal: 4096}}", "valid integer"),
     ("cs2: {x: {paths: [workload.seq_len], range: [2048, 4096], nominal: 4096}}", "whole number"),
     # two unknowns on one field: the second's samples overwrote the first's, whose indices read 0.00
+    ("cs2: {x: {paths: [workload.seq_len], values: [2048, 2048, 4096], nominal: 4096}}", "listed twice"),
     ("cs2: {a: {paths: [hardware.matmul_efficiency], range: [0.3, 0.7], nominal: 0.5},\n"
      "     b: {paths: [hardware.matmul_efficiency], range: [0.4, 0.6], nominal: 0.5}}", "both set"),
 ])

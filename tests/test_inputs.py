@@ -474,3 +474,14 @@ def test_the_sparsity_helper_holds_what_it_says_or_refuses(values, hold, ok):
     zipped = wsemoe.load_config(cfg).zip[-1]
     for n, f in zip(zipped[f"model.{vary}"], zipped["model.moe_intermediate_size"]):
         assert n * f == pytest.approx(values[0] * 768, rel=0.05)   # (active) experts × width: the base's
+
+
+@pytest.mark.parametrize("extra,loc,needle", [
+    ({"objectives": {}}, ("objectives",), "names no objective"),                # read as the defaults, unsaid
+    ({"compare": {"over": ["workload.B", "workload.B"]}}, ("compare", "over"), "named twice"),
+    ({"pareto": {"group_by": ["model", "model"]}}, ("pareto", "group_by"), "named twice"),
+])
+def test_empty_or_repeated_lists_of_names_are_refused(extra, loc, needle):
+    with pytest.raises(ConfigError, match=needle) as exc:
+        wsemoe.load_config({**BASE, "axes": {"workload.B": [1, 2]}, **extra})
+    assert tuple(exc.value.loc[:len(loc)]) == loc

@@ -166,7 +166,8 @@ def test_bad_filters_are_one_line(folders, runner, where, needle):
                                          # were accepted: no column showed the default view, '--mfu' sorted by mfu
                                          (["--columns", ","], "no column named"),
                                          (["--sort", "--mfu"], "more than one sign"),
-                                         (["--sort", "+-mfu"], "more than one sign")])
+                                         (["--sort", "+-mfu"], "more than one sign"),
+                                         (["--sort", "mfu", "--sort", "-mfu"], "sorts by 'mfu' twice")])
 def test_bad_options_are_one_line(folders, runner, args, needle):
     r = runner.invoke(app, ["show", str(folders["bta"]), *args])
     assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output

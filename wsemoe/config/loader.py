@@ -35,7 +35,8 @@ def load_config(source, base_dir: Path | None = None, checked: bool = True) -> S
     cfg = build(SweepConfig, {
         "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
         "sparsity": raw.sparsity, "constraints": raw.constraints,
-        "objectives": raw.objectives or _default_objectives(specs["hardware"], grid, zips),
+        "objectives": _default_objectives(specs["hardware"], grid, zips) if raw.objectives is None else
+        _some(raw.objectives),
         "compare": raw.compare, "presets": preset_store,
         "expert_histogram": _histogram(specs, grid, zips, base_dir, preset_store),
         "output": raw.output, "search": raw.search, "pareto": raw.pareto, "base_dir": str(base_dir),
@@ -166,6 +167,14 @@ def _preset_rows(group: dict, typed: dict, paths: set, preset_store: dict, gi: i
             for p in fields:
                 out[p].append(getattr(spec, p.partition(".")[2]))
     return out
+
+
+def _some(objectives: dict) -> dict:
+    """Objectives as written: `objectives: {}` is refused (it read as the defaults, unsaid)."""
+    if not objectives:
+        raise ConfigError("names no objective: give at least one (column: max or min), or leave objectives out for "
+                          "the defaults", loc=("objectives",))
+    return objectives
 
 
 def _default_objectives(hardware, grid: dict, zips: list) -> dict:

@@ -52,6 +52,14 @@ class Constraint(Spec):
         return self
 
 
+def _once(names):
+    """A list of axis names with none twice (a repeat meant nothing and read as one)."""
+    twice = next((n for i, n in enumerate(names or []) if n in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"'{twice}' is named twice")
+    return names
+
+
 class Compare(Spec):
     """Best feasible baseline point per group of the other axes against the best feasible point."""
 
@@ -64,6 +72,11 @@ class Compare(Spec):
     also: list[str] = Field(default_factory=list, description="further columns to maximize and compare the same way, "
                             "each side tuned for each one on its own")
     over: Optional[list[str]] = Field(None, description="axes optimized within a group (default: B, G)")
+
+    @field_validator("over")
+    @classmethod
+    def _over_once(cls, v):
+        return _once(v)
 
     @field_validator("name")
     @classmethod
@@ -81,6 +94,11 @@ class Pareto(Spec):
                                           "(default: every swept hardware and model axis, e.g. hardware, model, "
                                           "model.num_experts, but those compare.over tunes; [] gives one front "
                                           "over every point)")
+
+    @field_validator("group_by")
+    @classmethod
+    def _group_once(cls, v):
+        return _once(v)
 
 
 class Output(Spec):

@@ -88,6 +88,8 @@ def parse_sort(sort: list[str] | None, known, objectives: dict) -> list[tuple[st
                 raise ConfigError(f"'{part}' has more than one sign: give -column (descending) or +column "
                                   "(ascending)", loc=("--sort",))
             _check_names([name], known, "sort column", ("--sort",))
+            if any(name == n for n, _ in out):   # '-s mfu -s -mfu': the second key would never act
+                raise ConfigError(f"sorts by '{name}' twice", loc=("--sort",))
             asc = part.startswith("+") or (not part.startswith("-") and objectives.get(name) != "max")
             out.append((name, asc))
     return out

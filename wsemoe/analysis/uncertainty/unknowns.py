@@ -97,6 +97,8 @@ def _unknown(name: str, spec, loc) -> Unknown:
         if not isinstance(values, list) or len(values) < 2 or not all(_number(v) for v in values):
             raise ConfigError(f"values: a list of at least two numbers of magnitude at most {MAX_FIGURE:g}",
                               loc=(*loc, "values"))
+        if len({float(v) for v in values}) < len(values):   # a repeat doubles that value's share of the samples
+            raise ConfigError("values: a value is listed twice", loc=(*loc, "values"))
         low, high = min(values), max(values)
     else:
         rng = spec.get("range")
