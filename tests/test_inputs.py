@@ -485,3 +485,26 @@ def test_empty_or_repeated_lists_of_names_are_refused(extra, loc, needle):
     with pytest.raises(ConfigError, match=needle) as exc:
         wsemoe.load_config({**BASE, "axes": {"workload.B": [1, 2]}, **extra})
     assert tuple(exc.value.loc[:len(loc)]) == loc
+
+
+def test_a_candidate_equal_to_the_baseline_is_refused():
+    """`compare: {baseline: {workload.G: 1}, candidate: {workload.G: 1}}` gave 1.00x by construction."""
+    cfg = {**BASE, "axes": {"workload.G": [1, 2]},
+           "compare": {"baseline": {"workload.G": 1}, "candidate": {"workload.G": 1}}}
+    with pytest.raises(ConfigError, match="1.00× by construction"):
+        wsemoe.load_config(cfg)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["readings", "sweeps/quickstart.yaml", "--set", "attn_kernel=flash", "--only", "attn_kernel"], "give one"),
+    (["readings", "sweeps/quickstart.yaml", "-e"], "without a TARGET"),
+    (["invariants", "--list", "--only", "x"], "does not apply"),
+    (["invariants", "sweeps/quickstart.yaml", "sweeps/quickstart.yaml", "--only", "x"], "named twice"),
+])
+def test_options_a_command_would_drop_are_refused(runner, args, needle, monkeypatch):
+    """Each ran and dropped what it was told: 'a full factorial of 0 readings', -e and --only ignored, a config
+    counted twice."""
+    from clicheck import one_line_error
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    one_line_error(runner.invoke(app, args), needle)

@@ -125,6 +125,14 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     from wsemoe.report.terminal import tables
 
     fmt, reply = choice(fmt, ("text", "json"), "--format"), Reply()
+    if list_:   # the listing runs nothing: an option about a run would be dropped unsaid
+        given = [n for n, v in (("CONFIGS", configs), ("--only", only), ("--junit", junit)) if v]
+        if given:
+            raise ConfigError(f"--list lists the invariants and runs none; {given[0]} does not apply", loc=("--list",))
+    twice = next((c for i, c in enumerate(configs or []) if Path(c).resolve() in
+                  [Path(x).resolve() for x in (configs or [])[:i]]), None)
+    if twice is not None:   # each config is one JUnit suite: twice would count its checks twice
+        raise ConfigError("is named twice", loc=(str(twice),))
     if list_ and fmt == "json":
         return reply.text(json.dumps([{"name": i.name, "statement": i.statement, "reason": i.reason}
                                       for i in REGISTRY.values()], indent=2, ensure_ascii=False))
@@ -231,7 +239,13 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
             return Reply().fail(f"{used[0]} needs a TARGET: a sweep YAML or a results folder to evaluate under the "
                                 "readings", 2)
         return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
-    found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
+    if evidence:   # it lists the evidence of the registry; a TARGET's runs have none to add
+        raise ConfigError("--evidence lists the readings' evidence: give it without a TARGET", loc=("--evidence",))
+    fixed = rd.parse_choices(fix)
+    both = next((n for n in only or () if n in fixed), None)
+    if both is not None:   # fixed for every run and varied: nothing left to vary ('a full factorial of 0 readings')
+        raise ConfigError(f"'{both}' is fixed by --set and varied by --only: give one", loc=("--only", both))
+    found, where = rd.run(target, out_root=results, only=only or (), fixed=fixed, force=force)
     done = f"{found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s"
     stored = (f"readings: {shown_path(where)} ({done})" if where is not None else
               f"readings what-if ({robustness.what_if(found.meta)}; {done}): not stored; the sweep's own analysis, "

@@ -65,6 +65,9 @@ def _check_compare(cfg: SweepConfig) -> None:
                                   f"no point would be the {side}", loc=("compare", side, path))
     for path in cfg.compare.over or []:
         _swept(path, values, ("compare", "over", path))
+    if cfg.compare.candidate and cfg.compare.candidate == cfg.compare.baseline:   # 1.00x by construction
+        raise ConfigError("candidate selects the baseline's points: the comparison would be 1.00× by construction",
+                          loc=("compare", "candidate"))
 
 
 def _swept(path: str, values: dict, loc: tuple) -> None:
