@@ -80,6 +80,8 @@ def test_a_section_set_by_name_replaces_the_flag():
      "[workload -> B] Input should be greater than 0"),
     (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "mapping.tp=4"],
      "on a weight-streaming wafer"),
+    # an override a sweep file's point breaks: named as the --set, not as an axis of the file ([axes -> mapping.tp])
+    (["eval", "sweeps/quickstart.yaml", "--set", "mapping.tp=5"], "[--set -> mapping.tp] mapping.tp = 5 does not"),
     (["eval", "--hardware", "missing.yaml", "--model", "qwen3-30b-a3b"], "missing.yaml"),
 ])
 def test_bad_input_is_one_line(runner, args, message):

@@ -81,7 +81,12 @@ def point_config(cfg, point: int, sets: dict | None = None):
     fixed = {**values, **typed}
     one = cfg.model_copy(update={"axes": {p: [v] for p, v in fixed.items()}, "zip": [], "compare": None,
                                  "presets": store_})
-    checks.check_points(one)
+    try:
+        checks.check_points(one)
+    except ConfigError as exc:   # a rule an override breaks is the --set's, not an axis of the sweep file
+        if exc.loc[:1] == ("axes",) and len(exc.loc) > 1 and exc.loc[1] in typed:
+            raise ConfigError(exc.message, loc=("--set", *exc.loc[1:])) from None
+        raise
     return one, values, typed
 
 
