@@ -459,6 +459,13 @@ def test_eval_set_of_a_histogram_is_one_line(tmp_path, runner, sets, needle):
     one_line_error(runner.invoke(app, args), "--set", needle)
 
 
+def test_a_sparsity_value_twice_is_named_where_it_is_written():
+    """It was reported at '[zip -> 0 -> 1] row (64, 768)': a zip the user never wrote."""
+    with pytest.raises(ConfigError, match="appears twice") as exc:
+        wsemoe.load_config({**BASE, "sparsity": {"vary": "num_experts", "values": [64, 64], "hold": "width"}})
+    assert exc.value.loc[:2] == ("sparsity", "values")
+
+
 @pytest.mark.parametrize("values,hold,ok", [([128, 1_048_576], "total", False), ([128, 65_536], "total", False),
                                             ([128, 256, 1024], "total", True), ([8, 1], "active", True)])
 def test_the_sparsity_helper_holds_what_it_says_or_refuses(values, hold, ok):

@@ -209,6 +209,7 @@ HELD_WITHIN = 0.05   # how far a whole expert width may miss the width that hold
 def sparsity_zip(sp: Sparsity, model: dict) -> dict:
     """Zip group of the sparsity helper: the varied field and the expert width that holds `hold` constant."""
     F0, E0, k0 = model["moe_intermediate_size"], model["num_experts"], model["num_experts_per_tok"]
+    no_repeats(list(sp.values), ("sparsity", "values"))   # else found later as a repeated row of a zip never written
     widths = []
     for i, v in enumerate(sp.values):
         E, k = (v, k0) if sp.vary == "num_experts" else (E0, v)
