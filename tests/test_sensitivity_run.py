@@ -68,3 +68,14 @@ def test_the_command_says_its_estimate_first_and_shows_confidence_intervals(runn
     text = " ".join(r.output.split())
     assert "total index ± 95% CI (first-order ± 95% CI)" in text and "estimated beforehand:" in text
     assert any("±" in ln and ln.lstrip().startswith("matmul_efficiency") for ln in lines), r.output
+
+
+def test_readings_and_sensitivity_of_a_sweep_with_no_axes(tmp_path):
+    """One point, no axis: `wsemoe readings` was an internal error (ValueError: cannot reshape array of size 0)."""
+    from wsemoe.analysis.uncertainty import unknowns
+    from wsemoe.analysis.uncertainty.sampled import Sampled
+
+    cfg = {"name": "pt", "hardware": "cs2", "model": "qwen3-30b-a3b"}
+    us = unknowns.select(unknowns.load("cs2"), ["matmul_efficiency"])
+    got = Sampled(cfg, us).evaluate([[u.nominal for u in us]])
+    assert got["sweep_best_tokens_per_s"].shape == (1, 1) and got["sweep_best_tokens_per_s"][0, 0] > 0

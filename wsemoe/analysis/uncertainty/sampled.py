@@ -121,7 +121,8 @@ class Sampled:
 
     def _chunk(self, values: np.ndarray) -> dict[str, np.ndarray]:
         n, P = len(values), self.points
-        big = pd.DataFrame({c: np.tile(self.frame[c].to_numpy(), n) for c in self.frame.columns})
+        big = pd.DataFrame({c: np.tile(self.frame[c].to_numpy(), n) for c in self.frame.columns},
+                           index=pd.RangeIndex(n * P))   # a sweep of no axes: one point, no column to size it
         for j, u in enumerate(self.unknowns):
             col = np.repeat(values[:, j], P)
             for path in u.paths:
