@@ -5,6 +5,7 @@ confidence interval, and a side tuned to its axis end in some samples is named (
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -80,3 +81,16 @@ def test_readings_of_a_sweep_with_no_axes(tmp_path, runner):
     path.write_text(yaml.safe_dump({"name": "pt", "hardware": "cs2", "model": "qwen3-30b-a3b"}))
     r = runner.invoke(app, ["readings", str(path), "--results", str(tmp_path / "out")])
     assert r.exit_code == 0 and "attn_kernel" in r.output, r.output
+
+
+def test_sensitivity_refuses_the_unknowns_of_a_system_the_sweep_does_not_hold():
+    """`wsemoe.sensitivity(cs2 sweep, hardware='nvl72')` applied NVL72's ranges to the CS-2 points and stored the
+    result as the sweep's uncertainty; a system of the sweep (cerebras_serving's nvl72) is still accepted."""
+    from wsemoe.analysis.uncertainty import sensitivity as sens
+    from wsemoe.errors import ConfigError
+
+    ROOT = Path(__file__).resolve().parents[1]
+    with pytest.raises(ConfigError, match="not a system of this sweep"):
+        sens.prepare(ROOT / "sweeps" / "quickstart.yaml", hardware="nvl72", samples=8)
+    assert sens.prepare(ROOT / "sweeps" / "cerebras_serving.yaml", hardware="nvl72", method="morris",
+                        samples=4)[0].unknowns

@@ -88,6 +88,10 @@ def prepare(config, hardware: str | None = None, method: str = "sobol", samples:
 
     cfg = load_config(config)
     hw = hardware or cfg.hardware.name
+    systems = {cfg.hardware.name, *(v for f in cfg.factors() for v in f.get("hardware", []))}
+    if hw not in systems:   # another system's ranges applied to this sweep's points, stored as its uncertainty
+        raise ConfigError(f"hardware '{hw}' is not a system of this sweep ({', '.join(sorted(systems))})",
+                          loc=("hardware",))
     unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file), only)
     if samples is None:
         samples = default_samples(len(unknowns), method, cfg.size())
