@@ -203,3 +203,14 @@ def test_listing_never_checks_the_space_of_a_config_a_manifest_names(tmp_path, r
     states = {r.name: r.status for r in inventory.results_in(tmp_path / "results")}
     assert states == {"same": "up to date", "changed": states["changed"]} and states["changed"].startswith("config changed")
     assert runner.invoke(app, ["report", str(tmp_path / "results"), "--index"]).exit_code == 0
+
+
+def test_list_results_of_a_results_folder_lists_it_as_ls_does(tmp_path):
+    """`wsemoe.list_results('results/x')` returned ([], []) where `wsemoe ls results/x` lists x."""
+    import wsemoe
+    from wsemoe.sweep.run import run_sweep
+
+    path = run_sweep({"name": "one", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
+                     out_root=tmp_path).path
+    assert [r.name for r in wsemoe.list_results(path)[0]] == ["one"]
+    assert [r.name for r in wsemoe.list_results(tmp_path)[0]] == ["one"]

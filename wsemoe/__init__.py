@@ -83,10 +83,12 @@ def write_report(results, output=None):
 
 
 def list_results(root="results"):
-    """(results folders with their state, partial folders runs left) under `root`."""
+    """(results folders with their state, partial folders runs left) under `root`, or of `root` itself when it is
+    a results folder (as `wsemoe ls`)."""
     from wsemoe.store import inventory
 
-    return inventory.results_in(root), inventory.partials_in(root)
+    root, only = inventory.scope(root)   # a results folder itself lists that one, as `wsemoe ls` does
+    return inventory.results_in(root, only), inventory.partials_in(root, only)
 
 
 def config_schema() -> dict:
