@@ -288,3 +288,14 @@ def test_a_refused_factorial_is_said_to_be_not_computable_with_a_command_that_ru
     rd.cost(cfg, only=named[:2])   # the command it names runs
     monkeypatch.setattr(rd, "MAX_COMBINATIONS", 512)
     assert rd.how_to_compute(cfg, "results/x") == "not computed; `wsemoe readings results/x` computes it"
+
+
+def test_a_reading_fixed_and_varied_is_refused_by_the_api_as_by_the_cli():
+    """`wsemoe.robustness(cfg, only=['attn_kernel'], fixed={'attn_kernel': 'flash'})` returned an empty what-if
+    where `wsemoe readings` refused: the check lives in the one plan both use."""
+    import wsemoe
+    from wsemoe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fixed by --set and varied"):
+        wsemoe.robustness({"name": "r", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
+                          only=["attn_kernel"], fixed={"attn_kernel": "flash"})

@@ -241,11 +241,7 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
         return Reply().rich(rd_view.registry(registry.load(), evidence), soft_wrap=False)
     if evidence:   # it lists the evidence of the registry; a TARGET's runs have none to add
         raise ConfigError("--evidence lists the readings' evidence: give it without a TARGET", loc=("--evidence",))
-    fixed = rd.parse_choices(fix)
-    both = next((n for n in only or () if n in fixed), None)
-    if both is not None:   # fixed for every run and varied: nothing left to vary ('a full factorial of 0 readings')
-        raise ConfigError(f"'{both}' is fixed by --set and varied by --only: give one", loc=("--only", both))
-    found, where = rd.run(target, out_root=results, only=only or (), fixed=fixed, force=force)
+    found, where = rd.run(target, out_root=results, only=only or (), fixed=rd.parse_choices(fix), force=force)
     done = f"{found.meta['evaluations']:,} evaluations in {found.meta['seconds']:.1f} s"
     stored = (f"readings: {shown_path(where)} ({done})" if where is not None else
               f"readings what-if ({robustness.what_if(found.meta)}; {done}): not stored; the sweep's own analysis, "

@@ -69,6 +69,9 @@ def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tup
     registry.select(readings, only, (option,))
     fixed = dict(fixed or {})
     registry.select(readings, list(fixed), ("--set",))
+    both = next((n for n in only or () if n in fixed), None)
+    if both is not None:   # fixed for every run and varied: nothing left to vary ('a full factorial of 0 readings')
+        raise ConfigError(f"'{both}' is fixed by --set and varied by {option}: give one", loc=(option, both))
     rows, varied = [], []
     for st in registry.plan(cfg, readings):
         r = st.reading
