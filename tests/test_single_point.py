@@ -95,3 +95,20 @@ def test_cli_prints_the_breakdown_and_formats(runner):
     assert r.exit_code == 0 and "✓" in r.output and "≠" not in r.output and "hardware preset name" in r.output
     r = runner.invoke(app, [*args, "--format", "csv"])
     assert r.exit_code == 0 and r.output.startswith("group,term,value,unit,meaning")
+
+
+@pytest.mark.parametrize("cfg,needle", [
+    ({"objectives": {"bound": "max"}}, "holds text"),                       # was a TypeError in pareto.py
+    ({"axes": {"workload.B": list(range(1, 101)), "workload.G": list(range(1, 101))}}, "exceed the limit"),
+])
+def test_evaluate_checks_what_a_sweep_checks(cfg, needle, monkeypatch):
+    """`wsemoe.evaluate` ran a text objective into a raw TypeError and had no size limit (a 1e10-point grid ran
+    into a MemoryError); it checks the columns and the limit as `check` and `sweep` do."""
+    import wsemoe
+    from wsemoe.errors import ConfigError
+
+    monkeypatch.setenv("WSEMOE_MAX_POINTS", "5000")
+    with pytest.raises(ConfigError, match=needle):
+        wsemoe.evaluate({"name": "e", "hardware": "cs2", "model": "qwen3-30b-a3b", **cfg})
+    assert len(wsemoe.evaluate({"name": "e", "hardware": "cs2", "model": "qwen3-30b-a3b",
+                                "axes": {"workload.B": [1, 2]}}, start=None, chunk_size=None)) == 2

@@ -14,10 +14,12 @@ __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load
 
 
 def evaluate(config, **kwargs):
-    """Evaluate a sweep config (path, dict or SweepConfig) into a DataFrame, one row per design point."""
+    """Evaluate a sweep config (path, dict or SweepConfig) into a DataFrame, one row per design point (`start`,
+    `stop`: a range of them; at most the sweep size limit, WSEMOE_MAX_POINTS, at once; a `search:` is not run)."""
     from wsemoe.sweep.chunked import evaluate as evaluate_chunked
+    from wsemoe.sweep.plan import max_points
 
-    return evaluate_chunked(config, **kwargs)
+    return evaluate_chunked(config, **{"limit": max_points(), **kwargs})
 
 
 def run_sweep(config, **kwargs):

@@ -226,10 +226,22 @@ def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, ev
     return reduce_chunk(evaluate_chunk(cfg, start, stop, baselines, index, ev), cfg, start, stop, ev.grid)
 
 
-def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK) -> pd.DataFrame:
-    """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines."""
+def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK,
+             limit: int | None = None) -> pd.DataFrame:
+    """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines. The
+    columns the config names are checked first, and at most `limit` points are evaluated (the API passes the
+    sweep's size limit); a `search:` is not run: every point of the range is evaluated."""
+    from wsemoe.sweep.outputs import check_columns
+
     cfg = load_config(config)
-    start, stop = space.check_range(cfg.size(), start, stop, chunk_size)
+    check_columns(cfg)   # a text column as an objective or metric: one line, as `check` and `sweep` say it
+    start, stop = space.check_range(cfg.size(), 0 if start is None else start, stop,
+                                    DEFAULT_CHUNK if chunk_size is None else chunk_size)
+    if limit is not None and stop - start > limit:   # one frame in memory: a range at a time, or WSEMOE_MAX_POINTS
+        raise ConfigError(f"{stop - start:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
+                          "evaluate a range of them (start, stop), or run the sweep, which writes parts",
+                          loc=("stop",))
+    chunk_size = DEFAULT_CHUNK if chunk_size is None else chunk_size
     baselines = baseline_best(cfg, chunk_size)
     ev = engine.Evaluator(cfg)
     parts = [run_chunk(cfg, start + s, start + e, baselines, evaluator=ev).points.to_frame()
