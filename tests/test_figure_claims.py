@@ -298,3 +298,14 @@ def test_a_share_that_rounds_to_zero_reads_below_one_percent():
     from wsemoe.report.figures.style import share_text
 
     assert [share_text(x) for x in (0.0, 0.004, 0.005, 0.006, 0.06, 1.0)] == ["0%", "<1%", "<1%", "1%", "6%", "100%"]
+
+
+def test_a_gain_of_a_few_hundredths_of_a_percent_is_no_gain():
+    """bta_topk_pe's verdict counted 1.000015x as a design that gains from G > 1 (9 of 12 'gain', six of them by
+    under 0.07%); a gain within 0.5% of 1 reads 1.00x, even, as the readings' tables call it."""
+    import numpy as np
+
+    from wsemoe.report.figures.fig_bta import _g_verdict
+
+    text = _g_verdict([("k = 8", np.array([1.0, 1.000015])), ("k = 1", np.array([1.0, 1.06]))], [1, 2])
+    assert "k = 1: 1.06× at G = 2" in text and "no gain (within 0.5% of 1) for k = 8" in text, text

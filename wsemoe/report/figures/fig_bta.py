@@ -12,6 +12,7 @@ from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from wsemoe.analysis.uncertainty.robustness import side
 from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label,
                                          heading, log2_ticks, num, outside_legend, setting, single)
@@ -199,23 +200,25 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
 
 
 def _g_verdict(lines: list, gs) -> str:
-    """Each design's best speedup and its G (counted when there are many); the designs that never rise above 1
-    say the claim fails for them."""
+    """Each design's best speedup and its G (counted when there are many); the designs that never rise more than
+    0.5% above 1 say the claim fails for them."""
     parts, fails = [], []
     for label, y in lines:
         if not np.isfinite(y).any():
             continue
         i = int(np.nanargmax(y))
-        (parts if y[i] > 1 + 1e-9 else fails).append(f"{label}: {y[i]:.3g}× at G = {num(gs[i])}"
+        # a gain within 0.5% of 1 reads 1.00×: even, not a gain (robustness.side, the one rule of ahead/even)
+        (parts if side(float(y[i])) == "ahead" else fails).append(f"{label}: {y[i]:.3g}× at G = {num(gs[i])}"
                                                      if label else f"{y[i]:.3g}× at G = {num(gs[i])}")
     if len(parts) + len(fails) > MAX_LINES:
         best = max(((float(np.nanmax(y)), label) for label, y in lines if np.isfinite(y).any()), default=None)
         text = (f"{len(parts)} of {len(parts) + len(fails)} designs gain from G > 1" + (
             f", most {best[0]:.3g}× ({best[1]})" if best and parts else ""))
-        return text + (f"; {len(fails)} gain nothing: the claim does not hold for them." if fails else ".")
+        return text + (f"; {len(fails)} gain nothing (within 0.5% of 1): the claim does not hold for them."
+                       if fails else ".")
     text = "Best speedup over G = 1: " + "; ".join(parts) if parts else ""
     if fails:
-        text += ("; " if text else "") + f"no gain for {listing(fails)}: the claim does not hold there"
+        text += ("; " if text else "") + f"no gain (within 0.5% of 1) for {listing(fails)}: the claim does not hold there"
     return text + "." if text else "No line to compare."
 
 
