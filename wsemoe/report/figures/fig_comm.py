@@ -161,7 +161,9 @@ def _stack(ax, x: float, row, width: float) -> float:
 # ---------------------------------------------------------------- wafer vs NVL72
 
 def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
-    """Per-device MoE throughput of each hardware side by side per TP (and B), each at its best configuration."""
+    """Per-device MoE-layer throughput (attention and MoE block) of each hardware side by side per TP (and B), each
+    at its best configuration: the crossover figure's MoE block alone can tell the other way, so the label says
+    which."""
     col = "per_device_moe_tokens_per_s"
     if "hardware" not in view.axes or not view.has(col) or view.points["hardware"].nunique() < 2:
         return None
@@ -178,7 +180,8 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     if not keys:   # the two systems never meet at one setting: nothing to compare side by side
         return None
     best_over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
-    fig, ax = single(f"{view.name}: per-device MoE throughput, {hws[0]} vs {hws[1]}", subtitle=view.subtitle(
+    fig, ax = single(f"{view.name}: per-device MoE-layer throughput (attention + MoE block), {hws[0]} vs {hws[1]}",
+                     subtitle=view.subtitle(
         ", ".join(p for p in (view.context(view.first_row(df), ("mapping.strategy",)), said) if p),
         drawn="each bar: the system at its best" + (f" over {best_over}" if best_over else "")
         + ("; hatched: infeasible" if not df["feasible"].all() else "")))
@@ -200,7 +203,7 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     ax.grid(axis="x", visible=False)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
-    ax.set_ylabel("MoE throughput per device (tokens/s)")
+    ax.set_ylabel("MoE-layer throughput per device (tokens/s)")
     outside_legend(fig, most=len(hws), frameon=False, title=f"labels: gain of {hws[0]} over {hws[1]}")
     # The slice's model is named in the verdict too: it holds there only (another model may be behind).
     held = ", ".join(p for p in (f"model {df['model'].iloc[0]}" if "model" in view.axes and

@@ -44,7 +44,7 @@ SYMBOLS = {"model.num_experts": "E", "model.num_experts_per_tok": "k", "workload
 NAMES = {"mfu": "MFU (fraction of peak)", "tokens_per_s": "throughput", "step_time_s": "step time",
          "mem_peak_node_bytes": "peak memory per node", "model.num_experts": "experts E",
          "model.num_experts_per_tok": "top-k k", "workload.G": "batch-tiling factor G",
-         "workload.B": "attention batch B", "per_device_moe_tokens_per_s": "MoE throughput per device",
+         "workload.B": "attention batch B", "per_device_moe_tokens_per_s": "MoE-layer throughput per device",
          "moe_comm_s": "MoE communication per layer", "sequences_per_s": "sequences per second",
          "moe_layer_time_s": "MoE layer time", "expert_imbalance": "expert imbalance (busiest / mean)",
          "migration_exposed_s": "exposed migration per step", "workload.seq_len": "sequence length S",
