@@ -64,7 +64,7 @@ BETTER = {"max": ", higher is better", "min": ", lower is better"}
 ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
 
 # Communication phases: names, per-layer time columns and colours, shared by the mesh and comm figures.
-PHASE_NAMES = {"allreduce": "all-reduce (attention TP)", "dispatch": "dispatch (tokens to experts)",
+PHASE_NAMES = {"allreduce": "all-reduce (attention TP; HER: + cross-wafer all-gather)", "dispatch": "dispatch (tokens to experts)",
                "combine": "combine (results back)", "reduce": "output reduction (partial outputs summed)"}
 PHASE_COLS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s",
               "reduce": "moe_reduce_s"}
