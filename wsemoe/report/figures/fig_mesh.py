@@ -92,8 +92,8 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
         draw_nodes(ax, pl)
         q = draw_links(ax, pl.rows, pl.cols, vals[phase] / factor, HEAT, norm, f"links-{phase}")
         # under HER the phase also carries its cross-wafer all-gather of tokens (at TP 1, nothing else)
-        name = ("TP all-reduce + HER's\ncross-wafer all-gather" if pl.strategy == "her" and phase == "allreduce"
-                else PHASE_NAMES[phase])
+        name = PHASE_NAMES[phase] if phase != "allreduce" else "TP all-reduce + HER's\ncross-wafer all-gather" \
+            if pl.strategy == "her" else "all-reduce (attention TP)"
         ax.set_title(f"{name}\n{100 * idle[phase]:.0f}% of links idle")
     legend, bar = fig.add_subplot(grid[1, 2]), fig.add_subplot(grid[1, :2])
     legend.axis("off")
