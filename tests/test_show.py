@@ -309,3 +309,17 @@ def test_true_and_false_join_conditions_as_words():
     kinds = {"mfu": "number"}
     assert Where("mfu > 0.1 and true", kinds).mask(df).tolist() == [False, True, True]
     assert Where("false or mfu > 0.3", kinds).mask(df).tolist() == [False, False, True]
+
+
+def test_the_api_takes_one_name_where_a_list_goes(tmp_path):
+    """`wsemoe.query(path, sort='-mfu')` read the string a character at a time ("unknown sort column ''"), as
+    did plot(only='pareto'), explain(sets='workload.G=8') and point_config: one name is the list of that one."""
+    from wsemoe.sweep.run import run_sweep
+
+    path = run_sweep({"name": "s", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
+                     out_root=tmp_path).path
+    assert wsemoe.query(path, sort="-tokens_per_s", columns="tokens_per_s").rows.columns.tolist() == ["tokens_per_s"]
+    assert wsemoe.point_config("cs2", "qwen3-30b-a3b", "workload.B=2")["workload"] == {"B": 2}
+    assert [p.name for p in wsemoe.plot(path, only="pareto", formats="png")] == ["pareto.png", "pareto.txt"]
+    row, _ = wsemoe.explain(path, 0, "workload.G=2")
+    assert row["workload.G"] == 2

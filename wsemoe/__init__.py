@@ -7,6 +7,18 @@ from __future__ import annotations
 
 from wsemoe.version import __version__
 
+def _listed(value):
+    """A list argument given as one name, path or setting ('-mfu', 'pareto', 'results/x') as the list of that one:
+    iterated as it is, a string is read a character at a time ("unknown column 'm'")."""
+    import os
+
+    return [value] if isinstance(value, (str, os.PathLike)) else value
+
+
+def _listed_kwargs(kwargs: dict, *names: str) -> dict:
+    return {k: _listed(v) if k in names else v for k, v in kwargs.items()}
+
+
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
            "load_model", "parameter_counts", "check_invariants", "sensitivity", "calibrate", "query", "explain",
            "compare", "plot", "write_report", "list_results", "config_schema", "readings", "apply_readings",
@@ -41,8 +53,8 @@ def query(results, where=None, columns=None, sort=None, limit=None, every_point=
     sorted, at most `limit` (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
     from wsemoe.analysis.explain.query import select
 
-    return select(results, where=where, columns=columns, sort=sort, limit=limit, every_point=every_point,
-                  feasible=feasible)
+    return select(results, where=where, columns=_listed(columns), sort=_listed(sort), limit=limit,
+                  every_point=every_point, feasible=feasible)
 
 
 def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
@@ -51,7 +63,7 @@ def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
     the single point of `hardware`, `model` and `sets` (as `wsemoe eval --hardware --model --set`)."""
     from wsemoe.analysis.explain.point import breakdown
 
-    return breakdown(config, point, sets or [], hardware=hardware, model=model)
+    return breakdown(config, point, _listed(sets) or [], hardware=hardware, model=model)
 
 
 def point_config(hardware, model, sets=None, name: str = "point") -> dict:
@@ -59,21 +71,21 @@ def point_config(hardware, model, sets=None, name: str = "point") -> dict:
     ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row."""
     from wsemoe.config.single import parse_sets, point_mapping
 
-    return point_mapping(hardware, model, parse_sets(sets or []), name)
+    return point_mapping(hardware, model, parse_sets(_listed(sets) or []), name)
 
 
 def compare(folders, metric=None):
     """Results folders side by side: the best point of each per common group, ratios, what binds."""
     from wsemoe.analysis.explain.crossrun import compare as run
 
-    return run(folders, metric)
+    return run(_listed(folders), metric)
 
 
 def plot(results, only=None, formats=("png", "svg")):
     """Write the plots of a results folder (or those `only` names) into its plots/ folder; returns the files."""
     from wsemoe.report.figures.plots import plot_results
 
-    return plot_results(results, only=only, formats=formats)
+    return plot_results(results, only=_listed(only), formats=_listed(formats))
 
 
 def write_report(results, output=None):
@@ -133,7 +145,7 @@ def check_invariants(configs=None, **kwargs):
     preset and sweep); returns a report (`.ok`, `.results`, `.to_dict()`). See `wsemoe.analysis.invariants.suite`."""
     from wsemoe.analysis.invariants.suite import check_invariants as check
 
-    return check(configs, **kwargs)
+    return check(_listed(configs), **_listed_kwargs(kwargs, "only"))
 
 
 def sensitivity(config, **kwargs):
@@ -141,7 +153,7 @@ def sensitivity(config, **kwargs):
     results/<name>/sensitivity/ (see `wsemoe.analysis.uncertainty.sensitivity.run`; `analyse` computes without writing)."""
     from wsemoe.analysis.uncertainty.sensitivity import run
 
-    return run(config, **kwargs)[0]
+    return run(config, **_listed_kwargs(kwargs, "only"))[0]
 
 
 def readings(path=None) -> dict:
@@ -168,6 +180,7 @@ def robustness(config, only=(), fixed=None, write: bool = False, out_root="resul
     unless it is a what-if (`only` or `fixed`): that is returned, labelled, never stored."""
     from wsemoe.analysis.uncertainty import readings as rd
 
+    only = _listed(only)
     return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)
 
 
@@ -177,7 +190,7 @@ def calibrate(hardware: str = "cs2", **kwargs):
     (see `wsemoe.analysis.uncertainty.calibrate.run`). Returns [(reading, Fit)], the default readings first."""
     from wsemoe.analysis.uncertainty.calibrate import run
 
-    return run(hardware, **kwargs)[0]
+    return run(hardware, **_listed_kwargs(kwargs, "only", "readings"))[0]
 
 
 def __getattr__(name):
