@@ -309,3 +309,15 @@ def test_a_gain_of_a_few_hundredths_of_a_percent_is_no_gain():
 
     text = _g_verdict([("k = 8", np.array([1.0, 1.000015])), ("k = 1", np.array([1.0, 1.06]))], [1, 2])
     assert "k = 1: 1.06× at G = 2" in text and "no gain (within 0.5% of 1) for k = 8" in text, text
+
+
+def test_the_speedup_verdict_names_the_best_point_the_other_figures_name():
+    """G 3 and G 31 at B 31 and 3 tie on G·B: speedup_vs_G named the smallest G (3), memory_breakdown and
+    throughput_vs_sparsity the point best_rows picks (G 31). The verdict names the one best_rows picks."""
+    import numpy as np
+
+    from wsemoe.report.figures.fig_bta import _g_verdict
+
+    y = np.array([1.0, 1.06, 1.06])
+    assert "1.06× at G = 3." in _g_verdict([("", y)], [1, 3, 31]) + "."
+    assert "1.06× at G = 31" in _g_verdict([("", y)], [1, 3, 31], tops=[2])
