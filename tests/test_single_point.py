@@ -112,3 +112,17 @@ def test_evaluate_checks_what_a_sweep_checks(cfg, needle, monkeypatch):
         wsemoe.evaluate({"name": "e", "hardware": "cs2", "model": "qwen3-30b-a3b", **cfg})
     assert len(wsemoe.evaluate({"name": "e", "hardware": "cs2", "model": "qwen3-30b-a3b",
                                 "axes": {"workload.B": [1, 2]}}, start=None, chunk_size=None)) == 2
+
+
+@pytest.mark.parametrize("kwargs,needle", [({"workers": 0}, "--workers"), ({"workers": 2.5}, "--workers"),
+                                           ({"workers": "2"}, "--workers"), ({"chunk_size": float("nan")}, "--chunk")])
+def test_run_sweep_takes_workers_and_chunks_as_the_cli_does(tmp_path, kwargs, needle):
+    """`run_sweep(workers=0)` ran and wrote results (the CLI takes 1 to 1,024); 2.5 and '2' failed inside
+    multiprocessing, a NaN chunk size in int()."""
+    from wsemoe.errors import ConfigError
+    from wsemoe.sweep.run import run_sweep
+
+    with pytest.raises(ConfigError) as exc:
+        run_sweep({"name": "w", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
+                  out_root=tmp_path, **kwargs)
+    assert exc.value.loc[0].startswith(needle) and not list(tmp_path.iterdir())

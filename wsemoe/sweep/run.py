@@ -5,6 +5,7 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -49,6 +50,15 @@ def resolved_config(cfg: SweepConfig) -> dict:
     return cfg.resolved(Path(cfg.base_dir) if cfg.base_dir else None)
 
 
+MAX_WORKERS = 1024   # local worker processes, as `--workers` allows
+
+
+def _whole(x, low: int, high: float = float("inf")) -> bool:
+    """A whole number (not a bool, NaN or infinity) in [low, high]."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x) and \
+        low <= x <= high
+
+
 def run_sweep(config, out_root="results", force: bool = False, out_dir=None, resume: bool = False,
               workers: int = 1, scheduler: str | None = None, chunk_size: int | None = None,
               on_progress=None, then=None) -> SweepResult:
@@ -63,6 +73,11 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     """
     cfg = load_config(config)
     check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
+    if chunk_size is not None and not _whole(chunk_size, 1):
+        raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
+    if not _whole(workers, 1, MAX_WORKERS):   # as --workers takes it (0 ran in-process; 2.5 failed in multiprocessing)
+        raise ConfigError(f"must be a whole number of processes from 1 to {MAX_WORKERS}, got {workers!r}",
+                          loc=("--workers",))
     path = Path(out_dir).absolute() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):
@@ -80,8 +95,6 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
                           loc=("search", "evaluations") if cfg.search else ("axes",))
     if cfg.search:
         _check_search(cfg, workers, scheduler, limit, force)
-    if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
-        raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
     writer.check_folder(path, "sweep", force, key=cfg.name)
     prior = store.read_manifest(path)  # results of another config of this sweep, which a run replaces (and says so)
     made_from = ownership.derived_outputs(path) if prior else {}  # only with --force (refused otherwise)
