@@ -299,3 +299,16 @@ def test_calibration_table_shows_each_unknown_in_its_unit():
     assert "io_bandwidth: low 120 GB/s (80% of line rate); high 150 GB/s (line rate)" in text
     # the per-reading table names each fitted unknown in its unit too, not as a raw SI number
     assert "io_bandwidth 130.8 GB/s; memory_usable_fraction 0.87" in text and "e+11" not in text
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, None, True])
+def test_a_seed_that_is_not_a_whole_number_from_0_is_one_line(seed, tmp_path):
+    """The API passed -1, 1.5 or None to numpy (ValueError, TypeError from deep inside the run)."""
+    import wsemoe
+    from wsemoe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="whole number from 0"):
+        wsemoe.calibrate("cs2", samples=8, seed=seed, out_dir=tmp_path / "c")
+    with pytest.raises(ConfigError, match="whole number from 0"):
+        wsemoe.sensitivity(QUICKSTART, samples=8, seed=seed, out_root=tmp_path)
+    assert not list(tmp_path.iterdir())

@@ -269,6 +269,7 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
     from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
 
     t0 = time.perf_counter()
+    unknowns_mod.check_seed(seed)
     us = unknowns_mod.select(unknowns_mod.load(hardware, unknowns_file), only)
     path = Path(out_dir) if out_dir else Path("results") / f"calibration-{hardware}"
     writer.check_folder(path, "calibrate", force, key=hardware)

@@ -87,6 +87,7 @@ def prepare(config, hardware: str | None = None, method: str = "sobol", samples:
     from wsemoe.config.loader import load_config
 
     cfg = load_config(config)
+    unknowns_mod.check_seed(seed)
     hw = hardware or cfg.hardware.name
     systems = {cfg.hardware.name, *(v for f in cfg.factors() for v in f.get("hardware", []))}
     if hw not in systems:   # another system's ranges applied to this sweep's points, stored as its uncertainty

@@ -186,6 +186,17 @@ def _continuous(u: Unknown, path: str, typed, loc) -> None:
                           loc=loc)
 
 
+MAX_SEED = 2**63 - 1   # a seed numpy's generators and SALib take whole
+
+
+def check_seed(seed) -> int:
+    """The seed of a sample design or a search: a whole number from 0 (as --seed takes it); -1, 1.5 or None were
+    numpy's errors from deep inside a run."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"must be a whole number from 0 to {MAX_SEED:,}, got {seed!r}", loc=("--seed",))
+    return seed
+
+
 def select(unknowns: list[Unknown], names) -> list[Unknown]:
     """Only the named unknowns, in the file's order; when `names` is empty, every one a sweep reads (the
     PE-level ones only by name)."""
