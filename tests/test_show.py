@@ -323,3 +323,18 @@ def test_the_api_takes_one_name_where_a_list_goes(tmp_path):
     assert [p.name for p in wsemoe.plot(path, only="pareto", formats="png")] == ["pareto.png", "pareto.txt"]
     row, _ = wsemoe.explain(path, 0, "workload.G=2")
     assert row["workload.G"] == 2
+
+
+@pytest.mark.parametrize("call", [lambda p: wsemoe.query(None), lambda p: wsemoe.query([p]),
+                                  lambda p: wsemoe.query(p, limit=2.5), lambda p: wsemoe.compare(None),
+                                  lambda p: wsemoe.compare([p, None]), lambda p: wsemoe.plot(None),
+                                  lambda p: wsemoe.write_report(p, 5), lambda p: wsemoe.list_results(None)])
+def test_the_api_refuses_a_path_or_count_of_the_wrong_type_in_one_line(tmp_path, call):
+    """Each was a raw TypeError from pathlib or pandas."""
+    from wsemoe.errors import ConfigError
+    from wsemoe.sweep.run import run_sweep
+
+    path = run_sweep({"name": "s", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
+                     out_root=tmp_path).path
+    with pytest.raises(ConfigError):
+        call(path)

@@ -15,6 +15,18 @@ def _listed(value):
     return [value] if isinstance(value, (str, os.PathLike)) else value
 
 
+def _path(value, what: str):
+    """A path argument (str or os.PathLike) as given; anything else (None, a list, a number) is one line instead of
+    pathlib's TypeError."""
+    import os
+
+    from wsemoe.errors import ConfigError
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"a path (str or pathlib.Path), got {type(value).__name__}", loc=(what,))
+    return value
+
+
 def _listed_kwargs(kwargs: dict, *names: str) -> dict:
     return {k: _listed(v) if k in names else v for k, v in kwargs.items()}
 
@@ -53,7 +65,7 @@ def query(results, where=None, columns=None, sort=None, limit=None, every_point=
     sorted, at most `limit` (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
     from wsemoe.analysis.explain.query import select
 
-    return select(results, where=where, columns=_listed(columns), sort=_listed(sort), limit=limit,
+    return select(_path(results, "results"), where=where, columns=_listed(columns), sort=_listed(sort), limit=limit,
                   every_point=every_point, feasible=feasible)
 
 
@@ -78,14 +90,19 @@ def compare(folders, metric=None):
     """Results folders side by side: the best point of each per common group, ratios, what binds."""
     from wsemoe.analysis.explain.crossrun import compare as run
 
-    return run(_listed(folders), metric)
+    folders = _listed(folders)
+    if not isinstance(folders, (list, tuple)):
+        from wsemoe.errors import ConfigError
+
+        raise ConfigError(f"a list of results folders, got {type(folders).__name__}", loc=("folders",))
+    return run([_path(f, "folders") for f in folders], metric)
 
 
 def plot(results, only=None, formats=("png", "svg")):
     """Write the plots of a results folder (or those `only` names) into its plots/ folder; returns the files."""
     from wsemoe.report.figures.plots import plot_results
 
-    return plot_results(results, only=_listed(only), formats=_listed(formats))
+    return plot_results(_path(results, "results"), only=_listed(only), formats=_listed(formats))
 
 
 def write_report(results, output=None):
@@ -93,7 +110,7 @@ def write_report(results, output=None):
     package of tables and figures, so the function has its own name)."""
     from wsemoe.report.html.page import write_report
 
-    return write_report(results, output)
+    return write_report(_path(results, "results"), None if output is None else _path(output, "output"))
 
 
 def list_results(root="results"):
@@ -101,7 +118,7 @@ def list_results(root="results"):
     a results folder (as `wsemoe ls`)."""
     from wsemoe.store import inventory
 
-    root, only = inventory.scope(root)   # a results folder itself lists that one, as `wsemoe ls` does
+    root, only = inventory.scope(_path(root, "root"))   # a results folder itself lists that one, as `wsemoe ls` does
     return inventory.results_in(root, only), inventory.partials_in(root, only)
 
 

@@ -7,6 +7,8 @@ columns shown, filtered and sorted by, filtered, and cut to the best `limit` row
 
 from __future__ import annotations
 
+import numbers
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,8 +115,8 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
     feasible = feasible and every_point  # front rows are feasible by definition
     order = parse_sort(sort, known, man.get("objectives", {}))
-    if limit is not None and (isinstance(limit, bool) or limit < 0):
-        raise ConfigError(f"must be 0 (all) or more, got {limit}", loc=("--limit",))
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
+        raise ConfigError(f"must be a whole number, 0 (all) or more, got {limit!r}", loc=("--limit",))
     limit = limit or None
     # a front per system (or model): a limit takes the best rows of every front in turn, so a sweep about a
     # system shows it even when another's front is longer (cerebras_serving: 20 rows, none of them CS-3)
