@@ -99,11 +99,13 @@ def test_cli_prints_the_breakdown_and_formats(runner):
 
 @pytest.mark.parametrize("cfg,needle", [
     ({"objectives": {"bound": "max"}}, "holds text"),                       # was a TypeError in pareto.py
+    ({"axes": {"workload.G": [1, 2]}, "compare": {"metric": "bound"}}, "holds text"),   # a pandas TypeError
     ({"axes": {"workload.B": list(range(1, 101)), "workload.G": list(range(1, 101))}}, "exceed the limit"),
 ])
 def test_evaluate_checks_what_a_sweep_checks(cfg, needle, monkeypatch):
-    """`wsemoe.evaluate` ran a text objective into a raw TypeError and had no size limit (a 1e10-point grid ran
-    into a MemoryError); it checks the columns and the limit as `check` and `sweep` do."""
+    """`wsemoe.evaluate` ran a text objective or comparison metric into a raw TypeError and had no size limit (a
+    1e10-point grid ran into a MemoryError). The kinds are checked where the columns are read (a check of every
+    named column, as `sweep` runs, evaluates representative points: too dear for every evaluate call)."""
     import wsemoe
     from wsemoe.errors import ConfigError
 

@@ -70,6 +70,8 @@ def baseline_best(cfg: SweepConfig, chunk_size: int = DEFAULT_CHUNK) -> pd.DataF
         blk = engine.evaluate_block(sub, start, stop, keep=lambda names: _baseline_columns(names, cfg, group),
                                     evaluator=ev)
         df = blk.take(blk["feasible"]).to_frame()
+        if not pd.api.types.is_numeric_dtype(df[metric]) or pd.api.types.is_bool_dtype(df[metric]):
+            raise ConfigError(f"comparison metric '{metric}' holds text, not numbers", loc=("compare", "metric"))
         if len(df):
             best.append(df.groupby(group, sort=False)[metric].max().reset_index() if group
                         else pd.DataFrame({metric: [df[metric].max()]}))
@@ -228,13 +230,10 @@ def run_chunk(cfg: SweepConfig, start: int, stop: int, baselines, index=None, ev
 
 def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = DEFAULT_CHUNK,
              limit: int | None = None) -> pd.DataFrame:
-    """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines. The
-    columns the config names are checked first, and at most `limit` points are evaluated (the API passes the
-    sweep's size limit); a `search:` is not run: every point of the range is evaluated."""
-    from wsemoe.sweep.outputs import check_columns
-
+    """Points [start, stop) as one DataFrame, with `speedup_vs_<name>` against the whole sweep's baselines; at most
+    `limit` points (the API passes the sweep's size limit); a `search:` is not run: every point of the range is
+    evaluated."""
     cfg = load_config(config)
-    check_columns(cfg)   # a text column as an objective or metric: one line, as `check` and `sweep` say it
     start, stop = space.check_range(cfg.size(), 0 if start is None else start, stop,
                                     DEFAULT_CHUNK if chunk_size is None else chunk_size)
     if limit is not None and stop - start > limit:   # one frame in memory: a range at a time, or WSEMOE_MAX_POINTS

@@ -20,7 +20,10 @@ def minimization(table, objectives: dict) -> np.ndarray:
     for col, sense in objectives.items():
         if col not in table:
             raise ConfigError(f"unknown objective column '{col}'", loc=("objectives", col))
-        x = np.asarray(table[col], dtype=float)
+        try:
+            x = np.asarray(table[col], dtype=float)
+        except (TypeError, ValueError):   # `bound` or another text column (a raw TypeError from a Labels column)
+            raise ConfigError(f"objective column '{col}' holds text, not numbers", loc=("objectives", col)) from None
         cols.append(-x if sense == "max" else x)
     return np.column_stack(cols) if cols else np.empty((len(table), 0))
 
