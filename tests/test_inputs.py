@@ -515,3 +515,12 @@ def test_options_a_command_would_drop_are_refused(runner, args, needle, monkeypa
 
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     one_line_error(runner.invoke(app, args), needle)
+
+
+def test_a_preset_name_is_a_plain_name_not_a_path_into_another_kind():
+    """`load_hardware('../models/qwen3-30b-a3b')` read a model preset as hardware ('unknown key hidden_size')."""
+    from wsemoe.config.presets import PresetError
+
+    with pytest.raises(PresetError, match="unknown hardware preset"):
+        wsemoe.load_hardware("../models/qwen3-30b-a3b")
+    assert wsemoe.load_hardware("cs2").name == "cs2"

@@ -128,3 +128,14 @@ def test_run_sweep_takes_workers_and_chunks_as_the_cli_does(tmp_path, kwargs, ne
         run_sweep({"name": "w", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
                   out_root=tmp_path, **kwargs)
     assert exc.value.loc[0].startswith(needle) and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("point", ["3", 1.5, None, True])
+def test_a_point_index_of_another_type_says_so(point):
+    """`explain(cfg, "3")` said 'point 3 out of range: the sweep has 24 points (0..23)'."""
+    import wsemoe
+    from wsemoe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="a point index is a whole number"):
+        wsemoe.explain({"name": "p", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
+                       point)

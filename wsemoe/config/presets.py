@@ -59,8 +59,9 @@ def raw(kind: str, name: str, loc=()) -> dict:
     Hugging Face id (`deepseek-ai/DeepSeek-V3`), which resolves to the preset carrying it."""
     if kind == "models" and by_hf_id(name):
         name = by_hf_id(name)
+    plain = isinstance(name, str) and name == Path(name).name and not name.startswith(".")   # '../models/x': no
     path = _ROOT / kind / f"{name}.yaml"
-    if not isinstance(name, str) or not path.is_file():
+    if not plain or not path.is_file():
         close = difflib.get_close_matches(str(name), names(kind), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(names(kind))}"
         raise PresetError(f"unknown {kind.rstrip('s')} preset '{name}'{hint}", loc=loc)

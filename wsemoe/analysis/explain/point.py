@@ -7,6 +7,8 @@ override that point's values (`workload.G=8`): every other value stays the point
 
 from __future__ import annotations
 
+import numbers
+
 from pathlib import Path
 
 import pandas as pd
@@ -57,7 +59,9 @@ def point_config(cfg, point: int, sets: dict | None = None):
     """(one-point config, the point's values, the overrides as typed): every axis fixed at the point's value,
     then `sets` on top, validated like axis values and cross-checked like a sweep."""
     n = cfg.size()
-    if isinstance(point, bool) or not isinstance(point, int) or not 0 <= point < n:
+    if isinstance(point, bool) or not isinstance(point, numbers.Integral):   # "3" or 1.5 is no index, in range or not
+        raise ConfigError(f"a point index is a whole number, got {point!r}", loc=("--point",))
+    if not 0 <= point < n:
         raise ConfigError(f"point {point} out of range: the sweep has {n:,} points (0..{n - 1})", loc=("--point",))
     frame = space.build_frame(cfg, point, point + 1)
     values = {c: _plain(frame[c].iloc[0]) for c in frame.columns}
