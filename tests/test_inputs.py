@@ -524,3 +524,19 @@ def test_a_preset_name_is_a_plain_name_not_a_path_into_another_kind():
     with pytest.raises(PresetError, match="unknown hardware preset"):
         wsemoe.load_hardware("../models/qwen3-30b-a3b")
     assert wsemoe.load_hardware("cs2").name == "cs2"
+
+
+def test_a_baseline_of_no_axis_value_is_refused():
+    """`compare: {baseline: {}}` made every point a baseline: the best compared with itself."""
+    with pytest.raises(ConfigError, match="names no axis value") as exc:
+        wsemoe.load_config({**BASE, "axes": {"workload.G": [1, 2]}, "compare": {"baseline": {}}})
+    assert exc.value.loc == ("compare", "baseline")
+
+
+def test_an_empty_comparison_metric_is_refused(tmp_path):
+    """`wsemoe.compare([a, b], '')` silently used the default metric."""
+    from wsemoe.sweep.run import run_sweep
+
+    path = run_sweep({**BASE, "axes": {"workload.B": [1, 2]}}, out_root=tmp_path).path
+    with pytest.raises(ConfigError, match="a column name"):
+        wsemoe.compare([path, path], "")

@@ -65,6 +65,9 @@ def _check_compare(cfg: SweepConfig) -> None:
                                   f"no point would be the {side}", loc=("compare", side, path))
     for path in cfg.compare.over or []:
         _swept(path, values, ("compare", "over", path))
+    if not cfg.compare.baseline:   # every point would be a baseline: the best against itself
+        raise ConfigError("names no axis value: every point would be a baseline (e.g. workload.G: 1)",
+                          loc=("compare", "baseline"))
     if cfg.compare.candidate and cfg.compare.candidate == cfg.compare.baseline:   # 1.00x by construction
         raise ConfigError("candidate selects the baseline's points: the comparison would be 1.00× by construction",
                           loc=("compare", "candidate"))

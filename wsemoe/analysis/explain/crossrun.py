@@ -62,6 +62,8 @@ def _over(path: Path, axes: list[str]) -> set:
 
 def _metric(metric: str | None, first: dict, kinds: dict) -> tuple[str, str]:
     """(column, sense) of --metric: a column of numbers in every folder (`sweep.columns.check_column`)."""
+    if metric is not None and not (isinstance(metric, str) and metric.strip()):   # '' read as the default
+        raise ConfigError(f"a column name, optionally :max or :min; got {metric!r}", loc=("--metric",))
     text = metric or next(iter(first.get("objectives", {})), "tokens_per_s")
     name, _, sense = text.partition(":")
     sense = sense or first.get("objectives", {}).get(name) or better(name) or "max"   # a time: smaller is best
