@@ -324,3 +324,15 @@ def test_the_example_workflow_installs_wsemoe_only_from_where_it_is_told():
     given = subprocess.run(["bash", "-c", install], env={"PATH": os.environ["PATH"], "WSEMOE_SPEC": spec},
                            capture_output=True, text=True)
     assert given.returncode == 0 and given.stdout.strip() == f"pip install {spec}"
+
+
+@pytest.mark.parametrize("kwargs,needle", [({"configs": []}, "empty list of configs"),
+                                           ({"configs": ["sweeps/quickstart.yaml"], "points": 2.5}, "whole number")])
+def test_the_api_refuses_no_configs_and_fractional_points(kwargs, needle, monkeypatch):
+    """`check_invariants([])` ran every shipped config (550 checks); `points=2.5` was accepted."""
+    import wsemoe
+    from wsemoe.errors import ConfigError
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(ConfigError, match=needle):
+        wsemoe.check_invariants(**kwargs)

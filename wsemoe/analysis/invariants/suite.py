@@ -7,6 +7,7 @@ Every config is loaded and its grid evaluated before any invariant runs, so bad 
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -100,6 +101,10 @@ def check_invariants(configs=None, points: int = DEFAULT_POINTS, only=None, on_p
     note)` hears of each config evaluated and each invariant checked.
     """
     start = time.perf_counter()
+    if configs is not None and not len(configs):   # [] ran every shipped config; None asks for that
+        raise ConfigError("an empty list of configs: give some, or None for every shipped one", loc=("configs",))
+    if isinstance(points, bool) or not isinstance(points, numbers.Integral) or points < 1:   # as --points takes it
+        raise ConfigError(f"must be a whole number of points from 1, got {points!r}", loc=("--points",))
     invariants = selected(only)
     cases = load_cases(configs, points)
     report = on_progress or (lambda done, total, note="": None)
