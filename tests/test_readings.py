@@ -299,3 +299,19 @@ def test_a_reading_fixed_and_varied_is_refused_by_the_api_as_by_the_cli():
     with pytest.raises(ConfigError, match="fixed by --set and varied"):
         wsemoe.robustness({"name": "r", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
                           only=["attn_kernel"], fixed={"attn_kernel": "flash"})
+
+
+def test_the_api_takes_readings_as_a_mapping_and_a_model_by_name():
+    """`apply_readings(cfg, None)` and `robustness(cfg, fixed=['attn_kernel'])` were AttributeError/ValueError from
+    inside; `parameter_counts('qwen3-30b-a3b')` an AttributeError (it takes a name as load_model does now)."""
+    import wsemoe
+    from wsemoe.errors import ConfigError
+
+    cfg = {"name": "r", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}}
+    with pytest.raises(ConfigError, match="a mapping of reading to option"):
+        wsemoe.apply_readings(cfg, None)
+    with pytest.raises(ConfigError, match="a mapping of reading to option"):
+        wsemoe.robustness(cfg, fixed=["attn_kernel"])
+    assert wsemoe.parameter_counts("qwen3-30b-a3b") == wsemoe.parameter_counts(wsemoe.load_model("qwen3-30b-a3b"))
+    with pytest.raises(ConfigError, match="a ModelSpec"):
+        wsemoe.parameter_counts(None)

@@ -27,6 +27,16 @@ def _path(value, what: str):
     return value
 
 
+def _choice(value, what: str) -> dict:
+    """Readings chosen as {reading: option}; a list, a string or None is one line, not an AttributeError."""
+    from wsemoe.errors import ConfigError
+
+    if not isinstance(value, dict):
+        raise ConfigError(f"a mapping of reading to option, e.g. {{'attn_kernel': 'flash'}}; got "
+                          f"{type(value).__name__}", loc=(what,))
+    return value
+
+
 def _listed_kwargs(kwargs: dict, *names: str) -> dict:
     return {k: _listed(v) if k in names else v for k, v in kwargs.items()}
 
@@ -151,9 +161,18 @@ def load_model(name_or_path):
 
 
 def parameter_counts(model) -> dict:
-    """{'total': ..., 'active': ...} parameters of a ModelSpec (embeddings and head included)."""
-    from wsemoe.cost.node import params
+    """{'total': ..., 'active': ...} parameters of a ModelSpec, or of a model preset name or config.json path
+    (embeddings and head included)."""
+    import os
 
+    from wsemoe.cost.node import params
+    from wsemoe.errors import ConfigError
+    from wsemoe.specs.model import ModelSpec
+
+    if isinstance(model, (str, os.PathLike)):   # a name or a file, as load_model takes it
+        model = load_model(model)
+    if not isinstance(model, ModelSpec):
+        raise ConfigError(f"a ModelSpec, preset name or config.json path, got {type(model).__name__}", loc=("model",))
     return {"total": float(params.total_params(model)), "active": float(params.active_params(model))}
 
 
@@ -187,7 +206,7 @@ def apply_readings(config, choice: dict):
     from wsemoe.config.loader import load_config as load
     from wsemoe.config.readings import apply
 
-    return apply(load(config), choice)
+    return apply(load(config), _choice(choice, "choice"))
 
 
 def robustness(config, only=(), fixed=None, write: bool = False, out_root="results"):
@@ -197,7 +216,7 @@ def robustness(config, only=(), fixed=None, write: bool = False, out_root="resul
     unless it is a what-if (`only` or `fixed`): that is returned, labelled, never stored."""
     from wsemoe.analysis.uncertainty import readings as rd
 
-    only = _listed(only)
+    only, fixed = _listed(only), None if fixed is None else _choice(fixed, "fixed")
     return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)
 
 
