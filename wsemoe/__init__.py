@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from wsemoe.version import __version__
 
+
 def _listed(value):
     """A list argument given as one name, path or setting ('-mfu', 'pareto', 'results/x') as the list of that one:
     iterated as it is, a string is read a character at a time ("unknown column 'm'")."""
