@@ -158,7 +158,9 @@ def test_compare_of_folders_flips_with_a_reading(runner, tmp_path):
     folders = [wsemoe.run_sweep({**SMALL, "name": n, "hardware": wafer[n], "objectives": {"tokens_per_s": "max"}},
                                 out_root=tmp_path).path for n in ("cs2", "cs3")]
     cmp = wsemoe.compare(folders)
-    result = rd.evaluate_folders(folders, cmp, readings=custom)
+    from wsemoe.analysis.uncertainty.folder_readings import evaluate_folders
+
+    result = evaluate_folders(folders, cmp, readings=custom)
     s = result.summary()
     assert set(s["hinge"]) == {"cs3_efficiency"} and (s["configured"] > 1).all() and (s["low"] < 1).all()
     assert all("cs3_efficiency=tenth" in f for f in s["flips"])

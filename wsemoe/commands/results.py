@@ -96,10 +96,9 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
                                                             c.endswith(f":{cmp.metric}")]):
         reply.text(line, err=fmt != "table")
     if with_readings:
-        from wsemoe.analysis.uncertainty import readings as rd
-        from wsemoe.analysis.uncertainty import robustness
+        from wsemoe.analysis.uncertainty import folder_readings, robustness
 
-        found = rd.evaluate_folders(folders, cmp)
+        found = folder_readings.evaluate_folders(folders, cmp)
         lines = [found] if isinstance(found, str) else [
             line for lab in cmp.labels[1:] for line in robustness.statement(found, quantity=f"{lab}/{cmp.labels[0]}:{cmp.metric}")]
         for line in lines:

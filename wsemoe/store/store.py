@@ -162,7 +162,7 @@ def load_manifest(path) -> dict:
 
 def column_kinds(path, manifest: dict) -> dict[str, str]:
     """{column: "number", "text" or "bool"} of a verified folder's points, from the first part's schema
-    (every part has the same), for the one column check (`sweep.columns.check_column`)."""
+    (every part has the same), for the one column check (`sweep.column_check.check_column`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

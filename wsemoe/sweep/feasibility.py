@@ -185,7 +185,7 @@ def _texts(col: str, ratios: list, bound) -> list[str]:
 
 def _missing_text(col: str, bound) -> str:
     """The reason of a point whose constrained column has no value (NaN): the bound cannot be checked there."""
-    from wsemoe.sweep.columns import NEEDS
+    from wsemoe.sweep.column_check import NEEDS
 
     base = col.removeprefix("g_")
     name, side = (base[:-4], "maximum" if base.endswith("_max") else "minimum") if base.endswith(("_max", "_min")) \

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wsemoe.sweep.columns import better, check_column, describe
+from wsemoe.sweep.column_check import check_column
+from wsemoe.sweep.columns import better, describe
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import serving
 from wsemoe.errors import ConfigError

@@ -17,7 +17,8 @@ import pandas as pd
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
-from wsemoe.sweep.columns import better, check_column
+from wsemoe.sweep.column_check import check_column
+from wsemoe.sweep.columns import better
 from wsemoe.sweep.compare import DEFAULT_OVER
 
 
@@ -61,7 +62,7 @@ def _over(path: Path, axes: list[str]) -> set:
 
 
 def _metric(metric: str | None, first: dict, kinds: dict) -> tuple[str, str]:
-    """(column, sense) of --metric: a column of numbers in every folder (`sweep.columns.check_column`)."""
+    """(column, sense) of --metric: a column of numbers in every folder (`sweep.column_check.check_column`)."""
     if metric is not None and not (isinstance(metric, str) and metric.strip()):   # '' read as the default
         raise ConfigError(f"a column name, optionally :max or :min; got {metric!r}", loc=("--metric",))
     text = metric or next(iter(first.get("objectives", {})), "tokens_per_s")

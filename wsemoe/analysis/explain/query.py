@@ -19,7 +19,7 @@ from wsemoe.analysis.explain.where import Where
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
-from wsemoe.sweep.columns import check_column
+from wsemoe.sweep.column_check import check_column
 from wsemoe.sweep.pareto import TIES
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.errors import ConfigError, excerpt
-from wsemoe.sweep import columns
+from wsemoe.sweep import column_check
 
 MAX_TEXT = 2000
 LOC = ("--where",)
@@ -93,7 +93,7 @@ class Where:
             close = [lower[name.lower()]] if name.lower() in lower else \
                 [lower[c] for c in difflib.get_close_matches(name.lower(), list(lower), n=1)]
             hint = f"; did you mean '{close[0]}'?" if close else f"; to compare with text, quote it: '{name}'"
-            hint = columns.missing(name) or hint   # as every other place a user names a column (check_column)
+            hint = column_check.missing(name) or hint   # as every other place a user names a column (check_column)
             raise ConfigError(f"unknown column '{excerpt(name)}'{hint}", loc=LOC)
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, (int, float, str, bool)):
@@ -118,7 +118,7 @@ class Where:
     def _kind(self, node):
         """The kind of what `node` gives ("number", "text", "bool", a list of kinds, or None when unknown);
         a comparison or sum of kinds that cannot meet is refused, naming the columns (the one column check:
-        `sweep.columns.check_column` refuses the same mismatches in configs and options)."""
+        `sweep.column_check.check_column` refuses the same mismatches in configs and options)."""
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = self._name(node)
             return self.kinds.get(name) if name in self.known else "number" if name == POINT else "bool"

@@ -130,7 +130,7 @@ def _label(choice: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in choice.items()) or "as configured"
 
 
-def _execute(runs: list[dict], names: list[str], configured: dict, evaluate_run, on_progress=None):
+def execute(runs: list[dict], names: list[str], configured: dict, evaluate_run, on_progress=None):
     """(runs table, long values, evaluations) of a design; `evaluate_run(choice)` gives (key, {quantity:
     {group: value}}) and runs with one key (the same configs) are evaluated once."""
     cache: dict = {}
@@ -174,7 +174,7 @@ def evaluate(config, only=(), fixed=None, readings=None, on_progress=None) -> Re
 
     runs = design(varied)
     with frames.shared_groups():   # a run whose reading leaves a system's rows as they were reuses their outputs
-        table, values, evaluated = _execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
+        table, values, evaluated = execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
                                             on_progress)
     meta = {"config_hash": cfg.config_hash(), "registry_hash": registry_hash(readings),
             "name": cfg.name, "readings": rows, "fixed": fixed, "varied": names,
@@ -317,87 +317,3 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
     result = evaluate(cfg)
     write(result, path)
     return f"readings: {result.meta['combinations']} combinations evaluated in {result.meta['seconds']:.1f} s"
-
-
-def _folder_plan(cfgs: list, labels: list[str], readings) -> tuple[list[dict], list[registry.Status], list[dict]]:
-    """Readings varied across results folders: varied in some folder and configured alike wherever varied
-    (a reading the folders set differently is what they compare: held). Also each folder's varied names."""
-    plans = [{st.reading.name: st for st in registry.plan(c, readings)} for c in cfgs]
-    rows, varied = [], []
-    for name, r in readings.items():
-        where = [(lab, p[name]) for lab, p in zip(labels, plans) if p[name].varied]
-        row = {"name": name, "state": "not applicable", "detail": plans[0][name].detail, "configured": None,
-               "default": r.default, "options": list(r.options), "question": r.question}
-        kinds = {st.configured for _, st in where}
-        if where and len(kinds) == 1:
-            row.update(state="varied", detail="", configured=where[0][1].configured)
-            varied.append(where[0][1])
-        elif where:
-            row.update(state="held", detail="differs between the folders (" + ", ".join(
-                f"{lab}: {st.configured}" for lab, st in where) + "): it is what they compare")
-        elif any(p[name].state == "pending" for p in plans):
-            row.update(state="pending", detail=r.pending)
-        rows.append(row)
-    names = [st.reading.name for st in varied]
-    return rows, varied, [{n for n in names if p[n].varied} for p in plans]
-
-
-def _best_per_group(cfg, group: list[str], metric: str, sense: str) -> dict:
-    """{group label: best feasible metric} of one sweep, evaluated whole."""
-    from wsemoe.sweep import chunked
-
-    df = chunked.evaluate(cfg)
-    df = df[np.asarray(df["feasible"], dtype=bool)]
-    if not group:
-        return {"all": float(df[metric].max() if sense == "max" else df[metric].min()) if len(df) else np.nan}
-    best = df.groupby(group, sort=False, observed=True)[metric].agg(sense)
-    keys = best.index if len(group) > 1 else [(k,) for k in best.index]
-    # a zipped partner (the expert width a sparsity helper sets) follows its leader: the readings move it
-    partners = {p for z in cfg.zip for p in list(z)[1:] if list(z)[0] in group}
-    shown = [i for i, c in enumerate(group) if c not in partners]
-    return {group_label([group[i] for i in shown], [k[i] for i in shown]): float(v)
-            for k, v in zip(keys, best.to_numpy())}
-
-
-def group_label(group: list[str], key) -> str:
-    """'tokens_per_device=8' for a group of crossrun comparisons."""
-    return ", ".join(f"{c.split('.')[-1]}={v:g}" if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
-                     else f"{c.split('.')[-1]}={v}" for c, v in zip(group, key))
-
-
-def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET):
-    """The ratios of a `wsemoe compare` of results folders under every combination of their readings
-    (each folder's sweep re-evaluated whole); a line saying why not when that costs more than `budget`."""
-    t0 = time.perf_counter()
-    readings = registry.load() if readings is None else readings
-    cfgs = [load_config(Path(p) / "config.yaml") for p in paths]
-    labels, metric, sense = comparison.labels, comparison.metric, comparison.sense
-    rows, varied, per_folder = _folder_plan(cfgs, labels, readings)
-    try:
-        runs = design(varied)
-    except ConfigError as exc:  # the comparison itself stands: say why its robustness is not (as after a sweep)
-        return f"robustness over readings: not computed ({exc.message})"
-    total = len(runs) * sum(c.size() for c in cfgs)
-    if total > budget:
-        return (f"robustness over readings: not computed ({len(runs)} runs × {sum(c.size() for c in cfgs):,} points "
-                f"exceed {budget:,} evaluations)")
-
-    def one(choice):
-        moved = [registry.apply(c, {n: o for n, o in choice.items() if n in mine}, readings) if choice else c
-                 for c, mine in zip(cfgs, per_folder)]
-
-        def fn():
-            best = [_best_per_group(c, comparison.group, metric, sense) for c in moved]
-            return {f"{lab}/{labels[0]}:{metric}": {g: b[g] / best[0][g] for g in best[0] if g in b}
-                    for lab, b in zip(labels[1:], best[1:])}
-        return tuple(c.config_hash() for c in moved), fn
-
-    table, values, evaluated = _execute(runs, [st.reading.name for st in varied],
-                                        {st.reading.name: st.configured for st in varied}, one)
-    first = f"{labels[1]}/{labels[0]}"
-    meta = {"name": " vs ".join(labels), "readings": rows, "fixed": {}, "varied": [st.reading.name for st in varied],
-            "combinations": int((table["role"] == "combination").sum()), "runs": len(runs), "evaluated": evaluated,
-            "points": sum(c.size() for c in cfgs), "evaluations": evaluated * sum(c.size() for c in cfgs),
-            "comparison": {"name": first, "metric": metric, "quantity": f"{first}:{metric}", "extents": {}},
-            "seconds": round(time.perf_counter() - t0, 3)}
-    return Readings(table, values, meta)
