@@ -175,10 +175,10 @@ def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray
         ids, _ = group_ids(blk, cfg, grid)
         rows = np.flatnonzero(feas & candidate_mask(blk, cfg))
         base = np.flatnonzero(feas & baseline_mask(blk, cfg))
+        energy = blk.numbers(ENERGY) if ENERGY in blk else None   # best_rows' tie-break, read once
         for metric in metrics(cfg):  # each compared column: both sides tuned for it on their own
-            values = blk.numbers(metric)
-            energy = blk.numbers(ENERGY) if ENERGY in blk and metric != ENERGY else None
-            keep += [_best_per_group(rows, ids, values, energy), _best_per_group(base, ids, values, energy)]
+            values, tie = blk.numbers(metric), energy if metric != ENERGY else None
+            keep += [_best_per_group(rows, ids, values, tie), _best_per_group(base, ids, values, tie)]
     return np.unique(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
 
 

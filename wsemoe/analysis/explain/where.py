@@ -157,8 +157,7 @@ class Where:
 
     def _reads(self, node) -> bool:
         """Whether `node` reads a column or the point index (not only numbers, texts and true/false)."""
-        return any(isinstance(n, (ast.Name, ast.Attribute)) and self._name(n) not in _WORDS
-                   for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
+        return any(isinstance(n, (ast.Name, ast.Attribute)) and self._name(n) not in _WORDS for n in ast.walk(node))
 
     def _need(self, node, kind, want: str, why: str) -> None:
         if kind not in (None, want):

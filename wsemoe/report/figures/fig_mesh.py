@@ -91,9 +91,9 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
         draw_ftd(ax, pl)
         draw_nodes(ax, pl)
         q = draw_links(ax, pl.rows, pl.cols, vals[phase] / factor, HEAT, norm, f"links-{phase}")
-        # under HER the phase also carries its cross-wafer all-gather of tokens (at TP 1, nothing else)
-        name = PHASE_NAMES[phase] if phase != "allreduce" else "TP all-reduce + HER's\ncross-wafer all-gather" \
-            if pl.strategy == "her" else "all-reduce (attention TP)"
+        name = PHASE_NAMES[phase]
+        if phase == "allreduce":   # under HER it also carries the cross-wafer all-gather (at TP 1, nothing else)
+            name = "TP all-reduce + HER's\ncross-wafer all-gather" if pl.strategy == "her" else "all-reduce (attention TP)"
         ax.set_title(f"{name}\n{100 * idle[phase]:.0f}% of links idle")
     legend, bar = fig.add_subplot(grid[1, 2]), fig.add_subplot(grid[1, :2])
     legend.axis("off")
