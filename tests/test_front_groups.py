@@ -102,3 +102,28 @@ def test_axes_the_comparison_tunes_over_share_a_front(tmp_path):
     assert _rows(tuned.pareto, ["hardware"]) == _brute(points, ["hardware"])
     assert load_config(base).front_groups() == ["hardware", "hardware.matmul_efficiency"]
     assert run_sweep(base, out_dir=tmp_path / "plain").manifest["pareto_fronts"] == 4
+
+
+def test_scenario_axes_get_a_front_each(tmp_path):
+    """A design at context 2K is not better than one at 8K: the context it serves is no choice. Swept, seq_len
+    is a front group by default (4 fronts: 2 hardware × 2 contexts), each the brute-force front of its points;
+    pooled, the short context's points would dominate every long-context design. The batch stays a choice."""
+    cfg = {**CFG, "axes": {"hardware": ["cs2", "cs3"], "workload.seq_len": [2048, 8192], "workload.B": [1, 2, 4],
+                           "workload.G": [1, 4, 16]}}
+    run = run_sweep(cfg, out_dir=tmp_path / "ctx")
+    assert run.config.front_groups() == ["hardware", "workload.seq_len"] and run.manifest["pareto_fronts"] == 4
+    points = pd.read_parquet(run.path / "points.parquet")
+    assert _rows(run.pareto, ["hardware", "workload.seq_len"]) == _brute(points, ["hardware", "workload.seq_len"])
+    fig = fig_pareto.pareto(ResultsView.load(run.path))   # a panel per context, on one scale, each with its fronts
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["S = 2048", "S = 8192"]
+    assert panels[0].get_ylim() == panels[1].get_ylim() and panels[0].get_xlim() == panels[1].get_xlim()
+    for ax, (_, sub) in zip(panels, run.pareto.groupby("workload.seq_len")):
+        rings = {round(float(x), 6) for line in ax.get_lines() if line.get_marker() == "o" for x in line.get_xdata()}
+        assert rings == {round(float(x), 6) for x in sub["tokens_per_s"]}, ax.get_title()
+    skew = load_config({**CFG, "axes": {"balance.zipf_s": [0.0, 0.4], "balance.balancer": ["none", "replicate"],
+                                        "workload.B": [1, 2]}})
+    assert skew.front_groups() == ["balance.zipf_s"]
+    tuned = load_config({**cfg, "compare": {"name": "g1", "baseline": {"workload.G": 1},
+                                            "over": ["workload.B", "workload.G", "workload.seq_len"]}})
+    assert tuned.front_groups() == ["hardware"]

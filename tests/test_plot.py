@@ -158,11 +158,12 @@ def test_figures_read_only_the_columns_they_declare(bta, monkeypatch):
 def _view(points, objectives, name="v"):
     import pandas as pd
 
+    from wsemoe.config.schema import SCENARIO_AXES
     from wsemoe.report.figures.view import ResultsView
     from wsemoe.sweep.pareto import pareto_front
 
     axes = [c for c in points if "." in c or c in ("model", "hardware")]
-    groups = [a for a in axes if a.split(".")[0] in ("model", "hardware")]  # as SweepConfig.front_groups
+    groups = [a for a in axes if a.split(".")[0] in ("model", "hardware") or a in SCENARIO_AXES]  # as front_groups
     man = {"axes": axes, "objectives": objectives, "pareto_groups": groups}
     return ResultsView(name, man, points, pareto_front(points, objectives, groups), None, {})
 

@@ -40,7 +40,7 @@ TOP_LEVEL = {
     "objectives": "output columns to maximize or minimize: they define the Pareto front",
     "compare": "best point per group against the best baseline point (e.g. G = 1) of the same group",
     "pareto": "which points share a Pareto front: one front per value of the group_by axes (default: each "
-              "hardware and model swept, but what compare.over tunes), exact ties in one row with a count",
+              "hardware, model and scenario axis swept, e.g. seq_len or Zipf skew, but what compare.over tunes), exact ties in one row with a count",
     "output": "which output columns points.parquet keeps (inputs, feasibility and objectives always)",
 }
 

@@ -87,13 +87,24 @@ class Compare(Spec):
         return v
 
 
+# Swept fields that describe the scenario a design serves rather than a choice of design: the context and prompt
+# lengths, the mode, how popular the experts are (distribution, skew, its seed, its drift, how many devices it
+# concentrates on) and how many drafts a sequence accepts. Points under two scenarios never share a Pareto front
+# (the easier scenario would dominate). The batch (B, tokens_per_device) is a choice: it is what trades latency
+# for throughput on one front.
+SCENARIO_AXES = ("workload.mode", "workload.seq_len", "workload.prompt_len", "workload.accepted_tokens_per_step",
+                 "workload.draft_token_s", "balance.distribution", "balance.zipf_s", "balance.seed",
+                 "balance.churn", "balance.skew_target", "balance.skew_devices")
+
+
 class Pareto(Spec):
     """Which points share a Pareto front: one front per combination of the values of `group_by`."""
 
     group_by: Optional[list[str]] = Field(None, description="swept axes that are never mixed on one front "
                                           "(default: every swept hardware and model axis, e.g. hardware, model, "
-                                          "model.num_experts, but those compare.over tunes; [] gives one front "
-                                          "over every point)")
+                                          "model.num_experts, and every scenario axis: workload.seq_len, "
+                                          "balance.zipf_s, ... (docs/usage.md), but those compare.over tunes; [] "
+                                          "gives one front over every point)")
 
     @field_validator("group_by")
     @classmethod
@@ -192,12 +203,15 @@ class SweepConfig(Spec):
 
     def front_groups(self) -> list[str]:
         """Axes whose values each get their own Pareto front: `pareto.group_by`, else every swept hardware and
-        model axis (two systems or two models are not one design space) but those the comparison tunes over
-        (`compare.over` declares them design choices of one system, e.g. how many wafers a pipeline takes)."""
+        model axis (two systems or two models are not one design space) and every scenario axis (SCENARIO_AXES:
+        what the design is asked to serve, not a choice: a design at context 8K does not dominate one at 128K),
+        but those the comparison tunes over (`compare.over` declares them design choices of one system, e.g.
+        how many wafers a pipeline takes)."""
         if self.pareto.group_by is not None:
             return list(self.pareto.group_by)
         tuned = set(self.compare.over or ()) if self.compare is not None else set()
-        return [a for a in self.axis_names() if a.split(".")[0] in ("hardware", "model") and a not in tuned]
+        return [a for a in self.axis_names()
+                if (a.split(".")[0] in ("hardware", "model") or a in SCENARIO_AXES) and a not in tuned]
 
     def size(self) -> int:
         """Number of design points (the product of the factors' lengths)."""

@@ -1,6 +1,6 @@
 """Pareto-front figure: feasible points coloured by the design choice that differs (model, hardware, mapping,
 balancer, ...), infeasible ones in grey, the fronts of pareto.csv (one per group of the sweep's front groups:
-each hardware and model by default), the memory capacity. Huge clouds are sampled and huge fronts drawn as a
+each hardware, model and scenario by default; a panel per scenario), the memory capacity. Huge clouds are sampled and huge fronts drawn as a
 line, and the figure says so."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from wsemoe.report.figures.claims import caption, listing
-from wsemoe.report.figures.style import (BETTER, LINESTYLES, MARKERS, PALETTE, SINGLE, amount, group_label, label, name,
-                                         outside_legend, scale, single, style_axis)
+from wsemoe.config.schema import SCENARIO_AXES
+from wsemoe.report.figures.style import (BETTER, DOUBLE, LINESTYLES, MARKERS, PALETTE, SINGLE, SUB_SIZE, amount,
+                                         group_label, heading, label, name, outside_legend, scale, single, style_axis)
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep.columns import describe
@@ -24,6 +25,7 @@ CLAIMS = {"pareto": "The Pareto front: the feasible designs no other feasible de
                     "beats on every objective"}
 COLUMNS = ("mem_capacity_node_bytes",)  # with the axes, feasibility and objectives every view holds
 MAX_FRONT_LABELS = 6  # fronts named one by one in the legend; more share one entry
+MAX_PANELS = 4  # scenarios drawn side by side; more share one panel (their fronts still apart)
 COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "workload.mode", "mapping.token_source")
 MAX_CLOUD = 20_000   # points drawn per cloud; more are sampled evenly (the counts stay in the legend)
 MAX_MARKED = 40      # front points drawn as rings; a longer front is a line with every n-th point ringed
@@ -40,7 +42,9 @@ def _numeric(df: pd.DataFrame, col: str) -> bool:
 
 
 def pareto(r: ResultsView) -> Figure | None:
-    """The first two objectives against each other (or the only one over the first numeric axis)."""
+    """The first two objectives against each other (or the only one over the first numeric axis): a panel per
+    scenario (context, expert skew, ...: SCENARIO_AXES among the front groups) when there are a few, on shared
+    scales, so the fronts a reader compares in one panel serve the same workload."""
     objs = [c for c in r.objectives if _numeric(r.points, c)]
     numeric_axes = [a for a in r.axes if _numeric(r.points, a)]
     if not objs or r.feasible.empty or (len(objs) == 1 and not numeric_axes):
@@ -49,28 +53,64 @@ def pareto(r: ResultsView) -> Figure | None:
     (fx, _), (fy, _) = scale(xcol, r.feasible[xcol]), scale(ycol, r.feasible[ycol])
     colour, shape = _colour_axes(r)
     systems = [a for a in r.front_groups if r.pareto[a].nunique() > 1]
+    facets = [a for a in systems if a in SCENARIO_AXES]
+    panels = sorted(r.points[facets].drop_duplicates().itertuples(index=False, name=None)) if facets else [()]
+    if len(panels) > MAX_PANELS:   # too many to draw apart: one panel, the fronts still one per scenario
+        facets, panels = [], [()]
+    in_panel = [a for a in systems if a not in facets]
     feas, infeasible = r.feasible, r.infeasible
     drawn = f"{len(r.points):,} points, {len(feas):,} feasible"
     how = (f"colour: {name(colour)}" if colour else "") + (f", marker: {name(shape)}" if shape else "")
     fronts = (f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points") + \
+        (f", a panel per {' and '.join(name(a) for a in facets)}" if facets else "") + \
         ("; rings: front rows (exact ties drawn once)" if "ties" in r.pareto and (r.pareto["ties"] > 1).any() else "")
     title = "Pareto front" if len(objs) > 1 else f"{name(ycol)} over {name(xcol)}"
-    fig, ax = single(f"{r.name}: {title}", height=SIZE[1], subtitle="; ".join(p for p in (drawn, how, fronts) if p))
-    lims = _axes(ax, r, xcol, ycol, fx, fy)
-    if len(infeasible):
-        sample = _sample(infeasible)
-        ix, iy = infeasible[xcol] * fx, infeasible[ycol] * fy
-        off = int((~(ix.between(*lims["x"]) & iy.between(*lims["y"]))).sum())
-        note = f"infeasible ({len(infeasible):,}" + (f"; {off:,} off-scale" if off else "") + \
-            (f"; {len(sample):,} drawn" if len(sample) < len(infeasible) else "") + ")"
-        ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=5, c="0.7", alpha=0.3, lw=0,
-                   rasterized=len(sample) > 1000, label=note)
-    colours = _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy)
-    _draw_fronts(ax, r, feas, systems, (colour, shape), colours, xcol, ycol, fx, fy)
-    # Below the axes, off the data, and not eating the plot's width as a column on the right would.
-    n = len(ax.get_legend_handles_labels()[0])
-    outside_legend(fig, most=2 if n > 3 else n, markerscale=1.3, frameon=False)
+    subtitle = "; ".join(p for p in (drawn, how, fronts) if p)
+    if facets:
+        fig = Figure(figsize=(DOUBLE[0], SIZE[1]), layout="constrained")
+        axes = fig.subplots(1, len(panels), sharex=True, sharey=True, squeeze=False)[0]
+        heading(fig, f"{r.name}: {title}", subtitle)
+    else:
+        fig, ax = single(f"{r.name}: {title}", height=SIZE[1], subtitle=subtitle)
+        axes = [ax]
+    colours = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(pd.unique(feas[colour]))} if colour else {None: PALETTE[0]}
+    for i, (ax, key) in enumerate(zip(axes, panels)):
+        here = (lambda df: df[(df[facets] == pd.Series(key, index=facets)).all(axis=1)]) if facets else (lambda df: df)
+        lims = _axes(ax, r, xcol, ycol, fx, fy, xlabel=i == (len(panels) - 1) // 2, ylabel=i == 0)
+        if facets:
+            ax.set_title(_key_text(facets, key), fontsize=SUB_SIZE + 0.5)
+        _draw_infeasible(ax, here, infeasible, xcol, ycol, fx, fy, lims)
+        _draw_cloud(ax, r, here, feas, (colour, shape), colours, xcol, ycol, fx, fy)
+        _draw_fronts(ax, here(r.pareto), feas, in_panel, (colour, shape), colours, xcol, ycol, fx, fy, len(panels) > 1)
+    # Below the axes, off the data, and not eating the plot's width as a column on the right would; an entry drawn
+    # in several panels once.
+    entries: dict = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(text, handle)
+    handles, labels = list(entries.values()), list(entries)
+    outside_legend(fig, handles, labels, most=2 if len(labels) > 3 else len(labels), markerscale=1.3, frameon=False)
     return caption(fig, CLAIMS["pareto"], _verdict(r, systems, xcol, ycol))
+
+
+def _draw_infeasible(ax, rows, infeasible: pd.DataFrame, xcol, ycol, fx, fy, lims) -> None:
+    """This panel's share (`rows`: a filter) of the infeasible points' sample, in grey; the legend entry counts all
+    of them (off-scale ones apart), the same in every panel."""
+    if not len(infeasible):
+        return
+    ix, iy = infeasible[xcol] * fx, infeasible[ycol] * fy
+    off = int((~(ix.between(*lims["x"]) & iy.between(*lims["y"]))).sum())
+    sample = _sample(infeasible)
+    note = f"infeasible ({len(infeasible):,}" + (f"; {off:,} off-scale" if off else "") + \
+        (f"; {len(sample):,} drawn" if len(sample) < len(infeasible) else "") + ")"
+    sample = rows(sample)
+    ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=5, c="0.7", alpha=0.3, lw=0,
+               rasterized=len(sample) > 1000, label=note)
+
+
+def axis_label(r: ResultsView, col: str) -> str:
+    """An objective's or axis's name, unit and direction."""
+    return label(col, r.feasible[col]) + BETTER.get(r.objectives.get(col), "")
 
 
 def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
@@ -93,8 +133,11 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
             + "; ".join(best) + more + ".")
 
 
-def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float) -> dict:
-    """Limits that fit the feasible points (and the capacity line), labels with names, units and direction.
+def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float, xlabel: bool = True,
+          ylabel: bool = True) -> dict:
+    """Limits that fit every feasible point (and the capacity line: the same in every panel), labels with names,
+    units and direction (panels share their scales: the middle one takes the x label, the first the y label; a figure's
+    own x label would sit below the legend).
 
     Infeasible points can need 100× the memory and would squash the region that matters into a corner;
     off-scale ones are counted in the legend instead."""
@@ -109,7 +152,8 @@ def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float) -> dic
         if cap:
             (ax.axvline if which == "x" else ax.axhline)(cap, ls="--", lw=1, color="0.3",
                                                           label=f"capacity per node ({cap:.3g} GB)")
-        getattr(ax, f"set_{which}label")(label(col, r.feasible[col]) + BETTER.get(r.objectives.get(col), ""))
+        if (xlabel if which == "x" else ylabel):
+            getattr(ax, f"set_{which}label")(axis_label(r, col))
     return lims
 
 
@@ -130,31 +174,31 @@ def _sample(df: pd.DataFrame) -> pd.DataFrame:
     return df if len(df) <= MAX_CLOUD else df.iloc[:: -(-len(df) // MAX_CLOUD)]
 
 
-def _draw_cloud(ax, r, feas, colour, shape, xcol, ycol, fx, fy) -> dict:
-    """Feasible points, one colour per value of `colour` (marker per value of `shape`); returns the colours."""
-    colours = {}
+def _draw_cloud(ax, r, rows, feas, cues, colours, xcol, ycol, fx, fy) -> None:
+    """This panel's share (`rows`: a filter) of the feasible points, one colour per value of the colour axis
+    (marker per value of the marker axis); each legend entry counts all of that design's points."""
+    colour, shape = cues
     groups = feas.groupby([c for c in (colour, shape) if c], sort=False) if colour else [((), feas)]
     shapes = {v: MARKERS[i % len(MARKERS)] for i, v in enumerate(pd.unique(feas[shape]))} if shape else {}
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
-        cval = key[0] if colour else None
-        colours.setdefault(cval, PALETTE[len(colours) % len(PALETTE)])
         sample = _sample(sub)
         text = ", ".join(group_label([c], v) if _numeric(r.points, c) else str(v)
                          for c, v in zip([c for c in (colour, shape) if c], key)) or "feasible"
         n = f"{len(sub):,}" + (f"; {len(sample):,} drawn" if len(sample) < len(sub) else "")
-        ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=18, color=colours[cval], alpha=0.85, lw=0,
-                   marker=shapes.get(key[-1], "o") if shape else "o", label=f"{text} ({n})",
+        sample = rows(sample)
+        ax.scatter(sample[xcol] * fx, sample[ycol] * fy, s=18, color=colours[key[0] if colour else None], alpha=0.85,
+                   lw=0, marker=shapes.get(key[-1], "o") if shape else "o", label=f"{text} ({n})",
                    rasterized=len(sample) > 1000, zorder=3)
-    return colours
 
 
-def _draw_fronts(ax, r, feas, systems, cues, colours, xcol, ycol, fx, fy) -> None:
-    """The fronts of pareto.csv, one per group: in its points' colour when the colour axis is one of the front
-    groups, in the line style of its marker axis's value when that is one too (so each front reads as its
-    points do, however many share the legend's one entry); long fronts as a line with every n-th point ringed."""
+def _draw_fronts(ax, front, feas, systems, cues, colours, xcol, ycol, fx, fy, panels: bool = False) -> None:
+    """The fronts of pareto.csv in this panel (`front`), one per group: in its points' colour when the colour axis
+    is one of the front groups, in the line style of its marker axis's value when that is one too (so each front
+    reads as its points do, however many share the legend's one entry); long fronts as a line with every n-th
+    point ringed. With `panels` the legend names a front without this panel's counts, so one entry serves all."""
     colour, shape = cues
-    front = r.pareto if xcol in r.pareto and ycol in r.pareto else r.pareto.iloc[:0]
+    front = front if xcol in front and ycol in front else front.iloc[:0]
     fronts = list(front.groupby(systems, sort=False)) if systems else [((), front)]
     many = len(fronts) > MAX_FRONT_LABELS
     styled = shape in systems if shape else False
@@ -172,14 +216,15 @@ def _draw_fronts(ax, r, feas, systems, cues, colours, xcol, ycol, fx, fy) -> Non
         step = max(1, -(-len(front) // MAX_MARKED))
         ties = int(front["ties"].sum()) if "ties" in front else len(front)
         what = "Pareto front" + (f" of {_key_text(systems, key)}" if systems else "")
-        what += f" ({len(front):,} row{'s' if len(front) != 1 else ''}" + \
-            (f" for {ties:,} points" if ties != len(front) else "") + \
-            (f", every {_nth(step)} ringed)" if step > 1 else ")")
+        if not panels:
+            what += f" ({len(front):,} row{'s' if len(front) != 1 else ''}" + \
+                (f" for {ties:,} points" if ties != len(front) else "") + \
+                (f", every {_nth(step)} ringed)" if step > 1 else ")")
         if many:
             cue = ", ".join(w for w, a in ((f"colour: {name(colour)}", colour), (f"line: {name(shape)}", shape if styled
                                                                                     else None)) if a in systems)
-            what = (f"Pareto fronts ({len(fronts)}, one per {' and '.join(name(a) for a in systems)}"
-                    + (f"; {cue}" if cue else "") + ")") if i == 0 else None
+            what = (f"Pareto fronts ({'' if panels else f'{len(fronts)}, '}one per "
+                    f"{' and '.join(name(a) for a in systems)}" + (f"; {cue}" if cue else "") + ")") if i == 0 else None
             if what:   # the shared entry in neutral black: no one front's colour stands for all of them
                 ax.plot([], [], marker="o", ls="-", color="black", ms=7, mfc="none", mew=1.2, lw=1.0, label=what)
                 what = None
