@@ -1,7 +1,7 @@
 """pymoo's NSGA-II fitted to grid positions: the problem, survival and mating the search plugs in.
 
 Survival is NSGA-II's (pymoo's non-dominated sorting and crowding distance), ranked within each Pareto
-group of the sweep (each hardware and model by default, as the results' fronts are): feasible points by
+group of the sweep (each hardware, model and scenario by default, as the results' fronts are): feasible points by
 rank, the level that does not fit whole by crowding distance, then infeasible points by their violation. It works on arrays and keeps the survivors' ranks and distances for breeding, which
 `search.Variation` does on whole generations: pymoo's per-individual bookkeeping would otherwise
 cost more than evaluating the points.

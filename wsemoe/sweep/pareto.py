@@ -1,7 +1,7 @@
 """Pareto fronts of feasible points under min/max objectives (vectorized, no per-point Python loop).
 
 The one definition every reader uses (`show`, pareto.csv, figures, the report): a front per group of the
-axes that must not be mixed (`SweepConfig.front_groups`: each hardware and model by default), exact ties
+axes that must not be mixed (`SweepConfig.front_groups`: each hardware, model and scenario by default), exact ties
 (equal objectives within a group) collapsed into the first point with a `ties` count.
 Works on a DataFrame or on a columnar Block alike: both give columns by name.
 """
