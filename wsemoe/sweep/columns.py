@@ -113,7 +113,9 @@ _DOCS = {
     "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring"),
     "allreduce_idle_link_share": ("1", "share of directed links the all-reduce leaves idle (cold)"),
     "dispatch_idle_link_share": ("1", "share of directed links the dispatch leaves idle (cold)"),
-    "hot_link_overlap": ("1", "Jaccard overlap of the hottest 10% links of all-reduce and dispatch (0: complementary)"),
+    "hot_link_overlap": ("1", "Jaccard overlap of all-reduce's and dispatch's hot links, those at or above the phase's "
+                         "90th-percentile load of loaded links, ties included (a ring loading its links alike has "
+                         "them all hot); 0: complementary"),
     "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
     "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its "
                               "pace; SRAM serving and weight streaming at PE level: the busiest expert region's)"),
