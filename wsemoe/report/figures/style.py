@@ -256,7 +256,8 @@ def outside_legend(fig: Figure, handles=None, labels=None, most: int = 4, **kw):
         labels = [h.get_label() for h in handles]
     size = plt_size("legend.fontsize")
     measure, font = TextToPath(), FontProperties(size=size)
-    widths = [measure.get_text_width_height_descent(str(t), font, ismath=False)[0] for t in labels]
+    # measured as drawn: literal_text later shows a control character as its escape (the raw one has no glyph)
+    widths = [measure.get_text_width_height_descent(literal(t), font, ismath=False)[0] for t in labels]
     entry = (rcParams["legend.handlelength"] + rcParams["legend.handletextpad"]) * size  # handle and gap, points
     gap = rcParams["legend.columnspacing"] * size
     room = fig.get_figwidth() * 72 - 2 * rcParams["legend.borderpad"] * size
