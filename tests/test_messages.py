@@ -20,11 +20,28 @@ def root(tmp_path, monkeypatch, small_config):
     return tmp_path / "results"
 
 
-@pytest.mark.parametrize("command", [["show"], ["eval", "--point", "0"], ["plot"], ["report"]])
+@pytest.mark.parametrize("command", [["show"], ["eval", "--point", "0"], ["report"]])
 def test_a_results_root_is_named_as_one(runner, root, command):
     r = runner.invoke(app, [command[0], "results", *command[1:]])
     assert r.exit_code != 0 and r.output.startswith("error: [results] a results root holding small"), r.output
     assert "re-run" not in r.output and "wsemoe ls results" in r.output
+
+
+def test_plot_of_a_results_root_plots_every_folder_in_it_or_none(runner, root):
+    """`wsemoe plot results/` draws every results folder under the root, each into its own plots/; a file in one
+    folder's plots/ it did not write (where a figure goes) refuses the run before any folder gets a figure."""
+    assert runner.invoke(app, ["plot", "results/small_cs3", "--only", "pareto"]).exit_code == 0
+    mine = root / "small_cs3" / "plots" / "pareto.png"
+    mine.write_bytes(b"my own figure")   # changed by hand: no longer the figure plot wrote
+    r = runner.invoke(app, ["plot", "results", "--only", "pareto"])
+    assert r.exit_code != 0 and "pareto.png" in r.output, r.output
+    assert mine.read_bytes() == b"my own figure"
+    assert not (root / "small" / "plots").exists() and not (root / "small_prefill" / "plots").exists()
+    mine.unlink()
+    r = runner.invoke(app, ["plot", "results", "--only", "pareto"])
+    assert r.exit_code == 0, r.output
+    for name in ("small", "small_cs3", "small_prefill"):
+        assert (root / name / "plots" / "pareto.png").is_file() and f"results/{name}/plots/pareto.png" in r.output
 
 
 def test_ls_of_a_results_folder_lists_it(runner, root):

@@ -326,3 +326,24 @@ def test_the_sparsity_caption_says_when_uniform_batching_does_not_fall_either():
     assert "falls 1.002×" in text and "does not appear here" in text and "1.000× … 1.000×" in text
     falls = flat.assign(baseline_tokens_per_s=[100.0, 40.0], speedup_vs_uniform=[1.0, 2.5])
     assert "does not appear" not in _sparsity_verdict(falls, "model.num_experts", [32, 128])
+
+
+def test_more_fronts_than_the_legend_names_without_a_marker_axis():
+    """Seven fronts (one per B; no axis for markers) share one legend entry. Naming the line
+    cue read the name of the absent marker axis: an internal error (moentwine_balance's eight fronts met it)."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+    from wsemoe.sweep.pareto import pareto_front
+
+    x = np.linspace(1, 2, 5)
+    points = pd.concat([pd.DataFrame({"workload.B": b, "workload.G": [1, 2, 4, 8, 16], "tokens_per_s": x * b,
+                                      "mem_peak_node_bytes": x * 1e9, "feasible": True}) for b in range(1, 8)],
+                       ignore_index=True)
+    view = _view(points, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"})
+    view.front_groups = ["workload.B"]
+    view.pareto = pareto_front(points, view.objectives, ["workload.B"])
+    fig = fig_pareto.pareto(view)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "Pareto fronts (7, one per attention batch B)" in labels, labels

@@ -110,7 +110,8 @@ def compare(folders, metric=None):
 
 
 def plot(results, only=None, formats=("png", "svg")):
-    """Write the plots of a results folder (or those `only` names) into its plots/ folder; returns the files."""
+    """Write the plots of a results folder (or those `only` names) into its plots/ folder, or of every results
+    folder under a results root; returns the files."""
     from wsemoe.report.figures.plots import plot_results
 
     return plot_results(_path(results, "results"), only=_listed(only), formats=_listed(formats))

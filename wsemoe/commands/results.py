@@ -48,11 +48,12 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
 
 
 @command()
-def plot(results: Path = typer.Argument(..., help="a results folder"),
+def plot(results: Path = typer.Argument(..., help="a results folder, or a results root (every results folder in it)"),
          only: Optional[List[str]] = typer.Option(None, "--only", help="a figure (e.g. pareto, speedup_vs_G) or family (bta, mesh, ...); repeatable"),
          fmt: Optional[List[str]] = typer.Option(None, "--format", "-F", help="png | svg | pdf; repeatable (default png and svg)"),
          force: bool = typer.Option(False, "--force", "-f", help="replace figures another wsemoe command wrote there")) -> Reply:
-    """Write the plots of a results folder into its plots/ folder."""
+    """Write the plots of a results folder into its plots/ folder (of every results folder under a results root:
+    all drawn and checked before any file is written)."""
     from wsemoe.report.figures import plots as plotting
     from wsemoe.report.terminal import progress
 

@@ -25,7 +25,8 @@ CLAIMS = {"pareto": "The Pareto front: the feasible designs no other feasible de
                     "beats on every objective"}
 COLUMNS = ("mem_capacity_node_bytes",)  # with the axes, feasibility and objectives every view holds
 MAX_FRONT_LABELS = 6  # fronts named one by one in the legend; more share one entry
-MAX_PANELS = 4  # scenarios drawn side by side; more share one panel (their fronts still apart)
+MAX_PANELS = 8  # scenarios drawn apart, PANEL_COLUMNS to a row; more share one panel (their fronts still apart)
+PANEL_COLUMNS, PANEL_ROW_HEIGHT = 4, 3.2   # a row of panels more adds this many inches
 COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "workload.mode", "mapping.token_source")
 MAX_CLOUD = 20_000   # points drawn per cloud; more are sampled evenly (the counts stay in the legend)
 MAX_MARKED = 40      # front points drawn as rings; a longer front is a line with every n-th point ringed
@@ -66,9 +67,14 @@ def pareto(r: ResultsView) -> Figure | None:
         ("; rings: front rows (exact ties drawn once)" if "ties" in r.pareto and (r.pareto["ties"] > 1).any() else "")
     title = "Pareto front" if len(objs) > 1 else f"{name(ycol)} over {name(xcol)}"
     subtitle = "; ".join(p for p in (drawn, how, fronts) if p)
+    cols = min(len(panels), PANEL_COLUMNS)
+    rows = -(-len(panels) // cols)
     if facets:
-        fig = Figure(figsize=(DOUBLE[0], SIZE[1]), layout="constrained")
-        axes = fig.subplots(1, len(panels), sharex=True, sharey=True, squeeze=False)[0]
+        fig = Figure(figsize=(DOUBLE[0], SIZE[1] + (rows - 1) * PANEL_ROW_HEIGHT), layout="constrained")
+        grid = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+        for ax in grid.flat[len(panels):]:
+            ax.remove()   # a row the panels do not fill
+        axes = list(grid.flat[:len(panels)])
         heading(fig, f"{r.name}: {title}", subtitle)
     else:
         fig, ax = single(f"{r.name}: {title}", height=SIZE[1], subtitle=subtitle)
@@ -76,7 +82,10 @@ def pareto(r: ResultsView) -> Figure | None:
     colours = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(pd.unique(feas[colour]))} if colour else {None: PALETTE[0]}
     for i, (ax, key) in enumerate(zip(axes, panels)):
         here = (lambda df: df[(df[facets] == pd.Series(key, index=facets)).all(axis=1)]) if facets else (lambda df: df)
-        lims = _axes(ax, r, xcol, ycol, fx, fy, xlabel=i == (len(panels) - 1) // 2, ylabel=i == 0)
+        bottom = i + cols >= len(panels)   # no panel below it: its x ticks show, and the middle one takes the label
+        lims = _axes(ax, r, xcol, ycol, fx, fy, xlabel=i == min((rows - 1) * cols + (cols - 1) // 2, len(panels) - 1), ylabel=i % cols == 0)
+        if not bottom:
+            ax.tick_params(labelbottom=False)
         if facets:
             ax.set_title(_key_text(facets, key), fontsize=SUB_SIZE + 0.5)
         _draw_infeasible(ax, here, infeasible, xcol, ycol, fx, fy, lims)
@@ -136,8 +145,8 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
 def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float, xlabel: bool = True,
           ylabel: bool = True) -> dict:
     """Limits that fit every feasible point (and the capacity line: the same in every panel), labels with names,
-    units and direction (panels share their scales: the middle one takes the x label, the first the y label; a figure's
-    own x label would sit below the legend).
+    units and direction (panels share their scales: the bottom row's middle one takes the x label, each row's first
+    the y label; a figure's own x label would sit below the legend).
 
     Infeasible points can need 100× the memory and would squash the region that matters into a corner;
     off-scale ones are counted in the legend instead."""
@@ -221,8 +230,8 @@ def _draw_fronts(ax, front, feas, systems, cues, colours, xcol, ycol, fx, fy, pa
                 (f" for {ties:,} points" if ties != len(front) else "") + \
                 (f", every {_nth(step)} ringed)" if step > 1 else ")")
         if many:
-            cue = ", ".join(w for w, a in ((f"colour: {name(colour)}", colour), (f"line: {name(shape)}", shape if styled
-                                                                                    else None)) if a in systems)
+            cue = ", ".join(f"{what}: {name(a)}" for what, a in (("colour", colour), ("line", shape if styled else None))
+                            if a is not None and a in systems)
             what = (f"Pareto fronts ({'' if panels else f'{len(fronts)}, '}one per "
                     f"{' and '.join(name(a) for a in systems)}" + (f"; {cue}" if cue else "") + ")") if i == 0 else None
             if what:   # the shared entry in neutral black: no one front's colour stands for all of them

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+from contextlib import ExitStack
 from pathlib import Path
 
 from matplotlib import rc_context
 
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, ResultsError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
 from wsemoe.report.figures import fig_energy
@@ -23,10 +24,9 @@ from wsemoe.report.figures.claims import caption_of
 from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import ALL_FORMATS, FORMATS, STYLE, figure_bytes
 from wsemoe.report.figures.view import ResultsView
-from wsemoe.store import store
+from wsemoe.store import inventory, ownership, store, writer
 
 # Each family: figures(view) yields (stem, figure, or None when the data does not support it), each figure built
-from wsemoe.store import writer
 # when asked for, so one renders while the next is built.
 FAMILIES = (fig_pareto, fig_bta, fig_memory, fig_roofline, fig_comm, fig_versus, fig_balance, fig_mesh, fig_sensitivity,
             fig_readings, fig_serving, fig_streaming, fig_energy)
@@ -94,43 +94,78 @@ def figures(path, only=None, on_progress=None):
 
 def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progress=None) -> list[Path]:
     """Write every plot the results support (or those `only` names) into <path>/plots/; return the files,
-    each figure with its caption beside it as <stem>.txt.
+    each figure with its caption beside it as <stem>.txt. Given a results root (a folder of results folders, as
+    `wsemoe ls` lists them), every results folder under it.
 
     plots/ is a folder `wsemoe plot` owns (its ledger lists every figure): figures are replaced only when
-    they are the ones it wrote, and a file it did not write is never touched (`store/writer.py`)."""
+    they are the ones it wrote, and a file it did not write is never touched (`store/writer.py`). Every figure
+    of every folder is rendered and every target checked before any file is written, so one file it may not
+    replace (or one damaged results folder under a root) refuses the run with nothing changed: no plots/ ever
+    holds new figures beside old ones."""
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
     for ext in formats:
         if ext not in ALL_FORMATS:
             raise ConfigError(f"unknown format '{ext}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
-    folder = path / "plots"
-    store.load_manifest(path)  # a damaged folder is refused before its plots/ is looked at
-    writer.make_folder(folder, "plot", create=False)
-    written, absent = [], []
+    sources = _sources(path)
+    for source in sources:
+        store.load_manifest(source)  # a damaged folder is refused before any plots/ is looked at
+        writer.make_folder(source / "plots", "plot", create=False)
+    written = []
+    # All under the results' run locks, so a sweep never replaces the results between two figures.
+    with ExitStack() as locks:
+        plans = []
+        for k, source in enumerate(sources):
+            locks.enter_context(writer.results_locked(source / "plots"))
+            told = None if on_progress is None else _progress(on_progress, k, len(sources), source.name)
+            plans.append((source / "plots", *_render(source, only, formats, told)))
+        for _, made, _ in plans:
+            for target, _ in made:
+                writer.check_file(target, "plot", force)
+        for folder, made, absent in plans:
+            if made:
+                writer.make_folder(folder, "plot")
+            here = [writer.write_file(target, data, "plot", force) for target, data in made]
+            if folder.is_dir() and not only:
+                _clean(folder, absent, {p.stem for p in here})
+            written += here
+    return written
+
+
+def _sources(path: Path) -> list[Path]:
+    """The results folders a plot of `path` draws: the folder itself, or every one under a results root."""
+    if not path.is_dir() or not ownership.holds_results(path):
+        return [path]
+    found = [r.path for r in inventory.results_in(path)]
+    if not found:
+        raise ResultsError("a results root with no finished results folder in it (only a sweep's partial folder): "
+                          "nothing to plot", loc=(str(path),))
+    return found
+
+
+def _progress(on_progress, k: int, n: int, name: str):
+    """`on_progress` of one folder's families as a share of all `n` folders' (the k-th), named by folder."""
+    if n == 1:
+        return on_progress
+    return lambda done, total, family: on_progress(k * total + done, n * total, f"{name}: {family}")
+
+
+def _render(path: Path, only, formats, on_progress) -> tuple[list, list]:
+    """([(file, bytes)] of every figure of one results folder and its caption, [stems the data does not support]):
+    each figure rendered (in a forked child when a core is free) while the next is built."""
+    folder, made, absent = path / "plots", [], []
 
     def files(fig) -> tuple[dict, str]:
         return {ext: figure_bytes(fig, ext) for ext in formats}, caption_of(fig)
 
-    # Each figure is rendered (in a forked child when a core is free) while the next is built; written in order,
-    # all under the results' run lock, so a sweep never replaces the results between two of them.
-    with writer.results_locked(folder):
-        made = []   # (file, bytes) of every figure, all rendered before any is written
-        for stem, out, _ in rendered(figures(path, only, on_progress), files):
-            if out is None:
-                absent.append(stem)
-                continue
-            data, caption = out
-            made += [(folder / f"{stem}.{ext}", data[ext]) for ext in formats]
-            made += [(folder / f"{stem}.txt", caption + "\n")] if caption else []
-        for target, _ in made:   # one file it may not replace refuses the run before any file is written, so
-            writer.check_file(target, "plot", force)   # plots/ never holds new figures beside old ones
-        if made:
-            writer.make_folder(folder, "plot")
-        for target, data in made:
-            written.append(writer.write_file(target, data, "plot", force))
-        if folder.is_dir() and not only:
-            _clean(folder, absent, {p.stem for p in written})
-    return written
+    for stem, out, _ in rendered(figures(path, only, on_progress), files):
+        if out is None:
+            absent.append(stem)
+            continue
+        data, caption = out
+        made += [(folder / f"{stem}.{ext}", data[ext]) for ext in formats]
+        made += [(folder / f"{stem}.txt", caption + "\n")] if caption else []
+    return made, absent
 
 
 def _clean(folder: Path, absent: list[str], produced: set) -> None:
