@@ -317,3 +317,33 @@ def test_the_api_takes_readings_as_a_mapping_and_a_model_by_name():
     assert wsemoe.parameter_counts("qwen3-30b-a3b") == wsemoe.parameter_counts(wsemoe.load_model("qwen3-30b-a3b"))
     with pytest.raises(ConfigError, match="a ModelSpec"):
         wsemoe.parameter_counts(None)
+
+
+def test_runs_of_coinciding_configs_count_once_against_the_budget(tmp_path):
+    """A reading whose every option sets what cs3 already has triples the design's runs but not the configs
+    evaluated (`execute` evaluates equal configs once), so the budget counts distinct configs: the cs3/cs2
+    comparison is computed at exactly their evaluations and refused one below, naming both counts; the
+    single-sweep cost counts the same way once the designed runs exceed the budget."""
+    reg = {"cs3_efficiency": {"question": "q?", "default": "nominal", "why": "w", "applies_to": {"hardware.name": ["cs3"]},
+                              "options": {"nominal": {"set": {"hardware.matmul_efficiency": 0.5}, "evidence": "e", "source": "s"},
+                                          "tenth": {"set": {"hardware.matmul_efficiency": 0.05}, "evidence": "e", "source": "s"}}},
+           "moot": {"question": "q?", "default": "a", "why": "w", "applies_to": {"hardware.name": ["cs3"]},
+                    "options": {o: {"set": {"hardware.inter_wafer_hop_latency_s": 2.0e-6}, "evidence": "e", "source": "s"}
+                                for o in ("a", "b", "c")}}}   # cs3's own value, by every option: no config moves
+    (tmp_path / "readings.yaml").write_text(yaml.safe_dump(reg))
+    custom = registry.load(tmp_path / "readings.yaml")
+    folders = [wsemoe.run_sweep({**SMALL, "name": n, "hardware": n, "objectives": {"tokens_per_s": "max"}},
+                                out_root=tmp_path).path for n in ("cs2", "cs3")]
+    from wsemoe.analysis.uncertainty.folder_readings import evaluate_folders
+
+    cmp = wsemoe.compare(folders)
+    size = load_config(folders[0] / "config.yaml").size()
+    designed = len(rd.design([st for st in registry.plan(load_config(folders[1] / "config.yaml"), custom) if st.varied]))
+    assert designed > 2   # the 2 × 3 factorial and its one-at-a-time runs; 2 distinct configs on cs3, 1 on cs2
+    exact = (2 + 1) * size
+    assert not isinstance(evaluate_folders(folders, cmp, readings=custom, budget=exact), str)
+    refused = evaluate_folders(folders, cmp, readings=custom, budget=exact - 1)
+    assert isinstance(refused, str) and f"{exact:,} evaluations of distinct configs" in refused, refused
+    cs3 = load_config(folders[1] / "config.yaml")
+    assert rd.cost(cs3, readings=custom) == (designed, designed * size)
+    assert rd.cost(cs3, readings=custom, budget=0) == (2, 2 * size)

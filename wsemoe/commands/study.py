@@ -184,7 +184,7 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="sweep YAML"),
     reply = Reply()
     seconds, each = sens.estimate(prepared)  # timed on the design's first chunk, before anything is written
     if with_readings:
-        seconds += rd.cost(prepared[0].cfg)[1] * each
+        seconds += rd.cost(prepared[0].cfg, budget=0)[1] * each   # runs of coinciding configs counted once
     ahead = (f"sensitivity of {prepared[0].cfg.name}: {len(prepared[1]):,} samples × {prepared[0].points:,} points"
              f"{' and the readings' if with_readings else ''}: about {seconds:,.0f} s (timed on its first samples)")
     if progress.visible():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wsemoe.analysis.uncertainty.readings import AUTO_BUDGET, Readings, design, execute
+from wsemoe.analysis.uncertainty.readings import AUTO_BUDGET, Readings, design, distinct, execute
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
@@ -74,9 +74,12 @@ def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET
     except ConfigError as exc:  # the comparison itself stands: say why its robustness is not (as after a sweep)
         return f"robustness over readings: not computed ({exc.message})"
     total = len(runs) * sum(c.size() for c in cfgs)
+    if total > budget:   # runs whose configs coincide are evaluated once (`execute`): count those that differ
+        total = sum(distinct(c, [(role, {n: o for n, o in choice.items() if n in mine}) for role, choice in runs],
+                             readings) * c.size() for c, mine in zip(cfgs, per_folder))
     if total > budget:
-        return (f"robustness over readings: not computed ({len(runs)} runs × {sum(c.size() for c in cfgs):,} points "
-                f"exceed {budget:,} evaluations)")
+        return (f"robustness over readings: not computed ({len(runs)} runs of {sum(c.size() for c in cfgs):,} "
+                f"points, {total:,} evaluations of distinct configs, exceed {budget:,})")
 
     def one(choice):
         moved = [registry.apply(c, {n: o for n, o in choice.items() if n in mine}, readings) if choice else c

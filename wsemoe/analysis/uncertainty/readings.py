@@ -201,13 +201,25 @@ def _comparison(cfg) -> dict | None:
             "quantity": f"speedup_vs_{cmp.name}"}
 
 
-def cost(config, only=(), fixed=None, readings=None) -> tuple[int, int]:
-    """(runs, point evaluations at most) of the readings design, without evaluating anything."""
+def cost(config, only=(), fixed=None, readings=None, budget: int | None = None) -> tuple[int, int]:
+    """(runs, point evaluations at most) of the readings design, without evaluating anything. Runs whose configs
+    coincide (a reading this sweep's points do not read, options that set the same fields) are evaluated once
+    (`execute`), so where the runs as designed would exceed `budget` they are counted as distinct configs."""
+    readings = registry.load() if readings is None else readings
     cfg = load_config(config)
-    _, varied, _ = plan(cfg, only, fixed, readings)
-    runs = len(design(varied))
+    _, varied, fixed = plan(cfg, only, fixed, readings)
+    runs = design(varied)
     weight = SRAM_COST if "sram" in registry.sweep_values(cfg, "hardware.weight_source") else 1
-    return runs, runs * cfg.size() * weight
+    if budget is not None and len(runs) * cfg.size() * weight > budget:
+        base = registry.apply(cfg, fixed, readings) if fixed else cfg
+        return distinct(base, runs, readings), distinct(base, runs, readings) * cfg.size() * weight
+    return len(runs), len(runs) * cfg.size() * weight
+
+
+def distinct(cfg, runs: list, readings) -> int:
+    """How many distinct configs the runs of a design evaluate (each applied to `cfg`; a choice of nothing is
+    `cfg`)."""
+    return len({(registry.apply(cfg, choice, readings) if choice else cfg).config_hash() for _, choice in runs})
 
 
 def write(result: Readings, results_path, force: bool = False) -> Path:
@@ -302,14 +314,14 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
     if cfg.search is not None:
         return "robustness over readings: not computed for a search (every run needs the whole grid)"
     try:
-        runs, evaluations = cost(cfg)
+        runs, evaluations = cost(cfg, budget=budget)
     except ConfigError as exc:  # the sweep itself is done and written: say why its robustness is not
         refused = _too_many(plan(cfg)[1])   # the factorial: say so and what runs; else what stopped it
         return f"robustness over readings: {how_to_compute(cfg, path) if refused else f'not computed ({exc.message})'}"
     if evaluations > budget:
         heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
-        return (f"robustness over readings: not computed ({runs} runs × {cfg.size():,}{heavy} points exceed "
-                f"{budget:,} evaluations); `wsemoe readings {path}` computes it")
+        return (f"robustness over readings: not computed ({runs} distinct runs × {cfg.size():,}{heavy} points "
+                f"exceed {budget:,} evaluations); `wsemoe readings {path}` computes it")
     try:
         writer.check_folder(Path(path) / FOLDER, "readings")
     except ResultsError as exc:  # the sweep itself is done: say why its robustness is not written
