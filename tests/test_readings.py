@@ -275,21 +275,40 @@ def test_a_quantity_with_a_unit_says_it_in_its_table_title():
     assert titles["speedup_vs_uniform"] == "speedup_vs_uniform over the readings"
 
 
-def test_a_refused_factorial_is_said_to_be_not_computable_with_a_command_that_runs(monkeypatch):
-    """show said "`wsemoe readings results/cerebras_serving` computes it" of a sweep whose 12 readings make 9,216
-    combinations, a command that refuses; --only gives a what-if that is never stored, and the line says so."""
+def test_a_factorial_too_large_to_run_is_screened_one_reading_at_a_time(monkeypatch):
+    """Over MAX_COMBINATIONS (cerebras_serving's 12 readings make 9,216) the robustness was "not computable": only
+    a what-if over a few readings (--only) ran, never stored. Now the design is the configured sweep and each
+    reading moved alone: its runs are counted so, show names the command that stores it, and the statement says
+    the range is one reading at a time with the interactions unseen; a reading's effect is the spread of its own
+    runs (configured and alone), and a flip is a reading alone putting the ratio on the other side."""
     monkeypatch.setattr(rd, "MAX_COMBINATIONS", 100)
     cfg = load_config("sweeps/moentwine_vs_nvl72.yaml")
-    with pytest.raises(ConfigError):
-        rd.cost(cfg)
+    varied = [s for s in registry.plan(cfg, registry.load()) if s.varied]
+    assert rd.cost(cfg)[0] == 1 + sum(len(s.reading.options) - 1 for s in varied)
     text = rd.how_to_compute(cfg, "results/x")
-    assert text.startswith("not computable (") and "exceed 100" in text and "--only NAME" in text
-    assert "not stored" in text and "computes it" not in text
+    assert text.startswith("not computed; `wsemoe readings results/x` computes it one reading at a time (")
+    assert "exceed 100" in text and "--only NAME" in text
     named = text.rsplit("of: ", 1)[1].split(", ")
-    assert set(named) == {s.reading.name for s in registry.plan(cfg, registry.load()) if s.state == "varied"}
-    rd.cost(cfg, only=named[:2])   # the command it names runs
+    assert set(named) == {s.reading.name for s in varied}
     monkeypatch.setattr(rd, "MAX_COMBINATIONS", 512)
     assert rd.how_to_compute(cfg, "results/x") == "not computed; `wsemoe readings results/x` computes it"
+
+    monkeypatch.setattr(rd, "MAX_COMBINATIONS", 2)
+    result = wsemoe.robustness(SMALL)
+    assert set(result.runs["role"]) == {"configured", "alone"} and robustness.screened(result)
+    assert result.meta["screened"].endswith("exceed 2")
+    summary = robustness.summarize(result)
+    q = "speedup_vs_uniform"
+    row = robustness.headline(summary, q)
+    v = result.values[(result.values["quantity"] == q) & (result.values["group"] == row["group"])].merge(result.runs)
+    conf = float(v.loc[v["role"] == "configured", "value"].iloc[0])
+    for name in result.varied:   # each reading's effect: the spread of log ratio over its configured and alone runs
+        own = [conf, *v.loc[v["label"].str.startswith(f"{name}="), "value"]]
+        assert f"{name} {math.exp(np.log(max(own)) - np.log(min(own))):.3g}×" in row["effects"]
+    assert row["low"] == min(v["value"]) and row["high"] == max(v["value"]) and row["combinations"] == len(v)
+    line = robustness.statement(result, summary, q)[0]
+    assert f"over {len(v)} runs one reading at a time of " in line and "interactions unseen" in line, line
+    assert "combinations do" not in line
 
 
 def test_a_reading_fixed_and_varied_is_refused_by_the_api_as_by_the_cli():

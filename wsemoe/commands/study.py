@@ -226,8 +226,9 @@ def readings_cmd(target: Optional[Path] = typer.Argument(None, help="a sweep YAM
                  evidence: bool = typer.Option(False, "--evidence", "-e", help="with no target: every option's evidence and source"),
                  results: Path = typer.Option(Path("results"), help="root folder of results"),
                  force: bool = typer.Option(False, "--force", "-f", help="replace output another wsemoe command wrote at readings/")) -> Reply:
-    """The modelling choices no source pins, or TARGET evaluated under every combination of them: each
-    quantity as configured, at the default readings, its range, what flips it and what it hinges on."""
+    """The modelling choices no source pins, or TARGET evaluated under every combination of them (one at a time
+    beyond 512 combinations): each quantity as configured, at the default readings, its range, what flips it and
+    what it hinges on."""
     from wsemoe.analysis.uncertainty import readings as rd
     from wsemoe.analysis.uncertainty import robustness
     from wsemoe.config import readings as registry

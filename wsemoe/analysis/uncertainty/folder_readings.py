@@ -70,7 +70,7 @@ def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET
     labels, metric, sense = comparison.labels, comparison.metric, comparison.sense
     rows, varied, per_folder = _folder_plan(cfgs, labels, readings)
     try:
-        runs = design(varied)
+        runs = design(varied, screen=True)   # over MAX_COMBINATIONS: one reading at a time
     except ConfigError as exc:  # the comparison itself stands: say why its robustness is not (as after a sweep)
         return f"robustness over readings: not computed ({exc.message})"
     total = len(runs) * sum(c.size() for c in cfgs)

@@ -100,15 +100,17 @@ def _too_many(varied: list[registry.Status]) -> str:
         else ""
 
 
-def design(varied: list[registry.Status]) -> list[tuple[str, dict]]:
+def design(varied: list[registry.Status], screen: bool = False) -> list[tuple[str, dict]]:
     """The runs as (role, choice): the sweep as configured ({}), the full factorial ("combination"), then each
     reading moved alone to an option the sweep does not already have ("alone"); a choice is {reading: option}
-    on top of the configured sweep."""
+    on top of the configured sweep. A factorial over MAX_COMBINATIONS is refused, or with `screen` left out: the
+    runs are then the configured sweep and each reading alone (one at a time: no interaction is seen)."""
     names = [st.reading.name for st in varied]
-    if refused := _too_many(varied):
+    refused = _too_many(varied)
+    if refused and not screen:
         raise ConfigError(f"{refused}; vary fewer (--only) or fix some (--set name=option), a what-if "
                           "that is not stored", loc=("readings",))
-    combos = list(itertools.product(*(list(st.reading.options) for st in varied)))
+    combos = [] if refused else list(itertools.product(*(list(st.reading.options) for st in varied)))
     runs = [("configured", {})] + [("combination", dict(zip(names, c))) for c in combos]
     for st in varied:
         runs += [("alone", {st.reading.name: o}) for o in st.reading.options if o != st.configured]
@@ -172,13 +174,14 @@ def evaluate(config, only=(), fixed=None, readings=None, on_progress=None) -> Re
         run_cfg = registry.apply(base, choice, readings) if choice else base
         return run_cfg.config_hash(), lambda: _quantities(run_cfg)
 
-    runs = design(varied)
+    runs = design(varied, screen=True)
     with frames.shared_groups():   # a run whose reading leaves a system's rows as they were reuses their outputs
         table, values, evaluated = execute(runs, names, {st.reading.name: st.configured for st in varied}, one,
                                             on_progress)
     meta = {"config_hash": cfg.config_hash(), "registry_hash": registry_hash(readings),
             "name": cfg.name, "readings": rows, "fixed": fixed, "varied": names,
-            "combinations": int((table["role"] == "combination").sum()), "runs": len(runs),
+            "combinations": int((table["role"] == "combination").sum()), "screened": _too_many(varied),
+            "runs": len(runs),
             "evaluated": evaluated, "points": cfg.size(), "evaluations": evaluated * cfg.size(),
             "comparison": _comparison(cfg), "seconds": round(time.perf_counter() - t0, 3)}
     return Readings(table, values, meta)
@@ -208,7 +211,7 @@ def cost(config, only=(), fixed=None, readings=None, budget: int | None = None) 
     readings = registry.load() if readings is None else readings
     cfg = load_config(config)
     _, varied, fixed = plan(cfg, only, fixed, readings)
-    runs = design(varied)
+    runs = design(varied, screen=True)
     weight = SRAM_COST if "sram" in registry.sweep_values(cfg, "hardware.weight_source") else 1
     if budget is not None and len(runs) * cfg.size() * weight > budget:
         base = registry.apply(cfg, fixed, readings) if fixed else cfg
@@ -296,13 +299,14 @@ def parse_choices(items) -> dict[str, str]:
 
 
 def how_to_compute(cfg, path) -> str:
-    """Why a folder has no readings analysis and the command that runs: the plain one computes and stores it;
-    where the full factorial of the readings the sweep varies is refused, it cannot be stored, and --only over
-    some of them gives a what-if (never stored: `run`)."""
+    """Why a folder has no readings analysis and the command that computes and stores it (one reading at a time
+    where the full factorial of the readings the sweep varies is refused; --only over a few of them gives their
+    factorial as a what-if, never stored: `run`)."""
     _, varied, _ = plan(load_config(cfg))
     if refused := _too_many(varied):
-        return (f"not computable ({refused}); `wsemoe readings {path} --only NAME` (repeatable) gives a "
-                f"what-if over the readings named (not stored), of: {', '.join(st.reading.name for st in varied)}")
+        return (f"not computed; `wsemoe readings {path}` computes it one reading at a time ({refused}), and "
+                f"`--only NAME` (repeatable) the factorial of the readings named as a what-if, of: "
+                f"{', '.join(st.reading.name for st in varied)}")
     return f"not computed; `wsemoe readings {path}` computes it"
 
 

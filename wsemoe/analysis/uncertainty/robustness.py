@@ -7,7 +7,10 @@ Definitions (docs/cost-model.md, Readings):
   side than the configured sweep's;
 - the main effect of a reading is the spread of its marginal means over the full factorial: for each option,
   the mean over every combination that has it, of log(value) for positive quantities (a factor, shown ×) or of
-  the value otherwise; the largest main effect names the reading the quantity hinges on.
+  the value otherwise; the largest main effect names the reading the quantity hinges on;
+- where the factorial is too large to run (readings.MAX_COMBINATIONS), the design is one reading at a time: the
+  range is over the configured sweep and each reading moved alone, a reading's effect the spread of those runs'
+  values (the configured sweep's at its configured option), and no interaction is seen.
 """
 
 from __future__ import annotations
@@ -43,12 +46,43 @@ def _effects(sub: pd.DataFrame, names: list[str], logscale: bool) -> dict[str, f
     return out
 
 
+def population(runs: pd.DataFrame) -> pd.Series:
+    """Which runs a quantity's range is over: the full factorial's combinations, or where the design is one
+    reading at a time (no combination run), the configured sweep and each reading alone."""
+    screened = not (runs["role"] == "combination").any()
+    return runs["role"].isin(("configured", "alone")) if screened else runs["role"] == "combination"
+
+
+def screened(result) -> bool:
+    """Whether a readings result is one reading at a time (its factorial too large to run)."""
+    return not (result.runs["role"] == "combination").any() and bool(result.varied)
+
+
+def runs_word(result, n: int) -> str:
+    """'36 combinations', or '15 runs one reading at a time' where the factorial was too large to run."""
+    if screened(result):
+        return f"{n} run{'' if n == 1 else 's'} one reading at a time"
+    return f"{n} combination{'' if n == 1 else 's'}"
+
+
+def _screen_effects(d: pd.DataFrame, names: list[str], logscale: bool) -> dict[str, float]:
+    """One reading at a time: each reading's spread over the configured run and its own alone runs."""
+    conf = d[d["role"] == "configured"]
+    out = {}
+    for n in names:
+        own = pd.concat([conf, d[(d["role"] == "alone") & d["label"].str.startswith(f"{n}=")]])
+        own = own[np.isfinite(own["value"])]
+        out.update(_effects(own, [n], logscale) if len(own) else {n: 0.0})
+    return out
+
+
 def summarize(result) -> pd.DataFrame:
     """One row per quantity and group (see the module docstring for each column's meaning)."""
     runs, values, names = result.runs, result.values, result.varied
     defaults = {s["name"]: s["default"] for s in result.meta["readings"]}
     merged = values.merge(runs, on="run")
-    fact = merged[merged["role"] == "combination"]
+    fact = merged[population(merged)]
+    screen = screened(result)
     rows = []
     for (q, g), d in merged.groupby(["quantity", "group"], sort=False):
         conf = d.loc[d["role"] == "configured", "value"]
@@ -59,7 +93,8 @@ def summarize(result) -> pd.DataFrame:
         for n in names:
             dflt = dflt[dflt[n].astype(str) == str(defaults[n])]
         logscale = bool(len(ok)) and bool((ok["value"] > 0).all())
-        eff = _effects(ok, names, logscale) if len(ok) and names else {}
+        eff = ({} if not (len(ok) and names) else _screen_effects(d, names, logscale) if screen
+               else _effects(ok, names, logscale))
         small = math.log1p(TIE) if logscale else 1e-12  # an effect below the tie band names no hinge
         hinge = max(eff, key=eff.get) if eff and max(eff.values()) > small else ""
         row = {"quantity": q, "group": g, "configured": conf,
@@ -128,6 +163,7 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     if row is None:
         return [f"{quantity or 'the sweep'}: no comparison defined at every reading"] if quantity else []
     n = row["combinations"]
+    screen = screened(result)
     groups = summary[summary["quantity"] == quantity]
     if not result.varied:
         states = [s["state"] for s in result.meta["readings"]]
@@ -137,17 +173,19 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     where = f" at {row['group']}" if len(groups) > 1 else ""
     fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
     text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]
-    if not math.isclose(row["default"], row["configured"], rel_tol=1e-9) or not np.isfinite(row["default"]):
-        text.append(f"{ratio(row['default'])} at the default readings")
-    else:
+    if math.isclose(row["default"], row["configured"], rel_tol=1e-9):
         text[0] += " (= the default readings)"
-    text.append(f"{ratio(row['low'])}–{ratio(row['high'])} over {n} combination{'' if n == 1 else 's'} of "
-                f"{', '.join(result.varied) or 'no reading'}" + (f" ({row['undefined']} undefined)" if row["undefined"] else ""))
+    elif np.isfinite(row["default"]) or not screen:   # one at a time runs the defaults together only as configured
+        text.append(f"{ratio(row['default'])} at the default readings")
+    text.append(f"{ratio(row['low'])}–{ratio(row['high'])} over {runs_word(result, n)} of "
+                f"{', '.join(result.varied) or 'no reading'}" + (f" ({row['undefined']} undefined)" if row["undefined"] else "")
+                + (f" (the factorial, {result.meta['screened']}, not run: interactions unseen)"
+                   if screen and result.meta.get("screened") else ""))
     text.append(f"flips from {side(row['configured']) or 'undefined'} with {row['flips']}" if row["flips"]
-                else f"no reading alone flips it ({row['flipped']} of {n} combinations do)")
+                else "no reading alone flips it" + ("" if screen else f" ({row['flipped']} of {n} combinations do)"))
     if row["hinge"]:
         shown = f"{row['effect']:.3g}×" if row["log_effect"] else f"{row['effect']:.3g}"
-        text.append(f"hinges on {row['hinge']} (main effect {shown})")
+        text.append(f"hinges on {row['hinge']} ({'effect alone' if screen else 'main effect'} {shown})")
     elsewhere = _elsewhere(summary, quantity, row["group"])
     if elsewhere:
         text.append(f"elsewhere {elsewhere}")
@@ -244,9 +282,10 @@ def _ahead(result, quantity: str) -> str:
     count = d.assign(ahead=d["value"].map(side) == "ahead").groupby("run")["ahead"].sum()
     roles = result.runs.set_index("run")["role"]
     conf = int(count[roles[roles == "configured"].index].iloc[0])
-    fact = count[roles[roles == "combination"].index]
+    fact = count[roles[population(result.runs).to_numpy()].index]
     groups = d["group"].nunique()
-    span = f"; {int(fact.min())}–{int(fact.max())} over the combinations" if len(fact) else ""
+    over = "the runs one reading at a time" if screened(result) else "the combinations"
+    span = f"; {int(fact.min())}–{int(fact.max())} over {over}" if len(fact) else ""
     return f"{conf} of {groups} groups as configured{span}"
 
 

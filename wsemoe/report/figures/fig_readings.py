@@ -61,14 +61,14 @@ def _rows(result, group: str, quantity: str) -> list[tuple[str, list[float]]]:
     d = result.values[(result.values["quantity"] == quantity) & (result.values["group"] == group)].merge(
         result.runs, on="run")
     defaults = {s["name"]: s["default"] for s in result.meta["readings"]}
-    fact = d[d["role"] == "combination"]
+    fact = d[robustness.population(d).to_numpy()]
     dflt = fact
     for n in result.varied:
         dflt = dflt[dflt[n].astype(str) == str(defaults[n])]
     rows = [("as configured", d.loc[d["role"] == "configured", "value"].tolist()),
             ("default readings", dflt["value"].tolist())]
     rows += [(lab, [v]) for lab, v in zip(d.loc[d["role"] == "alone", "label"], d.loc[d["role"] == "alone", "value"])]
-    rows.append((f"all {len(fact)} combinations", fact["value"].tolist()))
+    rows.append((f"all {robustness.runs_word(result, len(fact))}", fact["value"].tolist()))
     return rows
 
 
@@ -97,10 +97,10 @@ def _left(ax, result, row, quantity: str) -> None:
         ax.scatter([], [], color=colour, s=20, label=text)
 
 
-def _right(ax, summary, quantity: str, cmp: dict) -> None:
+def _right(ax, summary, quantity: str, cmp: dict, over: str = "the combinations") -> None:
     d = summary[summary["quantity"] == quantity].reset_index(drop=True)
     x = np.arange(len(d))
-    ax.vlines(x, d["low"], d["high"], color="0.5", lw=6, alpha=0.5, label="range over the combinations")
+    ax.vlines(x, d["low"], d["high"], color="0.5", lw=6, alpha=0.5, label=f"range over {over}")
     ax.scatter(x, d["configured"], marker="o", color=PALETTE[0], zorder=3, label="as configured")
     ax.scatter(x, d["default"], marker="D", facecolor="none", edgecolor=PALETTE[1], lw=1.5, zorder=4,
                label="default readings")
@@ -123,7 +123,8 @@ def _right(ax, summary, quantity: str, cmp: dict) -> None:
     else:
         ax.set_xticks(x, [_short(g).replace(", ", "\n") for g in d["group"]])
     ax.set_ylabel("ratio (log scale)")
-    ax.set_title("every group: range over the combinations", fontsize=9)
+    ax.set_title("every group: range, one reading at a time" if over != "the combinations"
+                 else "every group: range over the combinations", fontsize=9)
 
 
 def robustness_figure(r: ResultsView) -> Figure | None:
@@ -140,10 +141,11 @@ def robustness_figure(r: ResultsView) -> Figure | None:
                  layout="constrained")
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
     _left(left, result, row, quantity)
-    _right(right, summary, quantity, cmp)
+    screen = robustness.screened(result)
+    _right(right, summary, quantity, cmp, "the runs one reading at a time" if screen else "the combinations")
     outside_legend(fig, *_handles(left, right), most=4, frameon=False)
-    survives = "survives every combination" if row["flipped"] == 0 else \
-        f"does not survive {row['flipped']} of {row['combinations']} combinations"
+    survives = ("survives every " + ("reading moved alone" if screen else "combination")) if row["flipped"] == 0 \
+        else f"does not survive {row['flipped']} of {robustness.runs_word(result, row['combinations'])}"
     side = SIDE_WORDS.get(robustness.side(row["configured"]), "undefined")
     claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({side}) at "
              f"{_short(row['group'])}; it {survives} of {', '.join(result.varied)} (range "
@@ -152,7 +154,8 @@ def robustness_figure(r: ResultsView) -> Figure | None:
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
     verdict = ". ".join(robustness.statement(result, summary, quantity)[:2])  # the headline group, then every group
     if row["flipped"]:
-        verdict += f". It flips in {row['flipped']} of {row['combinations']} combinations: here the data do not bear the claim out"
+        verdict += (f". It flips in {row['flipped']} of {robustness.runs_word(result, row['combinations'])}: here the "
+                    "data do not bear the claim out")
     return caption(fig, CLAIMS["readings_robustness"], verdict + ".")
 
 

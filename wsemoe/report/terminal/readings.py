@@ -40,8 +40,11 @@ def registry(readings: dict, evidence: bool = False) -> Table:
 def plan(result) -> Table:
     """Each reading's state for the sweep (varied, pinned, fixed, held, not applicable, pending) and options."""
     meta = result.meta
-    t = Table(title=f"readings of {meta['name']}: {meta['combinations']:,} combinations (full factorial of "
-                    f"{len(result.varied)} reading{'' if len(result.varied) == 1 else 's'}), {meta['runs']:,} runs, "
+    design = (f"one reading at a time ({meta['screened']}: the full factorial is not run)"
+              if robustness.screened(result) else
+              f"{meta['combinations']:,} combinations (full factorial of {len(result.varied)} "
+              f"reading{'' if len(result.varied) == 1 else 's'})")
+    t = Table(title=f"readings of {meta['name']}: {design}, {meta['runs']:,} runs, "
                     f"{meta['evaluated']:,} distinct sweeps of {meta['points']:,} points, {meta['seconds']:.1f} s",
               box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for c in ("reading", "state", "options"):
@@ -75,7 +78,8 @@ def table(result, summary, quantity: str) -> Table:
             if r["hinge"] else "none"
         cells = [str(r["group"]), show(r["configured"]), show(r["default"]), f"{show(r['low'])} – {show(r['high'])}"]
         if ratio:
-            cells.append(r["flips"] or f"none ({r['flipped']} of {r['combinations']} combinations)")
+            cells.append(r["flips"] or ("none" if robustness.screened(result) else
+                                        f"none ({r['flipped']} of {r['combinations']} combinations)"))
         t.add_row(*cells, hinge)
     return t
 
