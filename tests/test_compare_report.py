@@ -71,16 +71,18 @@ def test_compare_cli_table_formats_and_plot(runs, runner, tmp_path):
     assert "on_cs3" in svg and "ratio to" in svg and "what binds" in svg and "×" in svg
 
 
-def test_compare_says_why_its_robustness_is_not_computed_when_the_factorial_is_too_large(runs, runner, monkeypatch):
-    """The comparison stands and a line says why there is no range (as after a sweep); never an error (two
-    folders with many readings, e.g. a BTA sweep beside cerebras_serving, have thousands of combinations)."""
+def test_compare_screens_its_readings_one_at_a_time_when_the_factorial_is_too_large(runs, runner, monkeypatch):
+    """The comparison stands and its range is over each reading moved alone, said so (as `wsemoe readings`);
+    never an error (two folders with many readings, e.g. a BTA sweep beside cerebras_serving, have thousands of
+    combinations). It said only 'not computed' before."""
     from wsemoe.analysis.uncertainty import readings
 
     monkeypatch.setattr(readings, "MAX_COMBINATIONS", 1)
     a, b = runs
     r = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "200"})
     flat = " ".join(r.output.split())
-    assert r.exit_code == 0 and "robustness over readings: not computed (" in flat and "exceed 1" in flat, r.output
+    assert r.exit_code == 0 and "one reading at a time" in flat and "interactions unseen" in flat, r.output
+    assert "exceed 1" in flat and "not computed" not in flat
     assert "on_cs3/" in flat   # the table itself
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wsemoe.analysis.uncertainty.readings import AUTO_BUDGET, Readings, design, distinct, execute
+from wsemoe.analysis.uncertainty.readings import AUTO_BUDGET, Readings, design, distinct, execute, too_many
 from wsemoe.config import readings as registry
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
@@ -95,7 +95,8 @@ def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET
                                         {st.reading.name: st.configured for st in varied}, one)
     first = f"{labels[1]}/{labels[0]}"
     meta = {"name": " vs ".join(labels), "readings": rows, "fixed": {}, "varied": [st.reading.name for st in varied],
-            "combinations": int((table["role"] == "combination").sum()), "runs": len(runs), "evaluated": evaluated,
+            "combinations": int((table["role"] == "combination").sum()), "screened": too_many(varied),
+            "runs": len(runs), "evaluated": evaluated,
             "points": sum(c.size() for c in cfgs), "evaluations": evaluated * sum(c.size() for c in cfgs),
             "comparison": {"name": first, "metric": metric, "quantity": f"{first}:{metric}", "extents": {}},
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -92,7 +92,7 @@ def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tup
     return rows, varied, fixed
 
 
-def _too_many(varied: list[registry.Status]) -> str:
+def too_many(varied: list[registry.Status]) -> str:
     """'9,216 combinations of 12 readings exceed 512' where the full factorial is refused, else ''
     (counted before anything is built)."""
     count = int(np.prod([len(st.reading.options) for st in varied], dtype=object))
@@ -106,7 +106,7 @@ def design(varied: list[registry.Status], screen: bool = False) -> list[tuple[st
     on top of the configured sweep. A factorial over MAX_COMBINATIONS is refused, or with `screen` left out: the
     runs are then the configured sweep and each reading alone (one at a time: no interaction is seen)."""
     names = [st.reading.name for st in varied]
-    refused = _too_many(varied)
+    refused = too_many(varied)
     if refused and not screen:
         raise ConfigError(f"{refused}; vary fewer (--only) or fix some (--set name=option), a what-if "
                           "that is not stored", loc=("readings",))
@@ -180,7 +180,7 @@ def evaluate(config, only=(), fixed=None, readings=None, on_progress=None) -> Re
                                             on_progress)
     meta = {"config_hash": cfg.config_hash(), "registry_hash": registry_hash(readings),
             "name": cfg.name, "readings": rows, "fixed": fixed, "varied": names,
-            "combinations": int((table["role"] == "combination").sum()), "screened": _too_many(varied),
+            "combinations": int((table["role"] == "combination").sum()), "screened": too_many(varied),
             "runs": len(runs),
             "evaluated": evaluated, "points": cfg.size(), "evaluations": evaluated * cfg.size(),
             "comparison": _comparison(cfg), "seconds": round(time.perf_counter() - t0, 3)}
@@ -303,7 +303,7 @@ def how_to_compute(cfg, path) -> str:
     where the full factorial of the readings the sweep varies is refused; --only over a few of them gives their
     factorial as a what-if, never stored: `run`)."""
     _, varied, _ = plan(load_config(cfg))
-    if refused := _too_many(varied):
+    if refused := too_many(varied):
         return (f"not computed; `wsemoe readings {path}` computes it one reading at a time ({refused}), and "
                 f"`--only NAME` (repeatable) the factorial of the readings named as a what-if, of: "
                 f"{', '.join(st.reading.name for st in varied)}")
@@ -320,7 +320,7 @@ def refresh(cfg, path, budget: int = AUTO_BUDGET) -> str:
     try:
         runs, evaluations = cost(cfg, budget=budget)
     except ConfigError as exc:  # the sweep itself is done and written: say why its robustness is not
-        refused = _too_many(plan(cfg)[1])   # the factorial: say so and what runs; else what stopped it
+        refused = too_many(plan(cfg)[1])   # the factorial: say so and what runs; else what stopped it
         return f"robustness over readings: {how_to_compute(cfg, path) if refused else f'not computed ({exc.message})'}"
     if evaluations > budget:
         heavy = " SRAM-serving" if evaluations > runs * cfg.size() else ""
