@@ -221,3 +221,42 @@ def test_18_check_estimates_narrow_outputs(tmp_path):
     res = wsemoe.sweep.run.run_sweep(cfg, out_dir=tmp_path / "out")
     actual = sum(p["bytes"] for p in res.manifest["parts"])
     assert 0.5 < est / actual < 2.0, (est, actual)
+
+
+# ---------------------------------------------------------------- API whole numbers: one rule (arguments.whole)
+
+WHOLE_ARGUMENTS = {   # every API argument that counts something, as its entry point takes it
+    "run_sweep chunk_size": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, chunk_size=v),
+    "run_sweep workers": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, workers=v),
+    "evaluate start": lambda v, tmp: wsemoe.evaluate(GOOD, start=v),
+    "evaluate chunk_size": lambda v, tmp: wsemoe.evaluate(GOOD, chunk_size=v),
+    "explain point": lambda v, tmp: wsemoe.explain(GOOD, point=v),
+    "check_invariants points": lambda v, tmp: wsemoe.check_invariants([GOOD], points=v, only=["g1_is_uniform_batching"]),
+    "sensitivity seed": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=8, seed=v, out_root=tmp),
+    "sensitivity samples": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=v, out_root=tmp),
+}
+
+
+@pytest.mark.parametrize("value", [2.0, True, "2"])
+@pytest.mark.parametrize("entry", [*WHOLE_ARGUMENTS, "query limit", "calibrate seed"])
+def test_a_count_is_a_whole_number_by_one_rule_at_every_entry_point(entry, value, tmp_path):
+    """Five rules disagreed: run_sweep took workers=2.0 and failed on chunk_size=2.0 with a TypeError from range(),
+    the rest refused 2.0 but took numpy's integers or not as each happened to test. Now a bool or any float is
+    refused in one line (as the CLI refuses '2.0'), and nothing is written."""
+    if entry == "query limit":
+        folder = wsemoe.run_sweep(GOOD, out_root=tmp_path / "r").path
+        call = lambda: wsemoe.query(folder, limit=value)   # noqa: E731
+    elif entry == "calibrate seed":
+        call = lambda: wsemoe.calibrate("cs2", samples=8, seed=value, out_dir=tmp_path / "c")   # noqa: E731
+    else:
+        call = lambda: WHOLE_ARGUMENTS[entry](value, tmp_path / "out")   # noqa: E731
+    with pytest.raises(ConfigError, match="whole number"):
+        call()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("entry", WHOLE_ARGUMENTS)
+def test_numpy_integers_are_whole_numbers_at_every_entry_point(entry, tmp_path):
+    """np.int64 (a value read from a DataFrame) is a count: run_sweep refused workers=np.int64(1), sensitivity
+    stored seed=np.int64(1) into JSON and failed with a TypeError."""
+    WHOLE_ARGUMENTS[entry](np.int64(1), tmp_path / "out")

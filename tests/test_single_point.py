@@ -136,6 +136,6 @@ def test_a_point_index_of_another_type_says_so(point):
     import wsemoe
     from wsemoe.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="a point index is a whole number"):
+    with pytest.raises(ConfigError, match="a point index must be a whole number"):
         wsemoe.explain({"name": "p", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
                        point)

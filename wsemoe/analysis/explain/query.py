@@ -7,8 +7,6 @@ columns shown, filtered and sorted by, filtered, and cut to the best `limit` row
 
 from __future__ import annotations
 
-import numbers
-
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis.explain.where import Where
+from wsemoe.arguments import whole
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
@@ -115,9 +114,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
     feasible = feasible and every_point  # front rows are feasible by definition
     order = parse_sort(sort, known, man.get("objectives", {}))
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
-        raise ConfigError(f"must be a whole number, 0 (all) or more, got {limit!r}", loc=("--limit",))
-    limit = limit or None
+    limit = None if limit is None else whole(limit, "--limit", 0) or None   # 0: all, as --limit 0
     # a front per system (or model): a limit takes the best rows of every front in turn, so a sweep about a
     # system shows it even when another's front is longer (cerebras_serving: 20 rows, none of them CS-3)
     fronts = [g for g in man.get("pareto_groups") or [] if g in known] if (

@@ -1,0 +1,25 @@
+"""The rules for arguments the Python API takes (a count, a flag, a selection), fixed once here so every entry point
+and layer applies the same one; each refusal is one ConfigError line naming the argument."""
+
+from __future__ import annotations
+
+import numbers
+
+from wsemoe.errors import ConfigError, excerpt
+
+
+def whole(value, loc: str, low: int | None = 0, high: int | None = None, what: str = "") -> int:
+    """`value` as a Python int when it is a whole number in [low, high] (None: no bound that side; a caller that
+    says more about the range, such as "out of range: the sweep has 24 points", checks it itself), else one line.
+
+    A whole number is an int or a numpy integer (any numbers.Integral). Refused: a bool (True is not a count) and
+    every float, 2.0 included: the CLI's options refuse '2.0' (click's int type), so the API does too, and a float
+    that happens to be whole today (a computed 1e6 / 1e3) is not silently a count tomorrow (1e6 / 7). `what` names
+    the thing counted in the message ("a point index").
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
+            (low is not None and value < low) or (high is not None and value > high):
+        span = (f" from {low:,}" if low is not None else "") + (f" to {high:,}" if high is not None else "")
+        raise ConfigError(f"{what + ' ' if what else ''}must be a whole number{span}, got {excerpt(repr(value))}",
+                          loc=(loc,))
+    return int(value)
