@@ -260,3 +260,36 @@ def test_numpy_integers_are_whole_numbers_at_every_entry_point(entry, tmp_path):
     """np.int64 (a value read from a DataFrame) is a count: run_sweep refused workers=np.int64(1), sensitivity
     stored seed=np.int64(1) into JSON and failed with a TypeError."""
     WHOLE_ARGUMENTS[entry](np.int64(1), tmp_path / "out")
+
+
+# ---------------------------------------------------------------- API flags: real booleans (arguments.flag)
+
+FLAGS = {   # every API flag, as its entry point takes it
+    "run_sweep force": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, force=v),
+    "run_sweep resume": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, resume=v),
+    "check estimate": lambda v, tmp: wsemoe.check(GOOD, estimate=v),
+    "robustness write": lambda v, tmp: wsemoe.robustness(GOOD, write=v, out_root=tmp),
+    "sensitivity force": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=8, force=v, out_root=tmp),
+    "calibrate force": lambda v, tmp: wsemoe.calibrate("cs2", samples=8, force=v, out_dir=tmp),
+}
+
+
+@pytest.mark.parametrize("value", ["no", "false", 0, None])
+@pytest.mark.parametrize("entry", [*FLAGS, "query every_point", "query feasible"])
+def test_a_flag_is_a_real_boolean_at_every_entry_point(entry, value, tmp_path):
+    """`query(folder, every_point="no")` showed every point and `run_sweep(force="no")` re-ran: a string was taken
+    by its truth. Now anything but True or False is one line naming the flag, and nothing is written."""
+    if entry.startswith("query"):
+        folder = wsemoe.run_sweep(GOOD, out_root=tmp_path / "r").path
+        name = entry.split()[1]
+        call = lambda: wsemoe.query(folder, **{"every_point": True, name: value})   # noqa: E731
+    else:
+        name = entry.split()[1]
+        call = lambda: FLAGS[entry](value, tmp_path / "out")   # noqa: E731
+    with pytest.raises(ConfigError, match="must be True or False") as exc:
+        call()
+    assert exc.value.loc == (name,) and not (tmp_path / "out").exists()
+
+
+def test_numpy_booleans_are_flags():
+    assert wsemoe.check(GOOD, estimate=np.False_)["points"] == 2

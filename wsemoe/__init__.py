@@ -216,9 +216,12 @@ def robustness(config, only=(), fixed=None, write: bool = False, out_root="resul
     flips, hinge), `.statement()` the comparison's line. With `write`, also into results/<name>/readings/,
     unless it is a what-if (`only` or `fixed`): that is returned, labelled, never stored."""
     from wsemoe.analysis.uncertainty import readings as rd
+    from wsemoe.arguments import flag
 
     only, fixed = _listed(only), None if fixed is None else _choice(fixed, "fixed")
-    return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)
+    if flag(write, "write"):
+        return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0]
+    return rd.evaluate(config, only, fixed)
 
 
 def calibrate(hardware: str = "cs2", **kwargs):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from wsemoe.errors import ConfigError, excerpt
 
 
@@ -23,3 +25,11 @@ def whole(value, loc: str, low: int | None = 0, high: int | None = None, what: s
         raise ConfigError(f"{what + ' ' if what else ''}must be a whole number{span}, got {excerpt(repr(value))}",
                           loc=(loc,))
     return int(value)
+
+
+def flag(value, loc: str) -> bool:
+    """`value` when it is a real boolean (bool, or numpy's bool_ as read from a frame), else one line: a flag given
+    "no", "false" or 0 was taken by its truth, so "no" meant yes."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"must be True or False, got {excerpt(repr(value))}", loc=(loc,))
+    return bool(value)

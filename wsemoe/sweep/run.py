@@ -19,7 +19,7 @@ from wsemoe.store import ownership, placement, writer
 from wsemoe.store import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
-from wsemoe.arguments import whole
+from wsemoe.arguments import flag, whole
 from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, PresetError
@@ -65,6 +65,7 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     are in place (the sweep command's readings analysis: written into these results, never into another run's);
     what it returns is the result's `note`.
     """
+    force, resume = flag(force, "force"), flag(resume, "resume")
     cfg = load_config(config)
     check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
     if chunk_size is not None:   # 2.0 was a TypeError from range() deep inside the run

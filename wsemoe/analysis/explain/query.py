@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis.explain.where import Where
-from wsemoe.arguments import whole
+from wsemoe.arguments import flag, whole
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
@@ -100,6 +100,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
            limit: int | None = None, every_point: bool = False, feasible: bool = False) -> Selection:
     """Rows of the Pareto front (or every point) matching `where` (and feasible, with `feasible`), sorted, at
     most `limit` of them."""
+    every_point, feasible = flag(every_point, "every_point"), flag(feasible, "feasible")
     path = Path(path)
     man = store.load_manifest(path)
     source = "points" if every_point else "pareto"

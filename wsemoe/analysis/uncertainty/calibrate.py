@@ -28,7 +28,7 @@ from wsemoe.store import writer
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.analysis.uncertainty.shipped import shipped_needs
 from wsemoe.analysis.uncertainty.unknowns import Unknown
-from wsemoe.arguments import whole
+from wsemoe.arguments import flag, whole
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
 from wsemoe.config.reference import input_unit
@@ -269,6 +269,7 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
 
     t0 = time.perf_counter()
     seed = unknowns_mod.check_seed(seed)   # a plain int: numpy's int64 is no JSON
+    force = flag(force, "force")
     us = unknowns_mod.select(unknowns_mod.load(hardware, unknowns_file), only)
     path = Path(out_dir) if out_dir else Path("results") / f"calibration-{hardware}"
     writer.check_folder(path, "calibrate", force, key=hardware)

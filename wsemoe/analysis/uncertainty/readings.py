@@ -20,6 +20,7 @@ import pandas as pd
 
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.analysis.uncertainty.sampled import Sampled
+from wsemoe.arguments import flag
 from wsemoe.config import readings as registry
 from wsemoe.config.registry import registry_hash
 from wsemoe.config.loader import load_config
@@ -250,6 +251,7 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None,
     from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
+    force = flag(force, "force")
     if Path(target).is_dir():
         store.load_manifest(target)
         path, cfg = Path(target), load_config(Path(target) / "config.yaml")

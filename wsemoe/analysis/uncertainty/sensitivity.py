@@ -20,7 +20,7 @@ import pandas as pd
 
 from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
 from wsemoe.analysis.uncertainty.sampled import ROWS_PER_CHUNK, Sampled
-from wsemoe.arguments import whole
+from wsemoe.arguments import flag, whole
 from wsemoe.errors import ConfigError
 from wsemoe.store import ledger
 from wsemoe.store import writer
@@ -254,6 +254,7 @@ def run(config, out_root="results", hardware=None, method="sobol", samples=None,
     the sensitivity/ folder is checked before the analysis runs."""
     from wsemoe.sweep.run import run_sweep
 
+    force = flag(force, "force")
     prepared = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
     res = run_sweep(prepared[0].cfg, out_root=out_root)
     writer.check_folder(res.path / FOLDER, "sensitivity", force)
