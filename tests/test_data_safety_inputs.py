@@ -293,3 +293,30 @@ def test_a_flag_is_a_real_boolean_at_every_entry_point(entry, value, tmp_path):
 
 def test_numpy_booleans_are_flags():
     assert wsemoe.check(GOOD, estimate=np.False_)["points"] == 2
+
+
+# ---------------------------------------------------------------- API selections: [] is not the default
+
+@pytest.mark.parametrize("entry,call", [
+    ("columns", lambda folder, tmp: wsemoe.query(folder, columns=[])),
+    ("only", lambda folder, tmp: wsemoe.plot(folder, only=[])),
+    ("formats", lambda folder, tmp: wsemoe.plot(folder, formats=())),
+    ("only", lambda folder, tmp: wsemoe.check_invariants([GOOD], points=4, only=[])),
+    ("only", lambda folder, tmp: wsemoe.sensitivity(GOOD, samples=8, only=[], out_root=tmp)),
+    ("only", lambda folder, tmp: wsemoe.robustness(GOOD, only=[])),
+    ("only", lambda folder, tmp: wsemoe.calibrate("cs2", samples=8, only=[], out_dir=tmp)),
+    ("readings", lambda folder, tmp: wsemoe.calibrate("cs2", samples=8, readings=[], out_dir=tmp)),
+])
+def test_an_empty_selection_is_refused_not_read_as_every_one(entry, call, tmp_path):
+    """`query(columns=[])` showed the default columns, `plot(only=[])` and `plot(formats=[])` wrote every figure
+    as PNG and SVG, `check_invariants(only=[])` ran every invariant...: [] asked for nothing. None is the default."""
+    folder = wsemoe.run_sweep(GOOD, out_root=tmp_path / "r").path
+    with pytest.raises(ConfigError, match="is empty") as exc:
+        call(folder, tmp_path / "out")
+    assert exc.value.loc == (entry,) and not (tmp_path / "out").exists() and not (folder / "plots").exists()
+
+
+def test_none_is_the_default_selection(tmp_path):
+    """calibrate(readings=None) failed with a TypeError inside the readings plan; robustness's default is None."""
+    assert len(wsemoe.robustness(GOOD, only=None).runs) >= 1
+    assert wsemoe.calibrate("cs2", samples=8, readings=None, out_dir=tmp_path / "c")

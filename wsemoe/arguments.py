@@ -33,3 +33,12 @@ def flag(value, loc: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(f"must be True or False, got {excerpt(repr(value))}", loc=(loc,))
     return bool(value)
+
+
+def selection(value, loc: str):
+    """A selection the caller names (columns, figures, invariants, unknowns, readings, formats): None is the
+    default (every one, or the usual ones); an empty one asked for nothing and is refused, not silently read as
+    that default. A list of overrides (`sets`) or of sort keys is not a selection: empty, it is none of them."""
+    if value is not None and not isinstance(value, str) and hasattr(value, "__len__") and not len(value):
+        raise ConfigError("is empty: name at least one, or leave it out (None) for the default", loc=(loc,))
+    return value

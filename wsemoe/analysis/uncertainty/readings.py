@@ -67,6 +67,7 @@ def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tup
     """(status rows for every reading, the varied statuses, the fixed choice): `fixed` readings are set for
     every run and not varied; `only` limits which readings vary (given by the command's `option`)."""
     readings = registry.load() if readings is None else readings
+    only = only or ()   # None is the default, every reading, as () is (the API's calibrate(readings=None) failed)
     registry.select(readings, only, (option,))
     fixed = dict(fixed or {})
     registry.select(readings, list(fixed), ("--set",))
