@@ -76,7 +76,7 @@ def point_config(cfg, point: int, sets: dict | None = None):
     if "balance.histogram" in (sets or {}):   # the sweep's one histogram is read with its file (config/loader.py)
         raise ConfigError("balance.histogram is read with the sweep file: set it there (one histogram per sweep)",
                           loc=("--set", "balance.histogram"))
-    typed = {p: axes.typed_values(p, [v], base, ("--set", p), store_)[0] for p, v in (sets or {}).items()}
+    typed = {p: axes.typed_value(p, v, base, ("--set", p), store_) for p, v in (sets or {}).items()}
     if typed.get("balance.distribution") == "histogram" and cfg.expert_histogram is None:
         raise ConfigError("distribution 'histogram' needs balance.histogram (a CSV path) in the sweep file",
                           loc=("--set", "balance.distribution"))
