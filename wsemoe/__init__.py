@@ -99,10 +99,14 @@ def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
 
 def point_config(hardware, model, sets=None, name: str = "point") -> dict:
     """The sweep-config mapping of one point: a hardware and a model (preset names or files) and settings like
-    ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row."""
+    ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row.
+    The mapping is validated as a sweep is (an unknown preset or workload.G=banana is one line here, not later)."""
+    from wsemoe.config.loader import load_config as load
     from wsemoe.config.single import parse_sets, point_mapping
 
-    return point_mapping(hardware, model, parse_sets(_listed(sets) or []), name)
+    mapping = point_mapping(hardware, model, parse_sets(_listed(sets) or []), name)
+    load(mapping)
+    return mapping
 
 
 def compare(folders, metric=None):
