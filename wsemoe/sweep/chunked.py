@@ -19,7 +19,7 @@ from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
-from wsemoe.store.block import Block, Labels
+from wsemoe.store.block import Block, Labels, concat_frames
 from wsemoe.sweep.compare import ENERGY, baseline_mask, candidate_mask, check_metrics, group_keys, metrics
 from wsemoe.sweep.pareto import front_rows, not_finite_rows
 
@@ -245,4 +245,4 @@ def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = 
     ev = engine.Evaluator(cfg)
     parts = [run_chunk(cfg, start + s, start + e, baselines, evaluator=ev).points.to_frame()
              for s, e in chunk_ranges(stop - start, chunk_size)]
-    return pd.concat(parts) if len(parts) > 1 else parts[0]
+    return concat_frames(parts)

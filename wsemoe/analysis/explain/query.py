@@ -18,6 +18,7 @@ from wsemoe.arguments import flag, whole
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
+from wsemoe.store.block import concat_frames
 from wsemoe.sweep.column_check import check_column
 from wsemoe.sweep.pareto import TIES
 
@@ -139,7 +140,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
         if limit and not order and flt is None and not feasible and not fronts and matched >= limit:
             matched = man["points"] if every_point else matched  # unfiltered: every point matches
             break
-    rows = pd.concat(kept) if kept else pd.DataFrame(columns=needed)
+    rows = concat_frames(kept) if kept else pd.DataFrame(columns=needed)
     if order and not limit:  # with a limit, _keep kept the rows sorted
         rows = _sorted(rows, order)
     if fronts and limit:
@@ -172,5 +173,5 @@ def _keep(kept: list, df: pd.DataFrame, order, limit) -> list:
     """Rows kept so far plus this part's; with an order and a limit, only the best `limit` (bounded memory)."""
     if not (order and limit):
         return kept + [df]
-    both = pd.concat([*kept, df]) if kept else df
+    both = concat_frames([*kept, df]) if kept else df
     return [_sorted(both, order).head(limit)]
