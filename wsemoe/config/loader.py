@@ -158,9 +158,10 @@ def _zips(raw: RawSweep, base: dict, preset_store: dict, base_dir: Path) -> list
                  for path, vals in group.items() if path not in rowwise}
         typed.update(_preset_rows(group, typed, rowwise, preset_store, gi))
         typed = {p: typed[p] for p in group}
-        lengths = {len(v) for v in typed.values()}
-        if len(lengths) > 1:
-            raise ConfigError(f"zipped axes need equal lengths, got {sorted(lengths)}", loc=("zip", gi))
+        if len({len(v) for v in typed.values()}) > 1:   # each list's length named: which one is short?
+            each = ", ".join(f"{p} has {len(v)}" + ("" if i else " values") for i, (p, v) in enumerate(typed.items()))
+            raise ConfigError(f"the lists of a zip group need one length (row i takes the i-th value of each): {each}",
+                              loc=("zip", gi))
         axes.no_repeats(list(zip(*typed.values())), ("zip", gi), "row")  # one column may repeat; a whole row may not
         zips.append(typed)
     return zips
