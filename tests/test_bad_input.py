@@ -42,6 +42,7 @@ CASES = {
     "empty grid": (GOOD.replace("[1, 2]", "[]"), ["axes -> workload.G", "empty"]),
     "bad range": (GOOD.replace("[1, 2]", "{range: [4, 1]}"), ["axes -> workload.G -> range"]),
     "escaping name": (GOOD.replace("name: bad", "name: ../../etc"), ["name"]),
+    "hidden name": (GOOD.replace("name: bad", "name: .bad"), ["name", "the first a letter or digit"]),   # '.' is one
     "not a mapping": ("- 1\n- 2\n", ["config"]),
     "zip lengths differ": (GOOD + "zip:\n  - {workload.B: [1, 2], workload.seq_len: [1024]}\n",
                            ["zip -> 0", "workload.B has 2 values, workload.seq_len has 1"]),
