@@ -10,6 +10,7 @@ config (an option equal to the configured value) are evaluated once. `analysis.r
 from __future__ import annotations
 
 import itertools
+import os
 import json
 import time
 from dataclasses import dataclass
@@ -246,14 +247,14 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None,
         force: bool = False) -> tuple[Readings, Path | None]:
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
     are brought up to date first; results of another config of it are refused: only `sweep` replaces them) or a
-    results folder (its config.yaml); the readings/ folder is checked
+    results folder (its config.yaml), or a sweep as a dict or SweepConfig; the readings/ folder is checked
     before anything is evaluated. A what-if (`only` or `fixed`) is evaluated and returned with the path None:
     the stored answer is rewritten only by the analysis that made it, every reading varied, none fixed."""
     from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
     force = flag(force, "force")
-    if Path(target).is_dir():
+    if isinstance(target, (str, os.PathLike)) and Path(target).is_dir():   # a dict was a TypeError from Path
         store.load_manifest(target)
         path, cfg = Path(target), load_config(Path(target) / "config.yaml")
     else:
