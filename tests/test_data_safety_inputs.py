@@ -230,6 +230,7 @@ WHOLE_ARGUMENTS = {   # every API argument that counts something, as its entry p
     "run_sweep workers": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, workers=v),
     "evaluate start": lambda v, tmp: wsemoe.evaluate(GOOD, start=v),
     "evaluate chunk_size": lambda v, tmp: wsemoe.evaluate(GOOD, chunk_size=v),
+    "evaluate limit": lambda v, tmp: wsemoe.evaluate(GOOD, start=1, limit=v),
     "explain point": lambda v, tmp: wsemoe.explain(GOOD, point=v),
     "check_invariants points": lambda v, tmp: wsemoe.check_invariants([GOOD], points=v, only=["g1_is_uniform_batching"]),
     "sensitivity seed": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=8, seed=v, out_root=tmp),
