@@ -42,8 +42,10 @@ CASES = {
     "empty grid": (GOOD.replace("[1, 2]", "[]"), ["axes -> workload.G", "empty"]),
     "bad range": (GOOD.replace("[1, 2]", "{range: [4, 1]}"), ["axes -> workload.G -> range"]),
     "escaping name": (GOOD.replace("name: bad", "name: ../../etc"), ["name"]),
+    "hidden name": (GOOD.replace("name: bad", "name: .bad"), ["name", "the first a letter or digit"]),   # '.' is one
     "not a mapping": ("- 1\n- 2\n", ["config"]),
-    "zip lengths differ": (GOOD + "zip:\n  - {workload.B: [1, 2], workload.seq_len: [1024]}\n", ["zip -> 0", "equal lengths"]),
+    "zip lengths differ": (GOOD + "zip:\n  - {workload.B: [1, 2], workload.seq_len: [1024]}\n",
+                           ["zip -> 0", "workload.B has 2 values, workload.seq_len has 1"]),
     "tiny hardware figure": (GOOD.replace("hardware: cs2", "hardware: {preset: cs2, node_peak_flops: 1.0e-300}"),
                              ["hardware -> node_peak_flops", "greater than or equal to 1e-30"]),
     "NaN bandwidth": (GOOD.replace("hardware: cs2", "hardware: {preset: cs2, io_in_bw_bytes_per_s: .nan}"),

@@ -186,3 +186,35 @@ def test_shared_groups_reuse_a_group_of_equal_inputs_and_nothing_else(small_conf
     calls.clear()
     frames.evaluate_frame(cfg, frame)   # outside: no memo
     assert len(calls) == groups
+
+
+def test_label_columns_keep_one_dtype_whatever_the_chunking(small_config, tmp_path):
+    """`bound` came back a category from one chunk and strings from several (pd.concat of categoricals whose
+    categories differ), in `evaluate`, in the points of a results folder and in `query`: the same sweep read back
+    differently by its --chunk-size. Now every frame equals the one-chunk frame, dtypes and categories included."""
+    import wsemoe
+    from wsemoe.store import store
+
+    one = wsemoe.evaluate(small_config)
+    assert isinstance(one["bound"].dtype, pd.CategoricalDtype) and one["bound"].nunique() > 1
+    for chunk in (1, 5):
+        pd.testing.assert_frame_equal(wsemoe.evaluate(small_config, chunk_size=chunk), one)
+    runs = {chunk: run_sweep(small_config, out_dir=tmp_path / f"c{chunk}", chunk_size=chunk).path for chunk in (None, 5)}
+    for reader in (lambda p: store.read_points(p, store.load_manifest(p)),
+                   lambda p: wsemoe.query(p, every_point=True, limit=0).rows):
+        whole, chunked = (reader(p) for p in runs.values())
+        assert isinstance(whole["bound"].dtype, pd.CategoricalDtype)
+        pd.testing.assert_frame_equal(chunked, whole)
+
+
+def test_parts_whose_first_label_sorts_last_read_back_sorted():
+    """A first part holding only 'y' put it first in pyarrow's merged dictionary: categories [y, x] where one chunk
+    gives [x, y]."""
+    import pyarrow as pa
+
+    from wsemoe.store.block import concat_frames, sorted_categories
+
+    parts = [pd.DataFrame({"b": pd.Categorical(v)}) for v in (["y"], ["x", "y"])]
+    assert list(concat_frames(parts)["b"].cat.categories) == ["x", "y"]
+    merged = pa.concat_tables([pa.Table.from_pandas(p) for p in parts]).to_pandas()
+    assert list(sorted_categories(merged)["b"].cat.categories) == ["x", "y"]

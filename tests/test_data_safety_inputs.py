@@ -221,3 +221,103 @@ def test_18_check_estimates_narrow_outputs(tmp_path):
     res = wsemoe.sweep.run.run_sweep(cfg, out_dir=tmp_path / "out")
     actual = sum(p["bytes"] for p in res.manifest["parts"])
     assert 0.5 < est / actual < 2.0, (est, actual)
+
+
+# ---------------------------------------------------------------- API whole numbers: one rule (arguments.whole)
+
+WHOLE_ARGUMENTS = {   # every API argument that counts something, as its entry point takes it
+    "run_sweep chunk_size": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, chunk_size=v),
+    "run_sweep workers": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, workers=v),
+    "evaluate start": lambda v, tmp: wsemoe.evaluate(GOOD, start=v),
+    "evaluate chunk_size": lambda v, tmp: wsemoe.evaluate(GOOD, chunk_size=v),
+    "evaluate limit": lambda v, tmp: wsemoe.evaluate(GOOD, start=1, limit=v),
+    "explain point": lambda v, tmp: wsemoe.explain(GOOD, point=v),
+    "check_invariants points": lambda v, tmp: wsemoe.check_invariants([GOOD], points=v, only=["g1_is_uniform_batching"]),
+    "sensitivity seed": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=8, seed=v, out_root=tmp),
+    "sensitivity samples": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=v, out_root=tmp),
+}
+
+
+@pytest.mark.parametrize("value", [2.0, True, "2"])
+@pytest.mark.parametrize("entry", [*WHOLE_ARGUMENTS, "query limit", "calibrate seed"])
+def test_a_count_is_a_whole_number_by_one_rule_at_every_entry_point(entry, value, tmp_path):
+    """Five rules disagreed: run_sweep took workers=2.0 and failed on chunk_size=2.0 with a TypeError from range(),
+    the rest refused 2.0 but took numpy's integers or not as each happened to test. Now a bool or any float is
+    refused in one line (as the CLI refuses '2.0'), and nothing is written."""
+    if entry == "query limit":
+        folder = wsemoe.run_sweep(GOOD, out_root=tmp_path / "r").path
+        call = lambda: wsemoe.query(folder, limit=value)   # noqa: E731
+    elif entry == "calibrate seed":
+        call = lambda: wsemoe.calibrate("cs2", samples=8, seed=value, out_dir=tmp_path / "c")   # noqa: E731
+    else:
+        call = lambda: WHOLE_ARGUMENTS[entry](value, tmp_path / "out")   # noqa: E731
+    with pytest.raises(ConfigError, match="whole number"):
+        call()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("entry", WHOLE_ARGUMENTS)
+def test_numpy_integers_are_whole_numbers_at_every_entry_point(entry, tmp_path):
+    """np.int64 (a value read from a DataFrame) is a count: run_sweep refused workers=np.int64(1), sensitivity
+    stored seed=np.int64(1) into JSON and failed with a TypeError."""
+    WHOLE_ARGUMENTS[entry](np.int64(1), tmp_path / "out")
+
+
+# ---------------------------------------------------------------- API flags: real booleans (arguments.flag)
+
+FLAGS = {   # every API flag, as its entry point takes it
+    "run_sweep force": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, force=v),
+    "run_sweep resume": lambda v, tmp: wsemoe.run_sweep(GOOD, out_root=tmp, resume=v),
+    "check estimate": lambda v, tmp: wsemoe.check(GOOD, estimate=v),
+    "robustness write": lambda v, tmp: wsemoe.robustness(GOOD, write=v, out_root=tmp),
+    "sensitivity force": lambda v, tmp: wsemoe.sensitivity(GOOD, samples=8, force=v, out_root=tmp),
+    "calibrate force": lambda v, tmp: wsemoe.calibrate("cs2", samples=8, force=v, out_dir=tmp),
+}
+
+
+@pytest.mark.parametrize("value", ["no", "false", 0, None])
+@pytest.mark.parametrize("entry", [*FLAGS, "query every_point", "query feasible"])
+def test_a_flag_is_a_real_boolean_at_every_entry_point(entry, value, tmp_path):
+    """`query(folder, every_point="no")` showed every point and `run_sweep(force="no")` re-ran: a string was taken
+    by its truth. Now anything but True or False is one line naming the flag, and nothing is written."""
+    if entry.startswith("query"):
+        folder = wsemoe.run_sweep(GOOD, out_root=tmp_path / "r").path
+        name = entry.split()[1]
+        call = lambda: wsemoe.query(folder, **{"every_point": True, name: value})   # noqa: E731
+    else:
+        name = entry.split()[1]
+        call = lambda: FLAGS[entry](value, tmp_path / "out")   # noqa: E731
+    with pytest.raises(ConfigError, match="must be True or False") as exc:
+        call()
+    assert exc.value.loc == (name,) and not (tmp_path / "out").exists()
+
+
+def test_numpy_booleans_are_flags():
+    assert wsemoe.check(GOOD, estimate=np.False_)["points"] == 2
+
+
+# ---------------------------------------------------------------- API selections: [] is not the default
+
+@pytest.mark.parametrize("entry,call", [
+    ("columns", lambda folder, tmp: wsemoe.query(folder, columns=[])),
+    ("only", lambda folder, tmp: wsemoe.plot(folder, only=[])),
+    ("formats", lambda folder, tmp: wsemoe.plot(folder, formats=())),
+    ("only", lambda folder, tmp: wsemoe.check_invariants([GOOD], points=4, only=[])),
+    ("only", lambda folder, tmp: wsemoe.sensitivity(GOOD, samples=8, only=[], out_root=tmp)),
+    ("only", lambda folder, tmp: wsemoe.robustness(GOOD, only=[])),
+    ("only", lambda folder, tmp: wsemoe.calibrate("cs2", samples=8, only=[], out_dir=tmp)),
+    ("readings", lambda folder, tmp: wsemoe.calibrate("cs2", samples=8, readings=[], out_dir=tmp)),
+])
+def test_an_empty_selection_is_refused_not_read_as_every_one(entry, call, tmp_path):
+    """`query(columns=[])` showed the default columns, `plot(only=[])` and `plot(formats=[])` wrote every figure
+    as PNG and SVG, `check_invariants(only=[])` ran every invariant...: [] asked for nothing. None is the default."""
+    folder = wsemoe.run_sweep(GOOD, out_root=tmp_path / "r").path
+    with pytest.raises(ConfigError, match="is empty") as exc:
+        call(folder, tmp_path / "out")
+    assert exc.value.loc == (entry,) and not (tmp_path / "out").exists() and not (folder / "plots").exists()
+
+
+def test_none_is_the_default_selection(tmp_path):
+    """calibrate(readings=None) failed with a TypeError inside the readings plan; robustness's default is None."""
+    assert len(wsemoe.robustness(GOOD, only=None).runs) >= 1
+    assert wsemoe.calibrate("cs2", samples=8, readings=None, out_dir=tmp_path / "c")

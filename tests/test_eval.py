@@ -259,3 +259,20 @@ def test_an_override_is_checked_against_the_points_own_hardware():
     assert values["hardware"] == "nvl72" and typed == {"hardware.scale_out_bw_bytes_per_s": 1e11}
     with pytest.raises(ConfigError, match="switch"):
         point_config(cfg, 0, {"hardware.scale_out_bw_bytes_per_s": 1e11})
+
+
+def test_eval_json_carries_every_float_exactly_as_the_api_gives_it(runner):
+    """`eval -F json` wrote pandas' to_json with 15 significant digits (0.016672474453333 for
+    0.016672474453333332): the CLI and the API differed in the last bits. Now every finite float reads back to the
+    API's very double, NaN as null (JSON has none)."""
+    import json
+    import math
+
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-F", "json"])
+    assert r.exit_code == 0, r.output
+    shown = {(x["group"], x["term"]): x["value"] for x in json.loads(r.output)}
+    _, terms = wsemoe.explain(hardware="cs2", model="qwen3-30b-a3b")
+    floats = [(k, v) for *k, v, _, _ in terms if isinstance(v, float)]
+    assert len(floats) > 50
+    for key, value in floats:
+        assert shown[tuple(key)] == value if math.isfinite(value) else shown[tuple(key)] is None, key

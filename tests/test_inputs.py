@@ -540,3 +540,16 @@ def test_an_empty_comparison_metric_is_refused(tmp_path):
     path = run_sweep({**BASE, "axes": {"workload.B": [1, 2]}}, out_root=tmp_path).path
     with pytest.raises(ConfigError, match="a column name"):
         wsemoe.compare([path, path], "")
+
+
+@pytest.mark.parametrize("side", ["baseline", "candidate"])
+def test_a_compare_value_is_typed_as_its_axis_values_are(side):
+    """`baseline: {workload.G: "1"}` was 'not among the values of workload.G (1, 2)' though the axis itself reads
+    "1" as 1, and `{workload.G: true}` matched G = 1 (True == 1) where the axis refuses a boolean."""
+    other = {"baseline": {"workload.G": 4}} if side == "candidate" else {}
+    cfg = wsemoe.load_config({**BASE, "axes": {"workload.G": [1, 2, 4]},
+                              "compare": {**other, side: {"workload.G": "1"}}})
+    assert getattr(cfg.compare, side) == {"workload.G": 1} and type(getattr(cfg.compare, side)["workload.G"]) is int
+    with pytest.raises(ConfigError, match="got a boolean") as exc:
+        wsemoe.load_config({**BASE, "axes": {"workload.G": [1, 2, 4]}, "compare": {**other, side: {"workload.G": True}}})
+    assert exc.value.loc[:3] == ("compare", side, "workload.G")

@@ -214,3 +214,16 @@ def test_list_results_of_a_results_folder_lists_it_as_ls_does(tmp_path):
                      out_root=tmp_path).path
     assert [r.name for r in wsemoe.list_results(path)[0]] == ["one"]
     assert [r.name for r in wsemoe.list_results(tmp_path)[0]] == ["one"]
+
+
+def test_a_hidden_results_folder_is_listed_when_named(tmp_path, runner):
+    """`wsemoe ls results/.old` said "no results in results/.old" of the results folder it named (a root's listing
+    still skips hidden folders, as runs' partial folders are)."""
+    import wsemoe
+
+    _, res = _sweep(tmp_path, "one")
+    hidden = res.path.rename(res.path.parent / ".old")
+    r = runner.invoke(app, ["ls", str(hidden)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "no results" not in r.output and ".old" in r.output, r.output
+    assert [x.name for x in wsemoe.list_results(hidden)[0]] == ["one"]
+    assert wsemoe.list_results(tmp_path / "results")[0] == []

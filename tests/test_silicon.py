@@ -402,5 +402,6 @@ def test_a_file_of_shifted_rows_or_an_infinite_gate_is_one_line(tmp_path, runner
     good = _csv(tmp_path, [_row(id="ok")]).read_text().splitlines()
     shifted.write_text("\n".join([good[0], good[1] + ",x,y"]) + "\n")
     one_line_error(runner.invoke(app, ["validate", "--silicon", str(shifted)]), "more fields than the header")
-    one_line_error(runner.invoke(app, ["validate", "--silicon", str(_csv(tmp_path, [_row(id="ok")])),
-                                       "--max-mape", "inf"]), "--max-mape", "finite")   # inf let every MAPE pass
+    for value in ("inf", "nan", "-0.1"):   # inf let every MAPE pass; NaN "should be greater than or equal to 0"
+        one_line_error(runner.invoke(app, ["validate", "--silicon", str(_csv(tmp_path, [_row(id="ok")])),
+                                           "--max-mape", value]), "--max-mape", "finite share from 0", value)

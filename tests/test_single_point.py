@@ -136,6 +136,21 @@ def test_a_point_index_of_another_type_says_so(point):
     import wsemoe
     from wsemoe.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="a point index is a whole number"):
+    with pytest.raises(ConfigError, match="a point index must be a whole number"):
         wsemoe.explain({"name": "p", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.B": [1, 2]}},
                        point)
+
+
+@pytest.mark.parametrize("args,loc", [
+    (("cs2", "qwen3-30b-a3b", ["workload.G=banana"]), ("workload", "G")),
+    (("cs9", "qwen3-30b-a3b"), ("hardware",)),
+    (("cs2", "qwen3-30b-a3b", ["mapping.tp=3"], "bad name!"), ("name",)),
+])
+def test_point_config_returns_a_validated_mapping_or_refuses(args, loc):
+    """`point_config("cs2", model, ["workload.G=banana"])` returned {'workload': {'G': 'banana'}} and an unknown
+    preset came back as a name: the error waited for whoever evaluated it."""
+    from wsemoe.errors import WsemoeError
+
+    with pytest.raises(WsemoeError) as exc:
+        wsemoe.point_config(*args)
+    assert exc.value.loc == loc

@@ -84,3 +84,13 @@ def test_the_python_api_does_not_store_a_what_if(swept):
     r = wsemoe.robustness(str(path), fixed={"attn_kernel": "flash"}, write=True)
     assert _snapshot(folder) == before
     assert all(line.startswith("what-if (") for line in r.statement())
+
+
+def test_the_python_api_writes_the_readings_of_a_sweep_given_as_a_dict(tmp_path):
+    """`robustness(config_dict, write=True)` was a TypeError (Path of a dict), though every API function takes a
+    sweep as a dict."""
+    import wsemoe
+
+    cfg = {"name": "asdict", "hardware": "cs2", "model": "qwen3-30b-a3b", "axes": {"workload.G": [1, 2]}}
+    wsemoe.robustness(cfg, write=True, out_root=tmp_path)
+    assert (tmp_path / "asdict" / "readings").is_dir()

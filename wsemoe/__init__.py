@@ -38,8 +38,16 @@ def _choice(value, what: str) -> dict:
     return value
 
 
-def _listed_kwargs(kwargs: dict, *names: str) -> dict:
-    return {k: _listed(v) if k in names else v for k, v in kwargs.items()}
+def _selection(value, what: str):
+    """A selection argument (columns, figures, names) as `_listed` gives it; an empty one is refused
+    (`arguments.selection`: [] asked for nothing, it is not the default)."""
+    from wsemoe.arguments import selection
+
+    return selection(_listed(value), what)
+
+
+def _selection_kwargs(kwargs: dict, *names: str) -> dict:
+    return {k: _selection(v, k) if k in names else v for k, v in kwargs.items()}
 
 
 __all__ = ["__version__", "WsemoeError", "evaluate", "run_sweep", "check", "load_config", "load_hardware",
@@ -76,8 +84,8 @@ def query(results, where=None, columns=None, sort=None, limit=None, every_point=
     sorted, at most `limit` (see `wsemoe show`); returns a Selection whose `.rows` is a DataFrame indexed by point."""
     from wsemoe.analysis.explain.query import select
 
-    return select(_path(results, "results"), where=where, columns=_listed(columns), sort=_listed(sort), limit=limit,
-                  every_point=every_point, feasible=feasible)
+    return select(_path(results, "results"), where=where, columns=_selection(columns, "columns"),
+                  sort=_listed(sort), limit=limit, every_point=every_point, feasible=feasible)
 
 
 def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
@@ -91,10 +99,14 @@ def explain(config=None, point: int = 0, sets=None, hardware=None, model=None):
 
 def point_config(hardware, model, sets=None, name: str = "point") -> dict:
     """The sweep-config mapping of one point: a hardware and a model (preset names or files) and settings like
-    ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row."""
+    ["workload.B=2", "workload.mode=decode"]; `wsemoe.evaluate(wsemoe.point_config(...))` gives its one row.
+    The mapping is validated as a sweep is (an unknown preset or workload.G=banana is one line here, not later)."""
+    from wsemoe.config.loader import load_config as load
     from wsemoe.config.single import parse_sets, point_mapping
 
-    return point_mapping(hardware, model, parse_sets(_listed(sets) or []), name)
+    mapping = point_mapping(hardware, model, parse_sets(_listed(sets) or []), name)
+    load(mapping)
+    return mapping
 
 
 def compare(folders, metric=None):
@@ -114,7 +126,8 @@ def plot(results, only=None, formats=("png", "svg")):
     folder under a results root; returns the files."""
     from wsemoe.report.figures.plots import plot_results
 
-    return plot_results(_path(results, "results"), only=_listed(only), formats=_listed(formats))
+    return plot_results(_path(results, "results"), only=_selection(only, "only"),
+                        formats=_selection(formats, "formats"))
 
 
 def write_report(results, output=None):
@@ -183,7 +196,7 @@ def check_invariants(configs=None, **kwargs):
     preset and sweep); returns a report (`.ok`, `.results`, `.to_dict()`). See `wsemoe.analysis.invariants.suite`."""
     from wsemoe.analysis.invariants.suite import check_invariants as check
 
-    return check(_listed(configs), **_listed_kwargs(kwargs, "only"))
+    return check(_listed(configs), **_selection_kwargs(kwargs, "only"))
 
 
 def sensitivity(config, **kwargs):
@@ -191,7 +204,7 @@ def sensitivity(config, **kwargs):
     results/<name>/sensitivity/ (see `wsemoe.analysis.uncertainty.sensitivity.run`; `analyse` computes without writing)."""
     from wsemoe.analysis.uncertainty.sensitivity import run
 
-    return run(config, **_listed_kwargs(kwargs, "only"))[0]
+    return run(config, **_selection_kwargs(kwargs, "only"))[0]
 
 
 def readings(path=None) -> dict:
@@ -211,15 +224,18 @@ def apply_readings(config, choice: dict):
     return apply(load(config), _choice(choice, "choice"))
 
 
-def robustness(config, only=(), fixed=None, write: bool = False, out_root="results"):
+def robustness(config, only=None, fixed=None, write: bool = False, out_root="results"):
     """A sweep evaluated under every combination of its readings (`only`: vary just these; `fixed`: {reading:
     option} for every run); `.summary()` per quantity and group (as configured, at the default readings, range,
     flips, hinge), `.statement()` the comparison's line. With `write`, also into results/<name>/readings/,
     unless it is a what-if (`only` or `fixed`): that is returned, labelled, never stored."""
     from wsemoe.analysis.uncertainty import readings as rd
+    from wsemoe.arguments import flag
 
-    only, fixed = _listed(only), None if fixed is None else _choice(fixed, "fixed")
-    return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0] if write else rd.evaluate(config, only, fixed)
+    only, fixed = _selection(only, "only") or (), None if fixed is None else _choice(fixed, "fixed")
+    if flag(write, "write"):
+        return rd.run(config, out_root=out_root, only=only, fixed=fixed)[0]
+    return rd.evaluate(config, only, fixed)
 
 
 def calibrate(hardware: str = "cs2", **kwargs):
@@ -228,7 +244,7 @@ def calibrate(hardware: str = "cs2", **kwargs):
     (see `wsemoe.analysis.uncertainty.calibrate.run`). Returns [(reading, Fit)], the default readings first."""
     from wsemoe.analysis.uncertainty.calibrate import run
 
-    return run(hardware, **_listed_kwargs(kwargs, "only", "readings"))[0]
+    return run(hardware, **_selection_kwargs(kwargs, "only", "readings"))[0]
 
 
 def __getattr__(name):

@@ -27,7 +27,7 @@ def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | cs
                                                     "beside its measurement, with MAPE per group"),
              holdout: Optional[str] = typer.Option(None, "--holdout", help="with --silicon: refit leaving one "
                                                    "system | model | backend out at a time and predict it"),
-             max_mape: Optional[float] = typer.Option(None, "--max-mape", min=0, help="with --silicon: exit 1 when "
+             max_mape: Optional[float] = typer.Option(None, "--max-mape", help="with --silicon: exit 1 when "
                                                       "the overall TTFT or TPOT MAPE (a fraction, 0.2 = 20%) is above"),
              plot_to: Optional[Path] = typer.Option(None, "--plot", help="with --silicon: also draw predicted against "
                                                     "measured (log-log, a colour per system) to this .png/.svg/.pdf"),
@@ -76,8 +76,10 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
 
     if holdout is not None:
         choice(holdout, ("system", "model", "backend"), "--holdout")
-    if max_mape is not None and not math.isfinite(max_mape):   # inf would let every MAPE pass
-        raise ConfigError(f"must be a finite share, e.g. 0.35 for 35%; got {max_mape}", loc=("--max-mape",))
+    # One check, not typer's min=0 as well: NaN failed that as "should be greater than or equal to 0", and inf
+    # would let every MAPE pass
+    if max_mape is not None and not (math.isfinite(max_mape) and max_mape >= 0):
+        raise ConfigError(f"must be a finite share from 0, e.g. 0.35 for 35%; got {max_mape}", loc=("--max-mape",))
     if plot_to is not None:
         writer.check_file(plot_to, "validate", force)
         file_kind(plot_to, FIGURE_FILES, "--plot")

@@ -103,19 +103,22 @@ def check_path(path: str, loc) -> tuple[str, str | None]:
 FULL_CHECK = 512  # longer numeric axes validate their type per value and the whole spec at the extremes
 
 
-def typed_values(path, values, base: dict, loc, preset_store: dict, unique: bool = True, base_dir=None) -> list:
+def typed_values(path, values, base: dict, loc, preset_store: dict, unique: bool = True, base_dir=None,
+                 positions: bool = True) -> list:
     """Validate each axis value against its spec (base with the value substituted); return typed values.
 
     With `unique` (grid axes), a value given twice is refused: it would evaluate every point twice.
-    `base_dir` is where relative config.json paths of a model axis resolve.
+    `base_dir` is where relative config.json paths of a model axis resolve. Without `positions`, an error is
+    at `loc` itself, not at a value's position in the list (`typed_value`: one value given on its own).
     """
     section, field = check_path(path, loc)
+    at = (lambda i: (*loc, i)) if positions else (lambda i: tuple(loc))
     if field is None:  # a preset axis: preset names, or (models) Hugging Face config.json paths
-        typed = [_preset_value(section, v, (*loc, i), preset_store, base_dir) for i, v in enumerate(values)]
+        typed = [_preset_value(section, v, at(i), preset_store, base_dir) for i, v in enumerate(values)]
     elif len(values) > FULL_CHECK and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         typed = _typed_numbers(section, field, values, base, loc)
     else:
-        typed = [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=(*loc, i)), field)
+        typed = [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=at(i)), field)
                  for i, v in enumerate(values)]
         if any(not _point_value(v) for v in typed):  # points are told apart by their axis values
             raise ConfigError(f"{path} holds a list or a mapping, which an axis cannot vary point by point; set it in "
@@ -123,6 +126,12 @@ def typed_values(path, values, base: dict, loc, preset_store: dict, unique: bool
     if unique:
         no_repeats(typed, loc)
     return typed
+
+
+def typed_value(path, value, base: dict, loc, preset_store: dict, base_dir=None):
+    """One value of `path` (an `eval --set`, a compare baseline or candidate) typed as an axis value of it is:
+    the YAML text "1" is G = 1, True is refused."""
+    return typed_values(path, [value], base, loc, preset_store, base_dir=base_dir, positions=False)[0]
 
 
 def _point_value(v) -> bool:

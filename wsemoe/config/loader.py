@@ -37,7 +37,9 @@ def load_config(source, base_dir: Path | None = None, checked: bool = True) -> S
         "sparsity": raw.sparsity, "constraints": raw.constraints,
         "objectives": _default_objectives(specs["hardware"], grid, zips) if raw.objectives is None else
         _some(raw.objectives),
-        "compare": raw.compare, "presets": preset_store,
+        "compare": _compare(raw.compare, {**grid, **{p: v for z in zips for p, v in z.items()}}, base, preset_store,
+                            base_dir),
+        "presets": preset_store,
         "expert_histogram": _histogram(specs, grid, zips, base_dir, preset_store),
         "output": raw.output, "search": raw.search, "pareto": raw.pareto, "base_dir": str(base_dir),
     })
@@ -130,6 +132,18 @@ def _axis(path: str, values, loc, base: dict, preset_store: dict, unique: bool =
     return axes.typed_values(path, axes.expand(values, loc), base, loc, preset_store, unique, base_dir)
 
 
+def _compare(compare, swept: dict, base: dict, preset_store: dict, base_dir: Path):
+    """The comparison with each baseline and candidate value of a swept axis typed as that axis's values are (the
+    YAML text "1" is G = 1, an axis's own reading; True is refused as on an axis, where it matched G = 1 since
+    True == 1); whether it is one of the axis's values is checked with the other cross-field rules."""
+    if compare is None:
+        return None
+    sides = {side: {path: axes.typed_value(path, value, base, ("compare", side, path), preset_store, base_dir)
+                    if path in swept else value
+                    for path, value in getattr(compare, side).items()} for side in ("baseline", "candidate")}
+    return compare.model_copy(update=sides)
+
+
 def _zips(raw: RawSweep, base: dict, preset_store: dict, base_dir: Path) -> list[dict]:
     """Zip groups (the sparsity helper adds one), each of equal-length typed value lists."""
     groups = [dict(g) if isinstance(g, dict) else g for g in (raw.zip or [])]
@@ -144,9 +158,10 @@ def _zips(raw: RawSweep, base: dict, preset_store: dict, base_dir: Path) -> list
                  for path, vals in group.items() if path not in rowwise}
         typed.update(_preset_rows(group, typed, rowwise, preset_store, gi))
         typed = {p: typed[p] for p in group}
-        lengths = {len(v) for v in typed.values()}
-        if len(lengths) > 1:
-            raise ConfigError(f"zipped axes need equal lengths, got {sorted(lengths)}", loc=("zip", gi))
+        if len({len(v) for v in typed.values()}) > 1:   # each list's length named: which one is short?
+            each = ", ".join(f"{p} has {len(v)}" + ("" if i else " values") for i, (p, v) in enumerate(typed.items()))
+            raise ConfigError(f"the lists of a zip group need one length (row i takes the i-th value of each): {each}",
+                              loc=("zip", gi))
         axes.no_repeats(list(zip(*typed.values())), ("zip", gi), "row")  # one column may repeat; a whole row may not
         zips.append(typed)
     return zips

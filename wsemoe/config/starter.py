@@ -14,7 +14,7 @@ import yaml
 
 from wsemoe.config import presets, yamlio
 from wsemoe.config.loader import load_config
-from wsemoe.config.schema import NAME_RE
+from wsemoe.config.schema import NAME_RE, NAME_RULE
 from wsemoe.config.single import section_source
 from wsemoe.errors import ConfigError
 from wsemoe.version import __version__
@@ -113,8 +113,7 @@ def starter_text(name: str, hardware, model, mode: str = "train", base_dir: Path
     checked by the loader (relative file paths resolve against `base_dir`, the folder it is written to;
     `file` is how its comments name it, default NAME.yaml)."""
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise ConfigError("a sweep name is 1-100 letters, digits, '.', '_' or '-' (it names the results folder)",
-                          loc=("NAME",))
+        raise ConfigError(f"a sweep name is {NAME_RULE}", loc=("NAME",))
     if mode not in MODES:
         raise ConfigError(f"'{mode}' is not one of {', '.join(MODES)}", loc=("--mode",))
     base_dir = Path(base_dir or Path.cwd())

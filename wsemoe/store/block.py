@@ -156,3 +156,27 @@ class Block:
         """The DataFrame users see: indexed by `point`, labels as categoricals, text as strings."""
         cols = {n: (c.to_pandas() if isinstance(c, Labels) else c) for n, c in self.columns.items()}
         return pd.DataFrame(cols, index=pd.Index(self.index, name="point"))
+
+
+def concat_frames(frames) -> pd.DataFrame:
+    """Frames of several chunks or parts as one, each categorical column over the sorted union of their categories
+    (as `Labels.compact` orders one chunk's): pd.concat turns categoricals whose categories differ into strings, so
+    `bound` was a category or a string depending on how the points happened to be chunked."""
+    frames = list(frames)
+    if len(frames) == 1:
+        return frames[0]
+    unions = {n: sorted(set().union(*(f[n].cat.categories for f in frames))) for n in frames[0].columns
+              if all(n in f and isinstance(f[n].dtype, pd.CategoricalDtype) for f in frames)}
+    if unions:
+        frames = [f.assign(**{n: f[n].cat.set_categories(u) for n, u in unions.items()}) for f in frames]
+    return pd.concat(frames)
+
+
+def sorted_categories(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with each categorical's categories sorted, as `Labels.compact` orders one chunk's: pyarrow concatenates
+    parts' dictionaries in order of first appearance, so the order depended on the chunking. In place, cheap: the
+    codes are remapped, no string is touched."""
+    for n in df.columns:
+        if isinstance(df[n].dtype, pd.CategoricalDtype):
+            df[n] = df[n].cat.reorder_categories(sorted(df[n].cat.categories))
+    return df

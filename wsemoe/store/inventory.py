@@ -108,14 +108,16 @@ def stray_manifest(root) -> Path | None:
 
 
 def results_in(root, only: str | None = None) -> list[Results]:
-    """Every wsemoe results folder directly under `root` (or only the one named `only`), by name."""
+    """Every wsemoe results folder directly under `root` (or only the one named `only`), by name. A hidden folder
+    (runs' partial folders are) is listed only when named: `ls results/.old` said "no results in results/.old" of
+    the results folder it named."""
     root = Path(root)
     if not root.is_dir():
         raise ResultsError("is a file, not a folder of results" if root.exists() else "no such folder",
                            loc=(str(root),))
     out = []
     for p in sorted(root.iterdir()):
-        if p.name.startswith(".") or p.is_symlink() or not p.is_dir() or only not in (None, p.name):
+        if (p.name.startswith(".") and only is None) or p.is_symlink() or not p.is_dir() or only not in (None, p.name):
             continue
         try:
             man = manifest.read(p)

@@ -29,7 +29,7 @@ from wsemoe.store import partfile
 
 from wsemoe.store import store
 from wsemoe.store import manifest as manifest_mod
-from wsemoe.store.block import Block
+from wsemoe.store.block import Block, concat_frames
 from wsemoe.store.csvfile import csv_text
 from wsemoe.store.ownership import PARTIAL_MARKER, check_replaceable
 from wsemoe.store.atomic import atomic_bytes, os_errors
@@ -217,7 +217,7 @@ class PartialRun:
             end = stop
         if end != total or sum(s["rows"] for s in stats) != total:
             raise RunError(f"the run holds {end:,} of {total:,} points; rerun with --resume", loc=(str(self.path),))
-        return (pd.concat(cands) if cands else pd.DataFrame()), stats
+        return (concat_frames(cands) if cands else pd.DataFrame()), stats
 
     def finish(self, config: dict, pareto: pd.DataFrame, manifest: dict, extra_csv: dict | None = None,
                force: bool = False) -> dict:

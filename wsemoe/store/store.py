@@ -23,6 +23,7 @@ import pandas as pd
 from wsemoe.errors import ResultsError, os_error
 from wsemoe.store import manifest
 from wsemoe.store import placement, verified
+from wsemoe.store.block import concat_frames, sorted_categories
 from wsemoe.store.manifest import part_name, part_range  # noqa: F401 (where readers and writers find them)
 
 FORMAT = manifest.FORMAT
@@ -197,7 +198,7 @@ def _read(path: Path, columns, manifest: dict) -> pd.DataFrame:
               for p in parts]
     if not tables:
         return pq.read_table(path, columns=columns, use_pandas_metadata=True).to_pandas()
-    return pa.concat_tables(tables).to_pandas()
+    return sorted_categories(pa.concat_tables(tables).to_pandas())
 
 
 def _part_bytes(folder: Path, part: dict, manifest: dict) -> bytes:
@@ -253,7 +254,7 @@ def read_rows(path, manifest: dict, index, columns: list[str] | None = None) -> 
             except Exception as exc:  # pyarrow/pandas raise many types for damaged files
                 raise ResultsError(f"cannot read {p['file']}: {type(exc).__name__}", loc=(str(path),)) from None
             frames.append(df.loc[here])
-    return pd.concat(frames) if frames else pd.DataFrame(columns=columns)
+    return concat_frames(frames) if frames else pd.DataFrame(columns=columns)
 
 
 def iter_parts(path, manifest: dict, columns: list[str] | None = None):

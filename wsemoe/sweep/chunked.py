@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wsemoe.arguments import whole
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
-from wsemoe.store.block import Block, Labels
+from wsemoe.store.block import Block, Labels, concat_frames
 from wsemoe.sweep.compare import ENERGY, baseline_mask, candidate_mask, check_metrics, group_keys, metrics
 from wsemoe.sweep.pareto import front_rows, not_finite_rows
 
@@ -236,6 +237,7 @@ def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = 
     cfg = load_config(config)
     start, stop = space.check_range(cfg.size(), 0 if start is None else start, stop,
                                     DEFAULT_CHUNK if chunk_size is None else chunk_size)
+    limit = None if limit is None else whole(limit, "limit", 1)   # evaluate(config, limit=2.5) was taken as given
     if limit is not None and stop - start > limit:   # one frame in memory: a range at a time, or WSEMOE_MAX_POINTS
         raise ConfigError(f"{stop - start:,} points exceed the limit of {limit:,} (WSEMOE_MAX_POINTS); "
                           "evaluate a range of them (start, stop), or run the sweep, which writes parts",
@@ -245,4 +247,4 @@ def evaluate(config, start: int = 0, stop: int | None = None, chunk_size: int = 
     ev = engine.Evaluator(cfg)
     parts = [run_chunk(cfg, start + s, start + e, baselines, evaluator=ev).points.to_frame()
              for s, e in chunk_ranges(stop - start, chunk_size)]
-    return pd.concat(parts) if len(parts) > 1 else parts[0]
+    return concat_frames(parts)

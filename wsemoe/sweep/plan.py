@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from wsemoe.arguments import flag
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.sweep.outputs import check_columns
@@ -41,6 +42,7 @@ def planned_points(cfg) -> int:
 def check(config, estimate: bool = True) -> dict:
     """Validate a sweep (every column it names included) and size it; with `estimate`, also time a
     sample of up to 8,192 points and write it as a part would be written, to estimate time and output size."""
+    estimate = flag(estimate, "estimate")
     cfg = load_config(config)
     columns = check_columns(cfg)
     n = planned_points(cfg)

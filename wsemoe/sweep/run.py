@@ -5,7 +5,6 @@ No printing here: progress is reported through a callback the CLI turns into a p
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from wsemoe.store import ownership, placement, writer
 from wsemoe.store import partial as partial_mod
 from wsemoe.sweep.columns import manifest_columns
 from wsemoe.sweep.compare import comparison_table
+from wsemoe.arguments import flag, whole
 from wsemoe.config.schema import SweepConfig
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError, PresetError
@@ -53,12 +53,6 @@ def resolved_config(cfg: SweepConfig) -> dict:
 MAX_WORKERS = 1024   # local worker processes, as `--workers` allows
 
 
-def _whole(x, low: int, high: float = float("inf")) -> bool:
-    """A whole number (not a bool, NaN or infinity) in [low, high]."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x) and \
-        low <= x <= high
-
-
 def run_sweep(config, out_root="results", force: bool = False, out_dir=None, resume: bool = False,
               workers: int = 1, scheduler: str | None = None, chunk_size: int | None = None,
               on_progress=None, then=None) -> SweepResult:
@@ -71,13 +65,12 @@ def run_sweep(config, out_root="results", force: bool = False, out_dir=None, res
     are in place (the sweep command's readings analysis: written into these results, never into another run's);
     what it returns is the result's `note`.
     """
+    force, resume = flag(force, "force"), flag(resume, "resume")
     cfg = load_config(config)
     check_columns(cfg)  # a misspelt objective or constraint column fails here, before anything is written
-    if chunk_size is not None and not _whole(chunk_size, 1):
-        raise ConfigError(f"must be a whole number of points >= 1, got {chunk_size!r}", loc=("--chunk-size",))
-    if not _whole(workers, 1, MAX_WORKERS):   # as --workers takes it (0 ran in-process; 2.5 failed in multiprocessing)
-        raise ConfigError(f"must be a whole number of processes from 1 to {MAX_WORKERS}, got {workers!r}",
-                          loc=("--workers",))
+    if chunk_size is not None:   # 2.0 was a TypeError from range() deep inside the run
+        chunk_size = whole(chunk_size, "--chunk-size", 1)
+    workers = whole(workers, "--workers", 1, MAX_WORKERS)   # as --workers takes it (0 ran in-process)
     path = Path(out_dir).absolute() if out_dir else store.results_dir(out_root, cfg.name)
     h = cfg.config_hash()
     if not force and store.is_up_to_date(path, h):

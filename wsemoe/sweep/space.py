@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wsemoe.arguments import whole
 from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.store.block import Text
@@ -173,10 +174,9 @@ def build_frame(cfg: SweepConfig, start: int = 0, stop: int | None = None) -> pd
 
 def check_range(total: int, start, stop, chunk_size=None) -> tuple[int, int]:
     """Validated [start, stop) of a sweep of `total` points (stop None: to the end)."""
-    for name, v in (("start", start), ("stop", stop), ("chunk_size", chunk_size)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
-            raise ConfigError(f"{name} must be an integer, got {v!r}", loc=(name,))
-    stop = total if stop is None else int(stop)
+    start, stop, chunk_size = (None if v is None else whole(v, name, None) for name, v in
+                               (("start", start), ("stop", stop), ("chunk_size", chunk_size)))   # ranges: below
+    stop = total if stop is None else stop
     if not 0 <= start < total:
         raise ConfigError(f"start {start} out of range: the sweep has {total} points (0..{total - 1})", loc=("start",))
     if not start < stop <= total:

@@ -7,13 +7,12 @@ override that point's values (`workload.G=8`): every other value stays the point
 
 from __future__ import annotations
 
-import numbers
-
 from pathlib import Path
 
 import pandas as pd
 
 from wsemoe.analysis.explain import addsup, energysum
+from wsemoe.arguments import whole
 from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
@@ -59,8 +58,7 @@ def point_config(cfg, point: int, sets: dict | None = None):
     """(one-point config, the point's values, the overrides as typed): every axis fixed at the point's value,
     then `sets` on top, validated like axis values and cross-checked like a sweep."""
     n = cfg.size()
-    if isinstance(point, bool) or not isinstance(point, numbers.Integral):   # "3" or 1.5 is no index, in range or not
-        raise ConfigError(f"a point index is a whole number, got {point!r}", loc=("--point",))
+    point = whole(point, "--point", None, what="a point index")   # "3" or 1.5 is no index, in range or not
     if not 0 <= point < n:
         raise ConfigError(f"point {point} out of range: the sweep has {n:,} points (0..{n - 1})", loc=("--point",))
     frame = space.build_frame(cfg, point, point + 1)
@@ -78,7 +76,7 @@ def point_config(cfg, point: int, sets: dict | None = None):
     if "balance.histogram" in (sets or {}):   # the sweep's one histogram is read with its file (config/loader.py)
         raise ConfigError("balance.histogram is read with the sweep file: set it there (one histogram per sweep)",
                           loc=("--set", "balance.histogram"))
-    typed = {p: axes.typed_values(p, [v], base, ("--set", p), store_)[0] for p, v in (sets or {}).items()}
+    typed = {p: axes.typed_value(p, v, base, ("--set", p), store_) for p, v in (sets or {}).items()}
     if typed.get("balance.distribution") == "histogram" and cfg.expert_histogram is None:
         raise ConfigError("distribution 'histogram' needs balance.histogram (a CSV path) in the sweep file",
                           loc=("--set", "balance.distribution"))

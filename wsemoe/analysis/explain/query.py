@@ -7,8 +7,6 @@ columns shown, filtered and sorted by, filtered, and cut to the best `limit` row
 
 from __future__ import annotations
 
-import numbers
-
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,9 +14,11 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.analysis.explain.where import Where
+from wsemoe.arguments import flag, whole
 from wsemoe.config import yamlio
 from wsemoe.errors import ConfigError
 from wsemoe.store import store
+from wsemoe.store.block import concat_frames
 from wsemoe.sweep.column_check import check_column
 from wsemoe.sweep.pareto import TIES
 
@@ -101,6 +101,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
            limit: int | None = None, every_point: bool = False, feasible: bool = False) -> Selection:
     """Rows of the Pareto front (or every point) matching `where` (and feasible, with `feasible`), sorted, at
     most `limit` of them."""
+    every_point, feasible = flag(every_point, "every_point"), flag(feasible, "feasible")
     path = Path(path)
     man = store.load_manifest(path)
     source = "points" if every_point else "pareto"
@@ -115,9 +116,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
     feasible = feasible and every_point  # front rows are feasible by definition
     order = parse_sort(sort, known, man.get("objectives", {}))
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
-        raise ConfigError(f"must be a whole number, 0 (all) or more, got {limit!r}", loc=("--limit",))
-    limit = limit or None
+    limit = None if limit is None else whole(limit, "--limit", 0) or None   # 0: all, as --limit 0
     # a front per system (or model): a limit takes the best rows of every front in turn, so a sweep about a
     # system shows it even when another's front is longer (cerebras_serving: 20 rows, none of them CS-3)
     fronts = [g for g in man.get("pareto_groups") or [] if g in known] if (
@@ -141,7 +140,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
         if limit and not order and flt is None and not feasible and not fronts and matched >= limit:
             matched = man["points"] if every_point else matched  # unfiltered: every point matches
             break
-    rows = pd.concat(kept) if kept else pd.DataFrame(columns=needed)
+    rows = concat_frames(kept) if kept else pd.DataFrame(columns=needed)
     if order and not limit:  # with a limit, _keep kept the rows sorted
         rows = _sorted(rows, order)
     if fronts and limit:
@@ -174,5 +173,5 @@ def _keep(kept: list, df: pd.DataFrame, order, limit) -> list:
     """Rows kept so far plus this part's; with an order and a limit, only the best `limit` (bounded memory)."""
     if not (order and limit):
         return kept + [df]
-    both = pd.concat([*kept, df]) if kept else df
+    both = concat_frames([*kept, df]) if kept else df
     return [_sorted(both, order).head(limit)]

@@ -7,13 +7,13 @@ Every config is loaded and its grid evaluated before any invariant runs, so bad 
 
 from __future__ import annotations
 
-import numbers
 import time
 from dataclasses import dataclass, field
 
 from wsemoe.analysis.invariants.cases import DEFAULT_POINTS, Case, load_cases
 from wsemoe.analysis.invariants.checking import Outcome
 from wsemoe.analysis.invariants.laws import REGISTRY, Invariant
+from wsemoe.arguments import whole
 from wsemoe.errors import ConfigError
 
 
@@ -103,8 +103,7 @@ def check_invariants(configs=None, points: int = DEFAULT_POINTS, only=None, on_p
     start = time.perf_counter()
     if configs is not None and not len(configs):   # [] ran every shipped config; None asks for that
         raise ConfigError("an empty list of configs: give some, or None for every shipped one", loc=("configs",))
-    if isinstance(points, bool) or not isinstance(points, numbers.Integral) or points < 1:   # as --points takes it
-        raise ConfigError(f"must be a whole number of points from 1, got {points!r}", loc=("--points",))
+    points = whole(points, "--points", 1)   # as --points takes it
     invariants = selected(only)
     cases = load_cases(configs, points)
     report = on_progress or (lambda done, total, note="": None)

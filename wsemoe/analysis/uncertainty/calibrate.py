@@ -28,10 +28,10 @@ from wsemoe.store import writer
 from wsemoe.analysis.uncertainty.sampled import Sampled
 from wsemoe.analysis.uncertainty.shipped import shipped_needs
 from wsemoe.analysis.uncertainty.unknowns import Unknown
+from wsemoe.arguments import flag, whole
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
 from wsemoe.config.reference import input_unit
-from wsemoe.errors import ConfigError
 
 FACTOR = float(np.log(1.4))  # σ of a published factor: reproduced within ×/÷ 1.4
 MISSING = 10.0                # residual (σ units) of a target the model cannot evaluate (no feasible point)
@@ -142,8 +142,7 @@ class Problem:
 def fit(sweeps: dict, targets: list[Target], unknowns: list[Unknown], samples: int = 32, seed: int = 1,
         screen: int = 8) -> "Fit":
     """Screen the unknowns, then fit the identifiable ones; residuals at nominal and at the fit, leave-one-out."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 8 <= samples <= 100_000:
-        raise ConfigError("samples must be a whole number in 8…100,000", loc=("--samples",))
+    samples = whole(samples, "--samples", 8, 100_000)
     everything = Problem(sweeps, targets, unknowns)
     effect, index = fitting.total_effects(everything.residuals, len(unknowns), screen, seed) if unknowns else \
         (np.zeros((0, 1)), np.zeros((0, 1)))
@@ -269,7 +268,8 @@ def run(hardware: str = "cs2", out_dir=None, samples: int = 32, seed: int = 1, u
     from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
 
     t0 = time.perf_counter()
-    unknowns_mod.check_seed(seed)
+    seed = unknowns_mod.check_seed(seed)   # a plain int: numpy's int64 is no JSON
+    force = flag(force, "force")
     us = unknowns_mod.select(unknowns_mod.load(hardware, unknowns_file), only)
     path = Path(out_dir) if out_dir else Path("results") / f"calibration-{hardware}"
     writer.check_folder(path, "calibrate", force, key=hardware)

@@ -10,6 +10,7 @@ config (an option equal to the configured value) are evaluated once. `analysis.r
 from __future__ import annotations
 
 import itertools
+import os
 import json
 import time
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import pandas as pd
 
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.analysis.uncertainty.sampled import Sampled
+from wsemoe.arguments import flag
 from wsemoe.config import readings as registry
 from wsemoe.config.registry import registry_hash
 from wsemoe.config.loader import load_config
@@ -66,6 +68,7 @@ def plan(cfg, only=(), fixed=None, readings=None, option: str = "--only") -> tup
     """(status rows for every reading, the varied statuses, the fixed choice): `fixed` readings are set for
     every run and not varied; `only` limits which readings vary (given by the command's `option`)."""
     readings = registry.load() if readings is None else readings
+    only = only or ()   # None is the default, every reading, as () is (the API's calibrate(readings=None) failed)
     registry.select(readings, only, (option,))
     fixed = dict(fixed or {})
     registry.select(readings, list(fixed), ("--set",))
@@ -259,13 +262,14 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None,
         force: bool = False) -> tuple[Readings, Path | None]:
     """The readings analysis of a sweep written into its results folder: `target` is a sweep YAML (its results
     are brought up to date first; results of another config of it are refused: only `sweep` replaces them) or a
-    results folder (its config.yaml); the readings/ folder is checked
+    results folder (its config.yaml), or a sweep as a dict or SweepConfig; the readings/ folder is checked
     before anything is evaluated. A what-if (`only` or `fixed`) is evaluated and returned with the path None:
     the stored answer is rewritten only by the analysis that made it, every reading varied, none fixed."""
     from wsemoe.store import store
     from wsemoe.sweep.run import run_sweep
 
-    if Path(target).is_dir():
+    force = flag(force, "force")
+    if isinstance(target, (str, os.PathLike)) and Path(target).is_dir():   # a dict was a TypeError from Path
         store.load_manifest(target)
         path, cfg = Path(target), load_config(Path(target) / "config.yaml")
     else:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
 from wsemoe.analysis.uncertainty.sampled import ROWS_PER_CHUNK, Sampled
+from wsemoe.arguments import flag, whole
 from wsemoe.errors import ConfigError
 from wsemoe.store import ledger
 from wsemoe.store import writer
@@ -48,8 +49,7 @@ def design(unknowns, method: str, samples: int, seed: int) -> np.ndarray:
     Morris with enough trajectories of d+1 rows each."""
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}", loc=("--method",))
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
-        raise ConfigError(f"samples must be a whole number in 1…{MAX_SAMPLES:,}", loc=("--samples",))
+    samples = whole(samples, "--samples", 1, MAX_SAMPLES)
     d = len(unknowns)
     if method == "sobol":
         from SALib.sample import sobol
@@ -87,7 +87,7 @@ def prepare(config, hardware: str | None = None, method: str = "sobol", samples:
     from wsemoe.config.loader import load_config
 
     cfg = load_config(config)
-    unknowns_mod.check_seed(seed)
+    seed = unknowns_mod.check_seed(seed)
     hw = hardware or cfg.hardware.name
     systems = {cfg.hardware.name, *(v for f in cfg.factors() for v in f.get("hardware", []))}
     if hw not in systems:   # another system's ranges applied to this sweep's points, stored as its uncertainty
@@ -137,8 +137,10 @@ def estimate(prepared) -> tuple[float, float]:
 
 
 def design_rows(d: int, method: str, samples) -> int:
-    """Rows `design` makes for `d` unknowns, computed without making them (0 when the options are refused there)."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES or d < 1:
+    """Rows `design` makes for `d` unknowns, computed without making them (0 without unknowns); `samples` is
+    refused as `design` refuses it."""
+    samples = whole(samples, "--samples", 1, MAX_SAMPLES)
+    if d < 1:
         return 0
     if method == "sobol":
         return 2 ** max(2, math.ceil(math.log2(max(samples / (d + 2), 1)))) * (d + 2)
@@ -149,6 +151,7 @@ def analyse(config, hardware: str | None = None, method: str = "sobol", samples:
             unknowns_file=None, only=(), on_progress=None, prepared=None) -> Sensitivity:
     """Sensitivity of every quantity of a sweep to the unknowns of its hardware (nothing is written)."""
     t0 = time.perf_counter()
+    seed = unknowns_mod.check_seed(seed)   # stored below as a plain int (numpy's int64 is no JSON), `prepared` or not
     sampled, U = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
     unknowns, hw = sampled.unknowns, hardware or sampled.cfg.hardware.name
     values = np.column_stack([u.value(U[:, j]) for j, u in enumerate(unknowns)])
@@ -251,6 +254,7 @@ def run(config, out_root="results", hardware=None, method="sobol", samples=None,
     the sensitivity/ folder is checked before the analysis runs."""
     from wsemoe.sweep.run import run_sweep
 
+    force = flag(force, "force")
     prepared = prepared or prepare(config, hardware, method, samples, seed, unknowns_file, only)
     res = run_sweep(prepared[0].cfg, out_root=out_root)
     writer.check_folder(res.path / FOLDER, "sensitivity", force)

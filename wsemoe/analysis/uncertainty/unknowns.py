@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wsemoe.arguments import whole
 from wsemoe.config import presets, yamlio
 from wsemoe.config.axes import check_path
 from wsemoe.config.schema import SECTIONS
@@ -192,9 +193,7 @@ MAX_SEED = 2**63 - 1   # a seed numpy's generators and SALib take whole
 def check_seed(seed) -> int:
     """The seed of a sample design or a search: a whole number from 0 (as --seed takes it); -1, 1.5 or None were
     numpy's errors from deep inside a run."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ConfigError(f"must be a whole number from 0 to {MAX_SEED:,}, got {seed!r}", loc=("--seed",))
-    return seed
+    return whole(seed, "--seed", 0, MAX_SEED)
 
 
 def select(unknowns: list[Unknown], names) -> list[Unknown]:

@@ -187,8 +187,32 @@ def machine(df: pd.DataFrame, fmt: str, index: str | None = "point") -> str:
             out[c] = out[c].astype(object)
     if fmt == "csv":
         return out.to_csv(index=False)
-    records = json.loads(out.to_json(orient="records", double_precision=15))
-    return json.dumps(records, indent=1, ensure_ascii=False) + "\n"
+    columns = [_json_values(out[c]) for c in out.columns]
+    records = [dict(zip(out.columns, row)) for row in zip(*columns)]
+    return json.dumps(records, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _json_values(col: pd.Series) -> list:
+    """A column as JSON values: floats whole (json writes repr, which reads back to the same double: pandas'
+    to_json kept 15 digits, so `-F json` and the API differed in the last bits), NaN and infinities as null
+    (JSON has neither), numpy scalars as Python ones."""
+    if pd.api.types.is_float_dtype(col.dtype):
+        arr = col.to_numpy(dtype=float)
+        values = arr.tolist()
+        for i in np.flatnonzero(~np.isfinite(arr)):
+            values[i] = None
+        return values
+    return [_json_value(v) for v in col.astype(object).tolist()]
+
+
+def _json_value(v):
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, np.generic):   # numpy integers and booleans
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    return None if v is pd.NA or v is pd.NaT else v
 
 
 def html(df: pd.DataFrame, index: str | None = "point", table_id: str = "") -> str:
