@@ -73,3 +73,19 @@ def test_a_narrow_ratio_range_gets_ticks_a_few_percent_apart():
     ax.set_yscale("log")
     ratio_ticks(ax, "y", [0.5, 4.0])   # a wide range keeps the coarse ticks
     assert {"0.5×", "1×", "2×"} <= {t.get_text() for t in ax.get_yticklabels()}
+
+
+def test_a_blanked_tick_label_takes_its_tick_along():
+    """Every tick drawn carries its label: the serving figure's wafer axis kept a bare tick at 13 where the
+    label, which ran into 12, was blanked."""
+    fig = Figure(figsize=(2.0, 2.0), layout="constrained")
+    ax = fig.subplots()
+    values = [12, 13, 15, 24, 32, 48, 64]
+    ax.plot(values, values)
+    log2_ticks(ax, values)
+    figure_bytes(fig, "png")
+    lo, hi = sorted(ax.get_xlim())
+    ticks = [x for x in ax.xaxis.get_majorticklocs() if lo <= x <= hi]
+    shown = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+    assert len(ticks) == len(shown) < len(values)
+    assert sorted(t.get_position()[0] for t in shown) == sorted(ticks)

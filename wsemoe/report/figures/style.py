@@ -137,10 +137,9 @@ def fit_axis_labels(fig: Figure) -> None:
 
 
 def thin_tick_labels(fig: Figure) -> None:
-    """Blank an x tick label that would overlap the one before it on axes whose ticks sit at given values
-    (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213')."""
-    from matplotlib import ticker
-
+    """Drop an x tick whose label would overlap the one before it on axes whose ticks sit at given values
+    (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213'), label and tick mark together: a
+    bare tick reads as a value left unsaid (the serving figure's 13)."""
     if fig.get_layout_engine() is None:
         return  # a frozen layout was thinned when it was first drawn
     fig.draw_without_rendering()
@@ -148,14 +147,16 @@ def thin_tick_labels(fig: Figure) -> None:
     for ax in fig.axes:
         if not isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator):
             continue
-        last = None
+        last, kept = None, []
         # left to right on the page, not by value: an inverted axis (top-k falling to the right) runs the other way
         boxes = [(t, t.get_window_extent(renderer)) for t in ax.get_xticklabels() if t.get_text()]
         for text, box in sorted(boxes, key=lambda tb: tb[1].x0):
-            if last is not None and box.x0 < last.x1 + 2:
-                text.set_visible(False)
-            else:
+            if last is None or box.x0 >= last.x1 + 2:
                 last = box
+                kept.append(text)
+        if len(kept) < len(boxes):   # the ticks' own label objects keep their style (rotation, size)
+            kept.sort(key=lambda t: t.get_position()[0])
+            ax.set_xticks([t.get_position()[0] for t in kept], [t.get_text() for t in kept])
 
 
 def marker_label(text):
