@@ -42,3 +42,26 @@ def test_the_crossover_figure_labels_its_ratio_axis_beyond_one(tmp_path):
     lo, hi = ax.get_ylim()
     shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
     assert "1×" in shown and len(shown) >= 2, shown
+
+
+def test_many_groups_each_keep_their_label(tmp_path):
+    """Eighteen groups (two models × nine token counts, as moentwine_vs_nvl72): every group's mark has its own
+    tick label, none overlapping, the models named once under their runs (slanted 'model · tokens' labels ran
+    into one another and all but three were dropped)."""
+    from wsemoe.report.figures.style import figure_bytes
+
+    cfg = {**CFG, "axes": {"model": ["qwen3-30b-a3b", "qwen3-235b-a22b"],
+                           "workload.tokens_per_device": [1, 2, 4, 8, 16, 32, 64, 128, 256]}}
+    path = run_sweep(cfg, out_root=tmp_path).path
+    rd.run(path)
+    fig = dict(plots.figures(path, only=["readings_robustness"]))["readings_robustness"]
+    figure_bytes(fig, "png")
+    right = fig.axes[1]
+    renderer = fig._get_renderer()
+    labels = [t for t in right.get_xticklabels() if t.get_visible() and t.get_text()]
+    assert [t.get_text() for t in labels] == ["1", "2", "4", "8", "16", "32", "64", "128", "256"] * 2
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    outer = [t for t in right.get_xticklabels(minor=True) if t.get_text()]
+    assert [t.get_text() for t in outer] == ["qwen3-30b-a3b", "qwen3-235b-a22b"]
+    assert not any(o.get_window_extent(renderer).overlaps(b) for o in outer for b in boxes)
