@@ -65,3 +65,25 @@ def test_many_groups_each_keep_their_label(tmp_path):
     outer = [t for t in right.get_xticklabels(minor=True) if t.get_text()]
     assert [t.get_text() for t in outer] == ["qwen3-30b-a3b", "qwen3-235b-a22b"]
     assert not any(o.get_window_extent(renderer).overlaps(b) for o in outer for b in boxes)
+
+
+def test_a_negligible_spread_is_said_and_read_on_two_ticks(tmp_path):
+    """bta_experts at E 8: every run within 1.000×–1.002× was drawn on an axis with one tick, '1×'; the panel
+    shows two labelled ticks at least, and both the panel and the caption say the spread is negligible."""
+    from wsemoe.report.figures.claims import caption_of
+
+    cfg = {"name": "bta", "hardware": "cs2", "model": "qwen3-30b-a3b",
+           "workload": {"mode": "train", "seq_len": 8192, "attn_kernel": "per_head", "recompute": "full"},
+           "sparsity": {"vary": "num_experts", "values": [8, 16], "hold": "active"},
+           "axes": {"workload.B": {"range": [1, 128]}, "workload.G": {"range": [1, 64]}},
+           "objectives": {"mfu": "max", "mem_peak_node_bytes": "min"},
+           "compare": {"name": "uniform", "baseline": {"workload.G": 1}, "metric": "tokens_per_s"}}
+    path = run_sweep(cfg, out_root=tmp_path).path
+    rd.run(path)
+    fig = dict(plots.figures(path, only=["readings_robustness"]))["readings_robustness"]
+    left = fig.axes[0]
+    lo, hi = left.get_xlim()
+    shown = {t.get_text() for t in left.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi}
+    assert len(shown) >= 2, shown
+    assert "negligible" in left.get_title()
+    assert "negligible" in caption_of(fig)

@@ -89,3 +89,20 @@ def test_a_blanked_tick_label_takes_its_tick_along():
     shown = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
     assert len(ticks) == len(shown) < len(values)
     assert sorted(t.get_position()[0] for t in shown) == sorted(ticks)
+
+
+def test_a_ratio_range_within_one_tick_still_shows_two():
+    """Ratios of 1.000× to 1.002× (bta_experts' readings at E 8): the axis showed '1×' alone; it widens to the
+    ticks either side, so at least two labelled ticks read the scale."""
+    from wsemoe.report.figures.style import ratio_ticks
+
+    ax = Figure().subplots()
+    ax.set_xscale("log")
+    values = [1.0, 1.0007, 1.001, 1.002]
+    ax.scatter(values, range(4))
+    ratio_ticks(ax, "x", values)
+    ax.scatter([], [])   # an artist added later (a legend entry) autoscales the axis again: the limits must hold
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert len(set(shown)) >= 2 and "1×" in shown
+    assert lo <= min(values) and max(values) <= hi

@@ -92,9 +92,20 @@ def _left(ax, result, row, quantity: str) -> None:
     ax.set_xscale("log")
     ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
     ax.set_xlabel(_axis_label(result.meta["comparison"]))
-    ax.set_title(f"at {_short(row['group'])}: each run", fontsize=9)
+    runs = [v for _, vals in rows for v in vals if np.isfinite(v) and v > 0]
+    ax.set_title(f"at {_short(row['group'])}: each run" + (f" (all {_negligible(runs)})" if _negligible(runs) else ""),
+                 fontsize=9)
     for colour, text in ((AHEAD, SIDE_WORDS["ahead"]), (EVEN, SIDE_WORDS["even"]), (BEHIND, SIDE_WORDS["behind"])):
         ax.scatter([], [], color=colour, s=20, label=text)
+
+
+def _negligible(values) -> str:
+    """'within 1.000×–1.002×: a negligible spread' when every value lies within the tie band of the others
+    (the axis then spans a percent or two, and its points read as a spread they are not); '' otherwise."""
+    lo, hi = (min(values), max(values)) if len(values) else (np.nan, np.nan)
+    if not (np.isfinite(lo) and lo > 0 and hi / lo - 1 < robustness.TIE):
+        return ""
+    return f"within {lo:.3f}×–{hi:.3f}×: a negligible spread, under the {100 * robustness.TIE:g}% read as no difference"
 
 
 def _right(ax, summary, quantity: str, cmp: dict) -> None:
@@ -176,7 +187,10 @@ def robustness_figure(r: ResultsView) -> Figure | None:
              f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
              f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
-    verdict = ". ".join(robustness.statement(result, summary, quantity)[:2])  # the headline group, then every group
+    said = robustness.statement(result, summary, quantity)[:2]  # the headline group, then every group
+    if _negligible([row["low"], row["high"]]):   # '1.00×–1.00×' alone did not say the spread is nothing to read
+        said.insert(1, f"At {_short(row['group'])} every combination lies {_negligible([row['low'], row['high']])}")
+    verdict = ". ".join(said)
     if row["flipped"]:
         verdict += f". It flips in {row['flipped']} of {row['combinations']} combinations: here the data do not bear the claim out"
     return caption(fig, CLAIMS["readings_robustness"], verdict + ".")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 import numpy as np
 from cycler import cycler
-from matplotlib import ticker
+from matplotlib import rc_context, ticker
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
-from wsemoe.errors import printable
+from wsemoe.errors import ConfigError, printable
 from wsemoe.sweep.columns import describe
 
 # Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
@@ -74,12 +77,6 @@ PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1
 def figure_bytes(fig: Figure, fmt: str) -> bytes:
     """A figure rendered to PNG, SVG or PDF bytes, in the plot style (no timestamps: the same results give
     the same bytes). Its text is made literal first (`literal_text`)."""
-    import io
-
-    from matplotlib import rc_context
-
-    from wsemoe.errors import ConfigError
-
     if fmt not in ALL_FORMATS:
         raise ConfigError(f"unknown figure format '{fmt}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
     meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": None}[fmt]
@@ -115,9 +112,6 @@ def freeze_layout(fig: Figure) -> None:
 def fit_axis_labels(fig: Figure) -> None:
     """Wrap an axis label longer than its axis onto as many lines as it needs: a y label is centred on its
     axes, so one taller than them ran off the figure (the Pareto y label above a long legend)."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
     if fig.get_layout_engine() is None:
         return  # a frozen layout was fitted when it was first drawn
     fig.draw_without_rendering()  # the layout engine places the axes: their size is known from here on
@@ -155,8 +149,7 @@ def thin_tick_labels(fig: Figure) -> None:
                 last = box
                 kept.append(text)
         if len(kept) < len(boxes):   # the ticks' own label objects keep their style (rotation, size)
-            kept.sort(key=lambda t: t.get_position()[0])
-            ax.set_xticks([t.get_position()[0] for t in kept], [t.get_text() for t in kept])
+            ax.set_xticks(*zip(*sorted((t.get_position()[0], t.get_text()) for t in kept)))
 
 
 def marker_label(text):
@@ -245,8 +238,6 @@ def outside_legend(fig: Figure, handles=None, labels=None, most: int = 4, **kw):
     import math
 
     from matplotlib import rcParams
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
 
     if handles is None and labels is None:
         handles, labels = [], []
@@ -397,5 +388,9 @@ def ratio_ticks(ax, which: str, values) -> None:
                  if v.min() / 1.02 <= t <= v.max() * 1.02]
     while len(ticks) > 8:  # a wide range: every other tick, 1× kept
         ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
+    lo, hi = getattr(ax, f"get_{which}lim")()
+    if sum(lo <= t <= hi for t in ticks) < 2:   # 1.000×–1.002× read '1×' alone: fixed limits to the ticks either side
+        lo, hi = max([t for t in ticks if t < v.min()] or ticks[:1]), min([t for t in ticks if t > v.max()] or ticks[-1:])
+        getattr(ax, f"set_{which}lim")(lo / 1.002, hi * 1.002)
     getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
     getattr(ax, f"set_{which}ticks")([], minor=True)
