@@ -223,6 +223,29 @@ def test_many_fronts_take_their_points_colour_and_marker_axis_line_style():
     assert len(halos) == 9
 
 
+def test_pareto_front_lines_sit_on_top_of_rings_and_points():
+    """Five fronts climbing one column (bta_experts at the best MFU): every front's rings and black halos were
+    drawn over the front lines, so only the last front read. Lines lie above every ring, halo and point; rings are
+    small enough that a 1-pt line is not lost under one."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+
+    x = np.linspace(1, 2, 60)
+    pts = pd.concat([pd.DataFrame({"model.num_experts": e, "tokens_per_s": np.minimum(x, 1.9) * (1 + 0.001 * i),
+                                   "mem_peak_node_bytes": x * 1e9, "feasible": True})
+                     for i, e in enumerate((8, 16, 32, 64, 128))], ignore_index=True)
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    ax = fig.axes[0]
+    rings = [ln for ln in ax.lines if ln.get_marker() == "o" and len(ln.get_xdata())]
+    fronts = [ln for ln in ax.lines if ln.get_marker() in ("None", "", None) and len(ln.get_xdata()) > 1]
+    clouds = [c for c in ax.collections if len(c.get_offsets())]
+    assert len(fronts) == 5 and rings and clouds
+    assert min(ln.get_zorder() for ln in fronts) > max(a.get_zorder() for a in [*rings, *clouds])
+    assert max(ln.get_markersize() for ln in rings) <= 7
+
+
 def test_slices_prefer_values_with_feasible_points():
     import pandas as pd
 
