@@ -246,6 +246,34 @@ def test_pareto_front_lines_sit_on_top_of_rings_and_points():
     assert max(ln.get_markersize() for ln in rings) <= 7
 
 
+def test_memory_bars_all_alike_are_drawn_once_and_names_keep_their_hyphens():
+    """moentwine_balance: five best points differing only in balancer and churn drew five identical bars, and a
+    label wrapped twice read 'non- invasive'. Identical bars are drawn once, the figure says so, and no name
+    breaks at its hyphen."""
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_memory
+    from wsemoe.report.figures.claims import caption_of
+
+    terms = {f"mem_{t}_node_bytes": v for t, v in (("weights", 29e9), ("kept_act", 0.0), ("kv", 74e9),
+                                                    ("attn_transient", 0.7e9), ("bta_buffer", 4e6),
+                                                    ("moe_transient", 0.2e9))}
+    pts = pd.DataFrame({"balance.balancer": ["none", "replicate", "non-invasive", "stop-the-world", "stop-the-world"],
+                        "balance.migration_windows": ["communication", "communication", "communication",
+                                                      "communication", "all windows at once"],
+                        "tokens_per_s": [5.0, 4.0, 3.0, 2.0, 1.0], "feasible": True, **terms,
+                        "mem_attn_peak_node_bytes": 104e9, "mem_moe_peak_node_bytes": 103e9,
+                        "mem_capacity_node_bytes": 162e9})
+    fig = fig_memory.memory_breakdown(_view(pts, {"tokens_per_s": "max"}))
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 1, labels
+    assert "non-invasive" in labels[0] and "stop-the-world" in labels[0] and "#1–#5" in labels[0]
+    assert not any(line.rstrip().endswith("-") for line in labels[0].splitlines())
+    said = " ".join(t.get_text() for t in ax.texts) + caption_of(fig)
+    assert "identical" in said
+
+
 def test_slices_prefer_values_with_feasible_points():
     import pandas as pd
 
