@@ -105,7 +105,8 @@ def _negligible(values) -> str:
     lo, hi = (min(values), max(values)) if len(values) else (np.nan, np.nan)
     if not (np.isfinite(lo) and lo > 0 and hi / lo - 1 < robustness.TIE):
         return ""
-    return f"within {lo:.3f}×–{hi:.3f}×: a negligible spread, under the {100 * robustness.TIE:g}% read as no difference"
+    return (f"within {lo:.3f}×–{hi:.3f}×: a negligible spread, under the {100 * robustness.TIE:g}% read as no "
+            "difference")
 
 
 def _right(ax, summary, quantity: str, cmp: dict) -> None:

@@ -389,8 +389,9 @@ def ratio_ticks(ax, which: str, values) -> None:
     while len(ticks) > 8:  # a wide range: every other tick, 1× kept
         ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
     lo, hi = getattr(ax, f"get_{which}lim")()
-    if sum(lo <= t <= hi for t in ticks) < 2:   # 1.000×–1.002× read '1×' alone: fixed limits to the ticks either side
-        lo, hi = max([t for t in ticks if t < v.min()] or ticks[:1]), min([t for t in ticks if t > v.max()] or ticks[-1:])
+    if sum(lo <= t <= hi for t in ticks) < 2:   # 1.000×–1.002× read '1×' alone: fixed limits, the ticks either side
+        lo = max([t for t in ticks if t < v.min()] or ticks[:1])
+        hi = min([t for t in ticks if t > v.max()] or ticks[-1:])
         getattr(ax, f"set_{which}lim")(lo / 1.002, hi * 1.002)
     getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
     getattr(ax, f"set_{which}ticks")([], minor=True)
