@@ -229,3 +229,26 @@ def test_the_pe_invariants_can_fail(monkeypatch):
         assert grids.run(Case(cfg)).status == "fail"
     finally:
         expertgrid.grid.cache_clear()
+
+
+def test_the_cost_figure_legends_cover_no_bar(tmp_path):
+    """pe_cost's legends sat inside its panels, over the bars (lower left on the throughput bars, which start at
+    0): no legend overlaps a bar once drawn."""
+    import wsemoe
+    from wsemoe.report.figures import plots
+    from wsemoe.report.figures.style import figure_bytes
+
+    res = wsemoe.run_sweep({**BASE, "hardware": "cs2", "sparsity": {"vary": "num_experts_per_tok", "values": [8, 1],
+                                                                    "hold": "active"},
+                            "axes": {"workload.B": [1, 2, 4], "workload.G": [1, 4],
+                                     "mapping.pe_dispatch": ["multicast", "unicast"]},
+                            "zip": [{"hardware.pe_fabric": [False, True]}]}, out_root=tmp_path)
+    fig = dict(plots.figures(res.path, only=["pe_cost"]))["pe_cost"]
+    figure_bytes(fig, "png")
+    renderer = fig._get_renderer()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    bars = [p.get_window_extent(renderer) for ax in fig.axes for p in ax.patches if p.get_height() > 0]
+    assert legends and bars
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(b) for b in bars), legend.get_texts()[0].get_text()

@@ -224,6 +224,57 @@ def test_many_fronts_take_their_points_colour_and_marker_axis_line_style():
     assert len(halos) == 9
 
 
+def test_pareto_front_lines_sit_on_top_of_rings_and_points():
+    """Five fronts climbing one column (bta_experts at the best MFU): every front's rings and black halos were
+    drawn over the front lines, so only the last front read. Lines lie above every ring, halo and point; rings are
+    small enough that a 1-pt line is not lost under one."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+
+    x = np.linspace(1, 2, 60)
+    pts = pd.concat([pd.DataFrame({"model.num_experts": e, "tokens_per_s": np.minimum(x, 1.9) * (1 + 0.001 * i),
+                                   "mem_peak_node_bytes": x * 1e9, "feasible": True})
+                     for i, e in enumerate((8, 16, 32, 64, 128))], ignore_index=True)
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    ax = fig.axes[0]
+    rings = [ln for ln in ax.lines if ln.get_marker() == "o" and len(ln.get_xdata())]
+    fronts = [ln for ln in ax.lines if ln.get_marker() in ("None", "", None) and len(ln.get_xdata()) > 1]
+    clouds = [c for c in ax.collections if len(c.get_offsets())]
+    assert len(fronts) == 5 and rings and clouds
+    assert min(ln.get_zorder() for ln in fronts) > max(a.get_zorder() for a in [*rings, *clouds])
+    assert max(ln.get_markersize() for ln in rings) <= 7
+
+
+def test_memory_bars_all_alike_are_drawn_once_and_names_keep_their_hyphens():
+    """moentwine_balance: five best points differing only in balancer and churn drew five identical bars, and a
+    label wrapped twice read 'non- invasive'. Identical bars are drawn once, the figure says so, and no name
+    breaks at its hyphen."""
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_memory
+    from wsemoe.report.figures.claims import caption_of
+
+    terms = {f"mem_{t}_node_bytes": v for t, v in (("weights", 29e9), ("kept_act", 0.0), ("kv", 74e9),
+                                                    ("attn_transient", 0.7e9), ("bta_buffer", 4e6),
+                                                    ("moe_transient", 0.2e9))}
+    pts = pd.DataFrame({"balance.balancer": ["none", "replicate", "non-invasive", "stop-the-world", "stop-the-world"],
+                        "balance.migration_windows": ["communication", "communication", "communication",
+                                                      "communication", "all windows at once"],
+                        "tokens_per_s": [5.0, 4.0, 3.0, 2.0, 1.0], "feasible": True, **terms,
+                        "mem_attn_peak_node_bytes": 104e9, "mem_moe_peak_node_bytes": 103e9,
+                        "mem_capacity_node_bytes": 162e9})
+    fig = fig_memory.memory_breakdown(_view(pts, {"tokens_per_s": "max"}))
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 1, labels
+    assert "non-invasive" in labels[0] and "stop-the-world" in labels[0] and "#1–#5" in labels[0]
+    assert not any(line.rstrip().endswith("-") for line in labels[0].splitlines())
+    said = " ".join(t.get_text() for t in ax.texts) + caption_of(fig)
+    assert "identical" in said
+
+
 def test_slices_prefer_values_with_feasible_points():
     import pandas as pd
 

@@ -195,3 +195,45 @@ def test_heatmap_panel_titles_stay_inside_the_figure(sweeps):
         for ax in fig.axes:
             box = ax.title.get_window_extent(canvas.get_renderer())
             assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (name, ax.get_title())
+
+
+def _die_type(fig):
+    """{panel: (what its numbers label, their smallest type size in pt)} once drawn: the dies' TP groups
+    ('die-numbers') or the rows and columns ('row-col-numbers')."""
+    from wsemoe.report.figures.style import figure_bytes
+
+    figure_bytes(fig, "png")
+    renderer = fig._get_renderer()
+    out = {}
+    for ax in fig.axes:
+        if ax.get_aspect() != 1.0:
+            continue   # the mesh canvases only (equal aspect)
+        x0, x1 = ax.get_xlim()
+        pitch = ax.get_window_extent(renderer).width / (x1 - x0) * 72 / fig.dpi   # points per node pitch
+        numbers = [p for p in ax.artists + ax.patches if p.get_gid() in ("die-numbers", "row-col-numbers")]
+        assert len(numbers) == 1
+        out[ax] = (numbers[0].get_gid(), numbers[0].number_em * pitch)
+    return out
+
+
+def test_die_labels_of_a_16_by_16_mesh_are_legible(tmp_path):
+    """moentwine_scale's 16×16 dies carried TP-group numbers under 3 pt, unreadable: where the numbers would be
+    smaller than 6 pt, the rows and columns are numbered instead, at 6 pt or more (one per row and column: a
+    pitch leaves room for a number), and the note under the figure says so."""
+    cfg = {**BASE, "name": "big", "hardware": "wsc-b200-4x8x8", "mapping": {"tp": 4},
+           "axes": {"mapping.strategy": ["block", "er"]}}
+    path = run_sweep(cfg, out_root=tmp_path).path
+    figs = fig_mesh.link_heatmaps(_context(path))
+    assert figs
+    for name, fig in figs.items():
+        panels = _die_type(fig)
+        assert len(panels) == 3, name
+        for what, size in panels.values():
+            assert what == "row-col-numbers" and size >= 6, (name, what, size)
+        assert "rows and columns are numbered" in fig._supxlabel.get_text()
+
+
+def test_die_numbers_of_an_8_by_8_mesh_stay_and_are_legible(sweeps):
+    for name, fig in fig_mesh.link_heatmaps(_context(sweeps["map"][0])).items():
+        for what, size in _die_type(fig).values():
+            assert what == "die-numbers" and size >= 6, (name, what, size)

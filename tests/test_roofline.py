@@ -232,3 +232,49 @@ def test_a_figure_without_its_sram_system_says_so_on_the_image_and_why_in_the_ca
     assert "not drawn: cs3 serving from SRAM, the caption says why" in " ".join(fig._suptitle.get_text().split())
     text = fig_roofline._left_out(ResultsView.load(path))
     assert "every MAC reads its operands from its own PE's SRAM" in text and "the fabric" in text
+
+
+def test_coincident_best_markers_both_stay_visible(plotted):
+    """DeepSeek-V3's dense FFN and output head share a point: the head's marker, drawn the same size on top,
+    hid the dense FFN's, whose label floated beside nothing. A marker on an earlier one is smaller (the earlier
+    stays a ring around it) and every stage drawn is named."""
+    from wsemoe.report.figures import plots
+
+    fig = dict(plots.figures(plotted[0], only=["roofline"]))["roofline"]
+    checked = 0
+    for ax in fig.axes:
+        best = [c for c in ax.collections if len(c.get_offsets()) == 1 and len(c.get_edgecolor())
+                and tuple(c.get_edgecolor()[0][:3]) == (0.0, 0.0, 0.0)]
+        for i, a in enumerate(best):
+            for b in best[i + 1:]:
+                if np.all(np.abs(np.log10(np.asarray(a.get_offsets()[0]) / b.get_offsets()[0])) < 0.02):
+                    assert b.get_sizes()[0] < a.get_sizes()[0]
+                    checked += 1
+        text = " ".join(t.get_text() for t in ax.texts)
+        assert "dense FFN" in text and "output head" in text
+    assert checked   # the fixture's dense FFN and output head coincide
+
+
+def test_each_share_says_which_roof_it_is_of(plotted):
+    """A stage left of its ridge read '42% (compute)': a share of the sloped roof named after the flat one. Each
+    share names its roof (the weight-path slope or the compute roof) and, apart, what binds the stage."""
+    import re
+
+    caption = (plotted[0] / "plots" / "roofline.txt").read_text()
+    shares = re.findall(r"\d+% \(([^)]*)\)", caption.split("Claim tested")[0])
+    assert shares and all(re.fullmatch(r"(node-memory slope|wafer-I/O slope|compute roof), "
+                                       r"(compute|weight-path|SRAM)-bound", s) for s in shares), shares
+    assert "node-memory slope, compute-bound" in caption   # the case that read '(compute)' alone
+
+
+def test_a_cs3_compute_roof_is_read_as_sram_bound(tmp_path):
+    """CS-3's peak is its PEs' SRAM bandwidth feeding the MACs (the pe_mac_rate reading): a stage on its compute
+    roof is said to be SRAM-bound, and the panel says what that means; CS-2's SIMD rate is not."""
+    from wsemoe.report.figures import plots
+    from wsemoe.report.figures.claims import caption_of
+
+    assert fig_roofline.sram_bound(wsemoe.load_hardware("cs3").model_dump())
+    assert not fig_roofline.sram_bound(wsemoe.load_hardware("cs2").model_dump())
+    path = run_sweep({**STREAMED, "hardware": "cs3"}, out_root=tmp_path).path
+    fig = dict(plots.figures(path, only=["roofline"]))["roofline"]
+    assert "SRAM-bound)" in caption_of(fig) and "SRAM-bound MAC rate" in fig.axes[0].get_title()

@@ -73,3 +73,36 @@ def test_a_narrow_ratio_range_gets_ticks_a_few_percent_apart():
     ax.set_yscale("log")
     ratio_ticks(ax, "y", [0.5, 4.0])   # a wide range keeps the coarse ticks
     assert {"0.5×", "1×", "2×"} <= {t.get_text() for t in ax.get_yticklabels()}
+
+
+def test_a_blanked_tick_label_takes_its_tick_along():
+    """Every tick drawn carries its label: the serving figure's wafer axis kept a bare tick at 13 where the
+    label, which ran into 12, was blanked."""
+    fig = Figure(figsize=(2.0, 2.0), layout="constrained")
+    ax = fig.subplots()
+    values = [12, 13, 15, 24, 32, 48, 64]
+    ax.plot(values, values)
+    log2_ticks(ax, values)
+    figure_bytes(fig, "png")
+    lo, hi = sorted(ax.get_xlim())
+    ticks = [x for x in ax.xaxis.get_majorticklocs() if lo <= x <= hi]
+    shown = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+    assert len(ticks) == len(shown) < len(values)
+    assert sorted(t.get_position()[0] for t in shown) == sorted(ticks)
+
+
+def test_a_ratio_range_within_one_tick_still_shows_two():
+    """Ratios of 1.000× to 1.002× (bta_experts' readings at E 8): the axis showed '1×' alone; it widens to the
+    ticks either side, so at least two labelled ticks read the scale."""
+    from wsemoe.report.figures.style import ratio_ticks
+
+    ax = Figure().subplots()
+    ax.set_xscale("log")
+    values = [1.0, 1.0007, 1.001, 1.002]
+    ax.scatter(values, range(4))
+    ratio_ticks(ax, "x", values)
+    ax.scatter([], [])   # an artist added later (a legend entry) autoscales the axis again: the limits must hold
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert len(set(shown)) >= 2 and "1×" in shown
+    assert lo <= min(values) and max(values) <= hi

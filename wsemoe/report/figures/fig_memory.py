@@ -42,14 +42,17 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     bars = _memory_rows(r)
     if not bars:
         return None
-    lines = max(b[0].count("\n") + 1 for b in bars)
+    drawn = _drawn(r, bars)
+    bars, alike = _once(r, bars)
+    names = [_wrap(b[0]) for b in bars]
+    lines = max(n.count("\n") + 1 for n in names)
     fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 2.1 + 0.36 * len(bars) * lines),
-                     subtitle=_drawn(r, bars))
+                     subtitle=drawn + alike)
     # A half-row gap between designs, so each design's pair of bars reads as one block.
     ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * max(1.0, 0.6 * lines) for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
-    ax.set_yticks(ypos, ["\n".join(textwrap.wrap(b[0], LABEL_WIDTH)) for b in bars])  # narrow labels, wide bars
+    ax.set_yticks(ypos, names)  # narrow labels, wide bars
     ax.set_ylim(max(ypos[-1], 3.0) + 0.6, -0.6)  # first design on top; a few bars stay bar-thin, not slabs
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
@@ -66,7 +69,38 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
     labels = [name + (f" (≤ {v:.1g} GB)" if v < 0.01 * max(ends) else "") for _, name, v in drawn]
     outside_legend(fig, handles, labels + [f"capacity per node{cap}"], most=3, frameon=False)
-    return caption(fig, CLAIMS["memory_breakdown"], _verdict(bars))
+    return caption(fig, CLAIMS["memory_breakdown"], _verdict(bars) + (f" {alike[2:].capitalize()}." if alike else ""))
+
+
+def _wrap(text: str) -> str:
+    """A bar's label on lines of LABEL_WIDTH, never broken at a hyphen ('non-invasive' read 'non- invasive')."""
+    return "\n".join(textwrap.wrap(text, LABEL_WIDTH, break_on_hyphens=False))
+
+
+def _once(r: ResultsView, bars: list) -> tuple[list, str]:
+    """The top points' bars with identical ones drawn once, labelled with every point they stand for ('#1–#5')
+    and the values of what differs between them; and '; ...' saying so for the subtitle ('' when none merge).
+    Five identical bars (moentwine_balance: memory per node does not depend on the balancer) read as a finding
+    five times over."""
+    if not bars or not bars[0][0].startswith("#"):
+        return bars, ""
+    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS] + ["mem_capacity_node_bytes"]
+    same: dict = {}
+    for i, (_, row, _) in enumerate(bars):
+        key = (_peak(row)[0], *(round(float(row.get(c, np.nan)) / 1e3) for c in cols))   # to the kB
+        same.setdefault(key, []).append(i)
+    if len(same) == len(bars):
+        return bars, ""
+    shown = [a for a in r.axes if a in r.feasible and r.points[a].nunique() > 1]
+    out = []
+    for members in same.values():
+        rows = [bars[i][1] for i in members]
+        ranks = ", ".join(f"#{i + 1}" for i in members) if members != list(range(members[0], members[-1] + 1)) \
+            else f"#{members[0] + 1}–#{members[-1] + 1}" if len(members) > 1 else f"#{members[0] + 1}"
+        text = ", ".join(setting(a, " / ".join(dict.fromkeys(num(row[a]) for row in rows))) for a in shown)
+        out.append((f"{ranks}: {text}" if shown else ranks, rows[0], members[0]))
+    merged = [o[0].split(":")[0] for o, m in zip(out, same.values()) if len(m) > 1]
+    return out, f"; identical bars drawn once ({', '.join(merged)}: the same memory per node)"
 
 
 def _verdict(bars: list) -> str:
@@ -113,7 +147,7 @@ def _memory_rows(r: ResultsView) -> list:
     top = feas.sort_values(objs[0], ascending=r.objectives[objs[0]] == "min").head(5)
     shown = [a for a in r.axes if a in feas and r.points[a].nunique() > 1]
     # Many swept axes make long labels: short names, wrapped, so the bars keep their width.
-    text = lambda row: textwrap.fill(", ".join(setting(a, row[a]) for a in shown), 34)  # noqa: E731
+    text = lambda row: ", ".join(setting(a, row[a]) for a in shown)  # noqa: E731   (wrapped where drawn)
     return [(f"#{i + 1}: {text(row)}" if shown else f"#{i + 1}", row, i) for i, (_, row) in enumerate(top.iterrows())]
 
 

@@ -12,7 +12,8 @@ from matplotlib.lines import Line2D
 
 from wsemoe.cost.fabric import mesh
 from wsemoe.cost import structure
-from wsemoe.report.figures.meshdraw import HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, draw_wafers, mesh_axes
+from wsemoe.report.figures.meshdraw import (HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, draw_links, draw_nodes, draw_wafers,
+                                            label_dies, mesh_axes)
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import DOUBLE, PHASE_C, PHASE_NAMES, heading
 from wsemoe.report.figures.view import ResultsView
@@ -108,7 +109,11 @@ def _heatmap_figure(view: ResultsView, m: dict, vmax: float) -> Figure:
         f"{pl.rows}×{pl.cols} dies ({s.layout.wafers[0]}×{s.layout.wafers[1]} wafers)"
     heading(fig, f"{view.name}: {pl.strategy} mapping, TP {pl.tp} on {on}",
             view.subtitle(", ".join(p for p in (view.context(row, skip=("mapping.strategy",)), said) if p)))
-    note = "squares: dies, number = TP group" + (", dashed: FTD tiles" if pl.ftd_shape else "") + \
+    fig.get_layout_engine().execute(fig)   # the canvases' laid-out size decides how their dies are labelled
+    numbered = all([label_dies(ax, pl) for ax in axes])
+    note = ("squares: dies, number = TP group" if numbered else "squares: dies, colour = TP group (colours repeat; "
+            "group numbers would print under 6 pt at this mesh size, so rows and columns are numbered)") + \
+        (", dashed: FTD tiles" if pl.ftd_shape else "") + \
         (", solid: wafer boundaries" if s.layout.wafers != (1, 1) else "")
     fig.supxlabel(note + "; each link drawn as two arrows, one per direction (XY routing); hot: load at or above "
                   "the 90th percentile of the phase's loaded links, ties included", fontsize=8.5, wrap=True)

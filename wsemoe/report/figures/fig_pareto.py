@@ -237,14 +237,16 @@ def _draw_fronts(ax, front, feas, systems, cues, colours, xcol, ycol, fx, fy, pa
             if what:   # the shared entry in neutral black: no one front's colour stands for all of them
                 ax.plot([], [], marker="o", ls="-", color="black", ms=7, mfc="none", mew=1.2, lw=1.0, label=what)
                 what = None
-        ax.plot(x, y, ls=ls, color=c, lw=1.2 if step > 1 else 1.0, zorder=4)
-        if c != "black":   # a ring in its points' colour is lost in their cloud: a black halo under it
-            ax.plot(x[::step], y[::step], "o", color="black", ms=8.8, mfc="none", mew=2.0, zorder=4.5)
-        # hollow rings: the design colour of each front point stays visible inside
-        ax.plot(x[::step], y[::step], marker="o", ls=ls, color=c, ms=7, mfc="none", mew=1.2, zorder=5, label=what,
+        # The line on top of every ring and point: fronts climbing one column (bta_experts at its best MFU) were
+        # hidden under the rings and halos of the fronts drawn after them, only the last one reading.
+        ax.plot(x, y, ls=ls, color=c, lw=1.4 if step > 1 else 1.2, zorder=6)
+        if c != "black":   # a ring in its points' colour is lost in their cloud: a thin black halo under it
+            ax.plot(x[::step], y[::step], "o", color="black", ms=7, mfc="none", mew=1.2, zorder=4.5)
+        # hollow rings, small: the design colour of each front point stays visible inside, the lines between them
+        ax.plot(x[::step], y[::step], marker="o", ls=ls, color=c, ms=6, mfc="none", mew=1.1, zorder=5, label=what,
                 lw=0 if step > 1 else 1.0)
         if step > 1 and (len(x) - 1) % step:
-            ax.plot(x[-1:], y[-1:], "o", color=c, ms=7, mfc="none", mew=1.2, zorder=5)
+            ax.plot(x[-1:], y[-1:], "o", color=c, ms=6, mfc="none", mew=1.1, zorder=5)
 
 
 def _key_text(cols: list, key: tuple) -> str:

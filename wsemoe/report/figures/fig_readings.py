@@ -92,9 +92,21 @@ def _left(ax, result, row, quantity: str) -> None:
     ax.set_xscale("log")
     ratio_ticks(ax, "x", [v for _, vals in rows for v in vals])
     ax.set_xlabel(_axis_label(result.meta["comparison"]))
-    ax.set_title(f"at {_short(row['group'])}: each run", fontsize=9)
+    runs = [v for _, vals in rows for v in vals if np.isfinite(v) and v > 0]
+    ax.set_title(f"at {_short(row['group'])}: each run" + (f" (all {_negligible(runs)})" if _negligible(runs) else ""),
+                 fontsize=9)
     for colour, text in ((AHEAD, SIDE_WORDS["ahead"]), (EVEN, SIDE_WORDS["even"]), (BEHIND, SIDE_WORDS["behind"])):
         ax.scatter([], [], color=colour, s=20, label=text)
+
+
+def _negligible(values) -> str:
+    """'within 1.000×–1.002×: a negligible spread' when every value lies within the tie band of the others
+    (the axis then spans a percent or two, and its points read as a spread they are not); '' otherwise."""
+    lo, hi = (min(values), max(values)) if len(values) else (np.nan, np.nan)
+    if not (np.isfinite(lo) and lo > 0 and hi / lo - 1 < robustness.TIE):
+        return ""
+    return (f"within {lo:.3f}×–{hi:.3f}×: a negligible spread, under the {100 * robustness.TIE:g}% read as no "
+            "difference")
 
 
 def _right(ax, summary, quantity: str, cmp: dict, over: str = "the combinations") -> None:
@@ -105,6 +117,10 @@ def _right(ax, summary, quantity: str, cmp: dict, over: str = "the combinations"
     ax.scatter(x, d["default"], marker="D", facecolor="none", edgecolor=PALETTE[1], lw=1.5, zorder=4,
                label="default readings")
     ax.axhline(1.0, color="black", lw=1.0, ls="--")
+    for xi in x[d["low"].isna().to_numpy()]:   # every run undefined (a side cannot run): said, not left blank
+        ax.annotate("undefined", (xi, 1.0), ha="center", va="center", rotation=90, fontsize=7, color="0.4",
+                    bbox={"fc": "white", "ec": "none", "pad": 1})
+    ax.set_xlim(-0.6, len(d) - 0.4)   # every group's slot, an undefined last one too (data limits ended before it)
     ax.set_yscale("log")
     ratio_ticks(ax, "y", [*d["low"], *d["high"], *d["configured"], *d["default"]])
     # Few groups: each label in full on lines of its own. Many: the values only, on one slanted line each, the
@@ -115,8 +131,14 @@ def _right(ax, summary, quantity: str, cmp: dict, over: str = "the combinations"
     keys = _keys(d["group"].iloc[0]) if len(d) else []
     same = bool(keys) and all(_keys(g) == keys for g in d["group"])
     many = len(d) > 5
-    if many or same:
-        values = [" · ".join(_values(g)) for g in d["group"]]
+    parts = [_values(g) for g in d["group"]]
+    outer = [" · ".join(p[:-1]) for p in parts]
+    runs = sum(1 for i in range(len(outer)) if i == 0 or outer[i] != outer[i - 1])
+    if (many or same) and len(keys) > 1 and runs == len(set(outer)) < len(d):   # each outer value one run of groups
+        _nested_ticks(ax, x, [p[-1] for p in parts], outer)
+        ax.set_xlabel(f"{keys[-1]}, grouped by {' · '.join(keys[:-1])}")
+    elif many or same:
+        values = [" · ".join(p) for p in parts]
         slant = many or max(map(len, values)) * len(d) > 36
         ax.set_xticks(x, values, **({"rotation": 40, "ha": "right", "rotation_mode": "anchor"} if slant else {}))
         ax.set_xlabel(" · ".join(keys))
@@ -125,6 +147,22 @@ def _right(ax, summary, quantity: str, cmp: dict, over: str = "the combinations"
     ax.set_ylabel("ratio (log scale)")
     ax.set_title("every group: range, one reading at a time" if over != "the combinations"
                  else "every group: range over the combinations", fontsize=9)
+
+
+def _nested_ticks(ax, x, inner: list[str], outer: list[str]) -> None:
+    """Each group's last value as its tick label (turned upright when many), each run of groups sharing the other
+    values named once below them, runs parted by light lines: 18 'model · tokens/device' labels slanted ran into
+    one another, and all but 3 were dropped as overlapping."""
+    turned = max(map(len, inner)) * len(inner) > 36
+    ax.set_xticks(x, inner, fontsize=8, rotation=90 if turned else 0)
+    starts = [i for i in range(len(outer)) if i == 0 or outer[i] != outer[i - 1]]
+    ends = [*starts[1:], len(outer)]
+    ax.set_xticks([(a + b - 1) / 2 for a, b in zip(starts, ends)], [outer[a] for a in starts], minor=True)
+    ax.xaxis.remove_overlapping_locs = False   # a run's middle may sit on a group's tick: keep both labels
+    depth = 8 * (0.62 * max(map(len, inner)) if turned else 1.2)   # points the inner labels reach down
+    ax.tick_params(axis="x", which="minor", length=0, pad=depth + 8, labelsize=8.5)
+    for a in starts[1:]:
+        ax.axvline(a - 0.5, color="0.75", lw=0.8, zorder=0)
 
 
 def robustness_figure(r: ResultsView) -> Figure | None:
@@ -152,7 +190,10 @@ def robustness_figure(r: ResultsView) -> Figure | None:
              f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
              f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
-    verdict = ". ".join(robustness.statement(result, summary, quantity)[:2])  # the headline group, then every group
+    said = robustness.statement(result, summary, quantity)[:2]  # the headline group, then every group
+    if _negligible([row["low"], row["high"]]):   # '1.00×–1.00×' alone did not say the spread is nothing to read
+        said.insert(1, f"At {_short(row['group'])} every run lies {_negligible([row['low'], row['high']])}")
+    verdict = ". ".join(said)
     if row["flipped"]:
         verdict += (f". It flips in {row['flipped']} of {robustness.runs_word(result, row['combinations'])}: here the "
                     "data do not bear the claim out")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 import textwrap
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, marker_label, name,
                                          outside_legend, plt_size, setting, share_text)
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.specs.hardware import mac_rate
 from wsemoe.sweep.compare import best_rows
 
 STEMS = ("roofline",)
@@ -38,6 +40,7 @@ CLAIMS = {"roofline": "Every stage sits under its hardware's roof: on the sloped
 MAX_POINTS = 300   # designs drawn per system (sampled with a fixed seed; the best always)
 MAX_PANELS = 4
 LABEL_NEAR = 0.6   # decades (both axes) within which a stage label would sit on an earlier marker
+SAME = 0.02        # decades (both axes, about a marker's width) within which two best markers coincide
 
 
 def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
@@ -68,6 +71,22 @@ def placed(df: pd.DataFrame, stage: str) -> tuple[np.ndarray, np.ndarray, np.nda
             core = core + df[f"{stage}_launch_s"].to_numpy(dtype=float)
         return (ai, flops / df[f"{stage}_time_s"].to_numpy(dtype=float), flops / core,
                 df[f"{stage}_roof_flops"].to_numpy(dtype=float))
+
+
+def sram_bound(hw: dict) -> bool:
+    """Whether the hardware's compute peak is its PEs' SRAM bandwidth feeding their MACs, not their SIMD width
+    (CS-3 under the pe_mac_rate reading sram_bound): a stage on its compute roof is then read as SRAM-bound."""
+    pe = hw.get("pe") or {}
+    return "fmac_width" in pe and bool(mac_rate(SimpleNamespace(**pe)) < pe["fmac_width"])
+
+
+def _reading(b_ai: float, bw: float, b_top: float, path: str, bound: str, sram: bool) -> str:
+    """'node-memory slope, compute-bound': which roof a stage's share is of (the weight-path slope left of its
+    ridge, the compute roof right of it) and what binds it as timed. A stage left of the ridge read
+    '40% (compute)', a share of the sloped roof named after the flat one."""
+    roof = f"{path.split(',')[0].removesuffix(' in').replace(' ', '-')} slope" if b_ai * bw < b_top else "compute roof"
+    bound = "SRAM-bound" if bound == "compute" and sram else f"{bound.replace(' ', '-')}-bound"
+    return f"{roof}, {bound}"
 
 
 def _binds(best: pd.Series, stage: str, ideal: str) -> str:
@@ -132,6 +151,10 @@ def _left_out(r: ResultsView) -> str:
             "figure and `wsemoe eval` break it down), which a FLOP-per-byte roofline cannot place." if names else "")
 
 
+OF_ROOF = ("of its roof (the attainable rate at its intensity: the weight-path slope left of the ridge, the compute "
+           "roof right of it)")
+
+
 def _verdict(said: list) -> str:
     """What the best design of each system shows: each stage's share of its roof and what bounds it, and whether
     every stage is under its roof (a share above 100% would contradict the claim, and says so)."""
@@ -141,9 +164,9 @@ def _verdict(said: list) -> str:
         by.setdefault(label, []).append(text)
     shares = "; ".join(f"{label}: {', '.join(parts)}" for label, parts in by.items())
     if above:
-        return (f"The best design of each system reaches, of its roof: {shares}. Above the roof: {', '.join(above)}: "
+        return (f"The best design of each system reaches, {OF_ROOF}: {shares}. Above the roof: {', '.join(above)}: "
                 "here the data do not bear the claim out.")
-    return f"The best design of each system reaches, of its roof: {shares}; every stage drawn is under its roof."
+    return f"The best design of each system reaches, {OF_ROOF}: {shares}; every stage drawn is under its roof."
 
 
 def _systems(r: ResultsView) -> list[tuple[str, pd.DataFrame, dict]]:
@@ -178,7 +201,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     extra = r.rows([*picked, at], [*STAGE_COLUMNS, *TERM_COLUMNS])
     best = pd.concat([df.loc[at], extra.loc[at]])
     shown = df.loc[picked].join(extra[[c for c in STAGE_COLUMNS if c in extra]])
-    ais, roofs, parts, drawn, lows, marks = [], [peak], [], set(), [], []
+    ais, roofs, parts, drawn, lows, marks, labels = [], [peak], [], set(), [], [], []
     for i, stage in enumerate(STAGES):
         if stage not in _stages(r, df):
             continue
@@ -193,18 +216,29 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         if b_core > b_run * 1.01:  # communication slows the stage: the hollow marker is its roofline alone
             ax.plot([b_ai, b_ai], [b_run, b_core], color=PALETTE[i], lw=1)
             ax.scatter([b_ai], [b_core], s=60, facecolor="none", edgecolor=PALETTE[i], lw=1.4, zorder=4)
-        ax.scatter([b_ai], [b_run], s=60, color=PALETTE[i], edgecolor="k", lw=0.6, zorder=5)
-        # a label near an earlier one (within LABEL_NEAR decades both ways) goes up and left of its marker:
-        # all to the lower right, the output head's label sat on the attention marker (cerebras_serving)
-        # (several near ones stack upwards, a line each: dense FFN and output head share a point)
-        near = sum(abs(np.log10(b_ai / x)) < LABEL_NEAR and abs(np.log10(b_run / y)) < LABEL_NEAR for x, y in marks)
-        marks.append((b_ai, b_run))
-        marker_label(ax.annotate(STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near
-                                 else (7, -9), textcoords="offset points", ha="right" if near else "left", fontsize=8,
-                                 color=PALETTE[i]))   # style.separate_marker_labels moves it off an earlier label
+        # On an earlier best marker (dense FFN and output head often share a point): smaller, so the earlier one
+        # stays a ring around it, and named after that one's label on its line (drawn the same size, it hid the
+        # dense FFN's marker, whose label floated beside nothing)
+        on = next((k for k, (x, y) in enumerate(marks) if abs(np.log10(b_ai / x)) < SAME and
+                   abs(np.log10(b_run / y)) < SAME), None)
+        ax.scatter([b_ai], [b_run], s=60 if on is None else 22, color=PALETTE[i], edgecolor="k", lw=0.6,
+                   zorder=5 if on is None else 5.5)
+        if on is not None:
+            labels[on] = ax.annotate(f" = {STAGES[stage].split(' (')[0]}", (1, 0), xycoords=labels[on], va="bottom",
+                                     fontsize=8, color=PALETTE[i])
+        else:
+            # a label near an earlier one (within LABEL_NEAR decades both ways) goes up and left of its marker:
+            # all to the lower right, the output head's label sat on the attention marker (cerebras_serving)
+            near = sum(abs(np.log10(b_ai / x)) < LABEL_NEAR and abs(np.log10(b_run / y)) < LABEL_NEAR for x, y in marks)
+            marks.append((b_ai, b_run))
+            labels.append(marker_label(ax.annotate(
+                STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near else (7, -9),
+                textcoords="offset points", ha="right" if near else "left", fontsize=8,
+                color=PALETTE[i])))   # style.separate_marker_labels moves it off an earlier label
         side = _binds(best, stage, "weight path" if b_ai * bw < b_top else "compute")
-        share = b_run / min(b_top, b_ai * bw)
-        parts.append((f"{STAGES[stage].split(' (')[0]} {share_text(share)} ({side})", share))
+        share = b_run / min(b_top, b_ai * bw)   # of the attainable rate at its intensity: the roof above it
+        parts.append((f"{STAGES[stage].split(' (')[0]} {share_text(share)} "
+                      f"({_reading(b_ai, bw, b_top, path, side, sram_bound(hw))})", share))
     if not ais:
         return drawn, False, []
     top = max(roofs)
@@ -218,13 +252,16 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     width = int(ax.get_position().width * ax.figure.get_figwidth() * 72 / (SUB_SIZE * 0.56))
     peaks = f"peak {_eng(peak)}FLOP/s" + (f" (16-bit), {_eng(top)}FLOP/s (a stage at its formats)"
                                           if top > peak else "")
+    if sram_bound(hw):   # what 'SRAM-bound' in the shares below means
+        peaks += ": the PEs' SRAM-bound MAC rate (pe_mac_rate reading)"
     rate = f"{_eng(bw)}B/s" if np.isfinite(bw) else "unbounded"
     nb = "\u00a0"   # no break between the bandwidth and what it is of: "all nodes / 576 TB/s" split them
     bound = f"{path.rsplit(' ', 1)[-1]} {rate}".replace(" ", nb)
     title = textwrap.wrap(f"{label}: {peaks}, {' '.join(path.split(' ')[:-1] + [bound])}",
                           int(width * SUB_SIZE / 9.5))
-    ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(textwrap.wrap(claim, width)))
-    ax.annotate("\n".join(textwrap.wrap(claim, width)), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
+    claim = textwrap.wrap(claim, width, break_on_hyphens=False)   # 'compute-bound' read 'compute- bound'
+    ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(claim))
+    ax.annotate("\n".join(claim), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
                 textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
     return drawn, top > peak, parts
 

@@ -166,10 +166,11 @@ def cost(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
         ax.set_xticks(x, labels)
         ax.set_xlabel("sparsity (" + (key.split(".")[-1] if key else "") + ")")
     left.set_ylabel("best throughput (k tokens/s)")
-    left.legend(loc="lower left", fontsize=8)
     right.set_ylabel("share of its MoE layer time (%)")
-    right.set_ylim(0, right.get_ylim()[1] * 1.3)
-    right.legend(loc="upper right", fontsize=8, title="best PE-level point of each view")
+    right.set_ylim(0, right.get_ylim()[1] * 1.3)   # room for the views' names above the bars
+    # One legend below both panels: inside them it covered bars (the throughput bars start at 0, lower left)
+    (hl, ll), (hr, lr) = left.get_legend_handles_labels(), right.get_legend_handles_labels()
+    outside_legend(fig, hl + hr, ll + [f"right: {t}" for t in lr], most=3, frameon=False)
     losses = [1 - b / a for row in rows for a, b in zip(base, row) if np.isfinite(a) and np.isfinite(b)]
     claim = (f"at PE level the best point loses {min(losses):.0%} to {max(losses):.0%} of its throughput"
              if losses else "what the PE fabric costs the best point")

@@ -103,17 +103,53 @@ def mesh_axes(ax, rows: int, cols: int) -> None:
 
 
 def draw_nodes(ax, placement) -> None:
-    """Dies as small squares in light TP-group colours, numbered by group (colours repeat, numbers do not)."""
+    """Dies as small squares in light TP-group colours (numbered by `label_dies` once the canvas's size is known)."""
     rows, cols = placement.rows, placement.cols
     r, c = np.divmod(np.arange(rows * cols), cols)
     fills = [GROUP_C[int(g) % len(GROUP_C)] for g in placement.group_of]
     draw_squares(ax, c, r, NODE_HALF, fills, edgecolor="0.35", linewidth=0.5)
-    if rows * cols > 256:  # numbers would not fit
-        return
+
+
+MIN_LABEL_PT = 6.0  # the smallest type a printed figure is read at
+
+
+def label_dies(ax, placement) -> bool:
+    """Number each die by its TP group (colours repeat, numbers do not) where the numbers come out at least
+    MIN_LABEL_PT at the canvas's laid-out size (run the figure's layout first); else number the rows and columns
+    along the canvas's edges, so a die can still be named. A 16×16 mesh's numbers came out under 3 pt. Returns
+    whether the dies are numbered."""
+    rows, cols = placement.rows, placement.cols
+    box = ax.get_position()   # laid out, the equal aspect applied; the canvas spans cols + 0.2 pitches
+    pitch = box.width * ax.figure.get_figwidth() * 72 / (cols + 0.2)   # points per node pitch
+    em = min(number_em(str(int(g)), NUMBER_HEIGHT) for g in set(placement.group_of))
     # One path for all numbers, not a text per die: a 16×16 heat map drew 768 texts, seconds to lay out and
     # render; one path costs milliseconds, and its glyphs scale with the dies (sizes in node pitches).
-    ax.add_artist(PathPatch(numbers_path(c, r, placement.group_of, NUMBER_HEIGHT), facecolor="0.15",
-                            edgecolor="none", zorder=4, in_layout=False))
+    if em * pitch >= MIN_LABEL_PT:
+        r, c = np.divmod(np.arange(rows * cols), cols)
+        _numbers(ax, numbers_path(c, r, placement.group_of, NUMBER_HEIGHT), em, "die-numbers")
+        return True
+    # Rows down the left and columns along the bottom, in a margin the canvas grows by (paths, not tick labels:
+    # 96 tick labels doubled the time to draw a 16×16 heat map); every `step`-th where a pitch is too narrow.
+    size = MIN_LABEL_PT + 0.5
+    room = 0.62 * size * len(str(max(rows, cols) - 1)) + 3   # points a number needs, with a gap
+    margin = 1.1 * room / pitch   # node pitches the canvas grows by, left and below
+    pitch *= (cols + 0.2) / (cols + 0.2 + margin)
+    step = next(k for k in (1, 2, 4, 8, 16, 32, 64, rows + cols) if k * pitch >= room)
+    ax.set_xlim(-0.6 - margin, cols - 0.4)
+    ax.set_ylim(rows - 0.4 + margin, -0.6)
+    at_r, at_c = np.arange(0, rows, step), np.arange(0, cols, step)
+    x = np.concatenate([np.full(len(at_r), -0.6 - margin / 2), at_c])
+    y = np.concatenate([at_r, np.full(len(at_c), rows - 0.4 + margin / 2)])
+    labels, width = np.concatenate([at_r, at_c]), 0.9 * min(margin, step)
+    em = min(number_em(str(n), size / pitch * _digits()[1], width) for n in labels)
+    _numbers(ax, numbers_path(x, y, labels, size / pitch * _digits()[1], width), em, "row-col-numbers")
+    return False
+
+
+def _numbers(ax, path: Path, em: float, gid: str) -> None:
+    numbers = PathPatch(path, facecolor="0.15", edgecolor="none", zorder=4, in_layout=False, gid=gid)
+    numbers.number_em = em   # the smallest number's type size, in node pitches (tests read it)
+    ax.add_artist(numbers)
 
 
 def draw_squares(ax, x, y, half: float, fills, edgecolor, linewidth: float, zorder: float = 2) -> None:
@@ -128,7 +164,7 @@ def draw_squares(ax, x, y, half: float, fills, edgecolor, linewidth: float, zord
                                 linewidth=linewidth, zorder=zorder))
 
 
-NUMBER_HEIGHT, NUMBER_WIDTH = 0.17, 0.34  # digit height, widest label, in node pitches (a die's square is 0.4)
+NUMBER_HEIGHT, NUMBER_WIDTH = 0.19, 0.34  # digit height, widest label, in node pitches (a die's square is 0.4)
 
 
 @lru_cache(maxsize=1)
@@ -142,8 +178,16 @@ def _digits() -> tuple[list, float, float]:
     return [(g.vertices.copy(), g.codes.copy()) for g in glyphs], height, advance
 
 
-def numbers_path(x, y, numbers, height: float) -> Path:
-    """One path holding every number centred on its (x, y), digits `height` tall (narrower to fit NUMBER_WIDTH),
+def number_em(text: str, height: float, width: float = NUMBER_WIDTH) -> float:
+    """The type size (an em, in node pitches) `numbers_path` draws `text` at: digits `height` tall, narrower to fit
+    `width`."""
+    glyphs, digit_h, advance = _digits()
+    v = np.concatenate([glyphs[int(ch)][0] + (i * advance, 0) for i, ch in enumerate(text)])
+    return min(height / digit_h, width / ((v[:, 0].max() - v[:, 0].min()) or 1.0))
+
+
+def numbers_path(x, y, numbers, height: float, width: float = NUMBER_WIDTH) -> Path:
+    """One path holding every number centred on its (x, y), digits `height` tall (narrower to fit `width`),
     upright on a canvas whose rows run downwards."""
     glyphs, digit_h, advance = _digits()
     verts, codes = [], []
@@ -152,8 +196,7 @@ def numbers_path(x, y, numbers, height: float) -> Path:
         parts = [(glyphs[int(ch)][0] + (i * advance, 0), glyphs[int(ch)][1]) for i, ch in enumerate(text)]
         v = np.concatenate([p[0] for p in parts])
         lo, hi = v[:, 0].min(), v[:, 0].max()
-        k = height / digit_h
-        k = min(k, NUMBER_WIDTH / ((hi - lo) or 1.0))
+        k = number_em(text, height, width)
         centred = (v - [(lo + hi) / 2, digit_h / 2]) * [k, -k]  # y flipped: row 0 is drawn on top
         verts.append(centred + (xi, yi))
         codes.extend(p[1] for p in parts)

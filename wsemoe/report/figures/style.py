@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 import numpy as np
 from cycler import cycler
-from matplotlib import ticker
+from matplotlib import rc_context, ticker
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
-from wsemoe.errors import printable
+from wsemoe.errors import ConfigError, printable
 from wsemoe.sweep.columns import describe
 
 # Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
@@ -74,12 +77,6 @@ PHASE_C = {"allreduce": PALETTE[0], "dispatch": PALETTE[3], "combine": PALETTE[1
 def figure_bytes(fig: Figure, fmt: str) -> bytes:
     """A figure rendered to PNG, SVG or PDF bytes, in the plot style (no timestamps: the same results give
     the same bytes). Its text is made literal first (`literal_text`)."""
-    import io
-
-    from matplotlib import rc_context
-
-    from wsemoe.errors import ConfigError
-
     if fmt not in ALL_FORMATS:
         raise ConfigError(f"unknown figure format '{fmt}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
     meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": None}[fmt]
@@ -115,9 +112,6 @@ def freeze_layout(fig: Figure) -> None:
 def fit_axis_labels(fig: Figure) -> None:
     """Wrap an axis label longer than its axis onto as many lines as it needs: a y label is centred on its
     axes, so one taller than them ran off the figure (the Pareto y label above a long legend)."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
     if fig.get_layout_engine() is None:
         return  # a frozen layout was fitted when it was first drawn
     fig.draw_without_rendering()  # the layout engine places the axes: their size is known from here on
@@ -137,10 +131,9 @@ def fit_axis_labels(fig: Figure) -> None:
 
 
 def thin_tick_labels(fig: Figure) -> None:
-    """Blank an x tick label that would overlap the one before it on axes whose ticks sit at given values
-    (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213')."""
-    from matplotlib import ticker
-
+    """Drop an x tick whose label would overlap the one before it on axes whose ticks sit at given values
+    (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213'), label and tick mark together: a
+    bare tick reads as a value left unsaid (the serving figure's 13)."""
     if fig.get_layout_engine() is None:
         return  # a frozen layout was thinned when it was first drawn
     fig.draw_without_rendering()
@@ -148,14 +141,15 @@ def thin_tick_labels(fig: Figure) -> None:
     for ax in fig.axes:
         if not isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator):
             continue
-        last = None
+        last, kept = None, []
         # left to right on the page, not by value: an inverted axis (top-k falling to the right) runs the other way
         boxes = [(t, t.get_window_extent(renderer)) for t in ax.get_xticklabels() if t.get_text()]
         for text, box in sorted(boxes, key=lambda tb: tb[1].x0):
-            if last is not None and box.x0 < last.x1 + 2:
-                text.set_visible(False)
-            else:
+            if last is None or box.x0 >= last.x1 + 2:
                 last = box
+                kept.append(text)
+        if len(kept) < len(boxes):   # the ticks' own label objects keep their style (rotation, size)
+            ax.set_xticks(*zip(*sorted((t.get_position()[0], t.get_text()) for t in kept)))
 
 
 def marker_label(text):
@@ -244,8 +238,6 @@ def outside_legend(fig: Figure, handles=None, labels=None, most: int = 4, **kw):
     import math
 
     from matplotlib import rcParams
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
 
     if handles is None and labels is None:
         handles, labels = [], []
@@ -397,5 +389,10 @@ def ratio_ticks(ax, which: str, values) -> None:
                  if v.min() / 1.02 <= t <= v.max() * 1.02]
     while len(ticks) > 8:  # a wide range: every other tick, 1× kept
         ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
+    lo, hi = getattr(ax, f"get_{which}lim")()
+    if sum(lo <= t <= hi for t in ticks) < 2:   # 1.000×–1.002× read '1×' alone: fixed limits, the ticks either side
+        lo = max([t for t in ticks if t < v.min()] or ticks[:1])
+        hi = min([t for t in ticks if t > v.max()] or ticks[-1:])
+        getattr(ax, f"set_{which}lim")(lo / 1.002, hi * 1.002)
     getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
     getattr(ax, f"set_{which}ticks")([], minor=True)
