@@ -8,13 +8,21 @@ from matplotlib.figure import Figure
 from wsemoe.report.figures.style import figure_bytes, log2_ticks
 
 
-def test_crowded_ticks_keep_the_ones_that_fit():
+VALUES = [12, 13, 15, 24, 32, 48, 64]   # the serving figure's wafer counts on a narrow panel
+
+
+def _crowded():
+    """A 2-inch figure whose log2 axis holds VALUES, drawn (labels are thinned when it is drawn)."""
     fig = Figure(figsize=(2.0, 2.0), layout="constrained")
     ax = fig.subplots()
-    values = [12, 13, 15, 24, 32, 48, 64]
-    ax.plot(values, values)
-    log2_ticks(ax, values)
+    ax.plot(VALUES, VALUES)
+    log2_ticks(ax, VALUES)
     figure_bytes(fig, "png")
+    return fig, ax, VALUES
+
+
+def test_crowded_ticks_keep_the_ones_that_fit():
+    fig, ax, values = _crowded()
     renderer = fig._get_renderer()
     shown = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
     boxes = [t.get_window_extent(renderer) for t in shown]
@@ -78,12 +86,7 @@ def test_a_narrow_ratio_range_gets_ticks_a_few_percent_apart():
 def test_a_blanked_tick_label_takes_its_tick_along():
     """Every tick drawn carries its label: the serving figure's wafer axis kept a bare tick at 13 where the
     label, which ran into 12, was blanked."""
-    fig = Figure(figsize=(2.0, 2.0), layout="constrained")
-    ax = fig.subplots()
-    values = [12, 13, 15, 24, 32, 48, 64]
-    ax.plot(values, values)
-    log2_ticks(ax, values)
-    figure_bytes(fig, "png")
+    fig, ax, values = _crowded()
     lo, hi = sorted(ax.get_xlim())
     ticks = [x for x in ax.xaxis.get_majorticklocs() if lo <= x <= hi]
     shown = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]

@@ -61,6 +61,11 @@ def group_label(group: list[str], key) -> str:
                      else f"{c.split('.')[-1]}={v}" for c, v in zip(group, key))
 
 
+def _own(choice: dict, mine: set) -> dict:
+    """The part of a run's {reading: option} that one folder varies (the others do not apply to it)."""
+    return {n: o for n, o in choice.items() if n in mine}
+
+
 def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET):
     """The ratios of a `wsemoe compare` of results folders under every combination of their readings
     (each folder's sweep re-evaluated whole); a line saying why not when that costs more than `budget`."""
@@ -75,14 +80,14 @@ def evaluate_folders(paths, comparison, readings=None, budget: int = AUTO_BUDGET
         return f"robustness over readings: not computed ({exc.message})"
     total = len(runs) * sum(c.size() for c in cfgs)
     if total > budget:   # runs whose configs coincide are evaluated once (`execute`): count those that differ
-        total = sum(distinct(c, [(role, {n: o for n, o in choice.items() if n in mine}) for role, choice in runs],
-                             readings) * c.size() for c, mine in zip(cfgs, per_folder))
+        total = sum(distinct(c, [(role, _own(choice, mine)) for role, choice in runs], readings) * c.size()
+                    for c, mine in zip(cfgs, per_folder))
     if total > budget:
         return (f"robustness over readings: not computed ({len(runs)} runs of {sum(c.size() for c in cfgs):,} "
                 f"points, {total:,} evaluations of distinct configs, exceed {budget:,})")
 
     def one(choice):
-        moved = [registry.apply(c, {n: o for n, o in choice.items() if n in mine}, readings) if choice else c
+        moved = [registry.apply(c, _own(choice, mine), readings) if choice else c
                  for c, mine in zip(cfgs, per_folder)]
 
         def fn():

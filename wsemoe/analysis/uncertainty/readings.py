@@ -217,8 +217,8 @@ def cost(config, only=(), fixed=None, readings=None, budget: int | None = None) 
     runs = design(varied, screen=True)
     weight = SRAM_COST if "sram" in registry.sweep_values(cfg, "hardware.weight_source") else 1
     if budget is not None and len(runs) * cfg.size() * weight > budget:
-        base = registry.apply(cfg, fixed, readings) if fixed else cfg
-        return distinct(base, runs, readings), distinct(base, runs, readings) * cfg.size() * weight
+        n = distinct(registry.apply(cfg, fixed, readings) if fixed else cfg, runs, readings)
+        return n, n * cfg.size() * weight
     return len(runs), len(runs) * cfg.size() * weight
 
 
