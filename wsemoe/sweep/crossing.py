@@ -53,9 +53,11 @@ def _g(x: float) -> str:
     return f"{x:.3g}" if x < 10 else f"{x:.0f}"
 
 
-def sides(ratio: pd.Series, unit: str = "tokens/device") -> str:
-    """'ahead at 1–64, behind from 72 (between 64 and 128) tokens/device', 'behind at every load (1–256)',
-    or with several crossings 'behind at 1–1.4, ahead from 1.4 (between 1 and 2), behind from 72 (...)'."""
+def sides(ratio: pd.Series, unit: str = "tokens/device", along: str = "load") -> str:
+    """'ahead at 1–64, behind from 72 (between 64 and 128) tokens/device', 'behind at every load (1–256
+    tokens/device)', or with several crossings 'behind at 1–1.4, ahead from 1.4 (between 1 and 2), behind from 72
+    (...)'. An axis that is no load in tokens (`along`, such as the context) is named before its values:
+    'ahead at every seq len (8192–131072)', 'ahead at seq len 8192–65536, behind from 98304 (...)'."""
     r = ratio.dropna().sort_index()
     if r.empty:
         return "no load where both sides run"
@@ -63,17 +65,19 @@ def sides(ratio: pd.Series, unit: str = "tokens/device") -> str:
     span = f"{_g(loads[0])}–{_g(loads[-1])}" if len(loads) > 1 else _g(loads[0])
     found = crossings(r)
     if not found:
-        return f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at every load ({span} {unit})"
-    parts = [f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at {_g(loads[0])}–{_g(found[0].at)}"]
+        return f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at every {along} ({span}{f' {unit}' if unit else ''})"
+    named = f"{along} " if along != "load" else ""
+    parts = [f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at {named}{_g(loads[0])}–{_g(found[0].at)}"]
     parts += [f"{c.to} from {_g(c.at)} (between {_g(c.low)} and {_g(c.high)})" for c in found]
-    return ", ".join(parts) + f" {unit}"
+    return ", ".join(parts) + (f" {unit}" if unit else "")
 
 
-def statement(ratio: pd.Series, metric: str, reading: str, who: str = "", unit: str = "tokens/device") -> str:
+def statement(ratio: pd.Series, metric: str, reading: str, who: str = "", unit: str = "tokens/device",
+              along: str = "load") -> str:
     """The crossover in one line, naming what it is of: 'wafer vs nvl72, per_device_tokens_per_s at the default
     readings: ahead at 1–72, behind from 72 (between 64 and 128) tokens/device'."""
     head = ", ".join(filter(None, [who, f"{metric} {reading}".strip()]))
-    return f"{head}: {sides(ratio, unit)}"
+    return f"{head}: {sides(ratio, unit, along)}"
 
 
 # What a crossover runs along: a load (tokens per device, requests, the batch, the context), never a design
@@ -94,6 +98,9 @@ def table_lines(df: pd.DataFrame, keys: list[str], ratios: list[str], reading: s
     if not numeric or df.empty:
         return []
     load = max(numeric, key=lambda k: df[k].nunique())
+    name = load.split(".")[-1].replace("_", " ")
+    # Tokens per device is a load in its own unit; any other axis (the context, the batch B) is named instead.
+    unit, along = (name, "load") if load.endswith("tokens_per_device") else ("", name)
     others = [k for k in keys if k != load and k in df]
     out = []
     for q in ratios:
@@ -102,5 +109,5 @@ def table_lines(df: pd.DataFrame, keys: list[str], ratios: list[str], reading: s
             key = key if isinstance(key, tuple) else (key,)
             who = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(others, key))
             series = part.set_index(load)[q].astype(float)
-            out.append("crossover: " + statement(series, q, reading, who, unit=load.split(".")[-1].replace("_", " ")))
+            out.append("crossover: " + statement(series, q, reading, who, unit, along))
     return out
