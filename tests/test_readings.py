@@ -311,6 +311,28 @@ def test_a_factorial_too_large_to_run_is_screened_one_reading_at_a_time(monkeypa
     assert "combinations do" not in line
 
 
+def shown_table(result):
+    from wsemoe.report.terminal import readings as shown
+
+    summary = robustness.summarize(result)
+    return shown.table(result, summary, "speedup_vs_uniform").columns
+
+
+def test_the_report_of_a_screened_design_counts_runs_not_combinations(monkeypatch, tmp_path):
+    """The report's robustness table headed its counts "combinations" when the design was one reading at a time,
+    and its note named a main effect no such design measures."""
+    monkeypatch.setattr(rd, "MAX_COMBINATIONS", 2)
+    wsemoe.run_sweep(SMALL, out_root=tmp_path)
+    wsemoe.robustness(SMALL, write=True, out_root=tmp_path)
+    html = "".join(page.readings_section(tmp_path / "small", store.load_manifest(tmp_path / "small")))
+    head = html.split('id="robustness-table"', 1)[1].split("</thead>", 1)[0]
+    assert "<th>runs</th>" in head and "combinations" not in head, head
+    assert "effect alone" in html and "main effect" not in html
+    result = wsemoe.robustness(SMALL)
+    heads = [c.header for c in shown_table(result)]
+    assert "hinges on (effect alone)" in heads and "hinges on (main effect)" not in heads
+
+
 def test_a_reading_fixed_and_varied_is_refused_by_the_api_as_by_the_cli():
     """`wsemoe.robustness(cfg, only=['attn_kernel'], fixed={'attn_kernel': 'flash'})` returned an empty what-if
     where `wsemoe readings` refused: the check lives in the one plan both use."""

@@ -135,12 +135,17 @@ def readings_section(path: Path, man: dict) -> list[str]:
     cols = ["group", "configured", "default", "low", "high", "flips", "flipped", "combinations", "hinge", "effect",
             "effects"]
     rows = summary[summary["quantity"] == quantity][cols] if quantity else summary.iloc[:0][cols]
+    screened = robustness.screened(found)
+    if screened:   # one reading at a time: the counts are of runs, never of combinations of the factorial
+        rows = rows.rename(columns={"combinations": "runs"})
     lines = "".join(f"<p class=\"robustness\">{escape(line)}</p>" for line in robustness.statement(found, summary)) + \
         "".join(f"<p class=\"crossover\">{escape(line)}</p>" for line in robustness.crossovers(found))
     return ["<h2 id=\"s-readings\">Robustness over the readings</h2>", lines,
             "<p class=\"note\">Readings are the modelling choices no source pins (docs/cost-model.md, Readings); every "
             "run re-evaluates the whole sweep. A reading flips the ratio when, moved alone from the configured sweep, "
-            "it puts the ratio on the other side of 1; the reading it hinges on has the largest main effect.</p>",
+            "it puts the ratio on the other side of 1; the reading it hinges on has the largest "
+            + ("effect alone (the full factorial was too large to run: one reading at a time, interactions unseen)"
+               if screened else "main effect") + ".</p>",
             scroll(formats.html(plan, index=None, table_id="readings")),
             scroll(formats.html(rows, index=None, table_id="robustness-table"))]
 

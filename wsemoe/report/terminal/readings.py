@@ -69,7 +69,7 @@ def table(result, summary, quantity: str) -> Table:
     t = Table(title=f"{quantity}{unit} over the readings", box=box.SIMPLE_HEAD, title_justify="left",
               pad_edge=False)
     cols = ("group", "configured", "default readings", "range", *(("flips alone",) if ratio else ()),
-            "hinges on (main effect)")
+            "hinges on (effect alone)" if robustness.screened(result) else "hinges on (main effect)")
     for c in cols:
         t.add_column(c, overflow="fold", justify="right" if c in ("configured", "default readings") else "left")
     show = robustness.ratio if ratio else _number
