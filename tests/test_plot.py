@@ -79,6 +79,16 @@ def test_no_g_axis_skips_speedup_and_sparsity(nog):
     assert "#1" in (path / "plots" / "memory_breakdown.svg").read_text()  # top points by the first objective
 
 
+def test_one_memory_bar_is_not_counted_as_one_of_one(tmp_path):
+    """A single bar read "at 1 of 1 bars; the largest term over the bars", and hung from the top of an axis three
+    bars tall; it is said plainly and centred in a shorter figure."""
+    res = run_sweep({**BASE, "name": "one", "axes": {"workload.B": [4]}}, out_root=tmp_path)
+    plot_results(res.path, only=["memory_breakdown"])
+    text = (res.path / "plots" / "memory_breakdown.txt").read_text()
+    assert text.startswith("The peak is set by the ") and "of 1 bars" not in text and "over the bars" not in text
+    assert image.imread(res.path / "plots" / "memory_breakdown.png").shape[0] < SINGLE[1] * 200
+
+
 def test_missing_results_raise(tmp_path):
     with pytest.raises(ResultsError) as err:
         plot_results(tmp_path)

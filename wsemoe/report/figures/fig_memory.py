@@ -46,14 +46,17 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     bars, alike = _once(r, bars)
     names = [_wrap(b[0]) for b in bars]
     lines = max(n.count("\n") + 1 for n in names)
-    fig, ax = single(f"{r.name}: memory per node at the peak stage", max(SINGLE[1], 2.1 + 0.36 * len(bars) * lines),
-                     subtitle=drawn + alike)
+    # One or two bars get a shorter figure rather than an axis of empty rows below them.
+    fig, ax = single(f"{r.name}: memory per node at the peak stage",
+                     max(SINGLE[1] if len(bars) > 2 else 3.4, 2.1 + 0.36 * len(bars) * lines), subtitle=drawn + alike)
     # A half-row gap between designs, so each design's pair of bars reads as one block.
     ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * max(1.0, 0.6 * lines) for a, b in zip(bars, bars[1:])])
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
     ax.set_yticks(ypos, names)  # narrow labels, wide bars
-    ax.set_ylim(max(ypos[-1], 3.0) + 0.6, -0.6)  # first design on top; a few bars stay bar-thin, not slabs
+    # First design on top; a few bars stay bar-thin, not slabs, centred in the axis rather than hung from its top.
+    pad = (max(ypos[-1], 1.5) - ypos[-1]) / 2
+    ax.set_ylim(ypos[-1] + 0.6 + pad, -0.6 - pad)
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
     ends = [max(_peak(row)[1], row.get("mem_capacity_node_bytes", 0)) * 1e-9 for _, row, _ in bars]
@@ -112,9 +115,11 @@ def _verdict(bars: list) -> str:
     terms = {name: sum(float(row[f"mem_{t}_node_bytes"]) for _, row, _ in bars if t in STAGE_TERMS[_peak(row)[0]])
              for t, name in MEM_TERMS}
     over = [label.replace("\n", " ") for u, label in use if u > 1]
-    return (f"The peak is set by the {listing([f'{k} stage at {v} of {len(bars)} bars' for k, v in stages.items() if v])}; "
-            f"the largest term over the bars is {max(terms, key=terms.get)}. The fullest point uses "
-            f"{100 * fullest:.0f}% of the node's memory ({at.replace(chr(10), ' ')})"
+    one = len(bars) == 1   # a single bar: no "1 of 1 bars", no "over the bars"
+    where = [f"{k} stage" + ("" if one else f" at {v} of {len(bars)} bars") for k, v in stages.items() if v]
+    return (f"The peak is set by the {listing(where)}; the largest term {'' if one else 'over the bars '}is "
+            f"{max(terms, key=terms.get)}. The fullest point uses {100 * fullest:.0f}% of the node's memory "
+            f"({at.replace(chr(10), ' ')})"
             + (f"; over capacity: {listing(over)} (the claim does not hold there)" if over else "") + ".")
 
 
