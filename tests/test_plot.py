@@ -89,6 +89,22 @@ def test_one_memory_bar_is_not_counted_as_one_of_one(tmp_path):
     assert image.imread(res.path / "plots" / "memory_breakdown.png").shape[0] < SINGLE[1] * 200
 
 
+def test_a_bar_label_breaks_between_settings_never_inside_one():
+    """The memory figure's bar labels wrapped at any space: 'TP' ended a line with its '4' on the next. Every
+    setting that fits a line stays whole on one; a longer one breaks at spaces, never at its hyphens."""
+    from wsemoe.report.figures.style import wrap_label
+
+    text = ("#3: qwen3-235b-a22b, tokens/device 64, ring directions 1, balancer non-invasive, overlap microbatch, "
+            "nvl72, TP 2, mapping block, token source auto, balancer replicate / non-invasive / stop-the-world")
+    lines = wrap_label(text, 30).split("\n")
+    chunks = text.split(", ")
+    for chunk in chunks[:-1]:   # none has a bracket here
+        assert any(chunk in line for line in lines), (chunk, lines)
+    assert all(len(line) <= 31 for line in lines) and " ".join(lines).replace(", ", ",").replace(",", ", ") == text
+    assert "non-invasive" in lines[-1] or "non-invasive" in lines[-2]
+    assert wrap_label("k = 1, F = 6144, uniform (G=1, B=62)", 30) == "k = 1, F = 6144,\nuniform (G=1, B=62)"
+
+
 def test_missing_results_raise(tmp_path):
     with pytest.raises(ResultsError) as err:
         plot_results(tmp_path)

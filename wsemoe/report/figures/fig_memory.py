@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 
 import numpy as np
@@ -11,7 +10,7 @@ from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (PALETTE, SINGLE, SYMBOLS, group_label, name, num, outside_legend, setting,
-                                         single)
+                                         single, wrap_label)
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
 
@@ -44,19 +43,24 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
         return None
     drawn = _drawn(r, bars)
     bars, alike = _once(r, bars)
-    names = [_wrap(b[0]) for b in bars]
+    names = [wrap_label(b[0], LABEL_WIDTH) for b in bars]
     lines = max(n.count("\n") + 1 for n in names)
-    # One or two bars get a shorter figure rather than an axis of empty rows below them.
+    # A half-row gap between designs, so each design's pair of bars reads as one block; a row as tall as its
+    # label (about 0.17 in a line at 0.5 in a row).
+    step = max(1.0, 0.35 * lines)
+    ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * step for a, b in zip(bars, bars[1:])])
+    # A few bars stay bar-thin, not slabs: the axis spans at least 1.5 rows, the bars centred in it. The figure is
+    # as tall as its rows plus title, subtitle and legend, so one bar never hangs atop a column of empty rows.
+    span = max(ypos[-1], 1.5)
+    # A column figure's height at least, bar one or two, which take a shorter one.
     fig, ax = single(f"{r.name}: memory per node at the peak stage",
-                     max(SINGLE[1] if len(bars) > 2 else 3.4, 2.1 + 0.36 * len(bars) * lines), subtitle=drawn + alike)
-    # A half-row gap between designs, so each design's pair of bars reads as one block.
-    ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * max(1.0, 0.6 * lines) for a, b in zip(bars, bars[1:])])
+                     max(SINGLE[1] if len(bars) > 2 else 3.4, 2.1 + 0.5 * (span + 1.2 + step - 1.0)),
+                     subtitle=drawn + alike)
     for (_, row, _), y in zip(bars, ypos):
         _stacked_bar(ax, y, row)
     ax.set_yticks(ypos, names)  # narrow labels, wide bars
-    # First design on top; a few bars stay bar-thin, not slabs, centred in the axis rather than hung from its top.
-    pad = (max(ypos[-1], 1.5) - ypos[-1]) / 2
-    ax.set_ylim(ypos[-1] + 0.6 + pad, -0.6 - pad)
+    pad = (span - ypos[-1] + step - 1.0) / 2   # room for the first and last label's lines beyond their bars
+    ax.set_ylim(ypos[-1] + 0.6 + pad, -0.6 - pad)   # first design on top
     ax.set_xlabel("memory per node (GB)")
     ax.grid(axis="y", visible=False)
     ends = [max(_peak(row)[1], row.get("mem_capacity_node_bytes", 0)) * 1e-9 for _, row, _ in bars]
@@ -73,11 +77,6 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     labels = [name + (f" (≤ {v:.1g} GB)" if v < 0.01 * max(ends) else "") for _, name, v in drawn]
     outside_legend(fig, handles, labels + [f"capacity per node{cap}"], most=3, frameon=False)
     return caption(fig, CLAIMS["memory_breakdown"], _verdict(bars) + (f" {alike[2:].capitalize()}." if alike else ""))
-
-
-def _wrap(text: str) -> str:
-    """A bar's label on lines of LABEL_WIDTH, never broken at a hyphen ('non-invasive' read 'non- invasive')."""
-    return "\n".join(textwrap.wrap(text, LABEL_WIDTH, break_on_hyphens=False))
 
 
 def _once(r: ResultsView, bars: list) -> tuple[list, str]:

@@ -342,6 +342,33 @@ def setting(col: str, value) -> str:
     return str(value) if col in ("model", "hardware") else f"{name} {num(value)}"
 
 
+def wrap_label(text: str, width: int) -> str:
+    """A label on lines of about `width` characters, broken after the comma between two settings before anywhere
+    else, so a setting never leaves its value ('TP' at a line's end, '4' on the next) and a bracket stays whole
+    ('uniform (G=1, B=62)'); a setting longer than a line breaks at its spaces, never at a hyphen ('non-invasive'
+    read 'non- invasive')."""
+    lines: list[str] = []
+    for chunk in _settings(text):
+        if lines and len(lines[-1]) + 2 + len(chunk) <= width:
+            lines[-1] += f", {chunk}"
+            continue
+        if lines:
+            lines[-1] += ","
+        lines += textwrap.wrap(chunk, width, break_on_hyphens=False) or [chunk]
+    return "\n".join(lines)
+
+
+def _settings(text: str) -> list[str]:
+    """The parts of a label between its top-level ', ' (a comma inside brackets joins, not separates)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+    return [*parts, text[start:]]
+
+
 def style_axis(ax, which: str, col: str, values) -> tuple[float, float]:
     """Limits from `values` (log when they span over two decades) and readable tick labels; returns the limits."""
     axis = ax.xaxis if which == "x" else ax.yaxis
