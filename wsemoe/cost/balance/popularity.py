@@ -32,7 +32,7 @@ def calibrate_zipf(target: float, num_experts: int, devices: int, seed: int, hi:
     """The Zipf exponent whose busiest device carries `target` × the mean load on `devices` devices (bisection).
 
     The imbalance a given popularity shows depends on experts per device: the exponent that puts 2.1× on the
-    busiest of 64 dies holding 4 experts each puts 5.7× on the busiest of 256 dies holding one. Raises when no
+    busiest of 64 dies holding 4 experts each puts 5.6× on the busiest of 256 dies holding one. Raises when no
     exponent in [0, hi] reaches the target (e.g. a target below what an uneven expert count already gives).
     """
     lo_val, hi_val = (zipf_imbalance(x, num_experts, devices, seed) for x in (0.0, hi))

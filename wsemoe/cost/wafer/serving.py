@@ -180,7 +180,7 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     axis, their Geometry, the layer structures built).
 
     The candidates are the layouts of the point's own batch and those sized for the caches of larger batches on a
-    fixed ladder (1, 4, 16 … sequences, `sized_for`) wherever those fit the pipeline: the attention and dense
+    fixed ladder (1, 2, 4 … sequences, `sized_for`) wherever those fit the pipeline: the attention and dense
     regions are sized for speed as well as bytes, and a smaller batch is offered every layout a larger one on the
     ladder fits, so per-user speed never rises with the batch at a fixed wafer count."""
     pe = pe_facts(hw)
