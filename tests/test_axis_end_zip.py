@@ -31,6 +31,20 @@ def test_the_note_fires_when_the_baseline_sits_at_the_zip_column_end():
                                              "(as configured)"]
 
 
+def test_the_note_names_every_run_at_the_end_not_one_for_all():
+    """bta_topk's note read "in 2 of 24 runs (attn_kernel=flash, kept_activations=streamed, hold=width)": one
+    combination named for two. Each is named (configured and alone runs first), up to three, then a count."""
+    meta = {"comparison": rd._comparison(load_config(CFG))}
+    labels = ["as configured", "a=1, b=1", "a=1, b=2", "a=2, b=1", "a=2, b=2"]
+    runs = pd.DataFrame({"run": range(5), "role": ["configured", *["combination"] * 4], "label": labels})
+    values = pd.DataFrame({"run": range(5), "quantity": "baseline_tp", "group": "g", "value": [4.0, 8, 8, 4, 8]})
+    assert robustness.edges(rd.Readings(runs, values, meta), "g") == [
+        "baseline mapping.tp at its largest swept value (8) in 3 of 5 runs (a=1, b=1; a=1, b=2; a=2, b=2)"]
+    values["value"] = 8.0
+    assert robustness.edges(rd.Readings(runs, values, meta), "g")[0].endswith(
+        "in 5 of 5 runs (as configured; a=1, b=1; a=1, b=2 and 2 more)")
+
+
 # The comparison itself (show, sweep, report) says so too, without a readings study: cerebras_serving's
 # readings are too many for the sweep's automatic pass, and its NVL72 TP stopped at 8 without a word.
 

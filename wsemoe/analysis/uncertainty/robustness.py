@@ -138,9 +138,12 @@ def edges(result, group: str) -> list[str]:
             d = merged[(merged["quantity"] == f"{sidename}_{short}") & (merged["group"] == group)]
             hit = d[np.isclose(d["value"], float(ext["max"]))]
             if len(hit):
-                roles = hit[hit["role"] != "combination"]["label"].tolist() or hit["label"].tolist()[:1]
+                # Every run named, the configured and alone runs first, up to three (one label for two runs
+                # read as if that one run were all of them).
+                labels = [*hit[hit["role"] != "combination"]["label"], *hit[hit["role"] == "combination"]["label"]]
+                named = "; ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
                 out.append(f"{'candidate' if sidename == 'best' else 'baseline'} {ext['axis']} at its largest swept "
-                           f"value ({ext['max']:g}) in {len(hit)} of {len(d)} runs ({', '.join(roles[:3])})")
+                           f"value ({ext['max']:g}) in {len(hit)} of {len(d)} runs ({named})")
     return out
 
 
