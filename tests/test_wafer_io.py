@@ -72,7 +72,8 @@ def test_a_sync_step_is_the_async_step_plus_one_stall_per_system():
     sync, free = _evaluate("sync"), _evaluate("async")
     assert float(sync["step_latency_s"]) == pytest.approx(float(free["step_latency_s"]) + 4 * sigma)
     assert float(sync["pipeline_latency_s"]) == pytest.approx(float(free["pipeline_latency_s"]))   # t1 untouched
-    assert str(sync["bound"]) == "inter-wafer"   # 896 µs of stalls outweigh every term of the 1.19 ms pass
+    assert str(sync["bound"]) == "wafer I/O"   # 896 µs of stalls outweigh every term of the 1.19 ms pass
+    assert str(free["bound"]) != "wafer I/O" and float(free["pipeline_inter_wafer_s"]) < 896e-6   # its own term
     # twice the stall, twice its share: the perturbation the fitted row must see
     double = _evaluate("sync", stall=2 * sigma)
     assert float(double["step_latency_s"]) == pytest.approx(float(free["step_latency_s"]) + 8 * sigma)

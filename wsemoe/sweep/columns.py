@@ -58,9 +58,9 @@ _DOCS = {
     "head_io_out_bytes": ("bytes", "streamed weights: bytes the output head sends out over the wafer I/O, once per "
                                    "micro-batch step (training: a gradient per parameter; 0 in inference)"),
     "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
-                  "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (the system links, "
-                  "the token's return and any synchronous wafer I/O stall; of the step, or of the busiest stage when "
-                  "the stream binds), or SRAM (it does not fit)"),
+                  "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (the system links and "
+                  "the token's return), wafer I/O (the stalls of synchronous wafer I/O); of the step, or of the "
+                  "busiest stage when the stream binds; or SRAM (it does not fit)"),
     "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
                        "the row (the first of them) stands for them all"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),

@@ -35,7 +35,9 @@ from wsemoe.cost.wafer import geometry, layer, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 
-BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "SRAM")
+# What binds a served token, by index of its terms (a synchronous wafer I/O stall is its own: no system link
+# carries it, so 'inter-wafer' read wrong on one wafer with no hop); SRAM last: what does not fit.
+BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "wafer I/O", "SRAM")
 TERMS = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
 TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeline_overhead_s", "pipeline_inter_wafer_s")
 G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
@@ -275,8 +277,8 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
         out["ttft_s"] = out["pipeline_period_s"]
     throughput_bound = out["pipeline_period_s"] > out["step_latency_s"]
     # a synchronous I/O stall is the wafers' I/O: in the step W·σ, in the stream σ per sequence's q tokens
-    late = [*run["terms"][:4], run["terms"][4] + W * stall]
-    paced = [*beta_terms[:4], beta_terms[4] + stall / step_tokens(wl)]
+    late = [*run["terms"][:5], W * stall]
+    paced = [*beta_terms[:5], stall / step_tokens(wl)]
     terms = [np.where(throughput_bound, bt, lt) for bt, lt in zip(paced, late)]
     out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
     out["busiest_code"], out["busiest_stage_s"] = stage, beta
