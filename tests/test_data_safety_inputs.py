@@ -320,4 +320,5 @@ def test_an_empty_selection_is_refused_not_read_as_every_one(entry, call, tmp_pa
 def test_none_is_the_default_selection(tmp_path):
     """calibrate(readings=None) failed with a TypeError inside the readings plan; robustness's default is None."""
     assert len(wsemoe.robustness(GOOD, only=None).runs) >= 1
-    assert wsemoe.calibrate("cs2", samples=8, readings=None, out_dir=tmp_path / "c")
+    # every reading, as None means; one unknown (the argument is the contract, not the fit: 8 s where all took 18)
+    assert len(wsemoe.calibrate("cs2", samples=8, readings=None, only=["matmul_efficiency"], out_dir=tmp_path / "c")) > 1
