@@ -47,7 +47,7 @@ def test_an_inverted_axis_keeps_every_label_that_fits():
 def test_marker_labels_move_off_one_another():
     """Labels of markers that sit close together (the roofline's stage labels) are moved apart when drawn; an
     annotation not marked as one stays where it was put; the SVG carries no id the labels share."""
-    from wsemoe.report.figures.style import marker_label
+    from wsemoe.report.figures.textfit import marker_label
 
     fig = Figure(figsize=(3.0, 2.0), layout="constrained")
     ax = fig.subplots()

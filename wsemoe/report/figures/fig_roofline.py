@@ -19,8 +19,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, marker_label, name,
-                                         outside_legend, plt_size, setting, share_text)
+from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name, outside_legend,
+                                         plt_size, setting, share_text)
+from wsemoe.report.figures.textfit import marker_label
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.specs.hardware import mac_rate
 from wsemoe.sweep.compare import best_rows
@@ -234,7 +235,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
             labels.append(marker_label(ax.annotate(
                 STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near else (7, -9),
                 textcoords="offset points", ha="right" if near else "left", fontsize=8,
-                color=PALETTE[i])))   # style.separate_marker_labels moves it off an earlier label
+                color=PALETTE[i])))   # textfit.separate_marker_labels moves it off an earlier label
         side = _binds(best, stage, "weight path" if b_ai * bw < b_top else "compute")
         share = b_run / min(b_top, b_ai * bw)   # of the attainable rate at its intensity: the roof above it
         parts.append((f"{STAGES[stage].split(' (')[0]} {share_text(share)} "

@@ -7,7 +7,8 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from wsemoe.report.figures.style import DOUBLE, STYLE, cue, heading, literal, outside_legend
+from wsemoe.report.figures.style import DOUBLE, STYLE, cue, heading, outside_legend
+from wsemoe.report.figures.textfit import literal
 
 BAND = 1.5  # the dashed lines: predicted within ×1.5 of measured
 

@@ -1,0 +1,115 @@
+"""Text fitted to a figure as it is drawn (`style.figure_bytes` runs these before each save): every text made
+literal (names are never math, control characters never raw), an axis label longer than its axis wrapped, a tick
+label that would overlap its neighbour dropped, and a marker label moved off an earlier one."""
+
+from __future__ import annotations
+
+import textwrap
+
+from matplotlib import ticker
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
+
+from wsemoe.errors import printable
+
+
+def fit_axis_labels(fig: Figure) -> None:
+    """Wrap an axis label longer than its axis onto as many lines as it needs: a y label is centred on its
+    axes, so one taller than them ran off the figure (the Pareto y label above a long legend)."""
+    if fig.get_layout_engine() is None:
+        return  # a frozen layout was fitted when it was first drawn
+    fig.draw_without_rendering()  # the layout engine places the axes: their size is known from here on
+    measure = TextToPath()
+    for ax in fig.axes:
+        box = ax.get_position()
+        for text, room in ((ax.yaxis.label, box.height * fig.get_figheight() * 72),
+                           (ax.xaxis.label, box.width * fig.get_figwidth() * 72)):
+            words = text.get_text()
+            if not words or "\n" in words or room <= 0:
+                continue
+            width = measure.get_text_width_height_descent(words, FontProperties(size=text.get_fontsize()),
+                                                          ismath=False)[0]
+            if width > room:
+                chars = max(12, int(len(words) * room / width * 0.95))  # characters per line that fit
+                text.set_text("\n".join(textwrap.wrap(words, chars)) or words)
+
+
+def thin_tick_labels(fig: Figure) -> None:
+    """Drop an x tick whose label would overlap the one before it on axes whose ticks sit at given values
+    (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213'), label and tick mark together: a
+    bare tick reads as a value left unsaid (the serving figure's 13)."""
+    if fig.get_layout_engine() is None:
+        return  # a frozen layout was thinned when it was first drawn
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    for ax in fig.axes:
+        if not isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator):
+            continue
+        last, kept = None, []
+        # left to right on the page, not by value: an inverted axis (top-k falling to the right) runs the other way
+        boxes = [(t, t.get_window_extent(renderer)) for t in ax.get_xticklabels() if t.get_text()]
+        for text, box in sorted(boxes, key=lambda tb: tb[1].x0):
+            if last is None or box.x0 >= last.x1 + 2:
+                last = box
+                kept.append(text)
+        if len(kept) < len(boxes):   # the ticks' own label objects keep their style (rotation, size)
+            ax.set_xticks(*zip(*sorted((t.get_position()[0], t.get_text()) for t in kept)))
+
+
+def marker_label(text):
+    """Mark an annotation (offset in points from its marker) as a marker's label, which separate_marker_labels
+    may move; an attribute, not a gid (a gid is an SVG id, and ids on one page must differ)."""
+    text.wsemoe_marker_label = True
+    return text
+
+
+def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> None:
+    """Move a marker's label (`marker_label`) down, a few points at a time, until it overlaps no label placed
+    before it on its axes (the roofline's 'MoE' label sat under 'attention' when the two best markers were a
+    decade apart in intensity and close in attained rate)."""
+    if fig.get_layout_engine() is None:
+        return  # a frozen layout was separated when it was first drawn
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    for ax in fig.axes:
+        placed = []
+        for text in (t for t in ax.texts if getattr(t, "wsemoe_marker_label", False)):
+            box = text.get_window_extent(renderer)
+            for _ in range(most):
+                if not any(box.overlaps(p) for p in placed):
+                    break
+                x, y = text.xyann
+                text.xyann = (x, y - step)
+                box = text.get_window_extent(renderer)
+            placed.append(box)
+
+
+def literal(text) -> str:
+    """Text matplotlib shows as written: '$' escaped (a '$x$' model or folder name is not math, and an odd
+    one cannot fail to parse) and control characters as escapes (an SVG cannot hold them)."""
+    return printable(text, lines=True).replace("$", r"\$")
+
+
+def literal_text(fig: Figure) -> None:
+    """Make every text of a figure literal, once: titles, labels, legends, annotations, and tick labels from
+    any formatter that may carry names (fixed, categorical, ours); matplotlib's numeric formatters keep
+    their own math (2^3 on a log axis)."""
+    from matplotlib.text import Text
+
+    if getattr(fig, "_wsemoe_literal", False):
+        return
+    fig._wsemoe_literal = True
+    numeric = (ticker.ScalarFormatter, ticker.LogFormatter, ticker.EngFormatter, ticker.NullFormatter,
+               ticker.PercentFormatter)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                f = get()
+                if not isinstance(f, numeric):
+                    put(ticker.FuncFormatter(lambda x, pos, f=f: literal(f(x, pos))))
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if text and ("$" in text or printable(text, lines=True) != text):
+            t.set_text(literal(text))
