@@ -17,8 +17,8 @@ from wsemoe.errors import printable
 def fit_axis_labels(fig: Figure) -> None:
     """Wrap an axis label longer than its axis onto as many lines as it needs: a y label is centred on its
     axes, so one taller than them ran off the figure (the Pareto y label above a long legend)."""
-    if fig.get_layout_engine() is None:
-        return  # a frozen layout was fitted when it was first drawn
+    if fig.get_layout_engine() is None or not any(a.label.get_text() for ax in fig.axes for a in (ax.xaxis, ax.yaxis)):
+        return  # a frozen layout was fitted when it was first drawn; no axis labels, no draw
     fig.draw_without_rendering()  # the layout engine places the axes: their size is known from here on
     measure = TextToPath()
     for ax in fig.axes:
@@ -39,13 +39,12 @@ def thin_tick_labels(fig: Figure) -> None:
     """Drop an x tick whose label would overlap the one before it on axes whose ticks sit at given values
     (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213'), label and tick mark together: a
     bare tick reads as a value left unsaid (the serving figure's 13)."""
-    if fig.get_layout_engine() is None:
-        return  # a frozen layout was thinned when it was first drawn
+    fixed = [ax for ax in fig.axes if isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator)]
+    if fig.get_layout_engine() is None or not fixed:
+        return  # a frozen layout was thinned when it was first drawn; no given ticks, nothing to thin (no draw)
     fig.draw_without_rendering()
     renderer = fig._get_renderer()
-    for ax in fig.axes:
-        if not isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator):
-            continue
+    for ax in fixed:
         last, kept = None, []
         # left to right on the page, not by value: an inverted axis (top-k falling to the right) runs the other way
         boxes = [(t, t.get_window_extent(renderer)) for t in ax.get_xticklabels() if t.get_text()]
@@ -68,8 +67,9 @@ def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> No
     """Move a marker's label (`marker_label`) down, a few points at a time, until it overlaps no label placed
     before it on its axes (the roofline's 'MoE' label sat under 'attention' when the two best markers were a
     decade apart in intensity and close in attained rate)."""
-    if fig.get_layout_engine() is None:
-        return  # a frozen layout was separated when it was first drawn
+    marked = any(getattr(t, "wsemoe_marker_label", False) for ax in fig.axes for t in ax.texts)
+    if fig.get_layout_engine() is None or not marked:
+        return  # a frozen layout was separated when it was first drawn; no marker labels, no draw
     fig.draw_without_rendering()
     renderer = fig._get_renderer()
     for ax in fig.axes:
