@@ -45,14 +45,14 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     bars, alike = _once(r, bars)
     names = [wrap_label(b[0], LABEL_WIDTH) for b in bars]
     lines = max(n.count("\n") + 1 for n in names)
-    # A half-row gap between designs, so each design's pair of bars reads as one block; a row as tall as its
-    # label (about 0.17 in a line at 0.5 in a row).
+    # Rows as tall as their labels (a line about 0.17 in, a row 0.5 in); a half-row gap between designs, so each
+    # design's pair of bars reads as one block.
     step = max(1.0, 0.35 * lines)
     ypos = np.cumsum([0.0] + [(1.5 if a[2] != b[2] else 1.0) * step for a, b in zip(bars, bars[1:])])
-    # A few bars stay bar-thin, not slabs: the axis spans at least 1.5 rows, the bars centred in it. The figure is
-    # as tall as its rows plus title, subtitle and legend, so one bar never hangs atop a column of empty rows.
+    # The axis spans at least 1.5 rows, the bars centred in it, so a few bars stay bar-thin, not slabs. The figure
+    # is a column figure's height, or as tall as its rows; one or two bars take a shorter one rather than hang
+    # atop a column of empty rows.
     span = max(ypos[-1], 1.5)
-    # A column figure's height at least, bar one or two, which take a shorter one.
     fig, ax = single(f"{r.name}: memory per node at the peak stage",
                      max(SINGLE[1] if len(bars) > 2 else 3.4, 2.1 + 0.5 * (span + 1.2 + step - 1.0)),
                      subtitle=drawn + alike)
