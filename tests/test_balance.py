@@ -110,3 +110,15 @@ def test_a_balancer_never_deploys_a_placement_busier_than_the_default():
     row = wsemoe.evaluate(cfg).iloc[0]
     assert row["expert_imbalance"] == pytest.approx(row["imbalance_before"], rel=1e-12)
     assert row["moe_balance_saving_s"] == 0.0 and row["expert_slots_max"] == row["expert_slots_before"]
+
+
+def test_exposed_migration_that_outweighs_every_layer_kind_is_the_bound():
+    """Migration exposed once per step is a term of the step (eval adds it beside the layers): where it takes more of
+    the step than any layer kind, `bound` names it (it read moe_layer:hbm, 59.8 ms of a 153 ms step beside 90.8 ms of
+    exposed migration; and comm:dispatch on moentwine_vs_nvl72's point 198, 55% of its step migration)."""
+    df = wsemoe.evaluate({**_cfg(balancer="stop-the-world"), "axes": {"balance.rebalance_interval": [1, 10]}})
+    every, tenth = df.iloc[0], df.iloc[1]
+    assert every["migration_exposed_s"] > 58 * every["moe_layer_time_s"]   # 90.8 ms > 59.8 ms
+    assert every["bound"] == "comm:migration"
+    assert tenth["migration_exposed_s"] < 58 * tenth["moe_layer_time_s"]   # 9.1 ms: the layers still bind
+    assert tenth["bound"] == "moe_layer:hbm"

@@ -4,6 +4,8 @@ that, labelled, for each hardware of the results."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -278,3 +280,16 @@ def test_a_cs3_compute_roof_is_read_as_sram_bound(tmp_path):
     path = run_sweep({**STREAMED, "hardware": "cs3"}, out_root=tmp_path).path
     fig = dict(plots.figures(path, only=["roofline"]))["roofline"]
     assert "SRAM-bound)" in caption_of(fig) and "SRAM-bound MAC rate" in fig.axes[0].get_title()
+
+
+def test_a_stage_bound_by_its_pe_regions_reads_compute_bound_not_weight_path():
+    """At PE level a stage's regions term (its matmuls as placed on their regions) and its edge term (the weights'
+    stream through the fabric's edge) are roofline terms too: bta_topk_pe point 280's MoE stage takes 16.52 ms on
+    its regions beside 16.11 ms of weights and 16.07 ms of compute (bound moe_layer:regions); the caption read it
+    'weight-path-bound', the larger of weights and compute alone."""
+    sweep = Path(__file__).resolve().parent.parent / "sweeps" / "bta_topk_pe.yaml"
+    row = wsemoe.evaluate(str(sweep), start=280, stop=281).iloc[0]
+    assert row["moe_regions_s"] > row["moe_weights_s"] > row["moe_compute_s"] and row["bound"] == "moe_layer:regions"
+    assert fig_roofline._binds(row, "moe", "ideal") == "compute"
+    ai, run, core, roof = fig_roofline.placed(row.to_frame().T, "moe")   # the hollow marker: its regions' time
+    assert float(core[0]) == pytest.approx(float(row["moe_hw_flops"]) / (row["moe_regions_s"] + row["moe_launch_s"]))

@@ -133,3 +133,40 @@ def test_the_fit_turned_round_predicts_8b_and_the_moves_row_names_each_assumptio
     assert eight == pytest.approx(1 / (free8 + sigma70) / 1800)
     (r,) = c.launch_move_rows(ms)
     assert r["model"].count(": 70B ") == len(c.LAUNCH_MOVES) and "fitted to 70B instead" in r["model"]
+
+
+def _row(*sets):
+    import wsemoe
+
+    cfg = wsemoe.point_config("cs3", sets[0], ["hardware.weight_source=sram", *sets[1:]])
+    return wsemoe.evaluate({**cfg, "objectives": {"tokens_per_s": "max"}}).iloc[0]
+
+
+def test_the_bound_of_a_prefill_is_the_largest_term_of_its_ttft_not_of_one_token():
+    # TTFT = t1 + W·σ + (B·P − 1)·β + (B − 1)·σ: 8,191 of the 8,192 tokens pace at β (6.59 µs, the attention
+    # region), so TTFT (54.9 ms) is 98% the busiest stage's stream, whose link term (27.8 ms over the prompt) tops
+    # its MACs (26.9 ms). bound read 'local MACs', the largest term of t1 alone (463 of its 905 µs).
+    row = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=8192")
+    assert float(row["ttft_s"]) == pytest.approx(float(row["pipeline_latency_s"]) + 8191 * float(row["busiest_stage_s"]))
+    assert float(row["pipeline_macs_s"]) > float(row["pipeline_link_s"])   # t1 alone: local MACs
+    assert str(row["bound"]) == "link bandwidth"
+    # σ·W (2 × 225 µs) outweighed t1's terms, never the 1.68 ms TTFT of a 128-token prompt: it read 'wafer I/O'
+    sync = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=128", "mapping.wafer_io=sync")
+    assert 2 * float(sync["io_stall_s"]) < float(sync["ttft_s"]) / 3
+    assert str(sync["bound"]) == "local MACs"
+
+
+def test_the_draft_models_time_is_a_bound_of_its_own():
+    # the step: t1 267 µs + 4 × β 3.76 µs + 4 × τ 2 ms = 8.28 ms, 97% the draft model's; bound read 'local MACs'
+    # (95 µs of t1)
+    row = _row("llama-3.1-8b", "workload.mode=decode", "workload.B=1", "workload.seq_len=4096",
+               "workload.draft_tokens=4", "workload.draft_token_s=0.002", "workload.accepted_tokens_per_step=3")
+    assert float(row["draft_time_s"]) > 0.9 * float(row["step_latency_s"])
+    assert str(row["bound"]) == "draft model"
+    wl = NS(mode="decode", B=1.0, draft_tokens=4, draft_token_s=0.0)   # no draft time: the verified drafts' β count
+    late, paced = [1.0, 0.0, 0.5, 0.0, 0.0], [0.0, 0.2, 0.0, 0.0, 0.0]   # t1 MAC-bound, β link-bound
+    terms = serving.bound_terms(wl, late, paced, 1.0, 0.0, False)
+    assert [float(t) for t in terms] == pytest.approx([1.0, 0.8, 0.5, 0.0, 0.0, 0.0, 0.0])
+    assert serving.BOUNDS[-1] == "SRAM" and serving.BOUNDS[int(np.argmax(terms))] == "local MACs"
+    terms = serving.bound_terms(wl, late, [0.0, 0.3, 0.0, 0.0, 0.0], 1.0, 0.0, False)   # 4 × 0.3 s of link
+    assert serving.BOUNDS[int(np.argmax(terms))] == "link bandwidth"

@@ -58,7 +58,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
         out["dense_layer_allreduce_s"] = c["dense_allreduce_s"]
     out["per_device_moe_block_tokens_per_s"] = shape.T / (out["moe_time_s"] * shape.nodes)
     out.update(_balance_columns(hw, m, wl, shape, flops, c))
-    bound = _step_bound(layers, step)
+    bound = _step_bound(layers, step, c.get("migration_exposed_s", 0.0))
     out["bound"] = bound if coded else bound.decode()
     out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
     out.update(node_memory(hw, m, wl, mp, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))))
@@ -143,11 +143,13 @@ def _balance_columns(hw, m, wl, shape: Shape, flops: Flops, c: dict) -> dict:
             "moe_replica_hbm_s": extra}
 
 
-def _step_bound(layers, step) -> Coded:
-    """`layer:term` of the layer kind that takes the largest share of the step, as codes into the labels."""
-    _, idx = argmax_of([la.count * la.time_s + 0.0 * step for la in layers])
-    offsets = np.cumsum([0] + [len(la.labels) for la in layers[:-1]])
-    code = np.zeros(np.shape(step), dtype=np.int16)
+def _step_bound(layers, step, migration=0.0) -> Coded:
+    """`layer:term` of the layer kind that takes the largest share of the step, as codes into the labels; or
+    `comm:migration` where the balancer's exposed migration (paid once per step, beside the layers) takes more of
+    the step than any layer kind."""
+    _, idx = argmax_of([la.count * la.time_s + 0.0 * step for la in layers] + [migration + 0.0 * step])
+    offsets = np.cumsum([0] + [len(la.labels) for la in layers])
+    code = np.full(np.shape(step), offsets[-1], dtype=np.int16)   # the migration label, after every layer's
     for i, (la, o) in enumerate(zip(layers, offsets)):
         code = np.where(idx == i, la.bound_idx + o, code)
-    return Coded(code, tuple(lab for la in layers for lab in la.labels))
+    return Coded(code, tuple(lab for la in layers for lab in la.labels) + ("comm:migration",))

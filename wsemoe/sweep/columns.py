@@ -57,10 +57,13 @@ _DOCS = {
                                     "over the wafer I/O; resident: read from node memory)"),
     "head_io_out_bytes": ("bytes", "streamed weights: bytes the output head sends out over the wafer I/O, once per "
                                    "micro-batch step (training: a gradient per parameter; 0 in inference)"),
-    "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase); "
+    "bound": ("", "binding term of the layer kind taking the largest share of the step (layer:term or comm:phase), or "
+                  "comm:migration where the balancer's exposed migration takes more of the step than any layer kind; "
                   "SRAM serving: local MACs, link bandwidth, hop latency, op overhead, inter-wafer (the system links and "
-                  "the token's return), wafer I/O (the stalls of synchronous wafer I/O); of the step, or of the "
-                  "busiest stage when the stream binds; or SRAM (it does not fit)"),
+                  "the token's return), wafer I/O (the stalls of synchronous wafer I/O), draft model (speculative "
+                  "decoding's drafts); the largest of them summed over the step (one token's pass and the drafts "
+                  "verified at the busiest stage's pace), over TTFT in prefill, or over the stream when it binds; "
+                  "or SRAM (it does not fit)"),
     "ties": ("points", "Pareto front only: points of this row's front group with exactly its objective values; "
                        "the row (the first of them) stands for them all"),
     "feasible": ("bool", "every constraint column g_* is ≤ 0"),

@@ -315,7 +315,19 @@ def _ttft(row, wl):
 def sram_serving(row, m, wl) -> list:
     """Every line of the serving breakdown, in order."""
     return serving_operators(row) + serving_stages(row, m, wl) + serving_terms(row) + serving_rates(row, wl) + [
-        ("bound", row["bound"], "", f"the largest term of {'the busiest stage' if _stream_binds(row) else 'the step'}")]
+        ("bound", row["bound"], "", _bound_text(row, wl))]
+
+
+def _bound_text(row, wl) -> str:
+    """What `bound` is the largest term of (cost/wafer/serving.bound_terms): each of the five terms summed over t1 and
+    the tokens that pace at β, beside the I/O stalls and the draft model."""
+    if wl.mode == "prefill":
+        return ("the largest term of TTFT: each of t1's five terms plus (B·P − 1) × the busiest stage's, or the "
+                "stalls (W + B − 1)·σ (wafer I/O)")
+    if _stream_binds(row):
+        return "the largest term of the stream B·(q·β + σ): the busiest stage's terms, or σ (wafer I/O)"
+    return ("the largest term of the step: each of t1's five terms plus (q − 1) × the busiest stage's, W·σ (wafer "
+            "I/O), or (q − 1)·τ (draft model)")
 
 
 def _stream_binds(row) -> bool:

@@ -36,8 +36,10 @@ from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 
 # What binds a served token, by index of its terms (a synchronous wafer I/O stall is its own: no system link
-# carries it, so 'inter-wafer' read wrong on one wafer with no hop); SRAM last: what does not fit.
-BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "wafer I/O", "SRAM")
+# carries it, so 'inter-wafer' read wrong on one wafer with no hop; so is the draft model's time, which no term of the
+# target's pipeline holds); SRAM last: what does not fit.
+BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-wafer", "wafer I/O", "draft model",
+          "SRAM")
 TERMS = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
 TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeline_overhead_s", "pipeline_inter_wafer_s")
 G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
@@ -275,16 +277,28 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     out.update(rate_columns(wl, run["latency"], beta, W, stall))
     if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
         out["ttft_s"] = out["pipeline_period_s"]
-    throughput_bound = out["pipeline_period_s"] > out["step_latency_s"]
-    # a synchronous I/O stall is the wafers' I/O: in the step W·σ, in the stream σ per sequence's q tokens
-    late = [*run["terms"][:5], W * stall]
-    paced = [*beta_terms[:5], stall / step_tokens(wl)]
-    terms = [np.where(throughput_bound, bt, lt) for bt, lt in zip(paced, late)]
+    terms = bound_terms(wl, run["terms"], beta_terms, W, stall, out["pipeline_period_s"] > out["step_latency_s"])
     out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
     out["busiest_code"], out["busiest_stage_s"] = stage, beta
     out.update({"attn_region_pes": g.attn_rows * g.attn_cols, "expert_region_pes": g.side ** 2,
                 "expert_region_side": g.side, "placement_stretch": g.stretch})
     return out
+
+
+def bound_terms(wl, late, paced, W, stall, throughput_bound) -> list:
+    """The terms (in BOUNDS order, SRAM aside) of the time that binds, each the sum of its share of every part of
+    that time (`rate_columns`), so the largest names what limits the point. `late`: one token's five latency terms
+    (t1); `paced`: the busiest stage's five terms per token (β). Prefill, TTFT = t1 + W·σ + (B·P − 1)·β + (B − 1)·σ:
+    the prompts' tokens after the first each add β's terms. Decode, the step t1 + W·σ + d·β + d·τ (the d drafts
+    verified, and the draft model's d tokens, `draft model`), or where the stream binds B·(q·β + σ)."""
+    zero = 0.0 * stall
+    if wl.mode == "prefill":
+        rest = wl.B * wl.seq_len - 1.0
+        return [t + rest * p for t, p in zip(late[:5], paced[:5])] + [(W + wl.B - 1.0) * stall, zero]
+    d = step_tokens(wl) - 1.0
+    step = [t + d * p for t, p in zip(late[:5], paced[:5])] + [W * stall, d * getattr(wl, "draft_token_s", 0.0) + zero]
+    stream = [wl.B * step_tokens(wl) * p for p in paced[:5]] + [wl.B * stall, zero]
+    return [np.where(throughput_bound, s, t) for s, t in zip(stream, step)]
 
 
 def _labels(code, labels, coded: bool):

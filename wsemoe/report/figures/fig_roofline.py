@@ -28,7 +28,10 @@ from wsemoe.sweep.compare import best_rows
 
 STEMS = ("roofline",)
 STAGES = {"attention": "attention", "moe": "MoE (router + experts)", "dense_ffn": "dense FFN", "head": "output head"}
-TERMS = ("compute", "weights", "hbm", "memory")  # a stage's own roofline terms (communication comes after them)
+# a stage's own roofline terms (communication comes after them); at PE level (hardware.pe_fabric) also the weights'
+# stream through the fabric's edge (a weight path) and the stage on its PE regions (its compute, as placed)
+TERMS = ("compute", "weights", "hbm", "memory", "edge", "regions")
+COMPUTE_TERMS = ("compute", "regions")
 STAGE_COLUMNS = tuple(f"{s}_{c}" for s in STAGES for c in ("hw_flops", "traffic_bytes", "roof_flops", "time_s"))
 # a stage's own terms and kernel launches (the best design's hollow marker)
 TERM_COLUMNS = tuple(f"{s}_{t}_s" for s in STAGES for t in (*TERMS, "launch"))
@@ -94,11 +97,13 @@ def _binds(best: pd.Series, stage: str, ideal: str) -> str:
     """What bounds a stage of the best design as the model times it: its compute term or the longest of its
     weight-path terms (the matmul efficiency lowers the compute roof, so a stage left of the ideal ridge can still
     be compute-bound); `ideal`, the side of the ideal ridge, where the terms are not recorded."""
-    path = [float(best[c]) for c in (f"{stage}_{t}_s" for t in TERMS[1:]) if c in best and pd.notna(best[c])]
-    compute = best.get(f"{stage}_compute_s")
-    if not path or compute is None or pd.isna(compute):
+    def side(names):
+        return [float(best[c]) for c in (f"{stage}_{t}_s" for t in names) if c in best and pd.notna(best[c])]
+
+    path, compute = side(t for t in TERMS if t not in COMPUTE_TERMS), side(COMPUTE_TERMS)
+    if not path or not compute:
         return ideal
-    return "compute" if float(compute) >= max(path) else "weight path"
+    return "compute" if max(compute) >= max(path) else "weight path"
 
 
 def roofline(r: ResultsView) -> Figure | None:
