@@ -153,7 +153,8 @@ def readings_section(path: Path, man: dict) -> list[str]:
             + ("effect alone (the full factorial was too large to run: one reading at a time, interactions unseen)"
                if screened else "main effect") + ".</p>",
             scroll(formats.html(plan, index=None, table_id="readings")),
-            scroll(formats.html(rows, index=None, table_id="robustness-table"))]
+            scroll(formats.html(rows, index=None, table_id="robustness-table",
+                                units={c: "×" for c in ("configured", "default", "low", "high")}))]
 
 
 def page(path, base: Path | None = None, on_progress=None, baselines=()) -> str:
