@@ -37,9 +37,9 @@ def test_frontier_verdict_reads_the_fronts():
     fig = fig_energy.frontier(view, rows, "")
     # it says what it compares (the wafers' fastest point, the GPUs' cheapest), not 'pay in energy at every slice',
     # which a panel where the wafers' front lies below the GPUs' at a shared speed contradicted
-    assert finding_of(fig).endswith("wafers reach speeds GPUs do not, their fastest point at more J/token than the "
-                                    "GPUs' cheapest at model m (wafers up to 1,000 tokens/s per user at 20 J/token; "
-                                    "GPUs up to 200, from 0.1 J/token).")
+    assert finding_of(fig) == ("Wafers reach speeds GPUs do not, their fastest point at more J/token than the "
+                               "GPUs' cheapest at model m (wafers up to 1,000 tokens/s per user at 20 J/token, "
+                               "GPUs up to 200 from 0.1 J/token).")
 
 
 def test_the_dominated_point_is_off_the_front():

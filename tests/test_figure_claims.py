@@ -321,3 +321,34 @@ def test_the_speedup_verdict_names_the_best_point_the_other_figures_name():
     y = np.array([1.0, 1.06, 1.06])
     assert "1.06× at G = 3." in _g_verdict([("", y)], [1, 3, 31]) + "."
     assert "1.06× at G = 31" in _g_verdict([("", y)], [1, 3, 31], tops=[2])
+
+
+def test_crossover_labels_at_the_foot_sit_on_no_line():
+    """moentwine_vs_nvl72: the crossing '70.2' was written at the foot of the axes, over DGX's MoE-block ratio
+    running there (0.17×). The axis now reaches low enough that no line passes through a crossing label."""
+    from wsemoe.report.figures import fig_versus
+
+    tau = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    base = pd.DataFrame({"hardware": "gpu", "workload.tokens_per_device": tau, "feasible": True,
+                         "per_device_tokens_per_s": 100.0, "per_device_moe_block_tokens_per_s": 100.0,
+                         "moe_hbm_s": 2.0, "moe_compute_s": 1.0})
+    wsc = base.assign(hardware="wsc", per_device_tokens_per_s=[90, 101, 105, 110, 115, 110, 102, 97, 80],
+                      per_device_moe_block_tokens_per_s=[85, 84, 82, 80, 78, 70, 60, 70, 65])
+    dgx = base.assign(hardware="dgx", per_device_tokens_per_s=[95, 99, 95, 88, 75, 55, 50, 52, 35],
+                      per_device_moe_block_tokens_per_s=[90, 80, 70, 55, 40, 27, 18, 17, 20])
+    view = _view(pd.concat([wsc, dgx, base], ignore_index=True),
+                 {"baseline": {"hardware": "gpu"}, "candidate": {"hardware": "wsc"}})
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = fig_versus.crossover(view)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_text().strip().replace(".", "").isdigit()]
+    assert len(labels) == 2
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+    renderer = canvas.get_renderer()
+    for t in labels:
+        box = t.get_window_extent(renderer)
+        for ln in lines:
+            assert not ln.get_path().transformed(ln.get_transform()).intersects_bbox(box, filled=False), t.get_text()

@@ -388,3 +388,14 @@ def test_runs_of_coinciding_configs_count_once_against_the_budget(tmp_path):
     cs3 = load_config(folders[1] / "config.yaml")
     assert rd.cost(cs3, readings=custom) == (designed, designed * size)
     assert rd.cost(cs3, readings=custom, budget=0) == (2, 2 * size)
+
+
+def test_the_reports_robustness_table_says_its_ratios_are_ratios(tmp_path):
+    """The robustness table's configured, default, low and high columns are the compared ratio (0.8777, 1.058):
+    their headers had no unit, beside a flips column that writes '1.76×'. Each now says [×]."""
+    wsemoe.run_sweep(SMALL, out_root=tmp_path)
+    wsemoe.robustness(SMALL, write=True, out_root=tmp_path)
+    html = "".join(page.readings_section(tmp_path / "small", store.load_manifest(tmp_path / "small")))
+    head = html.split('id="robustness-table"', 1)[1].split("</thead>", 1)[0]
+    for col in ("configured", "default", "low", "high"):
+        assert f"<th>{col}<br><small>[×]</small></th>" in head, head

@@ -112,3 +112,14 @@ def test_index_with_an_output_file_is_refused(runner, tmp_path):
     one_line_error(runner.invoke(app, ["report", "--index", str(tmp_path), "-o", str(tmp_path / "i.html")]),
                    "--output", "-o does not apply")
     assert not list(tmp_path.iterdir())
+
+
+def test_what_binds_shows_shares_in_percent():
+    """The shares of the feasible points were fractions at 4 significant digits, the smallest in e-notation
+    ('0.2257', '8.993e-04'); they are percent, to 0.1, the header saying so."""
+    from wsemoe.report.html.page import _binds
+
+    html = _binds({"bounds": {"comm:dispatch": 251, "hop latency": 852, "attention:compute": 9, "moe:hbm": 1}})
+    cells = re.findall(r'<td class="n">([^<]*)</td>', html)
+    assert "share (%)" in html and "e-0" not in html
+    assert cells[1::2] == ["22.6", "76.5", "0.8", "0.09"]

@@ -293,3 +293,19 @@ def test_a_stage_bound_by_its_pe_regions_reads_compute_bound_not_weight_path():
     assert fig_roofline._binds(row, "moe", "ideal") == "compute"
     ai, run, core, roof = fig_roofline.placed(row.to_frame().T, "moe")   # the hollow marker: its regions' time
     assert float(core[0]) == pytest.approx(float(row["moe_hw_flops"]) / (row["moe_regions_s"] + row["moe_launch_s"]))
+
+
+def test_intensity_below_one_is_a_decimal_not_a_milli_prefix():
+    """cerebras_serving's DGX panel reaches 0.1 FLOP/B: its tick read '100m', on a FLOP-per-byte axis a reader's
+    100 million. Below 1 the intensity ticks are decimals (0.1), from 1 k on an SI prefix; the FLOP/s axis keeps
+    its prefixes."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    fig_roofline._roof_lines(ax, peak=1e15, top=1e15, eff=0.4, bw=2e12, ais=[0.3, 2.0, 50.0], low=1e10)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if ax.get_xlim()[0] <= t.get_position()[0] <= ax.get_xlim()[1]]
+    ys = [t.get_text() for t in ax.get_yticklabels()]
+    plt.close(fig)
+    assert "0.1" in labels and "1k" in labels and not any(lab.endswith("m") for lab in labels), labels
+    assert any(lab.endswith("T") for lab in ys), ys

@@ -51,9 +51,18 @@ def claim_of(module, stem: str) -> str:
 
 
 def listing(items: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
+    """'a', 'a and b', 'a, b and c'; 'a, x; b, y; and c, z' when an item holds a comma (a label 'model, B 1'
+    or a value '1,883'): parted by commas alone, a name and its value read as two items."""
     items = [str(i) for i in items]
+    if len(items) > 2 and any("," in i for i in items):
+        return "; ".join(items[:-1]) + "; and " + items[-1]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
+
+
+def parted(items: list[str]) -> str:
+    """Items joined by ', ', or by '; ' when one holds a comma or a semicolon itself."""
+    items = [str(i) for i in items]
+    return ("; " if any("," in i or ";" in i for i in items) else ", ").join(items)
 
 
 def changes(values) -> str:
@@ -74,7 +83,7 @@ def where(labels: list[str], holds, yes: str, no: str, values=None) -> str:
     good = [s for s, h in zip(shown, holds) if h]
     bad = [s for s, h in zip(shown, holds) if not h]
     listed = [f"{lab}: {v}" for lab, v in zip(labels, values)] if values is not None else []
-    every = f"at every {labels_kind(labels)}" + (f" ({', '.join(listed)})" if listed else "")
+    every = f"at every {labels_kind(labels)}" + (f" ({parted(listed)})" if listed else "")
     if not bad:
         return f"{yes} {every}" if len(good) > 1 else f"{yes} at {good[0]}" if good else ""
     if not good:
@@ -85,4 +94,5 @@ def where(labels: list[str], holds, yes: str, no: str, values=None) -> str:
 def labels_kind(labels: list[str]) -> str:
     """'TP' for ['TP 1', 'TP 2']: the word the labels share, else 'slice'."""
     heads = {str(lab).rsplit(" ", 1)[0] for lab in labels}
-    return heads.pop() if len(heads) == 1 and " " in str(labels[0]) else "slice"
+    head = heads.pop() if len(heads) == 1 and " " in str(labels[0]) else "slice"
+    return head if "," not in head else "slice"   # 'm, B 1' and 'm, B 4' share 'm, B', no word for them

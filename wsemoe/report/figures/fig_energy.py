@@ -113,14 +113,15 @@ def _frontier_verdict(fronts: dict, models: list) -> str:
         dearer = wtop[ENERGY] > g[ENERGY].min()
         labels.append(f"model {model}")   # 'at every model', not 'at every slice'
         holds.append(bool(faster and dearer))
-        values.append(f"wafers up to {wtop[PER_USER]:,.0f} tokens/s per user at {wtop[ENERGY]:.3g} J/token; GPUs up "
-                      f"to {gtop[PER_USER]:,.0f}, from {g[ENERGY].min():.3g} J/token")
+        values.append(f"wafers up to {wtop[PER_USER]:,.0f} tokens/s per user at {wtop[ENERGY]:.3g} J/token, GPUs up "
+                      f"to {gtop[PER_USER]:,.0f} from {g[ENERGY].min():.3g} J/token")  # models parted by '; '
     if not labels:
         return "The results hold no wafer and GPU system side by side, so the claim is not tested."
     # what is compared: the wafers' fastest point against the GPUs' cheapest (where both reach a speed, the
     # wafers may well be the cheaper: the frontiers show it)
-    return where(labels, holds, "wafers reach speeds GPUs do not, their fastest point at more J/token than the GPUs' "
-                 "cheapest", "the wafers' frontier does not trade speed for energy as claimed", values) + "."
+    text = where(labels, holds, "wafers reach speeds GPUs do not, their fastest point at more J/token than the GPUs' "
+                 "cheapest", "the wafers' frontier does not trade speed for energy as claimed", values)
+    return text[:1].upper() + text[1:] + "."   # a sentence, as the other captions are
 
 
 def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:

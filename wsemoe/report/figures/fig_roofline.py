@@ -297,8 +297,11 @@ def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list, l
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(min(bw * lo, low / 2, top / 10), top * 2)
+    eng = ticker.EngFormatter(sep="")
+    ax.yaxis.set_major_formatter(eng)
+    # intensity below 1 FLOP/B as a decimal: '100m' on a FLOP-per-byte axis read as 100 million, not 0.1
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, pos: f"{v:g}" if 0 < v < 1 else eng(v, pos)))
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(ticker.EngFormatter(sep=""))
         axis.set_minor_locator(ticker.NullLocator())   # minor ticks over many decades cost seconds to lay out
 
 

@@ -79,7 +79,7 @@ def crossover(view: ResultsView) -> Figure | None:
     taus = np.sort(pd.unique(view.points[TAU])).astype(float)
     _shade(ax, _memory_bound(view, base), taus, base)
     ax.axhline(1.0, color="0.25", lw=1.0, zorder=1)
-    seen = []
+    seen, rows = [], []   # rows: the label rows used (one per metric with a crossing)
     for m, (metric, _) in enumerate(metrics.items()):
         ratios = best_ratios(view, metric, base)
         seen += list(ratios.to_numpy(dtype=float).ravel())
@@ -89,11 +89,14 @@ def crossover(view: ResultsView) -> Figure | None:
                     lw=1.6, color=PALETTE[h])
             for c in crossing.crossings(r):  # every crossing: a system can be behind, ahead, then behind again
                 ax.axvline(c.at, color=PALETTE[h], lw=0.8, ls=LINESTYLES[m], zorder=1, alpha=0.7)
-                ax.text(c.at, 0.03 + 0.06 * m, f" {c.at:.3g}", transform=ax.get_xaxis_transform(), fontsize=8,
-                        color=PALETTE[h], ha="left", va="bottom")
+                ax.text(c.at, LABEL_FOOT + LABEL_STEP * m, f" {c.at:.3g}", transform=ax.get_xaxis_transform(),
+                        fontsize=8, color=PALETTE[h], ha="left", va="bottom")
+                rows.append(m)
     log2_ticks(ax, taus, [f"{t:g}" for t in taus])
     ax.set_yscale("log", base=2)
     ratio_ticks(ax, "y", seen)  # 1×, 1.5×, 2×, ...: base-2 decades alone left a narrow range with 1× only
+    if rows:
+        _clear_foot(ax, seen, LABEL_FOOT + LABEL_STEP * max(rows) + LABEL_HEIGHT)
     ax.set_xlabel("tokens per device per decode step (equal on every system)")
     ax.set_ylabel(f"per-device throughput / {base}'s")
     hws = list(best_ratios(view, next(iter(metrics)), base).columns)
@@ -102,6 +105,23 @@ def crossover(view: ResultsView) -> Figure | None:
     fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False,
                title=f"verticals: where a system crosses {base} (tokens per device, at the foot)")
     return caption(fig, CLAIMS["crossover"], _verdict(view, base))
+
+
+LABEL_FOOT, LABEL_STEP, LABEL_HEIGHT = 0.03, 0.06, 0.06  # crossing labels: rows at the foot (axes fractions)
+
+
+def _clear_foot(ax, values, band: float) -> None:
+    """Lower the (log) y axis so every ratio drawn lies above the crossing labels' band at its foot (the
+    lowest `band` of the axes): a label placed at the foot sat on a line that ran there (moentwine_vs_nvl72:
+    '70.2' on DGX's MoE-block ratio of 0.17)."""
+    v = [x for x in values if np.isfinite(x) and x > 0]
+    lo, hi = ax.get_ylim()
+    if not v or min(v) <= 0 or lo <= 0:
+        return
+    low = np.log(min(v)) - 0.02 * (np.log(hi) - np.log(min(v)))   # a marker's half-height below the lowest
+    need = np.exp((low - band * np.log(hi)) / (1 - band))
+    if need < lo:
+        ax.set_ylim(need, hi)
 
 
 def _verdict(view: ResultsView, base: str) -> str:

@@ -71,11 +71,17 @@ def _summary(man: dict, base: Path) -> str:
                                                     for k, v in rows) + "</table>")
 
 
+def share_pct(count: float, total: float) -> float:
+    """A share in percent, to 0.1 (one significant digit below 1%: 0.09, never 8.993e-04 of a fraction)."""
+    p = 100.0 * count / (total or 1)
+    return round(p, 1) if p >= 1 or p == 0 else float(f"{p:.1g}")
+
+
 def _binds(man: dict) -> str:
     bounds = man.get("bounds", {})
-    total = sum(bounds.values()) or 1
+    total = sum(bounds.values())
     df = pd.DataFrame({"bound": list(bounds), "feasible points": list(bounds.values()),
-                       "share": [v / total for v in bounds.values()]})
+                       "share (%)": [share_pct(v, total) for v in bounds.values()]})
     return scroll(formats.html(df, index=None, table_id="binds")) if len(df) else "<p id=\"binds\">no feasible point</p>"
 
 
@@ -147,7 +153,8 @@ def readings_section(path: Path, man: dict) -> list[str]:
             + ("effect alone (the full factorial was too large to run: one reading at a time, interactions unseen)"
                if screened else "main effect") + ".</p>",
             scroll(formats.html(plan, index=None, table_id="readings")),
-            scroll(formats.html(rows, index=None, table_id="robustness-table"))]
+            scroll(formats.html(rows, index=None, table_id="robustness-table",
+                                units={c: "×" for c in ("configured", "default", "low", "high")}))]
 
 
 def page(path, base: Path | None = None, on_progress=None, baselines=()) -> str:

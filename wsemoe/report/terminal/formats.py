@@ -98,15 +98,16 @@ def quantity(value, unit: str) -> tuple[str, str]:
     return cell(value, factor), shown
 
 
-def _columns(df: pd.DataFrame, index: str | None) -> list[tuple[str, str, list[str], bool]]:
-    """[(name, unit shown, cells, is text)] of every column, the index first when named."""
+def _columns(df: pd.DataFrame, index: str | None, units: dict | None = None) -> list[tuple[str, str, list[str], bool]]:
+    """[(name, unit shown, cells, is text)] of every column, the index first when named; `units` names the unit
+    of a column no column description knows (a ratio column of a table built for the page: '×')."""
     out = []
     if index:
         out.append((index, "", [str(i) for i in df.index], False))
     for c in df.columns:
         s = df[c]
         numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-        factor, unit = display(c, s) if numeric else (1.0, "")
+        factor, unit = display(f"_unit_{units[c]}" if c in (units or {}) else c, s) if numeric else (1.0, "")
         cells = [cell(v, factor) for v in s.tolist()]
         out.append((printable(c), unit, cells if numeric else [printable(v) for v in cells], not numeric))
     return out
@@ -215,11 +216,11 @@ def _json_value(v):
     return None if v is pd.NA or v is pd.NaT else v
 
 
-def html(df: pd.DataFrame, index: str | None = "point", table_id: str = "") -> str:
-    """An HTML table (units in the header, cells as in the terminal table), escaped."""
+def html(df: pd.DataFrame, index: str | None = "point", table_id: str = "", units: dict | None = None) -> str:
+    """An HTML table (units in the header, cells as in the terminal table), escaped; `units` as in `_columns`."""
     from html import escape
 
-    cols = _columns(df, index)
+    cols = _columns(df, index, units)
     head = "".join(f"<th>{escape(n)}" + (f"<br><small>[{escape(u)}]</small>" if u else "") + "</th>"
                    for n, u, _, _ in cols)
     body = "".join("<tr>" + "".join(f"<td class=\"{'t' if c[3] else 'n'}\">{escape(c[2][i])}</td>" for c in cols)
