@@ -252,3 +252,13 @@ def test_the_cost_figure_legends_cover_no_bar(tmp_path):
     for legend in legends:
         box = legend.get_window_extent(renderer)
         assert not any(box.overlaps(b) for b in bars), legend.get_texts()[0].get_text()
+
+
+def test_a_dense_model_runs_on_the_pe_fabric():
+    """`eval --hardware cs2 --model llama-3.1-8b --set hardware.pe_fabric=true` was an internal error: a dense
+    model is one expert, whose grid has no dispatch path, and its 0 hops came back a scalar beside the tile arrays.
+    Now its FFN is one region, dispatch and combine pay their path overhead only, and no link carries a byte."""
+    import wsemoe
+
+    row, _ = wsemoe.explain(hardware="cs2", model="llama-3.1-8b", sets=["hardware.pe_fabric=true"])
+    assert bool(row["feasible"]) and row["tokens_per_s"] > 0 and row["moe_dispatch_s"] == row["dispatch_path_s"]

@@ -125,7 +125,8 @@ def shape_candidates(key: Key, a: int, b: int) -> dict:
     g = expertgrid.grid(key.experts, a, b, key.mode, key.bal)
     h, w = (x.ravel() for x in np.meshgrid(ladder(key.rows, a), ladder(key.cols, b), indexing="ij"))
     (Dd, Ld, link), (Dc, Lc, linkc) = phase(key, g, "dispatch", h, w), phase(key, g, "combine", h, w)
-    hops = np.max([dr * h + dc * w for dr, dc, _ in g.profile], axis=0, initial=0.0)
+    # a one-expert grid (a dense FFN as one region) has no dispatch path: 0 hops on every tile pair, not a scalar
+    hops = np.max([dr * h + dc * w for dr, dc, _ in g.profile] or [np.zeros(h.shape)], axis=0, initial=0.0)
     parts = []
     for pattern in REDUCTIONS:
         A, B = pipeline(key, h, w, pattern)
