@@ -276,3 +276,19 @@ def test_eval_json_carries_every_float_exactly_as_the_api_gives_it(runner):
     assert len(floats) > 50
     for key, value in floats:
         assert shown[tuple(key)] == value if math.isfinite(value) else shown[tuple(key)] is None, key
+
+
+def test_a_prefill_only_sram_point_defaults_to_objectives_it_has():
+    """`evaluate(point_config('cs3', 'qwen3-30b-a3b', [weight_source=sram, mode=prefill]))` was refused with
+    "unknown objective column 'tokens_per_s_per_user'": the SRAM-serving default objectives are decode's. A sweep
+    that only prefills defaults to aggregate tokens/s and the time to first token; one that sweeps the mode keeps
+    the decode defaults (its decode rows carry them)."""
+    import wsemoe
+    from wsemoe.config.loader import load_config
+
+    cfg = wsemoe.point_config("cs3", "qwen3-30b-a3b", ["hardware.weight_source=sram", "workload.mode=prefill"])
+    assert load_config(cfg).objectives == {"tokens_per_s": "max", "ttft_s": "min"}
+    row = wsemoe.evaluate(cfg).iloc[0]
+    assert bool(row["feasible"]) and row["ttft_s"] > 0
+    swept = {**cfg, "axes": {"workload.mode": ["decode", "prefill"]}}
+    assert "tokens_per_s_per_user" in load_config(swept).objectives

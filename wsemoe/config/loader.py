@@ -11,8 +11,8 @@ from pathlib import Path
 from wsemoe.config import axes, checks, presets, yamlio
 from wsemoe.config.histogram import read_histogram
 from wsemoe.config.hf import model_from_hf_config
-from wsemoe.config.schema import (NAME_RE, NAME_RULE, PRESET_KIND, SECTIONS, SERVING_OBJECTIVES, TOP_KEYS, RawSweep,
-                                  SweepConfig)
+from wsemoe.config.schema import (NAME_RE, NAME_RULE, PREFILL_SERVING_OBJECTIVES, PRESET_KIND, SECTIONS,
+                                  SERVING_OBJECTIVES, TOP_KEYS, RawSweep, SweepConfig)
 from wsemoe.errors import ConfigError, excerpt
 from wsemoe.specs.base import build
 
@@ -35,7 +35,7 @@ def load_config(source, base_dir: Path | None = None, checked: bool = True) -> S
     cfg = build(SweepConfig, {
         "name": raw.name, "description": raw.description, **specs, "axes": grid, "zip": zips,
         "sparsity": raw.sparsity, "constraints": raw.constraints,
-        "objectives": _default_objectives(specs["hardware"], grid, zips) if raw.objectives is None else
+        "objectives": _default_objectives(specs["hardware"], specs["workload"], grid, zips) if raw.objectives is None else
         _some(raw.objectives),
         "compare": _compare(raw.compare, {**grid, **{p: v for z in zips for p, v in z.items()}}, base, preset_store,
                             base_dir),
@@ -192,11 +192,14 @@ def _some(objectives: dict) -> dict:
     return objectives
 
 
-def _default_objectives(hardware, grid: dict, zips: list) -> dict:
+def _default_objectives(hardware, workload, grid: dict, zips: list) -> dict:
     """Throughput and peak memory per node; a sweep that only serves from SRAM (no hardware or weight-source axis):
-    tokens per second per user and in aggregate."""
+    tokens per second per user and in aggregate, or where it only prefills (no mode axis), aggregate tokens per
+    second and the time to first token (a prompt's pass has no per-user decode rate)."""
     swept = set(grid) | {p for g in zips for p in g}
     if hardware.weight_source == "sram" and not swept & {"hardware", "hardware.weight_source"}:
+        if workload.mode == "prefill" and "workload.mode" not in swept:
+            return dict(PREFILL_SERVING_OBJECTIVES)
         return dict(SERVING_OBJECTIVES)
     return SweepConfig.model_fields["objectives"].default_factory()
 

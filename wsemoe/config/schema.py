@@ -22,6 +22,7 @@ MAX_EVALUATIONS = 10**9  # a search's budget (the run's size limit applies as we
 MAX_POPULATION = 100_000
 RANGE_MIN = 8  # shorter integer axes stay lists in config.yaml (easier to read)
 SERVING_OBJECTIVES = {"tokens_per_s_per_user": "max", "tokens_per_s": "max"}   # default of an all-SRAM-serving sweep
+PREFILL_SERVING_OBJECTIVES = {"tokens_per_s": "max", "ttft_s": "min"}   # ... that only prefills
 MAX_DESCRIPTION = 20_000  # characters of a sweep's description (the manifest that records it holds at most this)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 NAME_RULE = ("1-100 letters, digits, '.', '_' or '-', the first a letter or digit (it names the results folder, which "

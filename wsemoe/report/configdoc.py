@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from wsemoe.config import presets
 from wsemoe.config.reference import TOP_LEVEL, axis_paths, field_rows
-from wsemoe.config.schema import SECTIONS, Compare, Constraint, Output, Pareto, Sparsity
+from wsemoe.config.schema import (PREFILL_SERVING_OBJECTIVES, SECTIONS, SERVING_OBJECTIVES, Compare, Constraint, Output,
+                                  Pareto, Sparsity, SweepConfig)
 from wsemoe.specs.hardware import PEFacts
 from wsemoe.sweep.columns import reference
 
@@ -62,8 +63,11 @@ def markdown() -> str:
     lines += ["### `hardware.pe`", "", (PEFacts.__doc__ or "").strip(), ""] + _table(field_rows(PEFacts, "hardware.pe"))
     for key, cls in (("sparsity", Sparsity), ("constraints[]", Constraint), ("compare", Compare), ("pareto", Pareto), ("output", Output)):
         lines += [f"## `{key}`", "", (cls.__doc__ or "").strip(), ""] + _table(field_rows(cls, key.rstrip("[]")))
+    shown = lambda d: "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"   # noqa: E731
     lines += ["## `objectives`", "", "`{column: max | min}`: output columns that define the Pareto front "
-              "(default `{tokens_per_s: max, mem_peak_node_bytes: min}`). Objective, constraint, comparison and "
+              f"(default `{shown(SweepConfig.model_fields['objectives'].default_factory())}`; a sweep that only "
+              f"serves from SRAM: `{shown(SERVING_OBJECTIVES)}`, or where it only prefills "
+              f"`{shown(PREFILL_SERVING_OBJECTIVES)}`). Objective, constraint, comparison and "
               "output column names are checked by `wsemoe check`, with a did-you-mean.", "",
               "## Swept paths", ""]
     lines += _table(sorted(axis_paths().items()), head=("axis", "meaning"))
