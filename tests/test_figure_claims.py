@@ -191,6 +191,22 @@ def test_wafer_vs_gpu_bars_need_the_candidate_beside_a_gpu():
     assert "cs3 against nvl72 ahead at TP 1 (+100%)" in claims.caption_of(fig)
 
 
+def test_hatched_is_said_only_of_a_drawn_bar():
+    """moentwine_vs_nvl72's bars said "hatched: infeasible" with no bar hatched: an infeasible row at a setting only
+    one system reaches (never drawn) made the whole frame look infeasible. Said only when a drawn bar is."""
+    pts = pd.DataFrame({"hardware": ["cs3", "nvl72", "cs3"], "mapping.tp": [1, 1, 8], "feasible": [True, True, False],
+                        "per_device_moe_tokens_per_s": [600.0, 300.0, 50.0]})
+    compare = {"candidate": {"hardware": "cs3"}, "baseline": {"hardware": "nvl72"}}
+    from matplotlib.text import Text
+
+    def words(fig):
+        return " ".join(t.get_text().replace("\n", " ") for t in fig.findobj(Text))
+
+    assert "hatched" not in words(fig_comm.wsc_vs_nvl72(_view(pts, compare)))
+    assert "hatched: infeasible" in words(fig_comm.wsc_vs_nvl72(_view(pts.assign(feasible=[False, True, True]),
+                                                                        compare)))
+
+
 def test_speedup_vs_g_with_many_designs_colours_the_highest_and_the_lowest_and_counts_the_rest():
     """Nine designs (E × top-k) exceed the figure's eight colours: the highest and the lowest peak speedup are
     drawn in colour and named, the other seven in grey, counted in the legend; the caption counts every design."""

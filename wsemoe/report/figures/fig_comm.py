@@ -180,11 +180,14 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     if not keys:   # the two systems never meet at one setting: nothing to compare side by side
         return None
     best_over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
+    # "hatched: infeasible" only where a drawn bar is: rows of settings or systems not drawn said it of no bar
+    drawn = df["hardware"].isin(hws) & np.logical_or.reduce(
+        [np.logical_and.reduce([df[c] == v for c, v in zip(over, k)] or [np.ones(len(df), bool)]) for k in keys])
     fig, ax = single(f"{view.name}: per-device MoE-layer throughput (attention + MoE block), {hws[0]} vs {hws[1]}",
                      subtitle=view.subtitle(
         ", ".join(p for p in (view.context(view.first_row(df), ("mapping.strategy",)), said) if p),
         drawn="each bar: the system at its best" + (f" over {best_over}" if best_over else "")
-        + ("; hatched: infeasible" if not df["feasible"].all() else "")))
+        + ("; hatched: infeasible" if not df.loc[drawn, "feasible"].all() else "")))
     width, gains = 0.8 / len(hws), []
     for i, key in enumerate(keys):
         at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
