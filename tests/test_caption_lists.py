@@ -13,7 +13,7 @@ from wsemoe.report.figures.view import ResultsView
 
 def test_slices_whose_labels_hold_commas_are_parted_by_semicolons():
     text = where(["m, B 1", "m, B 4"], [True, True], "more wafers help", "no", ["best at 16, +68% over 2", "best at 3"])
-    assert text == "more wafers help at every slice (m, B 1: best at 16, +68% over 2; m, B 4: best at 3)"
+    assert text == "more wafers help at every setting (m, B 1: best at 16, +68% over 2; m, B 4: best at 3)"
 
 
 def test_plain_slices_stay_parted_by_commas():

@@ -92,7 +92,7 @@ def where(labels: list[str], holds, yes: str, no: str, values=None) -> str:
 
 
 def labels_kind(labels: list[str]) -> str:
-    """'TP' for ['TP 1', 'TP 2']: the word the labels share, else 'slice'."""
+    """'TP' for ['TP 1', 'TP 2']: the word the labels share, else 'setting' (the reader's word; 'slice' was ours)."""
     heads = {str(lab).rsplit(" ", 1)[0] for lab in labels}
-    head = heads.pop() if len(heads) == 1 and " " in str(labels[0]) else "slice"
-    return head if "," not in head else "slice"   # 'm, B 1' and 'm, B 4' share 'm, B', no word for them
+    head = heads.pop() if len(heads) == 1 and " " in str(labels[0]) else "setting"
+    return head if "," not in head else "setting"   # 'm, B 1' and 'm, B 4' share 'm, B', no word for them

@@ -111,7 +111,7 @@ def _frontier_verdict(fronts: dict, models: list) -> str:
         wtop, gtop = best_rows(w, [], PER_USER).iloc[0], best_rows(g, [], PER_USER).iloc[0]
         faster = wtop[PER_USER] > gtop[PER_USER]
         dearer = wtop[ENERGY] > g[ENERGY].min()
-        labels.append(f"model {model}")   # 'at every model', not 'at every slice'
+        labels.append(f"model {model}")   # 'at every model', not 'at every setting'
         holds.append(bool(faster and dearer))
         values.append(f"wafers up to {wtop[PER_USER]:,.0f} tokens/s per user at {wtop[ENERGY]:.3g} J/token, GPUs up "
                       f"to {gtop[PER_USER]:,.0f} from {g[ENERGY].min():.3g} J/token")  # models parted by '; '
