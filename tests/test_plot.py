@@ -79,6 +79,12 @@ def test_no_g_axis_skips_speedup_and_sparsity(nog):
     assert "#1" in (path / "plots" / "memory_breakdown.svg").read_text()  # top points by the first objective
 
 
+def test_the_pareto_caption_counts_in_words_not_in_brackets(bta):
+    """It read "2 front(s), … 5 row(s)": each count now takes its noun in the number it is."""
+    text = (bta[0] / "plots" / "pareto.txt").read_text()
+    assert "(s)" not in text and " fronts, " in text and " rows" in text, text
+
+
 def test_one_memory_bar_is_not_counted_as_one_of_one(tmp_path):
     """A single bar read "at 1 of 1 bars; the largest term over the bars", and hung from the top of an axis three
     bars tall; it is said plainly and centred in a shorter figure."""

@@ -133,13 +133,19 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
     for key, sub in groups[:6]:
         key = key if isinstance(key, tuple) else (key,)
         top = best_rows(sub, [], first).iloc[0] if r.objectives[first] == "max" else sub.loc[sub[first].idxmin()]
-        best.append(f"{_key_text(systems, key) if systems else 'all points'}: {len(sub):,} row(s), best "
+        best.append(f"{_key_text(systems, key) if systems else 'all points'}: {_count(len(sub), 'row')}, best "
                     f"{name(first)} {amount(first, top[first])} (point {top.name})")
     per = f"one per {listing([name(a) for a in systems])}" if systems else "one over all points"
     more = f"; {len(groups) - 6} more fronts in pareto.csv" if len(groups) > 6 else ""
     ties = int(front["ties"].sum()) if "ties" in front else len(front)
-    return (f"{len(groups)} front(s), {per}, {len(front):,} rows for {ties:,} points (exact ties in one row): "
+    return (f"{_count(len(groups), 'front')}, {per}, {_count(len(front), 'row')} for {_count(ties, 'point')} (exact "
+            "ties in one row): "
             + "; ".join(best) + more + ".")
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 front', '3 fronts', '1,024 rows': a count with its noun, never 'front(s)'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float, xlabel: bool = True,
