@@ -105,3 +105,21 @@ def test_the_serving_sweep_tunes_its_baseline_over_every_legal_tp_and_compares_e
     assert given == _legal_tp("nvl72", 72)
     table = pd.read_csv(run_sweep(path, out_root=tmp_path).path / "comparison.csv")
     assert len(table) == 9 and table["speedup_vs_nvl72"].notna().all() and table["baseline_tp"].notna().all()
+
+
+def test_comparison_rows_follow_the_sweep_order_of_their_groups():
+    """cerebras_serving's table listed qwen3-235b before qwen3-30b at 131,072 tokens: the order of each group's
+    best point in the sweep; the groups now come in the sweep's order whichever best point comes first."""
+    from types import SimpleNamespace as NS
+
+    from wsemoe.sweep.compare import comparison_table
+
+    df = pd.DataFrame({"model": ["a", "b", "a", "b", "a", "b"], "hardware": ["w", "w", "w", "w", "g", "g"],
+                       "workload.B": [1, 1, 2, 2, 1, 1], "tokens_per_s": [1.0, 5.0, 3.0, 4.0, 1.0, 1.0],
+                       "feasible": True, "infeasible_reason": None})
+    axes = {"model": ["a", "b"], "hardware": ["w", "g"], "workload.B": [1, 2]}
+    cfg = NS(compare=NS(name="g", metric="tokens_per_s", also=[], over=["workload.B"], baseline={"hardware": "g"},
+                        candidate={"hardware": "w"}), axis_names=lambda: list(axes),
+             factors=lambda: [{k: v} for k, v in axes.items()])
+    table = comparison_table(df, cfg)
+    assert table["model"].tolist() == ["a", "b"] and table["speedup_vs_g"].tolist() == [3.0, 5.0]

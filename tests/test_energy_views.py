@@ -84,7 +84,7 @@ def test_comparison_table_puts_the_energy_of_the_compared_points_beside_the_spee
     df = _rows().assign(infeasible_reason=None)
     cfg = NS(compare=NS(name="gpu", metric="tokens_per_s_per_user", also=[], over=["workload.B"],
                         baseline={"hardware": "nvl72"}, candidate={"hardware": "cs3"}),
-             axis_names=lambda: ["model", "hardware", "workload.B"])
+             axis_names=lambda: ["model", "hardware", "workload.B"], factors=lambda: [])
     table = comparison_table(df, cfg)
     assert float(table["speedup_vs_gpu"].iloc[0]) == 1000.0 / 200.0
     assert float(table["energy_vs_gpu"].iloc[0]) == 20.0 / 0.5
@@ -101,7 +101,7 @@ def test_a_tie_on_the_metric_goes_to_the_point_with_less_energy_per_token():
                        "feasible": True, "infeasible_reason": None})
     cfg = NS(compare=NS(name="gpu", metric="tokens_per_s_per_user", also=[], over=["workload.B"],
                         baseline={"hardware": "nvl72"}, candidate={"hardware": "cs3"}),
-             axis_names=lambda: ["model", "hardware", "workload.B"])
+             axis_names=lambda: ["model", "hardware", "workload.B"], factors=lambda: [])
     table = comparison_table(df, cfg)
     assert int(table["best_B"].iloc[0]) == 16 and float(table["best_energy_per_token_j"].iloc[0]) == 31
     view = _view(df.assign(**{k: 0.0 for k in TIERS}))

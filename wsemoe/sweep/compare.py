@@ -96,6 +96,8 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     base = pick(best_rows(based, group, cmp.metric), "baseline")
     table = best.merge(base, on=group, how="left") if group else pd.concat(
         [best.reset_index(drop=True), base.reset_index(drop=True)], axis=1)
+    if group:
+        table = _in_sweep_order(table, group, cfg)
     table[f"speedup_vs_{cmp.name}"] = table[f"best_{cmp.metric}"] / table[f"baseline_{cmp.metric}"]
     if ENERGY in df:   # the energy of the same two points beside their speed ratio
         table[f"energy_vs_{cmp.name}"] = table[f"best_{ENERGY}"] / table[f"baseline_{ENERGY}"]
@@ -107,6 +109,21 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
         table = table.merge(extra, on=group, how="left") if group else pd.concat([table, extra], axis=1)
         table[f"speedup_vs_{cmp.name}_{m}"] = table[f"best_{m}"] / table[f"baseline_{m}"]
     return table.reset_index(drop=True)
+
+
+def _in_sweep_order(table: pd.DataFrame, group: list[str], cfg) -> pd.DataFrame:
+    """The groups in the order the sweep enumerates them (its first factor slowest, each value where its axis or
+    zip lists it first), not in that of their best points: cerebras_serving listed qwen3-235b before qwen3-30b at
+    131,072 tokens, where the 235b's best point came first. A key no factor lists keeps its place."""
+    listed = {}
+    for factor in cfg.factors():
+        for path, values in factor.items():
+            listed[path] = {v: i for i, v in reversed(list(enumerate(map(str, values))))}
+    keys = [k for k in dict.fromkeys(cfg.axis_names()) if k in group and k in listed]
+    if not keys:
+        return table
+    ranks = [table[k].astype(str).map(listed[k]).fillna(len(listed[k])).to_numpy() for k in keys]
+    return table.iloc[np.lexsort(ranks[::-1])].reset_index(drop=True)
 
 
 def _side_values(cfg, axis: str, side: dict) -> list:
