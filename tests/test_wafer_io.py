@@ -170,3 +170,19 @@ def test_the_draft_models_time_is_a_bound_of_its_own():
     assert serving.BOUNDS[-1] == "SRAM" and serving.BOUNDS[int(np.argmax(terms))] == "local MACs"
     terms = serving.bound_terms(wl, late, [0.0, 0.3, 0.0, 0.0, 0.0], 1.0, 0.0, False)   # 4 × 0.3 s of link
     assert serving.BOUNDS[int(np.argmax(terms))] == "link bandwidth"
+
+
+def test_eval_shows_the_busiest_stage_by_term_so_a_prefill_bound_can_be_checked():
+    """A prefill's bound weighs t1's terms plus (B·P − 1) × β's, but eval printed β whole: the label could not be
+    checked from the output. β's five terms are columns now, add up to it, and rebuild the bound by hand."""
+    import wsemoe
+
+    sets = ["hardware.weight_source=sram", "workload.mode=prefill", "workload.seq_len=8192"]
+    row, terms = wsemoe.explain(hardware="cs3", model="qwen3-30b-a3b", sets=sets)
+    line = next(t for t in terms if t[1] == "busiest_stage_s")   # (section, term, value, unit, how it adds up)
+    assert line[4].startswith("by term: local MACs") and line[4].endswith("✓")
+    names = [c.removeprefix("pipeline_") for c in serving.TERM_COLUMNS]
+    beta = [row[f"busiest_{n}"] for n in names]
+    assert sum(beta) == pytest.approx(row["busiest_stage_s"], rel=1e-12)
+    ttft = [row[f"pipeline_{n}"] + (8192 - 1) * b for n, b in zip(names, beta)]
+    assert str(row["bound"]) == serving.BOUNDS[int(np.argmax(ttft))] == "link bandwidth"

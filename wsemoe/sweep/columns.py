@@ -168,6 +168,9 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "pipeline_inter_wafer_s": ("s", "wafer hops and the token's return over the system links in pipeline_latency_s"),
     "busiest_stage": ("", "the region or link that spends most per token of the stream (it paces the pipeline)"),
     "busiest_stage_s": ("s", "time the busiest stage spends per token of the stream (β)"),
+    **{f"busiest_{t}_s": ("s", f"SRAM serving: the {w} part of busiest_stage_s (β's five terms add up to it)")
+       for t, w in (("macs", "local MACs"), ("link", "link bandwidth"), ("hops", "hop latency"),
+                    ("overhead", "operator overhead"), ("inter_wafer", "inter-wafer"))},
     "prompt_latency_s": ("s", "decode with prompt_len: one token through every layer, hop and the head at context "
                               "prompt_len (t1 of ttft_s)"),
     "prompt_busiest_stage_s": ("s", "decode with prompt_len: the busiest stage's time per token of the stream at "

@@ -258,12 +258,18 @@ def _span(ws: list) -> str:
 
 
 def serving_terms(row) -> list:
-    """The one-token latency as its five terms."""
-    parts = {k: _get(row, c) for k, c in SERVING_TERMS.items()}
-    total = sum(parts.values())
-    text = " + ".join(f"{k} {_t(v)}" for k, v in parts.items())
-    return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
-             f"by term: {text} = {_t(total)} {_check(total, _get(row, 'pipeline_latency_s'))}")]
+    """The one-token latency as its five terms, and β (the busiest stage per token) as the same five: `bound`
+    weighs both."""
+    out = []
+    for column, prefix in (("pipeline_latency_s", "pipeline"), ("busiest_stage_s", "busiest")):
+        cols = {k: f"{prefix}_{c.removeprefix('pipeline_')}" for k, c in SERVING_TERMS.items()}
+        if any(_missing(row, c) for c in cols.values()):
+            continue
+        parts = {k: _get(row, c) for k, c in cols.items()}
+        total = sum(parts.values())
+        text = " + ".join(f"{k} {_t(v)}" for k, v in parts.items())
+        out.append((column, row[column], "s", f"by term: {text} = {_t(total)} {_check(total, _get(row, column))}"))
+    return out
 
 
 def serving_rates(row, wl) -> list:

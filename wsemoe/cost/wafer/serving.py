@@ -42,6 +42,8 @@ BOUNDS = ("local MACs", "link bandwidth", "hop latency", "op overhead", "inter-w
           "SRAM")
 TERMS = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
 TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeline_overhead_s", "pipeline_inter_wafer_s")
+# β, the busiest stage's time per token, by the same five terms: what `bound` weighs where the stream binds
+BUSIEST_COLUMNS = ("busiest_macs_s", "busiest_link_s", "busiest_hops_s", "busiest_overhead_s", "busiest_inter_wafer_s")
 G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
 STAGES = ("attention region", "routed experts", "shared experts", "dispatch", "combine", "layer hop", "dense region",
           "head region", "embedding region", "system link")
@@ -280,6 +282,7 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     terms = bound_terms(wl, run["terms"], beta_terms, W, stall, out["pipeline_period_s"] > out["step_latency_s"])
     out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
     out["busiest_code"], out["busiest_stage_s"] = stage, beta
+    out.update(zip(BUSIEST_COLUMNS, beta_terms[:5]))
     out.update({"attn_region_pes": g.attn_rows * g.attn_cols, "expert_region_pes": g.side ** 2,
                 "expert_region_side": g.side, "placement_stretch": g.stretch})
     return out
