@@ -258,8 +258,7 @@ def _span(ws: list) -> str:
 
 
 def serving_terms(row) -> list:
-    """The one-token latency as its five terms, and β (the busiest stage per token) as the same five: `bound`
-    weighs both."""
+    """The one-token latency as its five terms, and β (the busiest stage per token) as the same five."""
     out = []
     for column, prefix in (("pipeline_latency_s", "pipeline"), ("busiest_stage_s", "busiest")):
         cols = {k: f"{prefix}_{c.removeprefix('pipeline_')}" for k, c in SERVING_TERMS.items()}
@@ -325,8 +324,7 @@ def sram_serving(row, m, wl) -> list:
 
 
 def _bound_text(row, wl) -> str:
-    """What `bound` is the largest term of (cost/wafer/serving.bound_terms): each of the five terms summed over t1 and
-    the tokens that pace at β, beside the I/O stalls and the draft model."""
+    """What `bound` is the largest term of (cost/wafer/serving.bound_terms), in words."""
     if wl.mode == "prefill":
         return ("the largest term of TTFT: each of t1's five terms plus (B·P − 1) × the busiest stage's, or the "
                 "stalls (W + B − 1)·σ (wafer I/O)")
