@@ -174,15 +174,16 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
     cand = (view.compare.get("candidate") or {}).get("hardware")
     if len(hws) < 2 or cand and hws[0] != cand:  # one system only, or not the comparison's candidate: no claim
         return None
+    def at(key) -> np.ndarray:   # the rows of one setting of the `over` axes (every row without them)
+        return np.logical_and.reduce([(df[c] == v).to_numpy() for c, v in zip(over, key)] or [np.ones(len(df), bool)])
+
     keys = [tuple(k) for k in df[over].drop_duplicates().sort_values(over).to_numpy()] if over else [()]
-    keys = [k for k in keys if all(((df["hardware"] == hw) & np.logical_and.reduce(
-        [df[c] == v for c, v in zip(over, k)] or [True])).any() for hw in hws[:2])]
+    keys = [k for k in keys if all(((df["hardware"] == hw).to_numpy() & at(k)).any() for hw in hws[:2])]
     if not keys:   # the two systems never meet at one setting: nothing to compare side by side
         return None
     best_over = ", ".join(SLICE_SYMBOLS.get(c, c) for c in tuned)
     # "hatched: infeasible" only where a drawn bar is: rows of settings or systems not drawn said it of no bar
-    drawn = df["hardware"].isin(hws) & np.logical_or.reduce(
-        [np.logical_and.reduce([df[c] == v for c, v in zip(over, k)] or [np.ones(len(df), bool)]) for k in keys])
+    drawn = df["hardware"].isin(hws).to_numpy() & np.logical_or.reduce([at(k) for k in keys])
     fig, ax = single(f"{view.name}: per-device MoE-layer throughput (attention + MoE block), {hws[0]} vs {hws[1]}",
                      subtitle=view.subtitle(
         ", ".join(p for p in (view.context(view.first_row(df), ("mapping.strategy",)), said) if p),
@@ -190,8 +191,8 @@ def wsc_vs_nvl72(view: ResultsView) -> Figure | None:
         + ("; hatched: infeasible" if not df.loc[drawn, "feasible"].all() else "")))
     width, gains = 0.8 / len(hws), []
     for i, key in enumerate(keys):
-        at = df[np.logical_and.reduce([df[c] == v for c, v in zip(over, key)])] if over else df
-        rows = [at[at["hardware"] == hw].iloc[0] if (at["hardware"] == hw).any() else None for hw in hws]
+        here = df[at(key)]
+        rows = [here[here["hardware"] == hw].iloc[0] if (here["hardware"] == hw).any() else None for hw in hws]
         vals = [float(r[col]) if r is not None else np.nan for r in rows]
         for j, (v, r) in enumerate(zip(vals, rows)):
             x = i + (j - (len(hws) - 1) / 2) * width
