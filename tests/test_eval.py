@@ -156,8 +156,8 @@ def test_ratios_round_away_from_the_limit():
     g = np.array([[0.0004, -1.0, -1.0], [-1.0, 0.5, -1.0], [-1.0, -1.0, 0.2]])
     reasons = feasibility.reasons(g.max(axis=1), g.argmax(axis=1).astype(np.int32), ["g_mem_attn", "g_y_min", "g_x_max"],
                                   bounds, np.array([False, False, False])).to_pandas()
-    assert list(reasons) == ["attention-stage memory needs 1.01× the usable node memory (weights + kept activations "
-                             "+ KV cache + attention transient at B + BTA buffer; eval splits them)",
+    assert list(reasons) == ["attention-stage memory needs 1.01× the usable node memory (weights + training state "
+                             "+ kept activations + KV cache + attention transient at B + BTA buffer; eval splits them)",
                              "y is 0.5× its configured minimum (100)",
                              "x is 1.2× its configured maximum (2)"]
 
@@ -240,7 +240,7 @@ def test_a_memory_reason_names_every_term_of_its_sum():
     """moentwine_vs_nvl72's GPU decode points are infeasible mostly by their KV cache (98% of the attention
     stage's bytes), while the reason named only the transient, kept activations and BTA buffer."""
     for col in ("g_mem_attn", "g_mem_moe"):
-        for term in ("weights", "kept activations", "KV cache", "eval splits them"):
+        for term in ("weights", "training state", "kept activations", "KV cache", "eval splits them"):
             assert term in feasibility.REASONS[col], (col, term)
 
 

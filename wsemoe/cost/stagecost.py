@@ -40,7 +40,8 @@ def node_memory(hw, m, wl, mp, shape: Shape, slots) -> dict:
     on the fullest node."""
     return memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
                                weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
-                               kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch")
+                               kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch",
+                               weights.training_state_node(hw, m, wl, shape.tp, slots))
 
 
 def io_time(hw, wl, part: weights.Part, kept=0.0):

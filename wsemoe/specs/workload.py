@@ -34,7 +34,17 @@ class WorkloadSpec(Spec):
                             "int4_g32 0.5625); expert matmuls run at that format's peak (int4_g32: the 16-bit peak)")
     kv_format: Format = Field("bf16", description="format of the KV cache (bf16 2 bytes, fp8 1, fp4 0.5)")
     bytes_per_act: float = Field(2.0, ge=0.125, le=64, allow_inf_nan=False, description="bytes per activation element")
-    bytes_per_grad: float = Field(2.0, ge=0.125, le=64, allow_inf_nan=False, description="bytes per gradient element streamed out")
+    bytes_per_grad: float = Field(2.0, ge=0.125, le=64, allow_inf_nan=False,
+                                  description="bytes per gradient element (streamed out of a weight-streaming wafer; "
+                                              "held in node memory beside resident weights)")
+    optimizer_bytes_per_param: float = Field(
+        12.0, ge=0, le=64, allow_inf_nan=False,
+        description="training, resident weights: optimizer state per parameter in node memory (12: fp32 master "
+                    "weights and Adam's two moments, mixed-precision Adam as ZeRO counts it; 0: kept elsewhere)")
+    optimizer_sharding: Literal["data_parallel", "none"] = Field(
+        "data_parallel", description="training, resident weights: the optimizer state split over a parameter's "
+                                     "copies (data_parallel: ZeRO-1 / a distributed optimizer, as DeepSeek-V3 "
+                                     "trained) or held whole by every copy (none)")
     recompute: Literal["none", "selective", "full"] = Field(
         "full", description="activations kept for backward: all, all but attention scores, or layer inputs only")
     attn_kernel: Literal["materialized", "per_head", "flash"] = Field(

@@ -237,13 +237,15 @@ _DOCS.update(_STREAMING)
 
 _MEMORY = {
     "weights": "weights kept per node (resident weights and replicas, or the current layer's attention under streaming)",
+    "train_state": "training, resident weights: gradients of the parameters a node holds and its share of the "
+                   "optimizer state (optimizer_bytes_per_param, optimizer_sharding; 0 in inference and when streamed)",
     "kept_act": "activations kept in node memory for the backward pass (all layers, by recompute policy; 0 when streamed out)",
     "kv": "KV cache of the micro-batch's sequences (decode, prefill)",
     "attn_transient": "attention transient of one tile of B sequences (scores unless flash)",
     "bta_buffer": "concatenated attention outputs of the G tiles (the MoE input)",
     "moe_transient": "dispatched tokens and FFN intermediates of G·B sequences",
-    "attn_peak": "peak of the attention stage: weights + kept + KV + attention transient + BTA buffer",
-    "moe_peak": "peak of the MoE stage: weights + kept + KV + MoE transient",
+    "attn_peak": "peak of the attention stage: weights + training state + kept + KV + attention transient + BTA buffer",
+    "moe_peak": "peak of the MoE stage: weights + training state + kept + KV + MoE transient",
     "peak": "the larger of the two stage peaks",
     "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",
     "capacity": "usable node memory (capacity × memory_usable_fraction)",

@@ -12,10 +12,11 @@ from wsemoe.store.block import Labels
 REASONS = {
     # Every term of the sum is named (decode's is mostly KV cache, training's the transient): `eval` splits them.
     "g_mem_attn": "attention-stage memory needs {r}× the usable node memory "
-                  "(weights + kept activations + KV cache + attention transient at B + BTA buffer; eval splits them)",
+                  "(weights + training state + kept activations + KV cache + attention transient at "
+                  "B + BTA buffer; eval splits them)",
     "g_mem_moe": "MoE-stage memory needs {r}× the usable node memory "
-                 "(weights + kept activations + KV cache + dispatched tokens and FFN intermediates at G·B; eval "
-                 "splits them)",
+                 "(weights + training state + kept activations + KV cache + dispatched tokens and FFN "
+                 "intermediates at G·B; eval splits them)",
     "g_mem_prefill": "prefill of the batch's prompts (behind ttft_s) needs {r}× the usable node memory",
     "g_sram_wafers": "the fullest stage needs {r}× what its wafer's PEs hold (weights and the KV cache of B "
                      "sequences: more wafers, fewer sequences or a shorter context)",

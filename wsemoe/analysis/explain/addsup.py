@@ -21,8 +21,8 @@ from wsemoe.cost.wafer.fabric import pe_facts, wavelets
 from wsemoe.cost.wafer.streaming import passes
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
-MEMORY = {"attn": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
-          "moe": ("weights", "kept_act", "kv", "moe_transient")}
+MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer"),
+          "moe": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
 
 
 def _t(x: float) -> str:

@@ -1,4 +1,4 @@
-"""Memory per node: weights, kept activations, attention and MoE transients, KV cache.
+"""Memory per node: weights, training state, kept activations, attention and MoE transients, KV cache.
 
 Activation byte counts follow Korthikanti et al. 2022 (§4.1, activations per layer, 16-bit): per token and
 layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores; 5·S one head at a time), norms
@@ -105,12 +105,14 @@ def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
     return held_per_token(m, wl, 2.0 * np.ceil(m.num_key_value_heads / tp) * m.head_dim * formats.kv_bytes(wl), tp)
 
 
-def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False):
+def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False,
+                 train_state=0.0):
     """Peak memory per node of the attention and MoE stages, by term (bytes).
 
     `groups` attention groups each run their own tile of B sequences; activations spread
     evenly over the `nodes` of the wafer; `weights_node` is what stays resident per node and
-    `kv_node` the KV cache a node holds (default: spread evenly). With `second_batch` (two
+    `kv_node` the KV cache a node holds (default: spread evenly), `train_state` its gradients and optimizer
+    state (weights.training_state_node). With `second_batch` (two
     micro-batches interleaved) a second KV cache is held, and while one micro-batch is in a
     stage the other one's transients of the other stage are alive too.
     """
@@ -128,12 +130,13 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
             else kv_node
     if second_batch:
         kv = 2.0 * kv
-    base = weights_node + kept + kv
+    base = weights_node + train_state + kept + kv
     capacity = hw.node_memory_bytes * hw.memory_usable_fraction
     attn_peak = base + attn_transient + bta_buffer + (moe_transient if second_batch else 0.0)
     moe_peak = base + moe_transient + (attn_transient + bta_buffer if second_batch else 0.0)
     return {
         "mem_weights_node_bytes": weights_node,
+        "mem_train_state_node_bytes": train_state + 0.0 * weights_node,
         "mem_kept_act_node_bytes": kept,
         "mem_kv_node_bytes": kv,
         "mem_attn_transient_node_bytes": attn_transient,

@@ -86,3 +86,29 @@ def resident_weights_node(hw, m, wl, tp, slots=None):
                 + (L - Lm) * w["dense_ffn"].nbytes + w["embedding"].nbytes) / tp
     slots = experts_per_node(m, nodes) if slots is None else slots  # balancer replicas fill spare slots
     return tp_split + Lm * slots * expert_copy_bytes(m, wl)
+
+
+def training_state_node(hw, m, wl, tp, slots=None):
+    """Bytes of training state each node keeps beside resident weights: one gradient per parameter it holds
+    (`bytes_per_grad`) and the optimizer's state (`optimizer_bytes_per_param`; 12 = fp32 master weights and
+    Adam's two moments), sharded over a parameter's copies under `optimizer_sharding: data_parallel` (ZeRO-1:
+    each of the nodes/tp replicas of an attention-side weight, or of an expert's copies, keeps its share).
+
+    Nothing outside training, and nothing on a weight-streaming wafer: its gradients leave over the wafer I/O
+    and the optimizer runs in the off-wafer weight store (`io_time`).
+    """
+    if wl.mode != "train" or hw.weight_source != "resident":
+        return 0.0 * tp
+    w = layer_weights(m, wl)
+    L, Lm = m.num_hidden_layers, params.moe_layers(m)
+    nodes = topology.system_nodes(hw)
+    shared = (L * w["attn"].params + Lm * (w["shared"].params + w["router"].params)
+              + (L - Lm) * w["dense_ffn"].params + w["embedding"].params) / tp
+    slots = experts_per_node(m, nodes) if slots is None else slots
+    experts = Lm * slots * params.expert_params(m)
+    if wl.optimizer_sharding == "data_parallel":
+        # copies: nodes/tp attention groups hold each attention-side weight; slots·nodes/E hosts hold an expert
+        optimizer = shared * tp / nodes + experts / np.maximum(slots * nodes / m.num_experts, 1.0)
+    else:
+        optimizer = shared + experts
+    return (shared + experts) * wl.bytes_per_grad + optimizer * wl.optimizer_bytes_per_param

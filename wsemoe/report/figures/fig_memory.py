@@ -19,11 +19,14 @@ CLAIMS = {"memory_breakdown": "Every point drawn fits the node's memory, and the
                               "terms set its peak"}
 COLUMNS = ("mem_*_node_bytes",)
 
-MEM_TERMS = (("weights", "weights"), ("kept_act", "kept activations"), ("kv", "KV cache"),
+MEM_TERMS = (("weights", "weights"), ("train_state", "gradients + optimizer"), ("kept_act", "kept activations"),
+             ("kv", "KV cache"),
              ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
              ("moe_transient", "MoE transient"))
-STAGE_TERMS = {"attention": ("weights", "kept_act", "kv", "attn_transient", "bta_buffer"),
-               "MoE": ("weights", "kept_act", "kv", "moe_transient")}
+STAGE_TERMS = {"attention": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer"),
+               "MoE": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
+# A results folder written before training state was counted has no such column, and its peaks hold none.
+LATER_TERMS = ("train_state",)
 LABEL_WIDTH = 30  # characters per line of a bar's label
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
@@ -35,7 +38,8 @@ def figures(view: ResultsView) -> Iterator[tuple[str, Figure | None]]:
 
 def memory_breakdown(r: ResultsView) -> Figure | None:
     """Stacked per-node memory of the stage that sets the peak, baseline and best point per design."""
-    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS] + ["mem_attn_peak_node_bytes", "mem_moe_peak_node_bytes"]
+    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS if t not in LATER_TERMS] + ["mem_attn_peak_node_bytes",
+                                                                                   "mem_moe_peak_node_bytes"]
     if any(c not in r.points for c in cols) or r.feasible.empty:
         return None
     bars = _memory_rows(r)
@@ -70,7 +74,7 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     cap = _capacity_marks(ax, [b[1] for b in bars], ypos)
     # Only terms some bar draws: a legend entry for, say, a zero KV cache would send readers looking for it.
     # Too-thin terms carry their size, so a reader knows they are present but small.
-    top = {t: max((row[f"mem_{t}_node_bytes"] * 1e-9 for _, row, _ in bars
+    top = {t: max((_term(row, t) * 1e-9 for _, row, _ in bars
                    if t in STAGE_TERMS[_peak(row)[0]]), default=0.0) for t, _ in MEM_TERMS}
     drawn = [(i, name, top[t]) for i, (t, name) in enumerate(MEM_TERMS) if top[t] > 0]
     handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
@@ -86,10 +90,10 @@ def _once(r: ResultsView, bars: list) -> tuple[list, str]:
     five times over."""
     if not bars or not bars[0][0].startswith("#"):
         return bars, ""
-    cols = [f"mem_{t}_node_bytes" for t, _ in MEM_TERMS] + ["mem_capacity_node_bytes"]
     same: dict = {}
     for i, (_, row, _) in enumerate(bars):
-        key = (_peak(row)[0], *(round(float(row.get(c, np.nan)) / 1e3) for c in cols))   # to the kB
+        key = (_peak(row)[0], *(round(_term(row, t) / 1e3) for t, _ in MEM_TERMS),   # to the kB
+               round(float(row.get("mem_capacity_node_bytes", np.nan)) / 1e3))
         same.setdefault(key, []).append(i)
     if len(same) == len(bars):
         return bars, ""
@@ -111,7 +115,7 @@ def _verdict(bars: list) -> str:
     stages = {st: sum(p[0] == st for p in peaks) for st in ("attention", "MoE")}
     use = [(p[1] / float(row.get("mem_capacity_node_bytes", np.nan)), label) for p, (label, row, _) in zip(peaks, bars)]
     fullest, at = max(use, key=lambda u: u[0] if np.isfinite(u[0]) else -1)
-    terms = {name: sum(float(row[f"mem_{t}_node_bytes"]) for _, row, _ in bars if t in STAGE_TERMS[_peak(row)[0]])
+    terms = {name: sum(_term(row, t) for _, row, _ in bars if t in STAGE_TERMS[_peak(row)[0]])
              for t, name in MEM_TERMS}
     over = [label.replace("\n", " ") for u, label in use if u > 1]
     one = len(bars) == 1   # a single bar: no "1 of 1 bars", no "over the bars"
@@ -169,6 +173,11 @@ def _over_label(row) -> str:
     return ", ".join(f"{SYMBOLS[c]}={num(row[c])}" for c in ("workload.G", "workload.B") if c in row)
 
 
+def _term(row, term: str) -> float:
+    """A memory term's bytes (0 for a term the folder's results predate: `LATER_TERMS`)."""
+    return float(row.get(f"mem_{term}_node_bytes", 0.0))
+
+
 def _peak(row) -> tuple[str, float]:
     """The stage that sets the peak and its bytes: attention (with the BTA buffer) or MoE."""
     attn, moe = row["mem_attn_peak_node_bytes"], row["mem_moe_peak_node_bytes"]
@@ -180,7 +189,7 @@ def _stacked_bar(ax, y: float, row) -> None:
     left = 0.0
     for i, (term, _) in enumerate(MEM_TERMS):
         if term in STAGE_TERMS[_peak(row)[0]]:
-            w = float(row[f"mem_{term}_node_bytes"]) * 1e-9
+            w = _term(row, term) * 1e-9
             ax.barh(y, w, left=left, height=0.8, color=PALETTE[i], edgecolor="white", linewidth=0.5)
             left += w
 

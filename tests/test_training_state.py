@@ -1,0 +1,82 @@
+"""Training state in node memory (gradients and optimizer state beside resident weights): every expected value
+derived by hand from the models' published shapes (tests/data/hf) and the ZeRO count of mixed-precision Adam
+(2 bytes of bf16 gradient and 12 of fp32 master weight, momentum and variance per parameter)."""
+
+from __future__ import annotations
+
+import pytest
+
+import wsemoe
+
+REL = 1e-9
+GRAD, ADAM = 2.0, 12.0
+
+# Qwen3-30B-A3B (tests/data/hf/qwen3-30b-a3b.json): H 2048, 32 heads and 4 KV heads of 128, 48 layers, 128 experts
+# of width 768, vocabulary 151,936, untied head.
+_QWEN_LAYER = (2048 * 32 * 128 + 2 * 2048 * 4 * 128 + 32 * 128 * 2048   # q, k, v, o projections
+               + 2 * 128 + 2 * 2048                                      # q and k norms, two layer norms
+               + 2048 * 128)                                             # router
+QWEN_SHARED = 48 * _QWEN_LAYER + 2 * 151936 * 2048 + 2048                # + embedding, head, final norm
+QWEN_EXPERT = 3 * 2048 * 768                                             # gate, up, down of one expert, one layer
+
+
+def _row(hardware="h100-sxm", model="qwen3-30b-a3b", **sets):
+    return wsemoe.evaluate(wsemoe.point_config(hardware, model, [f"{k}={v}" for k, v in sets.items()])).iloc[0]
+
+
+def test_the_published_parameter_count_is_what_the_state_counts():
+    # 30,532,122,624 parameters: Qwen3-30B-A3B's model card ("30.5B"), rebuilt above from its config
+    assert QWEN_SHARED + 48 * 128 * QWEN_EXPERT == 30_532_122_624
+
+
+def test_a_dense_70b_on_one_tp8_server_holds_16_bytes_a_parameter_and_does_not_fit():
+    # one TP group of all 8 GPUs: every parameter has one copy, so sharding splits nothing
+    row = _row(model="llama-3.1-70b", **{"mapping.tp": 8})
+    assert row["mem_train_state_node_bytes"] == pytest.approx(70_553_706_496 / 8 * (GRAD + ADAM), rel=1e-6)
+    assert row["mem_weights_node_bytes"] == pytest.approx(70_553_706_496 / 8 * 2, rel=1e-6)
+    assert not row["feasible"]  # 141 GB a GPU against 72 GB usable
+    assert row["g_mem_attn"] > 0.9
+    served = _row(model="llama-3.1-70b", **{"mapping.tp": 8, "workload.mode": "decode"})
+    assert served["mem_train_state_node_bytes"] == 0 and served["g_mem_attn"] < 0
+
+
+def test_data_parallel_sharding_splits_the_replicated_weights_state_over_their_copies():
+    # TP 1 on 8 GPUs: 8 copies of every attention-side weight; 16 experts a GPU, one copy each
+    experts = 48 * 16 * QWEN_EXPERT
+    sharded = _row(**{"mapping.tp": 1})
+    assert sharded["mem_train_state_node_bytes"] == pytest.approx(
+        GRAD * (QWEN_SHARED + experts) + ADAM * (QWEN_SHARED / 8 + experts), rel=REL)
+    whole = _row(**{"mapping.tp": 1, "workload.optimizer_sharding": "none"})
+    assert whole["mem_train_state_node_bytes"] - sharded["mem_train_state_node_bytes"] == pytest.approx(
+        ADAM * QWEN_SHARED * 7 / 8, rel=REL)
+    # the state adds to both stages' peaks, term for term
+    for stage in ("attn", "moe"):
+        assert whole[f"mem_{stage}_peak_node_bytes"] - sharded[f"mem_{stage}_peak_node_bytes"] == pytest.approx(
+            ADAM * QWEN_SHARED * 7 / 8, rel=1e-9)
+
+
+def test_the_optimizer_bytes_and_gradient_bytes_are_the_inputs_they_say():
+    base = _row(**{"mapping.tp": 8})
+    grads_only = _row(**{"mapping.tp": 8, "workload.optimizer_bytes_per_param": 0})
+    fp32_grads = _row(**{"mapping.tp": 8, "workload.bytes_per_grad": 4})
+    per_node = (QWEN_SHARED + 48 * 128 * QWEN_EXPERT) / 8
+    assert grads_only["mem_train_state_node_bytes"] == pytest.approx(GRAD * per_node, rel=REL)
+    assert fp32_grads["mem_train_state_node_bytes"] - base["mem_train_state_node_bytes"] == pytest.approx(
+        2 * per_node, rel=REL)
+
+
+def test_a_weight_streaming_wafer_keeps_no_training_state():
+    # its gradients leave over the wafer I/O and the optimizer runs in the off-wafer weight store
+    row = _row(hardware="cs2", model="qwen3-30b-a3b")
+    assert row["mem_train_state_node_bytes"] == 0
+
+
+def test_eval_adds_the_state_into_each_stage_peak():
+    from wsemoe.analysis.explain.point import breakdown
+
+    cfg = {"name": "t", "hardware": "h100-sxm", "model": "llama-3.1-70b", "mapping": {"tp": 8}}
+    row, rows = breakdown(cfg, 0)
+    text = {n: t for g, n, _, _, t in rows}
+    for stage in ("attn", "moe"):
+        line = text[f"mem_{stage}_peak_node_bytes"]
+        assert "train state 123.5 GB" in line and line.endswith("✓"), line
