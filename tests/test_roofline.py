@@ -309,3 +309,15 @@ def test_intensity_below_one_is_a_decimal_not_a_milli_prefix():
     plt.close(fig)
     assert "0.1" in labels and "1k" in labels and not any(lab.endswith("m") for lab in labels), labels
     assert any(lab.endswith("T") for lab in ys), ys
+
+
+def test_a_one_format_figure_without_communication_names_only_what_it_draws(tmp_path):
+    """bta_topk on a CS-2, every matmul 16-bit and no fabric phases: its title read 'peak 7.48 PFLOP/s (16-bit),
+    7.48 PFLOP/s (a stage at its formats)' (a stage's roof above the peak by round-off) and the legend named a
+    raised 16-bit peak and a hollow 'without its communication' marker that no panel draws."""
+    res = run_sweep(STREAMED, out_root=tmp_path)
+    plot_results(res.path, only=["roofline"], formats=["svg"])
+    svg = (res.path / "plots" / "roofline.svg").read_text()
+    assert "cs2: peak" in svg and "(a stage at its formats)" not in svg
+    assert "16-bit peak (fp8/fp4 matmuls raise their stage" not in svg
+    assert "best design, without its communication" not in svg and "best design, as run" in svg

@@ -116,10 +116,10 @@ def roofline(r: ResultsView) -> Figure | None:
         return None
     fig = Figure(figsize=(max(SINGLE[0], 5.2 * len(systems)), SINGLE[1] + 1.4), layout="constrained")
     axes = fig.subplots(1, len(systems), squeeze=False)[0]
-    drawn, raised, said = set(), False, []
+    drawn, raised, said, hollow = set(), False, [], False
     for ax, (label, df, hw) in zip(axes, systems):
-        stages, above, parts = _panel(ax, r, label, df, hw)
-        drawn, raised = drawn | stages, raised or above
+        stages, above, parts, any_hollow = _panel(ax, r, label, df, hw)
+        drawn, raised, hollow = drawn | stages, raised or above, hollow or any_hollow
         said += [(label, p) for p in parts]
     handles = [Line2D([], [], ls="", marker="o", color=PALETTE[i], label=STAGES[s]) for i, s in enumerate(STAGES)
                if s in drawn]
@@ -128,9 +128,10 @@ def roofline(r: ResultsView) -> Figure | None:
     if raised:
         handles.append(Line2D([], [], color="0.45", lw=1, ls="-.",
                               label="16-bit peak (fp8/fp4 matmuls raise their stage's roof above it)"))
-    handles += [Line2D([], [], ls="", marker="o", ms=9, color="0.3", mec="k", label="best design, as run"),
-                Line2D([], [], ls="", marker="o", ms=9, mfc="none", mec="0.3",
-                       label="best design, without its communication")]
+    handles.append(Line2D([], [], ls="", marker="o", ms=9, color="0.3", mec="k", label="best design, as run"))
+    if hollow:   # an entry for a marker no panel draws sends the reader looking for it
+        handles.append(Line2D([], [], ls="", marker="o", ms=9, mfc="none", mec="0.3",
+                              label="best design, without its communication"))
     outside_legend(fig, handles, most=2 if len(systems) == 1 else 3, frameon=False)
     title = (f"{r.name}: each stage under its hardware's roof (one layer, one micro-batch; small dots: designs, "
              f"large: the best by {name(r.metric)}"
@@ -197,17 +198,17 @@ def _stages(r: ResultsView, df: pd.DataFrame) -> list[str]:
     return [s for s in STAGES if s != "dense_ffn" or dense]
 
 
-def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[set, bool, list]:
+def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[set, bool, list, bool]:
     """Draw one system's roof and stages, titled with what its best design shows; return the stages drawn,
-    whether a stage's roof rises above the 16-bit peak (fp8/fp4 matmuls), and (text, share of its roof) of each
-    stage of the best design."""
+    whether a stage's roof rises above the 16-bit peak (fp8/fp4 matmuls), (text, share of its roof) of each
+    stage of the best design, and whether a hollow marker (the stage without its communication) is drawn."""
     peak, eff, bw, path = roof(hw)
     at = best_rows(df, [], r.metric).index[0] if r.metric in df else df.index[0]
     picked = df.sample(MAX_POINTS, random_state=0).index if len(df) > MAX_POINTS else df.index
     extra = r.rows([*picked, at], [*STAGE_COLUMNS, *TERM_COLUMNS])
     best = pd.concat([df.loc[at], extra.loc[at]])
     shown = df.loc[picked].join(extra[[c for c in STAGE_COLUMNS if c in extra]])
-    ais, roofs, parts, drawn, lows, marks, labels = [], [peak], [], set(), [], [], []
+    ais, roofs, parts, drawn, lows, marks, labels, hollow = [], [peak], [], set(), [], [], [], False
     for i, stage in enumerate(STAGES):
         if stage not in _stages(r, df):
             continue
@@ -222,6 +223,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         if b_core > b_run * 1.01:  # communication slows the stage: the hollow marker is its roofline alone
             ax.plot([b_ai, b_ai], [b_run, b_core], color=PALETTE[i], lw=1)
             ax.scatter([b_ai], [b_core], s=60, facecolor="none", edgecolor=PALETTE[i], lw=1.4, zorder=4)
+            hollow = True
         # On an earlier best marker (dense FFN and output head often share a point): smaller, so the earlier one
         # stays a ring around it, and named after that one's label on its line (drawn the same size, it hid the
         # dense FFN's marker, whose label floated beside nothing)
@@ -246,8 +248,10 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         parts.append((f"{STAGES[stage].split(' (')[0]} {share_text(share)} "
                       f"({_reading(b_ai, bw, b_top, path, side, sram_bound(hw))})", share))
     if not ais:
-        return drawn, False, []
-    top = max(roofs)
+        return drawn, False, [], False
+    # A stage's roof is its FLOPs over Σ FLOPs/peak: at one format that is the peak up to round-off, which read
+    # as "raised above the 16-bit peak" (a second, equal peak in the title and a legend line for nothing)
+    top = max(roofs) if max(roofs) > peak * (1 + 1e-9) else peak
     _roof_lines(ax, peak, top, eff, bw, ais, min(lows, default=np.inf))
     ax.set_xlabel("arithmetic intensity (FLOP per byte on the weight path)")
     ax.set_ylabel("attained (FLOP/s, all nodes)")
@@ -269,7 +273,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     ax.set_title("\n".join(title), fontsize=9.5, pad=8 + SUB_SIZE * 1.3 * len(claim))
     ax.annotate("\n".join(claim), (0.5, 1.0), xycoords="axes fraction", xytext=(0, 5),
                 textcoords="offset points", ha="center", va="bottom", fontsize=SUB_SIZE, color=SUB_COLOUR)
-    return drawn, top > peak, parts
+    return drawn, top > peak, parts, hollow
 
 
 def _short(col: str, value) -> str:
