@@ -39,3 +39,31 @@ def test_an_irregular_plural_is_given_and_the_noun_stands_alone():
     assert count(1, "entry", "entries") == "1 entry" and count(3, "entry", "entries") == "3 entries"
     assert noun(1, "front") == "front" and noun(0, "front") == "fronts" and noun(7, "reading") == "readings"
 
+
+def test_figures_and_tables_read_whole_numbers_by_the_same_rule():
+    from wsemoe.report.figures.style import amount, group_label, setting
+    from wsemoe.report.terminal.formats import cell
+
+    assert group_label(["workload.seq_len"], 32768) == "S = 32,768" and setting("workload.B", 1024.0) == "B 1,024"
+    assert amount("workload.seq_len", 8192) == "8.19 k tokens"   # an amount keeps its prefix: 3 digits, then k, M
+    assert [cell(v) for v in (8192, 32768, 8192.0)] == ["8,192", "32,768", "8,192"]
+
+
+def test_a_default_tick_axis_groups_its_whole_numbers_and_keeps_the_rest():
+    """serving_wafers' y axis read '1000 … 2000' under a caption's '1,883 tokens/s per user'."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.figures.textfit import grouped_ticks
+
+    fig = Figure()
+    ax, small = fig.add_subplot(121), fig.add_subplot(122)
+    ax.plot([400, 2000], [-3000, 12000])
+    small.plot([0, 1], [0, 0.5])
+    FigureCanvasAgg(fig)
+    grouped_ticks(fig)
+    fig.canvas.draw()
+    ticks = lambda axis: [t.get_text() for t in axis.get_ticklabels()]  # noqa: E731
+    assert "1,000" in ticks(ax.xaxis) and "2,000" in ticks(ax.xaxis) and "500" in ticks(ax.xaxis)
+    assert "\u22122,000" in ticks(ax.yaxis) and "10,000" in ticks(ax.yaxis)
+    assert {"0.0", "0.1", "0.2"} <= set(ticks(small.yaxis))   # decimals as matplotlib writes them

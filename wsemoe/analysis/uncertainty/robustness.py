@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from wsemoe.wording import count
+from wsemoe.wording import count, number
 
 TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
 RATIO = "speedup_vs_"
@@ -145,7 +145,7 @@ def edges(result, group: str) -> list[str]:
                 labels = [*hit[hit["role"] != "combination"]["label"], *hit[hit["role"] == "combination"]["label"]]
                 named = "; ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
                 out.append(f"{'candidate' if sidename == 'best' else 'baseline'} {ext['axis']} at its largest swept "
-                           f"value ({ext['max']:g}) in {len(hit)} of {len(d)} runs ({named})")
+                           f"value ({number(ext['max'])}) in {len(hit)} of {len(d)} runs ({named})")
     return out
 
 

@@ -16,6 +16,7 @@ from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import PALETTE, heading, log2_ticks, outside_legend, setting
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
+from wsemoe.wording import number
 
 PE, DISPATCH, B, G = "hardware.pe_fabric", "mapping.pe_dispatch", "workload.B", "workload.G"
 SPARSITY = ("model.num_experts_per_tok", "model.num_experts")
@@ -93,7 +94,7 @@ def binding(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
             ax.set_yscale("log", base=2)
             log2_ticks(ax, _powers(grid.columns))
             ax.yaxis.set_major_locator(ticker.FixedLocator(_powers(grid.index)))
-            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: number(y)))
             ax.yaxis.set_minor_locator(ticker.NullLocator())
             ax.grid(False)
             if i == 0:
