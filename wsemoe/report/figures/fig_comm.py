@@ -116,8 +116,8 @@ def _comm_elsewhere(view: ResultsView, keep: tuple, strategies: list) -> str:
         lower = change[change < -SAME]
         text = ", ".join(setting(c, v) for c, v in zip(by, lower.idxmin() if len(by) > 1 else (lower.idxmin(),))) \
             if len(lower) else ""
-        parts.append(f"{strat} is lower at {len(lower)} of {len(change)}" + (f", at most {pct(lower.min())} ({text})"
-                                                                             if len(lower) else ""))
+        parts.append(f"{strat} is lower at {number(len(lower))} of {number(len(change))}"
+                     + (f", at most {pct(lower.min())} ({text})" if len(lower) else ""))
     what = " and ".join(SLICE_SYMBOLS.get(a, a) for a in held)
     return f" Over every {what} and TP (each at its best): " + "; ".join(parts) + "." if parts else ""
 

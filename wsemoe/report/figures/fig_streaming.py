@@ -119,8 +119,9 @@ def _binding_claim(p: pd.DataFrame) -> tuple[str, int]:
     kinds = pd.Series(_kind(on["bound"], on["feasible"]))
     names = list(KINDS)
     count = {k: int((kinds == names.index(k)).sum()) for k in ("edge", "regions", "comm")}
-    return (f"at PE level the fabric edge binds {count['edge']}, the expert regions {count['regions']} and the "
-            f"all-to-all {count['comm']} of {len(on)} feasible points", sum(count.values()))
+    return (f"at PE level the fabric edge binds {number(count['edge'])}, the expert regions "
+            f"{number(count['regions'])} and the all-to-all {number(count['comm'])} of {number(len(on))} feasible "
+            "points", sum(count.values()))
 
 
 def _powers(values) -> list[float]:
