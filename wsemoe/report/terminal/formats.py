@@ -68,7 +68,8 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
 
 
 def cell(value, factor: float = 1.0) -> str:
-    """One cell as text: integers whole, other numbers to 4 significant digits, NaN as '–'."""
+    """One cell as text: integers whole, other numbers to 4 significant digits, both by `wording.number`
+    ('8,192', '1,883', '0.3748'), NaN as '–'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, (bool, np.bool_)):
@@ -79,7 +80,7 @@ def cell(value, factor: float = 1.0) -> str:
         x = float(value) / factor
         if factor == 1.0 and x.is_integer() and abs(x) < 1e6:
             return number(int(x))
-        return f"{x:.4g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
+        return number(x, 4) if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"   # '1,883', as a whole 1,883 reads
     if pd.isna(value):
         return "–"
     return str(value)

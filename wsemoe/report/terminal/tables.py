@@ -16,7 +16,7 @@ from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
 from wsemoe.report.terminal.sensitivity import sensitivity  # noqa: F401  (show and the command use it here)
 from wsemoe.sweep import crossing
-from wsemoe.wording import count
+from wsemoe.wording import count, number
 
 
 def fmt(value, unit: str = "") -> str:
@@ -38,7 +38,7 @@ def fmt(value, unit: str = "") -> str:
         return f"{x:.3g} B"
     if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
         return f"{x:.3e}" + (f" {unit}" if unit and unit != "1" else "")
-    return f"{x:.4g}" + (f" {unit}" if unit and unit not in ("1", "bool") else "")
+    return number(x, 4) + (f" {unit}" if unit and unit not in ("1", "bool") else "")
 
 
 def front_line(manifest: dict) -> str:
