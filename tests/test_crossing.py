@@ -38,9 +38,9 @@ def test_no_crossing_says_which_side_at_every_load():
     assert crossing.sides(pd.Series([0.8, 0.9], index=[1, 2])) == "behind at every load (1–2 tokens/device)"
     # An axis that is not a load in tokens is named before its values, never put where a unit goes
     assert crossing.sides(pd.Series([1.2, 1.1], index=[8192, 131072]), "", "seq len") == \
-        "ahead at every seq len (8192–131072)"
+        "ahead at every seq len (8,192–131,072)"
     assert crossing.sides(pd.Series([1.2, 0.8], index=[8192, 16384]), "", "seq len") == \
-        "ahead at seq len 8192–11585, behind from 11585 (between 8192 and 16384)"
+        "ahead at seq len 8,192–11,585, behind from 11,585 (between 8,192 and 16,384)"
     assert crossing.first_behind(pd.Series([0.8, 0.9], index=[1, 2])) is None
 
 
@@ -116,5 +116,5 @@ def test_compare_prints_the_crossover_of_its_ratio(runner, tmp_path, monkeypatch
     run_sweep({**base, "name": "b", "hardware": {"preset": "cs3", "pe": {"mac_memory_operands": 0}}},   # SIMD rate
               out_root="results")
     r = runner.invoke(app, ["compare", "results/a", "results/b", "--no-readings"], env={"COLUMNS": "300"})
-    assert r.exit_code == 0 and "crossover: b/a:tokens_per_s as configured: ahead at every seq len (1024–8192)" \
+    assert r.exit_code == 0 and "crossover: b/a:tokens_per_s as configured: ahead at every seq len (1,024–8,192)" \
         in r.output, r.output

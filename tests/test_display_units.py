@@ -48,7 +48,7 @@ def _check(df: pd.DataFrame) -> None:
             assert math.isclose(back, float(v), rel_tol=1e-3, abs_tol=1e-12 * factor), (col, v, text, shown)
         if len(s.dropna()) and (s.dropna() == s.dropna().round()).all() and s.abs().max() < formats.WHOLE_BELOW \
                 and formats.unit_of(col) not in ("s", "bytes", "bytes/s"):
-            assert factor == 1.0, (col, shown)  # counts whole: '8192', not '8.192 k'
+            assert factor == 1.0, (col, shown)  # counts whole: '8,192', not '8.192 k'
 
 
 @pytest.mark.parametrize("config,stop", [("sweeps/bta_topk_cs3.yaml", 400), ("sweeps/moentwine_mapping.yaml", 48),
@@ -75,7 +75,7 @@ def test_eval_and_a_table_show_one_value_alike():
     for value in (65536, 65536.0, 8192, 1.5e5 + 0.5):
         factor, shown = formats.display("tokens_per_microbatch", pd.Series([value]))
         assert formats.quantity(value, "tokens") == (formats.cell(value, factor), shown)
-    assert re.fullmatch(r"8192", formats.cell(8192, formats.display("workload.seq_len", pd.Series([8192]))[0]))
+    assert re.fullmatch(r"8,192", formats.cell(8192, formats.display("workload.seq_len", pd.Series([8192]))[0]))
 
 
 def test_a_column_whose_median_is_small_keeps_its_large_cells_in_four_digits():

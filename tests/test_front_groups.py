@@ -116,7 +116,7 @@ def test_scenario_axes_get_a_front_each(tmp_path):
     assert _rows(run.pareto, ["hardware", "workload.seq_len"]) == _brute(points, ["hardware", "workload.seq_len"])
     fig = fig_pareto.pareto(ResultsView.load(run.path))   # a panel per context, on one scale, each with its fronts
     panels = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in panels] == ["S = 2048", "S = 8192"]
+    assert [ax.get_title() for ax in panels] == ["S = 2,048", "S = 8,192"]
     assert panels[0].get_ylim() == panels[1].get_ylim() and panels[0].get_xlim() == panels[1].get_xlim()
     for ax, (_, sub) in zip(panels, run.pareto.groupby("workload.seq_len")):
         rings = {round(float(x), 6) for line in ax.get_lines() if line.get_marker() == "o" for x in line.get_xdata()}

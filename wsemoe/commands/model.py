@@ -9,6 +9,7 @@ import typer
 
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
+from wsemoe.wording import count
 
 COMMANDS, command = registry()
 
@@ -45,7 +46,8 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
                           + (f"; {note}" if note else ""))
     if res.status == "repaired":
         parts, points = res.repaired
-        return reply.text(f"{res.config.name}: recomputed {parts:,} damaged part(s) ({points:,} points) in place; "
+        return reply.text(f"{res.config.name}: recomputed {count(parts, 'damaged part')} ({count(points, 'point')}) "
+                          "in place; "
                           f"every other part verified ({shown_path(res.path)})" + (f"; {note}" if note else ""))
     man = res.manifest
     if resume:

@@ -12,6 +12,7 @@ import typer
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, parts, shown_path
 from wsemoe.errors import ConfigError
+from wsemoe.wording import count
 
 COMMANDS, command = registry()
 
@@ -62,7 +63,7 @@ def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | cs
     if gone:
         reply.fail(f"known deviations name rows that do not exist: {', '.join(gone)} (validate/deviations.py)", 1)
     if bad:
-        reply.fail(f"{len(bad)} row(s) fail unexpectedly: {bad[0]['id']} ({bad[0]['reason']})", 1)
+        reply.fail(f"{count(len(bad), 'row')} failing unexpectedly: {bad[0]['id']} ({bad[0]['reason']})", 1)
     return reply
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 
 from wsemoe.errors import ConfigError
 from wsemoe.store.block import Labels
+from wsemoe.wording import number
 
 DEFAULT_OVER = ("workload.B", "workload.G")
 ENERGY = "energy_per_token_j"
@@ -178,7 +179,7 @@ def axis_ends(table: pd.DataFrame, cfg) -> list[str]:
             tuned = pd.to_numeric(table[col], errors="coerce")
             hits = int(np.isclose(tuned, top).sum())
             if hits:
-                more = f"; the tool accepts up to {legal:g}" if legal is not None else ""
-                out.append(f"note: {who} {axis} at its largest swept value ({top:g}) in {hits} of "
+                more = f"; the tool accepts up to {number(legal)}" if legal is not None else ""
+                out.append(f"note: {who} {axis} at its largest swept value ({number(top)}) in {hits} of "
                            f"{int(tuned.notna().sum())} groups{more}: the axis, not the system, may cap it")
     return out

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wsemoe.wording import number
+
 
 @dataclass(frozen=True)
 class Crossing:
@@ -50,14 +52,15 @@ def first_behind(ratio: pd.Series) -> float | None:
 
 
 def _g(x: float) -> str:
-    return f"{x:.3g}" if x < 10 else f"{x:.0f}"
+    """A load or length where a ratio crosses: 3 digits below 10, else whole and grouped ('98,304')."""
+    return number(x, 3) if x < 10 else number(round(x))
 
 
 def sides(ratio: pd.Series, unit: str = "tokens/device", along: str = "load") -> str:
     """'ahead at 1–64, behind from 72 (between 64 and 128) tokens/device', 'behind at every load (1–256
     tokens/device)', or with several crossings 'behind at 1–1.4, ahead from 1.4 (between 1 and 2), behind from 72
     (...)'. An axis that is no load in tokens (`along`, such as the context) is named before its values:
-    'ahead at every seq len (8192–131072)', 'ahead at seq len 8192–65536, behind from 98304 (...)'."""
+    'ahead at every seq len (8,192–131,072)', 'ahead at seq len 8,192–65,536, behind from 98,304 (...)'."""
     r = ratio.dropna().sort_index()
     if r.empty:
         return "no load where both sides run"

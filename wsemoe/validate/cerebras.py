@@ -64,6 +64,7 @@ from wsemoe.config import presets
 from wsemoe.cost.wafer import regions, serving
 from wsemoe.specs import BalanceSpec, MappingSpec, ModelSpec, WorkloadSpec
 from wsemoe.validate.common import claims_only, context, row
+from wsemoe.wording import count, number
 
 PUBLISHED_SPEED = {"llama-3.1-8b": 1800.0, "llama-3.1-70b": 450.0}   # tokens/s per user, launch, 16-bit
 PUBLISHED_WAFERS = {"llama-3.1-8b": 1, "llama-3.1-70b": 4, "dense-20b": 1}
@@ -286,8 +287,8 @@ def cerebras_rows() -> list[dict]:
     for name, published in PUBLISHED_WAFERS.items():
         need = wafers_needed(ms[name])
         what = "fitted: program bytes per PE" if name == "dense-20b" else "prediction"
-        rows.append(row(f"cerebras.wafers:{name}", f"{name} at 16 bits needs {published} CS-3 system(s) (weights and "
-                        f"a {CONTEXT}-token cache in SRAM; {what})", f"{published}", need - published,
+        rows.append(row(f"cerebras.wafers:{name}", f"{name} at 16 bits needs {count(published, 'CS-3 system')} "
+                        f"(weights and a {number(CONTEXT)}-token cache in SRAM; {what})", f"{published}", need - published,
                         lambda x: f"{x:+g}", kind="fitted" if name == "dense-20b" else "check",
                         model=f"{need:g}", source=src))
     launch, tps = launch_rows(ms, src)

@@ -27,6 +27,7 @@ from wsemoe.specs import BalanceSpec, MappingSpec, WorkloadSpec
 from wsemoe.validate import waferllm
 from wsemoe.validate.cerebras import LLAMA, dense_model
 from wsemoe.validate.common import row
+from wsemoe.wording import count
 
 PUBLISHED = {1: 0.92, 8: 2.22, 16: 7.02}   # decode energy of n A100s over one WSE-2 (WaferLLM)
 CONTEXT = 4096
@@ -71,7 +72,7 @@ def waferllm_rows(ratios: dict | None = None) -> list[dict]:
     rows = []
     for n, published in PUBLISHED.items():
         v = ratios[n] / published
-        rows.append(row(f"energy.waferllm:{n}", f"decode energy per token of {n} A100{'s' if n > 1 else ''} over a "
+        rows.append(row(f"energy.waferllm:{n}", f"decode energy per token of {count(n, 'A100')} over a "
                         "WSE-2 (LLaMA3-8B; rated power × modelled time)", f"{published:g}× (WaferLLM)", v,
                         lambda x: f"{x:.2f}×", model=f"{ratios[n]:.2f}× ({v:.2f}× the published)",
                         source="WaferLLM, OSDI '25", reading="energy = nominal power × time (GEMV: 606× faster, "

@@ -14,6 +14,7 @@ from wsemoe.config import presets
 from wsemoe.config import readings as registry
 from wsemoe.validate.common import context, row
 from wsemoe.validate.tolerances import Band
+from wsemoe.wording import number
 
 SOURCE = "Cerebras Model Zoo 2.10 configs (analysis/uncertainty/data/shipped_microbatches.yaml)"
 
@@ -25,7 +26,7 @@ def shipped_rows(hardware: str = "cs2") -> list[dict]:
     f = hw.memory_usable_fraction
     defaults = registry.defaults(READINGS)
     shown = ", ".join(f"{k}={v}" for k, v in defaults.items())
-    rows = [row(f"shipped:{n.name}", f"shipped micro-batch of {n.name} (S={n.seq_len}) fits {hardware}'s usable "
+    rows = [row(f"shipped:{n.name}", f"shipped micro-batch of {n.name} (S = {number(n.seq_len)}) fits {hardware}'s usable "
                 f"SRAM", f"{n.micro_batch} ran ({SOURCE})", n.need, lambda x: f"{x:.2f} of SRAM", kind="fitted",
                 band=Band(hi=f, why="memory_usable_fraction was chosen at or above every shipped need"),
                 model=f"needs {n.need:.2f} of SRAM; largest B {n.largest}", reading=shown,

@@ -19,6 +19,7 @@ from wsemoe.cost.stagecost import STAGE_COMM, compute_time, passes_in, stage_wor
 from wsemoe.cost.wafer import edge, pememory, regions
 from wsemoe.cost.wafer.fabric import pe_facts, wavelets
 from wsemoe.cost.wafer.streaming import passes
+from wsemoe.wording import count, noun, number
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
 MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer"),
@@ -234,7 +235,7 @@ def serving_stages(row, m, wl) -> list:
     for w in range(W):
         dense, moe = float(per_stage[0][w]), float(per_stage[1][w])
         t = dense * layer["dense"] + moe * layer["moe"] + (w == 0) * layer["embedding"] + (w == W - 1) * layer["head"]
-        what = " + ".join(s for s in (f"{dense:g} dense" if dense else "", f"{moe:g} MoE" if moe else "",
+        what = " + ".join(s for s in (f"{number(dense)} dense" if dense else "", f"{number(moe)} MoE" if moe else "",
                                        "embedding" if w == 0 else "", "head" if w == W - 1 else "") if s)
         if parts and parts[-1][1] == what and math.isclose(parts[-1][2], t, rel_tol=1e-12):
             parts[-1][0].append(w + 1)
@@ -243,10 +244,10 @@ def serving_stages(row, m, wl) -> list:
         total += t
     hops, ret = _get(row, "wafer_hops") * _get(row, "wafer_hop_s"), _get(row, "token_return_s")
     cross = 0.0 if _missing(row, "crossing_s") else _get(row, "crossing_s")
-    lines = [f"wafer{'s' if len(ws) > 1 else ''} {_span(ws)}: {what} {_t(t)}" + (" each" if len(ws) > 1 else "")
+    lines = [f"{noun(len(ws), 'wafer')} {_span(ws)}: {what} {_t(t)}" + (" each" if len(ws) > 1 else "")
              for ws, what, t in parts]
-    text = "; ".join(lines) + f"; {_get(row, 'wafer_hops'):g} wafer hops × {_t(_get(row, 'wafer_hop_s'))}; " + \
-        (f"{_get(row, 'layer_splits'):g} of them inside a MoE layer (experts' input too) {_t(cross)}; "
+    text = "; ".join(lines) + f"; {number(_get(row, 'wafer_hops'))} wafer hops × {_t(_get(row, 'wafer_hop_s'))}; " + \
+        (f"{number(_get(row, 'layer_splits'))} of them inside a MoE layer (experts' input too) {_t(cross)}; "
          if cross else "") + f"token return {_t(ret)}"
     latency = total + hops + cross + ret
     return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
@@ -282,19 +283,18 @@ def serving_rates(row, wl) -> list:
         W = _get(row, "wafers")
         step = t1 + W * sigma + (q - 1) * beta + (q - 1) * tau
         period = max(step, B * (q * beta + sigma))
-        drafting = f" + {q - 1:g} draft × τ {_t(tau)} (the draft model)" if tau > 0 else ""
-        systems = f"{W:g} system{'s' if W != 1 else ''}"
-        stalls = f" + {systems} × σ {_t(sigma)} (synchronous wafer I/O)" if sigma > 0 else ""
-        out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)}{stalls} + {q - 1:g} draft × β "
+        drafting = f" + {number(q - 1)} draft × τ {_t(tau)} (the draft model)" if tau > 0 else ""
+        stalls = f" + {count(W, 'system')} × σ {_t(sigma)} (synchronous wafer I/O)" if sigma > 0 else ""
+        out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)}{stalls} + {number(q - 1)} draft × β "
                  f"{_t(beta)} ({row['busiest_stage']}){drafting} = {_t(step)} "
                  f"{_check(step, _get(row, 'step_latency_s'))}"),
                 ("pipeline_period_s", row["pipeline_period_s"], "s", f"max(step {_t(step)}, " + (
-                    f"B·(q·β + σ) = {B:g}·({q:g}·{_t(beta)} + {_t(sigma)})" if sigma > 0 else
-                    f"B·q·β = {B:g}·{q:g}·{_t(beta)}") + f") = {_t(period)} "
+                    f"B·(q·β + σ) = {number(B)}·({number(q)}·{_t(beta)} + {_t(sigma)})" if sigma > 0 else
+                    f"B·q·β = {number(B)}·{number(q)}·{_t(beta)}") + f") = {_t(period)} "
                  f"{_check(period, _get(row, 'pipeline_period_s'))}"),
-                ("tpot_s", row["tpot_s"], "s", f"period / {a:g} accepted = {_t(period / a)} "
+                ("tpot_s", row["tpot_s"], "s", f"period / {number(a)} accepted = {_t(period / a)} "
                  f"{_check(period / a, _get(row, 'tpot_s'))}"),
-                ("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{B:g} sequences × {a:g} / period = "
+                ("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{number(B)} sequences × {number(a)} / period = "
                  f"{B * a / period:,.6g} {_check(B * a / period, _get(row, 'tokens_per_s'))}")]
     if "ttft_s" in row.keys() and not _missing(row, "ttft_s"):
         out.append(_ttft(row, wl))
@@ -311,10 +311,10 @@ def _ttft(row, wl):
     sigma = 0.0 if _missing(row, "io_stall_s") else _get(row, "io_stall_s")
     W = _get(row, "wafers")
     ttft = t1 + W * sigma + (B * P - 1.0) * beta + (B - 1.0) * sigma
-    stalls = f" + {W:g} × σ {_t(sigma)} + ({B:g} − 1) × σ" if sigma > 0 else ""
-    who = f"the {B:g} prompts of {P:g} tokens stream" if B != 1 else f"the prompt of {P:g} tokens streams"
-    return ("ttft_s", row["ttft_s"], "s", f"{who} through once, at context {P:g}: t1 {_t(t1)}{stalls} + "
-            f"({B:g}·{P:g} − 1) × β {_t(beta)} = {_t(ttft)} {_check(ttft, _get(row, 'ttft_s'))}")
+    stalls = f" + {number(W)} × σ {_t(sigma)} + ({number(B)} − 1) × σ" if sigma > 0 else ""
+    who = f"the {number(B)} prompts of {number(P)} tokens stream" if B != 1 else f"the prompt of {number(P)} tokens streams"
+    return ("ttft_s", row["ttft_s"], "s", f"{who} through once, at context {number(P)}: t1 {_t(t1)}{stalls} + "
+            f"({number(B)}·{number(P)} − 1) × β {_t(beta)} = {_t(ttft)} {_check(ttft, _get(row, 'ttft_s'))}")
 
 
 def sram_serving(row, m, wl) -> list:
@@ -353,8 +353,8 @@ def _edge(row, pe, wl, work) -> list:
                                                          wl.bytes_per_act, wl.bytes_per_grad, wl.mode == "train"))
         t = max(w_in, w_out) / rate
         out.append((f"{stage}_edge_s", row[f"{stage}_edge_s"], "s",
-                    f"max(in {w_in:.4g}, out {w_out:.4g} wavelets) / ({edge.channels(pe):g} I/O channels × "
-                    f"{pe.clock_hz / 1e9:g} GHz) = {_t(t)} {_check(t, _get(row, f'{stage}_edge_s'))}"))
+                    f"max(in {w_in:.4g}, out {w_out:.4g} wavelets) / ({number(edge.channels(pe))} I/O channels × "
+                    f"{number(pe.clock_hz / 1e9)} GHz) = {_t(t)} {_check(t, _get(row, f'{stage}_edge_s'))}"))
     return out
 
 
@@ -365,7 +365,7 @@ def _regions(row, pe, wl, hw, shape, work) -> list:
     router, _, shared = work["moe"].parts
     rest = compute_time(hw, wl, shape.nodes, router) + compute_time(hw, wl, shape.nodes, shared)
     return [("expert_pipeline_s", row["expert_pipeline_s"], "s",
-             f"{P:g} passes × {A:.4g} cycles × {n:,.0f} tokens / {clock / 1e9:g} GHz + fill and drain {_t(fill)} = "
+             f"{number(P)} passes × {A:.4g} cycles × {n:,.0f} tokens / {number(clock / 1e9)} GHz + fill and drain {_t(fill)} = "
              f"{_t(pipe)} {_check(pipe, _get(row, 'expert_pipeline_s'))}"),
             ("moe_regions_s", row["moe_regions_s"], "s",
              f"router and shared experts {_t(rest)} + expert_pipeline_s {_t(pipe)} = {_t(rest + pipe)} "
@@ -379,7 +379,7 @@ def _phases(row, pe, m, wl) -> list:
         link, path = _get(row, f"{phase}_max_link_bytes"), _get(row, f"{phase}_path_s")
         t = P * link / wl.bytes_per_act * per_value / pe.clock_hz + path
         out.append((f"moe_{phase}_s", row[f"moe_{phase}_s"], "s",
-                    f"{P:g} passes × busiest PE link {_b(link)} ({per_value:g} link cycle a value) + "
+                    f"{number(P)} passes × busiest PE link {_b(link)} ({number(per_value)} link cycle a value) + "
                     f"longest path and overhead {_t(path)} = {_t(t)} {_check(t, _get(row, f'moe_{phase}_s'))}"))
     return out
 

@@ -24,6 +24,7 @@ from wsemoe.sweep import engine, space
 from wsemoe.store import store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
+from wsemoe.wording import count
 
 SERVING = "serving: time per output token, and time to first token as a prefill of the batch's prompts"
 PRECISION = "precision (formats: bytes per value; peak per node each runs at)"
@@ -185,7 +186,7 @@ def _formats(wl, used: set) -> list:
             fmt = getattr(wl, f, "bf16")
             unit, doc = describe(path)
             b = BYTES[fmt]
-            out.append((PRECISION, path, fmt, unit, f"{doc}  [{b:g} byte{'' if b == 1 else 's'} per value]"))
+            out.append((PRECISION, path, fmt, unit, f"{doc}  [{count(b, 'byte')} per value]"))
     return out
 
 

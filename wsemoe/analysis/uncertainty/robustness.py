@@ -20,6 +20,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from wsemoe.wording import count, number
+
 TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
 RATIO = "speedup_vs_"
 
@@ -61,8 +63,8 @@ def screened(result) -> bool:
 def runs_word(result, n: int) -> str:
     """'36 combinations', or '15 runs one reading at a time' where the factorial was too large to run."""
     if screened(result):
-        return f"{n} run{'' if n == 1 else 's'} one reading at a time"
-    return f"{n} combination{'' if n == 1 else 's'}"
+        return f"{count(n, 'run')} one reading at a time"
+    return count(n, "combination")
 
 
 def _screen_effects(d: pd.DataFrame, names: list[str], logscale: bool) -> dict[str, float]:
@@ -143,7 +145,7 @@ def edges(result, group: str) -> list[str]:
                 labels = [*hit[hit["role"] != "combination"]["label"], *hit[hit["role"] == "combination"]["label"]]
                 named = "; ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
                 out.append(f"{'candidate' if sidename == 'best' else 'baseline'} {ext['axis']} at its largest swept "
-                           f"value ({ext['max']:g}) in {len(hit)} of {len(d)} runs ({named})")
+                           f"value ({number(ext['max'])}) in {len(hit)} of {len(d)} runs ({named})")
     return out
 
 

@@ -24,6 +24,7 @@ from wsemoe.arguments import flag, whole
 from wsemoe.errors import ConfigError
 from wsemoe.store import ledger
 from wsemoe.store import writer
+from wsemoe.wording import number
 
 METHODS = ("sobol", "morris")
 QUANTILES = (0.05, 0.5, 0.95)
@@ -214,7 +215,7 @@ def axis_ends(sampled, U: np.ndarray, Y: dict) -> list[str]:
             j = int(np.argmax(np.abs(shift))) if shift else 0
             driver = (f"; mostly where {sampled.unknowns[j].name} is {'low' if shift[j] < 0 else 'high'}"
                       if shift and abs(shift[j]) > 0.1 else "")
-            out.append(f"note: {who} {axis} at its largest swept value ({top:g}) in {int(rows.sum()):,} of "
+            out.append(f"note: {who} {axis} at its largest swept value ({number(top)}) in {int(rows.sum()):,} of "
                        f"{len(rows):,} samples ({int(hit.any(axis=0).sum())} of {hit.shape[1]} groups){driver}: "
                        "the axis, not the system, may cap it there, and the band measures the axis")
     return out

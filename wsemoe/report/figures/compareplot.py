@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from wsemoe.report.figures.style import (ENG_UNITS, PALETTE, SINGLE, STYLE, group_label, label, name, outside_legend,
                                          scale, setting, single)
+from wsemoe.wording import count
 
 MAX_GROUPS = 24  # more groups than this are listed in the table; the figure shows the first ones
 
@@ -25,7 +26,7 @@ def _figure(cmp) -> Figure:
     cols = [f"{lab}:{cmp.metric}" for lab in cmp.labels]
     values = table[cols].to_numpy(dtype=float) if n else np.zeros((0, k))
     factor, _ = scale(cmp.metric, values.ravel())
-    shown = f"{n} of {len(cmp.table)} groups" if len(cmp.table) > n else f"{n} group{'s' * (n != 1)}"
+    shown = f"{n} of {len(cmp.table)} groups" if len(cmp.table) > n else count(n, "group")
     fixed = ", ".join(setting(c, v) for c, v in cmp.fixed.items())
     sub = (f"best feasible point per group ({', '.join(name(g) for g in cmp.varying) or 'the whole sweep'}), "
            f"{cmp.sense}imizing {name(cmp.metric)}; {shown}" + (f"; fixed: {fixed}" if fixed else "")

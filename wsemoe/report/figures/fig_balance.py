@@ -15,8 +15,9 @@ from matplotlib.figure import Figure
 from wsemoe.cost import comm
 from wsemoe.report.figures.meshdraw import draw_ftd, draw_wafers, mesh_axes
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, num, outside_legend, pct, single
+from wsemoe.report.figures.style import DOUBLE, LINESTYLES, MARKERS, PALETTE, heading, outside_legend, pct, single
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.wording import number
 
 DYNAMIC = ("node_load_*",)  # stems that carry a value: the orchestrator cleans them by pattern
 STEMS = ("throughput_vs_skew", *DYNAMIC)
@@ -84,8 +85,8 @@ def _node_load_figure(view: ResultsView, row: dict, balancer: str, said: str) ->
     cb = fig.colorbar(im, ax=axes, location="right", shrink=0.85, pad=0.02)
     cb.set_label("expert load per die (× mean load)")
     zipf = bal["distribution"] == "zipf"
-    solved = f"{before.zipf_s:.3f}, solved for {num(bal['skew_target'])}× on {bal.get('skew_devices') or pl.num_nodes} " \
-        "devices" if bal.get("skew_target") else num(bal["zipf_s"])
+    solved = (f"{before.zipf_s:.3f}, solved for {number(bal['skew_target'])}× on "
+              f"{bal.get('skew_devices') or pl.num_nodes} devices" if bal.get("skew_target") else number(bal["zipf_s"]))
     skew = f"Zipf s = {solved} (seed {bal['seed']})" if zipf else f"{bal['distribution']} popularity"
     heading(fig, f"{view.name}: expert load per die, {skew}",
             view.subtitle(", ".join(p for p in (view.context(row), f"TP {pl.tp}", said) if p)))
@@ -130,7 +131,7 @@ def throughput_vs_skew(view: ResultsView) -> Figure | None:
         if b == "none" and "expert_imbalance" in sub:
             _imbalance_labels(ax, sub, PALETTE[i % len(PALETTE)])
     xs = np.sort(pd.unique(df["balance.zipf_s"]))
-    ax.set_xticks(xs, [num(x) for x in xs])
+    ax.set_xticks(xs, [number(x) for x in xs])
     ax.set_xlim(xs[0] - 0.08 * (np.ptp(xs) or 1), xs[-1] + 0.08 * (np.ptp(xs) or 1))
     ax.set_ylim(0, float(df[col].max()) * 1.12)  # from zero: the drop under skew is not exaggerated
     ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=""))
@@ -147,11 +148,11 @@ def _skew_verdict(df: pd.DataFrame, col: str) -> str:
     at = df[df["balance.zipf_s"] == s_max].groupby("balance.balancer", sort=False)[col].max()
     lo = df[df["balance.zipf_s"] == s_min].groupby("balance.balancer", sort=False)[col].max()
     if "none" not in at:
-        return f"At s = {num(s_max)}: " + "; ".join(f"{b} {v:.4g} tokens/s" for b, v in at.items()) + "."
-    parts = [f"{b}: {pct(v / at['none'] - 1)} against none, {pct(v / lo[b] - 1)} from s = {num(s_min)}"
+        return f"At s = {number(s_max)}: " + "; ".join(f"{b} {v:.4g} tokens/s" for b, v in at.items()) + "."
+    parts = [f"{b}: {pct(v / at['none'] - 1)} against none, {pct(v / lo[b] - 1)} from s = {number(s_min)}"
              for b, v in at.items() if b != "none" and b in lo]
     worse = [b for b, v in at.items() if b != "none" and v < at["none"]]
-    return (f"At the most skewed popularity (s = {num(s_max)}): " + "; ".join(parts)
+    return (f"At the most skewed popularity (s = {number(s_max)}): " + "; ".join(parts)
             + (f". Balancing with {', '.join(worse)} is slower than none there: the claim does not hold for it"
                if worse else "") + ".")
 

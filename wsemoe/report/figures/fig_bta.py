@@ -15,9 +15,10 @@ from matplotlib.patches import Patch
 from wsemoe.analysis.uncertainty.robustness import side
 from wsemoe.report.figures.claims import caption, listing
 from wsemoe.report.figures.style import (BTA_C, DOUBLE, MARKERS, NAMES, PALETTE, SYMBOLS, UNIFORM_C, group_label,
-                                         heading, log2_ticks, num, outside_legend, setting, single)
+                                         heading, log2_ticks, outside_legend, setting, single)
 from wsemoe.report.figures.view import OVER, ResultsView
 from wsemoe.sweep.compare import best_rows
+from wsemoe.wording import number
 
 SPARSITY_KEYS = ("model.num_experts", "model.num_experts_per_tok")
 STEMS = ("throughput_vs_sparsity", "speedup_vs_G")
@@ -96,10 +97,10 @@ def _sparsity_verdict(cmp: pd.DataFrame, key: str, x) -> str:
     sym = SYMBOLS.get(key, key)
     flat = np.nanmax(bta) / np.nanmin(bta)
     steps = uni[1:] / uni[:-1]
-    rises = [f"{sym} {num(a)} → {num(b)}" for a, b, r in zip(x, x[1:], steps) if r > 1]
-    text = (f"BTA's throughput varies {flat:.3f}× (max/min) across {sym} = {num(x[0])} … {num(x[-1])}: "
+    rises = [f"{sym} {number(a)} → {number(b)}" for a, b, r in zip(x, x[1:], steps) if r > 1]
+    text = (f"BTA's throughput varies {flat:.3f}× (max/min) across {sym} = {number(x[0])} … {number(x[-1])}: "
             + ("nearly flat (≤ 1.2×), as claimed" if flat <= FLAT else "not flat: the claim does not hold here")
-            + f". Uniform batching falls {uni[0] / uni[-1]:.3f}× from {sym} = {num(x[0])} to {num(x[-1])}, "
+            + f". Uniform batching falls {uni[0] / uni[-1]:.3f}× from {sym} = {number(x[0])} to {number(x[-1])}, "
             + ("falling at every step" if not rises else f"but rises at {listing(rises)}")
             # by the same ≤ 1.2× rule: a uniform batching as flat as BTA shows no loss for tiling to answer
             + (": nearly flat as well, so the loss the claim sets BTA against does not appear here"
@@ -115,9 +116,9 @@ def _sparsity_ticks(r: ResultsView, key: str, x) -> tuple[list, str]:
     """Tick labels with the density k/E underneath, so both sparsity readings are on the axis."""
     other = r.model.get("num_experts" if key == "model.num_experts_per_tok" else "num_experts_per_tok")
     if not other:
-        return [num(v) for v in x], NAMES[key]
+        return [number(v) for v in x], NAMES[key]
     dens = [Fraction(int(v), int(other)) if key.endswith("per_tok") else Fraction(int(other), int(v)) for v in x]
-    labels = [f"{num(v)}\n{d}" for v, d in zip(x, dens)]
+    labels = [f"{number(v)}\n{d}" for v, d in zip(x, dens)]
     fixed = f"E = {other}" if key.endswith("per_tok") else f"k = {other}"
     return labels, f"{NAMES[key]}  (below: density k/E, {fixed})"
 
@@ -128,7 +129,7 @@ def _annotate_bta(left, right, cmp: pd.DataFrame, x) -> None:
     for i, xi in enumerate(x):
         row = cmp.iloc[i]
         if "best_G" in cmp:
-            gb = f"G={num(row['best_G'])}" + (f", B={num(row['best_B'])}" if "best_B" in cmp else "")
+            gb = f"G={number(row['best_G'])}" + (f", B={number(row['best_B'])}" if "best_B" in cmp else "")
             left.annotate(gb, (xi, row["best_mfu"]), xytext=(0, 7), textcoords="offset points",
                           ha="center", fontsize=8, color=BTA_C)
         if speed and np.isfinite(row[speed[0]]):
@@ -147,7 +148,7 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     tuned = [c for c in r.axes if c in OVER and c != "workload.G" and r.points[c].nunique() > 1]
     over = ", ".join(SYMBOLS.get(c, c) for c in tuned)
     drawn = (f"each line: the best feasible point at each G{f' (over {over})' if tuned else ''} against the best "
-             f"at G = {num(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
+             f"at G = {number(gs[0])}" + (f"; along the bottom: its {over} where it changes" if tuned else ""))
     lines = []   # (label, speedup per G, its notes, last feasible G) per design with a feasible smallest G
     tops = []    # the G of each line's best point by best_rows (G 3 and G 31 at B 31 and 3 tie on G·B: the other
     for key, sub in groups:   # figures name the point best_rows picks, so the verdict names it too)
@@ -165,7 +166,7 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
                   "peak speedup in colour")
     if tuned and any(len(_changes(gs, y, at, tuned, None)) > MAX_NOTES for _, y, at, _ in lines):
         drawn += f" (only at its first and last G on a line where it changes more than {MAX_NOTES} times)"
-    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {num(gs[0])}", subtitle=r.subtitle(drawn=drawn))
+    fig, ax = single(f"{r.name}: speedup of batch tiling over G = {number(gs[0])}", subtitle=r.subtitle(drawn=drawn))
     peaks = [float(np.nanmax(y)) for _, y, _, _ in lines]
     shown = {int(np.argmax(peaks)), int(np.argmin(peaks))} if many and lines else set(range(len(lines)))
     notes = []
@@ -191,9 +192,9 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     log2_ticks(ax, [g for g in gs if g <= hi and np.log2(g) % 1 == 0] + ([hi] if np.log2(hi) % 1 else []))
     ax.set_xlim(gs[0] / 1.12, hi * 1.12)
     ax.set_ylim(bottom=0)
-    note = f"; no feasible point for G > {num(hi)}" if hi < gs[-1] else ""
+    note = f"; no feasible point for G > {number(hi)}" if hi < gs[-1] else ""
     ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
-    ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {num(gs[0])} (×)")
+    ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {number(gs[0])} (×)")
     title = ", ".join(NAMES.get(c, c) for c in r.varying)
     if r.varying:  # below the axes (one line needs none): inside, it covered the B labels along the bottom or
         # the lines' start at G = 1, where every line is 1
@@ -213,8 +214,8 @@ def _g_verdict(lines: list, gs, tops=None) -> str:
         if tops is not None and y[tops[k]] == y[i]:
             i = tops[k]
         # a gain within 0.5% of 1 reads 1.00×: even, not a gain (robustness.side, the one rule of ahead/even)
-        (parts if side(float(y[i])) == "ahead" else fails).append(f"{label}: {y[i]:.3g}× at G = {num(gs[i])}"
-                                                     if label else f"{y[i]:.3g}× at G = {num(gs[i])}")
+        (parts if side(float(y[i])) == "ahead" else fails).append(f"{label}: {y[i]:.3g}× at G = {number(gs[i])}"
+                                                     if label else f"{y[i]:.3g}× at G = {number(gs[i])}")
     if len(parts) + len(fails) > MAX_LINES:
         best = max(((float(np.nanmax(y)), label) for label, y in lines if np.isfinite(y).any()), default=None)
         text = (f"{len(parts)} of {len(parts) + len(fails)} designs gain from G > 1" + (
@@ -236,7 +237,7 @@ def _changes(gs, y, at: pd.DataFrame, tuned: list, colour) -> list:
             continue
         now = tuple(row[c] for c in tuned)
         if now != last:
-            out.append((g, yi, ", ".join(f"{SYMBOLS.get(c, c)}={num(v)}" for c, v in zip(tuned, now)), colour))
+            out.append((g, yi, ", ".join(f"{SYMBOLS.get(c, c)}={number(v)}" for c, v in zip(tuned, now)), colour))
         last = now
     return out
 

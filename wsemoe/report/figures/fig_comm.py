@@ -16,9 +16,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from wsemoe.report.figures.claims import caption, listing, where
-from wsemoe.report.figures.style import (PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, SLICE_SYMBOLS, num, outside_legend,
+from wsemoe.report.figures.style import (PALETTE, PHASE_C, PHASE_COLS, PHASE_NAMES, SLICE_SYMBOLS, outside_legend,
                                          pct, setting, single)
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.wording import number
 
 STEMS = ("comm_breakdown", "wsc_vs_nvl72")
 COLUMNS = (*PHASE_COLS.values(), "moe_comm_s", "per_device_moe_tokens_per_s", "*_bound")
@@ -80,7 +81,7 @@ def comm_breakdown(view: ResultsView) -> Figure | None:
     ax.tick_params(axis="x", length=0)
     if tps != [None]:
         sec = ax.secondary_xaxis("bottom")
-        sec.set_xticks(centres, [f"\nTP {num(t)}" for t in tps])
+        sec.set_xticks(centres, [f"\nTP {number(t)}" for t in tps])
         sec.tick_params(length=0)
         sec.spines["bottom"].set_visible(False)
     ax.grid(axis="x", visible=False)
@@ -115,8 +116,8 @@ def _comm_elsewhere(view: ResultsView, keep: tuple, strategies: list) -> str:
         lower = change[change < -SAME]
         text = ", ".join(setting(c, v) for c, v in zip(by, lower.idxmin() if len(by) > 1 else (lower.idxmin(),))) \
             if len(lower) else ""
-        parts.append(f"{strat} is lower at {len(lower)} of {len(change)}" + (f", at most {pct(lower.min())} ({text})"
-                                                                             if len(lower) else ""))
+        parts.append(f"{strat} is lower at {number(len(lower))} of {number(len(change))}"
+                     + (f", at most {pct(lower.min())} ({text})" if len(lower) else ""))
     what = " and ".join(SLICE_SYMBOLS.get(a, a) for a in held)
     return f" Over every {what} and TP (each at its best): " + "; ".join(parts) + "." if parts else ""
 
@@ -134,7 +135,7 @@ def _comm_verdict(totals: dict, tps: list, strategies: list, said: str) -> str:
               if (tp, strat) in totals and (tp, base) in totals and totals[(tp, base)] > 0]
         if not at:
             continue
-        labels = [f"TP {num(tp)}" if tp is not None else "this slice" for tp, _ in at]
+        labels = [f"TP {number(tp)}" if tp is not None else "this slice" for tp, _ in at]
         parts.append(f"{strat} against {base}: " + where(labels, [c < -SAME for _, c in at], "lower", "not lower",
                                                            [pct(c) for _, c in at]))
     fixed = f" (at {said})" if said else ""

@@ -9,10 +9,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption, listing
-from wsemoe.report.figures.style import (PALETTE, SINGLE, SYMBOLS, group_label, name, num, outside_legend, setting,
+from wsemoe.report.figures.style import (PALETTE, SINGLE, SYMBOLS, group_label, name, outside_legend, setting,
                                          single, wrap_label)
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
+from wsemoe.wording import number
 
 STEMS = ("memory_breakdown",)
 CLAIMS = {"memory_breakdown": "Every point drawn fits the node's memory, and the bars show which stage and which "
@@ -103,7 +104,7 @@ def _once(r: ResultsView, bars: list) -> tuple[list, str]:
         rows = [bars[i][1] for i in members]
         ranks = ", ".join(f"#{i + 1}" for i in members) if members != list(range(members[0], members[-1] + 1)) \
             else f"#{members[0] + 1}–#{members[-1] + 1}" if len(members) > 1 else f"#{members[0] + 1}"
-        text = ", ".join(setting(a, " / ".join(dict.fromkeys(num(row[a]) for row in rows))) for a in shown)
+        text = ", ".join(setting(a, " / ".join(dict.fromkeys(number(row[a]) for row in rows))) for a in shown)
         out.append((f"{ranks}: {text}" if shown else ranks, rows[0], members[0]))
     merged = [o[0].split(":")[0] for o, m in zip(out, same.values()) if len(m) > 1]
     return out, f"; identical bars drawn once ({', '.join(merged)}: the same memory per node)"
@@ -164,13 +165,13 @@ def _drawn(r: ResultsView, bars: list) -> str:
     if bars and bars[0][0].startswith("#"):
         first = next(iter(r.objectives))
         return f"the {len(bars)} best feasible points by {name(first)}; each bar: the terms of the stage that sets its peak"
-    base = ", ".join(f"{SYMBOLS.get(c, c)} = {num(v)}" for c, v in r.baseline.items())
+    base = ", ".join(f"{SYMBOLS.get(c, c)} = {number(v)}" for c, v in r.baseline.items())
     return (f"per design: the best feasible point by {name(r.metric)}, and the best with {base}; each bar: the "
             "terms of the stage that sets its peak")
 
 
 def _over_label(row) -> str:
-    return ", ".join(f"{SYMBOLS[c]}={num(row[c])}" for c in ("workload.G", "workload.B") if c in row)
+    return ", ".join(f"{SYMBOLS[c]}={number(row[c])}" for c in ("workload.G", "workload.B") if c in row)
 
 
 def _term(row, term: str) -> float:

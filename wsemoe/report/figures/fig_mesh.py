@@ -17,6 +17,7 @@ from wsemoe.report.figures.meshdraw import (HEAT, HOT_BOTH_C, IDLE_C, draw_ftd, 
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import DOUBLE, PHASE_C, PHASE_NAMES, heading
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.wording import number
 
 MAX_TP = 3  # more TP sizes than this would flood the plots folder with near-identical maps
 DYNAMIC = ("link_heatmap_*",)  # stems that carry a value: the orchestrator cleans them by pattern
@@ -141,8 +142,9 @@ def _hot_panel(ax, s: structure.Structure, legend_ax) -> None:
     # at the top load, so far more than a tenth can be hot (the counts are in the legend)
     ax.set_title(f"hot links (load ≥ the phase's p90)\noverlap (Jaccard) {s.hot_overlap:.2f}")   # the panel's width:
     # the whole rule ran off the figure; it is written out below the panels
-    labels = [f"hot in all-reduce only ({int((code == 1).sum())})", f"hot in dispatch only ({int((code == 2).sum())})",
-              f"hot in both ({int((code == 3).sum())})", "neither"]
+    labels = [f"hot in all-reduce only ({number((code == 1).sum())})",
+              f"hot in dispatch only ({number((code == 2).sum())})", f"hot in both ({number((code == 3).sum())})",
+              "neither"]
     handles = [Line2D([], [], color=c, lw=3) for c in colours.colors[1:] + [IDLE_C]]
     legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=8, handlelength=1.5,
                      columnspacing=1.0)

@@ -19,6 +19,7 @@ from wsemoe.report.figures.style import (BETTER, DOUBLE, LINESTYLES, MARKERS, PA
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep.columns import describe
+from wsemoe.wording import count
 
 STEMS = ("pareto",)
 CLAIMS = {"pareto": "The Pareto front: the feasible designs no other feasible design of the same front group "
@@ -133,19 +134,14 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
     for key, sub in groups[:6]:
         key = key if isinstance(key, tuple) else (key,)
         top = best_rows(sub, [], first).iloc[0] if r.objectives[first] == "max" else sub.loc[sub[first].idxmin()]
-        best.append(f"{_key_text(systems, key) if systems else 'all points'}: {_count(len(sub), 'row')}, best "
+        best.append(f"{_key_text(systems, key) if systems else 'all points'}: {count(len(sub), 'row')}, best "
                     f"{name(first)} {amount(first, top[first])} (point {top.name})")
     per = f"one per {listing([name(a) for a in systems])}" if systems else "one over all points"
     more = f"; {len(groups) - 6} more fronts in pareto.csv" if len(groups) > 6 else ""
     ties = int(front["ties"].sum()) if "ties" in front else len(front)
-    return (f"{_count(len(groups), 'front')}, {per}, {_count(len(front), 'row')} for {_count(ties, 'point')} (exact "
+    return (f"{count(len(groups), 'front')}, {per}, {count(len(front), 'row')} for {count(ties, 'point')} (exact "
             "ties in one row): "
             + "; ".join(best) + more + ".")
-
-
-def _count(n: int, noun: str) -> str:
-    """'1 front', '3 fronts', '1,024 rows': a count with its noun, never 'front(s)'."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float, xlabel: bool = True,
@@ -232,7 +228,7 @@ def _draw_fronts(ax, front, feas, systems, cues, colours, xcol, ycol, fx, fy, pa
         ties = int(front["ties"].sum()) if "ties" in front else len(front)
         what = "Pareto front" + (f" of {_key_text(systems, key)}" if systems else "")
         if not panels:
-            what += f" ({len(front):,} row{'s' if len(front) != 1 else ''}" + \
+            what += f" ({count(len(front), 'row')}" + \
                 (f" for {ties:,} points" if ties != len(front) else "") + \
                 (f", every {_nth(step)} ringed)" if step > 1 else ")")
         if many:

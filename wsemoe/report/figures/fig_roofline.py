@@ -25,6 +25,7 @@ from wsemoe.report.figures.textfit import marker_label
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.specs.hardware import mac_rate
 from wsemoe.sweep.compare import best_rows
+from wsemoe.wording import number
 
 STEMS = ("roofline",)
 STAGES = {"attention": "attention", "moe": "MoE (router + experts)", "dense_ffn": "dense FFN", "head": "output head"}
@@ -278,7 +279,8 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
 
 def _short(col: str, value) -> str:
     """'F 768': a setting by its symbol when it has one."""
-    return f"{SYMBOLS[col]} {value:g}" if col in SYMBOLS and isinstance(value, numbers.Real) else setting(col, value)
+    return (f"{SYMBOLS[col]} {number(value)}" if col in SYMBOLS and isinstance(value, numbers.Real)
+            else setting(col, value))
 
 
 def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list, low: float) -> None:
@@ -304,7 +306,7 @@ def _roof_lines(ax, peak: float, top: float, eff: float, bw: float, ais: list, l
     eng = ticker.EngFormatter(sep="")
     ax.yaxis.set_major_formatter(eng)
     # intensity below 1 FLOP/B as a decimal: '100m' on a FLOP-per-byte axis read as 100 million, not 0.1
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, pos: f"{v:g}" if 0 < v < 1 else eng(v, pos)))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, pos: number(v) if 0 < v < 1 else eng(v, pos)))
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_minor_locator(ticker.NullLocator())   # minor ticks over many decades cost seconds to lay out
 

@@ -20,6 +20,7 @@ from wsemoe.report.figures.meshdraw import HEAT, draw_cells, draw_links, mesh_ax
 from wsemoe.report.figures.style import DOUBLE, PALETTE, cue, heading, label, log2_ticks, setting
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
+from wsemoe.wording import number
 
 PER_USER, WAFERS, BATCH = "tokens_per_s_per_user", "wafers", "workload.B"
 STEMS = ("serving_wafers", "serving_heatmap_*")
@@ -84,7 +85,7 @@ def per_user(view: ResultsView, rows: pd.DataFrame) -> Figure:
             hidden.setdefault(top, {}).setdefault(model or "", []).append(b)
         for i, b in enumerate(batches):
             line = best[best[BATCH] == b].sort_values(WAFERS)
-            ax.plot(line[WAFERS], line[PER_USER], **cue(i), label=f"B {b:g}")
+            ax.plot(line[WAFERS], line[PER_USER], **cue(i), label=f"B {number(b)}")
         log2_ticks(ax, _spaced(sorted(pd.unique(best[WAFERS]))))
         ax.set_xlabel("wafers in the pipeline")
         ax.set_title(model or _model_name(view, view.first_row(at)))
@@ -121,7 +122,7 @@ def _hidden_text(hidden: dict) -> str:
         below = sorted({b for bs in panels.values() for b in bs})
         where = ", ".join(p for p in panels if p)
         verb = "lie" if len(below) > 1 else "lies"
-        parts.append(f"{', '.join(f'B {b:g}' for b in below)} {verb} under B {top:g}"
+        parts.append(f"{', '.join(f'B {number(b)}' for b in below)} {verb} under B {number(top)}"
                      + (f" ({where})" if where else ""))
     return ("; equal speeds: " + "; ".join(parts)) if parts else ""
 
@@ -148,11 +149,12 @@ def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
             if len(best) < 2:
                 continue
             top = best.idxmax()
-            labels.append(f"{model + ', ' if model else ''}B {b:g}")
+            labels.append(f"{model + ', ' if model else ''}B {number(b)}")
             holds.append(top > best.index[0])
-            gain = (f"best at {top:g} wafers, {changes([best.max() / best.iloc[0] - 1])} over {best.index[0]:g}"
-                    if top > best.index[0] else f"best at the fewest, {top:g}")
-            values.append(gain + (f", {changes([best.iloc[-1] / best.max() - 1])} at {best.index[-1]:g}"
+            gain = (f"best at {number(top)} wafers, {changes([best.max() / best.iloc[0] - 1])} over "
+                    f"{number(best.index[0])}"
+                    if top > best.index[0] else f"best at the fewest, {number(top)}")
+            values.append(gain + (f", {changes([best.iloc[-1] / best.max() - 1])} at {number(best.index[-1])}"
                                   if best.index[-1] != top else ""))
     if not labels:
         return "Each model fits only one pipeline length here, so the claim is not tested."
@@ -228,7 +230,7 @@ def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
                loc="center right", ncol=2 if len(kinds) > 3 else len(kinds), frameon=False, fontsize=8)
     side = maps[0]["side"]
     heading(fig, f"{view.name}: one MoE layer of {_model_name(view, row)} on the PE fabric (tiles of {side:.0f}×{side:.0f} "
-                 "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {row[WAFERS]:g} wafers, dispatch "
+                 "PEs)", f"the best per-user point: {setting(BATCH, row[BATCH])}, {number(row[WAFERS])} wafers, dispatch "
                          f"{view.sections(row)['mapping'].get('pe_dispatch', 'multicast')}")
     fig.supxlabel(_claim_lines("serving_heatmap_*"), fontsize=8.5)
     return caption(fig, CLAIMS["serving_heatmap_*"], _paths_verdict(maps))

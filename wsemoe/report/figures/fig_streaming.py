@@ -16,6 +16,7 @@ from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import PALETTE, heading, log2_ticks, outside_legend, setting
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
+from wsemoe.wording import number
 
 PE, DISPATCH, B, G = "hardware.pe_fabric", "mapping.pe_dispatch", "workload.B", "workload.G"
 SPARSITY = ("model.num_experts_per_tok", "model.num_experts")
@@ -93,7 +94,7 @@ def binding(view: ResultsView, p: pd.DataFrame, key, views) -> Figure:
             ax.set_yscale("log", base=2)
             log2_ticks(ax, _powers(grid.columns))
             ax.yaxis.set_major_locator(ticker.FixedLocator(_powers(grid.index)))
-            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: number(y)))
             ax.yaxis.set_minor_locator(ticker.NullLocator())
             ax.grid(False)
             if i == 0:
@@ -118,8 +119,9 @@ def _binding_claim(p: pd.DataFrame) -> tuple[str, int]:
     kinds = pd.Series(_kind(on["bound"], on["feasible"]))
     names = list(KINDS)
     count = {k: int((kinds == names.index(k)).sum()) for k in ("edge", "regions", "comm")}
-    return (f"at PE level the fabric edge binds {count['edge']}, the expert regions {count['regions']} and the "
-            f"all-to-all {count['comm']} of {len(on)} feasible points", sum(count.values()))
+    return (f"at PE level the fabric edge binds {number(count['edge'])}, the expert regions "
+            f"{number(count['regions'])} and the all-to-all {number(count['comm'])} of {number(len(on))} feasible "
+            "points", sum(count.values()))
 
 
 def _powers(values) -> list[float]:

@@ -15,6 +15,7 @@ from wsemoe.report.figures.style import LINESTYLES, MARKERS, PALETTE, log2_ticks
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep import crossing
+from wsemoe.wording import number
 
 TAU = "workload.tokens_per_device"
 STEMS = ("crossover",)
@@ -92,7 +93,7 @@ def crossover(view: ResultsView) -> Figure | None:
                 ax.text(c.at, LABEL_FOOT + LABEL_STEP * m, f" {c.at:.3g}", transform=ax.get_xaxis_transform(),
                         fontsize=8, color=PALETTE[h], ha="left", va="bottom")
                 rows.append(m)
-    log2_ticks(ax, taus, [f"{t:g}" for t in taus])
+    log2_ticks(ax, taus)
     ax.set_yscale("log", base=2)
     ratio_ticks(ax, "y", seen)  # 1×, 1.5×, 2×, ...: base-2 decades alone left a narrow range with 1× only
     if rows:
@@ -154,7 +155,7 @@ def _span(taus) -> str:
     taus = [float(t) for t in taus]
     if not taus:
         return "none"
-    return f"{min(taus):g}–{max(taus):g}" if len(taus) > 1 else f"{taus[0]:g}"
+    return f"{number(min(taus))}–{number(max(taus))}" if len(taus) > 1 else number(taus[0])
 
 
 def _pcts(r: pd.Series, taus) -> str:

@@ -1,5 +1,5 @@
 """The one look of every plot: palette, sizes, matplotlib style, rendering to bytes (text fitted by `textfit`),
-number/label/unit helpers."""
+label/unit helpers (numbers in text by `wsemoe.wording.number`, as in every table and caption)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 
 from wsemoe.errors import ConfigError
-from wsemoe.report.figures.textfit import (fit_axis_labels, literal, literal_text, separate_marker_labels,
-                                           thin_tick_labels)
+from wsemoe.report.figures.textfit import (fit_axis_labels, grouped_ticks, literal, literal_text,
+                                           separate_marker_labels, thin_tick_labels)
 from wsemoe.sweep.columns import describe
+from wsemoe.wording import number
 
 # Okabe-Ito: stays distinguishable under common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -89,6 +90,7 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     buf = io.BytesIO()
     with rc_context(STYLE):
         literal_text(fig)
+        grouped_ticks(fig)
         fit_axis_labels(fig)
         thin_tick_labels(fig)
         separate_marker_labels(fig)
@@ -213,13 +215,8 @@ def amount(col: str, value: float) -> str:
     if unit in ENG_UNITS:
         p, x = next(((p, x / d) for d, p in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
                      if abs(x) >= d), ("", x))
-        return f"{x:.3g} " + (f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}" if p else unit)  # TFLOP, k tokens/s
-    return f"{x:.4g}" + ("×" if unit == "×" else f" {unit}" if unit else "")
-
-
-def num(v) -> str:
-    """A value as text: floats in their shortest form, everything else as is."""
-    return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+        return f"{number(x, 3)} " + (f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}" if p else unit)  # TFLOP
+    return number(x, 4) + ("×" if unit == "×" else f" {unit}" if unit else "")
 
 
 def pct(x: float) -> str:
@@ -235,13 +232,13 @@ def share_text(x: float) -> str:
 def group_label(cols, key) -> str:
     """'E = 8, k = 2': a design's values of `cols`, by symbol."""
     key = key if isinstance(key, tuple) else (key,)
-    return ", ".join(f"{SYMBOLS.get(c, c.split('.')[-1])} = {num(v)}" for c, v in zip(cols, key))
+    return ", ".join(f"{SYMBOLS.get(c, c.split('.')[-1])} = {number(v)}" for c, v in zip(cols, key))
 
 
 def setting(col: str, value) -> str:
     """'TP 4': one swept setting for titles and tick labels (preset names stand alone)."""
     name = SLICE_SYMBOLS.get(col, col.split(".")[-1])
-    return str(value) if col in ("model", "hardware") else f"{name} {num(value)}"
+    return str(value) if col in ("model", "hardware") else f"{name} {number(value)}"
 
 
 def wrap_label(text: str, width: int) -> str:
@@ -279,7 +276,7 @@ def style_axis(ax, which: str, col: str, values) -> tuple[float, float]:
     lo, hi = (v.min(), v.max()) if len(v) else (0.0, 1.0)
     if lo > 0 and hi / lo > 100:
         (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-        axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: number(x)))
         axis.set_minor_formatter(ticker.NullFormatter())
         lim = (lo / 1.4, hi * 1.4)
     else:
@@ -295,7 +292,7 @@ def log2_ticks(ax, values, labels=None) -> None:
     """log2 x axis with ticks exactly at the swept values (no 2^n tick clutter between them)."""
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(ticker.FixedLocator(list(values)))
-    ax.xaxis.set_major_formatter(ticker.FixedFormatter(labels or [num(v) for v in values]))
+    ax.xaxis.set_major_formatter(ticker.FixedFormatter(labels or [number(v) for v in values]))
     ax.xaxis.set_minor_locator(ticker.NullLocator())
 
 

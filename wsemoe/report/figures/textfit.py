@@ -1,9 +1,11 @@
 """Text fitted to a figure as it is drawn (`style.figure_bytes` runs these before each save): every text made
-literal (names are never math, control characters never raw), an axis label longer than its axis wrapped, a tick
-label that would overlap its neighbour dropped, and a marker label moved off an earlier one."""
+literal (names are never math, control characters never raw), matplotlib's plain tick numbers grouped as every
+other number is (`wsemoe.wording.number`), an axis label longer than its axis wrapped, a tick label that would
+overlap its neighbour dropped, and a marker label moved off an earlier one."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from matplotlib import ticker
@@ -12,6 +14,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 
 from wsemoe.errors import printable
+from wsemoe.wording import number
 
 
 def fit_axis_labels(fig: Figure) -> None:
@@ -83,6 +86,27 @@ def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> No
                 text.xyann = (x, y - step)
                 box = text.get_window_extent(renderer)
             placed.append(box)
+
+
+class Grouped(ticker.ScalarFormatter):
+    """matplotlib's default tick labels, with a whole part from 1,000 on grouped by the one rule ('1,200' on the
+    axis under a caption's '1,883 tokens/s', never '1200'); offsets, scientific notation and decimals as before."""
+
+    WHOLE = re.compile(r"([\u2212-]?)(\d{4,})(\.\d+)?")
+
+    def __call__(self, x, pos=None):
+        text = super().__call__(x, pos)
+        m = self.WHOLE.fullmatch(text)
+        return f"{m.group(1)}{number(int(m.group(2)))}{m.group(3) or ''}" if m else text
+
+
+def grouped_ticks(fig: Figure) -> None:
+    """Every axis still on matplotlib's own ScalarFormatter (not one a figure chose) onto `Grouped`, once."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            f = axis.get_major_formatter()
+            if type(f) is ticker.ScalarFormatter:
+                axis.set_major_formatter(Grouped(useOffset=f.get_useOffset(), useMathText=f.get_useMathText()))
 
 
 def literal(text) -> str:

@@ -17,7 +17,7 @@ from html import escape
 from wsemoe.report.figures.claims import TESTED, caption_of, finding_of, tested_claim
 from wsemoe.report.figures.render import rendered
 from wsemoe.report.figures.style import STYLE, figure_bytes
-from wsemoe.report.figures.textfit import literal_text
+from wsemoe.report.figures.textfit import grouped_ticks, literal_text
 
 SVG_MAX = 120_000     # bytes of SVG above which a figure is embedded as PNG
 PNG_DPI = 130         # the widest figures (11 in) at about the page's 1400 px
@@ -49,6 +49,7 @@ def png(fig) -> bytes:
     buf = io.BytesIO()
     with rc_context(STYLE):
         literal_text(fig)
+        grouped_ticks(fig)
         fig.savefig(buf, format="png", dpi=PNG_DPI)
     img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
     out = io.BytesIO()

@@ -21,6 +21,7 @@ from wsemoe.report.figures import plots
 from wsemoe.report.html import figures as html_figures
 from wsemoe.store import store
 from wsemoe.store import ownership, writer
+from wsemoe.wording import count
 
 MAX_ROWS = 500  # rows of the Pareto front written out; the page says when there are more
 CSS = """
@@ -62,7 +63,7 @@ def _summary(man: dict, base: Path) -> str:
     rows = [("points", f"{man['points']:,}"), ("feasible", f"{man['feasible']:,}"), ("Pareto front", front_line(man)),
             ("objectives", ", ".join(f"{k} ({v})" for k, v in man.get("objectives", {}).items())),
             ("swept axes", ", ".join(man.get("axes", [])) or "–"), ("config hash", man.get("config_hash", "")),
-            ("evaluated in", f"{man.get('eval_seconds', 0):.3g} s, {man.get('chunks', 0)} chunk(s)"),
+            ("evaluated in", f"{man.get('eval_seconds', 0):.3g} s, {count(man.get('chunks', 0), 'chunk')}"),
             ("made by", f"wsemoe {man.get('version', '?')}"),
             ("sweep file", shown_path(man["source"], base) if man.get("source") else "–")]
     if man.get("objectives_not_finite"):

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from wsemoe.errors import printable
 from wsemoe.sweep.columns import describe
+from wsemoe.wording import number
 
 FORMATS = ("table", "csv", "json", "markdown")
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
@@ -67,26 +68,22 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
 
 
 def cell(value, factor: float = 1.0) -> str:
-    """One cell as text: integers whole, other numbers to 4 significant digits, NaN as '–'."""
+    """One cell as text: integers whole, other numbers to 4 significant digits, both by `wording.number`
+    ('8,192', '1,883', '0.3748'), NaN as '–'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)) and factor == 1.0:
-        return _whole(int(value))
+        return number(int(value))  # by the one rule: '8,192', as in every figure
     if isinstance(value, (int, np.integer, float, np.floating)):  # an integer under a prefix is divided too
         x = float(value) / factor
         if factor == 1.0 and x.is_integer() and abs(x) < 1e6:
-            return _whole(int(x))
-        return f"{x:.4g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
+            return number(int(x))
+        return number(x, 4) if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"   # '1,883', as a whole 1,883 reads
     if pd.isna(value):
         return "–"
     return str(value)
-
-
-def _whole(n: int) -> str:
-    """A whole number: thousands separated from 10,000 on (8192, 65,536), the same for int and float values."""
-    return f"{n:,}" if abs(n) >= 10_000 else str(n)
 
 
 def quantity(value, unit: str) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from wsemoe.analysis.uncertainty import robustness
 from wsemoe.config.readings import where as applies_where
 from wsemoe.report.terminal import formats
 from wsemoe.store import ledger
+from wsemoe.wording import count
 
 
 def registry(readings: dict, evidence: bool = False) -> Table:
@@ -42,8 +43,7 @@ def plan(result) -> Table:
     meta = result.meta
     design = (f"one reading at a time ({meta['screened']}: the full factorial is not run)"
               if robustness.screened(result) else
-              f"{meta['combinations']:,} combinations (full factorial of {len(result.varied)} "
-              f"reading{'' if len(result.varied) == 1 else 's'})")
+              f"{count(meta['combinations'], 'combination')} (full factorial of {count(len(result.varied), 'reading')})")
     t = Table(title=f"readings of {meta['name']}: {design}, {meta['runs']:,} runs, "
                     f"{meta['evaluated']:,} distinct sweeps of {meta['points']:,} points, {meta['seconds']:.1f} s",
               box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)

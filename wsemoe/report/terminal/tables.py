@@ -16,6 +16,7 @@ from wsemoe.errors import printable
 from wsemoe.report.terminal import formats
 from wsemoe.report.terminal.sensitivity import sensitivity  # noqa: F401  (show and the command use it here)
 from wsemoe.sweep import crossing
+from wsemoe.wording import count, number
 
 
 def fmt(value, unit: str = "") -> str:
@@ -37,20 +38,20 @@ def fmt(value, unit: str = "") -> str:
         return f"{x:.3g} B"
     if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
         return f"{x:.3e}" + (f" {unit}" if unit and unit != "1" else "")
-    return f"{x:.4g}" + (f" {unit}" if unit and unit not in ("1", "bool") else "")
+    return number(x, 4) + (f" {unit}" if unit and unit not in ("1", "bool") else "")
 
 
 def front_line(manifest: dict) -> str:
     """'14 rows for 22 points (exact ties in one row); 3 fronts, one per hardware' from a manifest."""
     rows = manifest.get("pareto", 0)
     points = rows if manifest.get("pareto_points") is None else manifest["pareto_points"]
-    text = f"{rows:,} row{'s' if rows != 1 else ''}" + \
+    text = count(rows, "row") + \
         (f" for {points:,} points (exact ties in one row)" if points != rows else "")
     if manifest.get("pareto_groups") is None:  # results of an earlier wsemoe: one front, its groups unrecorded
         return text
     groups = manifest["pareto_groups"]
     fronts = manifest.get("pareto_fronts") or 0
-    return text + (f"; {fronts:,} front{'s' if fronts != 1 else ''}, one per {', '.join(groups)}" if groups
+    return text + (f"; {count(fronts, 'front')}, one per {', '.join(groups)}" if groups
                    else "; one front over every point")
 
 
@@ -75,7 +76,7 @@ def summary(manifest: dict, status: str = "") -> Table:
     binds = sorted(manifest.get("bounds", {}).items(), key=lambda kv: -kv[1])
     rest = binds[5:]   # the five most common, and what the others add up to (the counts sum to the feasible points)
     t.add_row("what binds (feasible)", "; ".join([f"{k}: {v:,}" for k, v in binds[:5]] + (
-        [f"{len(rest)} other{'s' if len(rest) > 1 else ''}: {sum(v for _, v in rest):,}"] if rest else [])) or "–")
+        [f"{count(len(rest), 'other')}: {sum(v for _, v in rest):,}"] if rest else [])) or "–")
     t.add_row("config hash", manifest["config_hash"])
     return t
 
@@ -99,7 +100,7 @@ def selection(sel, width: int, title: str) -> Table | Group:
     hidden = [c for c in hidden if c not in more]
     notes = []
     if "feasible" in sel.rows and not sel.rows["feasible"].astype(bool).all():
-        notes.append(f"{int((~sel.rows['feasible'].astype(bool)).sum()):,} infeasible row(s) shown (feasible: no; "
+        notes.append(f"{count(int((~sel.rows['feasible'].astype(bool)).sum()), 'infeasible row')} shown (feasible: no; "
                      "--feasible keeps only feasible points)")
     if len(sel.rows) < sel.matched:
         turns = f", the best of each of the {sel.fronts} fronts in turn" if getattr(sel, "fronts", 0) else ""
@@ -336,7 +337,7 @@ def partial_line(p) -> str:
                  "did not write (move that out and `wsemoe ls --clean` removes it)")
     else:
         state = "stale: `wsemoe sweep --resume` continues it, `wsemoe ls --clean` removes it"
-    return (f"partial run of '{p.target}': {p.path.name} ({p.parts} part(s), {p.points:,} points, "
+    return (f"partial run of '{p.target}': {p.path.name} ({count(p.parts, 'part')}, {count(p.points, 'point')}, "
             f"{fmt(p.bytes, 'bytes')}, {p.modified:%Y-%m-%d %H:%M}); {state}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wsemoe.wording import count
+
 
 def check_lines(info: dict) -> list[str]:
     """The lines `wsemoe check` prints for the dict `sweep.plan.check` returns."""
@@ -29,7 +31,7 @@ def comparison_view(cmp, terminal: bool):
     """(table, title, column priority) of a cross-run comparison; at the terminal, columns equal in every
     row are said once in the title instead of in each row."""
     title = (f"best feasible point per group by {cmp.metric} ({cmp.sense}); ratios to {cmp.labels[0]}"
-             + "".join(f"; {n} group(s) of {lab} left out (not in every folder)" for lab, n in cmp.dropped.items() if n))
+             + "".join(f"; {count(n, 'group')} of {lab} left out (not in every folder)" for lab, n in cmp.dropped.items() if n))
     table = cmp.table
     if terminal and cmp.fixed:
         title += "; every row: " + ", ".join(f"{c} = {v}" for c, v in cmp.fixed.items())

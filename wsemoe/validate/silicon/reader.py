@@ -13,6 +13,7 @@ from pathlib import Path
 from wsemoe.errors import ConfigError
 from wsemoe.specs.layers import MAX_CONTEXT
 from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
+from wsemoe.wording import number
 
 # batch_size is the concurrency of a run, per attention-DP rank when attention_dp_size > 1.
 LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
@@ -155,7 +156,7 @@ def resolve(row, load_model, load_hardware) -> dict:
         return {"reason": "isl and osl must be positive token counts"}
     if not (isl.is_integer() and osl.is_integer()) or isl + osl > MAX_CONTEXT:   # inf and 1e308 too
         return {"reason": f"isl and osl must be whole token counts, together at most {MAX_CONTEXT:,} "
-                          f"(got isl {isl:g}, osl {osl:g})"}
+                          f"(got isl {number(isl)}, osl {number(osl)})"}
     mode = str(row.get("mode", "")).strip()
     hw = load_hardware(system)
     server = hw.scale_up_size
