@@ -54,8 +54,8 @@ def test_ttft_is_the_prefill_of_the_batch_at_the_prompt_length(mesh):
 def test_ttft_carries_the_fixed_latencies():
     """TTFT is the same step model, so kernel launches and each collective call's software latency are in it:
     zeroing them lowers it by exactly what the prefill's own columns charge, Lm × (attention and MoE launches +
-    all-reduce, dispatch, combine and reduce latencies) + (L − Lm) × (attention and dense-FFN launches + all-reduce
-    latency) + the head's launches (communication follows the core here, so they add)."""
+    all-reduce, dispatch, combine and reduce latencies) + (L − Lm) × (attention and dense-FFN launches + the attention's
+    and the FFN's all-reduce latencies) + the head's launches (communication follows the core here, so they add)."""
     cfg = {**MESH, "axes": {"workload.B": [1, 8], "mapping.tp": [4, 16]}}
     zero = {**cfg, "hardware": {"preset": "wsc-b200-8x8", "kernel_launch_s": 0.0, "collective_latency_s": 0.0,
                                 "alltoall_latency_s": 0.0}}
@@ -65,7 +65,8 @@ def test_ttft_carries_the_fixed_latencies():
     L, Lm = m.num_hidden_layers, m.num_hidden_layers - m.first_k_dense_replace
     moe = pre["attention_launch_s"] + pre["moe_launch_s"] + sum(pre[f"{p}_fixed_s"] for p in
                                                                 ("allreduce", "dispatch", "combine", "reduce"))
-    dense = pre["attention_launch_s"] + pre["dense_ffn_launch_s"] + pre["allreduce_fixed_s"]
+    dense = pre["attention_launch_s"] + pre["dense_ffn_launch_s"] + pre["allreduce_fixed_s"] \
+        + pre["ffn_allreduce_fixed_s"]
     expect = Lm * moe + (L - Lm) * dense + pre["head_launch_s"]
     assert (expect > 0).all() and np.allclose(dec["ttft_s"] - bare["ttft_s"], expect, rtol=1e-9)
 
