@@ -245,6 +245,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     p = tp
     sigma = B * 1 * H * b
     allreduce = G * (2 * (p - 1) / p * sigma / hw.link_bw_bytes_per_s + 2 * (p - 1) * 1 * hw.hop_latency_s + t_coll)
+    # a dense layer's FFN is split over the group too: one more ring all-reduce, of all G tiles at once
+    ffn_allreduce = 2 * (p - 1) / p * G * sigma / hw.link_bw_bytes_per_s + 2 * (p - 1) * 1 * hw.hop_latency_s + t_coll
     # --- kernel launches (serial): MLA attention 8 kernels per tile, MoE block 4, dense FFN 2, head 2
     launch_attn, launch_moe, launch_dense, launch_head = 8 * G * t_launch, 4 * t_launch, 2 * t_launch, 2 * t_launch
     # --- memory per node (inference: no kept activations)
@@ -262,7 +264,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
         attention_compute_s=t_attn_c, moe_compute_s=t_moe_c, dense_ffn_compute_s=t_dense_c,
         head_compute_s=t_head_c, attention_hbm_s=t_attn_hbm, moe_hbm_s=t_moe_w,
         dense_ffn_hbm_s=t_dense_w, head_hbm_s=t_head_w,
-        attention_allreduce_s=allreduce, head_time_s=max(t_head_c, t_head_w) + launch_head,
+        attention_allreduce_s=allreduce, dense_ffn_allreduce_s=ffn_allreduce,
+        head_time_s=max(t_head_c, t_head_w) + launch_head,
         attention_launch_s=launch_attn, moe_launch_s=launch_moe, dense_ffn_launch_s=launch_dense,
         head_launch_s=launch_head,
         mem_weights_node_bytes=mem_weights, mem_kept_act_node_bytes=0.0, mem_kv_node_bytes=mem_kv,
@@ -312,7 +315,7 @@ def test_decode_layer_and_step_compose_the_derived_terms(tp):
         assert row["moe_dispatch_s"] == 0.0 and row["moe_combine_s"] == 0.0
     a2a = row["moe_dispatch_s"] + row["moe_combine_s"] + row["moe_reduce_s"]
     moe_layer = want["_moe_core"] + want["attention_allreduce_s"] + a2a
-    dense_layer = want["_dense_core"] + want["attention_allreduce_s"]
+    dense_layer = want["_dense_core"] + want["attention_allreduce_s"] + want["dense_ffn_allreduce_s"]
     step = Lm * moe_layer + Ld * dense_layer + want["head_time_s"]
     T = want["tokens_per_microbatch"]
     _assert_row(row, dict(moe_layer_time_s=moe_layer, dense_layer_time_s=dense_layer, step_time_s=step,

@@ -200,6 +200,33 @@ def test_allreduce_pays_one_collective_latency_per_tile():
     assert row["allreduce_fixed_s"] == pytest.approx(2 * 4.5e-6, rel=REL)
 
 
+def test_a_tensor_parallel_dense_ffn_all_reduces_its_partial_sums():
+    """Llama-3.1-70B decode on H100 TP 8 (in-switch reduction), B = 32: the dense FFN's weights are split over the
+    8 GPUs (W_d / tp each), so each leaves a partial sum of every token's output and the layer needs a second
+    all-reduce, after the FFN, of all 32 tokens: 32 × 8192 × 2 = 524,288 bytes / 450 GB/s + 2 switch traversals
+    (2 × 0.5 µs) + one call (4.5 µs) = 6.665 µs, as the attention's. The dense layer pays both."""
+    row = _one("h100-sxm", "llama-3.1-70b", {"mode": "decode", "seq_len": 4096, "B": 32}, {"tp": 8})
+    one = 32 * 8192 * 2 / 4.5e11 + 2 * 0.5e-6 + 4.5e-6
+    assert row["attention_allreduce_s"] == pytest.approx(one, rel=REL)
+    assert row["dense_ffn_allreduce_s"] == pytest.approx(one, rel=REL)
+    core = max(row["attention_compute_s"] + row["dense_ffn_compute_s"],
+               row["attention_hbm_s"] + row["dense_ffn_hbm_s"])
+    launches = row["attention_launch_s"] + row["dense_ffn_launch_s"]
+    assert row["dense_layer_time_s"] == pytest.approx(core + launches + 2 * one, rel=REL)
+
+
+def test_the_dense_ffn_all_reduces_all_tiles_at_once_and_not_at_tp_1():
+    """G = 2 tiles of B = 4 on the 8×8 mesh, TP 4: attention all-reduces each tile (2 calls of one tile's
+    message), the FFN runs once on both tiles and all-reduces them in one call of twice the message; at TP 1 nothing
+    is split and nothing is reduced."""
+    tiled = _one("wsc-b200-8x8", "qwen3-32b", {"mode": "decode", "seq_len": 1024, "B": 4, "G": 2}, {"tp": 4})
+    whole = _one("wsc-b200-8x8", "qwen3-32b", {"mode": "decode", "seq_len": 1024, "B": 8, "G": 1}, {"tp": 4})
+    assert tiled["dense_ffn_allreduce_s"] == pytest.approx(whole["attention_allreduce_s"], rel=REL)
+    assert tiled["dense_ffn_allreduce_s"] < tiled["attention_allreduce_s"]   # one call's latency, not two
+    alone = _one("wsc-b200-8x8", "qwen3-32b", {"mode": "decode", "seq_len": 1024, "B": 8}, {"tp": 1})
+    assert alone["dense_ffn_allreduce_s"] == 0.0
+
+
 def test_alltoall_latency_defaults_to_the_collective_latency():
     """A hardware that sets only collective_latency_s charges it on dispatch and combine too."""
     hw = {"preset": "nvl72", "alltoall_latency_s": None, "collective_latency_s": 7.0e-6}

@@ -1,5 +1,5 @@
-"""Communication per layer from the fabric model: attention all-reduce, dispatch, combine, output reduction,
-gradients, migration.
+"""Communication per layer from the fabric model: attention all-reduce, dispatch, combine, output reduction, a
+dense FFN's all-reduce, gradients, migration.
 
 Structural terms come from structure.build (once per unique combination); here they are scaled by the bytes
 each phase moves and turned into times with numpy broadcasting (cost/fabric/phasetime.py): every step of a phase
@@ -162,7 +162,8 @@ class CommModel:
         copies = (T / groups) * m.num_experts_per_tok * m.hidden_size    # elements each way
         scales = {"allreduce": tile_tokens * act, "dispatch": copies * formats.dispatch_bytes(self.hw, wl),
                   "combine": copies * wl.bytes_per_act,     # quantized out (formats.dispatch_bytes), 16-bit back
-                  "reduce": (T / groups) * act}    # the expert outputs of all G tiles, reduced once
+                  "reduce": (T / groups) * act,    # the expert outputs of all G tiles, reduced once
+                  "ffn_allreduce": (T / groups) * act}   # a dense FFN's partial sums: all G tiles at once
         if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
             scales["dense_allreduce"] = tile_tokens * act
         if wl.mode == "train":  # attention-weight gradients reduced across groups (charged per micro-batch)
@@ -190,7 +191,8 @@ class CommModel:
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
             out[f"{name}_max_link_bytes"] = unit * scale
-            if name != "dense_allreduce":   # migration rides MoE layers' phases (dense layers' cores are idle windows)
+            # migration rides MoE layers' phases (dense layers' cores are idle windows)
+            if name not in ("dense_allreduce", "ffn_allreduce"):
                 windows[name] = Window(once, scale, reps * layers, name)
         return out, windows
 

@@ -1,7 +1,9 @@
 """Every output column of some points: the step (with the fabric's communication) and, for inference, the
 serving metrics: time to first token (TTFT), time per output token (TPOT), tokens per second per user.
 
-TPOT is the decode step: each step produces one token for every sequence of the micro-batch. TTFT is the
+TPOT is the decode step: each step produces one token for every sequence of the micro-batch; under
+`comm_overlap: microbatch` two such micro-batches take turns on the same nodes, so a sequence's next token
+comes two steps later (the throughput, a micro-batch's tokens per step, is unchanged). TTFT is the
 prefill of the decode batch's prompts, evaluated by the same cost model in prefill mode at S = prompt_len:
 all G·B prompts of every attention group prefilled together, at the decode point's batch, mapping and
 settings, with no queueing before it (docs/cost-model.md#serving-metrics). The prefill is one more call of
@@ -38,7 +40,7 @@ def serving_columns(hw, m, wl, mp, bal, histogram, out: dict) -> dict:
         return {"ttft_s": out["step_time_s"]}
     if wl.mode != "decode":
         return {}
-    tpot = out["step_time_s"]
+    tpot = out["step_time_s"] * turns(wl)
     cols = {"tpot_s": tpot, "tokens_per_s_per_user": 1.0 / tpot}
     if getattr(wl, "prompt_len", None) is None:
         return cols
@@ -47,6 +49,13 @@ def serving_columns(hw, m, wl, mp, bal, histogram, out: dict) -> dict:
     cols["mem_prefill_peak_node_bytes"] = first["mem_peak_node_bytes"]
     cols["g_mem_prefill"] = first["mem_peak_node_bytes"] / first["mem_capacity_node_bytes"] - 1.0
     return cols
+
+
+def turns(wl) -> int:
+    """Micro-batches taking turns on the nodes in decode: 2 under `comm_overlap: microbatch` (one computes while
+    the other communicates: step_time_s is the steady-state time per micro-batch, each micro-batch's own layer
+    waits for the other's core, so a sequence gets a token every second step), 1 otherwise."""
+    return 2 if getattr(wl, "comm_overlap", "none") == "microbatch" else 1
 
 
 def prefill_step(hw, m, wl, mp, bal=None, histogram=None, coded: bool = True) -> dict:

@@ -18,7 +18,10 @@ from wsemoe.cost.node import compute, formats, kernels, memory, params, weights
 from wsemoe.cost.node.stages import Stage
 
 # Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
-STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s")}
+STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"), "moe": ("dispatch_s", "combine_s", "reduce_s"),
+              "dense_ffn": ("allreduce_s",)}
+# The phase of the fabric model behind a stage's communication term, where its name differs from the term's.
+COMM_SOURCE = {("dense_ffn", "allreduce_s"): "ffn_allreduce_s"}
 
 
 def kv_node(hw, m, wl, mp, shape: Shape):
@@ -167,7 +170,8 @@ def stages(hw, m, wl, shape: Shape, work: dict, c: dict) -> tuple[Stage, Stage, 
             own["edge"] = c[f"edge_{name}_s"]
         if "expert_pipeline_s" in c:   # PE fabric: the routed experts on their regions (cost/wafer/streaming.py)
             own["regions"] = regions_time(hw, wl, shape, name, w, own["compute"], c["expert_pipeline_s"])
-        built.append(Stage(name, own, {k: phase[k] for k in STAGE_COMM.get(name, ()) if k in phase},
+        src = {k: COMM_SOURCE.get((name, k), k) for k in STAGE_COMM.get(name, ())}
+        built.append(Stage(name, own, {k: phase[v] for k, v in src.items() if v in phase},
                            kernels.launch_time(hw, m, name, passes, tiles)))
     return tuple(built)
 

@@ -303,9 +303,11 @@ def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeak
 
 
 def _collective_steps(pl: mp.Placement, flow: str, dirs: int) -> dict:
-    """Steps of the all-reduce, output reduction, gradient and (HER) dense all-reduce."""
+    """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce and (HER) dense all-reduce."""
     out = {"allreduce": collectives.attention_steps(pl, flow, dirs), "reduce": collectives.reduce_steps(pl, flow, dirs),
-           "gradient": collectives.gradient_steps(pl, dirs)}
+           "gradient": collectives.gradient_steps(pl, dirs),
+           # a dense FFN split over the TP group leaves partial sums on every member: its group's own ring all-reduce
+           "ffn_allreduce": collectives.home_steps(pl, dirs)}
     if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
         out["dense_allreduce"] = collectives.home_steps(pl, dirs)
     return out
@@ -321,7 +323,8 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     _, flow = token_flow(topology, strategy, token_source)
     out = {name: phase_peaks(layout, steps) for name, steps in _collective_steps(pl, flow, coll.ring_directions).items()}
     if topology == "switch" and coll.switch_reduction:
-        out["allreduce"] = _switch_reduction(layout, pl) or out["allreduce"]
+        for name in ("allreduce", "ffn_allreduce"):
+            out[name] = _switch_reduction(layout, pl) or out[name]
     return out
 
 
@@ -367,7 +370,7 @@ def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
     if name in ("dispatch", "combine", "migration"):
         _, dispatch, moving = _core_traffic(c.layout, c.placement, c.before, c.experts, c.shares, c.source, c.flow)
         return [StepTraffic({"dispatch": dispatch, "combine": dispatch.T, "migration": moving}[name], 1, False)]
-    if name == "allreduce" and s.layout.topology == "switch" and s.coll.switch_reduction \
+    if name in ("allreduce", "ffn_allreduce") and s.layout.topology == "switch" and s.coll.switch_reduction \
             and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
         return []
     return _collective_steps(c.placement, c.flow, s.coll.ring_directions)[name]

@@ -84,6 +84,9 @@ _DOCS = {
     "dense_layer_allreduce_s": ("s", "a dense layer's attention all-reduce under HER (the home wafer's ring only), "
                                 "which replaces attention_allreduce_s in dense_layer_time_s"),
     "dense_allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in a dense layer's all-reduce under HER"),
+    "ffn_allreduce_bound": ("", "what limits a dense layer's FFN all-reduce (its partial sums over the TP group): "
+                                "link, wafer-link, scale-out, inject, eject, or latency"),
+    "ffn_allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in a dense layer's FFN all-reduce"),
     "reduce_bound": ("", "what limits the output reduction: link, wafer-link, scale-out, inject, eject, "
                         "or latency (hops and the call's software latency)"),
     "reduce_max_link_bytes": ("bytes", "load of the busiest directed link in one output reduction"),

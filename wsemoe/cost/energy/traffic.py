@@ -10,7 +10,8 @@ token's latency through a pipeline of wafers; its per-token work follows from th
 Communication bytes are the energy model's own closed forms (the fabric model reports times and peaks, not
 totals): dispatch and combine move each routed copy of a token's activation once (remote copies only), over the
 mean path the mesh reports (`dispatch_mean_hops`) or once through a switch; a TP all-reduce moves 2(tp − 1)
-activations per token (ring), once per layer, and the MoE output reduction as much again per MoE layer.
+activations per token (ring), once per layer, and the MoE output reduction (MoE layers) or the FFN's all-reduce
+(dense layers) as much again.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     sent = m.hidden_size * formats.dispatch_bytes(hw, wl) * passes_in(wl)     # quantized before the dispatch
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     routed = T * m.num_experts_per_tok * (sent + act) * Lm * (1.0 - 1.0 / nodes)   # dispatch + combine
-    reduce = 2.0 * (tp - 1.0) * T * act * (L + Lm)                              # TP all-reduce, MoE reduction
+    # TP all-reduce after attention (every layer), MoE output reduction, and a dense FFN's all-reduce (dense layers)
+    reduce = 2.0 * (tp - 1.0) * T * act * (L + Lm + (L - Lm))
     if hw.topology == "switch":
         hops = 1.0
         domain = getattr(hw, "scale_up_size", None) or nodes

@@ -97,7 +97,11 @@ class Layer:
         core_idx = np.where(np.asarray(launch) > np.asarray(core), len(labels), core_idx)
         core = core + launch
         labels = labels + [f"{name}:launch"]
-        self.comm = {k: v for s in stages for k, v in s.comm.items()}
+        # Phases of one kind in two stages (a dense layer's two TP all-reduces) add up under one name.
+        self.comm = {}
+        for s in stages:
+            for k, v in s.comm.items():
+                self.comm[k] = self.comm[k] + v if k in self.comm else v
         self.comm_s = sum(self.comm.values()) if self.comm else 0.0
         self.core_s = core
         self.time_s = combine(core, self.comm_s, comm_overlap)
