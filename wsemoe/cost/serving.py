@@ -40,7 +40,7 @@ def serving_columns(hw, m, wl, mp, bal, histogram, out: dict) -> dict:
         return {"ttft_s": out["step_time_s"]}
     if wl.mode != "decode":
         return {}
-    tpot = out["step_time_s"] * turns(wl)
+    tpot = out["step_time_s"] * turns(getattr(wl, "comm_overlap", "none"))
     cols = {"tpot_s": tpot, "tokens_per_s_per_user": 1.0 / tpot}
     if getattr(wl, "prompt_len", None) is None:
         return cols
@@ -51,11 +51,11 @@ def serving_columns(hw, m, wl, mp, bal, histogram, out: dict) -> dict:
     return cols
 
 
-def turns(wl) -> int:
+def turns(comm_overlap: str) -> int:
     """Micro-batches taking turns on the nodes in decode: 2 under `comm_overlap: microbatch` (one computes while
     the other communicates: step_time_s is the steady-state time per micro-batch, each micro-batch's own layer
     waits for the other's core, so a sequence gets a token every second step), 1 otherwise."""
-    return 2 if getattr(wl, "comm_overlap", "none") == "microbatch" else 1
+    return 2 if comm_overlap == "microbatch" else 1
 
 
 def prefill_step(hw, m, wl, mp, bal=None, histogram=None, coded: bool = True) -> dict:

@@ -2,10 +2,9 @@
 memory terms → stage peaks → constraint, each written out with its numbers and checked against the column; for SRAM
 serving, operators → layers → stages and hops → one token's latency → step, period and rates (`serving`); at PE
 level (hardware.pe_fabric), the edge's stream, the expert regions, dispatch and combine on the PE mesh and SRAM per
-PE (`pe_fabric`: cost/wafer/{edge,streaming,pememory}.py).
-
-The formulas mirror cost/node/stages.py (rooflines, `workload.overlap` and `workload.comm_overlap`) and cost/node/memory.py; a line whose
-recomputed value does not match the model's column says so instead of showing a check mark.
+PE (`pe_fabric`: cost/wafer/{edge,streaming,pememory}.py). The formulas mirror cost/node/stages.py (rooflines,
+`workload.overlap` and `workload.comm_overlap`) and cost/node/memory.py; a line whose recomputed value does not
+match the model's column says so instead of showing a check mark.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import math
 import numpy as np
 
 from wsemoe.cost.batch import layer_flops, micro_batch
+from wsemoe.cost.serving import turns
 from wsemoe.cost.stagecost import STAGE_COMM, compute_time, passes_in, stage_work
 from wsemoe.cost.wafer import edge, pememory, regions
 from wsemoe.cost.wafer.fabric import pe_facts, wavelets
@@ -118,8 +118,7 @@ def _layer(row, layer: str, overlap: str, comm_overlap: str) -> tuple[float, str
 def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int) -> list:
     """[(term, value, unit, how it is made of the terms above)] from stage terms to MFU (at the peak of the
     model's formats, `format_peak_flops`)."""
-    out = []
-    times = {}
+    out, times = [], {}
     for layer in LAYERS:
         col = f"{layer}_time_s"
         if col not in row:
@@ -176,9 +175,9 @@ def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str,
     out = []
     if "tpot_s" in row:
         step, seqs = _get(row, "step_time_s"), _get(row, "sequences_per_microbatch")
-        tpot = step * (2 if comm_overlap == "microbatch" else 1)   # two micro-batches take turns on the nodes
-        text = f"one decode step {_t(step)}: every one of the {seqs:,.0f} sequences gets its next token" \
-            if tpot == step else f"2 × decode step {_t(step)} = {_t(tpot)}: two micro-batches of {seqs:,.0f} alternate"
+        tpot = step * turns(comm_overlap)   # two micro-batches take turns on the nodes under microbatch
+        text = f"one decode step {_t(step)}: every one of the {number(seqs)} sequences gets its next token" if \
+            tpot == step else f"2 × decode step {_t(step)} = {_t(tpot)}: two micro-batches of {number(seqs)} alternate"
         out.append(("tpot_s", row["tpot_s"], "s", f"{text} {_check(tpot, _get(row, 'tpot_s'))}"))
         out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s", f"1 / {_t(tpot)} = "
                     f"{1 / tpot:,.6g} tokens/s {_check(1 / tpot, _get(row, 'tokens_per_s_per_user'))}"))
