@@ -61,3 +61,25 @@ def test_the_energy_models_routed_bytes_follow_the_dispatch():
                  for f in ("fp8", "bf16"))
     # routed bytes: (dispatched + returned) elements; at 16 bits both ways 4 bytes, FP8 out 3.03125
     assert fp8[0] / bf16[0] == pytest.approx((1 + 4 / 128 + 2.0) / 4.0, rel=1e-9)
+
+
+def test_the_energy_models_output_reduction_runs_only_where_tokens_are_replicated():
+    """A MoE layer's output reduction all-reduces the partial expert outputs of replicated tokens; sliced tokens
+    (a switch, token_source slice) come back whole to their owner and reduce nothing (fabric/collectives.py), but
+    the energy model charged the reduction on every MoE layer. By hand on a 4 × 4 die mesh at TP 4: a TP
+    all-reduce moves 2(tp − 1)·T·H·2 bytes; replicated tokens add one per MoE layer, sliced ones none."""
+    from wsemoe.cost.energy.traffic import comm_bytes
+    from wsemoe.specs import MappingSpec, WorkloadSpec
+
+    hw, m = presets.load_hardware("wsc-b200-8x8"), presets.load_model("deepseek-v3")
+    wl = WorkloadSpec(mode="decode", B=16, seq_len=2048)
+    out = {"dispatch_mean_hops": 3.0, "dispatch_inter_wafer_share": 0.0}   # the same routed part for both
+    (rep, _), (sl, _) = (comm_bytes(hw, m, wl, MappingSpec(tp=4, token_source=s), out) for s in ("nearest", "slice"))
+    T, L, Lm = 16 * (64 // 4), m.num_hidden_layers, 58   # 16 sequences a group, 16 groups; 3 dense + 58 MoE layers
+    assert rep - sl == pytest.approx(2 * 3 * T * m.hidden_size * 2 * Lm, rel=1e-12)
+    nvl = presets.load_hardware("nvl72")   # a switch slices: TP all-reduces only (every layer, dense FFNs again)
+    wl = WorkloadSpec(mode="decode", B=8, seq_len=2048)
+    hops, _ = comm_bytes(nvl, m, wl, MappingSpec(tp=4), {})
+    T, H, k = 8 * 72 // 4, m.hidden_size, m.num_experts_per_tok          # 8 sequences in each of 18 groups
+    routed = T * k * (2 * H + 2 * H) * Lm * (1 - 1 / 72)                 # dispatch and combine at 16 bits, 1 hop
+    assert hops == pytest.approx(routed + 2 * 3 * T * H * 2 * (L + (L - Lm)), rel=1e-9)

@@ -10,8 +10,8 @@ token's latency through a pipeline of wafers; its per-token work follows from th
 Communication bytes are the energy model's own closed forms (the fabric model reports times and peaks, not
 totals): dispatch and combine move each routed copy of a token's activation once (remote copies only), over the
 mean path the mesh reports (`dispatch_mean_hops`) or once through a switch; a TP all-reduce moves 2(tp − 1)
-activations per token (ring), once per layer, and the MoE output reduction (MoE layers) or the FFN's all-reduce
-(dense layers) as much again.
+activations per token (ring), once per layer, and the MoE output reduction (MoE layers with replicated tokens)
+or the FFN's all-reduce (dense layers) as much again.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from wsemoe.cost.batch import Shape, layer_flops, micro_batch, with_batch
 from wsemoe.cost.fabric import scaleout, topology
 from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in
+from wsemoe.cost.structure import token_flow
 
 STAGES = ("attention", "moe", "dense_ffn", "head")
 
@@ -86,8 +87,11 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     sent = m.hidden_size * formats.dispatch_bytes(hw, wl) * passes_in(wl)     # quantized before the dispatch
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     routed = T * m.num_experts_per_tok * (sent + act) * Lm * (1.0 - 1.0 / nodes)   # dispatch + combine
-    # TP all-reduce after attention (every layer), MoE output reduction, and a dense FFN's all-reduce (dense layers)
-    reduce = 2.0 * (tp - 1.0) * T * act * (L + Lm + (L - Lm))
+    # TP all-reduce after attention (every layer), a dense FFN's all-reduce (dense layers) and the MoE output
+    # reduction, which only replicated tokens need: sliced tokens (a switch, token_source slice) come back whole
+    # to their owner (fabric/collectives.reduce_steps; HER's other wafers sending theirs home are not counted)
+    _, flow = token_flow(hw.topology, getattr(mp, "strategy", "block"), getattr(mp, "token_source", "auto"))
+    reduce = 2.0 * (tp - 1.0) * T * act * (L + (L - Lm) + (Lm if flow == "replicated" else 0))
     if hw.topology == "switch":
         hops = 1.0
         domain = getattr(hw, "scale_up_size", None) or nodes
