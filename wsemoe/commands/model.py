@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
+from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
+from wsemoe.commands.shared import TABLE_FORMATS, emit, folder, shown_path
 
 COMMANDS, command = registry()
 

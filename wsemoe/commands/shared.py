@@ -11,13 +11,6 @@ from wsemoe.errors import ConfigError
 TABLE_FORMATS = ("table", "csv", "json", "markdown")
 
 
-def choice(value: str, allowed, option: str) -> str:
-    """`value` if it is one of `allowed`, else a one-line error naming the option."""
-    if value not in allowed:
-        raise ConfigError(f"'{value}' is not one of {', '.join(allowed)}", loc=(option,))
-    return value
-
-
 FIGURE_FILES = ("png", "svg", "pdf")
 
 

@@ -9,8 +9,9 @@ from typing import List, Optional
 
 import typer
 
+from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, parts, shown_path
+from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, file_kind, parts, shown_path
 from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()

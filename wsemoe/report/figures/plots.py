@@ -16,6 +16,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from wsemoe.arguments import choice
 from wsemoe.errors import ConfigError, ResultsError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
@@ -105,8 +106,7 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progr
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
     for ext in formats:
-        if ext not in ALL_FORMATS:
-            raise ConfigError(f"unknown format '{ext}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
+        choice(ext, ALL_FORMATS, "--format")
     sources = _sources(path)
     for source in sources:
         store.load_manifest(source)  # a damaged folder is refused before any plots/ is looked at

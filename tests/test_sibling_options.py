@@ -1,0 +1,36 @@
+"""Rules one command kept and its siblings did not: an option's bad value refused in the same words everywhere,
+the same short flag for the same option, a list of known names without repeats."""
+
+from __future__ import annotations
+
+import pytest
+
+from wsemoe.cli import app
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch, small_config):
+    from wsemoe.sweep.run import run_sweep
+
+    monkeypatch.chdir(tmp_path)
+    return run_sweep(small_config, out_root="results").path
+
+
+@pytest.mark.parametrize("args,line", [
+    (["plot", "{results}", "--format", "gif"], "error: [--format] 'gif' is not one of png, svg, pdf"),
+    (["sensitivity", "{config}", "--method", "sobl"], "error: [--method] 'sobl' is not one of sobol, morris"),
+    (["new", "x", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--mode", "serve"],
+     "error: [--mode] 'serve' is not one of train, prefill, decode"),
+    (["show", "{results}", "--format", "xml"], "error: [--format] 'xml' is not one of table, csv, json, markdown"),
+])
+def test_a_bad_option_value_is_refused_in_one_wording(runner, results, small_config, tmp_path, args, line):
+    """`plot --format gif` said "unknown format 'gif'; use png, svg, pdf" and `sensitivity --method sobl` "method
+    must be one of sobol, morris" (not naming what was typed), where `show --format xml` and `new --mode` say
+    "'xml' is not one of ...": one rule, `wsemoe.arguments.choice`, for every option with a fixed set of values."""
+    import yaml
+
+    config = tmp_path / "small.yaml"
+    config.write_text(yaml.safe_dump(small_config))
+    r = runner.invoke(app, [a.format(results=results, config=config) for a in args])
+    assert r.exit_code == 2 and r.output.strip() == line, r.output
+
