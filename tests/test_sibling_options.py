@@ -34,3 +34,10 @@ def test_a_bad_option_value_is_refused_in_one_wording(runner, results, small_con
     r = runner.invoke(app, [a.format(results=results, config=config) for a in args])
     assert r.exit_code == 2 and r.output.strip() == line, r.output
 
+
+def test_every_format_option_takes_f(runner):
+    """Every command's --format takes -F, but `invariants --format` alone did not (`invariants -F json`: "No such
+    option: -F")."""
+    r = runner.invoke(app, ["invariants", "--list", "-F", "json"])
+    assert r.exit_code == 0 and r.output.lstrip().startswith("["), r.output
+

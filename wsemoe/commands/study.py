@@ -112,7 +112,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
                    points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
                    junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (for CI)"),
                    force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
-                   fmt: str = typer.Option("text", "--format", help="text, or json for scripts"),
+                   fmt: str = typer.Option("text", "--format", "-F", help="text | json (for scripts)"),
                    only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
                    list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="the full table even in a pipe"),
