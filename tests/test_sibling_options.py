@@ -41,3 +41,9 @@ def test_every_format_option_takes_f(runner):
     r = runner.invoke(app, ["invariants", "--list", "-F", "json"])
     assert r.exit_code == 0 and r.output.lstrip().startswith("["), r.output
 
+
+def test_plot_only_lists_each_known_name_once(runner, results):
+    """`plot --only bogus` listed 'pareto, pareto' and 'roofline, roofline': a family and its figure share a name."""
+    r = runner.invoke(app, ["plot", str(results), "--only", "zzzzzz"])
+    known = r.output.split("known: ", 1)[1].strip().split(", ")
+    assert r.exit_code == 2 and len(known) == len(set(known)) and "pareto" in known, r.output

@@ -52,7 +52,7 @@ def _wanted(only) -> dict:
             continue
         hit = next((f for s, f in stems.items() if fnmatch.fnmatchcase(item, s)), None)
         if hit is None:
-            known = sorted([*names, *stems])
+            known = sorted({*names, *stems})   # a family and its figure may share a name (pareto)
             close = difflib.get_close_matches(str(item), known, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
             raise ConfigError(f"no figure or figure family named '{item}'{hint}", loc=("--only",))
