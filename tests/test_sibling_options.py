@@ -47,3 +47,13 @@ def test_plot_only_lists_each_known_name_once(runner, results):
     r = runner.invoke(app, ["plot", str(results), "--only", "zzzzzz"])
     known = r.output.split("known: ", 1)[1].strip().split(", ")
     assert r.exit_code == 2 and len(known) == len(set(known)) and "pareto" in known, r.output
+
+
+@pytest.mark.parametrize("command", [["eval"], ["export", "traffic"], ["columns"], ["readings"]])
+def test_a_missing_sweep_or_results_folder_is_named_as_either(runner, tmp_path, monkeypatch, command):
+    """eval, export, columns and readings take a sweep YAML or a results folder; a mistyped results folder was
+    "[results/quikstart] YAML file not found", as if only a YAML could be meant."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, [*command, "results/quikstart"])
+    assert r.exit_code == 2 and r.output.strip() == \
+        "error: [results/quikstart] no such sweep YAML or results folder", r.output

@@ -217,9 +217,9 @@ def columns_cmd(target: Path = typer.Argument(..., help="a results folder, or a 
     import pandas as pd
 
     choice(fmt, TABLE_FORMATS, "--format")
-    if target.is_dir():
-        from wsemoe.store import store
+    from wsemoe.store import store
 
+    if store.names_results(target):
         docs = store.load_manifest(target)["columns"]  # the manifest documents every column it holds
         rows = [(c, d.get("unit", ""), d.get("doc", "")) for c, d in docs.items()]
     else:
