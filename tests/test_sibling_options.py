@@ -57,3 +57,22 @@ def test_a_missing_sweep_or_results_folder_is_named_as_either(runner, tmp_path, 
     r = runner.invoke(app, [*command, "results/quikstart"])
     assert r.exit_code == 2 and r.output.strip() == \
         "error: [results/quikstart] no such sweep YAML or results folder", r.output
+
+
+@pytest.mark.parametrize("args,what", [
+    (["sweep", "{config}", "-o", "{mine}"], "results"),
+    (["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "deepseek-v3", "-o", "{mine}"], "traffic export"),
+    (["calibrate", "-o", "{mine}", "--samples", "2"], "calibration")])
+def test_a_folder_of_yours_is_refused_naming_what_would_go_there(runner, tmp_path, small_config, args, what):
+    """`export traffic -o DIR` and `calibrate -o DIR` refused a folder of the user's as "(not a wsemoe results
+    folder)", as if a results folder were expected there: each says what it writes."""
+    import yaml
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("mine")
+    config = tmp_path / "small.yaml"
+    config.write_text(yaml.safe_dump(small_config))
+    r = runner.invoke(app, [a.format(config=config, mine=mine) for a in args])
+    assert r.exit_code == 2 and f"(not a wsemoe {what} folder)" in r.output, r.output
+    assert (mine / "keep.txt").read_text() == "mine"

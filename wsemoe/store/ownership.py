@@ -109,7 +109,8 @@ def check_replaceable(folder: Path, writer: str, key: str | None, force: bool) -
         if legacy_results(folder):
             raise refuse(folder, "holds results of an earlier wsemoe that kept no record of the files it wrote; "
                           "remove the folder yourself, or choose another path")
-        raise refuse(folder, "exists and is not a folder wsemoe wrote (not a wsemoe results folder); refusing to "
+        what = WRITERS.get(writer, (None, "output"))[1]   # what this command would have written there
+        raise refuse(folder, f"exists and is not a folder wsemoe wrote (not a wsemoe {what} folder); refusing to "
                       "replace it (choose another path, or remove it yourself)")
     ow, okey = led.owner["writer"], led.owner.get("key")
     if ow != writer:
