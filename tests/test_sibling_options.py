@@ -76,3 +76,17 @@ def test_a_folder_of_yours_is_refused_naming_what_would_go_there(runner, tmp_pat
     r = runner.invoke(app, [a.format(config=config, mine=mine) for a in args])
     assert r.exit_code == 2 and f"(not a wsemoe {what} folder)" in r.output, r.output
     assert (mine / "keep.txt").read_text() == "mine"
+
+
+def test_validate_silicon_refuses_a_pipe_as_a_sweep_file_is(tmp_path):
+    """`check FIFO` refuses a pipe ("is not a regular file"), but `validate --silicon FIFO` handed it to pandas,
+    which waited on it for ever: the CSV is read as every user-named input is (size-capped, regular files only)."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "runs.csv"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "wsemoe.cli", "validate", "--silicon", str(fifo)], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "is not a regular file" in r.stderr, r.stderr
