@@ -90,3 +90,22 @@ def test_validate_silicon_refuses_a_pipe_as_a_sweep_file_is(tmp_path):
     r = subprocess.run([sys.executable, "-m", "wsemoe.cli", "validate", "--silicon", str(fifo)], capture_output=True,
                        text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and "is not a regular file" in r.stderr, r.stderr
+
+
+def test_show_shows_the_columns_a_question_sorts_or_filters_by(runner, results):
+    """`show --all --sort mfu` (mfu no objective of the sweep) listed rows in mfu order without an mfu column, and
+    `--where "energy_per_token_j < 1"` kept rows by a column it did not show: the default view adds them."""
+    import io
+
+    import pandas as pd
+
+    man = __import__("json").loads((results / "manifest.json").read_text())
+    assert "energy_per_token_j" not in man["objectives"] and "step_time_s" not in man["objectives"]
+    r = runner.invoke(app, ["show", str(results), "--all", "--sort", "-step_time_s", "--where",
+                            "energy_per_token_j < 1", "--format", "csv"])
+    got = pd.read_csv(io.StringIO(r.output), index_col=0)
+    assert {"step_time_s", "energy_per_token_j"} <= set(got.columns), r.output
+    assert got["step_time_s"].is_monotonic_decreasing
+    asked = runner.invoke(app, ["show", str(results), "--all", "--sort", "-step_time_s", "--columns", "mfu",
+                                "--format", "csv"])
+    assert asked.output.splitlines()[0] == "point,mfu"   # columns asked for are the columns shown
