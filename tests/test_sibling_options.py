@@ -109,3 +109,18 @@ def test_show_shows_the_columns_a_question_sorts_or_filters_by(runner, results):
     asked = runner.invoke(app, ["show", str(results), "--all", "--sort", "-step_time_s", "--columns", "mfu",
                                 "--format", "csv"])
     assert asked.output.splitlines()[0] == "point,mfu"   # columns asked for are the columns shown
+
+
+@pytest.mark.parametrize("args,line", [
+    (["schema", "-o", "schema.md"], "error: [--output -> schema.md] name a .json file"),
+    (["schema", "--format", "markdown", "-o", "config.json"], "error: [--output -> config.json] name a .md file"),
+    (["invariants", "--junit", "report.txt"], "error: [--junit -> report.txt] name a .xml file"),
+])
+def test_a_file_option_writes_what_its_name_says(runner, tmp_path, monkeypatch, args, line):
+    """`report -o x.pdf` and `compare --plot x.txt` refuse a name that says another kind of file, but `schema -o
+    schema.md` wrote JSON into it, `schema --format markdown -o config.json` Markdown, and `invariants --junit
+    report.txt` XML: every option naming an output file checks its kind (before anything runs)."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and r.output.strip() == line, r.output
+    assert not list(tmp_path.iterdir())

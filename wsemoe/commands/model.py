@@ -9,7 +9,7 @@ import typer
 
 from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, emit, folder, shown_path
+from wsemoe.commands.shared import TABLE_FORMATS, emit, file_kind, folder, shown_path
 
 COMMANDS, command = registry()
 
@@ -119,7 +119,7 @@ def new(name: str = typer.Argument(..., help="name of the sweep (and of its resu
 
 @command()
 def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Schema for editors) | markdown (docs/config.md)"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this file (default: stdout)"),
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this .json (or, with --format markdown, .md) file (default: stdout)"),
            force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """The sweep-config reference: a JSON Schema (editors validate and complete YAML with it) or Markdown."""
     from wsemoe.report.configdoc import reference_text
@@ -129,6 +129,8 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
         return Reply().raw(text)
     from wsemoe.store import writer
 
+    writer.check_file(output, "schema", force)
+    file_kind(output, ("json",) if fmt == "json" else ("md",), "--output")   # JSON is never written into x.md
     return Reply().text(str(writer.write_file(output, text, "schema", force)))
 
 

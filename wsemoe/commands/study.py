@@ -110,7 +110,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
 @command("invariants")
 def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sweep YAMLs (default: every shipped preset and sweep)"),
                    points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
-                   junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (for CI)"),
+                   junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML to this .xml file (for CI)"),
                    force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
                    fmt: str = typer.Option("text", "--format", "-F", help="text | json (for scripts)"),
                    only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
@@ -146,6 +146,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
         return reply
     if junit is not None:
         junit_report.check_target(junit, force)
+        file_kind(junit, ("xml",), "--junit")
     from wsemoe.report.terminal import progress
 
     with progress.bar("invariants", "checks", quiet=quiet or fmt == "json") as update:
