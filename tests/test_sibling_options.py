@@ -124,3 +124,18 @@ def test_a_file_option_writes_what_its_name_says(runner, tmp_path, monkeypatch, 
     r = runner.invoke(app, args)
     assert r.exit_code == 2 and r.output.strip() == line, r.output
     assert not list(tmp_path.iterdir())
+
+
+def test_every_command_that_writes_prints_the_path_relative(runner, results, tmp_path):
+    """report and plot print what they wrote relative to the current folder, but `schema -o s.json` printed
+    /abs/path/s.json, and new, export traffic and compare --plot printed the path as typed (absolute stayed
+    absolute): all go through shown_path."""
+    for args, want in [(["schema", "-o", str(tmp_path / "s.json")], "s.json"),
+                       (["new", "n", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-o", str(tmp_path / "n.yaml")],
+                        "wrote n.yaml; check it with `wsemoe check n.yaml`"),
+                       (["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "deepseek-v3", "-o",
+                         str(tmp_path / "ex")], "ex: "),
+                       (["compare", str(results), "results/small", "--no-readings", "--format", "csv", "--plot",
+                         str(tmp_path / "c.svg")], "c.svg")]:
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0 and str(tmp_path) not in r.output and want in r.output, (args, r.output)

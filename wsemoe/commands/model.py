@@ -114,7 +114,8 @@ def new(name: str = typer.Argument(..., help="name of the sweep (and of its resu
     path = output if output is not None else Path(f"{name}.yaml")
     text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
     writer.create_file(path, text, "new")  # never over anything; the file is the user's from then on
-    return Reply().text(f"wrote {path}; check it with `wsemoe check {path}`, run it with `wsemoe sweep {path}`")
+    shown = shown_path(path)
+    return Reply().text(f"wrote {shown}; check it with `wsemoe check {shown}`, run it with `wsemoe sweep {shown}`")
 
 
 @command()
@@ -131,7 +132,7 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
 
     writer.check_file(output, "schema", force)
     file_kind(output, ("json",) if fmt == "json" else ("md",), "--output")   # JSON is never written into x.md
-    return Reply().text(str(writer.write_file(output, text, "schema", force)))
+    return Reply().text(shown_path(writer.write_file(output, text, "schema", force)))
 
 
 @command()

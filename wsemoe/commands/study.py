@@ -99,7 +99,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
         title = f"{shown_path(path)}: predicted vs measured" + (f" (held out by {holdout})" if holdout else "")
         fig = fig_silicon.figure(result["rows"], title)
         writer.write_file(plot_to, figure_bytes(fig, plot_to.suffix.lstrip(".").lower()), "validate", force)
-        reply.text(str(plot_to), err=fmt != "table")
+        reply.text(shown_path(plot_to), err=fmt != "table")
     if max_mape is not None and not result["overall"]["configs"]:
         reply.fail("--max-mape: no run of the file could be modelled (reasons per row)", 1)
     elif max_mape is not None and accuracy.worst(result) > max_mape:
