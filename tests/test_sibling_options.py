@@ -139,3 +139,14 @@ def test_every_command_that_writes_prints_the_path_relative(runner, results, tmp
                          str(tmp_path / "c.svg")], "c.svg")]:
         r = runner.invoke(app, args)
         assert r.exit_code == 0 and str(tmp_path) not in r.output and want in r.output, (args, r.output)
+
+
+def test_a_refusal_names_the_path_relative_not_absolute(runner, results, tmp_path):
+    """`show nonexist` names '[nonexist]', but a refused write named the absolute path the writer works on:
+    `schema -o mine.json` said '[/home/.../mine.json] exists and wsemoe did not write it'."""
+    (tmp_path / "mine.json").write_text("mine")
+    r = runner.invoke(app, ["schema", "-o", "mine.json"])
+    assert r.exit_code == 2 and r.output.startswith("error: [mine.json] exists and wsemoe did not write it"), r.output
+    (tmp_path / "mine.html").write_text("mine")
+    r = runner.invoke(app, ["report", "results/small", "-o", "mine.html"])
+    assert r.exit_code == 2 and r.output.startswith("error: [mine.html] exists"), r.output

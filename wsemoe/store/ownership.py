@@ -16,7 +16,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from wsemoe.errors import ResultsError
+from wsemoe.errors import ResultsError, shown_path
 from wsemoe.store import ledger
 from wsemoe.store.ledger import Ledger
 from wsemoe.store.manifest import part_range
@@ -37,7 +37,7 @@ MAX_SCAN = 100_000  # entries looked at when deciding whether a folder holds res
 
 
 def refuse(path, message: str) -> ResultsError:
-    return ResultsError(message, loc=(str(path),))
+    return ResultsError(message, loc=(shown_path(path),))
 
 
 def writable(path: Path, st: os.stat_result, what: str) -> None:
