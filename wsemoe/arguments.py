@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from wsemoe.errors import ConfigError, excerpt
 
 
@@ -38,6 +36,8 @@ def choice(value, allowed, loc: str):
 def flag(value, loc: str) -> bool:
     """`value` when it is a real boolean (bool, or numpy's bool_ as read from a frame), else one line: a flag given
     "no", "false" or 0 was taken by its truth, so "no" meant yes."""
+    import numpy as np   # here, not atop: the commands import this module, and `wsemoe --help` stays light
+
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(f"must be True or False, got {excerpt(repr(value))}", loc=(loc,))
     return bool(value)
