@@ -168,7 +168,7 @@ def test_only_and_pdf(bta, tmp_path):
         {k: v for k, v in before.items() if not k.startswith(asked)}  # --only leaves the other plots alone
     with pytest.raises(Exception, match="did you mean 'pareto'"):
         plot_results(path, only=["paretto"])
-    with pytest.raises(Exception, match="unknown format"):
+    with pytest.raises(Exception, match="'jpg' is not one of png, svg, pdf"):
         plot_results(path, formats=["jpg"])
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from wsemoe.errors import ConfigError, excerpt
 
 
@@ -27,9 +25,19 @@ def whole(value, loc: str, low: int | None = 0, high: int | None = None, what: s
     return int(value)
 
 
+def choice(value, allowed, loc: str):
+    """`value` if it is one of `allowed`, else one line naming the option and what was given: the one refusal of a
+    value outside a fixed set (a --format, --method or --mode), so every command words it alike."""
+    if value not in allowed:
+        raise ConfigError(f"'{excerpt(value)}' is not one of {', '.join(allowed)}", loc=(loc,))
+    return value
+
+
 def flag(value, loc: str) -> bool:
     """`value` when it is a real boolean (bool, or numpy's bool_ as read from a frame), else one line: a flag given
     "no", "false" or 0 was taken by its truth, so "no" meant yes."""
+    import numpy as np   # here, not atop: the commands import this module, and `wsemoe --help` stays light
+
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(f"must be True or False, got {excerpt(repr(value))}", loc=(loc,))
     return bool(value)

@@ -29,6 +29,18 @@ class WsemoeError(Exception):
         return f"{where}{self.message}"
 
 
+def shown_path(path) -> str:
+    """A path as a user would type it: relative to the current folder when inside it (what a command wrote, and
+    the path a refusal names, though the writers work on absolute paths)."""
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except (ValueError, OSError):   # outside the current folder, or the current folder is gone
+        return str(path)
+
+
 def printable(text, lines: bool = False) -> str:
     """Text with every character a terminal, an SVG, a web page or a one-line message cannot show as itself
     (control characters, escape sequences, direction overrides; line breaks unless `lines`) written as its

@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
+from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import TABLE_FORMATS, choice, emit, folder, shown_path
+from wsemoe.commands.shared import TABLE_FORMATS, emit, file_kind, folder, shown_path
 from wsemoe.wording import count
 
 COMMANDS, command = registry()
@@ -115,12 +116,13 @@ def new(name: str = typer.Argument(..., help="name of the sweep (and of its resu
     path = output if output is not None else Path(f"{name}.yaml")
     text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
     writer.create_file(path, text, "new")  # never over anything; the file is the user's from then on
-    return Reply().text(f"wrote {path}; check it with `wsemoe check {path}`, run it with `wsemoe sweep {path}`")
+    shown = shown_path(path)
+    return Reply().text(f"wrote {shown}; check it with `wsemoe check {shown}`, run it with `wsemoe sweep {shown}`")
 
 
 @command()
 def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Schema for editors) | markdown (docs/config.md)"),
-           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this file (default: stdout)"),
+           output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to this .json (or, with --format markdown, .md) file (default: stdout)"),
            force: bool = typer.Option(False, "--force", "-f", help="replace a file another wsemoe command wrote there")) -> Reply:
     """The sweep-config reference: a JSON Schema (editors validate and complete YAML with it) or Markdown."""
     from wsemoe.report.configdoc import reference_text
@@ -130,7 +132,9 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
         return Reply().raw(text)
     from wsemoe.store import writer
 
-    return Reply().text(str(writer.write_file(output, text, "schema", force)))
+    writer.check_file(output, "schema", force)
+    file_kind(output, ("json",) if fmt == "json" else ("md",), "--output")   # JSON is never written into x.md
+    return Reply().text(shown_path(writer.write_file(output, text, "schema", force)))
 
 
 @command()

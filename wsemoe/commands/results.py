@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
+from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, emit, folder, shown_path
+from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, file_kind, emit, folder, shown_path
 from wsemoe.errors import ConfigError
 
 COMMANDS, command = registry()
@@ -113,7 +114,7 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
 
         ext = plot_to.suffix.lstrip(".").lower()
         writer.write_file(plot_to, figure_bytes(compareplot.figure(cmp), ext), "compare", force)
-        reply.text(str(plot_to), err=fmt != "table")
+        reply.text(shown_path(plot_to), err=fmt != "table")
     return reply
 
 
@@ -182,7 +183,7 @@ def export(what: str = typer.Argument(..., help="what to export: traffic"),
     pt = point_traffic(source, point, set_ or [], hardware=hardware, model=model)
     folder = output if output is not None else Path(f"{pt.name}-point{pt.point}-traffic")
     files = export_traffic(pt, folder, flit_bytes, packet_flits, force)
-    return Reply().text(f"{folder}: {len(files)} files ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB); "
+    return Reply().text(f"{shown_path(folder)}: {len(files)} files ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB); "
                         "metadata.json says what each holds")
 
 
@@ -216,9 +217,9 @@ def columns_cmd(target: Path = typer.Argument(..., help="a results folder, or a 
     import pandas as pd
 
     choice(fmt, TABLE_FORMATS, "--format")
-    if target.is_dir():
-        from wsemoe.store import store
+    from wsemoe.store import store
 
+    if store.names_results(target):
         docs = store.load_manifest(target)["columns"]  # the manifest documents every column it holds
         rows = [(c, d.get("unit", ""), d.get("doc", "")) for c, d in docs.items()]
     else:

@@ -6,16 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 from wsemoe.commands.reply import Reply
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, shown_path  # noqa: F401 (the commands print every path through it)
 
 TABLE_FORMATS = ("table", "csv", "json", "markdown")
-
-
-def choice(value: str, allowed, option: str) -> str:
-    """`value` if it is one of `allowed`, else a one-line error naming the option."""
-    if value not in allowed:
-        raise ConfigError(f"'{value}' is not one of {', '.join(allowed)}", loc=(option,))
-    return value
 
 
 FIGURE_FILES = ("png", "svg", "pdf")
@@ -54,12 +47,3 @@ def parts(reply: Reply, items) -> Reply:
     for item in items:
         reply.rich(item)
     return reply
-
-
-def shown_path(path) -> str:
-    """A path as a user would type it: relative to the current folder when inside it."""
-    path = Path(path)
-    try:
-        return str(path.absolute().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -9,8 +9,9 @@ from typing import List, Optional
 
 import typer
 
+from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
-from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, choice, file_kind, parts, shown_path
+from wsemoe.commands.shared import FIGURE_FILES, TABLE_FORMATS, file_kind, parts, shown_path
 from wsemoe.errors import ConfigError
 from wsemoe.wording import count
 
@@ -99,7 +100,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
         title = f"{shown_path(path)}: predicted vs measured" + (f" (held out by {holdout})" if holdout else "")
         fig = fig_silicon.figure(result["rows"], title)
         writer.write_file(plot_to, figure_bytes(fig, plot_to.suffix.lstrip(".").lower()), "validate", force)
-        reply.text(str(plot_to), err=fmt != "table")
+        reply.text(shown_path(plot_to), err=fmt != "table")
     if max_mape is not None and not result["overall"]["configs"]:
         reply.fail("--max-mape: no run of the file could be modelled (reasons per row)", 1)
     elif max_mape is not None and accuracy.worst(result) > max_mape:
@@ -110,9 +111,9 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
 @command("invariants")
 def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sweep YAMLs (default: every shipped preset and sweep)"),
                    points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
-                   junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (for CI)"),
+                   junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML to this .xml file (for CI)"),
                    force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
-                   fmt: str = typer.Option("text", "--format", help="text, or json for scripts"),
+                   fmt: str = typer.Option("text", "--format", "-F", help="text | json (for scripts)"),
                    only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
                    list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="the full table even in a pipe"),
@@ -146,6 +147,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
         return reply
     if junit is not None:
         junit_report.check_target(junit, force)
+        file_kind(junit, ("xml",), "--junit")
     from wsemoe.report.terminal import progress
 
     with progress.bar("invariants", "checks", quiet=quiet or fmt == "json") as update:

@@ -16,6 +16,7 @@ from wsemoe.config import presets, yamlio
 from wsemoe.config.loader import load_config
 from wsemoe.config.schema import NAME_RE, NAME_RULE
 from wsemoe.config.single import section_source
+from wsemoe.arguments import choice
 from wsemoe.errors import ConfigError
 from wsemoe.version import __version__
 
@@ -114,8 +115,7 @@ def starter_text(name: str, hardware, model, mode: str = "train", base_dir: Path
     `file` is how its comments name it, default NAME.yaml)."""
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ConfigError(f"a sweep name is {NAME_RULE}", loc=("NAME",))
-    if mode not in MODES:
-        raise ConfigError(f"'{mode}' is not one of {', '.join(MODES)}", loc=("--mode",))
+    choice(mode, MODES, "--mode")
     base_dir = Path(base_dir or Path.cwd())
     hw_src, model_src = section_source("hardware", hardware, "--hardware"), section_source("model", model, "--model")
     # The hardware is read in the mode asked for (a serving wafer refuses only training, and says so at --mode).

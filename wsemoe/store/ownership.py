@@ -16,7 +16,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from wsemoe.errors import ResultsError
+from wsemoe.errors import ResultsError, shown_path
 from wsemoe.store import ledger
 from wsemoe.store.ledger import Ledger
 from wsemoe.store.manifest import part_range
@@ -37,7 +37,7 @@ MAX_SCAN = 100_000  # entries looked at when deciding whether a folder holds res
 
 
 def refuse(path, message: str) -> ResultsError:
-    return ResultsError(message, loc=(str(path),))
+    return ResultsError(message, loc=(shown_path(path),))
 
 
 def writable(path: Path, st: os.stat_result, what: str) -> None:
@@ -109,7 +109,8 @@ def check_replaceable(folder: Path, writer: str, key: str | None, force: bool) -
         if legacy_results(folder):
             raise refuse(folder, "holds results of an earlier wsemoe that kept no record of the files it wrote; "
                           "remove the folder yourself, or choose another path")
-        raise refuse(folder, "exists and is not a folder wsemoe wrote (not a wsemoe results folder); refusing to "
+        what = WRITERS.get(writer, (None, "output"))[1]   # what this command would have written there
+        raise refuse(folder, f"exists and is not a folder wsemoe wrote (not a wsemoe {what} folder); refusing to "
                       "replace it (choose another path, or remove it yourself)")
     ow, okey = led.owner["writer"], led.owner.get("key")
     if ow != writer:

@@ -142,6 +142,17 @@ def is_up_to_date(path: Path, config_hash: str) -> bool:
     return True
 
 
+def names_results(source) -> bool:
+    """Whether an argument that takes a sweep YAML or a results folder (eval, export, columns, readings) names a
+    folder, read as results; a path that names nothing is refused here, in words that name both, so a mistyped
+    results folder is not reported as a missing YAML file."""
+    if not isinstance(source, (str, os.PathLike)):
+        return False   # a sweep as a dict or SweepConfig
+    if not os.path.lexists(source):
+        raise ResultsError("no such sweep YAML or results folder", loc=(str(source),))
+    return Path(source).is_dir()
+
+
 def load_manifest(path) -> dict:
     """The verified manifest of a complete results folder; a one-line error otherwise."""
     path = Path(path)

@@ -49,7 +49,7 @@ GROUPS = [
 
 def sweep_config(source):
     """A SweepConfig from a sweep file, a dict, or a results folder (its resolved config.yaml)."""
-    if isinstance(source, (str, Path)) and Path(source).is_dir():
+    if store.names_results(source):
         store.load_manifest(source)  # a results folder: complete and ours, or a one-line error
         return load_config(Path(source) / "config.yaml")
     return load_config(source)

@@ -116,6 +116,11 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
     feasible = feasible and every_point  # front rows are feasible by definition
     order = parse_sort(sort, known, man.get("objectives", {}))
+    if not columns:   # the default view shows what the question is about: rows sorted or kept by a column show it
+        asked = [c for c in [*(c for c, _ in order), *(flt.columns if flt else [])] if c != "point"]
+        shown = list(dict.fromkeys([*shown, *asked]))
+        priority = list(dict.fromkeys([*priority[:1], *asked, *priority[1:]]))
+        required = list(dict.fromkeys([*required, *asked]))
     limit = None if limit is None else whole(limit, "--limit", 0) or None   # 0: all, as --limit 0
     # a front per system (or model): a limit takes the best rows of every front in turn, so a sweep about a
     # system shows it even when another's front is longer (cerebras_serving: 20 rows, none of them CS-3)

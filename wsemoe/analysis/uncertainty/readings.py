@@ -10,7 +10,6 @@ config (an option equal to the configured value) are evaluated once. `analysis.r
 from __future__ import annotations
 
 import itertools
-import os
 import json
 import time
 from dataclasses import dataclass
@@ -269,7 +268,7 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None,
     from wsemoe.sweep.run import run_sweep
 
     force = flag(force, "force")
-    if isinstance(target, (str, os.PathLike)) and Path(target).is_dir():   # a dict was a TypeError from Path
+    if store.names_results(target):
         store.load_manifest(target)
         path, cfg = Path(target), load_config(Path(target) / "config.yaml")
     else:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from wsemoe.analysis.uncertainty import unknowns as unknowns_mod
 from wsemoe.analysis.uncertainty.sampled import ROWS_PER_CHUNK, Sampled
-from wsemoe.arguments import flag, whole
+from wsemoe.arguments import choice, flag, whole
 from wsemoe.errors import ConfigError
 from wsemoe.store import ledger
 from wsemoe.store import writer
@@ -48,8 +48,7 @@ def problem(unknowns) -> dict:
 def design(unknowns, method: str, samples: int, seed: int) -> np.ndarray:
     """Unit-cube samples: Sobol (Saltelli) with N·(d+2) rows, N the smallest power of two reaching `samples`;
     Morris with enough trajectories of d+1 rows each."""
-    if method not in METHODS:
-        raise ConfigError(f"method must be one of {', '.join(METHODS)}", loc=("--method",))
+    choice(method, METHODS, "--method")
     samples = whole(samples, "--samples", 1, MAX_SAMPLES)
     d = len(unknowns)
     if method == "sobol":

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from wsemoe.arguments import choice
 from wsemoe.errors import ConfigError, ResultsError
 from wsemoe.report.figures import (fig_balance, fig_bta, fig_comm, fig_memory, fig_mesh, fig_pareto, fig_readings,
                                    fig_roofline, fig_sensitivity, fig_serving, fig_streaming, fig_versus)
@@ -51,7 +52,7 @@ def _wanted(only) -> dict:
             continue
         hit = next((f for s, f in stems.items() if fnmatch.fnmatchcase(item, s)), None)
         if hit is None:
-            known = sorted([*names, *stems])
+            known = sorted({*names, *stems})   # a family and its figure may share a name (pareto)
             close = difflib.get_close_matches(str(item), known, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
             raise ConfigError(f"no figure or figure family named '{item}'{hint}", loc=("--only",))
@@ -105,8 +106,7 @@ def plot_results(path, only=None, formats=FORMATS, force: bool = False, on_progr
     path = Path(path)
     formats = tuple(dict.fromkeys(formats or FORMATS))
     for ext in formats:
-        if ext not in ALL_FORMATS:
-            raise ConfigError(f"unknown format '{ext}'; use {', '.join(ALL_FORMATS)}", loc=("--format",))
+        choice(ext, ALL_FORMATS, "--format")
     sources = _sources(path)
     for source in sources:
         store.load_manifest(source)  # a damaged folder is refused before any plots/ is looked at

@@ -5,11 +5,13 @@ serving model reads. A run that cannot be modelled keeps its row with the reason
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import warnings
 from pathlib import Path
 
+from wsemoe.config.files import read_text
 from wsemoe.errors import ConfigError
 from wsemoe.specs.layers import MAX_CONTEXT
 from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
@@ -39,22 +41,25 @@ BACKENDS = ("trtllm", "vllm", "sglang")
 # others measure like one-server runs too (no network-bound step). "as_written": the columns as they stand.
 WIDE_LAYOUT = "one_server"
 MAX_ROWS = 1_000_000
+MAX_BYTES = 2**29   # 512 MiB: MAX_ROWS rows of the shipped file's 360 bytes each fit
 
 
 def read(path: Path):
     """The file as a DataFrame of its columns (every required column present), or a one-line error."""
     import pandas as pd
 
+    # Read as every user-named input is (config/files.read_text): a pipe or device is refused before it is
+    # opened (pandas would block on a FIFO for ever), and the size is capped
+    text = read_text(path, MAX_BYTES, "CSV file of measured runs")
     try:
         # index_col=False: a row with more fields than the header is not read shifted by one column; pandas then
         # drops its extra fields with a warning, which is the error here
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(path, nrows=MAX_ROWS + 1, dtype={"id": str, "backend_version": str}, index_col=False)
+            frame = pd.read_csv(io.StringIO(text), nrows=MAX_ROWS + 1, dtype={"id": str, "backend_version": str},
+                                index_col=False)
     except pd.errors.ParserWarning:
         raise ConfigError("a row has more fields than the header", loc=(str(path),)) from None
-    except FileNotFoundError:
-        raise ConfigError("no such file", loc=(str(path),)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"not a CSV file of measured runs ({type(exc).__name__})", loc=(str(path),)) from None
     missing = [c for c in COLUMNS if c not in frame.columns]
