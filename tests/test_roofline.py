@@ -236,13 +236,15 @@ def test_a_figure_without_its_sram_system_says_so_on_the_image_and_why_in_the_ca
     assert "every MAC reads its operands from its own PE's SRAM" in text and "the fabric" in text
 
 
-def test_coincident_best_markers_both_stay_visible(plotted):
+def test_coincident_best_markers_both_stay_visible(tmp_path):
     """DeepSeek-V3's dense FFN and output head share a point: the head's marker, drawn the same size on top,
     hid the dense FFN's, whose label floated beside nothing. A marker on an earlier one is smaller (the earlier
-    stays a ring around it) and every stage drawn is named."""
+    stays a ring around it) and every stage drawn is named. At TP 1, where the dense FFN all-reduces nothing
+    (at TP 4 or 8 its all-reduce sets it below the head)."""
     from wsemoe.report.figures import plots
 
-    fig = dict(plots.figures(plotted[0], only=["roofline"]))["roofline"]
+    res = run_sweep({**RESIDENT, "axes": {**RESIDENT["axes"], "mapping.tp": [1]}}, out_root=tmp_path)
+    fig = dict(plots.figures(res.path, only=["roofline"]))["roofline"]
     checked = 0
     for ax in fig.axes:
         best = [c for c in ax.collections if len(c.get_offsets()) == 1 and len(c.get_edgecolor())

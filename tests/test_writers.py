@@ -128,7 +128,7 @@ TARGETS = {
     "a new file in a read-only folder": (lambda s: f"ro/new{s}", "ro"),
     "a read-only file": (lambda s: f"ro-file{s or '.txt'}", "ro-file"),
     "a missing parent": (lambda s: f"missing/deeper/new{s}", "missing"),
-    "the current folder": (lambda s: ".", "w"),
+    "the current folder": (lambda s: ".", ".]"),   # named as typed ("[.]", "[--output -> .]"), as every path is
     "the parent folder": (lambda s: "..", ""),
     "a path into a file": (lambda s: f"notes.txt/new{s}", "notes.txt"),
     "a folder holding a user's .wsemoe.json": (lambda s: f"hasjson/new{s}", ".wsemoe.json"),
@@ -214,12 +214,15 @@ def test_a_file_writer_replaces_its_own_file_and_nothing_a_user_edited(writer, w
 
 
 def test_force_replaces_another_commands_file_but_never_a_users(work, runner):
-    assert runner.invoke(app, ["schema", "-o", "shared.html"]).exit_code == 0
+    # two commands that write a file of one kind (an output's name must say its kind): both write SVG figures
+    runs = Path(__file__).parent / "data" / "silicon" / "silicon_given.csv"
+    assert runner.invoke(app, ["validate", "--silicon", str(runs), "--plot", "shared.svg"]).exit_code == 0
     before = snapshot(work)
-    one_line_error(runner.invoke(app, ["report", "results/fs", "-o", "shared.html"]), "wsemoe schema", "--force")
+    compare = ["compare", "results/fs", "results/other", "--plot", "shared.svg"]
+    one_line_error(runner.invoke(app, compare), "wsemoe validate", "--force")
     assert snapshot(work) == before
-    assert runner.invoke(app, ["report", "results/fs", "-o", "shared.html", "--force"]).exit_code == 0
-    assert "<!DOCTYPE html>" in (work / "shared.html").read_text()
+    assert runner.invoke(app, compare + ["--force"]).exit_code == 0
+    assert ledger.read(work).entry("shared.svg")["writer"] == "compare"
     before = snapshot(work)
     for force in ([], ["--force"]):  # a user's file that mentions the tool is still the user's
         one_line_error(runner.invoke(app, ["report", "results/fs", "-o", "notes.html", *force]), "notes.html")

@@ -19,9 +19,8 @@ def file_kind(path: Path, allowed, option: str) -> str:
     naming the option: a command writes what its file's name says or nothing."""
     kind = path.suffix.lstrip(".").lower()
     if kind not in allowed:
-        shown = str(path.resolve()) if path.name in ("", "..") else str(path)   # "." and ".." name a folder by where
         raise ConfigError(f"name a {', '.join('.' + a for a in allowed[:-1])} or .{allowed[-1]} file"
-                          if len(allowed) > 1 else f"name a .{allowed[0]} file", loc=(option, shown))
+                          if len(allowed) > 1 else f"name a .{allowed[0]} file", loc=(option, shown_path(path)))
     return kind
 
 

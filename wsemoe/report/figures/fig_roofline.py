@@ -209,7 +209,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     extra = r.rows([*picked, at], [*STAGE_COLUMNS, *TERM_COLUMNS])
     best = pd.concat([df.loc[at], extra.loc[at]])
     shown = df.loc[picked].join(extra[[c for c in STAGE_COLUMNS if c in extra]])
-    ais, roofs, parts, drawn, lows, marks, labels, hollow = [], [peak], [], set(), [], [], [], False
+    ais, roofs, parts, drawn, lows, marks, labels, hollow, stacked = [], [peak], [], set(), [], [], [], False, []
     for i, stage in enumerate(STAGES):
         if stage not in _stages(r, df):
             continue
@@ -230,11 +230,16 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         # dense FFN's marker, whose label floated beside nothing)
         on = next((k for k, (x, y) in enumerate(marks) if abs(np.log10(b_ai / x)) < SAME and
                    abs(np.log10(b_run / y)) < SAME), None)
-        ax.scatter([b_ai], [b_run], s=60 if on is None else 22, color=PALETTE[i], edgecolor="k", lw=0.6,
-                   zorder=5 if on is None else 5.5)
+        # each further stage on the same point smaller again (60, 24, 8 pt²), drawn above the last: at TP 1
+        # attention, dense FFN and output head coincide, and two markers of one size hid the dense FFN's
+        inner = 0 if on is None else sum(1 for k in stacked if k == on) + 1
+        stacked += [] if on is None else [on]
+        ax.scatter([b_ai], [b_run], s=(60, 24, 8)[min(inner, 2)], color=PALETTE[i], edgecolor="k", lw=0.6,
+                   zorder=5 + 0.5 * inner)
         if on is not None:
             labels[on] = ax.annotate(f" = {STAGES[stage].split(' (')[0]}", (1, 0), xycoords=labels[on], va="bottom",
                                      fontsize=8, color=PALETTE[i])
+            labels[on].wsemoe_chained = True   # textfit.separate_marker_labels keeps other labels off it
         else:
             # a label near an earlier one (within LABEL_NEAR decades both ways) goes up and left of its marker:
             # all to the lower right, the output head's label sat on the attention marker (cerebras_serving)

@@ -77,15 +77,26 @@ def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> No
     renderer = fig._get_renderer()
     for ax in fig.axes:
         placed = []
+        # names chained onto a label (' = dense FFN' after 'attention': markers on one point) stand where their
+        # label does: obstacles too, found again as their label moves
+        chained = [t for t in ax.texts if getattr(t, "wsemoe_chained", False)]
         for text in (t for t in ax.texts if getattr(t, "wsemoe_marker_label", False)):
             box = text.get_window_extent(renderer)
             for _ in range(most):
-                if not any(box.overlaps(p) for p in placed):
+                taken = placed + [c.get_window_extent(renderer) for c in chained if _anchor(c) is not text]
+                if not any(box.overlaps(p) for p in taken):
                     break
                 x, y = text.xyann
                 text.xyann = (x, y - step)
                 box = text.get_window_extent(renderer)
             placed.append(box)
+
+
+def _anchor(text):
+    """The label a chain of annotations (each placed on the one before) hangs from."""
+    while getattr(text, "wsemoe_chained", False):
+        text = text.xycoords
+    return text
 
 
 class Grouped(ticker.ScalarFormatter):
