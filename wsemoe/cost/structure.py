@@ -305,11 +305,14 @@ def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeak
 def _collective_steps(pl: mp.Placement, flow: str, dirs: int) -> dict:
     """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce and (HER) dense all-reduce."""
     out = {"allreduce": collectives.attention_steps(pl, flow, dirs), "reduce": collectives.reduce_steps(pl, flow, dirs),
-           "gradient": collectives.gradient_steps(pl, dirs),
-           # a dense FFN split over the TP group leaves partial sums on every member: its group's own ring all-reduce
-           "ffn_allreduce": collectives.home_steps(pl, dirs)}
+           "gradient": collectives.gradient_steps(pl, dirs)}
+    # A dense FFN split over the TP group leaves partial sums on every member: its group's own ring all-reduce,
+    # which on a flat placement is the attention's all-reduce itself (the same steps: `collective_phases` then
+    # finds their peaks once)
+    home = out["allreduce"] if pl.cross_rings is None else collectives.home_steps(pl, dirs)
+    out["ffn_allreduce"] = home
     if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
-        out["dense_allreduce"] = collectives.home_steps(pl, dirs)
+        out["dense_allreduce"] = home
     return out
 
 
@@ -321,7 +324,11 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     layout = topo.Layout(topology, rows, cols, tuple(wafers), domain)
     pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     _, flow = token_flow(topology, strategy, token_source)
-    out = {name: phase_peaks(layout, steps) for name, steps in _collective_steps(pl, flow, coll.ring_directions).items()}
+    out, found = {}, {}
+    for name, steps in _collective_steps(pl, flow, coll.ring_directions).items():
+        if id(steps) not in found:   # phases that share their steps share their peaks
+            found[id(steps)] = phase_peaks(layout, steps)
+        out[name] = found[id(steps)]
     if topology == "switch" and coll.switch_reduction:
         for name in ("allreduce", "ffn_allreduce"):
             out[name] = _switch_reduction(layout, pl) or out[name]
