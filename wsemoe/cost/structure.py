@@ -10,9 +10,9 @@ collective schedules on top of it (ring directions, combine routing, in-switch r
 
 Traffic is built as compact patterns (`cost.patterns`: transfer lists, factorised all-to-alls) and never kept:
 a structure holds peaks, statistics and per-link loads (O(N)); `phase_traffic` rebuilds a phase's N×N matrix
-on demand. Up to DENSE_MAX_NODES nodes (and on every switch) each step is evaluated on its N×N matrix, the
-general path every result was computed with; above, on the compact form, whose loads and statistics agree with
-it to rounding (tests), in memory that grows with the transfers rather than with N².
+on demand. Each step's peaks come from `fabric/peaks.py`: up to DENSE_MAX_NODES nodes (and on every switch)
+from its N×N matrix, the general path every result was computed with; above, from the compact form, whose loads
+and statistics agree with it to rounding (tests), in memory that grows with the transfers rather than with N².
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from wsemoe.cost.fabric import topology as topo
 from wsemoe.cost.fabric import mapping as mp
 from wsemoe.cost.fabric.cache import bounded_cache
 from wsemoe.cost.fabric.collectives import StepTraffic
+from wsemoe.cost.fabric.peaks import DENSE_MAX_NODES, PhasePeaks, Step, evaluable, phase_peaks  # noqa: F401 (API)
 
-DENSE_MAX_NODES = 1024   # a step on at most this many nodes is evaluated on its N×N matrix (8 MB)
 CACHE_NODES = 1 << 18    # nodes of the structures each cache holds (≈ 0.7 kB a node: ≈ 180 MB; 64 at 64×64)
 
 
@@ -38,30 +38,6 @@ def _held(value) -> int:
     if isinstance(value, dict):
         return max((p.loads.rows * p.loads.cols for p in value.values() if p.loads is not None), default=1)
     return value.layout.nodes
-
-
-@dataclass(frozen=True, eq=False)
-class Step:
-    """One sequential step of a phase, per unit of its volume: peaks by class, latency profile, ring rounds."""
-
-    max_link: float        # busiest class-0 link (on-wafer die-to-die link; none on a switch)
-    max_cross: float       # busiest class-1 link (wafer-crossing link; a switch's scale-out NIC direction)
-    max_inject: float
-    max_eject: float
-    profile: np.ndarray    # (K, 2) Pareto-maximal (class-0 hops, class-1 hops) of its transfers
-    rounds: float          # sequential traversals: ring rounds, 1 for a one-shot phase
-
-
-@dataclass(frozen=True, eq=False)
-class PhasePeaks:
-    """A phase: its steps, and statistics of its summed traffic (per unit of its volume)."""
-
-    steps: tuple
-    max_link: float        # busiest link of the summed loads, any class (heat-map scale, `<phase>_max_link_bytes`)
-    max_hops: float
-    mean_hops: float
-    idle_share: float
-    loads: mesh.LinkLoads | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,41 +106,6 @@ def expert_shares(num_experts: int, bal: BalanceKey, devices: int) -> tuple[np.n
             raise ValueError(f"histogram has {len(h)} experts, the model {num_experts}")
         return h / h.sum(), float("nan")
     return np.full(num_experts, 1.0 / num_experts), float("nan")
-
-
-def _evaluable(layout: topo.Layout, pattern):
-    """The form a step is evaluated on: its N×N matrix (the general path) on a switch or while matrices are small,
-    else the compact pattern itself."""
-    if layout.topology == "switch" or layout.nodes <= DENSE_MAX_NODES:
-        return pattern if isinstance(pattern, patterns.Dense) else patterns.Dense(pattern.dense())
-    return pattern
-
-
-def _step(layout: topo.Layout, p, rounds: int, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
-    """Peaks, profile and loads of one step's unit traffic (an evaluable pattern)."""
-    loads = p.loads(layout, routing) if layout.topology == "mesh" else None
-    send, recv = p.ports()
-    l0, l1 = topo.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
-    return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds)), loads
-
-
-def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
-    """A phase from its steps: each step's peaks, and statistics of the summed traffic."""
-    parts = [_evaluable(layout, s.pattern) for s in steps]
-    built = [_step(layout, p, s.rounds, routing) for p, s in zip(parts, steps)]
-    mean, longest = patterns.total(parts, layout.nodes).hop_stats(layout)
-    if layout.topology == "switch":
-        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None)
-    loads = _sum_loads(layout, [ld for _, ld in built])
-    return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads)
-
-
-def _sum_loads(layout: topo.Layout, parts: list) -> mesh.LinkLoads:
-    """The loads of sequential steps added link by link (a phase's total per unit)."""
-    if not parts:
-        return patterns.Transfers.empty(layout.nodes).loads(layout)
-    keys = ("east", "west", "south", "north", "inject", "eject")
-    return mesh.LinkLoads(parts[0].rows, parts[0].cols, *(sum(getattr(p, k) for p in parts) for k in keys))
 
 
 def _ring_hops(layout: topo.Layout, rings: np.ndarray) -> float:
@@ -285,7 +226,7 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
         # already spreads N/E copies of each, and replicas counted from one copy can undo that): keep the default.
         experts = before
         first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
-    first, dispatch = _evaluable(layout, first), _evaluable(layout, dispatch)
+    first, dispatch = evaluable(layout, first), evaluable(layout, dispatch)
     one = lambda p: [StepTraffic(p, 1, False)]  # noqa: E731
     return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),
                 phase_peaks(layout, one(dispatch.T)), phase_peaks(layout, one(dispatch.T), "reverse"),

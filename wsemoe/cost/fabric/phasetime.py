@@ -1,6 +1,6 @@
 """Time of a communication phase from its steps' per-unit peaks, vectorized over design points.
 
-A phase is a sequence of steps (structure.Step). Scaled by σ bytes per unit, step k takes
+A phase is a sequence of steps (peaks.Step). Scaled by σ bytes per unit, step k takes
 
     volume_k  = max(σ·L0_k / BW0, σ·L1_k / BW1, σ·I_k / BW_port, σ·E_k / BW_port)
     latency_k = rounds_k · max_p(a_kp · t0 + b_kp · t1)

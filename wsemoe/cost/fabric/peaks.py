@@ -1,0 +1,77 @@
+"""A phase's peaks: each sequential step of its unit traffic evaluated on the fabric (the busiest link of each
+class, injection and ejection ports, its latency profile and ring rounds), and statistics of their sum.
+
+Up to DENSE_MAX_NODES nodes (and on every switch) a step is evaluated on its N×N matrix, the general path every
+result was computed with; above, on the compact pattern, whose loads and statistics agree with it to rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wsemoe.cost.fabric import mesh, patterns
+from wsemoe.cost.fabric import topology as topo
+from wsemoe.cost.fabric.collectives import StepTraffic
+
+DENSE_MAX_NODES = 1024   # a step on at most this many nodes is evaluated on its N×N matrix (8 MB)
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One sequential step of a phase, per unit of its volume: peaks by class, latency profile, ring rounds."""
+
+    max_link: float        # busiest class-0 link (on-wafer die-to-die link; none on a switch)
+    max_cross: float       # busiest class-1 link (wafer-crossing link; a switch's scale-out NIC direction)
+    max_inject: float
+    max_eject: float
+    profile: np.ndarray    # (K, 2) Pareto-maximal (class-0 hops, class-1 hops) of its transfers
+    rounds: float          # sequential traversals: ring rounds, 1 for a one-shot phase
+
+
+@dataclass(frozen=True, eq=False)
+class PhasePeaks:
+    """A phase: its steps, and statistics of its summed traffic (per unit of its volume)."""
+
+    steps: tuple
+    max_link: float        # busiest link of the summed loads, any class (heat-map scale, `<phase>_max_link_bytes`)
+    max_hops: float
+    mean_hops: float
+    idle_share: float
+    loads: mesh.LinkLoads | None = field(default=None, repr=False)
+
+
+def evaluable(layout: topo.Layout, pattern):
+    """The form a step is evaluated on: its N×N matrix (the general path) on a switch or while matrices are small,
+    else the compact pattern itself."""
+    if layout.topology == "switch" or layout.nodes <= DENSE_MAX_NODES:
+        return pattern if isinstance(pattern, patterns.Dense) else patterns.Dense(pattern.dense())
+    return pattern
+
+
+def step_peaks(layout: topo.Layout, p, rounds: int, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
+    """Peaks, profile and loads of one step's unit traffic (an evaluable pattern)."""
+    loads = p.loads(layout, routing) if layout.topology == "mesh" else None
+    send, recv = p.ports()
+    l0, l1 = topo.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
+    return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds)), loads
+
+
+def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:
+    """A phase from its steps: each step's peaks, and statistics of the summed traffic."""
+    parts = [evaluable(layout, s.pattern) for s in steps]
+    built = [step_peaks(layout, p, s.rounds, routing) for p, s in zip(parts, steps)]
+    mean, longest = patterns.total(parts, layout.nodes).hop_stats(layout)
+    if layout.topology == "switch":
+        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None)
+    loads = sum_loads(layout, [ld for _, ld in built])
+    return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads)
+
+
+def sum_loads(layout: topo.Layout, parts: list) -> mesh.LinkLoads:
+    """The loads of sequential steps added link by link (a phase's total per unit)."""
+    if not parts:
+        return patterns.Transfers.empty(layout.nodes).loads(layout)
+    keys = ("east", "west", "south", "north", "inject", "eject")
+    return mesh.LinkLoads(parts[0].rows, parts[0].cols, *(sum(getattr(p, k) for p in parts) for k in keys))
