@@ -30,7 +30,10 @@ def test_the_published_parameter_count_is_what_the_state_counts():
 
 
 def test_a_dense_70b_on_one_tp8_server_holds_16_bytes_a_parameter_and_does_not_fit():
-    # one TP group of all 8 GPUs: every parameter has one copy, so sharding splits nothing
+    # one TP group of all 8 GPUs: every parameter has one copy, so sharding splits nothing. Llama-3.1-70B's
+    # config: 80 layers of H 8,192 (64 query and 8 KV heads of 128, FFN 28,672), vocabulary 128,256, untied head
+    layer = 2 * 8192 * 8192 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672 + 2 * 8192
+    assert 80 * layer + 2 * 128256 * 8192 + 8192 == 70_553_706_496   # its model card's "70B"
     row = _row(model="llama-3.1-70b", **{"mapping.tp": 8})
     assert row["mem_train_state_node_bytes"] == pytest.approx(70_553_706_496 / 8 * (GRAD + ADAM), rel=1e-6)
     assert row["mem_weights_node_bytes"] == pytest.approx(70_553_706_496 / 8 * 2, rel=1e-6)

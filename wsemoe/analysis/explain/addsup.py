@@ -175,9 +175,9 @@ def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str,
     out = []
     if "tpot_s" in row:
         step, seqs = _get(row, "step_time_s"), _get(row, "sequences_per_microbatch")
-        tpot = step * turns(comm_overlap)   # two micro-batches take turns on the nodes under microbatch
+        tpot = step * (n := turns(comm_overlap))   # two micro-batches take turns on the nodes under microbatch
         text = f"one decode step {_t(step)}: every one of the {number(seqs)} sequences gets its next token" if \
-            tpot == step else f"2 × decode step {_t(step)} = {_t(tpot)}: two micro-batches of {number(seqs)} alternate"
+            n == 1 else f"{n} × decode step {_t(step)} = {_t(tpot)}: {n} micro-batches of {number(seqs)} alternate"
         out.append(("tpot_s", row["tpot_s"], "s", f"{text} {_check(tpot, _get(row, 'tpot_s'))}"))
         out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s", f"1 / {_t(tpot)} = "
                     f"{1 / tpot:,.6g} tokens/s {_check(1 / tpot, _get(row, 'tokens_per_s_per_user'))}"))

@@ -70,22 +70,30 @@ def expert_copy_bytes(m, wl):
     return params.expert_params(m) * formats.expert_bytes(wl)
 
 
-def resident_weights_node(hw, m, wl, tp, slots=None):
-    """Bytes each node keeps: all weights (resident) or the attention weights held across G tiles (streamed).
-
-    Resident: attention, dense FFN, shared experts and embeddings split over the TP group;
-    routed experts spread over all nodes (expert parallelism).
-    """
+def resident_node(hw, m, wl, tp, slots=None) -> tuple[Part, Part]:
+    """What each node keeps resident, as (attention-side weights, routed experts): attention, dense FFN, shared
+    experts, router and embeddings split over the TP group (every attention group holds a copy); routed experts
+    spread over all nodes (expert parallelism), `slots` copies on the node (balancer replicas fill spare slots)."""
     w = layer_weights(m, wl)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
-    nodes = topology.system_nodes(hw)
+
+    def split(attr):
+        return (L * getattr(w["attn"], attr) + Lm * (getattr(w["shared"], attr) + getattr(w["router"], attr))
+                + (L - Lm) * getattr(w["dense_ffn"], attr) + getattr(w["embedding"], attr)) / tp
+
+    slots = experts_per_node(m, topology.system_nodes(hw)) if slots is None else slots
+    experts = Lm * slots * params.expert_params(m)
+    return Part(split("params"), split("nbytes")), Part(experts, Lm * slots * expert_copy_bytes(m, wl))
+
+
+def resident_weights_node(hw, m, wl, tp, slots=None):
+    """Bytes each node keeps: all weights (resident, `resident_node`) or the attention weights held across G
+    tiles (streamed)."""
     if hw.weight_source == "streamed":
         # Attention weights of the current layer stay on-wafer while its G tiles run.
-        return w["attn"].nbytes / nodes
-    tp_split = (L * w["attn"].nbytes + Lm * (w["shared"].nbytes + w["router"].nbytes)
-                + (L - Lm) * w["dense_ffn"].nbytes + w["embedding"].nbytes) / tp
-    slots = experts_per_node(m, nodes) if slots is None else slots  # balancer replicas fill spare slots
-    return tp_split + Lm * slots * expert_copy_bytes(m, wl)
+        return layer_weights(m, wl)["attn"].nbytes / topology.system_nodes(hw)
+    shared, experts = resident_node(hw, m, wl, tp, slots)
+    return shared.nbytes + experts.nbytes
 
 
 def training_state_node(hw, m, wl, tp, slots=None):
@@ -99,13 +107,9 @@ def training_state_node(hw, m, wl, tp, slots=None):
     """
     if wl.mode != "train" or hw.weight_source != "resident":
         return 0.0 * tp
-    w = layer_weights(m, wl)
-    L, Lm = m.num_hidden_layers, params.moe_layers(m)
     nodes = topology.system_nodes(hw)
-    shared = (L * w["attn"].params + Lm * (w["shared"].params + w["router"].params)
-              + (L - Lm) * w["dense_ffn"].params + w["embedding"].params) / tp
     slots = experts_per_node(m, nodes) if slots is None else slots
-    experts = Lm * slots * params.expert_params(m)
+    shared, experts = (part.params for part in resident_node(hw, m, wl, tp, slots))
     if wl.optimizer_sharding == "data_parallel":
         # copies: nodes/tp attention groups hold each attention-side weight; slots·nodes/E hosts hold an expert
         optimizer = shared * tp / nodes + experts / np.maximum(slots * nodes / m.num_experts, 1.0)
