@@ -223,14 +223,13 @@ def sized_for(pe, m, wl, cap):
     for batch, ok in zip(rungs, fits):
         top = np.where(ok, batch, top)
     own = regions.region_bytes(m, wl, np.where(top >= wl.B, top, wl.B))
+    offered = [(batch, (batch >= wl.B) & (batch < top) & ok) for batch, ok in zip(rungs, fits)]  # top: own's
+    offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
+    regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
     u0, w0, c0 = regions.layouts(m, W, own, u_pack, pes_total)
     first = region_pes(own, u0[:1], w0[:1])
     us, ws, cs, pes = [u0], [w0], [c0], [region_pes(own, u0, w0)]
-    for batch, ok in zip(rungs, fits):
-        ok = (batch >= wl.B) & (batch < top) & ok   # the top rung is the first candidate already
-        if not np.any(ok):
-            continue
-        nbytes = regions.region_bytes(m, wl, batch)
+    for nbytes, ok in offered:
         u, w, c = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
         mine = region_pes(nbytes, u, w)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
