@@ -55,11 +55,11 @@ def varying_axes(path, manifest: dict) -> list[str]:
     return [a for a in manifest.get("axes", []) if counts.get(a, 2) > 1]
 
 
-def default_columns(path, manifest: dict, source: str) -> tuple[list[str], list[str]]:
+def default_columns(path, manifest: dict, source: str, axes: list[str] | None = None) -> tuple[list[str], list[str]]:
     """(display order, keep-first order) of the columns shown when none are asked for. Every point's rows
     keep `feasible` first (a narrow table never hides which rows are infeasible); front rows, all feasible,
     keep how many points each stands for."""
-    axes = varying_axes(path, manifest)
+    axes = varying_axes(path, manifest) if axes is None else axes   # `axes`: varying_axes as the caller has it
     objectives = list(manifest.get("objectives", {}))
     extra = ["bound", "feasible", "infeasible_reason"] if source == "points" else ["bound", TIES]
     groups = [a for a in manifest.get("pareto_groups") or [] if a in axes]  # which front a row belongs to
@@ -106,8 +106,10 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     man = store.load_manifest(path)
     source = "points" if every_point else "pareto"
     known = columns_of(man) + ([TIES] if source == "pareto" else [])
-    shown, priority = default_columns(path, man, source)
-    required = [c for c in shown if c in (*varying_axes(path, man), *man.get("objectives", {}), "bound", "feasible")]
+    axes = varying_axes(path, man)   # reads the config: once
+    shown, priority = default_columns(path, man, source, axes)
+    needed = {*axes, *man.get("objectives", {}), "bound", "feasible"}
+    required = [c for c in shown if c in needed]
     if columns:
         _check_names(columns, known, "column", ("--columns",))
         shown = priority = required = list(dict.fromkeys(columns))
