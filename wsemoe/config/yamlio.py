@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 
 import yaml
 
@@ -58,8 +62,34 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _n
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 
 
+# Documents parsed, by their text's digest: a results folder's config is read by several steps of one command
+# (listing, columns, figures) and pure-Python YAML parsing is ~100× a copy of what it gives. Each caller gets
+# its own copy (callers may change what they get); a document that fails to parse is never kept.
+_PARSED: OrderedDict = OrderedDict()
+_PARSED_MAX = 256
+_PARSED_MAX_CHARS = 1 << 16   # hand-written configs and presets: a few kB each
+_PARSED_LOCK = threading.Lock()   # threads of a Dask worker may read configs at once
+
+
 def loads(text: str, source: str = "<string>"):
     """Parse YAML text strictly; any problem becomes a one-line ConfigError naming `source`."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass")).digest() if len(text) <= _PARSED_MAX_CHARS else None
+    with _PARSED_LOCK:
+        kept = _PARSED.get(key) if key is not None else None
+        if kept is not None:
+            _PARSED.move_to_end(key)
+    if kept is not None:
+        return copy.deepcopy(kept[0])
+    value = _parse(text, source)
+    if key is not None:
+        with _PARSED_LOCK:
+            _PARSED[key] = (copy.deepcopy(value),)
+            while len(_PARSED) > _PARSED_MAX:
+                _PARSED.popitem(last=False)
+    return value
+
+
+def _parse(text: str, source: str):
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
     except ConfigError as exc:
