@@ -53,12 +53,15 @@ def evaluate(path: Path, stacks: dict | None = None, holdout: str | None = None)
 def _rows(r, cf) -> list[dict]:
     """One record per run of the file, in its order: measurement, prediction (None with the reason)."""
     out = []
+    # each configuration's (fits, predictions), looked up per run (a DataFrame's .at per run was most of this)
+    pred = dict(zip(cf.index, zip(cf["fits"], cf["pred_ttft_ms"], cf["pred_tpot_ms"])))
     for rec in r.rows.to_dict("records"):
         c, reason = int(rec["config"]), rec["reason"]
         p_ttft = p_tpot = None
         if c >= 0:
-            if cf.at[c, "fits"]:
-                p_ttft, p_tpot = float(cf.at[c, "pred_ttft_ms"]), float(cf.at[c, "pred_tpot_ms"])
+            fits, ttft, tpot = pred[c]
+            if fits:
+                p_ttft, p_tpot = float(ttft), float(tpot)
             else:
                 reason = NO_FIT
         out.append({"id": rec["id"], "system": rec["system"], "model_path": rec["model_path"],
