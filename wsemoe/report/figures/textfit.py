@@ -38,6 +38,13 @@ def fit_axis_labels(fig: Figure) -> None:
                 text.set_text("\n".join(textwrap.wrap(words, chars)) or words)
 
 
+def laid_out(fig: Figure) -> None:
+    """Lay the figure out unless nothing changed since it last was (matplotlib marks a figure stale when any of
+    its artists changes): each fitting step measures the layout, and a draw is most of what rendering costs."""
+    if fig.stale:
+        fig.draw_without_rendering()
+
+
 def thin_tick_labels(fig: Figure) -> None:
     """Drop an x tick whose label would overlap the one before it on axes whose ticks sit at given values
     (`log2_ticks`: wafer counts 12, 13, 15 on a narrow panel ran into '1213'), label and tick mark together: a
@@ -45,7 +52,7 @@ def thin_tick_labels(fig: Figure) -> None:
     fixed = [ax for ax in fig.axes if isinstance(ax.xaxis.get_major_locator(), ticker.FixedLocator)]
     if fig.get_layout_engine() is None or not fixed:
         return  # a frozen layout was thinned when it was first drawn; no given ticks, nothing to thin (no draw)
-    fig.draw_without_rendering()
+    laid_out(fig)
     renderer = fig._get_renderer()
     for ax in fixed:
         last, kept = None, []
@@ -73,7 +80,7 @@ def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> No
     marked = any(getattr(t, "wsemoe_marker_label", False) for ax in fig.axes for t in ax.texts)
     if fig.get_layout_engine() is None or not marked:
         return  # a frozen layout was separated when it was first drawn; no marker labels, no draw
-    fig.draw_without_rendering()
+    laid_out(fig)
     renderer = fig._get_renderer()
     for ax in fig.axes:
         placed = []
