@@ -86,10 +86,11 @@ def summarize(result) -> pd.DataFrame:
     fact = merged[population(merged)]
     screen = screened(result)
     rows = []
+    facts = dict(iter(fact.groupby(["quantity", "group"], sort=False)))   # one pass, not one filter per group
     for (q, g), d in merged.groupby(["quantity", "group"], sort=False):
         conf = d.loc[d["role"] == "configured", "value"]
         conf = float(conf.iloc[0]) if len(conf) else math.nan
-        f = fact[(fact["quantity"] == q) & (fact["group"] == g)]
+        f = facts.get((q, g), fact.iloc[:0])
         ok = f[np.isfinite(f["value"])]
         dflt = ok
         for n in names:
