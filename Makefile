@@ -34,17 +34,18 @@ demo: $(STAMP)
 	@echo "done: results/ holds every sweep and its plots/. To use wsemoe in this shell: source $(BIN)/activate"
 
 # Layer contracts first (cheap), then the suite on every core (one test file per worker, so module
-# fixtures are built once). Property tests run the derandomized `ci` hypothesis profile (tests/conftest.py):
-# same examples every run. Coverage is its own target: tracing every line (CLI subprocesses and workers
-# included) takes the suite from 6.0 to 10.1 CPU-minutes, and nothing in the suite asserts on it.
+# fixtures are built once; the slowest files first, tests/conftest.py SLOWEST_FIRST). Property tests run the
+# derandomized `ci` hypothesis profile (tests/conftest.py): same examples every run. Coverage is its own
+# target: tracing every line (CLI subprocesses and workers included) takes the suite from 6.0 to 10.1
+# CPU-minutes, and nothing in the suite asserts on it.
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # The same suite with line coverage of wsemoe/ (workers and CLI subprocesses too), the report printed last.
 coverage: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n auto --dist loadfile --cov --cov-report=term
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --cov --cov-report=term
 
 # The fuzz tests, randomized, 10,000 examples each (about 40 minutes on the shared 2-core machine); nothing is stored.
 fuzz: $(STAMP)
