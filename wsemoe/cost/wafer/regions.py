@@ -245,7 +245,7 @@ def densities(u_pack, u_fill):
 SHARES = (1.0, 4.0, 16.0)   # attention's PEs over its bytes' share a layout may give a MoE layer (its ops are many)
 
 
-def _shared(m, nbytes: dict, w):
+def _shared(nbytes: dict, w):
     """The bytes a split orders when a MoE layer's attention region takes `w` times its bytes' share."""
     return {**nbytes, "moe": nbytes["moe"] + (w - 1.0) * nbytes["attention"]}
 
@@ -254,7 +254,7 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
     """Search in one pass the splits `layouts` will ask of each byte set in `many` (stagesplit.once keeps each
     combination's result): a pass costs its loop over the layers, not its arrays' width, so one wide search
     replaces one per byte set and share, and each combination's result is the one it would get alone."""
-    items = [_shared(m, nbytes, w) for nbytes in many for w in (shares if params.moe_layers(m) > 0 else shares[:1])]
+    items = [_shared(nbytes, w) for nbytes in many for w in (shares if params.moe_layers(m) > 0 else shares[:1])]
     keys = ("dense", "moe", "expert", "embedding", "head")
     shape = np.broadcast_shapes(*(np.shape(it[k]) for it in items for k in keys))
     split(m, wafers, {k: np.stack([np.broadcast_to(it[k], shape) for it in items]) for k in keys})
@@ -267,7 +267,7 @@ def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES):
     PEs and SRAM for every ω (see `densities`)."""
     us, ws, cs = [], [], []
     for w in shares if params.moe_layers(m) > 0 else shares[:1]:
-        plan = split(m, wafers, _shared(m, nbytes, w))
+        plan = split(m, wafers, _shared(nbytes, w))
         fill = plan["peak"] / cap
         u = densities(u_pack, fill)
         fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
