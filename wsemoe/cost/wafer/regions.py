@@ -119,6 +119,9 @@ def _structure(m) -> tuple:
     return ("pattern", tuple(f == "moe" for f, _ in mx.sequence)) if mx is not None else ("prefix", int(m.num_hidden_layers))
 
 
+SPLIT_BYTES = ("dense", "moe", "expert", "embedding", "head")   # what a split reads of region_bytes (`_parts`)
+
+
 def _parts(m, nbytes: dict) -> dict:
     """The items a split orders (cost/wafer/stagesplit.py): a dense layer, a MoE layer's attention part (all but
     its routed experts), one routed expert, the experts per layer, embedding and head; and the dense prefix."""
@@ -255,9 +258,8 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
     combination's result): a pass costs its loop over the layers, not its arrays' width, so one wide search
     replaces one per byte set and share, and each combination's result is the one it would get alone."""
     items = [_shared(nbytes, w) for nbytes in many for w in (shares if params.moe_layers(m) > 0 else shares[:1])]
-    keys = ("dense", "moe", "expert", "embedding", "head")
-    shape = np.broadcast_shapes(*(np.shape(it[k]) for it in items for k in keys))
-    split(m, wafers, {k: np.stack([np.broadcast_to(it[k], shape) for it in items]) for k in keys})
+    shape = np.broadcast_shapes(*(np.shape(it[k]) for it in items for k in SPLIT_BYTES))
+    split(m, wafers, {k: np.stack([np.broadcast_to(it[k], shape) for it in items]) for k in SPLIT_BYTES})
 
 
 def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES):

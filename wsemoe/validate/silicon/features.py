@@ -37,14 +37,11 @@ def _link(hw, gpus):
     return hw.port_bw_bytes_per_s
 
 
-def one(res: dict, worker: str, shapes: dict | None = None) -> dict:
-    """Features of one resolved run for its `worker` ('agg', 'prefill' or 'decode'); `shapes` keeps each model
-    spec's serving quantities across runs (by the spec's identity)."""
-    shapes = {} if shapes is None else shapes
-    m = res["model"]
-    if id(m) not in shapes:
-        shapes[id(m)] = (m, shape(m))   # the spec is held beside its shape, so its identity is not reused
-    hw, lay, s = res["hardware"], res["workers"][worker], shapes[id(m)][1]
+def one(res: dict, worker: str, s=None) -> dict:
+    """Features of one resolved run for its `worker` ('agg', 'prefill' or 'decode'); `s`: its model's serving
+    shape when the caller has it already."""
+    hw, lay = res["hardware"], res["workers"][worker]
+    s = shape(res["model"]) if s is None else s
     share, of_total = kv_budget(res.get("backend", ""))
     return {"L": s.layers, "Lm": s.moe_layers, "H": s.hidden, "attn_w": s.attn_w, "dense_w": s.dense_w,
             "expert_w": s.expert_w, "shared_w": s.shared_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
@@ -62,6 +59,7 @@ def one(res: dict, worker: str, shapes: dict | None = None) -> dict:
 
 def arrays(resolved: list[dict], worker_of) -> dict:
     """Features of many runs as arrays; `worker_of(res)` names the worker each run is read for."""
-    shapes: dict = {}
-    rows = [one(r, worker_of(r), shapes) for r in resolved]
+    models = {id(r["model"]): r["model"] for r in resolved}   # each model spec once, however many runs serve it
+    shapes = {key: shape(m) for key, m in models.items()}
+    rows = [one(r, worker_of(r), shapes[id(r["model"])]) for r in resolved]
     return {k: np.array([r[k] for r in rows], dtype=float) for k in rows[0]} if rows else {}
