@@ -80,7 +80,7 @@ def crossover(view: ResultsView) -> Figure | None:
     taus = np.sort(pd.unique(view.points[TAU])).astype(float)
     _shade(ax, _memory_bound(view, base), taus, base)
     ax.axhline(1.0, color="0.25", lw=1.0, zorder=1)
-    seen, rows = [], []   # rows: the label rows used (one per metric with a crossing)
+    seen, crossed = [], []   # crossed: (tokens per device, colour) of every crossing, labelled at the foot
     for m, (metric, _) in enumerate(metrics.items()):
         ratios = best_ratios(view, metric, base)
         seen += list(ratios.to_numpy(dtype=float).ravel())
@@ -90,12 +90,16 @@ def crossover(view: ResultsView) -> Figure | None:
                     lw=1.6, color=PALETTE[h])
             for c in crossing.crossings(r):  # every crossing: a system can be behind, ahead, then behind again
                 ax.axvline(c.at, color=PALETTE[h], lw=0.8, ls=LINESTYLES[m], zorder=1, alpha=0.7)
-                ax.text(c.at, LABEL_FOOT + LABEL_STEP * m, f" {c.at:.3g}", transform=ax.get_xaxis_transform(),
-                        fontsize=8, color=PALETTE[h], ha="left", va="bottom")
-                rows.append(m)
+                crossed.append((c.at, PALETTE[h]))
     log2_ticks(ax, taus)
     ax.set_yscale("log", base=2)
     ratio_ticks(ax, "y", seen)  # 1×, 1.5×, 2×, ...: base-2 decades alone left a narrow range with 1× only
+    texts = [f" {at:.3g} " for at, _ in crossed]
+    places = _label_places(ax, [at for at, _ in crossed], texts)
+    rows = [row for row, _ in places]
+    for (at, colour), text, (row, side) in zip(crossed, texts, places):
+        ax.text(at, LABEL_FOOT + LABEL_STEP * row, text, transform=ax.get_xaxis_transform(), fontsize=LABEL_SIZE,
+                color=colour, ha="left" if side == "right" else "right", va="bottom")
     if rows:
         _clear_foot(ax, seen, LABEL_FOOT + LABEL_STEP * max(rows) + LABEL_HEIGHT)
     ax.set_xlabel("tokens per device per decode step (equal on every system)")
@@ -109,6 +113,26 @@ def crossover(view: ResultsView) -> Figure | None:
 
 
 LABEL_FOOT, LABEL_STEP, LABEL_HEIGHT = 0.03, 0.06, 0.06  # crossing labels: rows at the foot (axes fractions)
+LABEL_SIZE = 8
+
+
+def _label_places(ax, xs, texts) -> list[tuple[int, str]]:
+    """Where each crossing label sits at the foot, (row, side): right of its vertical unless another crossing's
+    vertical would run through it there and not on the left; in the lowest row where it clears the labels already
+    placed, taken left to right. One row per metric put crossings a little apart on top of each other
+    (moentwine_vs_nvl72: 1.37 and 1.49, 1.56 and 1.64)."""
+    char = 0.6 * LABEL_SIZE * ax.figure.dpi / 72   # a digit's width in pixels, about
+    px = [ax.transData.transform((x, 1.0))[0] for x in xs]
+    ends, places = [], [(0, "right")] * len(xs)   # ends: right end (pixels) of the last label in each row
+    for i in sorted(range(len(xs)), key=px.__getitem__):
+        width = char * len(texts[i])
+        crossed = lambda lo, hi: any(lo < p < hi for j, p in enumerate(px) if j != i)  # noqa: E731
+        side = "left" if crossed(px[i], px[i] + width) and not crossed(px[i] - width, px[i]) else "right"
+        left, right = (px[i] - width, px[i]) if side == "left" else (px[i], px[i] + width)
+        row = next((r for r, end in enumerate(ends) if left >= end), len(ends))
+        ends[row:row + 1] = [right]
+        places[i] = (row, side)
+    return places
 
 
 def _clear_foot(ax, values, band: float) -> None:
