@@ -207,6 +207,10 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     # --- parameters
     attn = (H * r_q + r_q * nh * d_qk) + (H * (r_kv + d_rope) + r_kv * nh * (d_nope + d_v)) + nh * d_v * H
     extras = r_q + r_kv
+    # TP splits heads: every rank runs the down-projections to the query and KV latents whole (every head
+    # needs both latents), and its 1/tp of the rest
+    down = H * (r_q + r_kv + d_rope)
+    attn_rank = (attn - down) / tp + down
     expert = 3 * H * F
     shared = 3 * H * n_sh * F
     router = H * E + E
@@ -221,15 +225,16 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     f_dense = 2 * T * dense
     f_head = 2 * T * V * H
     # --- compute (one pass; n_half = 0 so experts run at eff; uniform routing: no imbalance)
-    t_attn_c = (f_proj + f_core) / (N * peak * eff)
+    f_proj_run = 2 * T * tp * attn_rank                              # each of g groups: T/g tokens on tp ranks
+    t_attn_c = (f_proj_run + f_core) / (N * peak * eff)
     t_moe_c = (f_router + f_expert) / (N * peak * eff)
     t_dense_c = f_dense / (N * peak * eff)
     t_head_c = f_head / (N * peak * eff)
     # --- resident weights read from HBM per node and layer
-    W_attn = (attn + extras + 2 * H) * b
+    W_attn = (attn_rank + (extras + 2 * H) / tp) * b                 # one rank's share
     slots = math.ceil(E / N)                                         # E ≥ N: expert e on node e mod N
     active = E * (1 - (1 - k / E) ** T)                              # distinct experts hit by T tokens
-    t_attn_w = G * W_attn / tp / bw_mem                              # every tile re-reads the shard
+    t_attn_w = G * W_attn / bw_mem                                   # every tile re-reads the shard
     t_moe_w = (slots * active / E * expert * b + (shared + router) * b / tp) / bw_mem
     t_dense_w = dense * b / tp / bw_mem
     # the head reads its shard of the head matrix and final norm, and each die the embedding rows of its tokens
@@ -250,7 +255,7 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     # --- kernel launches (serial): MLA attention 8 kernels per tile, MoE block 4, dense FFN 2, head 2
     launch_attn, launch_moe, launch_dense, launch_head = 8 * G * t_launch, 4 * t_launch, 2 * t_launch, 2 * t_launch
     # --- memory per node (inference: no kept activations)
-    mem_weights = (L * W_attn + Lm * (shared + router) * b + (L - Lm) * dense * b + embedding * b) / tp \
+    mem_weights = L * W_attn + (Lm * (shared + router) * b + (L - Lm) * dense * b + embedding * b) / tp \
         + Lm * slots * expert * b
     mem_kv = (seqs / g) * S * L * kv_tok
     attn_transient = g * B * 1 * (11 * H + 5 * nh * S) / N

@@ -115,7 +115,9 @@ def test_gqa_kv_cache_in_inference():
     H, nh, nkv, dh = m.hidden_size, m.num_attention_heads, m.num_key_value_heads, m.head_dim
     kv_rank = 2 * -(-nkv // tp) * dh * 1                 # ⌈4/64⌉ = 1 head per rank
     assert row["mem_kv_node_bytes"] == pytest.approx(seqs * 4096 * m.num_hidden_layers * kv_rank, rel=REL)
-    w_attn = (H * (nh + 2 * nkv) * dh + nh * dh * H + 2 * dh + 2 * H) * 2   # projections, q/k norms, layer norms
-    reads = 3 * w_attn / tp + seqs * 4096 * kv_rank      # G tiles re-read the shard; one layer's cache
+    proj, kv_proj = H * (nh + 2 * nkv) * dh + nh * dh * H, H * 2 * nkv * dh
+    # a rank's share: 1/tp of the heads' projections, but its own KV head's K and V projections (1/4 of them)
+    w_attn = ((proj - kv_proj) / tp + kv_proj / min(tp, nkv) + (2 * dh + 2 * H) / tp) * 2   # + q/k and layer norms
+    reads = 3 * w_attn + seqs * 4096 * kv_rank           # G tiles re-read the rank's share; one layer's cache
     assert row["attention_hbm_s"] == pytest.approx(reads / hw.node_memory_bw_bytes_per_s, rel=REL)
     assert row["mem_kept_act_node_bytes"] == 0

@@ -85,7 +85,11 @@ def test_mixed_formats_by_hand():
                         "expert_weight_format": "fp4"}}
     r = wsemoe.evaluate(cfg).iloc[0]
     n, p16, p8, p4, eff = 72, 2.25e15, 4.5e15, 9e15, wsemoe.load_hardware("nvl72").matmul_efficiency
-    proj, core = r["attn_proj_flops"], r["attn_core_flops"]
+    m = wsemoe.load_model("deepseek-v3")
+    # every TP rank runs MLA's down-projections whole (docs/cost-model.md, What TP cannot split)
+    down = m.hidden_size * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim)
+    attn = r["attn_proj_flops"] / (2 * r["tokens_per_microbatch"])
+    proj, core = r["attn_proj_flops"] * 8 * ((attn - down) / 8 + down) / attn, r["attn_core_flops"]
     assert r["attention_hw_flops"] == pytest.approx(proj + core, rel=1e-13)
     assert r["attention_roof_flops"] == pytest.approx(n * (proj + core) / (proj / p8 + core / p16), rel=1e-13)
     assert r["attention_compute_s"] == pytest.approx(proj / (n * p8 * eff) + core / (n * p16 * eff), rel=1e-13)

@@ -62,7 +62,10 @@ def test_the_optimizer_bytes_and_gradient_bytes_are_the_inputs_they_say():
     base = _row(**{"mapping.tp": 8})
     grads_only = _row(**{"mapping.tp": 8, "workload.optimizer_bytes_per_param": 0})
     fp32_grads = _row(**{"mapping.tp": 8, "workload.bytes_per_grad": 4})
-    per_node = (QWEN_SHARED + 48 * 128 * QWEN_EXPERT) / 8
+    # TP 8 over 4 KV heads: every rank keeps one whole KV head, so the K and V projections are split 4 ways,
+    # not 8 (docs/cost-model.md, What TP cannot split)
+    kv_proj = 2 * 2048 * 4 * 128
+    per_node = (QWEN_SHARED + 48 * 128 * QWEN_EXPERT) / 8 + 48 * kv_proj * (1 / 4 - 1 / 8)
     assert grads_only["mem_train_state_node_bytes"] == pytest.approx(GRAD * per_node, rel=REL)
     assert fp32_grads["mem_train_state_node_bytes"] - base["mem_train_state_node_bytes"] == pytest.approx(
         2 * per_node, rel=REL)

@@ -167,7 +167,7 @@ class CommModel:
         if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
             scales["dense_allreduce"] = tile_tokens * act
         if wl.mode == "train":  # attention-weight gradients reduced across groups (charged per micro-batch)
-            scales["gradient"] = params.attn_params(m) * wl.bytes_per_grad / tp
+            scales["gradient"] = params.attn_params_per_rank(m, tp) * wl.bytes_per_grad
         return scales
 
     def repeats(self, name: str):

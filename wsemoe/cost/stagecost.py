@@ -90,7 +90,7 @@ def stage_weights(hw, m, wl, shape: Shape, slots) -> dict:
     # each hosted copy is read if any token reaches its expert (expected share of active experts); resident
     # reads stream no gradients, so their parameter counts are not used
     experts = slots * weights.active_experts(m, shape.T) / m.num_experts * weights.expert_copy_bytes(m, wl)
-    per_node = {"attn": wl.G * w["attn"].nbytes / shape.tp,  # each tile re-reads the group's attention shard
+    per_node = {"attn": wl.G * weights.attn_rank(m, wl, shape.tp).nbytes,  # each tile re-reads its rank's share
                 "moe": experts + (w["shared"].nbytes + w["router"].nbytes) / shape.tp,
                 "dense": w["dense_ffn"].nbytes / shape.tp,
                 "head": weights.head_reads(m, shape.T, shape.tp, shape.nodes).nbytes}
@@ -133,12 +133,21 @@ def routed_part(hw, m, wl, shape: Shape, flops: Flops, imbalance=1.0) -> tuple:
             getattr(wl, "expert_weight_format", formats.HIGH), eff_exp)
 
 
+def proj_replication(hw, m, tp):
+    """Attention projection FLOPs executed per model FLOP: ≥ 1 where TP ranks of resident weights each run the
+    projections TP cannot split (K/V past the KV heads; MLA's down-projections) for all their group's tokens; 1 on
+    a weight-streaming wafer, whose attention runs as one group over the whole fabric."""
+    if hw.weight_source != "resident":
+        return 1.0 + 0.0 * tp
+    return tp * params.attn_params_per_rank(m, tp) / params.attn_params(m)
+
+
 def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
-    Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at
-    the expert format's, the attention core, router and head at the 16-bit peak. Only routed experts run at
-    the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
+    Projections (with the part every TP rank runs whole: `proj_replication`), shared experts and dense FFNs run
+    at the attention weight format's peak, routed experts at the expert format's, the attention core, router and
+    head at the 16-bit peak. Only routed experts run at the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
     core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys).
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
@@ -148,7 +157,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
     executed = flops.core * flops.core_share   # a tiled kernel skips the causal mask's half
-    attn = ((flops.proj, full * flops.proj, fa, eff), (executed, (full + core) * executed, hi, eff))
+    proj = flops.proj * proj_replication(hw, m, shape.tp)
+    attn = ((proj, full * proj, fa, eff), (executed, (full + core) * executed, hi, eff))
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
             "moe": Work(((flops.router, full * flops.router, hi, eff_exp),
                          routed_part(hw, m, wl, shape, flops, c.get("expert_imbalance", 1.0)),

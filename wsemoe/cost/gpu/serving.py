@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FEATURES = ("L", "Lm", "H", "attn_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
+FEATURES = ("L", "Lm", "H", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share")
@@ -62,6 +62,14 @@ def _kernel(bytes_, flops, X, P, peak, eta_bw=None, eta_mm=None):
                       flops / (peak * (P["eta_mm"] if eta_mm is None else eta_mm)))
 
 
+def _attn_rank(X):
+    """Attention projection weights per layer one TP rank holds and runs (wsemoe.cost.node.params
+    attn_params_per_rank): the heads' share split tp ways, the K/V projections (MLA: the down-projections, which
+    every rank runs whole) only kv_shards ways."""
+    kv = X["attn_kv_w"]
+    return (X["attn_w"] - kv) / X["tp"] + kv / np.minimum(X["tp"], X["kv_shards"])
+
+
 def _dense_layers(X):
     return X["L"] - X["Lm"]
 
@@ -69,6 +77,14 @@ def _dense_layers(X):
 def _touched_experts(X, tokens):
     """Expected distinct experts that `tokens` tokens choose (uniform routing, k of E each)."""
     return X["E"] * (1.0 - (1.0 - X["k"] / X["E"]) ** np.maximum(tokens, 0.0))
+
+
+def _experts(X, P, tokens):
+    """The routed experts' grouped GEMMs for `tokens` tokens over the expert GPUs: each touched expert's weights
+    read once, k matmul rows per token."""
+    moe_gpus = X["moe_tp"] * X["moe_ep"]
+    return _kernel(X["Lm"] * _touched_experts(X, tokens) * X["expert_w"] * X["b_moe"] / moe_gpus,
+                   2 * X["Lm"] * X["expert_w"] * tokens * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
 
 
 def _comm(X, tokens_rank):
@@ -91,16 +107,14 @@ def decode_step(X, P, seqs):
     b = seqs / X["dp"]
     ctx = X["isl"] + X["osl"] / 2.0  # mean context over a request's decode
     tp = X["tp"]
-    t = _kernel(X["L"] * X["attn_w"] * X["b_gemm"] / tp, 2 * X["L"] * X["attn_w"] / tp * b, X, P, X["F_gemm"])
+    attn = X["L"] * _attn_rank(X)
+    t = _kernel(attn * X["b_gemm"], 2 * attn * b, X, P, X["F_gemm"])
     keys = ctx * X["kv_read"]  # a sliding, chunked or sparse layer reads fewer keys (and their KV); linear none
     kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] / np.minimum(tp, X["kv_shards"])
     t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] / tp, X, P, X["F16"])
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
-    moe_gpus = X["moe_tp"] * X["moe_ep"]
-    touched = _touched_experts(X, seqs)
-    t = t + _kernel(X["Lm"] * touched * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * seqs * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
+    t = t + _experts(X, P, seqs)
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
     return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
@@ -110,21 +124,20 @@ def prefill(X, P):
     """Time to prefill one request of isl tokens on its attention rank (experts spread over every GPU)."""
     n = X["isl"]
     tp = X["tp"]
-    t = _kernel(X["L"] * X["attn_w"] * X["b_gemm"] / tp, 2 * X["L"] * X["attn_w"] / tp * n, X, P, X["F_gemm"])
+    attn = X["L"] * _attn_rank(X)
+    t = _kernel(attn * X["b_gemm"], 2 * attn * n, X, P, X["F_gemm"])
     pairs = X["pair_share"] * n * n / 2.0  # causal: half the pairs (fewer where layers attend to a window)
     t = t + X["L"] * X["sf_prefill"] * pairs / tp / (X["F16"] * P["eta_mm"])
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
-    moe_gpus = X["moe_tp"] * X["moe_ep"]
-    t = t + _kernel(X["Lm"] * _touched_experts(X, n) * X["expert_w"] * X["b_moe"] / moe_gpus,
-                    2 * X["Lm"] * X["expert_w"] * n * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
+    t = t + _experts(X, P, n)
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
     return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
 
 
 def weights_per_gpu(X):
     """Weight bytes one GPU holds (its pipeline stage's share; embedding and head 16-bit, split by TP)."""
-    dense = (X["L"] * X["attn_w"] + _dense_layers(X) * X["dense_w"] + X["Lm"] * X["shared_w"]) * X["b_gemm"] / X["tp"]
+    dense = (X["L"] * _attn_rank(X) + (_dense_layers(X) * X["dense_w"] + X["Lm"] * X["shared_w"]) / X["tp"]) * X["b_gemm"]
     experts = X["Lm"] * X["E"] * X["expert_w"] * X["b_moe"] / (X["moe_tp"] * X["moe_ep"])
     return (dense + experts) / X["pp"] + 2 * X["head_w"] * ACT_BYTES / X["tp"]
 

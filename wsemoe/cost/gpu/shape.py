@@ -20,6 +20,7 @@ class Shape:
     moe_layers: int        # Lm (the rest are dense)
     hidden: int            # H
     attn_w: float          # attention projection weights per layer
+    attn_kv_w: float       # of them, those TP splits only kv_shards ways (K/V projections; MLA down-projections)
     dense_w: float         # dense FFN weights per dense layer
     expert_w: float        # weights of one routed expert
     shared_w: float        # shared experts and router per MoE layer
@@ -48,7 +49,8 @@ def shape(m) -> Shape:
         decode = prefill = 2 * nh * 2 * m.head_dim
     lm = int(params.moe_layers(m))
     return Shape(layers=m.num_hidden_layers, moe_layers=lm, hidden=m.hidden_size,
-                 attn_w=float(params.attn_params(m)), dense_w=float(params.dense_ffn_params(m)),
+                 attn_w=float(params.attn_params(m)),
+                 attn_kv_w=float(params.attn_kv_params(m)), dense_w=float(params.dense_ffn_params(m)),
                  expert_w=float(params.expert_params(m)),
                  shared_w=float(params.shared_expert_params(m) + params.router_params(m)),
                  head_w=float(params.head_params(m)), experts=m.num_experts, top_k=m.num_experts_per_tok,

@@ -76,6 +76,38 @@ def softmax_attn_params(m):
     return qkv + nh * m.head_dim * H
 
 
+def attn_kv_params(m):
+    """The part of attn_params that tensor parallelism splits only as many ways as a token's KV splits
+    (kv_split_ways): GQA's K and V projections (a rank keeps at least one KV head's, as vLLM, SGLang and
+    TensorRT-LLM do), MLA's down-projections to the query and KV latents (every rank runs them whole:
+    SGLang's fused_qkv_a_proj_with_mqa is a ReplicatedLinear, TensorRT-LLM's kv_a_proj_with_mqa a Linear without
+    a TP mode). A patterned model's mean over its layers; a linear-attention layer's heads split like heads."""
+    mx = mix.mix(m)
+    if mx is None:
+        return _kv_proj(m)
+    return _mean(mx, lambda kind: 0 if kind == "linear" else _kv_proj(m))
+
+
+def _kv_proj(m):
+    H = m.hidden_size
+    if _mla(m):
+        return H * ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim)
+    return H * 2 * m.num_key_value_heads * m.head_dim
+
+
+def kv_split_ways(m, tp):
+    """Ways TP splits a token's keys and values: GQA min(tp, n_kv) (past n_kv, ranks share heads); MLA 1 (the
+    latent is shared by every head)."""
+    return 1 + 0 * tp if _mla(m) else np.minimum(tp, m.num_key_value_heads)
+
+
+def attn_params_per_rank(m, tp):
+    """Attention projection weights one of `tp` tensor-parallel ranks holds and runs per layer: the heads' share
+    split tp ways, attn_kv_params only kv_split_ways."""
+    kv = attn_kv_params(m)
+    return (attn_params(m) - kv) / tp + kv / kv_split_ways(m, tp)
+
+
 def softmax_attn_extra(m):
     """Small parameters of a softmax attention block that cost no matmul FLOPs: biases and q/k/LoRA norms."""
     if _mla(m):

@@ -41,6 +41,15 @@ def layer_weights(m, wl) -> dict:
     }
 
 
+def attn_rank(m, wl, tp) -> Part:
+    """One layer's attention weights one of `tp` tensor-parallel ranks holds: the projections as
+    params.attn_params_per_rank (the K/V projections split only as many ways as the KV heads; MLA's
+    down-projections whole on every rank), the norms and other small parameters split tp ways."""
+    proj = params.attn_params_per_rank(m, tp)
+    small = (params.attn_extra_params(m) + params.norm_params_per_layer(m)) / tp
+    return Part(proj + small, proj * formats.attn_bytes(wl) + small * formats.nbytes(formats.HIGH))
+
+
 def head_reads(m, T, tp=1, nodes=1) -> Part:
     """What the head stage reads per step: the head matrix and final norm (split over `tp` ranks), plus the
     embedding rows of the T tokens (spread over `nodes`; one row per token, never more than the V-row table).
@@ -71,15 +80,16 @@ def expert_copy_bytes(m, wl):
 
 
 def resident_node(hw, m, wl, tp, slots=None) -> tuple[Part, Part]:
-    """What each node keeps resident, as (attention-side weights, routed experts): attention, dense FFN, shared
-    experts, router and embeddings split over the TP group (every attention group holds a copy); routed experts
-    spread over all nodes (expert parallelism), `slots` copies on the node (balancer replicas fill spare slots)."""
-    w = layer_weights(m, wl)
+    """What each node keeps resident, as (attention-side weights, routed experts): attention (`attn_rank`), dense
+    FFN, shared experts, router and embeddings split over the TP group (every attention group holds a copy); routed
+    experts spread over all nodes (expert parallelism), `slots` copies on the node (balancer replicas fill spare
+    slots)."""
+    w, attn = layer_weights(m, wl), attn_rank(m, wl, tp)
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
 
     def split(attr):
-        return (L * getattr(w["attn"], attr) + Lm * (getattr(w["shared"], attr) + getattr(w["router"], attr))
-                + (L - Lm) * getattr(w["dense_ffn"], attr) + getattr(w["embedding"], attr)) / tp
+        return L * getattr(attn, attr) + (Lm * (getattr(w["shared"], attr) + getattr(w["router"], attr))
+                                          + (L - Lm) * getattr(w["dense_ffn"], attr) + getattr(w["embedding"], attr)) / tp
 
     slots = experts_per_node(m, topology.system_nodes(hw)) if slots is None else slots
     experts = Lm * slots * params.expert_params(m)
