@@ -72,6 +72,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
              force: bool) -> Reply:
     """`validate --silicon`: measured GPU runs beside the model's predictions (wsemoe.validate.silicon)."""
     from wsemoe.commands.shared import emit
+    from wsemoe.report.terminal import formats
     from wsemoe.report.terminal import silicon as view
     from wsemoe.store import writer
     from wsemoe.validate.silicon import accuracy
@@ -90,9 +91,12 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
     if fmt == "json":
         reply.raw(view.json_lines(result))
     else:
-        for title, frame in view.frames(result):
-            emit(reply, frame, fmt, title, index=None)
-        reply.text(view.overall_line(result))
+        for i, (title, frame) in enumerate(view.frames(result)):
+            if fmt == "csv" and i:   # one table on stdout, as every command's CSV; the summaries beside it on stderr
+                reply.text(f"{title}\n{formats.machine(frame, fmt, None)}".rstrip("\n"), err=True)
+            else:
+                emit(reply, frame, fmt, title, index=None)
+        reply.text(view.overall_line(result), err=fmt == "csv")
     if plot_to is not None:
         from wsemoe.report.figures import fig_silicon
         from wsemoe.report.figures.style import figure_bytes
