@@ -86,3 +86,18 @@ def test_eval_adds_the_state_into_each_stage_peak():
     for stage in ("attn", "moe"):
         line = text[f"mem_{stage}_peak_node_bytes"]
         assert "train state 123.5 GB" in line and line.endswith("✓"), line
+
+
+def test_the_data_parallel_gradient_reduction_carries_every_replicated_weight():
+    """TP 1 on 8 GPUs: 8 groups each hold every attention-side weight (attention, router, embedding and head;
+    Qwen3 has no shared expert or dense layer), so each layer's reduction carries a 48th of their gradients, 2 B
+    each; the routed experts (one copy each) reduce nothing. It carried the attention's alone before."""
+    from wsemoe import load_hardware, load_model
+    from wsemoe.cost.comm import comm_model
+    from wsemoe.specs.mapping import MappingSpec
+    from wsemoe.specs.workload import WorkloadSpec
+
+    hw, m = load_hardware("h100-sxm"), load_model("qwen3-30b-a3b")
+    wl = WorkloadSpec(mode="train", seq_len=4096, B=1, G=1)
+    c = comm_model(hw, m, wl, MappingSpec(tp=1), None, None)
+    assert c.scales(4096 * 8, 8, 1)["gradient"] == pytest.approx(QWEN_SHARED / 48 * GRAD, rel=REL)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.node import formats, params
+from wsemoe.cost.node import formats, params, weights
 from wsemoe.cost.fabric import phasetime, scaleout
 from wsemoe.cost import structure
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
@@ -166,8 +166,10 @@ class CommModel:
                   "ffn_allreduce": (T / groups) * act}   # a dense FFN's partial sums: all G tiles at once
         if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
             scales["dense_allreduce"] = tile_tokens * act
-        if wl.mode == "train":  # attention-weight gradients reduced across groups (charged per micro-batch)
-            scales["gradient"] = params.attn_params_per_rank(m, tp) * wl.bytes_per_grad
+        if wl.mode == "train":  # gradients of the weights every group holds, reduced across groups (per micro-batch):
+            # attention, shared experts, router, dense FFNs and embeddings, each layer charged their mean per layer
+            shared = weights.resident_node(self.hw, m, wl, tp)[0].params
+            scales["gradient"] = shared / m.num_hidden_layers * wl.bytes_per_grad
         return scales
 
     def repeats(self, name: str):
