@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 from html.parser import HTMLParser
 
 import pandas as pd
@@ -272,5 +273,9 @@ def test_a_comparison_by_mfu_runs_and_compare_ranks_a_time_smallest_first(tmp_pa
     table = pd.read_csv(path / "comparison.csv")
     pts = pd.read_parquet(path / "points.parquet")
     assert table["best_mfu"].iloc[0] == pts["mfu"].max()
-    r = runner.invoke(app, ["compare", str(path), str(path), "-m", "step_time_s"])
+    again = shutil.copytree(path, tmp_path / "again")
+    r = runner.invoke(app, ["compare", str(path), str(again), "-m", "step_time_s"])
     assert r.exit_code == 0 and "by step_time_s (min)" in r.output, r.output
+    r = runner.invoke(app, ["compare", str(path), str(path) + "/"])   # one folder twice, however spelt
+    assert r.exit_code == 2 and r.output.strip() == f"error: [{path}] is named twice: compare needs two or more " \
+        "different results folders", r.output

@@ -4,6 +4,8 @@ at --mode; a key set twice is an error (eval --set, readings --set); each option
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
 
@@ -83,7 +85,8 @@ def test_histogram_of_many_layers_is_read_without_a_loop_per_layer(tmp_path):
 def test_results_at_a_relative_path_with_a_colon_read_back(cfg, runner, tmp_path):
     """'a:b' is a legal folder name, not a scheme or a drive: every reader takes it, and the index links to it."""
     assert runner.invoke(app, ["sweep", "msg.yaml", "-o", "a:b", "-q"]).exit_code == 0
-    for argv in (["show", "a:b"], ["eval", "a:b", "-p", "1"], ["report", "a:b"], ["compare", "a:b", "a:b"],
+    shutil.copytree(tmp_path / "a:b", tmp_path / "c:d")   # compare takes two different folders
+    for argv in (["show", "a:b"], ["eval", "a:b", "-p", "1"], ["report", "a:b"], ["compare", "a:b", "c:d"],
                  ["report", ".", "--index"]):
         r = runner.invoke(app, argv)
         assert r.exit_code == 0, (argv, r.output)

@@ -6,6 +6,7 @@ axis."""
 from __future__ import annotations
 
 import math
+import shutil
 
 import pandas as pd
 import pytest
@@ -74,8 +75,9 @@ def test_show_compare_and_report_say_it_for_a_zipped_baseline(tmp_path):
                        "metric": "tokens_per_s_per_user", "over": ["mapping.tp"]},
            "objectives": {"tokens_per_s_per_user": "max"}}
     out = run_sweep(raw, out_root=tmp_path).path
+    again = shutil.copytree(out, tmp_path / "again")   # compare refuses one folder named twice
     runner = CliRunner()
-    for args in (["show", str(out)], ["compare", str(out), str(out)]):
+    for args in (["show", str(out)], ["compare", str(out), str(again)]):
         r = runner.invoke(app, args, env={"COLUMNS": "300"})
         flat = " ".join(r.output.split())
         assert r.exit_code == 0 and "GPU baseline nvl72:" in flat, r.output

@@ -40,6 +40,7 @@ def template(tmp_path_factory):
     root = tmp_path_factory.mktemp("oe")
     (root / "oe.yaml").write_text(yaml.safe_dump(CFG))
     run_sweep(CFG, out_dir=root / "results" / "oe", chunk_size=4)
+    shutil.copytree(root / "results" / "oe", root / "results" / "oe2")   # compare takes two different folders
     (root / "mine.txt").write_text("mine\n")
     return root
 
@@ -88,7 +89,7 @@ WRITERS = {
     "sweep": ["sweep", "oe.yaml", "--results", "results", "--force", "--chunk-size", "4"],
     "report": ["report", "results/oe", "-o", "out.html"],
     "schema": ["schema", "-o", "out.json"],
-    "compare --plot": ["compare", "results/oe", "results/oe", "--plot", "out.svg"],
+    "compare --plot": ["compare", "results/oe", "results/oe2", "--plot", "out.svg"],
     "invariants --junit": ["invariants", "oe.yaml", "-n", "2", "--only", "mfu_at_most_matmul_efficiency", "--junit",
                            "out.xml"],
     "calibrate": ["calibrate", "-o", "cal", "-n", "8", "--only", "matmul_efficiency", "--reading", "kept_activations"],

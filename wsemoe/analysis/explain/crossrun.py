@@ -98,7 +98,10 @@ def compare(paths, metric: str | None = None) -> Comparison:
     paths = [Path(p) for p in paths]
     if len(paths) < 2:
         raise ConfigError("compare needs two or more results folders", loc=("folders",))
-    mans = [store.load_manifest(p) for p in paths]
+    mans = [store.load_manifest(p) for p in paths]   # a damaged folder says so first
+    twice = next((p for i, p in enumerate(paths) if p.resolve() in [q.resolve() for q in paths[:i]]), None)
+    if twice is not None:   # a folder against itself: every ratio 1, a comparison of nothing
+        raise ConfigError("is named twice: compare needs two or more different results folders", loc=(str(twice),))
     labels = _labels(paths, mans)
     columns = set.intersection(*(set(m.get("columns", {})) for m in mans))
     kinds = [store.column_kinds(p, m) for p, m in zip(paths, mans)]
