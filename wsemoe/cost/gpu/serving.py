@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from wsemoe.cost.node import params
+
 FEATURES = ("L", "Lm", "H", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
@@ -63,11 +65,9 @@ def _kernel(bytes_, flops, X, P, peak, eta_bw=None, eta_mm=None):
 
 
 def _attn_rank(X):
-    """Attention projection weights per layer one TP rank holds and runs (wsemoe.cost.node.params
-    attn_params_per_rank): the heads' share split tp ways, the K/V projections (MLA: the down-projections, which
-    every rank runs whole) only kv_shards ways."""
-    kv = X["attn_kv_w"]
-    return (X["attn_w"] - kv) / X["tp"] + kv / np.minimum(X["tp"], X["kv_shards"])
+    """Attention projection weights per layer one TP rank holds and runs: the heads' share split tp ways, the K/V
+    projections (MLA: the down-projections, which every rank runs whole) only kv_shards ways (params.per_rank)."""
+    return params.per_rank(X["attn_w"], X["attn_kv_w"], np.minimum(X["tp"], X["kv_shards"]), X["tp"])
 
 
 def _dense_layers(X):

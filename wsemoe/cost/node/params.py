@@ -102,10 +102,14 @@ def kv_split_ways(m, tp):
 
 
 def attn_params_per_rank(m, tp):
-    """Attention projection weights one of `tp` tensor-parallel ranks holds and runs per layer: the heads' share
-    split tp ways, attn_kv_params only kv_split_ways."""
-    kv = attn_kv_params(m)
-    return (attn_params(m) - kv) / tp + kv / kv_split_ways(m, tp)
+    """Attention projection weights one of `tp` tensor-parallel ranks holds and runs per layer (`per_rank`)."""
+    return per_rank(attn_params(m), attn_kv_params(m), kv_split_ways(m, tp), tp)
+
+
+def per_rank(attn, kv, kv_ways, tp):
+    """A rank's share of `attn` projection weights: the heads' share split `tp` ways, the `kv` part only `kv_ways`
+    (the one formula the node-level and the measured-serving model use)."""
+    return (attn - kv) / tp + kv / kv_ways
 
 
 def softmax_attn_extra(m):
