@@ -150,3 +150,21 @@ def test_a_refusal_names_the_path_relative_not_absolute(runner, results, tmp_pat
     (tmp_path / "mine.html").write_text("mine")
     r = runner.invoke(app, ["report", "results/small", "-o", "mine.html"])
     assert r.exit_code == 2 and r.output.startswith("error: [mine.html] exists"), r.output
+
+
+def test_validate_silicon_csv_is_one_table_on_stdout_as_every_commands_csv(runner, tmp_path):
+    """A CSV reader takes stdout whole: the runs, one header, nothing else; the MAPE tables and the overall line
+    (once concatenated after the runs, so a reader saw 'system' as a run id) go to stderr."""
+    import io
+    from pathlib import Path
+
+    import pandas as pd
+
+    given = Path(__file__).parent / "data" / "silicon" / "silicon_given.csv"
+    runs = tmp_path / "runs.csv"
+    runs.write_text("".join(given.read_text().splitlines(keepends=True)[:4]))   # the header and three runs
+    r = runner.invoke(app, ["validate", "--silicon", str(runs), "--format", "csv"])
+    assert r.exit_code == 0, r.stderr
+    got = pd.read_csv(io.StringIO(r.stdout))
+    assert got["id"].tolist() == pd.read_csv(runs)["id"].tolist() and got["pred_ttft_ms"].notna().all()
+    assert "MAPE per system × model (%)" in r.stderr and "MAPE TTFT" in r.stderr

@@ -3,7 +3,6 @@ reading every column, hand-derived step times, physical monotonicity, layouts, h
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -407,13 +406,3 @@ def test_a_file_of_shifted_rows_or_an_infinite_gate_is_one_line(tmp_path, runner
         one_line_error(runner.invoke(app, ["validate", "--silicon", str(_csv(tmp_path, [_row(id="ok")])),
                                            "--max-mape", value]), "--max-mape", "finite share from 0", value)
 
-
-def test_csv_is_one_table_on_stdout_and_the_summaries_go_to_stderr(runner, tmp_path):
-    """A CSV reader takes stdout whole: the runs, one header, nothing else; the MAPE tables and the overall line
-    (once concatenated after the runs, so a reader saw 'system' as a run id) are on stderr."""
-    p = _csv(tmp_path, [_row(id="x"), _row(id="y", batch_size=16)])
-    r = runner.invoke(app, ["validate", "--silicon", str(p), "--format", "csv"])
-    assert r.exit_code == 0, r.stderr
-    got = pd.read_csv(io.StringIO(r.stdout))
-    assert got["id"].tolist() == ["x", "y"] and np.isfinite(got["pred_ttft_ms"]).all()
-    assert "MAPE per system × model (%)" in r.stderr and "MAPE TTFT" in r.stderr
