@@ -64,7 +64,7 @@ def test_gpu_serving_reads_and_runs_a_ranks_share():
     m = load_model("deepseek-v3")
     s = shape(m)
     X = {k: np.array([v], float) for k, v in
-         {"attn_w": s.attn_w, "attn_kv_w": s.attn_kv_w, "kv_shards": s.kv_shards, "tp": 8.0}.items()}
+         {"attn_w": s.attn_w, "attn_kv_w": s.attn_kv_w, "heads": s.heads, "kv_shards": s.kv_shards, "tp": 8.0}.items()}
     attn, down = _mla_by_hand(m)
     assert serving._attn_rank(X)[0] == pytest.approx((attn - down) / 8 + down, rel=1e-12)
 
@@ -85,3 +85,19 @@ def test_node_model_executes_the_replicated_projections_and_counts_model_flops_o
     assert row["attn_proj_flops"] == pytest.approx(2 * T * attn, rel=1e-12)
     executed = 2 * T * 8 * ((attn - down) / 8 + down) + row["attn_core_flops"] * row["attn_core_executed_share"]
     assert row["attention_hw_flops"] == pytest.approx(executed, rel=1e-9)
+
+
+def test_tp_splits_whole_heads_so_the_busiest_rank_sets_the_pace():
+    """TP 72 over Qwen3-30B-A3B's 32 query and 4 KV heads: the busiest rank holds one whole query head (1/32 of
+    the heads' work, not 1/72) and one KV head's K/V projections (1/4); 128 heads over TP 72 leave it two."""
+    assert params.head_share(32, 72) == 1 / 32 and params.head_share(128, 72) == 2 / 128
+    assert params.head_share(128, 8) == 1 / 8   # a TP that divides the heads: the even share
+    m = load_model("qwen3-30b-a3b")
+    H, nh, nkv, dh = m.hidden_size, m.num_attention_heads, m.num_key_value_heads, m.head_dim
+    attn, kv = params.attn_params(m), H * 2 * nkv * dh
+    rank = (attn - kv) / nh + kv / nkv
+    assert params.attn_params_per_rank(m, 72) == pytest.approx(rank, rel=1e-12)
+    row = _node_row("qwen3-30b-a3b", 72)
+    T = row["tokens_per_microbatch"]
+    core = row["attn_core_flops"] * row["attn_core_executed_share"]
+    assert row["attention_hw_flops"] == pytest.approx(2 * T * 72 * rank + core * 72 / nh, rel=1e-9)

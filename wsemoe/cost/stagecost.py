@@ -133,21 +133,25 @@ def routed_part(hw, m, wl, shape: Shape, flops: Flops, imbalance=1.0) -> tuple:
             getattr(wl, "expert_weight_format", formats.HIGH), eff_exp)
 
 
-def proj_replication(hw, m, tp):
-    """Attention projection FLOPs executed per model FLOP: ≥ 1 where TP ranks of resident weights each run the
-    projections TP cannot split (K/V past the KV heads; MLA's down-projections) for all their group's tokens; 1 on
-    a weight-streaming wafer, whose attention runs as one group over the whole fabric."""
+def busiest_rank(hw, m, tp) -> tuple:
+    """(projections, core): the attention FLOPs the busiest TP rank of resident weights runs, over its even
+    1/tp share. TP splits attention by whole heads (params.head_share), so a TP that does not divide the heads
+    leaves some ranks a head more; and every rank runs the projections TP cannot split (K/V past the KV heads,
+    MLA's down-projections) for all its group's tokens. 1 on a weight-streaming wafer, whose attention runs as one
+    group over the whole fabric."""
     if hw.weight_source != "resident":
-        return 1.0 + 0.0 * tp
-    return tp * params.attn_params_per_rank(m, tp) / params.attn_params(m)
+        return 1.0 + 0.0 * tp, 1.0 + 0.0 * tp
+    return (tp * params.attn_params_per_rank(m, tp) / params.attn_params(m),
+            tp * params.head_share(m.num_attention_heads, tp))
 
 
 def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
-    Projections (with the part every TP rank runs whole: `proj_replication`), shared experts and dense FFNs run
-    at the attention weight format's peak, routed experts at the expert format's, the attention core, router and
-    head at the 16-bit peak. Only routed experts run at the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
+    Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at the
+    expert format's, the attention core, router and head at the 16-bit peak. Attention runs at the busiest TP
+    rank's share (`busiest_rank`: whole heads, and the projections TP cannot split). Only routed experts run at
+    the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
     core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys).
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
@@ -156,8 +160,9 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
     part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    executed = flops.core * flops.core_share   # a tiled kernel skips the causal mask's half
-    proj = flops.proj * proj_replication(hw, m, shape.tp)
+    on_proj, on_core = busiest_rank(hw, m, shape.tp)
+    executed = flops.core * flops.core_share * on_core   # a tiled kernel skips the causal mask's half
+    proj = flops.proj * on_proj
     attn = ((proj, full * proj, fa, eff), (executed, (full + core) * executed, hi, eff))
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
             "moe": Work(((flops.router, full * flops.router, hi, eff_exp),

@@ -33,7 +33,7 @@ import numpy as np
 
 from wsemoe.cost.node import params
 
-FEATURES = ("L", "Lm", "H", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
+FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
             "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share")
@@ -64,10 +64,20 @@ def _kernel(bytes_, flops, X, P, peak, eta_bw=None, eta_mm=None):
                       flops / (peak * (P["eta_mm"] if eta_mm is None else eta_mm)))
 
 
+def _heads(X):
+    """Share of the query heads the busiest TP rank holds (params.head_share: whole heads a rank)."""
+    return params.head_share(X["heads"], X["tp"])
+
+
+def _kv_part(X):
+    """Share of a token's KV the busiest TP rank holds: ⌈n_kv/tp⌉/n_kv (MLA: kv_shards 1, the whole latent)."""
+    return params.head_share(X["kv_shards"], X["tp"])
+
+
 def _attn_rank(X):
-    """Attention projection weights per layer one TP rank holds and runs: the heads' share split tp ways, the K/V
-    projections (MLA: the down-projections, which every rank runs whole) only kv_shards ways (params.per_rank)."""
-    return params.per_rank(X["attn_w"], X["attn_kv_w"], np.minimum(X["tp"], X["kv_shards"]), X["tp"])
+    """Attention projection weights per layer the busiest TP rank holds and runs: its heads' share of the heads'
+    projections, its KV share of the K/V ones (MLA: the down-projections, which every rank runs whole)."""
+    return params.per_rank(X["attn_w"], X["attn_kv_w"], _heads(X), _kv_part(X))
 
 
 def _dense_layers(X):
@@ -110,8 +120,8 @@ def decode_step(X, P, seqs):
     attn = X["L"] * _attn_rank(X)
     t = _kernel(attn * X["b_gemm"], 2 * attn * b, X, P, X["F_gemm"])
     keys = ctx * X["kv_read"]  # a sliding, chunked or sparse layer reads fewer keys (and their KV); linear none
-    kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] / np.minimum(tp, X["kv_shards"])
-    t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] / tp, X, P, X["F16"])
+    kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] * _kv_part(X)
+    t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] * _heads(X), X, P, X["F16"])
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _experts(X, P, seqs)
@@ -127,7 +137,7 @@ def prefill(X, P):
     attn = X["L"] * _attn_rank(X)
     t = _kernel(attn * X["b_gemm"], 2 * attn * n, X, P, X["F_gemm"])
     pairs = X["pair_share"] * n * n / 2.0  # causal: half the pairs (fewer where layers attend to a window)
-    t = t + X["L"] * X["sf_prefill"] * pairs / tp / (X["F16"] * P["eta_mm"])
+    t = t + X["L"] * X["sf_prefill"] * pairs * _heads(X) / (X["F16"] * P["eta_mm"])
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     t = t + _experts(X, P, n)
@@ -148,7 +158,7 @@ def kv_slots(X):
     w = weights_per_gpu(X)
     free = np.where(X["kv_of_total"] > 0, X["kv_share"] * X["mem"] - w, X["kv_share"] * (X["mem"] - w))
     held = (X["isl"] + X["osl"] / 2.0) * X["kv_held"]
-    per_seq = held * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] / np.minimum(X["tp"], X["kv_shards"])
+    per_seq = held * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] * _kv_part(X)
     return np.floor(np.maximum(free, 0.0) / per_seq)
 
 

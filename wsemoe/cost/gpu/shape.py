@@ -19,6 +19,7 @@ class Shape:
     layers: int            # L
     moe_layers: int        # Lm (the rest are dense)
     hidden: int            # H
+    heads: int             # query heads n_h (TP gives each rank whole heads)
     attn_w: float          # attention projection weights per layer
     attn_kv_w: float       # of them, those TP splits only kv_shards ways (K/V projections; MLA down-projections)
     dense_w: float         # dense FFN weights per dense layer
@@ -48,7 +49,7 @@ def shape(m) -> Shape:
         kv_shards = m.num_key_value_heads
         decode = prefill = 2 * nh * 2 * m.head_dim
     lm = int(params.moe_layers(m))
-    return Shape(layers=m.num_hidden_layers, moe_layers=lm, hidden=m.hidden_size,
+    return Shape(layers=m.num_hidden_layers, moe_layers=lm, hidden=m.hidden_size, heads=nh,
                  attn_w=float(params.attn_params(m)),
                  attn_kv_w=float(params.attn_kv_params(m)), dense_w=float(params.dense_ffn_params(m)),
                  expert_w=float(params.expert_params(m)),

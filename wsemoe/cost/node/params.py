@@ -77,8 +77,8 @@ def softmax_attn_params(m):
 
 
 def attn_kv_params(m):
-    """The part of attn_params that tensor parallelism splits only as many ways as a token's KV splits
-    (kv_split_ways): GQA's K and V projections (a rank keeps at least one KV head's, as vLLM, SGLang and
+    """The part of attn_params that tensor parallelism splits only as a token's keys and values split
+    (kv_share): GQA's K and V projections (a rank keeps at least one KV head's, as vLLM, SGLang and
     TensorRT-LLM do), MLA's down-projections to the query and KV latents (every rank runs them whole:
     SGLang's fused_qkv_a_proj_with_mqa is a ReplicatedLinear, TensorRT-LLM's kv_a_proj_with_mqa a Linear without
     a TP mode). A patterned model's mean over its layers; a linear-attention layer's heads split like heads."""
@@ -95,21 +95,29 @@ def _kv_proj(m):
     return H * 2 * m.num_key_value_heads * m.head_dim
 
 
-def kv_split_ways(m, tp):
-    """Ways TP splits a token's keys and values: GQA min(tp, n_kv) (past n_kv, ranks share heads); MLA 1 (the
-    latent is shared by every head)."""
-    return 1 + 0 * tp if _mla(m) else np.minimum(tp, m.num_key_value_heads)
+def head_share(heads, tp):
+    """Share of `heads` attention heads the busiest of `tp` tensor-parallel ranks holds: ⌈heads/tp⌉/heads. TP
+    splits attention by whole heads, so a TP that does not divide them leaves some ranks a head more (vLLM, SGLang
+    and TensorRT-LLM refuse it; the busiest rank sets the step) and a TP past them leaves ranks idle."""
+    return np.ceil(heads / tp) / heads
+
+
+def kv_share(m, tp):
+    """Share of a token's keys and values (and of attn_kv_params) the busiest TP rank holds: GQA
+    ⌈n_kv/tp⌉/n_kv (past n_kv, ranks share heads); MLA 1 (the latent is shared by every head)."""
+    return 1.0 + 0 * tp if _mla(m) else head_share(m.num_key_value_heads, tp)
 
 
 def attn_params_per_rank(m, tp):
-    """Attention projection weights one of `tp` tensor-parallel ranks holds and runs per layer (`per_rank`)."""
-    return per_rank(attn_params(m), attn_kv_params(m), kv_split_ways(m, tp), tp)
+    """Attention projection weights the busiest of `tp` tensor-parallel ranks holds and runs per layer
+    (`per_rank`)."""
+    return per_rank(attn_params(m), attn_kv_params(m), head_share(m.num_attention_heads, tp), kv_share(m, tp))
 
 
-def per_rank(attn, kv, kv_ways, tp):
-    """A rank's share of `attn` projection weights: the heads' share split `tp` ways, the `kv` part only `kv_ways`
-    (the one formula the node-level and the measured-serving model use)."""
-    return (attn - kv) / tp + kv / kv_ways
+def per_rank(attn, kv, heads, kv_part):
+    """A rank's part of `attn` projection weights: its `heads` share of the heads' projections, its `kv_part`
+    share of the `kv` ones (the one formula the node-level and the measured-serving model use)."""
+    return (attn - kv) * heads + kv * kv_part
 
 
 def softmax_attn_extra(m):

@@ -43,7 +43,7 @@ def one(res: dict, worker: str, s=None) -> dict:
     hw, lay = res["hardware"], res["workers"][worker]
     s = shape(res["model"]) if s is None else s
     share, of_total = kv_budget(res.get("backend", ""))
-    return {"L": s.layers, "Lm": s.moe_layers, "H": s.hidden, "attn_w": s.attn_w, "attn_kv_w": s.attn_kv_w,
+    return {"L": s.layers, "Lm": s.moe_layers, "H": s.hidden, "heads": s.heads, "attn_w": s.attn_w, "attn_kv_w": s.attn_kv_w,
             "dense_w": s.dense_w,
             "expert_w": s.expert_w, "shared_w": s.shared_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
             "kv_values": s.kv_values, "kv_shards": s.kv_shards, "sf_decode": s.score_flops_decode,
