@@ -299,7 +299,8 @@ _PATTERNS = [
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
     (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
-                                   "recompute; the MoE stage's experts at the busiest node's load)"),
+                                   "recompute; the MoE stage's experts at the busiest node's load, attention at the busiest TP "
+                                   "rank's: whole heads, and the projections TP cannot split)"),
     (r"^(\w+?)_roof_flops$", "FLOP/s", "all nodes: the {0} stage's compute roof, its executed FLOPs over the time "
                                        "they take at their formats' peaks (nodes · ΣF / Σ(F/peak); nodes · "
                                        "node_peak_flops when all are 16-bit): compute_s ≥ hw_flops / roof"),
