@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -538,8 +539,9 @@ def test_an_empty_comparison_metric_is_refused(tmp_path):
     from wsemoe.sweep.run import run_sweep
 
     path = run_sweep({**BASE, "axes": {"workload.B": [1, 2]}}, out_root=tmp_path).path
+    again = shutil.copytree(path, tmp_path / "again")   # compare takes two different folders
     with pytest.raises(ConfigError, match="a column name"):
-        wsemoe.compare([path, path], "")
+        wsemoe.compare([path, again], "")
 
 
 @pytest.mark.parametrize("side", ["baseline", "candidate"])

@@ -152,13 +152,15 @@ def test_every_shipped_hf_config_passes_the_loader_checks(src):
 def plain(tmp_path_factory):
     cfg = {"name": "plain", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
            "axes": {"workload.G": [1, 2], "mapping.strategy": ["block", "er"]}}
-    return run_sweep(cfg, out_dir=tmp_path_factory.mktemp("plain") / "plain").path
+    path = run_sweep(cfg, out_dir=tmp_path_factory.mktemp("plain") / "plain").path
+    shutil.copytree(path, path.parent / "again")   # compare takes two different folders
+    return path
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["compare", "{p}", "{p}", "--metric", "bound"], "'bound' holds text"),
-    (["compare", "{p}", "{p}", "--metric", "feasible:max"], "'feasible' holds yes/no"),
-    (["compare", "{p}", "{p}", "--metric", "mapping.strategy"], "holds text"),
+    (["compare", "{p}", "{p}/../again", "--metric", "bound"], "'bound' holds text"),
+    (["compare", "{p}", "{p}/../again", "--metric", "feasible:max"], "'feasible' holds yes/no"),
+    (["compare", "{p}", "{p}/../again", "--metric", "mapping.strategy"], "holds text"),
     (["show", "{p}", "--all", "--where", "bound > 1"], "compares 'bound' (text)"),
     (["show", "{p}", "--all", "--where", "mapping.strategy == 2"], "compares 'mapping.strategy' (text)"),
     (["show", "{p}", "--all", "--where", "mfu == 'high'"], "compares 'mfu' (number)"),

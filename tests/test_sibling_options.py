@@ -130,12 +130,15 @@ def test_every_command_that_writes_prints_the_path_relative(runner, results, tmp
     """report and plot print what they wrote relative to the current folder, but `schema -o s.json` printed
     /abs/path/s.json, and new, export traffic and compare --plot printed the path as typed (absolute stayed
     absolute): all go through shown_path."""
+    import shutil
+
+    shutil.copytree(results, tmp_path / "results" / "again")   # compare takes two different folders
     for args, want in [(["schema", "-o", str(tmp_path / "s.json")], "s.json"),
                        (["new", "n", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-o", str(tmp_path / "n.yaml")],
                         "wrote n.yaml; check it with `wsemoe check n.yaml`"),
                        (["export", "traffic", "--hardware", "wsc-b200-8x8", "--model", "deepseek-v3", "-o",
                          str(tmp_path / "ex")], "ex: "),
-                       (["compare", str(results), "results/small", "--no-readings", "--format", "csv", "--plot",
+                       (["compare", str(results), "results/again", "--no-readings", "--format", "csv", "--plot",
                          str(tmp_path / "c.svg")], "c.svg")]:
         r = runner.invoke(app, args)
         assert r.exit_code == 0 and str(tmp_path) not in r.output and want in r.output, (args, r.output)
