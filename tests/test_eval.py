@@ -124,7 +124,7 @@ def test_breakdown_notices_a_wrong_column(monkeypatch):
     row = pd.Series({"moe_layer_time_s": 1.0, "attention_compute_s": 0.5, "moe_compute_s": 0.25,
                      "attention_weights_s": 0.1, "moe_weights_s": 0.1})
     time, _ = addsup._layer(row, "moe_layer", "layer", "none")
-    assert time == 0.75 and addsup._check(time, 1.0).startswith("≠")
+    assert time == 0.75 and addsup.check(time, 1.0).startswith("≠")
 
 
 def test_point_out_of_range_and_bad_sets_are_one_line(runner):

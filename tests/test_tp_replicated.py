@@ -101,3 +101,15 @@ def test_tp_splits_whole_heads_so_the_busiest_rank_sets_the_pace():
     T = row["tokens_per_microbatch"]
     core = row["attn_core_flops"] * row["attn_core_executed_share"]
     assert row["attention_hw_flops"] == pytest.approx(2 * T * 72 * rank + core * 72 / nh, rel=1e-9)
+
+
+def test_eval_shows_how_the_busiest_rank_makes_the_executed_attention_flops():
+    from wsemoe.analysis.explain.point import breakdown
+
+    sets = ["workload.mode=decode", "workload.seq_len=8192", "workload.B=1", "mapping.tp=72"]
+    _, rows = breakdown(hardware="nvl72", model="qwen3-30b-a3b", sets=sets)
+    line = next(text for g, name, _, _, text in rows if g.startswith("how") and name == "attention_hw_flops")
+    assert "× 4 + core" in line and "× 2.25 = " in line and "✓" in line and "⌈32/72⌉" in line
+    _, rows = breakdown(hardware="nvl72", model="qwen3-30b-a3b", sets=[*sets[:-1], "mapping.tp=4"])
+    # TP 4 divides every head count: no line in how the step adds up
+    assert not any(g.startswith("how") and name == "attention_hw_flops" for g, name, *_ in rows)

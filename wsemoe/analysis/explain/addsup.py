@@ -41,7 +41,7 @@ def _b(x: float) -> str:
     return f"{x:.4g} B"
 
 
-def _check(value: float, column: float) -> str:
+def check(value: float, column: float) -> str:
     ok = math.isclose(value, column, rel_tol=1e-9, abs_tol=1e-300)
     return "✓" if ok else f"≠ {column:.6g} in the model's column"
 
@@ -124,7 +124,7 @@ def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, no
         if col not in row:
             continue
         times[layer], text = _layer(row, layer, overlap, comm_overlap)
-        out.append((col, row[col], "s", f"{text} = {_t(times[layer])} {_check(times[layer], _get(row, col))}"))
+        out.append((col, row[col], "s", f"{text} = {_t(times[layer])} {check(times[layer], _get(row, col))}"))
     counts = {"moe_layer": moe_layers, "dense_layer": layers - moe_layers, "head": 1}
     mig = _get(row, "migration_exposed_s")
     step = sum(counts[k] * times.get(k, 0.0) for k in counts) + mig
@@ -132,15 +132,15 @@ def steps(row, layers: int, moe_layers: int, overlap: str, comm_overlap: str, no
     if "migration_exposed_s" in row:
         parts.append(f"{_t(mig)} (exposed migration)")
     out.append(("step_time_s", row["step_time_s"], "s",
-                f"{' + '.join(parts)} = {_t(step)} {_check(step, _get(row, 'step_time_s'))}"))
+                f"{' + '.join(parts)} = {_t(step)} {check(step, _get(row, 'step_time_s'))}"))
     tokens = _get(row, "tokens_per_microbatch")
     out.append(("tokens_per_s", row["tokens_per_s"], "tokens/s",
                 f"{tokens:,.0f} tokens per micro-batch / {_t(step)} = {tokens / step:,.6g} tokens/s "
-                f"{_check(tokens / step, _get(row, 'tokens_per_s'))}"))
+                f"{check(tokens / step, _get(row, 'tokens_per_s'))}"))
     flops, peak_flops = _get(row, "model_flops_per_step"), _get(row, "format_peak_flops")
     mfu = flops / (step * nodes * peak_flops)
     out.append(("mfu", row["mfu"], "1", f"{flops:.4g} model FLOPs / ({_t(step)} × {nodes} nodes × "
-                f"{peak_flops:.4g} FLOP/s) = {mfu:.4g} {_check(mfu, _get(row, 'mfu'))}"))
+                f"{peak_flops:.4g} FLOP/s) = {mfu:.4g} {check(mfu, _get(row, 'mfu'))}"))
     return out
 
 
@@ -160,11 +160,11 @@ def memory(row, comm_overlap: str = "none") -> list:
         vals = [(t, _get(row, f"mem_{t}_node_bytes")) for t in terms]
         total = sum(v for _, v in vals)
         text = " + ".join(f"{t.replace('_', ' ')} {_b(v)}" for t, v in vals)
-        out.append((col, row[col], "bytes", f"{text} = {_b(total)} {_check(total, _get(row, col))}"))
+        out.append((col, row[col], "bytes", f"{text} = {_b(total)} {check(total, _get(row, col))}"))
         g = f"g_mem_{stage}"
         if g in row and cap:
             out.append((g, row[g], "1", f"{_b(total)} / {_b(cap)} usable − 1 = {total / cap - 1:.4g} "
-                        f"({total / cap:.3g}× capacity) {_check(total / cap - 1, _get(row, g))}"))
+                        f"({total / cap:.3g}× capacity) {check(total / cap - 1, _get(row, g))}"))
     return out
 
 
@@ -178,9 +178,9 @@ def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str,
         tpot = step * (n := turns(comm_overlap))   # two micro-batches take turns on the nodes under microbatch
         text = f"one decode step {_t(step)}: every one of the {number(seqs)} sequences gets its next token" if \
             n == 1 else f"{n} × decode step {_t(step)} = {_t(tpot)}: {n} micro-batches of {number(seqs)} alternate"
-        out.append(("tpot_s", row["tpot_s"], "s", f"{text} {_check(tpot, _get(row, 'tpot_s'))}"))
+        out.append(("tpot_s", row["tpot_s"], "s", f"{text} {check(tpot, _get(row, 'tpot_s'))}"))
         out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s", f"1 / {_t(tpot)} = "
-                    f"{1 / tpot:,.6g} tokens/s {_check(1 / tpot, _get(row, 'tokens_per_s_per_user'))}"))
+                    f"{1 / tpot:,.6g} tokens/s {check(1 / tpot, _get(row, 'tokens_per_s_per_user'))}"))
     if first is None or "ttft_s" not in row:
         return out
     for name, value, unit, text in steps(first, layers, moe_layers, overlap, comm_overlap, nodes):
@@ -189,11 +189,11 @@ def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str,
         elif name == "step_time_s":
             ttft, prompts = _get(first, "step_time_s"), _get(first, "sequences_per_microbatch")
             out.append(("ttft_s", row["ttft_s"], "s", f"prefill of {prompts:,.0f} prompts at once, no queueing: "
-                        f"{text}; ttft_s {_check(ttft, _get(row, 'ttft_s'))}"))
+                        f"{text}; ttft_s {check(ttft, _get(row, 'ttft_s'))}"))
     cap, top = _get(first, "mem_capacity_node_bytes"), _get(first, "mem_peak_node_bytes")
     if "g_mem_prefill" in row and cap:
         out.append(("g_mem_prefill", row["g_mem_prefill"], "1", f"prefill peak {_b(top)} / {_b(cap)} usable − 1 = "
-                    f"{top / cap - 1:.4g} {_check(top / cap - 1, _get(row, 'g_mem_prefill'))}"))
+                    f"{top / cap - 1:.4g} {check(top / cap - 1, _get(row, 'g_mem_prefill'))}"))
     return out
 
 
@@ -216,7 +216,7 @@ def serving_operators(row) -> list:
             continue
         total = sum(ops.values())
         text = " + ".join(f"{op} {_t(v)}" for op, v in ops.items())
-        out.append((col, row[col], "s", f"{text} = {_t(total)} {_check(total, _get(row, col))}"))
+        out.append((col, row[col], "s", f"{text} = {_t(total)} {check(total, _get(row, col))}"))
     return out
 
 
@@ -251,7 +251,7 @@ def serving_stages(row, m, wl) -> list:
          if cross else "") + f"token return {_t(ret)}"
     latency = total + hops + cross + ret
     return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
-             f"{text} = {_t(latency)} {_check(latency, _get(row, 'pipeline_latency_s'))}")]
+             f"{text} = {_t(latency)} {check(latency, _get(row, 'pipeline_latency_s'))}")]
 
 
 def _span(ws: list) -> str:
@@ -268,7 +268,7 @@ def serving_terms(row) -> list:
         parts = {k: _get(row, c) for k, c in cols.items()}
         total = sum(parts.values())
         text = " + ".join(f"{k} {_t(v)}" for k, v in parts.items())
-        out.append((column, row[column], "s", f"by term: {text} = {_t(total)} {_check(total, _get(row, column))}"))
+        out.append((column, row[column], "s", f"by term: {text} = {_t(total)} {check(total, _get(row, column))}"))
     return out
 
 
@@ -287,15 +287,15 @@ def serving_rates(row, wl) -> list:
         stalls = f" + {count(W, 'system')} × σ {_t(sigma)} (synchronous wafer I/O)" if sigma > 0 else ""
         out += [("step_latency_s", row["step_latency_s"], "s", f"t1 {_t(t1)}{stalls} + {number(q - 1)} draft × β "
                  f"{_t(beta)} ({row['busiest_stage']}){drafting} = {_t(step)} "
-                 f"{_check(step, _get(row, 'step_latency_s'))}"),
+                 f"{check(step, _get(row, 'step_latency_s'))}"),
                 ("pipeline_period_s", row["pipeline_period_s"], "s", f"max(step {_t(step)}, " + (
                     f"B·(q·β + σ) = {number(B)}·({number(q)}·{_t(beta)} + {_t(sigma)})" if sigma > 0 else
                     f"B·q·β = {number(B)}·{number(q)}·{_t(beta)}") + f") = {_t(period)} "
-                 f"{_check(period, _get(row, 'pipeline_period_s'))}"),
+                 f"{check(period, _get(row, 'pipeline_period_s'))}"),
                 ("tpot_s", row["tpot_s"], "s", f"period / {number(a)} accepted = {_t(period / a)} "
-                 f"{_check(period / a, _get(row, 'tpot_s'))}"),
+                 f"{check(period / a, _get(row, 'tpot_s'))}"),
                 ("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{number(B)} sequences × {number(a)} / period = "
-                 f"{B * a / period:,.6g} {_check(B * a / period, _get(row, 'tokens_per_s'))}")]
+                 f"{B * a / period:,.6g} {check(B * a / period, _get(row, 'tokens_per_s'))}")]
     if "ttft_s" in row.keys() and not _missing(row, "ttft_s"):
         out.append(_ttft(row, wl))
     return out
@@ -314,7 +314,7 @@ def _ttft(row, wl):
     stalls = f" + {number(W)} × σ {_t(sigma)} + ({number(B)} − 1) × σ" if sigma > 0 else ""
     who = f"the {number(B)} prompts of {number(P)} tokens stream" if B != 1 else f"the prompt of {number(P)} tokens streams"
     return ("ttft_s", row["ttft_s"], "s", f"{who} through once, at context {number(P)}: t1 {_t(t1)}{stalls} + "
-            f"({number(B)}·{number(P)} − 1) × β {_t(beta)} = {_t(ttft)} {_check(ttft, _get(row, 'ttft_s'))}")
+            f"({number(B)}·{number(P)} − 1) × β {_t(beta)} = {_t(ttft)} {check(ttft, _get(row, 'ttft_s'))}")
 
 
 def sram_serving(row, m, wl) -> list:
@@ -354,7 +354,7 @@ def _edge(row, pe, wl, work) -> list:
         t = max(w_in, w_out) / rate
         out.append((f"{stage}_edge_s", row[f"{stage}_edge_s"], "s",
                     f"max(in {w_in:.4g}, out {w_out:.4g} wavelets) / ({number(edge.channels(pe))} I/O channels × "
-                    f"{number(pe.clock_hz / 1e9)} GHz) = {_t(t)} {_check(t, _get(row, f'{stage}_edge_s'))}"))
+                    f"{number(pe.clock_hz / 1e9)} GHz) = {_t(t)} {check(t, _get(row, f'{stage}_edge_s'))}"))
     return out
 
 
@@ -366,10 +366,10 @@ def _regions(row, pe, wl, hw, shape, work) -> list:
     rest = compute_time(hw, wl, shape.nodes, router) + compute_time(hw, wl, shape.nodes, shared)
     return [("expert_pipeline_s", row["expert_pipeline_s"], "s",
              f"{number(P)} passes × {A:.4g} cycles × {n:,.0f} tokens / {number(clock / 1e9)} GHz + fill and drain {_t(fill)} = "
-             f"{_t(pipe)} {_check(pipe, _get(row, 'expert_pipeline_s'))}"),
+             f"{_t(pipe)} {check(pipe, _get(row, 'expert_pipeline_s'))}"),
             ("moe_regions_s", row["moe_regions_s"], "s",
              f"router and shared experts {_t(rest)} + expert_pipeline_s {_t(pipe)} = {_t(rest + pipe)} "
-             f"{_check(rest + pipe, _get(row, 'moe_regions_s'))}")]
+             f"{check(rest + pipe, _get(row, 'moe_regions_s'))}")]
 
 
 def _phases(row, pe, m, wl) -> list:
@@ -380,7 +380,7 @@ def _phases(row, pe, m, wl) -> list:
         t = P * link / wl.bytes_per_act * per_value / pe.clock_hz + path
         out.append((f"moe_{phase}_s", row[f"moe_{phase}_s"], "s",
                     f"{number(P)} passes × busiest PE link {_b(link)} ({number(per_value)} link cycle a value) + "
-                    f"longest path and overhead {_t(path)} = {_t(t)} {_check(t, _get(row, f'moe_{phase}_s'))}"))
+                    f"longest path and overhead {_t(path)} = {_t(t)} {check(t, _get(row, f'moe_{phase}_s'))}"))
     return out
 
 
@@ -393,8 +393,8 @@ def _sram(row, pe) -> list:
         total = sum(v for _, v in vals)
         text = " + ".join(f"{p.removeprefix('pe_mem_').replace('_', ' ')} {_b(v)}" for p, v in vals)
         out.append((f"pe_mem_{stage}_peak_bytes", row[f"pe_mem_{stage}_peak_bytes"], "bytes",
-                    f"{text} = {_b(total)} {_check(total, _get(row, f'pe_mem_{stage}_peak_bytes'))}"))
+                    f"{text} = {_b(total)} {check(total, _get(row, f'pe_mem_{stage}_peak_bytes'))}"))
         out.append((f"g_pe_sram_{stage}", row[f"g_pe_sram_{stage}"], "1",
                     f"{_b(total)} / {_b(room)} beside the program − 1 = {total / room - 1:.4g} "
-                    f"{_check(total / room - 1, _get(row, f'g_pe_sram_{stage}'))}"))
+                    f"{check(total / room - 1, _get(row, f'g_pe_sram_{stage}'))}"))
     return out

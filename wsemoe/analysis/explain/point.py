@@ -17,6 +17,8 @@ from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
 from wsemoe.config.single import parse_sets, point_mapping
 from wsemoe.cost import serving
+from wsemoe.cost.batch import micro_batch
+from wsemoe.cost.stagecost import busiest_rank
 from wsemoe.cost.node import mix, params
 from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
@@ -24,7 +26,7 @@ from wsemoe.sweep import engine, space
 from wsemoe.store import store
 from wsemoe.sweep.columns import describe
 from wsemoe.sweep.outputs import config_namespaces
-from wsemoe.wording import count
+from wsemoe.wording import count, number
 
 SERVING = "serving: time per output token, and time to first token as a prefill of the batch's prompts"
 PRECISION = "precision (formats: bytes per value; peak per node each runs at)"
@@ -170,11 +172,30 @@ def _sums(row, one, ns) -> list:
     if wl.mode == "decode" and getattr(wl, "prompt_len", None) is not None:  # the prefill behind ttft_s
         first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
         first = {k: _plain(v) for k, v in first.items()}
-    out = [(title, addsup.steps(row, *shape)), ("how memory adds up (per node)", addsup.memory(row, shape[3])),
-           (SERVING, addsup.serving(row, first, *shape))]
+    out = [(title, addsup.steps(row, *shape) + _busiest_rank(row, hw, m, wl, ns["mapping"])),
+           ("how memory adds up (per node)", addsup.memory(row, shape[3])), (SERVING, addsup.serving(row, first, *shape))]
     if getattr(hw, "pe_fabric", False):
         out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup.pe_fabric(row, hw, m, wl, ns["mapping"])))
     return out + spent
+
+
+def _busiest_rank(row, hw, m, wl, mp) -> list:
+    """How the attention FLOPs a stage executes follow from the model's count at the busiest TP rank (one forward
+    pass: inference on resident weights), where that rank runs more than its even share."""
+    if wl.mode == "train" or hw.weight_source != "resident":
+        return []
+    tp = micro_batch(hw, wl, mp).tp
+    on_proj, on_core = (float(x) for x in busiest_rank(hw, m, tp))
+    if on_proj == on_core == 1.0:
+        return []
+    proj, core, share = (float(row[c]) for c in ("attn_proj_flops", "attn_core_flops", "attn_core_executed_share"))
+    total = proj * on_proj + core * share * on_core
+    heads = m.num_attention_heads
+    text = (f"the busiest of TP {tp}'s ranks holds ⌈{heads}/{tp}⌉ of {heads} query heads and runs the projections "
+            f"TP cannot split (K/V past the KV heads, MLA's down-projections): projections {number(proj)} × "
+            f"{on_proj:.4g} + core {number(core)} × {share:.4g} executed × {on_core:.4g} = {number(total)} "
+            f"{addsup.check(total, float(row['attention_hw_flops']))}")
+    return [("attention_hw_flops", total, "FLOP", text)]
 
 
 def _formats(wl, used: set) -> list:
