@@ -202,3 +202,22 @@ def test_rows_built_for_their_statuses_alone_have_the_full_run_statuses(rows):
                                                                                       "scale")}
     for r in fast:
         assert (r["status"], r["value"]) == (full[r["id"]]["status"], pytest.approx(full[r["id"]]["value"])), r["id"]
+
+
+def test_csv_carries_the_numbers_each_status_is_judged_on(runner, monkeypatch, rows):
+    """`validate --format csv` gives scripts the checked value, the band's ends and the signed gap beside the shown
+    text: a yes row lies inside its band (gap 0), a known deviation outside it at the gap its pin holds."""
+    import io
+
+    import pandas as pd
+
+    from wsemoe.cli import app
+
+    monkeypatch.setattr(validate, "run_all", lambda *a, **k: rows)
+    got = pd.read_csv(io.StringIO(runner.invoke(app, ["validate", "--format", "csv"]).stdout)).set_index("id")
+    yes = got[(got["status"] == "yes") & got["value"].notna()]
+    assert len(yes) > 100 and (yes["gap"] == 0).all()
+    assert ((yes["band_lo"].isna() | (yes["band_lo"] <= yes["value"]))
+            & (yes["band_hi"].isna() | (yes["value"] <= yes["band_hi"]))).all()
+    for rid, pinned in deviations.PINNED.items():
+        assert got.loc[rid, "status"] == "no" and abs(got.loc[rid, "gap"] / pinned - 1) <= deviations.DRIFT, rid

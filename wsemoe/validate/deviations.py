@@ -123,6 +123,8 @@ def classify(rows: list[dict], known: dict[str, str] | None = None, pinned: dict
     pins = (PINNED if known is None else {}) if pinned is None else pinned
     known = KNOWN if known is None else known
     for r in rows:
+        band = r.get("band")   # the signed gap from the band of every row that has one, as a pin records it
+        r["gap"] = gap(band, r["value"]) if band is not None and r.get("value") is not None else None
         if r["kind"] == "info":
             r["status"] = "info"
             continue

@@ -94,6 +94,19 @@ def context_notes(context: list) -> list[tuple[str, str]]:
     return [(f"c{a}" if a == b else f"c{a}–c{b}", text) for a, text, b in out]
 
 
+NUMBERS = ("value", "band_lo", "band_hi", "gap")   # the shown fields as numbers, for scripts
+
+
 def frame(rows: list) -> pd.DataFrame:
-    """The rows as a table for tools (CSV, JSON): every field a row has that a reader can use."""
-    return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+    """The rows as a table for tools (CSV, JSON): every field a row has that a reader can use, and beside the
+    shown text the numbers it is written from: the checked `value`, the band's ends (`band_lo`, `band_hi`; empty
+    where open) and the signed `gap` outside it as validate pins it (0 inside; positive above; the log of the
+    ratio for a factor band). All four are empty for a row without a band."""
+    def numbers(r) -> dict:
+        band = r.get("band")
+        if band is None or r.get("value") is None:
+            return dict.fromkeys(NUMBERS)
+        return {"value": float(r["value"]), "band_lo": band.lo, "band_hi": band.hi, "gap": r.get("gap")}
+
+    return pd.DataFrame([{**{c: r.get(c) for c in COLUMNS}, **numbers(r)} for r in rows],
+                        columns=[*COLUMNS, *NUMBERS])
