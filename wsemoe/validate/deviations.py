@@ -138,7 +138,7 @@ def classify(rows: list[dict], known: dict[str, str] | None = None, pinned: dict
             r["reason"] = "listed as a known deviation but reproduces: remove it from validate/deviations.py" \
                 if reason else None
         else:
-            moved = drifted(pins[r["id"]], gap(r["band"], r["value"])) if reason and r["id"] in pins else None
+            moved = drifted(pins[r["id"]], r["gap"]) if reason and r["id"] in pins else None
             r["status"] = "no" if reason and not moved else "FAILS"
             r["reason"] = (f"a known deviation that {moved}" if moved else reason) if reason else \
                 f"outside its band ({r['distance']}) and not a known deviation"

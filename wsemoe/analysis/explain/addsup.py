@@ -42,8 +42,8 @@ def _b(x: float) -> str:
 
 
 def check(value: float, column: float) -> str:
-    ok = math.isclose(value, column, rel_tol=1e-9, abs_tol=1e-300)
-    return "✓" if ok else f"≠ {column:.6g} in the model's column"
+    """'✓' where a value written out again matches the model's column, else what the column holds."""
+    return "✓" if math.isclose(value, column, rel_tol=1e-9, abs_tol=1e-300) else f"≠ {column:.6g} in the model's column"
 
 
 def _get(row, col) -> float:

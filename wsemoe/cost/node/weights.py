@@ -42,8 +42,8 @@ def layer_weights(m, wl) -> dict:
 
 
 def attn_rank(m, wl, tp) -> Part:
-    """One layer's attention weights one of `tp` tensor-parallel ranks holds: the projections as
-    params.attn_params_per_rank (the K/V projections split only as many ways as the KV heads; MLA's
+    """One layer's attention weights the busiest of `tp` tensor-parallel ranks holds: the projections as
+    params.attn_params_per_rank (whole heads a rank; K/V projections only as far as the KV heads split; MLA's
     down-projections whole on every rank), the norms and other small parameters split tp ways."""
     proj = params.attn_params_per_rank(m, tp)
     small = (params.attn_extra_params(m) + params.norm_params_per_layer(m)) / tp
