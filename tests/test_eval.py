@@ -71,12 +71,15 @@ def test_eval_cli_takes_a_results_folder_and_prints_every_override(topk, runner)
     ("sweeps/moentwine_scale.yaml", 3, ["workload.comm_overlap=none"]),
     # two micro-batches: each stage's peak holds the other stage's transients too (memory.memory_terms)
     ("sweeps/moentwine_vs_nvl72.yaml", 5, ["workload.comm_overlap=microbatch"]),
+    # ... and their prompts take turns in the prefill behind ttft_s as their tokens do in decode
+    ("sweeps/moentwine_vs_nvl72.yaml", 5, ["workload.comm_overlap=microbatch", "workload.prompt_len=1024"]),
     ("sweeps/moentwine_vs_nvl72.yaml", 2300, ["workload.expert_weight_format=fp8", "workload.kv_format=fp8"]),
 ])
 def test_breakdown_adds_up(config, point, sets):
     _, rows = breakdown(config, point, sets)
-    sums = [(n, text) for g, n, _, _, text in rows if g.startswith("how")]
+    sums = [(n, text) for g, n, _, _, text in rows if g.startswith(("how", "serving"))]
     assert {n for n, _ in sums} >= {"step_time_s", "tokens_per_s", "mfu", "moe_layer_time_s", "g_mem_attn"}
+    assert ("workload.prompt_len=1024" in sets) == ("ttft_s" in {n for n, _ in sums})
     for name, text in sums:
         assert text.endswith("✓"), (name, text)
 

@@ -58,6 +58,24 @@ def test_two_micro_batches_taking_turns_never_shorten_the_time_between_a_sequenc
     assert (mb["tpot_s"] >= serial["tpot_s"]).all() and (mb["tokens_per_s"] >= serial["tokens_per_s"]).all()
 
 
+def test_under_micro_batches_a_prompt_waits_two_prefill_steps_as_a_token_waits_two_decode_steps():
+    """comm_overlap microbatch: the decode's two micro-batches' prompts are prefilled the way they decode, taking
+    turns, so a micro-batch's own prefill layer takes 2·max(core, comm) ≥ core + comm and its first token comes two
+    prefill steps in (it read one step: half the schedule's time, below the serial TTFT). Independent reference: the
+    same points run as a prefill sweep at S = prompt_len under microbatch."""
+    cfg = {"name": "mbp", "hardware": "nvl72", "model": "qwen3-30b-a3b", "mapping": {"tp": 4},
+           "workload": {"mode": "decode", "seq_len": 4096, "prompt_len": 1024},
+           "axes": {"workload.B": [1, 8], "workload.comm_overlap": ["none", "microbatch"]}}
+    df = wsemoe.evaluate(cfg)
+    ref = wsemoe.evaluate(_with({**cfg, "name": "mbp-prefill"}, mode="prefill", seq_len=1024, prompt_len=None))
+    assert np.array_equal(ref["workload.comm_overlap"], df["workload.comm_overlap"])
+    two = np.where(df["workload.comm_overlap"] == "microbatch", 2.0, 1.0)
+    assert np.allclose(df["ttft_s"], two * ref["step_time_s"], rtol=1e-13)
+    assert np.allclose(ref["ttft_s"], two * ref["step_time_s"], rtol=1e-15)   # prefill mode: the same rule
+    serial, mb = (df[df["workload.comm_overlap"] == o].reset_index(drop=True) for o in ("none", "microbatch"))
+    assert (mb["ttft_s"] >= serial["ttft_s"]).all()
+
+
 def test_ttft_is_the_prefill_of_the_batch_at_the_prompt_length(mesh):
     """An independent reference: the same space run as a prefill sweep at seq_len = prompt_len, every reading at
     its default (one attention-kernel default for prefill sweeps and a decode point's TTFT prefill alike)."""

@@ -1,10 +1,9 @@
-"""How one point's numbers combine: stage rooflines → layer times → step time → throughput and MFU, and
-memory terms → stage peaks → constraint, each written out with its numbers and checked against the column; for SRAM
-serving, operators → layers → stages and hops → one token's latency → step, period and rates (`serving`); at PE
-level (hardware.pe_fabric), the edge's stream, the expert regions, dispatch and combine on the PE mesh and SRAM per
-PE (`pe_fabric`: cost/wafer/{edge,streaming,pememory}.py). The formulas mirror cost/node/stages.py (rooflines,
-`workload.overlap` and `workload.comm_overlap`) and cost/node/memory.py; a line whose recomputed value does not
-match the model's column says so instead of showing a check mark.
+"""How one point's numbers combine: stage rooflines → layer times → step time → throughput and MFU, and memory terms
+→ stage peaks → constraint, each written out with its numbers and checked against the column; for SRAM serving,
+operators → layers → stages and hops → one token's latency → step, period and rates (`serving`); at PE level
+(hardware.pe_fabric), the edge's stream, the expert regions, dispatch and combine on the PE mesh and SRAM per PE
+(`pe_fabric`: cost/wafer/{edge,streaming,pememory}.py). The formulas mirror cost/node/stages.py (rooflines,
+`workload.overlap`, `workload.comm_overlap`) and cost/node/memory.py; a line whose value does not match says so.
 """
 
 from __future__ import annotations
@@ -47,8 +46,7 @@ def check(value: float, column: float) -> str:
 
 
 def _get(row, col) -> float:
-    v = row.get(col, 0.0)
-    return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+    return 0.0 if _missing(row, col) else float(row[col])   # an absent or empty column reads 0
 
 
 SERIAL = "launch"   # a stage's kernel launches: serial, added to its roofline (`<stage>_launch_s`)
@@ -172,24 +170,27 @@ def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str,
             nodes: int) -> list:
     """[(term, value, unit, how it is made)] of the serving metrics: TPOT is the decode step (two under microbatch),
     tokens/s per user its inverse; TTFT the step of the prefill `first` (its layers written out as above)."""
-    out = []
+    out, n = [], turns(comm_overlap)   # two micro-batches take turns on the nodes under microbatch, prefill too
     if "tpot_s" in row:
         step, seqs = _get(row, "step_time_s"), _get(row, "sequences_per_microbatch")
-        tpot = step * (n := turns(comm_overlap))   # two micro-batches take turns on the nodes under microbatch
+        tpot = step * n
         text = f"one decode step {_t(step)}: every one of the {number(seqs)} sequences gets its next token" if \
             n == 1 else f"{n} × decode step {_t(step)} = {_t(tpot)}: {n} micro-batches of {number(seqs)} alternate"
         out.append(("tpot_s", row["tpot_s"], "s", f"{text} {check(tpot, _get(row, 'tpot_s'))}"))
         out.append(("tokens_per_s_per_user", row["tokens_per_s_per_user"], "tokens/s", f"1 / {_t(tpot)} = "
                     f"{1 / tpot:,.6g} tokens/s {check(1 / tpot, _get(row, 'tokens_per_s_per_user'))}"))
-    if first is None or "ttft_s" not in row:
-        return out
+    if first is None or "ttft_s" not in row:   # prefill mode: the step is its prompts' prefill
+        step, turn = _get(row, "step_time_s"), "" if n == 1 else f" × {n} micro-batches taking turns"
+        text = f"the prefill step {_t(step)}{turn} {check(step * n, _get(row, 'ttft_s'))}"
+        return out + [("ttft_s", row["ttft_s"], "s", text)] if "ttft_s" in row else out
     for name, value, unit, text in steps(first, layers, moe_layers, overlap, comm_overlap, nodes):
         if name.endswith("_time_s") and name != "step_time_s":
             out.append((f"prefill {name}", value, unit, text))
         elif name == "step_time_s":
-            ttft, prompts = _get(first, "step_time_s"), _get(first, "sequences_per_microbatch")
+            step, prompts = _get(first, "step_time_s"), _get(first, "sequences_per_microbatch")
+            ttft, turn = step * n, "" if n == 1 else f"; {n} micro-batches of prompts alternate: {n} × {_t(step)}"
             out.append(("ttft_s", row["ttft_s"], "s", f"prefill of {prompts:,.0f} prompts at once, no queueing: "
-                        f"{text}; ttft_s {check(ttft, _get(row, 'ttft_s'))}"))
+                        f"{text}{turn}; ttft_s {check(ttft, _get(row, 'ttft_s'))}"))
     cap, top = _get(first, "mem_capacity_node_bytes"), _get(first, "mem_peak_node_bytes")
     if "g_mem_prefill" in row and cap:
         out.append(("g_mem_prefill", row["g_mem_prefill"], "1", f"prefill peak {_b(top)} / {_b(cap)} usable − 1 = "
