@@ -50,6 +50,20 @@ def test_every_command_and_option_shown_exists():
         cmd.make_context(args[0], [a for a in args[1:] if a != ">" and not a.endswith(".csv")])  # parses, or raises
 
 
+def test_every_whole_config_the_docs_show_checks_as_written():
+    """A sweep file the docs show whole (it has a name) is valid as printed: it read mapping.tp 4 on a
+    weight-streaming wafer, which `check` refuses."""
+    from wsemoe.config import yamlio
+    from wsemoe.config.loader import load_config
+
+    blocks = [(p.name, b) for p in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+              for b in re.findall(r"```ya?ml\n(.*?)```", p.read_text(), flags=re.S)
+              if re.search(r"^name:", b, re.M) and re.search(r"^hardware:", b, re.M)]   # not a CI workflow
+    assert blocks
+    for name, block in blocks:
+        load_config(yamlio.loads(block, name), base_dir=ROOT)
+
+
 def test_python_api_names_exist():
     for name in re.findall(r"wsemoe\.([a-z_]+)\(", README + USAGE):
         assert hasattr(wsemoe, name), name

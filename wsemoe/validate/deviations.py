@@ -20,7 +20,7 @@ import math
 DRIFT = 0.25   # how far a known deviation's gap may move (as a share of its pinned gap) before validate fails
 
 KNOWN: dict[str, str] = {
-    "bta.docs.experts": "at BTA's reading (one head's scores at a time) uniform batching fits B = 57 sequences of 8192 "
+    "bta.docs.experts": "at BTA's reading (one head's scores at a time) uniform batching fits B = 57 sequences of 8,192 "
                         "tokens, as many as BTA's G·B (the MoE-stage memory caps both), so every expert count runs "
                         "compute-bound and the baseline loses nothing; only every head's scores held at once "
                         "(attn_kernel=materialized, refuted by 6 of Cerebras' 7 shipped micro-batches) caps uniform "

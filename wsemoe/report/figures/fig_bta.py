@@ -62,15 +62,17 @@ def sparsity(r: ResultsView) -> Figure | None:
     banded = False
     for ax, col, f in ((left, "mfu", 1.0), (right, "tokens_per_s", 1.0)):
         top = np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f)
-        for which, style, color, name in (("baseline", "s--", UNIFORM_C, "uniform batching (G = 1)"),
-                                          ("best", "o-", BTA_C, "BTA (best G, B)")):
+        # uniform batching's squares are larger and hollow: where BTA equals it they ring BTA's dots, not hide under them
+        for which, style, color, name, mark in (("baseline", "s--", UNIFORM_C, "uniform batching (G = 1)",
+                                                 {"ms": 11, "mfc": "none", "mew": 1.6}),
+                                                ("best", "o-", BTA_C, "BTA (best G, B)", {"ms": 6})):
             band = r.band(f"{which}_{col}", key, x)
             if band is not None:  # 5–95% over the calibration unknowns (wsemoe sensitivity)
                 ax.fill_between(x, band[0] * f, band[1] * f, color=color, alpha=0.12, lw=0)
                 for edge in band:  # edges in the series' colour: overlapping bands stay readable
                     ax.plot(x, edge * f, ":", color=color, lw=1.0)
                 top, banded = max(top, np.nanmax(band[1]) * f), True
-            ax.plot(x, cmp[f"{which}_{col}"] * f, style, color=color, ms=6, label=name)
+            ax.plot(x, cmp[f"{which}_{col}"] * f, style, color=color, label=name, **mark)
         log2_ticks(ax, x, ticks)
         ax.set_xlim(x.min() / 1.4, x.max() * 1.4)  # room for the end points' annotations
         if topk:

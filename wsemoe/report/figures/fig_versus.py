@@ -98,8 +98,10 @@ def crossover(view: ResultsView) -> Figure | None:
     places = _label_places(ax, [at for at, _ in crossed], texts)
     rows = [row for row, _ in places]
     for (at, colour), text, (row, side) in zip(crossed, texts, places):
+        # on white, above the lines: where verticals crowd, one that runs through a label no longer strikes it out
         ax.text(at, LABEL_FOOT + LABEL_STEP * row, text, transform=ax.get_xaxis_transform(), fontsize=LABEL_SIZE,
-                color=colour, ha="left" if side == "right" else "right", va="bottom")
+                color=colour, ha="left" if side == "right" else "right", va="bottom", zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
     if rows:
         _clear_foot(ax, seen, LABEL_FOOT + LABEL_STEP * max(rows) + LABEL_HEIGHT)
     ax.set_xlabel("tokens per device per decode step (equal on every system)")
