@@ -236,3 +236,22 @@ def test_17_read_only_results_are_refused_before_running(tmp_path, runner):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["fs.yaml", "out"]
     finally:
         (res.path / "points.parquet").chmod(0o755)
+
+
+@pytest.mark.parametrize("inside", ["config.yaml", "points.parquet/*", "plots/pareto.png"])
+def test_a_folder_writer_never_replaces_a_read_only_file_inside_the_folder(tmp_path, runner, inside):
+    """`sweep --force` swaps in a new folder: a file in the old one whose write bits are cleared (results, a part,
+    a figure `plot` itself would refuse to replace) is refused in one line as the file writers refuse it, and stays
+    (it read exit 0 and replaced or deleted it). Write bits cleared refuse even root."""
+    res = wsemoe.sweep.run.run_sweep(GOOD, out_dir=tmp_path / "out")
+    assert runner.invoke(app, ["plot", str(res.path), "--only", "pareto", "-F", "png"]).exit_code == 0
+    target = next(res.path.glob(inside))
+    target.chmod(0o444)
+    try:
+        before = _snapshot(res.path)
+        f = tmp_path / "fs.yaml"
+        f.write_text(yaml.safe_dump(GOOD))
+        one_line_error(runner.invoke(app, ["sweep", str(f), "-o", str(res.path), "--force"]), "file is read-only")
+        assert _snapshot(res.path) == before
+    finally:
+        target.chmod(0o644)

@@ -139,7 +139,8 @@ def derived_outputs(folder: Path) -> dict:
 
 
 def check_tree(folder: Path, led: Ledger) -> None:
-    """Every entry of `folder` is one the ledger lists, unchanged (subfolders likewise), and removable."""
+    """Every entry of `folder` is one the ledger lists, unchanged (subfolders likewise), and removable: a file
+    whose write bits are cleared is refused here as the file writers refuse it (replacing the folder replaces it)."""
     writable(folder, os.lstat(folder), "folder")
     with os.scandir(folder) as it:
         entries = list(it)
@@ -155,6 +156,7 @@ def check_tree(folder: Path, led: Ledger) -> None:
             if not ledger.matches(path, e):
                 raise refuse(folder, f"holds '{name}', which changed since wsemoe wrote it; refusing to replace "
                               "it (move it out first)")
+            writable(path, entry.stat(follow_symlinks=False), "file")
         elif not entry.is_dir(follow_symlinks=False):
             raise refuse(folder, f"holds '{name}', which is not the folder wsemoe made; refusing to replace it")
         elif e["kind"] == "parts":
@@ -175,6 +177,7 @@ def _check_parts(folder: Path) -> None:
             if part_range(entry.name) is None or not entry.is_file(follow_symlinks=False):
                 raise refuse(folder, f"holds '{entry.name}', which wsemoe did not write; refusing to replace it "
                               "(move it out first)")
+            writable(Path(entry.path), entry.stat(follow_symlinks=False), "file")
 
 
 def remove_tree(folder: Path) -> None:
