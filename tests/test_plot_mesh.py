@@ -151,7 +151,9 @@ def test_stale_plots_removed_and_config_optional(sweeps, tmp_path):
     # for it): no structure can be built, heat maps are skipped.
     man = json.loads((path / "manifest.json").read_text())
     del man["files"]["config.yaml"]
-    (path / "manifest.json").write_text(json.dumps(man))
+    data = json.dumps(man).encode()
+    (path / "manifest.json").write_bytes(data)
+    writer.record_files(path, {"manifest.json": data}, "sweep")   # as that wsemoe recorded its manifest
     (path / "config.yaml").unlink()
     written = plot_results(path)
     mine = {p.name for p in written if p.stem in MINE or p.stem.startswith(("link_heatmap_", "node_load_"))}

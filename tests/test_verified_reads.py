@@ -83,11 +83,28 @@ def test_a_small_file_changed_in_place_is_refused(name, results, runner):
     one_line_error(runner.invoke(app, ["show", "results/tv"]), name)
 
 
-@pytest.mark.parametrize("name", ["pareto.csv", "config.yaml", "comparison.csv"])
+def _edit_manifest(results: Path) -> None:
+    """A manifest edited so that it still passes its schema: other objectives (the parts, pareto.csv and
+    comparison.csv are checked against it, so only its own recorded checksum can tell)."""
+    man = json.loads((results / "manifest.json").read_text())
+    man["objectives"] = {"mfu": "max"}
+    (results / "manifest.json").write_text(json.dumps(man))
+
+
+def test_an_edited_manifest_is_refused_by_every_reader(results, runner):
+    """It was trusted: show titled the unchanged front 'best mfu first', plot and report drew it, compare blamed
+    an option the user never gave."""
+    _edit_manifest(results)
+    for argv in READERS + [["columns", "results/tv"]]:
+        one_line_error(runner.invoke(app, argv), "manifest.json", "changed since the sweep wrote it")
+    assert "damaged" in runner.invoke(app, ["ls", "results"]).output
+
+
+@pytest.mark.parametrize("name", ["pareto.csv", "config.yaml", "comparison.csv", "manifest.json"])
 def test_the_way_back_from_a_changed_file_is_the_one_the_error_gives(name, results, runner, tmp_path):
     """`show` said 're-run the sweep', and the sweep refused to replace the changed file: a dead end. The error
     now says to move the file out first, and doing what it says gives readable results again."""
-    _flip(results / name, at=3)
+    _edit_manifest(results) if name == "manifest.json" else _flip(results / name, at=3)
     one_line_error(runner.invoke(app, ["show", "results/tv"]), name, "move it out of the folder, then re-run")
     assert runner.invoke(app, ["sweep", "tv.yaml", "--results", "results", "-q"]).exit_code != 0   # refused
     os.replace(results / name, tmp_path / f"moved-{name}")

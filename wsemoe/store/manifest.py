@@ -220,4 +220,21 @@ def read(folder) -> dict | None:
         raise os_error(exc, path, "read the manifest") from None
     finally:
         os.close(fd)
-    return parse(data, folder)
+    man = parse(data, folder)   # what is wrong with a malformed one is said first: more than "changed"
+    _as_recorded(folder, data)
+    return man
+
+
+def _as_recorded(folder, data: bytes) -> None:
+    """The manifest holds the bytes the folder's ledger records for it: every other file a reader uses is
+    verified against the manifest, so an edited manifest (other objectives, say) would be trusted unchecked.
+    A folder whose ledger records no manifest (an earlier wsemoe's results) has only the manifest's own rules."""
+    import hashlib
+
+    from wsemoe.store import ledger
+    from wsemoe.store.store import CHANGED_HINT
+
+    e = ledger.read(folder).entry("manifest.json")
+    if e and e.get("kind") == "file" and (len(data), hashlib.sha256(data).hexdigest()) != (e.get("bytes"), e.get("sha256")):
+        raise ResultsError(f"manifest.json does not match its checksum (changed since the sweep wrote it); {CHANGED_HINT}",
+                           loc=(str(folder),))
