@@ -255,3 +255,18 @@ def test_output_the_system_refuses_is_one_line():
                               text=True, timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip().splitlines() == ["error: cannot write the output: no space left on the device (ENOSPC)"]
+
+
+@pytest.mark.parametrize("name", [n for n in CLASSES if n not in AT_WRITE])
+def test_a_partial_folder_the_run_made_and_could_not_prepare_is_removed(name, work, runner, monkeypatch):
+    """The partial folder is made, then its marker cannot be (a path past the system's limit, say): the run
+    fails in one line and leaves nothing (it left an empty hidden folder without a marker, which `ls --clean`
+    cannot claim as its own)."""
+    cfg = {**CFG, "axes": {**CFG["axes"], "workload.B": [1, 2, 5]}}  # another config: a new partial folder
+    (work / "oe.yaml").write_text(yaml.safe_dump(cfg))
+    folders = sorted(p for p in work.rglob("*") if p.is_dir())
+    with monkeypatch.context() as m:
+        _inject(m, work / "results", name, after=2)   # the lock and the partial folder are made; the marker is not
+        r = runner.invoke(app, ["sweep", "oe.yaml", "--results", "results"])
+    assert r.exit_code != 0 and f"({name})" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert sorted(p for p in work.rglob("*") if p.is_dir()) == folders

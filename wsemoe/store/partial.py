@@ -146,6 +146,17 @@ def remove_partial(path: Path) -> bool:
     return True
 
 
+def _unmake(path: Path, subfolders) -> None:
+    """Remove a partial folder just made and what its preparation put in it (nothing else is there yet)."""
+    for sub in subfolders:
+        with contextlib.suppress(OSError):
+            os.rmdir(sub)
+    with contextlib.suppress(OSError):
+        os.unlink(path / MARKER)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
 class PartialRun:
     """The hidden folder a sweep fills part by part before it becomes results/<name>."""
 
@@ -164,11 +175,17 @@ class PartialRun:
             if os.path.islink(self.path) or (os.path.lexists(self.path) and self.path not in stale
                                              and any(os.scandir(self.path))):
                 raise ResultsError("exists and is not a partial folder wsemoe made; move it away", loc=(str(self.path),))
+            made = not os.path.lexists(self.path)
             os.makedirs(self.path, exist_ok=True)
-            atomic_bytes(self.path / MARKER, json.dumps({"target": self.target.name, "config_hash": config_hash}).encode(),
-                         durable=False)
-            for folder in (self.parts, self.chunks, self.tmp):
-                os.makedirs(folder, exist_ok=True)
+            try:
+                atomic_bytes(self.path / MARKER, json.dumps({"target": self.target.name,
+                                                             "config_hash": config_hash}).encode(), durable=False)
+                for folder in (self.parts, self.chunks, self.tmp):
+                    os.makedirs(folder, exist_ok=True)
+            except BaseException:
+                if made:   # a folder this run made and could not prepare (a name too long, a full disk) goes
+                    _unmake(self.path, (self.parts, self.chunks, self.tmp))
+                raise
             for f in os.scandir(self.tmp):  # half-written files of a killed run
                 if ".wsemoe-tmp-" in f.name and f.is_file(follow_symlinks=False):
                     os.unlink(f.path)
