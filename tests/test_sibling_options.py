@@ -115,6 +115,9 @@ def test_show_shows_the_columns_a_question_sorts_or_filters_by(runner, results):
     (["schema", "-o", "schema.md"], "error: [--output -> schema.md] name a .json file"),
     (["schema", "--format", "markdown", "-o", "config.json"], "error: [--output -> config.json] name a .md file"),
     (["invariants", "--junit", "report.txt"], "error: [--junit -> report.txt] name a .xml file"),
+    # `new -o ok.txt` wrote a sweep file into it, and `new -o folder/` said the folder "exists" as a file
+    (["new", "ok", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "-o", "ok.txt"],
+     "error: [--output -> ok.txt] name a .yaml or .yml file"),
 ])
 def test_a_file_option_writes_what_its_name_says(runner, tmp_path, monkeypatch, args, line):
     """`report -o x.pdf` and `compare --plot x.txt` refuse a name that says another kind of file, but `schema -o
@@ -171,3 +174,23 @@ def test_validate_silicon_csv_is_one_table_on_stdout_as_every_commands_csv(runne
     got = pd.read_csv(io.StringIO(r.stdout))
     assert got["id"].tolist() == pd.read_csv(runs)["id"].tolist() and got["pred_ttft_ms"].notna().all()
     assert "MAPE per system × model (%)" in r.stderr and "MAPE TTFT" in r.stderr
+
+
+@pytest.mark.parametrize("args,line", [
+    (["validate", "--silicon", "runs.csv", "--only", "bta"],
+     "error: --only picks families of published rows; --silicon FILE reports measured runs instead (give one of them)"),
+    (["invariants", "small.yaml", "-n", "2", "-v", "-q"],
+     "error: [--quiet] --verbose prints the full table and --quiet nothing; give one of them"),
+])
+def test_options_that_cannot_both_hold_are_refused_not_one_dropped(runner, tmp_path, monkeypatch, small_config, args,
+                                                                    line):
+    """`validate --silicon F --only bta` ignored --only (while --holdout without --silicon is refused), and
+    `invariants -v -q` printed the full table though -q says "print nothing": a pair one of which would be dropped
+    unsaid is refused in one line, before anything runs."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(small_config))
+    (tmp_path / "runs.csv").write_text("id\n")
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and r.output.strip() == line, r.output

@@ -114,6 +114,7 @@ def new(name: str = typer.Argument(..., help="name of the sweep (and of its resu
     from wsemoe.store import writer
 
     path = output if output is not None else Path(f"{name}.yaml")
+    file_kind(path, ("yaml", "yml"), "--output")   # a sweep file, named as one (as report, schema, --plot are)
     text = starter_text(name, hardware, model, mode, base_dir=path.parent, file=str(path))
     writer.create_file(path, text, "new")  # never over anything; the file is the user's from then on
     shown = shown_path(path)

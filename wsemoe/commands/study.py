@@ -46,6 +46,9 @@ def validate(fmt: str = typer.Option("table", "--format", "-F", help="table | cs
 
     choice(fmt, TABLE_FORMATS, "--format")
     if silicon is not None:
+        if only:   # the published rows and the measured runs are two reports: --only picks among the former
+            return Reply().fail("--only picks families of published rows; --silicon FILE reports measured runs "
+                                "instead (give one of them)", 2)
         return _silicon(silicon, fmt, holdout, max_mape, plot_to, force)
     if holdout is not None or max_mape is not None or plot_to is not None:
         used = "--holdout" if holdout is not None else "--max-mape" if max_mape is not None else "--plot"
@@ -133,6 +136,8 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     from wsemoe.report.terminal import tables
 
     fmt, reply = choice(fmt, ("text", "json"), "--format"), Reply()
+    if verbose and quiet:   # one says print everything, the other nothing: which one won was not said
+        raise ConfigError("--verbose prints the full table and --quiet nothing; give one of them", loc=("--quiet",))
     if list_:   # the listing runs nothing: an option about a run would be dropped unsaid
         given = [n for n, v in (("CONFIGS", configs), ("--only", only), ("--junit", junit)) if v]
         if given:
