@@ -231,3 +231,17 @@ def test_index_links_stay_relative_paths_under_the_root_whatever_the_folder_name
         assert ":" not in href and ".." not in href.split("/")
     _clean(page)
     assert "&lt;script&gt;alert(" in page and "<script>" not in page
+
+
+def test_a_model_file_reads_alike_as_the_model_section_and_as_a_model_axis(tmp_path):
+    """`model: path/config.json` was refused as an unknown preset, while `axes: {model: [path/config.json]}` and
+    `eval --set model=path` read it: one rule (`axes.is_model_file`) for a model value wherever it is given."""
+    from wsemoe.config.loader import load_config
+
+    src = next(HF.glob("*.json"))
+    shutil.copy(src, tmp_path / "config.json")
+    base = {"name": "m", "hardware": "cs2", "workload": {"mode": "train", "seq_len": 2048},
+            "axes": {"workload.B": [1, 2]}}
+    as_path = load_config({**base, "model": "config.json"}, base_dir=tmp_path)
+    as_fields = load_config({**base, "model": {"hf_config": "config.json"}}, base_dir=tmp_path)
+    assert as_path.model == as_fields.model == model_from_hf_config(tmp_path / "config.json")

@@ -80,6 +80,8 @@ def _read(source, base_dir: Path | None) -> tuple[dict, Path]:
 def _base_specs(data: dict, base_dir: Path) -> dict:
     """The five base specs; a preset axis supplies hardware or model when its section is absent."""
     swept = data.get("axes") if isinstance(data.get("axes"), dict) else {}
+    if axes.is_model_file(data.get("model")) and isinstance(data.get("model"), str):   # a config.json path, read
+        data = {**data, "model": {"hf_config": data["model"]}}                         # as a model axis reads it
     for key in ("hardware", "model"):
         if key not in data and key not in swept:
             raise ConfigError("required section is missing (a preset name or fields)", loc=(key,))
