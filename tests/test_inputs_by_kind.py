@@ -111,6 +111,9 @@ BROKEN = {
     "zero vocab": (QWEN, {"vocab_size": 0}, "vocab_size"),
     "head_dim the family ignores": ({**json.loads((HF / "olmoe-1b-7b-0924.json").read_text())}, {"head_dim": 64},
                                     "head_dim"),
+    # head_dim derived from the sizes: a negative hidden_size was named as heads that do not divide it
+    "negative hidden, head_dim from it": ({**json.loads((HF / "olmoe-1b-7b-0924.json").read_text())},
+                                          {"hidden_size": -1}, "hidden_size"),
     "MLA without kv rank": (DSV3, {"kv_lora_rank": 0}, "kv_lora_rank"),
     "MLA odd rotary width": (DSV3, {"qk_rope_head_dim": 63}, "qk_rope_head_dim"),
     "expert groups not dividing": (DSV3, {"n_group": 7}, "n_group"),

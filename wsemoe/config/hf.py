@@ -89,21 +89,7 @@ class _Reader:
             raise self.fail(key, f"'{key}' is {step}; only 1 is supported (every layer MoE after the dense prefix)")
 
 
-def _gqa_attention(r: _Reader) -> dict:
-    """Common GQA attention fields; head_dim falls back to hidden/heads as in HF."""
-    hidden = r.int("hidden_size")
-    heads = r.int("num_attention_heads")
-    head_dim = r.int("head_dim", None)
-    if head_dim is None:
-        if not isinstance(heads, int) or heads <= 0 or hidden % heads:
-            raise r.fail("num_attention_heads", f"hidden_size {hidden} is not divisible by num_attention_heads {heads!r}")
-        head_dim = hidden // heads
-    return {
-        "hidden_size": hidden,
-        "num_attention_heads": heads,
-        "num_key_value_heads": r.int("num_key_value_heads", heads),  # absent means MHA
-        "head_dim": head_dim,
-    }
+_gqa_attention = hf_layers.gqa_attention   # one reading of GQA attention fields for every family
 
 
 def _common(r: _Reader) -> dict:

@@ -25,12 +25,17 @@ def _seen(r, *keys: str) -> None:
         r.origin.setdefault(f"_{key}", key)
 
 
-def _gqa(r) -> dict:
+def gqa_attention(r) -> dict:
+    """Common GQA attention fields; head_dim falls back to hidden/heads as in HF (both sizes positive first, so a
+    bad one is named as itself, not as a divisibility)."""
     hidden, heads = r.int("hidden_size"), r.int("num_attention_heads")
     head_dim = r.int("head_dim", None)
     if head_dim is None:
-        if not isinstance(heads, int) or heads <= 0 or hidden % heads:
-            raise r.fail("num_attention_heads", f"hidden_size {hidden} is not divisible by num_attention_heads {heads!r}")
+        for k, v in (("hidden_size", hidden), ("num_attention_heads", heads)):
+            if not isinstance(v, int) or v <= 0:
+                raise r.fail(k, f"'{k}' must be a positive integer, got {v!r:.40}")
+        if hidden % heads:
+            raise r.fail("num_attention_heads", f"hidden_size {hidden} is not divisible by num_attention_heads {heads}")
         head_dim = hidden // heads
     return {"hidden_size": hidden, "num_attention_heads": heads, "head_dim": head_dim,
             "num_key_value_heads": r.int("num_key_value_heads", heads)}
@@ -100,7 +105,7 @@ def llama4(r) -> dict:
     if chunk and "chunked" in kinds:
         pattern["attention_chunk_size"] = chunk
     dense = r.int("intermediate_size_mlp") if ffn is not None else r.int("intermediate_size_mlp", 0)
-    return {**_gqa(r), "num_experts": r.int("num_local_experts", field="num_experts"),
+    return {**gqa_attention(r), "num_experts": r.int("num_local_experts", field="num_experts"),
             "num_experts_per_tok": r.int("num_experts_per_tok"),
             "moe_intermediate_size": r.int("intermediate_size", field="moe_intermediate_size"),
             "n_shared_experts": 1, "intermediate_size": dense,
@@ -118,7 +123,7 @@ def gpt_oss(r) -> dict:
         pattern["sliding_window"] = r.int("sliding_window")
     top_k = r.int("num_experts_per_tok", None) or r.int("experts_per_token")
     _seen(r, "experts_per_token")
-    return {**_gqa(r), "num_experts": r.int("num_local_experts", field="num_experts"), "num_experts_per_tok": top_k,
+    return {**gqa_attention(r), "num_experts": r.int("num_local_experts", field="num_experts"), "num_experts_per_tok": top_k,
             "moe_intermediate_size": r.int("intermediate_size", field="moe_intermediate_size"),
             "qkv_bias": bias, "router_bias": True, "layers": pattern}
 
@@ -141,7 +146,7 @@ def qwen3_next(r) -> dict:
     if r.bool("use_sliding_window", False, field="_sliding"):
         raise r.fail("use_sliding_window", "use_sliding_window is on: a Qwen3-Next sliding window is not modelled")
     shared = r.int("shared_expert_intermediate_size", 0)
-    out = {**_gqa(r), "num_experts": r.int("num_experts"), "num_experts_per_tok": r.int("num_experts_per_tok"),
+    out = {**gqa_attention(r), "num_experts": r.int("num_experts"), "num_experts_per_tok": r.int("num_experts_per_tok"),
            "moe_intermediate_size": r.int("moe_intermediate_size"), "qk_norm": True,
            "qkv_bias": r.bool("attention_bias", False, field="qkv_bias"), "layers": pattern,
            "num_nextn_predict_layers": r.int("mtp_num_hidden_layers", 0, field="num_nextn_predict_layers")}
