@@ -235,6 +235,18 @@ def test_missing_column_is_one_line_error(tmp_path):
         reader.read(p)
 
 
+def test_a_column_named_twice_is_refused_and_an_empty_cell_is_shown_empty(tmp_path):
+    """A header naming `id` twice was read (pandas renamed the second 'id.1'), where a key given twice in YAML
+    or JSON is refused; an empty system read "unknown system 'nan'"."""
+    p = _csv(tmp_path, [_row()])
+    header, body = p.read_text().split("\n", 1)
+    p.write_text(f"{header},id\n" + "\n".join(f"{ln},t9" for ln in body.splitlines()) + "\n")
+    with pytest.raises(ConfigError, match="the header names column 'id' twice"):
+        reader.read(p)
+    out = accuracy.evaluate(_csv(tmp_path, [_row(system="")]))["rows"][0]
+    assert out["reason"].startswith("unknown system '' (known:"), out["reason"]
+
+
 def test_holdout_reports_each_left_out_group(tmp_path):
     rows = [_row(id=f"{s}{c}", system=s, batch_size=c, silicon_tpot_ms=5 + c / 8, silicon_ttft_ms=80 + c)
             for s in ("h100_sxm", "h200_sxm") for c in (1, 4, 16, 64)]

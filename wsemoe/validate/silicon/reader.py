@@ -51,6 +51,7 @@ def read(path: Path):
     # Read as every user-named input is (config/files.read_text): a pipe or device is refused before it is
     # opened (pandas would block on a FIFO for ever), and the size is capped
     text = read_text(path, MAX_BYTES, "CSV file of measured runs")
+    _no_column_twice(text, path)
     try:
         # index_col=False: a row with more fields than the header is not read shifted by one column; pandas then
         # drops its extra fields with a warning, which is the error here
@@ -72,6 +73,22 @@ def read(path: Path):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     frame["id"] = frame["id"].fillna("").astype(str)
     return frame
+
+
+def _no_column_twice(text: str, path: Path) -> None:
+    """A header naming a column twice is refused, as a key given twice in YAML or JSON is (pandas would read
+    the second as 'id.1' and the first alone would count)."""
+    import csv
+
+    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+    twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
+    if twice is not None:
+        raise ConfigError(f"the header names column '{twice[:40]}' twice", loc=(str(path),))
+
+
+def _cell(value) -> str:
+    """A text cell as the file gives it ('' where it is empty, not pandas' 'nan')."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 MAX_REQUESTS = 10**6  # concurrent requests a row may name: far past any measured serving run
@@ -144,18 +161,19 @@ def resolve(row, load_model, load_hardware) -> dict:
     """What the model needs of one run, or {'reason': ...} saying why it cannot be modelled."""
     system = SYSTEMS.get(str(row.get("system", "")).strip())
     if system is None:
-        return {"reason": f"unknown system '{row.get('system')}' (known: {', '.join(SYSTEMS)})"}
+        return {"reason": f"unknown system '{_cell(row.get('system'))}' (known: {', '.join(SYSTEMS)})"}
     preset, why = model_preset(str(row.get("model_path", "")).strip())
     if preset is None:
         return {"reason": why}
     if row.get("backend") not in BACKENDS:
-        return {"reason": f"unknown backend '{row.get('backend')}' (known: {', '.join(BACKENDS)})"}
+        return {"reason": f"unknown backend '{_cell(row.get('backend'))}' (known: {', '.join(BACKENDS)})"}
     precision = row.get("precision")
     if isinstance(precision, str) and precision.strip() and precision.strip().lower() not in QUANT:
         return {"reason": f"unknown precision '{precision}' (known: {', '.join(QUANT)})"}
     g, m = _fmt(row.get("gemm_quant_mode"), row.get("precision")), _fmt(row.get("moe_quant_mode"), row.get("precision"))
     if g is None or m is None:
-        return {"reason": f"unknown quant mode '{row.get('gemm_quant_mode')}'/'{row.get('moe_quant_mode')}'"}
+        modes = "'/'".join(_cell(row.get(c)) for c in ("gemm_quant_mode", "moe_quant_mode"))
+        return {"reason": f"unknown quant mode '{modes}'"}
     isl, osl = _num(row.get("isl")), _num(row.get("osl"))
     if not isl or not osl or isl < 1 or osl < 1:
         return {"reason": "isl and osl must be positive token counts"}
