@@ -188,6 +188,8 @@ def test_filters_of_matching_kinds_still_run(plain, runner):
     ({"objectives": {"feasible": "max"}}, "holds yes/no"),
     ({"constraints": [{"column": "infeasible_reason", "max": 1}]}, "holds text"),
     ({"compare": {"name": "u", "baseline": {"workload.G": 1}, "metric": "bound"}}, "compare -> metric"),
+    # a time below zero can never be reached, as min above max cannot (it passed check; every point infeasible)
+    ({"constraints": [{"column": "step_time_s", "max": -1}]}, "never negative (s): no point could satisfy it"),
 ])
 def test_config_columns_are_checked_by_the_same_rule(change, needle, tmp_path, runner):
     cfg = {"name": "cc", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},

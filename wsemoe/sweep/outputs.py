@@ -21,6 +21,10 @@ from wsemoe.specs.hardware import follow_pe
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
 ALWAYS = ("feasible", "infeasible_reason")
+# units of amounts that cannot be below zero (times, sizes, counts, rates, energies): a bound under zero on one
+# admits no point
+NEVER_NEGATIVE = ("s", "bytes", "FLOP", "FLOP/s", "tokens", "tokens/s", "sequences", "sequences/s", "J/token", "W",
+                  "USD/Mtok", "hops", "PEs", "wafers", "tiles", "experts", "layers", "cycles", "points")
 
 
 def namespaces(base: dict, preset: dict, values: dict) -> dict:
@@ -126,6 +130,10 @@ def check_columns(cfg: SweepConfig) -> dict[str, str]:
     for i, c in enumerate(cfg.constraints):
         check_column(c.column, {k: v for k, v in cols.items() if not k.startswith("g_")}, "constraint column",
                      ("constraints", i, "column"), "number")
+        unit = describe(c.column)[0]
+        if c.max is not None and c.max < 0 and unit in NEVER_NEGATIVE:   # as min above max is refused
+            raise ConfigError(f"max {c.max:g} on {c.column}, which is never negative ({unit}): no point could "
+                              "satisfy it", loc=("constraints", i, "max"))
     if cfg.compare:
         # (the baseline, candidate and `over` axes are checked when the config loads)
         named = [(cfg.compare.metric, ("compare", "metric")), *((n, ("compare", "also", i))
