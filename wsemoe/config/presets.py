@@ -64,6 +64,8 @@ def raw(kind: str, name: str, loc=()) -> dict:
     if not plain or not path.is_file():
         close = difflib.get_close_matches(str(name), names(kind), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(names(kind))}"
+        if not plain and kind == "hardware":   # a path: a sweep file takes hardware as a preset or its fields
+            hint = "; a sweep file names a hardware preset or gives the fields themselves (hardware: {...})"
         raise PresetError(f"unknown {kind.rstrip('s')} preset '{name}'{hint}", loc=loc)
     return copy.deepcopy(_read(path))
 
