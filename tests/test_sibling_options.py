@@ -22,6 +22,8 @@ def results(tmp_path, monkeypatch, small_config):
     (["new", "x", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--mode", "serve"],
      "error: [--mode] 'serve' is not one of train, prefill, decode"),
     (["show", "{results}", "--format", "xml"], "error: [--format] 'xml' is not one of table, csv, json, markdown"),
+    # invariants named its table 'text', where every other -F names it 'table'
+    (["invariants", "{config}", "--format", "text"], "error: [--format] 'text' is not one of table, json"),
 ])
 def test_a_bad_option_value_is_refused_in_one_wording(runner, results, small_config, tmp_path, args, line):
     """`plot --format gif` said "unknown format 'gif'; use png, svg, pdf" and `sensitivity --method sobl` "method

@@ -120,7 +120,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
                    points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
                    junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML to this .xml file (for CI)"),
                    force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
-                   fmt: str = typer.Option("text", "--format", "-F", help="text | json (for scripts)"),
+                   fmt: str = typer.Option("table", "--format", "-F", help="table | json (for scripts)"),
                    only: Optional[List[str]] = typer.Option(None, "--only", help="run only this invariant (repeatable)"),
                    list_: bool = typer.Option(False, "--list", help="list the invariants with their reasons and exit"),
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="the full table even in a pipe"),
@@ -135,7 +135,7 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
     from wsemoe.report import junit as junit_report
     from wsemoe.report.terminal import tables
 
-    fmt, reply = choice(fmt, ("text", "json"), "--format"), Reply()
+    fmt, reply = choice(fmt, ("table", "json"), "--format"), Reply()
     if verbose and quiet:   # one says print everything, the other nothing: which one won was not said
         raise ConfigError("--verbose prints the full table and --quiet nothing; give one of them", loc=("--quiet",))
     if list_:   # the listing runs nothing: an option about a run would be dropped unsaid
