@@ -225,6 +225,11 @@ def read(folder) -> dict | None:
     return man
 
 
+# a file the sweep recorded no longer holds what it wrote: the sweep will not write over it (it cannot prove the
+# bytes are its own), so the way back is to move it out first
+CHANGED_HINT = "move it out of the folder, then re-run the sweep"
+
+
 def _as_recorded(folder, data: bytes) -> None:
     """The manifest holds the bytes the folder's ledger records for it: every other file a reader uses is
     verified against the manifest, so an edited manifest (other objectives, say) would be trusted unchecked.
@@ -232,7 +237,6 @@ def _as_recorded(folder, data: bytes) -> None:
     import hashlib
 
     from wsemoe.store import ledger
-    from wsemoe.store.store import CHANGED_HINT
 
     e = ledger.read(folder).entry("manifest.json")
     if e and e.get("kind") == "file" and (len(data), hashlib.sha256(data).hexdigest()) != (e.get("bytes"), e.get("sha256")):

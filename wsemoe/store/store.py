@@ -83,9 +83,7 @@ def sweep_hint(man: dict, folder) -> str:
     return f"`wsemoe sweep --resume -o {shlex.quote(str(folder))} {source}`"
 
 
-# a file the sweep recorded no longer holds what it wrote: the sweep will not write over it (it cannot prove the
-# bytes are its own), so the way back is to move it out first
-CHANGED_HINT = "move it out of the folder, then re-run the sweep"
+CHANGED_HINT = manifest.CHANGED_HINT
 
 
 def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
