@@ -166,8 +166,7 @@ def memory(row, comm_overlap: str = "none") -> list:
     return out
 
 
-def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str, comm_overlap: str,
-            nodes: int) -> list:
+def serving(row, first: dict | None, layers: int, moe_layers: int, overlap: str, comm_overlap: str, nodes: int) -> list:
     """[(term, value, unit, how it is made)] of the serving metrics: TPOT is the decode step (two under microbatch),
     tokens/s per user its inverse; TTFT the step of the prefill `first` (its layers written out as above)."""
     out, n = [], turns(comm_overlap)   # two micro-batches take turns on the nodes under microbatch, prefill too
