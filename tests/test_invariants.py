@@ -336,3 +336,30 @@ def test_the_api_refuses_no_configs_and_fractional_points(kwargs, needle, monkey
     monkeypatch.chdir(ROOT)
     with pytest.raises(ConfigError, match=needle):
         wsemoe.check_invariants(**kwargs)
+
+
+def test_interleaving_never_shortens_a_wait_and_catches_a_ttft_of_one_step(monkeypatch):
+    """Two micro-batches taking turns: TPOT and TTFT at least their serial values, on decode with a prompt and on
+    prefill. A TTFT of one prefill step under microbatch (what the model gave before: half the schedule) fails it."""
+    import wsemoe
+    from wsemoe.cost import serving
+
+    cfg = {"name": "mbw", "hardware": "nvl72", "model": "qwen3-30b-a3b", "mapping": {"tp": 4},
+           "workload": {"mode": "decode", "seq_len": 4096},
+           "zip": [{"workload.mode": ["decode", "prefill"], "workload.seq_len": [4096, 1024],
+                    "workload.prompt_len": [1024, None]}],
+           "axes": {"workload.B": [1, 8, 64], "workload.comm_overlap": ["none", "microbatch"]}}
+    only = ["interleaving_never_shortens_a_tokens_wait"]
+    (held,) = wsemoe.check_invariants([cfg], only=only).results
+    assert held.status == "pass" and held.outcome.checked > 0
+    real = serving.serving_columns
+
+    def one_step(hw, m, wl, mp, bal, histogram, out):
+        cols = real(hw, m, wl, mp, bal, histogram, out)
+        if "ttft_s" in cols:
+            cols["ttft_s"] = cols["ttft_s"] / serving.turns(getattr(wl, "comm_overlap", "none"))
+        return cols
+
+    monkeypatch.setattr(serving, "serving_columns", one_step)
+    (broken,) = wsemoe.check_invariants([cfg], only=only).results
+    assert broken.status == "fail" and broken.outcome.worst.quantity == "ttft_s"
