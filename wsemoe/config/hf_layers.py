@@ -123,7 +123,8 @@ def gpt_oss(r) -> dict:
         pattern["sliding_window"] = r.int("sliding_window")
     top_k = r.int("num_experts_per_tok", None) or r.int("experts_per_token")
     _seen(r, "experts_per_token")
-    return {**gqa_attention(r), "num_experts": r.int("num_local_experts", field="num_experts"), "num_experts_per_tok": top_k,
+    return {**gqa_attention(r), "num_experts": r.int("num_local_experts", field="num_experts"),
+            "num_experts_per_tok": top_k,
             "moe_intermediate_size": r.int("intermediate_size", field="moe_intermediate_size"),
             "qkv_bias": bias, "router_bias": True, "layers": pattern}
 

@@ -57,7 +57,8 @@ def markdown() -> str:
             kind = "hardware" if section == "hardware" else "models"
             lines += [f"A preset name ({', '.join(f'`{n}`' for n in presets.names(kind))}), "
                       f"`{{preset: name, <field>: value}}` to override fields, "
-                      + ("`{hf_config: path}` or the path alone (a Hugging Face config.json, as a model axis takes it), " if section == "model" else "")
+                      + ("`{hf_config: path}` or the path alone (a Hugging Face config.json, as a model axis "
+                         "takes it), " if section == "model" else "")
                       + "or every required field.", ""]
         lines += _table(field_rows(cls, section))
     lines += ["### `hardware.pe`", "", (PEFacts.__doc__ or "").strip(), ""] + _table(field_rows(PEFacts, "hardware.pe"))

@@ -239,6 +239,7 @@ def _as_recorded(folder, data: bytes) -> None:
     from wsemoe.store import ledger
 
     e = ledger.read(folder).entry("manifest.json")
-    if e and e.get("kind") == "file" and (len(data), hashlib.sha256(data).hexdigest()) != (e.get("bytes"), e.get("sha256")):
-        raise ResultsError(f"manifest.json does not match its checksum (changed since the sweep wrote it); {CHANGED_HINT}",
-                           loc=(str(folder),))
+    recorded = (e.get("bytes"), e.get("sha256")) if e and e.get("kind") == "file" else None
+    if recorded is not None and (len(data), hashlib.sha256(data).hexdigest()) != recorded:
+        raise ResultsError("manifest.json does not match its checksum (changed since the sweep wrote it); "
+                           f"{CHANGED_HINT}", loc=(str(folder),))

@@ -27,10 +27,12 @@ _DOCS = {
     "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
                                  "sequences together; SRAM serving: B·accepted tokens per step / pipeline_period_s)"),
     "ttft_s": ("s", "time to first token: the prefill of the micro-batch's prompts (decode: all G·B prompts of "
-                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself; two such steps "
-                    "under comm_overlap microbatch, whose micro-batches take turns; SRAM serving: the B prompts streamed through the pipeline once)"),
+                    "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself; "
+                    "two such steps under comm_overlap microbatch, whose micro-batches take turns; SRAM serving: the "
+                    "B prompts streamed through the pipeline once)"),
     "tpot_s": ("s", "time per output token: one decode step, which gives every sequence its next token (two "
-                    "under comm_overlap microbatch; SRAM serving: the period between a sequence's steps over the tokens it accepts per step)"),
+                    "under comm_overlap microbatch; SRAM serving: the period between a sequence's steps over the "
+                    "tokens it accepts per step)"),
     "tokens_per_s_per_user": ("tokens/s", "decode speed one sequence (user) sees: 1 / tpot_s"),
     "g_mem_prefill": ("1", "constraint: peak memory of the prefill behind ttft_s / capacity − 1 (≤ 0 satisfied)"),
     "sequences_per_s": ("sequences/s", "sequences per micro-batch over step time"),

@@ -62,7 +62,8 @@ def sparsity(r: ResultsView) -> Figure | None:
     banded = False
     for ax, col, f in ((left, "mfu", 1.0), (right, "tokens_per_s", 1.0)):
         top = np.nanmax(cmp[[f"baseline_{col}", f"best_{col}"]].to_numpy() * f)
-        # uniform batching's squares are larger and hollow: where BTA equals it they ring BTA's dots, not hide under them
+        # uniform batching's squares are larger and hollow: where BTA equals it they ring BTA's dots, not hide
+        # under them
         for which, style, color, name, mark in (("baseline", "s--", UNIFORM_C, "uniform batching (G = 1)",
                                                  {"ms": 11, "mfc": "none", "mew": 1.6}),
                                                 ("best", "o-", BTA_C, "BTA (best G, B)", {"ms": 6})):
