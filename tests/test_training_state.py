@@ -58,6 +58,26 @@ def test_data_parallel_sharding_splits_the_replicated_weights_state_over_their_c
             ADAM * QWEN_SHARED * 7 / 8, rel=1e-9)
 
 
+def test_an_expert_s_state_is_sharded_over_its_own_copies_not_the_mean_copies_per_expert():
+    """128 experts on NVL72's 72 GPUs: the default placement puts expert e on GPU e mod 72, one copy each, and
+    the fullest GPU holds 2. Its optimizer state is their whole state; it read 2·72/128 = 1.125 copies an expert
+    (8.9% too little; DeepSeek-V3 at TP 8 fitted at 0.99× its memory where it needs 1.07×). Replicated weights:
+    72/8 attention groups at TP 8 (attention, norms and router; the rest split over TP, as P_rep counts them)."""
+    row = _row(hardware="nvl72", **{"mapping.tp": 8, "workload.seq_len": 4096})
+    # a rank's replicated weights: 4 query heads and ⌈4/8⌉ = 1 KV head of the projections, and its 1/8 of the
+    # norms, router, embedding and head (P_rep, docs/cost-model.md); its experts: 2 of them in each of 48 layers
+    rank_attn = 2048 * 4 * 128 + 2 * 2048 * 1 * 128 + 4 * 128 * 2048
+    p_rep = 48 * rank_attn + (48 * (2 * 128 + 2 * 2048 + 2048 * 128) + 2 * 151936 * 2048 + 2048) / 8
+    p_ex = 48 * 2 * QWEN_EXPERT
+    assert row["expert_slots_max"] == 2 and row["expert_optimizer_shares_max"] == 2
+    assert row["mem_train_state_node_bytes"] == pytest.approx(GRAD * (p_rep + p_ex) + ADAM * (p_rep * 8 / 72 + p_ex),
+                                                              rel=REL)
+    # fewer experts than GPUs, not dividing them: Qwen1.5-MoE's 60 experts on 72 GPUs, GPU n holds expert n mod 60,
+    # so experts 12-59 have one copy and the GPUs holding them keep their whole state (it read 72/60 copies)
+    few = _row(hardware="nvl72", model="qwen1.5-moe-a2.7b", **{"mapping.tp": 8, "workload.seq_len": 4096})
+    assert few["expert_optimizer_shares_max"] == 1
+
+
 def test_the_optimizer_bytes_and_gradient_bytes_are_the_inputs_they_say():
     base = _row(**{"mapping.tp": 8})
     grads_only = _row(**{"mapping.tp": 8, "workload.optimizer_bytes_per_param": 0})

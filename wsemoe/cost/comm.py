@@ -215,6 +215,7 @@ class CommModel:
             "imbalance_before": pick(lambda s: s.imbalance_before),
             "expert_slots_max": pick(lambda s: s.slots_max),
             "expert_slots_before": pick(lambda s: s.slots_before),
+            "expert_optimizer_shares_max": pick(lambda s: s.optimizer_shares_max),
             "zipf_s_used": pick(lambda s: s.zipf_s),
             "token_flow": flow,
         }

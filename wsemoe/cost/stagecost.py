@@ -38,13 +38,14 @@ def kv_node(hw, m, wl, mp, shape: Shape):
     return shape.seqs / shape.groups * wl.seq_len * m.num_hidden_layers * per_rank
 
 
-def node_memory(hw, m, wl, mp, shape: Shape, slots) -> dict:
+def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None) -> dict:
     """Memory per node of the attention and MoE stages, by term (cost/node/memory.py), with `slots` expert copies
-    on the fullest node."""
+    on the fullest node and, in training, `optimizer_shares` whole experts' optimizer state on the node keeping
+    the most (None: the default placement's)."""
     return memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
                                weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
                                kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch",
-                               weights.training_state_node(hw, m, wl, shape.tp, slots))
+                               weights.training_state_node(hw, m, wl, shape.tp, slots, optimizer_shares))
 
 
 def io_time(hw, wl, part: weights.Part, kept=0.0):

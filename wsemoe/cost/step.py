@@ -61,7 +61,8 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     bound = _step_bound(layers, step, c.get("migration_exposed_s", 0.0))
     out["bound"] = bound if coded else bound.decode()
     out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
-    out.update(node_memory(hw, m, wl, mp, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes))))
+    out.update(node_memory(hw, m, wl, mp, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)),
+                           c.get("expert_optimizer_shares_max")))
     return out
 
 

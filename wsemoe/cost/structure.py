@@ -58,6 +58,7 @@ class Structure:
     imbalance_before: float    # the same without the balancer's replicas
     slots_max: int             # most expert copies any node holds (memory, weight reads)
     slots_before: int          # the same before balancing
+    optimizer_shares_max: float  # most routed-expert optimizer state any node keeps, in whole experts (ZeRO-1)
     copies_moved: int          # new expert copies the balancer creates (migration)
     zipf_s: float              # Zipf exponent in use (solved when the balance sets a skew target; NaN otherwise)
     key: tuple = field(default=(), repr=False)   # the core's cache key, to rebuild traffic on demand
@@ -305,6 +306,7 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         imbalance_before=popularity.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),
         slots_before=int(c.before.slots_per_node.max()),
+        optimizer_shares_max=float(c.experts.optimizer_shares.max()),
         copies_moved=c.moved,
         zipf_s=c.zipf_s,
         key=key, coll=coll,

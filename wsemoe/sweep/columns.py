@@ -130,6 +130,9 @@ _DOCS = {
                               "pace; SRAM serving and weight streaming at PE level: the busiest expert region's)"),
     "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas"),
     "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),
+    "expert_optimizer_shares_max": ("experts", "routed experts' optimizer state the node keeping the most holds, in "
+                                               "whole experts: Σ over its copies of 1 / the expert's copies (ZeRO-1 "
+                                               "shards an expert's state over its copies; training)"),
     "migration_bytes_per_step": ("bytes", "expert-copy bytes the balancer moves, amortized per step"),
     "migration_total_s": ("s", "time of one rebalance's migration run alone on the fabric"),
     "migration_exposed_s": ("s", "migration time per step left on the critical path"),

@@ -108,6 +108,12 @@ class ExpertPlacement:
         return self.hosts.sum(axis=1)
 
     @property
+    def optimizer_shares(self) -> np.ndarray:
+        """Per node, the routed experts' optimizer state it keeps, in whole experts, when ZeRO-1 shards each
+        expert's state over its copies: Σ over the experts it holds of 1 / copies, shape (N,)."""
+        return (self.hosts / self.replicas[:, None]).sum(axis=0)
+
+    @property
     def slots_per_node(self) -> np.ndarray:
         """Expert copies held by every node, shape (N,)."""
         return self.hosts.sum(axis=0)

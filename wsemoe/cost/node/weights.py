@@ -106,11 +106,21 @@ def resident_weights_node(hw, m, wl, tp, slots=None):
     return shared.nbytes + experts.nbytes
 
 
-def training_state_node(hw, m, wl, tp, slots=None):
+def default_optimizer_shares(m, nodes, slots):
+    """Whole experts' optimizer state on the node keeping the most, under ZeRO-1 and the default placement
+    (fabric/mapping.place_experts): with E ≥ N every expert has one copy, so a node keeps all of its `slots`;
+    with E < N the least-copied expert has ⌊N/E⌋ copies."""
+    return slots / np.maximum(np.floor(nodes / m.num_experts), 1.0)
+
+
+def training_state_node(hw, m, wl, tp, slots=None, optimizer_shares=None):
     """Bytes of training state each node keeps beside resident weights: one gradient per parameter it holds
     (`bytes_per_grad`) and the optimizer's state (`optimizer_bytes_per_param`; 12 = fp32 master weights and
     Adam's two moments), sharded over a parameter's copies under `optimizer_sharding: data_parallel` (ZeRO-1:
     each of the nodes/tp replicas of an attention-side weight, or of an expert's copies, keeps its share).
+    `optimizer_shares`: the routed experts' state, in whole experts, the node keeping the most holds (from the
+    placement in use; None: the default placement's). An expert's copies, not the mean copies per expert, shard
+    it: 256 experts on 72 nodes have one copy each, whatever 4·72/256 says.
 
     Nothing outside training, and nothing on a weight-streaming wafer: its gradients leave over the wafer I/O
     and the optimizer runs in the off-wafer weight store (`io_time`).
@@ -121,8 +131,9 @@ def training_state_node(hw, m, wl, tp, slots=None):
     slots = experts_per_node(m, nodes) if slots is None else slots
     shared, experts = (part.params for part in resident_node(hw, m, wl, tp, slots))
     if wl.optimizer_sharding == "data_parallel":
-        # copies: nodes/tp attention groups hold each attention-side weight; slots·nodes/E hosts hold an expert
-        optimizer = shared * tp / nodes + experts / np.maximum(slots * nodes / m.num_experts, 1.0)
+        # copies: nodes/tp attention groups hold each attention-side weight; an expert's copies hold its state
+        shares = default_optimizer_shares(m, nodes, slots) if optimizer_shares is None else optimizer_shares
+        optimizer = shared * tp / nodes + experts / slots * shares
     else:
         optimizer = shared + experts
     return (shared + experts) * wl.bytes_per_grad + optimizer * wl.optimizer_bytes_per_param
