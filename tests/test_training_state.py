@@ -106,6 +106,21 @@ def test_eval_adds_the_state_into_each_stage_peak():
     for stage in ("attn", "moe"):
         line = text[f"mem_{stage}_peak_node_bytes"]
         assert "train state 123.5 GB" in line and line.endswith("✓"), line
+    assert text["mem_train_state_node_bytes"].endswith("✓")
+
+
+@pytest.mark.parametrize("sharding", ["data_parallel", "none"])
+def test_eval_writes_the_state_out_from_the_parameters_and_their_copies(sharding):
+    """The state itself is explained, not only summed into the peaks: gradients of every parameter held, and the
+    optimizer's share of each over its copies, checked against the column."""
+    from wsemoe.analysis.explain.point import breakdown
+
+    cfg = {"name": "t", "hardware": "nvl72", "model": "qwen3-30b-a3b", "mapping": {"tp": 8},
+           "workload": {"mode": "train", "seq_len": 4096, "optimizer_sharding": sharding}}
+    _, rows = breakdown(cfg, 0)
+    line = {n: t for g, n, _, _, t in rows if g.startswith("how memory")}["mem_train_state_node_bytes"]
+    assert line.startswith("gradients 658,204,416 parameters × 2 B + optimizer 12 B") and line.endswith("✓"), line
+    assert ("2 experts' worth" in line) == (sharding == "data_parallel"), line
 
 
 def test_the_data_parallel_gradient_reduction_carries_every_replicated_weight():

@@ -19,7 +19,8 @@ from wsemoe.config.single import parse_sets, point_mapping
 from wsemoe.cost import serving
 from wsemoe.cost.batch import micro_batch
 from wsemoe.cost.stagecost import busiest_rank
-from wsemoe.cost.node import mix, params
+from wsemoe.cost.fabric import topology
+from wsemoe.cost.node import mix, params, weights
 from wsemoe.cost.node.formats import BYTES
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
@@ -173,10 +174,33 @@ def _sums(row, one, ns) -> list:
         first = serving.prefill_step(hw, m, wl, ns["mapping"], ns["balance"], one.expert_histogram, coded=False)
         first = {k: _plain(v) for k, v in first.items()}
     out = [(title, addsup.steps(row, *shape) + _busiest_rank(row, hw, m, wl, ns["mapping"])),
-           ("how memory adds up (per node)", addsup.memory(row, shape[3])), (SERVING, addsup.serving(row, first, *shape))]
+           ("how memory adds up (per node)", _training_state(row, hw, m, wl, ns["mapping"]) + addsup.memory(row, shape[3])),
+           (SERVING, addsup.serving(row, first, *shape))]
     if getattr(hw, "pe_fabric", False):
         out.insert(2, ("how the PE fabric's terms add up (hardware.pe_fabric)", addsup.pe_fabric(row, hw, m, wl, ns["mapping"])))
     return out + spent
+
+
+def _training_state(row, hw, m, wl, mp) -> list:
+    """How the training state a node keeps follows from the parameters its resident weights hold: a gradient each,
+    and the optimizer's state sharded over each parameter's copies (ZeRO-1: the attention groups' copies of the
+    replicated weights; each routed expert's own copies, `expert_optimizer_shares_max` whole experts' worth)."""
+    if wl.mode != "train" or hw.weight_source != "resident" or "expert_optimizer_shares_max" not in row:
+        return []
+    tp, nodes = micro_batch(hw, wl, mp).tp, topology.system_nodes(hw)
+    slots, shares = float(row["expert_slots_max"]), float(row["expert_optimizer_shares_max"])
+    shared, experts = (float(part.params) for part in weights.resident_node(hw, m, wl, tp, slots))
+    grads, k = (shared + experts) * wl.bytes_per_grad, wl.optimizer_bytes_per_param
+    if wl.optimizer_sharding == "data_parallel":
+        kept = shared * tp / nodes + experts / slots * shares
+        how = (f"({number(shared)} replicated × {tp}/{nodes} (their copies) + {number(experts / slots)} of one routed "
+               f"expert's layers × {shares:.4g} experts' worth, each over its own copies)")
+    else:
+        kept, how = shared + experts, f"{number(shared + experts)} (no sharding)"
+    total = grads + k * kept
+    text = (f"gradients {number(shared + experts)} parameters × {wl.bytes_per_grad:g} B + optimizer {k:g} B × {how} "
+            f"= {total:,.0f} B {addsup.check(total, float(row['mem_train_state_node_bytes']))}")
+    return [("mem_train_state_node_bytes", total, "bytes", text)]
 
 
 def _busiest_rank(row, hw, m, wl, mp) -> list:
