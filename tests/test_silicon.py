@@ -235,6 +235,15 @@ def test_missing_column_is_one_line_error(tmp_path):
         reader.read(p)
 
 
+def test_the_concurrency_shown_is_the_one_modelled(tmp_path):
+    """With attention DP the file's batch_size is each rank's: a run of 4 a rank over DP 8 is 32 requests, as the
+    model runs it; the output showed 4 (labels only; 59 of the given rows)."""
+    dp = dict(attention_dp_size=8, batch_size=4, tp_size=1, moe_tp_size=1, moe_ep_size=8, system="b200_sxm")
+    rows = [_row(id="dp", **dp), _row(id="src", silicon_data_source="x; silicon_concurrency=24", **dp), _row(id="one")]
+    out = {r["id"]: r["concurrency"] for r in accuracy.evaluate(_csv(tmp_path, rows))["rows"]}
+    assert out == {"dp": 32, "src": 24, "one": 8}
+
+
 def test_a_column_named_twice_is_refused_and_an_empty_cell_is_shown_empty(tmp_path):
     """A header naming `id` twice was read (pandas renamed the second 'id.1'), where a key given twice in YAML
     or JSON is refused; an empty system read "unknown system 'nan'"."""

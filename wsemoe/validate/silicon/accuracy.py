@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wsemoe.validate.silicon import fit, runs
+from wsemoe.validate.silicon import fit, reader, runs
 from wsemoe.validate.silicon.stacks import load as load_stacks
 
 GROUP = ("system", "model_path", "backend", "mode")
@@ -66,7 +66,7 @@ def _rows(r, cf) -> list[dict]:
                 reason = NO_FIT
         out.append({"id": rec["id"], "system": rec["system"], "model_path": rec["model_path"],
                     "backend": rec["backend"], "mode": rec["mode"], "isl": rec["isl"], "osl": rec["osl"],
-                    "concurrency": rec["batch_size"], "ttft_ms": rec["silicon_ttft_ms"],
+                    "concurrency": reader.concurrency(rec), "ttft_ms": rec["silicon_ttft_ms"],
                     "tpot_ms": rec["silicon_tpot_ms"], "pred_ttft_ms": p_ttft, "pred_tpot_ms": p_tpot,
                     "reason": reason or None})
     return out

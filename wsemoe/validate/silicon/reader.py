@@ -113,6 +113,15 @@ def source_concurrency(row) -> float | None:
     return float(m.group(1)) if m and float(m.group(1)) >= 1 else None
 
 
+def concurrency(row) -> float | None:
+    """The concurrent requests of a run as the model reads them: the benchmark's own record, else batch_size over
+    every attention-DP rank (the file gives each rank's); None when the row has no batch_size."""
+    per_rank = _num(row.get("batch_size"))
+    if per_rank is None:
+        return source_concurrency(row)
+    return source_concurrency(row) or per_rank * (_num(row.get("attention_dp_size"), 1.0) or 1.0)
+
+
 def _fmt(mode, precision) -> str | None:
     """Format of weights in a quant mode (empty: the run's precision; none: 16-bit); None when unknown."""
     if isinstance(mode, str) and mode.strip():
