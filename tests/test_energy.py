@@ -95,6 +95,46 @@ def test_sram_serving_points_carry_energy():
     assert float(out["energy_static_per_token_j"]) == pytest.approx(static, rel=1e-12)
 
 
+@pytest.mark.parametrize("drafts,accepted", [(3, 2.0), (3, 1.0), (1, 1.5)])
+def test_speculative_decoding_pays_every_verified_token_per_token_kept(drafts, accepted):
+    """A step verifies q = drafts + 1 tokens a sequence and keeps a: each kept token carries q/a tokens' FLOPs, SRAM
+    reads, PE hops and wafer crossings (they were charged once: 2-4x too little compute at a = 2 and 1). Static
+    energy stays power x time per kept token, at the rate the step gives."""
+    h = {"weight_source": "sram"}
+    one = point("cs3", hw_changes=h, B=16, seq_len=8192)
+    spec = point("cs3", hw_changes=h, B=16, seq_len=8192, draft_tokens=drafts, accepted_tokens_per_step=accepted)
+    for tier in ("compute", "sram", "fabric", "network"):
+        col = f"energy_{tier}_per_token_j"
+        assert float(spec[col]) == pytest.approx(float(one[col]) * (drafts + 1) / accepted, rel=1e-12), tier
+    dies = presets.load_hardware("cs3").nodes * float(spec["wafers"])
+    static = presets.load_hardware("cs3").static_power_w * dies / float(spec["tokens_per_s"])
+    assert float(spec["energy_static_per_token_j"]) == pytest.approx(static, rel=1e-12)
+
+
+def test_a_ring_s_bytes_travel_its_edges_hops():
+    """MoEntwine's entwined rings (er) on an 8 x 8 mesh: each ring edge is 4 hops, so the TP all-reduce's bytes
+    cost 4 byte-hops each where a block's neighbours cost 1. Hand-derived from the step's own counts (DeepSeek-V3,
+    k 2, TP 4): dispatch + combine T·k·(2 + 2)·H·Lm·(1 − 1/64) over the mean dispatch path, and 2(tp − 1)·T·2H over
+    L + (L − Lm) + Lm reductions over the rings' mean hops; it counted them as one hop (ER read 24% below block,
+    by the tier's own definition 2x above)."""
+    import wsemoe
+
+    df = wsemoe.evaluate("sweeps/moentwine_mapping.yaml")
+    m = presets.load_model("deepseek-v3")
+    e_hop = presets.load_hardware("wsc-b200-8x8").energy_hop_j_per_byte
+    H, L, Lm, k = m.hidden_size, m.num_hidden_layers, 58, 2
+    got = {}
+    for strategy in ("block", "er"):
+        row = df[(df["model"] == "deepseek-v3") & (df["model.num_experts_per_tok"] == k) & (df["mapping.tp"] == 4)
+                 & (df["mapping.strategy"] == strategy) & (df["workload.B"] == 256)].iloc[0]
+        T = float(row["tokens_per_microbatch"])
+        routed = T * k * 4 * H * Lm * (1 - 1 / 64) * float(row["dispatch_mean_hops"])
+        ring = 2 * 3 * T * 2 * H * (L + (L - Lm) + Lm) * float(row["allreduce_mean_hops"])
+        assert float(row["energy_fabric_per_token_j"]) == pytest.approx((routed + ring) * e_hop / T, rel=1e-9)
+        got[strategy] = (float(row["allreduce_mean_hops"]), float(row["energy_fabric_per_token_j"]))
+    assert got["block"][0] == 1 and got["er"][0] == 4 and got["er"][1] > got["block"][1]
+
+
 def test_a_dense_model_served_from_sram_moves_no_dispatch_bytes():
     # No experts, no dispatch path (serving reports none): the fabric tier is zero, the split still adds up.
     out = point("cs3", model="llama-3.1-8b", hw_changes={"weight_source": "sram"}, B=1, seq_len=2048)

@@ -206,6 +206,7 @@ class CommModel:
             "dispatch_mean_hops": pick(lambda s: s.phases["dispatch"].mean_hops),
             "dispatch_max_hops": pick(lambda s: s.phases["dispatch"].max_hops),
             "allreduce_ring_hops": pick(lambda s: s.ring_step_hops),
+            "allreduce_mean_hops": pick(lambda s: s.phases["allreduce"].mean_hops),
             "allreduce_idle_link_share": pick(lambda s: s.phases["allreduce"].idle_share),
             "dispatch_idle_link_share": pick(lambda s: s.phases["dispatch"].idle_share),
             "hot_link_overlap": pick(lambda s: s.hot_overlap),

@@ -120,6 +120,8 @@ _DOCS = {
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
     "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),
     "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring"),
+    "allreduce_mean_hops": ("hops", "mean hops a byte of the TP all-reduce travels (its ring edges' hops, weighted by "
+                                    "bytes; 1 on a switch)"),
     "allreduce_idle_link_share": ("1", "share of directed links the all-reduce leaves idle (cold)"),
     "dispatch_idle_link_share": ("1", "share of directed links the dispatch leaves idle (cold)"),
     "hot_link_overlap": ("1", "Jaccard overlap of all-reduce's and dispatch's hot links, those at or above the phase's "

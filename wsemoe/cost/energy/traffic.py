@@ -25,6 +25,7 @@ from wsemoe.cost.fabric import scaleout, topology
 from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in
 from wsemoe.cost.structure import token_flow
+from wsemoe.cost.wafer.serving import step_tokens
 
 STAGES = ("attention", "moe", "dense_ffn", "head")
 
@@ -93,7 +94,7 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     _, flow = token_flow(hw.topology, getattr(mp, "strategy", "block"), getattr(mp, "token_source", "auto"))
     reduce = 2.0 * (tp - 1.0) * T * act * (L + (L - Lm) + (Lm if flow == "replicated" else 0))
     if hw.topology == "switch":
-        hops = 1.0
+        hops = ring = 1.0
         domain = getattr(hw, "scale_up_size", None) or nodes
         # per-server kernels send a token once to each server it reaches (fabric/scaleout.py)
         leave = (1.0 - domain / nodes) * scaleout.system_share(hw, m, getattr(mp, "scale_out_dispatch", "auto"),
@@ -103,13 +104,16 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
         hops = out.get("dispatch_mean_hops", (rows + cols) / 3.0)   # mean XY distance of a uniform pair
         # NaN where a statistic does not apply (one wafer: no boundary to cross; no remote copy): none moved
         hops, leave = np.nan_to_num(hops, nan=0.0), np.nan_to_num(out.get("dispatch_inter_wafer_share", 0.0), nan=0.0)
-    return routed * hops + reduce, routed * leave
+        # a ring's bytes travel its edges' hops: 4 on an entwined ring's edges (MoEntwine ER), 1 on a block's
+        ring = np.nan_to_num(out.get("allreduce_mean_hops", 1.0), nan=1.0)
+    return routed * hops + reduce * ring, routed * leave
 
 
 def sram_work(hw, m, wl, mp, out: dict) -> Work:
-    """One token of SRAM serving: its FLOPs, the active weights and its sequence's KV cache read from the
-    PEs' SRAM, dispatch and combine over the PE mesh, the hops between wafers; the pipeline's wafers draw
-    static power for 1 / tokens_per_s."""
+    """One output token of SRAM serving: its FLOPs, the active weights and its sequence's KV cache read from the
+    PEs' SRAM, dispatch and combine over the PE mesh, the hops between wafers, for each of the q/a tokens a step
+    processes per token it keeps (speculative decoding verifies q = drafts + 1 and accepts a); the pipeline's
+    wafers draw static power for 1 / tokens_per_s."""
     T = compute.tokens(wl)   # one attention group of all sequences (mapping.tp does not apply to SRAM serving)
     shape = Shape(1, 1, 1, wl.G * wl.B, T)
     f = layer_flops(m, wl, shape)
@@ -130,13 +134,16 @@ def sram_work(hw, m, wl, mp, out: dict) -> Work:
     pe_hop = hw.rows / hw.pe["fabric_rows"] if isinstance(hw.pe, dict) else hw.rows / hw.pe.fabric_rows
     # a model without MoE layers dispatches nothing (serving emits no dispatch path for it)
     hop = 2.0 * m.num_experts_per_tok * act * c["moe"] * (out["dispatch_path_hops"] if c["moe"] else 0.0) * pe_hop
+    verified = step_tokens(wl) / getattr(wl, "accepted_tokens_per_step", 1.0) if wl.mode == "decode" else 1.0
+    flops, weights, kv, hop = flops * verified, weights * verified, kv * verified, hop * verified
     wafers = out["wafers"]
     rate = out["tokens_per_s"]
     dies = hw.rows * hw.cols * wafers
     sram_bw = _pe_field(hw, "sram_bw_total_bytes_per_s")
     busy = np.maximum(flops * rate / (p16 * dies), (weights + kv) * rate / (sram_bw * wafers))
     return Work(flops16=flops, sram_bytes=weights + kv, memory_bytes=0.0 * flops, hop_bytes=hop,
-                offchip_bytes=(out["wafer_hops"] + 1.0) * act, seconds=1.0 / rate, tokens=1.0, nodes=dies, busy=busy)
+                offchip_bytes=(out["wafer_hops"] + 1.0) * act * verified, seconds=1.0 / rate, tokens=1.0, nodes=dies,
+                busy=busy)
 
 
 def _pe_field(hw, name):
