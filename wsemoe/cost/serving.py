@@ -9,8 +9,8 @@ all G·B prompts of every attention group prefilled together, at the decode poin
 settings, with no queueing before it (docs/cost-model.md#serving-metrics); under `microbatch` both
 micro-batches' prompts take turns the same way, so a prompt's first token also comes two prefill steps in.
 The prefill is one more call of `step.evaluate` on the same broadcast arrays, so its structures come from
-the same cache and its cost grows with the points, not with a loop over them. Its memory peak is a constraint (`g_mem_prefill`): a TTFT is
-only reported for a prefill that fits.
+the same cache and its cost grows with the points, not with a loop over them. Its memory peak is a
+constraint (`g_mem_prefill`): a TTFT is only reported for a prefill that fits.
 """
 
 from __future__ import annotations
