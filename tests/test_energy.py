@@ -120,15 +120,17 @@ def test_a_ring_s_bytes_travel_its_edges_hops():
     import wsemoe
 
     df = wsemoe.evaluate("sweeps/moentwine_mapping.yaml")
-    m = presets.load_model("deepseek-v3")
-    e_hop = presets.load_hardware("wsc-b200-8x8").energy_hop_j_per_byte
-    H, L, Lm, k = m.hidden_size, m.num_hidden_layers, 58, 2
+    from wsemoe.cost.node import params
+
+    m, hw = presets.load_model("deepseek-v3"), presets.load_hardware("wsc-b200-8x8")
+    e_hop, nodes = hw.energy_hop_j_per_byte, hw.rows * hw.cols
+    H, L, Lm, k = m.hidden_size, m.num_hidden_layers, params.moe_layers(m), 2   # 61 layers, 58 of them MoE
     got = {}
     for strategy in ("block", "er"):
         row = df[(df["model"] == "deepseek-v3") & (df["model.num_experts_per_tok"] == k) & (df["mapping.tp"] == 4)
                  & (df["mapping.strategy"] == strategy) & (df["workload.B"] == 256)].iloc[0]
         T = float(row["tokens_per_microbatch"])
-        routed = T * k * 4 * H * Lm * (1 - 1 / 64) * float(row["dispatch_mean_hops"])
+        routed = T * k * 4 * H * Lm * (1 - 1 / nodes) * float(row["dispatch_mean_hops"])
         ring = 2 * 3 * T * 2 * H * (L + (L - Lm) + Lm) * float(row["allreduce_mean_hops"])
         assert float(row["energy_fabric_per_token_j"]) == pytest.approx((routed + ring) * e_hop / T, rel=1e-9)
         got[strategy] = (float(row["allreduce_mean_hops"]), float(row["energy_fabric_per_token_j"]))
