@@ -185,6 +185,41 @@ def test_w4a16_mxfp4_experts_hold_mxfp4_bytes_and_multiply_at_16_bits():
     assert serving.kv_slots(mx)[0] > serving.kv_slots(bf)[0]  # the narrower experts leave room for more cache
 
 
+@pytest.mark.parametrize("mode, bytes_per_weight", [("nvfp4", 0.5 + 1 / 16), ("mxfp4", 0.5 + 1 / 32)])
+def test_block_scaled_fp4_modes_carry_their_scales_and_multiply_at_the_fp4_peak(mode, bytes_per_weight):
+    """NVFP4 (one E4M3 scale per 16 values) and MXFP4 (one E8M0 per 32) in HBM with their scales, multiplied at
+    the FP4 peak; the 8-bit-or-narrower checkpoint keeps its cache in FP8."""
+    hw = presets.load_hardware("b200-sxm")
+    X = _features(system="b200_sxm", precision="", gemm_quant_mode=mode, moe_quant_mode="")
+    want = LLAMA8B_LINEAR * bytes_per_weight + LLAMA8B_EMBED_HEAD
+    assert serving.weights_per_gpu(X)[0] == pytest.approx(want, rel=1e-9)
+    assert X["b_gemm"][0] == bytes_per_weight
+    assert X["F_gemm"][0] == hw.node_peak_flops_fp4 > hw.node_peak_flops_fp8
+    assert X["b_kv"][0] == 1.0
+
+
+def test_w4afp8_experts_hold_int4_bytes_and_multiply_at_the_fp8_peak():
+    """INT4 weights with one 16-bit scale per 128, activations in FP8: the matmul runs at the FP8 peak even on a
+    GPU with FP4 tensor cores (the weights are upcast to FP8 inside the kernel)."""
+    hw = presets.load_hardware("b200-sxm")
+    X = _features(system="b200_sxm", model_path="deepseek-ai/DeepSeek-V3", precision="", gemm_quant_mode="fp8",
+                  moe_quant_mode="w4afp8", tp_size=8, moe_ep_size=8)
+    assert X["b_moe"][0] == 0.5 + 2 / 128
+    assert X["F_moe"][0] == hw.node_peak_flops_fp8 < hw.node_peak_flops_fp4
+    assert X["b_dispatch"][0] == 1 + 4 / 128   # quantized to FP8 (with its scales) before the dispatch
+
+
+def test_dispatch_is_sent_in_the_expert_matmul_s_format():
+    """NVFP4 experts on a GPU with FP4 tensor cores: each token dispatched as NVFP4 with its scales (TensorRT-LLM's
+    4,032 bytes a 7,168-wide token); FP8: 1 + 4/128; a 16-bit model, or FP4 on a GPU without FP4 peak: 16-bit."""
+    ds = dict(model_path="deepseek-ai/DeepSeek-R1", precision="", tp_size=1, attention_dp_size=8, moe_ep_size=8)
+    nv = _features(**ds, system="b200_sxm", gemm_quant_mode="fp8", moe_quant_mode="nvfp4")
+    assert nv["b_dispatch"][0] * 7168 == 4032
+    assert _features(**ds, system="b200_sxm", gemm_quant_mode="fp8", moe_quant_mode="fp8")["b_dispatch"][0] == 1 + 4 / 128
+    assert _features(**ds, system="h100_sxm", gemm_quant_mode="", moe_quant_mode="")["b_dispatch"][0] == 2.0
+    assert _features(**ds, system="h100_sxm", gemm_quant_mode="fp8", moe_quant_mode="nvfp4")["b_dispatch"][0] == 2.0
+
+
 def test_each_weight_only_mode_is_modelled_in_a_file(tmp_path):
     rows = [_row(id="i8", precision="", gemm_quant_mode="int8_wo"),
             _row(id="i4", precision="", gemm_quant_mode="int4_wo"),
@@ -343,7 +378,9 @@ def test_kv_held_sets_the_slots_and_kv_read_the_decode_attention():
 def test_expert_parallelism_dispatches_only_over_attention_dp_ranks():
     """Without attention DP every rank holds every token after the attention all-reduce, so expert parallelism runs
     no all-to-all: its communication is the two TP all-reduces, exactly as the MoE split over tensor parallelism.
-    Over attention-DP ranks each rank dispatches (FP8) and combines (16-bit) k copies of its own tokens, by hand."""
+    Over attention-DP ranks each rank dispatches (FP8 with one FP32 scale per 128 values) and combines (16-bit) k
+    copies of its own tokens; with the experts split by TP over those ranks instead, it gathers every rank's tokens
+    and scatters the outputs back (16-bit, 7 of 8 shares each way), by hand."""
     qwen = dict(model_path="Qwen/Qwen3-235B-A22B-FP8", gemm_quant_mode="fp8_block", moe_quant_mode="fp8_block")
     ep = _features(**qwen, tp_size=8, moe_tp_size=1, moe_ep_size=8)
     mtp = _features(**qwen, tp_size=8, moe_tp_size=8, moe_ep_size=1)
@@ -355,8 +392,29 @@ def test_expert_parallelism_dispatches_only_over_attention_dp_ranks():
     assert serving._comm(ep, tokens)[0] == pytest.approx(serving._comm(mtp, tokens)[0], rel=1e-12)
     dp = _features(**qwen, tp_size=1, attention_dp_size=8, moe_tp_size=1, moe_ep_size=8)
     assert (dp["tp"][0], dp["dp"][0]) == (1, 8)
-    a2a = L * (2 * dp["a2a_lat"][0] + 4 * H * k * (1 + 2) / dp["link"][0])
+    a2a = L * (2 * dp["a2a_lat"][0] + 4 * H * k * (1 + 4 / 128 + 2) / dp["link_ep"][0])
     assert serving._comm(dp, tokens)[0] == pytest.approx(a2a, rel=1e-12)
+    gathered = _features(**qwen, tp_size=1, attention_dp_size=8, moe_tp_size=8, moe_ep_size=1)
+    assert (gathered["tp"][0], gathered["dp"][0]) == (1, 8)
+    gather = L * (2 * gathered["ar_lat"][0] + 2 * 7 * 4 * H * 2 / gathered["link_ep"][0])
+    assert serving._comm(gathered, tokens)[0] == pytest.approx(gather, rel=1e-12)
+
+
+def test_each_collective_runs_over_its_own_group_s_link():
+    """A TP 8 group inside one 8-GPU H200 server all-reduces over NVLink whether or not a second pipeline stage sits
+    in the next server (PP 2: 16 GPUs); the stages' time adds up, so a TP 8 x PP 2 decode step at a given load is
+    the TP 8 one's (same model, same work per token across the stages) and not slower by an InfiniBand all-reduce."""
+    llama = dict(model_path="meta-llama/Llama-3.1-70B", system="h200_sxm", batch_size=32, tp_size=8)
+    one, two = _features(**llama, pp_size=1), _features(**llama, pp_size=2)
+    hw = presets.load_hardware("h200-sxm")
+    assert one["link"][0] == two["link"][0] == hw.port_bw_bytes_per_s
+    P = load_stacks()[0]["trtllm"]
+    P = {k: np.array([v]) for k, v in P.items()}
+    assert serving.decode_step(two, P, two["C"])[0] == pytest.approx(serving.decode_step(one, P, one["C"])[0], rel=1e-12)
+    # an expert-parallel all-to-all over 16 GPUs of two servers is the network's
+    dp16 = _features(model_path="deepseek-ai/DeepSeek-V3", system="h200_sxm", tp_size=1, attention_dp_size=16,
+                     moe_tp_size=1, moe_ep_size=16)
+    assert dp16["link_ep"][0] == hw.scale_out_bw_bytes_per_s / hw.scale_up_size
 
 
 def test_impossible_counts_and_measurements_keep_a_reason(tmp_path):

@@ -5,7 +5,7 @@ is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM ban
 (peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
 experts (their own bandwidth share eta_moe and matmul share eta_xmm: grouped GEMMs over many experts with few
 tokens each, tiled and scheduled unlike one dense GEMM), head — plus
-tensor-parallel all-reduces and expert-parallel dispatch/combine (with attention DP) over the GPU's link, plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
+tensor-parallel all-reduces and, with attention DP, the MoE layer's exchange of tokens over the GPUs' links (_comm), plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
 launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
 sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
 the other for a token, so stage times add up to the whole model's work on one tensor group.
@@ -34,14 +34,14 @@ import numpy as np
 from wsemoe.cost.node import params
 
 FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
-            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "F_gemm", "F_moe", "F16", "B", "link",
-            "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
+            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "b_dispatch", "F_gemm", "F_moe", "F16",
+            "B", "link", "link_ep", "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "eta_xmm", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
-ACT_BYTES = 2.0       # activations exchanged between GPUs are 16-bit...
-DISPATCH_BYTES = 1.0  # ...except expert-parallel dispatch, sent in FP8 (DeepSeek-V3 technical report §3.3: activations
-                      # are quantized to FP8 before the dispatch; DeepEP's and TRT-LLM's dispatch kernels do so), while
-                      # the combine returns 16-bit
+ACT_BYTES = 2.0   # activations exchanged between GPUs are 16-bit, except expert-parallel dispatch: X["b_dispatch"],
+                  # the expert matmul's operand format where the GPU multiplies in it (cost/node/formats.dispatched_bytes:
+                  # FP8 with its scales, 1.03 bytes, as DeepSeek-V3 §3.3 and DeepEP; NVFP4, 0.5625, as TensorRT-LLM's
+                  # post-quant dispatch), 16-bit otherwise; the combine returns 16-bit
 # The KV cache's memory budget, per backend at its defaults: (share, of_total). of_total 1: the share is of the
 # whole HBM and holds weights and cache (vLLM gpu_memory_utilization, default 0.9 in the 0.10-0.12 engine
 # arguments); of_total 0: the share is of the memory left after the weights (TensorRT-LLM
@@ -99,17 +99,26 @@ def _experts(X, P, tokens):
 
 def _comm(X, tokens_rank):
     """Per-layer communication for `tokens_rank` tokens per attention rank: two TP all-reduces of the hidden
-    state, and for expert parallelism over data-parallel attention ranks a dispatch (FP8) and a combine (16-bit)
-    of k copies of each token. Without attention DP (dp 1) every rank holds every token after the attention's
-    all-reduce: an expert-parallel layer runs its own experts over all of them and the MoE output's all-reduce
-    (one of the two counted) sums the ranks' shares, so no all-to-all runs (vLLM's FusedMoEParallelConfig:
+    state over the TP group's link (`link`), and, over one pipeline stage's GPUs (`link_ep`), what the MoE layer
+    of data-parallel attention ranks exchanges:
+    - with expert parallelism, a dispatch (`b_dispatch` bytes a value) and a 16-bit combine of k copies of each
+      token;
+    - without it (experts split by TP over every rank), an all-gather of every rank's tokens before the experts
+      and a reduce-scatter of their outputs after, 16-bit, (dp − 1) shares of a rank's tokens each (ring), as
+      any TP split of the experts over ranks that attend to different tokens must (vLLM's naive dispatch and
+      combine over its DP group, SGLang's DP-attention gather and scatter).
+    Without attention DP (dp 1) every rank holds every token after the attention's all-reduce: an
+    expert-parallel layer runs its own experts over all of them and the MoE output's all-reduce (one of the two
+    counted) sums the ranks' shares, so no all-to-all runs (vLLM's FusedMoEParallelConfig:
     use_all2all_kernels = use_ep and dp_size > 1; TensorRT-LLM's and SGLang's all-to-all MoE backends likewise
     come with attention DP)."""
     msg = tokens_rank * X["H"] * ACT_BYTES
     ar = np.where(X["tp"] > 1, 2 * (X["ar_lat"] + 2 * (X["tp"] - 1) / X["tp"] * msg / X["link"]), 0.0)
-    a2a_bytes = tokens_rank * X["H"] * X["k"] * (DISPATCH_BYTES + ACT_BYTES)  # dispatch + combine
-    a2a = np.where((X["moe_ep"] > 1) & (X["dp"] > 1), 2 * X["a2a_lat"] + a2a_bytes / X["link"], 0.0)
-    return X["L"] * ar + X["Lm"] * a2a
+    a2a_bytes = tokens_rank * X["H"] * X["k"] * (X["b_dispatch"] + ACT_BYTES)  # dispatch + combine
+    gather_bytes = 2 * (X["dp"] - 1) * msg                                        # all-gather + reduce-scatter
+    moe = np.where(X["moe_ep"] > 1, 2 * X["a2a_lat"] + a2a_bytes / X["link_ep"],
+                   2 * X["ar_lat"] + gather_bytes / X["link_ep"])
+    return X["L"] * ar + X["Lm"] * np.where(X["dp"] > 1, moe, 0.0)
 
 
 def decode_step(X, P, seqs):

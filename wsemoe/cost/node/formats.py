@@ -36,10 +36,16 @@ BYTES.update(NATIVE)
 # scale, under 0.1% — dequantized to 16 bits for the matmul (W8A16 / W4A16).
 WEIGHT_ONLY = {"int8_wo": 1.0, "int4_wo": 0.5}
 BYTES.update(WEIGHT_ONLY)
+# Mixed INT4-weight, FP8-activation experts (AIConfigurator's and TensorRT-LLM's `w4afp8`, as the DeepSeek-R1 W4AFP8
+# checkpoints: FP8 dense layers, INT4 MoE weights, FP8 activations): 4-bit integers with one 16-bit scale per group
+# of 128 (the AWQ group size of TensorRT-LLM's W4A8 kernels), upcast to FP8 inside the kernel, so the matmul runs
+# at the FP8 peak.
+W4A8 = {"w4afp8": 0.5 + 2 / 128}
+BYTES.update(W4A8)
 # The format whose peak a native format's matmuls run at: FP4 and FP8 kernels take block-scaled operands; weight-only
-# matmuls (INT4, INT8, W4A16 MXFP4) dequantize to 16-bit and run at the 16-bit peak.
+# matmuls (INT4, INT8, W4A16 MXFP4) dequantize to 16-bit and run at the 16-bit peak; W4A8 at the FP8 peak.
 COMPUTE = {"mxfp4": "fp4", "nvfp4": "fp4", "fp8_block": "fp8", "int4_g32": "bf16", "mxfp4_w4a16": "bf16",
-           "int8_wo": "bf16", "int4_wo": "bf16"}
+           "int8_wo": "bf16", "int4_wo": "bf16", "w4afp8": "fp8"}
 
 
 # A token sent to its experts is quantized first, to the format the expert matmul multiplies in, and the combine
@@ -52,14 +58,18 @@ DISPATCHED = {"fp8": 1.0 + 4 / 128,    # E4M3, one FP32 scale per 128 (= MXFP8's
 
 
 def dispatch_bytes(hw, wl):
-    """Bytes per element of a token dispatched to the routed experts: the expert matmul's operand format when the
-    hardware runs that format natively (the stacks quantize before the dispatch), else the activation as stored
-    (`bytes_per_act`; a format without its own peak multiplies at 16 bits, so nothing is quantized early)."""
-    fmt = getattr(wl, "expert_weight_format", HIGH)
-    fmt = COMPUTE.get(fmt, fmt)
+    """Bytes per element of a token dispatched to the routed experts of workload `wl` (dispatched_bytes)."""
+    return dispatched_bytes(hw, getattr(wl, "expert_weight_format", HIGH), wl.bytes_per_act)
+
+
+def dispatched_bytes(hw, expert_format: str, act_bytes):
+    """Bytes per element of a token dispatched to experts in `expert_format`: the expert matmul's operand format
+    when the hardware runs that format natively (the stacks quantize before the dispatch), else the activation as
+    stored (`act_bytes`; a format without its own peak multiplies at 16 bits, so nothing is quantized early)."""
+    fmt = COMPUTE.get(expert_format, expert_format)
     if fmt not in DISPATCHED or getattr(hw, f"node_peak_flops_{fmt}", None) is None:
-        return wl.bytes_per_act
-    return np.minimum(DISPATCHED[fmt], wl.bytes_per_act)
+        return act_bytes
+    return np.minimum(DISPATCHED[fmt], act_bytes)
 
 
 def nbytes(fmt: str) -> float:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.gpu.serving import kv_budget
+from wsemoe.cost.gpu.serving import ACT_BYTES, kv_budget
 from wsemoe.cost.gpu.shape import shape
 from wsemoe.cost.node import formats, mix
 
 
 def kv_format(res) -> str:
     """The KV cache's format: FP8 when the run's weights are 8-bit or narrower (the quantized checkpoints these
-    runs serve carry FP8 KV-cache scales, and the servers then keep the cache in FP8), else 16-bit."""
-    return "fp8" if res["gemm"] in ("fp8", "fp4") else "bf16"
+    runs serve carry FP8 KV-cache scales, and the servers then keep the cache in FP8), else 16-bit. A block-scaled
+    format (nvfp4, mxfp4) is read by the precision it multiplies at."""
+    return "fp8" if formats.COMPUTE.get(res["gemm"], res["gemm"]) in ("fp8", "fp4") else "bf16"
 
 
 def attention_shares(m, isl: float, osl: float) -> dict:
@@ -31,7 +32,9 @@ def attention_shares(m, isl: float, osl: float) -> dict:
 
 
 def _link(hw, gpus):
-    """Per-GPU bandwidth of the group's collectives: NVLink inside a scale-up domain, else the network's share."""
+    """Per-GPU bandwidth of a collective over `gpus` GPUs: NVLink inside a scale-up domain, else the network's
+    share. Each collective is read by its own group: a TP all-reduce over its tp GPUs, an expert-parallel
+    all-to-all (or the gather of attention-DP ranks' tokens) over one pipeline stage's GPUs."""
     if hw.scale_up_size and gpus > hw.scale_up_size:
         return hw.scale_out_bw_bytes_per_s / hw.scale_up_size
     return hw.port_bw_bytes_per_s
@@ -50,7 +53,9 @@ def one(res: dict, worker: str, s=None) -> dict:
             "sf_prefill": s.score_flops_prefill, "b_gemm": formats.nbytes(res["gemm"]),
             "b_moe": formats.nbytes(res["moe"]), "b_kv": formats.nbytes(kv_format(res)),
             "F_gemm": formats.peak(hw, res["gemm"]), "F_moe": formats.peak(hw, res["moe"]), "F16": hw.node_peak_flops,
-            "B": hw.node_memory_bw_bytes_per_s, "link": _link(hw, lay["gpus"]), "mem": hw.node_memory_bytes,
+            "b_dispatch": formats.dispatched_bytes(hw, res["moe"], ACT_BYTES),
+            "B": hw.node_memory_bw_bytes_per_s, "link": _link(hw, lay["tp"]),
+            "link_ep": _link(hw, lay["gpus"] / lay["pp"]), "mem": hw.node_memory_bytes,
             "tp": lay["tp"], "dp": lay["dp"], "pp": lay["pp"], "moe_tp": lay["moe_tp"], "moe_ep": lay["moe_ep"],
             "C": lay["C"], "isl": res["isl"], "osl": res["osl"], "ar_lat": hw.collective_latency_s,
             "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0,

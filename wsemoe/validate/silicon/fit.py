@@ -1,5 +1,5 @@
-"""Fit the software stack of each backend (wsemoe.cost.gpu.serving.STACK) to measured runs: least squares on
-log(predicted / measured) of TTFT and TPOT over configuration medians, bounded to physical ranges; spread by
+"""Fit the software stack of each backend (wsemoe.cost.gpu.serving.STACK) to measured runs: soft-L1 least squares
+on predicted / measured − 1 of TTFT and TPOT over configuration medians, bounded to physical ranges; spread by
 bootstrap over configurations; held-out accuracy by refitting without one group at a time."""
 
 from __future__ import annotations

@@ -27,10 +27,12 @@ COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_pat
 CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
           *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
 # Quant modes to the weight format (wsemoe/cost/node/formats.py: its bytes and the peak its matmuls run at);
-# fp8_block carries one scale per 128x128 block (bytes negligible). Weight-only modes (w4a16_mxfp4: gpt-oss's
-# MXFP4 experts with 16-bit activations; int8_wo, int4_wo) store narrow weights and multiply at the 16-bit peak.
-QUANT = {"fp8": "fp8", "fp8_block": "fp8", "fp8_ootb": "fp8", "nvfp4": "fp4", "fp4": "fp4", "mxfp4": "fp4",
-         "w4afp8": "fp4", "float16": "bf16", "bf16": "bf16", "fp16": "bf16", "w4a16_mxfp4": "mxfp4_w4a16",
+# fp8_block carries one scale per 128x128 block (bytes negligible); nvfp4 and mxfp4 carry their block scales and
+# multiply at the FP4 peak; w4afp8 stores INT4 weights and multiplies at the FP8 peak. Weight-only modes
+# (w4a16_mxfp4: gpt-oss's MXFP4 experts with 16-bit activations; int8_wo, int4_wo) store narrow weights and
+# multiply at the 16-bit peak.
+QUANT = {"fp8": "fp8", "fp8_block": "fp8", "fp8_ootb": "fp8", "nvfp4": "nvfp4", "fp4": "fp4", "mxfp4": "mxfp4",
+         "w4afp8": "w4afp8", "float16": "bf16", "bf16": "bf16", "fp16": "bf16", "w4a16_mxfp4": "mxfp4_w4a16",
          "int8_wo": "int8_wo", "int4_wo": "int4_wo"}
 BACKENDS = ("trtllm", "vllm", "sglang")
 # How a layout wider than one server is read when its MoE split is moe_tp x moe_ep with both above 1:
