@@ -158,15 +158,21 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     out["attention_share"] = w
     shape = np.broadcast_shapes(u.shape, np.shape(out["pipeline_period_s"]))   # any input's axes (unique.once)
     best = np.argmin(np.broadcast_to(out["pipeline_period_s"], shape), axis=0)[None]   # prefill: the period is TTFT
-    out = {k: pick(v, best, shape) for k, v in out.items()}
-    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)),
-                           pick(cap["wafers"] + 0.0 * u, best, shape), pick(cross, best, shape)))
+    out, W = {k: pick(v, best, shape) for k, v in out.items()}, pick(cap["wafers"] + 0.0 * u, best, shape)
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)), W, pick(cross, best, shape)))
     out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
     out["layer_splits"] = pick(cross, best, shape)
+    # what binds, from the chosen candidate's terms (an argmax over every candidate's would be discarded)
+    terms = bound_terms(wl, [out.pop(f"{LATE}{i}") for i in range(5)], [out[c] for c in BUSIEST_COLUMNS], W,
+                        io_stall(hw, mp), out["pipeline_period_s"] > out["step_latency_s"])
     fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
-    out["bound"] = _labels(np.where(fits, out.pop("bound_code"), len(BOUNDS) - 1), BOUNDS, coded)
+    code = np.where(fits, np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0), len(BOUNDS) - 1)
+    out["bound"] = _labels(code, BOUNDS, coded)
     out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
     return out
+
+
+LATE = "_late_term"   # one token's latency terms of every candidate, read by `evaluate` at the chosen one
 
 
 def pick(v, best, shape):
@@ -267,8 +273,8 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
 
 
 def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
-    """The time columns of every candidate layout (leading axis), with the binding term's and the busiest
-    stage's codes."""
+    """The time columns of every candidate layout (leading axis), the terms of what binds (`evaluate` reads them at
+    the chosen candidate) and the busiest stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
     (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross)
     run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
@@ -278,8 +284,7 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     out.update(rate_columns(wl, run["latency"], beta, W, stall))
     if wl.mode == "prefill":   # the prompts are the step (decode: TTFT on the chosen layout only, `evaluate`)
         out["ttft_s"] = out["pipeline_period_s"]
-    terms = bound_terms(wl, run["terms"], beta_terms, W, stall, out["pipeline_period_s"] > out["step_latency_s"])
-    out["bound_code"] = np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0)
+    out.update({f"{LATE}{i}": t for i, t in enumerate(run["terms"][:5])})   # what binds: `evaluate`
     out["busiest_code"], out["busiest_stage_s"] = stage, beta
     out.update(zip(BUSIEST_COLUMNS, beta_terms[:5]))
     out.update({"attn_region_pes": g.attn_rows * g.attn_cols, "expert_region_pes": g.side ** 2,

@@ -120,9 +120,10 @@ def _rows(columns: list) -> tuple[np.ndarray, np.ndarray]:
 def mix(words: list) -> np.ndarray:
     """A 64-bit hash of each row of the columns' bit patterns (multiply-xorshift mixing, as in splitmix64)."""
     h = np.full(len(words[0]), 0x9E3779B97F4A7C15, dtype=np.uint64)
-    for w in words:
-        h = (h ^ w) * np.uint64(0xBF58476D1CE4E5B9)   # unsigned products wrap modulo 2^64, as intended
-        h = h ^ (h >> np.uint64(31))
+    for w in words:   # in place: a candidate frame hashes a million rows of twenty columns
+        h ^= w
+        h *= np.uint64(0xBF58476D1CE4E5B9)   # unsigned products wrap modulo 2^64, as intended
+        h ^= h >> np.uint64(31)
     return h
 
 
