@@ -101,13 +101,16 @@ def one_token(hw, pe, m, g, wafers, context, b, coll, cross=0.0) -> dict:
             "latency": sum(terms) + inter}
 
 
-def per_token(m, g, pe, context, b, coll, run: dict) -> dict:
+def per_token(m, g, pe, context, b, coll, run: dict, prompt: bool = False) -> dict:
     """Seconds each region or link stage spends per token of the stream (the marginal cost of one more token:
     ops at two tokens less at one, `run` the one-token pass), {stage: (seconds, terms)}; routed experts see
-    k·p_max of the tokens."""
+    k·p_max of the tokens. `prompt`: a prompt's tokens, which skip the head (only a prompt's last token, in `run`,
+    reaches it), so the head's stages never pace a prefill."""
     one, two, link = run["ops"], layers(m, g, pe, 2.0, context, b, coll), run["links"]
     groups: dict = {}
     for kind, ops in one.items():   # each layer kind's regions and links are stages of their own
+        if prompt and kind == "head":
+            continue
         for op, t1 in ops.items():
             if op != "experts":
                 groups.setdefault((kind, layer.stage_of(kind, op)), []).append((t1, two[kind][op]))
@@ -276,7 +279,8 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     """The time columns of every candidate layout (leading axis), the terms of what binds (`evaluate` reads them at
     the chosen candidate) and the busiest stage's codes."""
     b, coll = wl.bytes_per_act, collective_options(mp)
-    (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross)
+    (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross,
+                                               wl.mode == "prefill")
     run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
                                                                                      rows.shape, rows.count)
     out = unique.deferred(times, rows)   # read at the chosen candidate only (`pick`)
@@ -358,17 +362,20 @@ def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
             "prompt_latency_s": first["latency"] + 0.0 * rate, "prompt_busiest_stage_s": rate + 0.0 * first["latency"]}
 
 
-def passes(hw, pe, m, g, W, context, b, coll, cross=0.0) -> tuple:
+def passes(hw, pe, m, g, W, context, b, coll, cross=0.0, prompt: bool = True) -> tuple:
     """A layout's structural terms, whatever the batch: one token's pass (its latency and terms) and the busiest
-    stage (`busiest`). Evaluated once per distinct structure of a frame (unique.once)."""
+    stage (`busiest`; of a prompt's tokens, `per_token`). Evaluated once per distinct structure of a frame
+    (unique.once)."""
     run = one_token(hw, pe, m, g, W, context, b, coll, cross)
-    return {"latency": run["latency"], "terms": run["terms"]}, busiest(per_token(m, g, pe, context, b, coll, run), W)
+    beta = busiest(per_token(m, g, pe, context, b, coll, run, prompt), W)
+    return {"latency": run["latency"], "terms": run["terms"]}, beta
 
 
-def structure(hw, pe, m, g, W, context, b, coll, cross=0.0) -> tuple:
-    """`passes` and the layout's time columns (`time_columns`), once per distinct structure (unique.once)."""
+def structure(hw, pe, m, g, W, context, b, coll, cross=0.0, prompt: bool = False) -> tuple:
+    """`passes` and the layout's time columns (`time_columns`), once per distinct structure (unique.once);
+    `prompt`: the stream is prompts' tokens (prefill)."""
     run = one_token(hw, pe, m, g, W, context, b, coll, cross)
-    beta = busiest(per_token(m, g, pe, context, b, coll, run), W)
+    beta = busiest(per_token(m, g, pe, context, b, coll, run, prompt), W)
     return {"latency": run["latency"], "terms": run["terms"]}, beta, time_columns(pe, m, run, g)
 
 
