@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -399,3 +400,13 @@ def test_the_reports_robustness_table_says_its_ratios_are_ratios(tmp_path):
     head = html.split('id="robustness-table"', 1)[1].split("</thead>", 1)[0]
     for col in ("configured", "default", "low", "high"):
         assert f"<th>{col}<br><small>[×]</small></th>" in head, head
+
+
+@pytest.mark.parametrize("option", [["--only", "bogus"], ["--set", "bogus=1"], ["--set", "attn_kernel=bogus"]])
+def test_a_bad_reading_option_is_refused_before_the_sweep_runs(option, tmp_path, runner):
+    # the refusal comes before any work: no results folder is made for a command that says no
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text((Path(wsemoe.__file__).parents[1] / "sweeps" / "quickstart.yaml").read_text())
+    result = runner.invoke(app, ["readings", str(sweep), *option, "--results", str(tmp_path / "r")])
+    assert result.exit_code == 2 and result.output.startswith("error: ")
+    assert not (tmp_path / "r").exists()

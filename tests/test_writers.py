@@ -241,6 +241,15 @@ def test_calibrate_replaces_its_own_folder_only(work, runner):
     (work / "cal" / "my-notes.md").unlink()
     one_line_error(runner.invoke(app, ["calibrate", "--hardware", "cs3", "-o", "cal", "-n", "8", "--only",
                                        "matmul_efficiency"]), "cs2", "--force")
+    # another command's folder is never replaced, --force or not (the calibration stays whole)
+    mesh = {"name": "mesh", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b", "workload": {"mode": "decode"}}
+    (work / "mesh.yaml").write_text(yaml.safe_dump(mesh))
+    assert runner.invoke(app, ["sweep", "mesh.yaml", "-q"]).exit_code == 0
+    before = snapshot(work)
+    for force in ([], ["--force"]):
+        one_line_error(runner.invoke(app, ["export", "traffic", "results/mesh", "-o", "cal", *force]),
+                       "wsemoe calibrate", "only that command rewrites")
+    assert snapshot(work) == before
 
 
 def test_a_partial_folder_that_is_a_link_is_never_written_through(work, runner):

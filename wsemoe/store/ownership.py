@@ -113,13 +113,12 @@ def check_replaceable(folder: Path, writer: str, key: str | None, force: bool) -
         raise refuse(folder, f"exists and is not a folder wsemoe wrote (not a wsemoe {what} folder); refusing to "
                       "replace it (choose another path, or remove it yourself)")
     ow, okey = led.owner["writer"], led.owner.get("key")
-    if ow != writer:
+    if ow != writer:   # --force replaces this command's own output only: another command's is never rewritten
         if ow == "sweep":
             raise refuse(folder, "is a results folder (written by `wsemoe sweep`); refusing to replace it")
-        if writer == "sweep" or not force:
-            raise refuse(folder, f"holds the {WRITERS.get(ow, (0, 'output'))[1]} written by `{command(ow)}`; "
-                          "refusing to replace it" + ("" if writer == "sweep" else " (pass --force to replace it)"))
-    elif okey != key and not force:
+        raise refuse(folder, f"holds the {WRITERS.get(ow, (0, 'output'))[1]} written by `{command(ow)}`, which only "
+                     "that command rewrites; refusing to replace it (choose another path, or remove it yourself)")
+    if okey != key and not force:
         raise refuse(folder, f"holds {_what(ow, okey)}; pass --force to replace them")
     made_from = derived_outputs(folder) if writer == "sweep" and not force else {}
     if made_from:

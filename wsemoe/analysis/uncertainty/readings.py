@@ -273,6 +273,9 @@ def run(target, out_root="results", only=(), fixed=None, on_progress=None,
         path, cfg = Path(target), load_config(Path(target) / "config.yaml")
     else:
         cfg = load_config(target)
+        fixes = plan(cfg, only, fixed)[2]   # a bad --only or --set is refused before the sweep runs or writes
+        if fixes:
+            registry.apply(cfg, fixes)
         held = store.read_manifest(store.results_dir(out_root, cfg.name))
         if held and held.get("config_hash") != cfg.config_hash():  # never replace another config's results
             raise ResultsError(f"holds results of another config of '{cfg.name}'; `wsemoe sweep {target}` replaces "
