@@ -98,3 +98,35 @@ def test_a_failed_final_swap_leaves_a_partial_that_clean_and_resume_recover(tmp_
     r = runner.invoke(app, ["ls", "results", "--clean"])
     assert r.exit_code == 0, r.output
     assert not partial.stale_partials(tmp_path / "results" / "sw2") and _hidden(tmp_path / "results") == []
+
+
+def test_a_users_file_named_like_a_part_is_never_deleted_nor_made_part_of_results(tmp_path, monkeypatch, runner):
+    # the tool goes by what its manifest lists, not by a file's name: a user's file named like a part, in a
+    # finished results folder or among an interrupted run's parts, stops every command that would replace or
+    # adopt it, and stays as it was
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sw.yaml").write_text(yaml.safe_dump(CFG))
+    assert runner.invoke(app, ["sweep", "sw.yaml", "-q"]).exit_code == 0
+    mine = tmp_path / "results" / "sw" / "points.parquet" / "part-000000001792-000000002000.parquet"
+    mine.write_text("my notes\n")
+    for extra in (["--resume"], ["-f"]):
+        r = runner.invoke(app, ["sweep", "sw.yaml", *extra])
+        assert r.exit_code == 2 and mine.name in r.output, r.output
+        assert mine.read_text() == "my notes\n"
+    mine.unlink()
+    real = partial.swap_in
+
+    def busy(*a, **k):
+        raise OSError(errno.EBUSY, "Device or resource busy")
+    monkeypatch.setattr(partial, "swap_in", busy)
+    with pytest.raises(ResultsError):
+        run_sweep("sw.yaml", out_root="results", chunk_size=2, out_dir=tmp_path / "results" / "sw2", force=True)
+    monkeypatch.setattr(partial, "swap_in", real)
+    stray = next(iter(partial.stale_partials(tmp_path / "results" / "sw2"))) / "points.parquet" / "part-zzz.parquet"
+    stray.write_text("mine too\n")
+    argv = ["sweep", "sw.yaml", "-o", "results/sw2", "--resume", "--chunk-size", "2"]
+    r = runner.invoke(app, argv)
+    assert r.exit_code == 2 and "part-zzz.parquet" in r.output and stray.read_text() == "mine too\n", r.output
+    stray.unlink()
+    assert runner.invoke(app, argv).exit_code == 0
+    assert store.load_manifest(tmp_path / "results" / "sw2")["points"] == 4

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from wsemoe.errors import ResultsError, shown_path
-from wsemoe.store import ledger
+from wsemoe.store import ledger, manifest
 from wsemoe.store.ledger import Ledger
 from wsemoe.store.manifest import part_range
 
@@ -168,15 +168,27 @@ def check_tree(folder: Path, led: Ledger) -> None:
 
 
 def _check_parts(folder: Path) -> None:
-    """A parts folder holds part files only (their checksums are the manifest's: a damaged part is data to
-    recompute, not a user's file)."""
+    """A parts folder holds the part files its results' manifest lists, only (their checksums are the manifest's:
+    a damaged part is data to recompute, not a user's file; a file merely named like a part is not ours)."""
     writable(folder, os.lstat(folder), "folder")
+    listed = _listed_parts(folder)
     with os.scandir(folder) as it:
         for entry in it:
-            if part_range(entry.name) is None or not entry.is_file(follow_symlinks=False):
+            if part_range(entry.name) is None or not entry.is_file(follow_symlinks=False) \
+                    or (listed is not None and entry.name not in listed):
                 raise refuse(folder, f"holds '{entry.name}', which wsemoe did not write; refusing to replace it "
                               "(move it out first)")
             writable(Path(entry.path), entry.stat(follow_symlinks=False), "file")
+
+
+def _listed_parts(folder: Path) -> set | None:
+    """The part files the manifest beside a parts folder lists; None when it has none wsemoe could read (the
+    manifest's own ledger entry then says whether it is ours)."""
+    try:
+        man = manifest.read(folder.parent)
+    except (ResultsError, OSError):
+        return None
+    return None if man is None else {p["file"] for p in man["parts"]}
 
 
 def remove_tree(folder: Path) -> None:
@@ -190,8 +202,9 @@ def remove_tree(folder: Path) -> None:
                 os.unlink(path)
         elif os.path.isdir(path) and not os.path.islink(path):
             if e["kind"] == "parts":
+                listed = _listed_parts(path)
                 for f in os.scandir(path):
-                    if part_range(f.name) and f.is_file(follow_symlinks=False):
+                    if part_range(f.name) and f.is_file(follow_symlinks=False) and (listed is None or f.name in listed):
                         os.unlink(f.path)
                 with contextlib.suppress(OSError):
                     os.rmdir(path)

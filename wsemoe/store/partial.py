@@ -245,6 +245,11 @@ class PartialRun:
         with os_errors(self.target, "finish the results (finished parts are kept for --resume)"):
             if os.path.isdir(self.target) and any(os.scandir(self.target)):
                 check_replaceable(self.target, "sweep", name, force)
+            listed = {p["file"] for p in manifest["parts"]}
+            for f in os.scandir(self.parts):   # a file put among the parts is the user's: never made part of results
+                if f.name not in listed:
+                    raise ResultsError(f"holds '{f.name}', which wsemoe did not write, among the run's parts; move it "
+                                       "out, then continue with --resume", loc=(str(self.parts),))
             files = {"config.yaml": yamlio.dumps(config).encode(), "pareto.csv": csv_text(pareto, index=True).encode(),
                      **{n: csv_text(f, index=False).encode() for n, f in (extra_csv or {}).items()}}
             records = {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
