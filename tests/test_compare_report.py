@@ -10,12 +10,15 @@ from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
+import yaml
 from matplotlib import image
 
 import wsemoe
 from wsemoe.cli import app
 from wsemoe.report.figures import plots
 from wsemoe.sweep.run import run_sweep
+
+from clicheck import one_line_error
 
 # the scenario these tests were built on: every head's scores held, the expert width held (768 in every row)
 BTA = {"hardware": "cs2", "model": "qwen3-30b-a3b",
@@ -279,3 +282,16 @@ def test_a_comparison_by_mfu_runs_and_compare_ranks_a_time_smallest_first(tmp_pa
     r = runner.invoke(app, ["compare", str(path), str(path) + "/"])   # one folder twice, however spelt
     assert r.exit_code == 2 and r.output.strip() == f"error: [{path}] is named twice: compare needs two or more " \
         "different results folders", r.output
+
+
+def test_folders_that_share_no_group_are_one_line(tmp_path, runner, monkeypatch):
+    # each folder swept over values the other does not hold: nothing to put side by side, said in one line (with
+    # the readings' robustness too, which had failed on the empty table)
+    monkeypatch.chdir(tmp_path)
+    for name, values in (("x1", [0.5, 0.6]), ("x2", [0.7, 0.8])):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({
+            "name": name, "hardware": "cs2", "model": "qwen3-30b-a3b", "objectives": {"tokens_per_s": "max"},
+            "axes": {"hardware.matmul_efficiency": values}}))
+        assert runner.invoke(app, ["sweep", f"{name}.yaml", "-q"]).exit_code == 0
+    for extra in ([], ["--no-readings"]):
+        one_line_error(runner.invoke(app, ["compare", "results/x1", "results/x2", *extra]), "share no group")

@@ -102,3 +102,12 @@ def test_every_numeric_model_field_has_a_unit_and_widths_share_one():
     assert all(input_unit(f"model.{f}") for f in numeric), [f for f in numeric if not input_unit(f"model.{f}")]
     widths = [f for f in numeric if f.endswith(("_size", "_dim", "_rank")) and f != "vocab_size"]
     assert {input_unit(f"model.{f}") for f in widths} == {"elements"}, widths
+
+
+@given(st.lists(st.floats(min_value=1e-3, max_value=1e30, allow_nan=False), min_size=1, max_size=8),
+       st.sampled_from(["tokens_per_s", "hardware.node_peak_flops", "model_flops_per_step", "mem_peak_node_bytes"]))
+def test_any_spread_of_magnitudes_gets_a_unit(values, col):
+    """A column of small typical values and one huge one (a swept peak of 1.5, 2.5 and 1e17 FLOP/s) takes the
+    largest prefix rather than failing: every range of values a sweep may hold is shown."""
+    factor, unit = formats.display(col, pd.Series(values))
+    assert factor > 0 and isinstance(unit, str)

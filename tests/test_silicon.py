@@ -485,3 +485,17 @@ def test_a_file_of_shifted_rows_or_an_infinite_gate_is_one_line(tmp_path, runner
         one_line_error(runner.invoke(app, ["validate", "--silicon", str(_csv(tmp_path, [_row(id="ok")])),
                                            "--max-mape", value]), "--max-mape", "finite share from 0", value)
 
+
+
+@pytest.mark.parametrize("cell", ["abc", "nan", "true", "1x"])
+def test_a_number_cell_that_is_not_a_number_keeps_a_reason(cell, tmp_path):
+    """A layout cell that is text is the row's reason, never read as the default (tp_size 'abc' was modelled as TP 1,
+    pandas reading 'nan' as empty and 'true' as 1); a 400-digit isl is a reason too, never an overflow."""
+    rows = [_row(id="a", tp_size=cell), _row(id="b", isl="1" * 400), _row(id="c")]
+    result = accuracy.evaluate(_csv(tmp_path, rows))
+    out = {r["id"]: r for r in result["rows"]}
+    assert out["a"]["pred_tpot_ms"] is None and f"tp_size '{cell}' is not a number" in out["a"]["reason"]
+    from wsemoe.report.terminal.silicon import json_lines
+    assert [json.loads(line)["id"] for line in json_lines(result).splitlines()[:3]] == ["a", "b", "c"]  # inf: null
+    assert out["b"]["pred_tpot_ms"] is None and "isl" in out["b"]["reason"]
+    assert out["c"]["reason"] is None

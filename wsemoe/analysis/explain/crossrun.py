@@ -115,6 +115,9 @@ def compare(paths, metric: str | None = None) -> Comparison:
     cols = list(dict.fromkeys([metric, *objectives, *energy, *(c for c in ("bound",) if c in columns)]))
     bests = [_best(p, m, group, cols, metric, sense) for p, m in zip(paths, mans)]
     table, dropped = _join(bests, labels, group, cols)
+    if table.empty:   # nothing side by side: say so, rather than an empty table (and ratios of nothing)
+        raise ConfigError(f"the folders share no group of {', '.join(group)} (each holds values the others do not); "
+                          "compare folders swept over common values", loc=("folders",))
     for label in labels[1:]:
         for col in dict.fromkeys([metric, *objectives, *energy]):
             table[f"{label}/{labels[0]}:{col}"] = (table[f"{label}:{col}"].astype(float)

@@ -61,7 +61,8 @@ def display(col: str, values: pd.Series) -> tuple[float, str]:
     if top >= 1e4:  # tokens/s, FLOP, ... with an engineering prefix
         f, p = next((f, p) for f, p in PREFIXES if top >= f)
     elif len(x) and x.max() >= 1e4:  # small typical values, a few large: the least prefix that keeps every cell
-        f, p = next((f, p) for f, p in reversed(PREFIXES) if x.max() / f < 1e4)  # in 4 digits, never 1.05e+05
+        # in 4 digits, never 1.05e+05; past the largest prefix, the largest (the cells then grow wider)
+        f, p = next(((f, p) for f, p in reversed(PREFIXES) if x.max() / f < 1e4), PREFIXES[0])
     else:
         return 1.0, unit
     return f, f"{p}{unit}" if unit[:1].isupper() else f"{p} {unit}"  # TFLOP, k tokens/s

@@ -50,8 +50,9 @@ def _shown(x) -> str:
 
 
 def _clean(x):
-    """NaN (a MAPE over no configuration) as JSON null, everywhere in a record."""
-    if isinstance(x, float) and math.isnan(x):
+    """NaN (a MAPE over no configuration) and ±inf (a cell too large for a float) as JSON null, everywhere in a
+    record."""
+    if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
         return {k: _clean(v) for k, v in x.items()}

@@ -23,6 +23,9 @@ WORKER = ("batch_size", "num_workers", "tp_size", "pp_size", "attention_dp_size"
 COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
            "isl", "osl", "gemm_quant_mode", "moe_quant_mode", *LAYOUT,
            *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER), "silicon_ttft_ms", "silicon_tpot_ms")
+NUMERIC = ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms", *LAYOUT, *(f"{w}_{c}" for w in ("prefill", "decode")
+                                                                         for c in WORKER))
+UNREADABLE = "_unreadable"   # read's note of a row's first cell that should be a number and is not
 # A configuration: everything that sets the run, not when or with which version it was measured.
 CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
           *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
@@ -71,10 +74,34 @@ def read(path: Path):
                           loc=(str(path),))
     if len(frame) > MAX_ROWS:
         raise ConfigError(f"more than {MAX_ROWS:,} rows", loc=(str(path),))
-    for col in ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms", *LAYOUT):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    # the number cells as written (pandas would read 'nan' as empty and 'true' as 1): a cell that is not empty
+    # and not a number is the row's reason, never a default
+    cells = pd.read_csv(io.StringIO(text), nrows=MAX_ROWS + 1, dtype=str, keep_default_na=False, index_col=False,
+                        usecols=list(NUMERIC))
+    unreadable = pd.Series("", index=frame.index)
+    for col in NUMERIC:
+        given = cells[col].str.strip()
+        frame[col] = _numbers(given.where(given != ""))
+        bad = (given != "") & frame[col].isna()   # 'inf' and a 400-digit integer read as ±inf: the checks say why
+        unreadable = unreadable.where((unreadable != "") | ~bad, f"{col} '" + given.str[:40] + "'")
+    frame[UNREADABLE] = unreadable   # the first cell of a row that is not a number: its reason (`resolve`)
     frame["id"] = frame["id"].fillna("").astype(str)
     return frame
+
+
+def _numbers(column):
+    """A column of text cells as floats: a cell that is not a number NaN, an integer too large for a float ±inf
+    (as float() reads its digits), never an overflow."""
+    return column.map(_float).astype(float)
+
+
+def _float(value) -> float:
+    if not isinstance(value, str):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 def _no_column_twice(text: str, path: Path) -> None:
@@ -170,6 +197,8 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
 
 def resolve(row, load_model, load_hardware) -> dict:
     """What the model needs of one run, or {'reason': ...} saying why it cannot be modelled."""
+    if row.get(UNREADABLE):
+        return {"reason": f"{row[UNREADABLE]} is not a number"}
     system = SYSTEMS.get(str(row.get("system", "")).strip())
     if system is None:
         return {"reason": f"unknown system '{_cell(row.get('system'))}' (known: {', '.join(SYSTEMS)})"}
