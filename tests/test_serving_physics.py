@@ -146,7 +146,8 @@ def test_per_user_speed_never_rises_from_one_batch_to_the_next(model, fmt, wafer
     # rung of the ladder whose caches fit is at least as fast per user as every larger one. Off the ladder a batch
     # once had its own layout, sized for its own caches, which a smaller batch was not offered: Qwen3-235B on 12
     # CS-3 ran 305 tokens/s per user at B = 4 and 347 at B = 5. Above that rung (at most twice it) a batch keeps
-    # its own layout, and may run faster per user than the rung: Qwen3-30B on 2 CS-3, B 17-24 against 16, 5.7%.
+    # its own layout, and may run faster per user than the rung: Qwen3-30B on 2 CS-3 at 8K, B 24 2.0% faster than
+    # B 16 and B 1 (docs/cost-model.md: the known exception, left).
     from wsemoe.config.loader import load_config
     from wsemoe.sweep import engine
 

@@ -150,10 +150,13 @@ def test_the_bound_of_a_prefill_is_the_largest_term_of_its_ttft_not_of_one_token
     assert float(row["ttft_s"]) == pytest.approx(float(row["pipeline_latency_s"]) + 8191 * float(row["busiest_stage_s"]))
     assert float(row["pipeline_macs_s"]) > float(row["pipeline_link_s"])   # t1 alone: local MACs
     assert str(row["bound"]) == "link bandwidth"
-    # σ·W (2 × 225 µs) outweighed t1's terms, never the 1.68 ms TTFT of a 128-token prompt: it read 'wafer I/O'
-    sync = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=128", "mapping.wafer_io=sync")
+    # σ·W (2 × 225 µs) outweighed t1's terms, never the 1.65 ms TTFT of a 512-token prompt: it read 'wafer I/O'
+    sync = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=512", "mapping.wafer_io=sync")
     assert 2 * float(sync["io_stall_s"]) < float(sync["ttft_s"]) / 3
     assert str(sync["bound"]) == "local MACs"
+    # a 128-token prompt (1.2 ms, its tokens paced at the busiest stage's 1.2 µs) is the I/O's: 450 µs of it
+    short = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=128", "mapping.wafer_io=sync")
+    assert str(short["bound"]) == "wafer I/O"
 
 
 def test_the_draft_models_time_is_a_bound_of_its_own():

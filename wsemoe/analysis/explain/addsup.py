@@ -324,7 +324,7 @@ def sram_serving(row, m, wl) -> list:
 
 
 def _bound_text(row, wl) -> str:
-    """What `bound` is the largest term of (cost/wafer/serving.bound_terms), in words."""
+    """What `bound` is the largest term of (cost/wafer/steprate.bound_terms), in words."""
     if wl.mode == "prefill":
         return ("the largest term of TTFT: each of t1's five terms plus (B·P − 1) × the busiest stage's, or the "
                 "stalls (W + B − 1)·σ (wafer I/O)")

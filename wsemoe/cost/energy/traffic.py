@@ -25,7 +25,7 @@ from wsemoe.cost.fabric import scaleout, topology
 from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in
 from wsemoe.cost.structure import token_flow
-from wsemoe.cost.wafer.serving import step_tokens
+from wsemoe.cost.wafer.steprate import step_tokens
 
 STAGES = ("attention", "moe", "dense_ffn", "head")
 

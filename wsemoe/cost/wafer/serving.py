@@ -26,7 +26,6 @@ system's I/O as one transfer).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from wsemoe.cost.node import params
@@ -34,6 +33,7 @@ from wsemoe.cost.node.stages import Coded
 from wsemoe.cost.wafer import geometry, layer, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
+from wsemoe.cost.wafer.steprate import bound_terms, io_stall, rate_columns
 
 # What binds a served token, by index of its terms (a synchronous wafer I/O stall is its own: no system link
 # carries it, so 'inter-wafer' read wrong on one wafer with no hop; so is the draft model's time, which no term of the
@@ -197,7 +197,9 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     The candidates are the layouts of the point's own batch and those sized for the caches of larger batches on a
     fixed ladder (1, 2, 4 … sequences, `sized_for`) wherever those fit the pipeline: the attention and dense
     regions are sized for speed as well as bytes, and a smaller batch is offered every layout a larger one on the
-    ladder fits, so per-user speed never rises with the batch at a fixed wafer count."""
+    ladder fits, so per-user speed never rises with the batch at a fixed wafer count up to the largest rung that
+    fits (above it, at most twice it, a batch keeps its own layout and may run up to ~2% faster per user:
+    docs/cost-model.md, Regions sized for speed)."""
     pe = pe_facts(hw)
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
     cap, (u, w, cross, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers, np.zeros(shape_of(hw, m, wl, pe)))
@@ -296,57 +298,9 @@ def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     return out
 
 
-def bound_terms(wl, late, paced, W, stall, throughput_bound) -> list:
-    """The terms (in BOUNDS order, SRAM aside) of the time that binds, each the sum of its share of every part of
-    that time (`rate_columns`), so the largest names what limits the point. `late`: one token's five latency terms
-    (t1); `paced`: the busiest stage's five terms per token (β). Prefill, TTFT = t1 + W·σ + (B·P − 1)·β + (B − 1)·σ:
-    the prompts' tokens after the first each add β's terms. Decode, the step t1 + W·σ + d·β + d·τ (the d drafts
-    verified, and the draft model's d tokens, `draft model`), or where the stream binds B·(q·β + σ)."""
-    zero = 0.0 * stall
-    if wl.mode == "prefill":
-        rest = wl.B * wl.seq_len - 1.0
-        return [t + rest * p for t, p in zip(late[:5], paced[:5])] + [(W + wl.B - 1.0) * stall, zero]
-    d = step_tokens(wl) - 1.0
-    step = [t + d * p for t, p in zip(late[:5], paced[:5])] + [W * stall, d * getattr(wl, "draft_token_s", 0.0) + zero]
-    stream = [wl.B * step_tokens(wl) * p for p in paced[:5]] + [wl.B * stall, zero]
-    return [np.where(throughput_bound, s, t) for s, t in zip(stream, step)]
-
-
 def _labels(code, labels, coded: bool):
     c = Coded(np.asarray(code).astype(np.int16), labels)
     return c if coded else c.decode()
-
-
-def step_tokens(wl):
-    """Tokens per sequence one decode step processes: the drafts and one more."""
-    return getattr(wl, "draft_tokens", 0) + 1.0
-
-
-def io_stall(hw, mp):
-    """σ: seconds one synchronous transfer through a system's wafer I/O stalls it (`mapping.wafer_io: sync`),
-    else 0 (the I/O runs asynchronously from compute)."""
-    if getattr(mp, "wafer_io", "async") != "sync":
-        return 0.0
-    return np.asarray(getattr(hw, "sync_io_stall_s", 0.0), dtype=float)
-
-
-def rate_columns(wl, latency, beta, wafers=1.0, stall=0.0) -> dict:
-    """A step's latency, the period between a sequence's steps, time per output token and tokens per second
-    (per user and in aggregate); prefill: the prompts' tokens per second. `stall`: σ of a synchronous wafer I/O
-    transfer, paid once per system in a step and once per sequence by each system's stream."""
-    io = wafers * stall + 0.0 * latency
-    if wl.mode == "prefill":
-        ttft = latency + io + (wl.B * wl.seq_len - 1.0) * beta + (wl.B - 1.0) * stall
-        return {"step_latency_s": ttft, "pipeline_period_s": ttft, "tokens_per_s": wl.B * wl.seq_len / ttft,
-                "io_stall_s": stall + 0.0 * ttft}
-    q, a = step_tokens(wl), getattr(wl, "accepted_tokens_per_step", 1.0)
-    verify = latency + (q - 1.0) * beta
-    draft = (q - 1.0) * getattr(wl, "draft_token_s", 0.0) + 0.0 * verify
-    step = verify + io + draft
-    period = np.maximum(step, wl.B * (q * beta + stall))
-    return {"step_latency_s": step, "draft_time_s": draft, "io_stall_s": stall + 0.0 * step,
-            "pipeline_period_s": period, "tpot_s": period / a, "tokens_per_s_per_user": a / period,
-            "tokens_per_s": wl.B * a / period, "tokens_in_flight": np.minimum(wl.B * q, verify / beta)}
 
 
 def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
