@@ -173,10 +173,14 @@ def test_missing_hidden_size():
 
 
 def test_string_hidden_size():
+    # a quoted whole number reads as the number, as YAML, --set and the specs read one; other text is refused in
+    # the words every input's reader uses
     cfg = _load("qwen3-30b-a3b.json")
     cfg["hidden_size"] = "2048"
+    assert model_from_hf_config(cfg).hidden_size == 2048
+    cfg["hidden_size"] = "2048x"
     err = _error(cfg)
-    assert err.loc[-1] == "hidden_size" and "hidden_size" in err.line()
+    assert err.loc[-1] == "hidden_size" and "unable to parse string as an integer (got '2048x')" in err.line()
 
 
 def test_malformed_json_names_the_file(tmp_path):
@@ -250,3 +254,23 @@ def test_mutated_configs_fail_only_with_preset_error(cfg):
         assert err.loc and err.loc[0] == "hf_config"
     else:
         assert isinstance(spec, ModelSpec)
+
+
+@pytest.mark.parametrize("value", [float("nan"), -1, 0, 16777217, "wide", 2.5, [2048]])
+def test_a_bad_width_reads_alike_from_config_json_and_yaml(value, tmp_path):
+    # one validation per kind of input: a model's width given in config.json is refused in the words the same
+    # value gets as a YAML model field (the part after the location)
+    import json
+
+    from wsemoe.config.loader import load_config
+    from wsemoe.errors import ConfigError
+
+    cfg = _load("qwen3-30b-a3b.json")
+    cfg["hidden_size"] = value
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    words = []
+    for model in (str(tmp_path / "config.json"), {"preset": "qwen3-30b-a3b", "hidden_size": value}):
+        with pytest.raises((ConfigError, PresetError)) as info:
+            load_config({"name": "t", "hardware": "nvl72", "model": model})
+        words.append(info.value.line().split("] ", 1)[1])
+    assert words[0] == words[1], words

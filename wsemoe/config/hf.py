@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from wsemoe.errors import ConfigError, PresetError
 from wsemoe.config import hf_fields, hf_layers, hf_moe
 from wsemoe.config.files import model_json, read_text
-from wsemoe.specs.base import error_text
+from wsemoe.specs.base import error_line, not_integer, not_positive
 from wsemoe.specs.model import ModelSpec
 
 MAX_HF_BYTES = 4 * 2**20  # real config.json files are a few kB
@@ -63,8 +63,10 @@ class _Reader:
             return value
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             return int(value)
+        if isinstance(value, str) and value.strip().lstrip("+-").isdigit() and len(value) <= 300:
+            return int(value)   # a quoted whole number, read as YAML, --set and the specs read one
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, f"'{key}' must be an integer, got {type(value).__name__} {value!r:.40}")
+            raise self.fail(key, not_integer(value))
         return value
 
     def bool(self, key: str, default: bool, field: str | None = None) -> bool:
@@ -300,7 +302,7 @@ def _check_consistent(f: dict, r: _Reader, mtype: str) -> None:
     for field in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers",
                   "vocab_size", "num_experts", "num_experts_per_tok", "moe_intermediate_size"):
         if not isinstance(f.get(field), int) or f[field] <= 0:
-            raise r.fail(key(field), f"'{key(field)}' must be a positive integer, got {f.get(field)!r:.40}")
+            raise r.fail(key(field), not_positive(f.get(field)))
     heads, kv = f["num_attention_heads"], f["num_key_value_heads"]
     if heads % kv:
         raise r.fail(key("num_key_value_heads"), f"num_key_value_heads {kv} does not divide num_attention_heads {heads} "
@@ -329,7 +331,7 @@ def _check_mla(f: dict, r: _Reader) -> None:
     """Multi-head latent attention: every width positive, the rotary part even, expert groups consistent."""
     for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
         if not isinstance(f.get(k), int) or f[k] <= 0:
-            raise r.fail(k, f"'{k}' must be a positive integer for multi-head latent attention, got {f.get(k)!r:.40}")
+            raise r.fail(k, not_positive(f.get(k), "multi-head latent attention's width"))
     if f["qk_rope_head_dim"] % 2:
         raise r.fail("qk_rope_head_dim", f"qk_rope_head_dim {f['qk_rope_head_dim']} is odd; rotary embeddings "
                      "rotate pairs of dimensions")
@@ -356,7 +358,7 @@ def _build(fields: dict, r: _Reader) -> ModelSpec:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else None
         key = r.origin.get(field, field) if field else "config"
-        raise r.fail(key, error_text(err)) from None
+        raise r.fail(key, error_line(err)) from None
 
 
 def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> ModelSpec:

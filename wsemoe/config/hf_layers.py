@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wsemoe.specs.base import not_positive
+
 # Hugging Face layer-type names -> attention kinds.
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
                 "linear_attention": "linear"}
@@ -33,7 +35,7 @@ def gqa_attention(r) -> dict:
     if head_dim is None:
         for k, v in (("hidden_size", hidden), ("num_attention_heads", heads)):
             if not isinstance(v, int) or v <= 0:
-                raise r.fail(k, f"'{k}' must be a positive integer, got {v!r:.40}")
+                raise r.fail(k, not_positive(v))
         if hidden % heads:
             raise r.fail("num_attention_heads", f"hidden_size {hidden} is not divisible by num_attention_heads {heads}")
         head_dim = hidden // heads

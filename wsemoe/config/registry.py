@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from wsemoe.config import axes, derived, yamlio
 from wsemoe.config.schema import SECTIONS, Sparsity
 from wsemoe.errors import ConfigError, excerpt
-from wsemoe.specs.base import error_text
+from wsemoe.specs.base import error_line
 from wsemoe.specs.hardware import PEFacts
 
 REGISTRY = Path(__file__).resolve().parents[1] / "presets" / "readings.yaml"
@@ -100,7 +100,7 @@ def _typed(path: str, value, loc, check: bool = True):
         kind = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
         return TypeAdapter(kind).validate_python(value, strict=True)
     except ValidationError as exc:
-        raise ConfigError(error_text(exc.errors()[0]), loc=loc) from None
+        raise ConfigError(error_line(exc.errors()[0]), loc=loc) from None
 
 
 def _mapping(spec, allowed, required, loc, what: str) -> None:

@@ -79,16 +79,42 @@ def build(cls, data, loc=()):
             close = difflib.get_close_matches(key, fields, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ConfigError(f"unknown key '{key}'{hint}", loc=(*loc, *where)) from None
-        msg = error_text(err)
-        if err["type"] == "missing":
-            msg = "required field is missing"
-        elif "input" in err and err["type"] not in ("value_error",):
-            msg = f"{msg} (got {excerpt(repr(err['input']))})"
-        raise ConfigError(msg, loc=(*loc, *where)) from None
+        raise ConfigError(error_line(err), loc=(*loc, *where)) from None
 
 
 BOUNDS = {"greater_than_equal": ("ge", "greater than or equal to"), "greater_than": ("gt", "greater than"),
           "less_than_equal": ("le", "less than or equal to"), "less_than": ("lt", "less than")}
+
+
+def error_line(err: dict) -> str:
+    """One pydantic error as every input's reader says it: its words (error_text) and the value given."""
+    if err["type"] == "missing":
+        return "required field is missing"
+    msg = error_text(err)
+    return got(msg, err["input"]) if "input" in err and err["type"] not in ("value_error",) else msg
+
+
+def got(msg: str, value) -> str:
+    """`msg` with the value given, as the error line of every kind of input shows it."""
+    return f"{msg} (got {excerpt(repr(value))})"
+
+
+def not_integer(value) -> str:
+    """The words for a value that should be an integer: pydantic's own, through error_line, as for a spec field."""
+    from pydantic import TypeAdapter
+
+    try:
+        TypeAdapter(int).validate_python(value)
+    except ValidationError as exc:
+        return error_line(exc.errors()[0])
+    return got("Input should be a valid integer", value)
+
+
+def not_positive(value, what: str = "Input") -> str:
+    """The words for a number that should be above 0 (a non-integer: not_integer)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return not_integer(value)
+    return got(f"{what} should be greater than 0", value)
 
 
 def error_text(err: dict) -> str:
