@@ -3,8 +3,11 @@ the same short flag for the same option, a list of known names without repeats."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import wsemoe
 from wsemoe.cli import app
 
 
@@ -196,3 +199,14 @@ def test_options_that_cannot_both_hold_are_refused_not_one_dropped(runner, tmp_p
     (tmp_path / "runs.csv").write_text("id\n")
     r = runner.invoke(app, args)
     assert r.exit_code == 2 and r.output.strip() == line, r.output
+
+
+def test_a_wrong_kind_of_name_is_said_before_whose_file_it_is(tmp_path, runner, monkeypatch):
+    # every writer checks the name's kind first: `schema -o fig.svg` over a figure another command wrote says to
+    # name a .json file, never to pass --force (which then still would not write JSON into an .svg)
+    monkeypatch.chdir(tmp_path)
+    runs = Path(wsemoe.__file__).parents[1] / "tests" / "data" / "silicon" / "silicon_given.csv"
+    assert runner.invoke(app, ["validate", "--silicon", str(runs), "--plot", "fig.svg"]).exit_code == 0
+    for argv in (["schema", "-o", "fig.svg"], ["invariants", "--junit", "fig.svg"]):
+        r = runner.invoke(app, argv)
+        assert r.exit_code == 2 and "--force" not in r.output and ("json" in r.output or "xml" in r.output), r.output

@@ -133,8 +133,8 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
         return Reply().raw(text)
     from wsemoe.store import writer
 
-    writer.check_file(output, "schema", force)
     file_kind(output, ("json",) if fmt == "json" else ("md",), "--output")   # JSON is never written into x.md
+    writer.check_file(output, "schema", force)   # the name's kind first, as every writer checks it
     return Reply().text(shown_path(writer.write_file(output, text, "schema", force)))
 
 

@@ -84,8 +84,8 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
 
     choice(fmt, TABLE_FORMATS, "--format")
     if plot_to is not None:
-        writer.check_file(plot_to, "compare", force)
         file_kind(plot_to, FIGURE_FILES, "--plot")
+        writer.check_file(plot_to, "compare", force)
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = Reply()

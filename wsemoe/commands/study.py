@@ -87,8 +87,8 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
     if max_mape is not None and not (math.isfinite(max_mape) and max_mape >= 0):
         raise ConfigError(f"must be a finite share from 0, e.g. 0.35 for 35%; got {max_mape}", loc=("--max-mape",))
     if plot_to is not None:
-        writer.check_file(plot_to, "validate", force)
         file_kind(plot_to, FIGURE_FILES, "--plot")
+        writer.check_file(plot_to, "validate", force)
     result = accuracy.evaluate(path, holdout=holdout)
     reply = Reply()
     if fmt == "json":
@@ -155,8 +155,8 @@ def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sw
                        soft_wrap=True)
         return reply
     if junit is not None:
-        junit_report.check_target(junit, force)
         file_kind(junit, ("xml",), "--junit")
+        junit_report.check_target(junit, force)
     from wsemoe.report.terminal import progress
 
     with progress.bar("invariants", "checks", quiet=quiet or fmt == "json") as update:
