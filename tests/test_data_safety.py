@@ -182,6 +182,21 @@ def test_5_damaged_results_are_refused_by_show_plot_and_up_to_date(damage, workd
     assert man["points"] == 40 and sum(p["rows"] for p in man["parts"]) == 40
 
 
+def test_5_a_part_replaced_by_a_link_gets_advice_that_works(workdir, runner):
+    # the link is not a file wsemoe wrote, so the sweep will not replace it: show says to move it out first, and the
+    # command it names then recomputes the part
+    assert runner.invoke(app, ["sweep", "fs.yaml", "-o", "out", "-q"]).exit_code == 0
+    part = _parts(workdir / "out")[0]
+    kept = workdir / "kept.parquet"
+    os.replace(part, kept)
+    os.symlink(kept, part)
+    text = runner.invoke(app, ["show", "out"]).output
+    assert "move it out" in text and "--resume" in text, text
+    part.unlink()
+    assert runner.invoke(app, ["sweep", "fs.yaml", "-o", "out", "--resume"]).exit_code == 0
+    assert runner.invoke(app, ["show", "out"]).exit_code == 0
+
+
 def test_5_resume_reverifies_reused_parts(workdir):
     from wsemoe.store import partial as partial_mod
 

@@ -123,9 +123,16 @@ def verify(path, manifest: dict, first_only: bool = True) -> list[str]:
             raise ResultsError(f"{name} {why}; {CHANGED_HINT}", loc=(str(path),))
         damaged.append(name.split("/", 1)[1])
     if damaged and first_only:
-        raise ResultsError(f"part {damaged[0]} {dict(bad)['points.parquet/' + damaged[0]]}; recompute it with "
-                           f"{sweep_hint(manifest, path)}", loc=(str(path),))
+        why = dict(bad)["points.parquet/" + damaged[0]]
+        raise ResultsError(f"part {damaged[0]} {why}; {_recompute(why, manifest, path)}", loc=(str(path),))
     return damaged
+
+
+def _recompute(why: str, manifest: dict, folder) -> str:
+    """How to recompute a damaged part: a link or other non-file in its place is not wsemoe's, so the sweep will
+    not replace it: it goes first."""
+    first = "move it out (not a file wsemoe wrote), then " if "not a regular file" in why else ""
+    return f"{first}recompute it with {sweep_hint(manifest, folder)}"
 
 
 def is_up_to_date(path: Path, config_hash: str) -> bool:
@@ -215,7 +222,7 @@ def _part_bytes(folder: Path, part: dict, manifest: dict) -> bytes:
     try:
         return verified.read(folder, f"points.parquet/{part['file']}", part["bytes"], part["sha256"])
     except verified.Unverified as exc:
-        raise ResultsError(f"{exc}; recompute it with {sweep_hint(manifest, folder)}", loc=(str(folder),)) from None
+        raise ResultsError(f"{exc}; {_recompute(str(exc), manifest, folder)}", loc=(str(folder),)) from None
     except OSError as exc:
         raise os_error(exc, folder, "read the results") from None
 
