@@ -155,3 +155,11 @@ def test_a_file_given_as_results_is_called_a_file(argv, needle, runner, tmp_path
     cfg.write_text(GOOD)
     result = runner.invoke(app, [*argv, str(cfg)])
     assert result.exit_code != 0 and needle in result.output, result.output
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["show"], ["plot"], ["report"]])
+def test_a_pipe_given_as_results_is_never_called_a_file(argv, runner, tmp_path):
+    # as every reader of a named input says it (config/files.read_text: 'not a regular file (a pipe or device?)')
+    os.mkfifo(tmp_path / "pipe")
+    result = runner.invoke(app, [*argv, str(tmp_path / "pipe")])
+    assert result.exit_code != 0 and "is a pipe or device, not a" in result.output, result.output

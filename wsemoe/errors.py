@@ -105,6 +105,14 @@ _OS_REASONS = {
 }
 
 
+def what_it_is(path) -> str:
+    """What a path that is not a folder is, for an error line: 'a file', or 'a pipe or device' (never called a
+    file, as config/files.read_text words it)."""
+    import os
+
+    return "a file" if os.path.isfile(path) else "a pipe or device"
+
+
 def os_reason(exc: OSError) -> str:
     """What an OSError means, in words, with its errno name: 'no space left on the device (ENOSPC)'."""
     import errno

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from wsemoe.version import __version__
 from wsemoe.config.loader import load_config
-from wsemoe.errors import ResultsError, WsemoeError
+from wsemoe.errors import ResultsError, WsemoeError, what_it_is
 from wsemoe.store import manifest
 from wsemoe.store import ownership
 from wsemoe.store import partial
@@ -113,7 +113,7 @@ def results_in(root, only: str | None = None) -> list[Results]:
     the results folder it named."""
     root = Path(root)
     if not root.is_dir():
-        raise ResultsError("is a file, not a folder of results" if root.exists() else "no such folder",
+        raise ResultsError(f"is {what_it_is(root)}, not a folder of results" if root.exists() else "no such folder",
                            loc=(str(root),))
     out = []
     for p in sorted(root.iterdir()):

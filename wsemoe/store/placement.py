@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from wsemoe.errors import ResultsError, os_error
+from wsemoe.errors import ResultsError, os_error, what_it_is
 from wsemoe.store import ledger
 from wsemoe.store.atomic import MAX_NAME, os_errors
 from wsemoe.store.ownership import RESULTS_SLOTS, command, is_results, owner_of, refuse, writable
@@ -37,7 +37,7 @@ def checked_path(path) -> Path:
         if stat.S_ISLNK(st.st_mode):
             raise refuse(cur, "is a symbolic link; wsemoe never writes through a link (give the real path)")
         if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
-            raise refuse(cur, "is a file, not a folder; nothing can be written inside it")
+            raise refuse(cur, f"is {what_it_is(cur)}, not a folder; nothing can be written inside it")
     absolute = Path(os.path.abspath(p))
     if len(absolute.name.encode()) > MAX_NAME:
         raise refuse(absolute, f"name is {len(absolute.name.encode())} bytes; at most {MAX_NAME} are supported "

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wsemoe.errors import ResultsError, os_error
+from wsemoe.errors import ResultsError, os_error, what_it_is
 from wsemoe.store import manifest
 from wsemoe.store import placement, verified
 from wsemoe.store.block import concat_frames, sorted_categories
@@ -162,7 +162,7 @@ def load_manifest(path) -> dict:
     """The verified manifest of a complete results folder; a one-line error otherwise."""
     path = Path(path)
     if not path.is_dir():
-        what = "is a file, not a results folder" if path.exists() else "no such results folder"
+        what = f"is {what_it_is(path)}, not a results folder" if path.exists() else "no such results folder"
         raise ResultsError(what, loc=(str(path),))
     man = manifest.read(path)
     if man is None:
