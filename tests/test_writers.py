@@ -376,3 +376,13 @@ def test_a_plot_run_refused_by_one_figure_writes_none(work, runner):
     before = snapshot(work), {p.name: os.stat(p).st_ino for p in plots.iterdir()}   # a rewrite is a new inode
     one_line_error(runner.invoke(app, ["plot", "results/fs"]), Path(last).name, "changed since wsemoe wrote it")
     assert (snapshot(work), {p.name: os.stat(p).st_ino for p in plots.iterdir()}) == before
+
+
+def test_a_record_wsemoe_cannot_read_is_said_alike_by_every_writer(work, runner):
+    # a malformed .wsemoe.json in a results folder: the sweep that would replace the folder and the plot that
+    # would write into it say the same thing, and nothing changes
+    (work / "results" / "fs" / ".wsemoe.json").write_text("{bad")
+    before = snapshot(work)
+    for argv in (["sweep", "fs.yaml", "-f"], ["plot", "results/fs"]):
+        one_line_error(runner.invoke(app, argv), "is not the record wsemoe keeps there")
+    assert snapshot(work) == before

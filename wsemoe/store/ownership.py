@@ -104,6 +104,8 @@ def check_replaceable(folder: Path, writer: str, key: str | None, force: bool) -
     """Refuse, in one line, replacing an existing non-empty folder that is not provably this writer's."""
     led = ledger.read(folder)
     if led.owner is None:
+        if ledger.foreign(folder):   # a record there wsemoe cannot read: said as every writer says it
+            raise refuse(folder / ledger.NAME, "is not the record wsemoe keeps there; refusing to replace its folder")
         if holds_results(folder):
             raise refuse(folder, "holds results folders (a results root); refusing to replace it")
         if legacy_results(folder):
