@@ -132,3 +132,22 @@ def test_her_dense_layers_all_reduce_on_their_home_wafer_only():
     r = df.loc["her"]
     moe_attn = r["attention_time_s"]   # the MoE layers' attention stage, with the cross-wafer gather
     assert r["dense_layer_time_s"] < moe_attn + r["dense_ffn_time_s"]
+
+
+@pytest.mark.parametrize("strategy", ["er", "her"])
+def test_equally_near_copies_share_the_tokens(strategy):
+    # Qwen3-235B (128 experts) on 4 wafers of 8 x 8 dies: each expert has two copies, e and e + 128, at one place
+    # of corresponding tiles or wafers, so every group finds both equally near. Sent all to the lower id, half the
+    # dies got no tokens under uniform routing (expert imbalance 2.0, ER dispatch 4,194,304 bytes on the busiest
+    # link: a group's 64 tokens x top-8 x 4,096 x 2 bytes); split evenly, every die gets its share (1.0) and ER's
+    # busiest link carries half, 2,097,152 bytes (an independent hand derivation, walking every XY route).
+    from wsemoe.config.loader import load_config
+    from wsemoe.sweep import engine
+
+    cfg = load_config({"name": "ties", "hardware": "wsc-b200-4x8x8", "model": "qwen3-235b-a22b",
+                       "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": 16},
+                       "mapping": {"tp": 4, "strategy": strategy}})
+    cols = engine.evaluate_block(cfg).columns
+    assert float(np.asarray(cols["expert_imbalance"])[0]) == pytest.approx(1.0, rel=1e-9)
+    if strategy == "er":
+        assert float(np.asarray(cols["dispatch_max_link_bytes"])[0]) == pytest.approx(2_097_152, rel=1e-9)
