@@ -178,3 +178,15 @@ def test_both_mixtral_sizes_import_under_their_own_names():
     assert (small.name, big.name) == ("mixtral-8x7b-v0.1", "mixtral-8x22b-v0.1")
     counts = wsemoe.parameter_counts(big)
     assert counts["total"] == pytest.approx(141e9, rel=0.01) and counts["active"] == pytest.approx(39e9, rel=0.01)
+
+
+def test_every_numeric_input_has_a_unit():
+    # every number a sweep may vary is shown with its unit ('1' for a pure number): hardware.pipeline_wafers, the
+    # energy and cost figures and the seeds had none
+    from wsemoe.config.reference import input_unit
+    from wsemoe.sweep.columns import SECTIONS
+
+    bare = [f"{sec}.{f}" for sec, cls in SECTIONS.items() for f, info in cls.model_fields.items()
+            if any(t in str(info.annotation) for t in ("int", "float"))
+            and not any(t in str(info.annotation) for t in ("Literal", "tuple")) and not input_unit(f"{sec}.{f}")]
+    assert bare == []

@@ -140,3 +140,15 @@ def test_axis_comments_stand_apart_from_their_values(runner, tmp_path, hardware)
     text = _new(runner, tmp_path, "axes", "--hardware", hardware, "--model", "deepseek-v3", "--mode", "decode")
     axes = text.read_text().split("\naxes:\n")[1].split("\n\n")[0].splitlines()
     assert axes and all(" # " in line or "  #" in line for line in axes if "#" in line), axes
+
+
+def test_the_mode_defaults_as_the_config_does(tmp_path, runner, monkeypatch):
+    # one default per choice: unset, a sweep runs train, or decode where the hardware serves from SRAM; `new`
+    # defaulted to train and refused a serving wafer until told --mode
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hw.yaml").write_text("preset: cs3\nweight_source: sram\n")
+    r = runner.invoke(app, ["new", "serve", "--hardware", "hw.yaml", "--model", "qwen3-30b-a3b"])
+    assert r.exit_code == 0, r.output
+    assert "a starting decode sweep" in (tmp_path / "serve.yaml").read_text()
+    assert runner.invoke(app, ["new", "train", "--hardware", "cs2", "--model", "qwen3-30b-a3b"]).exit_code == 0
+    assert "a starting train sweep" in (tmp_path / "train.yaml").read_text()

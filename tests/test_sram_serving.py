@@ -303,3 +303,14 @@ def test_a_swept_balance_reaches_the_layouts():
     cols = engine.evaluate_block(cfg).columns
     zipf, imbalance = cols["balance.zipf_s"], cols["expert_imbalance"]
     assert np.allclose(imbalance[zipf == 0.0], 1.0) and np.all(imbalance[zipf == 1.5] > 1.5)
+
+
+def test_more_wafers_than_layers_is_not_called_an_sram_limit():
+    # Qwen3-30B-A3B's 48 layers on 49 CS-3: everything fits in SRAM (g_sram_wafers, _layer, _pe all ≤ 0), the
+    # pipeline has a wafer too many (g_sram_stages > 0); bound read 'SRAM (it does not fit)', now the time's largest
+    # term as for any other infeasible point, and infeasible_reason names the stage count
+    m = NS(**presets.load_model("qwen3-30b-a3b").model_dump())
+    out = serving.evaluate(cs3_sram(pipeline_wafers=49.0), m, workload(B=1.0, seq_len=8192.0),
+                           NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump()))
+    assert max(float(out[c]) for c in ("g_sram_wafers", "g_sram_layer", "g_sram_pe")) <= 0 < float(out["g_sram_stages"])
+    assert str(out["bound"]) != "SRAM"

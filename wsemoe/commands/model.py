@@ -106,7 +106,8 @@ def eval_point(config: Optional[Path] = typer.Argument(None, help="sweep YAML, o
 def new(name: str = typer.Argument(..., help="name of the sweep (and of its results folder)"),
         hardware: str = typer.Option(..., "--hardware", help="a hardware preset or YAML file of fields"),
         model: str = typer.Option(..., "--model", help="a model preset, YAML file of fields, or config.json"),
-        mode: str = typer.Option("train", "--mode", help="train | prefill | decode"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="train | prefill | decode (default: the config's, "
+                                           "train, or decode where the hardware serves from SRAM)"),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="file to write (default NAME.yaml here)")) -> Reply:
     """Write a commented starting sweep (NAME.yaml) that runs as written: every section explained, the axes
     people sweep first in that mode; never replaces an existing file."""

@@ -108,19 +108,22 @@ objectives: {tokens_per_s: max, tpot_s: min}
 }
 
 
-def starter_text(name: str, hardware, model, mode: str = "train", base_dir: Path | None = None,
+def starter_text(name: str, hardware, model, mode: str | None = None, base_dir: Path | None = None,
                  file: str | None = None) -> str:
     """The commented sweep YAML of `name` on `hardware` and `model` (preset names or files) for `mode`,
     checked by the loader (relative file paths resolve against `base_dir`, the folder it is written to;
     `file` is how its comments name it, default NAME.yaml)."""
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ConfigError(f"a sweep name is {NAME_RULE}", loc=("NAME",))
-    choice(mode, MODES, "--mode")
+    if mode is not None:
+        choice(mode, MODES, "--mode")
     base_dir = Path(base_dir or Path.cwd())
     hw_src, model_src = section_source("hardware", hardware, "--hardware"), section_source("model", model, "--model")
     # The hardware is read in the mode asked for (a serving wafer refuses only training, and says so at --mode).
     hw = load_config({"name": name, "hardware": hw_src, "model": model_src,
-                      "workload": {"mode": "decode" if mode == "train" else mode}}).hardware
+                      "workload": {"mode": "decode" if mode in (None, "train") else mode}}).hardware
+    if mode is None:   # the config's own default: train, or decode where the hardware serves from SRAM
+        mode = "decode" if hw.weight_source == "sram" else "train"
     if mode == "train" and hw.weight_source == "sram":
         raise ConfigError("this hardware serves from SRAM (weight_source: sram): inference only; use --mode decode "
                           "or --mode prefill", loc=("--mode",))

@@ -168,7 +168,9 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     # what binds, from the chosen candidate's terms (an argmax over every candidate's would be discarded)
     terms = bound_terms(wl, [out.pop(f"{LATE}{i}") for i in range(5)], [out[c] for c in BUSIEST_COLUMNS], W,
                         io_stall(hw, mp), out["pipeline_period_s"] > out["step_latency_s"])
-    fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS]), axis=0)
+    # 'SRAM' where what must be held does not fit; a pipeline of more wafers than layers (g_sram_stages) is not a
+    # capacity limit: infeasible_reason says so, and bound names the time's largest term as elsewhere
+    fits = np.all(np.broadcast_arrays(*[cap[c] <= 0 for c in G_COLUMNS if c != "g_sram_stages"]), axis=0)
     code = np.where(fits, np.argmax(np.stack(np.broadcast_arrays(*terms)), axis=0), len(BOUNDS) - 1)
     out["bound"] = _labels(code, BOUNDS, coded)
     out["busiest_stage"] = _labels(out.pop("busiest_code"), STAGES, coded)
