@@ -387,8 +387,8 @@ def test_hf_integral_floats_are_whole_numbers():
 
 
 @pytest.mark.parametrize("changes, key, needle", [
-    ({"hidden_size": 2048.5}, "hidden_size", "'hidden_size' must be an integer, got float 2048.5"),
-    ({"hidden_size": True}, "hidden_size", "must be an integer, got bool"),
+    ({"hidden_size": 2048.5}, "hidden_size", "Input should be a valid integer, got a number with a fractional part"),
+    ({"hidden_size": True}, "hidden_size", "Input should be a valid integer (got True)"),
     ({"head_dim": _DROP, "hidden_size": 2050}, "num_attention_heads", "hidden_size 2050 is not divisible"),
     ({"mlp_only_layers": "0,1"}, "mlp_only_layers", "'mlp_only_layers' must be a list"),
     ({"mlp_only_layers": [0]}, "mlp_only_layers", "must be empty"),

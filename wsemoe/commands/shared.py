@@ -18,6 +18,8 @@ def file_kind(path: Path, allowed, option: str) -> str:
     """The kind of file `path` names (its extension, lower case) if it is one of `allowed`, else a one-line error
     naming the option: a command writes what its file's name says or nothing."""
     kind = path.suffix.lstrip(".").lower()
+    if path.is_dir() and not path.is_symlink():   # what is there first, as the writers say it
+        raise ConfigError("is a folder; give a file name", loc=(option, shown_path(path)))
     if kind not in allowed:
         raise ConfigError(f"name a {', '.join('.' + a for a in allowed[:-1])} or .{allowed[-1]} file"
                           if len(allowed) > 1 else f"name a .{allowed[0]} file", loc=(option, shown_path(path)))

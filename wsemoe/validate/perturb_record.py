@@ -142,9 +142,7 @@ RECORD: dict[str, dict] = {
             ("wsc-b200-4x8x8:matmul_efficiency", 2.0): "the means move towards the band by under a quarter of "
                                                           "their gaps (+8.7%, −10.4%), as at twice the peak",
             ("wsc-b200-4x8x8:node_memory_bytes", 2.0): "only HER's best cut moves, towards its band by under a "
-                                                       "quarter of its gap (−16.6% to −18.6%)",
-            ("wsc-b200-4x8x8:node_memory_bytes", 0.5): "HER's best cut falls from −16.6% to −9.2% as fewer layouts "
-                                                       "fit: its pinned gap grows by under a quarter",
+                                                       "quarter of its gap (−19% to −24%)",
             ("nvl72:node_peak_flops", 2.0): "only Qwen3's mean moves, from −12.1% to −12.9% (a gap under a quarter "
                                             "larger): NVL72's decode at 1–32 tokens/device is bound by HBM reads and "
                                             "per-call costs",
