@@ -295,3 +295,13 @@ def test_a_prefill_only_sram_point_defaults_to_objectives_it_has():
     assert bool(row["feasible"]) and row["ttft_s"] > 0
     swept = {**cfg, "axes": {"workload.mode": ["decode", "prefill"]}}
     assert "tokens_per_s_per_user" in load_config(swept).objectives
+
+
+def test_an_sram_prefill_says_its_rate_from_its_ttft(runner):
+    # the prompts are the step: tokens_per_s = B·seq_len / ttft_s, said and checked (the decode formulas beside
+    # step_latency_s and tokens_per_s gave ~700 µs and 203 tokens/s where the columns held 19.7 ms and 415k)
+    r = runner.invoke(app, ["eval", "--hardware", "cs3", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.weight_source=sram", "--set", "workload.mode=prefill", "--set", "workload.B=4"])
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if "prompts ×" in ln and "/ TTFT" in ln)
+    assert "✓" in line and "✗" not in r.output

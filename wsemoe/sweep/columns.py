@@ -25,7 +25,8 @@ _DOCS = {
                                  "(S+1)/(2S) for full attention; 1 otherwise"),
     "step_time_s": ("s", "time of one micro-batch step (training: forward+backward; decode: one token per sequence)"),
     "tokens_per_s": ("tokens/s", "throughput: tokens per micro-batch over step time (decode: output tokens/s of all "
-                                 "sequences together; SRAM serving: B·accepted tokens per step / pipeline_period_s)"),
+                                 "sequences together; SRAM serving: B·accepted tokens per step / pipeline_period_s; "
+                                 "SRAM prefill: the prompts' B·seq_len tokens / ttft_s)"),
     "ttft_s": ("s", "time to first token: the prefill of the micro-batch's prompts (decode: all G·B prompts of "
                     "each group at S = prompt_len, at the point's mapping, no queueing; prefill: the step itself; "
                     "two such steps under comm_overlap microbatch, whose micro-batches take turns; SRAM serving: the "
@@ -187,12 +188,13 @@ _SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over 
     "prompt_busiest_stage_s": ("s", "decode with prompt_len: the busiest stage's time per token of the stream at "
                                     "context prompt_len (β of ttft_s)"),
     "step_latency_s": ("s", "a sequence's step: its drafts (draft_time_s), then through the pipeline: t1 + wafers × "
-                            "io_stall_s + (draft tokens)·β"),
+                            "io_stall_s + (draft tokens)·β (SRAM prefill: the prompts' step, ttft_s)"),
     "draft_time_s": ("s", "the draft model's time in a step: draft_tokens × draft_token_s (0: not charged)"),
     "io_stall_s": ("s", "σ: one synchronous wafer I/O transfer's stall of its system (mapping.wafer_io: sync, "
                         "hardware.sync_io_stall_s), paid by every system once a step; 0 when the I/O runs "
                         "asynchronously from compute"),
-    "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·((draft + 1)·β + io_stall_s))"),
+    "pipeline_period_s": ("s", "time between a sequence's steps: max(step_latency_s, B·((draft + 1)·β + io_stall_s)) "
+                               "(SRAM prefill: ttft_s, the prompts' whole step)"),
     "tokens_in_flight": ("tokens", "tokens in the pipeline at once: min(B·(draft + 1), (t1 + (draft tokens)·β) / β)"),
     "g_sram_wafers": ("1", "constraint: the fullest stage's bytes / what its wafer's PEs hold − 1 (≤ 0 satisfied)"),
     "g_sram_layer": ("1", "constraint: the largest layer (or embedding, head) / what one wafer holds − 1"),

@@ -298,6 +298,10 @@ def serving_rates(row, wl) -> list:
                  f"{B * a / period:,.6g} {check(B * a / period, _get(row, 'tokens_per_s'))}")]
     if "ttft_s" in row.keys() and not _missing(row, "ttft_s"):
         out.append(_ttft(row, wl))
+        if wl.mode == "prefill":   # the prompts are the step: their tokens over TTFT
+            P, ttft = float(wl.seq_len), _get(row, "ttft_s")
+            out.append(("tokens_per_s", row["tokens_per_s"], "tokens/s", f"{number(B)} prompts × {number(P)} tokens / "
+                        f"TTFT = {B * P / ttft:,.6g} {check(B * P / ttft, _get(row, 'tokens_per_s'))}"))
     return out
 
 
