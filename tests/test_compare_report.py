@@ -91,7 +91,7 @@ def test_compare_screens_its_readings_one_at_a_time_when_the_factorial_is_too_la
 
 
 @pytest.mark.parametrize("args,needle", [(["only-one"], "two or more"), (["--metric", "mfuu"], "unknown metric column"),
-                                         (["--metric", "mfu:best"], "not max or min")])
+                                         (["--metric", "mfu:best"], "Input should be 'min' or 'max' (got 'best')")])
 def test_compare_refuses_in_one_line(runs, runner, args, needle):
     a, b = runs
     cmd = ["compare", str(a)] if args == ["only-one"] else ["compare", str(a), str(b), *args]

@@ -40,8 +40,8 @@ def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
         r = runner.invoke(app, ["new", f"s{mode}", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b", "--mode", mode])
         assert r.exit_code == 0, r.output
         assert runner.invoke(app, ["check", f"s{mode}.yaml"]).exit_code == 0
-    one_line_error(runner.invoke(app, ["new", "strain", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b"]),
-              "[--mode]", "decode")
+    one_line_error(runner.invoke(app, ["new", "strain", "--hardware", "srv.yaml", "--model", "qwen3-30b-a3b",
+                                       "--mode", "train"]), "[--mode]", "decode")
 
 
 @pytest.mark.parametrize("argv, needles", [

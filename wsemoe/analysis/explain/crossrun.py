@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from wsemoe.config import yamlio
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, excerpt
 from wsemoe.store import store
 from wsemoe.sweep.column_check import check_column
 from wsemoe.sweep.columns import better
@@ -69,7 +69,8 @@ def _metric(metric: str | None, first: dict, kinds: dict) -> tuple[str, str]:
     name, _, sense = text.partition(":")
     sense = sense or first.get("objectives", {}).get(name) or better(name) or "max"   # a time: smaller is best
     if sense not in ("max", "min"):
-        raise ConfigError(f"'{sense}' is not max or min (use --metric column:max or column:min)", loc=("--metric",))
+        raise ConfigError(f"Input should be 'min' or 'max' (got {excerpt(repr(sense))}): --metric column:max or column:min",
+                          loc=("--metric",))
     check_column(name, kinds, "metric column (in every folder)", ("--metric",), "number")
     return name, sense
 
