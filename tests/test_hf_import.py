@@ -256,7 +256,7 @@ def test_mutated_configs_fail_only_with_preset_error(cfg):
         assert isinstance(spec, ModelSpec)
 
 
-@pytest.mark.parametrize("value", [float("nan"), -1, 0, 16777217, "wide", 2.5, [2048]])
+@pytest.mark.parametrize("value", [float("nan"), -1, 0, 16777217, "wide", 2.5, [2048], "+-5", "²"])
 def test_a_bad_width_reads_alike_from_config_json_and_yaml(value, tmp_path):
     # one validation per kind of input: a model's width given in config.json is refused in the words the same
     # value gets as a YAML model field (the part after the location)

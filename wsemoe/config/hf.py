@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -63,7 +64,7 @@ class _Reader:
             return value
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             return int(value)
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit() and len(value) <= 300:
+        if isinstance(value, str) and len(value) <= 300 and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
             return int(value)   # a quoted whole number, read as YAML, --set and the specs read one
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, not_integer(value))
