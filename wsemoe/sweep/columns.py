@@ -120,7 +120,8 @@ _DOCS = {
     "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
     "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),
-    "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring"),
+    "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring (her: its on-wafer rings only; "
+                                    "the cross-wafer steps are priced in the all-reduce phase, not counted here)"),
     "allreduce_mean_hops": ("hops", "mean hops a byte of the TP all-reduce travels (its ring edges' hops, weighted by "
                                     "bytes; 1 on a switch)"),
     "allreduce_idle_link_share": ("1", "share of directed links the all-reduce leaves idle (cold)"),
