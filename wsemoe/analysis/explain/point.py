@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsemoe.analysis.explain import addsup, energysum
+from wsemoe.analysis.explain import addsup, energysum, sramsum
 from wsemoe.arguments import whole
 from wsemoe.config import axes, checks
 from wsemoe.config.loader import load_config
@@ -163,7 +163,7 @@ def _sums(row, one, ns) -> list:
     spent = [(energysum.TITLE, energysum.energy(row, hw))] if energysum.energy(row, hw) else []
     if hw.weight_source == "sram":
         return [("how a token's time adds up (SRAM serving: per operator, per stage and wafer hop, per term)",
-                 addsup.sram_serving(row, m, wl)), *spent]
+                 sramsum.sram_serving(row, m, wl)), *spent]
     wafers = getattr(hw, "wafers", None) or (1, 1)
     shape = (m.num_hidden_layers, params.moe_layers(m), wl.overlap, getattr(wl, "comm_overlap", "none"),
              hw.rows * hw.cols * wafers[0] * wafers[1])
