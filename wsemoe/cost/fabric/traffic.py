@@ -162,7 +162,6 @@ def dispatch_transfers(placement: Placement, experts: ExpertPlacement, per_exper
     if np.any(experts.replicas < 1):
         raise ValueError("every expert needs at least one host")
     hosts = [experts.hosts_of(e) for e in range(experts.num_experts)]   # ascending host ids
-    groups = np.arange(placement.num_groups)
     width = max(1, SENDER_BLOCK // placement.num_groups)
     src, dst, vol, e = [], [], [], 0
     while e < len(hosts):
@@ -175,12 +174,10 @@ def dispatch_transfers(placement: Placement, experts: ExpertPlacement, per_exper
         for k in range(e, stop):
             h = hosts[k]
             d = dist[:, at:at + len(h)]
-            if len(h) == 1:
-                g, pick, share = groups, np.zeros(len(groups), dtype=np.intp), np.ones(len(groups))
-            else:   # copies equally near (replicas at one place of corresponding tiles or wafers) share the tokens
-                tied = d == d.min(axis=1, keepdims=True)
-                g, pick = np.nonzero(tied)
-                share = 1.0 / tied.sum(axis=1)[g]
+            # the nearest copies; copies equally near (replicas at one place of corresponding tiles or wafers) share
+            tied = d == d.min(axis=1, keepdims=True)
+            g, pick = np.nonzero(tied)
+            share = 1.0 / tied.sum(axis=1)[g]
             src.append(sender[g, at + pick])
             dst.append(h[pick])
             vol.append(per_expert[k] * share)
