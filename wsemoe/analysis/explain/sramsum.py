@@ -4,6 +4,8 @@ and what binds, each written out with its numbers and checked against the column
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from wsemoe.analysis.explain.addsup import absent, check, secs, value_of
