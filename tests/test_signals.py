@@ -123,3 +123,26 @@ def test_an_interrupted_command_that_keeps_no_parts_does_not_point_at_resume(tmp
     proc.wait(timeout=BOUND_S)
     err = proc.stderr.read().decode().strip()
     assert proc.returncode == 130 and err == "error: interrupted; no file was left half-written", err
+
+
+def test_an_interrupt_a_library_turns_into_another_error_still_ends_as_an_interrupt(capsys):
+    # numpy's comparison of row views (np.unique(axis=0)) re-raises a KeyboardInterrupt that lands inside it as a
+    # TypeError; the signal was ours, so the command ends as interrupted (exit 130, one line), not 'internal error'
+    import typer
+
+    from wsemoe import cli
+
+    def interrupted_inside_numpy():
+        cli._first_signal.append(time.monotonic())   # what the handler records before it raises
+        raise TypeError("Cannot compare structured arrays unless they have a common dtype.")
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(typer.Exit) as info:
+            cli.guarded(interrupted_inside_numpy)()
+    finally:   # the command ignores further signals on its way out; this test process must not
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        cli._first_signal.clear()
+    assert info.value.exit_code == 130
+    assert "interrupted" in capsys.readouterr().err

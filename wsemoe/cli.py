@@ -118,6 +118,13 @@ def _os_error_in(exc: BaseException) -> OSError | None:
     return None
 
 
+def _interrupted():
+    """End an interrupted command: one line, exit 130, and no second signal breaking into the exit."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    fail(_interrupted_line[0], 130)
+
+
 def guarded(fn):
     """Run a command and print its reply; turn every failure into one line on stderr and a non-zero exit."""
     @functools.wraps(fn)
@@ -133,10 +140,10 @@ def guarded(fn):
         except WsemoeError as exc:
             fail(exc.line())
         except KeyboardInterrupt:
-            for sig in (signal.SIGINT, signal.SIGTERM):  # the exit that follows is not interrupted again
-                signal.signal(sig, signal.SIG_IGN)
-            fail(_interrupted_line[0], 130)
+            _interrupted()
         except Exception as exc:  # a bug, but users still get one line
+            if _first_signal:   # our KeyboardInterrupt, re-raised as another error by a library it interrupted
+                _interrupted()  # (numpy's comparison of row views turns it into a TypeError)
             if os.environ.get("WSEMOE_DEBUG"):
                 raise
             cause = _os_error_in(exc)
