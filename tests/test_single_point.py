@@ -73,11 +73,15 @@ def test_a_section_set_by_name_replaces_the_flag():
     (["export", "traffic"], "[source] give a sweep file or results folder, or --hardware and --model"),
     (["export", "traffic", "--model", "qwen3-30b-a3b"], "[--hardware] a point without a sweep file needs --hardware"),
     (["eval", "sweeps/quickstart.yaml", "--model", "deepseek-v3"], "use --set hardware=<preset> or --set model="),
-    (["eval", "--hardware", "cs9", "--model", "qwen3-30b-a3b"], "[hardware] unknown hardware preset 'cs9'"),
+    # the flag or --set that gave a value, as a sweep file's point names its --set ([workload -> B] before)
+    (["eval", "--hardware", "cs9", "--model", "qwen3-30b-a3b"], "[--hardware] unknown hardware preset 'cs9'"),
+    (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "model=nope"],
+     "[--set -> model] unknown model preset 'nope'"),
     (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "workload.Bx=2"],
      "[--set -> workload.Bx] unknown field 'Bx' of workload; did you mean 'workload.B'?"),
     (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "workload.B=0"],
-     "[workload -> B] Input should be greater than 0"),
+     "[--set -> workload.B] Input should be greater than 0"),
+    (["eval", "sweeps/quickstart.yaml", "--set", "workload.B=0"], "[--set -> workload.B] Input should be greater than 0"),
     (["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "mapping.tp=4"],
      "on a weight-streaming wafer"),
     # an override a sweep file's point breaks: named as the --set, not as an axis of the file ([axes -> mapping.tp])

@@ -118,14 +118,25 @@ def typed_values(path, values, base: dict, loc, preset_store: dict, unique: bool
     elif len(values) > FULL_CHECK and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         typed = _typed_numbers(section, field, values, base, loc)
     else:
-        typed = [getattr(build(SECTIONS[section], {**base[section], field: v}, loc=at(i)), field)
-                 for i, v in enumerate(values)]
+        typed = [_field_value(section, field, base, v, at(i)) for i, v in enumerate(values)]
         if any(not _point_value(v) for v in typed):  # points are told apart by their axis values
             raise ConfigError(f"{path} holds a list or a mapping, which an axis cannot vary point by point; set it in "
                               f"the {section} section (or sweep whole {section} presets)", loc=loc)
     if unique:
         no_repeats(typed, loc)
     return typed
+
+
+def _field_value(section: str, field: str, base: dict, value, loc):
+    """`value` typed as `section.field` (its section's spec built with it). An error of the field itself is at
+    `loc` (which names the axis or --set), not at `loc -> field` again."""
+    try:
+        return getattr(build(SECTIONS[section], {**base[section], field: value}, loc=loc), field)
+    except ConfigError as exc:
+        n = len(loc)
+        if exc.loc[:n] == tuple(str(p) for p in loc) and exc.loc[n:n + 1] == (field,):
+            raise ConfigError(exc.message, loc=(*loc, *exc.loc[n + 1:])) from None
+        raise
 
 
 def typed_value(path, value, base: dict, loc, preset_store: dict, base_dir=None):
@@ -203,7 +214,7 @@ def _typed_numbers(section: str, field: str, values: list, base: dict, loc) -> l
         raise ConfigError(f"not a finite number (got {values[bad[0]]!r})", loc=(*loc, int(bad[0])))
     typed = None
     for i in (int(np.argmin(arr)), int(np.argmax(arr))):
-        typed = getattr(build(SECTIONS[section], {**base[section], field: values[i]}, loc=(*loc, i)), field)
+        typed = _field_value(section, field, base, values[i], (*loc, i))
     if isinstance(typed, int):
         frac = np.flatnonzero(arr != np.round(arr))
         if frac.size:

@@ -22,7 +22,7 @@ from wsemoe.cost.stagecost import busiest_rank
 from wsemoe.cost.fabric import topology
 from wsemoe.cost.node import mix, params, weights
 from wsemoe.cost.node.formats import BYTES
-from wsemoe.errors import ConfigError
+from wsemoe.errors import ConfigError, WsemoeError
 from wsemoe.sweep import engine, space
 from wsemoe.store import store
 from wsemoe.sweep.columns import describe
@@ -116,7 +116,10 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
             raise ConfigError(f"--point {point}: a point made of --hardware and --model is the only one (point 0); "
                               "--point picks a point of a sweep file or results folder", loc=("--point",))
         parsed = parse_sets(sets or [])
-        cfg = load_config(point_mapping(hardware, model, parsed))
+        try:
+            cfg = load_config(point_mapping(hardware, model, parsed))
+        except WsemoeError as exc:   # a setting's fault is the --set's (as with a sweep file), else the flag's
+            raise _at_option(exc, parsed) from None
         one, _, _ = point_config(cfg, 0)
         shown = {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}
         return cfg, one, shown, {p: shown[p] for p in parsed}, {}   # the sets are in the config, as typed
@@ -127,6 +130,18 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
     cfg = sweep_config(config)
     one, values, typed = point_config(cfg, point, parse_sets(sets or []))
     return cfg, one, values, typed, {c: f"[--set; the point has {values.get(c, _base_value(cfg, c))}]" for c in typed}
+
+
+def _at_option(exc: WsemoeError, parsed: dict) -> WsemoeError:
+    """`exc` at the option that gave the value it names: the --set of the field ([--set -> workload.B], not
+    [workload -> B]), else --hardware or --model for their sections; any other as is."""
+    for path in parsed:
+        parts = tuple(path.split(".", 1))
+        if exc.loc[:len(parts)] == parts:
+            return type(exc)(exc.message, loc=("--set", path, *exc.loc[len(parts):]))
+    if exc.loc[:1] in (("hardware",), ("model",)):
+        return type(exc)(exc.message, loc=(f"--{exc.loc[0]}", *exc.loc[1:]))
+    return exc
 
 
 def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardware=None,
