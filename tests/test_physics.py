@@ -257,3 +257,22 @@ def test_gpu_baseline_is_sensible_at_both_ends_of_decode():
     fp8 = best.loc[(256, "fp8")]
     assert fp8 == pytest.approx(6020, rel=0.01) and best.loc[(256, "bf16")] == pytest.approx(5111, rel=0.01)
     assert 9087 / 2 <= fp8 <= 9087 * 2
+
+
+def test_one_group_on_a_switch_reduces_instead_of_all_to_all():
+    """NVL72, DeepSeek-V3 decode, TP 72 (one attention group, no attention DP), B 8: every GPU holds all 8 tokens
+    after the all-reduce, so its own experts take them; no dispatch or combine runs (vLLM and SGLang run TP with EP
+    this way). The partial expert outputs are summed by one in-switch all-reduce of the 8 × 7168 × 2 = 114,688-byte
+    message: sent up once and read once (114,688 / 900 GB/s), two switch traversals (2 × 0.5 µs) and one call
+    (4.5 µs). At TP 8 (9 groups) the tokens are sliced and the all-to-all runs (26 µs a call)."""
+    one = _one("nvl72", "deepseek-v3", {"mode": "decode", "seq_len": 1024, "B": 8}, {"tp": 72})
+    assert one["token_flow"] == "replicated"
+    assert one["moe_dispatch_s"] == one["moe_combine_s"] == one["dispatch_fixed_s"] == 0.0
+    msg = 8 * 7168 * 2
+    assert one["moe_reduce_s"] == pytest.approx(msg / 9.0e11 + 2 * 0.5e-6 + 4.5e-6, rel=REL)
+    assert one["moe_reduce_s"] == pytest.approx(one["attention_allreduce_s"], rel=REL)   # the same message
+    many = _one("nvl72", "deepseek-v3", {"mode": "decode", "seq_len": 1024, "B": 8}, {"tp": 8})
+    assert many["token_flow"] == "slice" and many["moe_reduce_s"] == 0.0 and many["dispatch_fixed_s"] == 26e-6
+    sliced = _one("nvl72", "deepseek-v3", {"mode": "decode", "seq_len": 1024, "B": 8},
+                  {"tp": 72, "token_source": "slice"})   # asked for: the all-to-all of the slices
+    assert sliced["token_flow"] == "slice" and sliced["dispatch_fixed_s"] == 26e-6

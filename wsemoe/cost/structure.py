@@ -142,10 +142,18 @@ def _migration(layout: topo.Layout, before, after) -> patterns.Transfers:
     return traffic.migration_transfers(src, dst.astype(np.int64), 1.0, n) if len(dst) else patterns.Transfers.empty(n)
 
 
-def token_flow(topology: str, strategy: str, token_source: str) -> tuple[str, str]:
-    """(token source, flow): a switch and `slice` send token slices; otherwise tokens are replicated on the
-    group and `auto` picks the FTD member under ER and HER, the nearest member elsewhere."""
-    if topology == "switch" or token_source == "slice":
+def slices(topology: str, token_source: str, groups):
+    """Whether the slice flow runs (`token_flow`), per point for an array of group counts."""
+    return np.logical_or(token_source == "slice", np.logical_and(topology == "switch", np.asarray(groups) > 1))
+
+
+def token_flow(topology: str, strategy: str, token_source: str, groups: int) -> tuple[str, str]:
+    """(token source, flow). `slice` sends token slices; so does a switch with more than one attention group (the
+    all-to-all of attention DP with EP). Otherwise tokens are replicated on the group: `auto` picks the FTD member
+    under ER and HER, the nearest member elsewhere. On a switch with one group that is every GPU itself: its own
+    experts take the tokens it holds and the partial outputs are all-reduced, no all-to-all (TP with EP and no
+    attention DP, as vLLM and SGLang run it)."""
+    if slices(topology, token_source, groups):
         return "nearest", "slice"
     if token_source == "auto":
         return ("ftd" if strategy in ("er", "her") else "nearest"), "replicated"
@@ -220,7 +228,7 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     shares, s = expert_shares(num_experts, bal, layout.nodes)
     before, experts = popularity.balance_experts(bal.balancer, shares, placement, bal.spare_slots, split=bal.split,
                                               policy=bal.policy)
-    source, flow = token_flow(topology, strategy, token_source)
+    source, flow = token_flow(topology, strategy, token_source, placement.num_groups)
     first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     if popularity.imbalance(dispatch.received()) > popularity.imbalance(first.received()):
         # No balancer deploys a placement busier than the default one (with fewer experts than nodes the default
@@ -265,15 +273,16 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     on the experts, so every balance setting of one placement shares them (cached)."""
     layout = topo.Layout(topology, rows, cols, tuple(wafers), domain)
     pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
-    _, flow = token_flow(topology, strategy, token_source)
+    _, flow = token_flow(topology, strategy, token_source, pl.num_groups)
     out, found = {}, {}
     for name, steps in _collective_steps(pl, flow, coll.ring_directions).items():
         if id(steps) not in found:   # phases that share their steps share their peaks
             found[id(steps)] = phase_peaks(layout, steps)
         out[name] = found[id(steps)]
-    if topology == "switch" and coll.switch_reduction:
-        for name in ("allreduce", "ffn_allreduce"):
-            out[name] = _switch_reduction(layout, pl) or out[name]
+    if topology == "switch" and coll.switch_reduction:   # the output reduction too, where the flow has one
+        for name in ("allreduce", "ffn_allreduce", "reduce"):
+            if out[name].steps:
+                out[name] = _switch_reduction(layout, pl) or out[name]
     return out
 
 

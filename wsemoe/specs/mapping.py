@@ -24,7 +24,9 @@ class MappingSpec(Spec):
         "auto", description="which TP member sends a token to an expert: after a full all-reduce, the nearest member or "
                             "the member in the host's FTD (then the partial expert outputs are all-reduced again); "
                             "slice: each member sends only its own 1/tp of the tokens (reduce-scatter before, all-gather "
-                            "after the MoE); auto: ftd under er and her, nearest otherwise")
+                            "after the MoE; always on a switch with more than one group: the all-to-all of attention DP); "
+                            "auto: ftd under er and her, nearest otherwise (a switch with one group: every GPU "
+                            "itself, no all-to-all)")
     ring_directions: Literal[1, 2] = Field(
         1, description="ring collectives run one way round (1) or send half of every message each way (2: half the "
                        "bytes per link); default 1, the single ring MoEntwine describes")

@@ -24,7 +24,7 @@ from wsemoe.cost.batch import Shape, layer_flops, micro_batch, with_batch
 from wsemoe.cost.fabric import scaleout, topology
 from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in
-from wsemoe.cost.structure import token_flow
+from wsemoe.cost.structure import slices
 from wsemoe.cost.wafer.steprate import step_tokens
 
 STAGES = ("attention", "moe", "dense_ffn", "head")
@@ -91,8 +91,8 @@ def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
     # TP all-reduce after attention (every layer), a dense FFN's all-reduce (dense layers) and the MoE output
     # reduction, which only replicated tokens need: sliced tokens (a switch, token_source slice) come back whole
     # to their owner (fabric/collectives.reduce_steps; HER's other wafers sending theirs home are not counted)
-    _, flow = token_flow(hw.topology, getattr(mp, "strategy", "block"), getattr(mp, "token_source", "auto"))
-    reduce = 2.0 * (tp - 1.0) * T * act * (L + (L - Lm) + (Lm if flow == "replicated" else 0))
+    sliced = slices(hw.topology, getattr(mp, "token_source", "auto"), shape.groups)   # structure.token_flow
+    reduce = 2.0 * (tp - 1.0) * T * act * (L + (L - Lm) + np.where(sliced, 0.0, Lm))
     if hw.topology == "switch":
         hops = ring = 1.0
         domain = getattr(hw, "scale_up_size", None) or nodes
