@@ -277,3 +277,36 @@ def test_an_empty_path_is_refused_in_one_line():
 
     with pytest.raises(ResultsError, match="empty path"):
         placement.checked_path("  ")
+
+
+def test_a_resumed_run_recomputes_a_chunk_whose_counts_or_candidates_were_changed(reference, tmp_path):
+    """--resume adds up each kept chunk's counts and Pareto candidates into the manifest and pareto.csv, which
+    nothing checks after: a chunk whose stats or candidates file does not match what its run wrote is computed
+    again (it was trusted: an edited count or a swapped candidates file came out in the results as written). A
+    file wsemoe did not write in the partial folder stops the resume in one line (it was read as a part)."""
+    import json
+
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text(yaml.safe_dump(BIG))
+    out = tmp_path / "res"
+    _start_and_kill(_cmd(cfg, out, "--chunk-size", "64"), out, 4)
+    partial = next(out.glob(".big.partial-*"))
+    metas = sorted((partial / "chunks").glob("*.json"))
+    cands = sorted((partial / "chunks").glob("*.candidates.parquet"))
+    assert len(metas) >= 2 and len(cands) >= 2
+    stats = json.loads(metas[0].read_text())
+    metas[0].write_text(json.dumps({**stats, "feasible": 999, "bounds": {"x": "y"}}))
+    cands[0].write_bytes(cands[1].read_bytes())
+    (partial / "points.parquet" / "junk.parquet").write_bytes(b"junk\n")
+    r = subprocess.run(_cmd(cfg, out, "--resume"), env=ENV, capture_output=True, text=True, timeout=300)
+    err = r.stderr.strip()
+    assert r.returncode != 0 and "points.parquet/junk.parquet" in err and len(err.splitlines()) == 1, err
+    (partial / "points.parquet" / "junk.parquet").unlink()
+    r = subprocess.run(_cmd(cfg, out, "--resume"), env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for x, y in zip(reference, _load(out / "big")):
+        pd.testing.assert_frame_equal(x, y, check_categorical=False)
+    manifest = json.loads((out / "big" / "manifest.json").read_text())
+    points = reference[0]
+    assert manifest["feasible"] == int(points["feasible"].sum()) and "x" not in manifest["bounds"]
+    assert sum(manifest["bounds"].values()) == manifest["feasible"]

@@ -209,6 +209,10 @@ def test_cli_from_a_results_folder_into_a_folder_it_owns(runner, tmp_path):
     r = runner.invoke(app, argv + ["--force"])
     assert r.exit_code != 0 and "mine.txt" in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert (out / "booksim" / "mine.txt").read_text() == "mine\n"
+    # an export nested in an export would go with it when that one is written again: refused, as a sweep is
+    r = runner.invoke(app, ["export", "traffic", str(res.path), "--point", "2", "-o", str(out / "inner")])
+    assert r.exit_code != 0 and "is inside a folder that `wsemoe export traffic` owns" in r.output, r.output
+    assert not (out / "inner").exists()
 
 
 @pytest.mark.parametrize("option, value", [("--packet-flits", "0"), ("--packet-flits", str(10**12)),

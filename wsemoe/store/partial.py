@@ -78,15 +78,22 @@ def write_chunk(partial, points: Block, candidates: Block, stats: dict) -> dict:
     of the finished folder is."""
     partial = Path(partial)
     part, meta, cand = part_files(partial, stats["start"], stats["stop"])
-    data = partfile.to_bytes(points)
+    data, kept = partfile.to_bytes(points), partfile.to_bytes(candidates)
     stats = {**stats, "file": part.name, "rows": int(len(points)), "bytes": len(data),
-             "sha256": hashlib.sha256(data).hexdigest()}
+             "sha256": hashlib.sha256(data).hexdigest(), "candidates_sha256": hashlib.sha256(kept).hexdigest()}
+    stats["stats_sha256"] = _stats_hash(stats)   # the counts a resumed run adds up, as this run wrote them
     tmp = partial / "tmp"
     with os_errors(part, "write a part of the results (finished parts are kept for --resume)"):
-        atomic_bytes(cand, partfile.to_bytes(candidates), tmp, durable=False)
+        atomic_bytes(cand, kept, tmp, durable=False)
         atomic_bytes(meta, json.dumps(stats).encode(), tmp, durable=False)
         atomic_bytes(part, data, tmp, durable=False)
     return stats
+
+
+def _stats_hash(stats: dict) -> str:
+    """SHA-256 of a chunk's stats (all but this hash itself), in one canonical form."""
+    body = {k: v for k, v in stats.items() if k != "stats_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 # What a run writes in its partial folder's subfolders, by name: parts, their chunk files, temporary files.
@@ -175,6 +182,10 @@ class PartialRun:
             if os.path.islink(self.path) or (os.path.lexists(self.path) and self.path not in stale
                                              and any(os.scandir(self.path))):
                 raise ResultsError("exists and is not a partial folder wsemoe made; move it away", loc=(str(self.path),))
+            stray = foreign_entry(self.path) if self.path in stale else None
+            if stray is not None:   # a resumed run would read it as a part of the results
+                raise ResultsError(f"holds '{stray}', which wsemoe did not write; move it out first, then --resume",
+                                   loc=(str(self.path),))
             made = not os.path.lexists(self.path)
             os.makedirs(self.path, exist_ok=True)
             try:
@@ -215,8 +226,12 @@ class PartialRun:
         part, meta, cand = self._files(start, stop)
         try:
             stats = json.loads(meta.read_text())
+            # the part, its Pareto candidates and its counts each as written: a chunk any of them does not match
+            # is computed again (a resumed run adds them up into the manifest, which nothing checks after)
             return (isinstance(stats, dict) and cand.is_file() and stats.get("rows") == stop - start
-                    and stats.get("bytes") == part.stat().st_size and stats.get("sha256") == store.sha256_of(part))
+                    and stats.get("stats_sha256") == _stats_hash(stats)
+                    and stats.get("bytes") == part.stat().st_size and stats.get("sha256") == store.sha256_of(part)
+                    and stats.get("candidates_sha256") == store.sha256_of(cand))
         except (OSError, ValueError, RecursionError):
             return False
 

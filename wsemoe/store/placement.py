@@ -51,10 +51,11 @@ def is_current(p: Path) -> bool:
     return any(q == here or q in here.parents for q in {Path(p), Path(os.path.realpath(p))})
 
 
-def check_parent(parent: Path, writer: str, name: str) -> None:
+def check_parent(parent: Path, writer: str, name: str, whole: bool = False) -> None:
     """The folder a file or folder goes into: it exists (or only it is missing, and is made when writing:
     wsemoe makes at most that one folder, never a tree), is a writable folder, and takes entries from this
-    writer."""
+    writer. `whole`: `name` is a command's whole output (a folder it replaces when run again), which no folder
+    another run made may hold, even one of this command's: rewriting that one would delete it."""
     try:
         st = os.stat(parent)
     except FileNotFoundError:
@@ -68,23 +69,24 @@ def check_parent(parent: Path, writer: str, name: str) -> None:
         if not stat.S_ISDIR(up.st_mode):
             raise refuse(parent.parent, "is not a folder")
         writable(parent.parent, up, "folder")
-        _check_owner(parent.parent, writer, parent.name)   # the folder it makes is an entry there too
+        _check_owner(parent.parent, writer, parent.name, whole)   # the folder it makes is an entry there too
         return
     except OSError as exc:
         raise os_error(exc, parent, "look at the folder") from None
     if not stat.S_ISDIR(st.st_mode):
         raise refuse(parent, "is not a folder")
     writable(parent, st, "folder")
-    _check_owner(parent, writer, name)
+    _check_owner(parent, writer, name, whole)
 
 
-def _check_owner(parent: Path, writer: str, name: str) -> None:
+def _check_owner(parent: Path, writer: str, name: str, whole: bool = False) -> None:
     """`name` may go into `parent` only when no other writer owns `parent` (a results folder takes only the
-    entries its slots name, each from its own writer)."""
+    entries its slots name, each from its own writer); a whole output (`whole`) not even when this writer owns
+    it: the run that made `parent` replaces it whole when run again, and would take the nested output with it."""
     if ledger.foreign(parent):
         raise refuse(parent / ledger.NAME, "is not the record wsemoe keeps there; refusing to write in its folder")
     owner = owner_of(parent)
-    if owner is None or owner == writer and owner != "sweep":
+    if owner is None or owner == writer and owner != "sweep" and not whole:
         return
     if owner == "sweep" and is_results(parent) and RESULTS_SLOTS.get(name) == writer:
         return

@@ -154,7 +154,7 @@ def check_folder(path, writer: str, force: bool = False, key: str | None = None)
         raise refuse(p, "is the current folder or one of its parents; refusing to replace it")
     if p.name in RESERVED:
         raise refuse(p, "is a name wsemoe keeps for its own records; choose another name")
-    check_parent(p.parent, writer, p.name)
+    check_parent(p.parent, writer, p.name, whole=True)
     try:
         st = os.lstat(p)
     except FileNotFoundError:
