@@ -227,3 +227,14 @@ def test_a_hidden_results_folder_is_listed_when_named(tmp_path, runner):
     assert r.exit_code == 0 and "no results" not in r.output and ".old" in r.output, r.output
     assert [x.name for x in wsemoe.list_results(hidden)[0]] == ["one"]
     assert wsemoe.list_results(tmp_path / "results")[0] == []
+
+
+def test_a_state_with_advice_after_its_parenthesis_keeps_both_and_no_stray_bracket():
+    from wsemoe.report.terminal.tables import _split_status
+
+    assert _split_status("damaged: manifest.json does not match its checksum (changed since the sweep wrote it); "
+                         "move it out of the folder, then re-run the sweep") == (
+        "damaged: manifest.json does not match its checksum",
+        "changed since the sweep wrote it; move it out of the folder, then re-run the sweep")
+    assert _split_status("stale (3 parts (of 9))") == ("stale", "3 parts (of 9)")
+    assert _split_status("up to date") == ("up to date", "")

@@ -100,6 +100,16 @@ def test_a_filter_reads_the_point_index_show_prints(folders):
     assert list(sel.rows.index) == [front.index[0]]
 
 
+def test_point_is_a_column_to_name_and_to_sort_by(folders, runner):
+    """--columns and --sort take `point` as --where does (it is the index, always shown first): sorted by it
+    descending, the rows run from the last point; a markdown page with a limit says how many rows it shows."""
+    pts = _points(folders["bta"])
+    sel = wsemoe.query(folders["bta"], columns=["point", "mfu"], sort=["-point"], every_point=True, limit=3)
+    assert list(sel.rows.columns) == ["mfu"] and list(sel.rows.index) == sorted(pts.index)[-1:-4:-1]
+    r = runner.invoke(app, ["show", str(folders["bta"]), "-a", "-F", "markdown", "-n", "2"])
+    assert r.exit_code == 0 and "; 2 of them shown (--limit 0 shows all)" in r.output.splitlines()[0], r.output
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
 def test_formats_for_tools(folders, runner, fmt):
     r = runner.invoke(app, ["show", str(folders["mesh"]), "-a", "-F", fmt, "-c", "mapping.tp,moe_comm_s,bound"])

@@ -43,6 +43,8 @@ def show(results: Path = typer.Argument(..., help="a results folder"),
     sel = select(results, where=where, columns=cols, sort=sort, limit=limit, every_point=all_points, feasible=feasible)
     what = ("every feasible point" if feasible else "every point") if all_points else "the Pareto front"
     title = f"{sel.matched:,} of {sel.scanned:,} rows of {what}" + (f" where {where}" if where else "")
+    if len(sel.rows) < sel.matched and fmt != "table":   # the table says it in its notes, as the same words
+        title += f"; {len(sel.rows):,} of them shown (--limit 0 shows all)"
     if fmt == "table":
         return Reply().rich(tables.selection(sel, width(), title))
     return emit(Reply(), sel.rows, fmt, title)

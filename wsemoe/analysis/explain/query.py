@@ -110,14 +110,14 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     shown, priority = default_columns(path, man, source, axes)
     needed = {*axes, *man.get("objectives", {}), "bound", "feasible"}
     required = [c for c in shown if c in needed]
-    if columns:
-        _check_names(columns, known, "column", ("--columns",))
-        shown = priority = required = list(dict.fromkeys(columns))
+    if columns:   # `point` is the rows' index, always shown first (as --where and --sort read it)
+        _check_names([c for c in columns if c != POINT], known, "column", ("--columns",))
+        shown = priority = required = list(dict.fromkeys(c for c in columns if c != POINT))
     shown = [c for c in shown if c in known]
     kinds = {c: k for c, k in store.column_kinds(path, man).items() if c in known}
     flt = Where(where, {**{c: None for c in known}, **kinds}) if where else None
     feasible = feasible and every_point  # front rows are feasible by definition
-    order = parse_sort(sort, known, man.get("objectives", {}))
+    order = parse_sort(sort, [*known, POINT], man.get("objectives", {}))
     if not columns:   # the default view shows what the question is about: rows sorted or kept by a column show it
         asked = [c for c in [*(c for c, _ in order), *(flt.columns if flt else [])] if c != "point"]
         shown = list(dict.fromkeys([*shown, *asked]))
@@ -128,7 +128,7 @@ def select(path, where: str | None = None, columns: list[str] | None = None, sor
     # system shows it even when another's front is longer (cerebras_serving: 20 rows, none of them CS-3)
     fronts = [g for g in man.get("pareto_groups") or [] if g in known] if (
         source == "pareto" and limit and not order and (man.get("pareto_fronts") or 1) > 1) else []
-    needed = list(dict.fromkeys([*shown, *(flt.columns if flt else []), *(c for c, _ in order),
+    needed = list(dict.fromkeys([*shown, *(flt.columns if flt else []), *(c for c, _ in order if c != POINT),
                                  *(["feasible"] if feasible else []), *fronts]))
     if every_point:
         frames = store.iter_parts(path, man, needed)
@@ -171,8 +171,11 @@ def every_front(rows: pd.DataFrame, groups: list[str], limit: int) -> pd.DataFra
     return rows.iloc[chosen[np.lexsort((rank[chosen], front[chosen]))]]
 
 
+POINT = "point"   # the rows' index: the point's number in the sweep
+
+
 def _sorted(df: pd.DataFrame, order) -> pd.DataFrame:
-    """Stable sort, so equal rows keep point order; NaN last whatever the direction."""
+    """Stable sort, so equal rows keep point order; NaN last whatever the direction (`point`: the index)."""
     return df.sort_values([c for c, _ in order], ascending=[a for _, a in order], kind="stable", na_position="last")
 
 

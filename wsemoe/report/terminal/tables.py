@@ -303,6 +303,22 @@ def _layout(h) -> str:
     return f"{h.rows}×{h.cols}"
 
 
+def _split_status(status: str) -> tuple[str, str]:
+    """(the state in a few words, the rest): the text before the first " (", and what the parenthesis holds with
+    what follows its closing ')' ("damaged: x does not match (changed since ...); move it out" keeps both parts
+    and no stray bracket)."""
+    short, sep, rest = status.partition(" (")
+    if not sep:
+        return status, ""
+    depth = 1
+    for i, ch in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            inside, after = rest[:i], rest[i + 1:].lstrip("; ")
+            return short, "; ".join(x for x in (inside, after) if x)
+    return short, rest
+
+
 def inventory(rows: list, root) -> Group:
     """`wsemoe ls`: one row per results folder with its size, points, finish time and state (in a word or two;
     what a state means in full, and version notes, below the table)."""
@@ -316,10 +332,10 @@ def inventory(rows: list, root) -> Group:
                      no_wrap=c not in widths, min_width=widths.get(c))
     notes = []
     for r in rows:
-        short, _, detail = r.status.partition(" (")
+        short, detail = _split_status(r.status)
         note = version_note(r)
         if detail or note:
-            said = (detail.removesuffix(")"), note)  # the one ')' that closed " (": the detail's own ones stay
+            said = (detail, note)
             notes.append(Text(f"{printable(r.path.name)}: " + "; ".join(printable(x) for x in said if x), style="dim"))
         t.add_row(Text("\n".join(formats.header_lines(printable(r.path.name), 24))),
                   f"{r.points:,}" if r.points is not None else "–", f"{r.feasible:,}" if r.feasible is not None else "–",
