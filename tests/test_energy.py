@@ -114,9 +114,11 @@ def test_speculative_decoding_pays_every_verified_token_per_token_kept(drafts, a
 def test_a_ring_s_bytes_travel_its_edges_hops():
     """MoEntwine's entwined rings (er) on an 8 x 8 mesh: each ring edge is 4 hops, so the TP all-reduce's bytes
     cost 4 byte-hops each where a block's neighbours cost 1. Hand-derived from the step's own counts (DeepSeek-V3,
-    k 2, TP 4): dispatch + combine T·k·(2 + 2)·H·Lm·(1 − 1/64) over the mean dispatch path, and 2(tp − 1)·T·2H over
-    L + (L − Lm) + Lm reductions over the rings' mean hops; it counted them as one hop (ER read 24% below block,
-    by the tier's own definition 2x above)."""
+    k 2, TP 4): dispatch + combine T·k·(2 + 2)·H·Lm·(1 − 4/64) over the mean dispatch path (a copy for an expert
+    on a member of the token's own group stays on that die: the nearest holder, and under ER the member in the
+    expert's FTD tile, is the host itself; the energy model's closed form had charged 1 − 1/64 remote), and
+    2(tp − 1)·T·2H over L + (L − Lm) + Lm reductions over the rings' mean hops; it counted them as one hop (ER
+    read 24% below block, by the tier's own definition 2x above)."""
     import wsemoe
 
     df = wsemoe.evaluate("sweeps/moentwine_mapping.yaml")
@@ -130,7 +132,7 @@ def test_a_ring_s_bytes_travel_its_edges_hops():
         row = df[(df["model"] == "deepseek-v3") & (df["model.num_experts_per_tok"] == k) & (df["mapping.tp"] == 4)
                  & (df["mapping.strategy"] == strategy) & (df["workload.B"] == 256)].iloc[0]
         T = float(row["tokens_per_microbatch"])
-        routed = T * k * 4 * H * Lm * (1 - 1 / nodes) * float(row["dispatch_mean_hops"])
+        routed = T * k * 4 * H * Lm * (1 - 4 / nodes) * float(row["dispatch_mean_hops"])
         ring = 2 * 3 * T * 2 * H * (L + (L - Lm) + Lm) * float(row["allreduce_mean_hops"])
         assert float(row["energy_fabric_per_token_j"]) == pytest.approx((routed + ring) * e_hop / T, rel=1e-9)
         got[strategy] = (float(row["allreduce_mean_hops"]), float(row["energy_fabric_per_token_j"]))
@@ -251,3 +253,54 @@ def test_the_energy_rule_divides_by_the_peak_the_model_runs(option, pj):
     out = wsemoe.evaluate(readings.apply(both, {"pe_mac_rate": option}))
     for hw in ("cs2", "cs3"):   # compute-busy: the two views agree on both wafers
         assert float(out[out["hardware"].astype(str) == hw].iloc[0]["energy_view_ratio"]) == pytest.approx(1.0, abs=0.02)
+
+
+def test_energy_counts_the_work_done_not_the_busiest_node_times_the_nodes():
+    """Skewed routing makes one node busiest and the step longer, but no node executes more than its tokens: the
+    compute and HBM tiers (FLOPs and reads of all nodes) are those of uniform routing; only static energy (the
+    idle nodes waiting for the busiest) grows. Before, the busiest node's MoE work times the nodes was charged
+    (compute +27% at this skew)."""
+    import wsemoe
+
+    base = {"name": "e", "hardware": "wsc-b200-4x8x8", "model": "deepseek-v3",
+            "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": 16}, "mapping": {"tp": 4, "strategy": "er"}}
+    flat = wsemoe.evaluate(base).iloc[0]
+    skew = wsemoe.evaluate({**base, "balance": {"distribution": "zipf", "skew_target": 2, "skew_devices": 256}}).iloc[0]
+    assert skew["expert_imbalance"] > 1.5 and skew["step_time_s"] > flat["step_time_s"]
+    for tier in ("compute", "hbm", "sram"):
+        assert skew[f"energy_{tier}_per_token_j"] == pytest.approx(flat[f"energy_{tier}_per_token_j"], rel=1e-12), tier
+    assert skew["energy_static_per_token_j"] > flat["energy_static_per_token_j"]
+
+
+def test_an_in_switch_all_reduce_moves_each_message_once():
+    """NVL72, TP 8 (9 groups), B 4 a group: the attention all-reduce's message is 4 × 7168 × 2 bytes. In the switch
+    (NVLS) each of the 72 GPUs sends it up once and reads the sum once: 72 GPU-switch-GPU paths of M; a ring moves
+    2·7/8·M from each GPU, 2(tp − 1) = 14 paths of M a group. Energy prices what the timing model moves."""
+    import wsemoe
+
+    cfg = {"name": "e", "hardware": "nvl72", "model": "deepseek-v3", "workload": {"mode": "decode", "seq_len": 1024, "B": 4},
+           "mapping": {"tp": 8}, "axes": {"hardware.in_switch_reduction": [True, False]}}
+    nvls, ring = wsemoe.evaluate(cfg).itertuples()
+    msg = 4 * 7168 * 2
+    assert nvls.allreduce_hop_bytes == pytest.approx(72 * msg, rel=1e-12)
+    assert ring.allreduce_hop_bytes == pytest.approx(72 * 2 * 7 / 8 * msg, rel=1e-12)
+
+
+def test_an_all_reduce_crossing_wafers_is_priced_off_chip():
+    """Four 8 × 8 wafers, ER, TP 4: each entwined ring holds one die of every wafer, so its all-reduce crosses the
+    wafer edges (its crossing bytes > 0); the network tier is every phase's crossing bytes over the layers,
+    at energy_offchip_j_per_byte. Before, only dispatch crossings were priced (and as a share of bytes, not of
+    byte-hops), so ER's all-reduce read 0 off-chip."""
+    import wsemoe
+    from wsemoe.cost.node import params
+
+    hw, m = presets.load_hardware("wsc-b200-4x8x8"), presets.load_model("deepseek-v3")
+    row = wsemoe.evaluate({"name": "e", "hardware": "wsc-b200-4x8x8", "model": "deepseek-v3",
+                           "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": 16},
+                           "mapping": {"tp": 4, "strategy": "er"}}).iloc[0]
+    assert row["allreduce_cross_bytes"] > 0
+    L, Lm = m.num_hidden_layers, params.moe_layers(m)
+    moe = sum(row[f"{p}_cross_bytes"] for p in ("allreduce", "dispatch", "combine", "reduce"))
+    dense = row["allreduce_cross_bytes"] + row["ffn_allreduce_cross_bytes"]
+    off = (Lm * moe + (L - Lm) * dense) * hw.energy_offchip_j_per_byte / row["tokens_per_microbatch"]
+    assert row["energy_network_per_token_j"] == pytest.approx(off, rel=1e-12)

@@ -119,8 +119,8 @@ def test_breakdown_shows_kernel_launches_collective_latencies_and_formats():
     precision = {n: (v, t) for g, n, v, _, t in rows if g.startswith("precision")}
     assert precision["workload.expert_weight_format"][0] == "fp8" and "[1 byte per value]" in \
         precision["workload.expert_weight_format"][1]
-    assert precision["expert_peak_flops"][0] == 4.5e15 and precision["attention_peak_flops"][0] == 2.25e15
-    assert text["mfu"].endswith("✓") and row["format_peak_flops"] > 2.25e15
+    assert precision["expert_peak_flops"][0] == 5e15 and precision["attention_peak_flops"][0] == 2.5e15
+    assert text["mfu"].endswith("✓") and row["format_peak_flops"] > 2.5e15
 
 
 def test_breakdown_notices_a_wrong_column(monkeypatch):

@@ -233,9 +233,13 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     # --- resident weights read from HBM per node and layer
     W_attn = (attn_rank + (extras + 2 * H) / tp) * b                 # one rank's share
     slots = math.ceil(E / N)                                         # E ≥ N: expert e on node e mod N
-    active = E * (1 - (1 - k / E) ** T)                              # distinct experts hit by T tokens
+    p_hit = 1 - (1 - k / E) ** T                                     # an expert gets ≥ 1 of the T tokens
+    # the step waits for the node that reads the most experts: E[max of N binomial(slots, p_hit)] (every node
+    # holds `slots` here: E = 4·N) = Σ_x P(max ≥ x) = Σ_x (1 − P(X < x)^N)
+    cdf = [sum(math.comb(slots, j) * p_hit ** j * (1 - p_hit) ** (slots - j) for j in range(x)) for x in range(1, slots + 1)]
+    read = sum(1 - c ** N for c in cdf)
     t_attn_w = G * W_attn / bw_mem                                   # every tile re-reads the shard
-    t_moe_w = (slots * active / E * expert * b + (shared + router) * b / tp) / bw_mem
+    t_moe_w = (read * expert * b + (shared + router) * b / tp) / bw_mem
     t_dense_w = dense * b / tp / bw_mem
     # the head reads its shard of the head matrix and final norm, and each die the embedding rows of its tokens
     t_head_w = ((V * H + H) * b / tp + min(T, V) * H * b / N) / bw_mem

@@ -74,17 +74,17 @@ def test_hw_flops_by_hand():
 
 
 def test_mixed_formats_by_hand():
-    """nvl72 (per GPU: bf16 2.25e15, fp8 4.5e15, fp4 9e15 FLOP/s; 72 GPUs), decode, fp8 attention weights, fp4
-    experts. Attention runs its projections at fp8 and its core at bf16: compute = proj/(72·4.5e15·eff) +
-    core/(72·2.25e15·eff), and its roof is the rate of those FLOPs at the two peaks, 72·(proj + core) /
-    (proj/4.5e15 + core/2.25e15), strictly between the two peaks. MoE: router bf16 and routed experts fp4 at the
+    """nvl72 (per GPU: bf16 2.5e15, fp8 5e15, fp4 1e16 (GB200) FLOP/s; 72 GPUs), decode, fp8 attention weights, fp4
+    experts. Attention runs its projections at fp8 and its core at bf16: compute = proj/(72·5e15·eff) +
+    core/(72·2.5e15·eff), and its roof is the rate of those FLOPs at the two peaks, 72·(proj + core) /
+    (proj/5e15 + core/2.5e15), strictly between the two peaks. MoE: router bf16 and routed experts fp4 at the
     expert efficiency, the shared expert fp8 at the matmul efficiency. One-format stages sit at their format's peak:
-    dense FFN 72·4.5e15, head 72·2.25e15."""
+    dense FFN 72·5e15, head 72·2.5e15."""
     cfg = {"name": "mix", "hardware": "nvl72", "model": "deepseek-v3", "mapping": {"tp": 8},
            "workload": {"mode": "decode", "seq_len": 4096, "B": 64, "attn_weight_format": "fp8",
                         "expert_weight_format": "fp4"}}
     r = wsemoe.evaluate(cfg).iloc[0]
-    n, p16, p8, p4, eff = 72, 2.25e15, 4.5e15, 9e15, wsemoe.load_hardware("nvl72").matmul_efficiency
+    n, p16, p8, p4, eff = 72, 2.5e15, 5e15, 1e16, wsemoe.load_hardware("nvl72").matmul_efficiency
     m = wsemoe.load_model("deepseek-v3")
     # every TP rank runs MLA's down-projections whole (docs/cost-model.md, What TP cannot split)
     down = m.hidden_size * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim)

@@ -193,6 +193,11 @@ class CommModel:
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
             out[f"{name}_max_link_bytes"] = unit * scale
+            # what the phase moves in all, per layer (energy prices it): byte-hops, and bytes across wafers/servers
+            per = {k: np.asarray([getattr(s.phases[name], k) for s in built], dtype=float)[inv].reshape(shape)
+                   for k in ("byte_hops", "cross_bytes")}
+            out[f"{name}_hop_bytes"] = reps * scale * per["byte_hops"]
+            out[f"{name}_cross_bytes"] = reps * scale * share * per["cross_bytes"]
             # migration rides MoE layers' phases (dense layers' cores are idle windows)
             if name not in ("dense_allreduce", "ffn_allreduce"):
                 windows[name] = Window(once, scale, reps * layers, name)
@@ -216,6 +221,7 @@ class CommModel:
             "imbalance_before": pick(lambda s: s.imbalance_before),
             "expert_slots_max": pick(lambda s: s.slots_max),
             "expert_slots_before": pick(lambda s: s.slots_before),
+            "expert_copies": pick(lambda s: s.copies),
             "expert_optimizer_shares_max": pick(lambda s: s.optimizer_shares_max),
             "zipf_s_used": pick(lambda s: s.zipf_s),
             "token_flow": flow,

@@ -81,18 +81,21 @@ def executed(wl, parts) -> list:
     return [P * f + r for f, r, _, _ in parts]
 
 
-def stage_weights(hw, m, wl, shape: Shape, slots) -> dict:
-    """Weights each stage moves per pass: resident reads happen per node; streamed ones cross the wafer I/O."""
+def stage_weights(hw, m, wl, shape: Shape, copies, mean: bool = False) -> dict:
+    """Weights each stage moves per pass: resident reads happen per node (the busiest node's, or with `mean` the
+    mean node's); streamed ones cross the wafer I/O. `copies`: the routed experts' copies over all nodes."""
     w = weights.layer_weights(m, wl)
     if hw.weight_source != "resident":
         moe = [w["experts"], w["shared"], w["router"]]
         return {"attn": w["attn"], "moe": weights.Part(*(sum(x) for x in zip(*moe))),
                 "dense": w["dense_ffn"], "head": weights.head_reads(m, shape.T)}
-    # each hosted copy is read if any token reaches its expert (expected share of active experts); resident
-    # reads stream no gradients, so their parameter counts are not used
-    experts = slots * weights.active_experts(m, shape.T) / m.num_experts * weights.expert_copy_bytes(m, wl)
-    per_node = {"attn": wl.G * weights.attn_rank(m, wl, shape.tp).nbytes,  # each tile re-reads its rank's share
-                "moe": experts + (w["shared"].nbytes + w["router"].nbytes) / shape.tp,
+    # a hosted copy is read if any token reaches its expert; the step waits for the node that reads the most
+    # (weights.busiest_hits). Resident reads stream no gradients, so their parameter counts are not used
+    hit = weights.hit_share(m.num_experts_per_tok, m.num_experts, shape.T)
+    read = copies * hit / shape.nodes if mean else weights.busiest_hits(hit, copies, shape.nodes)
+    rank = weights.attn_mean_rank if mean else weights.attn_rank
+    per_node = {"attn": wl.G * rank(m, wl, shape.tp).nbytes,  # each tile re-reads its rank's share
+                "moe": read * weights.expert_copy_bytes(m, wl) + (w["shared"].nbytes + w["router"].nbytes) / shape.tp,
                 "dense": w["dense_ffn"].nbytes / shape.tp,
                 "head": weights.head_reads(m, shape.T, shape.tp, shape.nodes).nbytes}
     return {k: weights.Part(0.0, v) for k, v in per_node.items()}
@@ -134,40 +137,45 @@ def routed_part(hw, m, wl, shape: Shape, flops: Flops, imbalance=1.0) -> tuple:
             getattr(wl, "expert_weight_format", formats.HIGH), eff_exp)
 
 
-def busiest_rank(hw, m, tp) -> tuple:
+def busiest_rank(hw, m, tp, mean: bool = False) -> tuple:
     """(projections, core): the attention FLOPs the busiest TP rank of resident weights runs, over its even
     1/tp share. TP splits attention by whole heads (params.head_share), so a TP that does not divide the heads
     leaves some ranks a head more; and every rank runs the projections TP cannot split (K/V past the KV heads,
-    MLA's down-projections) for all its group's tokens. 1 on a weight-streaming wafer, whose attention runs as one
-    group over the whole fabric."""
+    MLA's down-projections) for all its group's tokens. With `mean`, the mean rank's (what all ranks run, over
+    tp): whole heads cost nothing extra, the projections TP cannot split do. 1 on a weight-streaming wafer, whose
+    attention runs as one group over the whole fabric."""
     if hw.weight_source != "resident":
         return 1.0 + 0.0 * tp, 1.0 + 0.0 * tp
+    if mean:
+        return tp * params.attn_params_mean_rank(m, tp) / params.attn_params(m), 1.0 + 0.0 * tp
     return (tp * params.attn_params_per_rank(m, tp) / params.attn_params(m),
             tp * params.head_share(m.num_attention_heads, tp))
 
 
-def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict) -> dict:
+def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = False) -> dict:
     """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
     Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at the
     expert format's, the attention core, router and head at the 16-bit peak. Attention runs at the busiest TP
     rank's share (`busiest_rank`: whole heads, and the projections TP cannot split). Only routed experts run at
     the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
-    core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys).
+    core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys). With `mean`,
+    the mean node's work instead (no imbalance, the mean TP rank, the mean node's reads): what all nodes do, over
+    the nodes, which energy counts (the busiest node's work times the nodes would count work no node does).
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
     fa = getattr(wl, "attn_weight_format", hi)
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
-    part = stage_weights(hw, m, wl, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)))
+    part = stage_weights(hw, m, wl, shape, c.get("expert_copies", np.maximum(m.num_experts, shape.nodes)), mean)
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    on_proj, on_core = busiest_rank(hw, m, shape.tp)
+    on_proj, on_core = busiest_rank(hw, m, shape.tp, mean)
     executed = flops.core * flops.core_share * on_core   # a tiled kernel skips the causal mask's half
     proj = flops.proj * on_proj
     attn = ((proj, full * proj, fa, eff), (executed, (full + core) * executed, hi, eff))
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
             "moe": Work(((flops.router, full * flops.router, hi, eff_exp),
-                         routed_part(hw, m, wl, shape, flops, c.get("expert_imbalance", 1.0)),
+                         routed_part(hw, m, wl, shape, flops, 1.0 if mean else c.get("expert_imbalance", 1.0)),
                          (flops.shared, full * flops.shared, fa, eff)), part["moe"]),
             "dense_ffn": Work(((flops.dense, full * flops.dense, fa, eff),), part["dense"]),
             "head": Work(((flops.head, full * flops.head, hi, eff),), part["head"])}
@@ -222,6 +230,28 @@ def roofline_columns(hw, wl, work: dict, nodes) -> dict:
         if hw.weight_source == "streamed":
             out[f"{name}_io_out_bytes"] = io_out_bytes(wl, w)
     return out
+
+
+def stage_counts(m) -> dict:
+    """How many times a step runs each stage's per-layer work: attention in every layer, the MoE stage in MoE
+    layers, the dense FFN in the others, the head once."""
+    L, Lm = m.num_hidden_layers, params.moe_layers(m)
+    return {"attention": L, "moe": Lm, "dense_ffn": L - Lm, "head": 1}
+
+
+def work_columns(hw, m, wl, work: dict, nodes) -> dict:
+    """What one micro-batch step does over all nodes, from the mean node's `work` (stage_work(mean=True)) times
+    the nodes and each stage's layers: `work_flops16`, its executed FLOPs in 16-bit equivalents (F · peak16 /
+    peak(format): a narrower format's FLOP does less work), and `work_read_bytes`, the bytes on its weight path
+    (streamed: in over the wafer I/O; resident: weights and KV cache read). The energy model counts these."""
+    counts = stage_counts(m)
+    flops16 = read = 0.0
+    for name, w in work.items():
+        done = executed(wl, w.parts)
+        flops16 = flops16 + counts[name] * sum(x * formats.peak(hw, formats.HIGH) / formats.peak(hw, fmt)
+                                               for x, (_, _, fmt, _) in zip(done, w.parts))
+        read = read + counts[name] * traffic_bytes(hw, wl, w, nodes)
+    return {"work_flops16": flops16, "work_read_bytes": read}
 
 
 def io_out_bytes(wl, w: Work):

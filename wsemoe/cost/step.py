@@ -17,6 +17,7 @@ from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch
 from wsemoe.cost.node import compute, formats, params, weights
 from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
 from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, node_memory, roofline_columns, stage_work,
+                                   work_columns,
                                    stages, streamed_kept_bytes)
 
 __all__ = ["STAGE_COMM", "evaluate", "micro_batch", "with_batch"]
@@ -54,6 +55,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     out.update(extra)
     out.update(_stage_columns(wl, layers, (attn, moe, dense, head)))
     out.update(roofline_columns(hw, wl, work, shape.nodes))   # each stage's FLOPs, bytes, roof: its terms' numerators
+    out.update(work_columns(hw, m, wl, stage_work(hw, m, wl, mp, shape, flops, c, mean=True), shape.nodes))
     if "dense_allreduce_s" in c:  # HER: a dense layer all-reduces on its home wafer only
         out["dense_layer_allreduce_s"] = c["dense_allreduce_s"]
     out["per_device_moe_block_tokens_per_s"] = shape.T / (out["moe_time_s"] * shape.nodes)

@@ -58,6 +58,7 @@ class Structure:
     imbalance_before: float    # the same without the balancer's replicas
     slots_max: int             # most expert copies any node holds (memory, weight reads)
     slots_before: int          # the same before balancing
+    copies: int                # expert copies over all nodes (E, N when E < N, more with a balancer's replicas)
     optimizer_shares_max: float  # most routed-expert optimizer state any node keeps, in whole experts (ZeRO-1)
     copies_moved: int          # new expert copies the balancer creates (migration)
     zipf_s: float              # Zipf exponent in use (solved when the balance sets a skew target; NaN otherwise)
@@ -249,7 +250,8 @@ def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeak
         return None
     send, recv = collectives.switch_reduction_peaks()
     step = Step(0.0, 0.0, send, recv, np.array([[1.0, 0.0]]), 2.0)   # up to the switch and back down
-    return PhasePeaks((step,), 0.0, 1.0, 1.0, 0.0, None)
+    # each member's message goes up once and its sum comes down once: one GPU-switch-GPU path a member
+    return PhasePeaks((step,), 0.0, 1.0, 1.0, 0.0, None, float(placement.num_nodes), 0.0)
 
 
 def _collective_steps(pl: mp.Placement, flow: str, dirs: int) -> dict:
@@ -315,6 +317,7 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         imbalance_before=popularity.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),
         slots_before=int(c.before.slots_per_node.max()),
+        copies=int(c.experts.slots_per_node.sum()),
         optimizer_shares_max=float(c.experts.optimizer_shares.max()),
         copies_moved=c.moved,
         zipf_s=c.zipf_s,

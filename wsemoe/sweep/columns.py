@@ -99,6 +99,12 @@ _DOCS = {
                                       "scale-out network (mapping.scale_out_dispatch: 1 per copy; per server, the "
                                       "chance a token reaches a server over the copies it sends there)"),
     "expert_slots_before": ("experts", "expert copies on the fullest node before balancing"),
+    "expert_copies": ("experts", "routed-expert copies over all nodes (E; N when E < N; more with a balancer's "
+                                 "replicas): with the tokens, how many the busiest node reads (weights.busiest_hits)"),
+    "work_flops16": ("FLOP", "FLOPs all nodes execute per micro-batch step in 16-bit equivalents (F × "
+                             "node_peak_flops / peak of its format): the mean node's load × nodes; energy counts it"),
+    "work_read_bytes": ("bytes", "bytes on all nodes' weight paths per micro-batch step (resident: weights and KV "
+                                 "read at the mean node × nodes; streamed: in over the wafer I/O); energy counts it"),
     "zipf_s_used": ("1", "Zipf exponent of expert popularity in use (solved from balance.skew_target when set)"),
     "token_flow": ("", "replicated: every TP member holds all of its group's tokens (outputs reduced again); "
                        "slice: each member sends and receives only its own 1/tp"),
@@ -309,6 +315,12 @@ _PATTERNS = [
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
+    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient)_hop_bytes$", "bytes·hops",
+     "what the {0} phase moves per layer over the node fabric, Σ bytes × hops (a switch path, up and down, one "
+     "hop; an in-switch reduction one path per member); the energy model prices it"),
+    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient)_cross_bytes$", "bytes",
+     "what the {0} phase moves per layer across wafer boundaries (Σ bytes × crossings) or between a switch's "
+     "scale-up domains"),
     (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
                                    "recompute; the MoE stage's experts at the busiest node's load, attention at the busiest TP "
                                    "rank's: whole heads, and the projections TP cannot split)"),
@@ -376,7 +388,9 @@ def manifest_columns(columns) -> dict:
 _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
                   "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_edge_s", "<stage>_regions_s",
                   "<stage>_<allreduce|dispatch|combine|gradient>_s",
-                  "<stage>_reduce_s", "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
+                  "<stage>_reduce_s", "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient>_hop_bytes",
+                  "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient>_cross_bytes",
+                  "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
                   "<stage>_io_out_bytes",
                   "mem_<term>_node_bytes",
                   "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]

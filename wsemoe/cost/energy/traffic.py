@@ -1,17 +1,16 @@
 """What one step does on each energy tier, read from the columns the cost model computed (no physics redone).
 
 A step (every mode but SRAM serving) runs one micro-batch of `tokens_per_microbatch` tokens over the whole
-system: the stages' executed FLOPs (`<stage>_hw_flops`, with `<stage>_roof_flops` their formats' peak) and
-weight-path bytes (`<stage>_traffic_bytes`) per layer, times the layers of each kind. SRAM serving reports one
+system: the FLOPs all nodes execute (`work_flops16`, in 16-bit equivalents) and the bytes on their weight paths
+(`work_read_bytes`), the mean node's work times the nodes (stagecost.work_columns). SRAM serving reports one
 token's latency through a pipeline of wafers; its per-token work follows from the model and the workload
 (active weights and the sequence's KV cache read from the PEs' SRAM, dispatch and combine over
 `dispatch_path_hops` PE hops, `wafer_hops` inter-wafer transfers).
 
-Communication bytes are the energy model's own closed forms (the fabric model reports times and peaks, not
-totals): dispatch and combine move each routed copy of a token's activation once (remote copies only), over the
-mean path the mesh reports (`dispatch_mean_hops`) or once through a switch; a TP all-reduce moves 2(tp − 1)
-activations per token (ring), once per layer, and the MoE output reduction (MoE layers with replicated tokens)
-or the FFN's all-reduce (dense layers) as much again.
+Communication is what the fabric model says each phase moves per layer (`<phase>_hop_bytes`, Σ bytes × hops,
+a switch path one hop and an in-switch reduction one path per member; `<phase>_cross_bytes`, bytes × wafer
+crossings or between a switch's scale-up domains), so a copy that stays on its die, a ring's long edges, a
+reduction in the switch and an all-reduce crossing wafers are priced as the timing model moves them.
 """
 
 from __future__ import annotations
@@ -20,11 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.batch import Shape, layer_flops, micro_batch, with_batch
-from wsemoe.cost.fabric import scaleout, topology
+from wsemoe.cost.batch import Shape, layer_flops
+from wsemoe.cost.fabric import topology
 from wsemoe.cost.node import compute, formats, memory, params
-from wsemoe.cost.stagecost import passes_in
-from wsemoe.cost.structure import slices
+from wsemoe.cost.stagecost import passes_in, stage_counts
 from wsemoe.cost.wafer.steprate import step_tokens
 
 STAGES = ("attention", "moe", "dense_ffn", "head")
@@ -44,69 +42,46 @@ class Work(NamedTuple):
     busy: object          # utilisation: the larger of compute and memory busy fractions (top-down view)
 
 
-def stage_counts(m) -> dict:
-    """How many times a step runs each stage's per-layer columns: attention in every layer, the MoE stage
-    in MoE layers, the dense FFN in the others, the head once."""
-    L, Lm = m.num_hidden_layers, params.moe_layers(m)
-    return {"attention": L, "moe": Lm, "dense_ffn": L - Lm, "head": 1}
-
-
 def _col(out, name):
     v = out.get(name)
     return 0.0 if v is None else v
 
 
 def step_work(hw, m, wl, mp, out: dict) -> Work:
-    """A step's work on every tier from its columns (resident or streamed weights)."""
-    counts, nodes = stage_counts(m), topology.system_nodes(hw)
-    at_peak = sum(c * _col(out, f"{s}_hw_flops") / _roof(out, s) for s, c in counts.items())
-    path = sum(c * _col(out, f"{s}_traffic_bytes") for s, c in counts.items())
-    sent = sum(c * _col(out, f"{s}_io_out_bytes") for s, c in counts.items())   # streamed training: out again
+    """A step's work on every tier from its columns (resident or streamed weights): the work all nodes do
+    (`work_flops16`, `work_read_bytes`: the mean node's times the nodes, not the busiest node's, which paces the
+    step but whose surplus no other node runs)."""
+    nodes = topology.system_nodes(hw)
+    flops16, path = out["work_flops16"], out["work_read_bytes"]
+    sent = sum(c * _col(out, f"{s}_io_out_bytes") for s, c in stage_counts(m).items())   # streamed training: out
     streamed = hw.weight_source == "streamed"
     hop, off = comm_bytes(hw, m, wl, mp, out)
     seconds = out["step_time_s"]
     mem_bw = hw.io_in_bw_bytes_per_s if streamed else nodes * hw.node_memory_bw_bytes_per_s
-    busy = np.maximum(at_peak / seconds, path / (mem_bw * seconds))
-    return Work(flops16=at_peak * nodes * hw.node_peak_flops, sram_bytes=path,
-                memory_bytes=0.0 * path if streamed else path, hop_bytes=hop,
+    # mean utilisation: the work all nodes do over what they could do in the step
+    busy = np.maximum(flops16 / (nodes * hw.node_peak_flops * seconds), path / (mem_bw * seconds))
+    return Work(flops16=flops16, sram_bytes=path, memory_bytes=0.0 * path if streamed else path, hop_bytes=hop,
                 offchip_bytes=off + (path + sent if streamed else 0.0), seconds=seconds,
                 tokens=out["tokens_per_microbatch"], nodes=nodes, busy=busy)
 
 
-def _roof(out, stage):
-    """A stage's compute roof over all nodes; 1 where the stage runs nothing (its FLOPs are 0 then)."""
-    r = out.get(f"{stage}_roof_flops")
-    return 1.0 if r is None else np.where(r > 0, r, 1.0)
-
-
 def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
-    """(byte-hops on the node fabric, bytes leaving a wafer or scale-up domain) of one step's communication."""
-    wl = with_batch(hw, wl, mp)
-    shape = micro_batch(hw, wl, mp)
-    nodes, tp, T = shape.nodes, shape.tp, shape.T
-    act = m.hidden_size * wl.bytes_per_act * passes_in(wl)
-    sent = m.hidden_size * formats.dispatch_bytes(hw, wl) * passes_in(wl)     # quantized before the dispatch
+    """(byte-hops on the node fabric, bytes across wafer boundaries or between scale-up domains) of one step's
+    communication: what the fabric model says each phase moves per layer (`<phase>_hop_bytes`,
+    `<phase>_cross_bytes`), over the layers that run it. A MoE layer runs the attention all-reduce, dispatch,
+    combine and output reduction; a dense layer its attention's all-reduce (HER: the home wafer's only) and its
+    FFN's; training runs the activation phases in the forward and the backward pass and reduces gradients once."""
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
-    routed = T * m.num_experts_per_tok * (sent + act) * Lm * (1.0 - 1.0 / nodes)   # dispatch + combine
-    # TP all-reduce after attention (every layer), a dense FFN's all-reduce (dense layers) and the MoE output
-    # reduction, which only replicated tokens need: sliced tokens (a switch, token_source slice) come back whole
-    # to their owner (fabric/collectives.reduce_steps; HER's other wafers sending theirs home are not counted)
-    sliced = slices(hw.topology, getattr(mp, "token_source", "auto"), shape.groups)   # structure.token_flow
-    reduce = 2.0 * (tp - 1.0) * T * act * (L + (L - Lm) + np.where(sliced, 0.0, Lm))
-    if hw.topology == "switch":
-        hops = ring = 1.0
-        domain = getattr(hw, "scale_up_size", None) or nodes
-        # per-server kernels send a token once to each server it reaches (fabric/scaleout.py)
-        leave = (1.0 - domain / nodes) * scaleout.system_share(hw, m, getattr(mp, "scale_out_dispatch", "auto"),
-                                                               wl.mode)
-    else:
-        rows, cols = hw.rows * topology.wafer_grid(hw)[0], hw.cols * topology.wafer_grid(hw)[1]
-        hops = out.get("dispatch_mean_hops", (rows + cols) / 3.0)   # mean XY distance of a uniform pair
-        # NaN where a statistic does not apply (one wafer: no boundary to cross; no remote copy): none moved
-        hops, leave = np.nan_to_num(hops, nan=0.0), np.nan_to_num(out.get("dispatch_inter_wafer_share", 0.0), nan=0.0)
-        # a ring's bytes travel its edges' hops: 4 on an entwined ring's edges (MoEntwine ER), 1 on a block's
-        ring = np.nan_to_num(out.get("allreduce_mean_hops", 1.0), nan=1.0)
-    return routed * hops + reduce * ring, routed * leave
+    both = passes_in(wl)
+
+    def moved(kind: str):
+        col = lambda name: _col(out, f"{name}_{kind}")   # noqa: E731  (a phase the point does not run: 0)
+        dense_attn = out.get(f"dense_allreduce_{kind}", out.get(f"allreduce_{kind}", 0.0))
+        moe = col("allreduce") + col("dispatch") + col("combine") + col("reduce")
+        dense = dense_attn + col("ffn_allreduce")
+        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient")
+
+    return moved("hop_bytes"), moved("cross_bytes")
 
 
 def sram_work(hw, m, wl, mp, out: dict) -> Work:

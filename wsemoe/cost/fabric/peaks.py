@@ -40,6 +40,8 @@ class PhasePeaks:
     mean_hops: float
     idle_share: float
     loads: mesh.LinkLoads | None = field(default=None, repr=False)
+    byte_hops: float = 0.0     # Σ bytes × hops of the summed traffic (a switch path one hop): what energy prices
+    cross_bytes: float = 0.0   # Σ bytes × wafer crossings (mesh) or bytes between scale-up domains (switch)
 
 
 def evaluable(layout: topo.Layout, pattern):
@@ -62,11 +64,18 @@ def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "x
     """A phase from its steps: each step's peaks, and statistics of the summed traffic."""
     parts = [evaluable(layout, s.pattern) for s in steps]
     built = [step_peaks(layout, p, s.rounds, routing) for p, s in zip(parts, steps)]
-    mean, longest = patterns.total(parts, layout.nodes).hop_stats(layout)
-    if layout.topology == "switch":
-        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None)
+    whole = patterns.total(parts, layout.nodes)
+    mean, longest = whole.hop_stats(layout)
+    if layout.topology == "switch":   # an N×N matrix (`evaluable`; a phase of no steps: the empty transfers)
+        whole = whole if isinstance(whole, patterns.Dense) else patterns.Dense(whole.dense())
+        moved = float(whole.t.sum() - np.trace(whole.t))
+        between = whole.between(layout) if layout.domains > 1 else np.zeros((1, 1))
+        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None, moved,
+                          float(between.sum() - np.trace(between)))
     loads = sum_loads(layout, [ld for _, ld in built])
-    return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads)
+    cross = float((loads.all_links() * layout.crossing().all_links()).sum()) if layout.wafers != (1, 1) else 0.0
+    return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads,
+                      float(loads.total()), cross)
 
 
 def sum_loads(layout: topo.Layout, parts: list) -> mesh.LinkLoads:

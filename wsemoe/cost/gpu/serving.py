@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.node import params
+from wsemoe.cost.node import params, weights
 
 FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "b_dispatch", "F_gemm", "F_moe", "F16",
@@ -84,16 +84,13 @@ def _dense_layers(X):
     return X["L"] - X["Lm"]
 
 
-def _touched_experts(X, tokens):
-    """Expected distinct experts that `tokens` tokens choose (uniform routing, k of E each)."""
-    return X["E"] * (1.0 - (1.0 - X["k"] / X["E"]) ** np.maximum(tokens, 0.0))
-
-
 def _experts(X, P, tokens):
-    """The routed experts' grouped GEMMs for `tokens` tokens over the expert GPUs: each touched expert's weights
-    read once, k matmul rows per token."""
+    """The routed experts' grouped GEMMs for `tokens` tokens over the expert GPUs: k matmul rows per token, and
+    the weights of every touched expert on the EP rank that reads the most (weights.busiest_hits, the node-level
+    model's rule: the step waits for it), each split moe_tp ways."""
     moe_gpus = X["moe_tp"] * X["moe_ep"]
-    return _kernel(X["Lm"] * _touched_experts(X, tokens) * X["expert_w"] * X["b_moe"] / moe_gpus,
+    read = weights.busiest_hits(weights.hit_share(X["k"], X["E"], np.maximum(tokens, 0.0)), X["E"], X["moe_ep"])
+    return _kernel(X["Lm"] * read * X["expert_w"] * X["b_moe"] / X["moe_tp"],
                    2 * X["Lm"] * X["expert_w"] * tokens * X["k"] / moe_gpus, X, P, X["F_moe"], P["eta_moe"], P["eta_xmm"])
 
 

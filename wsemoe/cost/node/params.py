@@ -114,6 +114,14 @@ def attn_params_per_rank(m, tp):
     return per_rank(attn_params(m), attn_kv_params(m), head_share(m.num_attention_heads, tp), kv_share(m, tp))
 
 
+def attn_params_mean_rank(m, tp):
+    """Attention projection weights the mean of `tp` ranks holds (all ranks', over tp): every head's projections
+    once (ranks past the heads idle), the K/V ones once per KV head a rank keeps: each KV head once up to
+    tp = n_kv, one a rank past it (GQA); MLA's shared latent projections on every rank."""
+    kv_total = tp if _mla(m) else np.maximum(tp / m.num_key_value_heads, 1.0)
+    return per_rank(attn_params(m), attn_kv_params(m), 1.0 / tp, kv_total / tp)
+
+
 def per_rank(attn, kv, heads, kv_part):
     """A rank's part of `attn` projection weights: its `heads` share of the heads' projections, its `kv_part`
     share of the `kv` ones (the one formula the node-level and the measured-serving model use)."""
