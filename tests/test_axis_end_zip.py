@@ -101,8 +101,11 @@ def test_the_serving_sweep_tunes_its_baseline_over_every_legal_tp_and_compares_e
     path = Path(__file__).resolve().parents[1] / "sweeps" / "cerebras_serving.yaml"
     cfg = load_config(path)
     z = next(z for z in cfg.zip if "mapping.tp" in z)
-    given = sorted(t for h, t in zip(z["hardware"], z["mapping.tp"]) if h == cfg.compare.baseline["hardware"])
-    assert given == _legal_tp("nvl72", 72)
+    base = cfg.compare.baseline["hardware"]
+    for overlap in ("none", "microbatch"):   # every legal TP, each with and without two micro-batches
+        given = sorted(t for h, t, o in zip(z["hardware"], z["mapping.tp"], z["workload.comm_overlap"])
+                       if h == base and o == overlap)
+        assert given == _legal_tp("nvl72", 72), overlap
     table = pd.read_csv(run_sweep(path, out_root=tmp_path).path / "comparison.csv")
     assert len(table) == 9 and table["speedup_vs_nvl72"].notna().all() and table["baseline_tp"].notna().all()
 

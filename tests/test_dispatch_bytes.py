@@ -51,35 +51,39 @@ def test_the_dispatch_call_sends_fp8_and_the_combine_16_bits():
     assert _calls("bf16") == pytest.approx((combine, combine), rel=1e-9)
 
 
-def test_the_energy_models_routed_bytes_follow_the_dispatch():
-    from wsemoe.cost.energy.traffic import comm_bytes
-    from wsemoe.specs import MappingSpec, WorkloadSpec
+def _row(hardware: str, workload: dict, mapping: dict):
+    import wsemoe
 
-    hw, m = presets.load_hardware("nvl72"), presets.load_model("deepseek-v3")
-    mp = MappingSpec(tp=1)
-    fp8, bf16 = (comm_bytes(hw, m, WorkloadSpec(mode="decode", B=64, seq_len=2048, expert_weight_format=f), mp, {})
-                 for f in ("fp8", "bf16"))
-    # routed bytes: (dispatched + returned) elements; at 16 bits both ways 4 bytes, FP8 out 3.03125
-    assert fp8[0] / bf16[0] == pytest.approx((1 + 4 / 128 + 2.0) / 4.0, rel=1e-9)
+    return wsemoe.evaluate({"name": "e", "hardware": hardware, "model": "deepseek-v3", "workload": workload,
+                            "mapping": mapping}).iloc[0]
+
+
+def test_the_energy_models_routed_bytes_follow_the_dispatch():
+    """NVL72, TP 1 (72 groups of one), 64 sequences each: a copy leaves its GPU unless its expert is there
+    (1 in 72), one GPU-switch-GPU path; dispatched in the experts' format (FP8: 1 + 4/128 bytes a value), combined
+    at 16 bits. The energy model's fabric tier prices exactly what the phases move."""
+    wl = {"mode": "decode", "B": 64, "seq_len": 2048}
+    fp8, bf16 = (_row("nvl72", {**wl, "expert_weight_format": f}, {"tp": 1}) for f in ("fp8", "bf16"))
+    copies = 72 * 64 * 8 * 7168 * 71 / 72                 # values that leave their GPU, each way
+    assert fp8["dispatch_hop_bytes"] == pytest.approx(copies * (1 + 4 / 128), rel=1e-9)
+    assert bf16["dispatch_hop_bytes"] == pytest.approx(copies * 2, rel=1e-9)
+    assert fp8["combine_hop_bytes"] == bf16["combine_hop_bytes"] == pytest.approx(copies * 2, rel=1e-9)
+    hw, Lm = presets.load_hardware("nvl72"), 58
+    fabric = Lm * (copies * (1 + 4 / 128) + copies * 2) * hw.energy_hop_j_per_byte / (72 * 64)  # TP 1: no all-reduce
+    assert fp8["energy_fabric_per_token_j"] == pytest.approx(fabric, rel=1e-9)
 
 
 def test_the_energy_models_output_reduction_runs_only_where_tokens_are_replicated():
     """A MoE layer's output reduction all-reduces the partial expert outputs of replicated tokens; sliced tokens
-    (a switch, token_source slice) come back whole to their owner and reduce nothing (fabric/collectives.py), but
-    the energy model charged the reduction on every MoE layer. By hand on a 4 × 4 die mesh at TP 4: a TP
-    all-reduce moves 2(tp − 1)·T·H·2 bytes; replicated tokens add one per MoE layer, sliced ones none."""
-    from wsemoe.cost.energy.traffic import comm_bytes
-    from wsemoe.specs import MappingSpec, WorkloadSpec
-
-    hw, m = presets.load_hardware("wsc-b200-8x8"), presets.load_model("deepseek-v3")
-    wl = WorkloadSpec(mode="decode", B=16, seq_len=2048)
-    out = {"dispatch_mean_hops": 3.0, "dispatch_inter_wafer_share": 0.0}   # the same routed part for both
-    (rep, _), (sl, _) = (comm_bytes(hw, m, wl, MappingSpec(tp=4, token_source=s), out) for s in ("nearest", "slice"))
-    T, L, Lm = 16 * (64 // 4), m.num_hidden_layers, 58   # 16 sequences a group, 16 groups; 3 dense + 58 MoE layers
-    assert rep - sl == pytest.approx(2 * 3 * T * m.hidden_size * 2 * Lm, rel=1e-12)
-    nvl = presets.load_hardware("nvl72")   # a switch slices: TP all-reduces only (every layer, dense FFNs again)
-    wl = WorkloadSpec(mode="decode", B=8, seq_len=2048)
-    hops, _ = comm_bytes(nvl, m, wl, MappingSpec(tp=4), {})
-    T, H, k = 8 * 72 // 4, m.hidden_size, m.num_experts_per_tok          # 8 sequences in each of 18 groups
-    routed = T * k * (2 * H + 2 * H) * Lm * (1 - 1 / 72)                 # dispatch and combine at 16 bits, 1 hop
-    assert hops == pytest.approx(routed + 2 * 3 * T * H * 2 * (L + (L - Lm)), rel=1e-9)
+    (more than one group on a switch, token_source slice) come back whole to their owner and reduce nothing
+    (fabric/collectives.py), but the energy model charged the reduction on every MoE layer. On the 8 × 8 mesh at
+    TP 4 the reduction is the attention all-reduce's ring reversed (one tile: the same bytes); on NVL72 at TP 4
+    (18 groups, sliced) there is none, and each all-reduce goes through the switch once a GPU: 72 paths of the
+    group's message, 8 tokens × 7168 × 2 bytes."""
+    wl = {"mode": "decode", "B": 16, "seq_len": 2048}
+    rep, sl = (_row("wsc-b200-8x8", wl, {"tp": 4, "token_source": s}) for s in ("nearest", "slice"))
+    assert rep["reduce_hop_bytes"] > 0 and rep["reduce_hop_bytes"] == pytest.approx(rep["allreduce_hop_bytes"], rel=1e-12)
+    assert sl["reduce_hop_bytes"] == 0
+    nvl = _row("nvl72", {"mode": "decode", "B": 8, "seq_len": 2048}, {"tp": 4})
+    assert nvl["token_flow"] == "slice" and nvl["reduce_hop_bytes"] == 0
+    assert nvl["allreduce_hop_bytes"] == pytest.approx(72 * 8 * 7168 * 2, rel=1e-12)

@@ -70,15 +70,21 @@ def test_the_combine_call_by_hand():
 
 
 def test_the_energy_models_leaving_bytes_follow():
-    from wsemoe.cost.energy.traffic import comm_bytes
-    from wsemoe.specs import MappingSpec, WorkloadSpec
+    """4 H100 servers (32 GPUs), TP 1, prefill: per_server sends a token across InfiniBand once per remote server
+    it reaches, per_copy once per remote copy; the bytes between servers (what the network tier prices) follow
+    the crossing share, the NVLink paths do not move (NVLink forwards each copy inside the server)."""
+    import wsemoe
 
-    hw, m = presets.load_hardware("h100-sxm").model_copy(update={"cols": 32}), presets.load_model("deepseek-v3")
-    wl = WorkloadSpec(mode="prefill", B=4, seq_len=4096)
-    (hops_c, leave_c), (hops_s, leave_s) = (comm_bytes(hw, m, wl, MappingSpec(tp=1, scale_out_dispatch=d), {})
-                                            for d in ("per_copy", "per_server"))
-    assert hops_s == pytest.approx(hops_c)    # each copy still takes its switch hop (NVLink forwards it)
-    assert leave_s / leave_c == pytest.approx((1 - comb(192, 8) / comb(256, 8)) / 2.0, rel=1e-12)
+    def row(d):
+        return wsemoe.evaluate({"name": "e", "hardware": {"preset": "h100-sxm", "cols": 32}, "model": "deepseek-v3",
+                                "workload": {"mode": "prefill", "B": 4, "seq_len": 4096},
+                                "mapping": {"tp": 1, "scale_out_dispatch": d}}).iloc[0]
+
+    c, s = row("per_copy"), row("per_server")
+    assert s["dispatch_hop_bytes"] == pytest.approx(c["dispatch_hop_bytes"])
+    assert c["dispatch_cross_bytes"] > 0
+    assert s["dispatch_cross_bytes"] / c["dispatch_cross_bytes"] == pytest.approx(
+        (1 - comb(192, 8) / comb(256, 8)) / 2.0, rel=1e-12)
 
 
 def test_against_sampled_routing():

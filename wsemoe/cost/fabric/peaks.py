@@ -68,10 +68,9 @@ def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "x
     mean, longest = whole.hop_stats(layout)
     if layout.topology == "switch":   # an N×N matrix (`evaluable`; a phase of no steps: the empty transfers)
         whole = whole if isinstance(whole, patterns.Dense) else patterns.Dense(whole.dense())
-        moved = float(whole.t.sum() - np.trace(whole.t))
+        off = lambda m: float(m[~np.eye(len(m), dtype=bool)].sum())   # noqa: E731  (what leaves a node or domain)
         between = whole.between(layout) if layout.domains > 1 else np.zeros((1, 1))
-        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None, moved,
-                          float(between.sum() - np.trace(between)))
+        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None, off(whole.t), off(between))
     loads = sum_loads(layout, [ld for _, ld in built])
     cross = float((loads.all_links() * layout.crossing().all_links()).sum()) if layout.wafers != (1, 1) else 0.0
     return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads,
