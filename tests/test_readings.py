@@ -94,9 +94,7 @@ def test_bta_topk_hinges_on_the_attention_kernel():
     row = s[(s["quantity"] == "speedup_vs_uniform") & (s["group"] == "num_experts_per_tok=1")].iloc[0]
     assert row["hinge"] == "attn_kernel" and row["configured"] == pytest.approx(row["default"])  # per_head
     assert row["combinations"] == 18 and row["low"] == pytest.approx(1.0, abs=0.01)
-    # every head's scores held at once: 8.20× since a score keeps 2 bytes without attention dropout and attention's
-    # peak holds the prefetched MoE weights (was 18.95× at 5 bytes a score)
-    assert row["high"] == pytest.approx(8.202, rel=1e-3)
+    assert row["high"] == pytest.approx(8.202, rel=1e-3)  # every head's scores held (18.95× at 5 bytes a score)
     # every run is a whole sweep: distinct configs once (hold=width and total are one config at fixed E)
     assert result.meta["evaluated"] == 12 and result.meta["runs"] == 24
 
@@ -106,7 +104,7 @@ def test_sensitivity_prints_the_readings_and_the_hinge(runner, tmp_path):
                       env={"COLUMNS": "1000"})
     assert r.exit_code == 0, r.output
     assert "readings of bta_topk: 18 combinations" in r.output
-    assert "speedup_vs_uniform: 1.03× as configured at num_experts_per_tok=1" in r.output   # 1.06× before the prefetch
+    assert "speedup_vs_uniform: 1.03× as configured at num_experts_per_tok=1" in r.output   # 1.06× before prefetch
     assert "hinges on attn_kernel" in r.output and "sensitivity of speedup_vs_uniform" in r.output
     assert (tmp_path / "bta_topk" / "readings" / "values.csv").is_file()
 
@@ -188,9 +186,8 @@ def test_readings_command_lists_and_refuses_in_one_line(runner):
 
 def test_the_attention_kernel_evidence_holds():
     """What the registry says of Cerebras' shipped micro-batches on cs2, recomputed: with every head's scores
-    5 of 7 do not fit (Llama-3.2-3B and GPT-3 XL do), one head's at a time all fit (largest need 0.66 of SRAM,
-    Mixtral-8x7B, its MoE stage), and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it. Before a
-    score kept 2 bytes without attention dropout (5 with it) and each stage its norm input: 6 of 7, 0.70."""
+    5 of 7 do not fit (6 at 5 bytes a score), one head's at a time all fit (largest need 0.66 of SRAM, Mixtral-8x7B's
+    MoE stage; 0.70 before its norm input), and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it."""
     from wsemoe.analysis.uncertainty.shipped import calibration_models, max_batch, memory_at
     from wsemoe.config.presets import load_hardware
     from wsemoe.specs import WorkloadSpec
