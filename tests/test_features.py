@@ -30,8 +30,9 @@ CS2_SRAM = {"preset": "cs2", "kept_activations": "node"}
 BASE = {
     "name": "feat", "hardware": CS2_SRAM, "model": {"preset": "qwen3-30b-a3b", "num_experts_per_tok": 2},
     "workload": {"mode": "train", "seq_len": 8192, "attn_kernel": "materialized"},  # every head's scores: attention
-    # memory binds at B = 2 in this grid, so each kind of constraint is the worst violation somewhere
-    "axes": {"workload.B": [1, 2], "workload.G": [1, 2, 4, 8, 16]},
+    # memory binds at B = 5 in this grid (B = 2 at 5 bytes a score, with attention dropout), so each kind of
+    # constraint is the worst violation somewhere
+    "axes": {"workload.B": [1, 5], "workload.G": [1, 2, 4, 8, 16]},
 }
 STEP_MAX, MFU_MIN = 1.0, 0.2
 CONSTRAINTS = [{"column": "step_time_s", "max": STEP_MAX}, {"column": "mfu", "min": MFU_MIN}]

@@ -262,3 +262,16 @@ def test_a_dense_model_runs_on_the_pe_fabric():
 
     row, _ = wsemoe.explain(hardware="cs2", model="llama-3.1-8b", sets=["hardware.pe_fabric=true"])
     assert bool(row["feasible"]) and row["tokens_per_s"] > 0 and row["moe_dispatch_s"] == row["dispatch_path_s"]
+
+
+@pytest.mark.parametrize("B,G", [(1, 1), (4, 8)])
+def test_the_attention_batch_cap_per_node_sits_at_its_boundary(B, G):
+    # The node cap solves both branches of the prefetch min(r·B, W_next): evaluated at B = 1, G = 1 the prefetch is
+    # r·1 (2 MB a die), but at the cap (B = 86) the window streams all of the MoE weights (14.4 MB), so a cap taking
+    # the prefetch as proportional to B would land far below the boundary; at B = 4, G = 8 the point itself is on
+    # the capped branch. At the cap B the attention stage fits (g ≤ 0); at B + 1 it does not.
+    cfg = load_config({**BASE, "workload": {**BASE["workload"], "B": B, "G": G}})
+    cap = int(engine.evaluate_points(cfg)["attn_batch_cap_node"].iloc[0])
+    at = load_config({**BASE, "axes": {"workload.B": [cap, cap + 1]}, "workload": {**BASE["workload"], "G": G}})
+    g = engine.evaluate_points(at)["g_mem_attn"].to_numpy()
+    assert g[0] <= 0 < g[1]

@@ -27,7 +27,8 @@ def test_recompute_memory_order_and_exact_differences():
     H, L, nh, k, F, S, N = m.hidden_size, m.num_hidden_layers, m.num_attention_heads, m.num_experts_per_tok, \
         m.moe_intermediate_size, 8192, 84
     T = 2 * 8192
-    a_lin, a_score, a_norm = 11 * H, 5 * nh * S, 4 * H            # bytes per token and layer, bf16 (s = 1)
+    # bytes per token and layer, bf16 (s = 1); a score keeps 2 bytes without attention dropout (Qwen3: 0.0)
+    a_lin, a_score, a_norm = 11 * H, 2 * nh * S, 4 * H
     a_moe = 2 * H + 2 * k * H + 6 * k * F
     kept = {"none": a_lin + a_score + a_moe + a_norm, "selective": a_lin + a_moe + a_norm, "full": 2 * H}
     for policy, per_token in kept.items():
@@ -82,13 +83,13 @@ def test_inference_ignores_recompute(mode):
 
 def test_flash_kernel_drops_the_score_terms():
     """attn_kernel flash: no S-long score tensors, so `none` keeps what `selective` keeps, and the
-    attention transient is the linear terms of one tile: g·B·S·11H·s/N."""
+    attention transient is the linear terms of one tile and its norm input: g·B·S·(11H + 2H)·s/N."""
     flash = _recompute_rows(attn_kernel="flash")
     mat = _recompute_rows(attn_kernel="materialized")
     H, S, N = 2048, 8192, 84
     assert flash["none"]["mem_kept_act_node_bytes"] == flash["selective"]["mem_kept_act_node_bytes"]
     assert flash["full"]["mem_kept_act_node_bytes"] == mat["full"]["mem_kept_act_node_bytes"]
-    assert flash["full"]["mem_attn_transient_node_bytes"] == pytest.approx(1 * S * 11 * H / N, rel=REL)
+    assert flash["full"]["mem_attn_transient_node_bytes"] == pytest.approx(1 * S * 13 * H / N, rel=REL)
     assert flash["none"]["attn_core_flops"] == mat["none"]["attn_core_flops"]   # the count is unchanged...
     assert flash["none"]["attention_compute_s"] < mat["none"]["attention_compute_s"]   # ...the causal half is skipped
     assert flash["none"]["attn_core_executed_share"] == pytest.approx((S + 1) / (2 * S))

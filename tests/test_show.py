@@ -21,7 +21,8 @@ from wsemoe.errors import ConfigError
 from wsemoe.store import store
 from wsemoe.sweep.run import run_sweep
 
-# every head's scores held and the expert width held: B >= 4 does not fit, so tables mix feasible and infeasible rows
+# every head's scores held and the expert width held: B >= 8 does not fit (`wide`), so tables mix feasible and
+# infeasible rows
 BTA = {"name": "bta", "hardware": "cs2", "model": "qwen3-30b-a3b",
        "workload": {"mode": "train", "seq_len": 8192, "attn_kernel": "materialized"},
        "sparsity": {"vary": "num_experts_per_tok", "values": [8, 4, 2, 1], "hold": "width"},
@@ -256,8 +257,9 @@ def test_selection_without_filter_stops_early(folders, monkeypatch):
 
 @pytest.fixture(scope="module")
 def wide(tmp_path_factory):
-    """B up to 5 at S = 8192: the materialized scores of B >= 4 exceed the CS-2's memory (infeasible)."""
-    cfg = {**BTA, "name": "wide", "axes": {"workload.B": [2, 3, 4, 5], "workload.G": [1, 2, 4, 8]}}
+    """B up to 10 at S = 8192: the materialized scores of B >= 8 exceed the CS-2's memory (infeasible; B >= 4 at 5
+    bytes a score, with attention dropout: 2 without)."""
+    cfg = {**BTA, "name": "wide", "axes": {"workload.B": [4, 6, 8, 10], "workload.G": [1, 2, 4, 8]}}
     return run_sweep(cfg, out_root=tmp_path_factory.mktemp("wide")).path
 
 

@@ -70,6 +70,13 @@ class _Reader:
             raise self.fail(key, not_integer(value))
         return value
 
+    def fraction(self, key: str, default: float, field: str | None = None) -> float:
+        """A probability in [0, 1) (a dropout rate)."""
+        value = self._raw(key, default, field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise self.fail(key, f"'{key}' must be a number in [0, 1), got {value!r:.40}")
+        return float(value)
+
     def bool(self, key: str, default: bool, field: str | None = None) -> bool:
         value = self._raw(key, default, field)
         if not isinstance(value, bool):
@@ -102,6 +109,8 @@ def _common(r: _Reader) -> dict:
         "vocab_size": r.int("vocab_size"),
         # The families here all default to untied weights in their HF config classes.
         "tie_word_embeddings": r.bool("tie_word_embeddings", False),
+        # the families' HF config classes default to 0.0, as every shipped config states
+        "attention_dropout": r.fraction("attention_dropout", 0.0),
     }
 
 

@@ -27,8 +27,8 @@ _POSITION = {  # position encoding: which dimensions rotate and how far, not how
     "rope_theta", "rope_scaling", "rope_parameters", "rope_interleave", "partial_rotary_factor", "rotary_dim",
     "max_position_embeddings", "initial_context_length",
 }
-_NUMERICS = {  # epsilons, clamps and dropout (training-time or elementwise)
-    "rms_norm_eps", "attention_dropout", "hidden_dropout", "swiglu_limit", "clip_qkv", "hidden_act",
+_NUMERICS = {  # epsilons, clamps and hidden dropout (training-time or elementwise; attention_dropout is read)
+    "rms_norm_eps", "hidden_dropout", "swiglu_limit", "clip_qkv", "hidden_act",
     "mamba_ssm_dtype",
 }
 _ROUTING = {  # which experts a token picks and how their outputs are weighted, not how many run

@@ -35,6 +35,7 @@ INPUT_UNITS = {
     "hardware.pue": "1", "hardware.capital_usd": "USD", "hardware.amortization_years": "years",
     "hardware.power_price_usd_per_kwh": "USD/kWh", "hardware.sync_io_stall_s": "s",
     "workload.optimizer_bytes_per_param": "bytes", "mapping.seed": "1", "balance.seed": "1",
+    "model.attention_dropout": "1",   # a probability
 }
 TOP_LEVEL = {
     "name": "names the results folder (results/<name>); default: the file name",

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.batch import Flops, Shape
+from wsemoe.cost.batch import Flops, Shape, layer_flops
 from wsemoe.cost.node import compute, formats, kernels, memory, params, weights
 from wsemoe.cost.node.stages import Stage
 
@@ -45,7 +45,32 @@ def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None) -> di
     return memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
                                weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
                                kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch",
-                               weights.training_state_node(hw, m, wl, shape.tp, slots, optimizer_shares))
+                               weights.training_state_node(hw, m, wl, shape.tp, slots, optimizer_shares),
+                               prefetch_node(hw, m, wl, shape))
+
+
+def prefetch_parts(hw, m, wl, shape: Shape) -> tuple:
+    """(bytes the wafer I/O brings in per node during the attention stage's longest pass, the next stage's weights
+    per node): what `prefetch_node` takes the smaller of. Both 0 where no stage's weights stream during another's
+    compute: resident weights, or `overlap` other than `layer` (each stage then streams its own weights)."""
+    if hw.weight_source != "streamed" or wl.overlap != "layer":
+        return 0.0 * shape.T, 0.0 * shape.T
+    window = pass_time(hw, wl, shape.nodes, *attention_parts(hw, m, wl, shape, layer_flops(m, wl, shape)))
+    w, L, Lm = weights.layer_weights(m, wl), m.num_hidden_layers, params.moe_layers(m)
+    moe = w["experts"].nbytes + w["shared"].nbytes + w["router"].nbytes
+    # a MoE layer's attention is followed by its MoE stage, a dense layer's by its FFN: the larger one sets the peak
+    following = np.maximum(np.where(Lm > 0, moe, 0.0), np.where(L - Lm > 0, w["dense_ffn"].nbytes, 0.0))
+    return window * hw.io_in_bw_bytes_per_s / shape.nodes, following / shape.nodes
+
+
+def prefetch_node(hw, m, wl, shape: Shape):
+    """Weight bytes per node held for the stage after attention while attention computes (`overlap: layer` on a
+    weight-streaming wafer): the stream keeps the I/O busy across the layer (what lets the layer time be the max
+    of its summed terms), so the next stage's weights arrive during attention at the inbound rate and wait in
+    SRAM until that stage runs: min(window · BW_in, W_next) / N. The MoE stage's own peak already holds the next
+    layer's attention weights whole (`mem_weights_node_bytes`), so nothing is added there."""
+    streamed, following = prefetch_parts(hw, m, wl, shape)
+    return np.minimum(streamed, following)
 
 
 def io_time(hw, wl, part: weights.Part, kept=0.0):
@@ -73,6 +98,14 @@ def compute_time(hw, wl, nodes, *parts):
     + 2 backward when training) plus the FLOPs recomputed to rebuild dropped activations, over all nodes at
     the peak of each part's format and its efficiency."""
     return sum(x / (nodes * formats.peak(hw, fmt) * eff) for x, (_, _, fmt, eff) in zip(executed(wl, parts), parts))
+
+
+def pass_time(hw, wl, nodes, *parts):
+    """Seconds of compute of the longest single pass over (forward FLOPs, recomputed FLOPs, format, efficiency)
+    parts: in training the backward pass (2 forward-equivalents plus the recomputed FLOPs, which rerun in it),
+    otherwise the forward pass; at each part's format peak and efficiency, over all nodes."""
+    longest = [2.0 * f + r if wl.mode == "train" else f for f, r, _, _ in parts]
+    return sum(x / (nodes * formats.peak(hw, fmt) * eff) for x, (_, _, fmt, eff) in zip(longest, parts))
 
 
 def executed(wl, parts) -> list:
@@ -152,6 +185,19 @@ def busiest_rank(hw, m, tp, mean: bool = False) -> tuple:
             tp * params.head_share(m.num_attention_heads, tp))
 
 
+def attention_parts(hw, m, wl, shape: Shape, flops: Flops, mean: bool = False) -> tuple:
+    """(forward FLOPs, recomputed FLOPs, format, efficiency) of the attention stage: projections at the attention
+    weight format's peak, the core at the 16-bit peak, both at the busiest TP rank's share (`busiest_rank`; with
+    `mean` the mean rank's); the core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips
+    masked keys)."""
+    eff, hi = hw.matmul_efficiency, formats.HIGH
+    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
+    on_proj, on_core = busiest_rank(hw, m, shape.tp, mean)
+    executed = flops.core * flops.core_share * on_core   # a tiled kernel skips the causal mask's half
+    proj = flops.proj * on_proj
+    return (proj, full * proj, getattr(wl, "attn_weight_format", hi), eff), (executed, (full + core) * executed, hi, eff)
+
+
 def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = False) -> dict:
     """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
@@ -168,11 +214,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = 
     eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
     part = stage_weights(hw, m, wl, shape, c.get("expert_copies", np.maximum(m.num_experts, shape.nodes)), mean)
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
-    full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    on_proj, on_core = busiest_rank(hw, m, shape.tp, mean)
-    executed = flops.core * flops.core_share * on_core   # a tiled kernel skips the causal mask's half
-    proj = flops.proj * on_proj
-    attn = ((proj, full * proj, fa, eff), (executed, (full + core) * executed, hi, eff))
+    full, _ = compute.recomputed_shares(wl.mode, wl.recompute)
+    attn = attention_parts(hw, m, wl, shape, flops, mean)
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
             "moe": Work(((flops.router, full * flops.router, hi, eff_exp),
                          routed_part(hw, m, wl, shape, flops, 1.0 if mean else c.get("expert_imbalance", 1.0)),

@@ -39,6 +39,10 @@ class ModelSpec(Spec):
     intermediate_size: NonNegativeInt = Field(0, le=MAX_WIDTH, description="FFN width of the dense layers")
     vocab_size: PositiveInt = Field(le=MAX_VOCAB, description="vocabulary size")
     tie_word_embeddings: bool = Field(False, description="input embedding and output head share weights")
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
+                                     description="dropout probability on the attention scores (config.json's "
+                                                 "attention_dropout); above 0 training keeps each score's dropout "
+                                                 "mask and output beside the softmax output (5 bytes, not 2)")
     published_total_params: Optional[float] = Field(None, gt=0, le=1e18, allow_inf_nan=False, description="published total parameter count (for checks)")
     published_active_params: Optional[float] = Field(None, gt=0, le=1e18, allow_inf_nan=False, description="published active parameter count (for checks)")
     published_active_excludes: Literal["none", "embeddings", "input_embedding"] = Field(

@@ -261,10 +261,13 @@ _MEMORY = {
                    "optimizer state (optimizer_bytes_per_param, optimizer_sharding; 0 in inference and when streamed)",
     "kept_act": "activations kept in node memory for the backward pass (all layers, by recompute policy; 0 when streamed out)",
     "kv": "KV cache of the micro-batch's sequences (decode, prefill)",
-    "attn_transient": "attention transient of one tile of B sequences (scores unless flash)",
+    "attn_transient": "attention transient of one tile of B sequences (linear terms, layer norm input, scores unless flash)",
     "bta_buffer": "concatenated attention outputs of the G tiles (the MoE input)",
-    "moe_transient": "dispatched tokens and FFN intermediates of G·B sequences",
-    "attn_peak": "peak of the attention stage: weights + training state + kept + KV + attention transient + BTA buffer",
+    "moe_transient": "dispatched tokens and FFN intermediates of G·B sequences, and the stage's layer norm input",
+    "prefetch": "the next stage's weights streamed in while attention computes, held until it runs (overlap layer, "
+                "streamed weights): min(attention's longest pass × I/O in, next stage's weights) / N",
+    "attn_peak": "peak of the attention stage: weights + training state + kept + KV + attention transient + BTA buffer "
+                 "+ prefetch",
     "moe_peak": "peak of the MoE stage: weights + training state + kept + KV + MoE transient",
     "peak": "the larger of the two stage peaks",
     "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",

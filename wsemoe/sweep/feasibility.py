@@ -13,7 +13,7 @@ REASONS = {
     # Every term of the sum is named (decode's is mostly KV cache, training's the transient): `eval` splits them.
     "g_mem_attn": "attention-stage memory needs {r}× the usable node memory "
                   "(weights + training state + kept activations + KV cache + attention transient at "
-                  "B + BTA buffer; eval splits them)",
+                  "B + BTA buffer + prefetched weights; eval splits them)",
     "g_mem_moe": "MoE-stage memory needs {r}× the usable node memory "
                  "(weights + training state + kept activations + KV cache + dispatched tokens and FFN "
                  "intermediates at G·B; eval splits them)",

@@ -74,29 +74,28 @@ def _on(wafer: str, missed: dict) -> dict:
 RECORD: dict[str, dict] = {
     "bta": {
         "missed": {
-            ("cs2:pe.pe_count", 2.0): "twice the SRAM and MACs: each shipped micro-batch needs half the SRAM (a fit "
-                                      "bounds it only from above) and BTA's loss and speedup rise from 1.06× to 1.15×, "
-                                      "towards their bands by under a quarter of their pinned gaps",
+            # twice the SRAM (pe_count 2×, sram_per_pe_bytes 2×) is caught by bta.edges since attention's peak holds the
+            # prefetched MoE weights and a score 2 bytes: a best design then reaches the end of the B or G axis
             **_both("cs2", ("pe.fabric_rows", "pe.fabric_cols"), "no row's value changes: the fabric's shape sizes "
                     "only the die links, which carry nothing these rows time"),
-            ("cs2:pe.sram_per_pe_bytes", 2.0): "each shipped micro-batch needs half the SRAM (the fit bounds it only "
-                                               "from above); BTA's loss and speedup fall to 1.00×, their pinned gaps "
-                                               "(1.06× against 7× and 5×) growing by 4%, under a quarter",
-            **{(f"cs2:{p}", f): "BTA's loss and speedup fall from 1.06× to 1.00×: the pinned gaps (1.06× against 7× "
-               "and 5×) grow by 4%, under a quarter; the trend rows are ratios within one sweep"
+            **{(f"cs2:{p}", f): "BTA's loss and speedup fall from 1.03× to 1.00×: the pinned gaps (1.03× against 7× "
+               "and 5×) grow by 2%, under a quarter; the trend rows are ratios within one sweep"
                for p, f in (("pe.clock_hz", 0.5), ("pe.fmac_width", 0.5), ("matmul_efficiency", 0.5),
                             ("io_in_bw_bytes_per_s", 2.0))},
             **_both("cs2", ("pe.link_bytes_per_cycle", "pe.sram_bw_total_bytes_per_s"), "no row's value changes: "
                     "weight streaming at die level times the wafer I/O and the MACs, not the PE links or the SRAM's "
                     "bandwidth"),
             ("cs2:io_out_bw_bytes_per_s", 2.0): "no row's value changes: the outbound I/O does not bind these points",
-            ("cs2:io_out_bw_bytes_per_s", 0.5): "BTA's loss and speedup rise to 1.16×, towards their bands by "
+            ("cs2:io_out_bw_bytes_per_s", 0.5): "BTA's loss and speedup rise to 1.13×, towards their bands by "
                                                 "under a quarter of their pinned gaps",
             **_both("cs2", ("expert_half_tokens",), "moves no row by more than 0.6%"),
         },
-        "cannot_fail": ["shipped:llama-3.2-1b", "shipped:llama-3.2-3b", "shipped:llama-3.1-8b", "shipped:llama-3.1-70b",
+        # shipped:llama-3.1-8b and bta.edges left this list when the memory physics changed (prefetch, norm inputs,
+        # 2 bytes a score): half the SRAM makes Llama-3.1-8B's shipped micro-batch need 0.89 of it (0.82 before) and
+        # twice the SRAM puts a best BTA design at an axis end
+        "cannot_fail": ["shipped:llama-3.2-1b", "shipped:llama-3.2-3b", "shipped:llama-3.1-70b",
                         "shipped:gpt3-xl", "bta.falls.experts", "bta.flat.experts", "bta.falls.topk",
-                        "bta.docs.experts", "bta.speedup", "bta.edges"],
+                        "bta.docs.experts", "bta.speedup"],
     },
     "mapping": {
         "missed": {

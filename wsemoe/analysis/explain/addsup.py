@@ -19,7 +19,7 @@ from wsemoe.cost.wafer.streaming import passes
 from wsemoe.wording import number
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
-MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer"),
+MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch"),
           "moe": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
 
 

@@ -1,9 +1,11 @@
-"""Memory per node: weights, training state, kept activations, attention and MoE transients, KV cache.
+"""Memory per node: weights, training state, kept activations, attention and MoE transients, prefetched weights,
+KV cache.
 
 Activation byte counts follow Korthikanti et al. 2022 (§4.1, activations per layer, 16-bit): per token and
-layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores; 5·S one head at a time), norms
-4·H; the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/
-product of width F each). All counts scale with bytes_per_act / 2.
+layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores; 5·S one head at a time) with
+attention dropout, 2·n_h·S without (the softmax output alone), norms 4·H (each of the two layer norms keeps its
+2·H input); the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/product of width F
+each). All counts scale with bytes_per_act / 2.
 """
 
 from __future__ import annotations
@@ -22,9 +24,22 @@ def attn_linear_bytes_per_token(m, wl):
     return 11.0 * m.hidden_size * _scale(wl)
 
 
+def norm_input_bytes_per_token(m, wl):
+    """One layer norm's input, the residual stream (2·H at 16 bits): a stage keeps its own norm's input for the
+    norm's backward and the residual add; Korthikanti's 4·H are the two norms of a layer, 11·H holds none of it
+    (its QKV input is the norm's output)."""
+    return 2.0 * m.hidden_size * _scale(wl)
+
+
+def score_bytes(m):
+    """Bytes per attention score at 16 bits: the softmax output (2), and with attention dropout (the model's
+    `attention_dropout` > 0) its mask (1) and output (2) too: Korthikanti's 5. The shipped configs set 0.0."""
+    return np.where(np.asarray(getattr(m, "attention_dropout", 0.0)) > 0, 5.0, 2.0)
+
+
 def attn_score_bytes_per_token(m, wl, widest: bool = True):
-    """Softmax output, dropout mask and dropout output over the S keys each query sees: for every head
-    (materialized), for one head at a time (per_head: the heads run one after another), or 0 (flash: tiled).
+    """Per-score tensors (`score_bytes`) over the S keys each query sees: for every head (materialized), for one
+    head at a time (per_head: the heads run one after another), or 0 (flash: tiled).
     A patterned model's layers see their own keys (window, chunk, top-k): the layer seeing most sets the
     transient (`widest`), the mean over the layers what all of them keep (`widest=False`)."""
     if wl.attn_kernel == "flash":
@@ -33,7 +48,7 @@ def attn_score_bytes_per_token(m, wl, widest: bool = True):
     # applies to training and prefill only (presets/readings.yaml, its scope), so decode ignores it
     heads = 1.0 if wl.attn_kernel == "per_head" and wl.mode != "decode" else m.num_attention_heads
     keys = mix.widest_context(m, wl.seq_len) if widest else mix.context_of(m, None, wl.seq_len)
-    return 5.0 * heads * keys * _scale(wl)
+    return score_bytes(m) * heads * keys * _scale(wl)
 
 
 def moe_bytes_per_token(m, wl):
@@ -49,10 +64,22 @@ def kept_bytes_per_token_layer(m, wl):
         return 0.0 * m.hidden_size
     if wl.recompute == "full":
         return 2.0 * m.hidden_size * _scale(wl)
-    kept = attn_linear_bytes_per_token(m, wl) + moe_bytes_per_token(m, wl) + 4.0 * m.hidden_size * _scale(wl)
+    kept = attn_linear_bytes_per_token(m, wl) + moe_bytes_per_token(m, wl) + 2.0 * norm_input_bytes_per_token(m, wl)
     if wl.recompute == "none":
         kept = kept + attn_score_bytes_per_token(m, wl, widest=False)
     return kept
+
+
+def attn_tile_bytes_per_token(m, wl):
+    """The attention stage's transient per token of its tile outside the scores: Korthikanti's 11·H and the
+    stage's own layer norm input."""
+    return attn_linear_bytes_per_token(m, wl) + norm_input_bytes_per_token(m, wl)
+
+
+def moe_stage_bytes_per_token(m, wl):
+    """The MoE stage's transient per token: the routed MLP's activations and the stage's own layer norm input
+    (the residual stream the MoE output is added to)."""
+    return moe_bytes_per_token(m, wl) + norm_input_bytes_per_token(m, wl)
 
 
 def kept_in_node_memory(hw) -> bool:
@@ -106,21 +133,22 @@ def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
 
 
 def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False,
-                 train_state=0.0):
+                 train_state=0.0, prefetch=0.0):
     """Peak memory per node of the attention and MoE stages, by term (bytes).
 
     `groups` attention groups each run their own tile of B sequences; activations spread
     evenly over the `nodes` of the wafer; `weights_node` is what stays resident per node and
     `kv_node` the KV cache a node holds (default: spread evenly), `train_state` its gradients and optimizer
-    state (weights.training_state_node). With `second_batch` (two
+    state (weights.training_state_node), `prefetch` the next stage's weights a node buffers while attention
+    computes (cost.stagecost.prefetch_node). With `second_batch` (two
     micro-batches interleaved) a second KV cache is held, and while one micro-batch is in a
     stage the other one's transients of the other stage are alive too.
     """
     tile_tokens = groups * wl.B * (1 if wl.mode == "decode" else wl.seq_len)
-    per_tok = attn_linear_bytes_per_token(m, wl) + attn_score_bytes_per_token(m, wl)
+    per_tok = attn_tile_bytes_per_token(m, wl) + attn_score_bytes_per_token(m, wl)
     attn_transient = tile_tokens * per_tok / nodes
     bta_buffer = T * m.hidden_size * wl.bytes_per_act / nodes
-    moe_transient = T * moe_bytes_per_token(m, wl) / nodes
+    moe_transient = T * moe_stage_bytes_per_token(m, wl) / nodes
     kept = T * m.num_hidden_layers * kept_bytes_per_token_layer(m, wl) / nodes
     if not kept_in_node_memory(hw):  # streamed out over the I/O (charged as time in cost.step)
         kept = 0.0 * kept
@@ -132,8 +160,9 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
         kv = 2.0 * kv
     base = weights_node + train_state + kept + kv
     capacity = hw.node_memory_bytes * hw.memory_usable_fraction
-    attn_peak = base + attn_transient + bta_buffer + (moe_transient if second_batch else 0.0)
-    moe_peak = base + moe_transient + (attn_transient + bta_buffer if second_batch else 0.0)
+    attn_side = attn_transient + bta_buffer + prefetch   # what only the attention stage holds
+    attn_peak = base + attn_side + (moe_transient if second_batch else 0.0)
+    moe_peak = base + moe_transient + (attn_side if second_batch else 0.0)
     return {
         "mem_weights_node_bytes": weights_node,
         "mem_train_state_node_bytes": train_state + 0.0 * weights_node,
@@ -142,6 +171,7 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
         "mem_attn_transient_node_bytes": attn_transient,
         "mem_bta_buffer_node_bytes": bta_buffer,
         "mem_moe_transient_node_bytes": moe_transient,
+        "mem_prefetch_node_bytes": prefetch + 0.0 * weights_node,
         "mem_attn_peak_node_bytes": attn_peak,
         "mem_moe_peak_node_bytes": moe_peak,
         "mem_peak_node_bytes": np.maximum(attn_peak, moe_peak),

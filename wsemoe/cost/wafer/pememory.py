@@ -6,15 +6,18 @@ Both stages spread what the node-level model counts over the program rectangle's
 every PE keeps `program_bytes_per_pe` for its program (docs/cost-model.md, "Weight streaming at PE level"):
 
     room            = sram_per_pe − program_bytes_per_pe
-    attention peak  = (weights + kept + KV + BTA buffer [+ MoE transient]) / P + tile·a_lin / P + scores
-    scores          = 5·s·⌈Q / R⌉·⌈S / C⌉ (the better orientation of the R × C rectangle), Q = held query rows:
+    attention peak  = (weights + kept + KV + BTA buffer + prefetch [+ MoE transient]) / P + tile·(a_lin + a_ln) / P
+                      + scores
+    scores          = b_s·s·⌈Q / R⌉·⌈S / C⌉ (the better orientation of the R × C rectangle), Q = held query rows:
                       tile sequences × q × heads held (materialized n_h, per_head 1, flash 0), each query's S keys
                       across the columns (a softmax is a reduction along one row of PEs)
     MoE peak        = (weights + kept + KV [+ attention transient + BTA buffer]) / P
-                      + (3·H·F·b_e + n·(2H + 6F)·s + (T/E)·(2H + 6·n_sh·F_sh)·s) / (h·w)
+                      + (3·H·F·b_e + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s) / (h·w)
                       the expert's weights land on its region (one layer at a time); n busiest copies, T/E home tokens
+                      with their layer norm's input
 
-`s = bytes_per_act / 2` as in cost/node/memory.py (Korthikanti's 5 bytes per score at 16 bits).
+`s = bytes_per_act / 2`, `a_ln = 2·H·s` (the stage's layer norm input) and `b_s` bytes per score (5 with attention
+dropout, 2 without) as in cost/node/memory.py.
 """
 
 from __future__ import annotations
@@ -49,12 +52,12 @@ def held_heads(m, wl):
     return {"materialized": float(m.num_attention_heads), "per_head": 1.0, "flash": 0.0}[kernel]
 
 
-def scores(pe, wl, queries):
+def scores(pe, m, wl, queries):
     """Bytes of softmax scores per PE for `queries` held query rows of S keys, the better of the two orientations."""
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
     q, S = np.asarray(queries, dtype=float), float(wl.seq_len)
     blocks = np.minimum(np.ceil(q / rows) * np.ceil(S / cols), np.ceil(q / cols) * np.ceil(S / rows))
-    return 5.0 * wl.bytes_per_act / 2.0 * blocks
+    return memory.score_bytes(m) * wl.bytes_per_act / 2.0 * blocks
 
 
 def tile_queries(m, wl, groups, batch):
@@ -68,8 +71,8 @@ def attention(pe, m, wl, node: dict, nodes, groups) -> dict:
     activations, its scores, the peak and its constraint."""
     P, q = program_pes(pe), (1.0 if wl.mode == "decode" else float(wl.seq_len))
     held = (node["mem_attn_peak_node_bytes"] - node["mem_attn_transient_node_bytes"]) * nodes / P
-    linear = groups * wl.B * q * memory.attn_linear_bytes_per_token(m, wl) / P
-    score = scores(pe, wl, tile_queries(m, wl, groups, wl.B))
+    linear = groups * wl.B * q * memory.attn_tile_bytes_per_token(m, wl) / P
+    score = scores(pe, m, wl, tile_queries(m, wl, groups, wl.B))
     peak = held + linear + score
     return {"pe_mem_attn_held_bytes": held, "pe_mem_attn_linear_bytes": linear, "pe_mem_scores_bytes": score,
             "pe_mem_attn_peak_bytes": peak, "g_pe_sram_attn": _over(peak, room(pe))}
@@ -83,7 +86,7 @@ def moe_base(node: dict, nodes, pe):
 def region_bytes(m, wl, T, busiest) -> dict:
     """Bytes one expert's region holds: its weights, and its tokens (the busiest copies and its home share)."""
     s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
-    home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s
+    home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s + memory.norm_input_bytes_per_token(m, wl)
     return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T,
             "tokens": np.asarray(busiest, dtype=float) * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home}
 
@@ -103,34 +106,53 @@ def moe(pe, base, region: dict, area) -> dict:
             "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak, "g_pe_sram_moe": _over(peak, room(pe))}
 
 
-def node_cap(node: dict, batch):
+def _per_batch(node: dict, batch, prefetch, tile=True):
+    """(bytes of the attention peak per sequence of B outside the weights and the prefetch, the prefetch's
+    bytes per sequence while the window's stream is below the next stage's weights, those weights), per node;
+    without the node-level tile transient when not `tile` (the PE view counts the tile itself).
+    The prefetch is min(r·B, W_next): proportional to B (the attention window is) until it holds all of W_next."""
+    B = np.asarray(batch, dtype=float)
+    streamed, following = prefetch
+    held = node["mem_attn_peak_node_bytes"] - node["mem_weights_node_bytes"] - node["mem_prefetch_node_bytes"]
+    if not tile:
+        held = held - node["mem_attn_transient_node_bytes"]
+    return held / B, np.asarray(streamed, dtype=float) / B, following
+
+
+def node_cap(node: dict, batch, prefetch):
     """The largest attention batch B whose attention stage fits the usable node memory at this point's G: the stage
-    peak is its weights plus terms proportional to B (tile, kept activations, KV cache, BTA buffer)."""
+    peak is its weights, terms proportional to B (tile, kept activations, KV cache, BTA buffer) and the prefetch
+    min(r·B, W_next) (`prefetch`: cost.stagecost.prefetch_parts at this B). The peak ≤ room when either branch of
+    the min is, so the cap is the larger of the two branches' caps."""
     weights, cap = node["mem_weights_node_bytes"], node["mem_capacity_node_bytes"]
-    per = (node["mem_attn_peak_node_bytes"] - weights) / np.asarray(batch, dtype=float)
-    return np.maximum(np.floor((cap - weights) / per), 0.0)
+    per, rate, following = _per_batch(node, batch, prefetch)
+    room = cap - weights
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best = np.maximum(np.floor(room / (per + rate)), np.floor((room - following) / per))
+    return np.maximum(best, 0.0)
 
 
-def pe_cap(pe, m, wl, node: dict, nodes, groups):
+def pe_cap(pe, m, wl, node: dict, nodes, groups, prefetch):
     """The largest attention batch B whose attention stage fits every PE at this point's G: the weights, terms
-    proportional to B, and the scores of B sequences (whole rows per PE: solved for each orientation, the better
-    taken)."""
-    P, B = program_pes(pe), np.asarray(wl.B, dtype=float)
-    fixed = node["mem_weights_node_bytes"] * nodes / P
-    per = (attention(pe, m, wl, node, nodes, groups)["pe_mem_attn_held_bytes"] - fixed) / B \
-        + groups * (1.0 if wl.mode == "decode" else wl.seq_len) * memory.attn_linear_bytes_per_token(m, wl) / P
+    proportional to B, the prefetch min(r·B, W_next) (as `node_cap`: each branch of the min solved, the larger B
+    taken) and the scores of B sequences (whole rows per PE: solved for each orientation, the better taken)."""
+    P = program_pes(pe)
+    per, rate, following = (x * nodes / P for x in _per_batch(node, wl.B, prefetch, tile=False))
+    per = per + groups * (1.0 if wl.mode == "decode" else wl.seq_len) * memory.attn_tile_bytes_per_token(m, wl) / P
     k = tile_queries(m, wl, groups, 1.0)
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
-    best = np.zeros(np.broadcast_shapes(np.shape(per), np.shape(fixed)))
-    s5 = 5.0 * wl.bytes_per_act / 2.0
-    for across, down in ((rows, cols), (cols, rows)):
-        u = s5 * np.ceil(wl.seq_len / down)
-        slope = per + k * u / across
-        hi = np.floor((room(pe) - fixed) / slope)        # rows counted exactly: a bound from above
-        b = np.floor((room(pe) - fixed - u) / slope)     # one more row per PE at most: fits for sure
-        for step in (2.0, 1.0, 0.0):                     # whole rows add less than one row's bytes: hi − b ≤ 2 mostly
-            trial = hi - step
-            fits = (trial > b) & (fixed + per * trial + u * np.ceil(k * trial / across) <= room(pe))
-            b = np.where(fits, trial, b)
-        best = np.maximum(best, b)
+    weights = node["mem_weights_node_bytes"] * nodes / P
+    best = np.zeros(np.broadcast_shapes(np.shape(per), np.shape(weights), np.shape(following)))
+    unit = memory.score_bytes(m) * wl.bytes_per_act / 2.0
+    for fixed, slope_b in ((weights, per + rate), (weights + following, per)):   # the two branches of the prefetch
+        for across, down in ((rows, cols), (cols, rows)):
+            u = unit * np.ceil(wl.seq_len / down)
+            slope = slope_b + k * u / across
+            hi = np.floor((room(pe) - fixed) / slope)        # rows counted exactly: a bound from above
+            b = np.floor((room(pe) - fixed - u) / slope)     # one more row per PE at most: fits for sure
+            for step in (2.0, 1.0, 0.0):                     # whole rows add less than one row's bytes: hi − b ≤ 2
+                trial = hi - step
+                fits = (trial > b) & (fixed + slope_b * trial + u * np.ceil(k * trial / across) <= room(pe))
+                b = np.where(fits, trial, b)
+            best = np.maximum(best, b)
     return np.maximum(best, 0.0)

@@ -18,7 +18,7 @@ import numpy as np
 from wsemoe.cost.batch import layer_flops, micro_batch
 from wsemoe.cost.comm import balance_key, comm_model, unique_rows
 from wsemoe.cost.node import compute, weights
-from wsemoe.cost.stagecost import compute_time, node_memory, passes_in, stage_work, terms
+from wsemoe.cost.stagecost import compute_time, node_memory, passes_in, prefetch_parts, stage_work, terms
 from wsemoe.cost.wafer import edge, expertgrid, geometry, pememory, streamlayout
 from wsemoe.cost.wafer.fabric import pe_facts, program_rectangle, seconds
 
@@ -65,8 +65,9 @@ class StreamingFabric:
         out.update(self.layout_columns(pick, p_max))
         out.update(pememory.attention(pe, m, wl, node, shape.nodes, shape.groups))
         out.update(pememory.moe(pe, base, region, pick["h"] * pick["w"]))
-        out["attn_batch_cap_node"] = pememory.node_cap(node, wl.B)
-        out["attn_batch_cap_pe"] = pememory.pe_cap(pe, m, wl, node, shape.nodes, shape.groups)
+        prefetch = prefetch_parts(hw, m, wl, shape)
+        out["attn_batch_cap_node"] = pememory.node_cap(node, wl.B, prefetch)
+        out["attn_batch_cap_pe"] = pememory.pe_cap(pe, m, wl, node, shape.nodes, shape.groups, prefetch)
         return out
 
     def structures(self, tp) -> list:

@@ -23,11 +23,12 @@ COLUMNS = ("mem_*_node_bytes",)
 MEM_TERMS = (("weights", "weights"), ("train_state", "gradients + optimizer"), ("kept_act", "kept activations"),
              ("kv", "KV cache"),
              ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
-             ("moe_transient", "MoE transient"))
-STAGE_TERMS = {"attention": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer"),
+             ("moe_transient", "MoE transient"), ("prefetch", "prefetched weights"))
+STAGE_TERMS = {"attention": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch"),
                "MoE": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
-# A results folder written before training state was counted has no such column, and its peaks hold none.
-LATER_TERMS = ("train_state",)
+# A results folder written before training state (or the prefetched weights) was counted has no such column, and
+# its peaks hold none.
+LATER_TERMS = ("train_state", "prefetch")
 LABEL_WIDTH = 30  # characters per line of a bar's label
 MAX_BAR_GROUPS = 8  # more designs than this make the memory chart unreadable: show the top points instead
 
