@@ -55,7 +55,7 @@ def step_work(hw, m, wl, mp, out: dict) -> Work:
     flops16, path = out["work_flops16"], out["work_read_bytes"]
     sent = sum(c * _col(out, f"{s}_io_out_bytes") for s, c in stage_counts(m).items())   # streamed training: out
     streamed = hw.weight_source == "streamed"
-    hop, off = comm_bytes(hw, m, wl, mp, out)
+    hop, off = comm_bytes(m, wl, out)
     seconds = out["step_time_s"]
     mem_bw = hw.io_in_bw_bytes_per_s if streamed else nodes * hw.node_memory_bw_bytes_per_s
     # mean utilisation: the work all nodes do over what they could do in the step
@@ -65,7 +65,7 @@ def step_work(hw, m, wl, mp, out: dict) -> Work:
                 tokens=out["tokens_per_microbatch"], nodes=nodes, busy=busy)
 
 
-def comm_bytes(hw, m, wl, mp, out: dict) -> tuple:
+def comm_bytes(m, wl, out: dict) -> tuple:
     """(byte-hops on the node fabric, bytes across wafer boundaries or between scale-up domains) of one step's
     communication: what the fabric model says each phase moves per layer (`<phase>_hop_bytes`,
     `<phase>_cross_bytes`), over the layers that run it. A MoE layer runs the attention all-reduce, dispatch,
