@@ -143,18 +143,13 @@ def _migration(layout: topo.Layout, before, after) -> patterns.Transfers:
     return traffic.migration_transfers(src, dst.astype(np.int64), 1.0, n) if len(dst) else patterns.Transfers.empty(n)
 
 
-def slices(topology: str, token_source: str, groups):
-    """Whether the slice flow runs (`token_flow`), per point for an array of group counts."""
-    return np.logical_or(token_source == "slice", np.logical_and(topology == "switch", np.asarray(groups) > 1))
-
-
 def token_flow(topology: str, strategy: str, token_source: str, groups: int) -> tuple[str, str]:
     """(token source, flow). `slice` sends token slices; so does a switch with more than one attention group (the
     all-to-all of attention DP with EP). Otherwise tokens are replicated on the group: `auto` picks the FTD member
     under ER and HER, the nearest member elsewhere. On a switch with one group that is every GPU itself: its own
     experts take the tokens it holds and the partial outputs are all-reduced, no all-to-all (TP with EP and no
     attention DP, as vLLM and SGLang run it)."""
-    if slices(topology, token_source, groups):
+    if token_source == "slice" or (topology == "switch" and groups > 1):
         return "nearest", "slice"
     if token_source == "auto":
         return ("ftd" if strategy in ("er", "her") else "nearest"), "replicated"
