@@ -26,7 +26,7 @@ def test_hand_cases():
 
 def test_one_token_on_nvl72_against_monte_carlo():
     """DeepSeek-V3 (256 experts, top-8) on 72 GPUs (40 hold 4 experts, 32 hold 3): one token reaches 8 experts; the
-    mean GPU reads 0.125 of them, the busiest ~1.27. An independent simulation of the routing (8 distinct experts
+    mean GPU reads 8/72 = 0.11 of them, the busiest ~1.28. An independent simulation of the routing (8 distinct experts
     a token, expert e on GPU e mod 72) agrees within its sampling error."""
     rng = np.random.default_rng(7)
     owner = np.arange(256) % 72

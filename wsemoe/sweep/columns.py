@@ -218,8 +218,9 @@ _PATTERNS = [
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
     (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient)_hop_bytes$", "bytes·hops",
-     "what the {0} phase moves per layer over the node fabric, Σ bytes × hops (a switch path, up and down, one "
-     "hop; an in-switch reduction one path per member); the energy model prices it"),
+     "what the {0} phase moves per layer over the node fabric inside a wafer or scale-up domain, Σ bytes × hops (a "
+     "switch path, up and down, one hop; an in-switch reduction one path per member; a link across a wafer edge "
+     "is the network's, in <phase>_cross_bytes); the energy model's fabric tier prices it"),
     (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient)_cross_bytes$", "bytes",
      "what the {0} phase moves per layer across wafer boundaries (Σ bytes × crossings) or between a switch's "
      "scale-up domains"),

@@ -40,8 +40,8 @@ class PhasePeaks:
     mean_hops: float
     idle_share: float
     loads: mesh.LinkLoads | None = field(default=None, repr=False)
-    byte_hops: float = 0.0     # Σ bytes × hops of the summed traffic (a switch path one hop): what energy prices
-    cross_bytes: float = 0.0   # Σ bytes × wafer crossings (mesh) or bytes between scale-up domains (switch)
+    byte_hops: float = 0.0     # Σ bytes × hops inside a wafer or scale-up domain (a switch path one hop): the fabric
+    cross_bytes: float = 0.0   # Σ bytes × wafer crossings (mesh) or bytes between scale-up domains: the network
 
 
 def evaluable(layout: topo.Layout, pattern):
@@ -70,11 +70,12 @@ def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "x
         whole = whole if isinstance(whole, patterns.Dense) else patterns.Dense(whole.dense())
         off = lambda m: float(m[~np.eye(len(m), dtype=bool)].sum())   # noqa: E731  (what leaves a node or domain)
         between = whole.between(layout) if layout.domains > 1 else np.zeros((1, 1))
-        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None, off(whole.t), off(between))
+        return PhasePeaks(tuple(b for b, _ in built), 0.0, longest, mean, 0.0, None,
+                          max(0.0, off(whole.t) - off(between)), off(between))
     loads = sum_loads(layout, [ld for _, ld in built])
     cross = float((loads.all_links() * layout.crossing().all_links()).sum()) if layout.wafers != (1, 1) else 0.0
     return PhasePeaks(tuple(b for b, _ in built), float(loads.max_link()), longest, mean, mesh.idle_share(loads), loads,
-                      float(loads.total()), cross)
+                      max(0.0, float(loads.total()) - cross), cross)   # a crossing link: the network's
 
 
 def sum_loads(layout: topo.Layout, parts: list) -> mesh.LinkLoads:

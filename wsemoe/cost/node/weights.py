@@ -91,7 +91,7 @@ def busiest_hits(p, copies, nodes):
     (⌈C/N⌉ on C mod N nodes, ⌊C/N⌋ on the rest, as the default placement and a balancer's spare slots hold
     them), each reached with probability `p` (`hit_share`) independently. The step waits for the node that reads
     the most, not for the mean one: one DeepSeek-V3 token on 72 GPUs (4 or 3 experts each, p = 8/256) reads
-    0.125 experts on the mean GPU, 1.27 on the busiest. E[max] = Σ_x (1 − Π_n P(X_n < x)), X_n binomial."""
+    8/72 = 0.11 experts on the mean GPU, 1.28 on the busiest. E[max] = Σ_x (1 − Π_n P(X_n < x)), X_n binomial."""
     p, copies, nodes = np.broadcast_arrays(np.asarray(p, float), np.asarray(copies, float), np.asarray(nodes, float))
     flat = np.stack([p.ravel(), copies.ravel(), nodes.ravel()])
     one = flat[2] <= 1.0   # one node: the max is the mean, C·p
