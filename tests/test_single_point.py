@@ -158,3 +158,18 @@ def test_point_config_returns_a_validated_mapping_or_refuses(args, loc):
     with pytest.raises(WsemoeError) as exc:
         wsemoe.point_config(*args)
     assert exc.value.loc == loc
+
+
+def test_eval_and_the_infeasible_reason_give_one_ratio():
+    """A point over capacity: `eval`'s '× capacity' and `infeasible_reason` say the same number, both rounded
+    away from the limit (174.19× read 174× in eval and 175× in the reason)."""
+    import re
+
+    from wsemoe.sweep.feasibility import shown_ratio
+
+    assert shown_ratio(174.19) == "175" and shown_ratio(1.0004) == "1.01" and shown_ratio(0.7777) == "0.777"
+    row, rows = breakdown(None, 0, ["workload.B=4096", "workload.mode=train", "workload.seq_len=8192"],
+                          hardware="cs2", model="qwen3-30b-a3b")
+    said = {n: t for _, n, _, _, t in rows}
+    reason = re.search(r"needs ([\d.]+)×", row["infeasible_reason"]).group(1)
+    assert f"({reason}× capacity)" in said["g_mem_moe"], (reason, said["g_mem_moe"])

@@ -147,6 +147,14 @@ def _rounded_keys(ratio: np.ndarray, below: bool) -> np.ndarray:
     return keys
 
 
+def shown_ratio(ratio: float) -> str:
+    """A ratio to its limit as every reason says it: DIGITS significant digits, rounded away from the limit
+    (above 1 up, below down), so `eval` and `infeasible_reason` give one number for one point."""
+    key = int(_rounded_keys(np.asarray([ratio], dtype=float), bool(ratio < 1.0))[0])
+    value = _key_value(key)
+    return f"{value:.{DIGITS}g}" if math.isfinite(value) else "?"
+
+
 def _key_value(key: int) -> float:
     """The rounded ratio a key stands for (NaN for −1)."""
     return float("nan") if key < 0 else (key % _MANTISSA) * 10.0 ** (key // _MANTISSA - _E0)

@@ -16,6 +16,7 @@ from wsemoe.cost.stagecost import STAGE_COMM, compute_time, passes_in, stage_wor
 from wsemoe.cost.wafer import edge, pememory
 from wsemoe.cost.wafer.fabric import pe_facts, wavelets
 from wsemoe.cost.wafer.streaming import passes
+from wsemoe.sweep.feasibility import shown_ratio
 from wsemoe.wording import number
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
@@ -160,7 +161,7 @@ def memory(row, comm_overlap: str = "none") -> list:
         g = f"g_mem_{stage}"
         if g in row and cap:
             out.append((g, row[g], "1", f"{_b(total)} / {_b(cap)} usable − 1 = {total / cap - 1:.4g} "
-                        f"({total / cap:.3g}× capacity) {check(total / cap - 1, value_of(row, g))}"))
+                        f"({shown_ratio(total / cap)}× capacity) {check(total / cap - 1, value_of(row, g))}"))
     return out
 
 
