@@ -87,6 +87,9 @@ def test_a_section_set_by_name_replaces_the_flag():
     # an override a sweep file's point breaks: named as the --set, not as an axis of the file ([axes -> mapping.tp])
     (["eval", "sweeps/quickstart.yaml", "--set", "mapping.tp=5"], "[--set -> mapping.tp] mapping.tp = 5 does not"),
     (["eval", "--hardware", "missing.yaml", "--model", "qwen3-30b-a3b"], "missing.yaml"),
+    # a file of fields is a section, not an axis value: said so, not 'unknown hardware preset'
+    (["eval", "sweeps/quickstart.yaml", "--set", "hardware=hw.yaml"],
+     "a YAML file of hardware fields is the sweep file's hardware section (or --hardware without a sweep file)"),
 ])
 def test_bad_input_is_one_line(runner, args, message):
     r = runner.invoke(app, args)

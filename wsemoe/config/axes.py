@@ -196,6 +196,10 @@ def _preset_value(section: str, v, loc, preset_store: dict, base_dir) -> str:
     if not isinstance(v, str):
         raise ConfigError("a preset axis takes preset names" + (" or config.json paths" if section == "model" else ""),
                           loc=loc)
+    if v.endswith((".yaml", ".yml")):   # a file of fields is a section of its own, not one value of an axis
+        raise ConfigError(f"'{excerpt(v)}': a {section} axis or --set takes preset names"
+                          + (" or config.json paths" if section == "model" else "") + f"; a YAML file of {section} "
+                          f"fields is the sweep file's {section} section (or --{section} without a sweep file)", loc=loc)
     fields = presets.raw(PRESET_KIND[section], v, loc=loc)
     build(SECTIONS[section], fields, loc=loc)
     if v in preset_store and preset_store[v] != fields:
