@@ -106,6 +106,24 @@ def test_compare_plot_never_replaces_a_users_file(runs, runner, tmp_path):
     assert r.exit_code != 0 and "wsemoe did not write it" in r.output and mine.read_bytes() == b"my figure"
 
 
+def test_a_file_made_from_other_sources_is_replaced_only_with_force(runs, runner, tmp_path):
+    """A report of other results, or a comparison plot of other runs, replaces the file only with --force (an
+    export of another point and a calibration of another preset already asked for it): the same command made
+    it, but from something else. The same sources rewrite it freely."""
+    a, b = map(str, runs)
+    page, fig = tmp_path / "r.html", tmp_path / "c.png"
+    assert runner.invoke(app, ["report", a, "-o", str(page)]).exit_code == 0
+    before = page.read_bytes()
+    r = runner.invoke(app, ["report", b, "-o", str(page)])
+    assert r.exit_code != 0 and "pass --force to replace it with one made from" in r.output, r.output
+    assert page.read_bytes() == before
+    assert runner.invoke(app, ["report", a, "-o", str(page)]).exit_code == 0
+    assert runner.invoke(app, ["report", b, "-o", str(page), "--force"]).exit_code == 0
+    assert runner.invoke(app, ["compare", a, b, "--plot", str(fig)]).exit_code == 0
+    r = runner.invoke(app, ["compare", b, a, "--plot", str(fig)])
+    assert r.exit_code != 0 and "--force" in r.output, r.output
+
+
 # ---------------------------------------------------------------- the HTML report
 
 class _Page(HTMLParser):

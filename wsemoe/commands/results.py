@@ -87,7 +87,7 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
     choice(fmt, TABLE_FORMATS, "--format")
     if plot_to is not None:
         file_kind(plot_to, FIGURE_FILES, "--plot")
-        writer.check_file(plot_to, "compare", force)
+        writer.check_file(plot_to, "compare", force, _runs_key(folders))
     cmp = compare_runs(folders, metric)
     table, title, priority = comparison_view(cmp, fmt == "table")
     reply = Reply()
@@ -115,7 +115,7 @@ def compare(folders: List[Path] = typer.Argument(..., help="two or more results 
         from wsemoe.report.figures.style import figure_bytes
 
         ext = plot_to.suffix.lstrip(".").lower()
-        writer.write_file(plot_to, figure_bytes(compareplot.figure(cmp), ext), "compare", force)
+        writer.write_file(plot_to, figure_bytes(compareplot.figure(cmp), ext), "compare", force, _runs_key(folders))
         reply.text(shown_path(plot_to), err=fmt != "table")
     return reply
 
@@ -187,6 +187,11 @@ def export(what: str = typer.Argument(..., help="what to export: traffic"),
     files = export_traffic(pt, folder, flit_bytes, packet_flits, force)
     return Reply().text(f"{shown_path(folder)}: {len(files)} files ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB); "
                         "metadata.json says what each holds")
+
+
+def _runs_key(folders) -> str:
+    """What a comparison plot is made from: its folders, in order (another set's plot needs --force)."""
+    return " vs ".join(str(Path(f).absolute()) for f in folders)
 
 
 @command("ls")

@@ -88,7 +88,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
         raise ConfigError(f"must be a finite share from 0, e.g. 0.35 for 35%; got {max_mape}", loc=("--max-mape",))
     if plot_to is not None:
         file_kind(plot_to, FIGURE_FILES, "--plot")
-        writer.check_file(plot_to, "validate", force)
+        writer.check_file(plot_to, "validate", force, str(Path(path).absolute()))
     result = accuracy.evaluate(path, holdout=holdout)
     reply = Reply()
     if fmt == "json":
@@ -106,7 +106,8 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
 
         title = f"{shown_path(path)}: predicted vs measured" + (f" (held out by {holdout})" if holdout else "")
         fig = fig_silicon.figure(result["rows"], title)
-        writer.write_file(plot_to, figure_bytes(fig, plot_to.suffix.lstrip(".").lower()), "validate", force)
+        writer.write_file(plot_to, figure_bytes(fig, plot_to.suffix.lstrip(".").lower()), "validate", force,
+                          str(Path(path).absolute()))
         reply.text(shown_path(plot_to), err=fmt != "table")
     if max_mape is not None and not result["overall"]["configs"]:
         reply.fail("--max-mape: no run of the file could be modelled (reasons per row)", 1)

@@ -40,8 +40,10 @@ class Ledger:
     def entry(self, name: str) -> dict | None:
         return self.entries.get(name)
 
-    def record_file(self, name: str, writer: str, data_sha256: str, size: int) -> None:
-        self.entries[name] = {"kind": "file", "writer": writer, "bytes": int(size), "sha256": data_sha256}
+    def record_file(self, name: str, writer: str, data_sha256: str, size: int, key: str | None = None) -> None:
+        """A file `writer` wrote; `key`, what it was made from (a report's results folder), when it says so."""
+        self.entries[name] = {"kind": "file", "writer": writer, "bytes": int(size), "sha256": data_sha256,
+                              **({"key": key} if key is not None else {})}
 
     def record(self, name: str, kind: str, writer: str) -> None:
         self.entries[name] = {"kind": kind, "writer": writer}
@@ -64,6 +66,9 @@ def _file_name(name) -> bool:
     return True
 
 
+MAX_KEY = 4096   # characters of what a file was made from (paths)
+
+
 def _valid_entry(name, e) -> bool:
     if not _file_name(name):
         return False
@@ -72,7 +77,8 @@ def _valid_entry(name, e) -> bool:
     if e["kind"] == "file":
         size = e.get("bytes")
         return (isinstance(size, int) and not isinstance(size, bool) and 0 <= size < 1 << 50
-                and isinstance(e.get("sha256"), str) and bool(_HEX.match(e["sha256"])))
+                and isinstance(e.get("sha256"), str) and bool(_HEX.match(e["sha256"]))
+                and (e.get("key") is None or (isinstance(e["key"], str) and len(e["key"]) <= MAX_KEY)))
     return True
 
 

@@ -31,7 +31,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from wsemoe.errors import WsemoeError, os_error
+from wsemoe.errors import WsemoeError, excerpt, os_error
 from wsemoe.store import ledger
 from wsemoe.store.atomic import atomic_bytes, fsync_folder, os_errors
 from wsemoe.store.ownership import (PARTIAL_MARKER, WRITERS, check_replaceable, command, is_results, refuse,
@@ -42,8 +42,9 @@ from wsemoe.store.runlock import RunLock
 RESERVED = (ledger.NAME, PARTIAL_MARKER)
 
 
-def _check_file_target(p: Path, writer: str, force: bool) -> None:
-    """An existing file may be replaced only when its ledger entry proves it is ours, unchanged."""
+def _check_file_target(p: Path, writer: str, force: bool, key: str | None = None) -> None:
+    """An existing file may be replaced only when its ledger entry proves it is ours, unchanged; one made from
+    another source (`key`: a report of other results, a plot of other runs) only with --force, as a folder."""
     try:
         st = os.lstat(p)
     except FileNotFoundError:
@@ -63,6 +64,9 @@ def _check_file_target(p: Path, writer: str, force: bool) -> None:
         raise refuse(p, "is a file of a results folder (written by `wsemoe sweep`); choose another name")
     if e["writer"] != writer and not force:
         raise refuse(p, f"was written by `{command(e['writer'])}`; pass --force to replace it")
+    if None not in (key, e.get("key")) and e["key"] != key and not force:
+        raise refuse(p, f"was made by `{command(writer)}` from {excerpt(e['key'])}; pass --force to replace it with "
+                        f"one made from {excerpt(key)}")
     writable(p, st, "file")
 
 
@@ -75,10 +79,10 @@ def _file_path(path, writer: str) -> Path:
     return p
 
 
-def check_file(path, writer: str, force: bool = False) -> Path:
+def check_file(path, writer: str, force: bool = False, key: str | None = None) -> Path:
     """Everything `write_file` checks, before any work is done; the absolute path."""
     p = _file_path(path, writer)
-    _check_file_target(p, writer, force)
+    _check_file_target(p, writer, force, key)
     return p
 
 
@@ -95,15 +99,16 @@ def results_locked(p: Path):
     yield
 
 
-def write_file(path, data: bytes | str, writer: str, force: bool = False) -> Path:
-    """Write one file atomically and record it in its folder's ledger; refuse anything not provably ours."""
-    p = check_file(path, writer, force)
+def write_file(path, data: bytes | str, writer: str, force: bool = False, key: str | None = None) -> Path:
+    """Write one file atomically and record it in its folder's ledger (with `key`, what it was made from);
+    refuse anything not provably ours."""
+    p = check_file(path, writer, force, key)
     data = data.encode() if isinstance(data, str) else data
     ensure_parent(p)
     with results_locked(p), os_errors(p, f"write the {WRITERS[writer][1]}"), ledger.locked(p.parent):
-        _check_file_target(p, writer, force)  # again, under the folder's lock
+        _check_file_target(p, writer, force, key)  # again, under the folder's lock
         atomic_bytes(p, data)
-        record_files(p.parent, {p.name: data}, writer)
+        record_files(p.parent, {p.name: data}, writer, key)
     return p
 
 
@@ -123,11 +128,11 @@ def create_file(path, data: bytes | str, writer: str) -> Path:
     return p
 
 
-def record_files(folder: Path, files: dict, writer: str) -> None:
+def record_files(folder: Path, files: dict, writer: str, key: str | None = None) -> None:
     """Add files just written (name -> their bytes) to the folder's ledger (the caller holds its lock)."""
     led = ledger.read(folder)
     for name, data in files.items():
-        led.record_file(name, writer, hashlib.sha256(data).hexdigest(), len(data))
+        led.record_file(name, writer, hashlib.sha256(data).hexdigest(), len(data), key)
     atomic_bytes(folder / ledger.NAME, led.to_bytes())
 
 

@@ -209,7 +209,8 @@ def write_report(path, out=None, force: bool = False, on_progress=None, baseline
     path = Path(path)
     target = Path(out) if out else path / "report.html"
     ownership.check_source(target, path)
-    writer.check_file(target, "report", force)
-    written = writer.write_file(target, page(path, target.parent, on_progress, baselines), "report", force)
+    made_from = str(path.absolute())   # a report of other results is replaced only with --force
+    writer.check_file(target, "report", force, made_from)
+    written = writer.write_file(target, page(path, target.parent, on_progress, baselines), "report", force, made_from)
     index.refresh(path.parent)
     return written
