@@ -25,8 +25,6 @@ from wsemoe.cost.node import compute, formats, memory, params
 from wsemoe.cost.stagecost import passes_in, stage_counts
 from wsemoe.cost.wafer.steprate import step_tokens
 
-STAGES = ("attention", "moe", "dense_ffn", "head")
-
 
 class Work(NamedTuple):
     """What one step (or one token, `tokens` = 1) does on each tier, whole system."""
