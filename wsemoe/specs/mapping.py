@@ -29,7 +29,8 @@ class MappingSpec(Spec):
                             "itself, no all-to-all)")
     ring_directions: Literal[1, 2] = Field(
         1, description="ring collectives run one way round (1) or send half of every message each way (2: half the "
-                       "bytes per link); default 1, the single ring MoEntwine describes")
+                       "bytes per link on rings closed through grid neighbours; none saved at TP 2 or on a line ring "
+                       "closed by its wrap-around edge); default 1, the single ring MoEntwine describes")
     combine_routing: Literal["xy", "reverse"] = Field(
         "xy", description="combine routed XY like every packet of a dimension-order router (default), or on the reverse "
                           "of its dispatch path (YX), which needs a router that can route YX")

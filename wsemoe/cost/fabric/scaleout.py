@@ -18,7 +18,7 @@ server, and top-k routing uniform over the experts, a token reaches a given serv
 
     share = (1 − C(E − e, k)/C(E, k)) / (k·e/E)        (≤ 1; 1 when k = 1 or every server holds one expert)
 
-(e.g. E 256, k 8, 32 GPUs in 4 servers: e 64, share 0.897/2 = 0.45). Under a skewed expert popularity the same
+(e.g. E 256, k 8, 32 GPUs in 4 servers: e 64, share 0.904/2 = 0.45). Under a skewed expert popularity the same
 uniform share is charged (docs/cost-model.md). NVLink's forwarding inside the receiving server is not charged: it
 runs at the scale-up bandwidth (9× the NIC's share on an H100 server) and is pipelined with the network transfer.
 A mesh of wafers has no such kernel: its copies cross wafer boundaries hop by hop, one each.
