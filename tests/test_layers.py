@@ -214,14 +214,18 @@ def test_mtp_layers_are_counted_apart_by_hand():
     from wsemoe.config.hf import model_from_hf_config
     m = model_from_hf_config("tests/data/hf/deepseek-v3.2.json")
     v3 = model_from_hf_config("tests/data/hf/deepseek-v3.json")
-    assert m.num_nextn_predict_layers == 1 and v3.num_nextn_predict_layers == 0
+    assert m.num_nextn_predict_layers == 1 and v3.num_nextn_predict_layers == 1   # both configs state one
     H = 7168
     attn = params.softmax_attn_params(m) + params.softmax_attn_extra(m) + 2 * H
     ffn = 256 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
     assert params.mtp_params(m) == 2 * H * H + 3 * H + attn + ffn
     active = 2 * H * H + 3 * H + attn + 8 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
     assert params.mtp_flops_per_token(m) == 2.0 * (active + 129280 * H)
-    assert params.mtp_params(v3) == 0
+    # DeepSeek-V3's MTP layer (config.json num_nextn_predict_layers 1) counts as V3.2's: 2H² + 3H + attention
+    # 187,121,664 with its norms + FFN 11,276,536,064 (mtp_params prices the MTP block's attention as full)
+    assert params.mtp_params(v3) == params.mtp_params(m) == 11_610_068_224
+    kimi = model_from_hf_config("tests/data/hf/kimi-k2-instruct.json")
+    assert kimi.num_nextn_predict_layers == 0 and params.mtp_params(kimi) == 0
 
 
 # ------------------------------------------------------------------ PE level: each layer's window
