@@ -68,13 +68,27 @@ def test_mixed_layers_cost_their_mean():
     ("full", 128 * 1000),
     ("sliding", 128 * 128),                       # holds W tokens
     ("chunked", 128 * 256),                       # holds its chunk
-    ("sparse", (128 + 8 * 2) * 1000),             # every token, plus the indexer's 8-wide key
+    ("sparse", (128 + 8 + 4) * 1000),             # every token, plus the indexer's 8-wide FP8 key and its FP32 scale
     # state 4·8·8 = 256 plus the convolution's 3 last inputs of q, k, v (2·2·8 + 4·8 = 64 wide): 448 × 2 B
     ("linear", (256 + 3 * 64) * 2),
 ])
 def test_kv_bytes_per_kind_by_hand(kind, per_sequence):
     w = wl(S=1000)
     assert memory.kv_bytes_per_token_layer(model([kind]), w) * 1000 == pytest.approx(per_sequence, rel=1e-12)
+
+
+@pytest.mark.parametrize("kv_format, latent_bytes", [("bf16", 2), ("fp8", 1)])
+def test_indexer_keys_are_fp8_whatever_the_kv_format(kv_format, latent_bytes):
+    """GLM-5 (and DeepSeek-V3.2): a sparse layer caches MLA's 512 + 64 latent in `kv_format` and the indexer's
+    128-wide key in FP8 with one FP32 scale per 128 values, 132 bytes (DeepSeek V3.2-Exp inference/model.py:
+    k_cache float8_e4m3fn, k_scale_cache float32); 78 layers: 100,152 bytes per token at bf16 (not 109,824 as a
+    16-bit indexer key), 55,224 at fp8."""
+    from wsemoe.config.hf import model_from_hf_config
+    m = model_from_hf_config("tests/data/hf/glm-5.json")
+    w = WorkloadSpec(mode="decode", seq_len=4096, kv_format=kv_format)
+    per_layer = memory.kv_bytes_per_token_layer(m, w)
+    assert per_layer == (512 + 64) * latent_bytes + 128 + 4
+    assert per_layer * 78 == {"bf16": 100_152, "fp8": 55_224}[kv_format]
 
 
 def test_kv_node_is_the_sum_over_layers():
@@ -214,14 +228,18 @@ def test_mtp_layers_are_counted_apart_by_hand():
     from wsemoe.config.hf import model_from_hf_config
     m = model_from_hf_config("tests/data/hf/deepseek-v3.2.json")
     v3 = model_from_hf_config("tests/data/hf/deepseek-v3.json")
-    assert m.num_nextn_predict_layers == 1 and v3.num_nextn_predict_layers == 0
+    assert m.num_nextn_predict_layers == 1 and v3.num_nextn_predict_layers == 1   # both configs state one
     H = 7168
     attn = params.softmax_attn_params(m) + params.softmax_attn_extra(m) + 2 * H
     ffn = 256 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
     assert params.mtp_params(m) == 2 * H * H + 3 * H + attn + ffn
     active = 2 * H * H + 3 * H + attn + 8 * 3 * H * 2048 + 3 * H * 2048 + H * 256 + 256
     assert params.mtp_flops_per_token(m) == 2.0 * (active + 129280 * H)
-    assert params.mtp_params(v3) == 0
+    # DeepSeek-V3's MTP layer (config.json num_nextn_predict_layers 1) counts as V3.2's: 2H² + 3H + attention
+    # 187,121,664 with its norms + FFN 11,276,536,064 (mtp_params prices the MTP block's attention as full)
+    assert params.mtp_params(v3) == params.mtp_params(m) == 11_610_068_224
+    kimi = model_from_hf_config("tests/data/hf/kimi-k2-instruct.json")
+    assert kimi.num_nextn_predict_layers == 0 and params.mtp_params(kimi) == 0
 
 
 # ------------------------------------------------------------------ PE level: each layer's window

@@ -306,3 +306,26 @@ def test_wsemoe_presets_lists_every_model():
     assert r.exit_code == 0
     for name in presets.names("models"):
         assert name in r.output, name
+
+
+# ---- one source of truth: a preset is what its config.json imports to -------------------------------------
+_PRESET_CONFIG = {"deepseek-v3": "deepseek-v3.json", "deepseek-r1": "deepseek-r1.json",
+                  "kimi-k2": "kimi-k2-instruct.json", "kimi-k2.5": "kimi-k2.5.json", "glm-4.5-air": "glm-4.5-air.json",
+                  "glm-5": "glm-5.json", "gpt-oss-120b": "gpt-oss-120b.json", "gpt-oss-20b": "gpt-oss-20b.json",
+                  "llama-3.1-8b": "llama-3.1-8b.json", "llama-4-maverick": "llama-4-maverick-17b-128e-instruct.json",
+                  "minimax-m2.5": "minimax-m2.5.json", "mixtral-8x22b": "mixtral-8x22b-v0.1",
+                  "mixtral-8x7b": "mixtral-8x7b-v0.1.json", "qwen1.5-moe-a2.7b": "qwen1.5-moe-a2.7b.json",
+                  "qwen3-235b-a22b": "qwen3-235b-a22b.json", "qwen3-30b-a3b": "qwen3-30b-a3b.json",
+                  "qwen3-32b": "qwen3-32b.json", "qwen3.5-397b-a17b": "qwen3.5-397b-a17b.json"}
+_LABELS = {"name", "source", "hf_id", "hf_aliases", "published_total_params", "published_active_params",
+           "published_active_excludes"}
+
+
+@pytest.mark.parametrize("name", sorted(_PRESET_CONFIG))
+def test_preset_is_its_config_imported(name):
+    """Every shape field of a preset equals its config.json's import (the DeepSeek-V3 and R1 configs state one MTP
+    layer, num_nextn_predict_layers 1, which the deepseek_v3 importer once dropped while the R1 preset kept it)."""
+    preset = presets.load_model(name).model_dump()
+    imported = model_from_hf_config(DATA / _PRESET_CONFIG[name]).model_dump()
+    assert {k: v for k, v in preset.items() if k not in _LABELS} == \
+        {k: v for k, v in imported.items() if k not in _LABELS}

@@ -194,6 +194,8 @@ def _deepseek(r: _Reader, v3: bool) -> dict:
         "first_k_dense_replace": dense,
         "intermediate_size": r.int("intermediate_size") if dense else r.int("intermediate_size", 0),
         "router_bias": v3,  # V3's e_score_correction_bias
+        # MTP layers (V3/R1: 1; Kimi K2: 0): kept apart from the totals, as the published 671B does
+        "num_nextn_predict_layers": r.int("num_nextn_predict_layers", 0),
     }
 
 

@@ -100,7 +100,8 @@ def held_per_token(m, wl, softmax_bytes, tp):
     """A layer's cache per cached token of a `seq_len` context: `softmax_bytes` (a full layer's per token) for a
     uniform model; for a patterned one the mean over its layers of what each kind holds for the whole context
     (docs/layers.md) over seq_len, so × seq_len × layers is the model's cache exactly. A sparse layer adds its
-    indexer's keys (one head, on every TP rank), a linear layer its state (its value heads split over the ranks)."""
+    indexer's keys (one head, on every TP rank, FP8 whatever `kv_format`: mix.indexer_key_bytes), a linear layer its
+    state (its value heads split over the ranks)."""
     mx = mix.mix(m)
     if mx is None:
         return softmax_bytes
@@ -111,7 +112,7 @@ def held_per_token(m, wl, softmax_bytes, tp):
             heads = mx.pattern["linear"]["num_value_heads"]
             return mix.linear_state_elements(mx.pattern) * b * np.ceil(heads / tp) / heads / S
         held = mix.tokens_held(kind, mx.pattern, S) / S * softmax_bytes
-        return held + mx.pattern["sparse"]["index_head_dim"] * b if kind == "sparse" else held
+        return held + mix.indexer_key_bytes(mx.pattern) if kind == "sparse" else held
 
     if len(mx.attention) == 1:
         return per_token(next(iter(mx.attention)))

@@ -185,6 +185,19 @@ def indexer_params(m, pattern: dict):
     return proj, 2 * sp["index_head_dim"]
 
 
+# The indexer's key cache is FP8 E4M3 with one FP32 scale per 128 values whatever the KV cache's format: DeepSeek's
+# V3.2-Exp inference/model.py (Indexer: k_cache float8_e4m3fn, k_scale_cache float32 of head_dim // block_size,
+# block_size 128) and LightLLM's Deepseek3_2MemoryManager (k_cache_dtype float8_e4m3fn, k_scale_dtype float32).
+INDEX_KEY_BLOCK, INDEX_SCALE_BYTES = 128, 4
+
+
+def indexer_key_bytes(pattern: dict):
+    """Bytes one token's indexer key takes in a sparse layer's cache: d_idx FP8 values and an FP32 scale per 128
+    (132 for d_idx 128), independent of `kv_format`."""
+    dim = pattern["sparse"]["index_head_dim"]
+    return dim + -(-dim // INDEX_KEY_BLOCK) * INDEX_SCALE_BYTES
+
+
 def indexer_flops_per_pair(pattern: dict):
     """The indexer's score of one (query, key) pair over its heads: 2·n_idx·d_idx (its per-head weighting and
     ReLU are negligible)."""
