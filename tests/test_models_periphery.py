@@ -79,6 +79,28 @@ def test_kimi_k25_error_names_the_nested_key():
     assert e.value.loc == ("hf_config -> text_config", "num_hidden_layers")
 
 
+def test_a_wrappers_top_level_tie_and_quantization_reach_its_language_model():
+    """A vision-language wrapper (qwen3_5_moe, llama4, kimi_k25) states `tie_word_embeddings` and a quantized
+    checkpoint's `quantization_config` at its top level or in `text_config`; either place reaches the language
+    model, for every wrapper type alike (Kimi K2.5's top-level quantization was dropped, Qwen3.5's tie ignored)."""
+    qwen = _load("qwen3.5-397b-a17b.json")
+    untied = model_from_hf_config(qwen)
+    qwen["tie_word_embeddings"] = True
+    tied = model_from_hf_config(qwen)
+    assert (untied.tie_word_embeddings, tied.tie_word_embeddings) == (False, True)
+    kimi = _load("kimi-k2.5.json")
+    kimi["quantization_config"] = kimi["text_config"].pop("quantization_config")
+    assert checkpoint_formats(kimi) == {"expert_weight_format": "int4_g32", "attn_weight_format": "bf16"}
+
+
+def test_a_wrapper_stating_a_key_twice_differently_is_refused_by_name():
+    qwen = _load("qwen3.5-397b-a17b.json")
+    qwen["tie_word_embeddings"], qwen["text_config"]["tie_word_embeddings"] = True, False
+    with pytest.raises(PresetError) as err:
+        model_from_hf_config(qwen)
+    assert err.value.loc[-1] == "tie_word_embeddings" and "differs from text_config" in str(err.value)
+
+
 @pytest.mark.parametrize("fname", ["gpt-oss-120b.json", "llama-4-maverick-17b-128e-instruct.json", "glm-5.json",
                                    "qwen3-next-80b-a3b-thinking.json", "qwen3.5-397b-a17b.json",
                                    "deepseek-v3.2.json"])

@@ -169,16 +169,6 @@ def sparse(r, fields: dict) -> dict:
     return {**fields, "layers": pattern, "num_nextn_predict_layers": r.int("num_nextn_predict_layers", 0)}
 
 
-def language_model(r, mtype: str, reader):
-    """The reader of the language model: `r`, or for a wrapper type a `reader` of its `text_config`."""
-    if mtype not in WRAPPED:
-        return r
-    text = r.data.get("text_config")
-    if not isinstance(text, dict):
-        raise r.fail("text_config", f"{mtype} needs its language model's config in 'text_config'")
-    return reader(text, f"{r.where} -> text_config")
-
-
 # model_type -> importer
 FAMILIES = {"llama4": llama4, "llama4_text": llama4, "gpt_oss": gpt_oss, "qwen3_next": qwen3_next,
             "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next}
@@ -189,7 +179,7 @@ def families(deepseek) -> dict:
     with their indexer; passed in so this module does not import hf.py back."""
     dsa = {t: (lambda r: sparse(r, deepseek(r, v3=True))) for t in ("deepseek_v32", "glm_moe_dsa")}
     return {**FAMILIES, **dsa}
-# Wrappers whose language model sits in `text_config` (the vision tower is not modelled).
+# Wrappers whose language model sits in `text_config` (the vision tower is not modelled; hf.language_model).
 WRAPPED = ("llama4", "qwen3_5_moe")
 ARCHITECTURES = {"Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
                  "GptOssForCausalLM": "gpt_oss", "Qwen3NextForCausalLM": "qwen3_next",

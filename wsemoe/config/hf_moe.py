@@ -71,17 +71,7 @@ def _kimi_k2(r) -> dict:
 
 # Vision-language wrappers whose language model is the nested `text_config`. The vision tower (`vision_config`)
 # is not modelled: Kimi K2.5's published 1T total / 32B active count its language model (MoonViT is ~0.4B).
-_WRAPPERS = {"kimi_k25": "kimi_k2"}
-
-
-def language_model(r, mtype: str):
-    """The reader of the language model: `r` itself, or for a wrapper type a reader of its `text_config`."""
-    if mtype not in _WRAPPERS:
-        return r
-    text = r.data.get("text_config")
-    if not isinstance(text, dict):
-        raise r.fail("text_config", f"{mtype} needs its language model's config in 'text_config'")
-    return _hf._Reader(text, f"{r.where} -> text_config")
+WRAPPED = ("kimi_k25",)   # read by hf.language_model
 
 
 def families(**helpers) -> dict[str, Callable[[Any], dict]]:

@@ -137,11 +137,10 @@ def native_formats(data: dict, where: str, folder: Path | None = None) -> dict:
 
 def checkpoint_formats(source) -> dict:
     """The native formats of the checkpoint at `source` (a config.json path or its folder, or a parsed dict)."""
-    from wsemoe.config import hf, hf_moe
+    from wsemoe.config import hf
 
     data, where = hf._load(source)
-    r = hf._Reader(data, where)
-    r = hf_moe.language_model(r, data.get("model_type"))  # no type check here: formats read alike for every type
+    r = hf.language_model(hf._Reader(data, where), data.get("model_type"))  # no type check: formats read alike
     folder = None
     if isinstance(source, (str, Path)):
         path = Path(source)
