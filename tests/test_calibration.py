@@ -219,6 +219,26 @@ def test_leave_one_out_predicts_each_target_from_the_others():
     assert fitting.leave_one_out(s) == pytest.approx([6.0, 6.0, -12.0], abs=0.2)
 
 
+def test_search_reaches_a_minimum_on_a_bound_and_inside():
+    """Residuals (u₀ − 1)/0.02 and (u₁ − 0.37)/0.02: χ² is 0 at (1, 0.37), u₀ on its bound. A scrambled Sobol
+    sample never takes u₀ = 1 exactly; the fit's best must be within 1/128 of each (χ² below (1/128/0.02)² · 2
+    ≈ 0.31), and no neighbour 1/128 away along either unknown may beat it."""
+    from wsemoe.analysis.uncertainty import fitting
+
+    def residuals(U):
+        return np.column_stack([(U[:, 0] - 1.0) / 0.02, (U[:, 1] - 0.37) / 0.02])
+
+    s = fitting.search(residuals, 2, n=32, seed=1)
+    u = s.U[s.best]
+    assert u[0] == 1.0 and u[1] == pytest.approx(0.37, abs=1 / 128)
+    chi2 = lambda x: float((residuals(np.atleast_2d(x)) ** 2).sum())   # noqa: E731
+    for k in range(2):
+        for step in (-1 / 128, 1 / 128):
+            x = u.copy()
+            x[k] = min(max(x[k] + step, 0.0), 1.0)
+            assert chi2(x) >= s.chi2[s.best] - 1e-12
+
+
 def test_total_effects_zero_for_an_inert_unknown_and_one_for_the_sole_one():
     """Residuals 3·u₁ and u₁² move with u₁ alone: u₀ and u₂ have no effect (exactly 0), u₁ all of it (index 1).
     The RMS effect of u₁ on 3·u₁: √(E[(3a − 3b)²]/2) = 3·√(Var u) = 3/√12 ≈ 0.87σ for independent uniform a, b."""

@@ -63,6 +63,18 @@ def test_robustness_of_a_hand_made_comparison():
                     "combinations of A, B; flips from ahead with B=b1 (0.50×, behind); hinges on B (main effect 2.74×)")
 
 
+def test_equal_values_are_not_the_default_readings():
+    """A sweep configured off its defaults (A=a0, default a1) whose ratio happens to equal the defaults' (2.0 at
+    both, as flash ties per_head at 1.00× on bta_topk's top-k 8) is not '= the default readings': both are said."""
+    r = _hand_result()
+    r.values.loc[r.values["run"].isin([3, 5]), "value"] = 2.0   # (a1, b0): the default readings' run and A=a1 alone
+    line = robustness.statement(r)[0]
+    assert "(= the default readings)" not in line
+    assert line.startswith("speedup_vs_x: 2.00× as configured; 2.00× at the default readings; ")
+    r.meta["readings"][0]["default"] = "a0"   # now the configured sweep is the defaults' run
+    assert robustness.statement(r)[0].startswith("speedup_vs_x: 2.00× as configured (= the default readings); ")
+
+
 @settings(max_examples=15)
 @given(st.lists(st.floats(0.05, 20.0), min_size=6, max_size=6), st.permutations([0, 1, 2]))
 def test_main_effects_ignore_option_order_and_direction(vals, order):

@@ -179,7 +179,7 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
     where = f" at {row['group']}" if len(groups) > 1 else ""
     fixed = "".join(f", {k}={v} fixed" for k, v in (result.meta.get("fixed") or {}).items())
     text = [f"{quantity}: {ratio(row['configured'])} as configured{where}{fixed}"]
-    if math.isclose(row["default"], row["configured"], rel_tol=1e-9):
+    if at_defaults(result):   # the same run, not merely the same value (flash ties per_head at 1.00× on top-k 8)
         text[0] += " (= the default readings)"
     elif np.isfinite(row["default"]) or not screen:   # one at a time runs the defaults together only as configured
         text.append(f"{ratio(row['default'])} at the default readings")
@@ -200,6 +200,23 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
         lines.append(f"{quantity}: candidate ahead in {_ahead(result, quantity)}")
     lines += [f"note: {e}" for e in edges(result, row["group"])]
     return _labelled(result, lines)
+
+
+def at_defaults(result) -> bool:
+    """Whether the configured sweep is the run at the default readings: every varied reading configured at its
+    default, or a run at the defaults that is the same config (its key: options that coincide)."""
+    runs, defaults = result.runs, {s["name"]: s["default"] for s in result.meta["readings"]}
+    conf = runs[runs["role"] == "configured"]
+    if not len(conf):
+        return False
+    if all(str(conf[n].iloc[0]) == str(defaults[n]) for n in result.varied):
+        return True
+    if "key" not in runs:
+        return False
+    dflt = runs[runs["role"] != "configured"]
+    for n in result.varied:
+        dflt = dflt[dflt[n].astype(str) == str(defaults[n])]
+    return bool((dflt["key"].astype(str) == str(conf["key"].iloc[0])).any())
 
 
 def _keys(labels) -> pd.DataFrame:
