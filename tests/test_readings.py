@@ -75,6 +75,15 @@ def test_equal_values_are_not_the_default_readings():
     assert robustness.statement(r)[0].startswith("speedup_vs_x: 2.00× as configured (= the default readings); ")
 
 
+def test_an_undefined_combination_is_not_on_another_side():
+    """A combination where a side has no feasible point (NaN ratio) is counted as undefined, not as a flip: of the
+    four, (a0,b1) at 0.5 is behind and (a1,b1) now undefined; only one is on another side."""
+    r = _hand_result()
+    r.values.loc[r.values["run"] == 4, "value"] = math.nan   # (a1, b1)
+    s = robustness.summarize(r).iloc[0]
+    assert (s["flipped"], s["undefined"], s["combinations"]) == (1, 1, 4)
+
+
 @settings(max_examples=15)
 @given(st.lists(st.floats(0.05, 20.0), min_size=6, max_size=6), st.permutations([0, 1, 2]))
 def test_main_effects_ignore_option_order_and_direction(vals, order):

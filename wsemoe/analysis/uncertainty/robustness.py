@@ -4,7 +4,8 @@ over every combination, the readings that flip a comparison, and the reading it 
 Definitions (docs/cost-model.md, Readings):
 - a ratio (a comparison's `speedup_vs_<name>`) has a side: ahead (> 1 + TIE), even, or behind (< 1/(1 + TIE));
   a reading flips it when one of its options, every other reading as configured, puts the ratio on another
-  side than the configured sweep's;
+  side than the configured sweep's; `flipped` counts the combinations on another side, and a combination where a
+  side has no feasible point is `undefined`, counted apart (it is on no side);
 - the main effect of a reading is the spread of its marginal means over the full factorial: for each option,
   the mean over every combination that has it, of log(value) for positive quantities (a factor, shown ×) or of
   the value otherwise; the largest main effect names the reading the quantity hinges on;
@@ -114,7 +115,7 @@ def summarize(result) -> pd.DataFrame:
             alone = d[d["role"] == "alone"]
             row["flips"] = "; ".join(f"{lab} ({ratio(v)}, {side(v) or 'undefined'})"
                                      for lab, v in zip(alone["label"], alone["value"]) if side(v) != ref)
-            row["flipped"] = int(sum(side(v) != ref for v in f["value"]))
+            row["flipped"] = int(sum(side(v) not in (ref, "") for v in f["value"]))   # undefined: counted apart
         rows.append(row)
     return pd.DataFrame(rows)
 
