@@ -1,6 +1,6 @@
 """A swept input is the same input set: each row of a sweep over one numeric field equals the point with that value
 written into the config, every column, on the hardware kinds whose models keep their own per-point shapes (the PE
-fabric's weight streaming, SRAM serving)."""
+fabric's weight streaming, SRAM serving) and on a wafer whose energy per FLOP is derived from its powers."""
 
 from __future__ import annotations
 
@@ -42,6 +42,10 @@ def _same(a, b) -> bool:
     # SRAM serving: fields its sizing's points' shape left out (draft tokens verified per step, training-only bytes)
     (SRAM, DECODE, "workload.draft_tokens", (0, 2)),
     (SRAM, DECODE, "workload.optimizer_bytes_per_param", (12.0, 16.0)),
+    # a wafer's energy per FLOP is the rule (rated − static) / peak: a swept power or peak moves it as a set one does
+    ("cs2", TRAIN, "hardware.static_power_w", (52.9, 80.0)),
+    ("cs3", TRAIN, "hardware.rated_power_w", (273.8, 350.0)),
+    ("cs2", TRAIN, "hardware.node_peak_flops", (8.9e13, 1.2e14)),
 ])
 def test_a_swept_value_equals_the_value_set(hardware, workload, path, values):
     hw = hardware if isinstance(hardware, dict) else {"preset": hardware}
