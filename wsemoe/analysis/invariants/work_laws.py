@@ -44,9 +44,10 @@ def _rows(case: Case) -> dict:
 def more_work_is_never_faster(chk: Checker, case: Case):
     if not node_rows(case).any():
         return chk.skip("SRAM serving only (its laws are the serving_* invariants)")
-    base, frames, rows = case.outputs(), case.variants(_more_work(case)), _rows(case)
+    asked = _more_work(case)
+    base, frames, rows = case.outputs(), case.variants(asked), _rows(case)
     for tag, more in frames.items():
-        path, = _more_work(case)[tag]
-        changes = {path: (case.inputs(path), np.asarray(_more_work(case)[tag][path], dtype=float))}
+        (path, after), = asked[tag].items()
+        changes = {path: (case.inputs(path), np.asarray(after, dtype=float))}
         for col in (c for c in NEEDS if c in base.columns):
             chk.compare(col, more[col], base[col], ">=", (f"with {tag}", "as given"), rows[tag], changes)
