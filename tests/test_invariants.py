@@ -363,3 +363,16 @@ def test_interleaving_never_shortens_a_wait_and_catches_a_ttft_of_one_step(monke
     monkeypatch.setattr(serving, "serving_columns", one_step)
     (broken,) = wsemoe.check_invariants([cfg], only=only).results
     assert broken.status == "fail" and broken.outcome.worst.quantity == "ttft_s"
+
+
+def test_a_larger_top_k_is_never_faster_on_a_weight_streaming_decode():
+    """Once a finding of more_work_is_never_faster: the router ran at the experts' few-rows efficiency eff·n/(n + 64)
+    with n = T·k/E, so on a CS-2 decode of one token (n = k/128 for Llama-4-Maverick) top-2 made its MoE layer 1.37 µs
+    shorter than top-1: the router's 2·H·E = 1.31 MFLOP at 7.48 PFLOP/s × 0.5·n/(n + 64) took 2.87 µs at n = 1/128 and
+    half that at 2/128, while the experts' time grows by 2·3HF·E/(peak·eff)·Δn = 0.067 µs. The router is one GEMM
+    over every token, its time k-free, so top-2 is now the 0.067 µs slower."""
+    cfg = {"name": "topk", "hardware": "cs2", "model": "llama-4-maverick",
+           "workload": {"mode": "decode", "seq_len": 4096, "B": 1, "G": 1, "overlap": "none"},
+           "axes": {"model.num_experts_per_tok": [1, 2], "workload.B": [1, 8]}}
+    (held,) = wsemoe.check_invariants([cfg], only=["more_work_is_never_faster"]).results
+    assert held.status == "pass" and held.outcome.checked > 0, held.message()

@@ -45,10 +45,13 @@ def test_flops_and_bytes_are_what_the_terms_charge(frames):
     hw = wsemoe.load_hardware("cs2")
     n = _nodes("cs2")
     for stage in STAGES:
-        eff = df["expert_efficiency"] if stage == "moe" else hw.matmul_efficiency   # qwen3: no shared experts
         assert np.allclose(df[f"{stage}_roof_flops"], n * hw.node_peak_flops, rtol=1e-15)
-        assert np.allclose(df[f"{stage}_compute_s"], df[f"{stage}_hw_flops"] / (df[f"{stage}_roof_flops"] * eff),
-                           rtol=1e-12)
+        if stage == "moe":   # qwen3: no shared experts; the router's GEMM over every token at eff, experts at eff_exp
+            router = df["moe_hw_flops"] * df["router_flops"] / (df["router_flops"] + df["expert_flops"])
+            want = router / hw.matmul_efficiency + (df["moe_hw_flops"] - router) / df["expert_efficiency"]
+        else:
+            want = df[f"{stage}_hw_flops"] / hw.matmul_efficiency
+        assert np.allclose(df[f"{stage}_compute_s"], want / df[f"{stage}_roof_flops"], rtol=1e-12)
     prefill = df[df["workload.mode"] == "prefill"]   # inference streams each stage's weights in once
     for stage in STAGES:
         assert np.allclose(prefill[f"{stage}_weights_s"], prefill[f"{stage}_traffic_bytes"] / hw.io_in_bw_bytes_per_s,

@@ -202,7 +202,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = 
     """{stage: Work} of the attention, MoE, dense-FFN and head stages.
 
     Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at the
-    expert format's, the attention core, router and head at the 16-bit peak. Attention runs at the busiest TP
+    expert format's, the attention core, router and head at the 16-bit peak; only the routed experts at the few-rows
+    efficiency `eff_exp` (the router is one GEMM over every token, as a projection is). Attention runs at the busiest TP
     rank's share (`busiest_rank`: whole heads, and the projections TP cannot split). Only routed experts run at
     the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
     core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys). With `mean`,
@@ -211,13 +212,12 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = 
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
     fa = getattr(wl, "attn_weight_format", hi)
-    eff_exp = compute.expert_efficiency(hw, compute.tokens_per_expert(m, shape.T))
     part = stage_weights(hw, m, wl, shape, c.get("expert_copies", np.maximum(m.num_experts, shape.nodes)), mean)
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, _ = compute.recomputed_shares(wl.mode, wl.recompute)
     attn = attention_parts(hw, m, wl, shape, flops, mean)
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
-            "moe": Work(((flops.router, full * flops.router, hi, eff_exp),
+            "moe": Work(((flops.router, full * flops.router, hi, eff),   # one GEMM over every token, not T·k/E rows
                          routed_part(hw, m, wl, shape, flops, 1.0 if mean else c.get("expert_imbalance", 1.0)),
                          (flops.shared, full * flops.shared, fa, eff)), part["moe"]),
             "dense_ffn": Work(((flops.dense, full * flops.dense, fa, eff),), part["dense"]),

@@ -104,11 +104,19 @@ def follow_pe(fields: dict, pe_before, pe_after, rows=None, cols=None) -> dict:
                                    fields["cols"] if cols is None else cols)
     out = {**fields, **{k: at_after[k] for k, v in at_before.items()
                         if fields.get(k) is not None and np.all(np.isclose(fields[k], v, rtol=1e-12))}}
-    before, after = energy_per_flop(fields, fields.get("node_peak_flops")), energy_per_flop(out, out["node_peak_flops"])
-    if before is not None and fields.get("energy_flop_j") is not None and \
-            np.all(np.isclose(fields["energy_flop_j"], before, rtol=1e-12)):
-        out["energy_flop_j"] = after   # the energy rule's value follows the peak it divides by
-    return out
+    return follow_energy(fields, out)   # the energy rule's value follows the peak it divides by
+
+
+def follow_energy(before: dict, after: dict) -> dict:
+    """`after` with `energy_flop_j` re-derived by the energy rule (`energy_per_flop`) at its powers and peak where
+    `before` holds the rule's own value (derived, as the wafer presets' is); a figure set to another value stays.
+    A swept rated or static power or peak must move the energy per FLOP as the same value set in the spec does
+    (`_derive_from_pe` derives it from the fields given)."""
+    rule = energy_per_flop(before, before.get("node_peak_flops"))
+    if rule is None or before.get("energy_flop_j") is None or \
+            not np.all(np.isclose(before["energy_flop_j"], rule, rtol=1e-12)):
+        return after
+    return {**after, "energy_flop_j": energy_per_flop(after, after["node_peak_flops"])}
 
 
 def energy_per_flop(fields: dict, peak):

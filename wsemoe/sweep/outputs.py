@@ -17,10 +17,11 @@ from wsemoe.sweep.columns import better, describe
 from wsemoe.config.schema import SECTIONS, SweepConfig
 from wsemoe.cost import serving
 from wsemoe.errors import ConfigError
-from wsemoe.specs.hardware import follow_pe
+from wsemoe.specs.hardware import follow_energy, follow_pe
 
 MAX_GROUPS = 64  # categorical combinations evaluated to learn the columns (they differ by topology, balancer...)
 ALWAYS = ("feasible", "infeasible_reason")
+RULE_INPUTS = {"rated_power_w", "static_power_w", "node_peak_flops"}   # what the energy rule divides (specs.hardware)
 # units of amounts that cannot be below zero (times, sizes, counts, rates, energies): a bound under zero on one
 # admits no point
 NEVER_NEGATIVE = ("s", "bytes", "FLOP", "FLOP/s", "tokens", "tokens/s", "sequences", "sequences/s", "J/token", "W",
@@ -43,6 +44,8 @@ def namespaces(base: dict, preset: dict, values: dict) -> dict:
             # a swept grid splits the same fabric differently, a swept PE fact changes it: node figures follow
             fields = follow_pe(fields, fields["pe"], {**fields["pe"], **facts}, *(
                 np.asarray(swept.get(k, fields[k]), float) for k in ("rows", "cols")))
+        if section == "hardware" and fields.get("pe") and "energy_flop_j" not in swept and RULE_INPUTS & set(swept):
+            fields = follow_energy(fields, {**fields, **swept})   # a derived energy per FLOP follows its rule
         fields.update(swept)
         if facts and fields.get("pe"):   # PE facts (hardware.pe.<field>) enter the PE-level model too
             fields["pe"] = {**fields["pe"], **facts}

@@ -36,6 +36,9 @@ def _value(case: Case, field: str, factor: float) -> np.ndarray:
 
 def _free_frames(case: Case) -> dict:
     zero = {f"hardware.{f}": _value(case, f, 0.0) for f in (*MOVEMENT, "static_power_w")}
+    # a FLOP's price held as given: where the energy rule derives it from rated − static power, zero static power
+    # would move it (specs.hardware.follow_energy), and this law is about what bytes and idle time cost
+    zero["hardware.energy_flop_j"] = _value(case, "energy_flop_j", 1.0)
     return {"no static power, free data movement": zero}
 
 

@@ -395,6 +395,6 @@ def more_overlap_is_never_slower(chk: Checker, case: Case):
 from wsemoe.analysis.invariants import precision_laws  # noqa: E402,F401  (registers the format invariants after these)
 from wsemoe.analysis.invariants import serving_laws  # noqa: E402,F401  (and SRAM serving's)
 from wsemoe.analysis.invariants import streaming_laws  # noqa: E402,F401  (and weight streaming's at PE level)
-from wsemoe.analysis.invariants import energy_laws, overlap_laws  # noqa: E402,F401  (energy per token, micro-batches)
+from wsemoe.analysis.invariants import energy_laws, overlap_laws, work_laws  # noqa: E402,F401  (energy, micro-batches, work)
 
 __all__ = ["REGISTRY", "Invariant", "hardware_fields", "invariant"]

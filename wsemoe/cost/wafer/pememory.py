@@ -55,21 +55,21 @@ def held_heads(m, wl):
 def scores(pe, m, wl, queries):
     """Bytes of softmax scores per PE for `queries` held query rows of S keys, the better of the two orientations."""
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
-    q, S = np.asarray(queries, dtype=float), float(wl.seq_len)
+    q, S = np.asarray(queries, dtype=float), np.asarray(wl.seq_len, dtype=float)
     blocks = np.minimum(np.ceil(q / rows) * np.ceil(S / cols), np.ceil(q / cols) * np.ceil(S / rows))
     return memory.score_bytes(m) * wl.bytes_per_act / 2.0 * blocks
 
 
 def tile_queries(m, wl, groups, batch):
     """Query rows of one attention tile whose scores are held at once."""
-    q = 1.0 if wl.mode == "decode" else float(wl.seq_len)
+    q = 1.0 if wl.mode == "decode" else np.asarray(wl.seq_len, dtype=float)   # a swept S is an array
     return groups * np.asarray(batch, dtype=float) * q * held_heads(m, wl)
 
 
 def attention(pe, m, wl, node: dict, nodes, groups) -> dict:
     """Per PE at the attention stage's peak: what the node model holds spread over the PEs, the tile's linear
     activations, its scores, the peak and its constraint."""
-    P, q = program_pes(pe), (1.0 if wl.mode == "decode" else float(wl.seq_len))
+    P, q = program_pes(pe), (1.0 if wl.mode == "decode" else np.asarray(wl.seq_len, dtype=float))
     held = (node["mem_attn_peak_node_bytes"] - node["mem_attn_transient_node_bytes"]) * nodes / P
     linear = groups * wl.B * q * memory.attn_tile_bytes_per_token(m, wl) / P
     score = scores(pe, m, wl, tile_queries(m, wl, groups, wl.B))

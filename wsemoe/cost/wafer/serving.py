@@ -145,7 +145,7 @@ def busiest(stages: dict, wafers):
 
 def shape_of(hw, m, wl, pe) -> tuple:
     """The broadcast shape of the numeric inputs the serving model reads (any swept hardware or model field)."""
-    fields = [*(v for v in (*vars(m).values(), *vars(hw).values()) if isinstance(v, np.ndarray)),
+    fields = [*(v for v in (*vars(m).values(), *vars(hw).values(), *vars(wl).values()) if isinstance(v, np.ndarray)),
               wl.B, wl.seq_len, getattr(wl, "accepted_tokens_per_step", 1.0), getattr(wl, "prompt_len", None),
               getattr(wl, "draft_token_s", 0.0), getattr(hw, "sync_io_stall_s", 0.0),
               hw.pipeline_wafers, hw.hop_latency_s, getattr(hw, "inter_wafer_hop_latency_s", None),

@@ -110,8 +110,11 @@ class StreamingFabric:
     def tables(self, pe, T, node) -> tuple[list, np.ndarray, tuple]:
         """(candidate tables per unique key, each point's index, the points' broadcast shape)."""
         m, wl = self.m, self.wl
+        # every swept field, not only those the layouts read: the chosen layout's floor and offset (`rest`) come
+        # from the bandwidths, peaks and efficiencies, so the points' shape must hold their axes as well
+        swept = [v for ns in (self.hw, wl, self.mp) for v in vars(ns).values() if isinstance(v, np.ndarray)]
         fields = [T, node["mem_moe_peak_node_bytes"], m.num_experts, m.num_experts_per_tok, m.moe_intermediate_size,
-                  wl.bytes_per_act, *vars(pe).values()]
+                  wl.bytes_per_act, *vars(pe).values(), *swept]
         pshape = np.broadcast_shapes(*(np.shape(f) for f in fields if not isinstance(f, str) and f is not None))
         keys, inverse = self.keys(pe, pshape)
         return [streamlayout.table(k) for k in keys], inverse, pshape
