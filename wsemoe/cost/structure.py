@@ -227,8 +227,8 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     source, flow = token_flow(topology, strategy, token_source, placement.num_groups)
     first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     if popularity.imbalance(dispatch.received()) > popularity.imbalance(first.received()):
-        # No balancer deploys a placement busier than the default one (with fewer experts than nodes the default
-        # already spreads N/E copies of each, and replicas counted from one copy can undo that): keep the default.
+        # No balancer deploys a placement busier than the default one (the packing and the token sources can
+        # make the dispatch's received loads busier than the default's): keep the default.
         experts = before
         first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     first, dispatch = evaluable(layout, first), evaluable(layout, dispatch)
