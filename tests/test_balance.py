@@ -144,3 +144,25 @@ def test_fewer_experts_than_dies_keep_the_default_copies_and_fill_every_slot():
     assert popularity.imbalance(popularity.node_loads(hot, shares)) == pytest.approx(1.3755, abs=1e-4)
     assert fill.replicas.sum() == 3 * 256
     assert popularity.imbalance(popularity.node_loads(fill, shares)) == pytest.approx(1.0, abs=1e-5)   # water-fill stops within 1e-5
+
+
+def test_a_tokens_k_experts_are_distinct_so_no_expert_takes_more_than_every_token():
+    # DeepSeek-V3 (E = 256, k = 8) at the default Zipf exponent 1 (seed 0): the hottest expert's share is 1/H_256 =
+    # 0.1633, i.e. 8 × 0.1633 = 1.306 copies a token, more than every token. Capped at 1/8, its excess spread over
+    # the others in proportion (inclusion probabilities min(1, c·w) summing to 8), the busiest of 64 dies (expert e
+    # on die e mod 64) carries 9.3278× the mean, where uncapped shares gave 11.72×.
+    row = wsemoe.evaluate(_cfg(zipf_s=1.0, seed=0)).iloc[0]
+    assert row["imbalance_before"] == pytest.approx(9.3278, abs=1e-4)   # was 11.72
+    raw = popularity.zipf_shares(256, 1.0, 0)
+    assert 8 * raw.max() == pytest.approx(1.3063, abs=1e-4)
+    capped = popularity.distinct_shares(raw, 8)
+    assert capped.max() == pytest.approx(1 / 8) and capped.sum() == pytest.approx(1.0)
+    hot = raw.argmax()
+    rest = np.arange(256) != hot
+    assert np.allclose(capped[rest] / raw[rest], (7 / 8) / raw[rest].sum())   # the rest keep their proportions
+    assert popularity.zipf_imbalance(1.0, 256, 64, 0, top_k=8) == pytest.approx(9.3278, abs=1e-4)
+    feasible = popularity.zipf_shares(256, 0.4, 1)
+    assert np.array_equal(popularity.distinct_shares(feasible, 8), feasible)   # nothing above 1/8: bit for bit
+    # the most a skew can reach with k = 8 on one expert a die: the 8 hottest take every token, 256/8 = 32×
+    with pytest.raises(ValueError, match="skew_target"):
+        popularity.calibrate_zipf(40.0, 256, 256, 1, top_k=8)

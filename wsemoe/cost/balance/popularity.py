@@ -21,28 +21,57 @@ def zipf_shares(num_experts: int, s: float, seed: int) -> np.ndarray:
     return w / w.sum()
 
 
-def zipf_imbalance(s: float, num_experts: int, devices: int, seed: int) -> float:
-    """Busiest device over mean expert load under Zipf(s) with the default placement on `devices` devices."""
-    shares = zipf_shares(num_experts, s, seed)
+def distinct_shares(shares: np.ndarray, top_k: int) -> np.ndarray:
+    """Shares of token copies when every token picks `top_k` distinct experts: no expert can take more than 1/k
+    of the copies (that is every token). Shares above 1/k are capped there and the excess goes to the others in
+    proportion to their shares: inclusion probabilities min(1, c·share) summing to k, those of sampling k distinct
+    items with probability proportional to size (Hájek 1964; Sampford 1967). Unchanged when no share exceeds 1/k.
+    DeepSeek-V3 (256 experts, k = 8) at Zipf 1: the hottest expert's 0.163 would have taken 1.31 copies a token
+    (busiest of 64 dies 11.7x the mean); capped at 1/8, 9.33x."""
+    p = np.asarray(shares, dtype=float)
+    if top_k <= 1 or p.max() * top_k <= p.sum() * (1.0 + 1e-12):
+        return p   # as given (bit for bit): nothing to cap
+    p = p / p.sum()
+    order = np.argsort(-p, kind="stable")
+    incl = np.zeros(len(p))
+    for capped in range(1, top_k + 1):   # the `capped` largest take every token; the rest share k − capped
+        rest = p[order[capped:]]
+        incl[order[:capped]] = 1.0
+        left = top_k - capped
+        if rest.sum() > 0:
+            incl[order[capped:]] = left * rest / rest.sum()
+        else:   # fewer experts with any popularity than k: the remaining picks fall evenly on the others
+            incl[order[capped:]] = left / max(len(rest), 1)
+        if incl[order[capped:]].max(initial=0.0) <= 1.0 + 1e-12:
+            break
+    return incl / top_k
+
+
+def zipf_imbalance(s: float, num_experts: int, devices: int, seed: int, top_k: int = 1) -> float:
+    """Busiest device over mean expert load under Zipf(s) with the default placement on `devices` devices (shares
+    of tokens that pick `top_k` distinct experts)."""
+    shares = distinct_shares(zipf_shares(num_experts, s, seed), top_k)
     return imbalance(node_loads(place_experts(num_experts, 1, devices), shares))
 
 
 @functools.lru_cache(maxsize=256)
-def calibrate_zipf(target: float, num_experts: int, devices: int, seed: int, hi: float = 64.0) -> float:
+def calibrate_zipf(target: float, num_experts: int, devices: int, seed: int, hi: float = 64.0,
+                   top_k: int = 1) -> float:
     """The Zipf exponent whose busiest device carries `target` × the mean load on `devices` devices (bisection).
 
     The imbalance a given popularity shows depends on experts per device: the exponent that puts 2.1× on the
     busiest of 64 dies holding 4 experts each puts 5.6× on the busiest of 256 dies holding one. Raises when no
-    exponent in [0, hi] reaches the target (e.g. a target below what an uneven expert count already gives).
+    exponent in [0, hi] reaches the target (e.g. a target below what an uneven expert count already gives, or
+    above what tokens of `top_k` distinct experts allow: no expert takes more than every token).
     """
-    lo_val, hi_val = (zipf_imbalance(x, num_experts, devices, seed) for x in (0.0, hi))
+    lo_val, hi_val = (zipf_imbalance(x, num_experts, devices, seed, top_k) for x in (0.0, hi))
     if not lo_val <= target <= hi_val:
         raise ValueError(f"skew_target {target:g} is outside what Zipf exponents 0…{hi:g} give "
                          f"({lo_val:.3g}…{hi_val:.3g}) for {num_experts} experts on {devices} devices")
     lo = 0.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if zipf_imbalance(mid, num_experts, devices, seed) < target:
+        if zipf_imbalance(mid, num_experts, devices, seed, top_k) < target:
             lo = mid
         else:
             hi = mid
