@@ -102,14 +102,17 @@ def test_a_balancer_never_deploys_a_placement_busier_than_the_default():
     """Found by the invariants on a random config: 4 experts on 8 dies (2 × 4), Zipf 0.5, `replicate` with one spare
     slot. The default already holds 2 copies of each expert; replicas counted from one copy per expert left the
     coolest experts with one copy, whose host then carried 1.66× the mean against 1.44× by default, and the
-    balancer 'saved' a negative time. A placement busier than the default is not deployed."""
+    balancer 'saved' a negative time. Counted from the default's copies (shares 0.207, 0.359, 0.254, 0.180; 2 copies
+    each, then the hot ones 3: counts 2, 3, 3, 2, no copy above 1/8), LPT and the best split (a linear program over
+    the hosts) give 1.156× against the default's 8·0.359/2 = 1.437×."""
     cfg = {"name": "few", "hardware": {"preset": "wsc-b200-8x8", "rows": 2, "cols": 4},
            "model": {"preset": "deepseek-v3", "num_experts": 4, "num_experts_per_tok": 1},
            "workload": {"mode": "train", "seq_len": 128}, "mapping": {"tp": 1},
            "balance": {"distribution": "zipf", "zipf_s": 0.5, "balancer": "replicate", "spare_slots": 1, "seed": 0}}
     row = wsemoe.evaluate(cfg).iloc[0]
-    assert row["expert_imbalance"] == pytest.approx(row["imbalance_before"], rel=1e-12)
-    assert row["moe_balance_saving_s"] == 0.0 and row["expert_slots_max"] == row["expert_slots_before"]
+    assert row["imbalance_before"] == pytest.approx(1.4365, abs=1e-4)
+    assert row["expert_imbalance"] == pytest.approx(1.1560, abs=1e-4)
+    assert row["moe_balance_saving_s"] > 0.0 and row["expert_slots_max"] == 2
 
 
 def test_exposed_migration_that_outweighs_every_layer_kind_is_the_bound():
@@ -122,3 +125,44 @@ def test_exposed_migration_that_outweighs_every_layer_kind_is_the_bound():
     assert every["bound"] == "comm:migration"
     assert tenth["migration_exposed_s"] < 58 * tenth["moe_layer_time_s"]   # 9.1 ms: the layers still bind
     assert tenth["bound"] == "moe_layer:hbm"
+
+
+def test_fewer_experts_than_dies_keep_the_default_copies_and_fill_every_slot():
+    # 128 experts on 256 dies: the default holds 2 copies of each (one a die); 2 spare slots: 3 a die, 768 in all.
+    # Hand derivation (Zipf 0.4, seed 1): the default's busiest die carries E·max share = 4.33× the mean. Counting
+    # replicas from the 256 default copies, "hot" gives 321 copies (no copy above 1/256) and LPT plus the best split
+    # (a linear program over the hosts) gives 1.3755×; "fill" gives all 768 and 1.000×. Counting from one copy gave
+    # 175 copies (81 empty dies, 2.00×) and 640 (128 slots unused, 1.07×).
+    pl = mp.place_groups("block", 16, 16, 1)
+    shares = popularity.zipf_shares(128, 0.4, 1)
+    before, _ = popularity.balance_experts("none", shares, pl, 2)
+    assert popularity.imbalance(popularity.node_loads(before, shares)) == pytest.approx(128 * shares.max())
+    _, hot = popularity.balance_experts("replicate", shares, pl, 2, topology_aware=False, policy="hot")
+    _, fill = popularity.balance_experts("replicate", shares, pl, 2, topology_aware=False, policy="fill")
+    assert np.all(hot.replicas >= before.replicas) and hot.slots_per_node.min() >= 1
+    assert hot.replicas.sum() == 321
+    assert popularity.imbalance(popularity.node_loads(hot, shares)) == pytest.approx(1.3755, abs=1e-4)
+    assert fill.replicas.sum() == 3 * 256
+    assert popularity.imbalance(popularity.node_loads(fill, shares)) == pytest.approx(1.0, abs=1e-5)   # water-fill stops within 1e-5
+
+
+def test_a_tokens_k_experts_are_distinct_so_no_expert_takes_more_than_every_token():
+    # DeepSeek-V3 (E = 256, k = 8) at the default Zipf exponent 1 (seed 0): the hottest expert's share is 1/H_256 =
+    # 0.1633, i.e. 8 × 0.1633 = 1.306 copies a token, more than every token. Capped at 1/8, its excess spread over
+    # the others in proportion (inclusion probabilities min(1, c·w) summing to 8), the busiest of 64 dies (expert e
+    # on die e mod 64) carries 9.3278× the mean, where uncapped shares gave 11.72×.
+    row = wsemoe.evaluate(_cfg(zipf_s=1.0, seed=0)).iloc[0]
+    assert row["imbalance_before"] == pytest.approx(9.3278, abs=1e-4)   # was 11.72
+    raw = popularity.zipf_shares(256, 1.0, 0)
+    assert 8 * raw.max() == pytest.approx(1.3063, abs=1e-4)
+    capped = popularity.distinct_shares(raw, 8)
+    assert capped.max() == pytest.approx(1 / 8) and capped.sum() == pytest.approx(1.0)
+    hot = raw.argmax()
+    rest = np.arange(256) != hot
+    assert np.allclose(capped[rest] / raw[rest], (7 / 8) / raw[rest].sum())   # the rest keep their proportions
+    assert popularity.zipf_imbalance(1.0, 256, 64, 0, top_k=8) == pytest.approx(9.3278, abs=1e-4)
+    feasible = popularity.zipf_shares(256, 0.4, 1)
+    assert np.array_equal(popularity.distinct_shares(feasible, 8), feasible)   # nothing above 1/8: bit for bit
+    # the most a skew can reach with k = 8 on one expert a die: the 8 hottest take every token, 256/8 = 32×
+    with pytest.raises(ValueError, match="skew_target"):
+        popularity.calibrate_zipf(40.0, 256, 256, 1, top_k=8)

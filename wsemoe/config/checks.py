@@ -281,7 +281,7 @@ def _pe_level(cfg: SweepConfig, c: dict, on: np.ndarray, attention: str, replica
 
 
 SKEW_FIELDS = ("balance.skew_target", "balance.skew_devices", "balance.seed", "balance.distribution",
-               "model.num_experts", "hardware.rows", "hardware.cols", "hardware.wafers")
+               "model.num_experts", "model.num_experts_per_tok", "hardware.rows", "hardware.cols", "hardware.wafers")
 
 
 def _check_skew(cfg: SweepConfig) -> None:
@@ -297,18 +297,19 @@ def _check_skew(cfg: SweepConfig) -> None:
         given = as_float(v["balance.skew_devices"])
         devices = np.where(np.isnan(given) | (given == 0), nodes, given)
         keys = zip(as_float(v["balance.skew_target"])[on].tolist(), v["model.num_experts"][on].astype(int).tolist(),
+                   v["model.num_experts_per_tok"][on].astype(int).tolist(),
                    devices[on].astype(int).tolist(), v["balance.seed"][on].astype(int).tolist(),
                    ~np.isnan(given[on]) & (given[on] != 0))
-        for target, experts, n, seed, by_devices in keys:
-            if (target, experts, n, seed) in seen:
+        for target, experts, k, n, seed, by_devices in keys:
+            if (target, experts, k, n, seed) in seen:
                 continue
-            seen.add((target, experts, n, seed))
+            seen.add((target, experts, k, n, seed))
             # reachable when the target lies between the exponents' ends (uniform load is the same for every seed)
-            if _zipf_end(0.0, experts, n, 0) <= target <= _zipf_end(SKEW_HI, experts, n, seed):
+            if _zipf_end(0.0, experts, n, 0, k) <= target <= _zipf_end(SKEW_HI, experts, n, seed, k):
                 continue
             path = "balance.skew_devices" if by_devices else "balance.skew_target"
             try:
-                calibrate_zipf(target, experts, n, seed, SKEW_HI)
+                calibrate_zipf(target, experts, n, seed, SKEW_HI, top_k=k)
             except ValueError as exc:
                 raise ConfigError(str(exc), loc=("axes", path) if path in cfg.axis_names()
                                   else tuple(path.split("."))) from None
@@ -318,5 +319,5 @@ SKEW_HI = 64.0  # the largest Zipf exponent the skew calibration tries (calibrat
 
 
 @functools.lru_cache(maxsize=4096)
-def _zipf_end(s: float, experts: int, devices: int, seed: int) -> float:
-    return zipf_imbalance(s, experts, devices, seed)
+def _zipf_end(s: float, experts: int, devices: int, seed: int, top_k: int) -> float:
+    return zipf_imbalance(s, experts, devices, seed, top_k)

@@ -28,6 +28,7 @@ class StructuralKey(NamedTuple):
     cols: int
     tp: int
     num_experts: int
+    top_k: int               # a token's distinct experts (caps an expert's share of the copies at 1/k)
     ring_directions: int = 1
     mapping_seed: int = 0  # the random strategy's seed (a sweepable axis like any other)
     zipf_s: float = 1.0
@@ -68,20 +69,22 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _structural_keys(hw, m, tp, mp_, bal) -> tuple[tuple, list[StructuralKey], np.ndarray]:
     """Unique combinations of the numeric fields structure depends on, and each point's index."""
-    fields = [hw.rows, hw.cols, tp, m.num_experts, getattr(mp_, "ring_directions", 1), getattr(mp_, "seed", 0)]
+    fields = [hw.rows, hw.cols, tp, m.num_experts, m.num_experts_per_tok, getattr(mp_, "ring_directions", 1),
+              getattr(mp_, "seed", 0)]
     if bal is not None:
         fields += [bal.zipf_s, bal.seed, bal.spare_slots, getattr(bal, "skew_target", None),
                    getattr(bal, "skew_devices", None)]
     arrays = np.broadcast_arrays(*(_number(x) for x in fields))
     uniq, inv = unique_rows(np.stack([a.ravel() for a in arrays], axis=1))
-    casts = (int, int, int, int, int, int, float, int, int, float, int)
+    casts = (int, int, int, int, int, int, int, float, int, int, float, int)
     built = [StructuralKey(*(None if v == -1.0 else c(v) for c, v in zip(casts, u))) for u in uniq]
     return arrays[0].shape, built, inv.ravel()
 
 
-def balance_key(bal, numeric, histogram=None) -> structure.BalanceKey:
+def balance_key(bal, numeric, histogram=None, top_k: int = 1) -> structure.BalanceKey:
     """Hashable balance description for the structure cache (uniform when no balance is given);
-    `numeric` = (zipf_s, seed, spare_slots[, skew_target, skew_devices]) at one point."""
+    `numeric` = (zipf_s, seed, spare_slots[, skew_target, skew_devices]) at one point; `top_k` the model's experts
+    per token (a token's experts are distinct, so no expert's share of the copies exceeds 1/top_k)."""
     if bal is None:
         return structure.UNIFORM
     zipf_s, seed, spare, *skew = numeric
@@ -89,7 +92,8 @@ def balance_key(bal, numeric, histogram=None) -> structure.BalanceKey:
     hist = tuple(float(x) for x in histogram) if histogram is not None else None
     return structure.BalanceKey(bal.distribution, float(zipf_s), int(seed), bal.balancer, int(spare), hist,
                                 None if target is None else float(target), None if devices is None else int(devices),
-                                getattr(bal, "replica_split", "water-fill"), getattr(bal, "replica_policy", "hot"))
+                                getattr(bal, "replica_split", "water-fill"), getattr(bal, "replica_policy", "hot"),
+                                int(top_k))
 
 
 def comm_model(hw, m, wl, mp_, bal=None, histogram=None):
@@ -151,7 +155,7 @@ class CommModel:
             hw.topology, key.rows, key.cols, key.tp, mp_.strategy, tuple(mp_.ftd) if mp_.ftd else None,
             key.mapping_seed, tuple(mp_.placement) if mp_.placement else None, mp_.token_source, key.num_experts,
             balance_key(self.bal, (key.zipf_s, key.seed, key.spare_slots, key.skew_target, key.skew_devices),
-                        self.histogram),
+                        self.histogram, key.top_k),
             wafers, getattr(hw, "scale_up_size", None), coll)
 
     def scales(self, T, groups, tp) -> dict:

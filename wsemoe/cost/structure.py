@@ -79,6 +79,7 @@ class BalanceKey(NamedTuple):
     skew_devices: int | None = None
     split: str = "water-fill"
     policy: str = "hot"
+    top_k: int = 1                  # experts a token picks, all distinct: no share above 1/top_k
 
 
 UNIFORM = BalanceKey()
@@ -96,17 +97,20 @@ PLAIN = Collectives()
 
 
 def expert_shares(num_experts: int, bal: BalanceKey, devices: int) -> tuple[np.ndarray, float]:
-    """Per-expert popularity from the balance key, and the Zipf exponent used (solved for a skew target)."""
+    """Per-expert share of token copies from the balance key, and the Zipf exponent used (solved for a skew
+    target). A token's `bal.top_k` experts are distinct, so no share exceeds 1/top_k (`distinct_shares`)."""
+    k = bal.top_k
     if bal.distribution == "zipf":
         s = bal.zipf_s
         if bal.skew_target is not None:
-            s = popularity.calibrate_zipf(bal.skew_target, num_experts, bal.skew_devices or devices, bal.seed)
-        return popularity.zipf_shares(num_experts, s, bal.seed), float(s)
+            s = popularity.calibrate_zipf(bal.skew_target, num_experts, bal.skew_devices or devices, bal.seed,
+                                          top_k=k)
+        return popularity.distinct_shares(popularity.zipf_shares(num_experts, s, bal.seed), k), float(s)
     if bal.distribution == "histogram":
         h = np.asarray(bal.histogram, dtype=float)
         if len(h) != num_experts:
             raise ValueError(f"histogram has {len(h)} experts, the model {num_experts}")
-        return h / h.sum(), float("nan")
+        return popularity.distinct_shares(h / h.sum(), k), float("nan")
     return np.full(num_experts, 1.0 / num_experts), float("nan")
 
 
@@ -227,8 +231,8 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     source, flow = token_flow(topology, strategy, token_source, placement.num_groups)
     first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     if popularity.imbalance(dispatch.received()) > popularity.imbalance(first.received()):
-        # No balancer deploys a placement busier than the default one (with fewer experts than nodes the default
-        # already spreads N/E copies of each, and replicas counted from one copy can undo that): keep the default.
+        # No balancer deploys a placement busier than the default one (the packing and the token sources can
+        # make the dispatch's received loads busier than the default's): keep the default.
         experts = before
         first, dispatch, moving = _core_traffic(layout, placement, before, experts, shares, source, flow)
     first, dispatch = evaluable(layout, first), evaluable(layout, dispatch)

@@ -75,7 +75,8 @@ class BalanceSpec(Spec):
     balancer: Literal["none", "replicate", "non-invasive", "stop-the-world"] = Field("none", description="expert balancer")
     spare_slots: NonNegativeInt = Field(0, le=2**16, description="extra expert slots per node for replicas")
     rebalance_interval: PositiveInt = Field(10, le=2**31, description="iterations between stop-the-world rebalances")
-    churn: float = Field(1.0, gt=0, le=1, description="share of replica copies re-placed at each rebalance (popularity drift)")
+    churn: float = Field(1.0, gt=0, le=1, description="share of the balanced placement's new copies (every expert copy not where the default "
+                       "placement holds it, replicas and moved originals) re-placed at each rebalance (popularity drift)")
     seed: NonNegativeInt = Field(0, le=MAX_SEED, description="seed of the expert ranking")
     skew_target: Optional[float] = Field(
         None, ge=1, le=1e6, allow_inf_nan=False,

@@ -21,28 +21,57 @@ def zipf_shares(num_experts: int, s: float, seed: int) -> np.ndarray:
     return w / w.sum()
 
 
-def zipf_imbalance(s: float, num_experts: int, devices: int, seed: int) -> float:
-    """Busiest device over mean expert load under Zipf(s) with the default placement on `devices` devices."""
-    shares = zipf_shares(num_experts, s, seed)
+def distinct_shares(shares: np.ndarray, top_k: int) -> np.ndarray:
+    """Shares of token copies when every token picks `top_k` distinct experts: no expert can take more than 1/k
+    of the copies (that is every token). Shares above 1/k are capped there and the excess goes to the others in
+    proportion to their shares: inclusion probabilities min(1, c·share) summing to k, those of sampling k distinct
+    items with probability proportional to size (Hájek 1964; Sampford 1967). Unchanged when no share exceeds 1/k.
+    DeepSeek-V3 (256 experts, k = 8) at Zipf 1: the hottest expert's 0.163 would have taken 1.31 copies a token
+    (busiest of 64 dies 11.7x the mean); capped at 1/8, 9.33x."""
+    p = np.asarray(shares, dtype=float)
+    if top_k <= 1 or p.max() * top_k <= p.sum() * (1.0 + 1e-12):
+        return p   # as given (bit for bit): nothing to cap
+    p = p / p.sum()
+    order = np.argsort(-p, kind="stable")
+    incl = np.zeros(len(p))
+    for capped in range(1, top_k + 1):   # the `capped` largest take every token; the rest share k − capped
+        rest = p[order[capped:]]
+        incl[order[:capped]] = 1.0
+        left = top_k - capped
+        if rest.sum() > 0:
+            incl[order[capped:]] = left * rest / rest.sum()
+        else:   # fewer experts with any popularity than k: the remaining picks fall evenly on the others
+            incl[order[capped:]] = left / max(len(rest), 1)
+        if incl[order[capped:]].max(initial=0.0) <= 1.0 + 1e-12:
+            break
+    return incl / top_k
+
+
+def zipf_imbalance(s: float, num_experts: int, devices: int, seed: int, top_k: int = 1) -> float:
+    """Busiest device over mean expert load under Zipf(s) with the default placement on `devices` devices (shares
+    of tokens that pick `top_k` distinct experts)."""
+    shares = distinct_shares(zipf_shares(num_experts, s, seed), top_k)
     return imbalance(node_loads(place_experts(num_experts, 1, devices), shares))
 
 
 @functools.lru_cache(maxsize=256)
-def calibrate_zipf(target: float, num_experts: int, devices: int, seed: int, hi: float = 64.0) -> float:
+def calibrate_zipf(target: float, num_experts: int, devices: int, seed: int, hi: float = 64.0,
+                   top_k: int = 1) -> float:
     """The Zipf exponent whose busiest device carries `target` × the mean load on `devices` devices (bisection).
 
     The imbalance a given popularity shows depends on experts per device: the exponent that puts 2.1× on the
     busiest of 64 dies holding 4 experts each puts 5.6× on the busiest of 256 dies holding one. Raises when no
-    exponent in [0, hi] reaches the target (e.g. a target below what an uneven expert count already gives).
+    exponent in [0, hi] reaches the target (e.g. a target below what an uneven expert count already gives, or
+    above what tokens of `top_k` distinct experts allow: no expert takes more than every token).
     """
-    lo_val, hi_val = (zipf_imbalance(x, num_experts, devices, seed) for x in (0.0, hi))
+    lo_val, hi_val = (zipf_imbalance(x, num_experts, devices, seed, top_k) for x in (0.0, hi))
     if not lo_val <= target <= hi_val:
         raise ValueError(f"skew_target {target:g} is outside what Zipf exponents 0…{hi:g} give "
                          f"({lo_val:.3g}…{hi_val:.3g}) for {num_experts} experts on {devices} devices")
     lo = 0.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if zipf_imbalance(mid, num_experts, devices, seed) < target:
+        if zipf_imbalance(mid, num_experts, devices, seed, top_k) < target:
             lo = mid
         else:
             hi = mid
@@ -128,17 +157,23 @@ def imbalance(loads: np.ndarray) -> float:
     return float(loads.max() / mean) if mean > 0 else 1.0
 
 
-def replica_counts(shares: np.ndarray, extra: int, max_per_expert: int, policy: str = "hot") -> np.ndarray:
+def replica_counts(shares: np.ndarray, extra: int, max_per_expert: int, policy: str = "hot",
+                   start: np.ndarray | None = None) -> np.ndarray:
     """Give up to `extra` replicas, one at a time, to the expert with the largest load per copy (EPLB-style).
 
-    "hot" stops once no copy carries more than a mean expert's share: replicas of experts that are not hot
-    would only cost memory, HBM reads and migration. "fill" uses every spare slot, as EPLB fills its
-    redundant slots, when any expert is hotter than the mean: with one expert per device the copies must
-    be small against a device's load for the packing to even out, whatever that costs in reads.
+    Counting starts from `start`, the copies the default placement already holds (one each when E ≥ N, N/E
+    when E < N; None: one each), whose total the spare budget `extra` is counted against. "hot" stops once no
+    copy carries more than a mean copy's share of that placement (1/E when E ≥ N, 1/N when E < N): replicas of
+    experts that are not hot would only cost memory, HBM reads and migration. "fill" uses every spare slot, as
+    EPLB fills its redundant slots, when any copy is hotter than that mean: with one expert per device the
+    copies must be small against a device's load for the packing to even out, whatever that costs in reads.
+    Counting from one copy when E < N gave back the default's spare copies: 128 experts on 256 dies ended with
+    175 copies and 81 empty dies under "hot" (busiest 2.00× the mean where 1.38× was there to take).
     """
-    counts = np.ones(len(shares), dtype=np.int64)
-    mean = 1.0 / len(shares) if policy == "hot" or shares.max() <= (1 + 1e-9) / len(shares) else 0.0
-    heap = [(-s, e) for e, s in enumerate(shares)]
+    counts = np.ones(len(shares), dtype=np.int64) if start is None else np.array(start, dtype=np.int64)
+    base = 1.0 / counts.sum()
+    mean = base if policy == "hot" or (shares / counts).max() <= (1 + 1e-9) * base else 0.0
+    heap = [(-s / c, e) for e, (s, c) in enumerate(zip(shares, counts))]
     heapq.heapify(heap)
     for _ in range(extra):
         while heap:
@@ -198,8 +233,9 @@ def balance_experts(balancer: str, shares: np.ndarray, placement: Placement, spa
     base_slots = int(before.slots_per_node.max())
     slots = base_slots + spare_slots
     extra = slots * n - int(before.replicas.sum())
-    counts = replica_counts(shares, extra, n, policy)
-    if counts.max() == 1:  # nothing is hot: the default placement stays
+    start = before.replicas
+    counts = replica_counts(shares, extra, n, policy, start)
+    if np.array_equal(counts, start):  # nothing is hot: the default placement stays
         return before, before
     hosts = pack(shares, counts, slots, n, placement.ftd_id if topology_aware else None)
     return before, ExpertPlacement(hosts, water_fill(hosts, shares) if split == "water-fill" else None)

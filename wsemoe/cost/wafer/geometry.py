@@ -85,7 +85,7 @@ def structures(m, mp, bal, histogram, a_r, a_c, shared, shape):
     for key in keys:
         r, c, sh, e, k, *b = key
         numeric = (b[0], b[1], 0, None if b[2] < 0 else b[2], getattr(bal, "skew_devices", None)) if b else None
-        bk = balance_key(bal, numeric, histogram)
+        bk = balance_key(bal, numeric, histogram, int(k))
         args.append((getattr(mp, "pe_placement", "blocked"), getattr(mp, "pe_dispatch", "multicast"),
                      int(e), int(k), int(sh), int(r), int(c), bk))
     return Built(args), inverse.ravel()

@@ -100,7 +100,7 @@ class StreamingFabric:
         if bal is not None:
             zipf_s, seed, skew = numeric
             bk = balance_key(bal, (zipf_s, int(seed), 0, None if skew < 0 else skew,
-                                   getattr(bal, "skew_devices", None)), self.histogram)
+                                   getattr(bal, "skew_devices", None)), self.histogram, int(k))
         else:
             bk = balance_key(None, None)
         return streamlayout.Key(int(E), int(k), int(H), int(F), float(b), int(R), int(C),

@@ -54,11 +54,12 @@ def node_loads(view: ResultsView) -> dict:
 
 def balanced_structures(view: ResultsView, row: dict, balancer: str) -> tuple:
     """(structure without balancing, structure with `balancer`) at the base config's skew."""
-    bal = view.sections(row)["balance"]
+    sec = view.sections(row)
+    bal, k = sec["balance"], int(sec["model"]["num_experts_per_tok"])
     hist = view.cfg.get("expert_histogram")
     keys = [comm.balance_key(SimpleNamespace(**{**bal, "balancer": b}),
                              (bal["zipf_s"], bal["seed"], bal["spare_slots"], bal.get("skew_target"),
-                              bal.get("skew_devices")), hist) for b in ("none", balancer)]
+                              bal.get("skew_devices")), hist, k) for b in ("none", balancer)]
     return view.build(row, keys[0]), view.build(row, keys[1])
 
 
