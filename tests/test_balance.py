@@ -166,3 +166,21 @@ def test_a_tokens_k_experts_are_distinct_so_no_expert_takes_more_than_every_toke
     # the most a skew can reach with k = 8 on one expert a die: the 8 hottest take every token, 256/8 = 32×
     with pytest.raises(ValueError, match="skew_target"):
         popularity.calibrate_zipf(40.0, 256, 256, 1, top_k=8)
+
+
+def test_the_stop_the_world_fit_keeps_churn_within_its_bound():
+    """validate's balance rows fit the churn that makes stop-the-world cost 2 iterations in 10 at each batch; churn
+    is a share of the new copies (≤ 1), so where even every copy moved costs less (B = 1024 on one wafer: 1.53 in
+    10) the fit stops at 1 and the row says so, rather than running on to a churn the config would refuse."""
+    from wsemoe.specs.mapping import BalanceSpec
+    from wsemoe.validate import balance, figures
+    from wsemoe.validate.common import sweep_config
+
+    bound = BalanceSpec.model_fields["churn"].metadata
+    assert any(getattr(m, "le", None) == balance.CHURN_MAX for m in bound)
+    fits = balance.matched(figures.at(sweep_config("moentwine_balance"), figures.MOENTWINE))
+    assert all(0 < churn <= balance.CHURN_MAX for churn, _, _ in fits.values())
+    churn, iterations, _ = fits[max(balance.BATCHES)]
+    assert churn == balance.CHURN_MAX and 1.5 < iterations < 2.0
+    smaller = [fits[b] for b in balance.BATCHES[:-1]]
+    assert all(c < balance.CHURN_MAX and it == pytest.approx(balance.STW_ITERATIONS, rel=1e-6) for c, it, _ in smaller)

@@ -18,6 +18,7 @@ STW_ITERATIONS = 2.0  # stop-the-world rebalancing costs about 2 iterations in e
 BATCHES = (4, 16, 64, 256, 1024)  # sequences per TP-4 group: 1, 4, 16, 64, 256 tokens per device on 64 dies
 SOURCE = "abstract ('54% and 22% improvements in MoE computation and communication')"
 DIGEST = "secondary digests"
+CHURN_MAX = 1.0   # balance.churn's bound (specs/mapping.py): every new copy of the balanced placement moved
 
 
 def _at(df, **values):
@@ -47,7 +48,9 @@ def matched(cfg) -> dict[int, tuple[float, float, float]]:
     churns = {}
     for b in BATCHES:
         i0, i1 = (_iterations(_at(df, workload__B=b, balance__churn=c)) for c in (0.25, 0.5))
-        churns[b] = 0.25 + (STW_ITERATIONS - i0) * 0.25 / (i1 - i0)
+        # churn is a share of the new copies (≤ 1: every one moved); where even that costs stop-the-world less
+        # than 2 in 10 (a long step at a large batch), the row reads the bound, not a churn beyond it
+        churns[b] = min(0.25 + (STW_ITERATIONS - i0) * 0.25 / (i1 - i0), CHURN_MAX)
     fit = cfg.model_copy(update={"axes": {"balance.balancer": ["replicate", "non-invasive", "stop-the-world"]},
                                  "zip": [{"workload.B": list(BATCHES), "balance.churn": [churns[b] for b in BATCHES]}]})
     out = chunked.evaluate(fit)
@@ -78,7 +81,8 @@ def balance_rows() -> list[dict]:
         row("balance.replicate.comm", "replication cuts MoE communication (replicate vs none, B = 1024)", "−22%",
             float(cut_comm), lambda x: pct(-x), delta=points, source=SOURCE, reading=reading),
         row("balance.stw", f"stop-the-world cost in iterations per 10 at B = {max(BATCHES)} (churn {churn:.2f}, "
-            "fitted to it)", "about 2", iters, lambda x: f"{x:.2f}", kind="fitted", source=DIGEST, reading=reading),
+            + ("fitted to it)" if churn < CHURN_MAX else "its bound: every new copy moved, and still under 2)"),
+            "about 2", iters, lambda x: f"{x:.2f}", kind="fitted", source=DIGEST, reading=reading),
         row("balance.hidden", "non-invasive migration hides its time at every decode batch (1–256 tokens/device), "
             "each at the churn that gives stop-the-world 2 in 10", "nearly all hidden", float(hidden.min()),
             lambda x: f"{100 * x:.0f}%",

@@ -115,16 +115,23 @@ RECORD: dict[str, dict] = {
     "balance": {
         "missed": {
             **_on("wsc-b200-8x8", {**_UNREAD_WSC, **_FIXED_WSC}),
-            **_both("wsc-b200-8x8", ("node_peak_flops", "node_memory_bw_bytes_per_s", "matmul_efficiency"),
-                    "no row's value changes: "
-                    "replication's cuts are ratios of one die under two balancers, and the churn is refitted to "
-                    "stop-the-world's 2 in 10, so the migration whose hidden share is checked scales along"),
+            **_both("wsc-b200-8x8", ("node_memory_bw_bytes_per_s",), "no row's value changes: replication's "
+                    "cuts are ratios of one die under two balancers, and B = 1024's step is compute-bound"),
+            # stop-the-world's fitted row sits at churn's bound (1: every new copy moved) at B = 1024, where it
+            # reaches 1.53 of 2 in 10 (December 2026: the fit had run on to churn 1.31, past the field's bound);
+            # a slower step (½ the peak or the matmul share) or faster links (×2) then move it out of its band
+            **{("wsc-b200-8x8:" + c, 2.0): "a faster step lets the churn fit stop-the-world's 2 in 10 again (1.53 to "
+               "2.00, the fit); replication's cuts are ratios of one die under two balancers"
+               for c in ("node_peak_flops", "matmul_efficiency")},
+            ("wsc-b200-8x8:link_bw_bytes_per_s", 0.5): "slower links let the churn fit stop-the-world's 2 in 10 again "
+                                                       "(1.53 to 2.00), and move replication's communication cut "
+                                                       "by a quarter point (−13.6% to −13.8%), inside its band",
             **_both("wsc-b200-8x8", ("node_memory_bytes",), UNASKED + ": all 32 fit as shipped, none at ½"),
-            **_both("wsc-b200-8x8", ("hop_latency_s", "link_bw_bytes_per_s"), "moves replication's communication "
-                    "cut by half a point (−13.6% to −13.1% or −13.8%), inside its band"),
+            **_both("wsc-b200-8x8", ("hop_latency_s",), "moves replication's communication cut by half a point "
+                    "(−13.6% to −13.1% or −13.8%) and stop-the-world at churn's bound from 1.53 to 1.51 or 1.54, "
+                    "inside their bands"),
         },
-        "cannot_fail": ["balance.skew", "balance.replicate.compute", "balance.replicate.comm", "balance.stw",
-                        "balance.hidden"],
+        "cannot_fail": ["balance.skew", "balance.replicate.compute", "balance.replicate.comm", "balance.hidden"],
     },
     "scale": {
         "missed": {
