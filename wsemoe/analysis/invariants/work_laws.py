@@ -27,14 +27,17 @@ def _more_work(case: Case) -> dict:
 
 def _rows(case: Case) -> dict:
     """Node-level rows where each change is a valid point that changes something (B derived from tokens per device
-    ignores B; the top-k cannot exceed E)."""
+    ignores B; the top-k cannot exceed E). A balancer re-plans its replicas for the load it sees, and one more
+    expert per token flattens a skewed load (no expert takes more than every token: shares cap at 1/k), so it may
+    place fewer replicas, holding and reading less: top-k+1 is compared without one."""
     B, G, S = (case.inputs(f"workload.{f}") for f in ("B", "G", "seq_len"))
     k, E = case.inputs("model.num_experts_per_tok"), case.inputs("model.num_experts")
     node = node_rows(case)
     own_b = np.array([t is None for t in case.inputs("workload.tokens_per_device")])
+    unbalanced = np.array([b == "none" for b in case.inputs("balance.balancer")])
     return {"B×2": node & own_b & (2 * B <= MAX_TOKENS) & (2 * B * G * S <= MAX_TOKEN_PAIRS),
             "seq_len×2": node & (2 * S <= MAX_TOKENS) & (2 * B * G * S <= MAX_TOKEN_PAIRS),
-            "top-k+1": node & (k < E)}
+            "top-k+1": node & (k < E) & unbalanced}
 
 
 @invariant("more work is never faster: twice the sequences B, twice the sequence length, or one more expert per "
