@@ -97,3 +97,22 @@ def test_a_figure_file_of_another_kind_is_refused_before_any_work(argv, runner, 
     r = runner.invoke(app, [*argv, str(tmp_path / "fig.gif")])
     assert r.exit_code == 2 and "name a .png, .svg or .pdf file" in r.output, r.output
     assert not any(tmp_path.iterdir())
+
+
+NVFP4 = ROOT / "tests" / "data" / "hf" / "qwen3.5-397b-a17b-nvfp4"
+
+
+@pytest.mark.parametrize("quantization, message", [
+    ([1], "without a readable 'quantization' mapping"),   # was an internal error (a list has no .get)
+    ({"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": "self_attn"},   # was read letter by letter
+     "'exclude_modules' must be a list of module names or patterns, got 'self_attn'"),
+    ({"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head", 3]}, "'exclude_modules' must be a list"),
+])
+def test_a_malformed_modelopt_quant_config_is_one_line(quantization, message, runner, tmp_path):
+    import json
+    import shutil
+
+    shutil.copy(NVFP4 / "config.json", tmp_path / "config.json")
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": quantization}))
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path), "-F", "csv"])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
