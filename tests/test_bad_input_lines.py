@@ -116,3 +116,13 @@ def test_a_malformed_modelopt_quant_config_is_one_line(quantization, message, ru
     (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": quantization}))
     r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path), "-F", "csv"])
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_peak_below_its_floor_is_one_line_without_a_numpy_warning(runner):
+    """The energy rule divided by the peak before the peak's own check: numpy's overflow warning went to stderr
+    ahead of the error, three lines instead of one."""
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.node_peak_flops=1e-320", "-F", "csv"])
+    assert r.exit_code == 2 and "greater than or equal to 1e-30" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output

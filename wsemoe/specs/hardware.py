@@ -117,7 +117,8 @@ def energy_per_flop(fields: dict, peak):
     rated, static = fields.get("rated_power_w"), fields.get("static_power_w")
     if rated is None or static is None or peak is None:
         return None
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a peak below the field's 1e-30 floor overflows here before the field's own check refuses it in one line
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         e = (np.asarray(rated, dtype=float) - np.asarray(static, dtype=float)) / np.asarray(peak, dtype=float)
     return float(e) if np.ndim(e) == 0 else e
 
