@@ -126,3 +126,25 @@ def test_a_peak_below_its_floor_is_one_line_without_a_numpy_warning(runner):
                             "hardware.node_peak_flops=1e-320", "-F", "csv"])
     assert r.exit_code == 2 and "greater than or equal to 1e-30" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_vanishing_amortization_is_refused_by_the_figures_floor(runner):
+    """amortization_years took any positive number: 1e-320 years divided the capital into inf USD per million tokens,
+    shown as a result. It is a divisor like every rate, so it has the positive figures' floor, 1e-30."""
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.amortization_years=1e-320", "-F", "csv"])
+    assert r.exit_code == 2 and "amortization_years" in r.output and "1e-30" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_eval_without_a_capital_cost_says_so_instead_of_a_failed_check(runner):
+    """Hardware with energy figures but no capital_usd: the breakdown read 'capital nan = nan ≠ nan in the model's
+    column', a check failing on NaN against NaN; the model gives no total there, and the line now says why."""
+    import json
+
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.capital_usd=null", "-F", "json"])
+    assert r.exit_code == 0, r.output
+    line = next(t for t in json.loads(r.stdout) if t["term"] == "cost_per_mtok")
+    assert line["value"] is None and "≠" not in line["meaning"] and "nan" not in line["meaning"], line
+    assert "capital_usd unset" in line["meaning"], line
