@@ -148,3 +148,22 @@ def test_eval_without_a_capital_cost_says_so_instead_of_a_failed_check(runner):
     line = next(t for t in json.loads(r.stdout) if t["term"] == "cost_per_mtok")
     assert line["value"] is None and "≠" not in line["meaning"] and "nan" not in line["meaning"], line
     assert "capital_usd unset" in line["meaning"], line
+
+
+@pytest.mark.parametrize("unknown, message", [
+    ({"paths": ["model.num_experts"], "range": [8, 200], "nominal": 128},   # sampled as 37.4 experts
+     "model.num_experts is a whole number"),
+    ({"paths": ["model.num_experts"], "values": [2, 4], "nominal": 4},   # E = 2 under top-k 8 was evaluated
+     "num_experts_per_tok (8) exceeds num_experts (2)"),
+])
+def test_an_unknown_the_sweep_cannot_take_is_one_line(unknown, message, runner, tmp_path):
+    """Sensitivity writes samples straight into the frame: a model field (whose spec needs the model's other
+    fields, so its own check was skipped) took a continuous range, and values breaking the sweep's cross-field
+    rules were evaluated; both gave numbers (a 4-point sweep's best tokens/s 11× too high) instead of a line."""
+    cfg, unknowns = tmp_path / "bad.yaml", tmp_path / "unknowns.yaml"
+    cfg.write_text(yaml.safe_dump(BASE))
+    unknowns.write_text(yaml.safe_dump({"cs2": {"x": unknown}}))
+    r = runner.invoke(app, ["sensitivity", str(cfg), "--results", str(tmp_path / "res"), "--no-readings",
+                            "--samples", "8", "--unknowns", str(unknowns)])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not (tmp_path / "res" / "bad" / "sensitivity").exists()
