@@ -167,3 +167,10 @@ def test_an_unknown_the_sweep_cannot_take_is_one_line(unknown, message, runner, 
                             "--samples", "8", "--unknowns", str(unknowns)])
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert not (tmp_path / "res" / "bad" / "sensitivity").exists()
+
+
+def test_invariants_points_are_bounded(runner):
+    """--points had no upper bound: 10⁸ on a large grid ran 44 s and ended in an internal MemoryError."""
+    r = runner.invoke(app, ["invariants", str(ROOT / "sweeps" / "quickstart.yaml"), "--points", "100000000"])
+    assert r.exit_code == 2 and "--points" in r.output and "65,536" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
