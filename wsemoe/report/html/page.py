@@ -97,8 +97,10 @@ def _relative_text(text: str, base: Path, data) -> str:
         elif isinstance(x, list):
             for v in x:
                 walk(v)
-        elif isinstance(x, str) and x.startswith(("/", "\\")) and len(x) > 1:
-            found.append(x)
+        elif isinstance(x, str):
+            p = x[3:] if x.startswith("hf:") else x   # a Hugging Face model's source: hf:<its config.json>
+            if p.startswith(("/", "\\")) and len(p) > 1:
+                found.append(p)
     walk(data)
     for p in sorted(set(found), key=len, reverse=True):
         text = text.replace(p, shown_path(p, base))
