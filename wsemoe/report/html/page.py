@@ -132,6 +132,8 @@ def readings_section(path: Path, man: dict) -> list[str]:
 
     found = readings.load(path, man.get("config_hash"))
     if found is None:   # as show says it: why there is none, and the command that runs
+        if (note := readings.changed_note(path)) is not None:
+            return ["<h2 id=\"s-readings\">Robustness over the readings</h2>", f"<p class=\"note\">{escape(note)}</p>"]
         if not (Path(path) / "comparison.csv").is_file():
             return []
         return ["<h2 id=\"s-readings\">Robustness over the readings</h2>",
