@@ -174,3 +174,19 @@ def test_invariants_points_are_bounded(runner):
     r = runner.invoke(app, ["invariants", str(ROOT / "sweeps" / "quickstart.yaml"), "--points", "100000000"])
     assert r.exit_code == 2 and "--points" in r.output and "65,536" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_vanishing_operand_count_evaluates_without_a_numpy_warning(runner, tmp_path):
+    """pe.mac_memory_operands takes 0 (no SRAM bound) or more; 1e-320 overflowed the SRAM-fed MAC rate and numpy's
+    warning reached stderr beside the answer. The fed rate is then above the SIMD width, which binds, as at 0."""
+    import json
+
+    rows = {}
+    for v in (0, 1e-320):
+        path = tmp_path / f"pe{v}.yaml"
+        path.write_text(yaml.safe_dump({**BASE, "hardware": {"preset": "cs2", "pe": {"mac_memory_operands": v}}}))
+        r = runner.invoke(app, ["eval", str(path), "-F", "json"])
+        assert r.exit_code == 0 and "Warning" not in r.output, r.output
+        rows[v] = {t["term"]: t["value"] for t in json.loads(r.stdout)}
+    assert rows[1e-320]["tokens_per_s"] == rows[0]["tokens_per_s"]

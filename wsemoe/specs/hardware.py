@@ -58,7 +58,8 @@ def mac_rate(pe):
     if operands is None or total is None:
         return width
     operands = np.asarray(operands, dtype=float)
-    with np.errstate(divide="ignore"):
+    # 0 operands divides by zero, a vanishing count (1e-320) overflows: either feeds more than the width, which binds
+    with np.errstate(divide="ignore", over="ignore"):
         fed = np.asarray(total, dtype=float) / pe.pe_count / pe.clock_hz / (operands * 2.0)
     return np.where(operands > 0, np.minimum(width, fed), width)
 
