@@ -97,3 +97,96 @@ def test_a_figure_file_of_another_kind_is_refused_before_any_work(argv, runner, 
     r = runner.invoke(app, [*argv, str(tmp_path / "fig.gif")])
     assert r.exit_code == 2 and "name a .png, .svg or .pdf file" in r.output, r.output
     assert not any(tmp_path.iterdir())
+
+
+NVFP4 = ROOT / "tests" / "data" / "hf" / "qwen3.5-397b-a17b-nvfp4"
+
+
+@pytest.mark.parametrize("quantization, message", [
+    ([1], "without a readable 'quantization' mapping"),   # was an internal error (a list has no .get)
+    ({"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": "self_attn"},   # was read letter by letter
+     "'exclude_modules' must be a list of module names or patterns, got 'self_attn'"),
+    ({"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head", 3]}, "'exclude_modules' must be a list"),
+])
+def test_a_malformed_modelopt_quant_config_is_one_line(quantization, message, runner, tmp_path):
+    import json
+    import shutil
+
+    shutil.copy(NVFP4 / "config.json", tmp_path / "config.json")
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": quantization}))
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path), "-F", "csv"])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_peak_below_its_floor_is_one_line_without_a_numpy_warning(runner):
+    """The energy rule divided by the peak before the peak's own check: numpy's overflow warning went to stderr
+    ahead of the error, three lines instead of one."""
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.node_peak_flops=1e-320", "-F", "csv"])
+    assert r.exit_code == 2 and "greater than or equal to 1e-30" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_vanishing_amortization_is_refused_by_the_figures_floor(runner):
+    """amortization_years took any positive number: 1e-320 years divided the capital into inf USD per million tokens,
+    shown as a result. It is a divisor like every rate, so it has the positive figures' floor, 1e-30."""
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.amortization_years=1e-320", "-F", "csv"])
+    assert r.exit_code == 2 and "amortization_years" in r.output and "1e-30" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_eval_without_a_capital_cost_says_so_instead_of_a_failed_check(runner):
+    """Hardware with energy figures but no capital_usd: the breakdown read 'capital nan = nan ≠ nan in the model's
+    column', a check failing on NaN against NaN; the model gives no total there, and the line now says why."""
+    import json
+
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set",
+                            "hardware.capital_usd=null", "-F", "json"])
+    assert r.exit_code == 0, r.output
+    line = next(t for t in json.loads(r.stdout) if t["term"] == "cost_per_mtok")
+    assert line["value"] is None and "≠" not in line["meaning"] and "nan" not in line["meaning"], line
+    assert "capital_usd unset" in line["meaning"], line
+
+
+@pytest.mark.parametrize("unknown, message", [
+    ({"paths": ["model.num_experts"], "range": [8, 200], "nominal": 128},   # sampled as 37.4 experts
+     "model.num_experts is a whole number"),
+    ({"paths": ["model.num_experts"], "values": [2, 4], "nominal": 4},   # E = 2 under top-k 8 was evaluated
+     "num_experts_per_tok (8) exceeds num_experts (2)"),
+])
+def test_an_unknown_the_sweep_cannot_take_is_one_line(unknown, message, runner, tmp_path):
+    """Sensitivity writes samples straight into the frame: a model field (whose spec needs the model's other
+    fields, so its own check was skipped) took a continuous range, and values breaking the sweep's cross-field
+    rules were evaluated; both gave numbers (a 4-point sweep's best tokens/s 11× too high) instead of a line."""
+    cfg, unknowns = tmp_path / "bad.yaml", tmp_path / "unknowns.yaml"
+    cfg.write_text(yaml.safe_dump(BASE))
+    unknowns.write_text(yaml.safe_dump({"cs2": {"x": unknown}}))
+    r = runner.invoke(app, ["sensitivity", str(cfg), "--results", str(tmp_path / "res"), "--no-readings",
+                            "--samples", "8", "--unknowns", str(unknowns)])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not (tmp_path / "res" / "bad" / "sensitivity").exists()
+
+
+def test_invariants_points_are_bounded(runner):
+    """--points had no upper bound: 10⁸ on a large grid ran 44 s and ended in an internal MemoryError."""
+    r = runner.invoke(app, ["invariants", str(ROOT / "sweeps" / "quickstart.yaml"), "--points", "100000000"])
+    assert r.exit_code == 2 and "--points" in r.output and "65,536" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_vanishing_operand_count_evaluates_without_a_numpy_warning(runner, tmp_path):
+    """pe.mac_memory_operands takes 0 (no SRAM bound) or more; 1e-320 overflowed the SRAM-fed MAC rate and numpy's
+    warning reached stderr beside the answer. The fed rate is then above the SIMD width, which binds, as at 0."""
+    import json
+
+    rows = {}
+    for v in (0, 1e-320):
+        path = tmp_path / f"pe{v}.yaml"
+        path.write_text(yaml.safe_dump({**BASE, "hardware": {"preset": "cs2", "pe": {"mac_memory_operands": v}}}))
+        r = runner.invoke(app, ["eval", str(path), "-F", "json"])
+        assert r.exit_code == 0 and "Warning" not in r.output, r.output
+        rows[v] = {t["term"]: t["value"] for t in json.loads(r.stdout)}
+    assert rows[1e-320]["tokens_per_s"] == rows[0]["tokens_per_s"]

@@ -275,3 +275,24 @@ def test_a_folder_writer_never_replaces_a_read_only_file_inside_the_folder(tmp_p
         assert _snapshot(res.path) == before
     finally:
         target.chmod(0o644)
+
+
+def test_5_a_damaged_part_is_recomputed_alone_in_a_fresh_process(tmp_path, monkeypatch, runner):
+    """A part's bytes are a function of its points alone: the pandas metadata of every part came from the first
+    chunk a process encoded (its label columns' category counts), so a part recomputed by `--resume` in a new
+    process came out different, failed the manifest's checksum, and the whole sweep was run again (3.1 M points
+    for one damaged part). Here chunk 0 is feasible (bound: 1 category, infeasible_reason: 0) and chunk 1 is not
+    (1 and 2): its repair must give the recorded bytes."""
+    from wsemoe.store import partfile
+
+    monkeypatch.chdir(tmp_path)
+    cfg = {**GOOD, "name": "fr", "axes": {"workload.B": [1, 512], "workload.G": [1, 2]}}
+    (tmp_path / "fr.yaml").write_text(yaml.safe_dump(cfg))
+    res = wsemoe.sweep.run.run_sweep("fr.yaml", out_root="results", chunk_size=2)
+    part = _parts(res.path)[1]
+    data = bytearray(part.read_bytes())
+    data[64] ^= 0x5A
+    part.write_bytes(bytes(data))
+    partfile._SCHEMAS.clear()   # what a new process starts with
+    r = runner.invoke(app, ["sweep", "fr.yaml", "--resume"])
+    assert r.exit_code == 0 and "recomputed 1 damaged part (2 points)" in r.output, r.output

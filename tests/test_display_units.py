@@ -111,3 +111,20 @@ def test_any_spread_of_magnitudes_gets_a_unit(values, col):
     largest prefix rather than failing: every range of values a sweep may hold is shown."""
     factor, unit = formats.display(col, pd.Series(values))
     assert factor > 0 and isinstance(unit, str)
+
+
+def test_sensitivity_of_a_sweep_without_a_comparison_shows_its_unit(runner, tmp_path):
+    """Without a comparison, sensitivity studies each objective's best as `sweep_best_<objective>`; its band table
+    read 'nominal 5% 95%' over bare numbers (3.8e+04): the unit lookup knew only the best_ and baseline_ prefixes."""
+    import yaml
+
+    from wsemoe.cli import app
+
+    assert formats.unit_of("sweep_best_tokens_per_s") == formats.unit_of("tokens_per_s") == "tokens/s"
+    path = tmp_path / "nc.yaml"
+    path.write_text(yaml.safe_dump({"name": "nc", "hardware": "cs2", "model": "qwen3-30b-a3b",
+                                    "workload": {"mode": "train", "seq_len": 2048},
+                                    "axes": {"workload.G": [1, 2]}, "objectives": {"tokens_per_s": "max"}}))
+    r = runner.invoke(app, ["sensitivity", str(path), "-n", "8", "--no-readings", "--results", str(tmp_path / "r")])
+    assert r.exit_code == 0, r.output
+    assert re.search(r"nominal \[k? ?tokens/s\]", r.output), r.output

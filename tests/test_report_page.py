@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from html import escape
+from pathlib import Path
 
 import pytest
 import yaml
@@ -123,3 +124,39 @@ def test_what_binds_shows_shares_in_percent():
     cells = re.findall(r'<td class="n">([^<]*)</td>', html)
     assert "share (%)" in html and "e-0" not in html
     assert cells[1::2] == ["22.6", "76.5", "0.8", "0.09"]
+
+
+def test_a_hugging_face_models_source_is_shown_relative(tmp_path, runner, monkeypatch):
+    """A model read from a config.json keeps `source: hf:<absolute path>` in config.yaml; the page shows every
+    absolute path it finds relative, but missed this one behind its `hf:` prefix (a /home/... path in a page
+    to send)."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hf").mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "hf" / "qwen3-30b-a3b.json", tmp_path / "hf" / "config.json")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "hfsrc", "hardware": "cs2", "model": {"hf_config": "hf"},
+                                                      "workload": {"mode": "train", "seq_len": 2048},
+                                                      "axes": {"workload.G": [1, 2]}}))
+    assert runner.invoke(app, ["sweep", "s.yaml", "-q"]).exit_code == 0
+    assert f"hf:{tmp_path}" in (tmp_path / "results" / "hfsrc" / "config.yaml").read_text()
+    r = runner.invoke(app, ["report", "results/hfsrc"])
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "results" / "hfsrc" / "report.html").read_text()
+    assert str(tmp_path) not in html and "hf:../../hf/config.json" in html
+
+
+def test_a_changed_readings_folder_is_named_by_the_report_as_by_show(tmp_path, runner, monkeypatch):
+    """A readings/ changed since wsemoe wrote it is ignored by every reader; `show` said so, but the report said
+    'not computed; `wsemoe readings` computes it', and that command then refused to replace the changed file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "chg", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+        "axes": {"workload.G": [1, 2]}, "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}))
+    assert runner.invoke(app, ["sweep", "c.yaml", "-q"]).exit_code == 0
+    values = tmp_path / "results" / "chg" / "readings" / "values.csv"
+    values.write_text(values.read_text().replace(",1", ",9", 1))
+    r = runner.invoke(app, ["report", "results/chg"])
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "results" / "chg" / "report.html").read_text()
+    assert "readings changed since wsemoe wrote it" in html and "not computed" not in html

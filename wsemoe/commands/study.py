@@ -118,7 +118,7 @@ def _silicon(path: Path, fmt: str, holdout: Optional[str], max_mape: Optional[fl
 
 @command("invariants")
 def invariants_cmd(configs: Optional[List[Path]] = typer.Argument(None, help="sweep YAMLs (default: every shipped preset and sweep)"),
-                   points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly)"),
+                   points: int = typer.Option(512, "--points", "-n", min=1, help="design points checked per config (its axes, thinned evenly; at most 65,536)"),
                    junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML to this .xml file (for CI)"),
                    force: bool = typer.Option(False, "--force", "-f", help="let --junit replace a file another wsemoe command wrote"),
                    fmt: str = typer.Option("table", "--format", "-F", help="table | json (for scripts)"),

@@ -30,6 +30,18 @@ def _fail(where: str, key: str, message: str) -> PresetError:
     return PresetError(message, (where, key))
 
 
+def _patterns(q: dict, key: str, where: str) -> list:
+    """An ignore list (`ignore`, `exclude_modules`, ...): absent, or a list of module names or patterns. A string
+    was read character by character and other entries were skipped, so `"self_attn"` or `[3]` left every layer
+    in the scheme without a word."""
+    value = q.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise _fail(where, key, f"'{key}' must be a list of module names or patterns, got {value!r:.60}")
+    return value
+
+
 def _names_attention(patterns) -> bool:
     """True when the ignore list keeps attention projections out of the scheme (a wildcard, a regex or every
     layer's name: one per-layer entry is taken as the rule for all, as released checkpoints list every layer)."""
@@ -58,7 +70,7 @@ def _fp8(q: dict, where: str) -> dict:
         fmt = "fp8_block"
     else:
         raise _fail(where, "weight_block_size", f"FP8 blocks of {block!r:.40} are not modelled; 128 × 128 is")
-    return _scheme(fmt, q.get("modules_to_not_convert") or q.get("ignored_layers"))
+    return _scheme(fmt, _patterns(q, "modules_to_not_convert", where) or _patterns(q, "ignored_layers", where))
 
 
 def _group_weights(group: dict, where: str) -> str:
@@ -87,7 +99,7 @@ def _config_groups(q: dict, where: str) -> dict:
         raise _fail(where, "config_groups", f"groups in several formats ({sorted(formats)}) are not modelled")
     kv = q.get("kv_cache_scheme")
     kv_fmt = "fp8" if isinstance(kv, dict) and kv.get("num_bits") == 8 else None
-    return _scheme(formats.pop(), q.get("ignore"), kv_fmt)
+    return _scheme(formats.pop(), _patterns(q, "ignore", where), kv_fmt)
 
 
 def _modelopt_file(folder: Path | None, where: str) -> dict | None:
@@ -99,14 +111,16 @@ def _modelopt_file(folder: Path | None, where: str) -> dict | None:
         # one reading rule for every JSON file a model brings: bounded size, huge integers caught by digits
         q = model_json(read_text(path, MAX_QUANT_BYTES, "hf_quant_config.json"))["quantization"]
     except (ValueError, KeyError, TypeError):
-        raise _fail(str(path), "quantization", "hf_quant_config.json without a readable 'quantization' mapping") from None
+        q = None
+    if not isinstance(q, dict):   # a list or number there has no .get: it was an internal error
+        raise _fail(str(path), "quantization", "hf_quant_config.json without a readable 'quantization' mapping")
     algo, size = q.get("quant_algo"), q.get("group_size")
     if algo != "NVFP4" or size not in (None, 16):
         raise _fail(str(path), "quant_algo", f"ModelOpt {algo!r} (group {size!r}) is not modelled; NVFP4 group 16 is")
     kv = {"FP8": "fp8", None: None}.get(q.get("kv_cache_quant_algo"), "unknown")
     if kv == "unknown":
         raise _fail(str(path), "kv_cache_quant_algo", f"KV cache in {q.get('kv_cache_quant_algo')!r} is not modelled")
-    return _scheme("nvfp4", q.get("exclude_modules"), kv)
+    return _scheme("nvfp4", _patterns(q, "exclude_modules", str(path)), kv)
 
 
 def native_formats(data: dict, where: str, folder: Path | None = None) -> dict:
@@ -126,7 +140,7 @@ def native_formats(data: dict, where: str, folder: Path | None = None) -> dict:
     loc = f"{where} -> quantization_config"
     method = q.get("quant_method")
     if method == "mxfp4":  # gpt-oss: routed experts in MXFP4; modules_to_not_convert keeps the rest 16-bit
-        return _scheme("mxfp4", q.get("modules_to_not_convert"))
+        return _scheme("mxfp4", _patterns(q, "modules_to_not_convert", loc))
     if method == "fp8":
         return _fp8(q, loc)
     if method in ("compressed-tensors", "modelopt"):

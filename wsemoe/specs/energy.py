@@ -12,7 +12,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from wsemoe.specs.base import Spec
+from wsemoe.specs.base import MIN_FIGURE, Spec
 
 _J = dict(ge=0, le=1.0, allow_inf_nan=False)
 _W = dict(ge=0, le=1e9, allow_inf_nan=False)
@@ -30,5 +30,6 @@ class EnergyFields(Spec):
     rated_power_w: Optional[float] = Field(None, **_W, description="system power at full load per node, W (rack or system power / nodes): the top-down view")
     pue: float = Field(1.2, ge=1.0, le=5.0, allow_inf_nan=False, description="power usage effectiveness of the facility (facility power / IT power)")
     capital_usd: Optional[float] = Field(None, ge=0, le=1e12, allow_inf_nan=False, description="capital cost per node, USD (system price / nodes)")
-    amortization_years: float = Field(4.0, gt=0, le=50, allow_inf_nan=False, description="years over which the capital cost is written off")
+    # a divisor: the positive figures' floor, as every rate's (1e-320 years made capital per token inf)
+    amortization_years: float = Field(4.0, ge=MIN_FIGURE, le=50, allow_inf_nan=False, description="years over which the capital cost is written off")
     power_price_usd_per_kwh: float = Field(0.08, ge=0, le=100, allow_inf_nan=False, description="price of facility electricity, USD per kWh")

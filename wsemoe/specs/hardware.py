@@ -58,7 +58,8 @@ def mac_rate(pe):
     if operands is None or total is None:
         return width
     operands = np.asarray(operands, dtype=float)
-    with np.errstate(divide="ignore"):
+    # 0 operands divides by zero, a vanishing count (1e-320) overflows: either feeds more than the width, which binds
+    with np.errstate(divide="ignore", over="ignore"):
         fed = np.asarray(total, dtype=float) / pe.pe_count / pe.clock_hz / (operands * 2.0)
     return np.where(operands > 0, np.minimum(width, fed), width)
 
@@ -125,7 +126,8 @@ def energy_per_flop(fields: dict, peak):
     rated, static = fields.get("rated_power_w"), fields.get("static_power_w")
     if rated is None or static is None or peak is None:
         return None
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a peak below the field's 1e-30 floor overflows here before the field's own check refuses it in one line
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         e = (np.asarray(rated, dtype=float) - np.asarray(static, dtype=float)) / np.asarray(peak, dtype=float)
     return float(e) if np.ndim(e) == 0 else e
 

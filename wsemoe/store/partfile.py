@@ -15,6 +15,8 @@ point index is delta-encoded (nearly free).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -59,13 +61,35 @@ def schema(block: Block) -> pa.Schema:
     return _SCHEMAS[sig]
 
 
+def _codes_type(n: int) -> str:
+    """The integer type pandas gives the codes of a categorical of `n` categories (its `coerce_indexer_dtype`:
+    the narrowest signed type whose maximum is above n)."""
+    return next(t for t in ("int8", "int16", "int32", "int64") if n < np.iinfo(t).max)
+
+
+def _metadata(sch: pa.Schema, block: Block) -> dict:
+    """The shared schema's pandas metadata with each label column's category count (and codes type) this block's
+    own, as pandas would write it for this part: the shared schema was derived from whichever chunk a process
+    encoded first, so its counts made a part's bytes depend on what the process had encoded before (a part
+    recomputed by `--resume`, or by another worker, came out different and failed its manifest checksum)."""
+    counts = {n: len(c.categories) for n, c in block.columns.items() if type(c) is Labels}
+    if not counts:
+        return sch.metadata
+    meta = json.loads(sch.metadata[b"pandas"])
+    for col in meta["columns"]:
+        if col["name"] in counts and col.get("pandas_type") == "categorical":
+            col["metadata"] = {**col["metadata"], "num_categories": counts[col["name"]]}
+            col["numpy_type"] = _codes_type(counts[col["name"]])
+    return {**sch.metadata, b"pandas": json.dumps(meta).encode()}
+
+
 def to_table(block: Block) -> pa.Table:
     """The block as an arrow table with the schema (and pandas metadata) pandas itself would write;
     columns without nulls are declared non-nullable."""
     sch = schema(block)
     arrays = [_arrow(c, f.type) for c, f in zip([*block.columns.values(), block.index], sch)]
     fields = [f.with_nullable(a.null_count > 0) for f, a in zip(sch, arrays)]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=sch.metadata))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(sch, block)))
 
 
 def to_bytes(block: Block) -> memoryview:

@@ -48,8 +48,12 @@ def energy(row, hw) -> list:
     pue, price = float(getattr(hw, "pue", 1.0)), float(getattr(hw, "power_price_usd_per_kwh", 0.0))
     elec = 1e6 * total * pue / J_PER_KWH * price
     cap = _get(row, "cost_capital_per_mtok")
+    electricity = (f"electricity 10⁶ × {_j(total)} × PUE {pue:g} at {price:g} USD/kWh = {elec:.4g} "
+                   f"{_check(elec, _get(row, 'cost_energy_per_mtok'))}")
+    if cap != cap:   # no capital_usd: the model gives no total (NaN), and NaN + NaN read "≠ nan in the model's column"
+        out.append(("cost_per_mtok", row["cost_per_mtok"], "USD/Mtok",
+                    f"{electricity}; no capital cost (capital_usd unset), so no total"))
+        return out
     out.append(("cost_per_mtok", row["cost_per_mtok"], "USD/Mtok",
-                f"electricity 10⁶ × {_j(total)} × PUE {pue:g} at {price:g} USD/kWh = {elec:.4g} "
-                f"{_check(elec, _get(row, 'cost_energy_per_mtok'))} + capital {cap:.4g} = {elec + cap:.4g} "
-                f"{_check(elec + cap, _get(row, 'cost_per_mtok'))}"))
+                f"{electricity} + capital {cap:.4g} = {elec + cap:.4g} {_check(elec + cap, _get(row, 'cost_per_mtok'))}"))
     return out

@@ -27,6 +27,10 @@ from wsemoe.errors import ConfigError, WsemoeError
 from wsemoe.sweep import frames as frame_eval, space
 
 DEFAULT_POINTS = 512   # design points per config: enough to cross every factor, fast enough for every push
+# Every invariant's changed grids are evaluated stacked, ~30 KB per point (measured on a 196,608-point BTA-like sweep,
+# 2 loaded cores, 2026-12: 0.17 GB at 512 points, 0.39 GB at 8,192, 1.07 GB at 32,768): 65,536 points stay near
+# 2 GB; 10⁸ ran 44 s and ended in MemoryError (an internal error) instead of being refused.
+MAX_POINTS = 65_536
 
 
 def thinned_counts(lengths: list[int], limit: int) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from wsemoe.analysis.invariants.cases import DEFAULT_POINTS, Case, load_cases
+from wsemoe.analysis.invariants.cases import DEFAULT_POINTS, MAX_POINTS, Case, load_cases
 from wsemoe.analysis.invariants.checking import Outcome
 from wsemoe.analysis.invariants.laws import REGISTRY, Invariant
 from wsemoe.arguments import whole
@@ -103,7 +103,7 @@ def check_invariants(configs=None, points: int = DEFAULT_POINTS, only=None, on_p
     start = time.perf_counter()
     if configs is not None and not len(configs):   # [] ran every shipped config; None asks for that
         raise ConfigError("an empty list of configs: give some, or None for every shipped one", loc=("configs",))
-    points = whole(points, "--points", 1)   # as --points takes it
+    points = whole(points, "--points", 1, MAX_POINTS)   # as --points takes it; bounded: memory grows with it
     invariants = selected(only)
     cases = load_cases(configs, points)
     report = on_progress or (lambda done, total, note="": None)

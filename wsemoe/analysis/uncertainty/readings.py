@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,6 +303,17 @@ def parse_choices(items) -> dict[str, str]:
                               f"{excerpt(option.strip())}); set it once", loc=("--set", name.strip()))
         out[name.strip()] = option.strip()
     return out
+
+
+def changed_note(path) -> str | None:
+    """Why a folder's readings/ is not shown although it is there: changed since wsemoe wrote it (or not its own),
+    so `load` ignores it and `wsemoe readings` refuses to replace it; None when it is absent or intact. `show` and
+    the report say it alike (the report pointed to `wsemoe readings`, which then refused: a dead end)."""
+    folder = Path(path) / FOLDER
+    if os.path.lexists(folder) and not ledger.intact(folder, FILES, "readings"):
+        return (f"not shown: {folder} changed since wsemoe wrote it (or is not its own); move it out, then "
+                f"`wsemoe readings {path}`")
+    return None
 
 
 def how_to_compute(cfg, path) -> str:

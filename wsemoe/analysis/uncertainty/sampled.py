@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from wsemoe.config import axes, checks
 from wsemoe.config import readings as readings_registry
 from wsemoe.analysis.uncertainty.unknowns import Unknown
 from wsemoe.config.loader import load_config
@@ -43,6 +44,24 @@ def _check(cfg, unknowns: list[Unknown]) -> None:
         for p in u.paths:
             if p in swept:
                 raise ConfigError(f"'{p}' is both swept and a calibration unknown ({u.name})", loc=("axes", p))
+        _fits_sweep(cfg, u)
+
+
+def _fits_sweep(cfg, u: Unknown) -> None:
+    """The unknown's values (its range's ends or its values, and its nominal) pass the sweep's cross-field rules
+    (top-k ≤ E, TP divides the nodes, ...) as axis values would: samples are written into the frame past the
+    loader, so model.num_experts at 2 under top-k 8 was evaluated (and reported 11× the tokens/s of E = 128)."""
+    values = sorted({*(u.values if u.values is not None else (u.low, u.high)), u.nominal})
+    base = {k: getattr(cfg, k).model_dump(exclude_none=True) for k in ("hardware", "model", "workload", "mapping",
+                                                                       "balance")}
+    grid = dict(cfg.axes)
+    for p in u.paths:
+        grid[p] = axes.typed_values(p, values, base, ("unknowns", u.name, p), dict(cfg.presets), unique=False)
+    try:
+        checks.check_points(cfg.model_copy(update={"axes": grid}))
+    except ConfigError as exc:
+        raise ConfigError(f"{u.name} takes {', '.join(f'{v:g}' for v in values)}: {exc.message}",
+                          loc=("unknowns", u.name, *exc.loc[1:2])) from None
 
 
 def _best(values: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int, sense: str = "max", energy=None):

@@ -12,6 +12,8 @@ unless they are named, and a sampled sweep takes them only when it serves from S
 
 from __future__ import annotations
 
+import typing
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,8 +177,18 @@ def _field_only(spec, field: str, v, u: Unknown, path: str, loc) -> None:
         mine = [e for e in errors if tuple(e.get("loc", ()))[:1] == (field,)]
         if mine:
             raise ConfigError(f"{path} = {v!r}: {mine[0]['msg']}", loc=loc) from None
-        return
+        # the spec needs fields it was not given (a model's shape): its type still says whether the field is
+        # whole (a range over model.num_experts was sampled as 37.4 experts and evaluated)
+        typed = 0 if _whole_field(spec, field) else 0.0
     _continuous(u, path, typed, loc)
+
+
+def _whole_field(spec, field: str) -> bool:
+    """True when the spec's field holds whole numbers (int, or an optional int)."""
+    info = spec.model_fields.get(field)
+    if info is None:
+        return False
+    return int in (typing.get_args(info.annotation) or (info.annotation,))
 
 
 def _continuous(u: Unknown, path: str, typed, loc) -> None:

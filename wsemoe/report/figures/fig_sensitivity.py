@@ -76,7 +76,7 @@ def tornado(r: ResultsView) -> Figure | None:
 
 def _amount(quantity: str, value: float) -> str:
     """A sampled quantity's value with the unit of the column it is the best or baseline of."""
-    return amount(quantity.removeprefix("best_").removeprefix("baseline_"), value)
+    return amount(quantity.removeprefix("sweep_best_").removeprefix("best_").removeprefix("baseline_"), value)
 
 
 def _verdict(s, quantities: list, group: str) -> str:

@@ -97,8 +97,10 @@ def _relative_text(text: str, base: Path, data) -> str:
         elif isinstance(x, list):
             for v in x:
                 walk(v)
-        elif isinstance(x, str) and x.startswith(("/", "\\")) and len(x) > 1:
-            found.append(x)
+        elif isinstance(x, str):
+            p = x[3:] if x.startswith("hf:") else x   # a Hugging Face model's source: hf:<its config.json>
+            if p.startswith(("/", "\\")) and len(p) > 1:
+                found.append(p)
     walk(data)
     for p in sorted(set(found), key=len, reverse=True):
         text = text.replace(p, shown_path(p, base))
@@ -130,6 +132,8 @@ def readings_section(path: Path, man: dict) -> list[str]:
 
     found = readings.load(path, man.get("config_hash"))
     if found is None:   # as show says it: why there is none, and the command that runs
+        if (note := readings.changed_note(path)) is not None:
+            return ["<h2 id=\"s-readings\">Robustness over the readings</h2>", f"<p class=\"note\">{escape(note)}</p>"]
         if not (Path(path) / "comparison.csv").is_file():
             return []
         return ["<h2 id=\"s-readings\">Robustness over the readings</h2>",

@@ -35,7 +35,7 @@ def unit_of(col: str) -> str:
     if ":" in col:  # a cross-run column: 'bta_topk:tokens_per_s' in the metric's unit, 'b/a:tokens_per_s' a ratio
         label, _, rest = col.rpartition(":")
         return "×" if "/" in label else unit_of(rest)
-    for prefix in ("best_", "baseline_"):
+    for prefix in ("sweep_best_", "best_", "baseline_"):   # sweep_best_: sensitivity's best of an objective
         if col.startswith(prefix):
             rest = col.removeprefix(prefix)
             return describe(rest if rest not in ("B", "G") else f"workload.{rest}")[0]

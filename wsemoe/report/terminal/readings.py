@@ -3,7 +3,6 @@ its quantities (value as configured and at the default readings, range, flips, h
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from rich import box
@@ -13,7 +12,6 @@ from rich.text import Text
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.config.readings import where as applies_where
 from wsemoe.report.terminal import formats
-from wsemoe.store import ledger
 from wsemoe.wording import count
 
 
@@ -110,10 +108,8 @@ def folder_lines(path, manifest: dict) -> list[Text]:
     found = rd.load(path, manifest.get("config_hash"))
     if found is not None:
         return [Text(line) for line in robustness.statement(found)]
-    folder = Path(path) / rd.FOLDER
-    if os.path.lexists(folder) and not ledger.intact(folder, rd.FILES, "readings"):
-        return [Text(f"robustness over readings: not shown: {folder} changed since wsemoe wrote it (or is not "
-                     f"its own); move it out, then `wsemoe readings {path}`")]
+    if (note := rd.changed_note(path)) is not None:
+        return [Text(f"robustness over readings: {note}")]
     if (Path(path) / "comparison.csv").is_file():   # the command it names runs (a refused factorial names --only)
         return [Text(f"robustness over readings: {rd.how_to_compute(Path(path) / 'config.yaml', path)}")]
     return []
