@@ -89,6 +89,24 @@ def test_what_fits_never_grows_with_the_batch():
     assert qwen[0] and not qwen[-1] and np.all(np.diff(qwen.astype(int)) <= 0), qwen.astype(int)
 
 
+def test_kv_fit_sequences_is_what_the_wafers_hold_whatever_the_batch():
+    # DeepSeek-V3 (FP8) at 8,192 tokens on 19 CS-3: batches up to 48 fit (feasible), 49 does not. The column counted
+    # the room the split of the point's own batch leaves, 26 sequences at B = 1 and 38 at B = 26, while that
+    # batch's split moves (experts cross to the next wafer as the caches grow) and 48 fit. It is now the most
+    # sequences a re-balanced split holds, the same at every batch and the edge of `feasible`.
+    from wsemoe.config.loader import load_config
+    from wsemoe.sweep import engine
+
+    cfg = load_config({"name": "kvfit", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 19},
+                       "model": "deepseek-v3",
+                       "workload": {"mode": "decode", "seq_len": 8192, "attn_weight_format": "fp8",
+                                    "expert_weight_format": "fp8"},
+                       "axes": {"workload.B": [1, 26, 48, 49]}})
+    cols = engine.evaluate_block(cfg).columns
+    assert np.asarray(cols["feasible"], dtype=bool).tolist() == [True, True, True, False]
+    assert np.asarray(cols["kv_fit_sequences"], dtype=float).tolist() == [48.0] * 4
+
+
 def test_fewest_wafers_by_hand():
     # Per wafer 20 PEs × 852 B = 17,040 B. With B 3 at S 10 a layer is 560 B: everything is 2·560 + 64 + 72 =
     # 1,256 B, one wafer. At S 1000 the KV cache is 3·1000·8 = 24,000 B per layer: a layer alone exceeds a wafer.
