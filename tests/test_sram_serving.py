@@ -162,6 +162,26 @@ def test_mla_macs_on_one_pe_by_hand():
     assert macs["pv"] == 3 * 2 * 1             # p·c_kv: 3 keys × 2 heads, ⌈(2·8/2)/8⌉ = 1
 
 
+def test_mla_output_returns_to_the_residual_axis_by_hand():
+    # DeepSeek-V3's attention on 128 × 96 PEs: o contracts on the rows (a head's d_v values on its row), so its
+    # all-reduce along the rows leaves the 7,168 outputs split along the columns; the residual stream (and the
+    # norm and router after it) is split along the rows. Each row broadcasts its slice ⌈7168/128⌉ = 56 along
+    # its 96 PEs from an end: 56 wavelets + 95 hops + 1 relay (5 cycles) = 156 cycles beyond the GEMV, and one
+    # more collective call under per-primitive overheads. Before, o stopped at the GEMV (the hidden vector on
+    # the wrong axis for every op after it).
+    from wsemoe.cost.wafer import operators
+
+    m = NS(**presets.load_model("deepseek-v3").model_dump())
+    pe = NS(**presets.load_hardware("cs3").pe.model_dump())
+    coll = {"pattern": "tree", "levels": 2}
+    o = mla.attention(m, 128, 96, 8192, pe, 1, 2, coll)["o"]
+    gemv = operators.gemv(128 * 128, 7168, 128, 96, pe, 1, 2, **coll)
+    assert float(o["link_cycles"]) == float(gemv["link_cycles"]) + 56
+    assert float(o["latency_cycles"]) == float(gemv["latency_cycles"]) + 95 * 1 + 1 * 5
+    assert float(o["overhead_cycles"]) == float(gemv["overhead_cycles"]) + 133
+    assert float(o["cycles"]) == float(gemv["cycles"]) + 156 + 133
+
+
 def cs3_sram(**changes):
     return NS(**{**presets.load_hardware("cs3").model_dump(), "weight_source": "sram", **changes})
 
