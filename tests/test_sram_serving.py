@@ -89,6 +89,24 @@ def test_what_fits_never_grows_with_the_batch():
     assert qwen[0] and not qwen[-1] and np.all(np.diff(qwen.astype(int)) <= 0), qwen.astype(int)
 
 
+def test_kv_fit_sequences_is_what_the_wafers_hold_whatever_the_batch():
+    # DeepSeek-V3 (FP8) at 8,192 tokens on 19 CS-3: batches up to 48 fit (feasible), 49 does not. The column counted
+    # the room the split of the point's own batch leaves, 26 sequences at B = 1 and 38 at B = 26, while that
+    # batch's split moves (experts cross to the next wafer as the caches grow) and 48 fit. It is now the most
+    # sequences a re-balanced split holds, the same at every batch and the edge of `feasible`.
+    from wsemoe.config.loader import load_config
+    from wsemoe.sweep import engine
+
+    cfg = load_config({"name": "kvfit", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 19},
+                       "model": "deepseek-v3",
+                       "workload": {"mode": "decode", "seq_len": 8192, "attn_weight_format": "fp8",
+                                    "expert_weight_format": "fp8"},
+                       "axes": {"workload.B": [1, 26, 48, 49]}})
+    cols = engine.evaluate_block(cfg).columns
+    assert np.asarray(cols["feasible"], dtype=bool).tolist() == [True, True, True, False]
+    assert np.asarray(cols["kv_fit_sequences"], dtype=float).tolist() == [48.0] * 4
+
+
 def test_fewest_wafers_by_hand():
     # Per wafer 20 PEs × 852 B = 17,040 B. With B 3 at S 10 a layer is 560 B: everything is 2·560 + 64 + 72 =
     # 1,256 B, one wafer. At S 1000 the KV cache is 3·1000·8 = 24,000 B per layer: a layer alone exceeds a wafer.
@@ -142,6 +160,26 @@ def test_mla_macs_on_one_pe_by_hand():
     assert macs["o"] == 8 * 2                  # 2·4 = 8 rows × ⌈16/8⌉
     assert macs["score"] == 20 * 1 + 1         # q·c: 2·(8 + 2) = 20 rows over ⌈3 keys / 8⌉, then the scale: ⌈3·2/8⌉
     assert macs["pv"] == 3 * 2 * 1             # p·c_kv: 3 keys × 2 heads, ⌈(2·8/2)/8⌉ = 1
+
+
+def test_mla_output_returns_to_the_residual_axis_by_hand():
+    # DeepSeek-V3's attention on 128 × 96 PEs: o contracts on the rows (a head's d_v values on its row), so its
+    # all-reduce along the rows leaves the 7,168 outputs split along the columns; the residual stream (and the
+    # norm and router after it) is split along the rows. Each row broadcasts its slice ⌈7168/128⌉ = 56 along
+    # its 96 PEs from an end: 56 wavelets + 95 hops + 1 relay (5 cycles) = 156 cycles beyond the GEMV, and one
+    # more collective call under per-primitive overheads. Before, o stopped at the GEMV (the hidden vector on
+    # the wrong axis for every op after it).
+    from wsemoe.cost.wafer import operators
+
+    m = NS(**presets.load_model("deepseek-v3").model_dump())
+    pe = NS(**presets.load_hardware("cs3").pe.model_dump())
+    coll = {"pattern": "tree", "levels": 2}
+    o = mla.attention(m, 128, 96, 8192, pe, 1, 2, coll)["o"]
+    gemv = operators.gemv(128 * 128, 7168, 128, 96, pe, 1, 2, **coll)
+    assert float(o["link_cycles"]) == float(gemv["link_cycles"]) + 56
+    assert float(o["latency_cycles"]) == float(gemv["latency_cycles"]) + 95 * 1 + 1 * 5
+    assert float(o["overhead_cycles"]) == float(gemv["overhead_cycles"]) + 133
+    assert float(o["cycles"]) == float(gemv["cycles"]) + 156 + 133
 
 
 def cs3_sram(**changes):

@@ -13,7 +13,8 @@ Operator decomposition per token (the hidden vector split along the rows, as dec
     score      q·c over the context: one KV "head" of width r_kv + d_rope that all n_h heads share
     softmax    as GQA                                             pv       p·c_kv over the context (r_kv wide)
     absorb_v   per head, latent output (r_kv) → d_v through W_UV (contraction on the columns)
-    o          GEMV n_h·d_v → H                                   attn_residual
+    o          GEMV n_h·d_v → H (contraction on the rows), then each row's slice broadcast along it: the output
+               returns to the residual stream's axis (split along the rows)    attn_residual
 
 MACs per token: H·r_q + r_q·n_h·d_qk + H·(r_kv + d_rope) + n_h·d_nope·r_kv + n_h·(2·r_kv + d_rope)·S
 + n_h·r_kv·d_v + n_h·d_v·H: the weights are counted once each, as stored (params.attn_params).
@@ -25,6 +26,7 @@ import numpy as np
 
 from wsemoe.cost.wafer import collectives, operators
 from wsemoe.cost.wafer.decode import OPS, add, collective, core, elementwise
+from wsemoe.cost.wafer.fabric import wavelets
 
 # Ops whose reductions run across the columns (lines along a row): the ones an interleaved placement stretches.
 HORIZONTAL = ("q_norm", "q_up", "kv_norm", "score", "absorb_v")
@@ -59,6 +61,12 @@ def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -
     ops["q_gather"] = collective(gather, pe)
     ops.update(core(heads, 1, rkv + dr, rkv, rows, cols, context, pe, batch, element_bytes, coll))
     ops["absorb_v"] = operators.gemv(rkv, dv, cols, band, pe, batch * serial, element_bytes, **coll)
-    ops["o"] = operators.gemv(heads * dv, h, rows, cols, pe, batch, element_bytes, **coll)
+    # o contracts on the rows (a head's values sit on its band of rows), so its all-reduce leaves the output split
+    # along the columns; the residual stream is split along the rows (attn_norm, the residual, the next norm, the
+    # router): each row holds the whole vector across its columns, so the PEs holding row i's slice broadcast it
+    # along the row (H/rows per token; the slice's owners may sit at the row's end)
+    relayout = collectives.broadcast(cols, wavelets(np.ceil(h / rows_f), element_bytes, pe) * batch, root="end")
+    ops["o"] = add(operators.gemv(heads * dv, h, rows, cols, pe, batch, element_bytes, **coll),
+                   collective(relayout, pe))
     ops["attn_residual"] = elementwise(np.ceil(h / rows_f) * batch, OPS["residual"], pe)
     return ops
