@@ -202,3 +202,14 @@ def test_a_yaml_file_over_a_mebibyte_is_refused_before_it_is_parsed(runner, tmp_
     r = runner.invoke(app, ["check", str(path)])
     assert r.exit_code == 2 and "larger than 1,048,576 bytes" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_sensitivity_names_the_sweeps_hardware_not_an_option_it_lacks(runner, tmp_path):
+    """A sweep whose hardware has no listed unknowns: the line named `[--hardware]`, an option sensitivity does not
+    have (calibrate's); it names the sweep's `hardware`."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "hardware": "wsc-b200-4x8x8", "model": "deepseek-v3",
+                                    "workload": {"mode": "decode", "seq_len": 1024, "B": 4}}))
+    r = runner.invoke(app, ["sensitivity", str(path), "--results", str(tmp_path / "res")])
+    assert r.exit_code == 2 and "[hardware] no calibration unknowns" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "res").exists()

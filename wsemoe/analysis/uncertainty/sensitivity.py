@@ -93,7 +93,7 @@ def prepare(config, hardware: str | None = None, method: str = "sobol", samples:
     if hw not in systems:   # another system's ranges applied to this sweep's points, stored as its uncertainty
         raise ConfigError(f"hardware '{hw}' is not a system of this sweep ({', '.join(sorted(systems))})",
                           loc=("hardware",))
-    unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file), only)
+    unknowns = unknowns_mod.select(unknowns_mod.load(hw, unknowns_file, named_by="hardware"), only)
     if samples is None:
         samples = default_samples(len(unknowns), method, cfg.size())
     rows, points = design_rows(len(unknowns), method, samples), cfg.size()

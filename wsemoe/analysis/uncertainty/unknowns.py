@@ -125,15 +125,16 @@ def _unknown(name: str, spec, loc) -> Unknown:
                    None if spec.get("hardware") is None else str(spec["hardware"]))
 
 
-def load(hardware: str, path=None) -> list[Unknown]:
-    """The unknowns listed for a hardware preset (from `path`, or the shipped file)."""
+def load(hardware: str, path=None, named_by: str = "--hardware") -> list[Unknown]:
+    """The unknowns listed for a hardware preset (from `path`, or the shipped file); `named_by`: where the user named
+    the preset (calibrate's --hardware, a sweep's `hardware`), which an error names."""
     source = Path(path) if path else DEFAULT
     data = yamlio.load(source)
     if not isinstance(data, dict) or hardware not in data:
         known = ", ".join(sorted(data)) if isinstance(data, dict) else "none"
         where = "" if source == DEFAULT else f" in {source}"   # the shipped list, or the user's own file
         raise ConfigError(f"no calibration unknowns for hardware '{excerpt(str(hardware))}'{where} (listed: {known})",
-                          loc=("--hardware",) if source == DEFAULT else (str(source),))
+                          loc=(named_by,) if source == DEFAULT else (str(source),))
     entries = data[hardware]
     if not isinstance(entries, dict) or not entries:
         raise ConfigError("a mapping of unknowns", loc=(str(source), hardware))
