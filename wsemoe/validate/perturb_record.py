@@ -151,6 +151,13 @@ RECORD: dict[str, dict] = {
                                                           "their gaps (+7.4%, −18.9%), as at twice the peak",
             ("wsc-b200-4x8x8:node_memory_bytes", 2.0): "only HER's best cut moves, towards its band by under a "
                                                        "quarter of its gap (−19% to −24%)",
+            # missed since the pins were re-recorded at the present gaps (December 2026: +5.5%, −20.3%); measured
+            # from the stale DeepSeek-V3 pin (+4.8%) these moves had been 25% of its gap, just caught
+            ("nvl72:node_peak_flops", 0.5): "the means move towards the band by under a quarter of their gaps "
+                                            "(DeepSeek-V3 +5.5% to +9.6%, 22% of its gap; Qwen3 −20.3% to −18.4%)",
+            ("nvl72:collective_latency_s", 2.0): "the means move towards the band by under a quarter of their gaps "
+                                                 "(DeepSeek-V3 +5.5% to +9.7%, 22% of its gap; Qwen3 −20.3% to "
+                                                 "−14.3%, 13%)",
             ("nvl72:node_peak_flops", 2.0): "only Qwen3's mean moves, from −20.6% to −21.2% (a gap under a quarter "
                                             "larger): NVL72's decode at 1–32 tokens/device is bound by HBM reads and "
                                             "per-call costs",
