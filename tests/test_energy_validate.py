@@ -61,3 +61,14 @@ def test_views_row_holds_and_a_halved_rated_power_or_doubled_flop_energy_moves_i
     assert 1.0 < grew < 2.0 and float(after["energy_view_ratio"]) == pytest.approx(base / grew, rel=1e-9)
     assert not energy.views_rows(energy.views_point(rated_power_w=2 * h.rated_power_w))[0]["ok"]
     assert float(energy.views_point(energy_flop_j=2 * h.energy_flop_j)["energy_view_ratio"]) > 1.3 * base
+
+
+def test_two_a100_servers_join_over_every_gpus_nic():
+    # scale_out_bw is a server's (a scale-up domain's) network: a DGX A100's 8 HDR NICs at 200 Gb/s = 8 × 25 GB/s,
+    # the "25 GB/s per GPU" the rows state (it was 25 GB/s for the whole server)
+    from wsemoe.validate import energy
+
+    hw = energy.gpu_hardware(16)
+    assert hw.scale_up_size == 8
+    assert hw.scale_out_bw_bytes_per_s / hw.scale_up_size == pytest.approx(200e9 / 8)
+    assert energy.gpu_hardware(8).scale_out_bw_bytes_per_s is None

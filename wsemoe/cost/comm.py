@@ -184,12 +184,15 @@ class CommModel:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration."""
         out, windows = {}, {}
         layers = params.moe_layers(self.m)
-        crossing = scaleout.system_share(self.hw, self.m, getattr(self.mp, "scale_out_dispatch", "auto"),
-                                         self.wl.mode)
+        mode = getattr(self.mp, "scale_out_dispatch", "auto")
+        crossing = scaleout.system_share(self.hw, self.m, mode, self.wl.mode)
+        own_nic = scaleout.device_nics(self.hw, mode, self.wl.mode)   # per copy: each GPU through its own NIC
         out["dispatch_scale_out_share"] = np.broadcast_to(crossing, shape) + 0.0
         for name, scale in scales.items():
-            share = crossing if name in ("dispatch", "combine") else 1.0
-            timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share)
+            a2a = name in ("dispatch", "combine")
+            share = crossing if a2a else 1.0
+            timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share,
+                                    a2a and own_nic)
             reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once

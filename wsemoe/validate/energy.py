@@ -40,9 +40,10 @@ def wafer_seconds(pe=None) -> float:
 
 
 def gpu_hardware(n: int, **changes) -> NS:
-    """The a100-x8 preset at n GPUs: one server up to 8, two joined by InfiniBand HDR beyond (25 GB/s per GPU)."""
+    """The a100-x8 preset at n GPUs: one server up to 8, two joined by InfiniBand HDR beyond (25 GB/s per GPU: a DGX
+    A100's 8 compute NICs at 200 Gb/s, 200 GB/s a server, the field's unit: a scale-up domain's network)."""
     fields = presets.load_hardware("a100-x8").model_dump()
-    fields.update(cols=n, scale_up_size=8 if n > 8 else None, scale_out_bw_bytes_per_s=2.5e10 if n > 8 else None,
+    fields.update(cols=n, scale_up_size=8 if n > 8 else None, scale_out_bw_bytes_per_s=8 * 2.5e10 if n > 8 else None,
                   scale_out_latency_s=3e-6 if n > 8 else None, **changes)
     return NS(**fields)
 

@@ -28,6 +28,7 @@ class Step:
     max_eject: float
     profile: np.ndarray    # (K, 2) Pareto-maximal (class-0 hops, class-1 hops) of its transfers
     rounds: float          # sequential traversals: ring rounds, 1 for a one-shot phase
+    max_cross_device: float = 0.0   # a switch: the busiest device's bytes to or from other scale-up domains
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,7 +58,9 @@ def step_peaks(layout: topo.Layout, p, rounds: int, routing: str = "xy") -> tupl
     loads = p.loads(layout, routing) if layout.topology == "mesh" else None
     send, recv = p.ports()
     l0, l1 = topo.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
-    return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds)), loads
+    device = topo.device_cross_peak(layout, p.dense()) if layout.domains > 1 else 0.0
+    return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds),
+                device), loads
 
 
 def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:

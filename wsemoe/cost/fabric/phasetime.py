@@ -5,7 +5,9 @@ A phase is a sequence of steps (peaks.Step). Scaled by σ bytes per unit, step k
     volume_k  = max(σ·L0_k / BW0, σ·L1_k / BW1, σ·I_k / BW_port, σ·E_k / BW_port)
     latency_k = rounds_k · max_p(a_kp · t0 + b_kp · t1)
 
-with L0/L1 its busiest on-wafer and wafer-crossing links (a switch: none and the busiest scale-out NIC),
+with L0/L1 its busiest on-wafer and wafer-crossing links (a switch: none and the busiest domain's scale-out
+traffic; where every device sends through its own NIC, per-copy kernels, L1 is at least s · the busiest device's
+crossing bytes, s devices sharing the domain's BW1),
 I/E its busiest injection and ejection ports and (a, b) its Pareto-maximal (on-wafer, crossing) hop
 pairs. The phase takes Σ_k (volume_k + latency_k) + the fixed software latency of one call: steps run one
 after another. Every quantity is
@@ -38,11 +40,12 @@ def _padded(built, name: str) -> dict:
     steps = [s.phases[name].steps for s in built]
     k = max((len(x) for x in steps), default=0)
     p = max((len(st.profile) for x in steps for st in x), default=0)
-    out = {f: np.zeros((len(built), k)) for f in ("max_link", "max_cross", "max_inject", "max_eject", "rounds")}
+    fields = ("max_link", "max_cross", "max_inject", "max_eject", "rounds", "max_cross_device")
+    out = {f: np.zeros((len(built), k)) for f in fields}
     out["a"], out["b"] = np.zeros((len(built), k, p)), np.zeros((len(built), k, p))
     for i, x in enumerate(steps):
         for j, st in enumerate(x):
-            for f in ("max_link", "max_cross", "max_inject", "max_eject", "rounds"):
+            for f in fields:
                 out[f][i, j] = getattr(st, f)
             out["a"][i, j, :len(st.profile)] = st.profile[:, 0]
             out["b"][i, j, :len(st.profile)] = st.profile[:, 1]
@@ -58,16 +61,23 @@ class Steps(NamedTuple):
     moves: np.ndarray    # whether the phase moves any data between nodes (shape `shape`)
 
 
-def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross_share=1.0) -> Steps:
+def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross_share=1.0,
+               device_nics=False) -> Steps:
     """Volume terms, volume and latency of every step of phase `name` at every point (`inv` maps points to
     `built`), and whether the phase moves data at all. `cross_share` scales the bytes on the crossing class (a
-    switch's scale-out network: the share of copies that cross it, fabric/scaleout.py)."""
+    switch's scale-out network: the share of copies that cross it, fabric/scaleout.py). `device_nics`: every
+    device's network bytes go through its own NIC, a domain's bandwidth over its devices (per-copy kernels,
+    fabric/scaleout.py), so the busiest device's NIC binds too, not only the domain's pool of NICs."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
     col = lambda x: np.asarray(x, dtype=float)[..., None]  # noqa: E731  (per point, over steps)
     sigma = col(scale)
-    terms = [sigma * arr["max_link"] / col(bw0), sigma * col(cross_share) * arr["max_cross"] / col(bw1),
+    # per-device NICs: the busiest device's crossing bytes at 1/size of the domain's bandwidth
+    size = getattr(hw, "scale_up_size", None)
+    device = np.where(col(device_nics), col(1.0 if size is None else size) * arr["max_cross_device"], 0.0)
+    cross = np.maximum(col(cross_share) * arr["max_cross"], device)
+    terms = [sigma * arr["max_link"] / col(bw0), sigma * cross / col(bw1),
              sigma * arr["max_inject"] / col(hw.port_bw_bytes_per_s), sigma * arr["max_eject"] / col(hw.port_bw_bytes_per_s)]
     terms = np.broadcast_arrays(*terms)
     reach = (arr["a"] * col(t0)[..., None] + arr["b"] * col(t1)[..., None]).max(axis=-1, initial=0.0)
@@ -75,12 +85,14 @@ def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross
     return Steps(terms, np.maximum.reduce(terms), arr["rounds"] * reach, moves)
 
 
-def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0, cross_share=1.0) -> Timed:
+def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0, cross_share=1.0,
+          device_nics=False) -> Timed:
     """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
 
     `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
-    nodes: a collective with no member to talk to (TP 1) launches nothing. `cross_share`: as `step_times`."""
-    st = step_times(hw, built, inv, shape, name, scale, cross_share)
+    nodes: a collective with no member to talk to (TP 1) launches nothing. `cross_share`, `device_nics`: as
+    `step_times`."""
+    st = step_times(hw, built, inv, shape, name, scale, cross_share, device_nics)
     fixed = np.where(st.moves, fixed, 0.0)
     volume, latency, fixed = np.broadcast_arrays(st.volume.sum(axis=-1), st.latency.sum(axis=-1) + fixed, fixed)
     return Timed(volume, latency, _bound(hw, st.terms, st.volume, volume, latency), fixed)

@@ -22,6 +22,13 @@ server, and top-k routing uniform over the experts, a token reaches a given serv
 uniform share is charged (docs/cost-model.md). NVLink's forwarding inside the receiving server is not charged: it
 runs at the scale-up bandwidth (9× the NIC's share on an H100 server) and is pipelined with the network transfer.
 A mesh of wafers has no such kernel: its copies cross wafer boundaries hop by hop, one each.
+
+Whose NIC. Per copy, every GPU sends and receives its copies through its own NIC (DeepEP's low-latency kernels:
+one NIC per GPU, IBGDA from the sender's NIC to the receiver's), so the busiest GPU's crossing bytes at a 1/s share
+of the server's network bind as well as the server's total: under a skewed expert popularity a hot GPU's NIC
+saturates while its server's other NICs idle (`device_nics`). Per server, a token crosses to the GPU of the same
+in-server index as its sender, so the senders' index, not the experts' popularity, spreads the bytes over the
+NICs and the server's pool is the limit. Under uniform routing with E a multiple of N the two are equal.
 """
 
 from __future__ import annotations
@@ -38,6 +45,13 @@ def per_server(mode: str, workload_mode: str) -> bool:
     if mode not in MODES:
         raise ValueError(f"scale_out_dispatch must be one of {MODES}, got {mode!r}")
     return mode == "per_server" or (mode == "auto" and workload_mode != "decode")
+
+
+def device_nics(hw, mode: str, workload_mode: str) -> bool:
+    """Whether a dispatch or combine goes through each GPU's own NIC (per copy on a switch of several scale-up
+    domains), so the busiest GPU's share of the network binds, not only its server's."""
+    return hw.topology == "switch" and getattr(hw, "scale_up_size", None) is not None \
+        and not per_server(mode, workload_mode)
 
 
 def miss_probability(experts, per_server_experts, k) -> np.ndarray:

@@ -157,6 +157,17 @@ def class_peaks(layout: Layout, loads: LinkLoads | None, between: np.ndarray | N
     return float(on.max(initial=0.0)), float(off.max(initial=0.0))
 
 
+def device_cross_peak(layout: Layout, t: np.ndarray) -> float:
+    """Busiest device's bytes to or from other scale-up domains of one switch step (N×N matrix `t`; 0 with one
+    domain): what its own NIC carries when every device sends and receives its network traffic through its own NIC
+    (a per-copy all-to-all over RDMA, fabric/scaleout.py)."""
+    if layout.topology != "switch" or layout.domains < 2:
+        return 0.0
+    dom = layout.wafer_of()
+    cross = np.where(dom[:, None] != dom[None, :], t, 0.0)
+    return float(max(cross.sum(axis=1).max(initial=0.0), cross.sum(axis=0).max(initial=0.0)))
+
+
 def latency_profile(used: np.ndarray, on: np.ndarray, cross: np.ndarray) -> np.ndarray:
     """Pareto-maximal (on-wafer hops, crossing hops) pairs among the transfers `used` (boolean N×N), shape (K, 2).
 
