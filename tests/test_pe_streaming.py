@@ -16,7 +16,8 @@ from wsemoe.config import presets
 from wsemoe.config.loader import load_config
 from wsemoe.cost.fabric import patterns, topology
 from wsemoe.cost.fabric.mesh import hops_matrix
-from wsemoe.cost.wafer import edge, expertgrid, streamlayout
+from wsemoe.cost.wafer import decode, edge, expertgrid, streamlayout
+from wsemoe.cost.wafer.decode import add
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine
 
@@ -275,3 +276,18 @@ def test_the_attention_batch_cap_per_node_sits_at_its_boundary(B, G):
     at = load_config({**BASE, "axes": {"workload.B": [cap, cap + 1]}, "workload": {**BASE["workload"], "G": G}})
     g = engine.evaluate_points(at)["g_mem_attn"].to_numpy()
     assert g[0] <= 0 < g[1]
+
+
+def test_the_expert_pipeline_paces_at_its_slope_not_its_first_step():
+    # Qwen3-30B-A3B's expert (H 2048, F 768) on 31 × 187 PEs, chain reductions, on a CS-2 (4-wide SIMD). Per token:
+    # up and gate 67 × ⌈9/4⌉ = 201 MAC cycles (⌈2048/31⌉ = 67 rows of ⌈1536/187⌉ = 9), SiLU·mul 7 operations on
+    # ⌈768/187⌉ = 5 elements, 4 a cycle: 8.75, down's all-reduce 2 × ⌈2048/31⌉ = 134 wavelets: A = 343.75 cycles.
+    # The SiLU·mul of n tokens takes ⌈5n/4⌉·7 cycles: 7 more from one token to two, 8.75 a token over many.
+    key = streamlayout.Key(128, 8, 2048, 768, 2.0, 994, 750,
+                           tuple((f, float(getattr(CS2, f))) for f in streamlayout.PE_FIELDS), "unicast")
+    A, B = streamlayout.pipeline(key, np.array([31.0]), np.array([187.0]), "chain")
+    assert A[0] == pytest.approx(343.75)
+    ops = decode.ffn(2048, 768, 31.0, 187.0, key.facts(), 27136.0, 2.0, {"pattern": "chain", "levels": 2},
+                     input_broadcast=True)
+    exact = add(*(ops[o] for o in streamlayout.SWIGLU))["cycles"]
+    assert A[0] * 27136 + B[0] == pytest.approx(exact, abs=7.0)   # within one rounding of the SiLU·mul's last word

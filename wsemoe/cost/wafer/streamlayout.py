@@ -91,17 +91,24 @@ def ladder(extent: int, parts: int) -> np.ndarray:
     return np.unique(sides[sides >= 1])[::-1]
 
 
+SPAN = 1024.0   # tokens over which the pacing is measured: a multiple of every SIMD width (4 on WSE-2, 8 on WSE-3)
+
+
 def pipeline(key: Key, h: np.ndarray, w: np.ndarray, pattern: str) -> tuple[np.ndarray, np.ndarray]:
     """(A, B) of the expert's SwiGLU on h × w PEs with its reductions by `pattern`: cycles at one token = A + B,
-    each more token adds A."""
+    each more token adds A. A is the slope over `SPAN` tokens, not the step from one token to two: the SiLU·mul
+    rounds n tokens' elements up to whole SIMD words (⌈5n/4⌉·7 cycles: 7 from one token to two, 8.75 a token
+    over many), so the first step undercounts the pacing by up to a word per token (1% of a 351-cycle pacing);
+    over a multiple of the SIMD width the rounding cancels and A·n + B is the cycles at n within one word."""
     pe, coll = key.facts(), {"pattern": pattern, "levels": 2}
 
     def cycles(n):
         ops = decode.ffn(key.hidden, key.width, h, w, pe, n, key.act_bytes, coll, input_broadcast=True)
         return add(*(ops[o] for o in SWIGLU))["cycles"]
 
-    one, two = cycles(1.0), cycles(2.0)
-    return two - one, 2.0 * one - two
+    one, many = cycles(1.0), cycles(1.0 + SPAN)
+    pacing = (many - one) / SPAN
+    return pacing, one - pacing
 
 
 def phase(key: Key, g: expertgrid.Grid, which: str, h, w) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
