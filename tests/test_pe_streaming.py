@@ -210,10 +210,10 @@ def test_the_pe_invariants_can_fail(monkeypatch):
     assert more.run(Case(cfg)).status == "pass" and grids.run(Case(cfg)).status == "pass"
     choose = streamlayout.choose
 
-    def slowest(t, tokens, busiest, need, floor=0.0, offset=0.0, microbatch=False):
+    def slowest(t, tokens, busiest, need, floor=0.0, offset=0.0, microbatch=False, comm_weight=1.0):
         flipped = streamlayout.Table(**{**{f: getattr(t, f) for f in streamlayout.FIELDS}, "A": -t.A, "B": -t.B,
                                         "Dd": -t.Dd, "Dc": -t.Dc, "Ld": -t.Ld, "Lc": -t.Lc})
-        return choose(flipped, tokens, busiest, need, -np.inf, offset, microbatch)
+        return choose(flipped, tokens, busiest, need, -np.inf, offset, microbatch, comm_weight)
     monkeypatch.setattr(streamlayout, "choose", slowest)
     assert more.run(Case(cfg)).status == "fail"
     monkeypatch.undo()
@@ -291,3 +291,26 @@ def test_the_expert_pipeline_paces_at_its_slope_not_its_first_step():
                      input_broadcast=True)
     exact = add(*(ops[o] for o in streamlayout.SWIGLU))["cycles"]
     assert A[0] * 27136 + B[0] == pytest.approx(exact, abs=7.0)   # within one rounding of the SiLU·mul's last word
+
+
+@pytest.mark.parametrize("mode,recompute,moves", [("train", "full", 3), ("train", "none", 2), ("prefill", "none", 1)])
+def test_the_all_to_all_runs_once_a_pass_of_tokens_not_once_a_forward_equivalent(mode, recompute, moves):
+    # The backward of a dispatch is one combine of the input gradients and the backward of a combine one dispatch of
+    # the output gradients: a step moves the tokens forward, back once, and forward again under full recompute (3),
+    # though its matmuls run 4 forward-equivalents (backward 2×). Per move: the busiest PE link's 16-bit values,
+    # one link cycle each, then the longest path's hops (no turn cycles on a CS-2) and one operator overhead (133).
+    cfg = load_config({**BASE, "workload": {**BASE["workload"], "mode": mode, "recompute": recompute, "B": 1, "G": 8},
+                       "mapping": {"pe_dispatch": "unicast"}})
+    row = engine.evaluate_points(cfg).iloc[0]
+    per_move = (row["dispatch_max_link_bytes"] / 2.0 + row["dispatch_max_hops"] + 133.0) / 1.1e9
+    assert row["moe_dispatch_s"] == pytest.approx(moves * per_move, rel=1e-9)
+    assert row["moe_combine_s"] == pytest.approx(moves * (row["combine_max_link_bytes"] / 2.0
+                                                          + row["dispatch_max_hops"] + 133.0) / 1.1e9, rel=1e-9)
+
+
+def test_choose_weighs_the_all_to_all_by_its_moves_per_pass():
+    # Pipeline 1000 cycles and no traffic, against 600 cycles and 450 cycles of traffic a move: per pass of the
+    # matmuls 1000 < 1050 with a move each pass; in training with full recompute (3 moves over 4 passes) 600 + 337.5.
+    t = table(A=[10, 6], B=[0, 0], h=[10, 10], w=[10, 10], Dd=[0, 1])
+    assert list(streamlayout.choose(t, [450], [100], [0])) == [0]
+    assert list(streamlayout.choose(t, [450], [100], [0], comm_weight=0.75)) == [1]
