@@ -16,7 +16,8 @@ from wsemoe.config import presets
 from wsemoe.config.loader import load_config
 from wsemoe.cost.fabric import patterns, topology
 from wsemoe.cost.fabric.mesh import hops_matrix
-from wsemoe.cost.wafer import edge, expertgrid, streamlayout
+from wsemoe.cost.wafer import decode, edge, expertgrid, streamlayout
+from wsemoe.cost.wafer.decode import add
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine
 
@@ -209,10 +210,10 @@ def test_the_pe_invariants_can_fail(monkeypatch):
     assert more.run(Case(cfg)).status == "pass" and grids.run(Case(cfg)).status == "pass"
     choose = streamlayout.choose
 
-    def slowest(t, tokens, busiest, need, floor=0.0, offset=0.0, microbatch=False):
+    def slowest(t, tokens, busiest, need, floor=0.0, offset=0.0, microbatch=False, comm_weight=1.0):
         flipped = streamlayout.Table(**{**{f: getattr(t, f) for f in streamlayout.FIELDS}, "A": -t.A, "B": -t.B,
                                         "Dd": -t.Dd, "Dc": -t.Dc, "Ld": -t.Ld, "Lc": -t.Lc})
-        return choose(flipped, tokens, busiest, need, -np.inf, offset, microbatch)
+        return choose(flipped, tokens, busiest, need, -np.inf, offset, microbatch, comm_weight)
     monkeypatch.setattr(streamlayout, "choose", slowest)
     assert more.run(Case(cfg)).status == "fail"
     monkeypatch.undo()
@@ -275,3 +276,41 @@ def test_the_attention_batch_cap_per_node_sits_at_its_boundary(B, G):
     at = load_config({**BASE, "axes": {"workload.B": [cap, cap + 1]}, "workload": {**BASE["workload"], "G": G}})
     g = engine.evaluate_points(at)["g_mem_attn"].to_numpy()
     assert g[0] <= 0 < g[1]
+
+
+def test_the_expert_pipeline_paces_at_its_slope_not_its_first_step():
+    # Qwen3-30B-A3B's expert (H 2048, F 768) on 31 × 187 PEs, chain reductions, on a CS-2 (4-wide SIMD). Per token:
+    # up and gate 67 × ⌈9/4⌉ = 201 MAC cycles (⌈2048/31⌉ = 67 rows of ⌈1536/187⌉ = 9), SiLU·mul 7 operations on
+    # ⌈768/187⌉ = 5 elements, 4 a cycle: 8.75, down's all-reduce 2 × ⌈2048/31⌉ = 134 wavelets: A = 343.75 cycles.
+    # The SiLU·mul of n tokens takes ⌈5n/4⌉·7 cycles: 7 more from one token to two, 8.75 a token over many.
+    key = streamlayout.Key(128, 8, 2048, 768, 2.0, 994, 750,
+                           tuple((f, float(getattr(CS2, f))) for f in streamlayout.PE_FIELDS), "unicast")
+    A, B = streamlayout.pipeline(key, np.array([31.0]), np.array([187.0]), "chain")
+    assert A[0] == pytest.approx(343.75)
+    ops = decode.ffn(2048, 768, 31.0, 187.0, key.facts(), 27136.0, 2.0, {"pattern": "chain", "levels": 2},
+                     input_broadcast=True)
+    exact = add(*(ops[o] for o in streamlayout.SWIGLU))["cycles"]
+    assert A[0] * 27136 + B[0] == pytest.approx(exact, abs=7.0)   # within one rounding of the SiLU·mul's last word
+
+
+@pytest.mark.parametrize("mode,recompute,moves", [("train", "full", 3), ("train", "none", 2), ("prefill", "none", 1)])
+def test_the_all_to_all_runs_once_a_pass_of_tokens_not_once_a_forward_equivalent(mode, recompute, moves):
+    # The backward of a dispatch is one combine of the input gradients and the backward of a combine one dispatch of
+    # the output gradients: a step moves the tokens forward, back once, and forward again under full recompute (3),
+    # though its matmuls run 4 forward-equivalents (backward 2×). Per move: the busiest PE link's 16-bit values,
+    # one link cycle each, then the longest path's hops (no turn cycles on a CS-2) and one operator overhead (133).
+    cfg = load_config({**BASE, "workload": {**BASE["workload"], "mode": mode, "recompute": recompute, "B": 1, "G": 8},
+                       "mapping": {"pe_dispatch": "unicast"}})
+    row = engine.evaluate_points(cfg).iloc[0]
+    per_move = (row["dispatch_max_link_bytes"] / 2.0 + row["dispatch_max_hops"] + 133.0) / 1.1e9
+    assert row["moe_dispatch_s"] == pytest.approx(moves * per_move, rel=1e-9)
+    assert row["moe_combine_s"] == pytest.approx(moves * (row["combine_max_link_bytes"] / 2.0
+                                                          + row["dispatch_max_hops"] + 133.0) / 1.1e9, rel=1e-9)
+
+
+def test_choose_weighs_the_all_to_all_by_its_moves_per_pass():
+    # Pipeline 1000 cycles and no traffic, against 600 cycles and 450 cycles of traffic a move: per pass of the
+    # matmuls 1000 < 1050 with a move each pass; in training with full recompute (3 moves over 4 passes) 600 + 337.5.
+    t = table(A=[10, 6], B=[0, 0], h=[10, 10], w=[10, 10], Dd=[0, 1])
+    assert list(streamlayout.choose(t, [450], [100], [0])) == [0]
+    assert list(streamlayout.choose(t, [450], [100], [0], comm_weight=0.75)) == [1]

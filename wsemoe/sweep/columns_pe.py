@@ -73,7 +73,8 @@ STREAMING = {   # a weight-streaming wafer at PE level (hardware.pe_fabric): cos
     "expert_pacing_cycles": ("cycles", "PE fabric: cycles each more token adds to the busiest region's SwiGLU (its "
                                        "slowest pipeline stage per matmul: local MACs or reduction wavelets)"),
     "dispatch_path_s": ("s", "PE fabric: the part of moe_dispatch_s that does not grow with tokens: the longest "
-                             "path's hops and turn and one operator overhead, per pass"),
+                             "path's hops and turn and one operator overhead, once a move of the tokens (1 a step "
+                             "in inference, 3 in training with full recompute)"),
     "combine_path_s": ("s", "PE fabric: the part of moe_combine_s that does not grow with tokens (multicast: a relay "
                             "stage per tile hop of the reduction)"),
     "expert_grid_rows": ("tiles", "PE fabric: rows of the grid of expert regions (one expert per tile)"),

@@ -15,7 +15,7 @@ from wsemoe.cost.serving import turns
 from wsemoe.cost.stagecost import STAGE_COMM, compute_time, passes_in, stage_work
 from wsemoe.cost.wafer import edge, pememory
 from wsemoe.cost.wafer.fabric import pe_facts, wavelets
-from wsemoe.cost.wafer.streaming import passes
+from wsemoe.cost.wafer.streaming import moves, passes
 from wsemoe.sweep.feasibility import shown_ratio
 from wsemoe.wording import number
 
@@ -239,13 +239,13 @@ def _regions(row, pe, wl, hw, shape, work) -> list:
 
 
 def _phases(row, pe, m, wl) -> list:
-    out, P = [], passes(wl)
+    out, M = [], moves(wl)
     per_value = float(wavelets(1.0, wl.bytes_per_act, pe))
     for phase in ("dispatch", "combine"):
         link, path = value_of(row, f"{phase}_max_link_bytes"), value_of(row, f"{phase}_path_s")
-        t = P * link / wl.bytes_per_act * per_value / pe.clock_hz + path
+        t = M * link / wl.bytes_per_act * per_value / pe.clock_hz + path
         out.append((f"moe_{phase}_s", row[f"moe_{phase}_s"], "s",
-                    f"{number(P)} passes × busiest PE link {_b(link)} ({number(per_value)} link cycle a value) + "
+                    f"{number(M)} moves × busiest PE link {_b(link)} ({number(per_value)} link cycle a value) + "
                     f"longest path and overhead {secs(path)} = {secs(t)} {check(t, value_of(row, f'moe_{phase}_s'))}"))
     return out
 

@@ -27,9 +27,17 @@ CHOSEN = streamlayout.FIELDS
 
 
 def passes(wl):
-    """Forward-equivalents of a layer's matmuls and token moves per step: 1 in inference, 3 in training (two
-    backward per forward), one more with full recompute."""
+    """Forward-equivalents of a layer's matmuls per step: 1 in inference, 3 in training (two backward per forward),
+    one more with full recompute."""
     return compute.pass_factor(wl.mode) + compute.recomputed_shares(wl.mode, wl.recompute)[0]
+
+
+def moves(wl):
+    """Times a step moves a layer's tokens through its dispatch and combine: once forward; in training once back
+    (the gradients retrace the all-to-all: a combine's backward is one dispatch of the output gradients, a
+    dispatch's one combine of the input gradients; no weight gradient crosses it, unlike a matmul's backward, which
+    is two), and once more where full recompute reruns the forward."""
+    return 1.0 + (wl.mode == "train") + compute.recomputed_shares(wl.mode, wl.recompute)[0]
 
 
 def fabric_model(hw, m, wl, mp, bal=None, histogram=None):
@@ -60,7 +68,7 @@ class StreamingFabric:
         edges = self.edges(pe, work)
         floor, offset = self.rest(pe, shape, work, edges)
         pick = self.layouts(tables, inverse, pshape, (T, busiest, pememory.need_area(pe, base, region), floor, offset),
-                            getattr(wl, "comm_overlap", "none") == "microbatch")
+                            getattr(wl, "comm_overlap", "none") == "microbatch", moves(wl) / passes(wl))
         out = {**self.times(pe, T, busiest, pick), **edges, "expert_tokens": busiest}
         out.update(self.layout_columns(pick, p_max))
         out.update(pememory.attention(pe, m, wl, node, shape.nodes, shape.groups))
@@ -142,34 +150,35 @@ class StreamingFabric:
         return (X - S) * per, S * per
 
     @staticmethod
-    def layouts(tables, inverse, pshape, per_point: tuple, microbatch: bool) -> dict:
+    def layouts(tables, inverse, pshape, per_point: tuple, microbatch: bool, comm_weight=1.0) -> dict:
         """Each point's chosen layout (`streamlayout.choose` on its tokens, busiest region's tokens, area needed,
-        floor and offset): the fields of its candidate (flattened per key, reshaped to the points)."""
+        floor and offset; the all-to-all weighed by its moves per pass of the matmuls): the fields of its candidate
+        (flattened per key, reshaped to the points)."""
         flat = {f: np.zeros(int(np.prod(pshape))) for f in CHOSEN}
         cols = [np.broadcast_to(x, pshape).ravel() for x in per_point]
         for i, t in enumerate(tables):
             at = np.flatnonzero(inverse == i)
-            idx = streamlayout.choose(t, *(c[at] for c in cols), microbatch=microbatch)
+            idx = streamlayout.choose(t, *(c[at] for c in cols), microbatch=microbatch, comm_weight=comm_weight)
             for f in CHOSEN:
                 flat[f][at] = getattr(t, f)[idx]
         return {f: v.reshape(pshape) for f, v in flat.items()}
 
     def times(self, pe, T, busiest, pick: dict) -> dict:
         """Seconds per layer and micro-batch (all passes) of the busiest region's pipeline, its fill and drain, and
-        the dispatch and combine (their paths and overheads apart), with what limits each and the dispatch's busiest
-        PE link and longest path; the times that are columns as they are under `columns`."""
-        P, wl = passes(self.wl), self.wl
+        the dispatch and combine (all moves; their paths and overheads apart), with what limits each and the
+        dispatch's busiest PE link and longest path; the times that are columns as they are under `columns`."""
+        P, M, wl = passes(self.wl), moves(self.wl), self.wl
         dispatch, combine = T * pick["Dd"], T * pick["Dc"]
         pipeline = seconds(P * (pick["A"] * busiest + pick["B"]), pe)
         return {"expert_pipeline_s": pipeline,
-                "dispatch_s": seconds(P * (dispatch + pick["Ld"]), pe), "combine_s": seconds(P * (combine + pick["Lc"]), pe),
+                "dispatch_s": seconds(M * (dispatch + pick["Ld"]), pe), "combine_s": seconds(M * (combine + pick["Lc"]), pe),
                 "dispatch_bound": BOUNDS[(pick["Ld"] > dispatch).astype(int)],
                 "combine_bound": BOUNDS[(pick["Lc"] > combine).astype(int)],
                 "dispatch_max_link_bytes": T * pick["link"] * self.m.hidden_size * wl.bytes_per_act,
                 "combine_max_link_bytes": T * pick["linkc"] * self.m.hidden_size * wl.bytes_per_act,
                 "dispatch_max_hops": pick["hops"], "expert_pacing_cycles": pick["A"],
                 "columns": {"expert_pipeline_s": pipeline, "expert_fill_s": seconds(P * pick["B"], pe),
-                            "dispatch_path_s": seconds(P * pick["Ld"], pe), "combine_path_s": seconds(P * pick["Lc"], pe)}}
+                            "dispatch_path_s": seconds(M * pick["Ld"], pe), "combine_path_s": seconds(M * pick["Lc"], pe)}}
 
     def layout_columns(self, pick: dict, p_max) -> dict:
         """The chosen layout: expert tiles (grid and PEs) and the busiest expert's load over the mean."""

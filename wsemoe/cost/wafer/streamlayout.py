@@ -12,10 +12,12 @@ Per candidate, in cycles (docs/cost-model.md, "Weight streaming at PE level"):
 
     experts   n·A + B          the busiest region's up/gate, SiLU·mul and down (decode.ffn, input from another
                                region): A its pacing per token (marginal cost of one more token), B its fill and
-                               drain, latencies and operator overheads once; n its tokens (k·p_max·T)
+                               drain, latencies and operator overheads once; n its tokens (k·p_max·T); per pass
     dispatch  T·D_d + L_d      D_d = wavelets per token × k (unicast) × max(east/west tile link / h,
                                south/north tile link / w); L_d the longest path (tile hops × sides, a turn) and one
-                               operator overhead; combine likewise (multicast: a relay per tile hop)
+                               operator overhead; combine likewise (multicast: a relay per tile hop); per move
+                               (a step moves the tokens once a pass in inference, 3 times to the matmuls' 4
+                               forward-equivalents in training with full recompute: `streaming.moves`)
 """
 
 from __future__ import annotations
@@ -91,17 +93,24 @@ def ladder(extent: int, parts: int) -> np.ndarray:
     return np.unique(sides[sides >= 1])[::-1]
 
 
+SPAN = 1024.0   # tokens over which the pacing is measured: a multiple of every SIMD width (4 on WSE-2, 8 on WSE-3)
+
+
 def pipeline(key: Key, h: np.ndarray, w: np.ndarray, pattern: str) -> tuple[np.ndarray, np.ndarray]:
     """(A, B) of the expert's SwiGLU on h × w PEs with its reductions by `pattern`: cycles at one token = A + B,
-    each more token adds A."""
+    each more token adds A. A is the slope over `SPAN` tokens, not the step from one token to two: the SiLU·mul
+    rounds n tokens' elements up to whole SIMD words (⌈5n/4⌉·7 cycles: 7 from one token to two, 8.75 a token
+    over many), so the first step undercounts the pacing by up to a word per token (1% of a 351-cycle pacing);
+    over a multiple of the SIMD width the rounding cancels and A·n + B is the cycles at n within one word."""
     pe, coll = key.facts(), {"pattern": pattern, "levels": 2}
 
     def cycles(n):
         ops = decode.ffn(key.hidden, key.width, h, w, pe, n, key.act_bytes, coll, input_broadcast=True)
         return add(*(ops[o] for o in SWIGLU))["cycles"]
 
-    one, two = cycles(1.0), cycles(2.0)
-    return two - one, 2.0 * one - two
+    one, many = cycles(1.0), cycles(1.0 + SPAN)
+    pacing = (many - one) / SPAN
+    return pacing, one - pacing
 
 
 def phase(key: Key, g: expertgrid.Grid, which: str, h, w) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -177,15 +186,17 @@ def table(key: Key) -> Table:
     return Table(*(cols[k][keep] for k in FIELDS), p_max=p_max)
 
 
-def choose(t: Table, tokens, busiest, need_area, floor=0.0, offset=0.0, microbatch=False) -> np.ndarray:
+def choose(t: Table, tokens, busiest, need_area, floor=0.0, offset=0.0, microbatch=False,
+           comm_weight=1.0) -> np.ndarray:
     """Index into `t` of each point's layout: the one whose MoE layer is fastest among those whose expert area is at
     least `need_area` PEs (its SRAM fits); where none fits, the fastest of the largest (the least SRAM per PE). Per
-    pass, in cycles: core = max(`floor`, busiest region's pipeline) + `offset` (the layer's other terms,
-    `StreamingFabric.rest`), then the dispatch and combine after it, or beside it with interleaved micro-batches.
+    pass of the matmuls, in cycles: core = max(`floor`, busiest region's pipeline) + `offset` (the layer's other
+    terms, `StreamingFabric.rest`), then the dispatch and combine after it, or beside it with interleaved
+    micro-batches, `comm_weight` times (its moves per pass of the matmuls: 3/4 in training with full recompute).
     Points along the first axis, candidates along the second (a contiguous argmin)."""
     col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1)   # noqa: E731  (points as a column)
     core = np.maximum(col(busiest) * t.A + t.B, col(floor)) + col(offset)
-    comm = col(tokens) * (t.Dd + t.Dc) + (t.Ld + t.Lc)
+    comm = col(comm_weight) * (col(tokens) * (t.Dd + t.Dc) + (t.Ld + t.Lc))
     time = np.maximum(core, comm) if microbatch else core + comm
     fits = t.area >= col(need_area)
     best = np.argmin(np.where(fits, time, np.inf), axis=1)
