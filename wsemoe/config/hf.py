@@ -10,7 +10,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from wsemoe.errors import ConfigError, PresetError
-from wsemoe.config import hf_fields, hf_layers, hf_moe
+from wsemoe.config import hf_fields, hf_layers, hf_moe, hf_wrappers
 from wsemoe.config.files import model_json, read_text
 from wsemoe.specs.base import error_line, not_integer, not_positive
 from wsemoe.specs.model import ModelSpec
@@ -373,35 +373,6 @@ def _build(fields: dict, r: _Reader) -> ModelSpec:
         raise r.fail(key, error_line(err)) from None
 
 
-# Vision-language wrappers whose language model is the nested `text_config`; the vision tower (`vision_config`,
-# the media token ids) is not modelled (Kimi K2.5's published 1T total / 32B active count its language model).
-WRAPPERS = (*hf_layers.WRAPPED, *hf_moe.WRAPPED)
-# Keys a wrapper may state at its top level for its language model (released wrappers put `tie_word_embeddings`
-# and a quantized checkpoint's `quantization_config` there): taken where `text_config` states none.
-_HANDED_DOWN = ("tie_word_embeddings", "quantization_config")
-
-
-def language_model(r: _Reader, mtype: str | None) -> _Reader:
-    """The reader of the language model: `r` itself, or for a wrapper type a reader of its `text_config`, with the
-    _HANDED_DOWN keys the top level states and `text_config` does not; the two stating different values is refused
-    (transformers releases differ on which one a wrapper's language model obeys)."""
-    if mtype not in WRAPPERS:
-        return r
-    text = r.data.get("text_config")
-    if not isinstance(text, dict):
-        raise r.fail("text_config", f"{mtype} needs its language model's config in 'text_config'")
-    text = dict(text)
-    for key in _HANDED_DOWN:
-        if r.data.get(key) is None:
-            continue
-        if text.get(key) is None:
-            text[key] = r.data[key]
-        elif text[key] != r.data[key]:
-            raise r.fail(key, f"'{key}' at the top level ({str(r.data[key]):.40}) differs from text_config's "
-                              f"({str(text[key]):.40}); state it once, in text_config")
-    return _Reader(text, f"{r.where} -> text_config")
-
-
 def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> ModelSpec:
     """A ModelSpec from a Hugging Face config.json path or an already-parsed dict.
 
@@ -415,7 +386,7 @@ def model_from_hf_config(source: str | Path | dict, name: str | None = None) -> 
     data, where = _load(source)
     r = _Reader(data, where)
     mtype = _model_type(r)
-    r = language_model(r, mtype)   # a vision-language wrapper's text model (llama4, qwen3_5_moe, kimi_k25)
+    r = hf_wrappers.language_model(r, mtype)   # a vision-language wrapper's text model
     fields = {**_common(r), **_FAMILIES[mtype](r)}
     _check_consistent(fields, r, mtype)
     hf_fields.check_unmodelled(r, mtype)

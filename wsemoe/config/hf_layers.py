@@ -179,8 +179,8 @@ def families(deepseek) -> dict:
     with their indexer; passed in so this module does not import hf.py back."""
     dsa = {t: (lambda r: sparse(r, deepseek(r, v3=True))) for t in ("deepseek_v32", "glm_moe_dsa")}
     return {**FAMILIES, **dsa}
-# Wrappers whose language model sits in `text_config` (the vision tower is not modelled; hf.language_model).
-WRAPPED = ("llama4", "qwen3_5_moe")
+
+
 ARCHITECTURES = {"Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
                  "GptOssForCausalLM": "gpt_oss", "Qwen3NextForCausalLM": "qwen3_next",
                  "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe", "DeepseekV32ForCausalLM": "deepseek_v32",

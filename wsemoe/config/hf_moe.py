@@ -69,16 +69,11 @@ def _kimi_k2(r) -> dict:
     return _hf._deepseek(r, v3=True)
 
 
-# Vision-language wrappers whose language model is the nested `text_config`. The vision tower (`vision_config`)
-# is not modelled: Kimi K2.5's published 1T total / 32B active count its language model (MoonViT is ~0.4B).
-WRAPPED = ("kimi_k25",)   # read by hf.language_model
-
-
 def families(**helpers) -> dict[str, Callable[[Any], dict]]:
     """model_type -> importer, given hf.py's shared helpers (hf.py merges these into its table)."""
     vars(_hf).update(helpers)
     return {"glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "kimi_k2": _kimi_k2,
-            "kimi_k25": _kimi_k2}  # kimi_k25 is read from its text_config (language_model)
+            "kimi_k25": _kimi_k2}  # kimi_k25 is read from its text_config (hf_wrappers)
 
 
 ARCHITECTURES = {

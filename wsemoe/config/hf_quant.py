@@ -151,10 +151,10 @@ def native_formats(data: dict, where: str, folder: Path | None = None) -> dict:
 
 def checkpoint_formats(source) -> dict:
     """The native formats of the checkpoint at `source` (a config.json path or its folder, or a parsed dict)."""
-    from wsemoe.config import hf
+    from wsemoe.config import hf, hf_wrappers
 
     data, where = hf._load(source)
-    r = hf.language_model(hf._Reader(data, where), data.get("model_type"))  # no type check: formats read alike
+    r = hf_wrappers.language_model(hf._Reader(data, where), data.get("model_type"))  # formats read alike
     folder = None
     if isinstance(source, (str, Path)):
         path = Path(source)
