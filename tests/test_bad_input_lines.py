@@ -118,6 +118,27 @@ def test_a_malformed_modelopt_quant_config_is_one_line(quantization, message, ru
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
 
 
+@pytest.mark.parametrize("quantization_config, message", [
+    ("fp4", "quantization_config must be a mapping"),   # was ignored: the ModelOpt file beside it took over
+    ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "hf_quant_config.json beside it"),
+])
+def test_a_config_jsons_quantization_beside_a_modelopt_file_is_read_too(quantization_config, message, runner,
+                                                                        tmp_path):
+    """config.json's own quantization_config was dropped in silence whenever hf_quant_config.json sat beside it,
+    malformed or stating another format; both are read, and two different statements are refused by name."""
+    import json
+    import shutil
+
+    config = json.loads((NVFP4 / "config.json").read_text())
+    config["quantization_config"] = quantization_config
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    shutil.copy(NVFP4 / "hf_quant_config.json", tmp_path / "hf_quant_config.json")
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path), "-F", "csv"])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    shutil.copy(NVFP4 / "config.json", tmp_path / "config.json")   # the release as shipped: the two agree
+    assert runner.invoke(app, ["eval", "--hardware", "cs2", "--model", str(tmp_path), "-F", "csv"]).exit_code == 0
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_a_peak_below_its_floor_is_one_line_without_a_numpy_warning(runner):
     """The energy rule divided by the peak before the peak's own check: numpy's overflow warning went to stderr

@@ -130,8 +130,16 @@ def native_formats(data: dict, where: str, folder: Path | None = None) -> dict:
     `hf_quant_config.json` may say more than config.json does.
     """
     from_file = _modelopt_file(folder, where)
-    if from_file is not None:
-        return from_file
+    from_config = _config_formats(data, where)
+    if from_file is not None and data.get("quantization_config") is not None and from_config != from_file:
+        # two statements of one checkpoint's formats: neither is dropped in silence
+        raise _fail(where, "quantization_config", f"config.json's quantization_config reads {from_config} but "
+                                                  f"hf_quant_config.json beside it {from_file}; remove one")
+    return from_file if from_file is not None else from_config
+
+
+def _config_formats(data: dict, where: str) -> dict:
+    """The formats config.json's own `quantization_config` states ({} when it has none)."""
     q = data.get("quantization_config")
     if q is None:
         return {}
