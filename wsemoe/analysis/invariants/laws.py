@@ -19,7 +19,7 @@ import numpy as np
 from wsemoe.analysis.explain.addsup import LAYERS, launch_column, stage_columns
 from wsemoe.analysis.invariants.cases import Case
 from wsemoe.analysis.invariants.checking import Checker, Outcome
-from wsemoe.analysis.invariants.registry import REGISTRY, Invariant, invariant, node_rows, timed
+from wsemoe.analysis.invariants.registry import SERVING_ONLY, REGISTRY, Invariant, invariant, node_rows, timed
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
 from wsemoe.cost import structure
 from wsemoe.cost.fabric.mesh import hops_matrix
@@ -280,9 +280,6 @@ def _node_groups(case: Case):
     """The groups the node-level model evaluates (not SRAM serving, whose step has laws of its own)."""
     node = node_rows(case)
     return ((rows, out) for rows, out in _groups(case) if node[rows[0]])
-
-
-SERVING_ONLY = "SRAM serving only (its laws are the serving_* invariants)"
 
 
 @invariant("step time is the sum of its layers: Lm·MoE layer + (L − Lm)·dense layer + head + exposed migration; "

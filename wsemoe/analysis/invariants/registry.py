@@ -18,6 +18,7 @@ TIMES = ("step_time_s", "moe_layer_time_s", "dense_layer_time_s", "head_time_s")
 # SRAM serving's time law is its objective: the period between a sequence's steps (prefill: the TTFT). Its layout is
 # the best candidate for that period, so the layer times inside it may move either way when hardware changes.
 SERVING_TIMES = ("pipeline_period_s",)
+SERVING_ONLY = "SRAM serving only (its laws are the serving_* invariants)"   # the skip of a node-level law
 
 
 def node_rows(case: Case) -> np.ndarray:

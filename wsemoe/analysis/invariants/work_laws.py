@@ -9,7 +9,7 @@ import numpy as np
 
 from wsemoe.analysis.invariants.cases import Case
 from wsemoe.analysis.invariants.checking import Checker
-from wsemoe.analysis.invariants.registry import TIMES, invariant, node_rows
+from wsemoe.analysis.invariants.registry import SERVING_ONLY, TIMES, invariant, node_rows
 from wsemoe.config.checks import MAX_TOKEN_PAIRS
 from wsemoe.specs.base import MAX_TOKENS
 
@@ -46,7 +46,7 @@ def _rows(case: Case) -> dict:
            "and an expert seeing more rows runs at least as efficiently but never does less work", _more_work)
 def more_work_is_never_faster(chk: Checker, case: Case):
     if not node_rows(case).any():
-        return chk.skip("SRAM serving only (its laws are the serving_* invariants)")
+        return chk.skip(SERVING_ONLY)
     asked = _more_work(case)
     base, frames, rows = case.outputs(), case.variants(asked), _rows(case)
     for tag, more in frames.items():
