@@ -39,7 +39,8 @@ from wsemoe.cost.node import params, weights
 
 FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "b_dispatch", "F_gemm", "F_moe", "F16",
-            "B", "link", "link_ep", "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat", "a2a_lat", "agg",
+            "B", "link", "link_ep", "ep_remote", "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat",
+            "a2a_lat", "agg",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share", "idx_bytes", "idx_flops", "state_values",
             "state_flops")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "eta_xmm", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
@@ -103,8 +104,9 @@ def _comm(X, tokens_rank):
     """Per-layer communication for `tokens_rank` tokens per attention rank: two TP all-reduces of the hidden
     state over the TP group's link (`link`), and, over one pipeline stage's GPUs (`link_ep`), what the MoE layer
     of data-parallel attention ranks exchanges:
-    - with expert parallelism, a dispatch (`b_dispatch` bytes a value) and a 16-bit combine of k copies of each
-      token;
+    - with expert parallelism, a dispatch (`b_dispatch` bytes a value) and a 16-bit combine of the k copies of
+      each token that leave the link's near side (`ep_remote`: a copy for an expert on the sender's own GPU
+      crosses no link, 1/moe_ep of them; validate/silicon/features.ep_remote);
     - without it (experts split by TP over every rank), an all-gather of every rank's tokens before the experts
       and a reduce-scatter of their outputs after, 16-bit, (dp − 1) shares of a rank's tokens each (ring), as
       any TP split of the experts over ranks that attend to different tokens must (vLLM's naive dispatch and
@@ -116,7 +118,7 @@ def _comm(X, tokens_rank):
     come with attention DP)."""
     msg = tokens_rank * X["H"] * ACT_BYTES
     ar = np.where(X["tp"] > 1, 2 * (X["ar_lat"] + 2 * (X["tp"] - 1) / X["tp"] * msg / X["link"]), 0.0)
-    a2a_bytes = tokens_rank * X["H"] * X["k"] * (X["b_dispatch"] + ACT_BYTES)  # dispatch + combine
+    a2a_bytes = tokens_rank * X["H"] * X["k"] * X["ep_remote"] * (X["b_dispatch"] + ACT_BYTES)  # dispatch, combine
     gather_bytes = 2 * (X["dp"] - 1) * msg                                        # all-gather + reduce-scatter
     moe = np.where(X["moe_ep"] > 1, 2 * X["a2a_lat"] + a2a_bytes / X["link_ep"],
                    2 * X["ar_lat"] + gather_bytes / X["link_ep"])

@@ -65,6 +65,22 @@ def _link(hw, gpus):
     return hw.port_bw_bytes_per_s
 
 
+def ep_remote(hw, lay) -> float:
+    """Share of a token's k routed copies that cross the link an expert-parallel all-to-all is charged at
+    (`link_ep`). With the experts spread evenly over moe_ep GPUs (moe_tp 1) and top-k uniform over them, a copy
+    lands on a given GPU with probability 1/moe_ep: the copies for experts on the sender's own GPU stay in its HBM,
+    so (moe_ep − 1)/moe_ep of them cross NVLink (7/8 at EP 8), as the attention-DP gather already sends (dp − 1)
+    shares. Past one scale-up domain `link_ep` is the network's share, and the copies for the sender's own server
+    go over NVLink beside it (not charged, as the node-level model's scale-out dispatch, cost/fabric/scaleout.py):
+    (moe_ep − near)/moe_ep, near the EP ranks of one server. With moe_tp > 1 each copy reaches a TP group of
+    GPUs, not one; every copy is charged, as before (no given run dispatches so)."""
+    ep, gpus, up = lay["moe_ep"], lay["gpus"] / lay["pp"], hw.scale_up_size
+    if lay["moe_tp"] != 1 or ep <= 1:
+        return 1.0
+    near = min(ep, up * ep / gpus) if up and gpus > up else 1.0
+    return (ep - near) / ep
+
+
 def one(res: dict, worker: str, s=None) -> dict:
     """Features of one resolved run for its `worker` ('agg', 'prefill' or 'decode'); `s`: its model's serving
     shape when the caller has it already."""
@@ -80,7 +96,8 @@ def one(res: dict, worker: str, s=None) -> dict:
             "F_gemm": formats.peak(hw, res["gemm"]), "F_moe": formats.peak(hw, res["moe"]), "F16": hw.node_peak_flops,
             "b_dispatch": formats.dispatched_bytes(hw, res["moe"], ACT_BYTES),
             "B": hw.node_memory_bw_bytes_per_s, "link": _link(hw, lay["tp"]),
-            "link_ep": _link(hw, lay["gpus"] / lay["pp"]), "mem": hw.node_memory_bytes,
+            "link_ep": _link(hw, lay["gpus"] / lay["pp"]), "ep_remote": ep_remote(hw, lay),
+            "mem": hw.node_memory_bytes,
             "tp": lay["tp"], "dp": lay["dp"], "pp": lay["pp"], "moe_tp": lay["moe_tp"], "moe_ep": lay["moe_ep"],
             "C": lay["C"], "isl": res["isl"], "osl": res["osl"], "ar_lat": hw.collective_latency_s,
             "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0,
