@@ -84,3 +84,20 @@ def test_the_gpu_serving_model_holds_and_reads_the_whole_shared_expert_under_att
     seqs = np.array([2.0])
     step = serving.decode_step(X, eta, seqs)[0] - serving.decode_step(without, eta, seqs)[0]
     assert step == pytest.approx(shared / X["B"][0], rel=1e-6)
+
+
+def test_training_keeps_the_tp_split_and_pays_its_gather_and_reduce_scatter():
+    """Training, NVL72 TP 8 (9 groups, slice flow), 1,024 tokens a group: Megatron-Core keeps the shared expert
+    TP-split, so a member reads an eighth of it and router (45.47 µs at 16 tokens a GPU, as before) and the group
+    gathers its tokens for it and reduce-scatters its output: the bytes of one all-reduce of the group's
+    1,024 × 7168 × 2 = 14,680,064-byte message, in the switch (NVLink SHARP, as the attention's all-reduce):
+    14,680,064 / 900 GB/s + 2 × 0.5 µs + 4.5 µs = 21.81 µs a MoE layer, where the slice flow charged none. Serving
+    at the same point pays none (each GPU runs the whole shared expert on its own slice)."""
+    train = wsemoe.evaluate({"name": "t", "hardware": "nvl72", "model": "deepseek-v3",
+                             "workload": {"mode": "train", "seq_len": 1024, "B": 1}, "mapping": {"tp": 8}}).iloc[0]
+    assert train["token_flow"] == "slice"
+    msg = 1024 * H * 2
+    assert train["moe_reduce_s"] == pytest.approx(msg / 9.0e11 + 2 * 0.5e-6 + 4.5e-6, rel=1e-9)
+    assert train["moe_reduce_s"] == pytest.approx(train["attention_allreduce_s"], rel=1e-12)   # the same message
+    assert train["moe_hbm_s"] == pytest.approx((4 * EXPERT + (EXPERT + ROUTER) / 8) / HBM, rel=1e-9)
+    assert _point(8)["moe_reduce_s"] == 0.0

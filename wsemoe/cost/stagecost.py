@@ -53,7 +53,7 @@ def shared_split(wl, shape: Shape, c: dict):
     _compute_shared_expert_tp_size); the three replicate the gate. Training keeps `tp`: Megatron-Core's shared
     expert stays TP-split under sequence parallelism, gathering its group's tokens and reduce-scattering its output
     (github.com/NVIDIA/Megatron-LM: megatron/core/transformer/moe/shared_experts.py); that gather and
-    reduce-scatter are not charged (docs/findings.md, Known limits)."""
+    reduce-scatter ride the MoE output reduction (structure.Collectives.gather_shared)."""
     flow = c.get("token_flow")
     if flow is None or wl.mode == "train":   # no fabric model: one group, every member holds every token
         return shape.tp
