@@ -56,6 +56,8 @@ def test_the_step_waits_for_the_busiest_reads_energy_counts_the_mean():
                            "workload": {"mode": "decode", "seq_len": 1024, "B": 1}, "mapping": {"tp": 8}}).iloc[0]
     T, expert = 9, 3 * 7168 * 2048 * 2   # bf16 expert weights of one layer
     p = 1 - (1 - 8 / 256) ** T
-    shared_router = (3 * 7168 * 2048 + 7168 * 256 + 256) * 2 / 8
+    # 9 groups on one switch: each member holds only its slice of its group's tokens, so it routes it and runs the
+    # whole shared expert on it (stagecost.shared_split): shared expert and router read whole, not an eighth
+    shared_router = (3 * 7168 * 2048 + 7168 * 256 + 256) * 2
     assert row["moe_hbm_s"] == pytest.approx((busiest_hits(p, 256, 72) * expert + shared_router) / 8.0e12, rel=1e-9)
     assert busiest_hits(p, 256, 72) > 1.5 * 256 * p / 72   # the busiest reads far more than the mean here

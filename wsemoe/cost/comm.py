@@ -148,8 +148,10 @@ class CommModel:
 
     def _build(self, key: StructuralKey) -> structure.Structure:
         mp_, hw = self.mp, self.hw
+        # training keeps the shared experts TP-split where tokens are sliced (stagecost.shared_split): they gather
         coll = structure.Collectives(key.ring_directions, getattr(mp_, "combine_routing", "xy"),
-                                     bool(getattr(hw, "in_switch_reduction", False)))
+                                     bool(getattr(hw, "in_switch_reduction", False)),
+                                     self.wl.mode == "train" and params.shared_expert_params(self.m) > 0)
         wafers = tuple(int(v) for v in (getattr(hw, "wafers", None) or (1, 1)))
         return structure.build(
             hw.topology, key.rows, key.cols, key.tp, mp_.strategy, tuple(mp_.ftd) if mp_.ftd else None,

@@ -38,12 +38,35 @@ def kv_node(hw, m, wl, mp, shape: Shape):
     return shape.seqs / shape.groups * wl.seq_len * m.num_hidden_layers * per_rank
 
 
-def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None) -> dict:
+def shared_split(wl, shape: Shape, c: dict):
+    """Ways a node's TP group splits the MoE stage's shared experts and router: `tp` where every member holds all
+    of its group's tokens (the replicated flow, `token_flow`), 1 in serving under the slice flow, where each member
+    holds only its own 1/tp of them: it routes its slice and runs the whole shared experts on it, so it holds and
+    reads them whole (the same FLOPs; no collective). That is what every serving engine does when the tokens are
+    sliced over the attention-TP ranks before the MoE: SGLang builds the shared experts with tp_size=1 under its
+    all-to-all backends (DeepEP, Mooncake, FlashInfer), whose MoE layers run SCATTERED
+    (github.com/sgl-project/sglang: python/sglang/srt/models/deepseek_v2.py, DeepseekV2MoE;
+    python/sglang/srt/layers/communicator.py, _compute_mlp_mode); vLLM's sequence-parallel MoE replicates them,
+    "no collective ops are needed" (github.com/vllm-project/vllm: vllm/model_executor/models/deepseek_v2.py,
+    DeepseekV2MLP is_sequence_parallel); TensorRT-LLM's attention DP sets shared_tp_size = 1
+    (github.com/NVIDIA/TensorRT-LLM: tensorrt_llm/_torch/models/modeling_deepseekv3.py,
+    _compute_shared_expert_tp_size); the three replicate the gate. Training keeps `tp`: Megatron-Core's shared
+    expert stays TP-split under sequence parallelism, gathering its group's tokens and reduce-scattering its output
+    (github.com/NVIDIA/Megatron-LM: megatron/core/transformer/moe/shared_experts.py); that gather and
+    reduce-scatter ride the MoE output reduction (structure.Collectives.gather_shared)."""
+    flow = c.get("token_flow")
+    if flow is None or wl.mode == "train":   # no fabric model: one group, every member holds every token
+        return shape.tp
+    return np.where(np.asarray(flow) == "slice", 1, shape.tp)
+
+
+def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None, split=None) -> dict:
     """Memory per node of the attention and MoE stages, by term (cost/node/memory.py), with `slots` expert copies
     on the fullest node and, in training, `optimizer_shares` whole experts' optimizer state on the node keeping
-    the most (None: the default placement's)."""
+    the most (None: the default placement's); shared experts and router split `split` ways (`shared_split`;
+    None: the TP group)."""
     return memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
-                               weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
+                               weights.resident_weights_node(hw, m, wl, shape.tp, slots, split), shape.nodes,
                                kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch",
                                weights.training_state_node(hw, m, wl, shape.tp, slots, optimizer_shares),
                                prefetch_node(hw, m, wl, shape))
@@ -114,9 +137,11 @@ def executed(wl, parts) -> list:
     return [P * f + r for f, r, _, _ in parts]
 
 
-def stage_weights(hw, m, wl, shape: Shape, copies, mean: bool = False) -> dict:
+def stage_weights(hw, m, wl, shape: Shape, copies, mean: bool = False, split=None) -> dict:
     """Weights each stage moves per pass: resident reads happen per node (the busiest node's, or with `mean` the
-    mean node's); streamed ones cross the wafer I/O. `copies`: the routed experts' copies over all nodes."""
+    mean node's); streamed ones cross the wafer I/O. `copies`: the routed experts' copies over all nodes; `split`:
+    the ways shared experts and router are split (`shared_split`; None: the TP group)."""
+    split = shape.tp if split is None else split
     w = weights.layer_weights(m, wl)
     if hw.weight_source != "resident":
         moe = [w["experts"], w["shared"], w["router"]]
@@ -128,7 +153,7 @@ def stage_weights(hw, m, wl, shape: Shape, copies, mean: bool = False) -> dict:
     read = copies * hit / shape.nodes if mean else weights.busiest_hits(hit, copies, shape.nodes)
     rank = weights.attn_mean_rank if mean else weights.attn_rank
     per_node = {"attn": wl.G * rank(m, wl, shape.tp).nbytes,  # each tile re-reads its rank's share
-                "moe": read * weights.expert_copy_bytes(m, wl) + (w["shared"].nbytes + w["router"].nbytes) / shape.tp,
+                "moe": read * weights.expert_copy_bytes(m, wl) + (w["shared"].nbytes + w["router"].nbytes) / split,
                 "dense": w["dense_ffn"].nbytes / shape.tp,
                 "head": weights.head_reads(m, shape.T, shape.tp, shape.nodes).nbytes}
     return {k: weights.Part(0.0, v) for k, v in per_node.items()}
@@ -212,7 +237,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = 
     """
     eff, hi = hw.matmul_efficiency, formats.HIGH
     fa = getattr(wl, "attn_weight_format", hi)
-    part = stage_weights(hw, m, wl, shape, c.get("expert_copies", np.maximum(m.num_experts, shape.nodes)), mean)
+    part = stage_weights(hw, m, wl, shape, c.get("expert_copies", np.maximum(m.num_experts, shape.nodes)), mean,
+                         shared_split(wl, shape, c))
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, _ = compute.recomputed_shares(wl.mode, wl.recompute)
     attn = attention_parts(hw, m, wl, shape, flops, mean)

@@ -16,8 +16,8 @@ from wsemoe.cost.balance.migration import Window
 from wsemoe.cost.batch import Flops, Shape, layer_flops, micro_batch, with_batch, with_kernel
 from wsemoe.cost.node import compute, formats, params, weights
 from wsemoe.cost.node.stages import Coded, Layer, Stage, argmax_of
-from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, node_memory, roofline_columns, stage_work,
-                                   work_columns,
+from wsemoe.cost.stagecost import (STAGE_COMM, compute_time, ideal_seconds, node_memory, roofline_columns, shared_split,
+                                   stage_work, work_columns,
                                    stages, streamed_kept_bytes)
 
 __all__ = ["STAGE_COMM", "evaluate", "micro_batch", "with_batch"]
@@ -64,7 +64,7 @@ def evaluate(hw, m, wl, mp, comm=None, coded: bool = False) -> dict:
     out["bound"] = bound if coded else bound.decode()
     out["kept_act_io_bytes"] = streamed_kept_bytes(hw, m, wl, shape)
     out.update(node_memory(hw, m, wl, mp, shape, c.get("expert_slots_max", weights.experts_per_node(m, shape.nodes)),
-                           c.get("expert_optimizer_shares_max")))
+                           c.get("expert_optimizer_shares_max"), shared_split(wl, shape, c)))
     return out
 
 

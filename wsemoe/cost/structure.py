@@ -86,11 +86,13 @@ UNIFORM = BalanceKey()
 
 
 class Collectives(NamedTuple):
-    """How collectives run: ring directions (1 or 2), combine routing ("xy" or "reverse"), in-switch reduction."""
+    """How collectives run: ring directions (1 or 2), combine routing ("xy" or "reverse"), in-switch reduction, and
+    whether the slice flow gathers its group's tokens for TP-split shared experts (`gather_shared`)."""
 
     ring_directions: int = 1
     combine_routing: str = "xy"
     switch_reduction: bool = False
+    gather_shared: bool = False
 
 
 PLAIN = Collectives()
@@ -253,9 +255,18 @@ def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeak
     return PhasePeaks((step,), 0.0, 1.0, 1.0, 0.0, None, float(placement.num_nodes), 0.0)
 
 
-def _collective_steps(pl: mp.Placement, flow: str, dirs: int) -> dict:
-    """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce and (HER) dense all-reduce."""
-    out = {"allreduce": collectives.attention_steps(pl, flow, dirs), "reduce": collectives.reduce_steps(pl, flow, dirs),
+def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: bool = False) -> dict:
+    """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce and (HER) dense all-reduce.
+
+    With `gather_shared` the slice flow's output reduction also holds the TP-split shared experts' collectives:
+    each member holds only its slice of the tokens, so the shared experts gather their group's tokens and
+    reduce-scatter their outputs over the group's own ring (Megatron-Core's sequence parallelism:
+    github.com/NVIDIA/Megatron-LM, megatron/core/transformer/moe/shared_experts.py), the bytes and rounds of the
+    group's ring all-reduce (`home_steps`)."""
+    reduce = collectives.reduce_steps(pl, flow, dirs)
+    if gather_shared and flow == "slice":
+        reduce = reduce + [StepTraffic(s.pattern.T, s.rounds) for s in collectives.home_steps(pl, dirs)]
+    out = {"allreduce": collectives.attention_steps(pl, flow, dirs), "reduce": reduce,
            "gradient": collectives.gradient_steps(pl, dirs)}
     # A dense FFN split over the TP group leaves partial sums on every member: its group's own ring all-reduce,
     # which on a flat placement is the attention's all-reduce itself (the same steps: `collective_phases` then
@@ -276,7 +287,7 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
     pl = mp.place_groups(strategy, rows, cols, tp, ftd=ftd, seed=seed, explicit=explicit, wafers=tuple(wafers))
     _, flow = token_flow(topology, strategy, token_source, pl.num_groups)
     out, found = {}, {}
-    for name, steps in _collective_steps(pl, flow, coll.ring_directions).items():
+    for name, steps in _collective_steps(pl, flow, coll.ring_directions, coll.gather_shared).items():
         if id(steps) not in found:   # phases that share their steps share their peaks
             found[id(steps)] = phase_peaks(layout, steps)
         out[name] = found[id(steps)]
@@ -334,7 +345,7 @@ def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
     if name in ("allreduce", "ffn_allreduce") and s.layout.topology == "switch" and s.coll.switch_reduction \
             and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
         return []
-    return _collective_steps(c.placement, c.flow, s.coll.ring_directions)[name]
+    return _collective_steps(c.placement, c.flow, s.coll.ring_directions, s.coll.gather_shared)[name]
 
 
 def phase_traffic(s: Structure, name: str) -> np.ndarray:

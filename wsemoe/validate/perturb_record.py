@@ -140,7 +140,12 @@ RECORD: dict[str, dict] = {
                                                                      "its pinned gap grows by under a quarter; the "
                                                                      "other rows move by under a point",
             # (re-recorded when NVL72's one group stopped paying an all-to-all and took GB200's peaks: the means
-            # are +5.5% and −20.6%; wsc kernel_launch ×½ and nvl72 collective_latency ×2 are caught since)
+            # are +5.5% and −20.6%; wsc kernel_launch ×½ and nvl72 collective_latency ×2 were caught since)
+            # missed again since every die of a slicing TP group held the whole shared expert and router (December
+            # 2026: DeepSeek-V3's mean +5.5% → +5.4%; at ×½ it moved 26.6% of its pinned gap before, +5.5% to +10.4%)
+            ("wsc-b200-4x8x8:kernel_launch_s", 0.5): "the means move towards the band by under a quarter of their "
+                                                     "gaps (DeepSeek-V3 +5.4% to +10.0%, 24% of its gap; Qwen3 "
+                                                     "−20.3% to −17.1%)",
             ("wsc-b200-4x8x8:collective_latency_s", 0.5): "the means move towards the band by under a quarter of "
                                                           "their gaps (+7.4%, −18.8%)",
             ("wsc-b200-4x8x8:collective_latency_s", 2.0): "the means fall to +2.3% and −23.8%: the pinned gaps grow "

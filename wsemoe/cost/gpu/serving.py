@@ -125,6 +125,15 @@ def _comm(X, tokens_rank):
     return X["L"] * ar + X["Lm"] * np.where(X["dp"] > 1, moe, 0.0)
 
 
+def _shared_split(X):
+    """Ways a GPU's shared experts and router are split: 1 where attention-DP ranks of tp > 1 GPUs dispatch over
+    an all-to-all (each GPU then holds only its 1/tp of its rank's tokens, routes them and runs the whole shared
+    experts on them: SGLang's shared experts take tp_size=1 under its all-to-all backends, its MoE layers run
+    SCATTERED; cost/stagecost.shared_split has the sources), the TP group otherwise (every member holds all of
+    its rank's tokens). The FLOPs a GPU runs are the same either way."""
+    return np.where((X["dp"] > 1) & (X["moe_ep"] > 1), 1.0, X["tp"])
+
+
 def decode_step(X, P, seqs):
     """Time of one decode step with `seqs` running sequences in all (seqs / dp per attention rank)."""
     b = seqs / X["dp"]
@@ -140,7 +149,8 @@ def decode_step(X, P, seqs):
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _experts(X, P, seqs)
-    t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * b, X, P, X["F_gemm"])
+    t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / _shared_split(X), 2 * X["Lm"] * X["shared_w"] / tp * b, X, P,
+                    X["F_gemm"])
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
     return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
 
@@ -158,13 +168,15 @@ def prefill(X, P):
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     t = t + _experts(X, P, n)
-    t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / tp, 2 * X["Lm"] * X["shared_w"] / tp * n, X, P, X["F_gemm"])
+    t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / _shared_split(X), 2 * X["Lm"] * X["shared_w"] / tp * n, X, P,
+                    X["F_gemm"])
     return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
 
 
 def weights_per_gpu(X):
     """Weight bytes one GPU holds (its pipeline stage's share; embedding and head 16-bit, split by TP)."""
-    dense = (X["L"] * _attn_rank(X) + (_dense_layers(X) * X["dense_w"] + X["Lm"] * X["shared_w"]) / X["tp"]) * X["b_gemm"]
+    dense = (X["L"] * _attn_rank(X) + _dense_layers(X) * X["dense_w"] / X["tp"]
+             + X["Lm"] * X["shared_w"] / _shared_split(X)) * X["b_gemm"]
     experts = X["Lm"] * X["E"] * X["expert_w"] * X["b_moe"] / (X["moe_tp"] * X["moe_ep"])
     return (dense + experts) / X["pp"] + 2 * X["head_w"] * ACT_BYTES / X["tp"]
 
