@@ -15,6 +15,9 @@ pipeline's sum over layers is exact. Numpy only.
   and the update's multiply-add), the read by the query (Sᵀq, another GEMV), the gated RMSNorm, and the output
   projection (a GEMV like o). 3·n_v·d_k·d_v MACs per token, the 6·n_v·d_k·d_v FLOPs of mix.linear_flops.
 
+The projections' MACs read their weights in the attention weights' format, the state's reads it in `kv_format` (as
+the regions store it, memory.held_per_token); the index scores' vector operand is the query, an activation.
+
 A uniform model, or one whose layers differ only in their windows, keeps layer.attention at the mean context:
 its numbers are those of before.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost.node import mix
-from wsemoe.cost.wafer import collectives, operators
+from wsemoe.cost.wafer import collectives, operands, operators
 from wsemoe.cost.wafer.decode import OPS, add, collective, elementwise
 from wsemoe.cost.wafer.fabric import mac_cycles, wavelets
 
@@ -77,18 +80,19 @@ def mean_attention(m, ffn: str, rows, cols, S, pe, tokens, b, coll, plain) -> di
 
 def linear(m, pattern: dict, rows, cols, pe, tokens, b, coll) -> dict:
     """Ops of one Gated DeltaNet block for `tokens` tokens on a rows × cols region (module docstring)."""
-    lin, H = pattern["linear"], m.hidden_size
+    lin, H, ob = pattern["linear"], m.hidden_size, operands.of(b)
     key, value = lin["num_key_heads"] * lin["key_head_dim"], lin["num_value_heads"] * lin["value_head_dim"]
     cols_ = np.asarray(cols, dtype=float)
+    b, w, state_w = ob.act, {"weight_bytes": ob.attn, **coll}, {"weight_bytes": ob.kv, **coll}
     proj = operators.gemv(H, 2 * key + 2 * value + 2 * lin["num_value_heads"], rows, cols, pe, tokens, b,
-                          kernels=2, **coll)
+                          kernels=2, **w)
     conv = elementwise(np.ceil((2 * key + value) / cols_) * tokens, lin["conv_kernel"] + CONV_OPS, pe)
-    read_k = operators.gemv(lin["key_head_dim"], value, rows, cols, pe, tokens, b, **coll)
+    read_k = operators.gemv(lin["key_head_dim"], value, rows, cols, pe, tokens, b, **state_w)
     state = np.ceil(lin["key_head_dim"] / np.asarray(rows, dtype=float)) * np.ceil(value / cols_)
     update = elementwise(state * tokens, 2.0, pe)
-    read_q = operators.gemv(lin["key_head_dim"], value, rows, cols, pe, tokens, b, **coll)
+    read_q = operators.gemv(lin["key_head_dim"], value, rows, cols, pe, tokens, b, **state_w)
     gate = elementwise(np.ceil(value / cols_) * tokens, GATE_OPS, pe)
-    out = operators.gemv(value, H, cols, rows, pe, tokens, b, **coll)
+    out = operators.gemv(value, H, cols, rows, pe, tokens, b, **w)
     residual = elementwise(np.ceil(H / np.asarray(rows, dtype=float)) * tokens, OPS["residual"], pe)
     return {"lin_proj": proj, "lin_conv": conv, "lin_state": add(read_k, update, read_q), "lin_gate": gate,
             "lin_out": out, "lin_residual": residual}
@@ -96,11 +100,12 @@ def linear(m, pattern: dict, rows, cols, pe, tokens, b, coll) -> dict:
 
 def indexer(m, pattern: dict, rows, cols, S, pe, tokens, b, coll) -> dict:
     """Ops of a sparse layer's indexer for `tokens` queries at context S on a rows × cols region."""
-    sp, H = pattern["sparse"], m.hidden_size
+    sp, H, ob = pattern["sparse"], m.hidden_size, operands.of(b)
+    b, w = ob.act, {"weight_bytes": ob.attn, **coll}
     heads, dim, topk = sp["index_n_heads"], sp["index_head_dim"], sp["index_topk"]
     q_in = getattr(m, "q_lora_rank", None) or H
-    proj = add(operators.gemv(q_in, heads * dim, rows, cols, pe, tokens, b, **coll),
-               operators.gemv(H, dim + heads, rows, cols, pe, tokens, b, **coll))
+    proj = add(operators.gemv(q_in, heads * dim, rows, cols, pe, tokens, b, **w),
+               operators.gemv(H, dim + heads, rows, cols, pe, tokens, b, **w))
     pes = np.asarray(rows, dtype=float) * cols
     query = wavelets(heads * dim, b, pe) * tokens
     spread = add(*(collective(collectives.broadcast(n, query), pe) for n in (cols, rows)))

@@ -22,14 +22,15 @@ functions WaferLLM's decode kernel calls per layer (Decode/WSE-2/src/decode.csl:
 two ropes, score, softmax, output, o, residual, rmsnorm, up, gate, silu, mul, down, residual: 18) and
 its 10 all-reduces. Element-wise work is SIMD at
 `fmac_width` operations per cycle with the operation counts in OPS. A batch of `batch` sequences streams
-through each operator (`operators.gemv` tokens); each has its own KV cache.
+through each operator (`operators.gemv` tokens); each has its own KV cache. `element_bytes` is one number of
+bytes for every operand, or an operands.Operands (activations, each weight and the cache in its own format).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.wafer import collectives, operators
+from wsemoe.cost.wafer import collectives, operands, operators
 from wsemoe.cost.wafer.fabric import seconds
 
 # Element-wise operations per element (SIMD), counted from the decode kernel: x² and accumulate, scale by
@@ -80,7 +81,8 @@ def spread(heads, kv_heads, cols):
     return span, per
 
 
-def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None,
+         kv_bytes=None) -> dict:
     """Terms of the attention core over a KV cache of `context` tokens: `score`, `softmax`, `pv`, in whichever of
     two layouts of the same cache (neither replicates it) is faster at each point:
 
@@ -92,15 +94,17 @@ def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_b
       (a reduce-scatter that leaves each column its value slice, as `width_split` does).
 
     At long context the scores outnumber a head's width and `context_split` wins; at short context, or where a
-    KV head spans one column, `width_split` is kept."""
-    width = width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll)
-    ctx = context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll)
+    KV head spans one column, `width_split` is kept. The cached keys and values are the MACs' stored operand, of
+    `kv_bytes` each (unset: `element_bytes`)."""
+    width = width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll, kv_bytes)
+    ctx = context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll, kv_bytes)
     faster = sum(ctx[k]["cycles"] for k in ctx) < sum(width[k]["cycles"] for k in width)
     keys = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
     return {op: operators.terms(*[np.where(faster, ctx[op][k], width[op][k]) for k in keys]) for op in width}
 
 
-def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None,
+                kv_bytes=None) -> dict:
     """The core with context on the rows and the KV width on the columns (`core`): `score` (q·Kᵀ, summed over the
     columns a KV head spans), `softmax` (two all-reduces of one scalar per head along the rows), `pv` (p·V,
     all-reduced along the rows). Query heads of width `d_qk` read keys of that width; values are `d_v` wide."""
@@ -109,17 +113,19 @@ def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, el
     cols = np.asarray(cols, dtype=float)
     ctx = np.ceil(np.asarray(context, dtype=float) / rows)
     q_col, v_col = np.ceil(heads * d_qk / cols), np.ceil(heads * d_v / cols)
-    score = add(operators.gemv(q_col, ctx, 1, 1, pe, batch, element_bytes, output="none"),
+    score = add(operators.gemv(q_col, ctx, 1, 1, pe, batch, element_bytes, output="none", weight_bytes=kv_bytes),
                 collective(collectives.allreduce(span, ctx * per * batch, **coll), pe),
                 elementwise(ctx * per * batch, OPS["score_scale"], pe, kernels=0))
     soft = add(elementwise(ctx * per * batch, OPS["softmax"], pe),
                collective(collectives.allreduce(rows, per * batch, **coll).times(2), pe, calls=2))
-    pv = add(operators.gemv(ctx * per, np.ceil(v_col / per), 1, 1, pe, batch, element_bytes, output="none"),
+    pv = add(operators.gemv(ctx * per, np.ceil(v_col / per), 1, 1, pe, batch, element_bytes, output="none",
+                            weight_bytes=kv_bytes),
              collective(collectives.allreduce(rows, v_col * batch, **coll), pe))
     return {"score": score, "softmax": soft, "pv": pv}
 
 
-def context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
+def context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None,
+                  kv_bytes=None) -> dict:
     """The core with whole heads on every column of a KV head's span and the context over the rows and the span
     (`core`). Per PE: ⌈S / (rows·span)⌉ tokens of its KV heads at full width, the `per` query heads' full queries
     (gathered along the span), their scores and partial outputs (reduced along the span, then along the rows)."""
@@ -130,12 +136,12 @@ def context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, 
     ctx = np.ceil(np.asarray(context, dtype=float) / (rows * span))
     q_full, v_col = per * d_qk, np.ceil(heads * d_v / cols)
     score = add(collective(collectives.broadcast(span, q_full * batch), pe, calls=along),
-                operators.gemv(q_full, ctx, 1, 1, pe, batch, element_bytes, output="none"),
+                operators.gemv(q_full, ctx, 1, 1, pe, batch, element_bytes, output="none", weight_bytes=kv_bytes),
                 elementwise(ctx * per * batch, OPS["score_scale"], pe, kernels=0))
     soft = add(elementwise(ctx * per * batch, OPS["softmax"], pe),
                collective(collectives.allreduce(rows, per * batch, **coll).times(2), pe, calls=2),
                collective(collectives.allreduce(span, per * batch, **coll).times(2), pe, calls=2 * along))
-    pv = add(operators.gemv(ctx * per, d_v, 1, 1, pe, batch, element_bytes, output="none"),
+    pv = add(operators.gemv(ctx * per, d_v, 1, 1, pe, batch, element_bytes, output="none", weight_bytes=kv_bytes),
              collective(collectives.reduce(span, per * d_v * batch, _reduce_pattern(coll), **_levels(coll)), pe,
                         calls=along),
              collective(collectives.allreduce(rows, v_col * batch, **coll), pe))
@@ -154,27 +160,28 @@ def _levels(coll: dict) -> dict:
 
 def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
     """Terms per op of the attention block (norm excluded) for one decode step of `batch` sequences."""
-    coll = coll or {}
+    coll, ob = coll or {}, operands.of(element_bytes)
     h, q_width, kv_width = m.hidden_size, m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
-    qkv = operators.gemv(h, q_width + 2 * kv_width, rows, cols, pe, batch, element_bytes, kernels=3, **coll)
+    qkv = operators.gemv(h, q_width + 2 * kv_width, rows, cols, pe, batch, ob.act, kernels=3, weight_bytes=ob.attn,
+                         **coll)
     rope = elementwise(np.ceil((q_width + kv_width) / np.asarray(cols, dtype=float)) * batch, OPS["rope"], pe, 2)
     inner = core(m.num_attention_heads, m.num_key_value_heads, m.head_dim, m.head_dim, rows, cols, context, pe,
-                 batch, element_bytes, coll)
-    o = operators.gemv(q_width, h, cols, rows, pe, batch, element_bytes, **coll)
+                 batch, ob.act, coll, ob.kv)
+    o = operators.gemv(q_width, h, cols, rows, pe, batch, ob.act, weight_bytes=ob.attn, **coll)
     residual = elementwise(np.ceil(h / np.asarray(rows, dtype=float)) * batch, OPS["residual"], pe)
     return {"qkv": qkv, "rope": rope, **inner, "o": o, "attn_residual": residual}
 
 
-def ffn(h, f, rows, cols, pe, batch=1, element_bytes=2, coll=None, input_broadcast=False) -> dict:
+def ffn(h, f, rows, cols, pe, batch=1, element_bytes=2, coll=None, input_broadcast=False, weight_bytes=None) -> dict:
     """Terms per op of a SwiGLU FFN (norm excluded): up and gate (two local GEMVs, one fused all-reduce
     along the rows), SiLU·mul, down (all-reduce along the columns), residual. An expert is one of these;
     `input_broadcast` charges spreading its input along the columns first (a token that arrives from
-    another region)."""
+    another region). Its weights are `weight_bytes` each (unset: `element_bytes`, the activations')."""
     coll = coll or {}
     up_gate = operators.gemv(h, 2 * np.asarray(f, dtype=float), rows, cols, pe, batch, element_bytes,
-                             kernels=2, input_broadcast=input_broadcast, **coll)
+                             kernels=2, input_broadcast=input_broadcast, weight_bytes=weight_bytes, **coll)
     act = elementwise(np.ceil(np.asarray(f, dtype=float) / cols) * batch, OPS["silu_mul"], pe, kernels=2)
-    down = operators.gemv(f, h, cols, rows, pe, batch, element_bytes, **coll)
+    down = operators.gemv(f, h, cols, rows, pe, batch, element_bytes, weight_bytes=weight_bytes, **coll)
     return {"up_gate": up_gate, "silu_mul": act, "down": down,
             "ffn_residual": elementwise(np.ceil(np.asarray(h, dtype=float) / rows) * batch, OPS["residual"], pe)}
 
@@ -188,7 +195,8 @@ def dense_layer(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None)
     ops = {"attn_norm": norm(m.hidden_size, rows, cols, pe, batch, coll)}
     ops.update(attention(m, rows, cols, context, pe, batch, element_bytes, coll))
     ops["ffn_norm"] = norm(m.hidden_size, rows, cols, pe, batch, coll)
-    ops.update(ffn(m.hidden_size, m.intermediate_size, rows, cols, pe, batch, element_bytes, coll))
+    ob = operands.of(element_bytes)
+    ops.update(ffn(m.hidden_size, m.intermediate_size, rows, cols, pe, batch, ob.act, coll, weight_bytes=ob.attn))
     ops["layer"] = add(*ops.values())
     ops["layer"]["seconds"] = seconds(ops["layer"]["cycles"], pe)
     return ops

@@ -84,16 +84,18 @@ def seconds(cycles, pe):
     return np.asarray(cycles, dtype=float) / pe.clock_hz
 
 
-def mac_cycles(rows, length, pe, element_bytes=2):
+def mac_cycles(rows, length, pe, element_bytes=2, weight_bytes=None):
     """Cycles of `rows` SIMD multiply-accumulate instructions over vectors of `length` elements.
 
     The FMAC datapath does `fmac_width` 16-bit MACs per cycle (half as many 32-bit ones); a vector shorter
     than the datapath still takes a whole cycle, so short vectors run below peak (WaferLLM's GEMV issues
-    one vector FMAC per input element over its output slice). The SRAM bounds the rate too (`memory_cycles`).
+    one vector FMAC per input element over its output slice). The width follows the activations
+    (`element_bytes`: the PE multiplies in their format); the SRAM bounds the rate too (`memory_cycles`, where a
+    stored weight of `weight_bytes` counts at its own size).
     """
     width = pe.fmac_width * 2.0 / np.asarray(element_bytes, dtype=float)
     simd = np.asarray(rows, dtype=float) * np.ceil(np.asarray(length, dtype=float) / width)
-    return np.maximum(simd, memory_cycles(rows, length, pe, element_bytes))
+    return np.maximum(simd, memory_cycles(rows, length, pe, element_bytes, weight_bytes))
 
 
 def sram_bytes_per_cycle(pe):
@@ -104,13 +106,18 @@ def sram_bytes_per_cycle(pe):
     return np.asarray(total, dtype=float) / pe.pe_count / pe.clock_hz
 
 
-def memory_cycles(rows, length, pe, element_bytes=2):
+def memory_cycles(rows, length, pe, element_bytes=2, weight_bytes=None):
     """Cycles the SRAM needs for `rows` × `length` MACs whose `mac_memory_operands` operands each read or write
-    SRAM (the pe_mac_rate reading; 0 or unset: no bound). CS-3: 21 PB/s / 900k PEs / 1.1 GHz = 21.2 B per cycle,
-    3 operands of 2 B each: 3.5 MACs per cycle, below the 8-wide SIMD; CS-2's 4-wide SIMD at 21.4 B per cycle
-    is 3.6."""
+    SRAM (the pe_mac_rate reading; 0 or unset: no bound). One operand is the stored matrix's element (weight,
+    cached key or value: a GEMV's vector operand runs along its row), at `weight_bytes` (its format; unset:
+    `element_bytes`); the rest (accumulator in and out) are activations of `element_bytes`. CS-3: 21 PB/s / 900k
+    PEs / 1.1 GHz = 21.2 B per cycle; 16-bit weights, 3 operands of 2 B: 3.5 MACs per cycle, below the 8-wide
+    SIMD; FP8 weights, 1 + 2 + 2 B: 4.2; CS-2's 4-wide SIMD at 21.4 B per cycle is 3.6 (16-bit)."""
     operands = getattr(pe, "mac_memory_operands", None)
     if operands is None:
         return 0.0
-    nbytes = np.asarray(rows, dtype=float) * np.asarray(length, dtype=float) * operands * element_bytes
+    macs = np.asarray(rows, dtype=float) * np.asarray(length, dtype=float)
+    nbytes = macs * operands * element_bytes
+    if weight_bytes is not None:   # the weight's bytes in place of one activation's (0 when they are equal)
+        nbytes = nbytes + macs * np.minimum(operands, 1.0) * (np.asarray(weight_bytes, dtype=float) - element_bytes)
     return np.where(np.asarray(operands) > 0, np.ceil(nbytes / sram_bytes_per_cycle(pe)), 0.0)

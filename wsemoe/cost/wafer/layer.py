@@ -4,7 +4,8 @@ plus the embedding and the head. Every operator is a terms dict of operators.ter
 
 The geometry (`Geometry`, arrays per point) comes from the regions and the layer's placed traffic (serving.py).
 Attention's operators whose collectives run across its columns are costed with the hop cycles stretched by the
-placement (`stretch`: interleaved attention columns lie apart), the others on the plain fabric.
+placement (`stretch`: interleaved attention columns lie apart), the others on the plain fabric. `b` is the bytes of
+the operands (operands.Operands: activations, and each weight and the cache in its format; a number: every operand).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.wafer import attnkinds, collectives, decode, mla, operators
+from wsemoe.cost.wafer import attnkinds, collectives, decode, mla, operands, operators
 from wsemoe.cost.wafer.decode import OPS, add, collective, elementwise
 from wsemoe.cost.wafer.fabric import path_cycles, wavelets
 
@@ -90,7 +91,8 @@ def router(m, rows, cols, pe, tokens, b, coll, stretch=1.0) -> dict:
     """Router logits (GEMV H → E on the attention region), their softmax and the top-k choice as one merged
     collective: each PE's k best (value, index) pairs reduced across the columns by a top-k merge, k values
     per token streamed once along one critical path (not k all-reduces of one value one after another)."""
-    logits = operators.gemv(m.hidden_size, m.num_experts, rows, cols, pe, tokens, b, **coll)
+    ob = operands.of(b)
+    logits = operators.gemv(m.hidden_size, m.num_experts, rows, cols, pe, tokens, ob.act, weight_bytes=ob.high, **coll)
     pick = collectives.allreduce(cols, np.asarray(tokens, dtype=float) * m.num_experts_per_tok, **coll)
     local = elementwise(np.ceil(m.num_experts / np.asarray(cols, dtype=float)) * tokens,
                         TOPK_OPS + m.num_experts_per_tok, pe)
@@ -119,12 +121,14 @@ def larger(a: dict, b: dict) -> dict:
 def expert_regions(m, g: Geometry, pe, routed_tokens, shared_tokens, b, coll) -> dict:
     """The routed expert region at `routed_tokens` and (if the model has them) the shared experts' region at
     `shared_tokens`, each receiving its input from another region (SwiGLU without the residual)."""
-    parts = ("up_gate", "silu_mul", "down")
-    routed = decode.ffn(m.hidden_size, m.moe_intermediate_size, g.side, g.side, pe, routed_tokens, b, coll, True)
+    parts, ob = ("up_gate", "silu_mul", "down"), operands.of(b)
+    routed = decode.ffn(m.hidden_size, m.moe_intermediate_size, g.side, g.side, pe, routed_tokens, ob.act, coll, True,
+                        ob.expert)
     out = {"routed": add(*(routed[o] for o in parts))}
     if m.n_shared_experts:
         width = m.n_shared_experts * (getattr(m, "shared_expert_intermediate_size", None) or m.moe_intermediate_size)
-        shared = decode.ffn(m.hidden_size, width, g.shared_rows, g.shared_cols, pe, shared_tokens, b, coll, True)
+        shared = decode.ffn(m.hidden_size, width, g.shared_rows, g.shared_cols, pe, shared_tokens, ob.act, coll, True,
+                            ob.attn)
         out["shared"] = add(*(shared[o] for o in parts))
     return {k: fused({"experts": v}, pe)["experts"] for k, v in out.items()}
 
@@ -144,7 +148,7 @@ def experts(m, g: Geometry, pe, tokens, b, coll) -> dict:
 def hop(m, pe, rows, cols, distance, tokens, b) -> dict:
     """The layer's output to the next layer's region `distance` PEs away (rows parallel streams of H/rows),
     then broadcast along that region's columns."""
-    slice_ = wavelets(np.ceil(m.hidden_size / np.asarray(rows, dtype=float)), b, pe) * tokens
+    slice_ = wavelets(np.ceil(m.hidden_size / np.asarray(rows, dtype=float)), operands.of(b).act, pe) * tokens
     bc = collectives.broadcast(cols, slice_)
     return operators.terms(0.0, slice_ + bc.volume, path_cycles(distance, 0.0, 1.0, pe) + bc.latency(pe),
                            2.0 * pe.op_overhead_cycles)
@@ -180,7 +184,9 @@ def dense_layer(m, g: Geometry, pe, tokens, context, b, coll) -> dict:
     ops = {"attn_norm": decode.norm(m.hidden_size, side, side, pe, tokens, coll)}
     ops.update(layer_attention(m, "dense", side, side, context, pe, tokens, b, coll))
     ops["ffn_norm"] = decode.norm(m.hidden_size, side, side, pe, tokens, coll)
-    ops.update(decode.ffn(m.hidden_size, m.intermediate_size, side, side, pe, tokens, b, coll))
+    ob = operands.of(b)
+    ops.update(decode.ffn(m.hidden_size, m.intermediate_size, side, side, pe, tokens, ob.act, coll,
+                          weight_bytes=ob.attn))
     ops["layer_hop"] = hop(m, pe, side, side, side, tokens, b)
     return ops
 
@@ -193,9 +199,10 @@ def head(m, g: Geometry, pe, tokens, b, coll) -> dict:
     reduce_only = {k: v for k, v in coll.items() if k != "pattern"}
     pattern = coll.get("pattern", "tree")
     pattern = "tree" if pattern == "ring" else pattern   # a ring all-reduces; a reduce runs as the tree
+    ob = operands.of(b)
     return {"final_norm": decode.norm(m.hidden_size, side, side, pe, tokens, coll),
-            "logits": operators.gemv(m.hidden_size, m.vocab_size, side, side, pe, tokens, b, output="reduce",
-                                     pattern=pattern, **reduce_only),
+            "logits": operators.gemv(m.hidden_size, m.vocab_size, side, side, pe, tokens, ob.act, output="reduce",
+                                     pattern=pattern, weight_bytes=ob.high, **reduce_only),
             "argmax": collective(collectives.reduce(side, tokens, pattern, **reduce_only), pe)}
 
 

@@ -47,18 +47,20 @@ def terms(mac, link, latency, overhead) -> dict:
 
 
 def gemv(k, n, k_split, n_split, pe, tokens=1, element_bytes=2, output="allreduce", pattern="tree",
-         levels=2, group=None, input_broadcast=False, kernels=1, packed=False) -> dict:
+         levels=2, group=None, input_broadcast=False, kernels=1, packed=False, weight_bytes=None) -> dict:
     """y = x·W for `tokens` inputs, W (k × n) on a `k_split` × `n_split` rectangle (module docstring).
 
     `output`: `allreduce` leaves y on every PE of each k line (what the next operator reads without a
     transpose), `reduce` on one root per line, `none` leaves the partial sums (a caller that fuses the
     reduction of several operators). `input_broadcast` charges broadcasting x along the n axis first.
-    `kernels` counts local kernel invocations (a fused QKV issued as three GEMVs is 3). Returns the terms
+    `kernels` counts local kernel invocations (a fused QKV issued as three GEMVs is 3). x, y and the partial
+    sums are activations of `element_bytes`; W's elements are `weight_bytes` each (its format: FP8 1, BF16 2;
+    unset: `element_bytes`), what the MACs read from SRAM (fabric.memory_cycles). Returns the terms
     (`compute_cycles`, `link_cycles`, `latency_cycles`, `overhead_cycles`), `cycles`, `seconds`, `bound`
     (index into BOUNDS), `weight_bytes_per_pe` and the reduction's `hops` and `relays`.
     """
     kt, nt = blocks(k, n, k_split, n_split)
-    stages, cost = [mac_cycles(kt, nt, pe, element_bytes)], collectives.Cost(0.0, 0.0, 0.0)
+    stages, cost = [mac_cycles(kt, nt, pe, element_bytes, weight_bytes)], collectives.Cost(0.0, 0.0, 0.0)
     calls = np.asarray(kernels, dtype=float)
     if output != "none":
         b = wavelets(nt, element_bytes, pe, packed)
@@ -71,10 +73,10 @@ def gemv(k, n, k_split, n_split, pe, tokens=1, element_bytes=2, output="allreduc
     shares = pipeline(stages, tokens)
     out = terms(shares[0], sum(shares[1:]), cost.latency(pe), calls * pe.op_overhead_cycles)
     return {**out, "seconds": seconds(out["cycles"], pe), "hops": cost.hops, "relays": cost.relays,
-            "weight_bytes_per_pe": kt * nt * element_bytes}
+            "weight_bytes_per_pe": kt * nt * (element_bytes if weight_bytes is None else weight_bytes)}
 
 
-def cyclic_gemm(m, k, n, p, pe, algorithm="meshgemm", element_bytes=2, packed=False) -> dict:
+def cyclic_gemm(m, k, n, p, pe, algorithm="meshgemm", element_bytes=2, packed=False, weight_bytes=None) -> dict:
     """C = A·B (m×k by k×n) on a p × p square by p compute-shift steps (Cannon's scheme).
 
     Each step multiplies the local tiles (⌈m/p⌉·⌈k/p⌉ vector FMACs over ⌈n/p⌉) while the A tile shifts
@@ -82,12 +84,14 @@ def cyclic_gemm(m, k, n, p, pe, algorithm="meshgemm", element_bytes=2, packed=Fa
     the shift's critical path and one invocation overhead. `meshgemm` (WaferLLM §5) interleaves the ring so
     every shift is at most 2 hops; `cannon` shifts by one, so its head-to-tail wrap crosses p − 1 hops.
     The one-time alignment is not charged (equal for both). Returns the terms, `cycles`, `seconds`,
-    `efficiency` (MAC cycles over total) and `bound`.
+    `efficiency` (MAC cycles over total) and `bound`. B is the weight (its FMAC vector operand, `weight_bytes`
+    each; unset: `element_bytes`), A the activations.
     """
     p = np.asarray(p, dtype=float)
     mt, kt, nt = (np.ceil(np.asarray(x, dtype=float) / p) for x in (m, k, n))
-    compute = mac_cycles(mt * kt, nt, pe, element_bytes)
-    volume = wavelets(mt * kt + kt * nt, element_bytes, pe, packed)
+    compute = mac_cycles(mt * kt, nt, pe, element_bytes, weight_bytes)
+    volume = wavelets(mt * kt + kt * nt, element_bytes, pe, packed) if weight_bytes is None else \
+        wavelets(mt * kt, element_bytes, pe, packed) + wavelets(kt * nt, weight_bytes, pe, packed)
     if algorithm == "meshgemm":
         hops = np.minimum(2.0, p - 1)
     elif algorithm == "cannon":

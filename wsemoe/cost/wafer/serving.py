@@ -30,7 +30,7 @@ import numpy as np
 
 from wsemoe.cost.node import params
 from wsemoe.cost.node.stages import Coded
-from wsemoe.cost.wafer import geometry, layer, regions, unique
+from wsemoe.cost.wafer import geometry, layer, operands, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 from wsemoe.cost.wafer.steprate import bound_terms, io_stall, rate_columns
@@ -66,7 +66,7 @@ def layers(m, g, pe, tokens, context, b, coll) -> dict:
         out["dense"] = layer.dense_layer(m, g, pe, tokens, context, b, coll)
     if params.moe_layers(m) > 0:
         out["moe"] = layer.moe_layer(m, g, pe, tokens, context, b, coll,
-                                     wavelets(m.hidden_size, b, pe))
+                                     wavelets(m.hidden_size, operands.of(b).act, pe))
     return {kind: layer.fused(ops, pe) for kind, ops in out.items()}
 
 
@@ -82,7 +82,7 @@ def links(hw, pe, m, g, wafers, b, cross=0.0) -> dict:
     latency = hw.hop_latency_s if latency is None else latency
     near = np.where(params.moe_layers(m) > 0, g.block_width, g.dense_side)
     edge = seconds(2.0 * near * pe.hop_cycles, pe)
-    busy = m.hidden_size * b / bw
+    busy = m.hidden_size * operands.of(b).act / bw
     return {"wafer_hop_s": busy + latency + edge, "system_link_s": busy * (1.0 + (np.asarray(cross) > 0)),
             "crossing_s": cross * busy, "over_link": wafers > 1,
             "token_return_s": np.where(wafers > 1, latency + edge, edge / 2.0)}
@@ -282,7 +282,7 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
 def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     """The time columns of every candidate layout (leading axis), the terms of what binds (`evaluate` reads them at
     the chosen candidate) and the busiest stage's codes."""
-    b, coll = wl.bytes_per_act, collective_options(mp)
+    b, coll = operands.of_workload(wl), collective_options(mp)
     (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross,
                                                wl.mode == "prefill")
     run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
@@ -310,7 +310,7 @@ def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
     prompt = getattr(wl, "prompt_len", None)
     if wl.mode != "decode" or prompt is None:
         return {}
-    b, coll = wl.bytes_per_act, collective_options(mp)
+    b, coll = operands.of_workload(wl), collective_options(mp)
     (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross)
     stall = io_stall(hw, mp)
     # t1 and β at context prompt_len are columns of their own, so `eval` can show TTFT's terms adding up
