@@ -141,6 +141,16 @@ def experts(m, g: Geometry, pe, tokens, b, coll) -> dict:
     return larger(regions["routed"], regions["shared"]) if "shared" in regions else regions["routed"]
 
 
+def far_experts(m, g: Geometry, pe, ops: dict, b, coll) -> dict:
+    """What a token adds on each further wafer of a split MoE layer on which one of its experts lies (it arrives
+    there beside the residual, regions.split): the dispatch to that wafer's expert tiles, the routed expert's GEMVs,
+    the combine and its sum into the residual, each as the layer's own (`ops`, one token; a wafer holding part of
+    the experts has no longer path or busier link than the whole layer's grid). The shared experts stay with
+    attention on the first wafer."""
+    routed = expert_regions(m, g, pe, busiest_tokens(m, g, 1.0), 1.0, b, coll)["routed"]
+    return add(ops["dispatch"], routed, ops["combine"], ops["moe_sum"])
+
+
 def hop(m, pe, rows, cols, distance, tokens, b) -> dict:
     """The layer's output to the next layer's region `distance` PEs away (rows parallel streams of H/rows),
     then broadcast along that region's columns."""
