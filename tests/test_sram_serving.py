@@ -209,11 +209,11 @@ def test_period_rates_and_speculation(qwen_points):
 
 
 def test_latency_adds_up(qwen_points):
-    # t1 = embedding + L·MoE layer + head + (W − 1)·wafer hop + crossings + token return, and its five terms add
-    # up to it.
+    # t1 = embedding + L·MoE layer + head + (W − 1)·wafer hop + crossings + far experts + token return, and its
+    # five terms add up to it.
     _, m, _, _, _, out = qwen_points
     parts = (out["embedding_time_s"] + m.num_hidden_layers * out["moe_layer_time_s"] + out["head_time_s"]
-             + 3 * out["wafer_hop_s"] + out["crossing_s"] + out["token_return_s"])
+             + 3 * out["wafer_hop_s"] + out["crossing_s"] + out["far_experts_s"] + out["token_return_s"])
     assert np.allclose(out["pipeline_latency_s"], parts, rtol=1e-12)
     terms = sum(out[c] for c in serving.TERM_COLUMNS)
     assert np.allclose(terms, out["pipeline_latency_s"], rtol=1e-12)
@@ -273,8 +273,16 @@ GOLDEN = [   # (model, wafers, B, placement) -> tokens/s per user, TTFT (1,024-t
     # (TTFT 7.6 and 7.3 ms) to 1,861.9 and 1,867.7 (6.8 ms); the 2-wafer point stayed.
     # A prompt's tokens skip the head (only its last token reaches it): TTFT 6.8 → 3.5 ms at 16 wafers and
     # 23.2 → 8.2 ms at 2, where the head region had paced the prompts' stream; per-user decode unchanged.
-    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1861.871716973411, 0.0035025284767300916, 16.0, "hop latency")),
-    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1867.7138221219698, 0.003500848476730091, 16.0, "hop latency")),
+    # A token meets its experts on both wafers of a split MoE layer (the far wafer's dispatch, GEMVs and combine,
+    # weighted by the chance one of its top-8 lies there; test_split_layer.py): the interleaved point keeps its
+    # layout (13 split layers) and adds 22.43 µs, t1 535.41 → 557.84 µs, 1,867.7 → 1,792.6 tokens/s per user;
+    # the blocked one (13 split layers, t1 537.09 µs) now takes a layout with none (attention 4× its share,
+    # t1 554.96 µs): 1,861.9 → 1,801.9, TTFT 3.50 → 2.66 ms.
+    # The layer hop's broadcast along the next attention region's 172 columns is stretched by the interleaved
+    # placement too (test_interleave_stretch.py): 86 hops × (2.5 − 1) = 129 cycles a layer, 48 layers: t1 557.84 →
+    # 563.47 µs, 1,792.6 → 1,774.7 tokens/s per user.
+    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1801.9260820653487, 0.0026633344484848485, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1774.7071036702537, 0.003528907807003964, 16.0, "hop latency")),
     (("qwen3-30b-a3b", None, 4.0, "blocked"), (1118.4599154567945, 0.008179864761212121, 2.0, "local MACs")),
 ]
 
@@ -307,7 +315,8 @@ def test_the_capacity_invariant_can_fail(monkeypatch):
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "pass"
     monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap, *shares: (
         (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack)),
-        regions.split(m, W, nb)["crossings"][None] + 0.0 * np.asarray(pack)))
+        regions.split(m, W, nb)["crossings"][None] + 0.0 * np.asarray(pack),
+        regions.split(m, W, nb)["visits"][None] + 0.0 * np.asarray(pack)))
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "fail"
 
 

@@ -29,6 +29,9 @@ SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over w
     "layer_splits": ("hops", "wafer hops inside a MoE layer (its routed experts continue on the next wafer)"),
     "crossing_s": ("s", "one token's extra time on the hops inside a MoE layer: the experts' input beside the "
                    "residual, layer_splits × activation bytes / link bandwidth"),
+    "far_experts_s": ("s", "one token's time in the routed experts of split MoE layers' further wafers: the "
+                      "expected wafers beyond the first on which one of its top-k experts lies (uniform routing) × "
+                      "the layer's dispatch, routed expert GEMVs, combine and sum"),
     "token_return_s": ("s", "the sampled token's way back to the first wafer"),
     "embedding_time_s": ("s", "embedding lookup and the hop into the first layer, one token"),
     "pipeline_latency_s": ("s", "one token through every layer, hop and the head (t1): the sum of the pipeline_*_s "

@@ -52,12 +52,14 @@ def serving_stages(row, m, wl) -> list:
         total += t
     hops, ret = value_of(row, "wafer_hops") * value_of(row, "wafer_hop_s"), value_of(row, "token_return_s")
     cross = 0.0 if absent(row, "crossing_s") else value_of(row, "crossing_s")
+    far = 0.0 if absent(row, "far_experts_s") else value_of(row, "far_experts_s")
     lines = [f"{noun(len(ws), 'wafer')} {_span(ws)}: {what} {secs(t)}" + (" each" if len(ws) > 1 else "")
              for ws, what, t in parts]
     text = "; ".join(lines) + f"; {number(value_of(row, 'wafer_hops'))} wafer hops × {secs(value_of(row, 'wafer_hop_s'))}; " + \
         (f"{number(value_of(row, 'layer_splits'))} of them inside a MoE layer (experts' input too) {secs(cross)}; "
-         if cross else "") + f"token return {secs(ret)}"
-    latency = total + hops + cross + ret
+         if cross else "") + (f"their far wafers' routed experts {secs(far)}; " if far else "") + \
+        f"token return {secs(ret)}"
+    latency = total + hops + cross + far + ret
     return [("pipeline_latency_s", row["pipeline_latency_s"], "s",
              f"{text} = {secs(latency)} {check(latency, value_of(row, 'pipeline_latency_s'))}")]
 

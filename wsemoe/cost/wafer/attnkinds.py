@@ -59,9 +59,11 @@ def share(ops: dict, weight: float) -> dict:
     return out
 
 
-def mean_attention(m, ffn: str, rows, cols, S, pe, tokens, b, coll, plain) -> dict:
+def mean_attention(m, ffn: str, rows, cols, S, pe, tokens, b, coll, plain, wide=None) -> dict:
     """The attention ops of the mean layer of FFN kind `ffn` at context S; `plain(keys)` is the softmax
-    attention's ops at a number of keys (layer.attention on this region)."""
+    attention's ops at a number of keys (layer.attention on this region); `wide` the PE facts of the collectives
+    across the region's columns (stretched where the placement spreads them apart; `pe` if None)."""
+    wide = wide or pe
     kinds, mx = kinds_of(m, ffn), mix.mix(m)
     if not kinds or set(kinds) <= {"full", "sliding", "chunked"}:
         return plain(mix.context_of(m, ffn, S))
@@ -72,14 +74,15 @@ def mean_attention(m, ffn: str, rows, cols, S, pe, tokens, b, coll, plain) -> di
         keys = sum(k * mix.keys_read(a, mx.pattern, S) for a, k in soft.items()) / sum(soft.values())
         ops.update(share(plain(keys), sum(soft.values()) / n))
     if "sparse" in kinds:
-        ops.update(share(indexer(m, mx.pattern, rows, cols, S, pe, tokens, b, coll), kinds["sparse"] / n))
+        ops.update(share(indexer(m, mx.pattern, rows, cols, S, pe, tokens, b, coll, wide), kinds["sparse"] / n))
     if "linear" in kinds:
-        ops.update(share(linear(m, mx.pattern, rows, cols, pe, tokens, b, coll), kinds["linear"] / n))
+        ops.update(share(linear(m, mx.pattern, rows, cols, pe, tokens, b, coll, wide), kinds["linear"] / n))
     return ops
 
 
-def linear(m, pattern: dict, rows, cols, pe, tokens, b, coll) -> dict:
-    """Ops of one Gated DeltaNet block for `tokens` tokens on a rows × cols region (module docstring)."""
+def linear(m, pattern: dict, rows, cols, pe, tokens, b, coll, wide=None) -> dict:
+    """Ops of one Gated DeltaNet block for `tokens` tokens on a rows × cols region (module docstring); `wide` the
+    PE facts of the output projection's reduction across the columns."""
     lin, H, ob = pattern["linear"], m.hidden_size, operands.of(b)
     key, value = lin["num_key_heads"] * lin["key_head_dim"], lin["num_value_heads"] * lin["value_head_dim"]
     cols_ = np.asarray(cols, dtype=float)
@@ -92,14 +95,16 @@ def linear(m, pattern: dict, rows, cols, pe, tokens, b, coll) -> dict:
     update = elementwise(state * tokens, 2.0, pe)
     read_q = operators.gemv(lin["key_head_dim"], value, rows, cols, pe, tokens, b, **state_w)
     gate = elementwise(np.ceil(value / cols_) * tokens, GATE_OPS, pe)
-    out = operators.gemv(value, H, cols, rows, pe, tokens, b, **w)
+    out = operators.gemv(value, H, cols, rows, wide or pe, tokens, b, **w)
     residual = elementwise(np.ceil(H / np.asarray(rows, dtype=float)) * tokens, OPS["residual"], pe)
     return {"lin_proj": proj, "lin_conv": conv, "lin_state": add(read_k, update, read_q), "lin_gate": gate,
             "lin_out": out, "lin_residual": residual}
 
 
-def indexer(m, pattern: dict, rows, cols, S, pe, tokens, b, coll) -> dict:
-    """Ops of a sparse layer's indexer for `tokens` queries at context S on a rows × cols region."""
+def indexer(m, pattern: dict, rows, cols, S, pe, tokens, b, coll, wide=None) -> dict:
+    """Ops of a sparse layer's indexer for `tokens` queries at context S on a rows × cols region; `wide` the PE
+    facts of its collectives across the columns."""
+    wide = wide or pe
     sp, H, ob = pattern["sparse"], m.hidden_size, operands.of(b)
     b, w = ob.act, {"weight_bytes": ob.attn, **coll}
     heads, dim, topk = sp["index_n_heads"], sp["index_head_dim"], sp["index_topk"]
@@ -108,7 +113,7 @@ def indexer(m, pattern: dict, rows, cols, S, pe, tokens, b, coll) -> dict:
                operators.gemv(H, dim + heads, rows, cols, pe, tokens, b, **w))
     pes = np.asarray(rows, dtype=float) * cols
     query = wavelets(heads * dim, b, pe) * tokens
-    spread = add(*(collective(collectives.broadcast(n, query), pe) for n in (cols, rows)))
+    spread = add(collective(collectives.broadcast(cols, query), wide), collective(collectives.broadcast(rows, query), pe))
     # each PE scores its ⌈S / PEs⌉ index keys against the n_idx query heads of d_idx
     macs = operators.terms(mac_cycles(np.ceil(np.asarray(S, dtype=float) / pes), heads * dim, pe, b) * tokens,
                            0.0, 0.0, pe.op_overhead_cycles)
@@ -120,7 +125,7 @@ def indexer(m, pattern: dict, rows, cols, S, pe, tokens, b, coll) -> dict:
     reduce = {key: v for key, v in coll.items() if key != "pattern"}
     pattern = "tree" if coll.get("pattern", "tree") == "ring" else coll.get("pattern", "tree")   # a reduce, not a ring
     chosen = wavelets(k, PAIR_BYTES, pe) * tokens
-    pick = add(collective(collectives.reduce(cols, pair(line), pattern, **reduce), pe),
+    pick = add(collective(collectives.reduce(cols, pair(line), pattern, **reduce), wide),
                collective(collectives.reduce(rows, pair(k), pattern, **reduce), pe),
-               *(collective(collectives.broadcast(n, chosen), pe) for n in (rows, cols)))
+               collective(collectives.broadcast(rows, chosen), pe), collective(collectives.broadcast(cols, chosen), wide))
     return {"idx_proj": proj, "idx_score": add(spread, macs), "idx_topk": pick}

@@ -82,7 +82,7 @@ def spread(heads, kv_heads, cols):
 
 
 def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None,
-         kv_bytes=None) -> dict:
+         kv_bytes=None, wide=None) -> dict:
     """Terms of the attention core over a KV cache of `context` tokens: `score`, `softmax`, `pv`, in whichever of
     two layouts of the same cache (neither replicates it) is faster at each point:
 
@@ -95,16 +95,19 @@ def core(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_b
 
     At long context the scores outnumber a head's width and `context_split` wins; at short context, or where a
     KV head spans one column, `width_split` is kept. The cached keys and values are the MACs' stored operand, of
-    `kv_bytes` each (unset: `element_bytes`)."""
-    width = width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll, kv_bytes)
-    ctx = context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll, kv_bytes)
+    `kv_bytes` each (unset: `element_bytes`). `wide`: the PE facts of the collectives along a KV head's span of
+    columns (layer.stretched where the placement spreads the columns apart; `pe` if None)."""
+    width = width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll, kv_bytes,
+                        wide)
+    ctx = context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch, element_bytes, coll, kv_bytes,
+                        wide)
     faster = sum(ctx[k]["cycles"] for k in ctx) < sum(width[k]["cycles"] for k in width)
     keys = ("compute_cycles", "link_cycles", "latency_cycles", "overhead_cycles")
     return {op: operators.terms(*[np.where(faster, ctx[op][k], width[op][k]) for k in keys]) for op in width}
 
 
 def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None,
-                kv_bytes=None) -> dict:
+                kv_bytes=None, wide=None) -> dict:
     """The core with context on the rows and the KV width on the columns (`core`): `score` (q·Kᵀ, summed over the
     columns a KV head spans), `softmax` (two all-reduces of one scalar per head along the rows), `pv` (p·V,
     all-reduced along the rows). Query heads of width `d_qk` read keys of that width; values are `d_v` wide."""
@@ -114,7 +117,7 @@ def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, el
     ctx = np.ceil(np.asarray(context, dtype=float) / rows)
     q_col, v_col = np.ceil(heads * d_qk / cols), np.ceil(heads * d_v / cols)
     score = add(operators.gemv(q_col, ctx, 1, 1, pe, batch, element_bytes, output="none", weight_bytes=kv_bytes),
-                collective(collectives.allreduce(span, ctx * per * batch, **coll), pe),
+                collective(collectives.allreduce(span, ctx * per * batch, **coll), wide or pe),
                 elementwise(ctx * per * batch, OPS["score_scale"], pe, kernels=0))
     soft = add(elementwise(ctx * per * batch, OPS["softmax"], pe),
                collective(collectives.allreduce(rows, per * batch, **coll).times(2), pe, calls=2))
@@ -125,24 +128,24 @@ def width_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, el
 
 
 def context_split(heads, kv_heads, d_qk, d_v, rows, cols, context, pe, batch=1, element_bytes=2, coll=None,
-                  kv_bytes=None) -> dict:
+                  kv_bytes=None, wide=None) -> dict:
     """The core with whole heads on every column of a KV head's span and the context over the rows and the span
     (`core`). Per PE: ⌈S / (rows·span)⌉ tokens of its KV heads at full width, the `per` query heads' full queries
     (gathered along the span), their scores and partial outputs (reduced along the span, then along the rows)."""
-    coll = coll or {}
+    coll, wide = coll or {}, wide or pe
     span, per = spread(heads, kv_heads, cols)
     cols = np.asarray(cols, dtype=float)
     along = (span > 1).astype(float)   # calls of the collectives along the span (none when it is one column)
     ctx = np.ceil(np.asarray(context, dtype=float) / (rows * span))
     q_full, v_col = per * d_qk, np.ceil(heads * d_v / cols)
-    score = add(collective(collectives.broadcast(span, q_full * batch), pe, calls=along),
+    score = add(collective(collectives.broadcast(span, q_full * batch), wide, calls=along),
                 operators.gemv(q_full, ctx, 1, 1, pe, batch, element_bytes, output="none", weight_bytes=kv_bytes),
                 elementwise(ctx * per * batch, OPS["score_scale"], pe, kernels=0))
     soft = add(elementwise(ctx * per * batch, OPS["softmax"], pe),
                collective(collectives.allreduce(rows, per * batch, **coll).times(2), pe, calls=2),
-               collective(collectives.allreduce(span, per * batch, **coll).times(2), pe, calls=2 * along))
+               collective(collectives.allreduce(span, per * batch, **coll).times(2), wide, calls=2 * along))
     pv = add(operators.gemv(ctx * per, d_v, 1, 1, pe, batch, element_bytes, output="none", weight_bytes=kv_bytes),
-             collective(collectives.reduce(span, per * d_v * batch, _reduce_pattern(coll), **_levels(coll)), pe,
+             collective(collectives.reduce(span, per * d_v * batch, _reduce_pattern(coll), **_levels(coll)), wide,
                         calls=along),
              collective(collectives.allreduce(rows, v_col * batch, **coll), pe))
     return {"score": score, "softmax": soft, "pv": pv}
@@ -158,16 +161,17 @@ def _levels(coll: dict) -> dict:
     return {k: v for k, v in coll.items() if k != "pattern"}
 
 
-def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
-    """Terms per op of the attention block (norm excluded) for one decode step of `batch` sequences."""
+def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None, wide=None) -> dict:
+    """Terms per op of the attention block (norm excluded) for one decode step of `batch` sequences; `wide` the PE
+    facts of the collectives along a row, across the columns (`core`)."""
     coll, ob = coll or {}, operands.of(element_bytes)
     h, q_width, kv_width = m.hidden_size, m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
     qkv = operators.gemv(h, q_width + 2 * kv_width, rows, cols, pe, batch, ob.act, kernels=3, weight_bytes=ob.attn,
                          **coll)
     rope = elementwise(np.ceil((q_width + kv_width) / np.asarray(cols, dtype=float)) * batch, OPS["rope"], pe, 2)
     inner = core(m.num_attention_heads, m.num_key_value_heads, m.head_dim, m.head_dim, rows, cols, context, pe,
-                 batch, ob.act, coll, ob.kv)
-    o = operators.gemv(q_width, h, cols, rows, pe, batch, ob.act, weight_bytes=ob.attn, **coll)
+                 batch, ob.act, coll, ob.kv, wide)
+    o = operators.gemv(q_width, h, cols, rows, wide or pe, batch, ob.act, weight_bytes=ob.attn, **coll)
     residual = elementwise(np.ceil(h / np.asarray(rows, dtype=float)) * batch, OPS["residual"], pe)
     return {"qkv": qkv, "rope": rope, **inner, "o": o, "attn_residual": residual}
 

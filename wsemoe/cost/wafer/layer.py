@@ -3,9 +3,11 @@
 plus the embedding and the head. Every operator is a terms dict of operators.terms (cycles). Numpy only.
 
 The geometry (`Geometry`, arrays per point) comes from the regions and the layer's placed traffic (serving.py).
-Attention's operators whose collectives run across its columns are costed with the hop cycles stretched by the
-placement (`stretch`: interleaved attention columns lie apart), the others on the plain fabric. `b` is the bytes of
-the operands (operands.Operands: activations, and each weight and the cache in its format; a number: every operand).
+Attention's collectives whose line runs along a row, across its columns, are costed with the hop cycles stretched
+by the placement (`stretch`: interleaved attention columns lie apart): the attention kernels take them as `wide`
+PE facts, collective by collective (an op such as the context split's softmax reduces along both axes); those along
+a column run on the plain fabric. `b` is the bytes of the operands (operands.Operands: activations, and each weight
+and the cache in its format; a number: every operand).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from wsemoe.cost.wafer import attnkinds, collectives, decode, mla, operands, ope
 from wsemoe.cost.wafer.decode import OPS, add, collective, elementwise
 from wsemoe.cost.wafer.fabric import path_cycles, wavelets
 
-GQA_HORIZONTAL = ("score", "o")   # decode.attention's ops whose reductions run across the columns
 TOPK_OPS = 8.0                    # router: softmax or sigmoid over the logits (as decode's softmax), per logit
 
 # Invocation overheads per op when kernels are fused (`pe_kernels: fused`): one per operator chain (a GEMV or a
@@ -77,14 +78,10 @@ def stretched(pe, stretch):
 
 
 def attention(m, rows, cols, context, pe, tokens, b, coll, stretch=1.0) -> dict:
-    """Attention's ops (GQA: decode.attention; MLA: mla.attention), the horizontal ones stretched."""
-    mla_ = getattr(m, "attention", "gqa") == "mla"
-    fn, across = (mla.attention, mla.HORIZONTAL) if mla_ else (decode.attention, GQA_HORIZONTAL)
-    ops = fn(m, rows, cols, context, pe, tokens, b, coll)
-    if np.any(np.asarray(stretch) != 1.0):
-        wide = fn(m, rows, cols, context, stretched(pe, stretch), tokens, b, coll)
-        ops.update({k: wide[k] for k in across})
-    return ops
+    """Attention's ops (GQA: decode.attention; MLA: mla.attention), their collectives across the columns
+    stretched."""
+    fn = mla.attention if getattr(m, "attention", "gqa") == "mla" else decode.attention
+    return fn(m, rows, cols, context, pe, tokens, b, coll, wide=stretched(pe, stretch))
 
 
 def router(m, rows, cols, pe, tokens, b, coll, stretch=1.0) -> dict:
@@ -145,12 +142,22 @@ def experts(m, g: Geometry, pe, tokens, b, coll) -> dict:
     return larger(regions["routed"], regions["shared"]) if "shared" in regions else regions["routed"]
 
 
-def hop(m, pe, rows, cols, distance, tokens, b) -> dict:
+def far_experts(m, g: Geometry, pe, ops: dict, b, coll) -> dict:
+    """What a token adds on each further wafer of a split MoE layer on which one of its experts lies (it arrives
+    there beside the residual, regions.split): the dispatch to that wafer's expert tiles, the routed expert's GEMVs,
+    the combine and its sum into the residual, each as the layer's own (`ops`, one token; a wafer holding part of
+    the experts has no longer path or busier link than the whole layer's grid). The shared experts stay with
+    attention on the first wafer."""
+    routed = expert_regions(m, g, pe, busiest_tokens(m, g, 1.0), 1.0, b, coll)["routed"]
+    return add(ops["dispatch"], routed, ops["combine"], ops["moe_sum"])
+
+
+def hop(m, pe, rows, cols, distance, tokens, b, wide=None) -> dict:
     """The layer's output to the next layer's region `distance` PEs away (rows parallel streams of H/rows),
-    then broadcast along that region's columns."""
+    then broadcast along that region's columns (`wide`: their PE facts, stretched where they lie apart)."""
     slice_ = wavelets(np.ceil(m.hidden_size / np.asarray(rows, dtype=float)), operands.of(b).act, pe) * tokens
     bc = collectives.broadcast(cols, slice_)
-    return operators.terms(0.0, slice_ + bc.volume, path_cycles(distance, 0.0, 1.0, pe) + bc.latency(pe),
+    return operators.terms(0.0, slice_ + bc.volume, path_cycles(distance, 0.0, 1.0, pe) + bc.latency(wide or pe),
                            2.0 * pe.op_overhead_cycles)
 
 
@@ -158,7 +165,7 @@ def layer_attention(m, ffn, rows, cols, context, pe, tokens, b, coll, stretch=1.
     """Attention's ops of the mean layer of FFN kind `ffn` at context S (attnkinds: a uniform model's is
     `attention` at S; a pattern's the layers' mean over their attention kinds)."""
     plain = lambda keys: attention(m, rows, cols, keys, pe, tokens, b, coll, stretch)  # noqa: E731
-    return attnkinds.mean_attention(m, ffn, rows, cols, context, pe, tokens, b, coll, plain)
+    return attnkinds.mean_attention(m, ffn, rows, cols, context, pe, tokens, b, coll, plain, stretched(pe, stretch))
 
 
 def moe_layer(m, g: Geometry, pe, tokens, context, b, coll, h_wavelets) -> dict:
@@ -173,7 +180,7 @@ def moe_layer(m, g: Geometry, pe, tokens, context, b, coll, h_wavelets) -> dict:
     ops["combine"] = move(pe, g, tokens, h_wavelets, g.combine_max, g.relays)
     ops["moe_sum"] = elementwise(np.ceil(m.hidden_size / np.asarray(rows, dtype=float)) * tokens,
                                  (m.num_experts_per_tok + 1) * OPS["residual"], pe)
-    ops["layer_hop"] = hop(m, pe, rows, cols, g.block_width, tokens, b)
+    ops["layer_hop"] = hop(m, pe, rows, cols, g.block_width, tokens, b, stretched(pe, g.stretch))
     return ops
 
 

@@ -30,10 +30,6 @@ from wsemoe.cost.wafer import collectives, operands, operators
 from wsemoe.cost.wafer.decode import OPS, add, collective, core, elementwise
 from wsemoe.cost.wafer.fabric import wavelets
 
-# Ops whose reductions run across the columns (lines along a row): the ones an interleaved placement stretches.
-HORIZONTAL = ("q_norm", "q_up", "kv_norm", "score", "absorb_v")
-
-
 def norm_across(width, cols, pe, batch=1, coll=None):
     """RMSNorm of a vector split along the columns: squares, an all-reduce of one scalar per token across
     the columns, scale."""
@@ -41,9 +37,11 @@ def norm_across(width, cols, pe, batch=1, coll=None):
     return add(local, collective(collectives.allreduce(cols, batch, **(coll or {})), pe))
 
 
-def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -> dict:
-    """Terms per op of MLA's attention block (norm excluded), absorbed form (module docstring)."""
-    coll, ob = coll or {}, operands.of(element_bytes)
+def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None, wide=None) -> dict:
+    """Terms per op of MLA's attention block (norm excluded), absorbed form (module docstring); `wide` the PE facts
+    of every collective along a row, across the columns (q_norm, q_up, kv_norm, the core's along the latent's span,
+    absorb_v, o's relayout: layer.stretched where the placement spreads the columns apart; `pe` if None)."""
+    coll, wide, ob = coll or {}, wide or pe, operands.of(element_bytes)
     b, w = ob.act, {"weight_bytes": ob.attn, **coll}
     h, heads = m.hidden_size, m.num_attention_heads
     rq, rkv, dn, dr, dv = m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim
@@ -51,25 +49,25 @@ def attention(m, rows, cols, context, pe, batch=1, element_bytes=2, coll=None) -
     ops = {}
     if rq:
         ops["q_down"] = operators.gemv(h, rq, rows, cols, pe, batch, b, **w)
-        ops["q_norm"] = norm_across(rq, cols, pe, batch, coll)
-        ops["q_up"] = operators.gemv(rq, heads * (dn + dr), cols, rows, pe, batch, b, **w)
+        ops["q_norm"] = norm_across(rq, cols, wide, batch, coll)
+        ops["q_up"] = operators.gemv(rq, heads * (dn + dr), cols, rows, wide, batch, b, **w)
     else:
         ops["q_up"] = operators.gemv(h, heads * (dn + dr), rows, cols, pe, batch, b, **w)
     ops["kv_down"] = operators.gemv(h, rkv + dr, rows, cols, pe, batch, b, **w)
-    ops["kv_norm"] = norm_across(rkv, cols, pe, batch, coll)
+    ops["kv_norm"] = norm_across(rkv, cols, wide, batch, coll)
     ops["rope"] = elementwise((np.ceil(heads * dr / rows_f) + np.ceil(dr / cols_f)) * batch, OPS["rope"], pe, 2)
     band, serial = np.maximum(np.floor(rows_f / heads), 1.0), np.maximum(np.ceil(heads / rows_f), 1.0)
     ops["absorb_k"] = operators.gemv(dn, rkv, band, cols, pe, batch * serial, b, **w)
     gather = collectives.broadcast(rows, heads * np.ceil((rkv + dr) / cols_f) * batch)
     ops["q_gather"] = collective(gather, pe)
-    ops.update(core(heads, 1, rkv + dr, rkv, rows, cols, context, pe, batch, b, coll, ob.kv))
-    ops["absorb_v"] = operators.gemv(rkv, dv, cols, band, pe, batch * serial, b, **w)
+    ops.update(core(heads, 1, rkv + dr, rkv, rows, cols, context, pe, batch, b, coll, ob.kv, wide))
+    ops["absorb_v"] = operators.gemv(rkv, dv, cols, band, wide, batch * serial, b, **w)
     # o contracts on the rows (a head's values sit on its band of rows), so its all-reduce leaves the output split
     # along the columns; the residual stream is split along the rows (attn_norm, the residual, the next norm, the
     # router): each row holds the whole vector across its columns, so the PEs holding row i's slice broadcast it
     # along the row (H/rows per token; the slice's owners may sit at the row's end)
     relayout = collectives.broadcast(cols, wavelets(np.ceil(h / rows_f), b, pe) * batch, root="end")
     ops["o"] = add(operators.gemv(heads * dv, h, rows, cols, pe, batch, b, **w),
-                   collective(relayout, pe))
+                   collective(relayout, wide))
     ops["attn_residual"] = elementwise(np.ceil(h / rows_f) * batch, OPS["residual"], pe)
     return ops

@@ -133,16 +133,17 @@ def _parts(m, nbytes: dict) -> dict:
 
 def split(m, wafers, nbytes: dict, kv=None) -> dict:
     """The least-peak split over `wafers` stages (arrays broadcast): `peak` the fullest stage's bytes, `crossings`
-    the stage boundaries inside a MoE layer; with `kv` = (bytes a wafer holds, one layer's cache of the split's
+    the stage boundaries inside a MoE layer, `visits` the expected extra wafers of routed experts a token passes
+    through (stagesplit.Fill.experts); with `kv` = (bytes a wafer holds, one layer's cache of the split's
     sequences, of one sequence) also `sequences`, the most whose cache fits every stage."""
-    arrays = {**_parts(m, nbytes), "W": wafers}
+    arrays = {**_parts(m, nbytes), "W": wafers, "topk": getattr(m, "num_experts_per_tok", 1.0)}
     if kv is not None:
         arrays.update(zip(("room", "held", "one"), kv))
 
     def plan(k, W, room=None, held=None, one=None, **parts):
         with np.errstate(divide="ignore", invalid="ignore"):
             f = stagesplit.least_peak(layer_is_moe(m, k), parts, W, None if room is None else (room, held, one))
-        return {"peak": f.top, "crossings": f.cross, "sequences": f.seqs}
+        return {"peak": f.top, "crossings": f.cross, "visits": f.visits, "sequences": f.seqs}
 
     return stagesplit.once(plan, arrays, ("split", _structure(m), kv is not None))
 
@@ -282,21 +283,23 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
 
 
 def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES):
-    """(bytes per PE, attention share, wafer hops inside a MoE layer) of every candidate layout, along a leading
-    axis: for each share ω the √2 ladder from the sparsest density at which a stage holds ω× attention regions up
-    to u_pack, with the crossings of that split; a share that does not fit repeats the first candidate. Nested in
-    PEs and SRAM for every ω (see `densities`)."""
-    us, ws, cs = [], [], []
+    """(bytes per PE, attention share, wafer hops inside a MoE layer, expected extra expert wafers a token visits)
+    of every candidate layout, along a leading axis: for each share ω the √2 ladder from the sparsest density at
+    which a stage holds ω× attention regions up to u_pack, with the crossings of that split; a share that does not
+    fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`)."""
+    us, ws, cs, vs = [], [], [], []
     for w in shares if params.moe_layers(m) > 0 else shares[:1]:
         plan = split(m, wafers, _shared(nbytes, w))
         fill = plan["peak"] / cap
         u = densities(u_pack, fill)
         fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
-        first = (us[0][0], cs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0])
+        first = (us[0][0], cs[0][0], vs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0],
+                                                            plan["visits"] + 0.0 * u[0])
         us.append(np.where(fits, u, first[0]))
         ws.append(np.where(fits, w, 1.0) + 0.0 * u)
         cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
-    return np.concatenate(us), np.concatenate(ws), np.concatenate(cs)
+        vs.append(np.where(fits, plan["visits"], first[2]) + 0.0 * u)
+    return np.concatenate(us), np.concatenate(ws), np.concatenate(cs), np.concatenate(vs)
 
 
 def rung(lo, k):

@@ -5,7 +5,7 @@ to first token, wafers needed, what binds and what does not fit. Scalars or arra
 The wafers are a dataflow pipeline: every layer's regions are their own PEs, so tokens stream through them, one
 region working on a token while the next works on the one before (docs/cost-model.md, "Serving from SRAM"):
 
-    t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + token return   (one token)
+    t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + far experts + token return
     β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
               shared experts, dispatch, combine, layer hop, dense region, head, system link)
     step    = t1 + W·σ + (q − 1)·β + d·τ   a sequence's step of q = d + 1 tokens (d drafts of τ s each first)
@@ -17,7 +17,9 @@ after another before the target verifies them, so its d·τ is in the step but n
 hop moves a token's activations over the system link (bytes / bandwidth + hop latency) and across the wafer to and
 from its I/O edge; the token return carries the sampled token back to the first wafer; a hop inside a MoE layer (its
 experts continue on the next wafer, the stages being a byte-balanced split: regions.split) also carries the experts'
-input. σ is the stall of one synchronous transfer through a system's wafer I/O (`mapping.wafer_io: sync`, Cerebras'
+input, and a token whose experts lie on both wafers passes through expert regions on each: the far wafer's dispatch,
+GEMVs and combine, weighted by the chance that one of its top-k experts lies there (regions.split's `visits`).
+σ is the stall of one synchronous transfer through a system's wafer I/O (`mapping.wafer_io: sync`, Cerebras'
 launch software: every system stops its compute for each sequence's step it hands on, `hardware.sync_io_stall_s`;
 0 when the I/O runs asynchronously from compute, the default). TTFT: the B prompts of P tokens stream through once
 at context P, `t1 + W·σ + (B·P − 1)·β + (B − 1)·σ` (the head only on each prompt's last token; a prompt crosses each
@@ -88,8 +90,10 @@ def links(hw, pe, m, g, wafers, b, cross=0.0) -> dict:
             "token_return_s": np.where(wafers > 1, latency + edge, edge / 2.0)}
 
 
-def one_token(hw, pe, m, g, wafers, context, b, coll, cross=0.0) -> dict:
-    """One token through every op of the pipeline: ops per kind, layer times, hops, the latency and its terms."""
+def one_token(hw, pe, m, g, wafers, context, b, coll, cross=0.0, visits=0.0) -> dict:
+    """One token through every op of the pipeline: ops per kind, layer times, hops, the latency and its terms;
+    `visits` further wafers of split MoE layers on which the token meets one of its experts (expected,
+    regions.split), each a dispatch, routed expert and combine more (layer.far_experts)."""
     ops = layers(m, g, pe, 1.0, context, b, coll)
     n, kinds = counts(m), {k: layer.total(v) for k, v in ops.items()}
     link = links(hw, pe, m, g, wafers, b, cross)
@@ -97,8 +101,13 @@ def one_token(hw, pe, m, g, wafers, context, b, coll, cross=0.0) -> dict:
     inter = hops * link["wafer_hop_s"] + link["crossing_s"] + np.where(link["over_link"], link["token_return_s"], 0.0)
     terms = [sum(n[k] * seconds(kinds[k][t], pe) for k in kinds) for t in TERMS]
     terms[2] = terms[2] + np.where(link["over_link"], 0.0, link["token_return_s"])
+    far = [0.0] * len(TERMS)
+    if "moe" in ops:
+        extra = layer.far_experts(m, g, pe, ops["moe"], b, coll)
+        far = [visits * seconds(extra[t], pe) for t in TERMS]
+        terms = [a + f for a, f in zip(terms, far)]
     return {"ops": ops, "kinds": kinds, "links": link, "hops": hops, "terms": terms + [inter],
-            "latency": sum(terms) + inter}
+            "far_experts_s": sum(far), "latency": sum(terms) + inter}
 
 
 def per_token(m, g, pe, context, b, coll, run: dict, prompt: bool = False) -> dict:
@@ -156,13 +165,14 @@ def shape_of(hw, m, wl, pe) -> tuple:
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
     """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
     point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
-    pe, cap, (u, w, cross), g, _ = layout(hw, m, wl, mp, bal, histogram)
-    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u, cross)
+    pe, cap, (u, w, cross, visits), g, _ = layout(hw, m, wl, mp, bal, histogram)
+    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u, cross, visits)
     out["attention_share"] = w
     shape = np.broadcast_shapes(u.shape, np.shape(out["pipeline_period_s"]))   # any input's axes (unique.once)
     best = np.argmin(np.broadcast_to(out["pipeline_period_s"], shape), axis=0)[None]   # prefill: the period is TTFT
     out, W = {k: pick(v, best, shape) for k, v in out.items()}, pick(cap["wafers"] + 0.0 * u, best, shape)
-    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)), W, pick(cross, best, shape)))
+    out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)), W, pick(cross, best, shape),
+                           pick(visits, best, shape)))
     out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
     out["layer_splits"] = pick(cross, best, shape)
     # what binds, from the chosen candidate's terms (an argmax over every candidate's would be discarded)
@@ -193,8 +203,8 @@ SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all
 
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
-    """(PE facts, capacity, candidate (bytes per PE, attention share, wafer hops inside a MoE layer) along a leading
-    axis, their Geometry, the layer structures built).
+    """(PE facts, capacity, candidate (bytes per PE, attention share, wafer hops inside a MoE layer, expected extra
+    expert wafers a token visits) along a leading axis, their Geometry, the layer structures built).
 
     The candidates are the layouts of the point's own batch and those sized for the caches of larger batches on a
     fixed ladder (1, 2, 4 … sequences, `sized_for`) wherever those fit the pipeline: the attention and dense
@@ -204,10 +214,11 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     docs/cost-model.md, Regions sized for speed)."""
     pe = pe_facts(hw)
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
-    cap, (u, w, cross, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers, np.zeros(shape_of(hw, m, wl, pe)))
+    cap, (u, w, cross, visits, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers,
+                                                  np.zeros(shape_of(hw, m, wl, pe)))
     g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
     shape = np.shape(g.busiest_share)   # the points' shape with the balance axes (a swept zipf_s, seed …)
-    return pe, cap, tuple(np.broadcast_to(x, shape) for x in (u, w, cross)), g, built
+    return pe, cap, tuple(np.broadcast_to(x, shape) for x in (u, w, cross, visits)), g, built
 
 
 def sizing(pe, m, wl, wafers, points):
@@ -218,7 +229,8 @@ def sizing(pe, m, wl, wafers, points):
 
 
 def sized_for(pe, m, wl, cap):
-    """(bytes per PE, attention share, wafer hops inside a MoE layer, region PEs) of every candidate along a leading
+    """(bytes per PE, attention share, wafer hops inside a MoE layer, expected extra expert wafers a token visits,
+    region PEs) of every candidate along a leading
     axis: the layouts (regions.layouts) sized for the caches of the largest rung 2^j of an absolute batch ladder
     that fits the pipeline (the point's own batch where it is larger, or where no rung fits), then those sized for
     each rung at or above B that fits (elsewhere the first candidate again). A batch up to that rung is offered
@@ -239,18 +251,20 @@ def sized_for(pe, m, wl, cap):
     offered = [(batch, (batch >= wl.B) & (batch < top) & ok) for batch, ok in zip(rungs, fits)]  # top: own's
     offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
     regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
-    u0, w0, c0 = regions.layouts(m, W, own, u_pack, pes_total)
+    u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total)
     first = region_pes(own, u0[:1], w0[:1])
-    us, ws, cs, pes = [u0], [w0], [c0], [region_pes(own, u0, w0)]
+    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0)]
     for nbytes, ok in offered:
-        u, w, c = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
+        u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
         mine = region_pes(nbytes, u, w)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
         cs.append(np.where(ok, c, c0[:1]))
+        vs.append(np.where(ok, v, v0[:1]))
         pes.append({k: np.where(ok, mine[k], first[k]) for k in regions.KINDS})
-    return stack(us), stack(ws), stack(cs), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS}
+    return (stack(us), stack(ws), stack(cs), stack(vs),
+            {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS})
 
 
 def stack(parts: list):
@@ -279,11 +293,11 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
     return (built[int(inv[0])], float(g.side)) if built else None
 
 
-def candidates(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
+def candidates(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0) -> dict:
     """The time columns of every candidate layout (leading axis), the terms of what binds (`evaluate` reads them at
     the chosen candidate) and the busiest stage's codes."""
     b, coll = operands.of_workload(wl), collective_options(mp)
-    (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross,
+    (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross, visits,
                                                wl.mode == "prefill")
     run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
                                                                                      rows.shape, rows.count)
@@ -305,32 +319,32 @@ def _labels(code, labels, coded: bool):
     return c if coded else c.decode()
 
 
-def first_token(hw, pe, m, wl, mp, g, W, cross=0.0) -> dict:
+def first_token(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0) -> dict:
     """TTFT of a decode point: its B prompts stream through the pipeline once, at context prompt_len."""
     prompt = getattr(wl, "prompt_len", None)
     if wl.mode != "decode" or prompt is None:
         return {}
     b, coll = operands.of_workload(wl), collective_options(mp)
-    (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross)
+    (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross, visits)
     stall = io_stall(hw, mp)
     # t1 and β at context prompt_len are columns of their own, so `eval` can show TTFT's terms adding up
     return {"ttft_s": first["latency"] + W * stall + (wl.B * prompt - 1.0) * rate + (wl.B - 1.0) * stall,
             "prompt_latency_s": first["latency"] + 0.0 * rate, "prompt_busiest_stage_s": rate + 0.0 * first["latency"]}
 
 
-def passes(hw, pe, m, g, W, context, b, coll, cross=0.0, prompt: bool = True) -> tuple:
+def passes(hw, pe, m, g, W, context, b, coll, cross=0.0, visits=0.0, prompt: bool = True) -> tuple:
     """A layout's structural terms, whatever the batch: one token's pass (its latency and terms) and the busiest
     stage (`busiest`; of a prompt's tokens, `per_token`). Evaluated once per distinct structure of a frame
     (unique.once)."""
-    run = one_token(hw, pe, m, g, W, context, b, coll, cross)
+    run = one_token(hw, pe, m, g, W, context, b, coll, cross, visits)
     beta = busiest(per_token(m, g, pe, context, b, coll, run, prompt), W)
     return {"latency": run["latency"], "terms": run["terms"]}, beta
 
 
-def structure(hw, pe, m, g, W, context, b, coll, cross=0.0, prompt: bool = False) -> tuple:
+def structure(hw, pe, m, g, W, context, b, coll, cross=0.0, visits=0.0, prompt: bool = False) -> tuple:
     """`passes` and the layout's time columns (`time_columns`), once per distinct structure (unique.once);
     `prompt`: the stream is prompts' tokens (prefill)."""
-    run = one_token(hw, pe, m, g, W, context, b, coll, cross)
+    run = one_token(hw, pe, m, g, W, context, b, coll, cross, visits)
     beta = busiest(per_token(m, g, pe, context, b, coll, run, prompt), W)
     return {"latency": run["latency"], "terms": run["terms"]}, beta, time_columns(pe, m, run, g)
 
@@ -357,7 +371,7 @@ def time_columns(pe, m, run: dict, g) -> dict:
         out[f"{kind}_layer_time_s" if kind in ("moe", "dense") else f"{kind}_time_s"] = \
             seconds(run["kinds"][kind]["cycles"], pe)
     out.update({"wafer_hop_s": run["links"]["wafer_hop_s"], "wafer_hops": run["hops"],
-                "crossing_s": run["links"]["crossing_s"],
+                "crossing_s": run["links"]["crossing_s"], "far_experts_s": run["far_experts_s"] + 0.0 * run["latency"],
                 "token_return_s": run["links"]["token_return_s"], "pipeline_latency_s": run["latency"]})
     out.update(dict(zip(TERM_COLUMNS, run["terms"])))
     if "moe" in run["ops"]:

@@ -9,7 +9,10 @@ the least peak for `W` stages is the least capacity whose pass needs at most `W`
 bounds (below: the largest item and total/W; above: total/W plus the largest item, since every closed stage holds
 more than the capacity less one item). A boundary inside a MoE layer is a *crossing*: the token's expert input
 travels on beside the residual with the partial sum of the experts already applied, so that wafer hop carries two
-activation vectors instead of one (cost/wafer/serving.links).
+activation vectors instead of one (cost/wafer/serving.links), and a token whose top-k experts lie on both wafers
+passes through expert regions on each: `visits` sums, over the MoE layers, the expected wafers of a layer holding
+one of a token's experts, less one (uniform routing: a wafer holding n of the E experts holds one of the k a token
+picks with probability 1 − C(E − n, k) / C(E, k)), the dispatch, expert GEMVs and combine a pass adds.
 
 Whole design frames at once: every input is an array that broadcasts over the points, a pass is a loop over the
 layers of numpy operations on the unique combinations (np.unique), and each combination's result is cached, so a
@@ -43,6 +46,7 @@ class Fill:
         self.C_slack = self.C * (1 + SLACK)   # what an item may fill a stage to (once, not per item)
         z = np.zeros(self.C.shape)
         self.stages, self.load, self.top, self.cross, self.nkv = z + 1.0, z.copy(), z.copy(), z.copy(), z.copy()
+        self.visits = z.copy()
         self.kv, self.seqs = kv, z + np.inf
 
     def _room(self, mask):
@@ -70,8 +74,9 @@ class Fill:
         if not self.light:
             self.nkv = self.nkv + kv_layers
 
-    def experts(self, e, E, per):
-        """`E` routed experts of `e` bytes each, any number per stage (`per`: how many one stage holds)."""
+    def experts(self, e, E, per, k=1.0):
+        """`E` routed experts of `e` bytes each, any number per stage (`per`: how many one stage holds); a token
+        picks `k` of them (the expected wafers it visits: `visits`)."""
         fit = np.minimum(np.maximum(np.floor((self.C - self.load) / e + SLACK), 0.0), E)   # = E when all fit
         rest = E - fit
         extra = np.ceil(rest / per)   # stages they open
@@ -79,10 +84,14 @@ class Fill:
         self._close(rest > 0)
         full = np.maximum(extra - 1.0, 0.0)   # stages holding only this layer's experts
         self.stages = self.stages + full
-        self.load = self.load + (rest - full * per) * e
+        last = rest - full * per   # the experts on the last of them
+        self.load = self.load + last * e
         if not self.light:
             self.top = np.maximum(self.top, (full > 0) * per * e)
             self.cross = self.cross + extra
+            if np.any(rest > 0):
+                held = picked(fit, E, k) + full * picked(per, E, k) + picked(last, E, k)
+                self.visits = self.visits + np.where(rest > 0, held - 1.0, 0.0)
 
     def finish(self):
         """Close the last stage: its bytes and its cache room count too."""
@@ -91,11 +100,24 @@ class Fill:
         return self
 
 
+def picked(n, E, k):
+    """The chance that `n` of `E` experts hold at least one of the `k` distinct ones a token picks (uniform
+    routing): 1 − C(E − n, k) / C(E, k) = 1 − Π_{i<k} (E − n − i) / (E − i)."""
+    n, E, k = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (n, E, k)))
+    none = np.ones(n.shape)
+    for i in range(int(np.max(k, initial=0.0))):
+        step = np.clip((E - n - i) / np.maximum(E - i, 1.0), 0.0, 1.0)
+        none = none * np.where(i < k, step, 1.0)
+    return np.where(n > 0, 1.0 - none, 0.0)
+
+
 def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False) -> Fill:
     """The greedy pass over every layer: `moe` is one entry per layer (bool, or an array over the combinations),
-    `parts` the item bytes {d, a, e, E, emb, head} (arrays over the combinations)."""
+    `parts` the item bytes {d, a, e, E, emb, head} and experts a token picks (`topk`, 1 unless given; arrays over
+    the combinations)."""
     f = Fill(C, kv, light)
     per = np.maximum(np.floor(f.C / parts["e"] + SLACK), 1.0)
+    topk = parts.get("topk", 1.0)
     f.start = [] if record else None
     f.atom(parts["emb"])
     every_expert = np.where(True, parts["E"], 0.0)   # a MoE layer's experts (as np.where gives them), once
@@ -111,7 +133,7 @@ def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False)
         if record:
             f.start.append(f.stages - 1.0)
         if not scalar or is_moe:
-            f.experts(parts["e"], every_expert if scalar else np.where(is_moe, parts["E"], 0.0), per)
+            f.experts(parts["e"], every_expert if scalar else np.where(is_moe, parts["E"], 0.0), per, topk)
     f.atom(parts["head"])
     return f.finish()
 
@@ -140,7 +162,8 @@ def stages_needed(moe, parts: dict, C):
 
 def least_peak(moe, parts: dict, W, kv=None, record: bool = False) -> Fill:
     """The split of least peak over `W` stages (a search on the capacity), its pass at that peak: `top` the
-    fullest stage's bytes, `cross` the crossings, `seqs` (with `kv`) the sequences whose cache fits.
+    fullest stage's bytes, `cross` the crossings, `visits` the expected extra expert wafers a token visits,
+    `seqs` (with `kv`) the sequences whose cache fits.
 
     Each round cuts every open bracket into FANOUT parts and tries the FANOUT − 1 capacities inside it in one
     pass (on a leading axis): a pass costs its loop over the layers more than its arrays' length, so a round

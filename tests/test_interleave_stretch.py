@@ -1,0 +1,71 @@
+"""SRAM serving, interleaved placement: every collective of the attention region whose line runs across its
+columns is stretched (the columns lie apart), collective by collective. Before, only whole ops listed as
+horizontal were (GQA's score and o), so the context split's softmax and p·V reductions along a KV head's span of
+columns, and the layer hop's broadcast along the next region's columns, ran on the plain fabric. Hand-derived on
+Qwen3-235B-A22B at 131,072 tokens of context on 48 CS-3 (1 hop cycle, 1.1 GHz)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+
+from wsemoe.config import presets
+from wsemoe.cost.wafer import layer
+from wsemoe.cost.wafer.fabric import pe_facts
+
+S, SIDE, STRETCH = 131072.0, 423.0, 14.0 / 9.0   # the chosen layout: a 423 × 423 attention region, stretch 14/9
+EXTRA = STRETCH - 1.0                           # cycles a hop adds when its line is stretched (1 cycle a hop)
+
+
+def setting():
+    pe = pe_facts(NS(**presets.load_hardware("cs3").model_dump()))
+    return pe, NS(**presets.load_model("qwen3-235b-a22b").model_dump())
+
+
+def ops(stretch):
+    pe, m = setting()
+    return layer.attention(m, SIDE, SIDE, S, pe, 1.0, 2, {"pattern": "tree", "levels": 2}, stretch)
+
+
+def test_every_cross_column_collective_is_stretched_by_hand():
+    # 4 KV heads over 423 columns: a head spans ⌈423/4⌉ = 106 of them, and at 131K the context split holds whole
+    # heads on each. A two-level tree on 106 PEs: groups of ⌈√106⌉ = 11, depth 5 hops in the first round and
+    # 5 × 11 = 55 in the second (⌈106/11⌉ = 10 members), 60 hops; the broadcast back from the middle 53.
+    # softmax: two all-reduces along the span, 2 × (60 + 53) = 226 hops; p·V: one reduce along it, 60 hops; the
+    # layer hop's broadcast along the 423 columns from the middle: 211 hops. Each hop costs 14/9 − 1 cycles more.
+    plain, wide = ops(1.0), ops(STRETCH)
+    extra = {k: float(wide[k]["latency_cycles"] - plain[k]["latency_cycles"]) for k in plain}
+    assert extra["softmax"] == pytest.approx(226 * EXTRA, rel=1e-12)
+    assert extra["pv"] == pytest.approx(60 * EXTRA, rel=1e-12)
+    pe, m = setting()
+    hop = [layer.hop(m, pe, SIDE, SIDE, 100.0, 1.0, 2, layer.stretched(pe, s)) for s in (1.0, STRETCH)]
+    assert float(hop[1]["latency_cycles"] - hop[0]["latency_cycles"]) == pytest.approx(211 * EXTRA, rel=1e-12)
+    # the score's query broadcast along the span (53 hops) was stretched before too; the norms' and the QKV
+    # GEMV's reductions run down the columns and are not
+    assert extra["score"] == pytest.approx(53 * EXTRA, rel=1e-12)
+    assert extra["qkv"] == 0.0 and extra["rope"] == 0.0
+    for k in plain:   # nothing but latency moves
+        for t in ("compute_cycles", "link_cycles", "overhead_cycles"):
+            assert np.array_equal(wide[k][t], plain[k][t]), (k, t)
+
+
+def test_qwen3_235b_interleaved_at_131k_by_hand():
+    # The whole point (B 1, 48 wafers, interleaved): per layer (226 + 60 + 211) hops × 5/9 cycle = 276.1 cycles,
+    # 251.0 ns, over 94 layers 23.59 µs: t1 2.77691 → 2.80051 ms, 360.11 → 357.08 tokens/s per user (−0.84%).
+    from wsemoe.config.loader import load_config
+    from wsemoe.sweep import engine
+
+    cfg = load_config({"name": "interleave", "hardware": {"preset": "cs3", "weight_source": "sram",
+                                                          "pipeline_wafers": 48},
+                       "model": "qwen3-235b-a22b", "mapping": {"pe_placement": "interleaved"},
+                       "workload": {"mode": "decode", "seq_len": 131072, "B": 1, "prompt_len": 1024}})
+    cols = engine.evaluate_block(cfg).columns
+    row = {k: float(np.asarray(cols[k]).ravel()[0]) for k in ("pipeline_latency_s", "tokens_per_s_per_user",
+                                                             "placement_stretch", "attn_region_pes")}
+    assert row["placement_stretch"] == pytest.approx(STRETCH) and row["attn_region_pes"] == SIDE ** 2
+    added = 94 * (226 + 60 + 211) * EXTRA / 1.1e9
+    assert added == pytest.approx(23.59e-6, rel=1e-3)
+    assert row["pipeline_latency_s"] == pytest.approx(2.776914e-3 + added, rel=1e-6)
+    assert row["tokens_per_s_per_user"] == pytest.approx(357.078, abs=1e-3)
