@@ -59,12 +59,15 @@ def test_deepseek_v3_far_experts_by_hand():
     row = {k: float(np.asarray(v).ravel()[0]) for k, v in engine.evaluate_block(cfg).columns.items()
            if np.asarray(v).dtype.kind == "f"}
     assert row["wafers"] == 19.0 and row["layer_splits"] == len(far)
-    # Each visit is the layer's dispatch 964.5 ns + one routed expert's GEMVs 13.307 µs (the experts op: the routed
-    # region is the slower of it and the shared one, 7.2 µs) + combine 1.0645 µs + the sum 57.3 ns = 15.394 µs.
+    # Each visit is the layer's dispatch 964.5 ns + one routed expert's GEMVs 11.464 µs (the experts op: the routed
+    # region is the slower of it and the shared one) + combine 1.0645 µs + the sum 57.3 ns = 13.550 µs. The GEMVs were
+    # 13.307 µs (14,638 cycles) with the weights read at 2 bytes; 12,168 of those cycles are SRAM-bound MACs, which
+    # read 5 bytes a MAC at 1-byte FP8 weights, not 6 (test_weight_operand.py): 14,638 − 12,168/6 = 12,610 cycles.
     visit = sum(row[f"moe_op_{op}_s"] for op in ("dispatch", "experts", "combine", "moe_sum"))
-    assert visit == pytest.approx(15.3936e-6, rel=1e-4)
-    # t1 was 6.2394 ms without them (160.27 tokens/s per user, every other term hand-derived in stop 59's audit):
-    # now 6.2394 + 0.18194 = 6.4214 ms, 155.73 tokens/s per user (2.8% slower).
-    assert row["pipeline_latency_s"] == pytest.approx(6.2394e-3 + visits * 15.3936e-6, rel=2e-5)
-    assert row["tokens_per_s_per_user"] == pytest.approx(155.73, abs=0.01)
-    assert row["far_experts_s"] == pytest.approx(visits * visit, rel=1e-9)   # 181.94 µs
+    assert row["moe_op_experts_s"] == pytest.approx(12610 / 1.1e9, rel=1e-4)
+    assert visit == pytest.approx(13.5500e-6, rel=1e-4)
+    # t1 is 6.0906 ms without them (160.27 tokens/s per user at 2-byte weights, every other term hand-derived in stop
+    # 59's audit): now 6.0906 + 0.16015 = 6.2507 ms, 159.98 tokens/s per user (2.6% slower).
+    assert row["pipeline_latency_s"] == pytest.approx(6.0906e-3 + visits * 13.5500e-6, rel=2e-5)
+    assert row["tokens_per_s_per_user"] == pytest.approx(159.98, abs=0.01)
+    assert row["far_experts_s"] == pytest.approx(visits * visit, rel=1e-9)   # 160.15 µs
