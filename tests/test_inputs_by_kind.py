@@ -250,3 +250,18 @@ def test_a_model_file_reads_alike_as_the_model_section_and_as_a_model_axis(tmp_p
     as_path = load_config({**base, "model": "config.json"}, base_dir=tmp_path)
     as_fields = load_config({**base, "model": {"hf_config": "config.json"}}, base_dir=tmp_path)
     assert as_path.model == as_fields.model == model_from_hf_config(tmp_path / "config.json")
+
+
+def test_a_folder_name_with_a_line_break_prints_as_one_line(runner, small_config, tmp_path, monkeypatch):
+    """A reply's text keeps its own line breaks, so the path of results written to a folder named 'two\\nlines'
+    came out as two lines: `sweep -q` (which prints only the path, for scripts) and the up-to-date line.
+    Every shown path escapes what cannot show as itself, as names in tables already did."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(small_config))
+    out = "two\nlines"
+    r = runner.invoke(app, ["sweep", "s.yaml", "-o", out, "-q"])
+    assert r.exit_code == 0 and r.output == f"{tmp_path}/two\\nlines\n", r.output
+    r = runner.invoke(app, ["sweep", "s.yaml", "-o", out])
+    assert r.exit_code == 0 and r.output == "small: up to date (two\\nlines); use --force to re-run\n", r.output
