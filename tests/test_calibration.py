@@ -134,6 +134,11 @@ def test_a_pe_level_unknown_is_refused_by_a_sweep():
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 5}}", "nominal"),
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0, 1], nominal: 0.5, color: red}}", "x"),
     ("nvl72: {}", "no calibration unknowns"),
+    # a key YAML reads as a number was an internal error (sorting int beside str); booleans were read as numbers
+    ("1: {}\ncs3: {}", "no calibration unknowns"),
+    ("cs2: {x: {paths: [hardware.expert_half_tokens], range: [0, 256], nominal: true}}", "nominal: a number"),
+    ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0.3, 0.7], nominal: 0.5, named_only: 'no'}}",
+     "named_only: true or false"),
     # Past the field's own limits (sampling and fitting write past the spec's checks: calibrate fitted an
     # efficiency of 3.2 its loader then refused, and sensitivity reported throughput above peak):
     ("cs2: {x: {paths: [hardware.matmul_efficiency], range: [0.3, 5], nominal: 0.5}}", "less than or equal to 1"),

@@ -67,6 +67,8 @@ def test_range_and_pow2_expand_inclusively(path, spec, want):
     ({"range": [1, 4, 0]}, ("range",), "start <= stop and step > 0"),
     ({"range": [1, 2**53]}, ("range",), "range has 9.01e+15 values"),
     ({"range": [0, 1e6], "step": 0.5}, ("range",), "range has 2,000,001 values"),
+    # a subnormal step: (stop - start) / step is inf, whose floor() was an internal error (OverflowError)
+    ({"range": [0.3, 0.6], "step": 1e-320}, ("range",), "range has countless values"),
     ({"pow2": [1]}, ("pow2",), "pow2 takes [lo, hi]"),
     ({"pow2": [0, 4]}, ("pow2",), "0 < lo <= hi"),
     ({"pow2": [8, 4]}, ("pow2",), "0 < lo <= hi"),
@@ -290,6 +292,10 @@ def test_histogram_must_match_every_expert_count_the_sweep_uses(tmp_path):
     ({"workload": {"seq_len": 2.5}}, ("workload", "seq_len"), "(got 2.5)"),
     ({"output": {"column": ["mfu"]}}, ("output", "column"), "unknown key 'column'; did you mean 'columns'?"),
     ({"constraints": [{"column": "mfu", "mx": 1}]}, ("constraints", "0", "mx"), "unknown key 'mx'"),
+    # g divides by the bound: a subnormal one overflowed (numpy warnings on stderr, reasons citing 9.99989e-321)
+    ({"constraints": [{"column": "step_time_s", "max": 1e-320}]}, ("constraints", "0"),
+     "max 1e-320: a bound is 0 or of magnitude at least 1e-30"),
+    ({"constraints": [{"column": "step_time_s", "min": -1e-31}]}, ("constraints", "0"), "min -1e-31: a bound is 0"),
 ])
 def test_spec_errors_name_the_key(extra, loc, needle):
     err = _error(**extra)

@@ -119,6 +119,12 @@ BROKEN = {
     "expert groups not dividing": (DSV3, {"n_group": 7}, "n_group"),
     "topk_group above n_group": (DSV3, {"topk_group": 9}, "topk_group"),
     "top-k beyond the chosen groups": (DSV3, {"topk_group": 1, "num_experts_per_tok": 40}, "num_experts_per_tok"),
+    # a list of one entry per layer was built before the spec bounded the count: gpt-oss's repetition failed
+    # (OverflowError, an internal error), Qwen3-Next's list grew until memory ran out; an interval of 0 divided by 0
+    "1e308 layers, per-layer list": (json.loads((HF / "gpt-oss-20b.json").read_text()), {"num_hidden_layers": 1e308},
+                                     "num_hidden_layers"),
+    "full-attention interval 0": (json.loads((HF / "qwen3-next-80b-a3b-thinking.json").read_text()),
+                                  {"full_attention_interval": 0}, "full_attention_interval"),
 }
 
 
@@ -134,6 +140,27 @@ def test_an_inconsistent_hf_config_is_one_line_naming_the_field(case, tmp_path, 
     cfg.write_text(yaml.safe_dump({"name": "hf", "hardware": "cs2", "model": {"hf_config": str(path)}}))
     r = runner.invoke(app, ["check", str(cfg)])
     assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and field in r.output, r.output
+
+
+def test_a_huge_layer_count_is_refused_before_memory_runs_out(tmp_path):
+    """Qwen3-Next with num_hidden_layers 1e308 (an integral float, read as a whole number) built its list of layer
+    kinds until memory ran out (13 GB in 3 minutes). Run apart, with 2 GB of address space: now one line at once."""
+    import resource
+    import subprocess
+    import sys
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((HF / "qwen3-next-80b-a3b-thinking.json").read_text()),
+                                "num_hidden_layers": 1e308}))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    r = subprocess.run([sys.executable, "-c", "import sys; from wsemoe.cli import app; sys.argv[0] = 'wsemoe'; app()",
+                        "eval", "--hardware", "cs2", "--model", str(path)],
+                       capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "num_hidden_layers] Input should be less than or equal to 65536" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("src", sorted(p.name for p in HF.glob("*.json")))
@@ -250,3 +277,18 @@ def test_a_model_file_reads_alike_as_the_model_section_and_as_a_model_axis(tmp_p
     as_path = load_config({**base, "model": "config.json"}, base_dir=tmp_path)
     as_fields = load_config({**base, "model": {"hf_config": "config.json"}}, base_dir=tmp_path)
     assert as_path.model == as_fields.model == model_from_hf_config(tmp_path / "config.json")
+
+
+def test_a_folder_name_with_a_line_break_prints_as_one_line(runner, small_config, tmp_path, monkeypatch):
+    """A reply's text keeps its own line breaks, so the path of results written to a folder named 'two\\nlines'
+    came out as two lines: `sweep -q` (which prints only the path, for scripts) and the up-to-date line.
+    Every shown path escapes what cannot show as itself, as names in tables already did."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(small_config))
+    out = "two\nlines"
+    r = runner.invoke(app, ["sweep", "s.yaml", "-o", out, "-q"])
+    assert r.exit_code == 0 and r.output == f"{tmp_path}/two\\nlines\n", r.output
+    r = runner.invoke(app, ["sweep", "s.yaml", "-o", out])
+    assert r.exit_code == 0 and r.output == "small: up to date (two\\nlines); use --force to re-run\n", r.output

@@ -424,7 +424,7 @@ def test_impossible_counts_and_measurements_keep_a_reason(tmp_path):
             _row(id="inf", silicon_ttft_ms=float("inf")), _row(id="ok")]
     out = {r["id"]: r for r in accuracy.evaluate(_csv(tmp_path, rows))["rows"]}
     assert "whole numbers" in out["frac"]["reason"] and "whole numbers" in out["huge"]["reason"]
-    assert "no measured TTFT and TPOT above 0" in out["inf"]["reason"] and out["inf"]["pred_ttft_ms"] is None
+    assert "no measured TTFT and TPOT of at least" in out["inf"]["reason"] and out["inf"]["pred_ttft_ms"] is None
     assert out["ok"]["reason"] is None
 
 
@@ -471,6 +471,23 @@ def test_impossible_layouts_ids_and_measurements_keep_a_reason(tmp_path):
     assert twice[0] is None and "is also row 4's" in twice[1]
     assert next(r["reason"] for r in out if r["id"] == "") == "no id"
     assert by["ok"]["reason"] is None
+
+
+def test_a_vanishing_measurement_keeps_a_reason_and_warns_nothing(tmp_path):
+    """A TTFT of 1e-320 ms is above 0, so it was scored: predicted / measured overflowed (numpy warnings on
+    stderr) and the file's TTFT MAPE came out null with no reason. Below a microsecond is no measurement."""
+    import warnings
+
+    rows = [_row(id="tiny", silicon_ttft_ms=1e-320), _row(id="sub_us", silicon_tpot_ms=5e-4), _row(id="ok")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = accuracy.evaluate(_csv(tmp_path, rows))
+    by = {r["id"]: r for r in res["rows"]}
+    for bad in ("tiny", "sub_us"):
+        assert "of at least 0.001 ms (a microsecond) and at most 3,600,000 ms" in by[bad]["reason"], by[bad]
+    assert by["ok"]["reason"] is None
+    overall = res["overall"]
+    assert overall["configs"] == 1 and np.isfinite(overall["ttft_mape"]) and np.isfinite(overall["tpot_mape"])
 
 
 def test_a_file_of_shifted_rows_or_an_infinite_gate_is_one_line(tmp_path, runner):

@@ -31,14 +31,15 @@ class WsemoeError(Exception):
 
 def shown_path(path) -> str:
     """A path as a user would type it: relative to the current folder when inside it (what a command wrote, and
-    the path a refusal names, though the writers work on absolute paths)."""
+    the path a refusal names, though the writers work on absolute paths), with what cannot show as itself escaped:
+    a reply's text keeps its own line breaks, so a folder named 'a\\nb' printed as two lines."""
     from pathlib import Path
 
     path = Path(path)
     try:
-        return str(path.absolute().relative_to(Path.cwd()))
+        return printable(path.absolute().relative_to(Path.cwd()))
     except (ValueError, OSError):   # outside the current folder, or the current folder is gone
-        return str(path)
+        return printable(path)
 
 
 def printable(text, lines: bool = False) -> str:

@@ -10,6 +10,7 @@ import typer
 from wsemoe.arguments import choice
 from wsemoe.commands.reply import Reply, registry
 from wsemoe.commands.shared import TABLE_FORMATS, emit, file_kind, folder, shown_path
+from wsemoe.errors import printable
 from wsemoe.wording import count
 
 COMMANDS, command = registry()
@@ -41,7 +42,7 @@ def sweep(config: Path = typer.Argument(..., help="sweep YAML"),
     reply = Reply()
     note = res.note
     if quiet:
-        return reply.text(str(res.path))
+        return reply.text(printable(res.path))   # absolute, as --quiet promises, one line whatever its name
     if res.status == "up to date":
         return reply.text(f"{res.config.name}: up to date ({shown_path(res.path)}); use --force to re-run"
                           + (f"; {note}" if note else ""))

@@ -211,7 +211,7 @@ def list_results(root: Path = typer.Argument(Path("results"), help="a results ro
         reply.text(f"{stray}: not read, a file wsemoe did not write here (it writes no manifest.json in a results "
                    "root, only in the results folders it holds)")
     for p in removed:
-        reply.text(f"removed stale partial folder {p}")
+        reply.text(f"removed stale partial folder {shown_path(p)}")
     for p in inventory.partials_in(root, only):
         reply.text(tables.partial_line(p))
     return reply

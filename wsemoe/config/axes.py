@@ -38,9 +38,10 @@ def _range_values(args, step, loc) -> list:
     if all(isinstance(v, int) for v in (start, stop, step)):
         count = (stop - start) // step + 1
     else:  # a relative tolerance keeps 0.1-steps from losing their last value to rounding
-        count = math.floor((stop - start) / step * (1 + 1e-12)) + 1
+        steps = (stop - start) / step * (1 + 1e-12)   # inf for a subnormal step (1e-320): floor() overflowed
+        count = math.floor(steps) + 1 if math.isfinite(steps) else math.inf
     if count > MAX_AXIS_VALUES:
-        shown = f"{count:,}" if count < 1e12 else f"{float(count):.3g}"
+        shown = f"{count:,}" if count < 1e12 else f"{float(count):.3g}" if count < math.inf else "countless"
         raise ConfigError(f"range has {shown} values; one axis takes at most {MAX_AXIS_VALUES:,}", loc=loc)
     if isinstance(count, int) and all(isinstance(v, int) for v in (start, stop, step)):
         return list(range(start, stop + 1, step))

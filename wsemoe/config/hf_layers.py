@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wsemoe.specs.base import not_positive
+from wsemoe.specs.base import MAX_LAYERS, got, not_positive
 
 # Hugging Face layer-type names -> attention kinds.
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
@@ -41,6 +41,25 @@ def gqa_attention(r) -> dict:
         head_dim = hidden // heads
     return {"hidden_size": hidden, "num_attention_heads": heads, "head_dim": head_dim,
             "num_key_value_heads": r.int("num_key_value_heads", heads)}
+
+
+def layer_count(r) -> int:
+    """`num_hidden_layers`, checked before a list of one entry per layer is built from it: the spec's own bound
+    came too late (1e308 layers, read as an integer, built a list until memory ran out)."""
+    layers = r.int("num_hidden_layers")
+    if not isinstance(layers, int) or layers <= 0:
+        raise r.fail("num_hidden_layers", not_positive(layers))
+    if layers > MAX_LAYERS:
+        raise r.fail("num_hidden_layers", got(f"Input should be less than or equal to {MAX_LAYERS}", layers))
+    return layers
+
+
+def period(r, key: str, default: int) -> int:
+    """Every how many layers a kind recurs (`full_attention_interval`): 0 was a division by zero."""
+    value = r.int(key, default)
+    if not isinstance(value, int) or value <= 0:
+        raise r.fail(key, not_positive(value))
+    return value
 
 
 def _int_list(r, key: str, length: int) -> list | None:
@@ -81,7 +100,7 @@ def llama4(r) -> dict:
     `interleave_moe_layer_step`-th layer (or the layers `moe_layers` lists), dense `intermediate_size_mlp` FFNs on
     the others; chunked attention (`attention_chunk_size`) on the RoPE layers and full attention on the NoPE ones
     (`no_rope_layers`, by default every fourth layer). Its qk-norm is an L2 norm without weights."""
-    L = r.int("num_hidden_layers")
+    L = layer_count(r)
     step = r.int("interleave_moe_layer_step", 1)
     if not isinstance(step, int) or step < 1:
         raise r.fail("interleave_moe_layer_step", f"interleave_moe_layer_step must be a positive integer, got {step!r}")
@@ -96,7 +115,7 @@ def llama4(r) -> dict:
         ffn = {"every": step, "offset": step - 1}
     chunk = r.int("attention_chunk_size", None)
     rope = _int_list(r, "no_rope_layers", L)
-    interval = r.int("no_rope_layer_interval", 4)
+    interval = period(r, "no_rope_layer_interval", 4)
     if rope is None:
         rope = [int((i + 1) % interval != 0) for i in range(L)]
     kinds = layer_types(r, L, ["chunked" if (use and chunk) else "full" for use in rope])
@@ -117,7 +136,7 @@ def llama4(r) -> dict:
 def gpt_oss(r) -> dict:
     """gpt-oss: sliding-window (`sliding_window`) and full layers from `layer_types`, a learned sink per head,
     biases on q/k/v/o, on the router and on every expert; experts of width `intermediate_size`."""
-    L = r.int("num_hidden_layers")
+    L = layer_count(r)
     bias = r.bool("attention_bias", True, field="qkv_bias")
     kinds = layer_types(r, L, ["sliding", "full"] * (L // 2) + ["sliding"] * (L % 2))
     pattern: dict = {"attention": compact(kinds), "sinks": True, "o_bias": bias, "ffn_bias": True}
@@ -137,8 +156,8 @@ def qwen3_next(r) -> dict:
     shared expert; Qwen3.5 states the output gate (`attn_output_gate`) and its MTP layers."""
     r.equals_one("decoder_sparse_step")
     r.empty_list("mlp_only_layers")
-    L = r.int("num_hidden_layers")
-    interval = r.int("full_attention_interval", 4)
+    L = layer_count(r)
+    interval = period(r, "full_attention_interval", 4)
     kinds = layer_types(r, L, ["full" if (i + 1) % interval == 0 else "linear" for i in range(L)])
     pattern: dict = {"attention": compact(kinds), "output_gate": r.bool("attn_output_gate", True, field="_gate")}
     if "linear" in kinds:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field, field_validator, model_validator
 
 from wsemoe.specs import BalanceSpec, HardwareSpec, MappingSpec, ModelSpec, WorkloadSpec
-from wsemoe.specs.base import MAX_SEED, Spec
+from wsemoe.specs.base import MAX_SEED, MIN_FIGURE, Spec
 
 SECTIONS = {"hardware": HardwareSpec, "model": ModelSpec, "workload": WorkloadSpec,
             "mapping": MappingSpec, "balance": BalanceSpec}
@@ -49,6 +49,12 @@ class Constraint(Spec):
     def _bounded(self):
         if self.max is None and self.min is None:
             raise ValueError("a constraint needs max, min or both")
+        for side, bound in (("max", self.max), ("min", self.min)):
+            # g divides by |bound|: a subnormal one (1e-320) overflowed to inf with numpy warnings, and was
+            # echoed in the reason as 9.99989e-321; no column in SI units is finer than the figures' floor
+            if bound is not None and 0 < abs(bound) < MIN_FIGURE:
+                raise ValueError(f"{side} {bound!r}: a bound is 0 or of magnitude at least {MIN_FIGURE:g} "
+                                 "(columns are in SI units)")
         if self.max is not None and self.min is not None and self.min > self.max:
             raise ValueError(f"min {self.min:g} is above max {self.max:g}: no point could satisfy it")
         return self

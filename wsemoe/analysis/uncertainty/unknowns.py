@@ -113,8 +113,14 @@ def _unknown(name: str, spec, loc) -> Unknown:
     if scale not in ("linear", "log") or (scale == "log" and low <= 0):
         raise ConfigError("scale: linear, or log over a positive range", loc=(*loc, "scale"))
     nominal = spec["nominal"]
-    if not isinstance(nominal, (int, float)) or not low <= nominal <= high or (values and nominal not in values):
+    if not _number(nominal):   # `true` is an int to Python: it was read as a nominal of 1
+        raise ConfigError(f"nominal: a number, got {excerpt(repr(nominal))}", loc=(*loc, "nominal"))
+    if not low <= nominal <= high or (values and nominal not in values):
         raise ConfigError(f"nominal {nominal!r} outside the range", loc=(*loc, "nominal"))
+    for key, kind, what in (("named_only", bool, "true or false"), ("source", str, "text"), ("hardware", str,
+                                                                                            "a hardware preset name")):
+        if spec.get(key) is not None and not isinstance(spec[key], kind):   # bool('no') was True
+            raise ConfigError(f"{key}: {what}, got {excerpt(repr(spec[key]))}", loc=(*loc, key))
     bounds = spec.get("bounds", {})
     if not isinstance(bounds, dict) or set(bounds) - {"low", "high"} or \
             not all(isinstance(v, str) and v.strip() for v in bounds.values()):
@@ -131,7 +137,7 @@ def load(hardware: str, path=None, named_by: str = "--hardware") -> list[Unknown
     source = Path(path) if path else DEFAULT
     data = yamlio.load(source)
     if not isinstance(data, dict) or hardware not in data:
-        known = ", ".join(sorted(data)) if isinstance(data, dict) else "none"
+        known = ", ".join(sorted(map(str, data))) if isinstance(data, dict) else "none"   # keys as YAML gives them: 1 too
         where = "" if source == DEFAULT else f" in {source}"   # the shipped list, or the user's own file
         raise ConfigError(f"no calibration unknowns for hardware '{excerpt(str(hardware))}'{where} (listed: {known})",
                           loc=(named_by,) if source == DEFAULT else (str(source),))

@@ -26,6 +26,9 @@ class Runs:
 
 
 MAX_MEASURED_MS = 3.6e6   # a TTFT or TPOT above an hour is not a serving measurement (1e308 ms was scored)
+# Nor is one below a microsecond: one CUDA kernel launch alone takes ~5 us, and a token passes dozens of kernels
+# (1e-320 ms was scored: predicted / measured overflowed, the MAPE came out null with no reason, numpy warned)
+MIN_MEASURED_MS = 1e-3
 
 
 def load(path: Path) -> Runs:
@@ -40,12 +43,13 @@ def load(path: Path) -> Runs:
     resolved = [reader.resolve(r, model, hardware) for r in frame.to_dict("records")]
     reasons = [r.get("reason", "") for r in resolved]
     measured = frame[["silicon_ttft_ms", "silicon_tpot_ms"]].astype(float)
-    meas_ok = (measured.gt(0) & measured.le(MAX_MEASURED_MS)).all(axis=1)
+    meas_ok = (measured.ge(MIN_MEASURED_MS) & measured.le(MAX_MEASURED_MS)).all(axis=1)
     seen: dict = {}
     for i, (ok, ident) in enumerate(zip(meas_ok, frame["id"])):
         first = seen.setdefault(ident, i)
         if not reasons[i] and not ok:
-            reasons[i] = f"no measured TTFT and TPOT above 0 and at most {MAX_MEASURED_MS:,.0f} ms (an hour)"
+            reasons[i] = (f"no measured TTFT and TPOT of at least {MIN_MEASURED_MS:g} ms (a microsecond) and at "
+                          f"most {MAX_MEASURED_MS:,.0f} ms (an hour)")
         elif not reasons[i] and not ident.strip():   # rows are reported by id: one without is no one's
             reasons[i] = "no id"
         elif not reasons[i] and first != i:
