@@ -12,9 +12,10 @@ every PE keeps `program_bytes_per_pe` for its program (docs/cost-model.md, "Weig
                       tile sequences × q × heads held (materialized n_h, per_head 1, flash 0), each query's S keys
                       across the columns (a softmax is a reduction along one row of PEs)
     MoE peak        = (weights + kept + KV [+ attention transient + BTA buffer]) / P
-                      + (3·H·F·b_e + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s) / (h·w)
-                      the expert's weights land on its region (one layer at a time); n busiest copies, T/E home tokens
-                      with their layer norm's input
+                      + (3·H·F·(b_e [+ b_g]) + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s) / (h·w)
+                      the expert's weights land on its region (one layer at a time), in training with their
+                      gradients beside them through the backward pass (`region_bytes`); n busiest copies, T/E home
+                      tokens with their layer norm's input
 
 `s = bytes_per_act / 2`, `a_ln = 2·H·s` (the stage's layer norm input) and `b_s` bytes per score (5 with attention
 dropout, 2 without) as in cost/node/memory.py.
@@ -84,26 +85,39 @@ def moe_base(node: dict, nodes, pe):
 
 
 def region_bytes(m, wl, T, busiest) -> dict:
-    """Bytes one expert's region holds: its weights, and its tokens (the busiest copies and its home share)."""
+    """Bytes one expert's region holds: its weights, in training their gradients, and its tokens (the busiest
+    copies and its home share).
+
+    Gradients: Cerebras' weight streaming computes the weight gradients on the wafer during the backward pass and
+    then streams them out to MemoryX (Cerebras docs, "Weight Streaming Execution": "weight gradients are computed,
+    and then they are streamed from the WSE to MemoryX"), one per parameter (the edge and I/O terms send
+    n_W·b_g, no partial sums). A region's PE keeps its block of the expert's weights while the n token copies pass
+    it, so its block's gradient Σ_tokens x·dy is complete only after the last copy: it streams out per block once
+    complete, but each block is held whole through the backward pass, beside the weights, which the same pass
+    needs (dx = Wᵀ·dy, each token's dy reaching the region once: `streaming.moves`). Buffering the copies' dy to
+    run dW after dx instead would hold n·(H + 2F)·s bytes, more than the 3·H·F·b_g gradient at any n above
+    3·H·F·b_g/((H + 2F)·s), 2,633 copies for Qwen3-30B-A3B (b_g = 2, s = 1)."""
     s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
     home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s + memory.norm_input_bytes_per_token(m, wl)
-    return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T,
+    grads = params.expert_params(m) * wl.bytes_per_grad if wl.mode == "train" else 0.0
+    return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T, "grads": grads + 0.0 * T,
             "tokens": np.asarray(busiest, dtype=float) * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home}
 
 
 def need_area(pe, base, region: dict):
     """PEs an expert's region needs so that its PEs fit (inf where the rest alone fills them)."""
     free = room(pe) - base
-    total = region["weights"] + region["tokens"]
+    total = region["weights"] + region["grads"] + region["tokens"]
     return np.where(free > 0, total / np.where(free > 0, free, 1.0), np.inf)
 
 
 def moe(pe, base, region: dict, area) -> dict:
     """Per PE of the busiest expert region at the MoE stage's peak, and its constraint."""
-    w, t = region["weights"] / area, region["tokens"] / area
-    peak = base + w + t
+    w, dw, t = region["weights"] / area, region["grads"] / area, region["tokens"] / area
+    peak = base + w + dw + t
     return {"pe_mem_moe_held_bytes": base + 0.0 * peak, "pe_mem_expert_weights_bytes": w,
-            "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak, "g_pe_sram_moe": _over(peak, room(pe))}
+            "pe_mem_expert_grads_bytes": dw, "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak,
+            "g_pe_sram_moe": _over(peak, room(pe))}
 
 
 def _per_batch(node: dict, batch, prefetch, tile=True):
