@@ -89,14 +89,16 @@ def region_bytes(m, wl, T, busiest) -> dict:
     copies and its home share).
 
     Gradients: Cerebras' weight streaming computes the weight gradients on the wafer during the backward pass and
-    then streams them out to MemoryX (Cerebras docs, "Weight Streaming Execution": "weight gradients are computed,
+    then streams them out to MemoryX (Cerebras docs, "Weight Streaming Execution",
+    docs.cerebras.net/en/latest/wsc/cerebras-basics/cerebras-execution-modes.html: "weight gradients are computed,
     and then they are streamed from the WSE to MemoryX"), one per parameter (the edge and I/O terms send
     n_W·b_g, no partial sums). A region's PE keeps its block of the expert's weights while the n token copies pass
-    it, so its block's gradient Σ_tokens x·dy is complete only after the last copy: it streams out per block once
-    complete, but each block is held whole through the backward pass, beside the weights, which the same pass
-    needs (dx = Wᵀ·dy, each token's dy reaching the region once: `streaming.moves`). Buffering the copies' dy to
-    run dW after dx instead would hold n·(H + 2F)·s bytes, more than the 3·H·F·b_g gradient at any n above
-    3·H·F·b_g/((H + 2F)·s), 2,633 copies for Qwen3-30B-A3B (b_g = 2, s = 1)."""
+    it, so its block's gradient Σ_copies x·dy is complete only after the last copy: it can stream out per block
+    once complete, not earlier, so each block is held whole through the backward pass beside the weights the same
+    pass reads (dx = Wᵀ·dy). This is ZeRO's count of a held parameter (its weight and its gradient, as
+    weights.training_state_node counts resident ones). A backward that ran dx for every copy first and freed the
+    weights before accumulating dW would hold one of the two at a time, but must keep every copy's output gradient
+    meanwhile, a backward transient outside this count (Korthikanti's, as at node level): not modelled."""
     s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
     home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s + memory.norm_input_bytes_per_token(m, wl)
     grads = params.expert_params(m) * wl.bytes_per_grad if wl.mode == "train" else 0.0
