@@ -46,7 +46,7 @@ def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None) -> di
                                weights.resident_weights_node(hw, m, wl, shape.tp, slots), shape.nodes,
                                kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch",
                                weights.training_state_node(hw, m, wl, shape.tp, slots, optimizer_shares),
-                               prefetch_node(hw, m, wl, shape))
+                               prefetch_node(hw, m, wl, shape), weights.held_gradients_node(hw, m, wl))
 
 
 def prefetch_parts(hw, m, wl, shape: Shape) -> tuple:

@@ -129,7 +129,8 @@ def _per_batch(node: dict, batch, prefetch, tile=True):
     The prefetch is min(r·B, W_next): proportional to B (the attention window is) until it holds all of W_next."""
     B = np.asarray(batch, dtype=float)
     streamed, following = prefetch
-    held = node["mem_attn_peak_node_bytes"] - node["mem_weights_node_bytes"] - node["mem_prefetch_node_bytes"]
+    held = (node["mem_attn_peak_node_bytes"] - node["mem_weights_node_bytes"] - node["mem_prefetch_node_bytes"]
+            - node["mem_attn_grads_node_bytes"])
     if not tile:
         held = held - node["mem_attn_transient_node_bytes"]
     return held / B, np.asarray(streamed, dtype=float) / B, following
@@ -140,7 +141,7 @@ def node_cap(node: dict, batch, prefetch):
     peak is its weights, terms proportional to B (tile, kept activations, KV cache, BTA buffer) and the prefetch
     min(r·B, W_next) (`prefetch`: cost.stagecost.prefetch_parts at this B). The peak ≤ room when either branch of
     the min is, so the cap is the larger of the two branches' caps."""
-    weights, cap = node["mem_weights_node_bytes"], node["mem_capacity_node_bytes"]
+    weights, cap = node["mem_weights_node_bytes"] + node["mem_attn_grads_node_bytes"], node["mem_capacity_node_bytes"]
     per, rate, following = _per_batch(node, batch, prefetch)
     room = cap - weights
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -157,7 +158,7 @@ def pe_cap(pe, m, wl, node: dict, nodes, groups, prefetch):
     per = per + groups * (1.0 if wl.mode == "decode" else wl.seq_len) * memory.attn_tile_bytes_per_token(m, wl) / P
     k = tile_queries(m, wl, groups, 1.0)
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
-    weights = node["mem_weights_node_bytes"] * nodes / P
+    weights = (node["mem_weights_node_bytes"] + node["mem_attn_grads_node_bytes"]) * nodes / P
     best = np.zeros(np.broadcast_shapes(np.shape(per), np.shape(weights), np.shape(following)))
     unit = memory.score_bytes(m) * wl.bytes_per_act / 2.0
     for fixed, slope_b in ((weights, per + rate), (weights + following, per)):   # the two branches of the prefetch
