@@ -117,7 +117,9 @@ def derive_cs2_qwen_train(B: int, G: int, k: int) -> dict:
     # overlap layer: the MoE weights streamed in during attention's backward pass (2 passes + 1 recomputed) wait
     window = 3 * (f_proj + f_core) / (N * peak * eff)
     prefetch = min(window * bw_in, W_moe) / N
-    attn_peak = mem_weights + mem_kept + attn_transient + bta_buffer + prefetch
+    # the attention weights held across the G tiles hold their gradients (2 B each) through attention's backward
+    attn_grads = (attn + extras + 2 * H) * 2 / N
+    attn_peak = mem_weights + mem_kept + attn_transient + bta_buffer + prefetch + attn_grads
     moe_peak = mem_weights + mem_kept + moe_transient
     assert Lm * moe_layer > head_time                               # the MoE layers name the bound
     return dict(
@@ -132,7 +134,8 @@ def derive_cs2_qwen_train(B: int, G: int, k: int) -> dict:
         per_device_moe_tokens_per_s=T / (moe_layer * N),
         mem_weights_node_bytes=mem_weights, mem_kept_act_node_bytes=mem_kept, mem_kv_node_bytes=0.0,
         mem_attn_transient_node_bytes=attn_transient, mem_bta_buffer_node_bytes=bta_buffer,
-        mem_moe_transient_node_bytes=moe_transient, mem_prefetch_node_bytes=prefetch, mem_attn_peak_node_bytes=attn_peak,
+        mem_moe_transient_node_bytes=moe_transient, mem_prefetch_node_bytes=prefetch, mem_attn_grads_node_bytes=attn_grads,
+        mem_attn_peak_node_bytes=attn_peak,
         mem_moe_peak_node_bytes=moe_peak, mem_peak_node_bytes=max(attn_peak, moe_peak),
         mem_capacity_node_bytes=capacity,
         g_mem_attn=attn_peak / capacity - 1, g_mem_moe=moe_peak / capacity - 1,

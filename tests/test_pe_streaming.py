@@ -314,3 +314,30 @@ def test_choose_weighs_the_all_to_all_by_its_moves_per_pass():
     t = table(A=[10, 6], B=[0, 0], h=[10, 10], w=[10, 10], Dd=[0, 1])
     assert list(streamlayout.choose(t, [450], [100], [0])) == [0]
     assert list(streamlayout.choose(t, [450], [100], [0], comm_weight=0.75)) == [1]
+
+
+def test_the_expert_regions_hold_their_weight_gradients_in_training():
+    # Point 596 of sweeps/bta_topk_pe.yaml (B 1, G 50, k 8, unicast): T = 50 · 8,192 = 409,600 tokens, the busiest
+    # of 128 uniform experts takes 8 · 409,600 / 128 = 25,600 copies. Its region holds 3 · 2048 · 768 = 4,718,592
+    # weights at 2 bytes (9,437,184 B), in training as many gradients at bytes_per_grad 2 (9,437,184 B: its PEs keep
+    # their blocks while the copies pass, so each block's Σ x·dy is held until the last one), and its tokens
+    # 25,600 · (2·2048 + 6·768) + 3,200 · (2·2048 + 2·2048) = 249,036,800 B. Beside the program (48,000 − 1,152 =
+    # 46,848 B) and the attention weights held over 994 · 750 PEs (37,757,440 / 745,500 = 50.647 B) a tile needs
+    # (2 · 9,437,184 + 249,036,800) / 46,797.35 = 5,724.9 PEs: the 331 × 17 = 5,627-PE tile the point took without
+    # the gradients (peak 50.647 + 2 · 1,677.13 + 44,257.45 = 47,662.4 B) no longer fits.
+    grads, weights, tokens, held = 9_437_184.0, 9_437_184.0, 249_036_800.0, 37_757_440.0 / 745_500.0
+    cfg = load_config({**BASE, "workload": {**BASE["workload"], "B": 1, "G": 50},
+                       "mapping": {"pe_dispatch": "unicast"}})
+    row = engine.evaluate_points(cfg).iloc[0]
+    area = row["expert_region_pes"]
+    assert (weights + grads + tokens) / (46_848.0 - held) == pytest.approx(5_724.9, abs=0.05)
+    assert area >= 5_725 and bool(row["feasible"])
+    assert row["pe_mem_moe_held_bytes"] == pytest.approx(held, rel=1e-9)
+    assert row["pe_mem_expert_grads_bytes"] == pytest.approx(grads / area, rel=1e-12)
+    assert row["pe_mem_expert_weights_bytes"] == pytest.approx(weights / area, rel=1e-12)
+    assert row["pe_mem_moe_peak_bytes"] == pytest.approx(held + (weights + grads + tokens) / area, rel=1e-12)
+    old_tile = held + (weights + grads + tokens) / 5_627.0
+    assert old_tile == pytest.approx(47_662.4, abs=0.05) and old_tile > 46_848.0
+    prefill = load_config({**BASE, "workload": {**BASE["workload"], "mode": "prefill", "recompute": "none",
+                                                "B": 1, "G": 50}, "mapping": {"pe_dispatch": "unicast"}})
+    assert engine.evaluate_points(prefill)["pe_mem_expert_grads_bytes"].iloc[0] == 0.0   # no backward, no gradients

@@ -51,7 +51,7 @@ def test_layer_overlap_holds_the_moe_weights_streamed_during_attention():
     for B in (1, 2, 8, 64):   # charged at the attention stage's peak only
         row = r.loc[B]
         terms = sum(row[f"mem_{t}_node_bytes"] for t in ("weights", "kept_act", "kv", "attn_transient", "bta_buffer",
-                                                          "prefetch"))
+                                                          "prefetch", "attn_grads"))
         assert row["mem_attn_peak_node_bytes"] == pytest.approx(terms, rel=REL)
         moe = sum(row[f"mem_{t}_node_bytes"] for t in ("weights", "kept_act", "kv", "moe_transient"))
         assert row["mem_moe_peak_node_bytes"] == pytest.approx(moe, rel=REL)

@@ -136,3 +136,23 @@ def test_the_data_parallel_gradient_reduction_carries_every_replicated_weight():
     wl = WorkloadSpec(mode="train", seq_len=4096, B=1, G=1)
     c = comm_model(hw, m, wl, MappingSpec(tp=1), None, None)
     assert c.scales(4096 * 8, 8, 1)["gradient"] == pytest.approx(QWEN_SHARED / 48 * GRAD, rel=REL)
+
+
+def test_a_streaming_wafer_holds_its_attention_gradients_through_the_attention_stage():
+    """CS-2 keeps a layer's attention weights across its G tiles (2 bytes each); each tile adds to every weight's
+    gradient and one gradient per parameter leaves over the I/O, so the sum is held until the last tile's backward:
+    Qwen3-30B-A3B's 2048·4096 + 2·2048·512 + 4096·2048 projections + 2·128 q/k norms + 2·2048 layer norms =
+    18,878,720 parameters × 2 B / 84 dies = 449,493.3 B a die beside the weights, in the attention stage's peak only
+    (the MoE stage's held attention weights are the next layer's, their gradient not begun). None in inference."""
+    attn = 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128 + 2 * 2048
+    assert attn == 18_878_720
+    wl = {"workload.seq_len": 8192, "workload.attn_kernel": "per_head", "workload.B": 1, "workload.G": 50}
+    train = _row("cs2", **wl, **{"workload.mode": "train"})
+    grads = attn * GRAD / 84
+    assert train["mem_attn_grads_node_bytes"] == pytest.approx(grads, rel=REL)
+    assert train["mem_weights_node_bytes"] == pytest.approx(attn * 2.0 / 84, rel=REL)
+    parts = ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch", "attn_grads")
+    assert train["mem_attn_peak_node_bytes"] == pytest.approx(sum(train[f"mem_{p}_node_bytes"] for p in parts), rel=REL)
+    assert train["mem_moe_peak_node_bytes"] == pytest.approx(
+        train["mem_weights_node_bytes"] + train["mem_moe_transient_node_bytes"], rel=REL)
+    assert _row("cs2", **wl, **{"workload.mode": "prefill"})["mem_attn_grads_node_bytes"] == 0.0

@@ -69,7 +69,7 @@ def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None, split
                                weights.resident_weights_node(hw, m, wl, shape.tp, slots, split), shape.nodes,
                                kv_node(hw, m, wl, mp, shape), getattr(wl, "comm_overlap", "none") == "microbatch",
                                weights.training_state_node(hw, m, wl, shape.tp, slots, optimizer_shares),
-                               prefetch_node(hw, m, wl, shape))
+                               prefetch_node(hw, m, wl, shape), weights.held_gradients_node(hw, m, wl))
 
 
 def prefetch_parts(hw, m, wl, shape: Shape) -> tuple:

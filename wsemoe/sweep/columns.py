@@ -165,8 +165,10 @@ _MEMORY = {
     "moe_transient": "dispatched tokens and FFN intermediates of G·B sequences, and the stage's layer norm input",
     "prefetch": "the next stage's weights streamed in while attention computes, held until it runs (overlap layer, "
                 "streamed weights): min(attention's longest pass × I/O in, next stage's weights) / N",
+    "attn_grads": "training, streamed weights: gradients of the attention weights kept across the G tiles, summed "
+                  "over the tiles and held through the attention stage's backward until they stream out (0 otherwise)",
     "attn_peak": "peak of the attention stage: weights + training state + kept + KV + attention transient + BTA buffer "
-                 "+ prefetch",
+                 "+ prefetch + attention gradients",
     "moe_peak": "peak of the MoE stage: weights + training state + kept + KV + MoE transient",
     "peak": "the larger of the two stage peaks",
     "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",

@@ -97,9 +97,13 @@ STREAMING = {   # a weight-streaming wafer at PE level (hardware.pe_fabric): cos
                                        "cache over the program rectangle's PEs"),
     "pe_mem_expert_weights_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: its expert's weights "
                                              "(the layer's weights land on their regions)"),
+    "pe_mem_expert_grads_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: its weights' gradients, "
+                                           "held through the backward pass until they stream out (training; 0 "
+                                           "otherwise)"),
     "pe_mem_expert_tokens_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: its token copies, their "
                                             "FFN intermediates and its share of the layer's tokens"),
-    "pe_mem_moe_peak_bytes": ("bytes", "PE fabric, per PE: the MoE stage's peak (held + expert weights + tokens)"),
+    "pe_mem_moe_peak_bytes": ("bytes", "PE fabric, per PE: the MoE stage's peak (held + expert weights + "
+                                       "their gradients + tokens)"),
     "g_pe_sram_attn": ("1", "constraint: the attention stage's peak per PE / what a PE holds beside its program − 1 "
                             "(≤ 0 satisfied)"),
     "g_pe_sram_moe": ("1", "constraint: the MoE stage's peak per PE of the busiest expert region / what a PE holds "

@@ -20,7 +20,7 @@ from wsemoe.sweep.feasibility import shown_ratio
 from wsemoe.wording import number
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
-MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch"),
+MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch", "attn_grads"),
           "moe": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
 
 
@@ -254,7 +254,8 @@ def _sram(row, pe) -> list:
     room = float(pememory.room(pe))
     out = []
     for stage, parts in (("attn", ("pe_mem_attn_held", "pe_mem_attn_linear", "pe_mem_scores")),
-                         ("moe", ("pe_mem_moe_held", "pe_mem_expert_weights", "pe_mem_expert_tokens"))):
+                         ("moe", ("pe_mem_moe_held", "pe_mem_expert_weights", "pe_mem_expert_grads",
+                                 "pe_mem_expert_tokens"))):
         vals = [(p, value_of(row, f"{p}_bytes")) for p in parts]
         total = sum(v for _, v in vals)
         text = " + ".join(f"{p.removeprefix('pe_mem_').replace('_', ' ')} {_b(v)}" for p, v in vals)

@@ -134,14 +134,15 @@ def kv_bytes_per_rank(m, wl, tp, mla_cache: str = "replicated"):
 
 
 def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, second_batch=False,
-                 train_state=0.0, prefetch=0.0):
+                 train_state=0.0, prefetch=0.0, held_grads=0.0):
     """Peak memory per node of the attention and MoE stages, by term (bytes).
 
     `groups` attention groups each run their own tile of B sequences; activations spread
     evenly over the `nodes` of the wafer; `weights_node` is what stays resident per node and
     `kv_node` the KV cache a node holds (default: spread evenly), `train_state` its gradients and optimizer
     state (weights.training_state_node), `prefetch` the next stage's weights a node buffers while attention
-    computes (cost.stagecost.prefetch_node). With `second_batch` (two
+    computes (cost.stagecost.prefetch_node), `held_grads` the gradients of the attention weights a streaming
+    wafer keeps across its tiles, held through the attention stage's backward (weights.held_gradients_node). With `second_batch` (two
     micro-batches interleaved) a second KV cache is held, and while one micro-batch is in a
     stage the other one's transients of the other stage are alive too.
     """
@@ -161,7 +162,7 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
         kv = 2.0 * kv
     base = weights_node + train_state + kept + kv
     capacity = hw.node_memory_bytes * hw.memory_usable_fraction
-    attn_side = attn_transient + bta_buffer + prefetch   # what only the attention stage holds
+    attn_side = attn_transient + bta_buffer + prefetch + held_grads   # what only the attention stage holds
     attn_peak = base + attn_side + (moe_transient if second_batch else 0.0)
     moe_peak = base + moe_transient + (attn_side if second_batch else 0.0)
     return {
@@ -173,6 +174,7 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
         "mem_bta_buffer_node_bytes": bta_buffer,
         "mem_moe_transient_node_bytes": moe_transient,
         "mem_prefetch_node_bytes": prefetch + 0.0 * weights_node,
+        "mem_attn_grads_node_bytes": held_grads + 0.0 * weights_node,
         "mem_attn_peak_node_bytes": attn_peak,
         "mem_moe_peak_node_bytes": moe_peak,
         "mem_peak_node_bytes": np.maximum(attn_peak, moe_peak),

@@ -159,6 +159,19 @@ def default_optimizer_shares(m, nodes, slots):
     return slots / np.maximum(np.floor(nodes / m.num_experts), 1.0)
 
 
+def held_gradients_node(hw, m, wl):
+    """Bytes of gradient each node holds through the attention stage's backward on a weight-streaming wafer in
+    training: one per parameter of the attention weights it keeps across the G tiles (`resident_weights_node`). Each
+    tile adds its share to every weight's gradient, and the wafer sends one gradient per parameter out (`io_time`),
+    so the sum over the tiles is held until the last tile's backward, then streams out to the weight store (Cerebras
+    docs, "Weight Streaming Execution": weight gradients are computed on the wafer, then streamed to MemoryX). The
+    routed experts and dense FFNs stream through without being kept, their gradients leaving as they are computed.
+    0 elsewhere: resident weights count their gradients in `training_state_node`."""
+    if wl.mode != "train" or hw.weight_source != "streamed":
+        return 0.0
+    return layer_weights(m, wl)["attn"].params * wl.bytes_per_grad / topology.system_nodes(hw)
+
+
 def training_state_node(hw, m, wl, tp, slots=None, optimizer_shares=None):
     """Bytes of training state each node keeps beside resident weights: one gradient per parameter it holds
     (`bytes_per_grad`) and the optimizer's state (`optimizer_bytes_per_param`; 12 = fp32 master weights and

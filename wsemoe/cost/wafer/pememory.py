@@ -12,9 +12,10 @@ every PE keeps `program_bytes_per_pe` for its program (docs/cost-model.md, "Weig
                       tile sequences × q × heads held (materialized n_h, per_head 1, flash 0), each query's S keys
                       across the columns (a softmax is a reduction along one row of PEs)
     MoE peak        = (weights + kept + KV [+ attention transient + BTA buffer]) / P
-                      + (3·H·F·b_e + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s) / (h·w)
-                      the expert's weights land on its region (one layer at a time); n busiest copies, T/E home tokens
-                      with their layer norm's input
+                      + (3·H·F·(b_e [+ b_g]) + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s) / (h·w)
+                      the expert's weights land on its region (one layer at a time), in training with their
+                      gradients beside them through the backward pass (`region_bytes`); n busiest copies, T/E home
+                      tokens with their layer norm's input
 
 `s = bytes_per_act / 2`, `a_ln = 2·H·s` (the stage's layer norm input) and `b_s` bytes per score (5 with attention
 dropout, 2 without) as in cost/node/memory.py.
@@ -84,26 +85,41 @@ def moe_base(node: dict, nodes, pe):
 
 
 def region_bytes(m, wl, T, busiest) -> dict:
-    """Bytes one expert's region holds: its weights, and its tokens (the busiest copies and its home share)."""
+    """Bytes one expert's region holds: its weights, in training their gradients, and its tokens (the busiest
+    copies and its home share).
+
+    Gradients: Cerebras' weight streaming computes the weight gradients on the wafer during the backward pass and
+    then streams them out to MemoryX (Cerebras docs, "Weight Streaming Execution",
+    docs.cerebras.net/en/latest/wsc/cerebras-basics/cerebras-execution-modes.html: "weight gradients are computed,
+    and then they are streamed from the WSE to MemoryX"), one per parameter (the edge and I/O terms send
+    n_W·b_g, no partial sums). A region's PE keeps its block of the expert's weights while the n token copies pass
+    it, so its block's gradient Σ_copies x·dy is complete only after the last copy: it can stream out per block
+    once complete, not earlier, so each block is held whole through the backward pass beside the weights the same
+    pass reads (dx = Wᵀ·dy). This is ZeRO's count of a held parameter (its weight and its gradient, as
+    weights.training_state_node counts resident ones). A backward that ran dx for every copy first and freed the
+    weights before accumulating dW would hold one of the two at a time, but must keep every copy's output gradient
+    meanwhile, a backward transient outside this count (Korthikanti's, as at node level): not modelled."""
     s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
     home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s + memory.norm_input_bytes_per_token(m, wl)
-    return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T,
+    grads = params.expert_params(m) * wl.bytes_per_grad if wl.mode == "train" else 0.0
+    return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T, "grads": grads + 0.0 * T,
             "tokens": np.asarray(busiest, dtype=float) * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home}
 
 
 def need_area(pe, base, region: dict):
     """PEs an expert's region needs so that its PEs fit (inf where the rest alone fills them)."""
     free = room(pe) - base
-    total = region["weights"] + region["tokens"]
+    total = region["weights"] + region["grads"] + region["tokens"]
     return np.where(free > 0, total / np.where(free > 0, free, 1.0), np.inf)
 
 
 def moe(pe, base, region: dict, area) -> dict:
     """Per PE of the busiest expert region at the MoE stage's peak, and its constraint."""
-    w, t = region["weights"] / area, region["tokens"] / area
-    peak = base + w + t
+    w, dw, t = region["weights"] / area, region["grads"] / area, region["tokens"] / area
+    peak = base + w + dw + t
     return {"pe_mem_moe_held_bytes": base + 0.0 * peak, "pe_mem_expert_weights_bytes": w,
-            "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak, "g_pe_sram_moe": _over(peak, room(pe))}
+            "pe_mem_expert_grads_bytes": dw, "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak,
+            "g_pe_sram_moe": _over(peak, room(pe))}
 
 
 def _per_batch(node: dict, batch, prefetch, tile=True):
@@ -113,7 +129,8 @@ def _per_batch(node: dict, batch, prefetch, tile=True):
     The prefetch is min(r·B, W_next): proportional to B (the attention window is) until it holds all of W_next."""
     B = np.asarray(batch, dtype=float)
     streamed, following = prefetch
-    held = node["mem_attn_peak_node_bytes"] - node["mem_weights_node_bytes"] - node["mem_prefetch_node_bytes"]
+    held = (node["mem_attn_peak_node_bytes"] - node["mem_weights_node_bytes"] - node["mem_prefetch_node_bytes"]
+            - node["mem_attn_grads_node_bytes"])
     if not tile:
         held = held - node["mem_attn_transient_node_bytes"]
     return held / B, np.asarray(streamed, dtype=float) / B, following
@@ -124,7 +141,7 @@ def node_cap(node: dict, batch, prefetch):
     peak is its weights, terms proportional to B (tile, kept activations, KV cache, BTA buffer) and the prefetch
     min(r·B, W_next) (`prefetch`: cost.stagecost.prefetch_parts at this B). The peak ≤ room when either branch of
     the min is, so the cap is the larger of the two branches' caps."""
-    weights, cap = node["mem_weights_node_bytes"], node["mem_capacity_node_bytes"]
+    weights, cap = node["mem_weights_node_bytes"] + node["mem_attn_grads_node_bytes"], node["mem_capacity_node_bytes"]
     per, rate, following = _per_batch(node, batch, prefetch)
     room = cap - weights
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,7 +158,7 @@ def pe_cap(pe, m, wl, node: dict, nodes, groups, prefetch):
     per = per + groups * (1.0 if wl.mode == "decode" else wl.seq_len) * memory.attn_tile_bytes_per_token(m, wl) / P
     k = tile_queries(m, wl, groups, 1.0)
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
-    weights = node["mem_weights_node_bytes"] * nodes / P
+    weights = (node["mem_weights_node_bytes"] + node["mem_attn_grads_node_bytes"]) * nodes / P
     best = np.zeros(np.broadcast_shapes(np.shape(per), np.shape(weights), np.shape(following)))
     unit = memory.score_bytes(m) * wl.bytes_per_act / 2.0
     for fixed, slope_b in ((weights, per + rate), (weights + following, per)):   # the two branches of the prefetch

@@ -20,6 +20,8 @@ CLAIMS = {"memory_breakdown": "Every point drawn fits the node's memory, and the
                               "terms set its peak"}
 COLUMNS = ("mem_*_node_bytes",)
 
+# "gradients + optimizer" also draws, at the attention stage's peak, the gradients of the attention weights a
+# streaming wafer holds across its tiles (mem_attn_grads_node_bytes: `_live`).
 MEM_TERMS = (("weights", "weights"), ("train_state", "gradients + optimizer"), ("kept_act", "kept activations"),
              ("kv", "KV cache"),
              ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
@@ -76,7 +78,7 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     cap = _capacity_marks(ax, [b[1] for b in bars], ypos)
     # Only terms some bar draws: a legend entry for, say, a zero KV cache would send readers looking for it.
     # Too-thin terms carry their size, so a reader knows they are present but small.
-    top = {t: max((_term(row, t) * 1e-9 for _, row, _ in bars
+    top = {t: max((_live(row, t) * 1e-9 for _, row, _ in bars
                    if t in STAGE_TERMS[_peak(row)[0]]), default=0.0) for t, _ in MEM_TERMS}
     drawn = [(i, name, top[t]) for i, (t, name) in enumerate(MEM_TERMS) if top[t] > 0]
     handles = [Line2D([], [], lw=8, color=PALETTE[i]) for i, _, _ in drawn] + [Line2D([], [], ls="--", color="0.2")]
@@ -117,7 +119,7 @@ def _verdict(bars: list) -> str:
     stages = {st: sum(p[0] == st for p in peaks) for st in ("attention", "MoE")}
     use = [(p[1] / float(row.get("mem_capacity_node_bytes", np.nan)), label) for p, (label, row, _) in zip(peaks, bars)]
     fullest, at = max(use, key=lambda u: u[0] if np.isfinite(u[0]) else -1)
-    terms = {name: sum(_term(row, t) for _, row, _ in bars if t in STAGE_TERMS[_peak(row)[0]])
+    terms = {name: sum(_live(row, t) for _, row, _ in bars if t in STAGE_TERMS[_peak(row)[0]])
              for t, name in MEM_TERMS}
     over = [label.replace("\n", " ") for u, label in use if u > 1]
     one = len(bars) == 1   # a single bar: no "1 of 1 bars", no "over the bars"
@@ -180,6 +182,13 @@ def _term(row, term: str) -> float:
     return float(row.get(f"mem_{term}_node_bytes", 0.0))
 
 
+def _live(row, term: str) -> float:
+    """A term's bytes at the peak stage's moment: the training state with, at the attention stage, the attention
+    weights' gradients a streaming wafer holds there (0 in a folder that predates them)."""
+    grads = _term(row, "attn_grads") if term == "train_state" and _peak(row)[0] == "attention" else 0.0
+    return _term(row, term) + grads
+
+
 def _peak(row) -> tuple[str, float]:
     """The stage that sets the peak and its bytes: attention (with the BTA buffer) or MoE."""
     attn, moe = row["mem_attn_peak_node_bytes"], row["mem_moe_peak_node_bytes"]
@@ -191,7 +200,7 @@ def _stacked_bar(ax, y: float, row) -> None:
     left = 0.0
     for i, (term, _) in enumerate(MEM_TERMS):
         if term in STAGE_TERMS[_peak(row)[0]]:
-            w = _term(row, term) * 1e-9
+            w = _live(row, term) * 1e-9
             ax.barh(y, w, left=left, height=0.8, color=PALETTE[i], edgecolor="white", linewidth=0.5)
             left += w
 
