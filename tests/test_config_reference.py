@@ -131,7 +131,7 @@ def test_zip_columns_may_repeat_when_rows_differ():
 ])
 def test_range_step_syntax(spec, values):
     path = "balance.zipf_s" if isinstance(values[0], float) else "workload.B"
-    cfg = {**BASE, "axes": {path: spec}}
+    cfg = {**BASE, "balance": {"distribution": "zipf"}, "axes": {path: spec}}   # a Zipf exponent needs Zipf
     assert load_config(cfg).axes[path] == values
 
 

@@ -155,6 +155,13 @@ def _random_config(d):
     balance = {"distribution": d.draw(st.sampled_from(["uniform", "zipf"])), "zipf_s": d.draw(st.floats(0.0, 1.2)),
                "balancer": d.draw(st.sampled_from(["none", "replicate", "non-invasive", "stop-the-world"])),
                "spare_slots": d.draw(st.integers(0, 2)), "seed": d.draw(st.integers(0, 5))}
+    # settings only where they apply (config/applies.py refuses the others)
+    if workload["mode"] != "train":
+        del workload["recompute"]
+    if balance["distribution"] != "zipf":
+        del balance["zipf_s"], balance["seed"]
+    if balance["balancer"] == "none":
+        del balance["spare_slots"]
     axes = {"workload.B": sorted(d.draw(st.sets(st.integers(1, 64), min_size=1, max_size=3))),
             "workload.G": sorted(d.draw(st.sets(st.integers(1, 32), min_size=1, max_size=3)))}
     return {"name": "random", "hardware": hw, "model": model, "workload": workload, "mapping": mapping,

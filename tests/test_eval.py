@@ -309,3 +309,20 @@ def test_an_sram_prefill_says_its_rate_from_its_ttft(runner):
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())   # the table wraps to the terminal's width
     assert re.search(r"4 prompts × 2,048 tokens / TTFT = [0-9,.]+ ✓", text) and "✗" not in text, r.output
+
+
+def test_a_rule_an_override_breaks_names_the_override():
+    """--set hardware.rows=3 on the 8×8 die wafer leaves 3·8 = 24 nodes: the sweep's own tp 16 (which divided its 64
+    nodes) no longer divides them, and a rows × cols past the CS-3's 1,172 × 762 PE fabric splits it below one PE.
+    Each is the --set's doing: the error names it, not the sweep's axis [axes -> mapping.tp] or the --hardware
+    preset whose fields were fine."""
+    from wsemoe.analysis.explain.point import resolve
+    from wsemoe.errors import ConfigError
+    sweep = {"name": "s", "hardware": "wsc-b200-8x8", "model": "deepseek-v3", "workload": {"mode": "decode"},
+             "axes": {"mapping.tp": [16]}}
+    with pytest.raises(ConfigError, match="does not divide the 24 nodes") as e:
+        resolve(sweep, 0, ["hardware.rows=3"])
+    assert e.value.loc == ("--set", "hardware.rows")
+    with pytest.raises(ConfigError, match="narrower than one PE") as e:
+        resolve(None, 0, ["hardware.rows=100000"], hardware="cs3", model="qwen3-30b-a3b")
+    assert e.value.loc == ("--set", "hardware.rows")

@@ -121,7 +121,7 @@ def test_scenario_axes_get_a_front_each(tmp_path):
     for ax, (_, sub) in zip(panels, run.pareto.groupby("workload.seq_len")):
         rings = {round(float(x), 6) for line in ax.get_lines() if line.get_marker() == "o" for x in line.get_xdata()}
         assert rings == {round(float(x), 6) for x in sub["tokens_per_s"]}, ax.get_title()
-    skew = load_config({**CFG, "axes": {"balance.zipf_s": [0.0, 0.4], "balance.balancer": ["none", "replicate"],
+    skew = load_config({**CFG, "balance": {"distribution": "zipf"}, "axes": {"balance.zipf_s": [0.0, 0.4], "balance.balancer": ["none", "replicate"],
                                         "workload.B": [1, 2]}})
     assert skew.front_groups() == ["balance.zipf_s"]
     tuned = load_config({**cfg, "compare": {"name": "g1", "baseline": {"workload.G": 1},

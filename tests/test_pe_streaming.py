@@ -299,7 +299,8 @@ def test_the_all_to_all_runs_once_a_pass_of_tokens_not_once_a_forward_equivalent
     # the output gradients: a step moves the tokens forward, back once, and forward again under full recompute (3),
     # though its matmuls run 4 forward-equivalents (backward 2×). Per move: the busiest PE link's 16-bit values,
     # one link cycle each, then the longest path's hops (no turn cycles on a CS-2) and one operator overhead (133).
-    cfg = load_config({**BASE, "workload": {**BASE["workload"], "mode": mode, "recompute": recompute, "B": 1, "G": 8},
+    kept = {"recompute": recompute} if mode == "train" else {}   # recompute is training's (config/applies.py)
+    cfg = load_config({**BASE, "workload": {**BASE["workload"], "mode": mode, **kept, "B": 1, "G": 8},
                        "mapping": {"pe_dispatch": "unicast"}})
     row = engine.evaluate_points(cfg).iloc[0]
     per_move = (row["dispatch_max_link_bytes"] / 2.0 + row["dispatch_max_hops"] + 133.0) / 1.1e9

@@ -42,3 +42,26 @@ def test_the_hot_gpus_own_nic_binds_per_copy(tmp_path):
     share = float(per_server["dispatch_scale_out_share"])
     assert float(per_server["moe_combine_s"]) == pytest.approx(fixed + share * server0 / hw.scale_out_bw_bytes_per_s,
                                                                rel=1e-9)
+
+
+def test_a_gpus_nvlink_port_carries_only_its_own_servers_bytes():
+    """Bytes to another server leave through the NICs (per copy: GPU to NIC over RDMA), not the NVLink port. Two
+    servers of two GPUs, one byte from every GPU to every other: a GPU's port sends 1 byte (its server's other GPU),
+    the NICs carry 4 a server; the port term counted all 3 a GPU sends. On dgx-b200-x32 with InfiniBand made
+    2,500x faster (1e15 B/s a server) the port binds a uniform per-copy combine: a GPU's copies c go 1/256 to each
+    GPU, 7 of them in its server, so c·7/256 / 900 GB/s (it charged c·255/256, 36x more)."""
+    import numpy as np
+    from wsemoe.cost.fabric import patterns, peaks, topology
+
+    t = np.ones((4, 4)) - np.eye(4)
+    step, _ = peaks.step_peaks(topology.Layout("switch", 1, 4, domain=2), patterns.Dense(t), 1)
+    assert (step.max_inject, step.max_eject, step.max_cross) == (1.0, 1.0, 4.0)
+    hw = presets.load_hardware("dgx-b200-x32")
+    row = wsemoe.evaluate({"name": "port", "hardware": {"preset": "dgx-b200-x32", "scale_out_bw_bytes_per_s": 1e15},
+                           "model": "deepseek-v3", "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": TPD},
+                           "mapping": {"tp": 1, "scale_out_dispatch": "per_copy"}}).iloc[0]
+    c = TPD * K * H * B16
+    port = c * 7 / 256 / hw.port_bw_bytes_per_s
+    assert port > c * 248 / 256 / (1e15 / 8)   # the GPU's own NIC at 1/8 of its server's network
+    assert float(row["moe_combine_s"]) == pytest.approx(hw.alltoall_latency_s + hw.scale_out_latency_s + port,
+                                                        rel=1e-9)

@@ -14,7 +14,7 @@ from wsemoe.validate.silicon import features, reader
 ROW = {"id": "x", "backend": "trtllm", "system": "b200_sxm", "mode": "agg", "isl": 4096, "osl": 1024,
        "gemm_quant_mode": "fp8", "moe_quant_mode": "fp8", "batch_size": 64, "tp_size": 8, "pp_size": 1,
        "attention_dp_size": 1, "moe_tp_size": 1, "moe_ep_size": 8, "silicon_ttft_ms": 1.0, "silicon_tpot_ms": 1.0}
-BARE = {"idx_bytes": 0.0, "idx_flops": 0.0, "state_values": 0.0, "state_flops": 0.0}
+BARE = {"idx_bytes": 0.0, "idx_flops": 0.0, "state_bytes": 0.0, "state_flops": 0.0}
 
 
 def _features(model_path: str, **over) -> dict:
@@ -39,7 +39,7 @@ def test_glm5_indexer_keys_and_scores_by_hand():
     every TP rank, and scores every earlier key with 32 index heads (2·32·128 FLOPs a pair)."""
     X = _features("zhipuai/GLM-5")
     assert (X["idx_bytes"][0], X["idx_flops"][0]) == (78 * 132, 78 * 2 * 32 * 128)
-    assert (X["state_values"][0], X["state_flops"][0]) == (0.0, 0.0)
+    assert (X["state_bytes"][0], X["state_flops"][0]) == (0.0, 0.0)
     ctx = 4096 + 1024 / 2
     # capacity: the cache per sequence grows by its indexer keys at the mean context (FP8 latent 576 B a layer)
     free = 0.9 * (X["mem"][0] - serving.weights_per_gpu(X)[0])
@@ -59,13 +59,17 @@ def test_glm5_indexer_keys_and_scores_by_hand():
 def test_qwen35_linear_states_by_hand():
     """Qwen3.5-397B-A17B: each of its 45 linear layers keeps 64 value heads of 128 × 128 state plus 3 inputs of
     its convolution over q, k (16 heads of 128 each) and v (64 of 128); TP 8 splits the value heads 8 a rank.
-    The state is read and written every decode step, and its recurrent core costs 6·d_k·d_v FLOPs a head."""
+    The state is FP32 (config.json `mamba_ssm_dtype: float32`, as vLLM and SGLang keep it), the convolution inputs
+    in the FP8 KV format: (64·128·128·4 + 12,288·3·1) B = 4,231,168 B a layer, 23,800,320 B over 45 layers / 8
+    ranks (6,105,600 B when the state was counted at the KV format's one byte). The state is read and written
+    every decode step, and its recurrent core costs 6·d_k·d_v FLOPs a head."""
     X = _features("Qwen/Qwen3.5-397B-A17B")
-    per_layer = 64 * 128 * 128 + (2 * 16 * 128 + 64 * 128) * 3
-    assert X["state_values"][0] == pytest.approx(45 * per_layer / 8)
+    per_layer = 64 * 128 * 128 * 4.0 + (2 * 16 * 128 + 64 * 128) * 3 * 1.0
+    state_bytes = 45 * per_layer / 8
+    assert state_bytes == 23_800_320
+    assert X["state_bytes"][0] == pytest.approx(state_bytes)
     assert X["state_flops"][0] == pytest.approx(45 * 6 * 64 * 128 * 128 / 8)
     assert (X["idx_bytes"][0], X["idx_flops"][0]) == (0.0, 0.0)
-    state_bytes = 45 * per_layer / 8 * 1.0   # FP8 cache: one byte a value
     assert X["b_kv"][0] == 1.0
     # capacity: a sequence's cache is 15 full layers' KV at the mean context plus its states
     free = 0.9 * (X["mem"][0] - serving.weights_per_gpu(X)[0])

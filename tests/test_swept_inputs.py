@@ -39,9 +39,9 @@ def _same(a, b) -> bool:
     (PE, TRAIN, "workload.seq_len", (4096, 8192)),
     (PE, TRAIN, "hardware.io_in_bw_bytes_per_s", (1.5e11, 3e11)),
     (PE, TRAIN, "workload.bytes_per_grad", (2.0, 4.0)),
-    # SRAM serving: fields its sizing's points' shape left out (draft tokens verified per step, training-only bytes)
+    # SRAM serving: a field its sizing's points' shape left out (draft tokens verified per step; training-only bytes
+    # such as optimizer_bytes_per_param are refused there: config/applies.py, tests/test_applies.py)
     (SRAM, DECODE, "workload.draft_tokens", (0, 2)),
-    (SRAM, DECODE, "workload.optimizer_bytes_per_param", (12.0, 16.0)),
     # a wafer's energy per FLOP is the rule (rated − static) / peak: a swept power or peak moves it as a set one does
     ("cs2", TRAIN, "hardware.static_power_w", (52.9, 80.0)),
     ("cs3", TRAIN, "hardware.rated_power_w", (273.8, 350.0)),

@@ -54,7 +54,7 @@ def main() -> None:
         res = reader.resolve(row(m, g, e, 1), presets.load_model, presets.load_hardware)
         X = {k: np.array([v], float) for k, v in features.one(res, "agg").items()}
         slots = int(serving.kv_slots(X)[0])
-        full = int(serving.kv_slots({**X, "kv_held": np.array([1.0]), "state_values": np.array([0.0])})[0])
+        full = int(serving.kv_slots({**X, "kv_held": np.array([1.0]), "state_bytes": np.array([0.0])})[0])
         held = f"{slots:,}" + (f" ({full:,} with every layer full)" if full != slots else "")
         one, many = pred[f"{m}@1"], pred[f"{m}@64"]
         print(f"| {name} | {one['pred_ttft_ms']:.0f} ms | {one['pred_tpot_ms']:.1f} ms | {many['pred_ttft_ms']:.0f} ms "

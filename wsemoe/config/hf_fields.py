@@ -29,8 +29,7 @@ _POSITION = {  # position encoding: which dimensions rotate and how far, not how
 }
 _NUMERICS = {  # epsilons, clamps and hidden dropout (training-time or elementwise; attention_dropout is read)
     "rms_norm_eps", "hidden_dropout", "swiglu_limit", "clip_qkv", "hidden_act",
-    "mamba_ssm_dtype",
-}
+}   # `mamba_ssm_dtype` is read (the linear layers' state format, hf_layers.qwen3_next)
 _ROUTING = {  # which experts a token picks and how their outputs are weighted, not how many run
     "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group",
     "aux_loss_alpha", "seq_aux", "router_aux_loss_coef", "output_router_logits", "router_jitter_noise",

@@ -150,6 +150,22 @@ def gpt_oss(r) -> dict:
             "qkv_bias": bias, "router_bias": True, "layers": pattern}
 
 
+# torch dtype names a config's `mamba_ssm_dtype` takes -> LinearAttention.state_format
+_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _state_format(r):
+    """The recurrent state's format from `mamba_ssm_dtype` (Qwen3.5 states float32; vLLM and SGLang keep the
+    state in it, cost/node/mix.STATE_BYTES), None when the config does not say; another dtype is an error."""
+    value = r.data.get("mamba_ssm_dtype")
+    r.origin["_mamba_ssm_dtype"] = "mamba_ssm_dtype"
+    if value is None:
+        return None
+    if value not in _STATE_DTYPES:
+        raise r.fail("mamba_ssm_dtype", f"'mamba_ssm_dtype' must be one of {', '.join(_STATE_DTYPES)}, got {value!r:.40}")
+    return _STATE_DTYPES[value]
+
+
 def qwen3_next(r) -> dict:
     """Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers and gated full-attention layers (full every
     `full_attention_interval`-th layer, or as `layer_types` lists them), qk-norm, every layer MoE with a gated
@@ -165,6 +181,9 @@ def qwen3_next(r) -> dict:
                              "num_value_heads": r.int("linear_num_value_heads"),
                              "value_head_dim": r.int("linear_value_head_dim"),
                              "conv_kernel": r.int("linear_conv_kernel_dim", 4)}
+        state = _state_format(r)
+        if state is not None:
+            pattern["linear"]["state_format"] = state
     if r.bool("use_sliding_window", False, field="_sliding"):
         raise r.fail("use_sliding_window", "use_sliding_window is on: a Qwen3-Next sliding window is not modelled")
     shared = r.int("shared_expert_intermediate_size", 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from wsemoe.config import axes, checks, presets, yamlio
+from wsemoe.config import applies, axes, checks, presets, yamlio
 from wsemoe.config.histogram import read_histogram
 from wsemoe.config.hf import model_from_hf_config
 from wsemoe.config.schema import (NAME_RE, NAME_RULE, PREFILL_SERVING_OBJECTIVES, PRESET_KIND, SECTIONS,
@@ -45,6 +45,7 @@ def load_config(source, base_dir: Path | None = None, checked: bool = True) -> S
     })
     if checked:
         checks.check_points(cfg)
+        applies.check_applies(cfg)   # the whole sweep's: a one-point copy of it (eval --point) checks only the rules
     return cfg
 
 

@@ -14,7 +14,8 @@ from wsemoe.errors import ConfigError
 from wsemoe.config.files import MAX_INT_DIGITS, HugeNumber, read_text
 
 # A sweep config is hand-written: megabytes would be an accident, and pure-Python YAML reads about 4 s a MiB (a
-# 16 MiB file, the bound before, took over a minute to reach its refusal)
+# 16 MiB file, the bound before, took over a minute to reach its refusal; libyaml's parser, used when PyYAML has
+# it, reads a MiB in a few tenths of a second, the bound stays for what comes after parsing)
 MAX_CONFIG_BYTES = 2**20
 
 
@@ -63,6 +64,54 @@ _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float",
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 
+_FastLoader = None
+if getattr(yaml, "CSafeLoader", None) is not None:   # PyYAML built with libyaml
+    class _FastLoader(yaml.CSafeLoader):   # type: ignore[no-redef]
+        """libyaml's parser and composer with _StrictLoader's resolvers and constructors. Its composer is C, so
+        _StrictLoader.compose_node's alias refusal cannot run in it: an alias shows as a node met twice
+        (`_shared`), and any document it refuses or that fails here is parsed again by _StrictLoader, whose
+        refusal (or value) is the answer: every error reads as before."""
+
+    _FastLoader.yaml_implicit_resolvers = _StrictLoader.yaml_implicit_resolvers
+    _FastLoader.yaml_constructors = _StrictLoader.yaml_constructors
+
+
+class _Fallback(Exception):
+    """The fast path cannot answer: _StrictLoader parses the text."""
+
+
+def _shared(root) -> bool:
+    """Whether a composed document reaches some node twice (an alias; each node is visited once, so a "billion
+    laughs" document costs its written size)."""
+    seen, todo = set(), [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            todo.extend(x for pair in node.value for x in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+    return False
+
+
+def _fast(text: str):
+    """The document through libyaml, or _Fallback (no libyaml, a character the pure-Python reader refuses, an
+    alias, or any failure: the pure-Python path then says what is wrong)."""
+    if _FastLoader is None or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        raise _Fallback
+    loader = _FastLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None and _shared(node):
+            raise _Fallback
+        return None if node is None else loader.construct_document(node)
+    except Exception:   # noqa: BLE001 - the strict loader re-parses and raises its own error
+        raise _Fallback from None
+    finally:
+        loader.dispose()
+
 
 # Documents parsed, by their text's digest: a results folder's config is read by several steps of one command
 # (listing, columns, figures) and pure-Python YAML parsing is ~100× a copy of what it gives. Each caller gets
@@ -92,6 +141,10 @@ def loads(text: str, source: str = "<string>"):
 
 
 def _parse(text: str, source: str):
+    try:
+        return _fast(text)
+    except _Fallback:
+        pass
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
     except ConfigError as exc:

@@ -3,7 +3,7 @@ generated from the pydantic models and the column docs (a test keeps the file up
 
 from __future__ import annotations
 
-from wsemoe.config import presets
+from wsemoe.config import applies, presets
 from wsemoe.config.reference import TOP_LEVEL, axis_paths, field_rows
 from wsemoe.config.schema import (PREFILL_SERVING_OBJECTIVES, SECTIONS, SERVING_OBJECTIVES, Compare, Constraint, Output,
                                   Pareto, Sparsity, SweepConfig)
@@ -51,6 +51,11 @@ def markdown() -> str:
     lines += _table([(k, v) for k, v in TOP_LEVEL.items()] + [(s, f"the {s} spec: see below") for s in SECTIONS],
                     head=("key", "meaning"))
     lines += ["## Axes, ranges and zips", "", AXES]
+    lines += ["## Settings that apply only beside another", "",
+              "A setting given (swept, or set to other than its default) where no point of the sweep meets its "
+              "condition can change no result, and is refused in one line naming it and what it needs; one that "
+              "applies to some points (distribution swept over uniform and zipf) passes.", ""]
+    lines += _table([(f"`{p}`", n.says) for p, n in applies.NEEDS.items()], head=("setting", "applies only with"))
     for section, cls in SECTIONS.items():
         lines += [f"## `{section}`", "", (cls.__doc__ or "").strip(), ""]
         if section in ("hardware", "model"):

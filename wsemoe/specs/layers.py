@@ -25,6 +25,7 @@ from wsemoe.specs.base import MAX_COUNT, MAX_LAYERS, MAX_WIDTH, Spec
 
 AttentionKind = Literal["full", "sliding", "chunked", "linear", "sparse"]
 FfnKind = Literal["dense", "moe"]
+StateFormat = Literal["fp32", "bf16", "fp16"]   # a linear layer's recurrent state (bytes: cost/node/mix.STATE_BYTES)
 MAX_CONTEXT = 1 << 24   # keys a window, chunk or top-k selection can name (16M tokens)
 
 
@@ -57,6 +58,9 @@ class LinearAttention(Spec):
     num_value_heads: PositiveInt = Field(le=MAX_COUNT, description="value heads (each keeps its own state)")
     value_head_dim: PositiveInt = Field(le=MAX_WIDTH, description="width of a value head d_v")
     conv_kernel: PositiveInt = Field(4, le=64, description="causal short-convolution width over q, k, v")
+    state_format: Optional[StateFormat] = Field(
+        None, description="format the recurrent state is kept in (a config.json's `mamba_ssm_dtype`; unset: the KV "
+                          "cache's `kv_format`)")
 
 
 class SparseAttention(Spec):

@@ -92,6 +92,8 @@ def point_config(cfg, point: int, sets: dict | None = None):
     except ConfigError as exc:   # a rule an override breaks is the --set's, not an axis of the sweep file
         if exc.loc[:1] == ("axes",) and len(exc.loc) > 1 and exc.loc[1] in typed:
             raise ConfigError(exc.message, loc=("--set", *exc.loc[1:])) from None
+        if typed:   # every point of the loaded sweep passed these rules: the overrides broke another field's
+            raise ConfigError(exc.message, loc=("--set", ", ".join(typed))) from None
         raise
     return one, values, typed
 
@@ -119,7 +121,7 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
         try:
             cfg = load_config(point_mapping(hardware, model, parsed))
         except WsemoeError as exc:   # a setting's fault is the --set's (as with a sweep file), else the flag's
-            raise _at_option(exc, parsed) from None
+            raise _at_option(exc, parsed, hardware, model) from None
         one, _, _ = point_config(cfg, 0)
         shown = {p: _base_value(cfg, p) for p in ("hardware", "model", *parsed)}
         return cfg, one, shown, {p: shown[p] for p in parsed}, {}   # the sets are in the config, as typed
@@ -132,16 +134,31 @@ def resolve(config=None, point: int = 0, sets: list[str] | None = None, hardware
     return cfg, one, values, typed, {c: f"[--set; the point has {values.get(c, _base_value(cfg, c))}]" for c in typed}
 
 
-def _at_option(exc: WsemoeError, parsed: dict) -> WsemoeError:
+def _at_option(exc: WsemoeError, parsed: dict, hardware=None, model=None) -> WsemoeError:
     """`exc` at the option that gave the value it names: the --set of the field ([--set -> workload.B], not
-    [workload -> B]), else --hardware or --model for their sections; any other as is."""
+    [workload -> B]); a rule across a section's fields ([hardware]) at the --set of that section's fields when
+    the section loads without them (rows set past what the preset's other fields allow is the --set's, not
+    --hardware's), else at --hardware or --model for their sections; any other as is."""
     for path in parsed:
         parts = tuple(path.split(".", 1))
         if exc.loc[:len(parts)] == parts:
             return type(exc)(exc.message, loc=("--set", path, *exc.loc[len(parts):]))
-    if exc.loc[:1] in (("hardware",), ("model",)):
-        return type(exc)(exc.message, loc=(f"--{exc.loc[0]}", *exc.loc[1:]))
+    section = exc.loc[0] if exc.loc else None
+    mine = [p for p in parsed if p.partition(".")[0] == section and p.partition(".")[2]]
+    if mine and _loads(hardware, model, {p: v for p, v in parsed.items() if p not in mine}):
+        return type(exc)(exc.message, loc=("--set", ", ".join(mine)))
+    if section in ("hardware", "model"):
+        return type(exc)(exc.message, loc=(f"--{section}", *exc.loc[1:]))
     return exc
+
+
+def _loads(hardware, model, sets: dict) -> bool:
+    """Whether the point of `hardware`, `model` and `sets` validates (what an error is blamed on)."""
+    try:
+        load_config(point_mapping(hardware, model, sets))
+    except WsemoeError:
+        return False
+    return True
 
 
 def breakdown(config=None, point: int = 0, sets: list[str] | None = None, hardware=None,

@@ -56,11 +56,23 @@ def evaluable(layout: topo.Layout, pattern):
 def step_peaks(layout: topo.Layout, p, rounds: int, routing: str = "xy") -> tuple[Step, mesh.LinkLoads | None]:
     """Peaks, profile and loads of one step's unit traffic (an evaluable pattern)."""
     loads = p.loads(layout, routing) if layout.topology == "mesh" else None
-    send, recv = p.ports()
+    send, recv = p.ports() if layout.domains == 1 else _scale_up_ports(layout, p.dense())
     l0, l1 = topo.class_peaks(layout, loads, p.between(layout) if layout.domains > 1 else None)
     device = topo.device_cross_peak(layout, p.dense()) if layout.domains > 1 else 0.0
     return Step(l0, l1, float(send.max(initial=0)), float(recv.max(initial=0)), p.profile(layout), float(rounds),
                 device), loads
+
+
+def _scale_up_ports(layout: topo.Layout, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes each device sends and receives through its scale-up (NVLink) port on a switch of several domains:
+    those to and from its own domain only. Bytes to another domain leave through the NICs, charged on the
+    scale-out class (topology.class_peaks, device_cross_peak): DeepEP's per-copy kernels send them GPU to NIC
+    over RDMA, never over NVLink, and the per-server kernels' NVLink forwarding is not charged
+    (fabric/scaleout.py); counting them at the port too charged one byte on two links it does not both use."""
+    dom = layout.wafer_of()
+    inside = np.where(dom[:, None] == dom[None, :], t, 0.0)
+    np.fill_diagonal(inside, 0.0)
+    return inside.sum(axis=1), inside.sum(axis=0)
 
 
 def phase_peaks(layout: topo.Layout, steps: list[StepTraffic], routing: str = "xy") -> PhasePeaks:

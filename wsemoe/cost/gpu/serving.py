@@ -23,8 +23,8 @@ sparse, linear; cost/node/mix.py), the mean over layers of the tokens a layer's 
 decode query reads, each over the context, and the prefill's (query, key) pairs over causal full attention's;
 all 1 for a model of full-attention layers only. X["idx_bytes"], X["idx_flops"]: a sparse (DSA) layer's indexer
 keys per cached token and its FLOPs per (query, key) pair over every key of the context, summed over the layers;
-X["state_values"], X["state_flops"]: a linear layer's recurrent state per sequence (in the KV format, read and
-written each decode step) and its FLOPs per token, summed over the layers; all on the busiest TP rank, 0 for a
+X["state_bytes"], X["state_flops"]: a linear layer's recurrent state per sequence (bytes, read and written each
+decode step) and its FLOPs per token, summed over the layers; all on the busiest TP rank, 0 for a
 model without such layers (validate/silicon/features.cache_extras).
 X["kv_share"], X["kv_of_total"]: the backend's KV memory budget (kv_budget).
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
@@ -41,7 +41,7 @@ FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w
             "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "b_dispatch", "F_gemm", "F_moe", "F16",
             "B", "link", "link_ep", "ep_remote", "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat",
             "a2a_lat", "agg",
-            "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share", "idx_bytes", "idx_flops", "state_values",
+            "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share", "idx_bytes", "idx_flops", "state_bytes",
             "state_flops")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "eta_xmm", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
 ACT_BYTES = 2.0   # activations exchanged between GPUs are 16-bit, except expert-parallel dispatch: X["b_dispatch"],
@@ -144,7 +144,7 @@ def decode_step(X, P, seqs):
     keys = ctx * X["kv_read"]  # a sliding, chunked or sparse layer reads fewer keys (and their KV); linear none
     kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] * _kv_part(X)
     t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] * _heads(X), X, P, X["F16"])
-    t = t + _kernel(b * (ctx * X["idx_bytes"] + 2 * X["state_values"] * X["b_kv"]),
+    t = t + _kernel(b * (ctx * X["idx_bytes"] + 2 * X["state_bytes"]),
                     b * (ctx * X["idx_flops"] + X["state_flops"]), X, P, X["F16"])   # indexer keys; linear states
     ld = _dense_layers(X)
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
@@ -188,7 +188,7 @@ def kv_slots(X):
     free = np.where(X["kv_of_total"] > 0, X["kv_share"] * X["mem"] - w, X["kv_share"] * (X["mem"] - w))
     held = (X["isl"] + X["osl"] / 2.0) * X["kv_held"]
     per_seq = held * X["L"] / X["pp"] * X["kv_values"] * X["b_kv"] * _kv_part(X)
-    per_seq = per_seq + ((X["isl"] + X["osl"] / 2.0) * X["idx_bytes"] + X["state_values"] * X["b_kv"]) / X["pp"]
+    per_seq = per_seq + ((X["isl"] + X["osl"] / 2.0) * X["idx_bytes"] + X["state_bytes"]) / X["pp"]
     return np.floor(np.maximum(free, 0.0) / per_seq)
 
 

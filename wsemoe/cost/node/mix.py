@@ -167,12 +167,23 @@ def linear_flops_per_token(pattern: dict):
     return 6.0 * lin["num_value_heads"] * lin["key_head_dim"] * lin["value_head_dim"]
 
 
-def linear_state_elements(pattern: dict):
-    """Elements one sequence keeps per linear layer: n_v·d_k·d_v of state and (kernel − 1) inputs of the
-    convolution over q, k and v."""
+# Bytes per value of a recurrent state kept in a format of its own (LinearAttention.state_format, from a config's
+# `mamba_ssm_dtype`): IEEE binary32 and the two 16-bit formats. vLLM keeps the Gated DeltaNet state in the config's
+# `mamba_ssm_dtype` (model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig sets
+# mamba_ssm_cache_dtype from it; layers/mamba/mamba_utils.gated_delta_net_state_dtype), SGLang likewise
+# (configs/mamba_utils.mamba2_state_dtype reads config.mamba_ssm_dtype, default float32).
+STATE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+
+
+def linear_state_bytes(pattern: dict, kv_bytes):
+    """Bytes one sequence keeps per linear layer: n_v·d_k·d_v of recurrent state in its `state_format` (the KV
+    cache's `kv_bytes` when unset) and (kernel − 1) inputs of the convolution over q, k and v in `kv_bytes`."""
     lin = pattern["linear"]
     conv = (2 * lin["num_key_heads"] * lin["key_head_dim"] + lin["num_value_heads"] * lin["value_head_dim"])
-    return lin["num_value_heads"] * lin["key_head_dim"] * lin["value_head_dim"] + conv * (lin["conv_kernel"] - 1)
+    fmt = lin.get("state_format")
+    state = STATE_BYTES[fmt] if fmt else kv_bytes
+    return lin["num_value_heads"] * lin["key_head_dim"] * lin["value_head_dim"] * state + \
+        conv * (lin["conv_kernel"] - 1) * kv_bytes
 
 
 def indexer_params(m, pattern: dict):

@@ -16,7 +16,8 @@ def load(path: Path = STACKS) -> dict:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
+        # libyaml when PyYAML has it (a safe loader either way)
+        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except (OSError, yaml.YAMLError) as exc:
         raise PresetError(f"cannot read the fitted GPU stacks ({type(exc).__name__})", loc=(str(path),)) from None
     stacks = {}
