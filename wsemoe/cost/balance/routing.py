@@ -4,7 +4,8 @@ A step's T tokens each pick k distinct experts; node n's copies X_n add up, over
 receive (a replicated expert's token goes to one of its hosts, with the balancer's split as the odds). The expert
 stage waits for the busiest node, so its pace is E[max_n X_n], not the hottest node's expected share max_n E[X_n]:
 at 1 token per device the routing's noise adds to the skew (DeepSeek-V3 on one 8×8 wafer, Zipf 0.4: 2.41× the
-mean, not 2.12×; with replication 1.90×, not 1.01×; a Monte-Carlo of top-8 routing: 2.41× and 1.91×). As T grows, E[max]/mean tends to the share's max/mean.
+mean, not 2.12×; with replication 1.90×, not 1.01×; a Monte-Carlo of top-8 routing: 2.41× and 1.91×). As T grows,
+E[max]/mean tends to the share's max/mean.
 
 Each X_n is taken as a binomial that has its mean and variance: a token gives node n a copy of expert e with
 probability q_e = k·share_e·split_en, so E[X_n] = T·Σq and Var X_n = T·Σq(1 − q) (each expert picked by itself:
