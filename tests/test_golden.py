@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import wsemoe
@@ -233,15 +234,22 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     f_expert = 2 * T * (k * expert + shared)
     f_dense = 2 * T * dense
     f_head = 2 * T * V * H
-    # --- compute (one pass; n_half = 0 so experts run at eff; uniform routing: no imbalance)
+    # --- compute (one pass; n_half = 0 so experts run at eff). Uniform routing spreads the copies evenly in
+    # expectation, but the routed experts wait for the die that gets the most of this step's: each of its T·slots
+    # (token, hosted expert) pairs hits with probability k/E, so a die's copies are Binomial(T·slots, k/E) (mean
+    # T·k/N), and the busiest of N such dies, E[max] = Σ_x (1 − F(x)^N), over that mean is the imbalance
+    slots = math.ceil(E / N)                                         # E ≥ N: expert e on node e mod N
+    pairs, q = T * slots, k / E
+    pmf = [math.comb(pairs, x) * q ** x * (1 - q) ** (pairs - x) for x in range(pairs + 1)]
+    cdf_copies = np.minimum(np.cumsum(pmf), 1.0)
+    imb = float((1.0 - cdf_copies ** N).sum()) / (T * k / N)
     f_proj_run = 2 * T * tp * attn_rank                              # each of g groups: T/g tokens on tp ranks
     t_attn_c = (f_proj_run + f_core) / (N * peak * eff)
-    t_moe_c = (f_router + f_expert) / (N * peak * eff)
+    t_moe_c = (f_router + 2 * T * (k * expert * imb + shared)) / (N * peak * eff)
     t_dense_c = f_dense / (N * peak * eff)
     t_head_c = f_head / (N * peak * eff)
     # --- resident weights read from HBM per node and layer
     W_attn = (attn_rank + (extras + 2 * H) / tp) * b                 # one rank's share
-    slots = math.ceil(E / N)                                         # E ≥ N: expert e on node e mod N
     p_hit = 1 - (1 - k / E) ** T                                     # an expert gets ≥ 1 of the T tokens
     # the step waits for the node that reads the most experts: E[max of N binomial(slots, p_hit)] (every node
     # holds `slots` here: E = 4·N) = Σ_x P(max ≥ x) = Σ_x (1 − P(X < x)^N)
@@ -277,7 +285,7 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     attn_peak = mem_weights + mem_kv + attn_transient + bta_buffer
     moe_peak = mem_weights + mem_kv + moe_transient
     out = dict(
-        tokens_per_microbatch=T, sequences_per_microbatch=seqs, tokens_per_expert=T * k / E, expert_efficiency=eff,
+        expert_imbalance=imb, tokens_per_microbatch=T, sequences_per_microbatch=seqs, tokens_per_expert=T * k / E, expert_efficiency=eff,
         attn_proj_flops=f_proj, attn_core_flops=f_core, router_flops=f_router, expert_flops=f_expert,
         attention_compute_s=t_attn_c, moe_compute_s=t_moe_c, dense_ffn_compute_s=t_dense_c,
         head_compute_s=t_head_c, attention_hbm_s=t_attn_hbm, moe_hbm_s=t_moe_w,
@@ -313,7 +321,8 @@ def test_decode_terms_match_hand_derivation(tp):
     """Compute, HBM reads (weights and KV cache, one term), the ring all-reduce and memory of a decode point."""
     row = _decode_row(tp)
     want = derive_b200_deepseek_decode(tp)
-    assert row["expert_imbalance"] == 1.0 and row["expert_slots_max"] == 4  # uniform routing, E = 4·N
+    assert row["expert_slots_max"] == 4  # uniform routing, E = 4·N
+    assert want["expert_imbalance"] == pytest.approx(1.8975 if tp is None else 1.4294, abs=1e-4)   # 64, 256 tokens
     _assert_row(row, {c: v for c, v in want.items() if not c.startswith("_")})
 
 

@@ -120,13 +120,17 @@ def test_link_geometry_matches_link_order():
 
 
 def test_node_load_panels_match_the_points(sweeps):
-    """Before/after maps hold the per-die load over the mean; their maxima are the swept imbalance factors."""
+    """Before/after maps hold the per-die expected load over the mean; their maxima are the expected shares'
+    imbalance factors."""
     ctx = _context(sweeps["bal"][0])
     fig = fig_balance.node_loads(ctx)["node_load_replicate"]
     shown = {im.get_gid(): im.get_array() for ax in fig.axes for im in ax.images}
     p = ctx.points[ctx.points["balance.zipf_s"] == 0.4].set_index("balance.balancer")
-    assert shown["node-load-before"].max() == pytest.approx(p.loc["none", "expert_imbalance"])
-    assert shown["node-load-after"].max() == pytest.approx(p.loc["replicate", "expert_imbalance"])
+    # the maps show the expected shares; the swept columns the busiest die over a step's routing
+    # (cost/balance/routing.py): at B = 256 (4,096 tokens) the hot die of the default placement stands 8σ clear of
+    # the rest (within 1e-4 of its share), while replication's even dies leave the routing's noise (1.11×, not 1.01×)
+    assert shown["node-load-before"].max() == pytest.approx(p.loc["none", "expert_imbalance"], rel=1e-4)
+    assert shown["node-load-after"].max() < p.loc["replicate", "expert_imbalance"]
     assert shown["node-load-before"].mean() == pytest.approx(1.0)
     assert fig.axes[0].images[0].norm.vmax == fig.axes[1].images[0].norm.vmax  # one colour scale
 

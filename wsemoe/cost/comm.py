@@ -16,6 +16,7 @@ import numpy as np
 from wsemoe.cost.node import formats, params, weights
 from wsemoe.cost.fabric import phasetime, scaleout
 from wsemoe.cost import structure
+from wsemoe.cost.balance import routing
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
 PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient" joins them in training
@@ -36,6 +37,12 @@ class StructuralKey(NamedTuple):
     spare_slots: int = 0
     skew_target: float | None = None
     skew_devices: int | None = None
+
+
+def _ports(noise) -> dict:
+    """(injection, ejection) factors of the phases at the hot expert node: dispatch ejects its copies there,
+    combine injects their outputs back."""
+    return {"dispatch": (1.0, noise), "combine": (noise, 1.0)}
 
 
 def software_latency(hw, phase: str):
@@ -126,10 +133,30 @@ class CommModel:
         def pick(fn):  # a structural value per point
             return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
 
-        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp))
+        busy = self._busiest(built, inv, shape, T)
+        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp), busy["noise"])
         out.update(self._statistics(pick, built, inv, shape))
+        out.update({k: busy[k] for k in ("expert_imbalance", "imbalance_before")})
         self._state = (built, inv, shape, windows)
         return out
+
+    def _busiest(self, built, inv, shape, T) -> dict:
+        """The busiest node's expert load over the mean per point, after and before the balancer's replicas, as the
+        expected maximum over a step's routing of T tokens (routing.busiest_load), and `noise`: that over the
+        expected share's imbalance (the structure's), the factor on the hot node's dispatch and combine ports."""
+        which, k = inv.reshape(shape), self.m.num_experts_per_tok
+        copies = np.asarray(T, dtype=float) * k
+        after = routing.busiest_load([s.node_load for s in built], [s.concentration for s in built], which, copies, k)
+        before = routing.busiest_load([s.load_before for s in built], [s.concentration_before for s in built], which,
+                                      copies, k)
+        share = np.asarray([s.expert_imbalance for s in built], dtype=float)[inv].reshape(shape)
+        return {"expert_imbalance": after, "imbalance_before": before, "noise": after / share}
+
+    def port_factors(self, T, tp) -> dict:
+        """{phase: (injection, ejection) factors} per point (`step_times`' `ports`): the hot expert node's dispatch
+        ejection and combine injection at the expected maximum of a step's routing."""
+        shape, keys, inv = _structural_keys(self.hw, self.m, tp, self.mp, self.bal)
+        return _ports(self._busiest([self._build(k) for k in keys], inv, shape, T)["noise"])
 
     def structures(self, tp) -> list[tuple[StructuralKey, structure.Structure]]:
         """Every unique structure the points of this group use, with its key (built once, cached)."""
@@ -182,9 +209,10 @@ class CommModel:
         """Occurrences of a phase per layer: the attention all-reduce once per attention tile (G), the rest once."""
         return self.wl.G if name in ("allreduce", "dense_allreduce") else 1
 
-    def _phases(self, built, inv, shape, scales: dict) -> tuple[dict, dict]:
-        """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration."""
-        out, windows = {}, {}
+    def _phases(self, built, inv, shape, scales: dict, noise) -> tuple[dict, dict]:
+        """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `noise`
+        scales the hot expert node's ports (`_busiest`)."""
+        out, windows, ports = {}, {}, _ports(noise)
         layers = params.moe_layers(self.m)
         mode = getattr(self.mp, "scale_out_dispatch", "auto")
         crossing = scaleout.system_share(self.hw, self.m, mode, self.wl.mode)
@@ -194,7 +222,7 @@ class CommModel:
             a2a = name in ("dispatch", "combine")
             share = crossing if a2a else 1.0
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share,
-                                    a2a and own_nic)
+                                    a2a and own_nic, ports.get(name, (1.0, 1.0)))
             reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once
@@ -226,8 +254,6 @@ class CommModel:
             "hot_link_overlap": pick(lambda s: s.hot_overlap),
             "dispatch_inter_ftd_share": pick(lambda s: s.inter_ftd_share),
             "dispatch_inter_wafer_share": pick(lambda s: s.inter_wafer_share),
-            "expert_imbalance": pick(lambda s: s.expert_imbalance),
-            "imbalance_before": pick(lambda s: s.imbalance_before),
             "expert_slots_max": pick(lambda s: s.slots_max),
             "expert_slots_before": pick(lambda s: s.slots_before),
             "expert_copies": pick(lambda s: s.copies),

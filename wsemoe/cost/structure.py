@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wsemoe.cost.balance import popularity
+from wsemoe.cost.balance import popularity, routing
 from wsemoe.cost.fabric import collectives, mesh, patterns, traffic
 from wsemoe.cost.fabric import topology as topo
 from wsemoe.cost.fabric import mapping as mp
@@ -54,7 +54,10 @@ class Structure:
     inter_ftd_share: float     # share of dispatch link load on links crossing FTD tiles (NaN without FTDs)
     inter_wafer_share: float   # share of dispatch link load on wafer-crossing links (NaN on one wafer or a switch)
     node_load: np.ndarray      # token copies each node's experts receive per unit dispatch (local included)
-    expert_imbalance: float    # busiest node's expert load over the mean (the expert stage runs at its pace)
+    load_before: np.ndarray    # the same without the balancer's replicas
+    concentration: np.ndarray  # per node, routing.node_concentration (the spread of its copies over a step)
+    concentration_before: np.ndarray
+    expert_imbalance: float    # busiest node's expected share over the mean (many tokens; routing.busiest_load: a step's)
     imbalance_before: float    # the same without the balancer's replicas
     slots_max: int             # most expert copies any node holds (memory, weight reads)
     slots_before: int          # the same before balancing
@@ -323,6 +326,9 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         inter_ftd_share=_share_on(_ftd_crossing(pl) if mesh_ else None, dispatch_loads),
         inter_wafer_share=_share_on(wafer_cross, dispatch_loads),
         node_load=c.node_load,
+        load_before=c.load_before,
+        concentration=routing.node_concentration(c.experts.weights, c.shares),
+        concentration_before=routing.node_concentration(c.before.weights, c.shares),
         expert_imbalance=popularity.imbalance(c.node_load),
         imbalance_before=popularity.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),

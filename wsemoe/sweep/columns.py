@@ -137,9 +137,11 @@ _DOCS = {
                          "90th-percentile load of loaded links, ties included (a ring loading its links alike has "
                          "them all hot); 0: complementary"),
     "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
-    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing (expert stage runs at its "
-                              "pace; SRAM serving and weight streaming at PE level: the busiest expert region's)"),
-    "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas"),
+    "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing: the expected maximum over a "
+                              "step's routing of its tokens (expert stage runs at its pace; SRAM serving and weight "
+                              "streaming at PE level: the busiest expert region's expected share)"),
+    "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas (expected "
+                              "maximum over a step's routing)"),
     "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),
     "expert_optimizer_shares_max": ("experts", "routed experts' optimizer state the node keeping the most holds, in "
                                                "whole experts: Σ over its copies of 1 / the expert's copies (ZeRO-1 "
