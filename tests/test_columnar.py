@@ -23,7 +23,7 @@ from wsemoe.sweep.space import Grid, _split
 MIXED = {"name": "mixed", "hardware": "wsc-b200-8x8", "model": "deepseek-v3",
          "workload": {"mode": "decode", "seq_len": 4096},
          "axes": {"mapping.strategy": ["block", "er"], "mapping.tp": [4, 16], "workload.B": [1, 7, 64],
-                  "workload.recompute": ["none", "full"]},
+                  "workload.expert_weight_format": ["bf16", "fp8"]},
          "zip": [{"model.num_experts_per_tok": [2, 8], "workload.G": [1, 3]}],
          "constraints": [{"column": "step_time_s", "max": 0.05}]}
 

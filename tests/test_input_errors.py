@@ -64,7 +64,7 @@ PLACED = ["eval", "--hardware", "wsc-b200-8x8", "--model", "qwen3-30b-a3b", "--s
 ])
 def test_explicit_placement_must_name_every_node_once(runner, tmp_path, ids, needle):
     sets = [] if ids is None else ["--set", f"mapping.placement={ids}"]
-    one_line_error(runner.invoke(app, PLACED + sets), "--set -> mapping.placement" if ids else "mapping -> placement",
+    one_line_error(runner.invoke(app, PLACED + sets), "--set -> mapping.placement" if ids else "--set -> mapping.strategy",
                    needle)
     cfg = {"name": "pl", "hardware": "wsc-b200-8x8", "model": "qwen3-30b-a3b",
            "mapping": {"strategy": "block", "tp": 4, **({} if ids is None else {"placement": ids})},

@@ -339,6 +339,7 @@ def test_the_expert_regions_hold_their_weight_gradients_in_training():
     assert row["pe_mem_moe_peak_bytes"] == pytest.approx(held + (weights + grads + tokens) / area, rel=1e-12)
     old_tile = held + (weights + grads + tokens) / 5_627.0
     assert old_tile == pytest.approx(47_662.4, abs=0.05) and old_tile > 46_848.0
-    prefill = load_config({**BASE, "workload": {**BASE["workload"], "mode": "prefill", "recompute": "none",
-                                                "B": 1, "G": 50}, "mapping": {"pe_dispatch": "unicast"}})
+    inference = {k: v for k, v in BASE["workload"].items() if k != "recompute"}   # training's (config/applies.py)
+    prefill = load_config({**BASE, "workload": {**inference, "mode": "prefill", "B": 1, "G": 50},
+                           "mapping": {"pe_dispatch": "unicast"}})
     assert engine.evaluate_points(prefill)["pe_mem_expert_grads_bytes"].iloc[0] == 0.0   # no backward, no gradients

@@ -74,7 +74,13 @@ def test_recompute_compute_order_and_exact_differences():
 
 
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
-def test_inference_ignores_recompute(mode):
+def test_inference_ignores_recompute(mode, monkeypatch):
+    from wsemoe.config import applies
+    from wsemoe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="applies only with mode train"):   # refused as one that cannot apply
+        _recompute_rows(mode=mode)
+    monkeypatch.setattr(applies, "check_applies", lambda cfg: None)   # given anyway, it moves nothing
     r = _recompute_rows(mode=mode)
     for col in ("attention_compute_s", "moe_compute_s", "head_compute_s", "mem_peak_node_bytes", "step_time_s"):
         assert r["none"][col] == r["selective"][col] == r["full"][col], col

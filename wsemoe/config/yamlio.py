@@ -80,19 +80,24 @@ class _Fallback(Exception):
     """The fast path cannot answer: _StrictLoader parses the text."""
 
 
+# Deeper than this, the strict loader decides: libyaml composes any depth, but what it builds would meet Python's
+# recursion limit later (copying, validation), where the strict loader says "nested too deeply" in one line.
+FAST_DEPTH = 100
+
+
 def _shared(root) -> bool:
     """Whether a composed document reaches some node twice (an alias; each node is visited once, so a "billion
-    laughs" document costs its written size)."""
-    seen, todo = set(), [root]
+    laughs" document costs its written size) or nests deeper than FAST_DEPTH."""
+    seen, todo = set(), [(root, 1)]
     while todo:
-        node = todo.pop()
-        if id(node) in seen:
+        node, depth = todo.pop()
+        if id(node) in seen or depth > FAST_DEPTH:
             return True
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            todo.extend(x for pair in node.value for x in pair)
+            todo.extend((x, depth + 1) for pair in node.value for x in pair)
         elif isinstance(node, yaml.SequenceNode):
-            todo.extend(node.value)
+            todo.extend((x, depth + 1) for x in node.value)
     return False
 
 
