@@ -109,7 +109,9 @@ _DOCS = {
     "zipf_s_used": ("1", "Zipf exponent of expert popularity in use (solved from balance.skew_target when set)"),
     "token_flow": ("", "replicated: every TP member holds all of its group's tokens (outputs reduced again); "
                        "slice: each member sends and receives only its own 1/tp"),
-    "moe_balance_saving_s": ("s", "expert compute time per MoE layer the balancer saves on the busiest node"),
+    "moe_balance_saving_s": ("s", "expert compute time per MoE layer the balancer saves on the busiest node (a "
+                             "difference: negative where its copies, planned on expected shares, leave a step's "
+                             "busiest node busier at few tokens, their split shares adding routing noise)"),
     "moe_replica_hbm_s": ("s", "HBM time per MoE layer the fullest node spends reading the replica copies it added"),
     "allreduce_bound": ("", "what limits the all-reduce: link, wafer-link, scale-out, inject, eject port, "
                         "or latency (hops and the call's software latency)"),
@@ -256,6 +258,10 @@ def _input_doc(name: str):
         return None
     desc = cls.model_fields[field].description or field
     return (input_unit(name), desc)
+
+
+# Time columns that are differences of two times, not amounts (the invariants' non-negative law skips them)
+DIFFERENCES = frozenset({"moe_balance_saving_s"})
 
 
 def describe(name: str) -> tuple[str, str]:

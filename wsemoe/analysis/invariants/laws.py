@@ -25,7 +25,7 @@ from wsemoe.cost import structure
 from wsemoe.cost.fabric.mesh import hops_matrix
 from wsemoe.specs import HardwareSpec
 from wsemoe.specs.base import MAX_TILES, MAX_TOKENS
-from wsemoe.sweep.columns import describe
+from wsemoe.sweep.columns import DIFFERENCES, describe
 
 
 def hardware_fields(suffix) -> list[str]:
@@ -369,7 +369,7 @@ def mfu_at_most_matmul_efficiency(chk: Checker, case: Case):
            "times, bytes and FLOPs are amounts: a negative or infinite one is an arithmetic error, not physics")
 def terms_are_finite_and_nonnegative(chk: Checker, case: Case):
     for rows, out in _groups(case):
-        amounts = [c for c in out if describe(c)[0] in ("s", "bytes", "FLOP")]
+        amounts = [c for c in out if describe(c)[0] in ("s", "bytes", "FLOP") and c not in DIFFERENCES]
         values = np.stack([np.asarray(out[c], dtype=float) for c in amounts], axis=1)   # rows × columns
         chk.compare(np.array(amounts, dtype=object)[None, :], values, 0.0, "finite >= 0", ("model", "zero"),
                     rows=rows[:, None])
