@@ -11,6 +11,8 @@ import pytest
 import wsemoe
 from wsemoe.config import presets
 
+from routingnoise import noise
+
 TPD, K, H, B16 = 16, 8, 7168, 2.0
 
 
@@ -61,7 +63,7 @@ def test_a_gpus_nvlink_port_carries_only_its_own_servers_bytes():
                            "model": "deepseek-v3", "workload": {"mode": "decode", "seq_len": 4096, "tokens_per_device": TPD},
                            "mapping": {"tp": 1, "scale_out_dispatch": "per_copy"}}).iloc[0]
     c = TPD * K * H * B16
-    port = c * 7 / 256 / hw.port_bw_bytes_per_s
+    port = c * 7 / 256 * noise(256, TPD) / hw.port_bw_bytes_per_s   # the busiest GPU's copies: 1.254× the mean
     assert port > c * 248 / 256 / (1e15 / 8)   # the GPU's own NIC at 1/8 of its server's network
     assert float(row["moe_combine_s"]) == pytest.approx(hw.alltoall_latency_s + hw.scale_out_latency_s + port,
                                                         rel=1e-9)
