@@ -74,10 +74,12 @@ KNOWN: dict[str, str] = {
     "params.total:kimi-k2.5": "its language model is Kimi K2's shape: 1.026T counted against a published '1T' "
                               "(one significant digit)",
     # ---- the measured-serving model on the given runs (issue 28; validate/silicon/rows.py) ----
-    "silicon.group.ttft:h200_sxm/deepseek-ai/DeepSeek-R1": "TensorRT-LLM at 1,024-token inputs runs 0.22-0.67x: "
-        "measured TTFTs of 240-1,400 ms for prefills the model costs 160-380 ms, and runs with EP 8 without "
-        "attention DP measure 1.6-2.4x those with EP 1 at the same load, which the model (no all-to-all without "
-        "attention DP) cannot separate; SGLang at 32-64 requests runs 1.5-1.8x",
+    "silicon.group.ttft:h200_sxm/deepseek-ai/DeepSeek-R1": "TensorRT-LLM at 1,024-token inputs runs 0.23-0.65x "
+        "(measured 240-3,200 ms where a request's prefill costs 38 ms, 74 ms at attention DP); 58% of the group's "
+        "error is the runs measured 2026-01-14 (1.1.0rc2.post2, EP 8, all but one in the file twice, as TP 8 and as "
+        "TP 64 MoE 8x8), which read 1.31x the TTFT and 0.68x the TPOT of the same build, layout and load measured "
+        "2025-12-15 (filed as DeepSeek-V3, ids dsr1_...): a serving setting the file does not record, not EP (EP 8 "
+        "and EP 1 runs of the other sets differ by 1.03x in TTFT, 1.00x in TPOT); SGLang at 32-64 requests runs 1.5-1.8x",
     "silicon.group.ttft:h200_sxm/meta-llama/Llama-3.1-8B-Instruct": "SGLang at 512 requests: measured TTFT grows "
         "with TP (2.1 s at TP 2 to 3.2 s at TP 8 for 1,000/1,000 tokens; 3.6 to 8.0 s at 1,000/2,000) where the "
         "model's prefill, shorter on more GPUs, gives 0.10-0.77x; at 40-128 requests of 4,000-8,000-token inputs "
