@@ -1,6 +1,7 @@
-"""H200 SXM's HBM as the serving engines see it: nvidia-smi's memory.total of 143,771 MiB (150.75e9 bytes), the
-figure vLLM's gpu_memory_utilization and SGLang's mem_fraction_static take their shares of. The datasheet's
-'141 GB' is that size in GiB; read as 141e9 bytes it left the KV budget 6.5% of the HBM short."""
+"""A GPU's HBM as the serving engines see it: nvidia-smi's memory.total (H200 SXM 143,771 MiB = 150.75e9 bytes,
+H100 SXM5 81,559 MiB, B200 183,359 MiB), the figure vLLM's gpu_memory_utilization and SGLang's mem_fraction_static
+take their shares of. The datasheets' '141 / 80 / 180 GB' read as decimal bytes left the KV budget 6.4-6.5% of
+the HBM short."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from wsemoe.validate.silicon import features, reader
 
 MIB = 2**20
 H200_MEMORY_TOTAL = 143_771 * MIB   # nvidia-smi memory.total of an H200 SXM, MiB
+MEMORY_TOTAL = {"h200-sxm": H200_MEMORY_TOTAL, "h100-sxm": 81_559 * MIB, "b200-sxm": 183_359 * MIB}
 
 
-def test_h200_memory_is_nvidia_smi_s_total():
-    assert presets.load_hardware("h200-sxm").node_memory_bytes == pytest.approx(H200_MEMORY_TOTAL, rel=1e-6)
+@pytest.mark.parametrize("preset", sorted(MEMORY_TOTAL))
+def test_memory_is_nvidia_smi_s_total(preset):
+    assert presets.load_hardware(preset).node_memory_bytes == pytest.approx(MEMORY_TOTAL[preset], rel=1e-6)
 
 
 def test_vllm_kv_slots_of_llama_8b_on_one_h200_by_hand():
