@@ -87,8 +87,8 @@ def moe_base(node: dict, nodes, pe):
 
 
 def region_bytes(m, wl, T, busiest) -> dict:
-    """Bytes one expert's region holds: its weights, in training their gradients, and its tokens (the busiest
-    copies and its home share).
+    """Bytes one expert's region holds: its weights, its tokens (the busiest copies and its home share) and, in
+    training, the weights' gradients and the tokens' deltas.
 
     Gradients: Cerebras' weight streaming computes the weight gradients on the wafer during the backward pass and
     then streams them out to MemoryX (Cerebras docs, "Weight Streaming Execution",
@@ -98,11 +98,10 @@ def region_bytes(m, wl, T, busiest) -> dict:
     it, so its block's gradient Σ_copies x·dy is complete only after the last copy: it can stream out per block
     once complete, not earlier, so each block is held whole through the backward pass beside the weights the same
     pass reads (dx = Wᵀ·dy). This is ZeRO's count of a held parameter (its weight and its gradient, as
-    weights.training_state_node counts resident ones). A backward that ran dx for every copy first and freed the
-    weights before accumulating dW would hold one of the two at a time, but must keep every copy's output gradient
-    meanwhile, a backward transient outside this count (Korthikanti's, as at node level). The fused backward is taken: no
-    source separates the two, and the docs' backward streams the weights in again and computes the gradients with
-    them on the wafer.
+    weights.training_state_node counts resident ones). The backward is taken fused (dx and dW per copy in one pass):
+    one that ran dx for every copy first (each dx held until its combine beside the dy the dW pass still reads) and
+    freed the weights before dW would peak at max(W + n·2H·s, dW) against W + dW, less only while n < 1.5·F at 16
+    bits (k = 1 here); no source says which the compiler runs (docs/cost-model.md, "Weight streaming at PE level").
 
     Deltas (training): the backward's inputs are the loss's derivatives with respect to the stage's outputs,
     Cerebras' "deltas" (Cerebras glossary: "derivatives of the loss on the batch with respect to the activations;
