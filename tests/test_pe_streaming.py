@@ -317,29 +317,51 @@ def test_choose_weighs_the_all_to_all_by_its_moves_per_pass():
     assert list(streamlayout.choose(t, [450], [100], [0], comm_weight=0.75)) == [1]
 
 
-def test_the_expert_regions_hold_their_weight_gradients_in_training():
+def test_the_expert_regions_hold_their_weight_gradients_and_deltas_in_training():
     # Point 596 of sweeps/bta_topk_pe.yaml (B 1, G 50, k 8, unicast): T = 50 · 8,192 = 409,600 tokens, the busiest
     # of 128 uniform experts takes 8 · 409,600 / 128 = 25,600 copies. Its region holds 3 · 2048 · 768 = 4,718,592
-    # weights at 2 bytes (9,437,184 B), in training as many gradients at bytes_per_grad 2 (9,437,184 B: its PEs keep
-    # their blocks while the copies pass, so each block's Σ x·dy is held until the last one), and its tokens
-    # 25,600 · (2·2048 + 6·768) + 3,200 · (2·2048 + 2·2048) = 249,036,800 B. Beside the program (48,000 − 1,152 =
+    # weights at 2 bytes (9,437,184 B), in training as many gradients at bytes_per_grad 2 (its PEs keep their blocks
+    # while the copies pass, so each block's Σ x·dy is held until the last one), its tokens 25,600 · (2·2048 +
+    # 6·768) + 3,200 · (2·2048 + 2·2048) = 249,036,800 B and, through the backward, the deltas dy of its copies and
+    # g of its 3,200 home tokens: (25,600 + 3,200) · 2 · 2048 = 117,964,800 B. Beside the program (48,000 − 1,152 =
     # 46,848 B) and the attention weights held over 994 · 750 PEs (37,757,440 / 745,500 = 50.647 B) a tile needs
-    # (2 · 9,437,184 + 249,036,800) / 46,797.35 = 5,724.9 PEs: the 331 × 17 = 5,627-PE tile the point took without
-    # the gradients (peak 50.647 + 2 · 1,677.13 + 44,257.45 = 47,662.4 B) no longer fits.
-    grads, weights, tokens, held = 9_437_184.0, 9_437_184.0, 249_036_800.0, 37_757_440.0 / 745_500.0
-    cfg = load_config({**BASE, "workload": {**BASE["workload"], "B": 1, "G": 50},
-                       "mapping": {"pe_dispatch": "unicast"}})
-    row = engine.evaluate_points(cfg).iloc[0]
-    area = row["expert_region_pes"]
-    assert (weights + grads + tokens) / (46_848.0 - held) == pytest.approx(5_724.9, abs=0.05)
-    assert area >= 5_725 and bool(row["feasible"])
-    assert row["pe_mem_moe_held_bytes"] == pytest.approx(held, rel=1e-9)
-    assert row["pe_mem_expert_grads_bytes"] == pytest.approx(grads / area, rel=1e-12)
-    assert row["pe_mem_expert_weights_bytes"] == pytest.approx(weights / area, rel=1e-12)
-    assert row["pe_mem_moe_peak_bytes"] == pytest.approx(held + (weights + grads + tokens) / area, rel=1e-12)
-    old_tile = held + (weights + grads + tokens) / 5_627.0
-    assert old_tile == pytest.approx(47_662.4, abs=0.05) and old_tile > 46_848.0
+    # 385,875,968 / 46,797.35 = 8,245.7 PEs, more than 745,500 / 128 = 5,824.2: it fits no tile (without the deltas
+    # 5,724.9, the 5,797-PE tile it took).
+    held, room = 37_757_440.0 / 745_500.0, 46_848.0
+    free = room - held
+    W, tokens, deltas = 9_437_184.0, 249_036_800.0, 117_964_800.0
+    assert (2 * W + tokens + deltas) / free == pytest.approx(8_245.7, abs=0.05)
+    row = engine.evaluate_points(load_config({**BASE, "workload": {**BASE["workload"], "B": 1, "G": 50},
+                                              "mapping": {"pe_dispatch": "unicast"}})).iloc[0]
+    assert not bool(row["feasible"]) and row["g_pe_sram_moe"] > 0
+    # The cap on B·G at B = 1 (k 8): per sequence of 8,192 tokens the region adds 8,192 · (1/16 · (4,096 + 4,608)
+    # + 1/128 · 8,192 + (1/16 + 1/128) · 4,096) = 8,192 · 896 = 7,340,032 B beside 2 W = 18,874,368 B. G = 34 needs
+    # 268,435,456 / 46,797.35 = 5,736.1 PEs (the 31 × 187 tile of a 32 × 4 grid holds it); G = 35 needs 5,893.0 >
+    # 5,824.2. Without the deltas (8,192 · 608 a sequence) G = 50 fit.
+    for G, fits in ((34, True), (35, False)):
+        assert (2 * W + G * 7_340_032.0) / free == pytest.approx({34: 5_736.1, 35: 5_893.0}[G], abs=0.05)
+        row = engine.evaluate_points(load_config({**BASE, "workload": {**BASE["workload"], "B": 1, "G": G},
+                                                  "mapping": {"pe_dispatch": "unicast"}})).iloc[0]
+        assert bool(row["feasible"]) is fits
+        area, T = row["expert_region_pes"], G * 8_192.0
+        assert row["pe_mem_expert_deltas_bytes"] == pytest.approx((T / 16 + T / 128) * 4_096.0 / area, rel=1e-12)
+        assert row["pe_mem_expert_grads_bytes"] == pytest.approx(W / area, rel=1e-12)
+        assert row["pe_mem_moe_peak_bytes"] == pytest.approx(held + (2 * W + G * 7_340_032.0) / area, rel=1e-12)
     inference = {k: v for k, v in BASE["workload"].items() if k != "recompute"}   # training's (config/applies.py)
-    prefill = load_config({**BASE, "workload": {**inference, "mode": "prefill", "B": 1, "G": 50},
-                           "mapping": {"pe_dispatch": "unicast"}})
-    assert engine.evaluate_points(prefill)["pe_mem_expert_grads_bytes"].iloc[0] == 0.0   # no backward, no gradients
+    prefill = engine.evaluate_points(load_config({**BASE, "workload": {**inference, "mode": "prefill", "B": 1, "G": 50},
+                                                  "mapping": {"pe_dispatch": "unicast"}})).iloc[0]
+    assert prefill["pe_mem_expert_grads_bytes"] == 0.0 and prefill["pe_mem_expert_deltas_bytes"] == 0.0
+
+
+def test_deltas_cap_b_times_g_at_top_1():
+    # k 1, F 6,144 (the sweep's k = 1 point, active parameters held): W = 3 · 2048 · 6144 · 2 = 75,497,472 B and as
+    # many gradient bytes; a sequence adds 8,192 · (1/128 · (4,096 + 36,864) + 1/128 · 8,192 + 2/128 · 4,096) =
+    # 8,192 · 448 = 3,670,016 B (without the deltas 8,192 · 384 = 3,145,728: B·G 38 fit, the old best point).
+    # B·G = 32 needs 268,435,456 / 46,797.35 = 5,736.1 PEs and fits; 34 needs 5,893.0 > 5,824.2 (33: 5,814.5, more than the 5,797-PE tile) and does not.
+    model = {"preset": "qwen3-30b-a3b", "num_experts_per_tok": 1, "moe_intermediate_size": 6144}
+    free = 46_848.0 - 37_757_440.0 / 745_500.0
+    for B, G, fits in ((2, 16, True), (2, 17, False), (1, 38, False)):
+        assert ((2 * 75_497_472.0 + B * G * 3_670_016.0) / free <= 5_797.0) is fits
+        row = engine.evaluate_points(load_config({**BASE, "model": model, "workload": {**BASE["workload"], "B": B,
+                                                  "G": G}, "mapping": {"pe_dispatch": "unicast"}})).iloc[0]
+        assert bool(row["feasible"]) is fits

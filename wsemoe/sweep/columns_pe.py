@@ -102,8 +102,11 @@ STREAMING = {   # a weight-streaming wafer at PE level (hardware.pe_fabric): cos
                                            "otherwise)"),
     "pe_mem_expert_tokens_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: its token copies, their "
                                             "FFN intermediates and its share of the layer's tokens"),
+    "pe_mem_expert_deltas_bytes": ("bytes", "PE fabric, per PE of the busiest expert region: the deltas (loss "
+                                            "gradients of the outputs) of its token copies and home tokens, held "
+                                            "through the backward pass (training; 0 otherwise)"),
     "pe_mem_moe_peak_bytes": ("bytes", "PE fabric, per PE: the MoE stage's peak (held + expert weights + "
-                                       "their gradients + tokens)"),
+                                       "their gradients + tokens + deltas)"),
     "g_pe_sram_attn": ("1", "constraint: the attention stage's peak per PE / what a PE holds beside its program − 1 "
                             "(≤ 0 satisfied)"),
     "g_pe_sram_moe": ("1", "constraint: the MoE stage's peak per PE of the busiest expert region / what a PE holds "

@@ -255,7 +255,7 @@ def _sram(row, pe) -> list:
     out = []
     for stage, parts in (("attn", ("pe_mem_attn_held", "pe_mem_attn_linear", "pe_mem_scores")),
                          ("moe", ("pe_mem_moe_held", "pe_mem_expert_weights", "pe_mem_expert_grads",
-                                 "pe_mem_expert_tokens"))):
+                                 "pe_mem_expert_tokens", "pe_mem_expert_deltas"))):
         vals = [(p, value_of(row, f"{p}_bytes")) for p in parts]
         total = sum(v for _, v in vals)
         text = " + ".join(f"{p.removeprefix('pe_mem_').replace('_', ' ')} {_b(v)}" for p, v in vals)

@@ -12,10 +12,12 @@ every PE keeps `program_bytes_per_pe` for its program (docs/cost-model.md, "Weig
                       tile sequences × q × heads held (materialized n_h, per_head 1, flash 0), each query's S keys
                       across the columns (a softmax is a reduction along one row of PEs)
     MoE peak        = (weights + kept + KV [+ attention transient + BTA buffer]) / P
-                      + (3·H·F·(b_e [+ b_g]) + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s) / (h·w)
+                      + (3·H·F·(b_e [+ b_g]) + n·(2H + 6F)·s + (T/E)·(2H + 2H + 6·n_sh·F_sh)·s
+                         [+ (n + T/E)·2H·s]) / (h·w)
                       the expert's weights land on its region (one layer at a time), in training with their
-                      gradients beside them through the backward pass (`region_bytes`); n busiest copies, T/E home
-                      tokens with their layer norm's input
+                      gradients and the deltas (output gradients) of its copies and home tokens beside them
+                      through the backward pass (`region_bytes`); n busiest copies, T/E home tokens with their
+                      layer norm's input
 
 `s = bytes_per_act / 2`, `a_ln = 2·H·s` (the stage's layer norm input) and `b_s` bytes per score (5 with attention
 dropout, 2 without) as in cost/node/memory.py.
@@ -85,8 +87,8 @@ def moe_base(node: dict, nodes, pe):
 
 
 def region_bytes(m, wl, T, busiest) -> dict:
-    """Bytes one expert's region holds: its weights, in training their gradients, and its tokens (the busiest
-    copies and its home share).
+    """Bytes one expert's region holds: its weights, its tokens (the busiest copies and its home share) and, in
+    training, the weights' gradients and the tokens' deltas.
 
     Gradients: Cerebras' weight streaming computes the weight gradients on the wafer during the backward pass and
     then streams them out to MemoryX (Cerebras docs, "Weight Streaming Execution",
@@ -96,29 +98,43 @@ def region_bytes(m, wl, T, busiest) -> dict:
     it, so its block's gradient Σ_copies x·dy is complete only after the last copy: it can stream out per block
     once complete, not earlier, so each block is held whole through the backward pass beside the weights the same
     pass reads (dx = Wᵀ·dy). This is ZeRO's count of a held parameter (its weight and its gradient, as
-    weights.training_state_node counts resident ones). A backward that ran dx for every copy first and freed the
-    weights before accumulating dW would hold one of the two at a time, but must keep every copy's output gradient
-    meanwhile, a backward transient outside this count (Korthikanti's, as at node level): not modelled."""
+    weights.training_state_node counts resident ones). The backward is taken fused (dx and dW per copy in one pass):
+    one that ran dx for every copy first (each dx held until its combine beside the dy the dW pass still reads) and
+    freed the weights before dW would peak at max(W + n·2H·s, dW) against W + dW, less only while n < 1.5·F at 16
+    bits (k = 1 here); no source says which the compiler runs (docs/cost-model.md, "Weight streaming at PE level").
+
+    Deltas (training): the backward's inputs are the loss's derivatives with respect to the stage's outputs,
+    Cerebras' "deltas" (Cerebras glossary: "derivatives of the loss on the batch with respect to the activations;
+    they flow from layer to layer in the reverse direction during backpropagation"). A copy's delta dy (2H·s; the
+    combine's backward is a dispatch of the output gradients, all n copies' arriving as the forward dispatch's x
+    did) is read twice, by dW_down = hᵀ·dy and dh = W_downᵀ·dy, beside the copy's x, gate, up and product
+    (recomputed: `tokens`); a home token holds its own delta g (2H·s), which the dispatch copies and the residual
+    path adds back. dh, dgate, dup and dx can each take the place of a tensor dead by then (h, gate/up, dy), so
+    the deltas are the least the backward adds: (n + T/E)·2H·s, held with the weights and their gradients."""
     s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
     home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s + memory.norm_input_bytes_per_token(m, wl)
-    grads = params.expert_params(m) * wl.bytes_per_grad if wl.mode == "train" else 0.0
+    train = wl.mode == "train"
+    grads = params.expert_params(m) * wl.bytes_per_grad if train else 0.0
+    copies = np.asarray(busiest, dtype=float)
+    deltas = (copies + T / m.num_experts) * 2.0 * H * s if train else 0.0 * copies
     return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T, "grads": grads + 0.0 * T,
-            "tokens": np.asarray(busiest, dtype=float) * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home}
+            "tokens": copies * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home, "deltas": deltas + 0.0 * T}
 
 
 def need_area(pe, base, region: dict):
     """PEs an expert's region needs so that its PEs fit (inf where the rest alone fills them)."""
     free = room(pe) - base
-    total = region["weights"] + region["grads"] + region["tokens"]
+    total = region["weights"] + region["grads"] + region["tokens"] + region["deltas"]
     return np.where(free > 0, total / np.where(free > 0, free, 1.0), np.inf)
 
 
 def moe(pe, base, region: dict, area) -> dict:
     """Per PE of the busiest expert region at the MoE stage's peak, and its constraint."""
-    w, dw, t = region["weights"] / area, region["grads"] / area, region["tokens"] / area
-    peak = base + w + dw + t
+    w, dw, t, d = (region[k] / area for k in ("weights", "grads", "tokens", "deltas"))
+    peak = base + w + dw + t + d
     return {"pe_mem_moe_held_bytes": base + 0.0 * peak, "pe_mem_expert_weights_bytes": w,
-            "pe_mem_expert_grads_bytes": dw, "pe_mem_expert_tokens_bytes": t, "pe_mem_moe_peak_bytes": peak,
+            "pe_mem_expert_grads_bytes": dw, "pe_mem_expert_tokens_bytes": t, "pe_mem_expert_deltas_bytes": d,
+            "pe_mem_moe_peak_bytes": peak,
             "g_pe_sram_moe": _over(peak, room(pe))}
 
 
