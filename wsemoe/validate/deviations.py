@@ -44,9 +44,12 @@ KNOWN: dict[str, str] = {
     "scale.ni.comm.hot": "balancing shortens only dispatch and combine (the hot die's ejection); HER's all-gathers "
                          "and output reduction, most of the MoE communication at one expert per die, stay",
     "scale.ni.comm.fill": "as with hot replicas: the phases balancing does not touch dominate",
-    "cerebras.post:llama-3.1-405b": "at the named speculation (2.53 tokens accepted per step) 405B runs above the "
-                                    "band, without it (0.54×) below: the figure depends on a speculation Cerebras "
-                                    "does not state",
+    "cerebras.post:llama-3.1-405b": "the speculation and software are 70B's, which passes (1.19×): what is 405B's "
+                                    "own is its per-token time over 70B's, 1.93× against 2,100 / 969 = 2.17× "
+                                    "published (126 layers of 14.8 µs on 383² PEs against 80 of 12.2 µs on 205², "
+                                    "21 system hops against 3). Unpublished figures carry the rest: an inter-system "
+                                    "hop of 10 µs (its range's top) puts 405B at 1.23×, WSE-3's fabric cycles as "
+                                    "characterised at 0.97×; without speculation it runs at 0.53× (docs/validation.md)",
     "cerebras.ttft:llama-3.1-405b": "the model counts the wafers' prefill of the prompt only (milliseconds); the "
                                     "published 0.24 s is measured at the API, with the network round trip, "
                                     "tokenisation and scheduling the model has no term for",
