@@ -40,12 +40,12 @@ def kv_node(hw, m, wl, mp, shape: Shape):
 
 def shared_split(wl, shape: Shape, c: dict):
     """Ways a node's TP group splits the MoE stage's shared experts (the router is whole: `router_tokens`): `tp`
-    where every member holds all of its group's tokens (the replicated flow, `token_flow`), 1 in serving under the slice flow, where each member
-    holds only its own 1/tp of them: it routes its slice and runs the whole shared experts on it, so it holds and
-    reads them whole (the same FLOPs; no collective). That is what every serving engine does when the tokens are
-    sliced over the attention-TP ranks before the MoE: SGLang builds the shared experts with tp_size=1 under its
-    all-to-all backends (DeepEP, Mooncake, FlashInfer), whose MoE layers run SCATTERED
-    (github.com/sgl-project/sglang: python/sglang/srt/models/deepseek_v2.py, DeepseekV2MoE;
+    where every member holds all of its group's tokens (the replicated flow, `token_flow`), 1 in serving under
+    the slice flow, where each member holds only its own 1/tp of them: it routes its slice and runs the whole
+    shared experts on it, so it holds and reads them whole (the same FLOPs; no collective). That is what every
+    serving engine does when the tokens are sliced over the attention-TP ranks before the MoE: SGLang builds the
+    shared experts with tp_size=1 under its all-to-all backends (DeepEP, Mooncake, FlashInfer), whose MoE layers
+    run SCATTERED (github.com/sgl-project/sglang: python/sglang/srt/models/deepseek_v2.py, DeepseekV2MoE;
     python/sglang/srt/layers/communicator.py, _compute_mlp_mode); vLLM's sequence-parallel MoE replicates them,
     "no collective ops are needed" (github.com/vllm-project/vllm: vllm/model_executor/models/deepseek_v2.py,
     DeepseekV2MLP is_sequence_parallel); TensorRT-LLM's attention DP sets shared_tp_size = 1
