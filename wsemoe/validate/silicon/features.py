@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.gpu.serving import ACT_BYTES, kv_budget
+from wsemoe.cost.gpu.serving import ACT_BYTES, DP_GATHER, kv_budget
 from wsemoe.cost.gpu.shape import shape
 from wsemoe.cost.node import formats, mix
 
@@ -90,7 +90,7 @@ def one(res: dict, worker: str, s=None) -> dict:
     share, of_total = kv_budget(res.get("backend", ""))
     return {"L": s.layers, "Lm": s.moe_layers, "H": s.hidden, "heads": s.heads, "attn_w": s.attn_w, "attn_kv_w": s.attn_kv_w,
             "dense_w": s.dense_w,
-            "expert_w": s.expert_w, "shared_w": s.shared_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
+            "expert_w": s.expert_w, "shared_w": s.shared_w, "router_w": s.router_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
             "kv_values": s.kv_values, "kv_shards": s.kv_shards, "sf_decode": s.score_flops_decode,
             "sf_prefill": s.score_flops_prefill, "b_gemm": formats.nbytes(res["gemm"]),
             "b_moe": formats.nbytes(res["moe"]), "b_kv": formats.nbytes(kv_format(res)),
@@ -102,6 +102,7 @@ def one(res: dict, worker: str, s=None) -> dict:
             "tp": lay["tp"], "dp": lay["dp"], "pp": lay["pp"], "moe_tp": lay["moe_tp"], "moe_ep": lay["moe_ep"],
             "C": lay["C"], "isl": res["isl"], "osl": res["osl"], "ar_lat": hw.collective_latency_s,
             "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0,
+            "dp_gather": DP_GATHER.get(res.get("backend", ""), 0.0),
             "kv_share": share, "kv_of_total": of_total,
             **attention_shares(res["model"], res["isl"], res["osl"]), **cache_extras(res["model"], lay["tp"], formats.nbytes(kv_format(res)))}
 
