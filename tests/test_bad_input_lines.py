@@ -54,6 +54,20 @@ def test_a_name_of_other_letters_says_ascii(runner, tmp_path):
     assert r.exit_code == 2 and "ASCII letters" in r.output and len(r.output.strip().splitlines()) == 1, r.output
 
 
+@pytest.mark.parametrize("section", ["hardware", "model"])
+def test_a_sweep_file_naming_a_yaml_file_as_its_section_is_told_how(section, runner, tmp_path):
+    # `hardware: hw.yaml` (a file beside the sweep, as `eval --hardware hw.yaml` reads one) was "unknown hardware
+    # preset 'hw.yaml'; known: a100-x8, ..." as if mistyped; a path said how, a file's bare name did not.
+    (tmp_path / "f.yaml").write_text("preset: cs2\n")
+    sweep = {"name": "a", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+             section: "f.yaml"}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    r = runner.invoke(app, ["check", str(path)])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"--{section} FILE reads a file's fields" in r.output and "known:" not in r.output, r.output
+
+
 def test_exponent_numbers_read_as_numbers():
     """PyYAML (YAML 1.1) reads 1e-9 as text for want of a dot; a sweep file reads it as YAML 1.2 and users do."""
     from wsemoe.config import yamlio
