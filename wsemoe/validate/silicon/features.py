@@ -31,14 +31,14 @@ def attention_shares(m, isl: float, osl: float) -> dict:
             "pair_share": float(mean(lambda a: np.mean(mix.keys_read(a, mx.pattern, pos))) / np.mean(pos))}
 
 
-def cache_extras(m, tp: int, b_kv: float) -> dict:
+def cache_extras(m, tp: int) -> dict:
     """What a patterned model's layers keep and compute beyond their KV (the node-level rules, cost/node/mix.py and
     memory.held_per_token), summed over its layers, on the busiest of `tp` ranks:
     `idx_bytes`: the sparse (DSA) layers' indexer keys per cached token (FP8 with FP32 scales whatever the KV
     format, on every rank: the indexer's projections are replicated, as vLLM's and SGLang's V3.2 indexers are);
     `idx_flops`: their indexer's FLOPs per (query, key) pair, every key of the context (replicated the same way);
     `state_bytes`: the linear layers' recurrent state and convolution inputs per sequence (bytes: the state in the
-    model's `state_format`, else like the convolution inputs in the KV format of `b_kv` bytes a value; value heads
+    model's `state_format`, else 16-bit, the convolution inputs 16-bit, whatever the KV format; value heads
     split over the ranks, whole heads a rank); `state_flops`: their recurrent core's FLOPs per token on that rank.
     All 0 for a model without such layers."""
     out = {"idx_bytes": 0.0, "idx_flops": 0.0, "state_bytes": 0.0, "state_flops": 0.0}
@@ -52,7 +52,7 @@ def cache_extras(m, tp: int, b_kv: float) -> dict:
     if n_linear:
         heads = mx.pattern["linear"]["num_value_heads"]
         share = np.ceil(heads / tp) / heads
-        out["state_bytes"] = float(n_linear * mix.linear_state_bytes(mx.pattern, b_kv) * share)
+        out["state_bytes"] = float(n_linear * mix.linear_state_bytes(mx.pattern) * share)
         out["state_flops"] = float(n_linear * mix.linear_flops_per_token(mx.pattern) * share)
     return out
 
@@ -104,7 +104,7 @@ def one(res: dict, worker: str, s=None) -> dict:
             "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0,
             "dp_gather": DP_GATHER.get(res.get("backend", ""), 0.0),
             "kv_share": share, "kv_of_total": of_total,
-            **attention_shares(res["model"], res["isl"], res["osl"]), **cache_extras(res["model"], lay["tp"], formats.nbytes(kv_format(res)))}
+            **attention_shares(res["model"], res["isl"], res["osl"]), **cache_extras(res["model"], lay["tp"])}
 
 
 def arrays(resolved: list[dict], worker_of) -> dict:
