@@ -109,3 +109,23 @@ def test_a_ratio_range_within_one_tick_still_shows_two():
     shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
     assert len(set(shown)) >= 2 and "1×" in shown
     assert lo <= min(values) and max(values) <= hi
+
+
+def test_ratio_ticks_over_a_few_tens_of_percent_do_not_run_into_one_another():
+    """Ratios of 1.00× to 1.499× on a log y axis (quickstart's readings figure, right panel: E 128's range): the
+    narrow list put 0.99×, 1×, 1.01×, 1.02× within 3% of one another and their labels overlapped."""
+    from wsemoe.report.figures.style import ratio_ticks
+
+    fig = Figure(figsize=(4.6, 3.6), layout="constrained")
+    ax = fig.subplots()
+    values = [1.0, 1.0, 1.001, 1.499]
+    ax.vlines([0, 1], [1.0, 1.0], [1.001, 1.499], lw=6)
+    ax.set_yscale("log")
+    ratio_ticks(ax, "y", values)
+    figure_bytes(fig, "png")
+    renderer = fig._get_renderer()
+    lo, hi = sorted(ax.get_ylim())
+    shown = [t for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    boxes = [t.get_window_extent(renderer) for t in shown]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert "1×" in {t.get_text() for t in shown} and len(shown) >= 3
