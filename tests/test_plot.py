@@ -430,3 +430,23 @@ def test_more_fronts_than_the_legend_names_without_a_marker_axis():
     fig = fig_pareto.pareto(view)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "Pareto fronts (7, one per attention batch B)" in labels, labels
+
+
+def test_speedup_lines_keep_their_pareto_colour_and_clear_the_top_edge(tmp_path):
+    """A sweep listing E = 16 before E = 8 (as bta_topk lists k = 8 before k = 1): the speedup figure coloured its
+    lines in sorted order and the Pareto figure in the sweep's, so one design changed colour between figures of
+    one sweep. Lines within 0.2% of 1 (quickstart) sat on the axes' top edge (top 1.0021 for a peak of 1.0020)."""
+    from matplotlib.colors import to_hex
+
+    from wsemoe.report.figures import fig_bta, fig_pareto
+    from wsemoe.report.figures.view import ResultsView
+
+    cfg = {**BTA, "name": "order", "sparsity": {"vary": "num_experts", "values": [16, 8]}}
+    r = ResultsView.load(run_sweep(cfg, out_root=tmp_path).path)
+    ax = fig_bta.speedup_vs_g(r).axes[0]
+    lines = {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
+    legend = fig_pareto.pareto(r).legends[0]
+    points = {t.get_text().split(" (")[0]: to_hex(h.get_facecolor()[0])
+              for h, t in zip(legend.legend_handles, legend.get_texts()) if t.get_text().startswith("E = ")}
+    assert points and {k: to_hex(lines[k].get_color()) for k in points} == points
+    assert ax.get_ylim()[1] >= 1.03 * max(max(ln.get_ydata()) for ln in lines.values())
