@@ -450,3 +450,21 @@ def test_speedup_lines_keep_their_pareto_colour_and_clear_the_top_edge(tmp_path)
               for h, t in zip(legend.legend_handles, legend.get_texts()) if t.get_text().startswith("E = ")}
     assert points and {k: to_hex(lines[k].get_color()) for k in points} == points
     assert ax.get_ylim()[1] >= 1.03 * max(max(ln.get_ydata()) for ln in lines.values())
+
+
+def test_a_front_is_named_as_its_points_are():
+    """moentwine_vs_nvl72's legend named the points 'wsc-b200-4x8x8, deepseek-v3' (colour, then marker) and their
+    front 'deepseek-v3, wsc-b200-4x8x8' (the manifest's group order): one design named two ways."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+
+    x = np.linspace(1, 2, 8)
+    pts = pd.DataFrame({"model": np.repeat(["m1", "m2"], 16), "hardware": np.tile(np.repeat(["hA", "hB", "hC"], 8)[:16], 2),
+                        "tokens_per_s": np.tile(x, 4), "mem_peak_node_bytes": np.tile(x * 1e9, 4), "feasible": True})
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    fronts = {lab[len("Pareto front of "):].split(" (")[0] for lab in labels if lab.startswith("Pareto front of ")}
+    points = {lab.split(" (")[0] for lab in labels if not lab.startswith(("Pareto", "infeasible", "capacity"))}
+    assert len(fronts) == 4 and fronts == points, (fronts, points)

@@ -226,7 +226,12 @@ def _draw_fronts(ax, front, feas, systems, cues, colours, xcol, ycol, fx, fy, pa
         x, y = front[xcol].to_numpy(dtype=float) * fx, front[ycol].to_numpy(dtype=float) * fy
         step = max(1, -(-len(front) // MAX_MARKED))
         ties = int(front["ties"].sum()) if "ties" in front else len(front)
-        what = "Pareto front" + (f" of {_key_text(systems, key)}" if systems else "")
+        # named in the points' order (colour, then marker): 'wsc-b200-4x8x8, deepseek-v3 (1,608)' above
+        # 'Pareto front of deepseek-v3, wsc-b200-4x8x8' named one design two ways in one legend
+        first = [c for c in (colour, shape) if c in systems]
+        order = [*first, *(c for c in systems if c not in first)]
+        what = "Pareto front" + (f" of {_key_text(order, tuple(key[systems.index(c)] for c in order))}"
+                                 if systems else "")
         if not panels:
             what += f" ({count(len(front), 'row')}" + \
                 (f" for {ties:,} points" if ties != len(front) else "") + \
