@@ -229,7 +229,7 @@ def _g_verdict(lines: list, gs, tops=None) -> str:
                        if fails else ".")
     text = "Best speedup over G = 1: " + "; ".join(parts) if parts else ""
     if fails:
-        text += ("; " if text else "") + f"no gain (within 0.5% of 1) for {listing(fails)}: the claim does not hold there"
+        text += ("; no" if text else "No") + f" gain (within 0.5% of 1) for {listing(fails)}: the claim does not hold there"
     return text + "." if text else "No line to compare."
 
 
