@@ -129,3 +129,13 @@ def test_ratio_ticks_over_a_few_tens_of_percent_do_not_run_into_one_another():
     boxes = [t.get_window_extent(renderer) for t in shown]
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     assert "1×" in {t.get_text() for t in shown} and len(shown) >= 3
+
+
+def test_a_setting_has_one_short_name_in_every_figure():
+    """Legends name a design by symbol ('k = 8, F = 768', 'S = 8,192'); titles and bar labels by `setting`, which
+    fell back to the raw key for two of them: bta_topk_pe's memory bars read 'top-k 8, moe_intermediate_size 768'
+    beside a speedup legend's 'F = 1,536', cerebras_serving's subtitle 'seq_len 8,192' beside panels 'S = 8,192'."""
+    from wsemoe.report.figures.style import SLICE_SYMBOLS, SYMBOLS, setting
+
+    assert set(SYMBOLS) <= set(SLICE_SYMBOLS)
+    assert setting("model.moe_intermediate_size", 768) == "F 768" and setting("workload.seq_len", 8192) == "S 8,192"

@@ -66,7 +66,10 @@ SLICE_SYMBOLS = {"model.num_experts_per_tok": "top-k", "workload.B": "B", "mappi
                  "workload.tokens_per_device": "tokens/device", "mapping.token_source": "token source",
                  "mapping.ring_directions": "ring directions", "balance.balancer": "balancer",
                  "workload.comm_overlap": "overlap", "balance.replica_policy": "replicas",
-                 "balance.migration_windows": "migration windows", "balance.skew_devices": "skew read on"}
+                 "balance.migration_windows": "migration windows", "balance.skew_devices": "skew read on",
+                 # the symbols the legends use ('k = 8, F = 768'): bta_topk_pe's bars read 'moe_intermediate_size 768'
+                 "model.moe_intermediate_size": "F", "workload.seq_len": "S", "hardware.pe_fabric": "PE fabric",
+                 "mapping.pe_dispatch": "PE dispatch", "mapping.pe_placement": "PE placement"}
 BETTER = {"max": ", higher is better", "min": ", lower is better"}
 ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
 
