@@ -468,3 +468,22 @@ def test_a_front_is_named_as_its_points_are():
     fronts = {lab[len("Pareto front of "):].split(" (")[0] for lab in labels if lab.startswith("Pareto front of ")}
     points = {lab.split(" (")[0] for lab in labels if not lab.startswith(("Pareto", "infeasible", "capacity"))}
     assert len(fronts) == 4 and fronts == points, (fronts, points)
+
+
+def test_a_long_pareto_legend_leaves_the_plot_its_height():
+    """Three systems by two models (moentwine_vs_nvl72): 12 legend rows under a fixed 5.4-inch figure left the
+    plot 1.34 inches tall and its y label wrapped to four lines; the figure grows by each row past six."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+    from wsemoe.report.figures.style import figure_bytes
+
+    x = np.linspace(1, 2, 8)
+    pts = pd.DataFrame({"model": np.repeat(["deepseek-v3", "qwen3-235b-a22b"], 24),
+                        "hardware": np.tile(np.repeat(["wsc-b200-4x8x8", "nvl72", "dgx-b200-x32"], 8), 2),
+                        "tokens_per_s": np.tile(x, 6), "mem_peak_node_bytes": np.tile(x * 1e9, 6), "feasible": True})
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    figure_bytes(fig, "png")
+    assert len(fig.legends[0].get_texts()) == 12
+    assert fig.axes[0].get_position().height * fig.get_figheight() >= 2.5
