@@ -188,3 +188,23 @@ def test_the_worked_example_shows_what_the_quickstart_sweep_gives_today(tmp_path
     said = " ".join(block.split("\n\n")[-1].split())
     shown = runner.invoke(app, ["show", str(out)], env={"COLUMNS": "200"})
     assert said in " ".join(shown.output.split()), (said, shown.output[-800:])
+
+
+def test_every_image_the_docs_show_names_the_output_it_is_copied_from(tmp_path):
+    """docs/img held nine PNGs and nothing said which results file each is: three BTA images had drifted from a
+    fresh `wsemoe plot`. tools/update_img.py names a source for each image the docs show (and only those), and
+    copies it from a results root."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("update_img", ROOT / "tools" / "update_img.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shown = {Path(p).name for page in (ROOT / "docs").glob("*.md") for p in re.findall(r"\]\((img/[^)\s]+)\)", page.read_text())}
+    assert shown == set(tool.SOURCES) | set(tool.WRITTEN) == {p.name for p in (ROOT / "docs" / "img").glob("*.png")}
+    folder, file, _ = tool.SOURCES["pe_binding.png"]
+    (tmp_path / folder / file).parent.mkdir(parents=True)
+    (tmp_path / folder / file).write_bytes(b"png")
+    img = tmp_path / "img"
+    img.mkdir()
+    tool.IMG = img
+    assert tool.main([str(tmp_path)]) == 1 and [p.name for p in img.iterdir()] == ["pe_binding.png"]
