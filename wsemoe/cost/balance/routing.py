@@ -101,4 +101,14 @@ def busiest_load(node_load: list, conc: list, which: np.ndarray, copies: np.ndar
     return out[inv.ravel()].reshape(which.shape)
 
 
+def busiest_expert(shares: list, which: np.ndarray, copies: np.ndarray, top_k) -> np.ndarray:
+    """Expected token copies of the busiest expert per point where every expert is a region of its own (the PE
+    level: SRAM serving's and weight streaming's expert regions): `busiest_load` with one node per expert, whose
+    concentration is its share. `shares[i]`: structure i's per-expert shares; `which`, `copies`, `top_k` as there."""
+    shares = [np.asarray(s, float) for s in shares]
+    which, copies = np.broadcast_arrays(np.asarray(which), np.asarray(copies, float))
+    experts = np.asarray([len(s) for s in shares], dtype=float)[which]
+    return busiest_load(shares, shares, which, copies, top_k) * copies / experts
+
+
 _memo: dict = {}
