@@ -106,12 +106,18 @@ def routing_noise(built: Built, inv: np.ndarray, p_max, tokens, k) -> np.ndarray
     p_max = np.asarray(p_max, dtype=float)
     if not len(built):
         return np.ones(p_max.shape)
-    which = np.asarray(inv).reshape(p_max.shape)
-    copies = np.broadcast_to(np.asarray(tokens, dtype=float) * k, p_max.shape)
+    full = np.broadcast_shapes(p_max.shape, np.shape(tokens))
+    # the shares follow the model's experts and the balance, never the candidate layout (the leading axis): the
+    # first candidate's stand for all
+    lead = full[:1] and (1,) + full[1:]
+    which = np.broadcast_to(np.asarray(inv).reshape(p_max.shape), full)[:1]
+    copies = np.broadcast_to(np.asarray(tokens, dtype=float) * k, full)[:1]
+    first = np.broadcast_to(p_max, full)[:1]
     shares = [_shares(a[2], a[7]) for a in built.args]
     most = routing.busiest_expert(shares, which, copies, k)
-    expected = copies * p_max
-    return np.where(expected > 0, most / np.where(expected > 0, expected, 1.0), 1.0)
+    expected = copies * first
+    noise = np.where(expected > 0, most / np.where(expected > 0, expected, 1.0), 1.0)
+    return np.broadcast_to(noise.reshape(lead), full) if full else noise.reshape(())
 
 
 def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, np.ndarray]:
