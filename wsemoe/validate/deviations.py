@@ -167,7 +167,10 @@ PINNED: dict[str, float] = {   # each known deviation's gap from its band as rec
     # (was −0.1158)
     "scale.ni.compute.hot": -0.1458,
     "scale.ni.comm.hot": -0.07686,
-    "scale.ni.comm.fill": -0.03938,
+    # re-pinned (December 2026) when the busiest mesh link became a step's expected maximum over its routing, not
+    # the hottest link's expected load (routing.busiest_carrier): the routing noise on a link stays whether or not
+    # replicas spread the hot experts, so the relative cut shrinks: −6% → −5% (was −0.03938, +34%)
+    "scale.ni.comm.fill": -0.05290,
     "scale.hidden": -0.07349,
     # re-pinned when NVL72 with one attention group (TP 72) stopped paying an all-to-all it does not run: +8.7% → +4.8%
     # and −11.3% → −20.5% (was −0.1530 and −0.3533)
