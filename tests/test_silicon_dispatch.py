@@ -56,15 +56,18 @@ def test_past_one_server_the_network_carries_the_copies_for_other_servers():
 def test_deepseek_r1_fp4_attention_dp_row_by_hand():
     """The given run 976 (C 64 = 8 ranks x 8, isl = osl = 1,024) by hand with the shipped TensorRT-LLM stack.
     Prefill of one request (1,024 tokens) on its rank, in ms: attention projections 2·61·187.1M·1,024 FLOPs at
-    9 PFLOP/s x 0.7637 = 3.4008; causal pairs 61·81,920·1,024²/2 at 2.25 PFLOP/s x 0.7637 = 1.5247; dense FFN
+    the 16-bit 2.25 PFLOP/s x 0.7637 = 13.6032 (the checkpoint keeps them in BF16: validate/silicon/checkpoints.py;
+    3.4008 at the FP4 peak before); causal pairs 61·81,920·1,024²/2 at 2.25 PFLOP/s x 0.7637 = 1.5247; dense FFN
     0.3543; experts (every one of a rank's 32 reached: 58·32·44.04M·0.5625 B over 8 TB/s) 5.7472; shared experts
     0.7928; all-to-all 58·(52 us + 1,024·7,168·8·7/8·2.5625 B / 900 GB/s) = 11.5009 (12.713 when the copies for
     the rank's own experts were charged too); 61 layers x 48.65 us + 58 MoE layers x 13.95 us = 3.7773. Sum
-    27.0980. Decode step at 8 a rank: 14.2980. TTFT = 101.73 + 27.098 + 14.298 + 0.0898·63·27.098 = 296.43 ms
-    (304.51 before); TPOT = 14.298 + 0.7542·(64/1,024)·27.098 = 15.575 ms (15.642 before)."""
+    37.3004 (27.0980 before). Decode step at 8 a rank: 16.7465, its attention projections 61·187.1M weights of 2
+    bytes over 8 TB/s x 0.8376 = 3.4066 (0.9581 at NVFP4's 0.5625 bytes; 14.2980 before). TTFT = 101.73 + 37.300
+    + 16.747 + 0.0898·63·37.300 = 366.80 ms (296.43 before; 304.51 with every copy charged); TPOT = 16.747 +
+    0.7542·(64/1,024)·37.300 = 18.505 ms (15.575 before)."""
     stack = load_stacks()[0]["trtllm"]
     out = fit.predict_one(_resolve(), "agg", stack)
-    assert 1e3 * out["prefill"][0] == pytest.approx(27.0980, abs=2e-4)
-    assert 1e3 * out["decode_step"][0] == pytest.approx(14.2980, abs=2e-4)
-    assert 1e3 * out["ttft"][0] == pytest.approx(296.43, abs=0.01)
-    assert 1e3 * out["tpot"][0] == pytest.approx(15.575, abs=1e-3)
+    assert 1e3 * out["prefill"][0] == pytest.approx(37.3004, abs=2e-4)
+    assert 1e3 * out["decode_step"][0] == pytest.approx(16.7465, abs=2e-4)
+    assert 1e3 * out["ttft"][0] == pytest.approx(366.80, abs=0.01)
+    assert 1e3 * out["tpot"][0] == pytest.approx(18.505, abs=1e-3)
