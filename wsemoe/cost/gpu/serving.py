@@ -27,6 +27,8 @@ X["state_bytes"], X["state_flops"]: a linear layer's recurrent state per sequenc
 decode step) and its FLOPs per token, summed over the layers; all on the busiest TP rank, 0 for a
 model without such layers (validate/silicon/features.cache_extras).
 X["kv_share"], X["kv_of_total"]: the backend's KV memory budget (kv_budget).
+X["b_attn"], X["F_attn"]: bytes a weight and matmul peak of the attention projections, which a checkpoint may keep
+apart from its other GEMMs (`b_gemm`, `F_gemm`: dense FFNs, shared experts; validate/silicon/checkpoints.py).
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
 TTFT has no decode step in it; a decode worker's TPOT no prefill).
 X["dp_gather"] is 1 where the backend gathers its attention-DP ranks' tokens before the whole MoE block, gate and
@@ -42,7 +44,8 @@ from wsemoe.cost.node import params, weights
 
 FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "router_w", "head_w", "E", "k",
             "kv_values",
-            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "b_dispatch", "F_gemm", "F_moe", "F16",
+            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_attn", "F_attn", "b_moe", "b_kv", "b_dispatch",
+            "F_gemm", "F_moe", "F16",
             "B", "link", "link_ep", "ep_remote", "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat",
             "a2a_lat", "agg", "dp_gather",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share", "idx_bytes", "idx_flops", "state_bytes",
@@ -179,7 +182,7 @@ def decode_step(X, P, seqs):
     ctx = X["isl"] + X["osl"] / 2.0  # mean context over a request's decode
     tp = X["tp"]
     attn = X["L"] * _attn_rank(X)
-    t = _kernel(attn * X["b_gemm"], 2 * attn * b, X, P, X["F_gemm"])
+    t = _kernel(attn * X["b_attn"], 2 * attn * b, X, P, X["F_attn"])
     keys = ctx * X["kv_read"]  # a sliding, chunked or sparse layer reads fewer keys (and their KV); linear none
     kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] * _kv_part(X)
     t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] * _heads(X), X, P, X["F16"])
@@ -199,7 +202,7 @@ def prefill(X, P):
     n = X["isl"]
     tp = X["tp"]
     attn = X["L"] * _attn_rank(X)
-    t = _kernel(attn * X["b_gemm"], 2 * attn * n, X, P, X["F_gemm"])
+    t = _kernel(attn * X["b_attn"], 2 * attn * n, X, P, X["F_attn"])
     pairs = X["pair_share"] * n * n / 2.0  # causal: half the pairs (fewer where layers attend to a window)
     t = t + X["L"] * X["sf_prefill"] * pairs * _heads(X) / (X["F16"] * P["eta_mm"])
     indexer_pairs = n * (n + 1.0) / 2.0   # the indexer scores every earlier key, whatever top-k it keeps
@@ -214,9 +217,10 @@ def prefill(X, P):
 
 def weights_per_gpu(X):
     """Weight bytes one GPU holds (its pipeline stage's share; embedding and head 16-bit, split by TP; the router
-    16-bit and whole, `_router`)."""
-    dense = (X["L"] * _attn_rank(X) + _dense_layers(X) * X["dense_w"] / X["tp"]
-             + X["Lm"] * X["shared_w"] / _shared_split(X)) * X["b_gemm"] + X["Lm"] * X["router_w"] * ACT_BYTES
+    16-bit and whole, `_router`; attention in the format its checkpoint keeps it, `b_attn`)."""
+    dense = (X["L"] * _attn_rank(X) * X["b_attn"]
+             + (_dense_layers(X) * X["dense_w"] / X["tp"] + X["Lm"] * X["shared_w"] / _shared_split(X)) * X["b_gemm"]
+             + X["Lm"] * X["router_w"] * ACT_BYTES)
     experts = X["Lm"] * X["E"] * X["expert_w"] * X["b_moe"] / (X["moe_tp"] * X["moe_ep"])
     return (dense + experts) / X["pp"] + 2 * X["head_w"] * ACT_BYTES / X["tp"]
 

@@ -7,13 +7,13 @@ import numpy as np
 from wsemoe.cost.gpu.serving import ACT_BYTES, DP_GATHER, kv_budget
 from wsemoe.cost.gpu.shape import shape
 from wsemoe.cost.node import formats, mix
+from wsemoe.validate.silicon import checkpoints
 
 
 def kv_format(res) -> str:
-    """The KV cache's format: FP8 when the run's weights are 8-bit or narrower (the quantized checkpoints these
-    runs serve carry FP8 KV-cache scales, and the servers then keep the cache in FP8), else 16-bit. A block-scaled
-    format (nvfp4, mxfp4) is read by the precision it multiplies at."""
-    return "fp8" if formats.COMPUTE.get(res["gemm"], res["gemm"]) in ("fp8", "fp4") else "bf16"
+    """The KV cache's format: the row's column, else its backend's default for the checkpoint it serves
+    (validate/silicon/checkpoints.py has the rule and its sources)."""
+    return checkpoints.kv_format(res)
 
 
 def attention_shares(m, isl: float, osl: float) -> dict:
@@ -93,6 +93,8 @@ def one(res: dict, worker: str, s=None) -> dict:
             "expert_w": s.expert_w, "shared_w": s.shared_w, "router_w": s.router_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
             "kv_values": s.kv_values, "kv_shards": s.kv_shards, "sf_decode": s.score_flops_decode,
             "sf_prefill": s.score_flops_prefill, "b_gemm": formats.nbytes(res["gemm"]),
+            "b_attn": formats.nbytes(checkpoints.attn_format(res)),
+            "F_attn": formats.peak(hw, checkpoints.attn_format(res)),
             "b_moe": formats.nbytes(res["moe"]), "b_kv": formats.nbytes(kv_format(res)),
             "F_gemm": formats.peak(hw, res["gemm"]), "F_moe": formats.peak(hw, res["moe"]), "F16": hw.node_peak_flops,
             "b_dispatch": formats.dispatched_bytes(hw, res["moe"], ACT_BYTES),

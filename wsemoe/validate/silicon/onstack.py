@@ -64,6 +64,9 @@ def point_ratio(row, cfg, hw, stack: dict, backend: str) -> float | None:
     res = {"hardware": hw, "model": m, "backend": backend, "isl": S - 1.0, "osl": 2.0,  # mean context S
            "gemm": str(_value(row, cfg, "workload.attn_weight_format")),
            "moe": str(_value(row, cfg, "workload.expert_weight_format")),
+           # the point's own attention and cache formats, not a measured run's checkpoint rule (checkpoints.py)
+           "attn": str(_value(row, cfg, "workload.attn_weight_format")),
+           "kv": str(_value(row, cfg, "workload.kv_format")),
            "workers": {"decode": {"C": B * dp, "tp": tp, "pp": 1.0, "dp": dp, "moe_tp": 1.0,
                                   "moe_ep": float(devices), "gpus": float(devices)}}}
     kv = formats.nbytes(str(_value(row, cfg, "workload.kv_format")))   # the point's cache, not the run rule's
