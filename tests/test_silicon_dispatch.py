@@ -13,7 +13,6 @@ import pytest
 from wsemoe.config import presets
 from wsemoe.cost.gpu import serving
 from wsemoe.validate.silicon import features, fit, reader
-from wsemoe.validate.silicon.stacks import load as load_stacks
 
 DSR1_FP4_DP8 = {c: "" for c in reader.COLUMNS} | {
     # 2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp8_0_ep8_0_976 of the given file
