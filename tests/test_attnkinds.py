@@ -79,3 +79,27 @@ def test_a_uniform_model_keeps_its_attention():
     plain = layer.attention(m, 8.0, 8.0, 4096.0, pe, 1.0, 2, COLL)
     assert ops.keys() == plain.keys()
     assert all(np.array_equal(ops[k]["cycles"], plain[k]["cycles"]) for k in ops)
+
+
+def test_the_state_is_read_in_its_own_format_not_the_kv_caches():
+    """A Gated DeltaNet state is kept 16-bit (unset `state_format`) or in its stated format whatever `kv_format`
+    (vLLM's mamba_cache_dtype, SGLang's state dtype; an FP8 KV cache quantizes softmax layers only). On CS-3's
+    SRAM-bound PE (3 operands a MAC, 21.2 B a cycle) each read of a 32 × 64 state block (d_k 64 on 2 rows, 128 on
+    2 columns) is 2,048 MACs: 2,048 · 6 B at 16 bits, 2,048 · 8 B with an FP32 state. The FP8 KV cache read it
+    at 2,048 · 5 B (194 cycles fewer over the two reads), and an FP32 state at the KV cache's 2 B."""
+    from wsemoe.cost.wafer import fabric, operands
+
+    pe = NS(**presets.load_hardware("cs3").pe.model_dump())
+    pe.kernels = "per_primitive"
+    lin = {"num_key_heads": 1, "key_head_dim": 64, "num_value_heads": 2, "value_head_dim": 64, "conv_kernel": 4}
+
+    def cycles(kv, state=None):
+        ob = operands.Operands(2.0, 2.0, 2.0, kv, 2.0)
+        pattern = {"linear": {**lin, **({"state_format": state} if state else {})}}
+        return float(attnkinds.linear(NS(hidden_size=64), pattern, 2.0, 2.0, pe, 1.0, ob, COLL)["lin_state"]["compute_cycles"])
+
+    per_cycle = float(fabric.sram_bytes_per_cycle(pe))
+    read = lambda b: np.ceil(2048 * (4 + b) / per_cycle)   # noqa: E731 - accumulator in and out 2 B each, the state b
+    assert cycles(1.0) == cycles(2.0)
+    assert cycles(2.0, "fp32") - cycles(2.0) == pytest.approx(2 * (read(4) - read(2)))
+    assert cycles(1.0, "fp32") == cycles(2.0, "fp32")

@@ -45,6 +45,29 @@ def test_an_option_that_would_be_ignored_or_crash_is_one_line(argv, message, run
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
 
 
+def test_a_name_of_other_letters_says_ascii(runner, tmp_path):
+    # 'ünïcode_名前' was refused as not "letters, digits, '.', '_' or '-'": letters it holds, ASCII it is not.
+    path = tmp_path / "u.yaml"
+    path.write_text("name: ünïcode_名前\nhardware: cs2\nmodel: qwen3-30b-a3b\nworkload: {mode: train, seq_len: 2048}\n",
+                    encoding="utf-8")
+    r = runner.invoke(app, ["check", str(path)])
+    assert r.exit_code == 2 and "ASCII letters" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.parametrize("section", ["hardware", "model"])
+def test_a_sweep_file_naming_a_yaml_file_as_its_section_is_told_how(section, runner, tmp_path):
+    # `hardware: hw.yaml` (a file beside the sweep, as `eval --hardware hw.yaml` reads one) was "unknown hardware
+    # preset 'hw.yaml'; known: a100-x8, ..." as if mistyped; a path said how, a file's bare name did not.
+    (tmp_path / "f.yaml").write_text("preset: cs2\n")
+    sweep = {"name": "a", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 2048},
+             section: "f.yaml"}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    r = runner.invoke(app, ["check", str(path)])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"--{section} FILE reads a file's fields" in r.output and "known:" not in r.output, r.output
+
+
 def test_exponent_numbers_read_as_numbers():
     """PyYAML (YAML 1.1) reads 1e-9 as text for want of a dot; a sweep file reads it as YAML 1.2 and users do."""
     from wsemoe.config import yamlio
@@ -54,7 +77,8 @@ def test_exponent_numbers_read_as_numbers():
 
 
 @pytest.mark.parametrize("text, held", [("# nothing here\n", "is empty"), ("- a\n- b\n", "holds a list"),
-                                        ("5\n", "holds a number"), ("yes\n", "holds a true/false value")])
+                                        ("5\n", "holds a number"), ("true\n", "holds a true/false value"),
+                                        ("yes\n", "holds a string")])   # YAML 1.2: yes is text
 def test_a_file_that_is_no_mapping_is_named(text, held, runner, tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text(text)

@@ -71,6 +71,14 @@ def test_check_counts_and_estimates_on_request(runner, tmp_path, small_config):
     assert not (tmp_path / "results").exists()
 
 
+def test_check_counts_one_point_and_one_value_in_the_singular(runner, tmp_path, small_config):
+    # `check` of a one-point sweep printed "valid; 1 points" and "axis workload.B: 1 values".
+    one = {**small_config, "axes": {"workload.B": [4]}}
+    one.pop("sparsity", None), one.pop("compare", None)
+    r = runner.invoke(app, ["check", str(_write(tmp_path, one))])
+    assert r.exit_code == 0 and "valid; 1 point\n" in r.output and "workload.B: 1 value\n" in r.output, r.output
+
+
 def test_eval_breaks_point_into_terms(runner, tmp_path, small_config):
     r = runner.invoke(app, ["eval", str(_write(tmp_path, small_config)), "--point", "5"])
     assert r.exit_code == 0, r.output

@@ -55,17 +55,23 @@ def test_structures_built_once_per_unique_combination():
 
 
 def test_hand_derived_two_node_dispatch():
-    """1×2 mesh, tp 1, 2 experts (one per node), top-k 1, uniform: each node sends half its token
-    copies across the single link each way: bytes = tokens × ½ × H × 2 B; time = bytes / link + 1 hop + the
-    call's software latency (the preset's alltoall_latency_s, 26 µs); combine the same, back."""
+    """1×2 mesh, tp 1, 2 experts (one per node), top-k 1, uniform: each node sends each of its 10 tokens across
+    the single link with chance ½, so each direction carries Binomial(10, ½) copies (expected 5) and the step waits
+    for the busier: E[max of 2] = Σ_x (1 − F(x)²) = 5.8810 copies (fabric/spread.py); bytes = that × H × 2 B;
+    time = bytes / link + 1 hop + the call's software latency (the preset's alltoall_latency_s, 26 µs); combine the
+    same, back. `dispatch_max_link_bytes` stays the expected 5 copies' bytes."""
+    from scipy.stats import binom
+
     hw = {"preset": "wsc-b200-8x8", "rows": 1, "cols": 2, "port_bw_bytes_per_s": 1.0e+15}
     model = {"preset": "qwen3-30b-a3b", "num_experts": 2, "num_experts_per_tok": 1}
     df = wsemoe.evaluate({"name": "h", "hardware": hw, "model": model,
                           "workload": {"mode": "decode", "seq_len": 128, "B": 10}, "mapping": {"tp": 1}})
-    bytes_ = 10 * 0.5 * 2048 * 2
+    most = float((1.0 - binom.cdf(np.arange(11), 10, 0.5) ** 2).sum())
+    assert most == pytest.approx(5.8810, abs=1e-4)
+    bytes_ = most * 2048 * 2
     assert df["moe_dispatch_s"].iloc[0] == pytest.approx(bytes_ / 9.0e11 + 2.0e-7 + 2.6e-5)
     assert df["moe_combine_s"].iloc[0] == pytest.approx(bytes_ / 9.0e11 + 2.0e-7 + 2.6e-5)
-    assert df["dispatch_max_link_bytes"].iloc[0] == pytest.approx(bytes_)
+    assert df["dispatch_max_link_bytes"].iloc[0] == pytest.approx(10 * 0.5 * 2048 * 2)
 
 
 def test_er_dispatch_stays_in_ftd_and_block_does_not_benefit():

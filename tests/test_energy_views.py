@@ -107,3 +107,12 @@ def test_a_tie_on_the_metric_goes_to_the_point_with_less_energy_per_token():
     view = _view(df.assign(**{k: 0.0 for k in TIERS}))
     verdict = finding_of(fig_energy.frontier(view, fig_energy._rows(view)[0], ""))
     assert "680.8" not in verdict and "681 tokens/s per user at 31 J/token" in verdict, verdict
+
+
+def test_split_legend_names_the_tiers_as_the_docs_do():
+    """The legend read 'sram' and 'hbm' (the column names) where captions and docs/energy.md say SRAM and HBM."""
+    view = _view(_rows())
+    fig = fig_energy.split(view, fig_energy._rows(view)[0], "")
+    names = {t.get_text() for t in fig.legends[0].get_texts()} if fig.legends else \
+        set(fig.axes[0].get_legend_handles_labels()[1])
+    assert {"SRAM", "HBM", "compute", "static"} <= names and not {"sram", "hbm"} & names

@@ -368,3 +368,14 @@ def test_crossover_labels_at_the_foot_sit_on_no_line():
         box = t.get_window_extent(renderer)
         for ln in lines:
             assert not ln.get_path().transformed(ln.get_transform()).intersects_bbox(box, filled=False), t.get_text()
+
+
+def test_a_verdict_of_no_gain_alone_starts_a_sentence():
+    """quickstart's speedup caption began 'no gain (within 0.5% of 1) for E = 32 ...': lower case, the first word
+    of the figure's caption in the report and in plots/speedup_vs_G.txt."""
+    import numpy as np
+
+    from wsemoe.report.figures.fig_bta import _g_verdict
+
+    text = _g_verdict([("E = 32", np.array([1.0, 1.0])), ("E = 128", np.array([1.0, 1.0]))], [1, 2])
+    assert text.startswith("No gain (within 0.5% of 1) for E = 32"), text

@@ -248,7 +248,9 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     imb = float((1.0 - cdf_copies ** N).sum()) / (T * k / N)
     f_proj_run = 2 * T * tp * attn_rank                              # each of g groups: T/g tokens on tp ranks
     t_attn_c = (f_proj_run + f_core) / (N * peak * eff)
-    t_moe_c = (f_router + 2 * T * (k * expert * imb + shared)) / (N * peak * eff)
+    # every rank holds the whole gate and routes all of its group's T/g tokens (the replicated flow: SGLang, vLLM and
+    # TensorRT-LLM replicate the gate; stagecost.router_tokens), tp times its 1/N share of the step's
+    t_moe_c = (f_router * tp + 2 * T * (k * expert * imb + shared)) / (N * peak * eff)
     t_dense_c = f_dense / (N * peak * eff)
     t_head_c = f_head / (N * peak * eff)
     # --- resident weights read from HBM per node and layer
@@ -259,7 +261,7 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     cdf = [sum(math.comb(slots, j) * p_hit ** j * (1 - p_hit) ** (slots - j) for j in range(x)) for x in range(1, slots + 1)]
     read = sum(1 - c ** N for c in cdf)
     t_attn_w = G * W_attn / bw_mem                                   # every tile re-reads the shard
-    t_moe_w = (read * expert * b + (shared + router) * b / tp) / bw_mem
+    t_moe_w = (read * expert * b + shared * b / tp + router * b) / bw_mem    # the router whole on every rank
     t_dense_w = dense * b / tp / bw_mem
     # the head reads its shard of the head matrix and final norm, and each die the embedding rows of its tokens
     t_head_w = ((V * H + H) * b / tp + min(T, V) * H * b / N) / bw_mem
@@ -279,7 +281,7 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     # --- kernel launches (serial): MLA attention 8 kernels per tile, MoE block 4, dense FFN 2, head 2
     launch_attn, launch_moe, launch_dense, launch_head = 8 * G * t_launch, 4 * t_launch, 2 * t_launch, 2 * t_launch
     # --- memory per node (inference: no kept activations)
-    mem_weights = L * W_attn + (Lm * (shared + router) * b + (L - Lm) * dense * b + embedding * b) / tp \
+    mem_weights = L * W_attn + Lm * router * b + (Lm * shared * b + (L - Lm) * dense * b + embedding * b) / tp \
         + Lm * slots * expert * b
     mem_kv = (seqs / g) * S * L * kv_tok
     attn_transient = g * B * 1 * (11 * H + 2 * H + 2 * nh * S) / N     # + its norm input; 2 B/score, no dropout

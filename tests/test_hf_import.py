@@ -281,8 +281,9 @@ def test_a_bad_width_reads_alike_from_config_json_and_yaml(value, tmp_path):
 def test_qwen35_state_is_fp32_as_its_config_says():
     """Qwen3.5's text_config states `mamba_ssm_dtype: float32`; vLLM (Qwen3_5ForConditionalGenerationConfig) and
     SGLang (mamba2_state_dtype) keep the Gated DeltaNet state in it. With an FP8 KV cache at 4,096 tokens a linear
-    layer then holds 64·128·128·4 B of state + 3·(2·16·128 + 64·128)·1 B of convolution inputs = 4,231,168 B a
-    sequence (1,085,440 B were the state counted at the KV format's one byte)."""
+    layer then holds 64·128·128·4 B of state + 3·(2·16·128 + 64·128)·2 B of 16-bit convolution inputs (vLLM's
+    mamba_cache_dtype, SGLang's bfloat16 conv state, whatever the KV format) = 4,268,032 B a sequence (1,085,440 B
+    were the state counted at the KV format's one byte; 4,231,168 B the convolution inputs)."""
     from wsemoe.cost.node import memory
     from wsemoe.specs import WorkloadSpec
     data = json.loads((DATA / "qwen3.5-397b-a17b.json").read_text())
@@ -290,8 +291,8 @@ def test_qwen35_state_is_fp32_as_its_config_says():
     assert m.layers.linear.state_format == "fp32"
     w = WorkloadSpec(mode="decode", seq_len=4096, kv_format="fp8")
     full = 2 * 2 * 256 * 1.0 * 4096          # a full layer: K and V of 2 heads of 256, FP8, every token
-    linear = 64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 1
-    assert linear == 4_231_168
+    linear = 64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 2
+    assert linear == 4_268_032
     assert memory.kv_bytes_per_token_layer(m, w) * 4096 * 60 == pytest.approx(15 * full + 45 * linear, rel=1e-12)
     data["text_config"]["mamba_ssm_dtype"] = "float64"
     with pytest.raises(PresetError) as e:

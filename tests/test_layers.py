@@ -77,6 +77,19 @@ def test_kv_bytes_per_kind_by_hand(kind, per_sequence):
     assert memory.kv_bytes_per_token_layer(model([kind]), w) * 1000 == pytest.approx(per_sequence, rel=1e-12)
 
 
+@pytest.mark.parametrize("kv_format", ["bf16", "fp8", "fp4"])
+def test_a_linear_layers_state_and_convolution_inputs_are_16_bit_whatever_the_kv_format(kv_format):
+    """An FP8 (or FP4) KV cache quantizes the softmax layers' keys and values only: vLLM keeps a Gated DeltaNet's
+    convolution inputs and state in mamba_cache_dtype ("auto": the model's 16 bits), SGLang its convolution inputs
+    in bfloat16. (256 + 3·64) values × 2 B = 896 B a sequence at every kv_format (448 B at fp8 before); a stated
+    fp32 state: 256·4 + 192·2 = 1,408 B."""
+    w = WorkloadSpec(mode="decode", seq_len=1000, kv_format=kv_format)
+    assert memory.kv_bytes_per_token_layer(model(["linear"]), w) * 1000 == pytest.approx(896, rel=1e-12)
+    fp32 = model(["linear"], layers={**SHAPES, "attention": ["linear"],
+                                     "linear": {**SHAPES["linear"], "state_format": "fp32"}})
+    assert memory.kv_bytes_per_token_layer(fp32, w) * 1000 == pytest.approx(1408, rel=1e-12)
+
+
 @pytest.mark.parametrize("kv_format, latent_bytes", [("bf16", 2), ("fp8", 1)])
 def test_indexer_keys_are_fp8_whatever_the_kv_format(kv_format, latent_bytes):
     """GLM-5 (and DeepSeek-V3.2): a sparse layer caches MLA's 512 + 64 latent in `kv_format` and the indexer's

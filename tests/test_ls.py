@@ -238,3 +238,13 @@ def test_a_state_with_advice_after_its_parenthesis_keeps_both_and_no_stray_brack
         "changed since the sweep wrote it; move it out of the folder, then re-run the sweep")
     assert _split_status("stale (3 parts (of 9))") == ("stale", "3 parts (of 9)")
     assert _split_status("up to date") == ("up to date", "")
+
+
+def test_a_new_run_replaces_its_configs_stale_partial_folder(tmp_path):
+    # A sweep killed (SIGKILL) after making its partial folder left it stale; the same sweep run again without
+    # --resume removed it, then looked for foreign entries in the folder it had just removed: "cannot prepare the
+    # run's partial folder: no such file or folder (ENOENT)", until `ls --clean` or --resume.
+    (tmp_path / "results").mkdir()
+    old = _partial(tmp_path, "one")
+    run = partial.PartialRun(tmp_path / "results" / "one", "0123456789abcdef", resume=False)
+    assert run.path == old and run.parts.is_dir() and not any(run.parts.iterdir())   # made anew: the old part is gone

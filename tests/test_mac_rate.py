@@ -64,3 +64,24 @@ def test_pe_facts_that_change_move_the_die_figures():
     for k in ("node_peak_flops", "link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s"):
         assert getattr(ns, k) == pytest.approx(getattr(by_hand, k), rel=1e-12) != getattr(edited, k)
     assert ns.pe["clock_hz"] == 0.55e9
+
+
+@pytest.mark.parametrize("source, fp8_gain", [("resident", 6 / 5), ("streamed", 1.0)])
+def test_resident_fp8_weights_read_one_byte_a_mac_at_die_level_as_at_pe_level(source, fp8_gain):
+    """CS-3's die peak is its SRAM-bound rate: 21.21 B a cycle over 3 operands of 2 B, 3.535 MACs a cycle. With
+    FP8 weights resident in SRAM a MAC reads 1 + 2 + 2 = 5 B: 4.24 a cycle, 6/5 of it, as the PE-level SRAM path
+    has (one PE's long GEMV, fabric.mac_cycles with weight_bytes 1). The die path ran every format at 6 B a MAC.
+    A streamed weight arrives over the fabric: the SRAM operands are the activation and the partial sum, 6 B
+    whatever its format, so weight streaming's rate stays."""
+    from wsemoe.cost.node import formats
+
+    point = {**STREAMED, "hardware": {"preset": "cs3", "weight_source": source, "kept_activations": "node"},
+             "workload": {**STREAMED["workload"], "expert_weight_format": "fp8"}}
+    row = wsemoe.evaluate(point).iloc[0]
+    hw = load_config(point).hardware
+    assert row["expert_peak_flops"] == pytest.approx(hw.node_peak_flops * fp8_gain, rel=1e-12)
+    assert row["attention_peak_flops"] == pytest.approx(hw.node_peak_flops, rel=1e-12)   # 16-bit attention
+    if source == "resident":
+        n = 1_000_000
+        pe_level = n / float(mac_cycles(1, n, hw.pe, 2, 1.0))
+        assert float(mac_rate(hw.pe)) * formats.sram_weight_gain(hw, "fp8") == pytest.approx(pe_level, rel=1e-5)

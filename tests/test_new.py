@@ -92,7 +92,7 @@ def test_never_replaces_a_file(runner, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["bad/name", "--hardware", "cs2", "--model", "qwen3-30b-a3b"], "[NAME] a sweep name is 1-100 letters"),
+    (["bad/name", "--hardware", "cs2", "--model", "qwen3-30b-a3b"], "[NAME] a sweep name is 1-100 ASCII letters"),
     (["ok", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--mode", "serve"], "[--mode] 'serve' is not one of"),
     (["ok", "--hardware", "cs9", "--model", "qwen3-30b-a3b"], "unknown hardware preset 'cs9'"),
 ])

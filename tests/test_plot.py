@@ -430,3 +430,60 @@ def test_more_fronts_than_the_legend_names_without_a_marker_axis():
     fig = fig_pareto.pareto(view)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "Pareto fronts (7, one per attention batch B)" in labels, labels
+
+
+def test_speedup_lines_keep_their_pareto_colour_and_clear_the_top_edge(tmp_path):
+    """A sweep listing E = 16 before E = 8 (as bta_topk lists k = 8 before k = 1): the speedup figure coloured its
+    lines in sorted order and the Pareto figure in the sweep's, so one design changed colour between figures of
+    one sweep. Lines within 0.2% of 1 (quickstart) sat on the axes' top edge (top 1.0021 for a peak of 1.0020)."""
+    from matplotlib.colors import to_hex
+
+    from wsemoe.report.figures import fig_bta, fig_pareto
+    from wsemoe.report.figures.view import ResultsView
+
+    cfg = {**BTA, "name": "order", "sparsity": {"vary": "num_experts", "values": [16, 8]}}
+    r = ResultsView.load(run_sweep(cfg, out_root=tmp_path).path)
+    ax = fig_bta.speedup_vs_g(r).axes[0]
+    lines = {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
+    legend = fig_pareto.pareto(r).legends[0]
+    points = {t.get_text().split(" (")[0]: to_hex(h.get_facecolor()[0])
+              for h, t in zip(legend.legend_handles, legend.get_texts()) if t.get_text().startswith("E = ")}
+    assert points and {k: to_hex(lines[k].get_color()) for k in points} == points
+    assert ax.get_ylim()[1] >= 1.03 * max(max(ln.get_ydata()) for ln in lines.values())
+
+
+def test_a_front_is_named_as_its_points_are():
+    """moentwine_vs_nvl72's legend named the points 'wsc-b200-4x8x8, deepseek-v3' (colour, then marker) and their
+    front 'deepseek-v3, wsc-b200-4x8x8' (the manifest's group order): one design named two ways."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+
+    x = np.linspace(1, 2, 8)
+    pts = pd.DataFrame({"model": np.repeat(["m1", "m2"], 16), "hardware": np.tile(np.repeat(["hA", "hB", "hC"], 8)[:16], 2),
+                        "tokens_per_s": np.tile(x, 4), "mem_peak_node_bytes": np.tile(x * 1e9, 4), "feasible": True})
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    fronts = {lab[len("Pareto front of "):].split(" (")[0] for lab in labels if lab.startswith("Pareto front of ")}
+    points = {lab.split(" (")[0] for lab in labels if not lab.startswith(("Pareto", "infeasible", "capacity"))}
+    assert len(fronts) == 4 and fronts == points, (fronts, points)
+
+
+def test_a_long_pareto_legend_leaves_the_plot_its_height():
+    """Three systems by two models (moentwine_vs_nvl72): 12 legend rows under a fixed 5.4-inch figure left the
+    plot 1.34 inches tall and its y label wrapped to four lines; the figure grows by each row past six."""
+    import numpy as np
+    import pandas as pd
+
+    from wsemoe.report.figures import fig_pareto
+    from wsemoe.report.figures.style import figure_bytes
+
+    x = np.linspace(1, 2, 8)
+    pts = pd.DataFrame({"model": np.repeat(["deepseek-v3", "qwen3-235b-a22b"], 24),
+                        "hardware": np.tile(np.repeat(["wsc-b200-4x8x8", "nvl72", "dgx-b200-x32"], 8), 2),
+                        "tokens_per_s": np.tile(x, 6), "mem_peak_node_bytes": np.tile(x * 1e9, 6), "feasible": True})
+    fig = fig_pareto.pareto(_view(pts, {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}))
+    figure_bytes(fig, "png")
+    assert len(fig.legends[0].get_texts()) == 12
+    assert fig.axes[0].get_position().height * fig.get_figheight() >= 2.5

@@ -75,6 +75,19 @@ def test_equal_values_are_not_the_default_readings():
     assert robustness.statement(r)[0].startswith("speedup_vs_x: 2.00× as configured (= the default readings); ")
 
 
+def test_a_range_that_prints_as_one_value_is_said_as_one():
+    """Every combination at 1.00× as printed (0.996× and 1.004×) read '1.00×–1.00× over 4 combinations', and a
+    candidate ahead in both groups at every run '2–2 over the combinations': a spread that is not there."""
+    r = _hand_result()
+    r.values["value"] = [0.996 if i % 2 else 1.004 for i in range(len(r.values))]
+    line = robustness.statement(r)[0]
+    assert "1.00× over 4 combinations" in line and "1.00×–1.00×" not in line, line
+    r.values = pd.concat([r.values.assign(value=2.0), r.values.assign(value=2.0, group="other")], ignore_index=True)
+    lines = robustness.statement(r)
+    assert any("candidate ahead in 2 of 2 groups as configured; 2 over the combinations" in x for x in lines), lines
+    assert not any("2–2" in x for x in lines), lines
+
+
 def test_an_undefined_combination_is_not_on_another_side():
     """A combination where a side has no feasible point (NaN ratio) is counted as undefined, not as a flip: of the
     four, (a0,b1) at 0.5 is behind and (a1,b1) now undefined; only one is on another side."""

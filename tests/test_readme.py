@@ -165,3 +165,46 @@ def test_shipped_sweeps_are_real_files_equal_to_the_package_copies():
         mine = folder / packaged.name
         assert mine.is_file(), packaged.name
         assert mine.read_bytes() == packaged.read_bytes(), f"sweeps/{packaged.name} differs from the package copy"
+
+
+def test_the_worked_example_shows_what_the_quickstart_sweep_gives_today(tmp_path, runner):
+    """The README's worked example quotes `wsemoe show results/quickstart`: its comparison rows and the readings
+    line under them must be what the sweep gives now (nothing compared them; a physics change would leave the
+    front page quoting numbers no run prints)."""
+    import pandas as pd
+
+    block = re.search(r"`wsemoe show` ends with the comparison.*?```\n(.*?)```", README, re.S).group(1)
+    rows = [ln.split() for ln in block.splitlines() if re.match(r"\s+\d+\s+\d", ln)]
+    out = tmp_path / "quickstart"
+    r = runner.invoke(app, ["sweep", str(ROOT / "sweeps" / "quickstart.yaml"), "--output", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    cmp = pd.read_csv(out / "comparison.csv").set_index("model.num_experts")
+    assert len(rows) == len(cmp) == 2
+    for e, speedup, g, b, best, base, bound in rows:
+        got = cmp.loc[int(e)]
+        assert (int(got["best_G"]), int(got["best_B"]), got["best_bound"]) == (int(g), int(b), bound), e
+        assert float(speedup) == pytest.approx(got["speedup_vs_uniform"], abs=0.005)
+        assert (best, base) == tuple(f"{got[c] / 1e3:.4g}" for c in ("best_tokens_per_s", "baseline_tokens_per_s"))
+    said = " ".join(block.split("\n\n")[-1].split())
+    shown = runner.invoke(app, ["show", str(out)], env={"COLUMNS": "200"})
+    assert said in " ".join(shown.output.split()), (said, shown.output[-800:])
+
+
+def test_every_image_the_docs_show_names_the_output_it_is_copied_from(tmp_path):
+    """docs/img held nine PNGs and nothing said which results file each is: three BTA images had drifted from a
+    fresh `wsemoe plot`. tools/update_img.py names a source for each image the docs show (and only those), and
+    copies it from a results root."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("update_img", ROOT / "tools" / "update_img.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shown = {Path(p).name for page in (ROOT / "docs").glob("*.md") for p in re.findall(r"\]\((img/[^)\s]+)\)", page.read_text())}
+    assert shown == set(tool.SOURCES) | set(tool.WRITTEN) == {p.name for p in (ROOT / "docs" / "img").glob("*.png")}
+    folder, file, _ = tool.SOURCES["pe_binding.png"]
+    (tmp_path / folder / file).parent.mkdir(parents=True)
+    (tmp_path / folder / file).write_bytes(b"png")
+    img = tmp_path / "img"
+    img.mkdir()
+    tool.IMG = img
+    assert tool.main([str(tmp_path)]) == 1 and [p.name for p in img.iterdir()] == ["pe_binding.png"]

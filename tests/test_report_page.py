@@ -160,3 +160,19 @@ def test_a_changed_readings_folder_is_named_by_the_report_as_by_show(tmp_path, r
     assert r.exit_code == 0, r.output
     html = (tmp_path / "results" / "chg" / "report.html").read_text()
     assert "readings changed since wsemoe wrote it" in html and "not computed" not in html
+
+
+def test_the_comparison_table_leads_with_its_answer_and_the_readings_detail_wraps(tmp_path):
+    """The report's comparison read comparison.csv's order: speedup_vs_uniform came 14th of 15 columns, off the
+    right edge of a 1,400-pixel page (show puts it second). The readings' 'detail' is prose held on one line
+    (nowrap), running a screen's width past the page."""
+    from wsemoe.report.html.page import CSS, page
+
+    cfg = {"hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},
+           "name": "cmp", "axes": {"model.num_experts": [8, 128], "workload.B": [1, 2], "workload.G": [1, 2]},
+           "compare": {"name": "uniform", "baseline": {"workload.G": 1}}}
+    html = page(run_sweep(cfg, out_root=tmp_path).path)
+    table = re.search(r'<table[^>]*id="comparison".*?</table>', html, re.S).group(0)
+    heads = re.findall(r"<th[^>]*>([^<]+)", table.split("</thead>")[0])
+    assert heads[:2] == ["model.num_experts", "speedup_vs_uniform"], heads
+    assert "#readings td.t:last-child" in CSS.split("white-space:normal")[0]

@@ -184,7 +184,7 @@ def test_regions_sized_for_larger_batches_are_candidates():
 
     wl = NS(**WorkloadSpec(mode="decode", B=1, seq_len=8192, attn_weight_format="fp8",
                            expert_weight_format="fp8").model_dump())
-    pe, cap, (u, _, _, _), g, _ = serving.layout(hw, m, wl, NS(**MappingSpec().model_dump()),
+    pe, cap, (u, _, _, _), g, _, _ = serving.layout(hw, m, wl, NS(**MappingSpec().model_dump()),
                                            NS(**BalanceSpec().model_dump()))
     own, _, _, _ = serving.regions.layouts(m, cap["wafers"], cap["bytes"], cap["u_pack"], serving.regions.wafer_pes(pe))
     assert len(u) > len(own)

@@ -60,13 +60,14 @@ def test_qwen35_linear_states_by_hand():
     """Qwen3.5-397B-A17B: each of its 45 linear layers keeps 64 value heads of 128 × 128 state plus 3 inputs of
     its convolution over q, k (16 heads of 128 each) and v (64 of 128); TP 8 splits the value heads 8 a rank.
     The state is FP32 (config.json `mamba_ssm_dtype: float32`, as vLLM and SGLang keep it), the convolution inputs
-    in the FP8 KV format: (64·128·128·4 + 12,288·3·1) B = 4,231,168 B a layer, 23,800,320 B over 45 layers / 8
-    ranks (6,105,600 B when the state was counted at the KV format's one byte). The state is read and written
+    16-bit whatever the FP8 KV format (vLLM's mamba_cache_dtype "auto", SGLang's bfloat16 conv state):
+    (64·128·128·4 + 12,288·3·2) B = 4,268,032 B a layer, 24,007,680 B over 45 layers / 8 ranks (23,800,320 B when
+    the convolution inputs were counted at the KV format's one byte). The state is read and written
     every decode step, and its recurrent core costs 6·d_k·d_v FLOPs a head."""
     X = _features("Qwen/Qwen3.5-397B-A17B")
-    per_layer = 64 * 128 * 128 * 4.0 + (2 * 16 * 128 + 64 * 128) * 3 * 1.0
+    per_layer = 64 * 128 * 128 * 4.0 + (2 * 16 * 128 + 64 * 128) * 3 * 2.0
     state_bytes = 45 * per_layer / 8
-    assert state_bytes == 23_800_320
+    assert state_bytes == 24_007_680
     assert X["state_bytes"][0] == pytest.approx(state_bytes)
     assert X["state_flops"][0] == pytest.approx(45 * 6 * 64 * 128 * 128 / 8)
     assert (X["idx_bytes"][0], X["idx_flops"][0]) == (0.0, 0.0)

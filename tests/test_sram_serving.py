@@ -338,8 +338,11 @@ def test_cerebras_rows_hold_and_the_capacity_fit_sits_at_its_boundary():
 
 def test_a_swept_balance_reaches_the_layouts():
     # A balance field as an axis (zipf_s) gives every point its own popularity: the geometry's and the candidates'
-    # shapes follow it (it once failed to broadcast). Zipf 0 is uniform: the busiest expert carries 1/E of the
-    # copies (imbalance 1); zipf 1.5 loads one expert more than that.
+    # shapes follow it (it once failed to broadcast). Zipf 0 is uniform: each of 128 experts draws Binomial(B, 8/128)
+    # of a decode step's B tokens, the busiest E[max] = Σ_x (1 − F(x)^128) (routing.py): 15.996× the mean at B = 1
+    # (one copy where the mean is 1/16), 2.438× at 64; zipf 1.5 loads one expert more than that.
+    from scipy.stats import binom
+
     from wsemoe.config.loader import load_config
     from wsemoe.sweep import engine
 
@@ -348,8 +351,11 @@ def test_a_swept_balance_reaches_the_layouts():
                        "workload": {"mode": "decode", "seq_len": 4096}, "balance": {"distribution": "zipf"},
                        "axes": {"workload.B": [1, 64], "balance.zipf_s": [0.0, 1.5]}})
     cols = engine.evaluate_block(cfg).columns
-    zipf, imbalance = cols["balance.zipf_s"], cols["expert_imbalance"]
-    assert np.allclose(imbalance[zipf == 0.0], 1.0) and np.all(imbalance[zipf == 1.5] > 1.5)
+    zipf, imbalance, batch = cols["balance.zipf_s"], cols["expert_imbalance"], cols["workload.B"]
+    most = {b: (1.0 - binom.cdf(np.arange(b + 1), b, 1 / 16) ** 128).sum() / (b / 16) for b in (1, 64)}
+    assert most[1] == pytest.approx(15.996, abs=1e-3) and most[64] == pytest.approx(2.438, abs=1e-3)
+    assert np.allclose(imbalance[zipf == 0.0], [most[b] for b in batch[zipf == 0.0]], rtol=1e-6)
+    assert np.all(imbalance[zipf == 1.5] > imbalance[zipf == 0.0])
 
 
 def test_more_wafers_than_layers_is_not_called_an_sram_limit():

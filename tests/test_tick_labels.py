@@ -109,3 +109,33 @@ def test_a_ratio_range_within_one_tick_still_shows_two():
     shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
     assert len(set(shown)) >= 2 and "1×" in shown
     assert lo <= min(values) and max(values) <= hi
+
+
+def test_ratio_ticks_over_a_few_tens_of_percent_do_not_run_into_one_another():
+    """Ratios of 1.00× to 1.499× on a log y axis (quickstart's readings figure, right panel: E 128's range): the
+    narrow list put 0.99×, 1×, 1.01×, 1.02× within 3% of one another and their labels overlapped."""
+    from wsemoe.report.figures.style import ratio_ticks
+
+    fig = Figure(figsize=(4.6, 3.6), layout="constrained")
+    ax = fig.subplots()
+    values = [1.0, 1.0, 1.001, 1.499]
+    ax.vlines([0, 1], [1.0, 1.0], [1.001, 1.499], lw=6)
+    ax.set_yscale("log")
+    ratio_ticks(ax, "y", values)
+    figure_bytes(fig, "png")
+    renderer = fig._get_renderer()
+    lo, hi = sorted(ax.get_ylim())
+    shown = [t for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    boxes = [t.get_window_extent(renderer) for t in shown]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert "1×" in {t.get_text() for t in shown} and len(shown) >= 3
+
+
+def test_a_setting_has_one_short_name_in_every_figure():
+    """Legends name a design by symbol ('k = 8, F = 768', 'S = 8,192'); titles and bar labels by `setting`, which
+    fell back to the raw key for two of them: bta_topk_pe's memory bars read 'top-k 8, moe_intermediate_size 768'
+    beside a speedup legend's 'F = 1,536', cerebras_serving's subtitle 'seq_len 8,192' beside panels 'S = 8,192'."""
+    from wsemoe.report.figures.style import SLICE_SYMBOLS, SYMBOLS, setting
+
+    assert set(SYMBOLS) <= set(SLICE_SYMBOLS)
+    assert setting("model.moe_intermediate_size", 768) == "F 768" and setting("workload.seq_len", 8192) == "S 8,192"

@@ -327,6 +327,27 @@ def test_a_results_root_given_through_a_link_is_never_written_through(argv, work
     assert snapshot(work) == before
 
 
+@pytest.mark.parametrize("writer", list(SLOTS))
+def test_a_link_where_wsemoe_names_the_folder_itself_is_told_to_go_not_given_again(writer, work, runner):
+    # A link at readings/ (or any slot, or results/<name>) was told "give the real path", a path the user
+    # never gave and cannot give: wsemoe names it. The link itself must go; a link the user named keeps its hint.
+    argv, slot = SLOTS[writer]
+    os.symlink(Path("../../project").as_posix(), work / "results" / "fs" / slot)
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, argv), slot, "remove the link")
+    assert snapshot(work) == before
+    assert "give the real path" not in runner.invoke(app, argv).output
+
+
+def test_a_link_at_a_sweeps_own_results_folder_is_told_to_go(work, runner):
+    shutil.move(work / "results" / "fs", work / "moved")
+    os.symlink("../moved", work / "results" / "fs")
+    before = snapshot(work)
+    one_line_error(runner.invoke(app, ["sweep", "fs.yaml", "--force"]), "results/fs", "remove the link")
+    assert snapshot(work) == before
+    one_line_error(runner.invoke(app, ["sweep", "fs.yaml", "--results", "link-dir"]), "give the real path")
+
+
 @pytest.mark.parametrize("force", [[], ["--force"]])
 def test_a_report_never_goes_into_another_sweeps_results(force, work, runner):
     # The report of one sweep written as another's report.html was listed, indexed and read as that sweep's.

@@ -56,3 +56,34 @@ def test_an_aliased_billion_laughs_is_refused_without_expanding():
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 30)]
     with pytest.raises(ConfigError, match=r"YAML aliases \(\*a0\) are not supported"):
         yamlio.loads("\n".join(lines) + "\n", "s")
+
+
+# (text, value): the YAML 1.2 core schema, where PyYAML's YAML 1.1 read 8, 76, 2, True, a date
+CORE = [("010", 10), ("0o10", 8), ("0x10", 16), ("1:16", "1:16"), ("0b10", "0b10"), ("yes", "yes"), ("off", "off"),
+        ("2024-01-01", "2024-01-01"), ("true", True), ("~", None), ("1e-9", 1e-9), (".5", 0.5), ("-7", -7)]
+
+
+@pytest.mark.parametrize("text, value", CORE)
+def test_plain_scalars_read_by_the_yaml_1_2_core_schema_on_both_paths(text, value, monkeypatch):
+    assert yamlio.loads(f"a: {text}\n", "s")["a"] == value and type(yamlio.loads(f"b: {text}\n")["b"]) is type(value)
+    _pure(monkeypatch)
+    assert yamlio._parse(f"a: {text}\n", "s")["a"] == value
+
+
+@pytest.mark.parametrize("text", [t for t, _ in CORE] + ["1e3", "1.", "-.inf", "NULL"])
+def test_a_string_dumped_reads_back_as_the_same_string(text):
+    assert yamlio.loads(yamlio.dumps({"a": text}))["a"] == text
+
+
+def test_set_and_a_sweep_file_read_a_leading_zero_alike(runner, tmp_path):
+    # `--set model.num_experts=010` (and `num_experts: 010` in a model file) was 8 experts, YAML 1.1's octal.
+    from wsemoe import point_config
+    from wsemoe.cli import app
+    from wsemoe.config.loader import load_config
+
+    model = tmp_path / "m.yaml"
+    model.write_text("preset: qwen3-30b-a3b\nnum_experts: 010\n")
+    assert load_config(point_config("cs2", str(model))).model.num_experts == 10
+    assert load_config(point_config("cs2", "qwen3-30b-a3b", sets=["model.num_experts=010"])).model.num_experts == 10
+    r = runner.invoke(app, ["eval", "--hardware", "cs2", "--model", "qwen3-30b-a3b", "--set", "model.num_experts=1:16"])
+    assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1 and "1:16" in r.output, r.output

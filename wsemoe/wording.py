@@ -5,6 +5,8 @@ captions, the report, messages): one rule each, so the same kind of quantity rea
   for an int and a whole float; any other number in its shortest form to 6 significant digits ('0.375',
   '1,234.5'). From 1,000 on and not from 10,000 on: one swept axis (contexts 8,192, 32,768 and 131,072) or one
   column then reads in one style, where the 10,000 rule showed '8192' beside '32,768'.
+- `span(low, high)`: a range of two values as printed, 'low–high', or the one value when both print alike
+  ('1.00×', never '1.00×–1.00×' or '1–1', which read as a spread that is not there).
 - `count(n, word)`: '0 runs', '1 run', '2 runs', '1,024 rows': a count with its noun in the number it takes,
   never 'run(s)'; `noun(n, word)` is the noun alone, for a sentence that puts the count elsewhere.
 
@@ -42,3 +44,8 @@ def noun(n, word: str, words: str | None = None) -> str:
 def count(n, word: str, words: str | None = None) -> str:
     """'1 run', '3 runs', '1,024 rows': `n` by `number` and its noun (`words` for a plural not made with 's')."""
     return f"{number(n)} {noun(n, word, words)}"
+
+
+def span(low: str, high: str) -> str:
+    """'low–high' for two values as printed, or the one value when they print alike: a range of one value is none."""
+    return low if low == high else f"{low}–{high}"

@@ -13,6 +13,8 @@ from wsemoe.errors import PresetError
 from wsemoe.specs import HardwareSpec, ModelSpec
 from wsemoe.specs.base import build
 
+FILE_SUFFIXES = (".yaml", ".yml")   # a YAML file of a section's fields (--hardware FILE, --model FILE)
+
 _ROOT = Path(__file__).resolve().parents[1] / "presets"  # package data, next to this package
 SWEEPS = _ROOT.parent / "validate" / "sweeps"  # package data: works from an installed wheel
 KINDS = ("hardware", "models")
@@ -64,8 +66,10 @@ def raw(kind: str, name: str, loc=()) -> dict:
     if not plain or not path.is_file():
         close = difflib.get_close_matches(str(name), names(kind), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(names(kind))}"
-        if not plain and kind == "hardware":   # a path: a sweep file takes hardware as a preset or its fields
-            hint = "; a sweep file names a hardware preset or gives the fields themselves (hardware: {...})"
+        if not plain or str(name).endswith(FILE_SUFFIXES):   # a path or a file's name ('hw.yaml' beside the sweep)
+            hint = (f"; a sweep file names a {kind.rstrip('s')} preset or gives the fields themselves "
+                    f"({kind.rstrip('s')}: {{...}}){'' if kind == 'hardware' else ' or a config.json path'}; "
+                    f"--{kind.rstrip('s')} FILE reads a file's fields (eval, new)")
         raise PresetError(f"unknown {kind.rstrip('s')} preset '{name}'{hint}", loc=loc)
     return copy.deepcopy(_read(path))
 

@@ -25,7 +25,7 @@ SERVING_OBJECTIVES = {"tokens_per_s_per_user": "max", "tokens_per_s": "max"}   #
 PREFILL_SERVING_OBJECTIVES = {"tokens_per_s": "max", "ttft_s": "min"}   # ... that only prefills
 MAX_DESCRIPTION = 20_000  # characters of a sweep's description (the manifest that records it holds at most this)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-NAME_RULE = ("1-100 letters, digits, '.', '_' or '-', the first a letter or digit (it names the results folder, which "
+NAME_RULE = ("1-100 ASCII letters, digits, '.', '_' or '-', the first a letter or digit (it names the results folder, which "
              "a leading '.' would hide)")
 
 
@@ -90,7 +90,7 @@ class Compare(Spec):
     @classmethod
     def _column_name(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", v):
-            raise ValueError(f"a name of letters, digits and '_' (up to 64): it becomes the column speedup_vs_<name> "
+            raise ValueError(f"a name of ASCII letters, digits and '_' (up to 64): it becomes the column speedup_vs_<name> "
                              f"(got {v!r})")
         return v
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from wsemoe.config import axes, presets, yamlio
+from wsemoe.config.presets import FILE_SUFFIXES
 from wsemoe.errors import ConfigError
-
-FILE_SUFFIXES = (".yaml", ".yml")
 
 
 def parse_sets(sets) -> dict:

@@ -50,17 +50,33 @@ def _no_duplicates(loader, node, deep=False):
 
 
 def _int(loader, node):
-    """YAML's int constructor, with a literal too long for any field kept as a HugeNumber (the field names it)."""
+    """An int as YAML 1.2 writes one (decimal, 0o octal, 0x hex: 010 is ten), with a literal too long for any field
+    kept as a HugeNumber (the field names it)."""
     text = loader.construct_scalar(node)
+    digits = text.lstrip("+-")
     if len(text) > MAX_INT_DIGITS:
-        return HugeNumber(len(text.lstrip("+-").replace("_", "")))
-    return yaml.SafeLoader.construct_yaml_int(loader, node)
+        return HugeNumber(len(digits))
+    sign = -1 if text.startswith("-") else 1
+    base = {"0x": 16, "0o": 8}.get(digits[:2].lower(), 10)
+    try:
+        return sign * int(digits[2:] if base != 10 else digits, base)
+    except ValueError:   # an explicit !!int on what is no int
+        raise yaml.constructor.ConstructorError(None, None, f"'{text}' is not an integer", node.start_mark) from None
 
 
-# YAML 1.1 (PyYAML) reads 1e-9 and 2E6 as text, being without a dot; YAML 1.2 and every user read them as numbers
-_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float",
-                                   re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-                                   list("-+0123456789"))
+# Plain scalars are read as the YAML 1.2 core schema reads them, in config files and --set values alike (both
+# come through loads): PyYAML's YAML 1.1 reads 010 as 8, 1:16 as 76, 0b10 as 2, 1_6 as 16, yes/on/no/off as
+# true/false, 2024-01-01 as a date, and 1e-9 (no dot) as text, where YAML 1.2 and every user read 010 as ten and
+# the rest as text or numbers. https://yaml.org/spec/1.2.2/#1032-tag-resolution
+CORE = (("tag:yaml.org,2002:null", r"~|null|Null|NULL|", "~nN"),
+        ("tag:yaml.org,2002:bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+        ("tag:yaml.org,2002:int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+        ("tag:yaml.org,2002:float", r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", "-+.0123456789"))
+_StrictLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in CORE:
+    _StrictLoader.add_implicit_resolver(_tag, re.compile(rf"^(?:{_pattern})$"), list(_first) + (
+        [""] if _tag.endswith("null") else []))
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 
@@ -174,8 +190,17 @@ def load(path) -> object:
     return loads(read_text(path, MAX_CONFIG_BYTES, "YAML file"), source=str(path))
 
 
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):   # type: ignore[misc]
+    """PyYAML's safe dumper (libyaml's emitter when PyYAML has it: the same text, ten times faster) that also
+    quotes a string the YAML 1.2 core schema would read as another type ('0o10', '1e3'), as it quotes one YAML 1.1
+    would ('yes', '010'): the text reads back as the same value under either."""
+
+
+_Dumper.yaml_implicit_resolvers = {k: list(v) for k, v in _Dumper.yaml_implicit_resolvers.items()}
+for _tag, _pattern, _first in CORE:
+    _Dumper.add_implicit_resolver(_tag, re.compile(rf"^(?:{_pattern})$"), list(_first))
+
+
 def dumps(data) -> str:
-    """YAML text of plain data, keys in insertion order, floats in a form PyYAML reads back as floats
-    (libyaml's emitter when PyYAML has it: the same text, ten times faster)."""
-    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
-                     default_flow_style=None)
+    """YAML text of plain data, keys in insertion order, floats in a form PyYAML reads back as floats."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None)

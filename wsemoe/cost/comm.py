@@ -45,6 +45,16 @@ def _ports(noise) -> dict:
     return {"dispatch": (1.0, noise), "combine": (noise, 1.0)}
 
 
+def _link_spread(s: structure.Structure, name: str) -> tuple | None:
+    """(every link's load, its concentration) of phase `name` per unit (fabric/spread.py); None off a mesh."""
+    sq = s.link_squares.get(name) if s.link_squares else None
+    if sq is None:
+        return None
+    loads = s.phases[name].loads.all_links()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return loads, np.where(loads > 0, sq / loads, 0.0)
+
+
 def software_latency(hw, phase: str):
     """Fixed software latency of one call of `phase` (s): dispatch and combine are expert-parallel all-to-all
     kernels (alltoall_latency_s, unset: collective_latency_s); the rest are all-reduce-type collectives."""
@@ -134,7 +144,7 @@ class CommModel:
             return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
 
         busy = self._busiest(built, inv, shape, T)
-        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp), busy["noise"])
+        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp), busy["noise"], busy["links"])
         out.update(self._statistics(pick, built, inv, shape))
         out.update({k: busy[k] for k in ("expert_imbalance", "imbalance_before")})
         self._state = (built, inv, shape, windows)
@@ -150,13 +160,30 @@ class CommModel:
         before = routing.busiest_load([s.load_before for s in built], [s.concentration_before for s in built], which,
                                       copies, k)
         share = np.asarray([s.expert_imbalance for s in built], dtype=float)[inv].reshape(shape)
-        return {"expert_imbalance": after, "imbalance_before": before, "noise": after / share}
+        return {"expert_imbalance": after, "imbalance_before": before, "noise": after / share,
+                "links": {name: self._links(built, which, copies, k, name) for name in ("dispatch", "combine")}}
 
-    def port_factors(self, T, tp) -> dict:
-        """{phase: (injection, ejection) factors} per point (`step_times`' `ports`): the hot expert node's dispatch
-        ejection and combine injection at the expected maximum of a step's routing."""
+    @staticmethod
+    def _links(built, which, copies, k, name: str) -> tuple:
+        """(on-wafer, wafer-crossing) factors on phase `name`'s busiest links per point: the expected maximum of
+        the links' copies over a step's routing over the hottest link's expected copies (routing.busiest_carrier
+        on fabric/spread.py's moments; 1 off a mesh). One maximum over every link, on both classes' terms: a mesh
+        of wafers whose links match one mesh's times as that mesh (where the crossing links are slower, their own
+        maximum is not taken apart)."""
+        spreads = [_link_spread(s, name) for s in built]
+        loads = [sp[0] if sp else np.zeros(0) for sp in spreads]
+        conc = [sp[1] if sp else np.zeros(0) for sp in spreads]
+        groups = [float(s.node_load.sum()) for s in built]   # units sent: one per group
+        f = routing.busiest_carrier(loads, conc, groups, which, copies, k)
+        return f, f
+
+    def port_factors(self, T, tp) -> tuple[dict, dict]:
+        """({phase: (injection, ejection) factors}, {phase: (on-wafer link, crossing link) factors}) per point
+        (`step_times`' `ports` and `links`): the hot expert node's dispatch ejection and combine injection, and
+        the busiest links of both, at the expected maximum of a step's routing."""
         shape, keys, inv = _structural_keys(self.hw, self.m, tp, self.mp, self.bal)
-        return _ports(self._busiest([self._build(k) for k in keys], inv, shape, T)["noise"])
+        busy = self._busiest([self._build(k) for k in keys], inv, shape, T)
+        return _ports(busy["noise"]), busy["links"]
 
     def structures(self, tp) -> list[tuple[StructuralKey, structure.Structure]]:
         """Every unique structure the points of this group use, with its key (built once, cached)."""
@@ -209,9 +236,9 @@ class CommModel:
         """Occurrences of a phase per layer: the attention all-reduce once per attention tile (G), the rest once."""
         return self.wl.G if name in ("allreduce", "dense_allreduce") else 1
 
-    def _phases(self, built, inv, shape, scales: dict, noise) -> tuple[dict, dict]:
+    def _phases(self, built, inv, shape, scales: dict, noise, links=None) -> tuple[dict, dict]:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `noise`
-        scales the hot expert node's ports (`_busiest`)."""
+        scales the hot expert node's ports, `links` dispatch's and combine's busiest links (`_busiest`)."""
         out, windows, ports = {}, {}, _ports(noise)
         layers = params.moe_layers(self.m)
         mode = getattr(self.mp, "scale_out_dispatch", "auto")
@@ -222,7 +249,7 @@ class CommModel:
             a2a = name in ("dispatch", "combine")
             share = crossing if a2a else 1.0
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share,
-                                    a2a and own_nic, ports.get(name, (1.0, 1.0)))
+                                    a2a and own_nic, ports.get(name, (1.0, 1.0)), (links or {}).get(name, (1.0, 1.0)))
             reps = self.repeats(name)
             once = timed.volume + timed.latency
             out[f"{name}_s"] = reps * once

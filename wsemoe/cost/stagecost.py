@@ -39,13 +39,13 @@ def kv_node(hw, m, wl, mp, shape: Shape):
 
 
 def shared_split(wl, shape: Shape, c: dict):
-    """Ways a node's TP group splits the MoE stage's shared experts and router: `tp` where every member holds all
-    of its group's tokens (the replicated flow, `token_flow`), 1 in serving under the slice flow, where each member
-    holds only its own 1/tp of them: it routes its slice and runs the whole shared experts on it, so it holds and
-    reads them whole (the same FLOPs; no collective). That is what every serving engine does when the tokens are
-    sliced over the attention-TP ranks before the MoE: SGLang builds the shared experts with tp_size=1 under its
-    all-to-all backends (DeepEP, Mooncake, FlashInfer), whose MoE layers run SCATTERED
-    (github.com/sgl-project/sglang: python/sglang/srt/models/deepseek_v2.py, DeepseekV2MoE;
+    """Ways a node's TP group splits the MoE stage's shared experts (the router is whole: `router_tokens`): `tp`
+    where every member holds all of its group's tokens (the replicated flow, `token_flow`), 1 in serving under
+    the slice flow, where each member holds only its own 1/tp of them: it routes its slice and runs the whole
+    shared experts on it, so it holds and reads them whole (the same FLOPs; no collective). That is what every
+    serving engine does when the tokens are sliced over the attention-TP ranks before the MoE: SGLang builds the
+    shared experts with tp_size=1 under its all-to-all backends (DeepEP, Mooncake, FlashInfer), whose MoE layers
+    run SCATTERED (github.com/sgl-project/sglang: python/sglang/srt/models/deepseek_v2.py, DeepseekV2MoE;
     python/sglang/srt/layers/communicator.py, _compute_mlp_mode); vLLM's sequence-parallel MoE replicates them,
     "no collective ops are needed" (github.com/vllm-project/vllm: vllm/model_executor/models/deepseek_v2.py,
     DeepseekV2MLP is_sequence_parallel); TensorRT-LLM's attention DP sets shared_tp_size = 1
@@ -60,10 +60,30 @@ def shared_split(wl, shape: Shape, c: dict):
     return np.where(np.asarray(flow) == "slice", 1, shape.tp)
 
 
+def router_tokens(hw, wl, shape: Shape, c: dict):
+    """Tokens a node routes, over its even share of the step's (T / nodes). Every engine holds the gate (E × H)
+    whole on every rank, and each rank routes the tokens it holds: SGLang's MoEGate is one unsplit
+    (n_routed_experts, hidden_size) parameter (github.com/sgl-project/sglang:
+    python/sglang/srt/models/deepseek_v2.py), vLLM's gate a ReplicatedLinear / GateLinear
+    (github.com/vllm-project/vllm: vllm/model_executor/models/deepseek_v2.py, qwen3_moe.py), TensorRT-LLM's
+    DeepseekV3Gate one (num_experts, hidden_size) weight (github.com/NVIDIA/TensorRT-LLM:
+    tensorrt_llm/_torch/models/modeling_deepseekv3.py). So in serving's replicated flow every member routes all of
+    its group's tokens (tp times its share: the gate's FLOPs are not split by TP, as the attention projections TP
+    cannot split are not, `busiest_rank`), and under the slice flow its own slice (1). Training routes the
+    sequence-parallel slice (1): Megatron-Core's router weight is one replicated (num_moe_experts, hidden_size)
+    parameter marked sequence_parallel, each TP rank routing its own 1/tp of the tokens and the TP group summing
+    its gradient (github.com/NVIDIA/Megatron-LM: megatron/core/transformer/moe/router.py, Router.__init__ and
+    reset_parameters; moe_layer.py refuses TP without sequence parallelism in training). 1 on a wafer that does not
+    keep weights resident (its attention runs as one group over the fabric, `busiest_rank`)."""
+    if hw.weight_source != "resident" or wl.mode == "train":
+        return 1.0 + 0.0 * shape.tp
+    return 1.0 * shared_split(wl, shape, c)   # tp where members hold all of their group's tokens, 1 on a slice
+
+
 def node_memory(hw, m, wl, mp, shape: Shape, slots, optimizer_shares=None, split=None) -> dict:
     """Memory per node of the attention and MoE stages, by term (cost/node/memory.py), with `slots` expert copies
     on the fullest node and, in training, `optimizer_shares` whole experts' optimizer state on the node keeping
-    the most (None: the default placement's); shared experts and router split `split` ways (`shared_split`;
+    the most (None: the default placement's); shared experts split `split` ways, the router whole (`shared_split`;
     None: the TP group)."""
     return memory.memory_terms(hw, m, wl, shape.groups, shape.T, shape.seqs,
                                weights.resident_weights_node(hw, m, wl, shape.tp, slots, split), shape.nodes,
@@ -140,7 +160,7 @@ def executed(wl, parts) -> list:
 def stage_weights(hw, m, wl, shape: Shape, copies, mean: bool = False, split=None) -> dict:
     """Weights each stage moves per pass: resident reads happen per node (the busiest node's, or with `mean` the
     mean node's); streamed ones cross the wafer I/O. `copies`: the routed experts' copies over all nodes; `split`:
-    the ways shared experts and router are split (`shared_split`; None: the TP group)."""
+    the ways shared experts are split (`shared_split`; None: the TP group); the router is read whole."""
     split = shape.tp if split is None else split
     w = weights.layer_weights(m, wl)
     if hw.weight_source != "resident":
@@ -153,7 +173,7 @@ def stage_weights(hw, m, wl, shape: Shape, copies, mean: bool = False, split=Non
     read = copies * hit / shape.nodes if mean else weights.busiest_hits(hit, copies, shape.nodes)
     rank = weights.attn_mean_rank if mean else weights.attn_rank
     per_node = {"attn": wl.G * rank(m, wl, shape.tp).nbytes,  # each tile re-reads its rank's share
-                "moe": read * weights.expert_copy_bytes(m, wl) + (w["shared"].nbytes + w["router"].nbytes) / split,
+                "moe": read * weights.expert_copy_bytes(m, wl) + w["shared"].nbytes / split + w["router"].nbytes,
                 "dense": w["dense_ffn"].nbytes / shape.tp,
                 "head": weights.head_reads(m, shape.T, shape.tp, shape.nodes).nbytes}
     return {k: weights.Part(0.0, v) for k, v in per_node.items()}
@@ -228,7 +248,8 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = 
 
     Projections, shared experts and dense FFNs run at the attention weight format's peak, routed experts at the
     expert format's, the attention core, router and head at the 16-bit peak; only the routed experts at the few-rows
-    efficiency `eff_exp` (the router is one GEMM over every token, as a projection is). Attention runs at the busiest TP
+    efficiency `eff_exp` (the router is one GEMM over every token, as a projection is; each node routes the tokens
+    it holds with the whole gate, `router_tokens`). Attention runs at the busiest TP
     rank's share (`busiest_rank`: whole heads, and the projections TP cannot split). Only routed experts run at
     the busiest node's load (`expert_imbalance`); shared experts see every token of their group. The attention
     core runs the FLOPs its kernel executes (`Flops.core_share`: a tiled kernel skips masked keys). With `mean`,
@@ -242,8 +263,9 @@ def stage_work(hw, m, wl, mp, shape: Shape, flops: Flops, c: dict, mean: bool = 
     kv_bytes = kv_node(hw, m, wl, mp, shape) / m.num_hidden_layers   # one layer's cache, read once per step
     full, _ = compute.recomputed_shares(wl.mode, wl.recompute)
     attn = attention_parts(hw, m, wl, shape, flops, mean)
+    router = flops.router * router_tokens(hw, wl, shape, c)   # every member of a replicated group routes all
     return {"attention": Work(attn, part["attn"], kv_bytes, streamed_kept_bytes(hw, m, wl, shape)),  # layer input kept
-            "moe": Work(((flops.router, full * flops.router, hi, eff),   # one GEMM over every token, not T·k/E rows
+            "moe": Work(((router, full * router, hi, eff),   # one GEMM over every token, not T·k/E rows
                          routed_part(hw, m, wl, shape, flops, 1.0 if mean else c.get("expert_imbalance", 1.0)),
                          (flops.shared, full * flops.shared, fa, eff)), part["moe"]),
             "dense_ffn": Work(((flops.dense, full * flops.dense, fa, eff),), part["dense"]),

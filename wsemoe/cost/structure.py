@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wsemoe.cost.balance import popularity, routing
-from wsemoe.cost.fabric import collectives, mesh, patterns, traffic
+from wsemoe.cost.fabric import collectives, mesh, patterns, spread, traffic
 from wsemoe.cost.fabric import topology as topo
 from wsemoe.cost.fabric import mapping as mp
 from wsemoe.cost.fabric.cache import bounded_cache
@@ -57,6 +57,7 @@ class Structure:
     load_before: np.ndarray    # the same without the balancer's replicas
     concentration: np.ndarray  # per node, routing.node_concentration (the spread of its copies over a step)
     concentration_before: np.ndarray
+    link_squares: dict         # per dispatch/combine, Σ (piece share)² per link (fabric/spread.py; {} off a mesh)
     expert_imbalance: float    # busiest node's expected share over the mean (many tokens; routing.busiest_load: a step's)
     imbalance_before: float    # the same without the balancer's replicas
     slots_max: int             # most expert copies any node holds (memory, weight reads)
@@ -215,6 +216,7 @@ class Core:
     moved: int
     node_load: np.ndarray      # what each node's experts receive, after and before balancing
     load_before: np.ndarray
+    link_squares: dict         # fabric/spread.squared_loads of the dispatch
 
 
 def _core_traffic(layout, placement, before, experts, shares, source, flow) -> tuple:
@@ -244,7 +246,8 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     one = lambda p: [StepTraffic(p, 1, False)]  # noqa: E731
     return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),
                 phase_peaks(layout, one(dispatch.T)), phase_peaks(layout, one(dispatch.T), "reverse"),
-                phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received())
+                phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received(),
+                spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares)))
 
 
 def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeaks | None:
@@ -329,6 +332,9 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         load_before=c.load_before,
         concentration=routing.node_concentration(c.experts.weights, c.shares),
         concentration_before=routing.node_concentration(c.before.weights, c.shares),
+        link_squares={"dispatch": c.link_squares.get("dispatch"),
+                      "combine": c.link_squares.get("combine_reverse" if coll.combine_routing == "reverse" else "combine")}
+        if c.link_squares else {},
         expert_imbalance=popularity.imbalance(c.node_load),
         imbalance_before=popularity.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),

@@ -52,7 +52,9 @@ class PEFacts(Spec):
 def mac_rate(pe):
     """16-bit MACs one PE completes per cycle: `fmac_width`, bounded by its share of the SRAM bandwidth over the
     bytes a MAC's `mac_memory_operands` 2-byte operands move (unset or 0, or no SRAM figure: the width alone).
-    Scalars or arrays."""
+    Scalars or arrays. 2 bytes each whatever the weights' format under weight streaming (the weight arrives over
+    the fabric; the SRAM operands are the activation and the partial sum); resident weights of another format
+    read at their own bytes (cost/node/formats.sram_weight_gain)."""
     operands, total = getattr(pe, "mac_memory_operands", None), getattr(pe, "sram_bw_total_bytes_per_s", None)
     width = np.asarray(pe.fmac_width, dtype=float)
     if operands is None or total is None:

@@ -59,8 +59,8 @@ class LinearAttention(Spec):
     value_head_dim: PositiveInt = Field(le=MAX_WIDTH, description="width of a value head d_v")
     conv_kernel: PositiveInt = Field(4, le=64, description="causal short-convolution width over q, k, v")
     state_format: Optional[StateFormat] = Field(
-        None, description="format the recurrent state is kept in (a config.json's `mamba_ssm_dtype`; unset: the KV "
-                          "cache's `kv_format`)")
+        None, description="format the recurrent state is kept in (a config.json's `mamba_ssm_dtype`; unset: 16-bit, the "
+                          "model's dtype, whatever `kv_format`)")
 
 
 class SparseAttention(Spec):

@@ -182,7 +182,8 @@ class PartialRun:
             if os.path.islink(self.path) or (os.path.lexists(self.path) and self.path not in stale
                                              and any(os.scandir(self.path))):
                 raise ResultsError("exists and is not a partial folder wsemoe made; move it away", loc=(str(self.path),))
-            stray = foreign_entry(self.path) if self.path in stale else None
+            # only a folder kept for --resume is looked into: without it the stale folder was just removed
+            stray = foreign_entry(self.path) if resume and self.path in stale else None
             if stray is not None:   # a resumed run would read it as a part of the results
                 raise ResultsError(f"holds '{stray}', which wsemoe did not write; move it out first, then --resume",
                                    loc=(str(self.path),))

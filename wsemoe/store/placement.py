@@ -13,12 +13,14 @@ from pathlib import Path
 from wsemoe.errors import ResultsError, os_error, what_it_is
 from wsemoe.store import ledger
 from wsemoe.store.atomic import MAX_NAME, os_errors
-from wsemoe.store.ownership import RESULTS_SLOTS, command, is_results, owner_of, refuse, writable
+from wsemoe.store.ownership import (RESULTS_SLOTS, command, is_results, owner_of, owner_of_results, refuse,
+                                    writable)
 
 
-def checked_path(path) -> Path:
+def checked_path(path, named: int = 0) -> Path:
     """The absolute path, after refusing a symbolic link anywhere along the path as given and a name the
-    file system (with our temporary names beside it) cannot hold."""
+    file system (with our temporary names beside it) cannot hold. `named`: how many of the last parts wsemoe
+    names itself (a sweep's folder in its results root), not the user."""
     if not str(path).strip():
         raise ResultsError("an empty path names nothing to write", loc=("path",))
     p = Path(path)
@@ -35,7 +37,7 @@ def checked_path(path) -> Path:
         except OSError as exc:
             raise os_error(exc, cur, "look at the path") from None
         if stat.S_ISLNK(st.st_mode):
-            raise refuse(cur, "is a symbolic link; wsemoe never writes through a link (give the real path)")
+            raise refuse(cur, _link_hint(cur, i >= len(parts) - named))
         if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
             raise refuse(cur, f"is {what_it_is(cur)}, not a folder; nothing can be written inside it")
     absolute = Path(os.path.abspath(p))
@@ -43,6 +45,16 @@ def checked_path(path) -> Path:
         raise refuse(absolute, f"name is {len(absolute.name.encode())} bytes; at most {MAX_NAME} are supported "
                       "(ENAMETOOLONG)")
     return absolute
+
+
+def _link_hint(link: Path, named: bool) -> str:
+    """Why a link is refused, and what to do: a path the user gave can be given again without the link; a name
+    wsemoe chose itself (a slot of a results folder: readings/, plots/...; a sweep's folder) cannot, so the
+    link itself must go (its target is kept)."""
+    if named or link.name in RESULTS_SLOTS and owner_of_results(link.parent):
+        return ("is a symbolic link where wsemoe names the folder itself; wsemoe never writes through a link "
+                "(remove the link, which leaves what it points to as it is, and run again)")
+    return "is a symbolic link; wsemoe never writes through a link (give the real path)"
 
 
 def is_current(p: Path) -> bool:

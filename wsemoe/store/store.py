@@ -43,7 +43,7 @@ def results_dir(out_root, name: str) -> Path:
     """results/<name>, refusing names that would escape the results folder and a symbolic link anywhere along the
     path as given (the writer's rule: a link is never written through, nor resolved into its target here)."""
     root = placement.checked_path(out_root)
-    target = placement.checked_path(root / name)
+    target = placement.checked_path(root / name, named=1)   # the name comes from the config
     if target.parent != root or name in (".", ".."):
         raise ResultsError(f"sweep name '{name}' would write outside {root}", loc=("name",))
     return target

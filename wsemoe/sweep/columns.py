@@ -141,7 +141,8 @@ _DOCS = {
     "dispatch_inter_ftd_share": ("1", "share of dispatch link load on links between full token domains (ER only)"),
     "expert_imbalance": ("×", "busiest node's expert load over the mean, after balancing: the expected maximum over a "
                               "step's routing of its tokens (expert stage runs at its pace; SRAM serving and weight "
-                              "streaming at PE level: the busiest expert region's expected share)"),
+                              "streaming at PE level: the busiest expert region's, over a decode step's B·q tokens or a "
+                              "micro-batch's)"),
     "imbalance_before": ("×", "busiest node's expert load over the mean without the balancer's replicas (expected "
                               "maximum over a step's routing)"),
     "expert_slots_max": ("experts", "expert copies on the fullest node (weights in memory and read per step)"),

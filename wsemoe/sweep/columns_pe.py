@@ -71,8 +71,8 @@ STREAMING = {   # a weight-streaming wafer at PE level (hardware.pe_fabric): cos
                                "adds its router and shared experts)"),
     "expert_fill_s": ("s", "PE fabric: the part of expert_pipeline_s that does not grow with tokens: the pipelines' "
                            "fill and drain, reduction and broadcast latencies, operator overheads"),
-    "expert_tokens": ("tokens", "PE fabric: token copies the busiest expert region processes per pass: k·p_max·T "
-                                "(at least one)"),
+    "expert_tokens": ("tokens", "PE fabric: token copies the busiest expert region processes per pass: the "
+                                "expected maximum over a step's routing of T tokens (k·p_max·T at many; at least one)"),
     "expert_pacing_cycles": ("cycles", "PE fabric: cycles each more token adds to the busiest region's SwiGLU (its "
                                        "slowest pipeline stage per matmul: local MACs or reduction wavelets)"),
     "dispatch_path_s": ("s", "PE fabric: the part of moe_dispatch_s that does not grow with tokens: the longest "

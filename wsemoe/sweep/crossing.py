@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from wsemoe.wording import number
+from wsemoe.wording import number, span
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,12 @@ def sides(ratio: pd.Series, unit: str = "tokens/device", along: str = "load") ->
     if r.empty:
         return "no load where both sides run"
     loads = r.index.to_numpy(dtype=float)
-    span = f"{_g(loads[0])}–{_g(loads[-1])}" if len(loads) > 1 else _g(loads[0])
+    span_ = span(_g(loads[0]), _g(loads[-1]))
     found = crossings(r)
     if not found:
-        return f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at every {along} ({span}{f' {unit}' if unit else ''})"
+        return f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at every {along} ({span_}{f' {unit}' if unit else ''})"
     named = f"{along} " if along != "load" else ""
-    parts = [f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at {named}{_g(loads[0])}–{_g(found[0].at)}"]
+    parts = [f"{'ahead' if r.iloc[0] >= 1 else 'behind'} at {named}{span(_g(loads[0]), _g(found[0].at))}"]
     parts += [f"{c.to} from {_g(c.at)} (between {_g(c.low)} and {_g(c.high)})" for c in found]
     return ", ".join(parts) + (f" {unit}" if unit else "")
 

@@ -32,6 +32,7 @@ from wsemoe.arguments import flag, whole
 from wsemoe.config import presets
 from wsemoe.config import readings as registry
 from wsemoe.config.reference import input_unit
+from wsemoe.wording import span
 
 FACTOR = float(np.log(1.4))  # σ of a published factor: reproduced within ×/÷ 1.4
 MISSING = 10.0                # residual (σ units) of a target the model cannot evaluate (no feasible point)
@@ -232,8 +233,8 @@ def calibrated_preset(hardware: str, result: Fit, label: str) -> tuple[str, str,
                 elsewhere[path] = int(value) if path == "workload.seq_len" else value
                 continue
             fitted[field] = value
-            fitted["sources"][field] = (f"calibrated by wsemoe calibrate at {label}: {value:g} (spread {lo:.4g}–"
-                                        f"{hi:.4g}, χ² {result.chi2:.2f}); was {raw.get(field)!r}")
+            fitted["sources"][field] = (f"calibrated by wsemoe calibrate at {label}: {value:g} (spread "
+                                        f"{span(f'{lo:.4g}', f'{hi:.4g}')}, χ² {result.chi2:.2f}); was {raw.get(field)!r}")
     fitted["name"] = f"{hardware}-calibrated"
     header = (f"# {hardware} with its calibration unknowns fitted to public targets (wsemoe calibrate, {label}).\n"
               f"# Not a shipped preset: review the diff and residuals beside this file before using it.\n")

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from wsemoe.wording import count, number
+from wsemoe.wording import count, number, span
 
 TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
 RATIO = "speedup_vs_"
@@ -184,7 +184,7 @@ def statement(result, summary: pd.DataFrame | None = None, quantity: str | None 
         text[0] += " (= the default readings)"
     elif np.isfinite(row["default"]) or not screen:   # one at a time runs the defaults together only as configured
         text.append(f"{ratio(row['default'])} at the default readings")
-    text.append(f"{ratio(row['low'])}–{ratio(row['high'])} over {runs_word(result, n)} of "
+    text.append(f"{span(ratio(row['low']), ratio(row['high']))} over {runs_word(result, n)} of "
                 f"{', '.join(result.varied) or 'no reading'}" + (f" ({row['undefined']} undefined)" if row["undefined"] else "")
                 + (f" (the factorial, {result.meta['screened']}, not run: interactions unseen)"
                    if screen and result.meta.get("screened") else ""))
@@ -309,8 +309,8 @@ def _ahead(result, quantity: str) -> str:
     fact = count[roles[population(result.runs).to_numpy()].index]
     groups = d["group"].nunique()
     over = "the runs one reading at a time" if screened(result) else "the combinations"
-    span = f"; {int(fact.min())}–{int(fact.max())} over {over}" if len(fact) else ""
-    return f"{conf} of {groups} groups as configured{span}"
+    span_ = f"; {span(str(int(fact.min())), str(int(fact.max())))} over {over}" if len(fact) else ""
+    return f"{conf} of {groups} groups as configured{span_}"
 
 
 def ratio(x: float) -> str:

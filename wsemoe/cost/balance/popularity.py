@@ -169,6 +169,15 @@ def replica_counts(shares: np.ndarray, extra: int, max_per_expert: int, policy: 
     copies must be small against a device's load for the packing to even out, whatever that costs in reads.
     Counting from one copy when E < N gave back the default's spare copies: 128 experts on 256 dies ended with
     175 copies and 81 empty dies under "hot" (busiest 2.00× the mean where 1.38× was there to take).
+
+    It plans on the experts' expected shares, not on a step's routing, as deployed balancers do: a placement is
+    fixed before the steps it serves, which route at random. EPLB "computes a balanced expert replication and
+    placement plan based on the estimated expert loads ... A common method is to use moving average of historical
+    statistics" (github.com/deepseek-ai/EPLB, README); DeepSeek-V3 detects high-load experts "based on statistics
+    collected during the online deployment" and adjusts them periodically (arXiv 2412.19437, §3.4.1); MoEntwine's
+    NI-Balancer migrates a placement over several steps, so it too serves steps it was planned before. Its copies
+    split an expert's tokens into smaller pieces, which add routing noise, so at a few tokens a step the busiest
+    node can end busier (moe_balance_saving_s < 0; tests/test_routing_max.py).
     """
     counts = np.ones(len(shares), dtype=np.int64) if start is None else np.array(start, dtype=np.int64)
     base = 1.0 / counts.sum()

@@ -39,11 +39,12 @@ def node_concentration(weights: np.ndarray, shares: np.ndarray) -> np.ndarray:
         return np.where(load > 0, (per ** 2).sum(axis=0) / load, 0.0)
 
 
-def _groups(load, conc) -> tuple:
-    """A structure's nodes that receive copies, grouped by (share, concentration): (shares, concentrations, how
-    many nodes each; the nodes in all). Uniform routing makes one group, whatever the node count."""
+def _groups(load, conc, total=None) -> tuple:
+    """A structure's carriers (nodes, links) that take copies, grouped by (share, concentration): (shares,
+    concentrations, how many carriers each; the carriers in all). A share is a carrier's load over `total` (None:
+    the loads' sum, as for nodes, which receive every copy once). Uniform routing makes one group."""
     load = np.asarray(load, float)
-    share = load / load.sum()
+    share = load / (load.sum() if total is None else total)
     live = share > 0
     rows, counts = np.unique(np.stack([share[live], np.asarray(conc, float)[live]], axis=1), axis=0,
                              return_counts=True)
@@ -79,26 +80,64 @@ def busiest_load(node_load: list, conc: list, which: np.ndarray, copies: np.ndar
     `node_load[i]`, `conc[i]`: structure i's copies per node (any unit) and `node_concentration`; `which` each
     point's structure, `copies` its token copies per step (T·k), `top_k` its k. Computed once per unique
     (structure, copies, k); a point with no copies takes the expected share's max/mean (the T → ∞ limit)."""
+    nodes = np.asarray([len(np.asarray(x)) for x in node_load], dtype=float)[np.asarray(which)]
+    return busiest_fraction(node_load, conc, which, copies, top_k) * nodes
+
+
+def busiest_carrier(load: list, conc: list, total: list, which: np.ndarray, copies: np.ndarray,
+                    top_k) -> np.ndarray:
+    """Expected busiest carrier's copies over the hottest carrier's expected copies per point, where carrier j of
+    structure i takes load[i][j] / total[i] of a step's copies (a link of the dispatch: the copies whose paths
+    cross it) and `conc[i][j]` is its Σ(piece²)/Σ piece, the pieces being its (source, expert copy) shares. The
+    factor a step's routing puts on a busiest-link term (1 with no copies, the T → ∞ limit, or no load)."""
+    hottest = np.asarray([float(np.max(x, initial=0.0)) / t if t > 0 else 0.0 for x, t in zip(load, total)])
+    hot = hottest[np.asarray(which)]
+    most = busiest_fraction(load, conc, which, copies, top_k, total)
+    return np.where(hot > 0, most / np.where(hot > 0, hot, 1.0), 1.0)
+
+
+def busiest_fraction(load: list, conc: list, which, copies, top_k, total: list | None = None) -> np.ndarray:
+    """E[max_j X_j] / copies over structure i's carriers (`_groups`; shares over `total[i]`, None: the loads' sum)
+    per point, memoized per unique (structure, copies, k); the expected shares' max where nothing is random (no
+    copies, the T → ∞ limit, or one carrier)."""
     which, copies, top_k = np.broadcast_arrays(np.asarray(which), np.asarray(copies, float), np.asarray(top_k, float))
-    keys, inv = np.unique(np.stack([which.ravel(), copies.ravel(), top_k.ravel()], axis=1), axis=0,
-                          return_inverse=True)
+    # distinct (structure, copies, k) rows by a 1-D unique of each column and of their combined codes: a sort of
+    # rows (np.unique's axis=0) took 4 s over a serving sweep's 10⁶ candidate points
+    codes, width = np.zeros(which.size, dtype=np.int64), 1
+    columns = []
+    for col in (which.ravel(), copies.ravel(), top_k.ravel()):
+        values, at = np.unique(col, return_inverse=True)
+        codes, width = codes + at.ravel() * width, width * len(values)
+        columns.append(values[at.ravel()])
+    first, inv = np.unique(codes, return_index=True, return_inverse=True)[1:]
+    keys = np.stack([c[first] for c in columns], axis=1)
     out = np.empty(len(keys))
     groups, digests = {}, {}
     for j, (i, m, k) in enumerate(keys):
         i = int(i)
         if i not in digests:
-            load, c = np.ascontiguousarray(node_load[i], float), np.ascontiguousarray(conc[i], float)
-            digests[i] = hashlib.blake2b(load.tobytes() + c.tobytes(), digest_size=16).digest()
+            ld, c = np.ascontiguousarray(load[i], float), np.ascontiguousarray(conc[i], float)
+            t = b"" if total is None else np.float64(total[i]).tobytes()
+            digests[i] = hashlib.blake2b(ld.tobytes() + c.tobytes() + t, digest_size=16).digest()
         key = (digests[i], float(m), float(k))
         if key not in _memo:
             if i not in groups:
-                groups[i] = _groups(node_load[i], conc[i])
-            s, c, counts, nodes = groups[i]
+                groups[i] = _groups(load[i], conc[i], None if total is None else total[i])
+            s, c, counts, carriers = groups[i]
             if len(_memo) >= MEMO:
                 _memo.clear()
-            _memo[key] = (_expected_max(s, c, counts, m, k) / (m / nodes) if m > 0 and nodes > 1 else s.max() * nodes)
+            random = m > 0 and carriers > 1 and len(s) > 0
+            _memo[key] = _expected_max(s, c, counts, m, k) / m if random else float(np.max(s, initial=0.0))
         out[j] = _memo[key]
     return out[inv.ravel()].reshape(which.shape)
+
+
+def busiest_expert(shares: list, which: np.ndarray, copies: np.ndarray, top_k) -> np.ndarray:
+    """Expected token copies of the busiest expert per point where every expert is a region of its own (the PE
+    level: SRAM serving's and weight streaming's expert regions): `busiest_load` with one node per expert, whose
+    concentration is its share. `shares[i]`: structure i's per-expert shares; `which`, `copies`, `top_k` as there."""
+    shares = [np.asarray(s, float) for s in shares]
+    return busiest_fraction(shares, shares, which, copies, top_k) * np.asarray(copies, float)
 
 
 _memo: dict = {}

@@ -62,14 +62,16 @@ class Steps(NamedTuple):
 
 
 def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross_share=1.0,
-               device_nics=False, ports=(1.0, 1.0)) -> Steps:
+               device_nics=False, ports=(1.0, 1.0), links=(1.0, 1.0)) -> Steps:
     """Volume terms, volume and latency of every step of phase `name` at every point (`inv` maps points to
     `built`), and whether the phase moves data at all. `cross_share` scales the bytes on the crossing class (a
     switch's scale-out network: the share of copies that cross it, fabric/scaleout.py). `device_nics`: every
     device's network bytes go through its own NIC, a domain's bandwidth over its devices (per-copy kernels,
     fabric/scaleout.py), so the busiest device's NIC binds too, not only the domain's pool of NICs. `ports`:
     (injection, ejection) factors per point on the busiest ports' bytes (the busiest expert node's copies over a
-    step's random routing against its expected share: routing.busiest_load over the structure's imbalance)."""
+    step's random routing against its expected share: routing.busiest_load over the structure's imbalance). `links`:
+    (on-wafer, crossing) factors per point on the busiest links' bytes (their expected maximum over a step's routing
+    against the hottest link's expected bytes: routing.busiest_carrier, fabric/spread.py)."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
@@ -78,9 +80,10 @@ def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross
     # per-device NICs: the busiest device's crossing bytes at 1/size of the domain's bandwidth
     size = getattr(hw, "scale_up_size", None)
     device = np.where(col(device_nics), col(1.0 if size is None else size) * arr["max_cross_device"], 0.0)
-    cross = np.maximum(col(cross_share) * arr["max_cross"], device)
+    on, off = (col(f) for f in links)
+    cross = np.maximum(col(cross_share) * off * arr["max_cross"], device)
     inject, eject = (col(f) for f in ports)
-    terms = [sigma * arr["max_link"] / col(bw0), sigma * cross / col(bw1),
+    terms = [sigma * on * arr["max_link"] / col(bw0), sigma * cross / col(bw1),
              sigma * inject * arr["max_inject"] / col(hw.port_bw_bytes_per_s),
              sigma * eject * arr["max_eject"] / col(hw.port_bw_bytes_per_s)]
     terms = np.broadcast_arrays(*terms)
@@ -90,13 +93,13 @@ def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross
 
 
 def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0, cross_share=1.0,
-          device_nics=False, ports=(1.0, 1.0)) -> Timed:
+          device_nics=False, ports=(1.0, 1.0), links=(1.0, 1.0)) -> Timed:
     """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
 
     `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between
-    nodes: a collective with no member to talk to (TP 1) launches nothing. `cross_share`, `device_nics`, `ports`:
-    as `step_times`."""
-    st = step_times(hw, built, inv, shape, name, scale, cross_share, device_nics, ports)
+    nodes: a collective with no member to talk to (TP 1) launches nothing. `cross_share`, `device_nics`, `ports`,
+    `links`: as `step_times`."""
+    st = step_times(hw, built, inv, shape, name, scale, cross_share, device_nics, ports, links)
     fixed = np.where(st.moves, fixed, 0.0)
     volume, latency, fixed = np.broadcast_arrays(st.volume.sum(axis=-1), st.latency.sum(axis=-1) + fixed, fixed)
     return Timed(volume, latency, _bound(hw, st.terms, st.volume, volume, latency), fixed)

@@ -2,9 +2,9 @@
 
 A run serves `C` concurrent requests of `isl` input and `osl` output tokens (closed loop: a finished request
 is replaced by a new one). Per GPU, each kernel class costs max(bytes / (HBM bandwidth · eta_bw), FLOPs /
-(peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts, shared
-experts (their own bandwidth share eta_moe and matmul share eta_xmm: grouped GEMMs over many experts with few
-tokens each, tiled and scheduled unlike one dense GEMM), head — plus
+(peak · eta_mm)) — attention projections, attention over the KV cache, dense FFN, routed experts (their own
+bandwidth share eta_moe and matmul share eta_xmm: grouped GEMMs over many experts with few tokens each, tiled and
+scheduled unlike one dense GEMM), shared experts, the router (16-bit, whole on every GPU), head — plus
 tensor-parallel all-reduces and, with attention DP, the MoE layer's exchange of tokens over the GPUs' links (_comm), plus the stack's fixed time per layer, per MoE layer (routing, token permutation and the grouped-GEMM
 launches a dense layer does not have), per step, and per running sequence per step (the host's scheduling,
 sampling and detokenization, which grow with the batch a scheduler runs). Pipeline stages run one after
@@ -27,8 +27,13 @@ X["state_bytes"], X["state_flops"]: a linear layer's recurrent state per sequenc
 decode step) and its FLOPs per token, summed over the layers; all on the busiest TP rank, 0 for a
 model without such layers (validate/silicon/features.cache_extras).
 X["kv_share"], X["kv_of_total"]: the backend's KV memory budget (kv_budget).
+X["b_attn"], X["F_attn"]: bytes a weight and matmul peak of the attention projections, which a checkpoint may keep
+apart from its other GEMMs (`b_gemm`, `F_gemm`: dense FFNs, shared experts; validate/silicon/checkpoints.py).
 X["agg"] is 1 where prefill and decode share the GPUs, 0 for a disaggregated worker (a prefill worker's
 TTFT has no decode step in it; a decode worker's TPOT no prefill).
+X["dp_gather"] is 1 where the backend gathers its attention-DP ranks' tokens before the whole MoE block, gate and
+shared experts included, and splits the shared experts over the MoE TP group (SGLang), 0 where the gate and the
+shared experts run on each rank's own tokens before the experts' exchange (vLLM, TensorRT-LLM): `_shared_split`.
 """
 
 from __future__ import annotations
@@ -37,10 +42,12 @@ import numpy as np
 
 from wsemoe.cost.node import params, weights
 
-FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "head_w", "E", "k", "kv_values",
-            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_moe", "b_kv", "b_dispatch", "F_gemm", "F_moe", "F16",
+FEATURES = ("L", "Lm", "H", "heads", "attn_w", "attn_kv_w", "dense_w", "expert_w", "shared_w", "router_w", "head_w", "E", "k",
+            "kv_values",
+            "kv_shards", "sf_decode", "sf_prefill", "b_gemm", "b_attn", "F_attn", "b_moe", "b_kv", "b_dispatch",
+            "F_gemm", "F_moe", "F16",
             "B", "link", "link_ep", "ep_remote", "mem", "tp", "dp", "pp", "moe_tp", "moe_ep", "C", "isl", "osl", "ar_lat",
-            "a2a_lat", "agg",
+            "a2a_lat", "agg", "dp_gather",
             "kv_share", "kv_of_total", "kv_held", "kv_read", "pair_share", "idx_bytes", "idx_flops", "state_bytes",
             "state_flops")
 STACK = ("eta_bw", "eta_mm", "eta_moe", "eta_xmm", "t_layer", "t_moe", "t_step", "t_seq", "t_req", "sync", "alpha")
@@ -57,6 +64,12 @@ ACT_BYTES = 2.0   # activations exchanged between GPUs are 16-bit, except expert
 # activations and graphs, not as a fixed share (the given SGLang runs hold DeepSeek-V3 FP8 on 4 B200s, 168 GB of
 # weights a GPU in 180 GB, which the older fixed 0.85 could not load); read as the share of what is left.
 KV_BUDGET = {"vllm": (0.9, 1.0), "trtllm": (0.9, 0.0), "sglang": (0.9, 0.0)}
+
+
+# Backends whose DP attention gathers the ranks' tokens before the whole MoE block (X["dp_gather"], _shared_split):
+# SGLang; vLLM and TensorRT-LLM run the gate and the shared experts on each rank's own tokens (an unknown backend
+# as TensorRT-LLM).
+DP_GATHER = {"sglang": 1.0}
 
 
 def kv_budget(backend: str) -> tuple[float, float]:
@@ -125,13 +138,42 @@ def _comm(X, tokens_rank):
     return X["L"] * ar + X["Lm"] * np.where(X["dp"] > 1, moe, 0.0)
 
 
+def _gathered(X):
+    """1 where the MoE block runs on the attention-DP ranks' gathered tokens (`dp_gather`: SGLang's DP attention
+    without expert parallelism), else 0."""
+    return np.where((X["dp"] > 1) & (X["moe_ep"] <= 1), X["dp_gather"], 0.0)
+
+
 def _shared_split(X):
-    """Ways a GPU's shared experts and router are split: 1 where attention-DP ranks of tp > 1 GPUs dispatch over
-    an all-to-all (each GPU then holds only its 1/tp of its rank's tokens, routes them and runs the whole shared
-    experts on them: SGLang's shared experts take tp_size=1 under its all-to-all backends, its MoE layers run
-    SCATTERED; cost/stagecost.shared_split has the sources), the TP group otherwise (every member holds all of
-    its rank's tokens). The FLOPs a GPU runs are the same either way."""
-    return np.where((X["dp"] > 1) & (X["moe_ep"] > 1), 1.0, X["tp"])
+    """Ways a GPU's shared experts are split (the router is whole: `_router`):
+    - 1 where attention-DP ranks of tp > 1 GPUs dispatch over an all-to-all (each GPU then holds only its 1/tp of
+      its rank's tokens, routes them and runs the whole shared experts on them: SGLang's shared experts take
+      tp_size=1 under its all-to-all backends, its MoE layers run SCATTERED; cost/stagecost.shared_split has the
+      sources);
+    - tp·dp where attention DP runs without expert parallelism on a backend that gathers the ranks' tokens first
+      (`_gathered`): SGLang builds the shared experts with the MoE's tensor-parallel size, its tp_size over every
+      DP rank (github.com/sgl-project/sglang: python/sglang/srt/models/deepseek_v2.py, DeepseekV2MoE: DeepseekV2MLP
+      without tp_size, so get_tensor_model_parallel_world_size()), and its MoE layers run FULL, on all ranks'
+      tokens (python/sglang/srt/layers/communicator.py, _compute_mlp_mode);
+    - the attention TP group otherwise (every member holds all of its rank's tokens): vLLM's shared experts take
+      the attention TP group and run on the rank's own tokens before its naive dispatch
+      (github.com/vllm-project/vllm: vllm/model_executor/models/deepseek_v2.py, DeepseekV2MLP without
+      is_sequence_parallel), TensorRT-LLM's attention DP sets shared_tp_size = 1 with tp 1
+      (tensorrt_llm/_torch/models/modeling_deepseekv3.py, _compute_shared_expert_tp_size).
+    The shared FLOPs a GPU runs are the same in all three: 2·W·b/tp (b/tp tokens on whole weights; b·dp tokens on
+    1/(tp·dp) of them; b tokens on 1/tp)."""
+    return np.where((X["dp"] > 1) & (X["moe_ep"] > 1), 1.0, np.where(_gathered(X) > 0, X["tp"] * X["dp"], X["tp"]))
+
+
+def _router(X, P, tokens):
+    """The gate's GEMM for `tokens` tokens of one attention rank: its 16-bit weights whole on every GPU (every engine
+    replicates it: SGLang's MoEGate is one unsplit (n_routed_experts, hidden_size) parameter, vLLM's gate a
+    ReplicatedLinear, TensorRT-LLM's DeepseekV3Gate one (num_experts, hidden_size) weight;
+    cost/stagecost.router_tokens has the sources), run by each GPU over the tokens it holds: its 1/tp slice under
+    an all-to-all, its ranks' gathered tokens where the backend gathers first (`_gathered`), its rank's otherwise."""
+    held = np.where((X["dp"] > 1) & (X["moe_ep"] > 1), tokens / X["tp"],
+                    np.where(_gathered(X) > 0, tokens * X["dp"], tokens))
+    return _kernel(X["Lm"] * X["router_w"] * ACT_BYTES, 2 * X["Lm"] * X["router_w"] * held, X, P, X["F16"])
 
 
 def decode_step(X, P, seqs):
@@ -140,7 +182,7 @@ def decode_step(X, P, seqs):
     ctx = X["isl"] + X["osl"] / 2.0  # mean context over a request's decode
     tp = X["tp"]
     attn = X["L"] * _attn_rank(X)
-    t = _kernel(attn * X["b_gemm"], 2 * attn * b, X, P, X["F_gemm"])
+    t = _kernel(attn * X["b_attn"], 2 * attn * b, X, P, X["F_attn"])
     keys = ctx * X["kv_read"]  # a sliding, chunked or sparse layer reads fewer keys (and their KV); linear none
     kv = b * keys * X["L"] * X["kv_values"] * X["b_kv"] * _kv_part(X)
     t = t + _kernel(kv, b * keys * X["L"] * X["sf_decode"] * _heads(X), X, P, X["F16"])
@@ -150,7 +192,7 @@ def decode_step(X, P, seqs):
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * b, X, P, X["F_gemm"])
     t = t + _experts(X, P, seqs)
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / _shared_split(X), 2 * X["Lm"] * X["shared_w"] / tp * b, X, P,
-                    X["F_gemm"])
+                    X["F_gemm"]) + _router(X, P, b)
     t = t + _kernel(X["head_w"] * ACT_BYTES / tp, 2 * X["head_w"] / tp * b, X, P, X["F16"])
     return t + _comm(X, b) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"] + P["t_step"] + P["t_seq"] * b
 
@@ -160,7 +202,7 @@ def prefill(X, P):
     n = X["isl"]
     tp = X["tp"]
     attn = X["L"] * _attn_rank(X)
-    t = _kernel(attn * X["b_gemm"], 2 * attn * n, X, P, X["F_gemm"])
+    t = _kernel(attn * X["b_attn"], 2 * attn * n, X, P, X["F_attn"])
     pairs = X["pair_share"] * n * n / 2.0  # causal: half the pairs (fewer where layers attend to a window)
     t = t + X["L"] * X["sf_prefill"] * pairs * _heads(X) / (X["F16"] * P["eta_mm"])
     indexer_pairs = n * (n + 1.0) / 2.0   # the indexer scores every earlier key, whatever top-k it keeps
@@ -169,14 +211,16 @@ def prefill(X, P):
     t = t + _kernel(ld * X["dense_w"] * X["b_gemm"] / tp, 2 * ld * X["dense_w"] / tp * n, X, P, X["F_gemm"])
     t = t + _experts(X, P, n)
     t = t + _kernel(X["Lm"] * X["shared_w"] * X["b_gemm"] / _shared_split(X), 2 * X["Lm"] * X["shared_w"] / tp * n, X, P,
-                    X["F_gemm"])
+                    X["F_gemm"]) + _router(X, P, n)
     return t + _comm(X, n) + X["L"] * P["t_layer"] + X["Lm"] * P["t_moe"]
 
 
 def weights_per_gpu(X):
-    """Weight bytes one GPU holds (its pipeline stage's share; embedding and head 16-bit, split by TP)."""
-    dense = (X["L"] * _attn_rank(X) + _dense_layers(X) * X["dense_w"] / X["tp"]
-             + X["Lm"] * X["shared_w"] / _shared_split(X)) * X["b_gemm"]
+    """Weight bytes one GPU holds (its pipeline stage's share; embedding and head 16-bit, split by TP; the router
+    16-bit and whole, `_router`; attention in the format its checkpoint keeps it, `b_attn`)."""
+    dense = (X["L"] * _attn_rank(X) * X["b_attn"]
+             + (_dense_layers(X) * X["dense_w"] / X["tp"] + X["Lm"] * X["shared_w"] / _shared_split(X)) * X["b_gemm"]
+             + X["Lm"] * X["router_w"] * ACT_BYTES)
     experts = X["Lm"] * X["E"] * X["expert_w"] * X["b_moe"] / (X["moe_tp"] * X["moe_ep"])
     return (dense + experts) / X["pp"] + 2 * X["head_w"] * ACT_BYTES / X["tp"]
 

@@ -24,7 +24,8 @@ class Shape:
     attn_kv_w: float       # of them, those TP splits only kv_shards ways (K/V projections; MLA down-projections)
     dense_w: float         # dense FFN weights per dense layer
     expert_w: float        # weights of one routed expert
-    shared_w: float        # shared experts and router per MoE layer
+    shared_w: float        # shared experts per MoE layer
+    router_w: float        # router (gate, E × H, and its bias) per MoE layer: 16-bit, whole on every GPU
     head_w: float          # output head (and final norm)
     experts: int           # E
     top_k: int             # k
@@ -53,7 +54,7 @@ def shape(m) -> Shape:
                  attn_w=float(params.attn_params(m)),
                  attn_kv_w=float(params.attn_kv_params(m)), dense_w=float(params.dense_ffn_params(m)),
                  expert_w=float(params.expert_params(m)),
-                 shared_w=float(params.shared_expert_params(m) + params.router_params(m)),
+                 shared_w=float(params.shared_expert_params(m)), router_w=float(params.router_params(m)),
                  head_w=float(params.head_params(m)), experts=m.num_experts, top_k=m.num_experts_per_tok,
                  kv_values=float(kv_values), kv_shards=int(kv_shards), score_flops_decode=float(decode),
                  score_flops_prefill=float(prefill), active_w=float(params.active_params(m)),

@@ -78,10 +78,34 @@ def nbytes(fmt: str) -> float:
 
 
 def peak(hw, fmt: str):
-    """Peak dense FLOP/s per node of matmuls in `fmt`: its own peak, or the 16-bit peak when the hardware has none."""
-    fmt = COMPUTE.get(fmt, fmt)
-    own = None if fmt == HIGH else getattr(hw, f"node_peak_flops_{fmt}", None)
-    return hw.node_peak_flops if own is None else own
+    """Peak dense FLOP/s per node of matmuls in `fmt`: its own peak, or the 16-bit peak when the hardware has none
+    (times sram_weight_gain: a PE wafer's SRAM-bound MAC rate with the weights resident in its SRAM)."""
+    own = None if COMPUTE.get(fmt, fmt) == HIGH else getattr(hw, f"node_peak_flops_{COMPUTE.get(fmt, fmt)}", None)
+    return hw.node_peak_flops * sram_weight_gain(hw, fmt) if own is None else own
+
+
+MAC_OPERAND_BYTES = 2.0   # the 16-bit operands the node peak's SRAM-bound MAC rate counts (specs.hardware.mac_rate)
+
+
+def sram_weight_gain(hw, fmt: str):
+    """How much faster than the node peak a PE wafer's MACs run with resident weights in `fmt`: the peak is the PEs'
+    MAC rate bounded by their SRAM share over `mac_memory_operands` 16-bit operands a MAC (specs.hardware.mac_rate);
+    a weight kept in SRAM is one of them, read at its own bytes (1 for FP8: 5 B a MAC, not 6), as the PE-level
+    SRAM path counts it (cost/wafer/operands.py, fabric.memory_cycles). Weight streaming (and every node without
+    PE facts) gains nothing: a streamed weight reaches the PE over the fabric, and the MAC's SRAM operands are the
+    stored activation and the partial sum in and out, 16-bit whatever the weight's format."""
+    pe = getattr(hw, "pe", None)
+    if getattr(hw, "weight_source", None) != "resident" or pe is None:
+        return 1.0
+    get = pe.get if isinstance(pe, dict) else lambda k: getattr(pe, k, None)
+    operands, total = get("mac_memory_operands"), get("sram_bw_total_bytes_per_s")
+    if not operands or total is None:
+        return 1.0
+    per_cycle = np.asarray(total, dtype=float) / get("pe_count") / get("clock_hz")
+    width, ops = np.asarray(get("fmac_width"), dtype=float), np.asarray(operands, dtype=float)
+    base = ops * MAC_OPERAND_BYTES
+    own = base + np.minimum(ops, 1.0) * (BYTES[fmt] - MAC_OPERAND_BYTES)
+    return np.minimum(width, per_cycle / own) / np.minimum(width, per_cycle / base)
 
 
 def attn_bytes(wl) -> float:

@@ -135,17 +135,17 @@ def held_per_token(m, wl, softmax_bytes, tp):
     uniform model; for a patterned one the mean over its layers of what each kind holds for the whole context
     (docs/layers.md) over seq_len, so × seq_len × layers is the model's cache exactly. A sparse layer adds its
     indexer's keys (one head, on every TP rank, FP8 whatever `kv_format`: mix.indexer_key_bytes), a linear layer its
-    state (its value heads split over the ranks; in its own `state_format` when the model sets one:
+    state (its value heads split over the ranks; in its own `state_format`, else 16-bit, never in `kv_format`:
     mix.linear_state_bytes)."""
     mx = mix.mix(m)
     if mx is None:
         return softmax_bytes
-    S, b = wl.seq_len, formats.kv_bytes(wl)
+    S = wl.seq_len
 
     def per_token(kind):
         if kind == "linear":
             heads = mx.pattern["linear"]["num_value_heads"]
-            return mix.linear_state_bytes(mx.pattern, b) * np.ceil(heads / tp) / heads / S
+            return mix.linear_state_bytes(mx.pattern) * np.ceil(heads / tp) / heads / S
         held = mix.tokens_held(kind, mx.pattern, S) / S * softmax_bytes
         return held + mix.indexer_key_bytes(mx.pattern) if kind == "sparse" else held
 

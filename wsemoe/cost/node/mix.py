@@ -173,17 +173,28 @@ def linear_flops_per_token(pattern: dict):
 # mamba_ssm_cache_dtype from it; layers/mamba/mamba_utils.gated_delta_net_state_dtype), SGLang likewise
 # (configs/mamba_utils.mamba2_state_dtype reads config.mamba_ssm_dtype, default float32).
 STATE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+# Neither state is in the KV cache's format: an FP8 KV cache (vLLM --kv-cache-dtype, SGLang --kv-cache-dtype)
+# quantizes the softmax layers' keys and values only. vLLM keeps the convolution inputs, and the recurrent state
+# unless mamba_ssm_cache_dtype says otherwise, in CacheConfig.mamba_cache_dtype, whose "auto" is the model's dtype
+# (16-bit; layers/mamba/mamba_utils.MambaStateDtypeCalculator._mamba_state_dtype); SGLang keeps the convolution
+# inputs in bfloat16 (configs/mamba_utils.mamba2_state_dtype: SGLANG_MAMBA_CONV_DTYPE, default bfloat16).
+CONV_BYTES = 2.0
+STATE_UNSET_BYTES = 2.0   # vLLM's "auto"; SGLang defaults an unstated state to float32 (4 bytes)
 
 
-def linear_state_bytes(pattern: dict, kv_bytes):
-    """Bytes one sequence keeps per linear layer: n_v·d_k·d_v of recurrent state in its `state_format` (the KV
-    cache's `kv_bytes` when unset) and (kernel − 1) inputs of the convolution over q, k and v in `kv_bytes`."""
+def state_bytes(pattern: dict) -> float:
+    """Bytes per value of a linear layer's recurrent state: its `state_format`, else the model's 16 bits."""
+    fmt = pattern["linear"].get("state_format")
+    return STATE_BYTES[fmt] if fmt else STATE_UNSET_BYTES
+
+
+def linear_state_bytes(pattern: dict):
+    """Bytes one sequence keeps per linear layer: n_v·d_k·d_v of recurrent state (state_bytes) and (kernel − 1)
+    inputs of the convolution over q, k and v, 16-bit (CONV_BYTES); neither follows `kv_format`."""
     lin = pattern["linear"]
     conv = (2 * lin["num_key_heads"] * lin["key_head_dim"] + lin["num_value_heads"] * lin["value_head_dim"])
-    fmt = lin.get("state_format")
-    state = STATE_BYTES[fmt] if fmt else kv_bytes
-    return lin["num_value_heads"] * lin["key_head_dim"] * lin["value_head_dim"] * state + \
-        conv * (lin["conv_kernel"] - 1) * kv_bytes
+    return lin["num_value_heads"] * lin["key_head_dim"] * lin["value_head_dim"] * state_bytes(pattern) + \
+        conv * (lin["conv_kernel"] - 1) * CONV_BYTES
 
 
 def indexer_params(m, pattern: dict):

@@ -125,8 +125,9 @@ def expert_copy_bytes(m, wl):
 
 def resident_node(hw, m, wl, tp, slots=None, shared_tp=None) -> tuple[Part, Part]:
     """What each node keeps resident, as (attention-side weights, routed experts): attention (`attn_rank`), dense
-    FFN and embeddings split over the TP group (every attention group holds a copy), shared experts and router
-    split `shared_tp` ways (default `tp`; 1 where every member holds them whole: stagecost.shared_split); routed
+    FFN and embeddings split over the TP group (every attention group holds a copy), shared experts split
+    `shared_tp` ways (default `tp`; 1 where every member holds them whole: stagecost.shared_split), the router
+    whole on every node (every engine replicates the gate: stagecost.router_tokens has the sources); routed
     experts spread over all nodes (expert parallelism), `slots` copies on the node (balancer replicas fill spare
     slots)."""
     w, attn = layer_weights(m, wl), attn_rank(m, wl, tp)
@@ -134,7 +135,7 @@ def resident_node(hw, m, wl, tp, slots=None, shared_tp=None) -> tuple[Part, Part
     shared_tp = tp if shared_tp is None else shared_tp
 
     def split(attr):
-        return (L * getattr(attn, attr) + Lm * (getattr(w["shared"], attr) + getattr(w["router"], attr)) / shared_tp
+        return (L * getattr(attn, attr) + Lm * (getattr(w["shared"], attr) / shared_tp + getattr(w["router"], attr))
                 + ((L - Lm) * getattr(w["dense_ffn"], attr) + getattr(w["embedding"], attr)) / tp)
 
     slots = experts_per_node(m, topology.system_nodes(hw)) if slots is None else slots
@@ -143,8 +144,8 @@ def resident_node(hw, m, wl, tp, slots=None, shared_tp=None) -> tuple[Part, Part
 
 
 def resident_weights_node(hw, m, wl, tp, slots=None, shared_tp=None):
-    """Bytes each node keeps: all weights (resident, `resident_node`, shared experts and router split `shared_tp`
-    ways) or the attention weights held across G tiles (streamed)."""
+    """Bytes each node keeps: all weights (resident, `resident_node`, shared experts split `shared_tp` ways, the
+    router whole) or the attention weights held across G tiles (streamed)."""
     if hw.weight_source == "streamed":
         # Attention weights of the current layer stay on-wafer while its G tiles run.
         return layer_weights(m, wl)["attn"].nbytes / topology.system_nodes(hw)

@@ -15,8 +15,8 @@ pipeline's sum over layers is exact. Numpy only.
   and the update's multiply-add), the read by the query (Sᵀq, another GEMV), the gated RMSNorm, and the output
   projection (a GEMV like o). 3·n_v·d_k·d_v MACs per token, the 6·n_v·d_k·d_v FLOPs of mix.linear_flops.
 
-The projections' MACs read their weights in the attention weights' format, the state's reads it in `kv_format` (as
-the regions store it, memory.held_per_token); the index scores' vector operand is the query, an activation.
+The projections' MACs read their weights in the attention weights' format, the state's reads it in its own format
+(mix.state_bytes: `state_format`, else 16-bit, never `kv_format`, as the regions store it, memory.held_per_token); the index scores' vector operand is the query, an activation.
 
 A uniform model, or one whose layers differ only in their windows, keeps layer.attention at the mean context:
 its numbers are those of before.
@@ -86,7 +86,7 @@ def linear(m, pattern: dict, rows, cols, pe, tokens, b, coll, wide=None) -> dict
     lin, H, ob = pattern["linear"], m.hidden_size, operands.of(b)
     key, value = lin["num_key_heads"] * lin["key_head_dim"], lin["num_value_heads"] * lin["value_head_dim"]
     cols_ = np.asarray(cols, dtype=float)
-    b, w, state_w = ob.act, {"weight_bytes": ob.attn, **coll}, {"weight_bytes": ob.kv, **coll}
+    b, w, state_w = ob.act, {"weight_bytes": ob.attn, **coll}, {"weight_bytes": mix.state_bytes(pattern), **coll}
     proj = operators.gemv(H, 2 * key + 2 * value + 2 * lin["num_value_heads"], rows, cols, pe, tokens, b,
                           kernels=2, **w)
     conv = elementwise(np.ceil((2 * key + value) / cols_) * tokens, lin["conv_kernel"] + CONV_OPS, pe)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from wsemoe.cost import structure
+from wsemoe.cost.balance import routing
 from wsemoe.cost.comm import balance_key
 from wsemoe.cost.node import params
 from wsemoe.cost.wafer import traffic, unique
@@ -89,6 +91,33 @@ def structures(m, mp, bal, histogram, a_r, a_c, shared, shape):
         args.append((getattr(mp, "pe_placement", "blocked"), getattr(mp, "pe_dispatch", "multicast"),
                      int(e), int(k), int(sh), int(r), int(c), bk))
     return Built(args), inverse.ravel()
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _shares(experts: int, bal) -> np.ndarray:
+    """Per-expert shares of one structure (as traffic.layer_traffic reads them: one expert per region)."""
+    return structure.expert_shares(experts, bal, experts)[0]
+
+
+def routing_noise(built: Built, inv: np.ndarray, p_max, tokens, k) -> np.ndarray:
+    """Per point (the shape of `p_max`, the busiest expert's expected share), the busiest expert region's expected
+    maximum of copies over a step of `tokens` tokens (routing.busiest_expert) over k·p_max·tokens; 1 for a dense
+    model or no tokens."""
+    p_max = np.asarray(p_max, dtype=float)
+    if not len(built):
+        return np.ones(p_max.shape)
+    full = np.broadcast_shapes(p_max.shape, np.shape(tokens))
+    # the shares follow the model's experts and the balance, never the candidate layout (the leading axis): the
+    # first candidate's stand for all
+    lead = full[:1] and (1,) + full[1:]
+    which = np.broadcast_to(np.asarray(inv).reshape(p_max.shape), full)[:1]
+    copies = np.broadcast_to(np.asarray(tokens, dtype=float) * k, full)[:1]
+    first = np.broadcast_to(p_max, full)[:1]
+    shares = [_shares(a[2], a[7]) for a in built.args]
+    most = routing.busiest_expert(shares, which, copies, k)
+    expected = copies * first
+    noise = np.where(expected > 0, most / np.where(expected > 0, expected, 1.0), 1.0)
+    return np.broadcast_to(noise.reshape(lead), full) if full else noise.reshape(())
 
 
 def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, np.ndarray]:

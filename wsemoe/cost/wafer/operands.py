@@ -4,8 +4,8 @@ A vector MAC reads the stored matrix's element (a weight, or a cached key, value
 writes the accumulator (fabric.memory_cycles). The accumulator and every message between PEs are activations
 (`bytes_per_act`); the stored element is in the format its bytes were laid out in (regions.region_bytes, through
 weights.layer_weights and memory.kv_bytes_per_token_layer): attention projections, shared experts and dense FFNs
-in `attn_weight_format`, routed experts in `expert_weight_format`, the KV cache (and a linear layer's state) in
-`kv_format`, the router and head 16-bit (cost/node/formats.py). An FP8 weight is 1 byte of SRAM traffic a MAC,
+in `attn_weight_format`, routed experts in `expert_weight_format`, the KV cache in `kv_format` (a linear layer's
+state in its own: mix.state_bytes), the router and head 16-bit (cost/node/formats.py). An FP8 weight is 1 byte of SRAM traffic a MAC,
 not the 2 of its 16-bit product (the PE multiplies at 16 bits; the SIMD width follows the activation).
 
 Operators take either an `Operands` or a plain number of bytes (every operand that size: the validation rows'

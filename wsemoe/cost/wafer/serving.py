@@ -2,12 +2,17 @@
 each (regions.split), weights and KV cache in the PEs' SRAM; time per token, tokens per second per user and in aggregate, time
 to first token, wafers needed, what binds and what does not fit. Scalars or arrays that broadcast; numpy only.
 
+The busiest routed expert region's tokens are a step's expected maximum over its routing (balance/routing.py):
+a decode step's B·q tokens, a prompt's B·P, pass each layer's regions before the sequences' next step, so its
+expert stage is paced by the region that drew the most of them, not by the hottest expert's expected k·p_max
+(DeepSeek-V3, uniform, 64 tokens a step: 6.85 copies against 2; they agree at many tokens).
+
 The wafers are a dataflow pipeline: every layer's regions are their own PEs, so tokens stream through them, one
 region working on a token while the next works on the one before (docs/cost-model.md, "Serving from SRAM"):
 
     t1      = embedding + Σ_layers layer + head + (W − 1)·wafer hop + crossings + far experts + token return
-    β       = the busiest region or link's time per token (attention region, routed expert region × k·p_max,
-              shared experts, dispatch, combine, layer hop, dense region, head, system link)
+    β       = the busiest region or link's time per token (attention region, routed expert region × its tokens'
+              share, shared experts, dispatch, combine, layer hop, dense region, head, system link)
     step    = t1 + W·σ + (q − 1)·β + d·τ   a sequence's step of q = d + 1 tokens (d drafts of τ s each first)
     period  = max(step, B·(q·β + σ))       B sequences share the stream: each waits for its step and its turn
     tpot    = period / a,   tokens/s per user = a / period,   tokens/s = B·a / period
@@ -35,7 +40,8 @@ from wsemoe.cost.node.stages import Coded
 from wsemoe.cost.wafer import geometry, layer, operands, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
-from wsemoe.cost.wafer.steprate import bound_terms, io_stall, rate_columns
+from wsemoe.cost.wafer.steprate import (STAGES, bound_terms, io_stall, paced, rate_columns, step_tokens,
+                                        with_routed)
 
 # What binds a served token, by index of its terms (a synchronous wafer I/O stall is its own: no system link
 # carries it, so 'inter-wafer' read wrong on one wafer with no hop; so is the draft model's time, which no term of the
@@ -47,8 +53,7 @@ TERM_COLUMNS = ("pipeline_macs_s", "pipeline_link_s", "pipeline_hops_s", "pipeli
 # β, the busiest stage's time per token, by the same five terms: what `bound` weighs where the stream binds
 BUSIEST_COLUMNS = ("busiest_macs_s", "busiest_link_s", "busiest_hops_s", "busiest_overhead_s", "busiest_inter_wafer_s")
 G_COLUMNS = ("g_sram_wafers", "g_sram_layer", "g_sram_pe", "g_sram_stages")
-STAGES = ("attention region", "routed experts", "shared experts", "dispatch", "combine", "layer hop", "dense region",
-          "head region", "embedding region", "system link")
+
 
 
 def collective_options(mp) -> dict:
@@ -142,16 +147,6 @@ def scaled(terms: dict, factor) -> dict:
     return {k: np.asarray(terms[k]) * factor for k in TERMS}
 
 
-def busiest(stages: dict, wafers):
-    """(seconds per token, stage index into STAGES, its five terms) of the busiest region or link stage (the
-    system link only between wafers)."""
-    keys = list(stages)
-    secs = np.stack(np.broadcast_arrays(*[stages[k][0] * (wafers > 1 if k[0] == "link" else 1.0) for k in keys]))
-    i = np.argmax(secs, axis=0)
-    terms = [np.choose(i, np.broadcast_arrays(*[stages[k][1][t] + 0.0 * secs[0] for k in keys])) for t in range(5)]
-    return secs.max(axis=0), np.asarray([STAGES.index(k[1]) for k in keys])[i], terms
-
-
 def shape_of(hw, m, wl, pe) -> tuple:
     """The broadcast shape of the numeric inputs the serving model reads (any swept hardware or model field)."""
     fields = [*(v for v in (*vars(m).values(), *vars(hw).values(), *vars(wl).values()) if isinstance(v, np.ndarray)),
@@ -165,14 +160,22 @@ def shape_of(hw, m, wl, pe) -> tuple:
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
     """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
     point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
-    pe, cap, (u, w, cross, visits), g, _ = layout(hw, m, wl, mp, bal, histogram)
-    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u, cross, visits)
+    pe, cap, (u, w, cross, visits), g, built, inv = layout(hw, m, wl, mp, bal, histogram)
+    k = m.num_experts_per_tok
+    stream = wl.B * (wl.seq_len if wl.mode == "prefill" else step_tokens(wl))   # a step's tokens through a layer
+    noise = geometry.routing_noise(built, inv, g.busiest_share, stream, k)
+    out = candidates(hw, pe, m, wl, mp, g, cap["wafers"] + 0.0 * u, cross, visits, noise)
     out["attention_share"] = w
     shape = np.broadcast_shapes(u.shape, np.shape(out["pipeline_period_s"]))   # any input's axes (unique.once)
     best = np.argmin(np.broadcast_to(out["pipeline_period_s"], shape), axis=0)[None]   # prefill: the period is TTFT
     out, W = {k: pick(v, best, shape) for k, v in out.items()}, pick(cap["wafers"] + 0.0 * u, best, shape)
+    prompt = getattr(wl, "prompt_len", None)
+    prompts = wl.B * prompt if wl.mode == "decode" and prompt is not None else 0.0   # TTFT's tokens (`first_token`)
     out.update(first_token(hw, pe, m, wl, mp, type(g)(*(pick(f, best, shape) for f in g)), W, pick(cross, best, shape),
-                           pick(visits, best, shape)))
+                           pick(visits, best, shape),
+                           pick(geometry.routing_noise(built, inv, g.busiest_share, prompts, k), best, shape)))
+    if params.moe_layers(m) > 0:   # the busiest expert's load over the mean: a step's expected maximum
+        out["expert_imbalance"] = pick(noise * g.busiest_share * m.num_experts, best, shape)
     out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
     out["layer_splits"] = pick(cross, best, shape)
     # what binds, from the chosen candidate's terms (an argmax over every candidate's would be discarded)
@@ -216,9 +219,9 @@ def layout(hw, m, wl, mp, bal=None, histogram=None):
     pe.kernels = getattr(mp, "pe_kernels", "fused")   # what an invocation overhead is paid for (layer.fused)
     cap, (u, w, cross, visits, pes) = unique.once(sizing, pe, m, wl, hw.pipeline_wafers,
                                                   np.zeros(shape_of(hw, m, wl, pe)))
-    g, built, _ = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
+    g, built, inv = geometry.geometry(m, mp, bal, histogram, pes, u.shape)
     shape = np.shape(g.busiest_share)   # the points' shape with the balance axes (a swept zipf_s, seed …)
-    return pe, cap, tuple(np.broadcast_to(x, shape) for x in (u, w, cross, visits)), g, built
+    return pe, cap, tuple(np.broadcast_to(x, shape) for x in (u, w, cross, visits)), g, built, inv
 
 
 def sizing(pe, m, wl, wafers, points):
@@ -293,14 +296,14 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
     return (built[int(inv[0])], float(g.side)) if built else None
 
 
-def candidates(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0) -> dict:
+def candidates(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0, noise=1.0) -> dict:
     """The time columns of every candidate layout (leading axis), the terms of what binds (`evaluate` reads them at
-    the chosen candidate) and the busiest stage's codes."""
+    the chosen candidate) and the busiest stage's codes; `noise` scales the routed experts' stage (`with_routed`)."""
     b, coll = operands.of_workload(wl), collective_options(mp)
     (run, beta, times), rows = unique.distinct(structure, hw, pe, m, g, W, wl.seq_len, b, coll, cross, visits,
                                                wl.mode == "prefill")
-    run, (beta, stage, beta_terms) = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse,
-                                                                                     rows.shape, rows.count)
+    run, beta = (run, beta) if rows is None else unique.scatter((run, beta), rows.inverse, rows.shape, rows.count)
+    beta, stage, beta_terms = with_routed(*beta, noise)
     out = unique.deferred(times, rows)   # read at the chosen candidate only (`pick`)
     stall = io_stall(hw, mp)
     out.update(rate_columns(wl, run["latency"], beta, W, stall))
@@ -319,13 +322,15 @@ def _labels(code, labels, coded: bool):
     return c if coded else c.decode()
 
 
-def first_token(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0) -> dict:
-    """TTFT of a decode point: its B prompts stream through the pipeline once, at context prompt_len."""
+def first_token(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0, noise=1.0) -> dict:
+    """TTFT of a decode point: its B prompts stream through the pipeline once, at context prompt_len; `noise` scales
+    the routed experts' stage for their B·P tokens (`with_routed`)."""
     prompt = getattr(wl, "prompt_len", None)
     if wl.mode != "decode" or prompt is None:
         return {}
     b, coll = operands.of_workload(wl), collective_options(mp)
-    (first, (rate, _, _)) = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross, visits)
+    first, beta = unique.once(passes, hw, pe, m, g, W, prompt, b, coll, cross, visits)
+    rate = with_routed(*beta, noise)[0]
     stall = io_stall(hw, mp)
     # t1 and β at context prompt_len are columns of their own, so `eval` can show TTFT's terms adding up
     return {"ttft_s": first["latency"] + W * stall + (wl.B * prompt - 1.0) * rate + (wl.B - 1.0) * stall,
@@ -334,10 +339,10 @@ def first_token(hw, pe, m, wl, mp, g, W, cross=0.0, visits=0.0) -> dict:
 
 def passes(hw, pe, m, g, W, context, b, coll, cross=0.0, visits=0.0, prompt: bool = True) -> tuple:
     """A layout's structural terms, whatever the batch: one token's pass (its latency and terms) and the busiest
-    stage (`busiest`; of a prompt's tokens, `per_token`). Evaluated once per distinct structure of a frame
+    stage (`paced`; of a prompt's tokens, `per_token`). Evaluated once per distinct structure of a frame
     (unique.once)."""
     run = one_token(hw, pe, m, g, W, context, b, coll, cross, visits)
-    beta = busiest(per_token(m, g, pe, context, b, coll, run, prompt), W)
+    beta = paced(per_token(m, g, pe, context, b, coll, run, prompt), W)
     return {"latency": run["latency"], "terms": run["terms"]}, beta
 
 
@@ -345,7 +350,7 @@ def structure(hw, pe, m, g, W, context, b, coll, cross=0.0, visits=0.0, prompt: 
     """`passes` and the layout's time columns (`time_columns`), once per distinct structure (unique.once);
     `prompt`: the stream is prompts' tokens (prefill)."""
     run = one_token(hw, pe, m, g, W, context, b, coll, cross, visits)
-    beta = busiest(per_token(m, g, pe, context, b, coll, run, prompt), W)
+    beta = paced(per_token(m, g, pe, context, b, coll, run, prompt), W)
     return {"latency": run["latency"], "terms": run["terms"]}, beta, time_columns(pe, m, run, g)
 
 

@@ -1,10 +1,46 @@
-"""The rates of an SRAM-serving step (wsemoe/cost/wafer/serving.py): its latency, the period between a sequence's
-steps, time per output token and tokens per second, with speculative decoding's drafts and a synchronous wafer
-I/O's stall; and the terms of the time that binds, each the sum of its share of every part of that time."""
+"""The rates of an SRAM-serving step (wsemoe/cost/wafer/serving.py): its busiest stage per token (β, the routed
+experts' at a step's expected maximum over its routing), latency, the period between a sequence's steps, time per
+output token and tokens per second, with speculative decoding's drafts and a synchronous wafer I/O's stall; and the
+terms of the time that binds, each the sum of its share of every part of that time."""
 
 from __future__ import annotations
 
 import numpy as np
+
+STAGES = ("attention region", "routed experts", "shared experts", "dispatch", "combine", "layer hop", "dense region",
+          "head region", "embedding region", "system link")
+ROUTED = ("moe", "routed experts")
+
+
+def paced(stages: dict, wafers) -> tuple:
+    """(`busiest` over every stage but the routed experts', the routed experts' (seconds, terms) per token at the
+    hottest expert's expected share k·p_max, or None): the second is scaled by the step's routing (geometry.routing_noise)
+    once the batch is known, so the structure's terms stay batch-free."""
+    stages = dict(stages)
+    routed = stages.pop(ROUTED, None)
+    return busiest(stages, wafers), routed
+
+
+def with_routed(rest: tuple, routed, noise) -> tuple:
+    """`busiest`'s (seconds, stage, terms) with the routed experts' stage at `noise` × its expected share: the busiest
+    expert's expected maximum over a step's tokens against k·p_max of them (geometry.routing_noise)."""
+    if routed is None:
+        return rest
+    secs, code, terms = rest
+    mine = routed[0] * noise
+    use = mine > secs
+    return (np.where(use, mine, secs), np.where(use, STAGES.index(ROUTED[1]), code),
+            [np.where(use, r * noise, t) for r, t in zip(routed[1], terms)])
+
+
+def busiest(stages: dict, wafers):
+    """(seconds per token, stage index into STAGES, its five terms) of the busiest region or link stage (the
+    system link only between wafers)."""
+    keys = list(stages)
+    secs = np.stack(np.broadcast_arrays(*[stages[k][0] * (wafers > 1 if k[0] == "link" else 1.0) for k in keys]))
+    i = np.argmax(secs, axis=0)
+    terms = [np.choose(i, np.broadcast_arrays(*[stages[k][1][t] + 0.0 * secs[0] for k in keys])) for t in range(5)]
+    return secs.max(axis=0), np.asarray([STAGES.index(k[1]) for k in keys])[i], terms
 
 
 def bound_terms(wl, late, paced, W, stall, throughput_bound) -> list:

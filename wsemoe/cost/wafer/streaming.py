@@ -15,6 +15,7 @@ import functools
 
 import numpy as np
 
+from wsemoe.cost.balance import routing
 from wsemoe.cost.batch import layer_flops, micro_batch
 from wsemoe.cost.comm import balance_key, comm_model, unique_rows
 from wsemoe.cost.node import compute, weights
@@ -60,17 +61,23 @@ class StreamingFabric:
         node = node_memory(hw, m, wl, self.mp, shape, weights.experts_per_node(m, shape.nodes))
         tables, inverse, pshape = self.tables(pe, T, node)
         T = np.broadcast_to(np.asarray(T, dtype=float), pshape)
-        p_max = np.asarray([t.p_max for t in tables])[inverse].reshape(pshape)
-        busiest = np.clip(T * m.num_experts_per_tok * p_max, np.minimum(T, 1.0), T)
+        # the busiest region's tokens: a step's expected maximum over its routing of T tokens (routing.py), not the
+        # hottest expert's expected k·p_max·T (they agree at a training step's 10⁵ tokens, not at a few)
+        k = m.num_experts_per_tok
+        copies = np.broadcast_to(T * k, pshape)
+        busiest = np.clip(routing.busiest_expert([t.shares for t in tables], inverse.reshape(pshape), copies, k),
+                          np.minimum(T, 1.0), T)
+        imbalance = np.where(copies > 0, busiest * m.num_experts / np.where(copies > 0, copies, 1.0),
+                             np.asarray([t.p_max for t in tables])[inverse].reshape(pshape) * m.num_experts)
         region = pememory.region_bytes(m, wl, T, busiest)
         base = pememory.moe_base(node, shape.nodes, pe)
-        work = stage_work(hw, m, wl, self.mp, shape, layer_flops(m, wl, shape), {"expert_imbalance": p_max * m.num_experts})
+        work = stage_work(hw, m, wl, self.mp, shape, layer_flops(m, wl, shape), {"expert_imbalance": imbalance})
         edges = self.edges(pe, work)
         floor, offset = self.rest(pe, shape, work, edges)
         pick = self.layouts(tables, inverse, pshape, (T, busiest, pememory.need_area(pe, base, region), floor, offset),
                             getattr(wl, "comm_overlap", "none") == "microbatch", moves(wl) / passes(wl))
         out = {**self.times(pe, T, busiest, pick), **edges, "expert_tokens": busiest}
-        out.update(self.layout_columns(pick, p_max))
+        out.update(self.layout_columns(pick, imbalance))
         out.update(pememory.attention(pe, m, wl, node, shape.nodes, shape.groups))
         out.update(pememory.moe(pe, base, region, pick["h"] * pick["w"]))
         prefetch = prefetch_parts(hw, m, wl, shape)
@@ -180,9 +187,10 @@ class StreamingFabric:
                 "columns": {"expert_pipeline_s": pipeline, "expert_fill_s": seconds(P * pick["B"], pe),
                             "dispatch_path_s": seconds(M * pick["Ld"], pe), "combine_path_s": seconds(M * pick["Lc"], pe)}}
 
-    def layout_columns(self, pick: dict, p_max) -> dict:
-        """The chosen layout: expert tiles (grid and PEs) and the busiest expert's load over the mean."""
+    def layout_columns(self, pick: dict, imbalance) -> dict:
+        """The chosen layout: expert tiles (grid and PEs) and the busiest expert's load over the mean (a step's
+        expected maximum)."""
         return {"expert_grid_rows": pick["a"], "expert_grid_cols": pick["b"], "expert_region_rows": pick["h"],
                 "expert_region_cols": pick["w"], "expert_region_pes": pick["h"] * pick["w"],
                 "expert_reduction": np.asarray(streamlayout.REDUCTIONS, dtype=object)[pick["pattern"].astype(int)],
-                "expert_imbalance": p_max * self.m.num_experts}
+                "expert_imbalance": imbalance}

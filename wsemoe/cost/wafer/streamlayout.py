@@ -12,7 +12,8 @@ Per candidate, in cycles (docs/cost-model.md, "Weight streaming at PE level"):
 
     experts   n·A + B          the busiest region's up/gate, SiLU·mul and down (decode.ffn, input from another
                                region): A its pacing per token (marginal cost of one more token), B its fill and
-                               drain, latencies and operator overheads once; n its tokens (k·p_max·T); per pass
+                               drain, latencies and operator overheads once; n its tokens (a step's expected
+                               maximum over its routing, routing.busiest_expert; k·p_max·T at many); per pass
     dispatch  T·D_d + L_d      D_d = wavelets per token × k (unicast) × max(east/west tile link / h,
                                south/north tile link / w); L_d the longest path (tile hops × sides, a turn) and one
                                operator overhead; combine likewise (multicast: a relay per tile hop); per move
@@ -78,6 +79,7 @@ class Table:
     link: np.ndarray = field(repr=False)   # dispatch tokens on the busiest PE link per token of the micro-batch
     linkc: np.ndarray = field(repr=False)  # combine tokens on the busiest PE link per token of the micro-batch
     p_max: float = 0.0     # the busiest expert's share of the token copies
+    shares: np.ndarray = field(default=None, repr=False)   # every expert's share (routing.busiest_expert)
 
     @property
     def area(self) -> np.ndarray:
@@ -152,12 +154,12 @@ def grid_shapes(key: Key) -> list[tuple[int, int]]:
     return [(a, b) for a, b in expertgrid.shapes(key.experts) if a <= key.rows and b <= key.cols]
 
 
-def raw(key: Key) -> tuple[dict, float]:
-    """Every candidate of the key that its own grid shape does not beat, as arrays; and the busiest expert's share."""
+def raw(key: Key) -> tuple[dict, np.ndarray]:
+    """Every candidate of the key that its own grid shape does not beat, as arrays; and the experts' shares."""
     shapes = grid_shapes(key)
     parts = [shape_candidates(key, a, b) for a, b in shapes]
     shares = expertgrid.grid(key.experts, *shapes[0], key.mode, key.bal).shares
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, float(shares.max())
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, np.asarray(shares, dtype=float)
 
 
 def pareto(cols: dict) -> np.ndarray:
@@ -181,9 +183,9 @@ def _held(_, value: Table) -> int:
 @bounded_cache(256, 1 << 20, _held)
 def table(key: Key) -> Table:
     """The key's candidate layouts that can be best somewhere (cached)."""
-    cols, p_max = raw(key)
+    cols, shares = raw(key)
     keep = pareto(cols)
-    return Table(*(cols[k][keep] for k in FIELDS), p_max=p_max)
+    return Table(*(cols[k][keep] for k in FIELDS), p_max=float(shares.max()), shares=shares)
 
 
 def choose(t: Table, tokens, busiest, need_area, floor=0.0, offset=0.0, microbatch=False,

@@ -147,7 +147,8 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     if "workload.G" not in r.axes or r.metric not in r.points or r.feasible.empty:
         return None
     gs = np.sort(r.points["workload.G"].unique())
-    groups = r.feasible.groupby(r.group_cols) if r.group_cols else [((), r.feasible)]
+    # in the sweep's order, as the Pareto figure colours them (sorted, k = 1 took k = 8's colour there and back)
+    groups = r.feasible.groupby(r.group_cols, sort=False) if r.group_cols else [((), r.feasible)]
     tuned = [c for c in r.axes if c in OVER and c != "workload.G" and r.points[c].nunique() > 1]
     over = ", ".join(SYMBOLS.get(c, c) for c in tuned)
     drawn = (f"each line: the best feasible point at each G{f' (over {over})' if tuned else ''} against the best "
@@ -194,7 +195,8 @@ def speedup_vs_g(r: ResultsView) -> Figure | None:
     hi = max(last)  # no empty decade of infeasible G: the axis ends at the largest feasible G, said in the label
     log2_ticks(ax, [g for g in gs if g <= hi and np.log2(g) % 1 == 0] + ([hi] if np.log2(hi) % 1 else []))
     ax.set_xlim(gs[0] / 1.12, hi * 1.12)
-    ax.set_ylim(bottom=0)
+    # headroom above the highest line: lines that never leave 1 (quickstart) sat on the axes' top edge, hidden
+    ax.set_ylim(0, 1.06 * max(1.0, max(peaks)))
     note = f"; no feasible point for G > {number(hi)}" if hi < gs[-1] else ""
     ax.set_xlabel(f"{NAMES['workload.G']} (log2{note})")
     ax.set_ylabel(f"{NAMES.get(r.metric, r.metric)} over best G = {number(gs[0])} (×)")
@@ -227,7 +229,7 @@ def _g_verdict(lines: list, gs, tops=None) -> str:
                        if fails else ".")
     text = "Best speedup over G = 1: " + "; ".join(parts) if parts else ""
     if fails:
-        text += ("; " if text else "") + f"no gain (within 0.5% of 1) for {listing(fails)}: the claim does not hold there"
+        text += ("; no" if text else "No") + f" gain (within 0.5% of 1) for {listing(fails)}: the claim does not hold there"
     return text + "." if text else "No line to compare."
 
 

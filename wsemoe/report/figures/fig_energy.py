@@ -20,6 +20,8 @@ from wsemoe.sweep.pareto import front_rows
 
 PER_USER, ENERGY = "tokens_per_s_per_user", "energy_per_token_j"
 SPLIT = [f"energy_{t}_per_token_j" for t in TIERS]
+# the legend's names: the tiers' column names read 'sram', 'hbm' beside 'SRAM' and 'HBM' in every caption and doc
+TIER_NAMES = {"sram": "SRAM", "hbm": "HBM"}
 STEMS = ("energy_frontier", "energy_split")
 COLUMNS = (PER_USER, ENERGY, *SPLIT, "hardware.*", "workload.*", "mapping.*")
 FREE = ("model", "hardware", "workload.B", "workload.tokens_per_device")   # never held: a front spans them
@@ -140,7 +142,8 @@ def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
         names = [str(s) for s in best.index]
         for i, (tier, col) in enumerate(zip(TIERS, SPLIT)):
             v = best[col].to_numpy(dtype=float) / total if col in best else np.zeros(len(best))
-            ax.bar(names, 100 * v, bottom=100 * bottom, color=PALETTE[i % len(PALETTE)], label=tier)
+            ax.bar(names, 100 * v, bottom=100 * bottom, color=PALETTE[i % len(PALETTE)],
+                   label=TIER_NAMES.get(tier, tier))
             bottom += v
         for x, t in enumerate(total):
             ax.annotate(f"{t:.3g} J", (x, 100 * bottom[x]), xytext=(0, 3), textcoords="offset points", ha="center",

@@ -18,6 +18,7 @@ from wsemoe.analysis.uncertainty import robustness
 from wsemoe.report.figures.claims import caption
 from wsemoe.report.figures.style import DOUBLE, PALETTE, SLICE_SYMBOLS, outside_legend, ratio_ticks
 from wsemoe.report.figures.view import ResultsView
+from wsemoe.wording import span
 
 STEMS = ("readings_robustness",)
 CLAIMS = {"readings_robustness": "The comparison's verdict (its ratio on one side of 1) does not depend on the "
@@ -187,7 +188,7 @@ def robustness_figure(r: ResultsView) -> Figure | None:
     side = SIDE_WORDS.get(robustness.side(row["configured"]), "undefined")
     claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({side}) at "
              f"{_short(row['group'])}; it {survives} of {', '.join(result.varied)} (range "
-             f"{robustness.ratio(row['low'])}–{robustness.ratio(row['high'])}; default readings "
+             f"{span(robustness.ratio(row['low']), robustness.ratio(row['high']))}; default readings "
              f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
     fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
     said = robustness.statement(result, summary, quantity)[:2]  # the headline group, then every group

@@ -66,7 +66,10 @@ SLICE_SYMBOLS = {"model.num_experts_per_tok": "top-k", "workload.B": "B", "mappi
                  "workload.tokens_per_device": "tokens/device", "mapping.token_source": "token source",
                  "mapping.ring_directions": "ring directions", "balance.balancer": "balancer",
                  "workload.comm_overlap": "overlap", "balance.replica_policy": "replicas",
-                 "balance.migration_windows": "migration windows", "balance.skew_devices": "skew read on"}
+                 "balance.migration_windows": "migration windows", "balance.skew_devices": "skew read on",
+                 # the symbols the legends use ('k = 8, F = 768'): bta_topk_pe's bars read 'moe_intermediate_size 768'
+                 "model.moe_intermediate_size": "F", "workload.seq_len": "S", "hardware.pe_fabric": "PE fabric",
+                 "mapping.pe_dispatch": "PE dispatch", "mapping.pe_placement": "PE placement"}
 BETTER = {"max": ", higher is better", "min": ", lower is better"}
 ENG_UNITS = ("tokens/s", "sequences/s", "tokens", "FLOP", "FLOP/s")
 
@@ -314,6 +317,7 @@ def ratio_ticks(ax, which: str, values) -> None:
                  if v.min() / 1.02 <= t <= v.max() * 1.02]
     while len(ticks) > 8:  # a wide range: every other tick, 1× kept
         ticks = [t for i, t in enumerate(ticks) if i % 2 == ticks.index(1) % 2]
+    ticks = _spaced(ticks, np.log(v.max() / v.min()) / 10)
     lo, hi = getattr(ax, f"get_{which}lim")()
     if sum(lo <= t <= hi for t in ticks) < 2:   # 1.000×–1.002× read '1×' alone: fixed limits, the ticks either side
         lo = max([t for t in ticks if t < v.min()] or ticks[:1])
@@ -321,3 +325,17 @@ def ratio_ticks(ax, which: str, values) -> None:
         getattr(ax, f"set_{which}lim")(lo / 1.002, hi * 1.002)
     getattr(ax, f"set_{which}ticks")(ticks, [f"{t:g}×" for t in ticks])
     getattr(ax, f"set_{which}ticks")([], minor=True)
+
+
+def _spaced(ticks: list, gap: float) -> list:
+    """The ticks at least `gap` apart in log, kept outward from 1×: a range of 1.00×–1.45× took the narrow list's
+    0.99×, 1×, 1.01×, 1.02× within 3% of one another, and their labels ran into one another (quickstart's readings
+    figure, right panel). A tenth of the data's log span: every label at least a tenth of the axis from the next."""
+    up, down = [1], [1]
+    for t in sorted(t for t in ticks if t > 1):
+        if np.log(t / up[-1]) >= gap:
+            up.append(t)
+    for t in sorted((t for t in ticks if t < 1), reverse=True):
+        if np.log(down[-1] / t) >= gap:
+            down.append(t)
+    return [*reversed(down[1:]), *up]   # 1× is always among the ticks (the values hold 1)

@@ -16,7 +16,7 @@ from wsemoe.version import __version__
 from wsemoe.analysis.explain.query import default_columns, select
 from wsemoe.report.terminal import formats
 from wsemoe.errors import printable
-from wsemoe.report.terminal.tables import comparison_crossovers, front_line
+from wsemoe.report.terminal.tables import comparison_crossovers, comparison_order, front_line
 from wsemoe.report.figures import plots
 from wsemoe.report.html import figures as html_figures
 from wsemoe.store import store
@@ -29,8 +29,8 @@ body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1400
 color:#222}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}.scroll{overflow-x:auto;max-width:100%;
 margin:.5em 0}.scroll.tall{max-height:40em;overflow-y:auto}.tall thead th{position:sticky;top:0}table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;
 vertical-align:top}th{text-align:left;background:#f6f6f6;white-space:nowrap}td.n{text-align:right;
-font-variant-numeric:tabular-nums;white-space:nowrap}td.t{white-space:nowrap}#columns td.t:last-child{white-space:normal;
-min-width:30em}pre{background:#f6f6f6;padding:1em;
+font-variant-numeric:tabular-nums;white-space:nowrap}td.t{white-space:nowrap}#columns td.t:last-child,#readings td.t:last-child{
+white-space:normal;min-width:30em}pre{background:#f6f6f6;padding:1em;
 overflow:auto;font-size:12px;white-space:pre}.note{color:#555;font-size:13px}
 """ + html_figures.CSS
 
@@ -184,7 +184,7 @@ def page(path, base: Path | None = None, on_progress=None, baselines=()) -> str:
     if (path / "comparison.csv").is_file():
         cmp = store.read_csv(path, "comparison.csv", man)
         parts += ["<h2 id=\"s-comparison\">Comparison (best feasible per group)</h2>",
-                  scroll(formats.html(cmp, index=None, table_id="comparison"), tall=True),
+                  scroll(formats.html(cmp[comparison_order(cmp)], index=None, table_id="comparison"), tall=True),
                   *(f"<p class=\"crossover\">{_h(line)}</p>" for line in comparison_crossovers(cmp, path)),
                   *(f"<p class=\"note\">{_h(line)}</p>" for line in baselines)]
     parts += readings_section(path, man)

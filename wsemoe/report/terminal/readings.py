@@ -42,8 +42,8 @@ def plan(result) -> Table:
     design = (f"one reading at a time ({meta['screened']}: the full factorial is not run)"
               if robustness.screened(result) else
               f"{count(meta['combinations'], 'combination')} (full factorial of {count(len(result.varied), 'reading')})")
-    t = Table(title=f"readings of {meta['name']}: {design}, {meta['runs']:,} runs, "
-                    f"{meta['evaluated']:,} distinct sweeps of {meta['points']:,} points, {meta['seconds']:.1f} s",
+    t = Table(title=f"readings of {meta['name']}: {design}, {count(meta['runs'], 'run')}, "
+                    f"{count(meta['evaluated'], 'distinct sweep')} of {count(meta['points'], 'point')}, {meta['seconds']:.1f} s",
               box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for c in ("reading", "state", "options"):
         t.add_column(c, no_wrap=c != "options", overflow="fold")

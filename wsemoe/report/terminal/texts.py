@@ -9,11 +9,11 @@ def check_lines(info: dict) -> list[str]:
     """The lines `wsemoe check` prints for the dict `sweep.plan.check` returns."""
     if info["search"]:
         s = info["search"]
-        lines = [f"{info['name']}: valid; a space of {info['space_points']:,} points, searched with "
-                 f"{s['algorithm']} (seed {s['seed']}): at most {info['points']:,} evaluations"]
+        lines = [f"{info['name']}: valid; a space of {count(info['space_points'], 'point')}, searched with "
+                 f"{s['algorithm']} (seed {s['seed']}): at most {count(info['points'], 'evaluation')}"]
     else:
-        lines = [f"{info['name']}: valid; {info['points']:,} points"]
-    lines += [f"  axis {axis}: {n} values" for axis, n in info["axes"].items()]
+        lines = [f"{info['name']}: valid; {count(info['points'], 'point')}"]
+    lines += [f"  axis {axis}: {count(n, 'value')}" for axis, n in info["axes"].items()]
     lines += [f"  zipped: {', '.join(group)}" for group in info["zip_groups"]]
     if "estimated_seconds" in info:
         from wsemoe.report.terminal.tables import fmt

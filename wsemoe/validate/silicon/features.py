@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsemoe.cost.gpu.serving import ACT_BYTES, kv_budget
+from wsemoe.cost.gpu.serving import ACT_BYTES, DP_GATHER, kv_budget
 from wsemoe.cost.gpu.shape import shape
 from wsemoe.cost.node import formats, mix
+from wsemoe.validate.silicon import checkpoints
 
 
 def kv_format(res) -> str:
-    """The KV cache's format: FP8 when the run's weights are 8-bit or narrower (the quantized checkpoints these
-    runs serve carry FP8 KV-cache scales, and the servers then keep the cache in FP8), else 16-bit. A block-scaled
-    format (nvfp4, mxfp4) is read by the precision it multiplies at."""
-    return "fp8" if formats.COMPUTE.get(res["gemm"], res["gemm"]) in ("fp8", "fp4") else "bf16"
+    """The KV cache's format: the row's column, else its backend's default for the checkpoint it serves
+    (validate/silicon/checkpoints.py has the rule and its sources)."""
+    return checkpoints.kv_format(res)
 
 
 def attention_shares(m, isl: float, osl: float) -> dict:
@@ -31,14 +31,14 @@ def attention_shares(m, isl: float, osl: float) -> dict:
             "pair_share": float(mean(lambda a: np.mean(mix.keys_read(a, mx.pattern, pos))) / np.mean(pos))}
 
 
-def cache_extras(m, tp: int, b_kv: float) -> dict:
+def cache_extras(m, tp: int) -> dict:
     """What a patterned model's layers keep and compute beyond their KV (the node-level rules, cost/node/mix.py and
     memory.held_per_token), summed over its layers, on the busiest of `tp` ranks:
     `idx_bytes`: the sparse (DSA) layers' indexer keys per cached token (FP8 with FP32 scales whatever the KV
     format, on every rank: the indexer's projections are replicated, as vLLM's and SGLang's V3.2 indexers are);
     `idx_flops`: their indexer's FLOPs per (query, key) pair, every key of the context (replicated the same way);
     `state_bytes`: the linear layers' recurrent state and convolution inputs per sequence (bytes: the state in the
-    model's `state_format`, else like the convolution inputs in the KV format of `b_kv` bytes a value; value heads
+    model's `state_format`, else 16-bit, the convolution inputs 16-bit, whatever the KV format; value heads
     split over the ranks, whole heads a rank); `state_flops`: their recurrent core's FLOPs per token on that rank.
     All 0 for a model without such layers."""
     out = {"idx_bytes": 0.0, "idx_flops": 0.0, "state_bytes": 0.0, "state_flops": 0.0}
@@ -52,7 +52,7 @@ def cache_extras(m, tp: int, b_kv: float) -> dict:
     if n_linear:
         heads = mx.pattern["linear"]["num_value_heads"]
         share = np.ceil(heads / tp) / heads
-        out["state_bytes"] = float(n_linear * mix.linear_state_bytes(mx.pattern, b_kv) * share)
+        out["state_bytes"] = float(n_linear * mix.linear_state_bytes(mx.pattern) * share)
         out["state_flops"] = float(n_linear * mix.linear_flops_per_token(mx.pattern) * share)
     return out
 
@@ -90,9 +90,11 @@ def one(res: dict, worker: str, s=None) -> dict:
     share, of_total = kv_budget(res.get("backend", ""))
     return {"L": s.layers, "Lm": s.moe_layers, "H": s.hidden, "heads": s.heads, "attn_w": s.attn_w, "attn_kv_w": s.attn_kv_w,
             "dense_w": s.dense_w,
-            "expert_w": s.expert_w, "shared_w": s.shared_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
+            "expert_w": s.expert_w, "shared_w": s.shared_w, "router_w": s.router_w, "head_w": s.head_w, "E": s.experts, "k": s.top_k,
             "kv_values": s.kv_values, "kv_shards": s.kv_shards, "sf_decode": s.score_flops_decode,
             "sf_prefill": s.score_flops_prefill, "b_gemm": formats.nbytes(res["gemm"]),
+            "b_attn": formats.nbytes(checkpoints.attn_format(res)),
+            "F_attn": formats.peak(hw, checkpoints.attn_format(res)),
             "b_moe": formats.nbytes(res["moe"]), "b_kv": formats.nbytes(kv_format(res)),
             "F_gemm": formats.peak(hw, res["gemm"]), "F_moe": formats.peak(hw, res["moe"]), "F16": hw.node_peak_flops,
             "b_dispatch": formats.dispatched_bytes(hw, res["moe"], ACT_BYTES),
@@ -102,8 +104,9 @@ def one(res: dict, worker: str, s=None) -> dict:
             "tp": lay["tp"], "dp": lay["dp"], "pp": lay["pp"], "moe_tp": lay["moe_tp"], "moe_ep": lay["moe_ep"],
             "C": lay["C"], "isl": res["isl"], "osl": res["osl"], "ar_lat": hw.collective_latency_s,
             "a2a_lat": hw.alltoall_latency_s or hw.collective_latency_s, "agg": 1.0 if worker == "agg" else 0.0,
+            "dp_gather": DP_GATHER.get(res.get("backend", ""), 0.0),
             "kv_share": share, "kv_of_total": of_total,
-            **attention_shares(res["model"], res["isl"], res["osl"]), **cache_extras(res["model"], lay["tp"], formats.nbytes(kv_format(res)))}
+            **attention_shares(res["model"], res["isl"], res["osl"]), **cache_extras(res["model"], lay["tp"])}
 
 
 def arrays(resolved: list[dict], worker_of) -> dict:

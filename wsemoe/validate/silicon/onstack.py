@@ -23,6 +23,7 @@ import numpy as np
 
 from wsemoe.cost.node import formats
 from wsemoe.validate.silicon import fit
+from wsemoe.wording import span
 
 METRICS = ("tokens_per_s_per_user", "per_device_tokens_per_s", "tokens_per_s")  # decode rates it can restate
 
@@ -63,6 +64,9 @@ def point_ratio(row, cfg, hw, stack: dict, backend: str) -> float | None:
     res = {"hardware": hw, "model": m, "backend": backend, "isl": S - 1.0, "osl": 2.0,  # mean context S
            "gemm": str(_value(row, cfg, "workload.attn_weight_format")),
            "moe": str(_value(row, cfg, "workload.expert_weight_format")),
+           # the point's own attention and cache formats, not a measured run's checkpoint rule (checkpoints.py)
+           "attn": str(_value(row, cfg, "workload.attn_weight_format")),
+           "kv": str(_value(row, cfg, "workload.kv_format")),
            "workers": {"decode": {"C": B * dp, "tp": tp, "pp": 1.0, "dp": dp, "moe_tp": 1.0,
                                   "moe_ep": float(devices), "gpus": float(devices)}}}
     kv = formats.nbytes(str(_value(row, cfg, "workload.kv_format")))   # the point's cache, not the run rule's
@@ -106,6 +110,6 @@ def line(table, cfg, backend: str) -> str | None:
                                 f"{k.split('.')[-1]}={v}" for k, v in got[i][0].items())
     lo, hi = int(np.argmin(vals)), int(np.argmax(vals))
     return (f"on measured serving software, the fitted {backend} stack ({stacks.STACKS.name}) runs the "
-            f"{cfg.compare.baseline['hardware']} baseline at {vals[lo]:.2f}–{vals[hi]:.2f}× the node-level model's "
+            f"{cfg.compare.baseline['hardware']} baseline at {span(f'{vals[lo]:.2f}', f'{vals[hi]:.2f}')}× the node-level model's "
             f"{cfg.compare.metric} (median {np.median(vals):.2f}× over {len(vals)} compared points; lowest at "
             f"{where(lo)}, highest at {where(hi)}); not applied: the wafer side has no measured stack")

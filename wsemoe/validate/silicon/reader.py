@@ -14,6 +14,7 @@ from pathlib import Path
 from wsemoe.config.files import read_text
 from wsemoe.errors import ConfigError
 from wsemoe.specs.layers import MAX_CONTEXT
+from wsemoe.validate.silicon.checkpoints import KV_COLUMN, KV_QUANT, kv_quant
 from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
 from wsemoe.wording import number
 
@@ -26,9 +27,10 @@ COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_pat
 NUMERIC = ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms", *LAYOUT, *(f"{w}_{c}" for w in ("prefill", "decode")
                                                                          for c in WORKER))
 UNREADABLE = "_unreadable"   # read's note of a row's first cell that should be a number and is not
-# A configuration: everything that sets the run, not when or with which version it was measured.
+# A configuration: everything that sets the run, not when or with which version it was measured. The KV cache's
+# quant mode is an optional column (the given file has none): read where a file has it, else empty.
 CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
-          *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
+          KV_COLUMN, *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
 # Quant modes to the weight format (wsemoe/cost/node/formats.py: its bytes and the peak its matmuls run at);
 # fp8_block carries one scale per 128x128 block (bytes negligible); nvfp4 and mxfp4 carry their block scales and
 # multiply at the FP4 peak; w4afp8 stores INT4 weights and multiplies at the FP8 peak. Weight-only modes
@@ -85,6 +87,8 @@ def read(path: Path):
         bad = (given != "") & frame[col].isna()   # 'inf' and a 400-digit integer read as ±inf: the checks say why
         unreadable = unreadable.where((unreadable != "") | ~bad, f"{col} '" + given.str[:40] + "'")
     frame[UNREADABLE] = unreadable   # the first cell of a row that is not a number: its reason (`resolve`)
+    if KV_COLUMN not in frame.columns:
+        frame[KV_COLUMN] = ""
     frame["id"] = frame["id"].fillna("").astype(str)
     return frame
 
@@ -214,6 +218,9 @@ def resolve(row, load_model, load_hardware) -> dict:
     if g is None or m is None:
         modes = "'/'".join(_cell(row.get(c)) for c in ("gemm_quant_mode", "moe_quant_mode"))
         return {"reason": f"unknown quant mode '{modes}'"}
+    kv = kv_quant(row.get(KV_COLUMN))
+    if kv is None:
+        return {"reason": f"unknown {KV_COLUMN} '{_cell(row.get(KV_COLUMN))[:40]}' (known: {', '.join(KV_QUANT)})"}
     isl, osl = _num(row.get("isl")), _num(row.get("osl"))
     if not isl or not osl or isl < 1 or osl < 1:
         return {"reason": "isl and osl must be positive token counts"}
@@ -238,4 +245,5 @@ def resolve(row, load_model, load_hardware) -> dict:
     if max(w["pp"] for w in workers.values()) > model.num_hidden_layers:   # a stage holds at least one layer
         return {"reason": f"pp_size above the model's {model.num_hidden_layers} layers"}
     return {"hardware": hw, "model": model, "model_preset": preset, "system_preset": system,
-            "backend": row.get("backend"), "gemm": g, "moe": m, "isl": isl, "osl": osl, "mode": mode, "workers": workers}
+            "backend": row.get("backend"), "version": _cell(row.get("backend_version")),
+            "checkpoint": str(row.get("model_path", "")).strip(), "gemm": g, "moe": m, "kv": kv, "isl": isl, "osl": osl, "mode": mode, "workers": workers}
