@@ -116,17 +116,24 @@ def baseline_loss(result) -> dict:
             "high": float(loss.max())}
 
 
-def at_edges(result, cfg) -> str:
+def at_edges(result, cfg, sweep=None) -> str:
     """'; at an axis end under attn_kernel=flash, hold=width (B 128), ...': the combinations of a readings study
-    in which a tuned axis sits at the largest value the sweep tries (the axis, not the model, caps it)."""
+    in which a tuned axis sits at the largest value the sweep tries and, by `edge_reach`'s rule, no design tied
+    with that best lies inside (the axis, not the model, caps it). `sweep`: the sweep before any reading is applied
+    (the combinations flagged are re-evaluated under their readings; without it the tuned values alone decide)."""
     v = result.values.merge(result.runs, on="run")
     v = v[v["role"] == "combination"]
-    hits = {}
+    varied = [s["name"] for s in result.meta["readings"] if s["state"] == "varied"]
+    hits, capped = {}, {}
     for axis in ("B", "G"):
         top = max(cfg.axes[f"workload.{axis}"])
         at = v[v["quantity"].isin([f"best_{axis}", f"baseline_{axis}"]) & (v["value"] >= top)]
         for _, r in at.iterrows():
-            hits.setdefault(r["label"], set()).add(f"{axis} {top}")
+            if sweep is not None and r["label"] not in capped:
+                combo = figures.at(sweep, {n: r[n] for n in varied})
+                capped[r["label"]] = edge_reach(combo, chunked.evaluate(combo))[0] >= 1.0
+            if capped.get(r["label"], True):
+                hits.setdefault(r["label"], set()).add(f"{axis} {top}")
     if not hits:
         return ""
     return f"; {len(hits)} of {result.meta['combinations']} combinations tune to an axis end (" + "; ".join(
@@ -154,7 +161,7 @@ def bta_rows() -> list[dict]:
         return rows + [bare_headline(slowdown_k), bare_headline(check), edges(points, reading)]
     cfg_k = figures.at(sweep_config("bta_topk"), figures.BTA)
     study_k = study.evaluate(cfg_k)
-    over = f"{study_k.meta['combinations']} combinations of {', '.join(study_k.varied)}" + at_edges(study_k, cfg_k)
+    over = f"{study_k.meta['combinations']} combinations of {', '.join(study_k.varied)}" + at_edges(study_k, cfg_k, sweep_config("bta_topk"))
     loss = baseline_loss(study_k)
     rows.append(headline(slowdown_k, 7.0, f"{loss['default']:.2f}×", float(loss["low"]), float(loss["high"]), over))
     summary = study_k.summary()
