@@ -390,3 +390,18 @@ def test_deltas_cap_b_times_g_at_top_1():
         row = engine.evaluate_points(load_config({**BASE, "model": model, "workload": {**BASE["workload"], "B": B,
                                                   "G": G}, "mapping": {"pe_dispatch": "unicast"}})).iloc[0]
         assert bool(row["feasible"]) is fits
+
+
+def test_the_attention_backward_holds_dp_beside_the_scores_on_the_pes():
+    # B 4 (one tile of the G 8), one head at a time: Q = 4 · 8,192 = 32,768 query rows of S = 8,192 keys on the
+    # 994 × 750 program rectangle: ⌈32,768 / 994⌉ · ⌈8,192 / 750⌉ = 33 · 11 = 363 blocks a PE (the other way
+    # 44 · 9 = 396). Each holds its score (2 B) and, in training, the backward's dP = dO·Vᵀ of the same shape beside
+    # it (2 B), read together by dS = P ⊙ (dP − rowsum(dO ⊙ O)): 1,452 B a PE (726 without the backward, as in
+    # prefill).
+    assert min(-(-32_768 // 994) * -(-8_192 // 750), -(-32_768 // 750) * -(-8_192 // 994)) == 363
+    train = engine.evaluate_points(load_config({**BASE, "workload": {**BASE["workload"], "B": 4, "G": 8}})).iloc[0]
+    assert train["pe_mem_scores_bytes"] == pytest.approx((2 + 2) * 363, rel=1e-12)
+    inference = {k: v for k, v in BASE["workload"].items() if k != "recompute"}
+    prefill = engine.evaluate_points(load_config({**BASE, "workload": {**inference, "mode": "prefill", "B": 4,
+                                                                       "G": 8}})).iloc[0]
+    assert prefill["pe_mem_scores_bytes"] == pytest.approx(2 * 363, rel=1e-12)

@@ -108,10 +108,11 @@ def test_the_edges_property_fails_on_the_old_axis():
 
     cfg = common.sweep_config("bta_topk")
     capped = cfg.model_copy(update={"axes": {**cfg.axes, "workload.B": list(range(1, 17))}})
-    table = bta.bta_comparison("bta_topk", capped)
+    points = bta.bta_points("bta_topk", capped)
+    table = bta.bta_comparison("bta_topk", points=points)
     assert int(table["baseline_B"].max()) == 16
-    assert not bta.edges({"bta_topk": table}, "", {"bta_topk": capped})["ok"]
-    assert bta.edges({"bta_topk": bta.bta_comparison("bta_topk")}, "")["ok"]
+    assert not bta.edges({"bta_topk": points}, "")["ok"]
+    assert bta.edges({"bta_topk": bta.bta_points("bta_topk")}, "")["ok"]
 
 
 @pytest.mark.parametrize("name", ["bta_experts", "bta_topk"])

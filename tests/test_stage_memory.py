@@ -53,7 +53,7 @@ def test_layer_overlap_holds_the_moe_weights_streamed_during_attention():
         terms = sum(row[f"mem_{t}_node_bytes"] for t in ("weights", "kept_act", "kv", "attn_transient", "bta_buffer",
                                                           "prefetch", "attn_grads"))
         assert row["mem_attn_peak_node_bytes"] == pytest.approx(terms, rel=REL)
-        moe = sum(row[f"mem_{t}_node_bytes"] for t in ("weights", "kept_act", "kv", "moe_transient"))
+        moe = sum(row[f"mem_{t}_node_bytes"] for t in ("weights", "kept_act", "kv", "moe_transient", "moe_deltas"))
         assert row["mem_moe_peak_node_bytes"] == pytest.approx(moe, rel=REL)
 
 
@@ -88,10 +88,10 @@ def test_each_stage_holds_its_own_layer_norm_input():
     assert r.loc[64, "mem_moe_transient_node_bytes"] == pytest.approx(T * (a_moe + 2 * H) / N, rel=REL)
 
 
-@pytest.mark.parametrize("dropout,per_score", [(0.0, 2), (0.1, 5)])
+@pytest.mark.parametrize("dropout,per_score", [(0.0, 2 + 2), (0.1, 5 + 2)])
 def test_score_bytes_follow_attention_dropout(dropout, per_score):
     """One head's S scores per query: the softmax output (2 bytes), plus the dropout mask (1) and output (2) only
-    when the model drops attention probabilities."""
+    when the model drops attention probabilities; in training the backward's dP (2) beside them."""
     r = _rows(attn_kernel="per_head").loc[[2]]
     cfg = {"name": "drop", "hardware": "cs2", "model": {"preset": "qwen3-30b-a3b", "attention_dropout": dropout},
            "workload": {"mode": "train", "seq_len": S, "B": 2, "G": 1, "attn_kernel": "per_head", "recompute": "full"}}
@@ -117,3 +117,39 @@ def test_attention_dropout_is_read_from_config_json():
 def test_shipped_configs_state_no_attention_dropout(name):
     from pathlib import Path
     assert model_from_hf_config(Path(__file__).parent / "data" / "hf" / name).attention_dropout == 0.0
+
+
+def test_the_moe_backward_holds_the_deltas_of_its_tokens_and_copies():
+    """Korthikanti's count is what the forward saves; the MoE stage's backward also holds its deltas (the loss
+    gradients of its outputs): each token's g (2·H) and each of its k routed copies' dy = p·g (2·H), 36,864 B a token
+    at k = 8 beside the transient's 2·H + 2·8·H + 6·8·F + 2·H = 77,824 (+47%). bta_topk's one-group best at k = 8
+    (B 1, G 54: T = 442,368 tokens) held 442,368 · 77,824 / 84 + 18,878,720 · 2 / 84 = 410,292,912.8 B against
+    0.85 · 850,000 · 48,000 / 84 = 412,857,142.9 usable; the deltas add 442,368 · 36,864 / 84 = 194,136,356.6 B
+    (604.4 MB). A sequence now costs 8,192 · 114,688 / 84 B at the MoE stage: (412,857,142.9 − 449,493.3) /
+    11,184,761.9 = 36.9, so G = 36 fits at B = 1 and G = 37 does not (54.3 sequences before). None in inference."""
+    capacity, w = 0.85 * 850_000 * 48_000 / 84, 18_878_720 * 2 / 84
+    a_moe, deltas = 2 * H + 2 * 8 * H + 6 * 8 * F + 2 * H, (8 + 1) * 2 * H
+    assert (a_moe, deltas) == (77_824, 36_864)
+    cfg = {"name": "deltas", "hardware": "cs2", "model": "qwen3-30b-a3b",
+           "workload": {"mode": "train", "seq_len": S, "B": 1, "attn_kernel": "per_head", "recompute": "full"},
+           "axes": {"workload.G": [36, 37, 54]}}
+    r = wsemoe.evaluate(cfg).set_index("workload.G")
+    T = 54 * S
+    assert r.loc[54, "mem_moe_deltas_node_bytes"] == pytest.approx(T * deltas / N, rel=REL)
+    assert r.loc[54, "mem_moe_peak_node_bytes"] == pytest.approx(w + T * (a_moe + deltas) / N, rel=REL)
+    assert r.loc[54, "mem_moe_peak_node_bytes"] == pytest.approx(604_429_269.3, abs=0.1)
+    assert (capacity - w) / (S * (a_moe + deltas) / N) == pytest.approx(36.87, abs=0.005)
+    assert list(r["feasible"]) == [True, False, False]
+    assert r.loc[36, "g_mem_moe"] < 0 < r.loc[37, "g_mem_moe"]
+    prefill = {**cfg, "workload": {k: v for k, v in cfg["workload"].items() if k != "recompute"} | {"mode": "prefill"}}
+    assert (wsemoe.evaluate(prefill)["mem_moe_deltas_node_bytes"] == 0).all()
+
+
+def test_a_dense_model_s_ffn_backward_holds_one_delta_a_token():
+    """No routed copies without MoE layers: the FFN's dy is the token's g itself, 2·H a token (Llama-3.1-8B, H 4,096,
+    20 sequences of 8,192 on one CS-2: 163,840 · 8,192 / 84 = 15,978,666.7 B a die)."""
+    cfg = {"name": "dense", "hardware": "cs2", "model": "llama-3.1-8b",
+           "workload": {"mode": "train", "seq_len": S, "B": 20, "G": 1, "attn_kernel": "per_head",
+                        "recompute": "full"}}
+    row = wsemoe.evaluate(cfg).iloc[0]
+    assert row["mem_moe_deltas_node_bytes"] == pytest.approx(20 * S * 2 * 4096 / N, rel=REL)

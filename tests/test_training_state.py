@@ -159,5 +159,6 @@ def test_a_streaming_wafer_holds_its_attention_gradients_through_the_attention_s
     parts = ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch", "attn_grads")
     assert train["mem_attn_peak_node_bytes"] == pytest.approx(sum(train[f"mem_{p}_node_bytes"] for p in parts), rel=REL)
     assert train["mem_moe_peak_node_bytes"] == pytest.approx(
-        train["mem_weights_node_bytes"] + train["mem_moe_transient_node_bytes"], rel=REL)
+        train["mem_weights_node_bytes"] + train["mem_moe_transient_node_bytes"] + train["mem_moe_deltas_node_bytes"],
+        rel=REL)
     assert _row("cs2", **wl, **{"workload.mode": "prefill"})["mem_attn_grads_node_bytes"] == 0.0

@@ -60,7 +60,7 @@ def test_statuses_and_the_summary_count_every_kind():
     rows = _rows()
     assert [r["status"] for r in rows] == ["yes", "no", "property", "fitted", "FAILS", "yes", "info", "info"]
     assert record.counts(rows) == ("6 claims: 2 yes, 1 known deviations (no), 1 property, 1 fitted, 1 FAIL; "
-                                   "2 context rows. 2× errors caught (of those that move a row): bta 8 of 15, "
+                                   "2 context rows. 2× errors caught (of those that move a row): bta 6 of 15, "
                                    "scale 20 of 36; 23 more change no row's value; claims no such error moves: 13 "
                                    "(context).")  # the swept families among the rows (perturb); bta 6 → 8, 15 → 13
                                                  # when twice or half the SRAM came to move bta rows (prefetch);
@@ -68,6 +68,7 @@ def test_statuses_and_the_summary_count_every_kind():
                                                  # 21 → 20 when slicing TP groups held the whole shared expert;
                                                  # 13 → 12 unmoved when a step's busiest die carried routing noise
                                                  # 12 → 13 when its busiest links did too (ni.comm.fill)
+                                                 # bta 8 → 6 when bta.edges asked for any tied design inside
 
 
 @pytest.mark.parametrize("width", [80, 120])

@@ -165,16 +165,20 @@ _MEMORY = {
                    "optimizer state (optimizer_bytes_per_param, optimizer_sharding; 0 in inference and when streamed)",
     "kept_act": "activations kept in node memory for the backward pass (all layers, by recompute policy; 0 when streamed out)",
     "kv": "KV cache of the micro-batch's sequences (decode, prefill)",
-    "attn_transient": "attention transient of one tile of B sequences (linear terms, layer norm input, scores unless flash)",
-    "bta_buffer": "concatenated attention outputs of the G tiles (the MoE input)",
+    "attn_transient": "attention transient of one tile of B sequences (linear terms, layer norm input, scores unless "
+                      "flash, in training with the backward's dP beside them)",
+    "bta_buffer": "concatenated attention outputs of the G tiles (the MoE input; in training's backward the G tiles' "
+                  "deltas, the MoE stage's input gradients, in its place)",
     "moe_transient": "dispatched tokens and FFN intermediates of G·B sequences, and the stage's layer norm input",
+    "moe_deltas": "training: the MoE backward's deltas (loss gradients of the outputs) of the G·B sequences' tokens "
+                  "and their k routed copies, (k + 1)·2H·s a token (0 otherwise)",
     "prefetch": "the next stage's weights streamed in while attention computes, held until it runs (overlap layer, "
                 "streamed weights): min(attention's longest pass × I/O in, next stage's weights) / N",
     "attn_grads": "training, streamed weights: gradients of the attention weights kept across the G tiles, summed "
                   "over the tiles and held through the attention stage's backward until they stream out (0 otherwise)",
     "attn_peak": "peak of the attention stage: weights + training state + kept + KV + attention transient + BTA buffer "
                  "+ prefetch + attention gradients",
-    "moe_peak": "peak of the MoE stage: weights + training state + kept + KV + MoE transient",
+    "moe_peak": "peak of the MoE stage: weights + training state + kept + KV + MoE transient + MoE deltas",
     "peak": "the larger of the two stage peaks",
     "prefill_peak": "peak of the prefill behind ttft_s (the decode batch's prompts at S = prompt_len)",
     "capacity": "usable node memory (capacity × memory_usable_fraction)",

@@ -21,7 +21,7 @@ from wsemoe.wording import number
 
 LAYERS = {"moe_layer": ("attention", "moe"), "dense_layer": ("attention", "dense_ffn"), "head": ("head",)}
 MEMORY = {"attn": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch", "attn_grads"),
-          "moe": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
+          "moe": ("weights", "train_state", "kept_act", "kv", "moe_transient", "moe_deltas")}
 
 
 def secs(x: float) -> str:

@@ -191,7 +191,7 @@ CONSERVED = ("tokens_per_microbatch", "sequences_per_microbatch", "tokens_per_ex
              "attn_proj_flops", "attn_core_flops", "router_flops", "expert_flops", "model_flops_per_step",
              "moe_compute_s", "moe_weights_s", "moe_dispatch_s", "moe_combine_s", "mem_weights_node_bytes",
              "mem_kept_act_node_bytes", "mem_kv_node_bytes", "mem_bta_buffer_node_bytes", "mem_moe_transient_node_bytes",
-             "mem_train_state_node_bytes", "mem_prefetch_node_bytes", "mem_attn_grads_node_bytes")
+             "mem_moe_deltas_node_bytes", "mem_train_state_node_bytes", "mem_prefetch_node_bytes", "mem_attn_grads_node_bytes")
 
 
 def _tilings(case: Case) -> dict:

@@ -6,6 +6,10 @@ layer, attention linear terms 11·H, score terms 5·n_h·S (materialized scores;
 attention dropout, 2·n_h·S without (the softmax output alone), norms 4·H (each of the two layer norms keeps its
 2·H input); the MLP terms are written out for a routed SwiGLU (k copies of the token, gate/up/product of width F
 each). All counts scale with bytes_per_act / 2.
+
+Korthikanti's count is what the forward saves for the backward; the backward's own live gradients are outside it.
+A training step's stage peak is its backward's (`delta_bytes`, `moe_delta_bytes_per_token`, `score_bytes_in_flight`):
+the deltas (loss gradients of the stage's outputs) its tokens and routed copies hold, and the dP of the heads in flight.
 """
 
 from __future__ import annotations
@@ -37,18 +41,29 @@ def score_bytes(m):
     return np.where(np.asarray(getattr(m, "attention_dropout", 0.0)) > 0, 5.0, 2.0)
 
 
+def score_bytes_in_flight(m, wl):
+    """Bytes per score of the heads in flight at the attention stage's peak, at 16 bits: the forward's
+    (`score_bytes`) and, in training, the backward's dP = dO·Vᵀ beside them (2): dS = P ⊙ (dP − rowsum(dO ⊙ O))
+    reads P and dP together (Dao et al. 2022, FlashAttention, App. B.2: the standard attention backward), then
+    takes dP's place; with dropout the gradient of the dropped scores is formed first and the mask applied in
+    place, still one 2-byte tensor. Korthikanti's 5·S (§4.1) counts the forward's saves only."""
+    return score_bytes(m) + np.where(wl.mode == "train", 2.0, 0.0)
+
+
 def attn_score_bytes_per_token(m, wl, widest: bool = True):
-    """Per-score tensors (`score_bytes`) over the S keys each query sees: for every head (materialized), for one
+    """Per-score tensors over the S keys each query sees: for every head (materialized), for one
     head at a time (per_head: the heads run one after another), or 0 (flash: tiled).
     A patterned model's layers see their own keys (window, chunk, top-k): the layer seeing most sets the
-    transient (`widest`), the mean over the layers what all of them keep (`widest=False`)."""
+    stage's transient (`widest`: `score_bytes_in_flight`, the backward's dP with the scores in training), the mean
+    over the layers what all of them keep for the backward (`widest=False`: `score_bytes`)."""
     if wl.attn_kernel == "flash":
         return 0.0 * m.hidden_size
     # decode's one query per sequence holds every head's n_h·S scores at once: attn_kernel's per_head reading
     # applies to training and prefill only (presets/readings.yaml, its scope), so decode ignores it
     heads = 1.0 if wl.attn_kernel == "per_head" and wl.mode != "decode" else m.num_attention_heads
     keys = mix.widest_context(m, wl.seq_len) if widest else mix.context_of(m, None, wl.seq_len)
-    return score_bytes(m) * heads * keys * _scale(wl)
+    per_score = score_bytes_in_flight(m, wl) if widest else score_bytes(m)
+    return per_score * heads * keys * _scale(wl)
 
 
 def moe_bytes_per_token(m, wl):
@@ -80,6 +95,25 @@ def moe_stage_bytes_per_token(m, wl):
     """The MoE stage's transient per token: the routed MLP's activations and the stage's own layer norm input
     (the residual stream the MoE output is added to)."""
     return moe_bytes_per_token(m, wl) + norm_input_bytes_per_token(m, wl)
+
+
+def delta_bytes(m, wl):
+    """One token vector's delta in training (2·H at 16 bits), 0 otherwise: the loss's derivative with respect to a
+    stage's output, Cerebras' "deltas" (Cerebras glossary: "derivatives of the loss on the batch with respect to
+    the activations; they flow from layer to layer in the reverse direction during backpropagation"). Held through
+    the stage's backward beside what the forward saved (Korthikanti's count), which holds none of them."""
+    return np.where(wl.mode == "train", 2.0 * m.hidden_size * _scale(wl), 0.0 * m.hidden_size)
+
+
+def moe_delta_bytes_per_token(m, wl):
+    """The MoE stage backward's deltas per token: its own g (the stage's output gradient, which the residual path
+    adds back and the combine's backward copies) and each of its k routed copies' dy = p·g (read by dW_down = hᵀ·dy
+    and dh = W_downᵀ·dy; a model without MoE layers has no copies). dh, dgate, dup and dx each take the place of a
+    tensor dead by then, so these are the least the backward adds (as an expert region's, cost/wafer/pememory.py).
+    The attention stage's deltas are the BTA buffer's mirror (the MoE backward's dx of all T tokens, which the tiles
+    drain while their own dx fill it), already counted there."""
+    copies = np.where(params.moe_layers(m) > 0, m.num_experts_per_tok, 0)
+    return (copies + 1.0) * delta_bytes(m, wl)
 
 
 def kept_in_node_memory(hw) -> bool:
@@ -152,6 +186,7 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
     attn_transient = tile_tokens * per_tok / nodes
     bta_buffer = T * m.hidden_size * wl.bytes_per_act / nodes
     moe_transient = T * moe_stage_bytes_per_token(m, wl) / nodes
+    moe_deltas = T * moe_delta_bytes_per_token(m, wl) / nodes   # the MoE backward's, beside its transient
     kept = T * m.num_hidden_layers * kept_bytes_per_token_layer(m, wl) / nodes
     if not kept_in_node_memory(hw):  # streamed out over the I/O (charged as time in cost.step)
         kept = 0.0 * kept
@@ -164,8 +199,9 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
     base = weights_node + train_state + kept + kv
     capacity = hw.node_memory_bytes * hw.memory_usable_fraction
     attn_side = attn_transient + bta_buffer + prefetch + held_grads   # what only the attention stage holds
-    attn_peak = base + attn_side + (moe_transient if second_batch else 0.0)
-    moe_peak = base + moe_transient + (attn_side if second_batch else 0.0)
+    moe_side = moe_transient + moe_deltas
+    attn_peak = base + attn_side + (moe_side if second_batch else 0.0)
+    moe_peak = base + moe_side + (attn_side if second_batch else 0.0)
     return {
         "mem_weights_node_bytes": weights_node,
         "mem_train_state_node_bytes": train_state + 0.0 * weights_node,
@@ -174,6 +210,7 @@ def memory_terms(hw, m, wl, groups, T, seqs, weights_node, nodes, kv_node=None, 
         "mem_attn_transient_node_bytes": attn_transient,
         "mem_bta_buffer_node_bytes": bta_buffer,
         "mem_moe_transient_node_bytes": moe_transient,
+        "mem_moe_deltas_node_bytes": moe_deltas,
         "mem_prefetch_node_bytes": prefetch + 0.0 * weights_node,
         "mem_attn_grads_node_bytes": held_grads + 0.0 * weights_node,
         "mem_attn_peak_node_bytes": attn_peak,

@@ -20,7 +20,9 @@ every PE keeps `program_bytes_per_pe` for its program (docs/cost-model.md, "Weig
                       layer norm's input
 
 `s = bytes_per_act / 2`, `a_ln = 2·H·s` (the stage's layer norm input) and `b_s` bytes per score (5 with attention
-dropout, 2 without) as in cost/node/memory.py.
+dropout, 2 without; in training + 2 for the backward's dP beside the scores in flight) as in cost/node/memory.py,
+whose `delta_bytes` (2H·s) and `score_bytes_in_flight` both levels share. The attention tile's deltas are inside the
+held BTA buffer (its backward mirror: memory.moe_delta_bytes_per_token).
 """
 
 from __future__ import annotations
@@ -56,11 +58,12 @@ def held_heads(m, wl):
 
 
 def scores(pe, m, wl, queries):
-    """Bytes of softmax scores per PE for `queries` held query rows of S keys, the better of the two orientations."""
+    """Bytes of softmax scores per PE for `queries` held query rows of S keys, the better of the two orientations
+    (in training with the backward's dP beside them, laid out as the scores: memory.score_bytes_in_flight)."""
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
     q, S = np.asarray(queries, dtype=float), np.asarray(wl.seq_len, dtype=float)
     blocks = np.minimum(np.ceil(q / rows) * np.ceil(S / cols), np.ceil(q / cols) * np.ceil(S / rows))
-    return memory.score_bytes(m) * wl.bytes_per_act / 2.0 * blocks
+    return memory.score_bytes_in_flight(m, wl) * wl.bytes_per_act / 2.0 * blocks
 
 
 def tile_queries(m, wl, groups, batch):
@@ -82,8 +85,9 @@ def attention(pe, m, wl, node: dict, nodes, groups) -> dict:
 
 
 def moe_base(node: dict, nodes, pe):
-    """Per PE at the MoE stage's peak, outside the expert regions' own bytes."""
-    return (node["mem_moe_peak_node_bytes"] - node["mem_moe_transient_node_bytes"]) * nodes / program_pes(pe)
+    """Per PE at the MoE stage's peak, outside the expert regions' own bytes (their tokens and deltas)."""
+    region = node["mem_moe_transient_node_bytes"] + node["mem_moe_deltas_node_bytes"]
+    return (node["mem_moe_peak_node_bytes"] - region) * nodes / program_pes(pe)
 
 
 def region_bytes(m, wl, T, busiest) -> dict:
@@ -113,10 +117,9 @@ def region_bytes(m, wl, T, busiest) -> dict:
     the deltas are the least the backward adds: (n + T/E)·2H·s, held with the weights and their gradients."""
     s, H, F = wl.bytes_per_act / 2.0, m.hidden_size, m.moe_intermediate_size
     home = (2.0 * H + 6.0 * m.n_shared_experts * params.shared_width(m)) * s + memory.norm_input_bytes_per_token(m, wl)
-    train = wl.mode == "train"
-    grads = params.expert_params(m) * wl.bytes_per_grad if train else 0.0
+    grads = params.expert_params(m) * wl.bytes_per_grad if wl.mode == "train" else 0.0
     copies = np.asarray(busiest, dtype=float)
-    deltas = (copies + T / m.num_experts) * 2.0 * H * s if train else 0.0 * copies
+    deltas = (copies + T / m.num_experts) * memory.delta_bytes(m, wl)   # node level: memory.moe_delta_bytes_per_token
     return {"weights": params.expert_params(m) * formats.expert_bytes(wl) + 0.0 * T, "grads": grads + 0.0 * T,
             "tokens": copies * (2.0 * H + 6.0 * F) * s + T / m.num_experts * home, "deltas": deltas + 0.0 * T}
 
@@ -176,7 +179,7 @@ def pe_cap(pe, m, wl, node: dict, nodes, groups, prefetch):
     rows, cols = (np.asarray(x, dtype=float) for x in program_rectangle(pe))
     weights = (node["mem_weights_node_bytes"] + node["mem_attn_grads_node_bytes"]) * nodes / P
     best = np.zeros(np.broadcast_shapes(np.shape(per), np.shape(weights), np.shape(following)))
-    unit = memory.score_bytes(m) * wl.bytes_per_act / 2.0
+    unit = memory.score_bytes_in_flight(m, wl) * wl.bytes_per_act / 2.0
     for fixed, slope_b in ((weights, per + rate), (weights + following, per)):   # the two branches of the prefetch
         for across, down in ((rows, cols), (cols, rows)):
             u = unit * np.ceil(wl.seq_len / down)

@@ -21,11 +21,12 @@ CLAIMS = {"memory_breakdown": "Every point drawn fits the node's memory, and the
 COLUMNS = ("mem_*_node_bytes",)
 
 # "gradients + optimizer" also draws, at the attention stage's peak, the gradients of the attention weights a
-# streaming wafer holds across its tiles (mem_attn_grads_node_bytes: `_live`).
+# streaming wafer holds across its tiles (mem_attn_grads_node_bytes: `_live`), and "MoE transient + deltas" the MoE
+# backward's deltas (mem_moe_deltas_node_bytes, 0 in inference; the palette has a colour for eight terms).
 MEM_TERMS = (("weights", "weights"), ("train_state", "gradients + optimizer"), ("kept_act", "kept activations"),
              ("kv", "KV cache"),
              ("attn_transient", "attention transient"), ("bta_buffer", "BTA buffer"),
-             ("moe_transient", "MoE transient"), ("prefetch", "prefetched weights"))
+             ("moe_transient", "MoE transient + deltas"), ("prefetch", "prefetched weights"))
 STAGE_TERMS = {"attention": ("weights", "train_state", "kept_act", "kv", "attn_transient", "bta_buffer", "prefetch"),
                "MoE": ("weights", "train_state", "kept_act", "kv", "moe_transient")}
 # A results folder written before training state (or the prefetched weights) was counted has no such column, and
@@ -96,7 +97,7 @@ def _once(r: ResultsView, bars: list) -> tuple[list, str]:
         return bars, ""
     same: dict = {}
     for i, (_, row, _) in enumerate(bars):
-        key = (_peak(row)[0], *(round(_term(row, t) / 1e3) for t, _ in MEM_TERMS),   # to the kB
+        key = (_peak(row)[0], *(round(_live(row, t) / 1e3) for t, _ in MEM_TERMS),   # to the kB
                round(float(row.get("mem_capacity_node_bytes", np.nan)) / 1e3))
         same.setdefault(key, []).append(i)
     if len(same) == len(bars):
@@ -184,9 +185,11 @@ def _term(row, term: str) -> float:
 
 def _live(row, term: str) -> float:
     """A term's bytes at the peak stage's moment: the training state with, at the attention stage, the attention
-    weights' gradients a streaming wafer holds there (0 in a folder that predates them)."""
+    weights' gradients a streaming wafer holds there, and the MoE transient with the MoE backward's deltas (each 0
+    in a folder that predates them)."""
     grads = _term(row, "attn_grads") if term == "train_state" and _peak(row)[0] == "attention" else 0.0
-    return _term(row, term) + grads
+    deltas = _term(row, "moe_deltas") if term == "moe_transient" else 0.0
+    return _term(row, term) + grads + deltas
 
 
 def _peak(row) -> tuple[str, float]:
