@@ -26,7 +26,7 @@ REASONS = {
     "g_pe_sram_attn": "the attention stage needs {r}× what a PE holds beside its program (scores, activations, "
                       "BTA buffer over the PEs)",
     "g_pe_sram_moe": "the busiest expert region needs {r}× what a PE holds beside its program (its expert's weights, "
-                     "token copies and FFN intermediates)",
+                     "token copies and FFN intermediates; in training their gradients and deltas too)",
 }
 SLO = {"ttft_s": "TTFT", "tpot_s": "TPOT"}  # latency columns whose maximum reads as a service-level objective
 DIGITS = 3  # significant digits of a ratio in a reason: few distinct texts per chunk, small parts
