@@ -247,16 +247,16 @@ def test_the_attention_kernel_evidence_holds():
 
 
 def test_per_head_scores_hold_one_head():
-    """Attention transient per node at B sequences of S tokens: (11·H + 2·H + 2·h·S)·B·S / N bytes (16-bit: the
-    linear terms, the tile's norm input, 2 bytes a score without attention dropout), h = n_h materialized,
-    1 per_head, and no score term with flash."""
+    """Attention transient per node at B sequences of S tokens in training: (11·H + 2·H + 4·h·S)·B·S / N bytes
+    (16-bit: the linear terms, the tile's norm input, 2 bytes a score without attention dropout and 2 of its
+    backward's dP beside it), h = n_h materialized, 1 per_head, and no score term with flash."""
     cfg = load_config({"name": "kernels", "hardware": "cs2", "model": "qwen3-30b-a3b",
                        "workload": {"mode": "train", "seq_len": 4096, "B": 2},
                        "axes": {"workload.attn_kernel": ["materialized", "per_head", "flash"]}})
     df = wsemoe.evaluate(cfg).set_index("workload.attn_kernel")["mem_attn_transient_node_bytes"]
     H, S, heads, N = 2048, 4096, 32, 84
     for kernel, h in (("materialized", heads), ("per_head", 1), ("flash", 0)):
-        assert df[kernel] == pytest.approx((13 * H + 2 * h * S) * 2 * S / N)
+        assert df[kernel] == pytest.approx((13 * H + 4 * h * S) * 2 * S / N)
     assert np.isfinite(df).all()
 
 
