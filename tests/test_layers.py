@@ -389,13 +389,14 @@ def test_presets_show_each_models_pattern_in_one_line():
 
 def test_training_scores_per_kind_by_hand():
     """Materialized scores (2·n_h·keys·bytes/2 per token: the softmax output, no attention dropout; 5 was the count
-    with dropout): the widest layer sets the transient, the mean over the layers what they keep with recompute none.
+    with dropout): the widest layer sets the transient, with its backward's dP beside the scores in training (2 more
+    bytes a score), the mean over the layers what they keep with recompute none (the scores alone).
     [sliding W = 128, full] at S = 1000: keep (128 + 1000)/2 keys."""
     w = WorkloadSpec(mode="train", seq_len=1000, attn_kernel="materialized", recompute="none")
     m = model(["sliding", "full"])
-    assert memory.attn_score_bytes_per_token(m, w) == 2.0 * 4 * 1000
+    assert memory.attn_score_bytes_per_token(m, w) == 4.0 * 4 * 1000
     assert memory.attn_score_bytes_per_token(m, w, widest=False) == 2.0 * 4 * (128 + 1000) / 2
-    assert memory.attn_score_bytes_per_token(model(["sliding"]), w) == 2.0 * 4 * 128
+    assert memory.attn_score_bytes_per_token(model(["sliding"]), w) == 4.0 * 4 * 128
 
 
 @pytest.mark.parametrize("name", ["llama-4-maverick-17b-128e-instruct", "gpt-oss-120b", "qwen3-next-80b-a3b-thinking",

@@ -128,7 +128,7 @@ def test_bta_topk_hinges_on_the_attention_kernel():
     row = s[(s["quantity"] == "speedup_vs_uniform") & (s["group"] == "num_experts_per_tok=1")].iloc[0]
     assert row["hinge"] == "attn_kernel" and row["configured"] == pytest.approx(row["default"])  # per_head
     assert row["combinations"] == 18 and row["low"] == pytest.approx(1.0, abs=0.01)
-    assert row["high"] == pytest.approx(8.202, rel=1e-3)  # every head's scores held (18.95× at 5 bytes a score)
+    assert row["high"] == pytest.approx(18.93, rel=1e-3)  # every head's scores held with their dP (8.202× before)
     # every run is a whole sweep: distinct configs once (hold=width and total are one config at fixed E)
     assert result.meta["evaluated"] == 12 and result.meta["runs"] == 24
 
@@ -138,7 +138,7 @@ def test_sensitivity_prints_the_readings_and_the_hinge(runner, tmp_path):
                       env={"COLUMNS": "1000"})
     assert r.exit_code == 0, r.output
     assert "readings of bta_topk: 18 combinations" in r.output
-    assert "speedup_vs_uniform: 1.03× as configured at num_experts_per_tok=1" in r.output   # 1.06× before prefetch
+    assert "speedup_vs_uniform: 1.27× as configured at num_experts_per_tok=1" in r.output   # 1.03× before the deltas
     assert "hinges on attn_kernel" in r.output and "sensitivity of speedup_vs_uniform" in r.output
     assert (tmp_path / "bta_topk" / "readings" / "values.csv").is_file()
 
@@ -235,9 +235,10 @@ def test_the_attention_kernel_evidence_holds():
         if kernel == "per_head":
             need = {m.name: float(memory_at(hw, m, wl[m.name], mb)["mem_peak_node_bytes"]) / hw.node_memory_bytes
                     for _, _, mb, m in models}
-    assert [n for n, ok in fits["materialized"].items() if ok] == ["llama-3.2-3b", "gpt3-xl"]
+    # every head's scores with their dP refute six of seven (five before the backward's dP was charged)
+    assert [n for n, ok in fits["materialized"].items() if ok] == ["gpt3-xl"]
     assert all(fits["per_head"].values()) and all(fits["flash"].values())
-    assert max(need, key=need.get) == "mixtral-8x7b" and round(max(need.values()), 2) == 0.66
+    assert max(need, key=need.get) == "mixtral-8x7b" and round(max(need.values()), 2) == 0.74
     mixtral = next(m for _, _, _, m in models if m.name == "mixtral-8x7b")
     group = mixtral.num_attention_heads // mixtral.num_key_value_heads  # 4 query heads per KV head
     wl = WorkloadSpec(seq_len=32768, **{**fields, "attn_kernel": "per_head"})
