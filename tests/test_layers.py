@@ -380,8 +380,8 @@ def test_llama4_layer_types_and_moe_layers_are_read():
 
 
 def test_presets_show_each_models_pattern_in_one_line():
-    from wsemoe.report.terminal import tables
-    models = tables.presets()[-1]
+    from wsemoe.report.terminal import presets
+    models = presets.presets()[-1]
     cells = dict(zip(models.columns[0]._cells, models.columns[1]._cells))
     assert cells["deepseek-v3"] == "61 layers: 3 dense + 58 MoE; 61 MLA"
     assert cells["qwen3-30b-a3b"] == "48 layers: 48 MoE; 48 full"

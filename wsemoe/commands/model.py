@@ -143,9 +143,9 @@ def schema(fmt: str = typer.Option("json", "--format", "-F", help="json (JSON Sc
 @command()
 def presets() -> Reply:
     """List hardware and model presets with their key figures."""
-    from wsemoe.report.terminal import tables
+    from wsemoe.report.terminal import presets as preset_tables
 
     reply = Reply()
-    for t in tables.presets():
+    for t in preset_tables.presets():
         reply.rich(t)
     return reply
