@@ -1,6 +1,7 @@
 """Every message names the real cause and the option at fault: a description too long for the manifest is refused
 by `check` before a run; `new --mode decode` on a serving (SRAM) hardware file works, and training there is refused
-at --mode; a key set twice is an error (eval --set, readings --set); each option's error names that option."""
+at --mode; a key set twice or set to nothing is an error (eval --set, readings --set); each option's error names
+that option."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
     (["new", "x", "--hardware", "nosuch", "--model", "qwen3-30b-a3b"], ["hardware", "nosuch"]),
     (["sweep", "msg.yaml", "--chunk-size", "0"], ["--chunk-size"]),
     (["eval", "msg.yaml", "--set", "workload"], ["--set"]),
+    # nothing after '=' is no value, not YAML's null: B said "got None", and a preset field went back to its spec
+    # default (cs2's memory_usable_fraction 0.85 read as 1.0) without a word
+    (["eval", "msg.yaml", "--set", "workload.B="], ["[--set -> workload.B] no value after '='"]),
+    (["eval", "msg.yaml", "--set", "hardware.memory_usable_fraction= "],
+     ["[--set -> hardware.memory_usable_fraction] no value after '='"]),
 ])
 def test_each_option_error_names_its_option(cfg, runner, argv, needles):
     one_line_error(runner.invoke(app, argv), *needles)

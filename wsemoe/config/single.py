@@ -26,6 +26,8 @@ def parse_sets(sets) -> dict:
         axes.check_path(path, ("--set", path))
         if path in out:  # the last would win silently: which one was meant?
             raise ConfigError("set twice; set each field once", loc=("--set", path))
+        if not text.strip():  # YAML reads nothing as null, which a field then refuses as "got None" or drops
+            raise ConfigError(f"no value after '=': give one ({path}=<value>)", loc=("--set", path))
         out[path] = yamlio.loads(text, source="--set")
     return out
 
