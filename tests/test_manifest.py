@@ -90,6 +90,15 @@ def test_bounded_parsing(text, needle):
         manifest.parse(text, "m")
 
 
+@pytest.mark.parametrize("text", [b'{"points": 3}', b'{"format": null}'])
+def test_a_manifest_without_a_format_says_it_names_none(text):
+    """No format field (or null) is said as such, not as the format 'None' (the old wording)."""
+    with pytest.raises(ResultsError) as info:
+        manifest.parse(text, "m")
+    line = info.value.line()
+    assert f"manifest.json names no format, not {manifest.FORMAT}" in line and "None" not in line, line
+
+
 def test_a_manifest_over_the_size_limit_is_refused_before_parsing(monkeypatch, valid):
     monkeypatch.setattr(manifest, "MAX_BYTES", 1000)
     with pytest.raises(ResultsError, match="larger than"):

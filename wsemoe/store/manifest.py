@@ -189,8 +189,9 @@ def parse(data: bytes, where) -> dict:
     if not isinstance(raw, dict):
         raise ResultsError(f"manifest.json holds a {type(raw).__name__}, not an object", loc=(str(where),))
     if raw.get("format") != FORMAT:
-        raise ResultsError(f"manifest.json is of format {str(raw.get('format'))[:40]!r}, not {FORMAT}: from another "
-                           "version of wsemoe, or not a results folder (re-run the sweep)", loc=(str(where),))
+        held = "names no format" if raw.get("format") is None else f"is of format {str(raw['format'])[:40]!r}"
+        raise ResultsError(f"manifest.json {held}, not {FORMAT}: from another version of wsemoe, or not a results "
+                           "folder (re-run the sweep)", loc=(str(where),))
     try:
         return Manifest.model_validate(raw).model_dump()
     except ValidationError as exc:
