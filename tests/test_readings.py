@@ -220,8 +220,8 @@ def test_readings_command_lists_and_refuses_in_one_line(runner):
 
 def test_the_attention_kernel_evidence_holds():
     """What the registry says of Cerebras' shipped micro-batches on cs2, recomputed: with every head's scores
-    5 of 7 do not fit (6 at 5 bytes a score), one head's at a time all fit (largest need 0.66 of SRAM, Mixtral-8x7B's
-    MoE stage; 0.70 before its norm input), and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it."""
+    6 of 7 do not fit, one head's at a time all fit (largest need 0.74 of SRAM, Mixtral-8x7B's MoE stage with the
+    backward's deltas; 0.66 before them), and a KV-head group at once (4 heads for Mixtral-8x7B) does not fit it."""
     from wsemoe.analysis.uncertainty.shipped import calibration_models, max_batch, memory_at
     from wsemoe.config.presets import load_hardware
     from wsemoe.specs import WorkloadSpec
