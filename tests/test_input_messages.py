@@ -62,6 +62,9 @@ def test_new_on_a_serving_hardware_file(runner, tmp_path, monkeypatch):
     (["eval", "msg.yaml", "--set", "workload.B="], ["[--set -> workload.B] no value after '='"]),
     (["eval", "msg.yaml", "--set", "hardware.memory_usable_fraction= "],
      ["[--set -> hardware.memory_usable_fraction] no value after '='"]),
+    # an explicit null on a PE-derived preset (cs2) as on any other (nvl72): refused, not the field's default 1.0
+    (["eval", "msg.yaml", "--set", "hardware.memory_usable_fraction=null"],
+     ["[--set -> hardware.memory_usable_fraction]", "valid number"]),
 ])
 def test_each_option_error_names_its_option(cfg, runner, argv, needles):
     one_line_error(runner.invoke(app, argv), *needles)

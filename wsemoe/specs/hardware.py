@@ -267,7 +267,9 @@ class HardwareSpec(EnergyFields, Spec):
                 raise ValueError(f"rows x cols {rows} x {cols} splits the {pe.fabric_rows} x {pe.fabric_cols} PE "
                                  f"fabric into nodes narrower than one PE; at most {pe.fabric_rows} rows and "
                                  f"{pe.fabric_cols} cols")
-            data = {**derived, **{k: v for k, v in data.items() if v is not None}}
+            # null leaves a derived figure to the PE facts; any other field keeps it, so its own check reports it
+            # (memory_usable_fraction: null ran cs2 at the field's default 1.0, not the preset's 0.85, unsaid)
+            data = {**derived, **{k: v for k, v in data.items() if v is not None or k not in derived}}
             if data.get("energy_flop_j") is None:   # the energy rule at the peak the model runs (pe_mac_rate)
                 with contextlib.suppress(TypeError, ValueError):
                     e = energy_per_flop(data, data["node_peak_flops"])
