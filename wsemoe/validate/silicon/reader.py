@@ -27,8 +27,9 @@ COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_pat
 NUMERIC = ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms", *LAYOUT, *(f"{w}_{c}" for w in ("prefill", "decode")
                                                                          for c in WORKER))
 UNREADABLE = "_unreadable"   # read's note of a row's first cell that should be a number and is not
-# A configuration: everything that sets the run, not when or with which version it was measured. The KV cache's
-# quant mode is an optional column (the given file has none): read where a file has it, else empty.
+# A configuration: everything that sets the run, not when or with which version it was measured, its layout columns
+# read as the layout they spell (config_key). The KV cache's quant mode is an optional column (the given file has
+# none): read where a file has it, else empty.
 CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
           KV_COLUMN, *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
 # Quant modes to the weight format (wsemoe/cost/node/formats.py: its bytes and the peak its matmuls run at);
@@ -197,6 +198,24 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         # the given vLLM runs of Qwen3-235B write tp 1 with moe_tp 2 or 4)
         dp = moe_tp * moe_ep / tp
     return {"C": conc, "tp": tp, "pp": pp, "dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, "gpus": gpus}
+
+
+def config_key(row, res: dict) -> tuple:
+    """The configuration resolved run `res` (of file row `row`) belongs to: CONFIG's columns as written, but the
+    layout columns of the workers it runs by the layout `layout` read from them (res['workers'], what the model
+    evaluates), so that two spellings of one layout are one configuration whose runs' median is taken, and the
+    grouping and the model cannot disagree on what a layout is. TensorRT-LLM launches a layout as one
+    tensor_parallel_size per stage (moe_tp x moe_ep equal to it; enable_attention_dp runs attention over the same
+    ranks) and SGLang as --tp with --dp under --enable-dp-attention and --ep, so a file's tp / attention DP / MoE
+    columns are one choice of spelling: 8 GPUs at attention DP 8, EP 8 are (tp 1, DP 8, MoE 1 x 8) or, as given rows
+    also write them, (tp 1, DP 64, MoE 8 x 8), and TP 8, EP 8 is (tp 8, MoE 1 x 8) or (tp 64, MoE 8 x 8): the same
+    measurements to the last digit (WIDE_LAYOUT). The other columns (backend, precision, quant modes, isl/osl, mode,
+    worker counts) stay as written."""
+    prefixes = ("",) if res["mode"] == "agg" else ("prefill_", "decode_")
+    read = {f"{p}{c}" for p in prefixes for c in (LAYOUT if not p else WORKER) if c != "num_workers"}
+    shape = ("C", "tp", "pp", "dp", "moe_tp", "moe_ep", "gpus")
+    return (*(str(row.get(c)) for c in CONFIG if c not in read),
+            *((w, *(float(lay[k]) for k in shape)) for w, lay in sorted(res["workers"].items())))
 
 
 def resolve(row, load_model, load_hardware) -> dict:
