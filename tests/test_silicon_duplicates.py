@@ -77,3 +77,15 @@ def test_the_key_is_the_layout_the_model_evaluates():
     assert key["ep"] == key["wide"] != key["tp"]
     assert features.one(res["ep"], "agg") == features.one(res["wide"], "agg")
 
+
+
+def test_rows_that_differ_in_anything_else_stay_apart(tmp_path):
+    """One layout under another build of the backend, isl, precision or concurrency is another configuration: a
+    (1.1.0rc2.post2) and b (the wide spelling, 1.1.0rc2.post3) were one configuration at 200 / 20 ms, the median of
+    two builds, which is neither's."""
+    rows = [_row("a", 100.0, 10.0, **EP8), _row("b", 300.0, 30.0, **EP8_WIDE, backend_version="1.1.0rc2.post3"),
+            _row("c", 200.0, 20.0, **EP8, isl=8192), _row("d", 50.0, 5.0, **EP8, batch_size=32),
+            _row("e", 60.0, 6.0, **EP8, moe_quant_mode="fp8_block", gemm_quant_mode="bf16")]
+    r = runs.load(_csv(tmp_path, rows))
+    assert list(r.configs["n"]) == [1, 1, 1, 1, 1]
+    assert list(r.configs["ttft_ms"]) == [100.0, 300.0, 200.0, 50.0, 60.0]
