@@ -209,8 +209,10 @@ def config_key(row, res: dict) -> tuple:
     evaluates), so that two spellings of one layout are one configuration whose runs' median is taken, and the
     grouping and the model cannot disagree on what a layout is. TensorRT-LLM launches a layout as one
     tensor_parallel_size per stage (moe_tp x moe_ep equal to it; enable_attention_dp runs attention over the same
-    ranks) and SGLang as --tp with --dp under --enable-dp-attention and --ep, so a file's tp / attention DP / MoE
-    columns are one choice of spelling: 8 GPUs at attention DP 8, EP 8 are (tp 1, DP 8, MoE 1 x 8) or, as given rows
+    ranks) and SGLang as --tp with --dp under --enable-dp-attention and --ep; AIConfigurator's columns hold
+    tp_size x attention_dp_size = moe_tp_size x moe_ep_size (its sdk/models.py asserts it), the GPUs of a stage.
+    So a file's tp / attention DP / MoE columns are one choice of spelling, and some given rows multiply tp or DP by
+    moe_tp besides: 8 GPUs at attention DP 8, EP 8 are (tp 1, DP 8, MoE 1 x 8) or, as given rows
     also write them, (tp 1, DP 64, MoE 8 x 8), and TP 8, EP 8 is (tp 8, MoE 1 x 8) or (tp 64, MoE 8 x 8): the same
     measurements to the last digit (WIDE_LAYOUT). The other columns (backend, version, precision, quant modes, isl/osl,
     mode, worker counts) stay as written."""
