@@ -27,9 +27,13 @@ COLUMNS = ("id", "silicon_data_source", "backend", "backend_version", "model_pat
 NUMERIC = ("isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms", *LAYOUT, *(f"{w}_{c}" for w in ("prefill", "decode")
                                                                          for c in WORKER))
 UNREADABLE = "_unreadable"   # read's note of a row's first cell that should be a number and is not
-# A configuration: everything that sets the run, not when or with which version it was measured. The KV cache's
-# quant mode is an optional column (the given file has none): read where a file has it, else empty.
-CONFIG = ("backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
+# A configuration: everything that sets the run, its layout columns read as the layout they spell (config_key), not
+# when it was measured. The backend's version is the software that ran it: one layout, load and build measured
+# twice is one configuration, but two builds are two (the given b200 DeepSeek-R1 TensorRT-LLM runs of 1.2.0rc6.post2
+# and .post3 at attention DP 8, EP 8, 128 requests, 1,024/8,192 tokens measure TTFT 769 and 1,386 ms, TPOT 19.2 and
+# 11.7 ms: a median of the two is neither). The KV cache's quant mode is an optional column (the given file has
+# none): read where a file has it, else empty.
+CONFIG = ("backend", "backend_version", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode",
           KV_COLUMN, *LAYOUT, *(f"prefill_{c}" for c in WORKER), *(f"decode_{c}" for c in WORKER))
 # Quant modes to the weight format (wsemoe/cost/node/formats.py: its bytes and the peak its matmuls run at);
 # fp8_block carries one scale per 128x128 block (bytes negligible); nvfp4 and mxfp4 carry their block scales and
@@ -197,6 +201,26 @@ def layout(row, prefix: str = "", server: int | None = None) -> dict | str:
         # the given vLLM runs of Qwen3-235B write tp 1 with moe_tp 2 or 4)
         dp = moe_tp * moe_ep / tp
     return {"C": conc, "tp": tp, "pp": pp, "dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, "gpus": gpus}
+
+
+def config_key(row, res: dict) -> tuple:
+    """The configuration resolved run `res` (of file row `row`) belongs to: CONFIG's columns as written, but the
+    layout columns of the workers it runs by the layout `layout` read from them (res['workers'], what the model
+    evaluates), so that two spellings of one layout are one configuration whose runs' median is taken, and the
+    grouping and the model cannot disagree on what a layout is. TensorRT-LLM launches a layout as one
+    tensor_parallel_size per stage (moe_tp x moe_ep equal to it; enable_attention_dp runs attention over the same
+    ranks) and SGLang as --tp with --dp under --enable-dp-attention and --ep; AIConfigurator's columns hold
+    tp_size x attention_dp_size = moe_tp_size x moe_ep_size (its sdk/models.py asserts it), the GPUs of a stage.
+    So a file's tp / attention DP / MoE columns are one choice of spelling, and some given rows multiply tp or DP by
+    moe_tp besides: 8 GPUs at attention DP 8, EP 8 are (tp 1, DP 8, MoE 1 x 8) or, as given rows
+    also write them, (tp 1, DP 64, MoE 8 x 8), and TP 8, EP 8 is (tp 8, MoE 1 x 8) or (tp 64, MoE 8 x 8): the same
+    measurements to the last digit (WIDE_LAYOUT). The other columns (backend, version, precision, quant modes, isl/osl,
+    mode, worker counts) stay as written."""
+    prefixes = ("",) if res["mode"] == "agg" else ("prefill_", "decode_")
+    read = {f"{p}{c}" for p in prefixes for c in (LAYOUT if not p else WORKER) if c != "num_workers"}
+    shape = ("C", "tp", "pp", "dp", "moe_tp", "moe_ep", "gpus")
+    return (*(str(row.get(c)) for c in CONFIG if c not in read),
+            *((w, *(float(lay[k]) for k in shape)) for w, lay in sorted(res["workers"].items())))
 
 
 def resolve(row, load_model, load_hardware) -> dict:

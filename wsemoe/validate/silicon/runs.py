@@ -1,4 +1,5 @@
-"""Runs of a silicon file grouped into configurations (medians over duplicates), resolved, with features."""
+"""Runs of a silicon file grouped into configurations (medians over duplicates: runs whose columns agree, the
+layout by the one it spells, reader.config_key), resolved, with features."""
 
 from __future__ import annotations
 
@@ -55,8 +56,9 @@ def load(path: Path) -> Runs:
         elif not reasons[i] and first != i:
             reasons[i] = f"id '{ident}' is also row {first + 1}'s (each run's id names it alone)"
     frame = frame.assign(reason=reasons)
-    keys = pd.Series(["|".join(map(str, r)) for r in frame[list(reader.CONFIG)].itertuples(index=False)],
-                     index=frame.index)
+    # a configuration by its canonical layout (reader.config_key): two spellings of one layout are one
+    keys = pd.Series([reader.config_key(row, res) if not why else None
+                      for row, res, why in zip(frame.to_dict("records"), resolved, reasons)], index=frame.index)
     frame["config"] = -1
     good = frame["reason"].eq("")
     if not good.any():  # nothing to model: every run keeps its reason
