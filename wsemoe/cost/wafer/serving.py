@@ -78,9 +78,14 @@ def layers(m, g, pe, tokens, context, b, coll) -> dict:
 
 
 def links(hw, pe, m, g, wafers, b, cross=0.0) -> dict:
-    """Seconds of one token's wafer hop (its activations over the system link, plus a layer hop's distance on
-    each wafer between the I/O edge and the stage's last or first region), the busiest link's busy time per token,
-    and the token return to the first wafer (over the link when W > 1; on one wafer, a layer hop's distance).
+    """Seconds of one token's wafer hop (its activations over the system link, plus one layer hop's distance on
+    the fabric), the busiest link's busy time per token, and the token return to the first wafer (over the link
+    when W > 1; on one wafer, a layer hop's distance). At a boundary between whole layers the stage's last layer
+    already pays its own `layer_hop` a block's width out of its region towards the I/O edge, so the hop adds only
+    the receiving wafer's path from its edge to the first region; inside a split MoE layer the sending wafer's path
+    from attention to its edge is the one no op pays (the far wafer's dispatch leaves from where the token lands,
+    and the layer's hop is paid there): one distance a hop either way. The token return leaves the head, which
+    pays no hop, so it crosses both wafers' paths.
     A hop inside a MoE layer (`cross` of them, regions.split) carries the experts' input beside the residual:
     a second activation vector, on the latency path and on that link."""
     bw = getattr(hw, "inter_wafer_link_bw_bytes_per_s", None)
@@ -88,11 +93,11 @@ def links(hw, pe, m, g, wafers, b, cross=0.0) -> dict:
     latency = getattr(hw, "inter_wafer_hop_latency_s", None)
     latency = hw.hop_latency_s if latency is None else latency
     near = np.where(params.moe_layers(m) > 0, g.block_width, g.dense_side)
-    edge = seconds(2.0 * near * pe.hop_cycles, pe)
+    edge = seconds(near * pe.hop_cycles, pe)   # one side: a region's path to or from its wafer's I/O edge
     busy = m.hidden_size * operands.of(b).act / bw
     return {"wafer_hop_s": busy + latency + edge, "system_link_s": busy * (1.0 + (np.asarray(cross) > 0)),
             "crossing_s": cross * busy, "over_link": wafers > 1,
-            "token_return_s": np.where(wafers > 1, latency + edge, edge / 2.0)}
+            "token_return_s": np.where(wafers > 1, latency + 2.0 * edge, edge)}
 
 
 def one_token(hw, pe, m, g, wafers, context, b, coll, cross=0.0, visits=0.0) -> dict:
