@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from wsemoe.report.figures import fig_bta, fig_roofline, fig_sensitivity
+from wsemoe.report.figures import fig_bta, fig_roofline, fig_sensitivity, fig_serving, fig_versus
 from wsemoe.report.figures.style import figure_bytes
 
 NB = "\u00a0"   # the no-break space that keeps 'k = 1' on one line when a title wraps
@@ -59,6 +59,43 @@ def test_the_speedup_title_names_the_best_g_its_gain_and_the_designs_that_gain_n
         "batch tiling is no faster than G = 1 (within 0.5%) for any design")
 
 
+# ---------------------------------------------------------------- memory
+
+def test_the_memory_title_states_how_full_the_fullest_bar_is_and_which_stage_sets_the_peaks():
+    """Three bars against 162 GB: attention 104 GB over MoE 103 (attention sets it), MoE 120 over attention 80 and
+    MoE 150 over 90 (MoE sets two of three); the fullest, 150 / 162 = 93%."""
+    from wsemoe.report.figures import fig_memory
+
+    rows = [pd.Series({"mem_attn_peak_node_bytes": a, "mem_moe_peak_node_bytes": m, "mem_capacity_node_bytes": 162e9})
+            for a, m in ((104e9, 103e9), (80e9, 120e9), (90e9, 150e9))]
+    bars = [(f"#{i}", row, i) for i, row in enumerate(rows)]
+    assert fig_memory._headline(bars) == ("the fullest point uses 93% of the node's memory; the MoE stage sets the "
+                                          "peak at 2 of 3 bars")
+
+
+# ---------------------------------------------------------------- serving and crossover
+
+def test_the_serving_title_counts_the_lines_more_wafers_speed_up_and_the_largest_gain():
+    """Model a at B 1: 100 tokens/s per user on 2 wafers, 161 on 16 (+61%); at B 4: 100 on 2, 90 on 16 (the fewest
+    are fastest); model b at B 1: 150 on 19, 340 on 48 (+127%): 2 of 3 lines gain, most b's +127%."""
+    rows = pd.DataFrame({"model": ["a", "a", "a", "a", "b", "b"], "workload.B": [1, 1, 4, 4, 1, 1],
+                         "wafers": [2, 16, 2, 16, 19, 48], "tokens_per_s_per_user": [100, 161, 100, 90, 150, 340.5]})
+    assert fig_serving._wafers_headline(rows, ["a", "b"]) == (
+        "more wafers raise tokens/s per user in 2 of 3 lines, at most +127% (b, B 1: 48 wafers against 19)")
+    fewest = rows[(rows["model"] == "a") & (rows["workload.B"] == 4)]
+    assert fig_serving._wafers_headline(fewest, ["a"]) == (
+        "the fewest wafers that fit are fastest per user")
+
+
+def test_the_crossover_title_says_where_the_candidates_moe_block_is_ahead_and_its_best_ratio():
+    """The wafer's MoE block at 120, 110, 90 against the baseline's 100 at 1, 2, 4 tokens/device: ahead at 1-2,
+    most 1.20× at 1, behind at 4."""
+    pts = pd.DataFrame({"workload.tokens_per_device": [1, 2, 4] * 2, "hardware": ["w"] * 3 + ["g"] * 3,
+                        "per_device_moe_block_tokens_per_s": [120, 110, 90, 100, 100, 100], "feasible": True})
+    view = SimpleNamespace(feasible=pts, compare={"candidate": {"hardware": "w"}})
+    assert fig_versus._headline(view, "g") == "w's MoE block ahead of g at 1–2 tokens/device (most 1.20× at 1), behind at 4"
+
+
 # ---------------------------------------------------------------- sensitivity tornado
 
 def _sensitivity() -> SimpleNamespace:
@@ -89,3 +126,16 @@ def test_the_tornado_legend_names_its_indices_in_mathtext_below_the_panels():
     assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert texts == ["total-order Sobol index $S_T$", "first-order Sobol index $S_1$"]
+
+
+def test_a_long_figure_title_wraps_to_the_figure_width_keeping_its_own_line_breaks():
+    """A title that states a finding runs longer than a name did: cerebras_serving's ran off both edges."""
+    from matplotlib.figure import Figure
+
+    from wsemoe.report.figures.style import heading
+
+    fig = Figure(figsize=(7.0, 3.0))
+    heading(fig, "finding " * 30 + "\nsecond line", "what is drawn")
+    lines = fig._suptitle.get_text().split("\n")
+    assert len(lines) >= 4 and lines[-2] == "second line" and lines[-1] == "what is drawn"
+    assert max(map(len, lines)) <= int(7.0 * 72 / (fig._suptitle.get_fontsize() * 0.56))
