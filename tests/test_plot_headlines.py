@@ -28,9 +28,9 @@ def test_the_roofline_title_states_the_span_of_the_best_designs_shares():
             ("nvl72", ("MoE 13% (node-memory slope, weight-path-bound)", 0.13)),
             ("dgx-b200-x32", ("output head 83% (node-memory slope, weight-path-bound)", 0.83))]
     assert fig_roofline._headline(said) == ("the best designs' stages reach 8–83% of their roofs "
-                                            "(nearest: output head, dgx-b200-x32)")
+                                            "(highest: output head, dgx-b200-x32)")
     above = [*said, ("cs2", ("dense FFN 104% (compute roof, compute-bound)", 1.04))]
-    assert fig_roofline._headline(above).endswith("(nearest: dense FFN, cs2); 1 above it")
+    assert fig_roofline._headline(above).endswith("(highest: dense FFN, cs2); 1 above it")
 
 
 # ---------------------------------------------------------------- BTA

@@ -146,8 +146,9 @@ def roofline(r: ResultsView) -> Figure | None:
 
 
 def _headline(said: list) -> str:
-    """The title's finding: the span of the best designs' stages' shares of their roofs, and which stage and system
-    comes nearest ('the best designs' stages reach 2–83% of their roofs (nearest: output head, dgx-b200-x32)')."""
+    """The title's finding: the span of the best designs' stages' shares of their roofs, and which stage of which
+    system reaches the highest share ('the best designs' stages reach 2–83% of their roofs (highest: output head,
+    dgx-b200-x32)')."""
     if not said:
         return "each stage under its hardware's roof"
     shares = [share for _, (_, share) in said]
@@ -155,7 +156,7 @@ def _headline(said: list) -> str:
     span = share_text(min(shares)).removesuffix("%") + "–" + share_text(top) if len(said) > 1 else share_text(top)
     above = sum(share > 1.005 for share in shares)   # the verdict's rule of 'above the roof'
     stage = next(n for n in (v.split(" (")[0] for v in STAGES.values()) if text.startswith(n))  # as _panel words it
-    return (f"the best designs' stages reach {span} of their roofs (nearest: {stage}, {label})"
+    return (f"the best designs' stages reach {span} of their roofs (highest: {stage}, {label})"
             + (f"; {above} above it" if above else ""))
 
 
