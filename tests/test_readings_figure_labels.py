@@ -87,3 +87,21 @@ def test_a_negligible_spread_is_said_and_read_on_two_ticks(tmp_path):
     assert len(shown) >= 2, shown
     assert "negligible" in left.get_title()
     assert "negligible" in caption_of(fig)
+
+
+def test_the_title_leads_with_whether_the_comparison_survives_the_readings(tmp_path):
+    """The title asked 'is the nvl72 comparison robust to the readings?' and left the answer to the lines below:
+    its first line now says it, from the summary: at the headline group, how many of the combinations flip the
+    verdict (or that none does) and the range of the ratio over them."""
+    from wsemoe.analysis.uncertainty import robustness
+    from wsemoe.wording import span
+
+    path = run_sweep(CFG, out_root=tmp_path).path
+    result, _ = rd.run(path)
+    row = robustness.headline(robustness.summarize(result), result.meta["comparison"]["quantity"])
+    fig = dict(plots.figures(path, only=["readings_robustness"]))["readings_robustness"]
+    first = fig._suptitle.get_text().split("\n")[0]
+    held = (f"flips in {row['flipped']} of {robustness.runs_word(result, row['combinations'])}" if row["flipped"]
+            else "holds in every combination of the readings")
+    assert first.startswith("x: the nvl72 comparison at ") and held in first and "?" not in first, first
+    assert first.endswith(f"({span(robustness.ratio(row['low']), robustness.ratio(row['high']))})"), first

@@ -139,3 +139,45 @@ def test_a_setting_has_one_short_name_in_every_figure():
 
     assert set(SYMBOLS) <= set(SLICE_SYMBOLS)
     assert setting("model.moe_intermediate_size", 768) == "F 768" and setting("workload.seq_len", 8192) == "S 8,192"
+
+
+def test_marker_labels_keep_off_markers_out_of_the_tick_labels_and_beside_their_own():
+    """cerebras_serving's roofline: 'MoE' lay on its own best marker, 'output head' (placed left of a marker at
+    the axis's left edge) ran over the tick labels, and a label below its marker sat beside the next stage's.
+    Drawn, every marker label is clear of every marked marker, inside its axes and nearer its own marker than
+    any other; a label already clear where it was put stays there."""
+    import numpy as np
+
+    from wsemoe.report.figures.textfit import keep_clear, marker_label
+
+    fig = Figure(figsize=(3.4, 2.6), layout="constrained")
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(0.5, 1000)
+    ax.set_ylim(1e13, 1e17)
+    stack = {"output head": 2.5e14, "MoE": 1.5e14, "attention": 9e13}   # one column, 0.22 decades apart
+    labels = {}
+    for name, y in stack.items():
+        ax.scatter([1.0], [y], s=60)
+        keep_clear(ax, 1.0, y, 8.5, name)
+        labels[name] = marker_label(ax.annotate(name, (1.0, y), xytext=(-7, 6), textcoords="offset points",
+                                                ha="right", fontsize=8), name)
+    ax.scatter([300.0], [1e16], s=60)
+    keep_clear(ax, 300.0, 1e16, 8.5, "alone")
+    alone = marker_label(ax.annotate("alone", (300.0, 1e16), xytext=(7, -9), textcoords="offset points",
+                                     fontsize=8), "alone")
+    figure_bytes(fig, "png")
+    renderer = fig._get_renderer()
+    frame = ax.get_window_extent(renderer)
+    r = 8.5 / 2 * fig.dpi / 72
+    centres = {n: ax.transData.transform((1.0, y)) for n, y in stack.items()}
+    for name, text in labels.items():
+        box = text.get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, name
+        for cx, cy in centres.values():
+            assert not (box.x0 < cx + r and box.x1 > cx - r and box.y0 < cy + r and box.y1 > cy - r), name
+        edge = np.array([box.x0 if text.get_horizontalalignment() == "left" else box.x1, (box.y0 + box.y1) / 2])
+        dist = {n: np.hypot(*(edge - c)) for n, c in centres.items()}
+        assert min(dist, key=dist.get) == name, (name, dist)
+    assert alone.xyann == (7, -9)

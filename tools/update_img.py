@@ -18,8 +18,11 @@ SOURCES = {
     "bta_experts_throughput_vs_sparsity.png": ("bta_experts", "plots/throughput_vs_sparsity.png", "make demo"),
     "bta_topk_throughput_vs_sparsity.png": ("bta_topk", "plots/throughput_vs_sparsity.png", "make demo"),
     "bta_topk_readings_robustness.png": ("bta_topk", "plots/readings_robustness.png", "make demo"),
+    # the four unknowns and 256 samples docs/findings.md states (the default adds seq_len, 448 samples: another figure)
     "bta_topk_sensitivity_tornado.png": ("bta_topk", "plots/sensitivity_tornado.png",
-                                         "wsemoe sensitivity sweeps/bta_topk.yaml, then wsemoe plot results/bta_topk"),
+                                         "wsemoe sensitivity sweeps/bta_topk.yaml -n 256 --only matmul_efficiency "
+                                         "--only expert_half_tokens --only memory_usable_fraction --only io_bandwidth, "
+                                         "then wsemoe plot results/bta_topk"),
     "moentwine_crossover.png": ("moentwine_vs_nvl72", "plots/crossover.png", "make demo"),
     "pe_binding.png": ("bta_topk_pe", "plots/pe_binding.png", "make demo"),
     "serving_wafers.png": ("cerebras_serving", "plots/serving_wafers.png", "make demo"),

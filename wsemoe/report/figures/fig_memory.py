@@ -62,7 +62,7 @@ def memory_breakdown(r: ResultsView) -> Figure | None:
     # is a column figure's height, or as tall as its rows; one or two bars take a shorter one rather than hang
     # atop a column of empty rows.
     span = max(ypos[-1], 1.5)
-    fig, ax = single(f"{r.name}: memory per node at the peak stage",
+    fig, ax = single(f"{r.name}: {_headline(bars)}",
                      max(SINGLE[1] if len(bars) > 2 else 3.4, 2.1 + 0.5 * (span + 1.2 + step - 1.0)),
                      subtitle=drawn + alike)
     for (_, row, _), y in zip(bars, ypos):
@@ -112,6 +112,19 @@ def _once(r: ResultsView, bars: list) -> tuple[list, str]:
         out.append((f"{ranks}: {text}" if shown else ranks, rows[0], members[0]))
     merged = [o[0].split(":")[0] for o, m in zip(out, same.values()) if len(m) > 1]
     return out, f"; identical bars drawn once ({', '.join(merged)}: the same memory per node)"
+
+
+def _headline(bars: list) -> str:
+    """The title's finding: how full the fullest bar is and which stage sets most peaks ('the fullest point uses
+    100% of the node's memory; the MoE stage sets the peak at 6 of 8 bars')."""
+    peaks = [_peak(row) for _, row, _ in bars]
+    use = [p[1] / float(row.get("mem_capacity_node_bytes", np.nan)) for p, (_, row, _) in zip(peaks, bars)]
+    stages = {st: sum(p[0] == st for p in peaks) for st in ("attention", "MoE")}
+    stage = max(stages, key=stages.get)
+    tail = f"the {stage} stage sets the peak" + ("" if len(bars) == 1 else f" at {stages[stage]} of {len(bars)} bars")
+    if not np.isfinite(use).any():
+        return f"memory per node at the peak stage: {tail}"
+    return f"the fullest point uses {100 * np.nanmax(use):.0f}% of the node's memory; {tail}"
 
 
 def _verdict(bars: list) -> str:

@@ -183,14 +183,17 @@ def robustness_figure(r: ResultsView) -> Figure | None:
     screen = robustness.screened(result)
     _right(right, summary, quantity, cmp, "the runs one reading at a time" if screen else "the combinations")
     outside_legend(fig, *_handles(left, right), most=4, frameon=False)
-    survives = ("survives every " + ("reading moved alone" if screen else "combination")) if row["flipped"] == 0 \
-        else f"does not survive {row['flipped']} of {robustness.runs_word(result, row['combinations'])}"
     side = SIDE_WORDS.get(robustness.side(row["configured"]), "undefined")
-    claim = (f"Claim as configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({side}) at "
-             f"{_short(row['group'])}; it {survives} of {', '.join(result.varied)} (range "
-             f"{span(robustness.ratio(row['low']), robustness.ratio(row['high']))}; default readings "
-             f"{robustness.ratio(row['default'])}); hinges on {row['hinge'] or 'none'}. Every run re-tunes both sides.")
-    fig.suptitle(f"{r.name}: is the {cmp['name']} comparison robust to the readings?\n" + "\n".join(textwrap.wrap(claim, 120)))
+    claim = (f"As configured: {cmp['metric']} {robustness.ratio(row['configured'])} ({side}); default readings "
+             f"{robustness.ratio(row['default'])}; readings varied: {', '.join(result.varied)}; hinges on "
+             f"{row['hinge'] or 'none'}. Every run re-tunes both sides.")
+    # the title leads with the finding (it asked 'is the comparison robust to the readings?' and left the answer
+    # to the lines below)
+    held = ("holds in every " + ("reading moved alone" if screen else "combination of the readings")) \
+        if row["flipped"] == 0 else f"flips in {row['flipped']} of {robustness.runs_word(result, row['combinations'])}"
+    head = (f"{r.name}: the {cmp['name']} comparison at {_short(row['group'])} {held} "
+            f"({span(robustness.ratio(row['low']), robustness.ratio(row['high']))})")
+    fig.suptitle(head + "\n" + "\n".join(textwrap.wrap(claim, 120)))
     said = robustness.statement(result, summary, quantity)[:2]  # the headline group, then every group
     if _negligible([row["low"], row["high"]]):   # '1.00×–1.00×' alone did not say the spread is nothing to read
         said.insert(1, f"At {_short(row['group'])} every run lies {_negligible([row['low'], row['high']])}")

@@ -14,14 +14,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker
+from matplotlib import patheffects, ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, name, outside_legend,
-                                         plt_size, setting, share_text)
-from wsemoe.report.figures.textfit import marker_label
+from wsemoe.report.figures.style import (PALETTE, SINGLE, SUB_COLOUR, SUB_SIZE, SYMBOLS, heading, name,
+                                         outside_legend, setting, share_text)
+from wsemoe.report.figures.textfit import keep_clear, marker_label
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.specs.hardware import mac_rate
 from wsemoe.sweep.compare import best_rows
@@ -42,6 +42,8 @@ COLUMNS = ()
 CLAIMS = {"roofline": "Every stage sits under its hardware's roof: on the sloped part it is bound by its weight path "
                       "(wafer I/O or node memory), on the flat part by compute; how far below the roof it sits is what "
                       "it leaves unused"}
+# a white outline under a stage label: readable where it lies on the roof line or a column of dots of its colour
+HALO = [patheffects.withStroke(linewidth=2.5, foreground="white")]
 MAX_POINTS = 300   # designs drawn per system (sampled with a fixed seed; the best always)
 MAX_PANELS = 4
 LABEL_NEAR = 0.6   # decades (both axes) within which a stage label would sit on an earlier marker
@@ -134,15 +136,28 @@ def roofline(r: ResultsView) -> Figure | None:
         handles.append(Line2D([], [], ls="", marker="o", ms=9, mfc="none", mec="0.3",
                               label="best design, without its communication"))
     outside_legend(fig, handles, most=2 if len(systems) == 1 else 3, frameon=False)
-    title = (f"{r.name}: each stage under its hardware's roof (one layer, one micro-batch; small dots: designs, "
-             f"large: the best by {name(r.metric)}"
-             + (f"; the first {MAX_PANELS} of {len(every)} hardware)" if len(every) > MAX_PANELS else ")"))
+    title = (f"one layer, one micro-batch; small dots: designs, large: the best by {name(r.metric)}"
+             + (f"; the first {MAX_PANELS} of {len(every)} hardware" if len(every) > MAX_PANELS else ""))
     left = _left_out(r)
     if left:  # said on the figure too, not only in its caption: a reader of the image alone sees why
         title += f"; {left.split('. ')[0].strip().replace('Not drawn', 'not drawn')}, the caption says why"
-    fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))))
-    )
+    heading(fig, f"{r.name}: {_headline(said)}", title)
     return caption(fig, CLAIMS["roofline"], _verdict(said) + _left_out(r))
+
+
+def _headline(said: list) -> str:
+    """The title's finding: the span of the best designs' stages' shares of their roofs, and which stage of which
+    system reaches the highest share ('the best designs' stages reach 2–83% of their roofs (highest: output head,
+    dgx-b200-x32)')."""
+    if not said:
+        return "each stage under its hardware's roof"
+    shares = [share for _, (_, share) in said]
+    label, (text, top) = max(said, key=lambda p: p[1][1])
+    span = share_text(min(shares)).removesuffix("%") + "–" + share_text(top) if len(said) > 1 else share_text(top)
+    above = sum(share > 1.005 for share in shares)   # the verdict's rule of 'above the roof'
+    stage = next(n for n in (v.split(" (")[0] for v in STAGES.values()) if text.startswith(n))  # as _panel words it
+    return (f"the best designs' stages reach {span} of their roofs (highest: {stage}, {label})"
+            + (f"; {above} above it" if above else ""))
 
 
 def _left_out(r: ResultsView) -> str:
@@ -210,6 +225,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
     best = pd.concat([df.loc[at], extra.loc[at]])
     shown = df.loc[picked].join(extra[[c for c in STAGE_COLUMNS if c in extra]])
     ais, roofs, parts, drawn, lows, marks, labels, hollow, stacked = [], [peak], [], set(), [], [], [], False, []
+    owners = []   # the stage whose label names each entry of marks
     for i, stage in enumerate(STAGES):
         if stage not in _stages(r, df):
             continue
@@ -224,6 +240,7 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         if b_core > b_run * 1.01:  # communication slows the stage: the hollow marker is its roofline alone
             ax.plot([b_ai, b_ai], [b_run, b_core], color=PALETTE[i], lw=1)
             ax.scatter([b_ai], [b_core], s=60, facecolor="none", edgecolor=PALETTE[i], lw=1.4, zorder=4)
+            keep_clear(ax, b_ai, b_core, 60 ** 0.5 + 1.4, stage)   # no stage label on it (textfit places them)
             hollow = True
         # On an earlier best marker (dense FFN and output head often share a point): smaller, so the earlier one
         # stays a ring around it, and named after that one's label on its line (drawn the same size, it hid the
@@ -236,19 +253,22 @@ def _panel(ax, r: ResultsView, label: str, df: pd.DataFrame, hw: dict) -> tuple[
         stacked += [] if on is None else [on]
         ax.scatter([b_ai], [b_run], s=(60, 24, 8)[min(inner, 2)], color=PALETTE[i], edgecolor="k", lw=0.6,
                    zorder=5 + 0.5 * inner)
+        # the outermost marker on the point: labels stay off it; on an earlier marker, it is named by that one's label
+        keep_clear(ax, b_ai, b_run, 60 ** 0.5 + 0.6, stage if on is None else owners[on])
         if on is not None:
             labels[on] = ax.annotate(f" = {STAGES[stage].split(' (')[0]}", (1, 0), xycoords=labels[on], va="bottom",
-                                     fontsize=8, color=PALETTE[i])
+                                     fontsize=8, color=PALETTE[i], path_effects=HALO)
             labels[on].wsemoe_chained = True   # textfit.separate_marker_labels keeps other labels off it
         else:
             # a label near an earlier one (within LABEL_NEAR decades both ways) goes up and left of its marker:
             # all to the lower right, the output head's label sat on the attention marker (cerebras_serving)
             near = sum(abs(np.log10(b_ai / x)) < LABEL_NEAR and abs(np.log10(b_run / y)) < LABEL_NEAR for x, y in marks)
             marks.append((b_ai, b_run))
+            owners.append(stage)
             labels.append(marker_label(ax.annotate(
                 STAGES[stage].split(" (")[0], (b_ai, b_run), xytext=(-7, 11 * near - 5) if near else (7, -9),
-                textcoords="offset points", ha="right" if near else "left", fontsize=8,
-                color=PALETTE[i])))   # textfit.separate_marker_labels moves it off an earlier label
+                textcoords="offset points", ha="right" if near else "left", fontsize=8, color=PALETTE[i],
+                path_effects=HALO), stage))   # textfit.separate_marker_labels moves it off markers and labels
         side = _binds(best, stage, "weight path" if b_ai * bw < b_top else "compute")
         share = b_run / min(b_top, b_ai * bw)   # of the attainable rate at its intensity: the roof above it
         parts.append((f"{STAGES[stage].split(' (')[0]} {share_text(share)} "

@@ -13,7 +13,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from wsemoe.report.figures.claims import caption
-from wsemoe.report.figures.style import BTA_C, DOUBLE, PALETTE, amount
+from wsemoe.report.figures.style import BTA_C, DOUBLE, PALETTE, amount, heading, outside_legend
+from wsemoe.report.figures.textfit import math_text
 from wsemoe.report.figures.view import ResultsView
 
 STEMS = ("sensitivity_tornado",)
@@ -45,9 +46,10 @@ def tornado(r: ResultsView) -> Figure | None:
         return None
     quantities, group = _focus(s)
     sobol = s.meta["method"] == "sobol"
-    fig = Figure(figsize=(DOUBLE[0], 1.2 + 0.55 * len(s.meta["unknowns"])), layout="constrained")
-    fig.suptitle(f"{r.name}: what the result depends on ({s.meta['method']}, {s.meta['samples']:,} samples of "
-                 f"the calibration unknowns; at {group})")
+    # + 0.4 in for the legend below the panels
+    fig = Figure(figsize=(DOUBLE[0], 1.6 + 0.55 * len(s.meta["unknowns"])), layout="constrained")
+    heading(fig, f"{r.name}: {_headline(s, quantities, group)}",
+            f"{s.meta['method']}, {s.meta['samples']:,} samples of the calibration unknowns; at {group}")
     axes = fig.subplots(1, len(quantities), squeeze=False)[0]
     for ax, q in zip(axes, quantities):
         d = s.indices[(s.indices["quantity"] == q) & (s.indices["group"] == group)]
@@ -58,9 +60,9 @@ def tornado(r: ResultsView) -> Figure | None:
         d = d.sort_values(key)
         y = np.arange(len(d))
         if sobol:
-            ax.barh(y, d["ST"], xerr=d["ST_conf"], color=BTA_C, alpha=0.85, label="total index S_T", capsize=2)
+            ax.barh(y, d["ST"], xerr=d["ST_conf"], color=BTA_C, alpha=0.85, label="total-order Sobol index $S_T$", capsize=2)
             ax.barh(y, d["S1"].clip(lower=0), color="none", edgecolor=PALETTE[1], hatch="///", lw=1.2,
-                    label="first-order index S_1")
+                    label="first-order Sobol index $S_1$")
             ax.set_xlim(0, max(1.0, float((d["ST"] + d["ST_conf"]).max()) * 1.05))
             ax.set_xlabel("Sobol index (share of output variance)")
         else:
@@ -70,8 +72,24 @@ def tornado(r: ResultsView) -> Figure | None:
         b = s.bands[(s.bands["quantity"] == q) & (s.bands["group"] == group)].iloc[0]
         ax.set_title(f"{q}\nnominal {_amount(q, b['nominal'])}\n5–95%: {_amount(q, b['q05'])} – {_amount(q, b['q95'])}")
         ax.grid(axis="y", alpha=0)
-    axes[0].legend(loc="lower right", frameon=True, framealpha=0.9)
+    # below the panels: inside, at its lower right, it sat over the shortest bars and their error bars
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend = outside_legend(fig, handles, labels, most=2, frameon=False)
+    for text in legend.get_texts():   # our own mathtext ($S_T$), not a name's '$': rendered as math
+        math_text(text)
     return caption(fig, CLAIMS["sensitivity_tornado"], _verdict(s, quantities, group))
+
+
+def _headline(s, quantities: list, group: str) -> str:
+    """The title's finding: which unknown the first quantity drawn (the speedup) depends on most, and by how much
+    ('speedup_vs_uniform depends most on matmul_efficiency (total-order index 0.96)')."""
+    key = "ST" if s.meta["method"] == "sobol" else "mu_star"
+    d = s.indices[(s.indices["quantity"] == quantities[0]) & (s.indices["group"] == group)]
+    if not len(d):
+        return "what the result depends on"
+    top = d.loc[d[key].idxmax()]
+    what = "total-order index" if key == "ST" else "Morris μ*"
+    return f"{quantities[0]} depends most on {top['parameter']} ({what} {top[key]:.2f})"
 
 
 def _amount(quantity: str, value: float) -> str:

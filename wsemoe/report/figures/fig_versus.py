@@ -74,7 +74,7 @@ def crossover(view: ResultsView) -> Figure | None:
         return None
     view = one_model(view)
     base = _base(view)
-    fig, ax = single(f"{view.name}: per-device throughput against {base}", height=4.9,
+    fig, ax = single(f"{view.name}: {_headline(view, base)}", height=4.9,
                      subtitle=f"best against best (each system tuned for each metric); "
                               f"{view.context(view.first_row(view.points), ('mapping.strategy',))}")
     taus = np.sort(pd.unique(view.points[TAU])).astype(float)
@@ -149,6 +149,25 @@ def _clear_foot(ax, values, band: float) -> None:
     need = np.exp((low - band * np.log(hi)) / (1 - band))
     if need < lo:
         ax.set_ylim(need, hi)
+
+
+def _headline(view: ResultsView, base: str) -> str:
+    """The title's finding for the comparison's candidate (the first system drawn), MoE block against the baseline:
+    where it is ahead, where behind and its best ratio ('wsc-b200-8x8's MoE block ahead of nvl72 at 1–32
+    tokens/device, most 2.45× at 4; behind at 64–256')."""
+    ratios = best_ratios(view, "per_device_moe_block_tokens_per_s", base)
+    if not len(ratios.columns) or ratios.iloc[:, 0].dropna().empty:
+        return f"per-device throughput against {base}"
+    hw, r = ratios.columns[0], ratios.iloc[:, 0].dropna()
+    ahead = [t for t, v in r.items() if v > 1]   # as _verdict counts them
+    behind = [t for t in r.index if t not in ahead]
+    top = f"most {r.max():.2f}× at {number(r.idxmax())}"
+    head = f"{hw}'s MoE block "
+    if not ahead:
+        return head + f"behind {base} at every load ({_span(behind)} tokens/device; at best {r.max():.2f}×)"
+    if not behind:
+        return head + f"ahead of {base} at every load ({_span(ahead)} tokens/device; {top})"
+    return head + f"ahead of {base} at {_span(ahead)} tokens/device ({top}), behind at {_span(behind)}"
 
 
 def _verdict(view: ResultsView, base: str) -> str:

@@ -124,6 +124,8 @@ def heading(fig: Figure, title: str, subtitle: str = "", ax=None) -> None:
     """
     if ax is None:
         width = int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))   # at the suptitle's size
+        # a title stating a finding can outrun the figure: each of its lines wrapped
+        title = "\n".join(w for line in title.split("\n") for w in (textwrap.wrap(line, width) or [""]))
         fig.suptitle(f"{title}\n" + "\n".join(textwrap.wrap(subtitle, width)) if subtitle else title)
         return
     width = int(0.6 * fig.get_figwidth() * 72 / (SUB_SIZE * 0.56))  # characters per line

@@ -12,6 +12,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
+from matplotlib.transforms import Bbox
 
 from wsemoe.errors import printable
 from wsemoe.wording import number
@@ -66,37 +67,118 @@ def thin_tick_labels(fig: Figure) -> None:
             ax.set_xticks(*zip(*sorted((t.get_position()[0], t.get_text()) for t in kept)))
 
 
-def marker_label(text):
+def marker_label(text, owner=None):
     """Mark an annotation (offset in points from its marker) as a marker's label, which separate_marker_labels
-    may move; an attribute, not a gid (a gid is an SVG id, and ids on one page must differ)."""
+    may move; an attribute, not a gid (a gid is an SVG id, and ids on one page must differ). `owner`: the name its
+    markers are marked `keep_clear` with."""
     text.wsemoe_marker_label = True
+    text.wsemoe_owner = owner
     return text
 
 
+def keep_clear(ax, x: float, y: float, size: float, owner=None) -> None:
+    """Mark a marker (centre in data coordinates, `size` its diameter in points) that no marker label may cover:
+    the roofline's 'MoE' sat on its own best marker, and labels left of markers at the axis's left edge ran over
+    the tick labels (cerebras_serving). `owner`: the label that names it (`marker_label(text, owner)`); a label
+    must sit nearer its own markers than any other's, or it names the wrong one."""
+    ax.wsemoe_keep_clear = [*getattr(ax, "wsemoe_keep_clear", []), (x, y, size, owner)]
+
+
+# Where a marker label may go, offset in points from its marker, tried in order until one is clear: right of the
+# marker below, level and above; then left (right-aligned); then above and below it; each ring farther out.
+# The first is where the roofline puts a label: a label already clear there stays put.
+RINGS = (7, 12, 18, 26, 36)
+
+
+def _places(d: float):
+    for dy in (-9, -3, 4, -16, 11):   # below first: level, a label lay on the line a row of markers sits on
+        yield d, dy, "left"
+    for dy in (-9, -3, 4, -16, 11):
+        yield -d, dy, "right"
+    yield 0, d, "center"
+    yield 0, -d - 8, "center"
+
+
 def separate_marker_labels(fig: Figure, step: float = 3.0, most: int = 40) -> None:
-    """Move a marker's label (`marker_label`) down, a few points at a time, until it overlaps no label placed
-    before it on its axes (the roofline's 'MoE' label sat under 'attention' when the two best markers were a
-    decade apart in intensity and close in attained rate)."""
+    """Place each marker's label (`marker_label`) where it overlaps no label placed before it on its axes, no
+    marker marked `keep_clear` and nothing outside its axes: where it was put when that is clear, else the first
+    clear place around its marker (`RINGS`); where none is, moved down a few points at a time off the earlier
+    labels (the roofline's 'MoE' label sat under 'attention' when the two best markers were a decade apart in
+    intensity and close in attained rate). A label carries the names chained onto it (' = dense FFN')."""
     marked = any(getattr(t, "wsemoe_marker_label", False) for ax in fig.axes for t in ax.texts)
     if fig.get_layout_engine() is None or not marked:
         return  # a frozen layout was separated when it was first drawn; no marker labels, no draw
     laid_out(fig)
     renderer = fig._get_renderer()
+    points = fig.dpi / 72
     for ax in fig.axes:
         placed = []
+        frame = ax.get_window_extent(renderer)
+        markers, centres = [], []
+        for x, y, size, owner in getattr(ax, "wsemoe_keep_clear", []):
+            cx, cy = ax.transData.transform((x, y))
+            r = size / 2 * points
+            markers.append(Bbox.from_extents(cx - r, cy - r, cx + r, cy + r))
+            centres.append((cx, cy, owner))
         # names chained onto a label (' = dense FFN' after 'attention': markers on one point) stand where their
-        # label does: obstacles too, found again as their label moves
+        # label does: they move with it, and are obstacles to every other label
         chained = [t for t in ax.texts if getattr(t, "wsemoe_chained", False)]
+
+        def box_of(text):
+            own = [c.get_window_extent(renderer) for c in chained if _anchor(c) is text]
+            return Bbox.union([text.get_window_extent(renderer), *own])
+
+        def clear(text, box, strict=True):
+            taken = placed + markers + [c.get_window_extent(renderer) for c in chained if _anchor(c) is not text]
+            inside = (box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1)
+            return (inside and not any(box.overlaps(p) for p in taken)
+                    and (not strict or _nearest_own(text, box, centres)))
+
+        def place(text, strict):
+            for dx, dy, side in (p for d in RINGS for p in _places(d)):
+                text.xyann = (dx, dy)
+                text.set_horizontalalignment(side)
+                if clear(text, box_of(text), strict):
+                    return True
+            return False
+
         for text in (t for t in ax.texts if getattr(t, "wsemoe_marker_label", False)):
-            box = text.get_window_extent(renderer)
-            for _ in range(most):
-                taken = placed + [c.get_window_extent(renderer) for c in chained if _anchor(c) is not text]
-                if not any(box.overlaps(p) for p in taken):
-                    break
-                x, y = text.xyann
-                text.xyann = (x, y - step)
-                box = text.get_window_extent(renderer)
+            box = box_of(text)
+            if not clear(text, box):
+                start, ha = text.xyann, text.get_horizontalalignment()
+                # the first clear place nearer its own marker than another's; failing that (markers closer than a
+                # label is tall), the first clear of markers and labels
+                if place(text, strict=True) or place(text, strict=False):
+                    box = box_of(text)
+                else:   # nowhere clear: back where it was put, moved down off the earlier labels alone
+                    text.xyann = start
+                    text.set_horizontalalignment(ha)
+                    box = box_of(text)
+                    for _ in range(most):
+                        taken = placed + [c.get_window_extent(renderer) for c in chained if _anchor(c) is not text]
+                        if not any(box.overlaps(p) for p in taken):
+                            break
+                        x, y = text.xyann
+                        text.xyann = (x, y - step)
+                        box = box_of(text)
             placed.append(box)
+
+
+def _nearest_own(text, box, centres) -> bool:
+    """Whether a label's edge facing its marker is nearer one of its own markers than any other label's (a label
+    with no owner, or no marker of another, is never in doubt)."""
+    own = getattr(text, "wsemoe_owner", None)
+    if own is None or not any(o is not None and o != own for *_, o in centres):
+        return True
+    ha = text.get_horizontalalignment()
+    x = box.x0 if ha == "left" else box.x1 if ha == "right" else (box.x0 + box.x1) / 2
+    y = (box.y0 + box.y1) / 2 if ha != "center" else box.y0 if text.xyann[1] > 0 else box.y1
+    dist = {}
+    for cx, cy, o in centres:
+        if o is not None:
+            d = ((cx - x) ** 2 + (cy - y) ** 2) ** 0.5
+            dist[o == own] = min(dist.get(o == own, float("inf")), d)
+    return dist.get(True, float("inf")) < dist.get(False, float("inf"))
 
 
 def _anchor(text):
@@ -127,6 +209,13 @@ def grouped_ticks(fig: Figure) -> None:
                 axis.set_major_formatter(Grouped(useOffset=f.get_useOffset(), useMathText=f.get_useMathText()))
 
 
+def math_text(text):
+    """Mark a Text whose '$...$' is matplotlib mathtext we wrote (the tornado's $S_T$), which `literal_text`
+    leaves as math: every other '$' comes from names and stays literal. Returns the text."""
+    text.wsemoe_math = True
+    return text
+
+
 def literal(text) -> str:
     """Text matplotlib shows as written: '$' escaped (a '$x$' model or folder name is not math, and an odd
     one cannot fail to parse) and control characters as escapes (an SVG cannot hold them)."""
@@ -153,5 +242,7 @@ def literal_text(fig: Figure) -> None:
                     put(ticker.FuncFormatter(lambda x, pos, f=f: literal(f(x, pos))))
     for t in fig.findobj(Text):
         text = t.get_text()
+        if getattr(t, "wsemoe_math", False):
+            continue
         if text and ("$" in text or printable(text, lines=True) != text):
             t.set_text(literal(text))
