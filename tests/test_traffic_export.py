@@ -30,7 +30,8 @@ CASES = {
             "mapping": {"tp": 4, "strategy": "her"}},
 }
 COLUMN = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s",
-          "reduce": "moe_reduce_s", "gradient": "attention_gradient_s", "dense_allreduce": "dense_layer_allreduce_s",
+          "reduce": "moe_reduce_s", "gradient": "attention_gradient_s", "router_gradient": "moe_gradient_s",
+          "dense_allreduce": "dense_layer_allreduce_s",
           "ffn_allreduce": "dense_ffn_allreduce_s"}
 
 

@@ -1,5 +1,5 @@
 """Communication per layer from the fabric model: attention all-reduce, dispatch, combine, output reduction, a
-dense FFN's all-reduce, gradients, migration.
+dense FFN's all-reduce, gradients (across groups, and the router's inside each group), migration.
 
 Structural terms come from structure.build (once per unique combination); here they are scaled by the bytes
 each phase moves and turned into times with numpy broadcasting (cost/fabric/phasetime.py): every step of a phase
@@ -19,7 +19,7 @@ from wsemoe.cost import structure
 from wsemoe.cost.balance import routing
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
-PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient" joins them in training
+PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient", "router_gradient" in training
 
 
 class StructuralKey(NamedTuple):
@@ -230,6 +230,10 @@ class CommModel:
             # attention, shared experts, router, dense FFNs and embeddings, each layer charged their mean per layer
             shared = weights.resident_node(self.hw, m, wl, tp)[0].params
             scales["gradient"] = shared / m.num_hidden_layers * wl.bytes_per_grad
+            # and inside each group, the router's gradient: every member holds the whole gate and routes its own
+            # slice of the tokens (stagecost.router_tokens), so the TP group sums the gate's gradient, once per
+            # MoE layer (structure: the group's own ring all-reduce; nothing moves at TP 1)
+            scales["router_gradient"] = params.router_params(m) * wl.bytes_per_grad + 0.0 * tp
         return scales
 
     def repeats(self, name: str):
