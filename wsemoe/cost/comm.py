@@ -1,5 +1,5 @@
 """Communication per layer from the fabric model: attention all-reduce, dispatch, combine, output reduction, a
-dense FFN's all-reduce, gradients, migration.
+dense FFN's all-reduce, gradients (across groups, and the router's inside each group), migration.
 
 Structural terms come from structure.build (once per unique combination); here they are scaled by the bytes
 each phase moves and turned into times with numpy broadcasting (cost/fabric/phasetime.py): every step of a phase
@@ -19,7 +19,7 @@ from wsemoe.cost import structure
 from wsemoe.cost.balance import routing
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
-PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient" joins them in training
+PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient", "router_gradient" in training
 
 
 class StructuralKey(NamedTuple):
@@ -230,11 +230,22 @@ class CommModel:
             # attention, shared experts, router, dense FFNs and embeddings, each layer charged their mean per layer
             shared = weights.resident_node(self.hw, m, wl, tp)[0].params
             scales["gradient"] = shared / m.num_hidden_layers * wl.bytes_per_grad
+            # and inside each group, the router's gradient: every member holds the whole gate and routes its own
+            # slice of the tokens (stagecost.router_tokens), so the TP group sums the gate's gradient, once per
+            # MoE layer (structure: the group's own ring all-reduce; nothing moves at TP 1)
+            scales["router_gradient"] = params.router_params(m) * wl.bytes_per_grad + 0.0 * tp
         return scales
 
     def repeats(self, name: str):
         """Occurrences of a phase per layer: the attention all-reduce once per attention tile (G), the rest once."""
         return self.wl.G if name in ("allreduce", "dense_allreduce") else 1
+
+    def latency_share(self, name: str):
+        """The share of one call's latency (ring rounds × hops, software latency) each occurrence pays: 1, but the
+        router gradient's 1/Lm. Megatron-Core flattens every sequence-parallel gradient of the step into one
+        all-reduce over the TP group (finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads), so a
+        step pays its bytes layer by layer and one call's latency, spread here over the MoE layers."""
+        return 1.0 / np.maximum(params.moe_layers(self.m), 1) if name == "router_gradient" else 1.0
 
     def _phases(self, built, inv, shape, scales: dict, noise, links=None) -> tuple[dict, dict]:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `noise`
@@ -250,10 +261,10 @@ class CommModel:
             share = crossing if a2a else 1.0
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share,
                                     a2a and own_nic, ports.get(name, (1.0, 1.0)), (links or {}).get(name, (1.0, 1.0)))
-            reps = self.repeats(name)
-            once = timed.volume + timed.latency
+            reps, call = self.repeats(name), self.latency_share(name)
+            once = timed.volume + call * timed.latency
             out[f"{name}_s"] = reps * once
-            out[f"{name}_fixed_s"] = reps * timed.fixed
+            out[f"{name}_fixed_s"] = reps * call * timed.fixed
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
             out[f"{name}_max_link_bytes"] = unit * scale

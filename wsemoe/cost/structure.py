@@ -262,7 +262,8 @@ def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeak
 
 
 def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: bool = False) -> dict:
-    """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce and (HER) dense all-reduce.
+    """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce, the router gradient's
+    all-reduce over the TP group and (HER) dense all-reduce.
 
     With `gather_shared` the slice flow's output reduction also holds the TP-split shared experts' collectives:
     each member holds only its slice of the tokens, so the shared experts gather their group's tokens and
@@ -279,6 +280,11 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: boo
     # finds their peaks once)
     home = out["allreduce"] if pl.cross_rings is None else collectives.home_steps(pl, dirs)
     out["ffn_allreduce"] = home
+    # The router's weight gradient: every member holds the whole gate and forms its gradient from the tokens it
+    # routes, so the TP group sums it over its own ring (Megatron-Core marks the router weight sequence_parallel
+    # and all-reduces such grads over the TP group: megatron/core/transformer/moe/router.py, reset_parameters;
+    # megatron/core/distributed/finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads)
+    out["router_gradient"] = home
     if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
         out["dense_allreduce"] = home
     return out
@@ -298,7 +304,7 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
             found[id(steps)] = phase_peaks(layout, steps)
         out[name] = found[id(steps)]
     if topology == "switch" and coll.switch_reduction:   # the output reduction too, where the flow has one
-        for name in ("allreduce", "ffn_allreduce", "reduce"):
+        for name in ("allreduce", "ffn_allreduce", "router_gradient", "reduce"):
             if out[name].steps:
                 out[name] = _switch_reduction(layout, pl) or out[name]
     return out
@@ -354,8 +360,8 @@ def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
     if name in ("dispatch", "combine", "migration"):
         _, dispatch, moving = _core_traffic(c.layout, c.placement, c.before, c.experts, c.shares, c.source, c.flow)
         return [StepTraffic({"dispatch": dispatch, "combine": dispatch.T, "migration": moving}[name], 1, False)]
-    if name in ("allreduce", "ffn_allreduce") and s.layout.topology == "switch" and s.coll.switch_reduction \
-            and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
+    if name in ("allreduce", "ffn_allreduce", "router_gradient") and s.layout.topology == "switch" \
+            and s.coll.switch_reduction and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
         return []
     return _collective_steps(c.placement, c.flow, s.coll.ring_directions, s.coll.gather_shared)[name]
 

@@ -21,7 +21,7 @@ from wsemoe.version import __version__
 
 FORMAT = "wsemoe traffic export 1"
 PHASE_COLUMNS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s",
-                 "reduce": "moe_reduce_s", "gradient": "attention_gradient_s",
+                 "reduce": "moe_reduce_s", "gradient": "attention_gradient_s", "router_gradient": "moe_gradient_s",
                  "dense_allreduce": "dense_layer_allreduce_s", "ffn_allreduce": "dense_ffn_allreduce_s"}
 PACKET_FLITS = 16
 TRACE_MAX_FLITS = 1 << 20   # the automatic flit size keeps every step's trace near this many flits

@@ -127,6 +127,12 @@ _DOCS = {
     "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine (PE fabric: the busiest PE "
                                         "link, one pass)"),
     "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
+    "router_gradient_bound": ("", "what limits the router gradient's all-reduce over the TP group (training): link, "
+                                  "wafer-link, scale-out, inject, eject port, or latency"),
+    "router_gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one MoE layer's router "
+                                                "gradient all-reduce over the TP group"),
+    "moe_gradient_s": ("s", "training: the router gradient's all-reduce over the TP group per MoE layer (every "
+                            "member holds the whole gate and routes its own tokens; 0 at TP 1)"),
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
     "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),
     "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring (her: its on-wafer rings only; "
@@ -228,11 +234,11 @@ _PATTERNS = [
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
-    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient)_hop_bytes$", "bytes·hops",
+    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient)_hop_bytes$", "bytes·hops",
      "what the {0} phase moves per layer over the node fabric inside a wafer or scale-up domain, Σ bytes × hops (a "
      "switch path, up and down, one hop; an in-switch reduction one path per member; a link across a wafer edge "
      "is the network's, in <phase>_cross_bytes); the energy model's fabric tier prices it"),
-    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient)_cross_bytes$", "bytes",
+    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient)_cross_bytes$", "bytes",
      "what the {0} phase moves per layer across wafer boundaries (Σ bytes × crossings) or between a switch's "
      "scale-up domains"),
     (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
@@ -306,8 +312,8 @@ def manifest_columns(columns) -> dict:
 _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
                   "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_edge_s", "<stage>_regions_s",
                   "<stage>_<allreduce|dispatch|combine|gradient>_s",
-                  "<stage>_reduce_s", "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient>_hop_bytes",
-                  "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient>_cross_bytes",
+                  "<stage>_reduce_s", "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient>_hop_bytes",
+                  "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient>_cross_bytes",
                   "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
                   "<stage>_io_out_bytes",
                   "mem_<term>_node_bytes",

@@ -73,22 +73,24 @@ def point_traffic(config=None, point: int = 0, sets=None, hardware=None, model=N
     ports, links = comm.port_factors(shape.T, shape.tp)
     for name, scale in comm.scales(shape.T, shape.groups, shape.tp).items():
         out.steps += _steps(hw, s, name, float(scale), getattr(mp, "combine_routing", "xy"), ports.get(name),
-                            links.get(name))
+                            links.get(name), float(_plain(comm.latency_share(name))))
         out.totals[name], out.repeats[name] = s.phases[name].loads, _plain(comm.repeats(name))
     return out
 
 
 def _steps(hw, s: structure.Structure, name: str, scale: float, combine_routing: str, ports=None,
-           links=None) -> list[PhaseStep]:
+           links=None, latency_share: float = 1.0) -> list[PhaseStep]:
     """The steps of phase `name`, with the model's per-step times at this scale (`ports`, `links`: the hot expert
-    node's port factors and the busiest links', CommModel.port_factors)."""
+    node's port factors and the busiest links', CommModel.port_factors; `latency_share`: the share of a call's
+    latency one occurrence pays, CommModel.latency_share)."""
     routing = "reverse" if name == "combine" and combine_routing == "reverse" else "xy"
     built = structure.phase_steps(s, name)
     first = lambda f: (1.0, 1.0) if f is None else tuple(float(np.ravel(x)[0]) for x in f)  # noqa: E731
     times = phasetime.step_times(hw, [s], np.zeros(1, dtype=np.intp), (1,), name, scale, ports=first(ports),
                                  links=first(links))
     return [PhaseStep(name, k, int(st.rounds), st.pattern, scale, routing, st.pattern.loads(s.layout, routing),
-                      float(times.volume[0, k]), float(times.latency[0, k])) for k, st in enumerate(built)]
+                      float(times.volume[0, k]), latency_share * float(times.latency[0, k]))
+            for k, st in enumerate(built)]
 
 
 def listable(pattern) -> bool:

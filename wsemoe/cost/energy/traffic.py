@@ -68,7 +68,8 @@ def comm_bytes(m, wl, out: dict) -> tuple:
     communication: what the fabric model says each phase moves per layer (`<phase>_hop_bytes`,
     `<phase>_cross_bytes`), over the layers that run it. A MoE layer runs the attention all-reduce, dispatch,
     combine and output reduction; a dense layer its attention's all-reduce (HER: the home wafer's only) and its
-    FFN's; training runs the activation phases in the forward and the backward pass and reduces gradients once."""
+    FFN's; training runs the activation phases in the forward and the backward pass and reduces gradients once
+    (every layer's across groups, a MoE layer's router gradient inside its group)."""
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     both = passes_in(wl)
 
@@ -77,7 +78,7 @@ def comm_bytes(m, wl, out: dict) -> tuple:
         dense_attn = out.get(f"dense_allreduce_{kind}", out.get(f"allreduce_{kind}", 0.0))
         moe = col("allreduce") + col("dispatch") + col("combine") + col("reduce")
         dense = dense_attn + col("ffn_allreduce")
-        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient")
+        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient") + Lm * col("router_gradient")
 
     return moved("hop_bytes"), moved("cross_bytes")
 
