@@ -306,7 +306,8 @@ class CommModel:
             out[f"{name}_fixed_s"] = reps * timed.fixed
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
-            out[f"{name}_max_link_bytes"] = unit * scale
+            # the busiest link's bytes the time waits for: a routed phase's expected maximum over a step's routing
+            out[f"{name}_max_link_bytes"] = unit * scale * factors[0]
             # what the phase moves in all, per layer (energy prices it): byte-hops, and bytes across wafers/servers
             per = {k: np.asarray([getattr(s.phases[name], k) for s in built], dtype=float)[inv].reshape(shape)
                    for k in ("byte_hops", "cross_bytes")}
