@@ -59,7 +59,7 @@ def test_hand_derived_two_node_dispatch():
     the single link with chance ½, so each direction carries Binomial(10, ½) copies (expected 5) and the step waits
     for the busier: E[max of 2] = Σ_x (1 − F(x)²) = 5.8810 copies (fabric/spread.py); bytes = that × H × 2 B;
     time = bytes / link + 1 hop + the call's software latency (the preset's alltoall_latency_s, 26 µs); combine the
-    same, back. `dispatch_max_link_bytes` stays the expected 5 copies' bytes."""
+    same, back. `dispatch_max_link_bytes` is those bytes too (it read the expected 5 copies': 20,480 B)."""
     from scipy.stats import binom
 
     hw = {"preset": "wsc-b200-8x8", "rows": 1, "cols": 2, "port_bw_bytes_per_s": 1.0e+15}
@@ -71,7 +71,7 @@ def test_hand_derived_two_node_dispatch():
     bytes_ = most * 2048 * 2
     assert df["moe_dispatch_s"].iloc[0] == pytest.approx(bytes_ / 9.0e11 + 2.0e-7 + 2.6e-5)
     assert df["moe_combine_s"].iloc[0] == pytest.approx(bytes_ / 9.0e11 + 2.0e-7 + 2.6e-5)
-    assert df["dispatch_max_link_bytes"].iloc[0] == pytest.approx(10 * 0.5 * 2048 * 2)
+    assert df["dispatch_max_link_bytes"].iloc[0] == pytest.approx(bytes_)
 
 
 def test_er_dispatch_stays_in_ftd_and_block_does_not_benefit():

@@ -46,8 +46,9 @@ def _calls(expert_format: str) -> tuple[float, float]:
 def test_the_dispatch_call_sends_fp8_and_the_combine_16_bits():
     hw = presets.load_hardware("nvl72")
     fixed = hw.alltoall_latency_s + hw.hop_latency_s
-    # elements through the busiest port: the busiest of 64 GPUs receives 1.036× the mean copies (routingnoise)
-    port = 512 * 8 * 7168 * 63 / 64 * noise(64, 512) / hw.port_bw_bytes_per_s
+    # elements through the busiest port: a GPU's port takes its 4 experts' copies from the other 63 GPUs' tokens
+    # (512 a GPU), the busiest of 64 1.0365× their mean 4,032 (routingnoise; fabric/spread.py)
+    port = 512 * 8 * 7168 * 63 / 64 * noise(64, 512, senders=63) / hw.port_bw_bytes_per_s
     dispatch, combine = _calls("fp8")
     assert dispatch == pytest.approx(fixed + port * (1 + 4 / 128), rel=1e-6)
     assert combine == pytest.approx(fixed + port * 2.0, rel=1e-6)

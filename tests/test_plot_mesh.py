@@ -76,7 +76,10 @@ def test_svg_keeps_labels_as_text(sweeps, name, stem, texts):
 
 
 def test_heatmap_draws_the_structures_link_loads(sweeps):
-    """The colours encode the model's per-link bytes: unit loads × the point's busiest-link bytes."""
+    """The colours encode the model's per-link expected bytes: unit loads × the point's bytes per unit, the
+    all-reduce's from its busiest-link bytes, the dispatch's from the bytes it moves (hop and crossing bytes over
+    its unit loads' total), its busiest-link column being a step's expected maximum over its routing, above the
+    hottest link's expected bytes drawn."""
     ctx = _context(sweeps["map"][0])
     figs = fig_mesh.link_heatmaps(ctx)
     assert set(figs) == set(HEATMAPS)
@@ -87,8 +90,12 @@ def test_heatmap_draws_the_structures_link_loads(sweeps):
         drawn = meshdraw.drawn_links(figs[f"link_heatmap_{strategy}_tp4"])
         for phase in ("allreduce", "dispatch"):
             unit = s.phases[phase].loads.all_links()
-            expected = unit * row[f"{phase}_max_link_bytes"] / s.phases[phase].max_link / 1e6  # MB
+            per_unit = row[f"{phase}_max_link_bytes"] / s.phases[phase].max_link if phase == "allreduce" else \
+                (row["dispatch_hop_bytes"] + row["dispatch_cross_bytes"]) / unit.sum()
+            expected = unit * per_unit / 1e6  # MB
             np.testing.assert_allclose(drawn[f"links-{phase}"], expected, rtol=1e-12)
+            if phase == "dispatch":   # the hottest link drawn at its expected bytes, below the step's maximum
+                assert expected.max() * 1e6 < row["dispatch_max_link_bytes"]
             assert np.mean(drawn[f"links-{phase}"] == 0) == pytest.approx(row[f"{phase}_idle_link_share"])
         hot = drawn["hot-links"]  # 1 all-reduce only, 2 dispatch only, 3 both
         both, either = np.sum(hot == 3), np.sum(hot > 0)

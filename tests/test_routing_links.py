@@ -28,7 +28,9 @@ def test_each_link_of_a_small_mesh_is_a_binomial_and_the_step_waits_for_the_busi
            "workload": {"mode": "decode", "seq_len": 4096, "B": 1}, "mapping": {"tp": 1, "strategy": "er"}}
     row = wsemoe.evaluate(cfg).iloc[0]
     assert row["tokens_per_microbatch"] == 4
-    assert row["dispatch_max_link_bytes"] == pytest.approx(0.5 * H * BYTES)   # the expected load, for heat maps
+    # the column reports the busiest link's bytes the time waits for (it read the expected 0.5 copies: 14,336 B)
+    assert row["dispatch_max_link_bytes"] == pytest.approx(most * H * BYTES, rel=1e-6)
+    assert row["combine_max_link_bytes"] == pytest.approx(most * H * BYTES, rel=1e-6)
     want = most * H * BYTES / LINK_BW
     assert row["moe_dispatch_s"] == pytest.approx(want, rel=1e-6)
     assert row["moe_combine_s"] == pytest.approx(want, rel=1e-6)

@@ -9,11 +9,14 @@ from math import comb
 from types import SimpleNamespace as NS
 
 import numpy as np
+from scipy.stats import binom
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from wsemoe.config import presets
 from wsemoe.cost.fabric import scaleout
+
+from routingnoise import nic_noise
 
 DSV3 = NS(num_experts=256, num_experts_per_tok=8)
 SERVERS_OF_8 = NS(topology="switch", scale_up_size=8)
@@ -61,12 +64,22 @@ def _prefill(dispatch: str):
 def test_the_combine_call_by_hand():
     hw = presets.load_hardware("h100-sxm")
     fixed = hw.alltoall_latency_s + hw.scale_out_latency_s
-    # 16,384 tokens a GPU, 8 copies of 7,168 16-bit elements, 3 in 4 to another server, each server's 8 GPUs over
-    # its NICs (400 GB/s a server)
-    nic = 16384 * 8 * 7168 * 2.0 * 0.75 * 8 / hw.scale_out_bw_bytes_per_s
-    share = (1 - comb(192, 8) / comb(256, 8)) / 2.0
-    for dispatch, expected in (("per_copy", nic), ("per_server", share * nic), ("auto", share * nic)):
-        assert float(_prefill(dispatch)["moe_combine_s"]) == pytest.approx(fixed + expected, rel=1e-3)
+    # 16,384 tokens a GPU, 8 copies of 7,168 16-bit elements, 3 in 4 to another server (expected 98,304 copies a
+    # GPU sends or receives), a step's busiest (fabric/spread.py). Per copy each GPU's own NIC at 1/8 of its server's
+    # 400 GB/s: GPU d receives its 8 experts' copies from the 24 GPUs of other servers, Binomial(393,216 × 8, 1/32),
+    # and sends its own tokens' remote copies with its local count's variance (routingnoise.nic_noise): the busiest
+    # of the 64 directions, 98,946.7 copies; the server's pool (786,432 expected) binds less. Per server a token
+    # crosses to each other server it reaches, with chance r: a server receives Binomial(3 × 131,072, r) tokens
+    # (355,291.7 expected) and sends its own 131,072 tokens' 3 chances of r alike: the busiest of 8, 355,555.1
+    dev = 98304 * nic_noise(32, 16384)
+    assert dev == pytest.approx(98946.7, abs=0.1)
+    r = 1 - comb(192, 8) / comb(256, 8)
+    x = np.arange(393216 + 1)
+    server = float((1.0 - binom.cdf(x, 393216, r) ** 8).sum())
+    assert server == pytest.approx(355555.1, abs=0.1) and 393216 * r == pytest.approx(355291.7, abs=0.1)
+    nic, pooled = 8 * dev * 7168 * 2.0 / hw.scale_out_bw_bytes_per_s, server * 7168 * 2.0 / hw.scale_out_bw_bytes_per_s
+    for dispatch, expected in (("per_copy", nic), ("per_server", pooled), ("auto", pooled)):
+        assert float(_prefill(dispatch)["moe_combine_s"]) == pytest.approx(fixed + expected, rel=1e-6)
 
 
 def test_the_energy_models_leaving_bytes_follow():

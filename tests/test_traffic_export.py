@@ -72,7 +72,10 @@ def test_link_loads_are_the_models(exported):
         mine = links[links["phase"] == name].groupby(["src", "dst"], sort=False)["bytes"].sum()
         model = pt.totals[name].all_links() * scale   # the structure's loads, in link order
         assert np.allclose(mine.to_numpy(), model, rtol=1e-12, atol=1e-9 * max(model.max(), 1)), name
-        assert mine.max() == pytest.approx(pt.row[f"{name}_max_link_bytes"], rel=1e-12)
+        if name in ("dispatch", "combine"):   # the column: a step's busiest link over its routing (fabric/spread.py)
+            assert pt.row[f"{name}_max_link_bytes"] > mine.max()
+        else:
+            assert mine.max() == pytest.approx(pt.row[f"{name}_max_link_bytes"], rel=1e-12)
         assert phase["model_max_link_bytes"] == pytest.approx(pt.row[f"{name}_max_link_bytes"], rel=1e-12)
         # the model's phase time is its steps' volume + latency and one call's software latency, per occurrence
         steps = sum(s["model_volume_s"] + s["model_latency_s"] for s in phase["steps"])

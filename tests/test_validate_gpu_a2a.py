@@ -12,7 +12,7 @@ from wsemoe.validate import gpu
 from wsemoe.validate.deviations import classify
 from wsemoe.validate.perturb import perturbed
 
-from routingnoise import noise
+from routingnoise import nic_noise, noise
 
 TOKEN_BYTES = 7168 * 2   # DeepSeek-V3's hidden size in BF16
 TOP_K = 8
@@ -20,10 +20,11 @@ TOP_K = 8
 
 def hand_call_s(ep: int, per_rank: int) -> float:
     """Per-call cost + one switch traversal + the busiest port's bytes: each token goes to min(EP, k) ranks and
-    the copy to its own rank (one in EP of them, routing spread evenly) stays local; the busiest rank receives
-    `noise` times the mean (1.52× at EP 8 and 1 token a rank, 1.011× at 2,048)."""
+    the copy to its own rank (one in EP of them, routing spread evenly) stays local; a rank's port takes the other
+    EP − 1 ranks' tokens' copies, and a step's busiest port `noise` times their mean (1.556× at EP 8 and 1 token a
+    rank, 1.0117× at 2,048; fabric/spread.py)."""
     hw = presets.load_hardware("nvl72")
-    port = per_rank * min(ep, TOP_K) * TOKEN_BYTES * (ep - 1) / ep * noise(ep, per_rank)
+    port = per_rank * min(ep, TOP_K) * TOKEN_BYTES * (ep - 1) / ep * noise(ep, per_rank, senders=ep - 1)
     return hw.alltoall_latency_s + hw.hop_latency_s + port / hw.port_bw_bytes_per_s
 
 
@@ -53,10 +54,11 @@ def test_a_2x_error_in_the_port_or_the_call_cost_fails_a_row(field, factor):
 
 
 def hand_ib_call_s(ep: int, element_bytes: float) -> float:
-    """Per-call cost + one scale-out traversal + the bytes leaving a server through its NICs: each of a GPU's 128
-    tokens goes to 8 GPUs, (EP − 8)/EP of them in other servers, and a server's 8 GPUs share its NICs."""
+    """Per-call cost + one scale-out traversal + the bytes through a step's busiest GPU NIC, at 1/8 of its server's
+    network: each of a GPU's 128 tokens goes to 8 GPUs, (EP − 8)/EP of them in other servers, and a step's busiest
+    GPU NIC direction takes `nic_noise` times that mean (1.091× at EP 16, 1.078× at 64, 1.089× at 256)."""
     hw = presets.load_hardware("h100-sxm")
-    leaving = 8 * gpu.IB_TOKENS * TOP_K * (ep - 8) / ep * 7168 * element_bytes
+    leaving = 8 * gpu.IB_TOKENS * TOP_K * (ep - 8) / ep * nic_noise(ep, gpu.IB_TOKENS) * 7168 * element_bytes
     return hw.alltoall_latency_s + hw.scale_out_latency_s + leaving / hw.scale_out_bw_bytes_per_s
 
 
@@ -80,7 +82,7 @@ def test_the_quantized_dispatch_sends_the_blogs_bytes_a_token(fmt):
     take their tokens in exactly those bytes."""
     recipe, token_bytes, _ = gpu.QUANT_MEASURED[fmt]
     hw = presets.load_hardware("nvl72")
-    hand = hw.alltoall_latency_s + hw.hop_latency_s + 2048 * TOP_K * token_bytes * 7 / 8 * noise(8, 2048) \
+    hand = hw.alltoall_latency_s + hw.hop_latency_s + 2048 * TOP_K * token_bytes * 7 / 8 * noise(8, 2048, senders=7) \
         / hw.port_bw_bytes_per_s
     row = gpu.quant_row(fmt, gpu.QUANT_MEASURED[fmt])
     assert row["value"] * 1e-6 * gpu.QUANT_MEASURED[fmt][2] == pytest.approx(hand, rel=1e-6)

@@ -133,17 +133,29 @@ def test_wafer_link_binds_when_it_is_slow_and_her_dispatch_stays_on_its_wafer():
 
 def test_switch_domains_hand_case():
     """2 domains of 2 devices, tp 1, 4 experts (one each), top-k 1, uniform: every device sends a quarter of its
-    copies to each device; half of them leave the domain through its NIC, shared by the domain's 2 devices.
-    (The dispatch call's software latency is off here, so the volume binds; tests/test_physics.py prices it.)"""
+    copies to each device; half of them leave the domain, per copy (decode) through the device's own NIC, half its
+    domain's. A step's busiest NIC binds (fabric/spread.py): device d receives its expert's copies from the other
+    domain's 2,000 tokens, Binomial(2,000, 1/4); it sends its own 1,000 tokens' copies but those its domain's two
+    experts take, variance 1,000 × 2 × (1/4)(3/4) (the smaller of its remote and local pieces' sums, here equal),
+    the same Binomial(2,000, 1/4): the busiest of 8, E[max] = Σ_x (1 − F(x)⁸) = 527.68 copies (mean 500), at half
+    the domain's NICs: 1,055.4 copies' bytes over 100 GB/s (the domain's pool, the busiest of 4 Binomial(4,000, 1/4),
+    1,028.2, binds less; the expected load read 1,000). (The dispatch call's software latency is off here, so the
+    volume binds; tests/test_physics.py prices it.)"""
+    from scipy.stats import binom
+
     hw = {"preset": "dgx-b200-x32", "cols": 4, "scale_up_size": 2, "scale_out_bw_bytes_per_s": 1.0e11,
           "scale_out_latency_s": 2.0e-6, "hop_latency_s": 5.0e-7, "port_bw_bytes_per_s": 1.0e15,
           "alltoall_latency_s": 0.0}
     model = {"preset": "qwen3-30b-a3b", "num_experts": 4, "num_experts_per_tok": 1}
     df = wsemoe.evaluate({"name": "s", "hardware": hw, "model": model, "mapping": {"tp": 1},
                           "workload": {"mode": "decode", "seq_len": 128, "B": 1000}})
-    per_device = 1000 * 2048 * 2                              # one copy per token, H bytes of bf16
-    nic = 2 * per_device / 2                                # 2 devices × half their copies leave the domain
-    assert df["moe_dispatch_s"].iloc[0] == pytest.approx(nic / 1.0e11 + 2.0e-6)
+    x = np.arange(4001)
+    device = float((1.0 - binom.cdf(x, 2000, 0.25) ** 8).sum())
+    pool = float((1.0 - binom.cdf(x, 4000, 0.25) ** 4).sum())
+    assert device == pytest.approx(527.68, abs=0.01) and pool == pytest.approx(1028.24, abs=0.01)
+    nic = 2 * device * 2048 * 2                             # the busiest device's copies × H bytes of bf16, × 2 devices
+    assert nic > pool * 2048 * 2
+    assert df["moe_dispatch_s"].iloc[0] == pytest.approx(nic / 1.0e11 + 2.0e-6, rel=1e-9)
     assert df["dispatch_bound"].iloc[0] == "scale-out"
 
 

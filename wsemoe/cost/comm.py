@@ -39,10 +39,22 @@ class StructuralKey(NamedTuple):
     skew_devices: int | None = None
 
 
-def _ports(noise) -> dict:
-    """(injection, ejection) factors of the phases at the hot expert node: dispatch ejects its copies there,
-    combine injects their outputs back."""
-    return {"dispatch": (1.0, noise), "combine": (noise, 1.0)}
+def _ports(port) -> dict:
+    """(injection, ejection) factors of the phases at the expert side's ports: dispatch ejects its copies there,
+    combine injects their outputs back (the senders' side keeps its expected load: fabric/spread.py)."""
+    return {"dispatch": (1.0, port), "combine": (port, 1.0)}
+
+
+def _server_reach(s: structure.Structure, key: StructuralKey) -> tuple[float, float]:
+    """(crossing share, r) of a switch structure's domains under the per-server kernels: a token crosses once to
+    each other server that hosts any of its experts, which it reaches with chance r (fabric/scaleout.py, under the
+    uniform routing it charges), so a domain's NICs receive its per-copy load × the share in (token, server) events
+    of probability r: k·concentration = r."""
+    n = s.layout.nodes
+    e = key.num_experts * min(s.layout.domain or n, n) / n
+    r = 1.0 - float(scaleout.miss_probability(key.num_experts, e, key.top_k))
+    copies = key.top_k * e / key.num_experts
+    return (min(r / copies, 1.0) if copies > 0 else 1.0), r
 
 
 def _link_spread(s: structure.Structure, name: str) -> tuple | None:
@@ -143,47 +155,84 @@ class CommModel:
         def pick(fn):  # a structural value per point
             return np.asarray([fn(s) for s in built], dtype=float)[inv].reshape(shape)
 
-        busy = self._busiest(built, inv, shape, T)
-        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp), busy["noise"], busy["links"])
+        busy = self._busiest(built, keys, inv, shape, T)
+        out, windows = self._phases(built, inv, shape, self.scales(T, groups, tp), busy["port"], busy["links"])
         out.update(self._statistics(pick, built, inv, shape))
         out.update({k: busy[k] for k in ("expert_imbalance", "imbalance_before")})
         self._state = (built, inv, shape, windows)
         return out
 
-    def _busiest(self, built, inv, shape, T) -> dict:
+    def _busiest(self, built, keys, inv, shape, T) -> dict:
         """The busiest node's expert load over the mean per point, after and before the balancer's replicas, as the
-        expected maximum over a step's routing of T tokens (routing.busiest_load), and `noise`: that over the
-        expected share's imbalance (the structure's), the factor on the hot node's dispatch and combine ports."""
+        expected maximum over a step's routing of T tokens (routing.busiest_load); `port`, the factor on the expert
+        side's busiest port (`_carrier`) and `links`, on dispatch's and combine's busiest links and NICs."""
         which, k = inv.reshape(shape), self.m.num_experts_per_tok
         copies = np.asarray(T, dtype=float) * k
         after = routing.busiest_load([s.node_load for s in built], [s.concentration for s in built], which, copies, k)
         before = routing.busiest_load([s.load_before for s in built], [s.concentration_before for s in built], which,
                                       copies, k)
-        share = np.asarray([s.expert_imbalance for s in built], dtype=float)[inv].reshape(shape)
-        return {"expert_imbalance": after, "imbalance_before": before, "noise": after / share,
-                "links": {name: self._links(built, which, copies, k, name) for name in ("dispatch", "combine")}}
+        nics = {}
+        if any("nic_in" in s.carriers for s in built):
+            server = scaleout.per_server(getattr(self.mp, "scale_out_dispatch", "auto"), self.wl.mode)
+            nics = {kind: self._carrier(built, keys, which, copies, k, kind, server and kind == "nic")
+                    for kind in ("nic", "device")}
+        links = {}
+        for name in ("dispatch", "combine"):
+            on = self._links(built, which, copies, k, name)
+            links[name] = (on, nics.get("nic", on), nics.get("device", 1.0))
+        return {"expert_imbalance": after, "imbalance_before": before, "links": links,
+                "port": self._carrier(built, keys, which, copies, k, "port")}
 
     @staticmethod
-    def _links(built, which, copies, k, name: str) -> tuple:
-        """(on-wafer, wafer-crossing) factors on phase `name`'s busiest links per point: the expected maximum of
-        the links' copies over a step's routing over the hottest link's expected copies (routing.busiest_carrier
-        on fabric/spread.py's moments; 1 off a mesh). One maximum over every link, on both classes' terms: a mesh
-        of wafers whose links match one mesh's times as that mesh (where the crossing links are slower, their own
-        maximum is not taken apart)."""
+    def _carrier(built, keys, which, copies, k, kind: str, per_server: bool = False):
+        """The factor on the busiest carrier of `kind` per point (fabric/spread.carriers: "port"; "nic", "device":
+        their receive and send directions): the expected maximum of its copies over a step's routing over the
+        hottest carrier's expected copies (routing.busiest_carrier; 1 where a structure has none). A send direction
+        takes the smaller spread of its remote and its local pieces (spread.py). `per_server`: a domain's NICs under
+        the per-server kernels (`_server_reach`)."""
+        loads, conc = [], []
+        empty = (np.zeros(0), np.zeros(0))
+        ratio = lambda sq, ld: np.where(ld > 0, sq / np.where(ld > 0, ld, 1.0), 0.0)   # noqa: E731
+        for s, key in zip(built, keys):
+            if kind == "port":
+                plain, sq = s.carriers.get(kind, empty)
+                loads.append(plain)
+                conc.append(ratio(sq, plain))
+                continue
+            (inn, sq_in), (out, sq_out), (local, sq_local) = (s.carriers.get(f"{kind}_{d}", empty)
+                                                              for d in ("in", "out", "local"))
+            kk = max(key.top_k or 1, 1)
+            spread = np.minimum(out - kk * sq_out, np.maximum(local - kk * sq_local, 0.0))   # ∝ a token's variance
+            c_in, c_out = ratio(sq_in, inn), ratio(out - spread, kk * out)
+            if per_server:
+                share, reach = _server_reach(s, key)
+                inn, out = inn * share, out * share
+                c_in = c_out = np.full(inn.shape, reach / kk)
+            loads.append(np.concatenate([inn, out]))
+            conc.append(np.concatenate([c_in, c_out]))
+        groups = [float(s.node_load.sum()) for s in built]   # units sent: one per group
+        return routing.busiest_carrier(loads, conc, groups, which, copies, k)
+
+    @staticmethod
+    def _links(built, which, copies, k, name: str):
+        """The factor on phase `name`'s busiest links per point: the expected maximum of the links' copies over a
+        step's routing over the hottest link's expected copies (routing.busiest_carrier on fabric/spread.py's
+        moments; 1 off a mesh). One maximum over every link, on both classes' terms: a mesh of wafers whose links
+        match one mesh's times as that mesh (where the crossing links are slower, their own maximum is not taken
+        apart)."""
         spreads = [_link_spread(s, name) for s in built]
         loads = [sp[0] if sp else np.zeros(0) for sp in spreads]
         conc = [sp[1] if sp else np.zeros(0) for sp in spreads]
         groups = [float(s.node_load.sum()) for s in built]   # units sent: one per group
-        f = routing.busiest_carrier(loads, conc, groups, which, copies, k)
-        return f, f
+        return routing.busiest_carrier(loads, conc, groups, which, copies, k)
 
     def port_factors(self, T, tp) -> tuple[dict, dict]:
-        """({phase: (injection, ejection) factors}, {phase: (on-wafer link, crossing link) factors}) per point
-        (`step_times`' `ports` and `links`): the hot expert node's dispatch ejection and combine injection, and
-        the busiest links of both, at the expected maximum of a step's routing."""
+        """({phase: (injection, ejection) factors}, {phase: (on-wafer link, crossing link or NIC pool, device NIC)
+        factors}) per point (`step_times`' `ports` and `links`): the expert side's busiest port, the busiest links
+        and NICs, at the expected maximum of a step's routing."""
         shape, keys, inv = _structural_keys(self.hw, self.m, tp, self.mp, self.bal)
-        busy = self._busiest([self._build(k) for k in keys], inv, shape, T)
-        return _ports(busy["noise"]), busy["links"]
+        busy = self._busiest([self._build(k) for k in keys], keys, inv, shape, T)
+        return _ports(busy["port"]), busy["links"]
 
     def structures(self, tp) -> list[tuple[StructuralKey, structure.Structure]]:
         """Every unique structure the points of this group use, with its key (built once, cached)."""
@@ -247,10 +296,10 @@ class CommModel:
         step pays its bytes layer by layer and one call's latency, spread here over the MoE layers."""
         return 1.0 / np.maximum(params.moe_layers(self.m), 1) if name == "router_gradient" else 1.0
 
-    def _phases(self, built, inv, shape, scales: dict, noise, links=None) -> tuple[dict, dict]:
-        """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `noise`
-        scales the hot expert node's ports, `links` dispatch's and combine's busiest links (`_busiest`)."""
-        out, windows, ports = {}, {}, _ports(noise)
+    def _phases(self, built, inv, shape, scales: dict, port, links=None) -> tuple[dict, dict]:
+        """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `port`
+        scales the expert side's busiest port, `links` dispatch's and combine's busiest links and NICs (`_busiest`)."""
+        out, windows, ports = {}, {}, _ports(port)
         layers = params.moe_layers(self.m)
         mode = getattr(self.mp, "scale_out_dispatch", "auto")
         crossing = scaleout.system_share(self.hw, self.m, mode, self.wl.mode)
@@ -259,15 +308,17 @@ class CommModel:
         for name, scale in scales.items():
             a2a = name in ("dispatch", "combine")
             share = crossing if a2a else 1.0
+            factors = (links or {}).get(name, (1.0, 1.0, 1.0))
             timed = phasetime.phase(self.hw, built, inv, shape, name, scale, software_latency(self.hw, name), share,
-                                    a2a and own_nic, ports.get(name, (1.0, 1.0)), (links or {}).get(name, (1.0, 1.0)))
+                                    a2a and own_nic, ports.get(name, (1.0, 1.0)), factors)
             reps, call = self.repeats(name), self.latency_share(name)
             once = timed.volume + call * timed.latency
             out[f"{name}_s"] = reps * once
             out[f"{name}_fixed_s"] = reps * call * timed.fixed
             out[f"{name}_bound"] = timed.bound
             unit = np.asarray([s.phases[name].max_link for s in built], dtype=float)[inv].reshape(shape)
-            out[f"{name}_max_link_bytes"] = unit * scale
+            # the busiest link's bytes the time waits for: a routed phase's expected maximum over a step's routing
+            out[f"{name}_max_link_bytes"] = unit * scale * factors[0]
             # what the phase moves in all, per layer (energy prices it): byte-hops, and bytes across wafers/servers
             per = {k: np.asarray([getattr(s.phases[name], k) for s in built], dtype=float)[inv].reshape(shape)
                    for k in ("byte_hops", "cross_bytes")}

@@ -58,6 +58,7 @@ class Structure:
     concentration: np.ndarray  # per node, routing.node_concentration (the spread of its copies over a step)
     concentration_before: np.ndarray
     link_squares: dict         # per dispatch/combine, Σ (piece share)² per link (fabric/spread.py; {} off a mesh)
+    carriers: dict             # the expert ports', NICs' and devices' (loads, Σ (piece share)²) (spread.carriers)
     expert_imbalance: float    # busiest node's expected share over the mean (many tokens; routing.busiest_load: a step's)
     imbalance_before: float    # the same without the balancer's replicas
     slots_max: int             # most expert copies any node holds (memory, weight reads)
@@ -216,7 +217,8 @@ class Core:
     moved: int
     node_load: np.ndarray      # what each node's experts receive, after and before balancing
     load_before: np.ndarray
-    link_squares: dict         # fabric/spread.squared_loads of the dispatch
+    link_squares: dict         # fabric/spread.squared_loads of the dispatch: per link
+    carriers: dict             # and per port, NIC and device
 
 
 def _core_traffic(layout, placement, before, experts, shares, source, flow) -> tuple:
@@ -247,7 +249,7 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),
                 phase_peaks(layout, one(dispatch.T)), phase_peaks(layout, one(dispatch.T), "reverse"),
                 phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received(),
-                spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares)))
+                *spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares)))
 
 
 def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeaks | None:
@@ -341,6 +343,7 @@ def build(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed
         link_squares={"dispatch": c.link_squares.get("dispatch"),
                       "combine": c.link_squares.get("combine_reverse" if coll.combine_routing == "reverse" else "combine")}
         if c.link_squares else {},
+        carriers=c.carriers,
         expert_imbalance=popularity.imbalance(c.node_load),
         imbalance_before=popularity.imbalance(c.load_before),
         slots_max=int(c.experts.slots_per_node.max()),

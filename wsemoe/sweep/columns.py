@@ -122,9 +122,12 @@ _DOCS = {
     "gradient_bound": ("", "what limits the gradient reduction: link, wafer-link, scale-out, inject, eject port, "
                            "or latency (hops and the call's software latency)"),
     "allreduce_max_link_bytes": ("bytes", "load of the busiest directed link in one attention-tile all-reduce"),
-    "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch (PE fabric: the busiest "
-                                         "PE link, one pass)"),
-    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine (PE fabric: the busiest PE "
+    "dispatch_max_link_bytes": ("bytes", "load of the busiest directed link in one dispatch: a step's expected maximum "
+                                         "over its routing of T tokens, what the dispatch time waits for (above the "
+                                         "hottest link's expected load at few tokens; PE fabric: the busiest PE link, "
+                                         "one pass)"),
+    "combine_max_link_bytes": ("bytes", "load of the busiest directed link in one combine: a step's expected maximum "
+                                        "over its routing of T tokens, as the dispatch's (PE fabric: the busiest PE "
                                         "link, one pass)"),
     "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
     "router_gradient_bound": ("", "what limits the router gradient's all-reduce over the TP group (training): link, "

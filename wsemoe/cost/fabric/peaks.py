@@ -36,7 +36,7 @@ class PhasePeaks:
     """A phase: its steps, and statistics of its summed traffic (per unit of its volume)."""
 
     steps: tuple
-    max_link: float        # busiest link of the summed loads, any class (heat-map scale, `<phase>_max_link_bytes`)
+    max_link: float        # busiest link of the summed loads, any class (`<phase>_max_link_bytes` per unit)
     max_hops: float
     mean_hops: float
     idle_share: float

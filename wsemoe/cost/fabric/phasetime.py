@@ -62,16 +62,16 @@ class Steps(NamedTuple):
 
 
 def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross_share=1.0,
-               device_nics=False, ports=(1.0, 1.0), links=(1.0, 1.0)) -> Steps:
+               device_nics=False, ports=(1.0, 1.0), links=(1.0, 1.0, 1.0)) -> Steps:
     """Volume terms, volume and latency of every step of phase `name` at every point (`inv` maps points to
     `built`), and whether the phase moves data at all. `cross_share` scales the bytes on the crossing class (a
     switch's scale-out network: the share of copies that cross it, fabric/scaleout.py). `device_nics`: every
     device's network bytes go through its own NIC, a domain's bandwidth over its devices (per-copy kernels,
     fabric/scaleout.py), so the busiest device's NIC binds too, not only the domain's pool of NICs. `ports`:
-    (injection, ejection) factors per point on the busiest ports' bytes (the busiest expert node's copies over a
-    step's random routing against its expected share: routing.busiest_load over the structure's imbalance). `links`:
-    (on-wafer, crossing) factors per point on the busiest links' bytes (their expected maximum over a step's routing
-    against the hottest link's expected bytes: routing.busiest_carrier, fabric/spread.py)."""
+    (injection, ejection) factors per point on the busiest ports' bytes (the busiest port's copies over a
+    step's random routing against the hottest port's expected bytes: routing.busiest_carrier, fabric/spread.py).
+    `links`: (on-wafer link, crossing link or a domain's NICs, a device's own NIC) factors per point on the busiest
+    ones' bytes (the same rule; a third factor left out is the second's)."""
     arr = {f: v[inv].reshape(tuple(shape) + v.shape[1:]) for f, v in _padded(built, name).items()}
     bw0, bw1 = topology.class_bandwidths(hw)
     t0, t1 = topology.class_latencies(hw)
@@ -79,8 +79,8 @@ def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross
     sigma = col(scale)
     # per-device NICs: the busiest device's crossing bytes at 1/size of the domain's bandwidth
     size = getattr(hw, "scale_up_size", None)
-    device = np.where(col(device_nics), col(1.0 if size is None else size) * arr["max_cross_device"], 0.0)
-    on, off = (col(f) for f in links)
+    on, off, dev = (col(f) for f in (*links, links[-1])[:3])
+    device = np.where(col(device_nics), col(1.0 if size is None else size) * dev * arr["max_cross_device"], 0.0)
     cross = np.maximum(col(cross_share) * off * arr["max_cross"], device)
     inject, eject = (col(f) for f in ports)
     terms = [sigma * on * arr["max_link"] / col(bw0), sigma * cross / col(bw1),
@@ -93,7 +93,7 @@ def step_times(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, cross
 
 
 def phase(hw, built, inv: np.ndarray, shape: tuple, name: str, scale, fixed=0.0, cross_share=1.0,
-          device_nics=False, ports=(1.0, 1.0), links=(1.0, 1.0)) -> Timed:
+          device_nics=False, ports=(1.0, 1.0), links=(1.0, 1.0, 1.0)) -> Timed:
     """Volume, latency and bound of phase `name` at every point (`inv` maps points to `built`, shape `shape`).
 
     `fixed` is the software latency of one call of the phase (s), charged where the phase moves data between

@@ -63,7 +63,14 @@ def link_loads(view: ResultsView, row: dict) -> dict | None:
 
 
 def phase_scale(s: structure.Structure, row: dict, phase: str) -> float:
-    """Bytes per unit of a phase at a point, recovered from its busiest-link bytes (no cost formula repeated)."""
+    """Bytes per unit of a phase at a point, recovered from its columns (no cost formula repeated). A dispatch's
+    busiest-link bytes are a step's expected maximum over its routing, above the expected loads drawn here
+    (comm.CommModel._links), so its scale comes from the bytes it moves, once a layer: its hop and crossing bytes
+    over its unit loads' total; another phase's from its busiest-link bytes."""
+    moved = row.get(f"{phase}_hop_bytes"), row.get(f"{phase}_cross_bytes")
+    total = s.phases[phase].loads.total() if s.phases[phase].loads is not None else 0.0
+    if phase in ("dispatch", "combine") and None not in moved and total > 0:
+        return (float(moved[0]) + float(moved[1])) / float(total)
     unit = s.phases[phase].max_link
     return float(row[f"{phase}_max_link_bytes"]) / unit if unit > 0 else 0.0
 
