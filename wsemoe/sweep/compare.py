@@ -79,6 +79,59 @@ def best_rows(df: pd.DataFrame, group: list[str], metric: str) -> pd.DataFrame:
     return df[df.index.isin(picked)]
 
 
+TIE_RTOL = 1e-9   # a design ties a group's best when its metric equals the best's to rounding (relative): at a
+# fixed B·G, B 1 G 64 and B 8 G 8 run the same step and their tokens/s differ in the last bits only
+
+
+def end_tops(cfg, side: dict) -> dict[str, float]:
+    """{axis: the largest value the side sweeps} of the tuned axes whose end may cap a side's best: the numeric
+    `over` axes the side does not fix (uniform batching's G is 1), with at least three values on that side, whose
+    largest is below the largest the tool accepts (TP over every node is no sweep's choice)."""
+    out = {}
+    for axis in group_keys(cfg)[1]:
+        values = _side_values(cfg, axis, side)
+        if axis in side or len(set(values)) < 3 or \
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            continue
+        legal = legal_top(cfg, axis, side)
+        if legal is None or max(values) < legal:
+            out[axis] = float(max(values))
+    return out
+
+
+def reach(frame, tops: dict) -> np.ndarray:
+    """Each design's reach toward the ends of the axes `tops`: the largest of value / top over them (1.0 at some
+    axis's end; 0 with no axis)."""
+    r = np.zeros(len(frame))
+    for axis, top in tops.items():
+        r = np.fmax(r, np.asarray(frame[axis], dtype=float) / top)
+    return r
+
+
+def nearest_interior(metric: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int,
+                     reaches: np.ndarray) -> np.ndarray:
+    """The one tie rule every axis-end note reads (validate's bta.edges and its headline note, robustness, the
+    sensitivity notes): per sample (row of `metric`, `ok`) and group, the index of the design that, of those tied
+    with the group's best (metric within TIE_RTOL of the largest where `ok`), lies nearest the interior of the swept
+    axes (least `reaches`, from `reach`; the first of equals); -1 where no design is ok. The tie-break
+    (`best_rows`) may pick an axis-end design among interior equals; an axis caps the best only where every tied
+    design sits at some axis's end."""
+    metric, ok = np.atleast_2d(np.asarray(metric, dtype=float)), np.atleast_2d(ok)
+    v = np.where(ok & ~np.isnan(metric), metric, -np.inf)
+    where = np.full((len(v), n_groups), -1)
+    rows = np.arange(len(v))
+    for g in range(n_groups):
+        cols = np.flatnonzero(codes == g)
+        if not len(cols):
+            continue
+        top = v[:, cols].max(axis=1)
+        tied = np.isclose(v[:, cols], top[:, None], rtol=TIE_RTOL, atol=0.0) & np.isfinite(v[:, cols])
+        i = np.argmin(np.where(tied, reaches[cols][None, :], np.inf), axis=1)
+        has = np.isfinite(top)
+        where[has, g] = cols[i][has]
+    return where
+
+
 def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     """One row per group: best baseline, best candidate, speedup, and the winning values of the `over` axes;
     each further compared column (`also`) with both sides tuned for it on their own."""
@@ -163,19 +216,13 @@ def axis_ends(table: pd.DataFrame, cfg) -> list[str]:
     cmp = cfg.compare
     if cmp is None:
         return []
-    _, over = group_keys(cfg)
     out = []
     for prefix, side, who in (("baseline", cmp.baseline, "baseline"), ("best", cmp.candidate, "candidate")):
-        for axis in over:
+        for axis, top in end_tops(cfg, side).items():
             col = f"{prefix}_{axis.split('.')[-1]}"
-            values = _side_values(cfg, axis, side)
-            if col not in table or len(set(values)) < 3 or \
-                    not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            if col not in table:
                 continue
-            top = float(max(values))
             legal = legal_top(cfg, axis, side)
-            if legal is not None and top >= legal:
-                continue
             tuned = pd.to_numeric(table[col], errors="coerce")
             hits = int(np.isclose(tuned, top).sum())
             if hits:
