@@ -93,3 +93,35 @@ def test_results_stored_before_the_reach_still_read_by_the_tie_break_s_pick_and_
     (note,) = robustness.edges(rd.Readings(runs, values, meta), "all")
     assert note.startswith("candidate workload.G at its largest swept value (8) in 1 of 1 runs (as configured; read "
                            "from the tie-break's pick")
+
+
+def test_the_comparison_and_its_show_note_read_the_same_tied_design():
+    """comparison.csv stores each side's reach beside the tie-break's pick, and `show`'s note under the table
+    (`compare.axis_ends`) reads it; a comparison.csv without it is read by the pick, and says so."""
+    from wsemoe.sweep.compare import axis_ends, comparison_table
+
+    cfg = load_config(CFG)
+    table = comparison_table(_frame(Sampled(cfg, [])), cfg)
+    assert table["best_G"].iloc[0] == 8
+    assert table[["best_reach_B", "best_reach_G", "baseline_reach_B"]].iloc[0].tolist() == [2 / 8, 4 / 8, 4 / 8]
+    assert axis_ends(table, cfg) == []
+    (note,) = axis_ends(table.drop(columns=["best_reach_B", "best_reach_G", "baseline_reach_B"]), cfg)
+    assert note.startswith("note: candidate workload.G at its largest swept value (8) in 1 of 1 groups (the "
+                           "tie-break's pick")
+
+
+def test_bta_topk_s_show_note_no_longer_names_g_s_end_at_top_k_2(tmp_path):
+    """The shipped bta_topk at top-k 2: B·G 64 runs the same step at B 1 G 64, 2·32, 4·16, 8·8, 16·4, 32·2 (74,478
+    tokens/s each); the tie-break picks B 1 G 64 and show said 'candidate workload.G at its largest swept value (64)
+    in 1 of 4 groups'. The design nearest the interior is B 8 G 8: reach max(8/128, 8/64) = 0.125."""
+    from pathlib import Path
+
+    from wsemoe.sweep.compare import axis_ends
+    from wsemoe.sweep.run import run_sweep
+
+    res = run_sweep(Path(__file__).resolve().parents[1] / "sweeps" / "bta_topk.yaml", out_root=tmp_path)
+    table = pd.read_csv(res.path / "comparison.csv")
+    row = table[table["model.num_experts_per_tok"] == 2].iloc[0]
+    assert (row["best_B"], row["best_G"]) == (1, 64)
+    assert (row["best_reach_B"], row["best_reach_G"]) == (8 / 128, 8 / 64)
+    assert not any("workload.G" in n for n in axis_ends(table, res.config))

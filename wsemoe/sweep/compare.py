@@ -101,11 +101,10 @@ def end_tops(cfg, side: dict) -> dict[str, float]:
 
 def reach(frame, tops: dict) -> np.ndarray:
     """Each design's reach toward the ends of the axes `tops`: the largest of value / top over them (1.0 at some
-    axis's end; 0 with no axis)."""
-    r = np.zeros(len(frame))
-    for axis, top in tops.items():
-        r = np.fmax(r, np.asarray(frame[axis], dtype=float) / top)
-    return r
+    axis's end; 0 with no axis, or where a row has none of them: a zip column's null, a system the axis is not of).
+    `frame`: a DataFrame or {axis: values}."""
+    shares = [np.asarray(frame[axis], dtype=float) / top for axis, top in tops.items()]
+    return np.nan_to_num(np.fmax.reduce(shares), nan=0.0) if shares else np.zeros(len(frame))
 
 
 def nearest_interior(metric: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int,
@@ -117,19 +116,19 @@ def nearest_interior(metric: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_gr
     (`best_rows`) may pick an axis-end design among interior equals; an axis caps the best only where every tied
     design sits at some axis's end."""
     metric, ok = np.atleast_2d(np.asarray(metric, dtype=float)), np.atleast_2d(ok)
-    v = np.where(ok & ~np.isnan(metric), metric, -np.inf)
-    where = np.full((len(v), n_groups), -1)
-    rows = np.arange(len(v))
-    for g in range(n_groups):
-        cols = np.flatnonzero(codes == g)
-        if not len(cols):
-            continue
-        top = v[:, cols].max(axis=1)
-        tied = np.isclose(v[:, cols], top[:, None], rtol=TIE_RTOL, atol=0.0) & np.isfinite(v[:, cols])
-        i = np.argmin(np.where(tied, reaches[cols][None, :], np.inf), axis=1)
-        has = np.isfinite(top)
-        where[has, g] = cols[i][has]
-    return where
+    n, P = metric.shape
+    ids = (np.arange(n)[:, None] * n_groups + np.asarray(codes)[None, :]).ravel()   # one id per (sample, group)
+    v = np.where(ok & ~np.isnan(metric), metric, -np.inf).ravel()
+    top = np.full(n * n_groups, -np.inf)
+    np.maximum.at(top, ids, v)
+    tied = np.isfinite(v) & np.isclose(v, top[ids], rtol=TIE_RTOL, atol=0.0)
+    r = np.where(tied, np.tile(np.asarray(reaches, dtype=float), n), np.inf)
+    low = np.full(n * n_groups, np.inf)
+    np.minimum.at(low, ids, r)
+    pos = np.where(tied & (r == low[ids]), np.tile(np.arange(P), n), P)   # the first of the least reach
+    first = np.full(n * n_groups, P)
+    np.minimum.at(first, ids, pos)
+    return np.where(first < P, first, -1).reshape(n, n_groups)
 
 
 def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
@@ -162,7 +161,29 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
             [x.reset_index(drop=True) for x in sides], axis=1)
         table = table.merge(extra, on=group, how="left") if group else pd.concat([table, extra], axis=1)
         table[f"speedup_vs_{cmp.name}_{m}"] = table[f"best_{m}"] / table[f"baseline_{m}"]
+    for prefix, rows, fixed in (("best", cand, cmp.candidate), ("baseline", based, cmp.baseline)):
+        reaches = _interior_reach(rows, group, cmp.metric, end_tops(cfg, fixed), prefix)
+        if reaches is not None:
+            table = table.merge(reaches, on=group, how="left") if group else pd.concat(
+                [table, reaches.reset_index(drop=True)], axis=1)
     return table.reset_index(drop=True)
+
+
+def _interior_reach(rows: pd.DataFrame, group: list[str], metric: str, tops: dict, prefix: str):
+    """Per group, `<prefix>_reach_<axis>` of the design `nearest_interior` reads among `rows` (None with no axis):
+    what `axis_ends` reads, where `<prefix>_<axis>` is the tie-break's pick."""
+    tops = {a: t for a, t in tops.items() if a in rows}
+    if not tops:
+        return None
+    codes = rows.groupby(group, sort=False, observed=True).ngroup().to_numpy() if group else \
+        np.zeros(len(rows), dtype=int)
+    near = nearest_interior(np.asarray(rows[metric], dtype=float), codes >= 0, np.maximum(codes, 0),
+                            int(codes.max(initial=-1)) + 1, reach(rows, tops))[0]
+    at = rows.iloc[near[near >= 0]]
+    out = at[group].reset_index(drop=True)
+    for axis, top in tops.items():
+        out[f"{prefix}_reach_{axis.split('.')[-1]}"] = np.asarray(at[axis], dtype=float) / top
+    return out
 
 
 def _in_sweep_order(table: pd.DataFrame, group: list[str], cfg) -> pd.DataFrame:
@@ -184,9 +205,9 @@ def _side_values(cfg, axis: str, side: dict) -> list:
     """The values a side's rows sweep of an `over` axis: a grid axis's values, or a zip column's in the rows of
     its zip whose compared keys match the side (all of them when the side names none of that zip's columns);
     a zip column's nulls are rows where the axis does not apply (a wafer has no TP group)."""
-    if axis in cfg.axes:
+    if axis in getattr(cfg, "axes", {}):
         return [v for v in cfg.axes[axis] if v is not None]
-    for z in cfg.zip:
+    for z in getattr(cfg, "zip", ()):
         if axis in z:
             rows = range(len(z[axis]))
             rows = [i for i in rows if all(str(z[k][i]) == str(v) for k, v in side.items() if k in z)]
@@ -210,23 +231,28 @@ def legal_top(cfg, axis: str, side: dict) -> float | None:
 
 
 def axis_ends(table: pd.DataFrame, cfg) -> list[str]:
-    """A note per side and tuned axis (grid or zip column) whose best value sits at the largest value that side
-    sweeps, in some group: the axis, not the system, may be what caps it. Quiet where that value is the largest
-    the tool accepts (TP over every node), or the axis has fewer than three values on that side."""
+    """A note per side and tuned axis (grid or zip column) whose best sits at the largest value that side sweeps,
+    in some group, by the one tie rule (`nearest_interior`: the stored `<side>_reach_<axis>` of the design tied with
+    the best nearest the interior is 1): the axis, not the system, may be what caps it. Quiet where that value is
+    the largest the tool accepts (TP over every node), or the axis has fewer than three values on that side. A
+    comparison.csv written before the reach was is read by the tie-break's pick (`<side>_<axis>`), and says so."""
     cmp = cfg.compare
     if cmp is None:
         return []
     out = []
     for prefix, side, who in (("baseline", cmp.baseline, "baseline"), ("best", cmp.candidate, "candidate")):
         for axis, top in end_tops(cfg, side).items():
-            col = f"{prefix}_{axis.split('.')[-1]}"
-            if col not in table:
+            short = axis.split('.')[-1]
+            col, legacy = f"{prefix}_reach_{short}", f"{prefix}_reach_{short}" not in table
+            if legacy and f"{prefix}_{short}" not in table:
                 continue
-            legal = legal_top(cfg, axis, side)
-            tuned = pd.to_numeric(table[col], errors="coerce")
-            hits = int(np.isclose(tuned, top).sum())
+            tuned = pd.to_numeric(table[f"{prefix}_{short}" if legacy else col], errors="coerce")
+            hits = int((np.isclose(tuned, top) if legacy else tuned >= 1 - 1e-9).sum())
             if hits:
+                legal = legal_top(cfg, axis, side)
                 more = f"; the tool accepts up to {number(legal)}" if legal is not None else ""
+                old = (" (the tie-break's pick: this comparison.csv predates the reach of the designs tied with it; "
+                       "`wsemoe sweep --force` rewrites it)") if legacy else ""
                 out.append(f"note: {who} {axis} at its largest swept value ({number(top)}) in {hits} of "
-                           f"{int(tuned.notna().sum())} groups{more}: the axis, not the system, may cap it")
+                           f"{int(tuned.notna().sum())} groups{more}{old}: the axis, not the system, may cap it")
     return out
