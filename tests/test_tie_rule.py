@@ -125,3 +125,21 @@ def test_bta_topk_s_show_note_no_longer_names_g_s_end_at_top_k_2(tmp_path):
     assert (row["best_B"], row["best_G"]) == (1, 64)
     assert (row["best_reach_B"], row["best_reach_G"]) == (8 / 128, 8 / 64)
     assert not any("workload.G" in n for n in axis_ends(table, res.config))
+    # split into parts, the ties still give the reach of one part
+    parts = pd.read_csv(run_sweep(res.config, out_root=tmp_path / "parts", chunk_size=2000).path / "comparison.csv")
+    reach = [c for c in table if "_reach_" in c]
+    pd.testing.assert_frame_equal(parts[reach], table[reach])
+
+
+def test_each_part_keeps_its_tied_design_nearest_the_interior():
+    """A part keeps, beside its best row (the tie-break's B 1 G 8, also the least-energy Pareto front here), the
+    tied B 2 G 4: the comparison over every part's rows can read it only if some part kept it."""
+    from wsemoe.store.block import Block
+    from wsemoe.sweep import chunked, engine
+
+    cfg = load_config({**CFG, "objectives": {"energy_per_token_j": "min"}})
+    f = _frame(Sampled(cfg, []))
+    blk = Block(np.arange(len(f)), {c: f[c].to_numpy() for c in f})
+    rows = chunked.candidate_rows(blk, cfg, engine.Evaluator(cfg).grid)
+    kept = set(zip(f["workload.B"].to_numpy()[rows], f["workload.G"].to_numpy()[rows]))
+    assert {(1, 8), (2, 4), (4, 1)} <= kept
