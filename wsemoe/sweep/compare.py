@@ -81,6 +81,7 @@ def best_rows(df: pd.DataFrame, group: list[str], metric: str) -> pd.DataFrame:
 
 TIE_RTOL = 1e-9   # a design ties a group's best when its metric equals the best's to rounding (relative): at a
 # fixed B·G, B 1 G 64 and B 8 G 8 run the same step and their tokens/s differ in the last bits only
+AT_END = 1.0 - 1e-9   # a stored reach read as 1, at an axis's end (value / top through a CSV's round trip)
 
 
 def end_tops(cfg, side: dict) -> dict[str, float]:
@@ -110,7 +111,7 @@ def reach(frame, tops: dict) -> np.ndarray:
 def nearest_interior(metric: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int,
                      reaches: np.ndarray) -> np.ndarray:
     """The one tie rule every axis-end note reads (validate's bta.edges and its headline note, robustness, the
-    sensitivity notes): per sample (row of `metric`, `ok`) and group, the index of the design that, of those tied
+    sensitivity notes, the note under the comparison table): per sample (row of `metric`, `ok`) and group, the index of the design that, of those tied
     with the group's best (metric within TIE_RTOL of the largest where `ok`), lies nearest the interior of the swept
     axes (least `reaches`, from `reach`; the first of equals); -1 where no design is ok. The tie-break
     (`best_rows`) may pick an axis-end design among interior equals; an axis caps the best only where every tied
@@ -247,7 +248,7 @@ def axis_ends(table: pd.DataFrame, cfg) -> list[str]:
             if legacy and f"{prefix}_{short}" not in table:
                 continue
             tuned = pd.to_numeric(table[f"{prefix}_{short}" if legacy else col], errors="coerce")
-            hits = int((np.isclose(tuned, top) if legacy else tuned >= 1 - 1e-9).sum())
+            hits = int((np.isclose(tuned, top) if legacy else tuned >= AT_END).sum())
             if hits:
                 legal = legal_top(cfg, axis, side)
                 more = f"; the tool accepts up to {number(legal)}" if legal is not None else ""

@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from wsemoe.sweep.compare import AT_END
 from wsemoe.wording import count, number, span
 
 TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
@@ -147,7 +148,7 @@ def ends(result) -> pd.DataFrame:
                 continue
             top = float(axes[short]["max"])
             d = merged[merged["quantity"] == (f"{side}_{short}" if legacy else f"{side}_reach_{short}")]
-            hit = d[np.isclose(d["value"], top)] if legacy else d[d["value"] >= 1 - 1e-9]
+            hit = d[np.isclose(d["value"], top)] if legacy else d[d["value"] >= AT_END]
             parts.append(hit.assign(side=side, short=short, axis=axes[short]["axis"], top=top, legacy=legacy))
     cols = [*merged.columns, "side", "short", "axis", "top", "legacy"]
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)

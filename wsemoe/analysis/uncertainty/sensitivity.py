@@ -201,7 +201,7 @@ def axis_ends(sampled, U: np.ndarray, Y: dict) -> list[str]:
             key = f"{prefix}_reach_{axis.split('.')[-1]}"
             if key not in Y:
                 continue
-            hit = Y[key] >= 1 - 1e-9          # (samples, groups)
+            hit = Y[key] >= compare.AT_END          # (samples, groups)
             rows = hit.any(axis=1)
             if not rows.any():
                 continue
