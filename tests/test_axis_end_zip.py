@@ -24,8 +24,9 @@ def test_a_zip_column_with_nulls_has_the_extent_of_its_values():
 def test_the_note_fires_when_the_baseline_sits_at_the_zip_column_end():
     meta = {"comparison": rd._comparison(load_config(CFG))}
     runs = pd.DataFrame({"run": [0, 1], "role": ["configured", "combination"], "label": ["as configured", "x=y"]})
-    values = pd.DataFrame({"run": [0, 1], "quantity": ["baseline_tp", "baseline_tp"], "group": ["g", "g"],
-                           "value": [8.0, 4.0]})
+    # the stored reach of the tied design nearest the interior: TP 8 of 8 as configured, 4 of 8 in the other run
+    values = pd.DataFrame({"run": [0, 1], "quantity": ["baseline_reach_tp", "baseline_reach_tp"], "group": ["g", "g"],
+                           "value": [1.0, 0.5]})
     result = rd.Readings(runs, values, meta)
     assert robustness.edges(result, "g") == ["baseline mapping.tp at its largest swept value (8) in 1 of 2 runs "
                                              "(as configured)"]
@@ -37,10 +38,11 @@ def test_the_note_names_every_run_at_the_end_not_one_for_all():
     meta = {"comparison": rd._comparison(load_config(CFG))}
     labels = ["as configured", "a=1, b=1", "a=1, b=2", "a=2, b=1", "a=2, b=2"]
     runs = pd.DataFrame({"run": range(5), "role": ["configured", *["combination"] * 4], "label": labels})
-    values = pd.DataFrame({"run": range(5), "quantity": "baseline_tp", "group": "g", "value": [4.0, 8, 8, 4, 8]})
+    values = pd.DataFrame({"run": range(5), "quantity": "baseline_reach_tp", "group": "g",
+                           "value": [0.5, 1, 1, 0.5, 1]})
     assert robustness.edges(rd.Readings(runs, values, meta), "g") == [
         "baseline mapping.tp at its largest swept value (8) in 3 of 5 runs (a=1, b=1; a=1, b=2; a=2, b=2)"]
-    values["value"] = 8.0
+    values["value"] = 1.0
     assert robustness.edges(rd.Readings(runs, values, meta), "g")[0].endswith(
         "in 5 of 5 runs (as configured; a=1, b=1; a=1, b=2 and 2 more)")
 

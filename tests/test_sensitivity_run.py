@@ -50,7 +50,9 @@ def test_a_side_tuned_to_its_axis_end_is_named_with_the_unknown_that_drives_it()
     cfg = load_config(SMALL)
     sampled = SimpleNamespace(cfg=cfg, unknowns=[SimpleNamespace(name="seq_len"), SimpleNamespace(name="io")])
     U = np.array([[0.1, 0.5], [0.9, 0.4], [0.2, 0.6], [0.8, 0.5]])
-    Y = {"baseline_B": np.array([[4.0], [2.0], [4.0], [1.0]]), "best_B": np.array([[2.0], [2.0], [1.0], [2.0]])}
+    # the reach (B over the largest B, 4) of each side's tied design nearest the interior, per sample
+    Y = {"baseline_reach_B": np.array([[1.0], [0.5], [1.0], [0.25]]),
+         "best_reach_B": np.array([[0.5], [0.5], [0.25], [0.5]])}
     assert sens.axis_ends(sampled, U, Y) == [
         "note: baseline workload.B at its largest swept value (4) in 2 of 4 samples (1 of 1 groups); mostly where "
         "seq_len is low: the axis, not the system, may cap it there, and the band measures the axis"]

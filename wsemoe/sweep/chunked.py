@@ -21,7 +21,8 @@ from wsemoe.config.schema import SweepConfig
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import engine, space
 from wsemoe.store.block import Block, Labels, concat_frames
-from wsemoe.sweep.compare import ENERGY, baseline_mask, candidate_mask, check_metrics, group_keys, metrics
+from wsemoe.sweep.compare import (ENERGY, baseline_mask, candidate_mask, check_metrics, end_tops, group_keys, metrics,
+                                  nearest_interior, reach)
 from wsemoe.sweep.pareto import front_rows, not_finite_rows
 
 DEFAULT_CHUNK = 131_072
@@ -168,6 +169,18 @@ def _best_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray, energ
     return rows[np.sort(first[first < len(rows)])]
 
 
+def _interior_per_group(rows: np.ndarray, ids: np.ndarray, metric: np.ndarray, blk: Block, tops: dict) -> np.ndarray:
+    """Positions (among `rows`) of each group's design that, of those tied with the group's best in this part, lies
+    nearest the interior of the axes `tops` (`compare.nearest_interior`): kept beside the tie-break's pick so the
+    comparison over every part can apply the one tie rule (a design tied with the sweep's best ties its own part's)."""
+    if not len(rows) or not tops:
+        return rows[:0]
+    _, inv = np.unique(ids[rows], return_inverse=True)
+    reaches = reach({a: blk.numbers(a)[rows] for a in tops}, tops)
+    near = nearest_interior(metric[rows], np.ones(len(rows), dtype=bool), inv, int(inv.max()) + 1, reaches)[0]
+    return rows[near[near >= 0]]
+
+
 def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray:
     """Positions of the rows a global reduction may pick: the Pareto front and best rows per group."""
     feas = np.asarray(blk["feasible"], dtype=bool)
@@ -180,6 +193,9 @@ def candidate_rows(blk: Block, cfg: SweepConfig, grid: space.Grid) -> np.ndarray
         for metric in metrics(cfg):  # each compared column: both sides tuned for it on their own
             values, tie = blk.numbers(metric), energy if metric != ENERGY else None
             keep += [_best_per_group(rows, ids, values, tie), _best_per_group(base, ids, values, tie)]
+        values = blk.numbers(cfg.compare.metric)   # and the tied design the axis-end notes read (comparison_table)
+        for side_rows, fixed in ((rows, cfg.compare.candidate), (base, cfg.compare.baseline)):
+            keep.append(_interior_per_group(side_rows, ids, values, blk, end_tops(cfg, fixed)))
     return np.unique(np.concatenate(keep)) if keep else np.zeros(0, dtype=np.int64)
 
 

@@ -260,6 +260,10 @@ _PATTERNS = [
     (r"^g_([\w.]+?)_(max|min)(?:_\d+)?$", "1", "user constraint on {0} ({1}): its excess over the bound / |bound| "
      "(the excess itself for a bound of 0); ≤ 0 satisfied"),
     (r"^speedup_vs_(\w+)$", "×", "metric over the best feasible '{0}' baseline point of the same group"),
+    (r"^(best|baseline)_reach_(\w+)$", "1", "readings and sensitivity quantity: of the {0} side's designs tied with "
+     "its best (metric within 1e-9 relative, compare.TIE_RTOL), the one nearest the interior of the tuned axes (least "
+     "largest value / largest swept): its {1} over the largest {1} the side sweeps; 1 = at the axis's end, which "
+     "then caps the best (what every axis-end note reads; {0}_{1} is the tie-break's pick)"),
 ]
 
 
@@ -320,7 +324,7 @@ _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<ph
                   "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
                   "<stage>_io_out_bytes",
                   "mem_<term>_node_bytes",
-                  "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>"]
+                  "g_mem_<stage>", "g_<column>_<max|min>", "speedup_vs_<name>", "<best|baseline>_reach_<axis>"]
 
 assert len(_PATTERN_NAMES) == len(_PATTERNS)  # one readable name per pattern, in order (tests check each)
 

@@ -79,6 +79,59 @@ def best_rows(df: pd.DataFrame, group: list[str], metric: str) -> pd.DataFrame:
     return df[df.index.isin(picked)]
 
 
+TIE_RTOL = 1e-9   # a design ties a group's best when its metric equals the best's to rounding (relative): at a
+# fixed B·G, B 1 G 64 and B 8 G 8 run the same step and their tokens/s differ in the last bits only
+AT_END = 1.0 - 1e-9   # a stored reach read as 1, at an axis's end (value / top through a CSV's round trip)
+
+
+def end_tops(cfg, side: dict) -> dict[str, float]:
+    """{axis: the largest value the side sweeps} of the tuned axes whose end may cap a side's best: the numeric
+    `over` axes the side does not fix (uniform batching's G is 1), with at least three values on that side, whose
+    largest is below the largest the tool accepts (TP over every node is no sweep's choice)."""
+    out = {}
+    for axis in group_keys(cfg)[1]:
+        values = _side_values(cfg, axis, side)
+        if axis in side or len(set(values)) < 3 or \
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            continue
+        legal = legal_top(cfg, axis, side)
+        if legal is None or max(values) < legal:
+            out[axis] = float(max(values))
+    return out
+
+
+def reach(frame, tops: dict) -> np.ndarray:
+    """Each design's reach toward the ends of the axes `tops`: the largest of value / top over them (1.0 at some
+    axis's end; 0 with no axis, or where a row has none of them: a zip column's null, a system the axis is not of).
+    `frame`: a DataFrame or {axis: values}."""
+    shares = [np.asarray(frame[axis], dtype=float) / top for axis, top in tops.items()]
+    return np.nan_to_num(np.fmax.reduce(shares), nan=0.0) if shares else np.zeros(len(frame))
+
+
+def nearest_interior(metric: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_groups: int,
+                     reaches: np.ndarray) -> np.ndarray:
+    """The one tie rule every axis-end note reads (validate's bta.edges and its headline note, robustness, the
+    sensitivity notes, the note under the comparison table): per sample (row of `metric`, `ok`) and group, the index of the design that, of those tied
+    with the group's best (metric within TIE_RTOL of the largest where `ok`), lies nearest the interior of the swept
+    axes (least `reaches`, from `reach`; the first of equals); -1 where no design is ok. The tie-break
+    (`best_rows`) may pick an axis-end design among interior equals; an axis caps the best only where every tied
+    design sits at some axis's end."""
+    metric, ok = np.atleast_2d(np.asarray(metric, dtype=float)), np.atleast_2d(ok)
+    n, P = metric.shape
+    ids = (np.arange(n)[:, None] * n_groups + np.asarray(codes)[None, :]).ravel()   # one id per (sample, group)
+    v = np.where(ok & ~np.isnan(metric), metric, -np.inf).ravel()
+    top = np.full(n * n_groups, -np.inf)
+    np.maximum.at(top, ids, v)
+    tied = np.isfinite(v) & np.isclose(v, top[ids], rtol=TIE_RTOL, atol=0.0)
+    r = np.where(tied, np.tile(np.asarray(reaches, dtype=float), n), np.inf)
+    low = np.full(n * n_groups, np.inf)
+    np.minimum.at(low, ids, r)
+    pos = np.where(tied & (r == low[ids]), np.tile(np.arange(P), n), P)   # the first of the least reach
+    first = np.full(n * n_groups, P)
+    np.minimum.at(first, ids, pos)
+    return np.where(first < P, first, -1).reshape(n, n_groups)
+
+
 def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
     """One row per group: best baseline, best candidate, speedup, and the winning values of the `over` axes;
     each further compared column (`also`) with both sides tuned for it on their own."""
@@ -109,7 +162,29 @@ def comparison_table(df: pd.DataFrame, cfg) -> pd.DataFrame:
             [x.reset_index(drop=True) for x in sides], axis=1)
         table = table.merge(extra, on=group, how="left") if group else pd.concat([table, extra], axis=1)
         table[f"speedup_vs_{cmp.name}_{m}"] = table[f"best_{m}"] / table[f"baseline_{m}"]
+    for prefix, rows, fixed in (("best", cand, cmp.candidate), ("baseline", based, cmp.baseline)):
+        reaches = _interior_reach(rows, group, cmp.metric, end_tops(cfg, fixed), prefix)
+        if reaches is not None:
+            table = table.merge(reaches, on=group, how="left") if group else pd.concat(
+                [table, reaches.reset_index(drop=True)], axis=1)
     return table.reset_index(drop=True)
+
+
+def _interior_reach(rows: pd.DataFrame, group: list[str], metric: str, tops: dict, prefix: str):
+    """Per group, `<prefix>_reach_<axis>` of the design `nearest_interior` reads among `rows` (None with no axis):
+    what `axis_ends` reads, where `<prefix>_<axis>` is the tie-break's pick."""
+    tops = {a: t for a, t in tops.items() if a in rows}
+    if not tops:
+        return None
+    codes = rows.groupby(group, sort=False, observed=True).ngroup().to_numpy() if group else \
+        np.zeros(len(rows), dtype=int)
+    near = nearest_interior(np.asarray(rows[metric], dtype=float), codes >= 0, np.maximum(codes, 0),
+                            int(codes.max(initial=-1)) + 1, reach(rows, tops))[0]
+    at = rows.iloc[near[near >= 0]]
+    out = at[group].reset_index(drop=True)
+    for axis, top in tops.items():
+        out[f"{prefix}_reach_{axis.split('.')[-1]}"] = np.asarray(at[axis], dtype=float) / top
+    return out
 
 
 def _in_sweep_order(table: pd.DataFrame, group: list[str], cfg) -> pd.DataFrame:
@@ -131,9 +206,9 @@ def _side_values(cfg, axis: str, side: dict) -> list:
     """The values a side's rows sweep of an `over` axis: a grid axis's values, or a zip column's in the rows of
     its zip whose compared keys match the side (all of them when the side names none of that zip's columns);
     a zip column's nulls are rows where the axis does not apply (a wafer has no TP group)."""
-    if axis in cfg.axes:
+    if axis in getattr(cfg, "axes", {}):
         return [v for v in cfg.axes[axis] if v is not None]
-    for z in cfg.zip:
+    for z in getattr(cfg, "zip", ()):
         if axis in z:
             rows = range(len(z[axis]))
             rows = [i for i in rows if all(str(z[k][i]) == str(v) for k, v in side.items() if k in z)]
@@ -157,29 +232,28 @@ def legal_top(cfg, axis: str, side: dict) -> float | None:
 
 
 def axis_ends(table: pd.DataFrame, cfg) -> list[str]:
-    """A note per side and tuned axis (grid or zip column) whose best value sits at the largest value that side
-    sweeps, in some group: the axis, not the system, may be what caps it. Quiet where that value is the largest
-    the tool accepts (TP over every node), or the axis has fewer than three values on that side."""
+    """A note per side and tuned axis (grid or zip column) whose best sits at the largest value that side sweeps,
+    in some group, by the one tie rule (`nearest_interior`: the stored `<side>_reach_<axis>` of the design tied with
+    the best nearest the interior is 1): the axis, not the system, may be what caps it. Quiet where that value is
+    the largest the tool accepts (TP over every node), or the axis has fewer than three values on that side. A
+    comparison.csv written before the reach was is read by the tie-break's pick (`<side>_<axis>`), and says so."""
     cmp = cfg.compare
     if cmp is None:
         return []
-    _, over = group_keys(cfg)
     out = []
     for prefix, side, who in (("baseline", cmp.baseline, "baseline"), ("best", cmp.candidate, "candidate")):
-        for axis in over:
-            col = f"{prefix}_{axis.split('.')[-1]}"
-            values = _side_values(cfg, axis, side)
-            if col not in table or len(set(values)) < 3 or \
-                    not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        for axis, top in end_tops(cfg, side).items():
+            short = axis.split('.')[-1]
+            col, legacy = f"{prefix}_reach_{short}", f"{prefix}_reach_{short}" not in table
+            if legacy and f"{prefix}_{short}" not in table:
                 continue
-            top = float(max(values))
-            legal = legal_top(cfg, axis, side)
-            if legal is not None and top >= legal:
-                continue
-            tuned = pd.to_numeric(table[col], errors="coerce")
-            hits = int(np.isclose(tuned, top).sum())
+            tuned = pd.to_numeric(table[f"{prefix}_{short}" if legacy else col], errors="coerce")
+            hits = int((np.isclose(tuned, top) if legacy else tuned >= AT_END).sum())
             if hits:
+                legal = legal_top(cfg, axis, side)
                 more = f"; the tool accepts up to {number(legal)}" if legal is not None else ""
+                old = (" (the tie-break's pick: this comparison.csv predates the reach of the designs tied with it; "
+                       "`wsemoe sweep --force` rewrites it)") if legacy else ""
                 out.append(f"note: {who} {axis} at its largest swept value ({number(top)}) in {hits} of "
-                           f"{int(tuned.notna().sum())} groups{more}: the axis, not the system, may cap it")
+                           f"{int(tuned.notna().sum())} groups{more}{old}: the axis, not the system, may cap it")
     return out

@@ -12,10 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.analysis.uncertainty import readings as study
+from wsemoe.analysis.uncertainty import robustness
 from wsemoe.sweep import chunked
-from wsemoe.sweep.compare import baseline_mask, candidate_mask, comparison_table, group_keys
+from wsemoe.sweep.compare import (baseline_mask, candidate_mask, comparison_table, end_tops, group_keys,
+                                  nearest_interior, reach)
 from wsemoe.validate import figures
 from wsemoe.validate.common import bare_headline, claims_only, context, factor, headline, row, sweep_config
+from wsemoe.wording import number
 
 SWEEPS = (("bta_experts", "experts", "E 8→128 at top-k 8"), ("bta_topk", "topk", "top-k 8→1 at E 128"))
 PAPER = "abstract (SC25 programme page)"
@@ -65,26 +68,26 @@ def _slowdown(key: str, claim: str, published: str, value: float, reading: str) 
 
 def edge_reach(cfg, df) -> tuple[float, str]:
     """How far toward the ends of the B and G axes a sweep's best throughput forces each side: per sparsity
-    point and side, the designs tied with its best (tokens/s equal to rounding, relative 1e-9: at a fixed B·G,
-    B 1 G 64 and B 8 G 8 are the same step) and, of them, the one nearest the interior (least of B/B_max,
-    G/G_max). 1.0 only when every tied design sits at an axis's end, i.e. the axis, not the model, caps the
-    best; a tie-break that happens to pick the end design among interior equals does not count."""
-    top = {a: float(max(cfg.axes[f"workload.{a}"])) for a in ("B", "G")}
+    point and side, the reach (largest of B/B_max, G/G_max) of the design `compare.nearest_interior` reads, of
+    those tied with the best (tokens/s equal to rounding: at a fixed B·G, B 1 G 64 and B 8 G 8 are the same step)
+    the one nearest the interior. 1.0 only when every tied design sits at an axis's end, i.e. the axis, not the
+    model, caps the best; a tie-break that happens to pick the end design among interior equals does not count."""
     feas = df[np.asarray(df["feasible"], dtype=bool)]
     group, _ = group_keys(cfg)
     worst, where = 0.0, ""
-    for side, mask in (("BTA", candidate_mask(feas, cfg)), ("uniform", baseline_mask(feas, cfg))):
-        rows = feas[mask]
-        for _, g in (rows.groupby(group, observed=True) if group else [(None, rows)]):
-            t = np.asarray(g[cfg.compare.metric], dtype=float)
-            tied = g[np.isclose(t, np.nanmax(t), rtol=1e-9, atol=0.0)]
-            axes = [a for a in ("B", "G") if f"workload.{a}" in tied and (side == "BTA" or a == "B")]
-            reach = np.max([np.asarray(tied[f"workload.{a}"], dtype=float) / top[a] for a in axes], axis=0)
-            i = int(np.argmin(reach))
-            if reach[i] >= worst:
-                worst = float(reach[i])
-                where = f"{side} " + ", ".join(f"{a} {int(tied[f'workload.{a}'].iloc[i])} of {int(top[a])}"
-                                               for a in axes)
+    for side, mask, fixed in (("BTA", candidate_mask(feas, cfg), cfg.compare.candidate),
+                              ("uniform", baseline_mask(feas, cfg), cfg.compare.baseline)):
+        rows = feas[mask].reset_index(drop=True)
+        tops = {a: t for a, t in end_tops(cfg, fixed).items() if a in rows}
+        codes = rows.groupby(group, observed=True).ngroup().to_numpy() if group else np.zeros(len(rows), dtype=int)
+        reaches = reach(rows, tops)
+        metric = np.asarray(rows[cfg.compare.metric], dtype=float)
+        near = nearest_interior(metric, np.ones(len(rows), dtype=bool), codes, int(codes.max(initial=-1)) + 1, reaches)
+        for i in near[0][near[0] >= 0]:   # groups in groupby's order, as before: the last of equal reaches is named
+            if reaches[i] >= worst:
+                worst = float(reaches[i])
+                where = f"{side} " + ", ".join(f"{a.split('.')[-1]} {int(rows[a].iloc[i])} of {int(t)}"
+                                               for a, t in tops.items())
     return worst, where
 
 
@@ -116,28 +119,19 @@ def baseline_loss(result) -> dict:
             "high": float(loss.max())}
 
 
-def at_edges(result, cfg, sweep=None) -> str:
-    """'; at an axis end under attn_kernel=flash, hold=width (B 128), ...': the combinations of a readings study
-    in which a tuned axis sits at the largest value the sweep tries and, by `edge_reach`'s rule, no design tied
-    with that best lies inside (the axis, not the model, caps it). `sweep`: the sweep before any reading is applied
-    (the combinations flagged are re-evaluated under their readings; without it the tuned values alone decide)."""
-    v = result.values.merge(result.runs, on="run")
-    v = v[v["role"] == "combination"]
-    varied = [s["name"] for s in result.meta["readings"] if s["state"] == "varied"]
-    hits, capped = {}, {}
-    for axis in ("B", "G"):
-        top = max(cfg.axes[f"workload.{axis}"])
-        at = v[v["quantity"].isin([f"best_{axis}", f"baseline_{axis}"]) & (v["value"] >= top)]
-        for _, r in at.iterrows():
-            if sweep is not None and r["label"] not in capped:
-                combo = figures.at(sweep, {n: r[n] for n in varied})
-                capped[r["label"]] = edge_reach(combo, chunked.evaluate(combo))[0] >= 1.0
-            if capped.get(r["label"], True):
-                hits.setdefault(r["label"], set()).add(f"{axis} {top}")
-    if not hits:
+def at_edges(result) -> str:
+    """'; 2 of 18 combinations tune to an axis end (attn_kernel=flash, hold=width: B 128; ...)': the combinations
+    of a readings study in which, in some group and side, the design tied with the best nearest the interior
+    (`robustness.ends`, `compare.nearest_interior`: the rule of `edge_reach`) sits at the largest value a tuned
+    axis sweeps: the axis, not the model, caps that best."""
+    hits = robustness.ends(result)
+    hits = hits[hits["role"] == "combination"]
+    if not len(hits):
         return ""
-    return f"; {len(hits)} of {result.meta['combinations']} combinations tune to an axis end (" + "; ".join(
-        f"{label}: {', '.join(sorted(a))}" for label, a in hits.items()) + ")"
+    named = {label: sorted({f"{a} {number(t)}" for a, t in zip(h["short"], h["top"])})
+             for label, h in hits.groupby("label", sort=False)}
+    return f"; {len(named)} of {result.meta['combinations']} combinations tune to an axis end (" + "; ".join(
+        f"{label}: {', '.join(a)}" for label, a in named.items()) + ")"
 
 
 def bta_rows() -> list[dict]:
@@ -161,7 +155,7 @@ def bta_rows() -> list[dict]:
         return rows + [bare_headline(slowdown_k), bare_headline(check), edges(points, reading)]
     cfg_k = figures.at(sweep_config("bta_topk"), figures.BTA)
     study_k = study.evaluate(cfg_k)
-    over = f"{study_k.meta['combinations']} combinations of {', '.join(study_k.varied)}" + at_edges(study_k, cfg_k, sweep_config("bta_topk"))
+    over = f"{study_k.meta['combinations']} combinations of {', '.join(study_k.varied)}" + at_edges(study_k)
     loss = baseline_loss(study_k)
     rows.append(headline(slowdown_k, 7.0, f"{loss['default']:.2f}×", float(loss["low"]), float(loss["high"]), over))
     summary = study_k.summary()

@@ -29,7 +29,7 @@ from wsemoe.errors import ConfigError, ResultsError, excerpt
 from wsemoe.store import ledger
 from wsemoe.store import writer
 from wsemoe.sweep import frames
-from wsemoe.sweep.compare import group_keys
+from wsemoe.sweep.compare import end_tops, group_keys
 
 FOLDER = "readings"  # inside a results folder (a slot of `readings` in sweep/ownership.RESULTS_SLOTS)
 FILES = ("runs.csv", "values.csv", "meta.json")
@@ -204,6 +204,10 @@ def _comparison(cfg) -> dict | None:
             extents[axis.split(".")[-1]] = {"axis": axis, "max": max(vals), "count": len(set(vals))}
     return {"name": cmp.name, "metric": cmp.metric, "baseline": {k: str(v) for k, v in cmp.baseline.items()},
             "candidate": {k: str(v) for k, v in cmp.candidate.items()}, "extents": extents,
+            # each side's axes whose end may cap its best and their largest values (`compare.end_tops`): what the
+            # stored <side>_reach_<axis> are fractions of
+            "ends": {side: {a.split(".")[-1]: {"axis": a, "max": top} for a, top in end_tops(cfg, fixed).items()}
+                     for side, fixed in (("best", cmp.candidate), ("baseline", cmp.baseline))},
             "quantity": f"speedup_vs_{cmp.name}"}
 
 

@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from wsemoe.sweep.compare import AT_END
 from wsemoe.wording import count, number, span
 
 TIE = 0.005  # ratios within 0.5% of 1 read "1.00×": neither side is ahead
@@ -129,25 +130,48 @@ def _shown(effect: float, logscale: bool) -> str:
     return f"{math.exp(effect):.3g}×" if logscale else f"{effect:.3g}"
 
 
-def edges(result, group: str) -> list[str]:
-    """Tuned values that sit at the largest value their axis sweeps, in some run: the axis, not the model,
-    may be what caps them (e.g. uniform batching's B under a kernel that frees attention memory)."""
+def ends(result) -> pd.DataFrame:
+    """Where a side's best sits at the largest value a tuned axis sweeps, by the one tie rule
+    (`compare.nearest_interior`): one row per run, group, side ('best', 'baseline') and axis where the stored
+    `<side>_reach_<axis>` (the reach of the design tied with the best nearest the interior) is 1; `legacy` rows are
+    of results stored before that quantity was, read as they were then: the tie-break's pick (`<side>_<axis>`)
+    at the axis's largest value, which may name an end an interior design ties."""
     cmp = result.meta.get("comparison") or {}
+    merged = result.values.merge(result.runs, on="run")
+    legacy = "ends" not in cmp   # stored before the reach was: every side read by its tie-break's pick
+    extents = {s: e for s, e in (cmp.get("extents") or {}).items() if e["count"] >= 3}
+    sides = {side: extents if legacy else cmp["ends"].get(side, {}) for side in ("baseline", "best")}
+    parts = []
+    for short in dict.fromkeys([*extents, *sides["baseline"], *sides["best"]]):   # an axis's sides together
+        for side, axes in sides.items():
+            if short not in axes:
+                continue
+            top = float(axes[short]["max"])
+            d = merged[merged["quantity"] == (f"{side}_{short}" if legacy else f"{side}_reach_{short}")]
+            hit = d[np.isclose(d["value"], top)] if legacy else d[d["value"] >= AT_END]
+            parts.append(hit.assign(side=side, short=short, axis=axes[short]["axis"], top=top, legacy=legacy))
+    cols = [*merged.columns, "side", "short", "axis", "top", "legacy"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def edges(result, group: str) -> list[str]:
+    """Tuned values that sit at the largest value their axis sweeps, in some run (`ends`: of the designs tied
+    with the best, the one nearest the interior): the axis, not the model, may be what caps them (e.g. uniform
+    batching's B under a kernel that frees attention memory)."""
     out = []
     merged = result.values.merge(result.runs, on="run")
-    for short, ext in (cmp.get("extents") or {}).items():
-        if ext["count"] < 3:
-            continue
-        for sidename in ("baseline", "best"):
-            d = merged[(merged["quantity"] == f"{sidename}_{short}") & (merged["group"] == group)]
-            hit = d[np.isclose(d["value"], float(ext["max"]))]
-            if len(hit):
-                # Every run named, the configured and alone runs first, up to three (one label for two runs
-                # read as if that one run were all of them).
-                labels = [*hit[hit["role"] != "combination"]["label"], *hit[hit["role"] == "combination"]["label"]]
-                named = "; ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
-                out.append(f"{'candidate' if sidename == 'best' else 'baseline'} {ext['axis']} at its largest swept "
-                           f"value ({number(ext['max'])}) in {len(hit)} of {len(d)} runs ({named})")
+    hits = ends(result)
+    for (sidename, short), hit in hits[hits["group"] == group].groupby(["side", "short"], sort=False):
+        d = merged[(merged["quantity"] == f"{sidename}_{'reach_' * (not hit['legacy'].iloc[0])}{short}")
+                   & (merged["group"] == group)]
+        # Every run named, the configured and alone runs first, up to three (one label for two runs read as if
+        # that one run were all of them).
+        labels = [*hit[hit["role"] != "combination"]["label"], *hit[hit["role"] == "combination"]["label"]]
+        named = "; ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        old = ("; read from the tie-break's pick, as stored before the reach of the designs tied with it was: "
+               "`wsemoe readings` re-computes it") if hit["legacy"].iloc[0] else ""
+        out.append(f"{'candidate' if sidename == 'best' else 'baseline'} {hit['axis'].iloc[0]} at its largest swept "
+                   f"value ({number(hit['top'].iloc[0])}) in {len(hit)} of {len(d)} runs ({named}{old})")
     return out
 
 

@@ -3,8 +3,9 @@
 The design frame of the sweep (P points) is repeated once per sample, and every unknown's spec fields
 become numeric columns of that frame, so the engine evaluates samples × points as one frame. Per sample
 the results are reduced to the quantities calibration and sensitivity study: for a sweep with a
-comparison, per group the best and baseline metric, their MFU, the speedup and the tuned axes, and over
-the groups how flat each series is (max over min); for every objective its best feasible value.
+comparison, per group the best and baseline metric, their MFU, the speedup, the tuned axes and the reach of
+the design the axis-end notes read (`<side>_reach_<axis>`, `compare.nearest_interior`), and over the groups
+how flat each series is (max over min); for every objective its best feasible value.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from wsemoe.analysis.uncertainty.unknowns import Unknown
 from wsemoe.config.loader import load_config
 from wsemoe.errors import ConfigError
 from wsemoe.sweep import frames, space
-from wsemoe.sweep.compare import ENERGY, baseline_mask, candidate_mask, group_keys, metrics
+from wsemoe.sweep.compare import (ENERGY, baseline_mask, candidate_mask, end_tops, group_keys, metrics,
+                                  nearest_interior, reach)
 from wsemoe.sweep.outputs import preset_fields
 
 ROWS_PER_CHUNK = 1 << 18  # samples × points evaluated at once (memory bound)
@@ -182,6 +184,15 @@ class Sampled:
             mfu = col("mfu")
             res["best_mfu"] = np.where(at >= 0, mfu[rows, np.maximum(at, 0)], np.nan)
             res["baseline_mfu"] = np.where(base_at >= 0, mfu[rows, np.maximum(base_at, 0)], np.nan)
+        for side, mask, fixed in (("best", self.cand, cmp.candidate), ("baseline", self.base, cmp.baseline)):
+            # the reach of the design the axis-end notes read: of those tied with the side's best, the one nearest
+            # the interior (`compare.nearest_interior`; best_<axis> is the tie-break's pick, which may sit at an
+            # axis's end while an interior design ties it)
+            tops = end_tops(self.cfg, fixed)
+            near = nearest_interior(col(cmp.metric), ok & mask[None, :], self.codes, G, reach(self.frame, tops))
+            for axis, top in tops.items():
+                share = np.asarray(self.frame[axis], dtype=float) / top
+                res[f"{side}_reach_{axis.split('.')[-1]}"] = np.where(near >= 0, share[np.maximum(near, 0)], np.nan)
         for axis in group_keys(self.cfg)[1]:  # the tuned values of each side (numeric axes)
             if not pd.api.types.is_numeric_dtype(self.frame[axis]) or pd.api.types.is_bool_dtype(self.frame[axis]):
                 continue

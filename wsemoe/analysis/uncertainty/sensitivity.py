@@ -185,9 +185,10 @@ def analyse(config, hardware: str | None = None, method: str = "sobol", samples:
 
 
 def axis_ends(sampled, U: np.ndarray, Y: dict) -> list[str]:
-    """A line per side and tuned axis whose best value sits at the largest value that side sweeps in some
-    samples (the axis, not the system, may cap it there, and the band then measures the axis), with the unknown
-    whose samples differ most where it does ('mostly where seq_len is low')."""
+    """A line per side and tuned axis whose best sits at the largest value that side sweeps in some samples, by
+    the one tie rule (`compare.nearest_interior`: the design tied with the best nearest the interior, whose reach
+    `<side>_reach_<axis>` is 1; the axis, not the system, may cap it there, and the band then measures the axis),
+    with the unknown whose samples differ most where it does ('mostly where seq_len is low')."""
     from wsemoe.sweep import compare
 
     cfg = sampled.cfg
@@ -196,16 +197,11 @@ def axis_ends(sampled, U: np.ndarray, Y: dict) -> list[str]:
     out = []
     for prefix, side, who in (("baseline", cfg.compare.baseline, "baseline"), ("best", cfg.compare.candidate,
                                                                                "candidate")):
-        for axis in compare.group_keys(cfg)[1]:
-            values = compare._side_values(cfg, axis, side)
-            key = f"{prefix}_{axis.split('.')[-1]}"
-            if key not in Y or len(set(values)) < 3 or \
-                    not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        for axis, top in compare.end_tops(cfg, side).items():
+            key = f"{prefix}_reach_{axis.split('.')[-1]}"
+            if key not in Y:
                 continue
-            top, legal = float(max(values)), compare.legal_top(cfg, axis, side)
-            if legal is not None and top >= legal:
-                continue
-            hit = np.isclose(Y[key], top)          # (samples, groups)
+            hit = Y[key] >= compare.AT_END          # (samples, groups)
             rows = hit.any(axis=1)
             if not rows.any():
                 continue

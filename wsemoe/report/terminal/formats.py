@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wsemoe.errors import printable
-from wsemoe.sweep.columns import describe
+from wsemoe.sweep.columns import describe, documented
 from wsemoe.wording import number
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -35,6 +35,8 @@ def unit_of(col: str) -> str:
     if ":" in col:  # a cross-run column: 'bta_topk:tokens_per_s' in the metric's unit, 'b/a:tokens_per_s' a ratio
         label, _, rest = col.rpartition(":")
         return "×" if "/" in label else unit_of(rest)
+    if documented(col):   # a registered comparison quantity (best_reach_B: a share, not a batch)
+        return describe(col)[0]
     for prefix in ("sweep_best_", "best_", "baseline_"):   # sweep_best_: sensitivity's best of an objective
         if col.startswith(prefix):
             rest = col.removeprefix(prefix)
