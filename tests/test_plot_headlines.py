@@ -81,7 +81,7 @@ def test_the_serving_title_counts_the_lines_more_wafers_speed_up_and_the_largest
     rows = pd.DataFrame({"model": ["a", "a", "a", "a", "b", "b"], "workload.B": [1, 1, 4, 4, 1, 1],
                          "wafers": [2, 16, 2, 16, 19, 48], "tokens_per_s_per_user": [100, 161, 100, 90, 150, 340.5]})
     assert fig_serving._wafers_headline(rows, ["a", "b"]) == (
-        "more wafers raise tokens/s per user in 2 of 3 lines, at most +127% (b, B 1: 48 wafers against 19)")
+        "more wafers than the fewest raise tokens/s per user in 2 of 3 lines, at most +127% (b, B 1: 48 wafers against 19)")
     fewest = rows[(rows["model"] == "a") & (rows["workload.B"] == 4)]
     assert fig_serving._wafers_headline(fewest, ["a"]) == (
         "the fewest wafers that fit are fastest per user")

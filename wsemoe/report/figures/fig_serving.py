@@ -164,8 +164,9 @@ def _wafers_verdict(rows: pd.DataFrame, models: list) -> str:
 
 def _wafers_headline(rows: pd.DataFrame, models: list) -> str:
     """The title's finding: in how many model-and-batch lines more wafers than the fewest that fit raise tokens/s
-    per user, and the largest gain ('more wafers raise tokens/s per user in 15 of 15 lines, at most +127%
-    (deepseek-v3, B 1: 48 wafers against 19)'); a line: one model at one batch."""
+    per user, and the largest gain ('more wafers than the fewest raise tokens/s per user in 15 of 15 lines, at
+    most +127% (deepseek-v3, B 1: 48 wafers against 19)'); a line: one model at one batch. A line's best, not its
+    last, is set against its fewest: a line may peak and fall (the hops between wafers take the gain back)."""
     lines = []   # (gain of the best over the fewest wafers, its label, best wafers, fewest)
     for model in models:
         at = rows if model is None else rows[rows["model"] == model]
@@ -180,7 +181,7 @@ def _wafers_headline(rows: pd.DataFrame, models: list) -> str:
     if not more:
         return "the fewest wafers that fit are fastest per user" + (f" in all {len(lines)} lines" if len(lines) > 1 else "")
     gain, label, top, fewest = max(more, key=lambda ln: ln[0])
-    return (f"more wafers raise tokens/s per user in {len(more)} of {len(lines)} lines, at most {changes([gain - 1])} "
+    return (f"more wafers than the fewest raise tokens/s per user in {len(more)} of {len(lines)} lines, at most {changes([gain - 1])} "
             f"({label}: {number(top)} wafers against {number(fewest)})")
 
 
