@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_readings import SMALL
 
 import wsemoe
-from test_readings import SMALL
 from wsemoe.analysis.uncertainty import readings as rd
 from wsemoe.analysis.uncertainty import robustness
 from wsemoe.cli import app
