@@ -35,19 +35,20 @@ def test_the_published_rows_follow_the_calibration():
     """At 768 tokens/GPU GB200's step is matmul-bound, so the node-level model moves with the share almost in
     proportion: 1.18x of the published 9,087 tokens/s/GPU at the fitted 0.40, 1.81x (outside the band) at the
     assumed 0.7 (1.19x and 1.83x before the experts waited for a step's busiest GPU) (1.09x and 1.70x at HGX B200's 2.25 PFLOP/s, before nvl72 took GB200's 2.5). 72 H100s at 256 tokens/GPU, two micro-batches of 128 overlapped as the publication runs them, are
-    bound by the expert-parallel combine over InfiniBand and barely move (1.49x, 1.50x; serial, 0.88x and 1.10x).
+    bound by the expert-parallel combine over InfiniBand and barely move (1.41x, 1.42x; serial, 0.86x; 1.49x, 1.50x and
+    0.88x before the GPUs' NICs waited for a step's busiest).
     (Before issue 26's FP8 dispatch and the checkpoint's FP8 projections, serial: 0.91x, 1.40x, 0.70x and 0.87x,
     the H100 worker not fitting its memory.)"""
     eff = presets.load_hardware("nvl72").matmul_efficiency
     now = {h: gpu.node_tokens_per_gpu(h, g, t)[0] / p for h, _, g, t, p, _ in gpu.POINTS}
-    assert now["nvl72"] == pytest.approx(1.18, abs=0.01) and now["h100-sxm"] == pytest.approx(1.49, abs=0.01)
+    assert now["nvl72"] == pytest.approx(1.18, abs=0.01) and now["h100-sxm"] == pytest.approx(1.41, abs=0.01)
     before = {}
     for h, _, g, t, p, _ in gpu.POINTS:
         with perturbed(h, "matmul_efficiency", 0.7 / eff):
             before[h] = gpu.node_tokens_per_gpu(h, g, t)[0] / p
-    assert before["nvl72"] == pytest.approx(1.81, abs=0.01) and before["h100-sxm"] == pytest.approx(1.50, abs=0.01)
+    assert before["nvl72"] == pytest.approx(1.81, abs=0.01) and before["h100-sxm"] == pytest.approx(1.42, abs=0.01)
     serial = gpu.node_tokens_per_gpu("h100-sxm", 72, 256, "none")[0] / 2785.0
-    assert serial == pytest.approx(0.88, abs=0.01)   # the comparisons' default accounting
+    assert serial == pytest.approx(0.86, abs=0.01)   # the comparisons' default accounting
     assert before["nvl72"] / now["nvl72"] > before["h100-sxm"] / now["h100-sxm"] > 1  # matmul-bound moves most
 
 
