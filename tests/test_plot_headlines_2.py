@@ -1,0 +1,54 @@
+"""Figure titles that state a finding, continued (tests/test_plot_headlines.py holds the first): the Pareto
+front's best and the least of the other objective within 1% of it, and compare's ratio range."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+NB = "\u00a0"   # the no-break space that keeps 'E = 32' on one line when a title wraps
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.replace(NB, " ").split())
+
+from wsemoe.report.figures import compareplot, fig_pareto
+
+
+def test_the_pareto_title_states_the_best_and_the_least_memory_within_one_percent_of_it():
+    """Front E = 32: 74.7k tokens/s at 0.40 GB, 74.65k at 0.034 GB (within 1%: 74.65 / 74.7 = 0.9993), 35k at
+    0.011; front E = 128: 74.6k at 0.40, 74.0k at 0.101 (0.9906, within), 70k at 0.09 (0.937, not): the top is
+    E = 32's 74.7k; within 1% of it the least memory is 0.034 GB (E = 32), E = 128's 0.101 GB. With E = 128 topping
+    out at 60k (none of it within 1%), the title names that top instead."""
+    front = pd.DataFrame({"model.num_experts": [32, 32, 32, 128, 128, 128],
+                          "tokens_per_s": [74.7e3, 74.65e3, 35e3, 74.6e3, 74.0e3, 70e3],
+                          "mem_peak_node_bytes": [0.40e9, 0.034e9, 0.011e9, 0.40e9, 0.101e9, 0.09e9]})
+    senses = {"tokens_per_s": "max", "mem_peak_node_bytes": "min"}
+    assert f"E{NB}={NB}128's" in fig_pareto._headline(front, ["model.num_experts"], "tokens_per_s",
+                                                        "mem_peak_node_bytes", senses)
+    assert _flat(fig_pareto._headline(front, ["model.num_experts"], "tokens_per_s", "mem_peak_node_bytes", senses)) == (
+        "throughput tops out at 74.7 k tokens/s (E = 32); within 1% of it, peak memory per node at best 0.034 GB, "
+        "E = 128's 0.101 GB")
+    far = front.assign(tokens_per_s=[74.7e3, 74.65e3, 35e3, 60e3, 50e3, 40e3])   # E = 128 tops out at 60k
+    assert _flat(fig_pareto._headline(far, ["model.num_experts"], "tokens_per_s", "mem_peak_node_bytes", senses)) == (
+        "throughput tops out at 74.7 k tokens/s (E = 32); within 1% of it, peak memory per node at best 0.034 GB; "
+        "the next front's top: 60 k tokens/s (E = 128)")
+    one = front[front["model.num_experts"] == 128].drop(columns="model.num_experts")
+    assert fig_pareto._headline(one, [], "tokens_per_s", "mem_peak_node_bytes", senses) == (
+        "throughput tops out at 74.6 k tokens/s; within 1% of it, peak memory per node at best 0.101 GB")
+    assert fig_pareto._headline(front.iloc[:0], [], "tokens_per_s", "mem_peak_node_bytes", senses) == (
+        "no feasible point: no front")
+
+
+def test_the_compare_title_states_the_span_of_the_ratios_and_where_the_later_run_is_better():
+    """b's best 1.2 and 0.9 against a's 1.0 and 1.0: 0.90–1.20× a's, better in 1 of 2 groups; c's 1.1 and 1.15
+    against 1.0 (c: 1.10–1.15×, better in both); minimized (a time), c is better in none."""
+    table = pd.DataFrame({"k": [8, 1], "a:tokens_per_s": [1.0, 1.0], "b:tokens_per_s": [1.2, 0.9],
+                          "c:tokens_per_s": [1.1, 1.15]})
+    assert compareplot._headline(table, ["a", "b"], "tokens_per_s", "max") == (
+        "b's best throughput is 0.90–1.20× a's, better in 1 of 2 groups")
+    assert compareplot._headline(table, ["a", "b", "c"], "tokens_per_s", "max").endswith(
+        "; c's best throughput is 1.10–1.15× a's, better in all 2 groups")
+    assert compareplot._headline(table, ["a", "c"], "tokens_per_s", "min") == (
+        "c's best throughput is 1.10–1.15× a's, better in none of the 2 groups")
+    one = table.iloc[:1]   # one group: no count
+    assert compareplot._headline(one, ["a", "b"], "tokens_per_s", "max") == "b's best throughput is 1.20× a's"
