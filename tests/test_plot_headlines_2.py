@@ -52,3 +52,25 @@ def test_the_compare_title_states_the_span_of_the_ratios_and_where_the_later_run
         "c's best throughput is 1.10–1.15× a's, better in none of the 2 groups")
     one = table.iloc[:1]   # one group: no count
     assert compareplot._headline(one, ["a", "b"], "tokens_per_s", "max") == "b's best throughput is 1.20× a's"
+
+
+def test_the_energy_frontier_title_names_the_fastest_and_the_most_frugal_system_per_model():
+    """Model a: w's front reaches 141 tokens/s per user from 0.125 J/token, g's 143 from 0.151: g fastest (143),
+    w fewest J (0.125); model b: w 119 from 0.103, g 216 from 0.125: g again (216), w again (0.103). Swap b's
+    winners and each model is named apart."""
+    from wsemoe.report.figures import fig_energy
+
+    def f(speeds, joules):
+        return pd.DataFrame({fig_energy.PER_USER: speeds, fig_energy.ENERGY: joules})
+
+    fronts = {("a", "w"): f([20, 141], [0.125, 2.6]), ("a", "g"): f([25, 143], [0.151, 4.5]),
+              ("b", "w"): f([40, 119], [0.103, 2.8]), ("b", "g"): f([45, 216], [0.125, 2.7])}
+    assert fig_energy._frontier_headline(fronts, ["a", "b"]) == (
+        "fastest per user: g in both models (143, 216 tokens/s); fewest J/token: w in both models (0.125, 0.103 J)")
+    fronts[("b", "w")] = f([40, 300], [0.2, 2.8])
+    assert fig_energy._frontier_headline(fronts, ["a", "b"]) == (
+        "fastest per user: g for a (143 tokens/s), w for b (300 tokens/s); fewest J/token: w for a (0.125 J), "
+        "g for b (0.125 J)")
+    one = {("a", "w"): fronts[("a", "w")]}
+    assert fig_energy._frontier_headline(one, ["a"]) == (
+        "w reaches 141 tokens/s per user, 0.125 J/token at its most frugal")
