@@ -74,3 +74,18 @@ def test_the_energy_frontier_title_names_the_fastest_and_the_most_frugal_system_
     one = {("a", "w"): fronts[("a", "w")]}
     assert fig_energy._frontier_headline(one, ["a"]) == (
         "w reaches 141 tokens/s per user, 0.125 J/token at its most frugal")
+
+
+def test_the_energy_split_title_names_the_tier_largest_on_most_bars_and_its_span():
+    """Static 44% and 77% of two bars (the largest there), HBM 50% of a third (static 30%): static power is the
+    largest on 2 of 3 bars, 44–77%, HBM elsewhere."""
+    from wsemoe.report.figures import fig_energy
+
+    shares = {("a", "w"): {"compute": 0.40, "hbm": 0.16, "static": 0.44},
+              ("a", "g"): {"compute": 0.15, "hbm": 0.08, "static": 0.77},
+              ("b", "w"): {"compute": 0.20, "hbm": 0.50, "static": 0.30}}
+    assert fig_energy._split_headline(shares) == (
+        "static power is the largest share of a token's energy on 2 of 3 bars (44–77%); elsewhere HBM")
+    del shares[("b", "w")]
+    assert fig_energy._split_headline(shares) == (
+        "static power is the largest share of a token's energy on all 2 bars (44–77%)")

@@ -186,9 +186,27 @@ def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
     axes[0].set_ylabel("share of the energy per token (%); above: J/token")
     handles, labels = axes[0].get_legend_handles_labels()
     outside_legend(fig, handles, labels, most=6)
-    heading(fig, f"{view.name}: where a token's energy goes, each system at its lowest J/token",
-            view.subtitle(said, view.tuned_axes(FREE), "bars: shares by tier, stacked to 100%"))
+    heading(fig, f"{view.name}: {_split_headline(shares)}",
+            view.subtitle(said, view.tuned_axes(FREE), "bars: each system at its lowest J/token, shares by tier stacked to 100%"))
     return caption(fig, CLAIMS["energy_split"], _split_verdict(shares))
+
+
+def _split_headline(shares: dict) -> str:
+    """The title's finding, from the bars drawn: the tier largest on most bars, on how many and its span there
+    ('static power is the largest share of a token's energy on all 6 bars (44–84%)'), and the tiers largest on the
+    rest."""
+    tops = [max(s, key=s.get) for s in shares.values() if s]
+    if not tops:
+        return "where a token's energy goes, each system at its lowest J/token"
+    tier = max(dict.fromkeys(tops), key=tops.count)   # the most frequent; a tie to the one drawn first
+    v = [100 * s[tier] for s in shares.values() if s and max(s, key=s.get) == tier]
+    on = f"all {len(tops)} bars" if len(v) == len(tops) > 1 else "its one bar" if len(tops) == 1 else \
+        f"{len(v)} of {len(tops)} bars"
+    span = f"{min(v):.0f}%" if f"{min(v):.0f}" == f"{max(v):.0f}" else f"{min(v):.0f}–{max(v):.0f}%"
+    rest = sorted({t for t in tops if t != tier}, key=tops.index)
+    said = {**TIER_NAMES, "static": "static power"}
+    return (f"{said.get(tier, tier)} is the largest share of a token's energy on {on} ({span})"
+            + (f"; elsewhere {', '.join(said.get(t, t) for t in rest)}" if rest else ""))
 
 
 def _split_verdict(shares: dict) -> str:
