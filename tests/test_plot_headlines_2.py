@@ -1,5 +1,6 @@
 """Figure titles that state a finding, continued (tests/test_plot_headlines.py holds the first): the Pareto
-front's best and the least of the other objective within 1% of it, and compare's ratio range."""
+front's best and the least of the other objective within 1% of it, compare's ratio range, the energy frontier's
+fastest and most frugal systems, the energy split's largest tier, and the mapping that communicates least."""
 
 from __future__ import annotations
 
@@ -89,3 +90,17 @@ def test_the_energy_split_title_names_the_tier_largest_on_most_bars_and_its_span
     del shares[("b", "w")]
     assert fig_energy._split_headline(shares) == (
         "static power is the largest share of a token's energy on all 2 bars (44–77%)")
+
+
+def test_the_comm_title_names_the_mapping_least_at_most_tps_and_its_largest_cut():
+    """Block 10, 20, 30 µs at TP 4, 8, 16; er 6.2, 21, 27: er least at TP 4 and 16 (2 of 3), its largest cut
+    6.2 / 10 − 1 = −38% at TP 4; with er above block everywhere, block is least at all 3."""
+    from wsemoe.report.figures import fig_comm
+
+    df = pd.DataFrame({"mapping.tp": [4, 8, 16] * 2, "mapping.strategy": ["block"] * 3 + ["er"] * 3,
+                       "_comm": [10, 20, 30, 6.2, 21, 27]})
+    assert fig_comm._comm_headline(df, [4, 8, 16], ["block", "er"]) == (
+        "er communicates least per layer at 2 of 3 TPs, at most \u221238% against block (TP 4)")
+    worse = df.assign(_comm=[10, 20, 30, 11, 21, 31])
+    assert fig_comm._comm_headline(worse, [4, 8, 16], ["block", "er"]) == (
+        "block communicates least per layer at all 3 TPs")
