@@ -2,7 +2,8 @@
 
 Both compare systems, so both follow the rule of `ResultsView.best`: each bar is its system (mapping, or
 hardware) at its best configuration over the tuned axes (token flow, ring directions, balancer, overlap,
-...), the workload held at a representative value; the captions say where the claim holds and where not.
+...), the workload held at a representative value; the captions say where the claim holds and where not, and
+the per-phase figure's title names the mapping that communicates least.
 """
 
 from __future__ import annotations
