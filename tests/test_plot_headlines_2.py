@@ -1,6 +1,7 @@
 """Figure titles that state a finding, continued (tests/test_plot_headlines.py holds the first): the Pareto
 front's best and the least of the other objective within 1% of it, compare's ratio range, the energy frontier's
-fastest and most frugal systems, the energy split's largest tier, and the mapping that communicates least."""
+fastest and most frugal systems, the energy split's largest tier, the mapping that communicates least, and the balance figures' busiest die and
+gain over no balancing."""
 
 from __future__ import annotations
 
@@ -104,3 +105,21 @@ def test_the_comm_title_names_the_mapping_least_at_most_tps_and_its_largest_cut(
     worse = df.assign(_comm=[10, 20, 30, 11, 21, 31])
     assert fig_comm._comm_headline(worse, [4, 8, 16], ["block", "er"]) == (
         "block communicates least per layer at all 3 TPs")
+
+
+def test_the_balance_titles_state_the_busiest_die_before_and_after_and_the_gain_at_the_most_skew():
+    """none 256k at s = 0 and 163k at s = 0.6 (163 / 256 = 0.637: falls 36%); replicate 257k and 256k (256 / 163 =
+    1.571: +57%), stop-the-world 246k at 0.6: replicate is the fastest there."""
+    from wsemoe.report.figures import fig_balance
+
+    df = pd.DataFrame({"balance.balancer": ["none", "none", "replicate", "replicate", "stop-the-world"],
+                       "balance.zipf_s": [0.0, 0.6, 0.0, 0.6, 0.6],
+                       "tokens_per_s": [256e3, 163e3, 257e3, 256e3, 246e3]})
+    assert fig_balance._skew_headline(df, "tokens_per_s") == (
+        "at s = 0.6 replicate is +57% over no balancing; none falls 36% from s = 0")
+    assert fig_balance._skew_headline(df[df["balance.balancer"] == "none"], "tokens_per_s") == (
+        "at s = 0.6 no balancer beats none; none falls 36% from s = 0")
+    assert fig_balance._load_headline("replicate", 2.12, 1.01) == (
+        "replicate takes the busiest die from 2.12× to 1.01× the mean load")
+    assert fig_balance._load_headline("replicate", 1.05, 1.05) == (
+        "replicate leaves the busiest die at 1.05× the mean load (unbalanced 1.05×)")
