@@ -1,7 +1,7 @@
 """Figure titles that state a finding, continued (tests/test_plot_headlines.py holds the first): the Pareto
 front's best and the least of the other objective within 1% of it, compare's ratio range, the energy frontier's
-fastest and most frugal systems, the energy split's largest tier, the mapping that communicates least, and the balance figures' busiest die and
-gain over no balancing."""
+fastest and most frugal systems, the energy split's largest tier, the mapping that communicates least, and the
+balance figures' busiest die and gain over no balancing."""
 
 from __future__ import annotations
 
