@@ -123,3 +123,14 @@ def test_the_balance_titles_state_the_busiest_die_before_and_after_and_the_gain_
         "replicate takes the busiest die from 2.12× to 1.01× the mean load")
     assert fig_balance._load_headline("replicate", 1.05, 1.05) == (
         "replicate leaves the busiest die at 1.05× the mean load (unbalanced 1.05×)")
+
+
+def test_the_link_heatmap_title_names_the_phase_with_the_busiest_link_and_its_ratio():
+    """Dispatch's busiest link 4.2 MB against the all-reduce's 1.4: 4.2 / 1.4 = 3.0×, with 38% of links idle in
+    the dispatch; an all-reduce that moves nothing is said so, not divided by."""
+    from wsemoe.report.figures import fig_mesh
+
+    assert fig_mesh._headline({"allreduce": 1.4, "dispatch": 4.2}, {"allreduce": 0.5, "dispatch": 0.38}, "MB") == (
+        "the dispatch's busiest link carries 4.2 MB, 3.0× the all-reduce's; 38% of links idle in it")
+    assert fig_mesh._headline({"allreduce": 0.0, "dispatch": 4.2}, {"allreduce": 1.0, "dispatch": 0.38}, "MB") == (
+        "the dispatch's busiest link carries 4.2 MB, the all-reduce none; 38% of links idle in it")
