@@ -1,6 +1,7 @@
 """Energy figures: the frontier of energy per token against tokens/s per user of every system side by side
 (wafers against NVL72 and DGX; one front per system through the one Pareto definition, sweep/pareto.py), and
-the energy split by tier of each system at its lowest energy per token (cost/energy, docs/energy.md)."""
+the energy split by tier of each system at its lowest energy per token (cost/energy, docs/energy.md). The frontier's
+title names, per model, the system reaching the most tokens/s per user and the one reaching the fewest J/token."""
 
 from __future__ import annotations
 
@@ -92,9 +93,38 @@ def frontier(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
     axes[0].set_ylabel(YLABEL)
     handles, labels = axes[0].get_legend_handles_labels()
     outside_legend(fig, handles, labels)
-    heading(fig, f"{view.name}: energy per token against tokens/s per user, one frontier per system",
+    heading(fig, f"{view.name}: {_frontier_headline(fronts, models)}",
             view.subtitle(said, view.tuned_axes(FREE), "lines: Pareto fronts; dots: feasible points"))
     return caption(fig, CLAIMS["energy_frontier"], _frontier_verdict(fronts, models))
+
+
+def _frontier_headline(fronts: dict, models: list) -> str:
+    """The title's finding, from the fronts drawn: per model, the system whose front reaches the most tokens/s per
+    user and the one reaching the fewest J/token ('fastest per user: nvl72 in both models (143, 216 tokens/s);
+    fewest J/token: wsc-b200-4x8x8 in both models (0.125, 0.107)'), each model's value in panel order."""
+    def best(col: str, top: bool) -> list[tuple]:   # (model, system, value) per model
+        out = []
+        for model in models:
+            here = {hw: f[col].max() if top else f[col].min() for (m, hw), f in fronts.items() if m == model and len(f)}
+            if here:
+                hw = (max if top else min)(here, key=here.get)
+                out.append((model, hw, here[hw]))
+        return out
+
+    def said(wins: list[tuple], unit: str) -> str:
+        if len({hw for _, hw, _ in wins}) == 1:
+            hw, many = wins[0][1], len(wins) > 1
+            where = f" in {'both' if len(wins) == 2 else f'all {len(wins)}'} models" if many else ""
+            return f"{hw}{where} ({', '.join(f'{v:.3g}' for _, _, v in wins)}{unit})"
+        return ", ".join(f"{hw} for {model} ({v:.3g}{unit})" for model, hw, v in wins)
+
+    fast, cheap = best(PER_USER, True), best(ENERGY, False)
+    if not fast:
+        return "energy per token against tokens/s per user, one frontier per system"
+    if len(fronts) == len(fast):   # one system per model: nothing to rank
+        return "; ".join(f"{hw}{' (' + str(m) + ')' if len(fast) > 1 else ''} reaches {v:.3g} tokens/s per user, "
+                         f"{j:.3g} J/token at its most frugal" for (m, hw, v), (_, _, j) in zip(fast, cheap))
+    return f"fastest per user: {said(fast, ' tokens/s')}; fewest J/token: {said(cheap, ' J')}"
 
 
 def _is_wafer(hw: str) -> bool:
@@ -156,9 +186,27 @@ def split(view: ResultsView, rows: pd.DataFrame, said: str) -> Figure:
     axes[0].set_ylabel("share of the energy per token (%); above: J/token")
     handles, labels = axes[0].get_legend_handles_labels()
     outside_legend(fig, handles, labels, most=6)
-    heading(fig, f"{view.name}: where a token's energy goes, each system at its lowest J/token",
-            view.subtitle(said, view.tuned_axes(FREE), "bars: shares by tier, stacked to 100%"))
+    heading(fig, f"{view.name}: {_split_headline(shares)}",
+            view.subtitle(said, view.tuned_axes(FREE), "bars: each system at its lowest J/token, shares by tier stacked to 100%"))
     return caption(fig, CLAIMS["energy_split"], _split_verdict(shares))
+
+
+def _split_headline(shares: dict) -> str:
+    """The title's finding, from the bars drawn: the tier largest on most bars, on how many and its span there
+    ('static power is the largest share of a token's energy on all 6 bars (44–84%)'), and the tiers largest on the
+    rest."""
+    tops = [max(s, key=s.get) for s in shares.values() if s]
+    if not tops:
+        return "where a token's energy goes, each system at its lowest J/token"
+    tier = max(dict.fromkeys(tops), key=tops.count)   # the most frequent; a tie to the one drawn first
+    v = [100 * s[tier] for s in shares.values() if s and max(s, key=s.get) == tier]
+    on = f"all {len(tops)} bars" if len(v) == len(tops) > 1 else "its one bar" if len(tops) == 1 else \
+        f"{len(v)} of {len(tops)} bars"
+    span = f"{min(v):.0f}%" if f"{min(v):.0f}" == f"{max(v):.0f}" else f"{min(v):.0f}–{max(v):.0f}%"
+    rest = sorted({t for t in tops if t != tier}, key=tops.index)
+    said = {**TIER_NAMES, "static": "static power"}
+    return (f"{said.get(tier, tier)} is the largest share of a token's energy on {on} ({span})"
+            + (f"; elsewhere {', '.join(said.get(t, t) for t in rest)}" if rest else ""))
 
 
 def _split_verdict(shares: dict) -> str:

@@ -1,10 +1,12 @@
 """Pareto-front figure: feasible points coloured by the design choice that differs (model, hardware, mapping,
 balancer, ...), infeasible ones in grey, the fronts of pareto.csv (one per group of the sweep's front groups:
 each hardware, model and scenario by default; a panel per scenario), the memory capacity. Huge clouds are sampled and huge fronts drawn as a
-line, and the figure says so."""
+line, and the figure says so. The title states the best value of the first objective and the least of the other
+that comes within 1% of it."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,7 +17,8 @@ from matplotlib.figure import Figure
 from wsemoe.report.figures.claims import caption, listing
 from wsemoe.config.schema import SCENARIO_AXES
 from wsemoe.report.figures.style import (BETTER, DOUBLE, LINESTYLES, MARKERS, PALETTE, SINGLE, SUB_SIZE, amount,
-                                         group_label, heading, label, name, outside_legend, scale, single, style_axis)
+                                         group_label, heading, label, name, outside_legend, plt_size, scale, single,
+                                         style_axis)
 from wsemoe.report.figures.view import ResultsView
 from wsemoe.sweep.compare import best_rows
 from wsemoe.sweep.columns import describe
@@ -32,6 +35,7 @@ COLOUR_FIRST = ("hardware", "model", "mapping.strategy", "balance.balancer", "wo
 MAX_CLOUD = 20_000   # points drawn per cloud; more are sampled evenly (the counts stay in the legend)
 MAX_MARKED = 40      # front points drawn as rings; a longer front is a line with every n-th point ringed
 SIZE = (SINGLE[0], 5.4)  # taller than one panel: the legend sits below the plot, not beside it
+NEAR = 0.01   # the title's "within 1% of the best": a difference no reader of a plotted front can see
 LEGEND_ROWS, LEGEND_ROW_IN = 6, 0.21  # legend rows SIZE holds; inches a row takes (8.5 pt text, markers ×1.3)
 
 
@@ -67,7 +71,7 @@ def pareto(r: ResultsView) -> Figure | None:
     fronts = (f"one front per {' and '.join(name(a) for a in systems)}" if systems else "one front over all points") + \
         (f", a panel per {' and '.join(name(a) for a in facets)}" if facets else "") + \
         ("; rings: front rows (exact ties drawn once)" if "ties" in r.pareto and (r.pareto["ties"] > 1).any() else "")
-    title = "Pareto front" if len(objs) > 1 else f"{name(ycol)} over {name(xcol)}"
+    title = _headline(r.pareto, systems, objs[0], ycol if objs[0] == xcol else xcol, r.objectives)
     subtitle = "; ".join(p for p in (drawn, how, fronts) if p)
     cols = min(len(panels), PANEL_COLUMNS)
     rows = -(-len(panels) // cols)
@@ -105,7 +109,15 @@ def pareto(r: ResultsView) -> Figure | None:
     # the figure grows by each legend row past LEGEND_ROWS: at a fixed height moentwine_vs_nvl72's 13 rows left the
     # plot 1.34 of 5.4 inches, its y label wrapped to four lines
     rows = -(-len(labels) // legend._ncols)
-    fig.set_figheight(fig.get_figheight() + max(0, rows - LEGEND_ROWS) * LEGEND_ROW_IN)
+    # and by each title line past three: a title stating the finding wraps to four or five lines with long front
+    # names (moentwine_vs_nvl72's 'deepseek-v3, wsc-b200-4x8x8'), and left that figure's plot 2.3 inches tall
+    lines = axes[0].get_title().count("\n") + 1
+    if facets:   # the suptitle holds the subtitle's lines too, wrapped as heading wraps them
+        width = int(fig.get_figwidth() * 72 / (plt_size("figure.titlesize") * 0.56))
+        lines = fig._suptitle.get_text().count("\n") + 1 - len(textwrap.wrap(subtitle, width))
+    extra = max(0, lines - 3)
+    fig.set_figheight(fig.get_figheight() + max(0, rows - LEGEND_ROWS) * LEGEND_ROW_IN
+                      + extra * plt_size("axes.titlesize") * 1.3 / 72)
     return caption(fig, CLAIMS["pareto"], _verdict(r, systems, xcol, ycol))
 
 
@@ -148,6 +160,40 @@ def _verdict(r: ResultsView, systems: list, xcol: str, ycol: str) -> str:
     return (f"{count(len(groups), 'front')}, {per}, {count(len(front), 'row')} for {count(ties, 'point')} (exact "
             "ties in one row): "
             + "; ".join(best) + more + ".")
+
+
+def _headline(front: pd.DataFrame, systems: list, first: str, other: str, senses: dict) -> str:
+    """The title's finding, from the fronts drawn: the best value of the first objective, and the least of the other
+    column that comes within NEAR of it, on the front that gets there best and on the next ('throughput tops out
+    at 74.7 k tokens/s (E = 32); within 1% of it, peak memory per node at best 0.034 GB, E = 128's 0.101 GB'), or,
+    when no other front comes that near, the next front's own top. Not the best point's own cost: a front rising one column (quickstart's) buys its last 0.1% of
+    throughput with 12× the memory, and the title would quote the 12×."""
+    if not len(front):
+        return "no feasible point: no front"
+    if first not in front or other not in front:   # a front file without the columns drawn: say what is drawn
+        return f"Pareto front of {name(first)} and {name(other)}"
+    up = {c: senses.get(c, "max") == "max" for c in (first, other)}
+    x = front[first].to_numpy(dtype=float)
+    best = np.nanmax(x) if up[first] else np.nanmin(x)
+    near = front[(x >= best * (1 - NEAR)) if up[first] else (x <= best * (1 + NEAR))]
+    cheap = near.sort_values(other, ascending=not up[other], kind="stable")
+    cheap = cheap.drop_duplicates(systems) if systems else cheap.iloc[:1]   # each front's cheapest, cheapest first
+
+    def who(row) -> str:   # 'E = 128' kept on one line when the title wraps (it read 'E =' / '128's')
+        return _key_text(systems, tuple(row[systems])).replace(" = ", "\u00a0=\u00a0") if systems else ""
+
+    top = front.iloc[int(np.nanargmax(x) if up[first] else np.nanargmin(x))]
+    text = f"{name(first)} tops out at {amount(first, best)}" + (f" ({who(top)})" if systems else "")
+    c = cheap.iloc[0]
+    text += f"; within {NEAR:.0%} of it, {name(other)} at best {amount(other, c[other])}" + \
+        (f" ({who(c)})" if systems and who(c) != who(top) else "")
+    if len(cheap) > 1:   # another front comes as near: its best there
+        text += f", {who(cheap.iloc[1])}'s {amount(other, cheap.iloc[1][other])}"
+    elif systems and front[systems].drop_duplicates().shape[0] > 1:   # none does: the next front's own top
+        rest = front[~front[systems].apply(tuple, axis=1).isin([tuple(top[systems])])]
+        nxt = rest.sort_values(first, ascending=not up[first], kind="stable").iloc[0]
+        text += f"; the next front's top: {amount(first, nxt[first])} ({who(nxt)})"
+    return text
 
 
 def _axes(ax, r: ResultsView, xcol: str, ycol: str, fx: float, fy: float, xlabel: bool = True,
