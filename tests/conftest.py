@@ -33,16 +33,18 @@ def pytest_configure(config):
         settings.load_profile("dev")
 
 
-# The files that take longest on the 2-core machine (wall seconds under `make test`, 2026-12-06: the README's
-# Use block 174, the invariants registry 128, validate's perturbations 72 and 45, kill/resume 61, writers 47 (split
-# 2026-12-07: what writers replace 29 and the target table 22, each file alone), fuzz 37, mesh plots 31, compare
-# and report 31, reproductions 29, progress bars 27), queued first so that the
-# two workers end together: `make test` runs `--dist loadfile --no-loadscope-reorder`, which queues files in
-# this order (xdist's default queues them by their number of tests, which put the README's few long tests last
-# and left one worker idle for the final minute and a half). A stale list only costs time, never a test.
-SLOWEST_FIRST = ("test_readme.py", "test_cost_invariants.py", "test_validate_perturb.py", "test_kill_resume.py",
-                 "test_validate_perturb_moentwine.py", "test_fuzz.py", "test_plot_mesh.py", "test_compare_report.py",
-                 "test_writers_replace.py", "test_reproduction.py", "test_progress.py", "test_writers.py")
+# The files that take longest on the 2-core machine (test seconds in a junit report of `make test`'s command,
+# 2026-12-07: the invariants registry 146, the README's Use block 143 (before its csv example ran one family, not all
+# of validate again), validate's perturbations 45 and 38, kill/resume 43, writers 29 (since split: what writers
+# replace and the target table), the report page 27, progress bars 23, reproductions 19, compare and report 19,
+# mesh plots 18, fuzz 12), queued first so that the two workers end together: `make test` runs `--dist loadfile
+# --no-loadscope-reorder`, which queues files in this order (xdist's default queues them by their number of tests,
+# which put the README's few long tests last and left one worker idle for the final minute and a half). A stale
+# list only costs time, never a test.
+SLOWEST_FIRST = ("test_cost_invariants.py", "test_readme.py", "test_validate_perturb_moentwine.py", "test_kill_resume.py",
+                 "test_validate_perturb.py", "test_writers_replace.py", "test_report_page.py", "test_progress.py",
+                 "test_writers.py", "test_reproduction.py", "test_compare_report.py", "test_plot_mesh.py",
+                 "test_fuzz.py")
 
 
 def pytest_collection_modifyitems(config, items):
