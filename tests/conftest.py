@@ -42,9 +42,9 @@ def pytest_configure(config):
 # which put the README's few long tests last and left one worker idle for the final minute and a half). A stale
 # list only costs time, never a test.
 SLOWEST_FIRST = ("test_cost_invariants.py", "test_readme.py", "test_validate_perturb_moentwine.py",
-                 "test_kill_resume.py", "test_validate_perturb.py", "test_writers_replace.py", "test_report_page.py", "test_progress.py",
-                 "test_writers.py", "test_reproduction.py", "test_compare_report.py", "test_plot_mesh.py",
-                 "test_fuzz.py")
+                 "test_kill_resume.py", "test_validate_perturb.py", "test_writers_replace.py",
+                 "test_report_page.py", "test_progress.py", "test_writers.py", "test_reproduction.py",
+                 "test_compare_report.py", "test_plot_mesh.py", "test_fuzz.py")
 
 
 def pytest_collection_modifyitems(config, items):
