@@ -292,6 +292,11 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: boo
     return out
 
 
+# The all-reduces an in-switch reduction (NVLS) takes over on a switch whose collectives offer it; the output
+# reduction joins them in `collective_phases`, where the flow has one
+SWITCH_REDUCED = ("allreduce", "ffn_allreduce", "router_gradient")
+
+
 @bounded_cache(256, CACHE_NODES, lambda _, v: _held(v))
 def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed: int, explicit,
                       token_source: str, wafers=(1, 1), domain=None, coll: Collectives = PLAIN) -> dict:
@@ -306,7 +311,7 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
             found[id(steps)] = phase_peaks(layout, steps)
         out[name] = found[id(steps)]
     if topology == "switch" and coll.switch_reduction:   # the output reduction too, where the flow has one
-        for name in ("allreduce", "ffn_allreduce", "router_gradient", "reduce"):
+        for name in (*SWITCH_REDUCED, "reduce"):
             if out[name].steps:
                 out[name] = _switch_reduction(layout, pl) or out[name]
     return out
@@ -363,8 +368,8 @@ def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
     if name in ("dispatch", "combine", "migration"):
         _, dispatch, moving = _core_traffic(c.layout, c.placement, c.before, c.experts, c.shares, c.source, c.flow)
         return [StepTraffic({"dispatch": dispatch, "combine": dispatch.T, "migration": moving}[name], 1, False)]
-    if name in ("allreduce", "ffn_allreduce", "router_gradient") and s.layout.topology == "switch" \
-            and s.coll.switch_reduction and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
+    if name in SWITCH_REDUCED and s.layout.topology == "switch" and s.coll.switch_reduction \
+            and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
         return []
     return _collective_steps(c.placement, c.flow, s.coll.ring_directions, s.coll.gather_shared)[name]
 
