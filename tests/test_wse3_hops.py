@@ -36,6 +36,6 @@ def test_the_context_row_refits_the_launch_stall_and_slows_the_post_launch_rows(
     assert stall.startswith("launch stall refitted") and [x.rsplit(" ", 1)[0] for x in rows] == \
         ["70B launch", "70B post", "405B post"]
     got = [float(x.rsplit(" ", 1)[-1].rstrip("×")) for x in rows]
-    default = [cerebras.speed(ms[name], wafers, "post") / cerebras.POST_SPEED[name][0]
+    default = [cerebras.speed(ms[name], wafers, "post", draft_s=cerebras.draft_time(ms)) / cerebras.POST_SPEED[name][0]
                for name, wafers in (("llama-3.1-70b", 4), ("llama-3.1-405b", None))]
     assert got[1] < default[0] and got[2] < default[1]   # more cycles per hop, turn and relay: slower
