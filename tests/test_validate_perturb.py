@@ -104,3 +104,19 @@ def test_a_pinned_deviation_fails_when_it_drifts_either_way_or_crosses():
 
     assert [status(v) for v in (1.68, 1.75, 1.90, 1.60, 1.55, 0.50, 1.00)] == \
         ["no", "no", "FAILS", "no", "FAILS", "FAILS", "FAILS"]
+
+
+def test_a_change_several_families_read_counts_once_and_is_caught_if_any_family_catches_it(monkeypatch):
+    # Two families read preset "p" (constants a and b) and one reads "q" (c): 2 × 2 + 2 = 6 keys tried, 8 per family.
+    # Family x misses (p:a, 2) and treats (p:b, ½) as inert; y catches (p:a, 2) but misses (p:b, ½) with a moving
+    # reason, and misses (q:c, 2) inert. Together: 6 distinct changes, (q:c, 2) moves nothing anywhere -> 5 move a
+    # row; (p:b, ½) is missed by both -> 4 caught.
+    monkeypatch.setattr(perturb, "CONSTANTS", {"x": {"p": ("a", "b")}, "y": {"p": ("a", "b"), "q": ("c",)}})
+    monkeypatch.setattr(perturb, "RECORD", {
+        "x": {"missed": {("p:a", 2.0): "moves a row inside its band", ("p:b", 0.5): "not read: x"}, "cannot_fail": []},
+        "y": {"missed": {("p:b", 0.5): "moves a row inside its band", ("q:c", 2.0): "no row's value changes"},
+              "cannot_fail": []}})
+    assert perturb.overall(["x", "y"]) == (4, 5)
+    assert perturb.overall(["x"]) == perturb.caught("x")[:2] == (2, 3)
+    assert "Together they fail on 4 of the 5 distinct changes" in perturb.line(["x", "y"])
+    assert "Together" not in perturb.line(["x"])

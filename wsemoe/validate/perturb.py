@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from wsemoe.config import presets
 from wsemoe.validate.perturb_record import CONSTANTS, FACTORS, INERT, RECORD
 
-__all__ = ["CONSTANTS", "FACTORS", "RECORD", "against_record", "caught", "line", "perturbed", "sweep"]
+__all__ = ["CONSTANTS", "FACTORS", "RECORD", "against_record", "caught", "line", "overall", "perturbed", "sweep"]
 
 
 def key(preset: str, path: str) -> str:
@@ -174,6 +174,22 @@ def caught(family: str) -> tuple[int, int, int] | None:
     return tried - len(RECORD[family]["missed"]), tried - idle, tried
 
 
+def overall(families) -> tuple[int, int]:
+    """(distinct 2× and ½× changes some listed family catches, distinct changes that move some row): a preset
+    several families read (nvl72, h100-sxm) is one change to `validate` however many families see it, and
+    `validate` fails on it when any one of them does."""
+    seen: dict[tuple, tuple[bool, bool]] = {}
+    for fam in families:
+        if fam not in RECORD:
+            continue
+        for preset, paths in CONSTANTS[fam].items():
+            for k in ((key(preset, p), f) for p in paths for f in FACTORS):
+                why = RECORD[fam]["missed"].get(k)
+                was = seen.get(k, (False, False))
+                seen[k] = (was[0] or why is None, was[1] or why is None or not inert(why))
+    return sum(c for c, _ in seen.values()), sum(m for _, m in seen.values())
+
+
 def line(families) -> str:
     """'2× errors caught (of those that move a row): waferllm 10 of 10, …; 4 more change no row's value; claims
     no such error moves: 3 (context).', or ''."""
@@ -186,5 +202,8 @@ def line(families) -> str:
             idle += len(RECORD[fam]["cannot_fail"])
     if not parts:
         return ""
+    whole = overall(families)
+    union = (f" Together they fail on {whole[0]} of the {whole[1]} distinct changes that move a row (a preset "
+             "several families read counts once)." if len(parts) > 1 else "")
     return (f" 2× errors caught (of those that move a row): {', '.join(parts)}; {quiet} more change no row's value; "
-            f"claims no such error moves: {idle} (context).")
+            f"claims no such error moves: {idle} (context).{union}")
