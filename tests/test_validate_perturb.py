@@ -74,7 +74,7 @@ def test_the_summary_counts_the_errors_caught():
     # and its pin, which caught SIMD width ×2 and ×½, relays ×½ and the system hop ×2 and ×½, went with it
     for part in ("of those that move a row", "bta 6 of 15", "mapping 4 of 5", "balance 4 of 8", "scale 20 of 36",
                  "waferllm 12 of 12", "cerebras 20 of 27", "gpu 15 of 34", "silicon 23 of 56",
-                 "79 more change no row's value",
+                 "79 more change no row's value", "Together they fail on 95 of the 164 distinct changes",
                  "(context)"):
         assert part in line, line
     assert "params" not in line   # reads no hardware constant: not swept

@@ -62,7 +62,8 @@ def test_statuses_and_the_summary_count_every_kind():
     assert record.counts(rows) == ("6 claims: 2 yes, 1 known deviations (no), 1 property, 1 fitted, 1 FAIL; "
                                    "2 context rows. 2× errors caught (of those that move a row): bta 6 of 15, "
                                    "scale 20 of 36; 23 more change no row's value; claims no such error moves: 13 "
-                                   "(context).")  # the swept families among the rows (perturb); bta 6 → 8, 15 → 13
+                                   "(context). Together they fail on 26 of the 51 distinct changes that move a row "
+                                   "(a preset several families read counts once).")  # the swept families among the rows (perturb); bta 6 → 8, 15 → 13
                                                  # when twice or half the SRAM came to move bta rows (prefetch);
                                                  # scale 23 → 21 when the headline pins took their present gaps,
                                                  # 21 → 20 when slicing TP groups held the whole shared expert;
