@@ -178,6 +178,13 @@ BANDS: dict[str, Band] = {
                           "in-switch reduction; NVLS: the preset's in-switch reduction): ±30%, as the NVLink "
                           "kernels' rows (gpu.a2a); at gigabyte messages the per-call costs are under 0.2% of the "
                           "time, so the row reads the port"),
+    # --- the node model's HBM read against a measured memory-bound kernel (issue 26: a row that fails when the GPU
+    # baseline's HBM bandwidth is wrong by 2x), written before the row first ran ---
+    "gpu.hbm": Band(0.70, 1.30, why="the node-level model's seconds to read DeepSeek-V3 decode sequences' MLA KV cache "
+                    "on h100-sxm (what its attention HBM term adds per layer for the added context) over the same "
+                    "bytes at the bandwidth FlashMLA's dense decoding kernel measures in its memory-bound "
+                    "configuration on H800 SXM5, whose HBM3 is the H100 SXM5's (80 GB, 3.35 TB/s): ±30%, as the "
+                    "kernel rows (gpu.a2a, gpu.allreduce)"),
     # --- the measured-serving model on the given measured runs with the shipped stacks (issue 28's targets, as
     # rows of `validate`; validate/silicon/rows.py), written before the rows first ran ---
     "silicon.ttft": Band(hi=0.35, why="MAPE of TTFT over every given configuration at most 35% (issue 28)"),
