@@ -85,7 +85,7 @@ KNOWN: dict[str, str] = {
         "8x8, one configuration each), which read 1.31x the TTFT and 0.68x the TPOT of the same build, layout and load measured "
         "2025-12-15 (filed as DeepSeek-V3, ids dsr1_...): a serving setting the file does not record, not EP (EP 8 "
         "and EP 1 runs of the other sets differ by 1.03x in TTFT, 1.00x in TPOT); SGLang at 32-64 requests runs 1.5-1.8x",
-    # the GPU baseline's NVLink all-reduce against nccl-tests (issue 26; validate/gpu_collectives.py)
+    # the GPU baseline's NVLink all-reduce against nccl-tests (issue 26; validate/gpu_kernels.py)
     "gpu.allreduce:nvls": "the model's in-switch reduction sends and receives each GPU's 2 GiB once at the port's "
                           "450 GB/s (4.78 ms, bus bandwidth 787 GB/s); NCCL's NVLS on 8 H100s measures 7.83 ms "
                           "(480 GB/s, algorithm bandwidth 274, 61% of the port). The model has no term for what holds "
