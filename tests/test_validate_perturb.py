@@ -70,9 +70,12 @@ def test_the_summary_counts_the_errors_caught():
     # TTFT pin came nearer its band (42.8% → 42.1%), and H200's 16-bit peak ×2 and NVLink port ×2 move it past DRIFT
     # bta 8 → 6 of 15 when bta.edges came to ask whether any design tied with the best lies inside both axes: twice
     # the SRAM (PEs or SRAM a PE) leaves a tied design inside (0.96), where the tie-break's pick sat at an end
+    # gpu 15 of 34 → 19 of 40 with the single-kernel rows (issue 26): the 2 GiB NVLink all-reduce on 8 H100s
+    # (gpu.allreduce) catches H100's port both ways, the KV-cache read against FlashMLA's 3,000 GB/s (gpu.hbm) its
+    # HBM bandwidth both ways; H100's hop and all-reduce call now move those rows (by under 0.1%): 79 → 73 move none
     for part in ("of those that move a row", "bta 6 of 15", "mapping 4 of 5", "balance 4 of 8", "scale 20 of 36",
-                 "waferllm 12 of 12", "cerebras 25 of 27", "gpu 15 of 34", "silicon 23 of 56",
-                 "79 more change no row's value",
+                 "waferllm 12 of 12", "cerebras 25 of 27", "gpu 19 of 40", "silicon 23 of 56",
+                 "73 more change no row's value",
                  "(context)"):
         assert part in line, line
     assert "params" not in line   # reads no hardware constant: not swept
