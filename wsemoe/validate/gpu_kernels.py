@@ -37,8 +37,9 @@ from wsemoe.validate.common import row
 SOURCE = "NVIDIA/nccl issue #1455 (8 H100 SXM, all_reduce_perf -b 2G -e 4G, NCCL_ALGO forced); GTC S62129 (480 GB/s)"
 HARDWARE, GPUS, MODEL = "h100-sxm", 8, "qwen3-235b-a22b"
 MESSAGE = 2 ** 31   # bytes: 2 GiB, the smallest message of the measured sweep (its bus bandwidth is flat to 4 GiB)
-# algorithm -> (the preset's in-switch reduction on, measured bus bandwidth GB/s at 8 GPUs, as published)
-MEASURED = {"ring": (False, 367.5, "about 365-370 GB/s"), "nvls": (True, 480.0, "480 GB/s (algbw about 273)")}
+# algorithm -> (NCCL_ALGO, the preset's in-switch reduction on, measured bus bandwidth GB/s at 8 GPUs, as published)
+MEASURED = {"ring": ("Ring", False, 367.5, "about 365-370 GB/s"),
+            "nvls": ("NVLS", True, 480.0, "480 GB/s, algorithm bandwidth about 273")}
 
 
 def measured_s(busbw_gb_s: float, gpus: int = GPUS, message: int = MESSAGE) -> float:
@@ -70,12 +71,12 @@ def kernel_rows() -> list[dict]:
 def allreduce_rows() -> list[dict]:
     """Per algorithm, the model's 2 GiB all-reduce on 8 H100s over the measured one (a prediction of the port)."""
     out = []
-    for algo, (in_switch, busbw, quoted) in MEASURED.items():
+    for algo, (nccl_algo, in_switch, busbw, quoted) in MEASURED.items():
         got, pub = allreduce_s(in_switch), measured_s(busbw)
         ratio = got / pub
         reading = "the preset's in_switch_reduction (NVLink SHARP)" if in_switch else \
             "in_switch_reduction=false (a ring, as NCCL_ALGO=Ring)"
-        out.append(row(f"gpu.allreduce:{algo}", f"one 2 GiB all-reduce over 8 H100 SXM GPUs (NCCL_ALGO={algo.upper()}"
+        out.append(row(f"gpu.allreduce:{algo}", f"one 2 GiB all-reduce over 8 H100 SXM GPUs (NCCL_ALGO={nccl_algo}"
                        "), node-level model over nccl-tests' measured time (prediction of the NVLink port term)",
                        f"{1e3 * pub:.2f} ms (bus bandwidth {quoted})", ratio,
                        model=f"{1e3 * got:.2f} ms, bus bandwidth {measured_s(1.0) / got:.0f} GB/s "
