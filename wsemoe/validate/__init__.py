@@ -52,6 +52,7 @@ PARTS = (("params", "wsemoe.validate", "param_rows"), ("bta", "wsemoe.validate.s
          ("scale", "wsemoe.validate.versus", "versus_rows"),
          ("waferllm", "wsemoe.validate.waferllm", "waferllm_rows"), ("cerebras", "wsemoe.validate.cerebras", "cerebras_rows"),
          ("gpu", "wsemoe.validate.gpu", "gpu_rows"),
+         ("gpu", "wsemoe.validate.gpu_kernels", "kernel_rows"),
          ("silicon", "wsemoe.validate.silicon.rows", "silicon_rows"), ("energy", "wsemoe.validate.energy", "energy_rows"))
 ALIASES = {"moentwine": ("mapping", "balance", "scale")}  # MoEntwine's claims: mapping, balancing, at scale
 

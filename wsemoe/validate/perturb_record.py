@@ -257,15 +257,13 @@ RECORD: dict[str, dict] = {
                                                "overlaps binds, which faster matmuls do not shorten) and the prefill "
                                                "row from 1.15× to 1.30×, both inside ×[0.67, 1.5]",
             ("h100-sxm:node_memory_bytes", 2.0): FITS,
-            **_both("h100-sxm", ("link_bw_bytes_per_s", "hop_latency_s", "port_bw_bytes_per_s",
-                                 "collective_latency_s"),
-                    "no row's value changes: the step is bound by the all-to-all's InfiniBand share, not by NVLink "
-                    "inside a server, and TP 1 runs no all-reduce"),
-            ("h100-sxm:node_memory_bw_bytes_per_s", 2.0): "moves only the prefill row, by under 0.1% (its head's "
-                                                          "weight read): both steps are bound elsewhere",
-            ("h100-sxm:node_memory_bw_bytes_per_s", 0.5): "the decode row moves from 1.41× to 1.37× (its KV and "
-                                                          "weight reads join the compute the combine overlaps), the "
-                                                          "prefill row by under 0.1%: inside the band",
+            # h100-sxm port_bw_bytes_per_s ×2 and ×½ are caught since the gpu.allreduce rows (issue 26): the 2 GiB
+            # all-reduce on 8 GPUs reads the port (Ring 0.82× → 0.41× or 1.63×; the NVLS pin 0.61× → 0.31× or 1.22×);
+            # node_memory_bw_bytes_per_s ×2 and ×½ since the gpu.hbm row (0.90× → 0.45× or 1.79×)
+            **_both("h100-sxm", ("link_bw_bytes_per_s",), SWITCH),
+            **_both("h100-sxm", ("hop_latency_s", "collective_latency_s"), "moves only the gpu.allreduce rows, by "
+                    "under 0.1% (2-14 traversals of 0.5 µs and a 4.5 µs call against a 4.8-8.4 ms 2 GiB all-reduce): "
+                    "the decode workers run TP 1 (no all-reduce) and their NVLink share does not bind"),
             **{("h100-sxm:" + c, f): "moves the decode row by under 2% (1.39–1.42×): the per-call costs are small "
                "beside the InfiniBand transfer" for c in ("kernel_launch_s", "scale_out_latency_s")
                for f in FACTORS},

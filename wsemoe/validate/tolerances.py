@@ -170,6 +170,21 @@ BANDS: dict[str, Band] = {
                    "h100-sxm servers joined by InfiniBand (seconds per call) over DeepEP's measured low-latency "
                    "kernels at the same EP size and 128 tokens per GPU (V1 documentation: H800, one CX7 400 Gb/s NIC "
                    "per GPU, as the H100 servers have): ±30%, as the NVLink kernels' rows"),
+    # --- the node model's tensor-parallel all-reduce inside one NVLink server against nccl-tests (issue 26: rows
+    # that fail when the GPU baseline's NVLink port is wrong by 2x), written before the rows first ran ---
+    "gpu.allreduce": Band(0.70, 1.30, why="one all-reduce of the node-level model over h100-sxm's 8 GPUs (seconds per "
+                          "call) over nccl-tests' measured all_reduce_perf time of the same message on 8 H100 SXM "
+                          "GPUs, under the algorithm the measurement names (NCCL_ALGO Ring: the model's ring, no "
+                          "in-switch reduction; NVLS: the preset's in-switch reduction): ±30%, as the NVLink "
+                          "kernels' rows (gpu.a2a); at gigabyte messages the per-call costs are under 0.2% of the "
+                          "time, so the row reads the port"),
+    # --- the node model's HBM read against a measured memory-bound kernel (issue 26: a row that fails when the GPU
+    # baseline's HBM bandwidth is wrong by 2x), written before the row first ran ---
+    "gpu.hbm": Band(0.70, 1.30, why="the node-level model's seconds to read DeepSeek-V3 decode sequences' MLA KV cache "
+                    "on h100-sxm (what its attention HBM term adds per layer for the added context) over the same "
+                    "bytes at the bandwidth FlashMLA's dense decoding kernel measures in its memory-bound "
+                    "configuration on H800 SXM5, whose HBM3 is the H100 SXM5's (80 GB, 3.35 TB/s): ±30%, as the "
+                    "kernel rows (gpu.a2a, gpu.allreduce)"),
     # --- the measured-serving model on the given measured runs with the shipped stacks (issue 28's targets, as
     # rows of `validate`; validate/silicon/rows.py), written before the rows first ran ---
     "silicon.ttft": Band(hi=0.35, why="MAPE of TTFT over every given configuration at most 35% (issue 28)"),
