@@ -139,8 +139,8 @@ def test_the_link_heatmap_title_names_the_phase_with_the_busiest_link_and_its_ra
 
 def test_the_serving_heatmap_title_states_what_interleaving_does_to_the_path_and_the_busiest_link():
     """The heat map's title named its contents only ('one MoE layer of … on the PE fabric'). Longest path = tile
-    hops × tile side: blocked 88 × 10 = 880 PE hops, interleaved 50 × 10 = 500: 500 / 880 − 1 = −43%; busiest link
-    74.0 and 74.2 wavelets/token (+0.3%, within ±0.5%: the same); interleaved attention's stretch ×2.5. With the
+    hops × tile side: blocked 88 × 10 = 880 PE hops, interleaved 50 × 10 = 500: 500 / 880 − 1 = −43%; busiest
+    link 74.0 and 74.2 wavelets/token (+0.3%, within ±0.5%: the same); interleaved attention's stretch ×2.5. With the
     interleaved path 90 × 10 = 900 (+2%) and its link 80 (80 / 74 − 1 = +8%) it does not shorten the path."""
     from types import SimpleNamespace
 
@@ -150,7 +150,8 @@ def test_the_serving_heatmap_title_states_what_interleaving_does_to_the_path_and
 
     def maps(hops, links):
         return [{"traffic": SimpleNamespace(placement=SimpleNamespace(strategy=s, stretch=st), hops=h), "side": 10,
-                 "values": np.array([1.0, link])} for s, st, h, link in zip(("blocked", "interleaved"), (1, 2.5), hops, links)]
+                 "values": np.array([1.0, link])}
+                for s, st, h, link in zip(("blocked", "interleaved"), (1, 2.5), hops, links)]
 
     assert fig_serving._heatmap_headline(fig_serving._summary(maps((88, 50), (74.0, 74.2)))) == (
         "interleaving attention shortens the longest dispatch path 880 \u2192 500 PE hops (\u221243%); busiest PE link "

@@ -254,8 +254,8 @@ def _heatmap(view: ResultsView, row: dict, maps: list) -> Figure:
                loc="center right", ncol=2 if len(kinds) > 3 else len(kinds), frameon=False, fontsize=8)
     side = maps[0]["side"]
     heading(fig, f"{view.name}: {_heatmap_headline(_summary(maps))}",
-            f"one MoE layer of {_model_name(view, row)} on the PE fabric (tiles of {side:.0f}×{side:.0f} PEs) at the best "
-            f"per-user point: {setting(BATCH, row[BATCH])}, {number(row[WAFERS])} wafers, dispatch "
+            f"one MoE layer of {_model_name(view, row)} on the PE fabric (tiles of {side:.0f}×{side:.0f} PEs) at the "
+            f"best per-user point: {setting(BATCH, row[BATCH])}, {number(row[WAFERS])} wafers, dispatch "
             f"{view.sections(row)['mapping'].get('pe_dispatch', 'multicast')}")
     fig.supxlabel(_claim_lines("serving_heatmap_*"), fontsize=8.5)
     return caption(fig, CLAIMS["serving_heatmap_*"], _paths_verdict(maps))
