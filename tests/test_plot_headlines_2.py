@@ -1,7 +1,8 @@
 """Figure titles that state a finding, continued (tests/test_plot_headlines.py holds the first): the Pareto
 front's best and the least of the other objective within 1% of it, compare's ratio range, the energy frontier's
 fastest and most frugal systems, the energy split's largest tier, the mapping that communicates least, and the
-balance figures' busiest die and gain over no balancing."""
+balance figures' busiest die and gain over no balancing, the serving heat map's longest dispatch path under each
+placement, and the wafer-against-GPU bars' wins and span."""
 
 from __future__ import annotations
 
@@ -134,3 +135,55 @@ def test_the_link_heatmap_title_names_the_phase_with_the_busiest_link_and_its_ra
         "the dispatch's busiest link carries 4.2 MB, 3.0× the all-reduce's; 38% of links idle in it")
     assert fig_mesh._headline({"allreduce": 0.0, "dispatch": 4.2}, {"allreduce": 1.0, "dispatch": 0.38}, "MB") == (
         "the dispatch's busiest link carries 4.2 MB, the all-reduce none; 38% of links idle in it")
+
+
+def test_the_serving_heatmap_title_states_what_interleaving_does_to_the_path_and_the_busiest_link():
+    """The heat map's title named its contents only ('one MoE layer of … on the PE fabric'). Longest path = tile
+    hops × tile side: blocked 88 × 10 = 880 PE hops, interleaved 50 × 10 = 500: 500 / 880 − 1 = −43%; busiest
+    link 74.0 and 74.2 wavelets/token (+0.3%, within ±0.5%: the same); interleaved attention's stretch ×2.5. With the
+    interleaved path 90 × 10 = 900 (+2%) and its link 80 (80 / 74 − 1 = +8%) it does not shorten the path."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from wsemoe.report.figures import fig_serving
+
+    def maps(hops, links):
+        return [{"traffic": SimpleNamespace(placement=SimpleNamespace(strategy=s, stretch=st), hops=h), "side": 10,
+                 "values": np.array([1.0, link])}
+                for s, st, h, link in zip(("blocked", "interleaved"), (1, 2.5), hops, links)]
+
+    assert fig_serving._heatmap_headline(fig_serving._summary(maps((88, 50), (74.0, 74.2)))) == (
+        "interleaving attention shortens the longest dispatch path 880 \u2192 500 PE hops (\u221243%); busiest PE link "
+        "74 wavelets/token in both; attention's row collectives stretched \u00d72.5")
+    assert fig_serving._heatmap_headline(fig_serving._summary(maps((88, 90), (74.0, 80.0)))) == (
+        "interleaving attention does not shorten the longest dispatch path (880 \u2192 900 PE hops (+2%)); busiest PE "
+        "link 74 \u2192 80 wavelets/token (+8%); attention's row collectives stretched \u00d72.5")
+    assert fig_serving._heatmap_headline(fig_serving._summary(maps((88, 50), (74.0, 74.2))[:1])) == (
+        "only blocked placement fits: longest dispatch path 880 PE hops, busiest PE link 74 wavelets/token")
+
+
+def test_the_wafer_vs_gpu_title_counts_the_settings_the_wafer_wins_and_the_span_of_its_gain():
+    """The bars' title named its contents only ('per-device MoE-layer throughput …, wafer vs gpu'). Each system at
+    its best balancer: TP 1 wafer 100 × 1.5 = 150 against gpu 120 × 1.1 = 132 (150 / 132 − 1 = +14%); TP 4 wafer
+    150 × 0.5 = 75 against 132 (−43%): ahead at 1 of 2 TPs."""
+    from wsemoe.report.figures import fig_comm
+    from wsemoe.report.figures.view import ResultsView
+
+    rows = [{"hardware": hw, "mapping.tp": tp, "balance.balancer": bal, "feasible": True,
+             "per_device_moe_tokens_per_s": base * f * (0.5 if hw == "wafer" and tp == 4 else 1.0)}
+            for hw, base in (("wafer", 100.0), ("gpu", 120.0)) for tp in (1, 4)
+            for bal, f in (("none", 1.0), ("non-invasive", 1.5 if hw == "wafer" else 1.1))]
+    pts = pd.DataFrame(rows)
+    view = ResultsView("v", {"axes": ["hardware", "mapping.tp", "balance.balancer"], "objectives": {}}, pts,
+                       pts.iloc[:0], None, {"compare": {"baseline": {"hardware": "gpu"},
+                                                        "candidate": {"hardware": "wafer"}}})
+    title = _flat(fig_comm.wsc_vs_nvl72(view).axes[0].get_title())
+    assert title == ("v: wafer beats gpu in MoE-layer throughput per device at 1 of 2 TPs: "
+                     "\u221243% (TP 4) to +14% (TP 1)")
+    hws, tp = ["wafer", "gpu"], ["mapping.tp"]
+    assert _flat(fig_comm._versus_headline([("TP 1", 0.30), ("TP 8", 0.23)], hws, tp)).endswith(
+        "at all 2 TPs: +23% (TP 8) to +30% (TP 1)")
+    assert _flat(fig_comm._versus_headline([("TP 1", 0.004), ("TP 8", -0.1)], hws, tp)) == (
+        "wafer does not beat gpu in MoE-layer throughput per device at any of 2 TPs: "
+        "\u221210% (TP 8) to +0% (TP 1)")

@@ -63,7 +63,8 @@ def test_expected_plots_written_and_decodable(sweeps, name):
                                     "hot in dispatch only", "overlap (Jaccard)", "er mapping, TP 4", "FTD tiles"]),
     ("map", "comm_breakdown", ["communication time per layer (µs)", "TP 16", "block", "er",
                                "dispatch (tokens to experts)"]),
-    ("hw", "wsc_vs_nvl72", ["MoE-layer throughput per device (tokens/s)", "nvl72", "wsc-b200-8x8", "TP 8", "%"]),
+    # the y label wraps where a title stating a finding leaves the axes short (textfit.fit_axis_labels)
+    ("hw", "wsc_vs_nvl72", ["MoE-layer throughput per device", "(tokens/s)", "nvl72", "wsc-b200-8x8", "TP 8", "%"]),
     ("bal", "node_load_replicate", ["imbalance (busiest die / mean)", "× mean load", "Zipf s = 0.4",
                                     "no balancing", "replicate"]),
     ("bal", "throughput_vs_skew", ["Zipf exponent", "throughput (tokens/s)", "imbalance without balancing",
