@@ -6,8 +6,12 @@ derived by hand from the model's shape."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+import wsemoe
 from wsemoe.cost import structure
+from wsemoe.cost.node import params, weights
+from wsemoe.specs.workload import WorkloadSpec
 
 
 def _switch(reduction: bool) -> structure.Structure:
@@ -31,3 +35,26 @@ def test_an_in_switch_reduction_leaves_the_output_reduction_no_steps_as_its_peak
         assert structure.phase_steps(nvls, name) == []
         assert not np.any(structure.phase_traffic(nvls, name))
     assert len(structure.phase_steps(nvls, "gradient")) == 1   # across groups: the ring, not the switch's
+
+
+def _row(model, hardware="wsc-b200-8x8", **sets):
+    """One training point: TP 4 blocks of 2×2 dies on wsc-b200-8x8, S 4096, B 1, G 1."""
+    sets = {"workload.mode": "train", "workload.seq_len": 4096, "workload.B": 1, "workload.G": 1,
+            "mapping.tp": 4, "mapping.strategy": "block", **sets}
+    return wsemoe.evaluate(wsemoe.point_config(hardware, model, [f"{k}={v}" for k, v in sets.items()])).iloc[0]
+
+
+def test_a_correction_bias_takes_no_gradient_a_learned_router_bias_does():
+    """DeepSeek-V3's e_score_correction_bias (256 per MoE layer) is set from the experts' loads, not by the
+    optimizer (a buffer in HF and Megatron-Core): the gate's gradient is H·E = 7168·256 = 1,835,008 values, not
+    1,835,264 (512 B more at 2 B a gradient). gpt-oss's router bias is nn.Linear's, learned: 2880·128 + 128."""
+    v3, oss = wsemoe.load_model("deepseek-v3"), wsemoe.load_model("gpt-oss-120b")
+    assert params.router_grad_params(v3) == 7168 * 256 == 1_835_008
+    assert params.router_params(v3) == 1_835_264   # stored: the bias is in the checkpoint
+    assert params.router_grad_params(oss) == params.router_params(oss) == 2880 * 128 + 128
+    wl = WorkloadSpec(mode="train", seq_len=4096, B=1, G=1)
+    router = weights.layer_weights(v3, wl)["router"]
+    assert (router.params, router.nbytes) == (1_835_008, 1_835_264 * 2)
+    # the router gradient's ring all-reduce over a TP 4 ring (no norms or latent projections yet): 2·3/4 of the
+    # 2-byte gradients of the gate on the busiest link
+    assert _row("deepseek-v3")["router_gradient_max_link_bytes"] == pytest.approx(2 * 3 / 4 * 1_835_008 * 2, rel=1e-12)

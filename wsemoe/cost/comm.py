@@ -282,7 +282,7 @@ class CommModel:
             # and inside each group, the router's gradient: every member holds the whole gate and routes its own
             # slice of the tokens (stagecost.router_tokens), so the TP group sums the gate's gradient, once per
             # MoE layer (structure: the group's own ring all-reduce; nothing moves at TP 1)
-            scales["router_gradient"] = params.router_params(m) * wl.bytes_per_grad + 0.0 * tp
+            scales["router_gradient"] = params.router_grad_params(m) * wl.bytes_per_grad + 0.0 * tp
         return scales
 
     def repeats(self, name: str):

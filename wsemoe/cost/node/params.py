@@ -164,6 +164,16 @@ def router_params(m):
     return m.hidden_size * m.num_experts + bias
 
 
+def router_grad_params(m):
+    """The router weights of one MoE layer that take a gradient: the gate, and its bias only where it is learned
+    (gpt-oss's nn.Linear bias). A correction bias is set from the experts' loads, not by the optimizer (DeepSeek-V3,
+    arXiv:2412.19437 §2.1.2, auxiliary-loss-free balancing): a buffer in HF's DeepseekV3TopkRouter and
+    Megatron-Core's Router (megatron/core/transformer/moe/router.py, register_buffer('expert_bias')), so no
+    gradient and no optimizer state."""
+    learned = getattr(m, "router_bias", False) and getattr(m, "router_bias_learned", False)
+    return m.hidden_size * m.num_experts + (m.num_experts if learned else 0)
+
+
 def dense_ffn_params(m):
     """Weights of the SwiGLU FFN of a dense (non-MoE) layer."""
     return 3 * m.hidden_size * m.intermediate_size
