@@ -55,6 +55,23 @@ def test_a_correction_bias_takes_no_gradient_a_learned_router_bias_does():
     wl = WorkloadSpec(mode="train", seq_len=4096, B=1, G=1)
     router = weights.layer_weights(v3, wl)["router"]
     assert (router.params, router.nbytes) == (1_835_008, 1_835_264 * 2)
-    # the router gradient's ring all-reduce over a TP 4 ring (no norms or latent projections yet): 2·3/4 of the
-    # 2-byte gradients of the gate on the busiest link
-    assert _row("deepseek-v3")["router_gradient_max_link_bytes"] == pytest.approx(2 * 3 / 4 * 1_835_008 * 2, rel=1e-12)
+
+
+def test_the_tp_group_sums_the_norms_and_mla_down_projections_with_the_gates():
+    """Megatron-Core's one all-reduce over the TP group a step sums every parameter marked sequence_parallel (and
+    q/k layernorms): each rank holds them whole and forms their gradient from its slice of the tokens. DeepSeek-V3
+    (H 7168, L 61 of which 58 MoE, E 256, r_q 1536, r_kv 512, d_rope 64), per layer: two RMSNorms 2·7168 = 14,336,
+    the latent norms 1536 + 512 = 2,048, the down-projections (TELinear 'duplicated') 7168·(1536 + 512 + 64) =
+    15,138,816; 61 layers of them, the final norm 7,168, 58 gates 7168·256: 1,030,904,832 gradients a step,
+    2,061,809,664 B at 2 B, 35,548,442.5 B a MoE layer. A TP 4 ring puts 2·3/4 of it on its busiest edge:
+    53,322,663.7 B. The gates alone were summed: 2·3/4 · 3,670,016 = 5,505,024 B (~35 KB of norms and ~30 MB of
+    down-projections a layer missing)."""
+    v3 = wsemoe.load_model("deepseek-v3")
+    assert params.tp_summed_params(v3) == 61 * (14_336 + 2_048 + 15_138_816) + 7_168 + 58 * 1_835_008 == 1_030_904_832
+    per_moe = 1_030_904_832 * 2 / 58
+    assert _row("deepseek-v3")["router_gradient_max_link_bytes"] == pytest.approx(2 * 3 / 4 * per_moe, rel=1e-12)
+    # gpt-oss-120b (H 2880, 36 layers all MoE, E 128): two norms and the row-parallel output bias (replicated,
+    # added to the sequence-parallel output) a layer, the final norm, 36 gates with their learned bias
+    oss = 36 * (2 * 2880 + 2880) + 2880 + 36 * (2880 * 128 + 128)
+    assert params.tp_summed_params(wsemoe.load_model("gpt-oss-120b")) == oss == 13_589_568
+    assert _row("gpt-oss-120b")["router_gradient_max_link_bytes"] == pytest.approx(1.5 * oss * 2 / 36, rel=1e-12)

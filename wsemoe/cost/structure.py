@@ -282,9 +282,10 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: boo
     # finds their peaks once)
     home = out["allreduce"] if pl.cross_rings is None else collectives.home_steps(pl, dirs)
     out["ffn_allreduce"] = home
-    # The router's weight gradient: every member holds the whole gate and forms its gradient from the tokens it
-    # routes, so the TP group sums it over its own ring (Megatron-Core marks the router weight sequence_parallel
-    # and all-reduces such grads over the TP group: megatron/core/transformer/moe/router.py, reset_parameters;
+    # The router's weight gradient (with the norms' and MLA's down-projections': params.tp_summed_params): every
+    # member holds the whole gate and forms its gradient from the tokens it routes, so the TP group sums it over
+    # its own ring (Megatron-Core marks the router weight sequence_parallel and all-reduces such grads over the TP
+    # group: megatron/core/transformer/moe/router.py, reset_parameters;
     # megatron/core/distributed/finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads)
     out["router_gradient"] = home
     if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
