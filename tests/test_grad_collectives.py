@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import wsemoe
-from wsemoe.cost import structure
+from wsemoe.cost import stagecost, structure
 from wsemoe.cost.node import params, weights
 from wsemoe.specs.workload import WorkloadSpec
 
@@ -75,3 +75,22 @@ def test_the_tp_group_sums_the_norms_and_mla_down_projections_with_the_gates():
     oss = 36 * (2 * 2880 + 2880) + 2880 + 36 * (2880 * 128 + 128)
     assert params.tp_summed_params(wsemoe.load_model("gpt-oss-120b")) == oss == 13_589_568
     assert _row("gpt-oss-120b")["router_gradient_max_link_bytes"] == pytest.approx(1.5 * oss * 2 / 36, rel=1e-12)
+
+
+def test_training_runs_mla_down_projections_on_each_rank_s_sequence_slice():
+    """Megatron-Core holds MLA's down-projections whole on every TP rank and feeds them its [s/TP] sequence-parallel
+    slice (multi_latent_attention.py, _qkv_down_projection), so in training TP splits their FLOPs as it splits the
+    heads'. DeepSeek-V3: attention projections 187,105,280 weights a layer, of which the down-projections
+    15,138,816; the busiest TP 4 rank ran (187,105,280 − 15,138,816)/4 + 15,138,816 = 58,130,432 of them on all its
+    group's tokens, 1.2427× its even share (attention compute +16.8% at TP 4, +39% at TP 8), now 46,776,320, 1×.
+    Serving keeps them whole on every rank for its group's tokens (SGLang, TensorRT-LLM: params.attn_kv_params)."""
+    # the attention's compute per token of a micro-batch is the same at any TP dividing the 128 heads
+    per_token = [(r["attention_compute_s"] / r["tokens_per_microbatch"]) for r in
+                 (_row("deepseek-v3", **{"mapping.tp": tp}) for tp in (1, 4, 8))]
+    assert per_token == pytest.approx([per_token[0]] * 3, rel=1e-12)
+    hw = wsemoe.load_hardware("wsc-b200-8x8")
+    v3 = wsemoe.load_model("deepseek-v3")
+    assert params.mla_down_params(v3) == 7168 * (1536 + 512 + 64) == 15_138_816
+    served, trained = stagecost.busiest_rank(hw, v3, 4), stagecost.busiest_rank(hw, v3, 4, train=True)
+    assert float(served[0]) == pytest.approx(4 * 58_130_432 / 187_105_280, rel=1e-12)
+    assert (float(trained[0]), float(trained[1])) == pytest.approx((1.0, 1.0), rel=1e-12)
