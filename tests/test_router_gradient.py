@@ -13,8 +13,11 @@ from wsemoe.cost.energy.traffic import comm_bytes
 from wsemoe.specs.workload import WorkloadSpec
 
 REL = 1e-9
-# Qwen3-30B-A3B (tests/data/hf/qwen3-30b-a3b.json): H 2048, 128 experts, no router bias, 48 layers, all MoE.
-GATE_BYTES = 2048 * 128 * 2.0          # one layer's gate gradient at bytes_per_grad 2: 524,288 B
+# Qwen3-30B-A3B (tests/data/hf/qwen3-30b-a3b.json): H 2048, 128 experts, no router bias, 48 layers, all MoE, q/k
+# norms of d_h 128. One all-reduce a step sums the sequence-parallel gradients (params.tp_summed_params): 48 gates
+# (2048·128), 48 × 2 RMSNorms (2·2048) and q/k norms (2·128), the final norm (2048), a MoE layer's share at
+# bytes_per_grad 2: (262,144 + 4,096 + 256 + 2048/48) · 2 = 533,077.33 B (the gate alone 524,288 B)
+GATE_BYTES = (2048 * 128 + 2 * 2048 + 2 * 128 + 2048 / 48) * 2.0
 # wsc-b200-8x8 (wsemoe/presets/hardware): 900 GB/s a link, 200 ns a hop, 4.5 µs a collective call.
 LINK, HOP, CALL = 9.0e11, 2.0e-7, 4.5e-6
 
@@ -26,17 +29,18 @@ def _row(hardware="wsc-b200-8x8", model="qwen3-30b-a3b", **sets):
 
 def test_a_tp4_block_sums_the_gate_gradient_over_its_ring():
     """TP 4 blocks of 2×2 dies: each ring's four edges join grid neighbours (1 hop, links no other ring uses). A ring
-    all-reduce of M = 2048·128·2 B = 524,288 B puts 2·(4−1)/4·M = 786,432 B on each edge in 2·(4−1) = 6 rounds:
-    786,432 / 9e11 = 0.8738 µs of bytes per MoE layer. Megatron-Core flattens the 48 layers' gate gradients into one
-    all-reduce a step, so the step pays one call's 6 · 200 ns + 4.5 µs = 5.7 µs, 0.11875 µs a MoE layer:
-    0.99256 µs per MoE layer, 47.64 µs a step. It was not charged at all (no column, no time)."""
+    all-reduce of M = 533,077.33 B (a MoE layer's share) puts 2·(4−1)/4·M = 799,616 B on each edge in 2·(4−1) = 6
+    rounds: 799,616 / 9e11 = 0.88846 µs of bytes per MoE layer. Megatron-Core flattens the step's sequence-parallel
+    gradients into one all-reduce, so the step pays one call's 6 · 200 ns + 4.5 µs = 5.7 µs, 0.11875 µs a MoE layer:
+    1.00721 µs per MoE layer, 48.35 µs a step. It was not charged at all (no column, no time); then the gates alone
+    (786,432 B an edge, 0.99256 µs), without the norms' gradients."""
     row = _row(**{"mapping.tp": 4, "mapping.strategy": "block"})
     edge = 2 * 3 / 4 * GATE_BYTES
-    assert edge == 786_432
+    assert edge == pytest.approx(799_616, rel=1e-15)
     assert row["router_gradient_max_link_bytes"] == pytest.approx(edge, rel=REL)
     assert row["moe_gradient_s"] == pytest.approx(edge / LINK + (6 * HOP + CALL) / 48, rel=REL)
-    assert 48 * row["moe_gradient_s"] == pytest.approx(48 * 786_432 / 9e11 + 5.7e-6, rel=REL)
-    assert row["moe_gradient_s"] == pytest.approx(9.925633333e-7, rel=1e-9)
+    assert 48 * row["moe_gradient_s"] == pytest.approx(48 * 799_616 / 9e11 + 5.7e-6, rel=REL)
+    assert row["moe_gradient_s"] == pytest.approx(1.0072122222e-6, rel=1e-9)
     assert row["router_gradient_fixed_s"] == pytest.approx(CALL / 48, rel=REL)
     # the MoE stage pays it after its roofline, beside dispatch, combine and the output reduction
     comm = sum(row[f"moe_{p}_s"] for p in ("dispatch", "combine", "reduce", "gradient"))

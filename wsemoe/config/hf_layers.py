@@ -147,7 +147,7 @@ def gpt_oss(r) -> dict:
     return {**gqa_attention(r), "num_experts": r.int("num_local_experts", field="num_experts"),
             "num_experts_per_tok": top_k,
             "moe_intermediate_size": r.int("intermediate_size", field="moe_intermediate_size"),
-            "qkv_bias": bias, "router_bias": True, "layers": pattern}
+            "qkv_bias": bias, "router_bias": True, "router_bias_learned": True, "layers": pattern}
 
 
 # torch dtype names a config's `mamba_ssm_dtype` takes -> LinearAttention.state_format

@@ -279,10 +279,12 @@ class CommModel:
             # attention, shared experts, router, dense FFNs and embeddings, each layer charged their mean per layer
             shared = weights.resident_node(self.hw, m, wl, tp)[0].params
             scales["gradient"] = shared / m.num_hidden_layers * wl.bytes_per_grad
-            # and inside each group, the router's gradient: every member holds the whole gate and routes its own
-            # slice of the tokens (stagecost.router_tokens), so the TP group sums the gate's gradient, once per
-            # MoE layer (structure: the group's own ring all-reduce; nothing moves at TP 1)
-            scales["router_gradient"] = params.router_params(m) * wl.bytes_per_grad + 0.0 * tp
+            # and inside each group, the gradients of what every member holds whole and runs on its own slice of
+            # the tokens (stagecost.router_tokens): the gates, the norms, MLA's down-projections. The TP group
+            # sums them in one all-reduce a step (params.tp_summed_params), charged here a MoE layer's share
+            # (structure: the group's own ring all-reduce; nothing moves at TP 1)
+            per_moe = params.tp_summed_params(m) / np.maximum(params.moe_layers(m), 1)
+            scales["router_gradient"] = per_moe * wl.bytes_per_grad + 0.0 * tp
         return scales
 
     def repeats(self, name: str):

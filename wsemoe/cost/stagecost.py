@@ -216,19 +216,23 @@ def routed_part(hw, m, wl, shape: Shape, flops: Flops, imbalance=1.0) -> tuple:
             getattr(wl, "expert_weight_format", formats.HIGH), eff_exp)
 
 
-def busiest_rank(hw, m, tp, mean: bool = False) -> tuple:
+def busiest_rank(hw, m, tp, mean: bool = False, train: bool = False) -> tuple:
     """(projections, core): the attention FLOPs the busiest TP rank of resident weights runs, over its even
     1/tp share. TP splits attention by whole heads (params.head_share), so a TP that does not divide the heads
     leaves some ranks a head more; and every rank runs the projections TP cannot split (K/V past the KV heads,
-    MLA's down-projections) for all its group's tokens. With `mean`, the mean rank's (what all ranks run, over
-    tp): whole heads cost nothing extra, the projections TP cannot split do. 1 on a weight-streaming wafer, whose
-    attention runs as one group over the whole fabric."""
+    MLA's down-projections) for all its group's tokens. In `train`ing MLA's down-projections run on the rank's
+    sequence-parallel slice, 1/tp of them: Megatron-Core holds them whole on every rank (TELinear 'duplicated')
+    and feeds them the [s/TP] slice (megatron/core/transformer/multi_latent_attention.py,
+    _qkv_down_projection), their gradients summed over the group (params.tp_attn_params). With `mean`, the mean
+    rank's (what all ranks run, over tp): whole heads cost nothing extra, the projections TP cannot split do. 1 on
+    a weight-streaming wafer, whose attention runs as one group over the whole fabric."""
     if hw.weight_source != "resident":
         return 1.0 + 0.0 * tp, 1.0 + 0.0 * tp
-    if mean:
-        return tp * params.attn_params_mean_rank(m, tp) / params.attn_params(m), 1.0 + 0.0 * tp
-    return (tp * params.attn_params_per_rank(m, tp) / params.attn_params(m),
-            tp * params.head_share(m.num_attention_heads, tp))
+    proj = params.attn_params_mean_rank(m, tp) if mean else params.attn_params_per_rank(m, tp)
+    if train:   # the down-projections' tokens split tp ways (a rank held them whole in `proj`: kv_share 1)
+        proj = proj - params.mla_down_params(m) * (1.0 - 1.0 / tp)
+    on_proj = tp * proj / params.attn_params(m)
+    return on_proj, (1.0 + 0.0 * tp) if mean else tp * params.head_share(m.num_attention_heads, tp)
 
 
 def attention_parts(hw, m, wl, shape: Shape, flops: Flops, mean: bool = False) -> tuple:
@@ -238,7 +242,7 @@ def attention_parts(hw, m, wl, shape: Shape, flops: Flops, mean: bool = False) -
     masked keys)."""
     eff, hi = hw.matmul_efficiency, formats.HIGH
     full, core = compute.recomputed_shares(wl.mode, wl.recompute)
-    on_proj, on_core = busiest_rank(hw, m, shape.tp, mean)
+    on_proj, on_core = busiest_rank(hw, m, shape.tp, mean, wl.mode == "train")
     executed = flops.core * flops.core_share * on_core   # a tiled kernel skips the causal mask's half
     proj = flops.proj * on_proj
     return (proj, full * proj, getattr(wl, "attn_weight_format", hi), eff), (executed, (full + core) * executed, hi, eff)

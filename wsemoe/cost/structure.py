@@ -282,9 +282,10 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: boo
     # finds their peaks once)
     home = out["allreduce"] if pl.cross_rings is None else collectives.home_steps(pl, dirs)
     out["ffn_allreduce"] = home
-    # The router's weight gradient: every member holds the whole gate and forms its gradient from the tokens it
-    # routes, so the TP group sums it over its own ring (Megatron-Core marks the router weight sequence_parallel
-    # and all-reduces such grads over the TP group: megatron/core/transformer/moe/router.py, reset_parameters;
+    # The router's weight gradient (with the norms' and MLA's down-projections': params.tp_summed_params): every
+    # member holds the whole gate and forms its gradient from the tokens it routes, so the TP group sums it over
+    # its own ring (Megatron-Core marks the router weight sequence_parallel and all-reduces such grads over the TP
+    # group: megatron/core/transformer/moe/router.py, reset_parameters;
     # megatron/core/distributed/finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads)
     out["router_gradient"] = home
     if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
@@ -292,9 +293,17 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: boo
     return out
 
 
-# The all-reduces an in-switch reduction (NVLS) takes over on a switch whose collectives offer it; the output
-# reduction joins them in `collective_phases`, where the flow has one
-SWITCH_REDUCED = ("allreduce", "ffn_allreduce", "router_gradient")
+# The all-reduces an in-switch reduction (NVLS) takes over on a switch whose collectives offer it, and the output
+# reduction where the flow has one (a phase with steps: `switched`)
+SWITCH_REDUCED = ("allreduce", "ffn_allreduce", "router_gradient", "reduce")
+
+
+def switched(layout: topo.Layout, pl: mp.Placement, coll: Collectives, name: str, steps) -> PhasePeaks | None:
+    """The in-switch reduction's peaks where it takes phase `name` over (its `steps` move anything), else None:
+    the one rule `collective_phases` (peaks) and `phase_steps` (patterns) read."""
+    if name not in SWITCH_REDUCED or not steps or layout.topology != "switch" or not coll.switch_reduction:
+        return None
+    return _switch_reduction(layout, pl)
 
 
 @bounded_cache(256, CACHE_NODES, lambda _, v: _held(v))
@@ -310,10 +319,8 @@ def collective_phases(topology: str, rows: int, cols: int, tp: int, strategy: st
         if id(steps) not in found:   # phases that share their steps share their peaks
             found[id(steps)] = phase_peaks(layout, steps)
         out[name] = found[id(steps)]
-    if topology == "switch" and coll.switch_reduction:   # the output reduction too, where the flow has one
-        for name in (*SWITCH_REDUCED, "reduce"):
-            if out[name].steps:
-                out[name] = _switch_reduction(layout, pl) or out[name]
+    for name in SWITCH_REDUCED:
+        out[name] = switched(layout, pl, coll, name, out[name].steps) or out[name]
     return out
 
 
@@ -368,10 +375,8 @@ def phase_steps(s: Structure, name: str) -> list[StepTraffic]:
     if name in ("dispatch", "combine", "migration"):
         _, dispatch, moving = _core_traffic(c.layout, c.placement, c.before, c.experts, c.shares, c.source, c.flow)
         return [StepTraffic({"dispatch": dispatch, "combine": dispatch.T, "migration": moving}[name], 1, False)]
-    if name in SWITCH_REDUCED and s.layout.topology == "switch" and s.coll.switch_reduction \
-            and _switch_reduction(c.layout, c.placement) is not None:   # as `collective_phases` decides
-        return []
-    return _collective_steps(c.placement, c.flow, s.coll.ring_directions, s.coll.gather_shared)[name]
+    steps = _collective_steps(c.placement, c.flow, s.coll.ring_directions, s.coll.gather_shared)[name]
+    return [] if switched(c.layout, c.placement, s.coll, name, steps) is not None else steps
 
 
 def phase_traffic(s: Structure, name: str) -> np.ndarray:

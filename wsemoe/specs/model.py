@@ -35,6 +35,10 @@ class ModelSpec(Spec):
     shared_expert_intermediate_size: Optional[PositiveInt] = Field(None, le=MAX_WIDTH, description="width of one shared expert (default F)")
     shared_expert_gate: bool = Field(False, description="a sigmoid gate scales the shared expert (Qwen2-MoE)")
     router_bias: bool = Field(False, description="router carries a per-expert bias (DeepSeek-V3)")
+    router_bias_learned: bool = Field(False, description="the router's bias is learned, with a gradient and optimizer "
+                                                         "state in training (gpt-oss's nn.Linear bias); false: a "
+                                                         "correction bias load balancing sets, with none "
+                                                         "(DeepSeek-V3's e_score_correction_bias, a buffer)")
     first_k_dense_replace: NonNegativeInt = Field(0, le=MAX_LAYERS, description="leading dense (non-MoE) layers")
     intermediate_size: NonNegativeInt = Field(0, le=MAX_WIDTH, description="FFN width of the dense layers")
     vocab_size: PositiveInt = Field(le=MAX_VOCAB, description="vocabulary size")
@@ -63,6 +67,8 @@ class ModelSpec(Spec):
         check(self, MODEL_RULES)  # the rules sweep axes meet too (specs/rules.py)
         if self.num_experts_per_tok > self.num_experts:
             raise ValueError(f"num_experts_per_tok ({self.num_experts_per_tok}) exceeds num_experts ({self.num_experts})")
+        if self.router_bias_learned and not self.router_bias:
+            raise ValueError("router_bias_learned needs router_bias")
         if self.first_k_dense_replace > self.num_hidden_layers:
             raise ValueError("first_k_dense_replace exceeds num_hidden_layers")
         if self.first_k_dense_replace and not self.intermediate_size:

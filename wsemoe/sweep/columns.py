@@ -132,10 +132,12 @@ _DOCS = {
     "gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one gradient reduction"),
     "router_gradient_bound": ("", "what limits the router gradient's all-reduce over the TP group (training): link, "
                                   "wafer-link, scale-out, inject, eject port, or latency"),
-    "router_gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one MoE layer's router "
-                                                "gradient all-reduce over the TP group"),
-    "moe_gradient_s": ("s", "training: the router gradient's all-reduce over the TP group per MoE layer (every "
-                            "member holds the whole gate and routes its own tokens; 0 at TP 1)"),
+    "router_gradient_max_link_bytes": ("bytes", "load of the busiest directed link in one MoE layer's share of the "
+                                                "TP group's all-reduce of the gates', norms' and MLA down-"
+                                                "projections' gradients"),
+    "moe_gradient_s": ("s", "training: a MoE layer's share of the TP group's one all-reduce a step of the gradients "
+                            "every member holds whole and forms from its own tokens: gates, norms, MLA's down-"
+                            "projections (0 at TP 1)"),
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
     "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),
     "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring (her: its on-wafer rings only; "

@@ -88,6 +88,12 @@ def attn_kv_params(m):
     return _mean(mx, lambda kind: 0 if kind == "linear" else _kv_proj(m))
 
 
+def mla_down_params(m):
+    """MLA's down-projections to the query and KV latents (H·(r_q + r_kv + d_rope)), a patterned model's mean over
+    its layers; 0 without MLA (the part of `attn_kv_params` every TP rank holds whole: kv_share 1)."""
+    return attn_kv_params(m) if _mla(m) else 0.0 * m.hidden_size
+
+
 def _kv_proj(m):
     H = m.hidden_size
     if _mla(m):
@@ -162,6 +168,50 @@ def router_params(m):
     """Router weights of one MoE layer (plus a per-expert bias where the model has one)."""
     bias = m.num_experts if getattr(m, "router_bias", False) else 0
     return m.hidden_size * m.num_experts + bias
+
+
+def router_grad_params(m):
+    """The router weights of one MoE layer that take a gradient: the gate, and its bias only where it is learned
+    (gpt-oss's nn.Linear bias). A correction bias is set from the experts' loads, not by the optimizer (DeepSeek-V3,
+    arXiv:2412.19437 §2.1.2, auxiliary-loss-free balancing): a buffer in HF's DeepseekV3TopkRouter and
+    Megatron-Core's Router (megatron/core/transformer/moe/router.py, register_buffer('expert_bias')), so no
+    gradient and no optimizer state."""
+    learned = getattr(m, "router_bias", False) and getattr(m, "router_bias_learned", False)
+    return m.hidden_size * m.num_experts + (m.num_experts if learned else 0)
+
+
+def tp_summed_params(m):
+    """Parameters whose gradients a training TP group sums, for the whole model: each TP rank holds them whole and
+    forms their gradient from its sequence-parallel slice of the tokens, and Megatron-Core flattens every such
+    gradient of the step into one all-reduce over the TP group (megatron/core/distributed/finalize_model_grads.py,
+    _allreduce_non_tensor_model_parallel_grads: the parameters marked sequence_parallel, and q/k layernorms).
+    Those are every layer's two RMSNorms and the final one (Transformer Engine's RMSNorm and LayerNormLinear mark
+    their weights sequence_parallel), the attention's replicated small parameters and MLA's down-projections
+    (`tp_attn_params`), and each MoE layer's router (`router_grad_params`; router.py marks its weight)."""
+    L = m.num_hidden_layers
+    return L * (norm_params_per_layer(m) + tp_attn_params(m)) + m.hidden_size + moe_layers(m) * router_grad_params(m)
+
+
+def tp_attn_params(m):
+    """Attention parameters of one layer (a patterned model's mean) that every TP rank holds whole in training and
+    whose gradients the group sums (`tp_summed_params`). GQA: the per-head q/k norms (not the q/k/v biases, split
+    with their columns). MLA: the two latent norms and the down-projections to the query and KV latents, which
+    Megatron-Core builds as TELinear with parallel_mode 'duplicated' over a sequence-parallel input, marked
+    sequence_parallel (megatron/core/transformer/multi_latent_attention.py, MLASelfAttention.__init__;
+    megatron/core/extensions/transformer_engine.py, TELinear). A row-parallel output bias (gpt-oss's o_bias) is
+    added to the sequence-parallel output on every rank, marked too. Sinks split with the heads; a linear-attention
+    layer's parameters split with its heads, and the sparse indexer's are not counted (not modelled)."""
+    mx = mix.mix(m)
+    if mx is None:
+        return _tp_softmax(m)
+    o_bias = m.hidden_size * bool(mx.pattern.get("o_bias"))
+    return _mean(mx, lambda kind: 0 if kind == "linear" else _tp_softmax(m) + o_bias)
+
+
+def _tp_softmax(m):
+    if _mla(m):
+        return softmax_attn_extra(m) + _kv_proj(m)    # latent norms r_q + r_kv; H·(r_q + r_kv + d_rope)
+    return 2 * m.head_dim if getattr(m, "qk_norm", False) else 0
 
 
 def dense_ffn_params(m):

@@ -12,7 +12,8 @@ from wsemoe.cost.node import formats, params
 
 
 class Part(NamedTuple):
-    """A component's weights: parameters (their gradients leave in training) and bytes in their format."""
+    """A component's weights: parameters with a gradient (they leave in training) and the bytes of all it stores
+    in their format (a buffer with no gradient, as a correction bias, in `nbytes` only)."""
 
     params: object
     nbytes: object
@@ -35,7 +36,7 @@ def layer_weights(m, wl) -> dict:
         "attn": Part(proj + small, proj * b_attn + small * b16),
         "experts": Part(experts, experts * b_exp),
         "shared": Part(shared, shared * b_attn),
-        "router": Part(router, router * b16),
+        "router": Part(params.router_grad_params(m), router * b16),   # a correction bias stored, not trained
         "dense_ffn": Part(dense, dense * b_attn),
         "embedding": Part(emb, emb * b16),
     }
