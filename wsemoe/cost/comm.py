@@ -61,20 +61,23 @@ def _link_spread(s: structure.Structure, name: str, experts: int, k: int) -> tup
     """(every link's load, its concentration) of phase `name` per unit (fabric/spread.py); None off a mesh.
 
     A token's copies on a link are the picks of its k distinct experts that land past it: with π_e = k·share_e
-    and the picks' covariance −π_e·π_f·ρ, ρ = (E − k)/(k(E − 1)) (exact at k = 1 for any shares, where a token is
-    one multinomial draw, and for uniform shares at any k, where its count is hypergeometric), an owner's count
-    has variance μ − (1 − ρ)·Σq² − ρ·μ² (μ = Σq, q its (expert, host) pieces' chances). Summed over the owners'
-    independent tokens, the binomial with that mean and variance has p = k·((1 − ρ)·Σ (piece share)² + ρ·Σ (owner
-    share)²) / load. The pieces taken independent (ρ = 0) overstated it next to a sender: 2 × 2 mesh, top-1, a
-    token's copy crosses the link beside it with chance 1/2 (Bernoulli), not Binomial(2, 1/4)."""
+    and the picks' covariance −a_e·a_f (a = kα, routing.pick_covariance: exact at top-1 for any shares and for
+    uniform shares at any k, a hypergeometric draw, where α_e = √ρ·share_e, ρ = (E − k)/(k(E − 1))), an owner's
+    count has variance Σq − Σ(q² − (a·split)²) − (Σ a·split)², the sums over its (expert, host) pieces past the link
+    (q = π_e·split). Summed over the owners' independent tokens, the binomial with that mean and variance has
+    p = k·(Σ (piece share)² − Σ (piece α)² + Σ (owner α)²) / load. The pieces taken independent (α = 0) overstated
+    it next to a sender: 2 × 2 mesh, top-1, a token's copy crosses the link beside it with chance 1/2 (Bernoulli),
+    not Binomial(2, 1/4)."""
     sq = s.link_squares.get(name) if s.link_squares else None
     if sq is None:
         return None
-    pieces, owners = sq
-    rho = 1.0 if experts <= 1 else (experts - k) / (k * (experts - 1.0))
+    pieces, owners, alpha_pieces, alpha_owners = sq
+    if alpha_pieces is None:   # uniform shares: α = √ρ·share
+        rho = 1.0 if experts <= 1 else (experts - k) / (k * (experts - 1.0))
+        alpha_pieces, alpha_owners = rho * pieces, rho * owners
     loads = s.phases[name].loads.all_links()
     with np.errstate(divide="ignore", invalid="ignore"):
-        return loads, np.where(loads > 0, ((1.0 - rho) * pieces + rho * owners) / loads, 0.0)
+        return loads, np.where(loads > 0, (pieces - alpha_pieces + alpha_owners) / loads, 0.0)
 
 
 def software_latency(hw, phase: str):

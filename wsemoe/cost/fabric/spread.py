@@ -119,17 +119,24 @@ def owner_squares(layout: topo.Layout, dispatch, owner: np.ndarray) -> dict:
             "combine_reverse": xy.reversed().all_links()}
 
 
-def squared_loads(layout: topo.Layout, dispatch, conc: np.ndarray, owner: np.ndarray) -> tuple[dict, dict]:
-    """({phase: (Σ (piece share)², Σ (owner share)²) per link (all_links order)} of the dispatch and of the combine
-    routed XY and reverse, {} off a mesh, where no link carries a share of a step's copies; {kind: (loads,
-    Σ (piece share)² per carrier)} of `carriers`), the piece squares from the pattern with every transfer into d
-    scaled by conc[d], the owners' from `owner_squares` (`owner`: each sender's token owner)."""
+def squared_loads(layout: topo.Layout, dispatch, conc: np.ndarray, owner: np.ndarray, picks=None) -> tuple[dict, dict]:
+    """({phase: (Σ (piece share)², Σ (owner share)², Σ (piece α)², Σ (owner α)²) per link (all_links order)} of the
+    dispatch and of the combine routed XY and reverse, {} off a mesh, where no link carries a share of a step's
+    copies; {kind: (loads, Σ (piece share)² per carrier)} of `carriers`). The piece squares come from the pattern
+    with every transfer into d scaled by conc[d], the owners' from `owner_squares` (`owner`: each sender's token
+    owner); the α terms (None with `picks` None: uniform shares) likewise from the pattern scaled by `picks`,
+    routing.pick_scales' (Σ α·split, Σ (α·split)²) per node."""
     sq = into_scaled(dispatch, conc)
     links = {}
     if layout.topology == "mesh":   # first: a blocked pattern's port sums reuse its loads' pass
         own = owner_squares(layout, dispatch, np.asarray(owner))
-        links = {"dispatch": (sq.loads(layout).all_links(), own["dispatch"]),
-                 "combine": (sq.T.loads(layout).all_links(), own["combine"]),
-                 "combine_reverse": (sq.T.loads(layout, "reverse").all_links(), own["combine_reverse"])}
+        phases = {"dispatch": lambda p: p.loads(layout), "combine": lambda p: p.T.loads(layout),
+                  "combine_reverse": lambda p: p.T.loads(layout, "reverse")}
+        alpha = dict.fromkeys(phases, (None, None))
+        if picks is not None:
+            mixed, sq_alpha = into_scaled(dispatch, picks[0]), into_scaled(dispatch, picks[1])
+            own_alpha = owner_squares(layout, mixed, np.asarray(owner))
+            alpha = {k: (f(sq_alpha).all_links(), own_alpha[k]) for k, f in phases.items()}
+        links = {k: (f(sq).all_links(), own[k], *alpha[k]) for k, f in phases.items()}
     plain, squares = carriers(layout, dispatch), carriers(layout, sq)
     return links, {k: (plain[k], squares[k]) for k in plain}
