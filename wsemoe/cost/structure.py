@@ -252,14 +252,7 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
                 phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received(),
                 *spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares),
                                       np.arange(layout.nodes) if flow == "slice" else placement.group_of,
-                                      _pick_scales(experts, shares, bal.top_k)))
-
-
-def _pick_scales(experts: mp.ExpertPlacement, shares: np.ndarray, top_k: int) -> tuple | None:
-    """routing.pick_scales of the placement where the shares are not uniform (None: a link's spread takes the
-    hypergeometric's closed form)."""
-    alpha = routing.pick_covariance(shares, top_k)
-    return None if alpha is None else routing.pick_scales(experts.weights, shares, alpha)
+                                      routing.pick_scales(experts.weights, shares, bal.top_k)))
 
 
 def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeaks | None:

@@ -30,9 +30,13 @@ TAIL = 8.0      # standard deviations (plus as many copies, for small means' ske
                 # is taken as 0 (below) or 1 (above): below 1e-13
 
 
-def pick_scales(weights: np.ndarray, shares: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pick_scales(weights: np.ndarray, shares: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Per node d, (Σ_e α_e·split_ed, Σ_e (α_e·split_ed)²) over Σ_e share_e·split_ed (`pick_covariance`'s α; 0 on
-    a node receiving nothing): the factors on the dispatch's transfers into d that give a link's α terms."""
+    a node receiving nothing): the factors on the dispatch's transfers into d that give a link's α terms (None
+    where the shares are uniform: a link's spread takes the hypergeometric's closed form)."""
+    alpha = pick_covariance(shares, top_k)
+    if alpha is None:
+        return None
     w = np.asarray(weights, float)
     per, pa = w * np.asarray(shares, float)[:, None], w * np.asarray(alpha, float)[:, None]
     load = per.sum(axis=0)
