@@ -68,16 +68,39 @@ def pick_covariance(shares: np.ndarray, top_k: int) -> np.ndarray | None:
     k = max(int(top_k), 1)
     if shares.size < 2 or np.ptp(shares) <= 1e-12 * shares.max(initial=0.0):
         return None
-    from scipy.optimize import fsolve   # scipy only where a step's routing is priced (CLI start stays light)
-
     pi = np.clip(k * shares, 0.0, 1.0)
     v = pi * (1.0 - pi)
     fallback = np.sqrt(max(shares.size - k, 0) / (k * (shares.size - 1.0))) * pi   # the uniform case's form
     if v.sum() <= 0:
         return np.zeros_like(shares)
-    a, _, ok, _ = fsolve(lambda a: a * (a.sum() - a) - v, v / np.sqrt(v.sum()), full_output=True)
-    good = ok == 1 and np.all(a >= 0) and np.allclose(a * (a.sum() - a), v, rtol=1e-6, atol=1e-12)
+    a = _rank_one(v)
+    good = a is not None and np.allclose(a * (a.sum() - a), v, rtol=1e-6, atol=1e-12)
     return (a if good else fallback) / k
+
+
+def _rank_one(v: np.ndarray) -> np.ndarray | None:
+    """a ≥ 0 with a_e(A − a_e) = v_e, A = Σa: each a_e a root of a² − A·a + v_e, the smaller one but for the
+    largest v where its expert holds most of the variance (top-1 with a share above 1/2: a = π there); A by
+    bisection on Σ a(A) = A (None where neither branch meets it)."""
+    lo0 = 2.0 * np.sqrt(v.max())
+    hot = np.argmax(v)
+
+    def excess(A, large):
+        root = np.sqrt(np.maximum(A * A - 4.0 * v, 0.0))
+        a = (A - root) / 2.0
+        if large:
+            a[hot] = (A + root[hot]) / 2.0
+        return a.sum() - A, a
+
+    for large, sign in ((False, 1.0), (True, -1.0)):   # the small branch's excess falls through 0, the large's rises
+        lo, hi = lo0, max(lo0, 2.0 * np.sqrt(v.sum())) * 4.0
+        if not sign * excess(lo, large)[0] >= 0 > sign * excess(hi, large)[0]:
+            continue
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if sign * excess(mid, large)[0] >= 0 else (lo, mid)
+        return excess(0.5 * (lo + hi), large)[1]
+    return None
 
 
 def _groups(load, conc, total=None) -> tuple:

@@ -76,11 +76,22 @@ def carriers(layout: topo.Layout, p) -> dict:
             "device_out": cross.sum(axis=1), "device_local": inside.sum(axis=1)}
 
 
-def _by_owner(x: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """Σ over owners of (x summed over each owner's senders)², x indexed by sender on its first axis."""
-    order = np.argsort(owner, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(owner[order]) != 0])
-    return (np.add.reduceat(x[order], starts, axis=0) ** 2).sum(axis=0)
+OWNER_MAX_NODES = 1024   # most nodes whose per-sender link loads (N × N numbers, 8 MB) `owner_squares` forms; on
+                         # larger meshes a link's owners are taken as its pieces (the independent-piece spread,
+                         # which overstates it next to a sender), keeping those meshes' structures O(N) in memory
+
+
+def _by_owner(x: np.ndarray, key: np.ndarray, rows: int | None = None) -> np.ndarray:
+    """Σ over keys of (x summed over each key's senders)², x indexed by sender on its first axis; with `rows`, the
+    squares of key q summed into row q % rows (keys owner·rows + the senders' row: a row's own links)."""
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0])
+    sq = np.add.reduceat(x[order], starts, axis=0) ** 2
+    if rows is None:
+        return sq.sum(axis=0)
+    out = np.zeros((rows,) + x.shape[1:])
+    np.add.at(out, key[order][starts] % rows, sq)
+    return out
 
 
 def _owner_xy(rows: int, cols: int, t: np.ndarray, owner: np.ndarray) -> mesh.LinkLoads:
@@ -96,18 +107,21 @@ def _owner_xy(rows: int, cols: int, t: np.ndarray, owner: np.ndarray) -> mesh.Li
     west = np.where(c[:, None] > kc, np.cumsum(col, 1)[:, :-1], 0.0)
     south = np.where((r[:, None] <= kr)[:, :, None], after(t3, 1)[:, 1:], 0.0)
     north = np.where((r[:, None] > kr)[:, :, None], np.cumsum(t3, 1)[:, :-1], 0.0)
-    row_owner = owner * rows + r                                             # a row's links: its own senders
-    horiz = [_by_owner(x[:, None, :] * (r[:, None] == np.arange(rows))[:, :, None], row_owner) for x in (east, west)]
+    row_key = owner * rows + r                                               # a row's links: its own senders
     zero = np.zeros(n)
-    return mesh.LinkLoads(rows, cols, *horiz, _by_owner(south, owner), _by_owner(north, owner), zero, zero)
+    return mesh.LinkLoads(rows, cols, _by_owner(east, row_key, rows), _by_owner(west, row_key, rows),
+                          _by_owner(south, owner), _by_owner(north, owner), zero, zero)
 
 
-def owner_squares(layout: topo.Layout, dispatch, owner: np.ndarray) -> dict:
+def owner_squares(layout: topo.Layout, dispatch, owner: np.ndarray) -> dict | None:
     """{phase: Σ over token owners of (the owner's share on the link)² per link (all_links order)} of the dispatch
     and of the combine routed XY and reverse: a token is one draw of k distinct experts, so the copies an owner's
     token puts on a link are one count, not independent pieces (module docstring). The combine routed XY is the
-    dispatch routed YX, reversed (mesh.yx_link_loads), YX being XY on the transposed mesh."""
+    dispatch routed YX, reversed (mesh.yx_link_loads), YX being XY on the transposed mesh. None above
+    OWNER_MAX_NODES."""
     R, C = layout.grid
+    if layout.nodes > OWNER_MAX_NODES:
+        return None
     t = np.asarray(dispatch.dense(), float)
     xy = _owner_xy(R, C, t, owner)
     r, c = np.divmod(np.arange(R * C), C)
@@ -135,8 +149,10 @@ def squared_loads(layout: topo.Layout, dispatch, conc: np.ndarray, owner: np.nda
         alpha = dict.fromkeys(phases, (None, None))
         if picks is not None:
             mixed, sq_alpha = into_scaled(dispatch, picks[0]), into_scaled(dispatch, picks[1])
-            own_alpha = owner_squares(layout, mixed, np.asarray(owner))
-            alpha = {k: (f(sq_alpha).all_links(), own_alpha[k]) for k, f in phases.items()}
-        links = {k: (f(sq).all_links(), own[k], *alpha[k]) for k, f in phases.items()}
+            own_alpha = owner_squares(layout, mixed, np.asarray(owner)) or {}
+            alpha = {k: (f(sq_alpha).all_links(), own_alpha.get(k)) for k, f in phases.items()}
+        links = {k: (f(sq).all_links(), (own or {}).get(k), *alpha[k]) for k, f in phases.items()}
+        if own is None:   # a mesh above OWNER_MAX_NODES: its owners taken as its pieces
+            links = {k: (v[0], v[0], v[2], v[2]) for k, v in links.items()}
     plain, squares = carriers(layout, dispatch), carriers(layout, sq)
     return links, {k: (plain[k], squares[k]) for k in plain}
