@@ -54,7 +54,7 @@ def _exact(s: structure.Structure, k: int, phase: str) -> tuple[np.ndarray, np.n
         picks = [(p, 1.0 / len(picks)) for p, _ in picks]
     _, n_links = _link_index(rows, cols)
     mean, var = np.zeros(n_links), np.zeros(n_links)
-    owner = s.placement.group_of if s.flow != "slice" else np.arange(s.layout.nodes)
+    owner = s.placement.group_of if s.flow != "slice" else np.arange(s.layout.nodes)   # slice: a member's own token
     for g in np.unique(owner):
         members = np.flatnonzero(owner == g)
         ex, ex2 = np.zeros(n_links), np.zeros(n_links)
@@ -73,10 +73,10 @@ def _exact(s: structure.Structure, k: int, phase: str) -> tuple[np.ndarray, np.n
 
 
 def _model(s: structure.Structure, k: int, experts: int, phase: str) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, variance) of the model's per-link binomial at one token per owner."""
+    """(mean, variance) of the model's per-link binomial at one token per owner (a member under the slice flow)."""
     load, conc = comm._link_spread(s, phase, experts, k)
     owners = float(s.node_load.sum())                     # one unit a group
-    tokens = owners                                       # one token an owner
+    tokens = float(s.layout.nodes) if s.flow == "slice" else owners
     mu = tokens * k * load / owners
     return mu, mu * (1.0 - k * conc)
 
@@ -87,12 +87,16 @@ def _model(s: structure.Structure, k: int, experts: int, phase: str) -> tuple[np
     (2, 3, 1, 6, 3, None),
     (2, 3, 1, 6, 1, 0.8),    # skewed shares at top-1: a token is one multinomial draw
     (2, 2, 2, 4, 2, None),   # groups of 2 dies: an owner's copies leave from both members
+    (2, 4, 2, 8, 2, "slice"),  # the slice flow: each member's token is its own (tp 2: half a group's unit)
+    (2, 4, 4, 8, 1, "slice"),
 ])
 @pytest.mark.parametrize("phase", ["dispatch", "combine", "combine_reverse"])
 def test_link_binomial_has_the_exact_mean_and_variance_of_a_step(rows, cols, tp, experts, k, zipf, phase):
-    bal = structure.BalanceKey("zipf", zipf, 1, "none", 0, top_k=k) if zipf else structure.UNIFORM
+    skew = isinstance(zipf, float)
+    bal = structure.BalanceKey("zipf", zipf, 1, "none", 0, top_k=k) if skew else structure.UNIFORM
     coll = structure.Collectives(1, "reverse" if phase == "combine_reverse" else "xy", False, False)
-    s = structure.build("mesh", rows, cols, tp, "er", None, 0, None, "auto", experts, bal, coll=coll)
+    source = "slice" if zipf == "slice" else "auto"
+    s = structure.build("mesh", rows, cols, tp, "er", None, 0, None, source, experts, bal, coll=coll)
     mean, var = _exact(s, k, phase)
     mu, v = _model(s, k, experts, "dispatch" if phase == "dispatch" else "combine")
     np.testing.assert_allclose(mu, mean, atol=1e-12)

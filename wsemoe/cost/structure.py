@@ -252,7 +252,8 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
                 phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received(),
                 *spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares),
                                       np.arange(layout.nodes) if flow == "slice" else placement.group_of,
-                                      routing.pick_scales(experts.weights, shares, bal.top_k)))
+                                      routing.pick_scales(experts.weights, shares, bal.top_k),
+                                      1.0 / placement.tp if flow == "slice" else 1.0))
 
 
 def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeaks | None:

@@ -133,13 +133,17 @@ def owner_squares(layout: topo.Layout, dispatch, owner: np.ndarray) -> dict | No
             "combine_reverse": xy.reversed().all_links()}
 
 
-def squared_loads(layout: topo.Layout, dispatch, conc: np.ndarray, owner: np.ndarray, picks=None) -> tuple[dict, dict]:
+def squared_loads(layout: topo.Layout, dispatch, conc: np.ndarray, owner: np.ndarray, picks=None,
+                  held: float = 1.0) -> tuple[dict, dict]:
     """({phase: (Σ (piece share)², Σ (owner share)², Σ (piece α)², Σ (owner α)²) per link (all_links order)} of the
     dispatch and of the combine routed XY and reverse, {} off a mesh, where no link carries a share of a step's
     copies; {kind: (loads, Σ (piece share)² per carrier)} of `carriers`). The piece squares come from the pattern
     with every transfer into d scaled by conc[d], the owners' from `owner_squares` (`owner`: each sender's token
     owner); the α terms (None with `picks` None: uniform shares) likewise from the pattern scaled by `picks`,
-    routing.pick_scales' (Σ α·split, Σ (α·split)²) per node."""
+    routing.pick_scales' (Σ α·split, Σ (α·split)²) per node. `held`: an owner's share of its group's tokens (1/tp
+    under the slice flow, whose members each hold their slice): an owner's token puts 1/held times its pattern
+    share on a link, over held times the tokens, so its squares are divided by it (the pieces' are not: each
+    piece's square scales as its count does)."""
     sq = into_scaled(dispatch, conc)
     links = {}
     if layout.topology == "mesh":   # first: a blocked pattern's port sums reuse its loads' pass
@@ -154,5 +158,6 @@ def squared_loads(layout: topo.Layout, dispatch, conc: np.ndarray, owner: np.nda
         links = {k: (f(sq).all_links(), (own or {}).get(k), *alpha[k]) for k, f in phases.items()}
         if own is None:   # a mesh above OWNER_MAX_NODES: its owners taken as its pieces
             links = {k: (v[0], v[0], v[2], v[2]) for k, v in links.items()}
+        links = {k: (v[0], v[1] / held, v[2], None if v[3] is None else v[3] / held) for k, v in links.items()}
     plain, squares = carriers(layout, dispatch), carriers(layout, sq)
     return links, {k: (plain[k], squares[k]) for k in plain}
