@@ -158,7 +158,8 @@ def busiest_carrier(load: list, conc: list, total: list, which: np.ndarray, copi
                     top_k) -> np.ndarray:
     """Expected busiest carrier's copies over the hottest carrier's expected copies per point, where carrier j of
     structure i takes load[i][j] / total[i] of a step's copies (a link of the dispatch: the copies whose paths
-    cross it) and `conc[i][j]` is its Σ(piece²)/Σ piece, the pieces being its (source, expert copy) shares. The
+    cross it) and `conc[i][j]` its binomial's p/k (a port's or NIC's Σ(piece²)/Σ piece over its (source, expert
+    copy) shares; a link's from its token owners' counts, comm._link_spread). The
     factor a step's routing puts on a busiest-link term (1 with no copies, the T → ∞ limit, or no load)."""
     hottest = np.asarray([float(np.max(x, initial=0.0)) / t if t > 0 else 0.0 for x, t in zip(load, total)])
     hot = hottest[np.asarray(which)]
