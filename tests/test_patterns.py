@@ -111,6 +111,8 @@ def _fields(s: structure.Structure) -> dict:
         for i, stp in enumerate(ph.steps):
             out.update({f"{name}.{i}.{k}": getattr(stp, k) for k in ("max_link", "max_cross", "max_inject", "max_eject",
                                                                       "profile", "rounds")})
+    for name, terms in (s.link_squares or {}).items():   # the routing spread's per-link squares (fabric/spread.py)
+        out.update({f"{name}.squares.{i}": v for i, v in enumerate(terms) if v is not None})
     return out
 
 

@@ -57,14 +57,27 @@ def _server_reach(s: structure.Structure, key: StructuralKey) -> tuple[float, fl
     return (min(r / copies, 1.0) if copies > 0 else 1.0), r
 
 
-def _link_spread(s: structure.Structure, name: str) -> tuple | None:
-    """(every link's load, its concentration) of phase `name` per unit (fabric/spread.py); None off a mesh."""
+def _link_spread(s: structure.Structure, name: str, experts: int, k: int) -> tuple | None:
+    """(every link's load, its concentration) of phase `name` per unit (fabric/spread.py); None off a mesh.
+
+    A token's copies on a link are the picks of its k distinct experts that land past it: with π_e = k·share_e
+    and the picks' covariance −a_e·a_f (a = kα, routing.pick_covariance: exact at top-1 for any shares and for
+    uniform shares at any k, a hypergeometric draw, where α_e = √ρ·share_e, ρ = (E − k)/(k(E − 1))), an owner's
+    count has variance Σq − Σ(q² − (a·split)²) − (Σ a·split)², the sums over its (expert, host) pieces past the link
+    (q = π_e·split). Summed over the owners' independent tokens, the binomial with that mean and variance has
+    p = k·(Σ (piece share)² − Σ (piece α)² + Σ (owner α)²) / load. The pieces taken independent (α = 0) overstated
+    it next to a sender: 2 × 2 mesh, top-1, a token's copy crosses the link beside it with chance 1/2 (Bernoulli),
+    not Binomial(2, 1/4)."""
     sq = s.link_squares.get(name) if s.link_squares else None
     if sq is None:
         return None
+    pieces, owners, alpha_pieces, alpha_owners = sq
+    if alpha_pieces is None:   # uniform shares: α = √ρ·share
+        rho = 1.0 if experts <= 1 else (experts - k) / (k * (experts - 1.0))
+        alpha_pieces, alpha_owners = rho * pieces, rho * owners
     loads = s.phases[name].loads.all_links()
     with np.errstate(divide="ignore", invalid="ignore"):
-        return loads, np.where(loads > 0, sq / loads, 0.0)
+        return loads, np.where(loads > 0, (pieces - alpha_pieces + alpha_owners) / loads, 0.0)
 
 
 def software_latency(hw, phase: str):
@@ -178,7 +191,7 @@ class CommModel:
                     for kind in ("nic", "device")}
         links = {}
         for name in ("dispatch", "combine"):
-            on = self._links(built, which, copies, k, name)
+            on = self._links(built, keys, which, copies, k, name)
             links[name] = (on, nics.get("nic", on), nics.get("device", 1.0))
         return {"expert_imbalance": after, "imbalance_before": before, "links": links,
                 "port": self._carrier(built, keys, which, copies, k, "port")}
@@ -214,13 +227,13 @@ class CommModel:
         return routing.busiest_carrier(loads, conc, groups, which, copies, k)
 
     @staticmethod
-    def _links(built, which, copies, k, name: str):
+    def _links(built, keys, which, copies, k, name: str):
         """The factor on phase `name`'s busiest links per point: the expected maximum of the links' copies over a
         step's routing over the hottest link's expected copies (routing.busiest_carrier on fabric/spread.py's
         moments; 1 off a mesh). One maximum over every link, on both classes' terms: a mesh of wafers whose links
         match one mesh's times as that mesh (where the crossing links are slower, their own maximum is not taken
         apart)."""
-        spreads = [_link_spread(s, name) for s in built]
+        spreads = [_link_spread(s, name, key.num_experts, max(key.top_k or 1, 1)) for s, key in zip(built, keys)]
         loads = [sp[0] if sp else np.zeros(0) for sp in spreads]
         conc = [sp[1] if sp else np.zeros(0) for sp in spreads]
         groups = [float(s.node_load.sum()) for s in built]   # units sent: one per group

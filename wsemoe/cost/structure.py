@@ -57,7 +57,8 @@ class Structure:
     load_before: np.ndarray    # the same without the balancer's replicas
     concentration: np.ndarray  # per node, routing.node_concentration (the spread of its copies over a step)
     concentration_before: np.ndarray
-    link_squares: dict         # per dispatch/combine, Σ (piece share)² per link (fabric/spread.py; {} off a mesh)
+    link_squares: dict         # per dispatch/combine, (Σ (piece share)², Σ (owner share)²) per link (fabric/spread.py;
+                               # {} off a mesh)
     carriers: dict             # the expert ports', NICs' and devices' (loads, Σ (piece share)²) (spread.carriers)
     expert_imbalance: float    # busiest node's expected share over the mean (many tokens; routing.busiest_load: a step's)
     imbalance_before: float    # the same without the balancer's replicas
@@ -249,7 +250,10 @@ def core(topology: str, rows: int, cols: int, tp: int, strategy: str, ftd, seed:
     return Core(layout, placement, before, experts, shares, source, flow, s, phase_peaks(layout, one(dispatch)),
                 phase_peaks(layout, one(dispatch.T)), phase_peaks(layout, one(dispatch.T), "reverse"),
                 phase_peaks(layout, one(moving)), int(len(moving.src)), dispatch.received(), first.received(),
-                *spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares)))
+                *spread.squared_loads(layout, dispatch, routing.node_concentration(experts.weights, shares),
+                                      np.arange(layout.nodes) if flow == "slice" else placement.group_of,
+                                      routing.pick_scales(experts.weights, shares, bal.top_k),
+                                      1.0 / placement.tp if flow == "slice" else 1.0))
 
 
 def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeaks | None:
