@@ -90,9 +90,14 @@ class Fill:
         if not self.light:
             self.top = np.maximum(self.top, (full > 0) * per * e)
             self.cross = self.cross + extra
-            if np.any(rest > 0):
-                held = picked(fit, E, k) + full * picked(per, E, k) + picked(last, E, k)
-                self.visits = self.visits + np.where(rest > 0, held - 1.0, 0.0)
+            split = rest > 0
+            if np.any(split):   # only the combinations this layer splits (often few of a wide frame's)
+                fit, E, k, per, full, last, split = np.broadcast_arrays(fit, E, k, per, full, last, split)
+                held = (picked(fit[split], E[split], k[split]) + full[split] * picked(per[split], E[split], k[split])
+                        + picked(last[split], E[split], k[split]))
+                visits = np.array(np.broadcast_to(self.visits, split.shape), dtype=float)
+                visits[split] += held - 1.0
+                self.visits = visits
 
     def finish(self):
         """Close the last stage: its bytes and its cache room count too."""
