@@ -16,7 +16,7 @@ from wsemoe.specs import ModelSpec, WorkloadSpec
 def test_maverick_packs_onto_the_wafers_its_bytes_need():
     """Llama 4 Maverick at 16 bits on CS-3: a MoE layer (128 + 1 experts of 3·5120·8192 weights) is 32.6 GB and a
     wafer holds 40.2 GB, so whole layers would need a wafer per MoE layer (24). Its routed experts continue on the
-    next wafer instead: the pipeline needs ⌈bytes / usable⌉ wafers or one more (issue: within one), and the wafer
+    next wafer instead: the pipeline needs ⌈tiles / a wafer's tiles⌉ wafers or one more (issue: within one), and the wafer
     hops inside a MoE layer are counted. Written as a leading dense prefix the same bytes pack alike."""
     from wsemoe.config.hf import model_from_hf_config
     from wsemoe.config.presets import load_hardware
@@ -26,14 +26,18 @@ def test_maverick_packs_onto_the_wafers_its_bytes_need():
     nbytes = regions.region_bytes(m, w, 1.0)
     usable = regions.wafer_pes(pe) * regions.room(pe, m, w)[0]
     assert nbytes["moe"] < usable < 2 * nbytes["moe"]
-    total = 24 * (nbytes["moe"] + nbytes["dense"]) + nbytes["embedding"] + nbytes["head"]
+    # in whole tiles of the lattice (cost/wafer/lattice.py): a MoE layer's attention and shared tiles, 128 expert
+    # tiles, a dense layer's tiles; a wafer holds `held`
+    room = regions.room(pe, m, w)[0]
+    parts, held = regions.tile_parts(pe, m, nbytes, room, room)
+    total = 24 * (parts["a"] + 128 * parts["e"] + parts["d"]) + parts["emb"] + parts["head"]
     need = float(regions.fewest_wafers(pe, m, w))
-    assert np.ceil(total / usable) <= need <= np.ceil(total / usable) + 1 and need < 24
+    assert np.ceil(total / held) <= need <= np.ceil(total / held) + 1 and need < 24
     dense, moe = regions.stage_layers(m, int(need), nbytes)
     assert dense.sum() == 24 and moe.sum() == 24
     assert float(regions.split(m, need, nbytes)["crossings"]) > 0
     prefix = ModelSpec(**{**m.model_dump(), "layers": None, "first_k_dense_replace": 24})
-    assert np.ceil(total / usable) <= regions.fewest_wafers(pe, prefix, w) <= np.ceil(total / usable) + 1
+    assert np.ceil(total / held) <= regions.fewest_wafers(pe, prefix, w) <= np.ceil(total / held) + 1
 
 
 # ------------------------------------------------------------------ importers

@@ -76,16 +76,17 @@ def test_what_fits_never_grows_with_the_batch():
     from wsemoe.config.loader import load_config
     from wsemoe.sweep import engine
 
-    def feasible(model, fmt, wafers):
+    def feasible(model, fmt, wafers, batches=16):
         hardware = {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": wafers}
         cfg = load_config({"name": "fit", "hardware": hardware, "model": model,
                            "workload": {"mode": "decode", "seq_len": 8192, "attn_weight_format": fmt,
                                         "expert_weight_format": fmt},
-                           "axes": {"workload.B": list(range(1, 17))}})
+                           "axes": {"workload.B": list(range(1, batches + 1))}})
         return np.asarray(engine.evaluate_block(cfg).columns["feasible"], dtype=bool)
 
     assert not feasible("deepseek-v3", "fp8", 18).any()
-    qwen = feasible("qwen3-235b-a22b", "bf16", 12)
+    # Qwen3-235B needs 13 CS-3 at 8K (12 before its regions were whole tiles: test_tile_lattice.py), 19 sequences
+    qwen = feasible("qwen3-235b-a22b", "bf16", 13, 20)
     assert qwen[0] and not qwen[-1] and np.all(np.diff(qwen.astype(int)) <= 0), qwen.astype(int)
 
 
@@ -93,31 +94,36 @@ def test_kv_fit_sequences_is_what_the_wafers_hold_whatever_the_batch():
     # DeepSeek-V3 (FP8) at 8,192 tokens on 19 CS-3: batches up to 48 fit (feasible), 49 does not. The column counted
     # the room the split of the point's own batch leaves, 26 sequences at B = 1 and 38 at B = 26, while that
     # batch's split moves (experts cross to the next wafer as the caches grow) and 48 fit. It is now the most
-    # sequences a re-balanced split holds, the same at every batch and the edge of `feasible`.
+    # sequences a re-balanced split holds, the same at every batch and the edge of `feasible`. With its regions whole
+    # tiles (test_tile_lattice.py) DeepSeek-V3 needs 20 CS-3 at B 1 (8 sequences fit) and 21 hold 56, 57 not.
     from wsemoe.config.loader import load_config
     from wsemoe.sweep import engine
 
-    cfg = load_config({"name": "kvfit", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 19},
+    cfg = load_config({"name": "kvfit", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 21},
                        "model": "deepseek-v3",
                        "workload": {"mode": "decode", "seq_len": 8192, "attn_weight_format": "fp8",
                                     "expert_weight_format": "fp8"},
-                       "axes": {"workload.B": [1, 26, 48, 49]}})
+                       "axes": {"workload.B": [1, 26, 56, 57]}})
     cols = engine.evaluate_block(cfg).columns
     assert np.asarray(cols["feasible"], dtype=bool).tolist() == [True, True, True, False]
-    assert np.asarray(cols["kv_fit_sequences"], dtype=float).tolist() == [48.0] * 4
+    assert np.asarray(cols["kv_fit_sequences"], dtype=float).tolist() == [56.0] * 4
 
 
 def test_fewest_wafers_by_hand():
     # Per wafer 20 PEs × 852 B = 17,040 B. With B 3 at S 10 a layer is 560 B: everything is 2·560 + 64 + 72 =
     # 1,256 B, one wafer. At S 1000 the KV cache is 3·1000·8 = 24,000 B per layer: a layer alone exceeds a wafer.
-    # At S 300 (7,200 B of KV, a layer 7,520 B): 2 layers + embedding + head = 15,176 B fit one wafer.
+    # At S 300 (7,200 B of KV, a layer 7,520 B): 2 layers + embedding + head = 15,176 B would fit one wafer, but the
+    # regions are whole tiles (here one PE each): attention ⌈7,328/852⌉ = 9, a layer 11, 24 tiles > 20: two wafers
+    # (test_tile_lattice.py). The counts in tiles at S 10: attention 1, a layer 3, 8 tiles; at S 1000 attention
+    # ⌈24,128/852⌉ = 29 tiles (6 × 5) alone exceed a wafer.
     pe, m = tiny_pe(), tiny()
     assert float(regions.fewest_wafers(pe, m, workload(B=3, seq_len=10))) == 1.0
     assert np.isnan(regions.fewest_wafers(pe, m, workload(B=3, seq_len=1000)))
     wl = workload(B=3, seq_len=300)
-    assert float(regions.fewest_wafers(pe, m, wl)) == 1.0
+    assert float(regions.fewest_wafers(pe, m, wl)) == 2.0
     # at S 400 (9,600 B of KV, a layer 9,920 B) two layers need 19,976 B: two wafers, one layer each, the first
-    # with the embedding (9,984 B), the second with the head (9,992 B)
+    # with the embedding (9,984 B), the second with the head (9,992 B); in tiles 1 + 14 and 14 + 1 (attention
+    # ⌈9,728/852⌉ = 12, 4 × 3)
     wl = workload(B=3, seq_len=400)
     assert float(regions.fewest_wafers(pe, m, wl)) == 2.0
     nb = regions.region_bytes(m, wl, 3)
@@ -235,7 +241,10 @@ def test_a_prompt_s_tokens_skip_the_head():
     # Qwen3-30B-A3B on 2 CS-3, 4 sequences at context 1,024: decoding, the head region paces the stream (each token's
     # vocabulary-wide logits), but a prompt's tokens never reach the head (only its last token does, in t1), so the
     # prompt streams at the pace of the busiest other stage. An independent hand derivation of this point: TTFT
-    # 630.2 µs + 4,095 × 1.8436 µs (the attention region) = 8.18 ms, where pacing it by the head gave 23 ms.
+    # 630.2 µs + 4,095 × 1.8436 µs (the attention region) = 8.18 ms, where pacing it by the head gave 23 ms. In whole
+    # tiles (test_tile_lattice.py) the layout sized for 16 sequences at 41,857 B a PE no longer fits 2 wafers; it is
+    # packed at the room, 45,832 B a PE (15² expert tiles either way, a smaller attention region): 643.46 µs +
+    # 4,095 × 2.0664 µs = 9.105 ms.
     m = NS(**presets.load_model("qwen3-30b-a3b").model_dump())
     mp, bal = NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump())
     dec = serving.evaluate(cs3_sram(pipeline_wafers=2.0), m, workload(B=4.0, seq_len=1024.0, prompt_len=1024), mp,
@@ -243,7 +252,7 @@ def test_a_prompt_s_tokens_skip_the_head():
     assert str(dec["busiest_stage"]) == "head region"
     assert dec["prompt_busiest_stage_s"] < dec["busiest_stage_s"]
     assert dec["ttft_s"] == pytest.approx(dec["prompt_latency_s"] + 4095 * dec["prompt_busiest_stage_s"], rel=1e-12)
-    assert dec["ttft_s"] == pytest.approx(630.2e-6 + 4095 * 1.8436e-6, rel=1e-3)
+    assert dec["ttft_s"] == pytest.approx(643.46e-6 + 4095 * 2.0664e-6, rel=1e-3)
     pre = serving.evaluate(cs3_sram(pipeline_wafers=2.0), m, workload(B=4.0, seq_len=1024.0, mode="prefill"), mp, bal)
     assert str(pre["busiest_stage"]) != "head region"
 
@@ -285,9 +294,16 @@ GOLDEN = [   # (model, wafers, B, placement) -> tokens/s per user, TTFT (1,024-t
     # out of its region; test_wafer_boundary.py): 15 hops × 504 PEs (blocked) and × 516 (interleaved) at 1.1 GHz,
     # t1 554.96 → 548.09 µs and 563.47 → 556.44 µs, 1,801.9 → 1,824.5 and 1,774.7 → 1,797.1 tokens/s per user;
     # the 2-wafer point one hop × 195 PEs, 1,118.46 → 1,118.68.
-    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1824.5212201990996, 0.002656461721212121, 16.0, "hop latency")),
-    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1797.1489736761725, 0.0035218714433676, 16.0, "hop latency")),
-    (("qwen3-30b-a3b", None, 4.0, "blocked"), (1118.6817192103515, 0.008179687488484848, 2.0, "local MACs")),
+    # Regions in whole tiles of one lattice, split in tiles against ⌊R/s⌋·⌊C/s⌋ a wafer (test_tile_lattice.py): a
+    # ladder's sparsest rung fills every PE in bytes, so it rarely fits in tiles. Blocked: 36² tiles at 7,150 B a PE
+    # (attention 4× its share) → the next rung, 30² at 10,112 B (4×), t1 548.09 → 551.76 µs, 1,824.5 → 1,812.4
+    # tokens/s per user, TTFT 2.66 → 2.79 ms; interleaved: 43² at 4,884 B, attention 1×, 13 split layers → the same
+    # 30² layout with none, t1 556.44 → 559.01 µs, 1,797.1 → 1,788.9, TTFT 3.52 → 2.80 ms. 2 wafers: the layout
+    # sized for 16 sequences at 41,857 B → at the room, 45,832 B (15² tiles both), t1 893.9 → 924.1 µs, 1,118.7 →
+    # 1,082.1, TTFT 8.18 → 9.11 ms (test_a_prompt_s_tokens_skip_the_head).
+    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1812.3787312676654, 0.002794817418181818, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1788.878238257202, 0.002802065903030303, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", None, 4.0, "blocked"), (1082.102844240039, 0.009105216579393938, 2.0, "local MACs")),
 ]
 
 
@@ -317,7 +333,7 @@ def test_the_capacity_invariant_can_fail(monkeypatch):
                        "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 8192},
                        "axes": {"hardware.pipeline_wafers": [16, 48], "workload.B": [1, 4]}})
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "pass"
-    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap, *shares: (
+    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap, *shares, **pe: (
         (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack)),
         regions.split(m, W, nb)["crossings"][None] + 0.0 * np.asarray(pack),
         regions.split(m, W, nb)["visits"][None] + 0.0 * np.asarray(pack)))

@@ -143,10 +143,13 @@ def _row(*sets):
 
 
 def test_the_bound_of_a_prefill_is_the_largest_term_of_its_ttft_not_of_one_token():
-    # TTFT = t1 + W·σ + (B·P − 1)·β + (B − 1)·σ: 8,191 of the 8,192 tokens pace at β (6.59 µs, the attention
-    # region), so TTFT (54.9 ms) is 98% the busiest stage's stream, whose link term (27.8 ms over the prompt) tops
-    # its MACs (26.9 ms). bound read 'local MACs', the largest term of t1 alone (463 of its 905 µs).
-    row = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=8192")
+    # TTFT = t1 + W·σ + (B·P − 1)·β + (B − 1)·σ: 8,191 of the 8,192 tokens pace at β (on 3 CS-3: 3.55 µs, the
+    # attention region at 16× its share), so TTFT (29.8 ms) is 97% the busiest stage's stream, whose link term
+    # (8,191 × 2.22 µs = 18.2 ms) tops its MACs (10.9 ms). bound read 'local MACs', the largest term of t1 alone
+    # (340 of its 746 µs). (On its fewest 2 CS-3, as this point ran before its regions were whole tiles, the one
+    # layout that fits, attention at 1×, is MAC-bound in β too.)
+    row = _row("qwen3-30b-a3b", "workload.mode=prefill", "workload.B=1", "workload.seq_len=8192",
+               "hardware.pipeline_wafers=3")
     assert float(row["ttft_s"]) == pytest.approx(float(row["pipeline_latency_s"]) + 8191 * float(row["busiest_stage_s"]))
     assert float(row["pipeline_macs_s"]) > float(row["pipeline_link_s"])   # t1 alone: local MACs
     assert str(row["bound"]) == "link bandwidth"
@@ -180,7 +183,7 @@ def test_eval_shows_the_busiest_stage_by_term_so_a_prefill_bound_can_be_checked(
     checked from the output. β's five terms are columns now, add up to it, and rebuild the bound by hand."""
     import wsemoe
 
-    sets = ["hardware.weight_source=sram", "workload.mode=prefill", "workload.seq_len=8192"]
+    sets = ["hardware.weight_source=sram", "workload.mode=prefill", "workload.seq_len=8192", "hardware.pipeline_wafers=3"]
     row, terms = wsemoe.explain(hardware="cs3", model="qwen3-30b-a3b", sets=sets)
     line = next(t for t in terms if t[1] == "busiest_stage_s")   # (section, term, value, unit, how it adds up)
     assert line[4].startswith("by term: local MACs") and line[4].endswith("✓")

@@ -13,8 +13,11 @@ SERVING = {   # SRAM serving (weight_source: sram): the PE-level pipeline over w
                                       "beside the weights"),
     "weight_bytes": ("bytes", "every weight of the model in its format, held in SRAM once"),
     "kv_cache_bytes": ("bytes", "KV cache of the batch's B sequences at this context, every layer"),
-    "sram_bytes_per_pe": ("bytes", "weights and cache each PE of the chosen layout holds (every region alike)"),
+    "sram_bytes_per_pe": ("bytes", "the chosen layout's bytes per PE: weights and cache its regions hold (a MoE "
+                                   "model's expert tiles up to the room, tile_bytes_per_pe_max)"),
     "region_fill": ("×", "PEs the layout gives each region over the fewest that hold its bytes (≥ 1 when it fits)"),
+    "tile_bytes_per_pe_max": ("bytes", "most bytes a PE of a MoE layer's tiles holds (its routed expert's tile, its "
+                                       "attention's): at most the PE's room, sram_bytes_per_pe × region_fill"),
     "attention_share": ("×", "PEs a MoE layer's attention region gets over its bytes' share (the layout's choice)"),
     "attn_region_pes": ("PEs", "PEs of one MoE layer's attention region (its weights, router and KV share)"),
     "expert_region_pes": ("PEs", "PEs of one routed expert's region (SRAM serving: a square tile; weight streaming "

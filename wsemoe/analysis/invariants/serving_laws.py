@@ -1,5 +1,5 @@
 """Invariants of SRAM serving across wafers (weight_source: sram): more PEs or SRAM never hurt, slower PEs never
-help, every expert has exactly one region, region traffic conserves bytes × hops, and a token's time adds up
+help, no PE of a fitting layout's tiles holds more than its room, every expert has exactly one region, region traffic conserves bytes × hops, and a token's time adds up
 (docs/cost-model.md, "Serving from SRAM"). Node-level laws skip these rows; these skip every other row.
 """
 
@@ -104,6 +104,25 @@ def serving_slower_pes_never_help(chk: Checker, case: Case):
     for tag, slow in frames.items():
         for col in SERVING_TIMES:
             chk.compare(col, slow[col], base[col], ">=", (f"with {tag} slower", "as given"), sram)
+
+
+@invariant("SRAM serving: no PE of a feasible point's tiles (a routed expert's, a MoE layer's attention) holds more "
+           "bytes than its room (sram_bytes_per_pe × region_fill: SRAM less program and buffers)",
+           "a MoE model's regions are whole tiles of one lattice whose side holds an expert at no more than the "
+           "room, every other region at no more than the layout's bytes per PE (cost/wafer/lattice.py); the "
+           "largest square of an expert's PEs held more (Qwen3-235B at 8K on 12 CS-3: 48,149 B on 28² PEs)")
+def serving_tiles_hold_no_more_than_the_room(chk: Checker, case: Case):
+    sram = _serving(case)
+    if not sram.any():
+        return chk.skip(NODE_ONLY)
+    out = case.outputs()
+    if "tile_bytes_per_pe_max" not in out:
+        return chk.skip("no MoE layer (a dense model)")
+    held = out["tile_bytes_per_pe_max"].to_numpy(float)
+    room = out["sram_bytes_per_pe"].to_numpy(float) * out["region_fill"].to_numpy(float)
+    fits = sram & np.isfinite(held) & np.asarray(out["feasible"], dtype=bool)
+    chk.compare("tile_bytes_per_pe_max", held, room * (1.0 + 1e-9), "<=", ("bytes a tile's PE holds", "its room"),
+                fits)
 
 
 @invariant("SRAM serving: every routed expert has exactly one region, and region traffic conserves bytes × hops "

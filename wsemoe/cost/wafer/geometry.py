@@ -2,9 +2,11 @@
 link loads, paths) is built once per unique (placement, dispatch, experts, top-k, shared tiles, attention tiles,
 popularity) combination and its numbers are gathered for every point that uses it. Numpy only.
 
-Shapes (docs/cost-model.md, "Serving from SRAM"): an expert region is the largest square of its PEs (side `s`,
-one tile); the attention region is `a_r × a_c` tiles, `t = ⌈P_attention / s²⌉`, `a_r = ⌈√t⌉`, `a_c = ⌈t / a_r⌉`;
-the shared experts `⌈P_shared / s²⌉` tiles; a dense layer, the head and the embedding are squares of their PEs.
+Shapes (docs/cost-model.md, "Serving from SRAM"; the lattice's, cost/wafer/lattice.py, which the stage split counts
+too): an expert region is one square tile, the largest square of its PEs unless that holds more than a PE's room
+(then the smallest that does not: side `s`, `pes["tile"]`); the attention region is `a_r × a_c` tiles, `t = ⌈P_attention / s²⌉`,
+`a_r = ⌈√t⌉`, `a_c = ⌈t / a_r⌉`; the shared experts `⌈P_shared / s²⌉` tiles; a dense layer, the head and the
+embedding are timed as squares of their PEs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from wsemoe.cost import structure
 from wsemoe.cost.balance import routing
 from wsemoe.cost.comm import balance_key
 from wsemoe.cost.node import params
-from wsemoe.cost.wafer import traffic, unique
+from wsemoe.cost.wafer import lattice, traffic, unique
 from wsemoe.cost.wafer.layer import Geometry
 
 
@@ -27,10 +29,7 @@ def square(pes):
     return np.maximum(np.floor(np.sqrt(np.asarray(pes, dtype=float))), 1.0)
 
 
-def grid(tiles):
-    """(rows, cols) of a near-square arrangement of `tiles` tiles (0 tiles: 0 × 0)."""
-    rows = np.ceil(np.sqrt(np.asarray(tiles, dtype=float)))
-    return rows, np.where(rows > 0, np.ceil(tiles / np.maximum(rows, 1.0)), 0.0)
+grid = lattice.grid   # (rows, cols) of a near-square arrangement of tiles
 
 
 def balance_fields(bal):
@@ -122,9 +121,9 @@ def routing_noise(built: Built, inv: np.ndarray, p_max, tokens, k) -> np.ndarray
 
 def geometry(m, mp, bal, histogram, pes: dict, shape) -> tuple[Geometry, list, np.ndarray]:
     """The Geometry of every point, the structures built and each point's structure index."""
-    side = square(pes["expert"])
-    a_r, a_c = grid(np.ceil(pes["attention"] / side ** 2))
-    shared = np.where(pes["shared"] > 0, np.ceil(pes["shared"] / side ** 2), 0.0)
+    side = pes["tile"]
+    a_r, a_c = grid(lattice.tiles_of(pes["attention"], side))
+    shared = np.where(pes["shared"] > 0, lattice.tiles_of(pes["shared"], side), 0.0)
     sh_r, sh_c = grid(shared)
     shape = np.broadcast_shapes(shape, np.shape(a_r), np.shape(shared), *map(np.shape, balance_fields(bal)))
     if params.moe_layers(m) == 0:   # a dense model: no expert regions, no dispatch

@@ -14,7 +14,10 @@ double-buffered, at the region's packed side; `room` is the least over the regio
 The stages are a byte-balanced contiguous split of the embedding, the layers in order and the head
 (cost/wafer/stagesplit.py): a wafer may hold a MoE layer beside dense ones, and a MoE layer's routed experts may
 continue on the next wafer. A stage's regions must fit the program rectangle: `u ≥ stage bytes / PEs`. A pipeline
-fits when the fullest stage does at `u = room`. Scalars or arrays that broadcast; numpy only.
+fits when the fullest stage does at `u = room`. A MoE model's regions are whole tiles of one lattice
+(cost/wafer/lattice.py: an expert region one square tile of side ⌈√(e/u)⌉, so no tile holds more than `u` a PE):
+its stages are split in tiles, against the ⌊R/s⌋·⌊C/s⌋ a wafer's program rectangle holds, at the densest layout
+for what fits and at each candidate layout for its crossings. Scalars or arrays that broadcast; numpy only.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from wsemoe.cost.node import formats, memory, mix, params, weights
-from wsemoe.cost.wafer import stagesplit
+from wsemoe.cost.wafer import lattice, stagesplit
 from wsemoe.cost.wafer.fabric import program_rectangle
 
 KINDS = ("attention", "expert", "shared", "dense", "embedding", "head")
@@ -131,12 +134,39 @@ def _parts(m, nbytes: dict) -> dict:
             "emb": nbytes["embedding"], "head": nbytes["head"]}
 
 
-def split(m, wafers, nbytes: dict, kv=None) -> dict:
-    """The least-peak split over `wafers` stages (arrays broadcast): `peak` the fullest stage's bytes, `crossings`
-    the stage boundaries inside a MoE layer, `visits` the expected extra wafers of routed experts a token passes
-    through (stagesplit.Fill.experts); with `kv` = (bytes a wafer holds, one layer's cache of the split's
-    sequences, of one sequence) also `sequences`, the most whose cache fits every stage."""
-    arrays = {**_parts(m, nbytes), "W": wafers, "topk": getattr(m, "num_experts_per_tok", 1.0)}
+def is_tiled(m) -> bool:
+    """Whether the model's regions lie on a tile lattice (it has MoE layers: cost/wafer/lattice.py)."""
+    return bool(np.any(np.asarray(params.moe_layers(m)) > 0))
+
+
+def tile_parts(pe, m, nbytes: dict, u, room, share=1.0) -> tuple[dict, object]:
+    """(the items a split orders, in tiles of the lattice at `u` bytes per PE with attention `share` times its
+    bytes' share and a PE's `room`; the tiles a wafer holds): a MoE layer's attention part is its attention
+    rectangle and shared tiles, a routed expert one tile (cost/wafer/lattice.py)."""
+    t = lattice.tiles(nbytes, u, room, share)
+    parts = {**_parts(m, nbytes), "d": t["dense"], "a": t["attention"] + t["shared"], "e": t["expert"],
+             "emb": t["embedding"], "head": t["head"]}
+    return parts, lattice.slots(pe, t["side"])
+
+
+def stages_at(pe, m, nbytes: dict, u):
+    """The fewest stages that hold the model at `u` bytes per PE: in tiles against a wafer's tiles on a lattice
+    (a MoE model), else in bytes against its PEs × u."""
+    if is_tiled(m):
+        parts, held = tile_parts(pe, m, nbytes, u, u)
+        return stages_needed(m, nbytes, held, parts)
+    return stages_needed(m, nbytes, wafer_pes(pe) * u)
+
+
+def split(m, wafers, nbytes: dict, kv=None, parts=None) -> dict:
+    """The least-peak split over `wafers` stages (arrays broadcast): `peak` the fullest stage's bytes (tiles, given
+    the lattice's `parts`: tile_parts), `crossings` the stage boundaries inside a MoE layer, `visits` the expected
+    extra wafers of routed experts a token passes through (stagesplit.Fill.experts); with `kv` = (bytes a wafer
+    holds, one layer's cache of the split's sequences, of one sequence) also `sequences`, the most whose cache
+    fits every stage."""
+    unit = "bytes" if parts is None else "tiles"
+    arrays = {**(_parts(m, nbytes) if parts is None else parts), "W": wafers,
+              "topk": getattr(m, "num_experts_per_tok", 1.0)}
     if kv is not None:
         arrays.update(zip(("room", "held", "one"), kv))
 
@@ -145,7 +175,7 @@ def split(m, wafers, nbytes: dict, kv=None) -> dict:
             f = stagesplit.least_peak(layer_is_moe(m, k), parts, W, None if room is None else (room, held, one))
         return {"peak": f.top, "crossings": f.cross, "visits": f.visits, "sequences": f.seqs}
 
-    return stagesplit.once(plan, arrays, ("split", _structure(m), kv is not None))
+    return stagesplit.once(plan, arrays, ("split", unit, _structure(m), kv is not None))
 
 
 def stage_peak(m, wafers, nbytes: dict):
@@ -153,14 +183,16 @@ def stage_peak(m, wafers, nbytes: dict):
     return split(m, wafers, nbytes)["peak"]
 
 
-def stages_needed(m, nbytes: dict, capacity):
+def stages_needed(m, nbytes: dict, capacity, parts=None):
     """The fewest stages of at most `capacity` bytes each that hold the model in order (inf: an item alone
-    does not fit)."""
+    does not fit); given `parts` (tile_parts), of at most `capacity` tiles."""
     def count(k, C, **parts):
         with np.errstate(divide="ignore", invalid="ignore"):
             return {"n": stagesplit.stages_needed(layer_is_moe(m, k), parts, C)}
 
-    return stagesplit.once(count, {**_parts(m, nbytes), "C": capacity}, ("needed", _structure(m)))["n"]
+    unit = "bytes" if parts is None else "tiles"
+    arrays = {**(_parts(m, nbytes) if parts is None else parts), "C": capacity}
+    return stagesplit.once(count, arrays, ("needed", unit, _structure(m)))["n"]
 
 
 def stage_layers(m, wafers: int, nbytes: dict):
@@ -176,10 +208,10 @@ def stage_layers(m, wafers: int, nbytes: dict):
     return count(~kinds), count(kinds)
 
 
-def largest_item(m, nbytes: dict):
-    """Bytes of the largest item no stage boundary can cut: a dense layer, a MoE layer's attention part, one
-    routed expert, the embedding or the head."""
-    p = _parts(m, nbytes)
+def largest_item(m, nbytes: dict, parts=None):
+    """Bytes (tiles, given `parts`) of the largest item no stage boundary can cut: a dense layer, a MoE layer's
+    attention part, one routed expert, the embedding or the head."""
+    p = _parts(m, nbytes) if parts is None else parts
     items = [p["emb"], p["head"], np.where(params.moe_layers(m) > 0, np.maximum(p["a"], p["e"]), 0.0),
              np.where(params.dense_layers(m) > 0, p["d"], 0.0)]
     return np.max(np.broadcast_arrays(*items), axis=0)
@@ -187,26 +219,26 @@ def largest_item(m, nbytes: dict):
 
 def fits(pe, m, wl, wafers):
     """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at the densest layout."""
-    nbytes = region_bytes(m, wl, wl.B)
-    return stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl)[0]) <= wafers
+    return stages_at(pe, m, region_bytes(m, wl, wl.B), room(pe, m, wl)[0]) <= wafers
 
 
 def fewest_wafers(pe, m, wl, shape=()):
     """The fewest wafers (≤ L, ≤ MAX_WAFERS) whose pipeline fits, NaN where none does."""
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
-    nbytes = region_bytes(m, wl, wl.B)
-    n = stages_needed(m, nbytes, wafer_pes(pe) * room(pe, m, wl)[0])
+    n = stages_at(pe, m, region_bytes(m, wl, wl.B), room(pe, m, wl)[0])
     n = np.broadcast_to(n, np.broadcast_shapes(shape, np.shape(n)))
     return np.where(n <= top, n, np.nan)
 
 
-def kv_fit(m, wl, wafers, capacity, known):
-    """The most sequences whose KV cache fits a pipeline of `wafers` stages of `capacity` bytes beside the weights
-    (0 where none does): the largest n whose bytes the greedy split holds in `wafers` stages. The split moves with
+def kv_fit(pe, m, wl, wafers, u, known):
+    """The most sequences whose KV cache fits a pipeline of `wafers` stages at `u` bytes per PE beside the weights
+    (0 where none does): the largest n whose bytes (a MoE model's tiles) the greedy split holds in `wafers` stages. The split moves with
     the batch (routed experts cross to the next wafer as the caches grow), so the room one split leaves (`known`,
     the sequences the split of the point's own batch holds: a lower bound) can be far below it: DeepSeek-V3 (FP8)
     at 8K on 19 CS-3, 26 sequences for the split of one, 48 for the split of 48. A bisection on n between `known`
-    and what the wafers' bytes could hold at most (the stages needed never fall as the caches grow)."""
+    and what the wafers' bytes could hold at most (the stages needed never fall as the caches grow); `known`, a
+    byte count, is checked first (whole tiles may hold fewer)."""
+    capacity = wafer_pes(pe) * u
     one = np.asarray(kv_bytes_per_sequence(m, wl), dtype=float)
     W = np.asarray(wafers, dtype=float)
     weights = stagesplit.total(layer_is_moe(m), _parts(m, region_bytes(m, wl, 0.0)))
@@ -215,9 +247,10 @@ def kv_fit(m, wl, wafers, capacity, known):
                                     / np.where(cached, m.num_hidden_layers * one, 1.0)) + 1.0, 1.0)
 
     def fits(n):
-        return stages_needed(m, region_bytes(m, wl, n), capacity) <= W
+        return stages_at(pe, m, region_bytes(m, wl, n), u) <= W
 
-    lo = np.where(fits(0.0), np.clip(np.floor(np.nan_to_num(known, posinf=0.0)), 0.0, top - 1.0), -1.0)
+    start = np.clip(np.floor(np.nan_to_num(known, posinf=0.0)), 0.0, top - 1.0)
+    lo = np.where(fits(start), start, np.where(fits(0.0), 0.0, -1.0))
     lo, hi = np.broadcast_arrays(lo, top + 0.0 * lo)
     lo, hi = lo.copy(), hi.copy()
     while np.any(hi - lo > 1.0):
@@ -242,11 +275,16 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     one = kv_bytes_per_sequence(m, wl)
     plan = split(m, W, nbytes, (cap * u_pack, wl.B * one, one))
     u_fill = plan["peak"] / cap
+    g_wafers = u_fill / np.maximum(u_pack, 1e-9) - 1.0
+    g_layer = largest_item(m, nbytes) / (cap * np.maximum(u_pack, 1e-9)) - 1.0
+    if is_tiled(m):   # whole tiles of the lattice at the densest layout (cost/wafer/lattice.py)
+        parts, held = tile_parts(pe, m, nbytes, u_pack, u_pack)
+        g_wafers = split(m, W, nbytes, parts=parts)["peak"] / held - 1.0
+        g_layer = largest_item(m, nbytes, parts) / held - 1.0
     return {"wafers": W, "wafers_needed": needed, "wafers_for_weights": fewest_wafers(pe, m, _batch(wl, 0.0), shape),
             "layers_per_wafer": np.ceil(m.num_hidden_layers / W), "u_pack": u_pack, "u_fill": u_fill,
-            "bytes": nbytes, "kv_fit_sequences": kv_fit(m, wl, W, cap * u_pack, plan["sequences"]),
-            "g_sram_wafers": u_fill / np.maximum(u_pack, 1e-9) - 1.0, "g_sram_pe": reserve - 1.0,
-            "g_sram_layer": largest_item(m, nbytes) / (cap * np.maximum(u_pack, 1e-9)) - 1.0,
+            "bytes": nbytes, "kv_fit_sequences": kv_fit(pe, m, wl, W, u_pack, plan["sequences"]),
+            "g_sram_wafers": g_wafers, "g_sram_pe": reserve - 1.0, "g_sram_layer": g_layer,
             "g_sram_stages": W / m.num_hidden_layers - 1.0}
 
 
@@ -282,19 +320,40 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
     split(m, wafers, {k: np.stack([np.broadcast_to(it[k], shape) for it in items]) for k in SPLIT_BYTES})
 
 
-def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES):
+def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None):
     """(bytes per PE, attention share, wafer hops inside a MoE layer, expected extra expert wafers a token visits)
     of every candidate layout, along a leading axis: for each share ω the √2 ladder from the sparsest density at
-    which a stage holds ω× attention regions up to u_pack, with the crossings of that split; a share that does not
-    fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`)."""
+    which a stage holds ω× attention regions' bytes up to u_pack, with the crossings of that split; a share that
+    does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`). Given the PE
+    facts `pe`, a MoE model's candidates are split in whole tiles of their own lattice (tile_parts), crossings
+    included, and one whose tiles do not fit `wafers` stages is the densest layout at its share instead (at share
+    1 where that does not fit either)."""
+    tiled = pe is not None and is_tiled(m)
+    if tiled:   # the densest layout at share 1: what fits at all (capacity), and any candidate's stand-in
+        parts, _ = tile_parts(pe, m, nbytes, u_pack, u_pack)
+        dense = split(m, wafers, nbytes, parts=parts)
+        stand_in = (u_pack + 0.0 * dense["peak"], dense["crossings"], dense["visits"])
     us, ws, cs, vs = [], [], [], []
     for w in shares if params.moe_layers(m) > 0 else shares[:1]:
         plan = split(m, wafers, _shared(nbytes, w))
         fill = plan["peak"] / cap
         u = densities(u_pack, fill)
-        fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
-        first = (us[0][0], cs[0][0], vs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0],
-                                                            plan["visits"] + 0.0 * u[0])
+        if tiled:   # the ladder's rungs in tiles, and the densest layout at this share (the last row)
+            parts, held = tile_parts(pe, m, nbytes, np.concatenate([u, u_pack + 0.0 * u[:1]]), u_pack, w)
+            plan = split(m, wafers, nbytes, parts=parts)
+            fits = plan["peak"] <= held * (1.0 + stagesplit.SLACK)
+            top = fits[-1]   # where no rung fits, the densest layout at this share if it fits, else at share 1
+            first = [np.where(top, x, y) for x, y in zip((u_pack, plan["crossings"][-1], plan["visits"][-1]), stand_in)]
+            fits, plan = fits[:-1], {k: v[:-1] for k, v in plan.items()}
+            us.append(np.where(fits, u, first[0]))
+            ws.append(np.where(fits | top, w, 1.0) + 0.0 * u)
+            cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
+            vs.append(np.where(fits, plan["visits"], first[2]) + 0.0 * u)
+            continue
+        else:
+            fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
+            first = (us[0][0], cs[0][0], vs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0],
+                                                                plan["visits"] + 0.0 * u[0])
         us.append(np.where(fits, u, first[0]))
         ws.append(np.where(fits, w, 1.0) + 0.0 * u)
         cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)

@@ -37,7 +37,7 @@ import numpy as np
 
 from wsemoe.cost.node import params
 from wsemoe.cost.node.stages import Coded
-from wsemoe.cost.wafer import geometry, layer, operands, regions, unique
+from wsemoe.cost.wafer import geometry, lattice, layer, operands, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 from wsemoe.cost.wafer.steprate import (STAGES, bound_terms, io_stall, paced, rate_columns, step_tokens,
@@ -182,6 +182,9 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     if params.moe_layers(m) > 0:   # the busiest expert's load over the mean: a step's expected maximum
         out["expert_imbalance"] = pick(noise * g.busiest_share * m.num_experts, best, shape)
     out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
+    if params.moe_layers(m) > 0:   # the fullest PE of a MoE layer's tiles (lattice.side: at most the room)
+        out["tile_bytes_per_pe_max"] = np.maximum(cap["bytes"]["expert"] / out["expert_region_pes"],
+                                                  cap["bytes"]["attention"] / out["attn_region_pes"])
     out["layer_splits"] = pick(cross, best, shape)
     # what binds, from the chosen candidate's terms (an argmax over every candidate's would be discarded)
     terms = bound_terms(wl, [out.pop(f"{LATE}{i}") for i in range(5)], [out[c] for c in BUSIEST_COLUMNS], W,
@@ -248,7 +251,7 @@ def sized_for(pe, m, wl, cap):
     u_pack = cap["u_pack"]   # one room for every batch (regions.room)
 
     def fit(batch):   # the greedy pass at the wafer's room: it needs the fewest stages of any contiguous split
-        return regions.stages_needed(m, regions.region_bytes(m, wl, batch), pes_total * u_pack) <= W
+        return regions.stages_at(pe, m, regions.region_bytes(m, wl, batch), u_pack) <= W
 
     rungs = [SIZED_FOR ** j for j in range(SIZED_STEPS)]
     fits = [fit(batch) for batch in rungs]
@@ -259,20 +262,20 @@ def sized_for(pe, m, wl, cap):
     offered = [(batch, (batch >= wl.B) & (batch < top) & ok) for batch, ok in zip(rungs, fits)]  # top: own's
     offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
     regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
-    u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total)
-    first = region_pes(own, u0[:1], w0[:1])
-    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0)]
+    u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe)
+    first = region_pes(own, u0[:1], w0[:1], u_pack)
+    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0, u_pack)]
     for nbytes, ok in offered:
-        u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES)
-        mine = region_pes(nbytes, u, w)
+        u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe)
+        mine = region_pes(nbytes, u, w, u_pack)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
         cs.append(np.where(ok, c, c0[:1]))
         vs.append(np.where(ok, v, v0[:1]))
-        pes.append({k: np.where(ok, mine[k], first[k]) for k in regions.KINDS})
+        pes.append({k: np.where(ok, mine[k], first[k]) for k in first})
     return (stack(us), stack(ws), stack(cs), stack(vs),
-            {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in regions.KINDS})
+            {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in first})
 
 
 def stack(parts: list):
@@ -281,10 +284,13 @@ def stack(parts: list):
     return np.concatenate([np.broadcast_to(p, np.shape(p)[:1] + rest) for p in parts])
 
 
-def region_pes(nbytes: dict, u, share=1.0) -> dict:
-    """PEs of each region kind at `u` bytes per PE, a MoE layer's attention region `share` times its bytes' share."""
+def region_pes(nbytes: dict, u, share=1.0, room=None) -> dict:
+    """PEs of each region kind at `u` bytes per PE, a MoE layer's attention region `share` times its bytes' share,
+    and the side of the lattice's tile (`tile`, lattice.side: an expert tile holds no more than `room` a PE, the
+    PE's room, u where not given), the one the stage split counts (regions.tile_parts)."""
     out = {k: nbytes[k] / u for k in regions.KINDS}
     out["attention"] = out["attention"] * share
+    out["tile"] = lattice.side(nbytes["expert"], u, u if room is None else room)
     return out
 
 
@@ -297,7 +303,7 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
     """(the MoE layer's LayerTraffic, expert region side in PEs) of one point's layout at `u` bytes per PE and
     attention share (its `sram_bytes_per_pe`, `attention_share`), for figures; None for a dense model."""
     cap = regions.capacity(pe_facts(hw), m, wl, hw.pipeline_wafers)
-    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share), ())
+    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share, cap["u_pack"]), ())
     return (built[int(inv[0])], float(g.side)) if built else None
 
 

@@ -79,6 +79,7 @@ class Fill:
         picks `k` of them (the expected wafers it visits: `visits`)."""
         fit = np.minimum(np.maximum(np.floor((self.C - self.load) / e + SLACK), 0.0), E)   # = E when all fit
         rest = E - fit
+        self.rest = rest   # the experts that continue on later stages (run's record)
         extra = np.ceil(rest / per)   # stages they open
         self.load = self.load + fit * e
         self._close(rest > 0)
@@ -89,9 +90,14 @@ class Fill:
         if not self.light:
             self.top = np.maximum(self.top, (full > 0) * per * e)
             self.cross = self.cross + extra
-            if np.any(rest > 0):
-                held = picked(fit, E, k) + full * picked(per, E, k) + picked(last, E, k)
-                self.visits = self.visits + np.where(rest > 0, held - 1.0, 0.0)
+            split = rest > 0
+            if np.any(split):   # only the combinations this layer splits (often few of a wide frame's)
+                fit, E, k, per, full, last, split = np.broadcast_arrays(fit, E, k, per, full, last, split)
+                held = (picked(fit[split], E[split], k[split]) + full[split] * picked(per[split], E[split], k[split])
+                        + picked(last[split], E[split], k[split]))
+                visits = np.array(np.broadcast_to(self.visits, split.shape), dtype=float)
+                visits[split] += held - 1.0
+                self.visits = visits
 
     def finish(self):
         """Close the last stage: its bytes and its cache room count too."""
@@ -118,7 +124,7 @@ def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False)
     f = Fill(C, kv, light)
     per = np.maximum(np.floor(f.C / parts["e"] + SLACK), 1.0)
     topk = parts.get("topk", 1.0)
-    f.start = [] if record else None
+    f.start, f.far = ([], []) if record else (None, None)
     f.atom(parts["emb"])
     every_expert = np.where(True, parts["E"], 0.0)   # a MoE layer's experts (as np.where gives them), once
     for is_moe in moe:
@@ -134,6 +140,8 @@ def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False)
             f.start.append(f.stages - 1.0)
         if not scalar or is_moe:
             f.experts(parts["e"], every_expert if scalar else np.where(is_moe, parts["E"], 0.0), per, topk)
+            if record:
+                f.far.append(f.rest)
     f.atom(parts["head"])
     return f.finish()
 
