@@ -182,7 +182,7 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     if params.moe_layers(m) > 0:   # the busiest expert's load over the mean: a step's expected maximum
         out["expert_imbalance"] = pick(noise * g.busiest_share * m.num_experts, best, shape)
     out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
-    if params.moe_layers(m) > 0:   # the fullest PE of a MoE layer's tiles (lattice.side: at most the room)
+    if params.moe_layers(m) > 0:   # the fullest PE of a MoE layer's tiles (lattice.side: at most u ≤ the room)
         out["tile_bytes_per_pe_max"] = np.maximum(cap["bytes"]["expert"] / out["expert_region_pes"],
                                                   cap["bytes"]["attention"] / out["attn_region_pes"])
     out["layer_splits"] = pick(cross, best, shape)
@@ -262,20 +262,38 @@ def sized_for(pe, m, wl, cap):
     offered = [(batch, (batch >= wl.B) & (batch < top) & ok) for batch, ok in zip(rungs, fits)]  # top: own's
     offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
     regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
-    u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe)
-    first = region_pes(own, u0[:1], w0[:1], u_pack)
-    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0, u_pack)]
+    u0, w0, c0, v0, r0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe, real=True)
+    first = region_pes(own, u0[:1], w0[:1])
+    us, ws, cs, vs, rs, pes = [u0], [w0], [c0], [v0], [r0], [region_pes(own, u0, w0)]
     for nbytes, ok in offered:
-        u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe)
-        mine = region_pes(nbytes, u, w, u_pack)
+        u, w, c, v, r = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe, real=True)
+        mine = region_pes(nbytes, u, w)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
         cs.append(np.where(ok, c, c0[:1]))
         vs.append(np.where(ok, v, v0[:1]))
+        rs.append(np.where(ok, r, r0[:1]))
         pes.append({k: np.where(ok, mine[k], first[k]) for k in first})
-    return (stack(us), stack(ws), stack(cs), stack(vs),
-            {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in first})
+    out = [stack(us), stack(ws), stack(cs), stack(vs), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)])
+                                                         for k in first}]
+    return rungs_only(out, stack(rs))
+
+
+def rungs_only(out: list, real):
+    """The candidates with every densest layout standing in for a ladder rung (regions.layouts) replaced by the
+    first rung any batch offers, where one does: the densest layout moves with the SRAM, so offered beside rungs
+    it could be the fastest and be gone with more SRAM (Qwen3-30B-A3B at 128K, B 64 on 24 CS-3: 0.9% slower with
+    twice the SRAM); it stays only where no rung fits at all."""
+    real = np.broadcast_to(real, np.shape(out[0]))
+    pick_ = np.argmax(real, axis=0)[None]
+    swap = ~real & np.any(real, axis=0)[None]
+
+    def keep(x):
+        x = np.broadcast_to(x, np.broadcast_shapes(np.shape(x), real.shape))
+        return np.where(swap, np.take_along_axis(x, pick_, axis=0), x)
+
+    return (*(keep(x) for x in out[:4]), {k: keep(v) for k, v in out[4].items()})
 
 
 def stack(parts: list):
@@ -284,13 +302,13 @@ def stack(parts: list):
     return np.concatenate([np.broadcast_to(p, np.shape(p)[:1] + rest) for p in parts])
 
 
-def region_pes(nbytes: dict, u, share=1.0, room=None) -> dict:
+def region_pes(nbytes: dict, u, share=1.0) -> dict:
     """PEs of each region kind at `u` bytes per PE, a MoE layer's attention region `share` times its bytes' share,
-    and the side of the lattice's tile (`tile`, lattice.side: an expert tile holds no more than `room` a PE, the
-    PE's room, u where not given), the one the stage split counts (regions.tile_parts)."""
+    and the side of the lattice's tile (`tile`, lattice.side: an expert tile holds no more than `u` a PE), the one
+    the stage split counts (regions.tile_parts): a function of `u`, whatever the SRAM."""
     out = {k: nbytes[k] / u for k in regions.KINDS}
     out["attention"] = out["attention"] * share
-    out["tile"] = lattice.side(nbytes["expert"], u, u if room is None else room)
+    out["tile"] = lattice.side(nbytes["expert"], u)
     return out
 
 
@@ -303,7 +321,7 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
     """(the MoE layer's LayerTraffic, expert region side in PEs) of one point's layout at `u` bytes per PE and
     attention share (its `sram_bytes_per_pe`, `attention_share`), for figures; None for a dense model."""
     cap = regions.capacity(pe_facts(hw), m, wl, hw.pipeline_wafers)
-    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share, cap["u_pack"]), ())
+    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share), ())
     return (built[int(inv[0])], float(g.side)) if built else None
 
 
