@@ -321,7 +321,7 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
 
 
 FINE = 16      # rungs per doubling of the fine ladder, u_fill · 2^(j/16): the √2 ladder is every 8th of them
-OCTAVES = 8    # doublings above u_fill the fine ladder is searched over (u_pack / u_fill is at most 2^5 on CS-3)
+OCTAVES = 8    # doublings above u_fill the sparsest fitting rung is searched over
 
 
 def fine(fill, j):
@@ -331,38 +331,47 @@ def fine(fill, j):
 
 
 def sparsest(pe, m, wafers, nbytes: dict, fill, u_pack, share=1.0):
-    """(the sparsest rung of the fine ladder from `fill` at most `u_pack` whose whole tiles fit `wafers` stages,
-    whether there is one): the rung does not depend on the SRAM (a lattice is a function of u: lattice.side, and
-    more SRAM only admits denser rungs), and twice the PEs (fill halved) shifts the ladder by 16 rungs onto itself.
-    One light pass over the rungs (stages_needed)."""
+    """(the sparsest rung of the fine ladder from `fill`, at most `u_pack`, whose whole tiles fit `wafers` stages;
+    whether there is one): searched among the 8 fine rungs up to the first √2 rung that fits (or up to the first
+    above u_pack where none does), two light passes (stages_needed) instead of one over every fine rung. The rung
+    does not depend on the SRAM (a lattice is a function of u: lattice.side; more SRAM only admits denser rungs),
+    and twice the PEs (fill halved) shifts the ladder by 16 rungs onto itself."""
     fill = np.asarray(fill, dtype=float)
+    lead = (-1,) + (1,) * np.ndim(fill)
     span = np.log2(np.maximum(np.asarray(u_pack, dtype=float) / np.maximum(fill, 1e-300), 1.0))
-    top = int(min(np.ceil(np.max(span, initial=0.0) + 1e-9), OCTAVES)) * FINE
-    j = np.arange(top + 1).reshape((-1,) + (1,) * np.ndim(fill))
-    grid = fine(fill[None], j)
-    parts, held = tile_parts(pe, m, nbytes, grid, share)
-    ok = (stages_needed(m, nbytes, held, parts) <= wafers) & (grid <= u_pack)
+    octaves = int(min(np.ceil(np.max(span, initial=0.0) + 1e-9), OCTAVES))
+    half = FINE // 2   # fine rungs per √2 rung
+
+    def fitting(j):
+        grid = fine(fill[None], j)
+        parts, held = tile_parts(pe, m, nbytes, grid, share)
+        return grid, (stages_needed(m, nbytes, held, parts) <= wafers) & (grid <= u_pack)
+
+    coarse, ok = fitting(half * np.arange(2 * octaves + 2).reshape(lead))
+    below = np.sum(np.broadcast_to(coarse <= u_pack, ok.shape), axis=0)   # the first √2 rung above u_pack
+    last = half * np.where(np.any(ok, axis=0), np.argmax(ok, axis=0), below)
+    grid, ok = fitting(np.maximum(last[None] - (half - 1) + np.arange(half).reshape(lead), 0))
     first = np.take_along_axis(np.broadcast_to(grid, ok.shape), np.argmax(ok, axis=0)[None], axis=0)[0]
     found = np.any(ok, axis=0)
     return np.where(found, first, u_pack), found
 
 
-def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None, real=False):
+def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None):
     """(bytes per PE, attention share, wafer hops inside a MoE layer, expected extra expert wafers a token visits)
     of every candidate layout, along a leading axis: for each share ω the √2 ladder from the sparsest density at
     which a stage holds ω× attention regions' bytes up to u_pack, with the crossings of that split; a share that
     does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`). Given the PE
     facts `pe`, a MoE model's candidates are split in whole tiles of their own lattice (tile_parts), crossings
     included, and one whose tiles do not fit `wafers` stages is the sparsest rung of the fine ladder whose tiles do
-    (`sparsest`: a function of u, so more SRAM or PEs keep it), else the densest layout at its share (at share 1
-    where that does not fit either: it moves with the SRAM, so it stands in only where no rung at all fits). With
-    `real`, also whether each candidate is a rung of the ladders (not the densest layout standing in)."""
+    (`sparsest`: a function of u, so more SRAM keeps it; twice the PEs may fit a sparser one instead), else the
+    densest layout at its share (at share 1 where that does not fit either: it moves with the SRAM, so it stands in
+    only where no rung at all fits)."""
     tiled = pe is not None and is_tiled(m)
     if tiled:   # the densest layout at share 1: what fits at all (capacity), and any candidate's stand-in
         parts, _ = tile_parts(pe, m, nbytes, u_pack)
         dense = split(m, wafers, nbytes, parts=parts)
         stand_in = (u_pack + 0.0 * dense["peak"], dense["crossings"], dense["visits"])
-    us, ws, cs, vs, rs = [], [], [], [], []
+    us, ws, cs, vs = [], [], [], []
     for w in shares if params.moe_layers(m) > 0 else shares[:1]:
         plan = split(m, wafers, _shared(nbytes, w))
         fill = plan["peak"] / cap
@@ -383,7 +392,6 @@ def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None, real=F
             ws.append(np.where(fits | low_fits | top, w, 1.0) + 0.0 * u)
             cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
             vs.append(np.where(fits, plan["visits"], first[2]) + 0.0 * u)
-            rs.append(fits | low_fits)
             continue
         fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
         first = (us[0][0], cs[0][0], vs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0],
@@ -392,9 +400,7 @@ def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None, real=F
         ws.append(np.where(fits, w, 1.0) + 0.0 * u)
         cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
         vs.append(np.where(fits, plan["visits"], first[2]) + 0.0 * u)
-        rs.append(fits & (u > 0))
-    out = np.concatenate(us), np.concatenate(ws), np.concatenate(cs), np.concatenate(vs)
-    return (*out, np.concatenate([np.broadcast_to(r, x.shape) for r, x in zip(rs, us)])) if real else out
+    return np.concatenate(us), np.concatenate(ws), np.concatenate(cs), np.concatenate(vs)
 
 
 def rung(lo, k):

@@ -262,38 +262,20 @@ def sized_for(pe, m, wl, cap):
     offered = [(batch, (batch >= wl.B) & (batch < top) & ok) for batch, ok in zip(rungs, fits)]  # top: own's
     offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
     regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
-    u0, w0, c0, v0, r0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe, real=True)
+    u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe)
     first = region_pes(own, u0[:1], w0[:1])
-    us, ws, cs, vs, rs, pes = [u0], [w0], [c0], [v0], [r0], [region_pes(own, u0, w0)]
+    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0)]
     for nbytes, ok in offered:
-        u, w, c, v, r = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe, real=True)
+        u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe)
         mine = region_pes(nbytes, u, w)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
         cs.append(np.where(ok, c, c0[:1]))
         vs.append(np.where(ok, v, v0[:1]))
-        rs.append(np.where(ok, r, r0[:1]))
         pes.append({k: np.where(ok, mine[k], first[k]) for k in first})
-    out = [stack(us), stack(ws), stack(cs), stack(vs), {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)])
-                                                         for k in first}]
-    return rungs_only(out, stack(rs))
-
-
-def rungs_only(out: list, real):
-    """The candidates with every densest layout standing in for a ladder rung (regions.layouts) replaced by the
-    first rung any batch offers, where one does: the densest layout moves with the SRAM, so offered beside rungs
-    it could be the fastest and be gone with more SRAM (Qwen3-30B-A3B at 128K, B 64 on 24 CS-3: 0.9% slower with
-    twice the SRAM); it stays only where no rung fits at all."""
-    real = np.broadcast_to(real, np.shape(out[0]))
-    pick_ = np.argmax(real, axis=0)[None]
-    swap = ~real & np.any(real, axis=0)[None]
-
-    def keep(x):
-        x = np.broadcast_to(x, np.broadcast_shapes(np.shape(x), real.shape))
-        return np.where(swap, np.take_along_axis(x, pick_, axis=0), x)
-
-    return (*(keep(x) for x in out[:4]), {k: keep(v) for k, v in out[4].items()})
+    return (stack(us), stack(ws), stack(cs), stack(vs),
+            {k: stack([p[k] + 0.0 * u for p, u in zip(pes, us)]) for k in first})
 
 
 def stack(parts: list):
