@@ -25,10 +25,11 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 FINDINGS: dict = {
     ("serving_more_pes_or_sram_never_hurt", "cerebras_serving"):
         "December 2026, whole-tile lattice (cost/wafer/lattice.py): a density's tiles may not fit where its bytes "
-        "did, and a candidate that does not is the densest layout, u_pack, which moves with the SRAM; the expert "
-        "tile's side (the largest square unless it overflows the room) moves with it too. 25 of 608 comparisons: "
-        "Qwen3-30B-A3B at 32K, B 256 on 24 CS-3, SRAM x2 1.34x slower (u_pack doubled). A ladder anchored at the "
-        "sparsest density whose tiles fit and a side of ceil(sqrt(e/u)) left 9, worst 1.4% (PEs x2); not done",
+        "did. The expert side is now ceil(sqrt(e/u)) whatever the SRAM and a rung whose tiles do not fit stands in "
+        "as the sparsest fine rung u_fill*2^(j/16) that does (25 -> 14 of 608 comparisons, worst 1.34x -> 0.9%); "
+        "left: the densest layout u_pack, the stand-in where no rung fits (regions sized for a larger batch too), "
+        "moves with the SRAM (Qwen3-30B-A3B at 128K, B 64 on 24 CS-3, SRAM x2 0.9% slower), and twice the PEs may "
+        "fit a sparser fine rung and drop the old one (Qwen3-235B at 128K, B 64, 0.8%)",
 }
 CONFIGS = [f"preset-{h}" for h in presets.names("hardware")] + [p.stem for p in presets.shipped_sweeps()] + ["quickstart"]
 

@@ -29,7 +29,7 @@ def test_maverick_packs_onto_the_wafers_its_bytes_need():
     # in whole tiles of the lattice (cost/wafer/lattice.py): a MoE layer's attention and shared tiles, 128 expert
     # tiles, a dense layer's tiles; a wafer holds `held`
     room = regions.room(pe, m, w)[0]
-    parts, held = regions.tile_parts(pe, m, nbytes, room, room)
+    parts, held = regions.tile_parts(pe, m, nbytes, room)
     total = 24 * (parts["a"] + 128 * parts["e"] + parts["d"]) + parts["emb"] + parts["head"]
     need = float(regions.fewest_wafers(pe, m, w))
     assert np.ceil(total / held) <= need <= np.ceil(total / held) + 1 and need < 24

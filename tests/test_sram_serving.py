@@ -301,8 +301,15 @@ GOLDEN = [   # (model, wafers, B, placement) -> tokens/s per user, TTFT (1,024-t
     # 30² layout with none, t1 556.44 → 559.01 µs, 1,797.1 → 1,788.9, TTFT 3.52 → 2.80 ms. 2 wafers: the layout
     # sized for 16 sequences at 41,857 B → at the room, 45,832 B (15² tiles both), t1 893.9 → 924.1 µs, 1,118.7 →
     # 1,082.1, TTFT 8.18 → 9.11 ms (test_a_prompt_s_tokens_skip_the_head).
-    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1812.3787312676654, 0.002794817418181818, 16.0, "hop latency")),
-    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1788.878238257202, 0.002802065903030303, 16.0, "hop latency")),
+    # An expert tile is the smallest square that holds it at u, ⌈√(e/u)⌉, whatever the SRAM, and a rung whose tiles
+    # do not fit stands in as the sparsest fine rung u_fill·2^(j/16) that does, not the densest layout (which moved
+    # with the SRAM: test_tile_lattice.test_twice_the_sram_keeps_every_layout_that_fitted). Blocked, at the same
+    # 10,112 B a PE (4×): 9,437,184 / 10,112 = 933.3 PEs, side ⌊30.55⌋ = 30 (10,486 B a PE, above u) → ⌈30.55⌉ = 31
+    # (9,820 B), t1 551.76 → 549.73 µs, 1,812.4 → 1,819.1 tokens/s per user, TTFT 2.79 → 2.85 ms; interleaved: the
+    # fine rung at 6,253 B a PE (39², attention 1×, 12 split layers) beats 10,112 B (30², 4×), t1 559.01 → 558.09 µs,
+    # 1,788.9 → 1,791.8, TTFT 2.80 → 3.15 ms. The 2-wafer point: 45,832 → 45,646 B a PE, the same 15² tiles and times.
+    (("qwen3-30b-a3b", 16.0, 4.0, "blocked"), (1819.0605189784144, 0.002854710685043988, 16.0, "hop latency")),
+    (("qwen3-30b-a3b", 16.0, 4.0, "interleaved"), (1791.8182103252964, 0.0031470105118534117, 16.0, "hop latency")),
     (("qwen3-30b-a3b", None, 4.0, "blocked"), (1082.102844240039, 0.009105216579393938, 2.0, "local MACs")),
 ]
 

@@ -41,7 +41,7 @@ def test_whole_tiles_on_a_tiny_fabric_need_a_second_wafer_the_bytes_did_not():
     pe, m, wl = tiny_pe(), NS(**TINY), workload(B=3, seq_len=300)
     assert float(regions.room(pe, m, wl)[0]) == 852.0
     nb = regions.region_bytes(m, wl, 3)
-    parts, held = regions.tile_parts(pe, m, nb, 852.0, 852.0)
+    parts, held = regions.tile_parts(pe, m, nb, 852.0)
     assert (float(parts["a"]), float(parts["e"]), float(parts["emb"]), float(parts["head"]), float(held)) == \
         (9.0, 1.0, 1.0, 1.0, 20.0)
     assert float(regions.fewest_wafers(pe, m, wl)) == 2.0
@@ -53,20 +53,22 @@ def test_an_attention_rectangle_takes_its_idle_tiles():
     # At S 250 the attention region is 128 + 6,000 = 6,128 B: ⌈6,128/852⌉ = 8 tiles, laid 3 × 3 (⌈√8⌉ = 3 rows,
     # ⌈8/3⌉ = 3 columns): 9 tiles taken, one idle.
     t = lattice.tiles({"expert": 96.0, "attention": 6128.0, "shared": 0.0, "dense": 0.0, "embedding": 64.0,
-                       "head": 72.0}, 852.0, 852.0)
+                       "head": 72.0}, 852.0)
     assert (float(t["side"]), float(t["a_r"]), float(t["a_c"]), float(t["attention"])) == (1.0, 3.0, 3.0, 9.0)
 
 
-def test_an_expert_tile_is_the_largest_square_unless_that_overflows_the_room():
+def test_an_expert_tile_is_the_smallest_square_that_holds_it_at_u_whatever_the_room():
     # Qwen3-235B's routed expert: 3 · 4,096 · 1,536 weights at 2 B = 37,748,736 B. CS-3's room is 45,832 B.
     # At the 12-wafer layout's 45,549.4 B a PE its 828.7 PEs' largest square is 28² = 784, which would hold
-    # 37,748,736 / 784 = 48,149 B a PE: above the room and CS-3's 49,152 − 2,304 = 46,848 B. The tile is then the
-    # smallest square that holds it, ⌈√(37,748,736 / 45,832)⌉ = ⌈28.70⌉ = 29 (44,886 B a PE). Where the largest
-    # square fits the room it stays: at 40,000 B a PE, ⌊√943.7⌋ = 30, 41,943 B a PE.
-    e, room = 37_748_736.0, 45_832.0
+    # 37,748,736 / 784 = 48,149 B a PE: above the room and CS-3's 49,152 − 2,304 = 46,848 B. The tile is the
+    # smallest square that holds it at no more than u: ⌈√(37,748,736 / 45,549.4)⌉ = ⌈28.79⌉ = 29 (44,886 B a PE).
+    # At 40,000 B a PE: ⌈√943.7⌉ = ⌈30.72⌉ = 31 (39,282 B a PE), whatever the SRAM: the old rule, the largest square
+    # ⌊30.72⌋ = 30 unless that overflowed the room, gave 30 at CS-3's room and 31 at a room of 41,000 B (30² PEs
+    # hold 41,943 B a PE), so a layout's tiles, and its speed, moved with the SRAM.
+    e = 37_748_736.0
     assert e / 28 ** 2 == pytest.approx(48_149, abs=0.5) and e / 28 ** 2 > 49_152 - 2_304
-    assert float(lattice.side(e, 45_549.4, room)) == 29.0
-    assert float(lattice.side(e, 40_000.0, room)) == 30.0
+    assert float(lattice.side(e, 45_549.4)) == 29.0
+    assert float(lattice.side(e, 40_000.0)) == 31.0 and e / 31 ** 2 <= 40_000.0 < e / 30 ** 2
     # CS-3's program rectangle, 1,170 × 755 PEs, holds ⌊1,170/29⌋ · ⌊755/29⌋ = 40 · 26 = 1,040 such tiles (10 rows
     # and 1 column idle), where its PEs × room over the expert's bytes counted 1,073 experts' worth
     assert float(lattice.slots(presets.load_hardware("cs3").pe, 29.0)) == 1040.0
@@ -86,7 +88,7 @@ def test_qwen3_235b_at_8k_needs_13_cs3_not_12():
     wl = workload(B=1.0, seq_len=8192.0)
     pe = serving.pe_facts(cs3_sram())
     nb = regions.region_bytes(m, wl, 1.0)
-    parts, held = regions.tile_parts(pe, m, nb, 45_832.0, 45_832.0)
+    parts, held = regions.tile_parts(pe, m, nb, 45_832.0)
     total = 94 * (float(parts["a"]) + 128) + float(parts["emb"]) + float(parts["head"])
     assert (float(parts["a"]), float(parts["emb"]), float(held), total) == (6.0, 33.0, 1040.0, 12_662.0)
     assert float(regions.fewest_wafers(pe, m, wl)) == 13.0
@@ -100,16 +102,30 @@ def test_qwen3_235b_at_8k_needs_13_cs3_not_12():
 
 
 def test_the_tile_invariant_can_fail(monkeypatch):
-    # With the largest square of an expert's PEs as its tile (the old rule), Qwen3-235B on 13 CS-3 at B 1 and 4
-    # lays experts on tiles that hold more than the room: the invariant must say so.
+    # With the largest square of an expert's PEs as its tile (the old rule), Qwen3-235B at 32K on 16 CS-3 lays
+    # experts on tiles that hold more than the room at some batch of 1 … 64: the invariant must say so.
     from wsemoe.analysis.invariants.cases import Case
     from wsemoe.analysis.invariants.laws import REGISTRY
     from wsemoe.config.loader import load_config
 
-    cfg = load_config({"name": "tiles", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 13},
-                       "model": "qwen3-235b-a22b", "workload": {"mode": "decode", "seq_len": 8192},
-                       "axes": {"workload.B": [1, 4]}})
+    cfg = load_config({"name": "tiles", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 16},
+                       "model": "qwen3-235b-a22b", "workload": {"mode": "decode", "seq_len": 32768},
+                       "axes": {"workload.B": [1, 2, 4, 8, 16, 32, 64]}})
     law = REGISTRY["serving_tiles_hold_no_more_than_the_room"]
     assert law.run(Case(cfg)).status == "pass"
-    monkeypatch.setattr(lattice, "side", lambda e, u, room: np.maximum(np.floor(np.sqrt(e / np.asarray(u))), 1.0))
+    monkeypatch.setattr(lattice, "side", lambda e, u: np.maximum(np.floor(np.sqrt(e / np.asarray(u))), 1.0))
     assert law.run(Case(cfg)).status == "fail"
+
+
+def test_twice_the_sram_keeps_every_layout_that_fitted():
+    # Qwen3-30B-A3B at 32K, B 256 on 24 CS-3: a 32K cache of 256 sequences fits only densely, so a candidate whose
+    # tiles did not fit stood in as the densest layout, u_pack, the room (45,832 B a PE). With twice the SRAM that
+    # layout was gone (u_pack 94,552 B) and the point ran 1.34x slower (2.085 ms against 1.556 ms a period). The
+    # stand-in is now the sparsest rung of a fine ladder u_fill · 2^(j/16) whose tiles fit, a function of u alone
+    # (lattice.side), so more SRAM keeps it.
+    m, wl = NS(**presets.load_model("qwen3-30b-a3b").model_dump()), workload(B=256.0, seq_len=32768.0)
+    mp, bal = NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump())
+    base = cs3_sram(pipeline_wafers=24.0)
+    more = cs3_sram(pipeline_wafers=24.0, pe={**base.pe, "sram_per_pe_bytes": 2 * base.pe["sram_per_pe_bytes"]})
+    periods = [float(serving.evaluate(hw, m, wl, mp, bal)["pipeline_period_s"]) for hw in (base, more)]
+    assert periods[1] <= periods[0] * (1.0 + 1e-12), periods

@@ -3,8 +3,8 @@ link loads, paths) is built once per unique (placement, dispatch, experts, top-k
 popularity) combination and its numbers are gathered for every point that uses it. Numpy only.
 
 Shapes (docs/cost-model.md, "Serving from SRAM"; the lattice's, cost/wafer/lattice.py, which the stage split counts
-too): an expert region is one square tile, the largest square of its PEs unless that holds more than a PE's room
-(then the smallest that does not: side `s`, `pes["tile"]`); the attention region is `a_r × a_c` tiles, `t = ⌈P_attention / s²⌉`,
+too): an expert region is one square tile, the smallest that holds it at no more than `u` a PE (side
+`s = ⌈√(e/u)⌉`, `pes["tile"]`); the attention region is `a_r × a_c` tiles, `t = ⌈P_attention / s²⌉`,
 `a_r = ⌈√t⌉`, `a_c = ⌈t / a_r⌉`; the shared experts `⌈P_shared / s²⌉` tiles; a dense layer, the head and the
 embedding are timed as squares of their PEs.
 """

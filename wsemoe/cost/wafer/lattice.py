@@ -2,12 +2,12 @@
 both what fits (the stage split, cost/wafer/regions.py) and the timing (cost/wafer/geometry.py). Numpy only.
 
 The fabric is whole rows × columns of PEs, so a layout at `u` bytes per PE lays every region of a MoE model on one
-lattice of square tiles (docs/cost-model.md, "Serving from SRAM"). An expert region, `e` bytes, is one tile: the
-largest square of its `e/u` PEs, side `⌊√(e/u)⌋`, unless that holds more than a PE's room (`room`, regions.room),
-then the smallest square that does not, `⌈√(e/room)⌉`: `s = max(⌊√(e/u)⌋, ⌈√(e/room)⌉)`, so an expert tile holds
-`e/s² ≤ room` bytes a PE. (The largest square alone overflowed: Qwen3-235B at 8K on 12 CS-3, 37,748,736 B on 28²
-PEs is 48,149 B a PE, above CS-3's 49,152 − 2,304 = 46,848 B and its room of 45,832 B.) Every other region is whole
-tiles, each holding at most `u ≤ room` a PE: a MoE layer's attention `t = ⌈w·bytes/(u·s²)⌉` tiles laid as an `a_r × a_c` rectangle (`a_r = ⌈√t⌉`,
+lattice of square tiles (docs/cost-model.md, "Serving from SRAM"). An expert region, `e` bytes, is one tile, the
+smallest square that holds it at no more than `u` a PE: side `s = ⌈√(e/u)⌉`, so it holds `e/s² ≤ u ≤ room` bytes a
+PE, and a layout's tiles are a function of `u` alone, whatever the SRAM (the largest square of its `e/u` PEs,
+`⌊√(e/u)⌋²`, held more: Qwen3-235B at 8K on 12 CS-3, 37,748,736 B on 28² PEs is 48,149 B a PE, above CS-3's
+49,152 − 2,304 = 46,848 B and its room of 45,832 B; widened to `⌈√(e/room)⌉` only where it overflowed, the side
+moved with the SRAM, and so did a layout's speed at a given `u`). Every other region is whole tiles, each holding at most `u ≤ room` a PE: a MoE layer's attention `t = ⌈w·bytes/(u·s²)⌉` tiles laid as an `a_r × a_c` rectangle (`a_r = ⌈√t⌉`,
 `a_c = ⌈t/a_r⌉`: the rectangle's a_r·a_c tiles are taken, the ones beyond `t` idle), the shared experts, a dense
 layer, the embedding and the head `⌈bytes/(u·s²)⌉` tiles each. A wafer's program rectangle of R × C PEs holds
 `⌊R/s⌋·⌊C/s⌋` tiles (its last `R mod s` rows and `C mod s` columns idle): the stage split counts tiles against
@@ -31,13 +31,10 @@ def whole(x):
     return np.ceil(np.asarray(x, dtype=float) * (1.0 - FUZZ))
 
 
-def side(expert_bytes, u, room):
-    """Side of a routed expert's square tile at `u` bytes per PE: the largest square of its PEs, or the smallest
-    that holds its bytes at no more than `room` a PE where that one would not (≥ 1)."""
-    e = np.asarray(expert_bytes, dtype=float)
-    loose = np.floor(np.sqrt(e / np.maximum(u, 1e-9)) * (1.0 + FUZZ))
-    tight = whole(np.sqrt(e / np.maximum(room, 1e-9)))
-    return np.maximum(np.maximum(loose, tight), 1.0)
+def side(expert_bytes, u):
+    """Side of a routed expert's square tile at `u` bytes per PE: the smallest square that holds its bytes at no
+    more than `u` a PE (≥ 1)."""
+    return np.maximum(whole(np.sqrt(np.asarray(expert_bytes, dtype=float) / np.maximum(u, 1e-9))), 1.0)
 
 
 def grid(tiles):
@@ -51,11 +48,11 @@ def tiles_of(pes, s):
     return whole(np.asarray(pes, dtype=float) / (np.asarray(s, dtype=float) ** 2))
 
 
-def tiles(nbytes: dict, u, room, share=1.0) -> dict:
-    """The lattice at `u` bytes per PE (attention `share` times its bytes' share; a PE's `room`): tile `side`, the
+def tiles(nbytes: dict, u, share=1.0) -> dict:
+    """The lattice at `u` bytes per PE (attention `share` times its bytes' share): tile `side`, the
     attention rectangle (`a_r`, `a_c`) and the tiles of each region kind (`attention`: the rectangle's a_r·a_c)."""
     u = np.maximum(np.asarray(u, dtype=float), 1e-9)   # no room (u ≤ 0): tiles too large for any wafer
-    s = side(nbytes["expert"], u, room)
+    s = side(nbytes["expert"], u)
     a_r, a_c = grid(tiles_of(share * np.asarray(nbytes["attention"], dtype=float) / u, s))
     out = {k: tiles_of(np.asarray(nbytes[k], dtype=float) / u, s) for k in ("shared", "dense", "embedding", "head")}
     return {**out, "side": s, "a_r": a_r, "a_c": a_c, "attention": a_r * a_c, "expert": 1.0 + 0.0 * s}

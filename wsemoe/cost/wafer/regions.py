@@ -139,11 +139,11 @@ def is_tiled(m) -> bool:
     return bool(np.any(np.asarray(params.moe_layers(m)) > 0))
 
 
-def tile_parts(pe, m, nbytes: dict, u, room, share=1.0) -> tuple[dict, object]:
+def tile_parts(pe, m, nbytes: dict, u, share=1.0) -> tuple[dict, object]:
     """(the items a split orders, in tiles of the lattice at `u` bytes per PE with attention `share` times its
-    bytes' share and a PE's `room`; the tiles a wafer holds): a MoE layer's attention part is its attention
+    bytes' share; the tiles a wafer holds): a MoE layer's attention part is its attention
     rectangle and shared tiles, a routed expert one tile (cost/wafer/lattice.py)."""
-    t = lattice.tiles(nbytes, u, room, share)
+    t = lattice.tiles(nbytes, u, share)
     parts = {**_parts(m, nbytes), "d": t["dense"], "a": t["attention"] + t["shared"], "e": t["expert"],
              "emb": t["embedding"], "head": t["head"]}
     return parts, lattice.slots(pe, t["side"])
@@ -153,7 +153,7 @@ def stages_at(pe, m, nbytes: dict, u):
     """The fewest stages that hold the model at `u` bytes per PE: in tiles against a wafer's tiles on a lattice
     (a MoE model), else in bytes against its PEs × u."""
     if is_tiled(m):
-        parts, held = tile_parts(pe, m, nbytes, u, u)
+        parts, held = tile_parts(pe, m, nbytes, u)
         return stages_needed(m, nbytes, held, parts)
     return stages_needed(m, nbytes, wafer_pes(pe) * u)
 
@@ -278,7 +278,7 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     g_wafers = u_fill / np.maximum(u_pack, 1e-9) - 1.0
     g_layer = largest_item(m, nbytes) / (cap * np.maximum(u_pack, 1e-9)) - 1.0
     if is_tiled(m):   # whole tiles of the lattice at the densest layout (cost/wafer/lattice.py)
-        parts, held = tile_parts(pe, m, nbytes, u_pack, u_pack)
+        parts, held = tile_parts(pe, m, nbytes, u_pack)
         g_wafers = split(m, W, nbytes, parts=parts)["peak"] / held - 1.0
         g_layer = largest_item(m, nbytes, parts) / held - 1.0
     return {"wafers": W, "wafers_needed": needed, "wafers_for_weights": fewest_wafers(pe, m, _batch(wl, 0.0), shape),
@@ -320,17 +320,55 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
     split(m, wafers, {k: np.stack([np.broadcast_to(it[k], shape) for it in items]) for k in SPLIT_BYTES})
 
 
+FINE = 16      # rungs per doubling of the fine ladder, u_fill · 2^(j/16): the √2 ladder is every 8th of them
+OCTAVES = 8    # doublings above u_fill the sparsest fitting rung is searched over
+
+
+def fine(fill, j):
+    """u_fill · 2^(j/16), exact in binary (halving u_fill shifts every rung by exactly 16; rung 8k is `rung`'s k)."""
+    j = np.asarray(j, dtype=np.int64)
+    return np.ldexp(fill * 2.0 ** ((j % FINE) / FINE), j // FINE)
+
+
+def sparsest(pe, m, wafers, nbytes: dict, fill, u_pack, share=1.0):
+    """(the sparsest rung of the fine ladder from `fill`, at most `u_pack`, whose whole tiles fit `wafers` stages;
+    whether there is one): searched among the 8 fine rungs up to the first √2 rung that fits (or up to the first
+    above u_pack where none does), two light passes (stages_needed) instead of one over every fine rung. The rung
+    does not depend on the SRAM (a lattice is a function of u: lattice.side; more SRAM only admits denser rungs),
+    and twice the PEs (fill halved) shifts the ladder by 16 rungs onto itself."""
+    fill = np.asarray(fill, dtype=float)
+    lead = (-1,) + (1,) * np.ndim(fill)
+    span = np.log2(np.maximum(np.asarray(u_pack, dtype=float) / np.maximum(fill, 1e-300), 1.0))
+    octaves = int(min(np.ceil(np.max(span, initial=0.0) + 1e-9), OCTAVES))
+    half = FINE // 2   # fine rungs per √2 rung
+
+    def fitting(j):
+        grid = fine(fill[None], j)
+        parts, held = tile_parts(pe, m, nbytes, grid, share)
+        return grid, (stages_needed(m, nbytes, held, parts) <= wafers) & (grid <= u_pack)
+
+    coarse, ok = fitting(half * np.arange(2 * octaves + 2).reshape(lead))
+    below = np.sum(np.broadcast_to(coarse <= u_pack, ok.shape), axis=0)   # the first √2 rung above u_pack
+    last = half * np.where(np.any(ok, axis=0), np.argmax(ok, axis=0), below)
+    grid, ok = fitting(np.maximum(last[None] - (half - 1) + np.arange(half).reshape(lead), 0))
+    first = np.take_along_axis(np.broadcast_to(grid, ok.shape), np.argmax(ok, axis=0)[None], axis=0)[0]
+    found = np.any(ok, axis=0)
+    return np.where(found, first, u_pack), found
+
+
 def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None):
     """(bytes per PE, attention share, wafer hops inside a MoE layer, expected extra expert wafers a token visits)
     of every candidate layout, along a leading axis: for each share ω the √2 ladder from the sparsest density at
     which a stage holds ω× attention regions' bytes up to u_pack, with the crossings of that split; a share that
     does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`). Given the PE
     facts `pe`, a MoE model's candidates are split in whole tiles of their own lattice (tile_parts), crossings
-    included, and one whose tiles do not fit `wafers` stages is the densest layout at its share instead (at share
-    1 where that does not fit either)."""
+    included, and one whose tiles do not fit `wafers` stages is the sparsest rung of the fine ladder whose tiles do
+    (`sparsest`: a function of u, so more SRAM keeps it; twice the PEs may fit a sparser one instead), else the
+    densest layout at its share (at share 1 where that does not fit either: it moves with the SRAM, so it stands in
+    only where no rung at all fits)."""
     tiled = pe is not None and is_tiled(m)
     if tiled:   # the densest layout at share 1: what fits at all (capacity), and any candidate's stand-in
-        parts, _ = tile_parts(pe, m, nbytes, u_pack, u_pack)
+        parts, _ = tile_parts(pe, m, nbytes, u_pack)
         dense = split(m, wafers, nbytes, parts=parts)
         stand_in = (u_pack + 0.0 * dense["peak"], dense["crossings"], dense["visits"])
     us, ws, cs, vs = [], [], [], []
@@ -338,22 +376,26 @@ def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None):
         plan = split(m, wafers, _shared(nbytes, w))
         fill = plan["peak"] / cap
         u = densities(u_pack, fill)
-        if tiled:   # the ladder's rungs in tiles, and the densest layout at this share (the last row)
-            parts, held = tile_parts(pe, m, nbytes, np.concatenate([u, u_pack + 0.0 * u[:1]]), u_pack, w)
+        if tiled:   # the ladder's rungs in tiles, the sparsest fine rung that fits and the densest layout (last two)
+            low, found = sparsest(pe, m, wafers, nbytes, fill, u_pack, w)
+            rows = np.concatenate([u, low + 0.0 * u[:1], u_pack + 0.0 * u[:1]])
+            parts, held = tile_parts(pe, m, nbytes, rows, w)
             plan = split(m, wafers, nbytes, parts=parts)
-            fits = plan["peak"] <= held * (1.0 + stagesplit.SLACK)
-            top = fits[-1]   # where no rung fits, the densest layout at this share if it fits, else at share 1
-            first = [np.where(top, x, y) for x, y in zip((u_pack, plan["crossings"][-1], plan["visits"][-1]), stand_in)]
-            fits, plan = fits[:-1], {k: v[:-1] for k, v in plan.items()}
+            fits = (plan["peak"] <= held * (1.0 + stagesplit.SLACK)) & (rows <= u_pack)
+            fits[-2] &= found
+            low_fits, top = fits[-2], fits[-1]
+            # where no rung fits: the sparsest fine rung, else the densest layout at this share, else at share 1
+            first = [np.where(low_fits, x[-2], np.where(top, x[-1], y)) for x, y in
+                     zip((rows, plan["crossings"], plan["visits"]), stand_in)]
+            fits, plan = fits[:-2], {k: v[:-2] for k, v in plan.items()}
             us.append(np.where(fits, u, first[0]))
-            ws.append(np.where(fits | top, w, 1.0) + 0.0 * u)
+            ws.append(np.where(fits | low_fits | top, w, 1.0) + 0.0 * u)
             cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
             vs.append(np.where(fits, plan["visits"], first[2]) + 0.0 * u)
             continue
-        else:
-            fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
-            first = (us[0][0], cs[0][0], vs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0],
-                                                                plan["visits"] + 0.0 * u[0])
+        fits = np.broadcast_to(fill <= u_pack, u.shape[1:])
+        first = (us[0][0], cs[0][0], vs[0][0]) if us else (u[0], plan["crossings"] + 0.0 * u[0],
+                                                            plan["visits"] + 0.0 * u[0])
         us.append(np.where(fits, u, first[0]))
         ws.append(np.where(fits, w, 1.0) + 0.0 * u)
         cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)

@@ -182,7 +182,7 @@ def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> di
     if params.moe_layers(m) > 0:   # the busiest expert's load over the mean: a step's expected maximum
         out["expert_imbalance"] = pick(noise * g.busiest_share * m.num_experts, best, shape)
     out.update(capacity_columns(m, wl, cap, pick(u, best, shape)))
-    if params.moe_layers(m) > 0:   # the fullest PE of a MoE layer's tiles (lattice.side: at most the room)
+    if params.moe_layers(m) > 0:   # the fullest PE of a MoE layer's tiles (lattice.side: at most u ≤ the room)
         out["tile_bytes_per_pe_max"] = np.maximum(cap["bytes"]["expert"] / out["expert_region_pes"],
                                                   cap["bytes"]["attention"] / out["attn_region_pes"])
     out["layer_splits"] = pick(cross, best, shape)
@@ -263,11 +263,11 @@ def sized_for(pe, m, wl, cap):
     offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
     regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
     u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe)
-    first = region_pes(own, u0[:1], w0[:1], u_pack)
-    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0, u_pack)]
+    first = region_pes(own, u0[:1], w0[:1])
+    us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0)]
     for nbytes, ok in offered:
         u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe)
-        mine = region_pes(nbytes, u, w, u_pack)
+        mine = region_pes(nbytes, u, w)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
         us.append(np.where(ok, u, u0[:1]))
         ws.append(np.where(ok, w, w0[:1]))
@@ -284,13 +284,13 @@ def stack(parts: list):
     return np.concatenate([np.broadcast_to(p, np.shape(p)[:1] + rest) for p in parts])
 
 
-def region_pes(nbytes: dict, u, share=1.0, room=None) -> dict:
+def region_pes(nbytes: dict, u, share=1.0) -> dict:
     """PEs of each region kind at `u` bytes per PE, a MoE layer's attention region `share` times its bytes' share,
-    and the side of the lattice's tile (`tile`, lattice.side: an expert tile holds no more than `room` a PE, the
-    PE's room, u where not given), the one the stage split counts (regions.tile_parts)."""
+    and the side of the lattice's tile (`tile`, lattice.side: an expert tile holds no more than `u` a PE), the one
+    the stage split counts (regions.tile_parts): a function of `u`, whatever the SRAM."""
     out = {k: nbytes[k] / u for k in regions.KINDS}
     out["attention"] = out["attention"] * share
-    out["tile"] = lattice.side(nbytes["expert"], u, u if room is None else room)
+    out["tile"] = lattice.side(nbytes["expert"], u)
     return out
 
 
@@ -303,7 +303,7 @@ def placed_layer(hw, m, wl, mp, u, share=1.0, bal=None, histogram=None):
     """(the MoE layer's LayerTraffic, expert region side in PEs) of one point's layout at `u` bytes per PE and
     attention share (its `sram_bytes_per_pe`, `attention_share`), for figures; None for a dense model."""
     cap = regions.capacity(pe_facts(hw), m, wl, hw.pipeline_wafers)
-    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share, cap["u_pack"]), ())
+    g, built, inv = geometry.geometry(m, mp, bal, histogram, region_pes(cap["bytes"], u, share), ())
     return (built[int(inv[0])], float(g.side)) if built else None
 
 
