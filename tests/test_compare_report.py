@@ -208,52 +208,55 @@ def test_compare_and_show_say_what_a_gpu_baseline_rests_on(runs, runner, tmp_pat
     assert page.read_text().count("GPU baseline nvl72:") == 1
 
 
-# DeepSeek-V3 at 32K on 48 CS-3 wafers against NVL72 at TP 72: B 1 and B 64 tie on tokens/s per user
+# DeepSeek-V3 at 32K on 48 CS-3 wafers against NVL72 at TP 72: B 1 and B 16 tie on tokens/s per user (B 64 did
+# too until December 2026's whole-tile lattice, where B 64's caches need a denser layout than B 1's: 187.0 against
+# 189.8 tokens/s; B 1, 4 and 16 still take one layout)
 TIE = {"name": "tie", "hardware": {"preset": "cs3", "weight_source": "sram", "pipeline_wafers": 48},
        "model": "deepseek-v3",
        "workload": {"mode": "decode", "seq_len": 32768, "prompt_len": 1024, "attn_weight_format": "fp8",
                     "expert_weight_format": "fp8"},
        "zip": [{"hardware": ["cs3", "nvl72"], "hardware.weight_source": ["sram", "resident"],
                 "hardware.pipeline_wafers": [48, None], "mapping.tp": [None, 72]}],
-       "axes": {"workload.B": [1, 64]},
-       "objectives": {"tokens_per_s_per_user": "max", "ttft_s": "min"},   # B 64 off the front
+       "axes": {"workload.B": [1, 16]},
+       "objectives": {"tokens_per_s_per_user": "max", "ttft_s": "min"},   # B 16 off the front
        "compare": {"name": "nvl72", "metric": "tokens_per_s_per_user", "over": ["workload.B"],
                    "baseline": {"hardware": "nvl72"}, "candidate": {"hardware": "cs3"}}}
 
 
 def test_the_sweeps_comparison_follows_the_tie_rule_whole_or_in_chunks(tmp_path):
-    """DeepSeek-V3 at 32K on 48 CS-3 wafers: B 1 and B 64 reach the same tokens/s per user (the pipeline keeps 48
+    """DeepSeek-V3 at 32K on 48 CS-3 wafers: B 1 and B 16 reach the same tokens/s per user (the pipeline keeps 48
     sequences in flight without slowing any) at 1,662 and 27 J/token. The sweep's per-chunk reduction kept only the
-    first of the tied rows (B 64, off the Pareto front here, was not kept otherwise), so comparison.csv quoted B 1
-    while `best_rows`' rule picks B 64, and the same sweep cut into chunks of one point quoted B 64."""
+    first of the tied rows (B 16, off the Pareto front here, was not kept otherwise), so comparison.csv quoted B 1
+    while `best_rows`' rule picks B 16, and the same sweep cut into chunks of one point quoted B 16."""
     picked = []
     for chunk in (None, 1):
         path = run_sweep({**TIE, "name": f"tie{chunk}"}, out_root=tmp_path, chunk_size=chunk).path
         table = pd.read_csv(path / "comparison.csv")
         pts = pd.read_parquet(path / "points.parquet")
         wafer = pts[pts["hardware"] == "cs3"].set_index("workload.B")
-        assert wafer.loc[1, "tokens_per_s_per_user"] == wafer.loc[64, "tokens_per_s_per_user"]   # the tie itself
-        assert wafer.loc[64, "energy_per_token_j"] < wafer.loc[1, "energy_per_token_j"]
+        assert wafer.loc[1, "tokens_per_s_per_user"] == wafer.loc[16, "tokens_per_s_per_user"]   # the tie itself
+        assert wafer.loc[16, "energy_per_token_j"] < wafer.loc[1, "energy_per_token_j"]
         picked.append(int(table["best_B"].iloc[0]))
-    assert picked == [64, 64], picked
+    assert picked == [16, 16], picked
 
 
 def test_sensitivity_quotes_the_point_comparison_csv_quotes(tmp_path):
     """Sensitivity's per-sample best took the first of tied points: at the nominal values it quoted B 1 and an
-    energy ratio of 11 where comparison.csv quotes B 64 and 0.18 (the same rule, `best_rows`', everywhere)."""
+    energy ratio of 11 where comparison.csv quoted B 64 and 0.18 (B 16 since the whole-tile lattice; the same rule,
+    `best_rows`', everywhere)."""
     from wsemoe.analysis.uncertainty import unknowns
     from wsemoe.analysis.uncertainty.sampled import Sampled
 
     table = pd.read_csv(run_sweep(TIE, out_root=tmp_path).path / "comparison.csv")
     us = unknowns.select(unknowns.load("cs3"), ["energy_flop_cs3"])
     got = Sampled(TIE, us).evaluate([[u.nominal for u in us]])
-    assert got["best_B"][0, 0] == table["best_B"].iloc[0] == 64
+    assert got["best_B"][0, 0] == table["best_B"].iloc[0] == 16
     assert got["energy_vs_nvl72"][0, 0] == pytest.approx(table["energy_vs_nvl72"].iloc[0], rel=1e-9)
 
 
 def test_figures_quote_the_best_point_the_comparison_quotes(tmp_path, monkeypatch):
     """The serving heatmap is drawn 'at each model's best per-user point'; it took the first of the tied points
-    (B 1) where comparison.csv quotes B 64. Roofline, Pareto, streaming, versus and BTA figures pick through
+    (B 1) where comparison.csv quotes B 16. Roofline, Pareto, streaming, versus and BTA figures pick through
     `best_rows` alike."""
     from wsemoe.report.figures import fig_serving
     from wsemoe.report.figures.view import ResultsView
@@ -265,7 +268,7 @@ def test_figures_quote_the_best_point_the_comparison_quotes(tmp_path, monkeypatc
     monkeypatch.setattr(fig_serving, "_placed", lambda v, row, strategy: drawn.append(row["workload.B"]))
     wafer = view.feasible[view.feasible["hardware"] == "cs3"].sort_values("workload.B")
     list(fig_serving.heatmaps(view, wafer))
-    assert set(drawn) == {64}, drawn
+    assert set(drawn) == {16}, drawn
 
 
 SMALL = {"name": "small", "hardware": "cs2", "model": "qwen3-30b-a3b", "workload": {"mode": "train", "seq_len": 8192},

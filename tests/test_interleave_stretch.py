@@ -57,21 +57,24 @@ def test_qwen3_235b_interleaved_at_131k_by_hand():
     # Since a wafer hop pays one block's width of fabric path, not two (test_wafer_boundary.py), the 47 hops take
     # 658 cycles each less: t1 2.77691 − 0.02812 = 2.74880 ms before the stretch, 2.77239 ms with it, 360.70 tokens/s.
     # With regions in whole tiles (test_tile_lattice.py) that layout (16,932 B a PE, 47² tiles, a 423² attention
-    # region) no longer fits 48 wafers; the next rung does: 23,946 B a PE, 39² tiles, attention 9 × 9 tiles = 351²,
-    # stretch 14/9 still. Its 4 KV heads span ⌈351/4⌉ = 88 columns: a two-level tree in groups of ⌈√88⌉ = 10,
-    # 5 + 4 × 10 = 45 hops, the broadcast back from the middle 44; softmax 2 × (45 + 44) = 178, p·V 45, the layer
-    # hop along 351 columns 175: 94 × 398 × 5/9 cycle = 18.90 µs of t1's 2.98652 ms, 334.84 tokens/s per user.
+    # region) no longer fit 48 wafers, and the next √2 rung took it (23,946 B a PE, 39² tiles, 351², stretch 14/9,
+    # 334.84 tokens/s). Since a rung whose tiles do not fit stands in as the sparsest finer rung that does
+    # (regions.sparsest, December 2026), the layout is 17,400 B a PE: 47² tiles, attention 8 × 8 tiles = 376²,
+    # stretch 7/4. Its 4 KV heads span ⌈376/4⌉ = 94 columns: a two-level tree in groups of ⌈√94⌉ = 10, 5 + 5 × 10
+    # = 55 hops, the broadcast back from the middle 47; softmax 2 × (55 + 47) = 204, p·V 55, the layer hop along 376
+    # columns from the middle 188: 94 × 447 × 3/4 cycle = 28.65 µs of t1's 2.80343 ms, 356.705 tokens/s per user.
     from wsemoe.config.loader import load_config
     from wsemoe.sweep import engine
 
-    side = 351.0
+    side, stretch = 376.0, 1.75
+    extra = stretch - 1.0
     pe, m = setting()
     plain, wide = (layer.attention(m, side, side, S, pe, 1.0, 2, {"pattern": "tree", "levels": 2}, s)
-                   for s in (1.0, STRETCH))
-    assert float(wide["softmax"]["latency_cycles"] - plain["softmax"]["latency_cycles"]) == pytest.approx(178 * EXTRA)
-    assert float(wide["pv"]["latency_cycles"] - plain["pv"]["latency_cycles"]) == pytest.approx(45 * EXTRA)
-    hop = [layer.hop(m, pe, side, side, 100.0, 1.0, 2, layer.stretched(pe, s)) for s in (1.0, STRETCH)]
-    assert float(hop[1]["latency_cycles"] - hop[0]["latency_cycles"]) == pytest.approx(175 * EXTRA, rel=1e-12)
+                   for s in (1.0, stretch))
+    assert float(wide["softmax"]["latency_cycles"] - plain["softmax"]["latency_cycles"]) == pytest.approx(204 * extra)
+    assert float(wide["pv"]["latency_cycles"] - plain["pv"]["latency_cycles"]) == pytest.approx(55 * extra)
+    hop = [layer.hop(m, pe, side, side, 100.0, 1.0, 2, layer.stretched(pe, s)) for s in (1.0, stretch)]
+    assert float(hop[1]["latency_cycles"] - hop[0]["latency_cycles"]) == pytest.approx(188 * extra, rel=1e-12)
     cfg = load_config({"name": "interleave", "hardware": {"preset": "cs3", "weight_source": "sram",
                                                           "pipeline_wafers": 48},
                        "model": "qwen3-235b-a22b", "mapping": {"pe_placement": "interleaved"},
@@ -80,9 +83,9 @@ def test_qwen3_235b_interleaved_at_131k_by_hand():
     row = {k: float(np.asarray(cols[k]).ravel()[0]) for k in ("pipeline_latency_s", "tokens_per_s_per_user",
                                                              "placement_stretch", "attn_region_pes",
                                                              "expert_region_side")}
-    assert row["placement_stretch"] == pytest.approx(STRETCH) and row["attn_region_pes"] == side ** 2
-    assert row["expert_region_side"] == 39.0
-    added = 94 * (178 + 45 + 175) * EXTRA / 1.1e9
-    assert added == pytest.approx(18.90e-6, rel=1e-3)
-    assert row["pipeline_latency_s"] == pytest.approx(2.986522e-3, rel=1e-6)
-    assert row["tokens_per_s_per_user"] == pytest.approx(334.838, abs=1e-3)
+    assert row["placement_stretch"] == pytest.approx(stretch) and row["attn_region_pes"] == side ** 2
+    assert row["expert_region_side"] == 47.0
+    added = 94 * (204 + 55 + 188) * extra / 1.1e9
+    assert added == pytest.approx(28.65e-6, rel=1e-3)
+    assert row["pipeline_latency_s"] == pytest.approx(2.803435e-3, rel=1e-6)
+    assert row["tokens_per_s_per_user"] == pytest.approx(356.705, abs=1e-3)
