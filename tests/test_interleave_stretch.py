@@ -59,7 +59,7 @@ def test_qwen3_235b_interleaved_at_131k_by_hand():
     # With regions in whole tiles (test_tile_lattice.py) that layout (16,932 B a PE, 47² tiles, a 423² attention
     # region) no longer fit 48 wafers, and the next √2 rung took it (23,946 B a PE, 39² tiles, 351², stretch 14/9,
     # 334.84 tokens/s). Since a rung whose tiles do not fit stands in as the sparsest finer rung that does
-    # (regions.sparsest, December 2026), the layout is 17,400 B a PE: 47² tiles, attention 8 × 8 tiles = 376²,
+    # (ladder.sparsest, December 2026), the layout is 17,400 B a PE: 47² tiles, attention 8 × 8 tiles = 376²,
     # stretch 7/4. Its 4 KV heads span ⌈376/4⌉ = 94 columns: a two-level tree in groups of ⌈√94⌉ = 10, 5 + 5 × 10
     # = 55 hops, the broadcast back from the middle 47; softmax 2 × (55 + 47) = 204, p·V 55, the layer hop along 376
     # columns from the middle 188: 94 × 447 × 3/4 cycle = 28.65 µs of t1's 2.80343 ms, 356.705 tokens/s per user.

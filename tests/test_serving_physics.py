@@ -186,7 +186,7 @@ def test_regions_sized_for_larger_batches_are_candidates():
                            expert_weight_format="fp8").model_dump())
     pe, cap, (u, _, _, _), g, _, _ = serving.layout(hw, m, wl, NS(**MappingSpec().model_dump()),
                                            NS(**BalanceSpec().model_dump()))
-    own, _, _, _ = serving.regions.layouts(m, cap["wafers"], cap["bytes"], cap["u_pack"], serving.regions.wafer_pes(pe),
+    own, _, _, _ = serving.ladder.layouts(m, cap["wafers"], cap["bytes"], cap["u_pack"], serving.regions.wafer_pes(pe),
                                            pe=pe)
     assert len(u) > len(own)
     pes = np.asarray(g.attn_rows) * np.asarray(g.attn_cols)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wsemoe.config import presets
-from wsemoe.cost.wafer import fabric, mla, regions, serving
+from wsemoe.cost.wafer import fabric, ladder, mla, regions, serving
 from wsemoe.specs import BalanceSpec, MappingSpec, WorkloadSpec
 
 # A tiny MoE: H 4, 2 query heads and 1 KV head of width 2, 2 experts (top-1) of width 4, vocabulary 8.
@@ -133,7 +133,7 @@ def test_fewest_wafers_by_hand():
 def test_densities_by_hand():
     # From 3,000 B per PE (the fullest stage spread over every PE) up by √2 while a PE holds it (≤ 10,000):
     # 3,000, 4,243, 6,000, 8,485; a layout that does not fit keeps only the sparsest (35,000 > 30,000).
-    u = regions.densities(np.array([10000.0, 30000.0]), np.array([3000.0, 35000.0]))
+    u = ladder.densities(np.array([10000.0, 30000.0]), np.array([3000.0, 35000.0]))
     assert np.allclose(u[:, 0], [3000, 3000 * 2 ** 0.5, 6000, 6000 * 2 ** 0.5])
     assert set(u[:, 1].tolist()) == {35000.0}
 
@@ -145,8 +145,8 @@ def test_more_pes_or_sram_only_add_candidate_layouts(pack, fill, more_sram):
     # two sparser rungs below the old ones. Why more of either is never slower (the best over a larger set).
     if pack < fill:
         return
-    before = set(np.round(regions.densities(pack, fill).ravel(), 6).tolist())
-    for after in (regions.densities(pack * more_sram, fill), regions.densities(pack, fill / 2)):
+    before = set(np.round(ladder.densities(pack, fill).ravel(), 6).tolist())
+    for after in (ladder.densities(pack * more_sram, fill), ladder.densities(pack, fill / 2)):
         assert before <= set(np.round(after.ravel(), 6).tolist())
 
 
@@ -340,7 +340,7 @@ def test_the_capacity_invariant_can_fail(monkeypatch):
                        "model": "qwen3-30b-a3b", "workload": {"mode": "decode", "seq_len": 8192},
                        "axes": {"hardware.pipeline_wafers": [16, 48], "workload.B": [1, 4]}})
     assert REGISTRY["serving_more_pes_or_sram_never_hurt"].run(Case(cfg)).status == "pass"
-    monkeypatch.setattr(regions, "layouts", lambda m, W, nb, pack, cap, *shares, **pe: (
+    monkeypatch.setattr(ladder, "layouts", lambda m, W, nb, pack, cap, *shares, **pe: (
         (regions.stage_peak(m, W, nb) / cap)[None] + 0.0 * np.asarray(pack), np.ones((1,) + np.shape(pack)),
         regions.split(m, W, nb)["crossings"][None] + 0.0 * np.asarray(pack),
         regions.split(m, W, nb)["visits"][None] + 0.0 * np.asarray(pack)))

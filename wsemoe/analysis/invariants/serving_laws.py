@@ -61,7 +61,7 @@ def _worst(frame) -> np.ndarray:
            "wafers (at the wafers the point's pipeline uses)",
            "a layout that fitted still fits (the same regions on a subset of the PEs, or fuller PEs left as they "
            "were), and every candidate layout is the same function of its bytes per PE whatever the fabric: more "
-           "PEs or SRAM only add candidates (regions.densities), so the best is at least as good",
+           "PEs or SRAM only add candidates (ladder.densities), so the best is at least as good",
            _capacity_frames)
 def serving_more_pes_or_sram_never_hurt(chk: Checker, case: Case):
     frames = case.variants(_capacity_frames(case))

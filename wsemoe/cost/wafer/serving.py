@@ -37,7 +37,7 @@ import numpy as np
 
 from wsemoe.cost.node import params
 from wsemoe.cost.node.stages import Coded
-from wsemoe.cost.wafer import geometry, lattice, layer, operands, regions, unique
+from wsemoe.cost.wafer import geometry, ladder, lattice, layer, operands, regions, unique
 from wsemoe.cost.wafer.decode import add
 from wsemoe.cost.wafer.fabric import pe_facts, seconds, wavelets
 from wsemoe.cost.wafer.steprate import (STAGES, bound_terms, io_stall, paced, rate_columns, step_tokens,
@@ -164,7 +164,7 @@ def shape_of(hw, m, wl, pe) -> tuple:
 
 def evaluate(hw, m, wl, mp, bal=None, histogram=None, coded: bool = False) -> dict:
     """Every output column of SRAM serving for the points described by the namespaces (module docstring): each
-    point's layout is the candidate density (regions.densities) with the shortest period (prefill: TTFT)."""
+    point's layout is the candidate density (ladder.densities) with the shortest period (prefill: TTFT)."""
     pe, cap, (u, w, cross, visits), g, built, inv = layout(hw, m, wl, mp, bal, histogram)
     k = m.num_experts_per_tok
     stream = wl.B * (wl.seq_len if wl.mode == "prefill" else step_tokens(wl))   # a step's tokens through a layer
@@ -210,7 +210,7 @@ def pick(v, best, shape):
 
 SIZED_FOR = 2.0   # regions may be sized for the caches of 2^j sequences too (a ladder in absolute batches)
 SIZED_STEPS = 9   # 1 … 2^8 = 256 sequences, the largest batch the shipped serving sweep serves
-SIZED_SHARES = regions.SHARES   # every share, so a smaller batch is offered all of a larger one's layouts
+SIZED_SHARES = ladder.SHARES   # every share, so a smaller batch is offered all of a larger one's layouts
 
 
 def layout(hw, m, wl, mp, bal=None, histogram=None):
@@ -242,7 +242,7 @@ def sizing(pe, m, wl, wafers, points):
 def sized_for(pe, m, wl, cap):
     """(bytes per PE, attention share, wafer hops inside a MoE layer, expected extra expert wafers a token visits,
     region PEs) of every candidate along a leading
-    axis: the layouts (regions.layouts) sized for the caches of the largest rung 2^j of an absolute batch ladder
+    axis: the layouts (ladder.layouts) sized for the caches of the largest rung 2^j of an absolute batch ladder
     that fits the pipeline (the point's own batch where it is larger, or where no rung fits), then those sized for
     each rung at or above B that fits (elsewhere the first candidate again). A batch up to that rung is offered
     every layout a larger one is, so per-user speed never rises with the batch there; above it (at most twice the
@@ -261,12 +261,12 @@ def sized_for(pe, m, wl, cap):
     own = regions.region_bytes(m, wl, np.where(top >= wl.B, top, wl.B))
     offered = [(batch, (batch >= wl.B) & (batch < top) & ok) for batch, ok in zip(rungs, fits)]  # top: own's
     offered = [(regions.region_bytes(m, wl, batch), ok) for batch, ok in offered if np.any(ok)]
-    regions.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
-    u0, w0, c0, v0 = regions.layouts(m, W, own, u_pack, pes_total, pe=pe)
+    ladder.prefetch(m, W, [own] + [nbytes for nbytes, _ in offered])
+    u0, w0, c0, v0 = ladder.layouts(m, W, own, u_pack, pes_total, pe=pe)
     first = region_pes(own, u0[:1], w0[:1])
     us, ws, cs, vs, pes = [u0], [w0], [c0], [v0], [region_pes(own, u0, w0)]
     for nbytes, ok in offered:
-        u, w, c, v = regions.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe)
+        u, w, c, v = ladder.layouts(m, W, nbytes, u_pack, pes_total, SIZED_SHARES, pe)
         mine = region_pes(nbytes, u, w)
         ok = ok[None]   # the candidates' leading axis, where a layout's arrays vary with no point
         us.append(np.where(ok, u, u0[:1]))
