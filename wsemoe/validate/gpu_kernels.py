@@ -47,25 +47,44 @@ def measured_s(busbw_gb_s: float, gpus: int = GPUS, message: int = MESSAGE) -> f
     return message * 2 * (gpus - 1) / gpus / (busbw_gb_s * 1e9)
 
 
-def allreduce_s(in_switch: bool) -> float:
-    """Seconds of one attention all-reduce of the node-level model: TP 8 over `h100-sxm`'s 8 GPUs, a 2 GiB message
+def allreduce_s(in_switch: bool, gpus: int = GPUS, message: int = MESSAGE) -> float:
+    """Seconds of one attention all-reduce of the node-level model: TP `gpus` over that many of `h100-sxm`'s GPUs
+    (one NVLink switch domain), a `message`-byte message rounded down to whole tokens (at least one a GPU)
     (`in_switch`: the NVLink switches reduce it in flight, as the preset reads; off: a ring)."""
     from wsemoe.config import presets
     from wsemoe.config.single import parse_sets, point_mapping
     from wsemoe.sweep.chunked import evaluate
 
     token_bytes = presets.load_model(MODEL).hidden_size * 2   # 16-bit activations (workload.bytes_per_act 2)
-    per_gpu = MESSAGE // (token_bytes * GPUS)
-    sets = [f"hardware.cols={GPUS}", f"mapping.tp={GPUS}", "workload.mode=decode", "workload.bytes_per_act=2",
-            f"workload.tokens_per_device={per_gpu}", "workload.seq_len=2048",
+    per_gpu = max(message // (token_bytes * gpus), 1)
+    sets = [f"hardware.cols={gpus}", f"hardware.scale_up_size={gpus}", f"mapping.tp={gpus}", "workload.mode=decode",
+            "workload.bytes_per_act=2", f"workload.tokens_per_device={per_gpu}", "workload.seq_len=2048",
             f"hardware.in_switch_reduction={str(in_switch).lower()}"]
     one = evaluate(point_mapping(HARDWARE, MODEL, parse_sets(sets), "gpu_check")).iloc[0]
     return float(one["attention_allreduce_s"])
 
 
 def kernel_rows() -> list[dict]:
-    """The NVLink all-reduce rows and the HBM read row."""
-    return allreduce_rows() + [hbm_row()]
+    """The NVLink all-reduce rows (2 GiB, and the latency-bound call) and the HBM read row."""
+    return allreduce_rows() + [small_allreduce_row(), hbm_row()]
+
+
+# NVIDIA/nccl issue #1259 (HGX 8×H100, NCCL 2.20.5, nccl-tests with CUDA graphs, -G 10): NCCL_ALGO=NVLS on 2 GPUs,
+# 128 B, out of place (the point h100-sxm's collective_latency_s was taken from, less two 0.5 µs traversals)
+SMALL_SOURCE = "NVIDIA/nccl issue #1259 (HGX 8×H100, NCCL 2.20.5, all_reduce_perf -g 2 -G 10, NCCL_ALGO=NVLS)"
+SMALL_GPUS, SMALL_MEASURED = 2, 5.56e-6   # seconds at 128 B (128-512 B: 5.56-5.99 µs out of place and in place)
+
+
+def small_allreduce_row() -> dict:
+    """The model's latency-bound all-reduce on 2 H100s with the in-switch reduction over the measured 128 B call
+    (fitted: the preset's per-call cost and switch traversals were taken from it)."""
+    got = allreduce_s(True, SMALL_GPUS, 0)   # one token a GPU: 16 KiB, 0.04 µs of it at the port
+    ratio = got / SMALL_MEASURED
+    return row("gpu.allreduce.fixed:h100-sxm", f"one latency-bound all-reduce over {SMALL_GPUS} H100 SXM GPUs with "
+               "NVLink SHARP (µs; fitted: collective_latency_s and two hop_latency_s traversals)",
+               f"{1e6 * SMALL_MEASURED:.2f} µs (128 B, CUDA graphs)", ratio, kind="fitted",
+               model=f"{1e6 * got:.2f} µs, a 16 KiB message ({ratio:.2f}×)", source=SMALL_SOURCE,
+               reading="the preset's in_switch_reduction (NVLink SHARP), as NCCL_ALGO=NVLS")
 
 
 def allreduce_rows() -> list[dict]:
