@@ -62,3 +62,45 @@ def test_the_hbm_row_reads_the_added_kv_cache_at_the_presets_bandwidth():
 def test_a_2x_error_in_the_hbm_bandwidth_fails_the_hbm_row(factor):
     with perturb.perturbed("h100-sxm", "node_memory_bw_bytes_per_s", factor):
         assert classify([ar.hbm_row()])[0]["status"] == "FAILS"
+
+
+def test_the_latency_bound_all_reduce_is_two_traversals_and_the_call():
+    # 2 H100s with the in-switch reduction, one Qwen3-235B token a GPU (8,192 B each: a 16 KiB message):
+    # 4.5 µs + 2 × 0.5 µs + 16,384 B / 450 GB/s = 5.5364 µs, over nccl-tests' 5.56 µs (2 GPUs, NVLS, 128 B) = 0.9958×
+    hw = presets.load_hardware("h100-sxm")
+    by_hand = hw.collective_latency_s + 2 * hw.hop_latency_s + 2 * 8192 / hw.port_bw_bytes_per_s
+    assert by_hand == pytest.approx(5.5364e-6, rel=1e-4)
+    assert ar.allreduce_s(True, 2, 0) == pytest.approx(by_hand, rel=1e-6)
+    r = classify([ar.small_allreduce_row()])[0]
+    assert r["value"] == pytest.approx(5.5364 / 5.56, rel=1e-4) and r["status"] == "fitted"
+
+
+@pytest.mark.parametrize("constant, factor, expected", [
+    ("hop_latency_s", 2.0, 6.5364 / 5.56), ("hop_latency_s", 0.5, 5.0364 / 5.56),   # 1.18×, 0.91×
+    ("collective_latency_s", 2.0, 10.0364 / 5.56), ("collective_latency_s", 0.5, 3.2864 / 5.56)])   # 1.81×, 0.59×
+def test_a_2x_error_in_the_hop_or_the_call_fails_the_latency_bound_row(constant, factor, expected):
+    with perturb.perturbed("h100-sxm", constant, factor):
+        r = classify([ar.small_allreduce_row()])[0]
+    assert r["value"] == pytest.approx(expected, rel=1e-4) and r["status"] == "FAILS"
+
+
+def test_the_format_row_reads_the_ratio_of_the_fp8_and_fp4_peaks():
+    # nvl72: FP8 5.0, FP4 10.0 PFLOP/s dense; the routed experts' GEMMs at 16,384 prefill tokens a GPU run at
+    # matmul_efficiency of each (it cancels), the router (4,096 × 128 a token, 16-bit at 2.5 PFLOP/s) in both:
+    # time ratio = (E/5 + R/2.5) / (E/10 + R/2.5) with R/E = 4,096·128 / (8 · 3 · 4,096 · 1,536) = 1/288
+    hw = presets.load_hardware("nvl72")
+    e, r = 1.0, 1.0 / 288
+    by_hand = (e / hw.node_peak_flops_fp8 + r / hw.node_peak_flops) / (e / hw.node_peak_flops_fp4
+                                                                       + r / hw.node_peak_flops)
+    assert by_hand == pytest.approx(1.9863, rel=1e-4)
+    wide, narrow = (ar.expert_matmul_s(f) for f in ar.GEMM_FORMATS)
+    assert wide / narrow == pytest.approx(by_hand, rel=1e-3)
+    row = classify([ar.gemm_row()])[0]
+    assert row["value"] == pytest.approx(by_hand / 2.3, rel=1e-3) and row["status"] == "yes"   # 0.86×
+
+
+@pytest.mark.parametrize("constant", ["node_peak_flops_fp8", "node_peak_flops_fp4"])
+@pytest.mark.parametrize("factor", [2.0, 0.5])
+def test_a_2x_error_in_the_fp8_or_fp4_peak_fails_the_format_row(constant, factor):
+    with perturb.perturbed("nvl72", constant, factor):
+        assert classify([ar.gemm_row()])[0]["status"] == "FAILS"

@@ -178,6 +178,24 @@ BANDS: dict[str, Band] = {
                           "in-switch reduction; NVLS: the preset's in-switch reduction): ±30%, as the NVLink "
                           "kernels' rows (gpu.a2a); at gigabyte messages the per-call costs are under 0.2% of the "
                           "time, so the row reads the port"),
+    # --- the node model's small all-reduce against the measurement its per-call cost was taken from (issue 26: a
+    # row that fails when the GPU baseline's all-reduce call or switch traversal is wrong by 2x), written before the
+    # row first ran ---
+    "gpu.allreduce.fixed": Band(0.95, 1.05, why="fitted: h100-sxm's collective_latency_s (4.5 µs) was taken from "
+                                "nccl-tests' all_reduce_perf on 2 H100 SXM GPUs of an HGX node, NVLink SHARP, CUDA "
+                                "graphs, 128 B (5.56 µs, NVIDIA/nccl issue #1259) less the two 0.5 µs switch "
+                                "traversals the model charges itself (hop_latency_s); the model's latency-bound "
+                                "all-reduce on 2 GPUs with the in-switch reduction over that time within ±5% (the "
+                                "table's 128-512 B points span 5.56-5.99 µs out of place and in place, and the preset "
+                                "is rounded to 0.1 µs), as gpu.a2a.fixed; beyond it the preset no longer carries its "
+                                "own source"),
+    # --- the node model's matmul peaks against measured GEMM speed-ups between formats (issue 26: a row that fails
+    # when the GPU baseline's FP8 or FP4 peak is wrong by 2x), written before the row first ran ---
+    "gpu.gemm": Band(0.70, 1.30, why="the node-level model's speed-up of the same compute-bound matmuls from one "
+                     "format to a narrower one (its time in the wider over its time in the narrower: the ratio of the "
+                     "preset's two peaks, the shared matmul_efficiency cancelling) over a published measured speed-up "
+                     "of large cuBLAS matmuls between the same formats on the same GPU generation: ±30%, as the kernel "
+                     "rows (gpu.a2a, gpu.allreduce, gpu.hbm); a 2x error in either peak moves the ratio 2x"),
     # --- the node model's HBM read against a measured memory-bound kernel (issue 26: a row that fails when the GPU
     # baseline's HBM bandwidth is wrong by 2x), written before the row first ran ---
     "gpu.hbm": Band(0.70, 1.30, why="the node-level model's seconds to read DeepSeek-V3 decode sequences' MLA KV cache "
