@@ -14,11 +14,11 @@ layer, the embedding and the head `⌈bytes/(u·s²)⌉` tiles each. A wafer's p
 that, so the rounding of every region to whole tiles and of the fabric to whole tiles is counted, not ignored.
 
 A layout's `u` on the lattice comes from fixed ladders (cost/wafer/ladder.py), and so does what fits: the fine
-ladder `2^(j/64)` bytes a PE (`fine`, 1.1% apart) is the same whatever the fabric, the SRAM or the pipeline, and
+ladder `2^(j/256)` bytes a PE (`fine`, 0.27% apart) is the same whatever the fabric, the SRAM or the pipeline, and
 capacity is counted at its densest rung that a PE's room holds (`densest`), not at the room itself, which moves
 with the SRAM (a layout at the room was a candidate only at that room: Qwen3-30B-A3B at 128K, B 64 on 24 CS-3 ran
-0.9% slower with twice the SRAM, its 45,832 B layout gone). What fits is therefore up to 1.1% below what the room
-would hold (Qwen3-30B-A3B at 8K, B 16: 3 CS-3, not 2).
+0.9% slower with twice the SRAM, its 45,832 B layout gone). What fits is counted at most 0.27% below the room (a
+ladder 1.1% apart, 2^(j/64), left Qwen3-30B-A3B at 8K, B 16 needing 3 CS-3, not 2; this one moves no shipped count).
 
 A dense model (no routed experts) has no lattice: its regions stay bytes over `u` (not modelled: packing its
 squares of ⌊√P⌋ PEs on the rectangle, docs/cost-model.md).
