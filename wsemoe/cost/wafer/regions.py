@@ -226,7 +226,8 @@ def largest_item(m, nbytes: dict, parts=None):
 
 
 def fits(pe, m, wl, wafers):
-    """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at the densest layout."""
+    """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at capacity's layout
+    (`densest`)."""
     return stages_at(pe, m, region_bytes(m, wl, wl.B), densest(pe, m, wl)) <= wafers
 
 
@@ -287,7 +288,7 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     u_fill = plan["peak"] / cap
     g_wafers = u_fill / np.maximum(u_pack, 1e-9) - 1.0
     g_layer = largest_item(m, nbytes) / (cap * np.maximum(u_pack, 1e-9)) - 1.0
-    if is_tiled(m):   # whole tiles of the lattice at the densest layout (cost/wafer/lattice.py)
+    if is_tiled(m):   # whole tiles of the lattice at capacity's layout (`densest`, cost/wafer/lattice.py)
         parts, held = tile_parts(pe, m, nbytes, u_dense)
         g_wafers = split(m, W, nbytes, parts=parts)["peak"] / held - 1.0
         g_layer = largest_item(m, nbytes, parts) / held - 1.0
