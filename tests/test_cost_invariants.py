@@ -25,11 +25,12 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 FINDINGS: dict = {
     ("serving_more_pes_or_sram_never_hurt", "cerebras_serving"):
         "December 2026, whole-tile lattice (cost/wafer/lattice.py): a density's tiles may not fit where its bytes "
-        "did. The expert side is now ceil(sqrt(e/u)) whatever the SRAM and a rung whose tiles do not fit stands in "
-        "as the sparsest fine rung u_fill*2^(j/16) that does (25 -> 14 of 608 comparisons, worst 1.34x -> 0.9%); "
-        "left: the densest layout u_pack, the stand-in where no rung fits (regions sized for a larger batch too), "
-        "moves with the SRAM (Qwen3-30B-A3B at 128K, B 64 on 24 CS-3, SRAM x2 0.9% slower), and twice the PEs may "
-        "fit a sparser fine rung and drop the old one (Qwen3-235B at 128K, B 64, 0.8%)",
+        "did. The expert side is ceil(sqrt(e/u)) whatever the SRAM, a rung whose tiles do not fit stands in as the "
+        "sparsest rung of the fixed fine ladder 2^(j/256) B a PE that does, and capacity is counted at the densest "
+        "rung the room holds, not at the room (which moved with the SRAM): every SRAM x2 comparison holds (25 -> "
+        "14 -> 9 of 608, worst 1.34x -> 0.9% -> 0.8%). Left: twice the PEs may fit a sparser fine rung, or fit the "
+        "sqrt(2) rung that stood in as one, and drop the layout that fitted (Qwen3-235B at 128K, B 64 on 94 CS-3: "
+        "28,697 B a PE on tiles of 37x37 PEs offered, 26,490 B on 38x38 with twice the PEs, 0.8% slower)",
 }
 CONFIGS = [f"preset-{h}" for h in presets.names("hardware")] + [p.stem for p in presets.shipped_sweeps()] + ["quickstart"]
 

@@ -129,3 +129,39 @@ def test_twice_the_sram_keeps_every_layout_that_fitted():
     more = cs3_sram(pipeline_wafers=24.0, pe={**base.pe, "sram_per_pe_bytes": 2 * base.pe["sram_per_pe_bytes"]})
     periods = [float(serving.evaluate(hw, m, wl, mp, bal)["pipeline_period_s"]) for hw in (base, more)]
     assert periods[1] <= periods[0] * (1.0 + 1e-12), periods
+
+
+def test_capacity_is_counted_at_the_densest_fixed_rung_the_room_holds():
+    # CS-3's room for Qwen3-30B-A3B is 45,832 B a PE (49,152 − 2,304 program − buffers). The fine ladder is
+    # 2^(j/256) B a PE whatever the SRAM: log2 45,832 = 15.48407, ×256 = 3,963.92, so rung 3,963 = 2^15.48047 =
+    # 45,717.8 B (0.25% below the room) is where what fits is counted, and twice the SRAM's room (94,552 B) still
+    # has that rung on its ladder. At the room itself (the old rule) the densest layout moved with the SRAM.
+    j = int(np.floor(256 * np.log2(45_832.0)))
+    assert j == 3963 and 2 ** (j / 256) <= 45_832.0 < 2 ** ((j + 1) / 256)
+    assert float(lattice.densest(45_832.0)) == pytest.approx(2 ** (3963 / 256), rel=1e-15)
+    assert float(lattice.densest(45_832.0)) == pytest.approx(45_717.81, abs=0.01)
+    m, wl = NS(**presets.load_model("qwen3-30b-a3b").model_dump()), workload(B=1.0, seq_len=8192.0)
+    pe = serving.pe_facts(cs3_sram())
+    assert float(regions.room(pe, m, wl)[0]) == 45_832.0
+    assert float(regions.capacity(pe, m, wl, 2.0)["u_dense"]) == float(lattice.densest(45_832.0))
+
+
+def test_more_sram_keeps_every_candidate_layout():
+    # Qwen3-30B-A3B at 128K, B 64 on 24 CS-3 (its fewest): the candidates were the sparsest fine rung that fits and
+    # the densest layout at the room, 45,832 B a PE, the faster (1.2296 ms a period against 1.2403). With twice
+    # the SRAM the room is 94,552 B, that layout was gone and the point ran 0.9% slower (1.2403 ms). No candidate
+    # sits at the room now: every (bytes per PE, attention share) offered at CS-3's SRAM is offered with twice it,
+    # and the period is no longer.
+    m, wl = NS(**presets.load_model("qwen3-30b-a3b").model_dump()), workload(B=64.0, seq_len=131072.0,
+                                                                            prompt_len=1024.0)
+    mp, bal = NS(**MappingSpec().model_dump()), NS(**BalanceSpec().model_dump())
+    base = cs3_sram(pipeline_wafers=24.0)
+    more = cs3_sram(pipeline_wafers=24.0, pe={**base.pe, "sram_per_pe_bytes": 2 * base.pe["sram_per_pe_bytes"]})
+
+    def offered(hw):
+        _, _, (u, w, _, _), *_ = serving.layout(hw, m, wl, mp, bal)
+        return set(zip(np.round(u.ravel(), 6).tolist(), w.ravel().tolist()))
+
+    assert offered(base) <= offered(more), offered(base) - offered(more)
+    periods = [float(serving.evaluate(hw, m, wl, mp, bal)["pipeline_period_s"]) for hw in (base, more)]
+    assert periods[1] <= periods[0] * (1.0 + 1e-12), periods

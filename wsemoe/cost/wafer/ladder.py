@@ -1,7 +1,7 @@
 """The candidate layouts of an SRAM-served model: the densities (bytes per PE) a layout may spread its regions to,
 on a √2 ladder from the sparsest that holds the fullest stage up to a PE's room, the attention shares a MoE layer
-may take, and, on a MoE model's whole-tile lattice, the sparsest rung of a finer ladder whose tiles fit where a
-candidate's do not. What fits and how the stages split are cost/wafer/regions.py's; numpy only.
+may take, and, on a MoE model's whole-tile lattice, the sparsest rung of a fixed fine ladder (lattice.fine) whose
+tiles fit where a candidate's do not. What fits and how the stages split are cost/wafer/regions.py's; numpy only.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from wsemoe.cost.node import params
-from wsemoe.cost.wafer import stagesplit
+from wsemoe.cost.wafer import lattice, stagesplit
 from wsemoe.cost.wafer.regions import SPLIT_BYTES, is_tiled, split, stages_needed, tile_parts
 
 
@@ -45,40 +45,45 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
     split(m, wafers, {k: np.stack([np.broadcast_to(it[k], shape) for it in items]) for k in SPLIT_BYTES})
 
 
-FINE = 16      # rungs per doubling of the fine ladder, u_fill · 2^(j/16): the √2 ladder is every 8th of them
 OCTAVES = 8    # doublings above u_fill the sparsest fitting rung is searched over
 
 
-def fine(fill, j):
-    """u_fill · 2^(j/16), exact in binary (halving u_fill shifts every rung by exactly 16; rung 8k is `rung`'s k)."""
-    j = np.asarray(j, dtype=np.int64)
-    return np.ldexp(fill * 2.0 ** ((j % FINE) / FINE), j // FINE)
+REFINE = (16, 1)   # the √2 step (128 fine rungs) searched in steps of 16, then of 1: three light passes, not one of 128
 
 
 def sparsest(pe, m, wafers, nbytes: dict, fill, u_pack, share=1.0):
-    """(the sparsest rung of the fine ladder from `fill`, at most `u_pack`, whose whole tiles fit `wafers` stages;
-    whether there is one): searched among the 8 fine rungs up to the first √2 rung that fits (or up to the first
-    above u_pack where none does), two light passes (stages_needed) instead of one over every fine rung. The rung
-    does not depend on the SRAM (a lattice is a function of u: lattice.side; more SRAM only admits denser rungs),
-    and twice the PEs (fill halved) shifts the ladder by 16 rungs onto itself."""
+    """(the sparsest rung of the fine ladder (lattice.fine, 2^(j/256) B a PE) from `fill` up, at most `u_pack`,
+    whose whole tiles fit `wafers` stages; whether there is one): the first of every 128th rung (√2 apart) from
+    `fill` that fits (or the first above u_pack where none does), then the first that fits in the step below it in
+    steps of 16 rungs, then of 1 (REFINE): light passes (stages_needed) instead of one over every fine rung. No rung
+    below `fill` fits (its stages' tiles hold fewer bytes than the fullest stage's). The ladder is fixed, so the rung
+    depends neither on the SRAM (a lattice is a function of u: lattice.side; more SRAM only admits denser rungs) nor
+    on where `fill` falls between two rungs."""
     fill = np.asarray(fill, dtype=float)
     lead = (-1,) + (1,) * np.ndim(fill)
+    start = lattice.fine_index(fill)[None]   # the densest rung at most fill
     span = np.log2(np.maximum(np.asarray(u_pack, dtype=float) / np.maximum(fill, 1e-300), 1.0))
     octaves = int(min(np.ceil(np.max(span, initial=0.0) + 1e-9), OCTAVES))
-    half = FINE // 2   # fine rungs per √2 rung
+    step = lattice.FINE // 2   # rungs per √2 step
 
     def fitting(j):
-        grid = fine(fill[None], j)
+        grid = lattice.fine(start + j)
         parts, held = tile_parts(pe, m, nbytes, grid, share)
-        return grid, (stages_needed(m, nbytes, held, parts) <= wafers) & (grid <= u_pack)
+        return (stages_needed(m, nbytes, held, parts) <= wafers) & (grid <= u_pack)
 
-    coarse, ok = fitting(half * np.arange(2 * octaves + 2).reshape(lead))
-    below = np.sum(np.broadcast_to(coarse <= u_pack, ok.shape), axis=0)   # the first √2 rung above u_pack
-    last = half * np.where(np.any(ok, axis=0), np.argmax(ok, axis=0), below)
-    grid, ok = fitting(np.maximum(last[None] - (half - 1) + np.arange(half).reshape(lead), 0))
-    first = np.take_along_axis(np.broadcast_to(grid, ok.shape), np.argmax(ok, axis=0)[None], axis=0)[0]
+    j = step * np.arange(2 * octaves + 2).reshape(lead)
+    ok = fitting(j)
     found = np.any(ok, axis=0)
-    return np.where(found, first, u_pack), found
+    below = np.sum(np.broadcast_to(lattice.fine(start + j) <= u_pack, ok.shape), axis=0)   # first step above u_pack
+    last = step * np.where(found, np.argmax(ok, axis=0), below)
+    for sub in REFINE:   # the first that fits in the step below `last` (which fits, or lies above u_pack)
+        j = np.maximum(last[None] - step + sub * np.arange(1, step // sub + 1).reshape(lead), 0)
+        ok = fitting(j)
+        hit = np.any(ok, axis=0)
+        last = np.where(hit, np.take_along_axis(np.broadcast_to(j, ok.shape), np.argmax(ok, axis=0)[None], axis=0)[0],
+                        last)
+        found, step = found | hit, sub
+    return np.where(found, lattice.fine(start[0] + last), u_pack), found
 
 
 def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None):
@@ -88,33 +93,36 @@ def layouts(m, wafers, nbytes: dict, u_pack, cap, shares=SHARES, pe=None):
     does not fit repeats the first candidate. Nested in PEs and SRAM for every ω (see `densities`). Given the PE
     facts `pe`, a MoE model's candidates are split in whole tiles of their own lattice (tile_parts), crossings
     included, and one whose tiles do not fit `wafers` stages is the sparsest rung of the fine ladder whose tiles do
-    (`sparsest`: a function of u, so more SRAM keeps it; twice the PEs may fit a sparser one instead), else the
-    densest layout at its share (at share 1 where that does not fit either: it moves with the SRAM, so it stands in
-    only where no rung at all fits)."""
+    (`sparsest`: a function of u, so more SRAM keeps it; twice the PEs may fit a sparser one instead), else share
+    1's first candidate (as a share that does not fit at all), else the layout capacity is counted at
+    (lattice.densest: share 1 at the densest fine rung the room holds, which stands in only where that does not fit
+    either: an infeasible point). No candidate sits at the room itself, nor at a share's densest layout: they moved
+    with the SRAM, so a layout there was lost with more of it (Qwen3-30B-A3B at 128K, B 64 on 24 CS-3, 0.9%)."""
     tiled = pe is not None and is_tiled(m)
-    if tiled:   # the densest layout at share 1: what fits at all (capacity), and any candidate's stand-in
-        parts, _ = tile_parts(pe, m, nbytes, u_pack)
+    if tiled:   # capacity's layout, the stand-in of last resort
+        u_cap = lattice.densest(u_pack)
+        parts, _ = tile_parts(pe, m, nbytes, u_cap)
         dense = split(m, wafers, nbytes, parts=parts)
-        stand_in = (u_pack + 0.0 * dense["peak"], dense["crossings"], dense["visits"])
+        stand_in = (u_cap + 0.0 * dense["peak"], dense["crossings"], dense["visits"])
     us, ws, cs, vs = [], [], [], []
     for w in shares if params.moe_layers(m) > 0 else shares[:1]:
         plan = split(m, wafers, _shared(nbytes, w))
         fill = plan["peak"] / cap
         u = densities(u_pack, fill)
-        if tiled:   # the ladder's rungs in tiles, the sparsest fine rung that fits and the densest layout (last two)
+        if tiled:   # the ladder's rungs in tiles and the sparsest fine rung that fits (last)
             low, found = sparsest(pe, m, wafers, nbytes, fill, u_pack, w)
-            rows = np.concatenate([u, low + 0.0 * u[:1], u_pack + 0.0 * u[:1]])
+            rows = np.concatenate([u, low + 0.0 * u[:1]])
             parts, held = tile_parts(pe, m, nbytes, rows, w)
             plan = split(m, wafers, nbytes, parts=parts)
             fits = (plan["peak"] <= held * (1.0 + stagesplit.SLACK)) & (rows <= u_pack)
-            fits[-2] &= found
-            low_fits, top = fits[-2], fits[-1]
-            # where no rung fits: the sparsest fine rung, else the densest layout at this share, else at share 1
-            first = [np.where(low_fits, x[-2], np.where(top, x[-1], y)) for x, y in
-                     zip((rows, plan["crossings"], plan["visits"]), stand_in)]
-            fits, plan = fits[:-2], {k: v[:-2] for k, v in plan.items()}
+            fits[-1] &= found
+            low_fits = fits[-1]
+            # where no rung fits: the sparsest fine rung, else share 1's first candidate, else capacity's layout
+            other = (us[0][0], cs[0][0], vs[0][0]) if us else stand_in
+            first = [np.where(low_fits, x[-1], y) for x, y in zip((rows, plan["crossings"], plan["visits"]), other)]
+            fits, plan = fits[:-1], {k: v[:-1] for k, v in plan.items()}
             us.append(np.where(fits, u, first[0]))
-            ws.append(np.where(fits | low_fits | top, w, 1.0) + 0.0 * u)
+            ws.append(np.where(fits | low_fits, w, ws[0][0] if ws else 1.0) + 0.0 * u)
             cs.append(np.where(fits, plan["crossings"], first[1]) + 0.0 * u)
             vs.append(np.where(fits, plan["visits"], first[2]) + 0.0 * u)
             continue

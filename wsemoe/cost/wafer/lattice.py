@@ -13,6 +13,13 @@ layer, the embedding and the head `⌈bytes/(u·s²)⌉` tiles each. A wafer's p
 `⌊R/s⌋·⌊C/s⌋` tiles (its last `R mod s` rows and `C mod s` columns idle): the stage split counts tiles against
 that, so the rounding of every region to whole tiles and of the fabric to whole tiles is counted, not ignored.
 
+A layout's `u` on the lattice comes from fixed ladders (cost/wafer/ladder.py), and so does what fits: the fine
+ladder `2^(j/256)` bytes a PE (`fine`, 0.27% apart) is the same whatever the fabric, the SRAM or the pipeline, and
+capacity is counted at its densest rung that a PE's room holds (`densest`), not at the room itself, which moves
+with the SRAM (a layout at the room was a candidate only at that room: Qwen3-30B-A3B at 128K, B 64 on 24 CS-3 ran
+0.9% slower with twice the SRAM, its 45,832 B layout gone). What fits is counted at most 0.27% below the room (a
+ladder 1.1% apart, 2^(j/64), left Qwen3-30B-A3B at 8K, B 16 needing 3 CS-3, not 2; this one moves no shipped count).
+
 A dense model (no routed experts) has no lattice: its regions stay bytes over `u` (not modelled: packing its
 squares of ⌊√P⌋ PEs on the rectangle, docs/cost-model.md).
 """
@@ -24,6 +31,7 @@ import numpy as np
 from wsemoe.cost.wafer.fabric import program_rectangle
 
 FUZZ = 1e-12   # a count that is whole but for float rounding (P = 784.0000000001 PEs) stays whole
+FINE = 256     # rungs per doubling of the fine ladder 2^(j/256) bytes a PE (0.27% apart)
 
 
 def whole(x):
@@ -63,3 +71,22 @@ def slots(pe, s):
     rows, cols = program_rectangle(pe)
     s = np.asarray(s, dtype=float)
     return np.floor(np.asarray(rows, dtype=float) / s) * np.floor(np.asarray(cols, dtype=float) / s)
+
+
+def fine(j):
+    """Rung `j` of the fine ladder, 2^(j/64) bytes per PE: the same floats whatever the fabric or the SRAM."""
+    j = np.asarray(j, dtype=np.int64)
+    return np.ldexp(2.0 ** ((j % FINE) / FINE), j // FINE)
+
+
+def fine_index(u):
+    """Index of the densest rung of the fine ladder at most `u` (≥ 2^-64 B a PE: no room has no rung of its own)."""
+    u = np.clip(np.nan_to_num(np.asarray(u, dtype=float), nan=0.0), 2.0 ** -64, 2.0 ** 64)
+    j = np.floor(np.log2(u) * FINE).astype(np.int64)
+    j = j - (fine(j) > u)                       # log2's rounding never puts a rung above u …
+    return j + (fine(j + 1) <= u)               # … nor leaves out one at most u
+
+
+def densest(room):
+    """The densest rung of the fine ladder that a PE's `room` holds: where a MoE model's capacity is counted."""
+    return fine(fine_index(room))

@@ -16,8 +16,9 @@ The stages are a byte-balanced contiguous split of the embedding, the layers in 
 continue on the next wafer. A stage's regions must fit the program rectangle: `u ≥ stage bytes / PEs`. A pipeline
 fits when the fullest stage does at `u = room`. A MoE model's regions are whole tiles of one lattice
 (cost/wafer/lattice.py: an expert region one square tile of side ⌈√(e/u)⌉, so no tile holds more than `u` a PE):
-its stages are split in tiles, against the ⌊R/s⌋·⌊C/s⌋ a wafer's program rectangle holds, at the densest layout
-for what fits and at each candidate layout for its crossings. Scalars or arrays that broadcast; numpy only.
+its stages are split in tiles, against the ⌊R/s⌋·⌊C/s⌋ a wafer's program rectangle holds, at the densest rung of
+the fixed fine ladder the room holds for what fits (`densest`: a layout every room at least as large offers too)
+and at each candidate layout for its crossings. Scalars or arrays that broadcast; numpy only.
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ def room(pe, m, wl):
         least = np.minimum(least, free - buffers)
         reserve = np.maximum(reserve, (pe.program_bytes_per_pe + buffers) / pe.sram_per_pe_bytes)
     return least, reserve
+
+
+def densest(pe, m, wl):
+    """Bytes per PE of the layout what fits is counted at: a MoE model's densest fine rung the room holds
+    (lattice.densest: a candidate at this room and every larger one), a dense model's room (its ladder is bytes)."""
+    u = room(pe, m, wl)[0]
+    return lattice.densest(u) if is_tiled(m) else u
 
 
 def wafer_pes(pe):
@@ -218,14 +226,15 @@ def largest_item(m, nbytes: dict, parts=None):
 
 
 def fits(pe, m, wl, wafers):
-    """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at the densest layout."""
-    return stages_at(pe, m, region_bytes(m, wl, wl.B), room(pe, m, wl)[0]) <= wafers
+    """Whether a pipeline of `wafers` holds the model and the KV cache of its B sequences at capacity's layout
+    (`densest`)."""
+    return stages_at(pe, m, region_bytes(m, wl, wl.B), densest(pe, m, wl)) <= wafers
 
 
 def fewest_wafers(pe, m, wl, shape=()):
     """The fewest wafers (≤ L, ≤ MAX_WAFERS) whose pipeline fits, NaN where none does."""
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
-    n = stages_at(pe, m, region_bytes(m, wl, wl.B), room(pe, m, wl)[0])
+    n = stages_at(pe, m, region_bytes(m, wl, wl.B), densest(pe, m, wl))
     n = np.broadcast_to(n, np.broadcast_shapes(shape, np.shape(n)))
     return np.where(n <= top, n, np.nan)
 
@@ -262,8 +271,9 @@ def kv_fit(pe, m, wl, wafers, u, known):
 
 def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     """What fits: wafers needed (with and without the KV cache), the pipeline used, layers per wafer, the densest
-    and the sparsest layout (`u_pack`: each PE full; `u_fill`: the fullest stage spread over every PE), the
-    sequences whose cache fits, region bytes, and the constraints (g ≤ 0 fits)."""
+    and the sparsest layout (`u_pack`: each PE full; `u_fill`: the fullest stage spread over every PE), the layout
+    what fits is counted at (`u_dense`, `densest`), the sequences whose cache fits, region bytes, and the
+    constraints (g ≤ 0 fits)."""
     needed = fewest_wafers(pe, m, wl, shape)
     top = float(min(m.num_hidden_layers, MAX_WAFERS))
     auto = np.where(np.isnan(needed), top, needed)
@@ -271,19 +281,20 @@ def capacity(pe, m, wl, wafers=None, shape=()) -> dict:
     W = np.where(np.isnan(given), auto, given) + 0.0 * auto
     nbytes = region_bytes(m, wl, wl.B)
     u_pack, reserve = room(pe, m, wl)
+    u_dense = densest(pe, m, wl)
     cap = wafer_pes(pe)
     one = kv_bytes_per_sequence(m, wl)
-    plan = split(m, W, nbytes, (cap * u_pack, wl.B * one, one))
+    plan = split(m, W, nbytes, (cap * u_dense, wl.B * one, one))
     u_fill = plan["peak"] / cap
     g_wafers = u_fill / np.maximum(u_pack, 1e-9) - 1.0
     g_layer = largest_item(m, nbytes) / (cap * np.maximum(u_pack, 1e-9)) - 1.0
-    if is_tiled(m):   # whole tiles of the lattice at the densest layout (cost/wafer/lattice.py)
-        parts, held = tile_parts(pe, m, nbytes, u_pack)
+    if is_tiled(m):   # whole tiles of the lattice at capacity's layout (`densest`, cost/wafer/lattice.py)
+        parts, held = tile_parts(pe, m, nbytes, u_dense)
         g_wafers = split(m, W, nbytes, parts=parts)["peak"] / held - 1.0
         g_layer = largest_item(m, nbytes, parts) / held - 1.0
     return {"wafers": W, "wafers_needed": needed, "wafers_for_weights": fewest_wafers(pe, m, _batch(wl, 0.0), shape),
             "layers_per_wafer": np.ceil(m.num_hidden_layers / W), "u_pack": u_pack, "u_fill": u_fill,
-            "bytes": nbytes, "kv_fit_sequences": kv_fit(pe, m, wl, W, u_pack, plan["sequences"]),
+            "u_dense": u_dense, "bytes": nbytes, "kv_fit_sequences": kv_fit(pe, m, wl, W, u_dense, plan["sequences"]),
             "g_sram_wafers": g_wafers, "g_sram_pe": reserve - 1.0, "g_sram_layer": g_layer,
             "g_sram_stages": W / m.num_hidden_layers - 1.0}
 

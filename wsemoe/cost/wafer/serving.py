@@ -250,8 +250,8 @@ def sized_for(pe, m, wl, cap):
     pes_total, W = regions.wafer_pes(pe), cap["wafers"]
     u_pack = cap["u_pack"]   # one room for every batch (regions.room)
 
-    def fit(batch):   # the greedy pass at the wafer's room: it needs the fewest stages of any contiguous split
-        return regions.stages_at(pe, m, regions.region_bytes(m, wl, batch), u_pack) <= W
+    def fit(batch):   # the greedy pass at capacity's layout (regions.densest): the fewest stages of any split
+        return regions.stages_at(pe, m, regions.region_bytes(m, wl, batch), cap["u_dense"]) <= W
 
     rungs = [SIZED_FOR ** j for j in range(SIZED_STEPS)]
     fits = [fit(batch) for batch in rungs]
