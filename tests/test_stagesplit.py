@@ -136,3 +136,45 @@ def test_a_combinations_split_never_depends_on_the_others_beside_it(seed):
                 one = stagesplit.least_peak(moe, {k: v[i] for k, v in p.items()}, W[i])
                 got = (float(one.top), float(one.cross), float(one.stages))
                 assert got == (both.top[i], both.cross[i], both.stages[i]), (precision, i)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_the_stage_count_is_the_light_pass_bit_for_bit(seed, tiles):
+    """`count` (the search's pass, fewer array operations per layer) gives the stages the greedy pass opens, exactly:
+    whole tiles and fractional bytes, a dense prefix varying across the combinations, layers of every kind."""
+    rng = np.random.default_rng(seed)
+    n = 64
+    draw = (lambda lo, hi: rng.integers(lo, hi, n).astype(float)) if tiles else (lambda lo, hi: rng.uniform(lo, hi, n))
+    k = rng.integers(0, 4, n).astype(float)
+    moe = [i >= k for i in range(int(rng.integers(1, 20)))] if seed % 2 else [bool(x) for x in rng.integers(0, 2, 20)]
+    p = {"d": draw(1, 200), "a": draw(1, 100), "e": draw(1, 20), "E": rng.choice([0.0, 8.0, 128.0], n),
+         "emb": draw(1, 200), "head": draw(1, 200)}
+    C = draw(20, 3000)
+    assert np.array_equal(stagesplit.count(moe, p, C), stagesplit.run(moe, p, C, light=True).stages)
+
+
+def test_a_wide_search_halves_its_brackets_for_the_same_split():
+    """Where many combinations are open a round finds the first capacity that fits by halving (3 passes of one
+    capacity) instead of trying its 7 at once: the same split bit for bit, for less than half the arithmetic."""
+    rng = np.random.default_rng(7)
+    n = 1500
+    p = {"d": rng.uniform(1e8, 2e9, n), "a": rng.uniform(5e7, 5e8, n), "e": rng.uniform(1e6, 5e7, n),
+         "E": rng.choice([8.0, 64.0, 256.0], n), "emb": rng.uniform(1e8, 2e9, n), "head": rng.uniform(1e8, 2e9, n)}
+    moe = [False] * 3 + [True] * 40
+    W = rng.integers(2, 40, n).astype(float)
+    passes = {True: [], False: []}
+
+    def search(wide):
+        real = stagesplit.count
+
+        def tally(moe, parts, C):
+            passes[wide].append(np.size(C))
+            return real(moe, parts, C)
+        with unittest.mock.patch.object(stagesplit, "count", tally), \
+                unittest.mock.patch.object(stagesplit, "WIDE", stagesplit.WIDE if wide else np.inf):
+            return stagesplit.least_peak(moe, p, W)
+    halved, at_once = search(True), search(False)
+    for key in ("top", "cross", "visits", "stages"):
+        assert np.array_equal(getattr(halved, key), getattr(at_once, key))
+    assert sum(passes[True]) < 0.5 * sum(passes[False])

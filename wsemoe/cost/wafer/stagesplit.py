@@ -31,6 +31,9 @@ FANOUT = 8        # ...each trying 7 capacities at once, the bracket 8 times nar
                   # sweep where 4 took 42 s, and 16 no less than 8)
 PRECISION = 1e-5  # ... stopping once it is narrower than this share of the peak (of a 40 GB wafer: 400 kB)
 SLACK = 1e-12     # relative tolerance of "fits" (an item exactly the room left still fits)
+WIDE = 4096       # open combinations × capacities from which a round halves its bracket pass by pass instead of
+                  # trying all its capacities in one (where a pass's arithmetic outweighs its loop over the layers)
+SPLIT_KEYS = ("d", "a", "e", "E", "emb", "head")   # the item bytes a pass reads
 # Results by combination: a memo of a pure function, kept inside an object so that the fingerprint of the cost
 # model's module state (unique.state, which looks into module-level dicts) does not change as it fills.
 _MEMO = SimpleNamespace(entries={})
@@ -93,8 +96,9 @@ class Fill:
             split = rest > 0
             if np.any(split):   # only the combinations this layer splits (often few of a wide frame's)
                 fit, E, k, per, full, last, split = np.broadcast_arrays(fit, E, k, per, full, last, split)
-                held = (picked(fit[split], E[split], k[split]) + full[split] * picked(per[split], E[split], k[split])
-                        + picked(last[split], E[split], k[split]))
+                E, k = E[split], k[split]   # one call for the three counts (a call costs its loop over k)
+                got = picked(np.stack([fit[split], per[split], last[split]]), E, k)
+                held = got[0] + full[split] * got[1] + got[2]
                 visits = np.array(np.broadcast_to(self.visits, split.shape), dtype=float)
                 visits[split] += held - 1.0
                 self.visits = visits
@@ -110,10 +114,9 @@ def picked(n, E, k):
     """The chance that `n` of `E` experts hold at least one of the `k` distinct ones a token picks (uniform
     routing): 1 − C(E − n, k) / C(E, k) = 1 − Π_{i<k} (E − n − i) / (E − i)."""
     n, E, k = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (n, E, k)))
-    none = np.ones(n.shape)
-    for i in range(int(np.max(k, initial=0.0))):
-        step = np.clip((E - n - i) / np.maximum(E - i, 1.0), 0.0, 1.0)
-        none = none * np.where(i < k, step, 1.0)
+    i = np.arange(int(np.max(k, initial=0.0)), dtype=float).reshape((-1,) + (1,) * n.ndim)   # the factors on an axis
+    step = np.where(i < k, np.clip((E - n - i) / np.maximum(E - i, 1.0), 0.0, 1.0), 1.0)
+    none = np.multiply.reduce(np.concatenate([np.ones((1,) + n.shape), step]), axis=0)   # 1 · f0 · f1 …, in order
     return np.where(n > 0, 1.0 - none, 0.0)
 
 
@@ -164,8 +167,44 @@ def total(moe, parts: dict):
 
 def stages_needed(moe, parts: dict, C):
     """Stages the greedy split needs at `C` bytes per stage (inf where an item alone does not fit)."""
-    f = run(moe, parts, C, light=True)
-    return np.where(largest(moe, parts) <= np.asarray(C) * (1 + SLACK), f.stages, np.inf)
+    return np.where(largest(moe, parts) <= np.asarray(C) * (1 + SLACK), count(moe, parts, C), np.inf)
+
+
+def count(moe, parts: dict, C):
+    """The stages a greedy pass at `C` opens: `run(..., light=True).stages` bit for bit, in fewer array operations
+    per layer (a closing stage's load is the item itself, 0 + x = x; a MoE layer's experts open ⌈rest / per⌉
+    stages, the closing one and the full ones together), the loop over the layers being what a pass costs."""
+    C = np.asarray(C, dtype=float)
+    C_slack, e = C * (1 + SLACK), parts["e"]
+    per = np.maximum(np.floor(C / e + SLACK), 1.0)
+    if not np.all(np.isfinite(per)):   # experts of no bytes (or no bound): the full pass's NaNs, as it makes them
+        return run(moe, parts, C, light=True).stages
+    stages, load = np.ones(C.shape), np.zeros(C.shape)
+    every_expert = np.where(True, parts["E"], 0.0)
+
+    def atom(load, x):
+        x_in = load + x
+        close = (load > 0) & (x_in > C_slack)
+        return close, np.where(close, x, x_in)
+
+    close, load = atom(load, parts["emb"])
+    stages = stages + close
+    for is_moe in moe:
+        scalar = np.ndim(is_moe) == 0
+        close, load = atom(load, (parts["a"] if is_moe else parts["d"]) if scalar
+                           else np.where(is_moe, parts["a"], parts["d"]))
+        stages = stages + close
+        if scalar and not is_moe:
+            continue
+        E = every_expert if scalar else np.where(is_moe, parts["E"], 0.0)
+        fit = np.minimum(np.maximum(np.floor((C - load) / e + SLACK), 0.0), E)
+        rest = E - fit
+        extra = np.ceil(rest / per)
+        split = rest > 0
+        stages = stages + np.maximum(extra, split)   # = (rest > 0) + max(extra − 1, 0), also where per is inf
+        load = np.where(split, (rest - np.maximum(extra - 1.0, 0.0) * per) * e, load + fit * e)
+    close, load = atom(load, parts["head"])
+    return stages + close
 
 
 def least_peak(moe, parts: dict, W, kv=None, record: bool = False) -> Fill:
@@ -173,27 +212,53 @@ def least_peak(moe, parts: dict, W, kv=None, record: bool = False) -> Fill:
     fullest stage's bytes, `cross` the crossings, `visits` the expected extra expert wafers a token visits,
     `seqs` (with `kv`) the sequences whose cache fits.
 
-    Each round cuts every open bracket into FANOUT parts and tries the FANOUT − 1 capacities inside it in one
-    pass (on a leading axis): a pass costs its loop over the layers more than its arrays' length, so a round
-    costs little more than one bisection step and narrows the bracket FANOUT-fold. A combination's bracket stops
-    moving once it is within PRECISION, so its result never depends on the others evaluated beside it."""
+    Each round cuts every open bracket into FANOUT parts and finds the first of the FANOUT − 1 capacities inside
+    it that fits: in one pass trying them all (on a leading axis) where few combinations are open, a pass costing
+    its loop over the layers more than its arrays' length; where many are, by halving (log2 FANOUT passes of one
+    capacity each over the open combinations only: the same first, since the stages a pass needs never grow with
+    the capacity, for less than half the arithmetic). A combination's bracket stops moving once it is within
+    PRECISION, so its result never depends on the others evaluated beside it."""
     W = np.asarray(W, dtype=float)
     big = largest(moe, parts)
     lo = np.maximum(big, total(moe, parts) / W)
     hi = lo + big
-    ok = run(moe, parts, lo, light=True).stages <= W
+    ok = count(moe, parts, lo) <= W
     steps = (np.arange(1.0, FANOUT) / FANOUT).reshape((-1,) + (1,) * np.ndim(lo))
     for _ in range(BISECTIONS):
         done = ok | (hi - lo <= PRECISION * lo)
         if np.all(done):
             break
         tries = lo + (hi - lo) * steps   # FANOUT − 1 capacities strictly inside (lo, hi]
-        fits = run(moe, parts, tries, light=True).stages <= W
-        first = np.argmax(fits, axis=0)   # the stages a pass needs never grow with the capacity
-        some = np.any(fits, axis=0)
+        first = _first_fit(moe, parts, W, tries, ~done)   # FANOUT − 1 where none fits
+        some = first < FANOUT - 1
         new_lo = np.where(some, np.where(first > 0, _pick(tries, np.maximum(first - 1, 0)), lo), tries[-1])
-        lo, hi = np.where(done, lo, new_lo), np.where(done, hi, np.where(some, _pick(tries, first), hi))
+        hi_at = _pick(tries, np.minimum(first, FANOUT - 2))
+        lo, hi = np.where(done, lo, new_lo), np.where(done, hi, np.where(some, hi_at, hi))
     return run(moe, parts, np.where(ok, lo, hi), kv, record)
+
+
+def _first_fit(moe, parts: dict, W, tries, open_):
+    """Per combination, the index of the first capacity in `tries` (leading axis, increasing) whose pass needs at
+    most `W` stages (len(tries) where none does); exact only where `open_`."""
+    n = len(tries)
+    if np.ndim(open_) == 0 or np.sum(open_) * n < WIDE:
+        fits = count(moe, parts, tries) <= W
+        return np.where(np.any(fits, axis=0), np.argmax(fits, axis=0), n)
+    shape = open_.shape
+    idx = np.flatnonzero(open_)
+    sub = lambda x: np.broadcast_to(x, shape).ravel()[idx]   # noqa: E731
+    moe_open = [x if np.ndim(x) == 0 else sub(x) for x in moe]
+    parts_open = {k: sub(v) if k in SPLIT_KEYS else v for k, v in parts.items()}
+    W_open, tries_open = sub(W), tries.reshape(n, -1)[:, idx]
+    low, high = np.zeros(idx.size, dtype=np.int64), np.full(idx.size, n)   # the answer lies in [low, high]
+    while np.any(low < high):   # the sentinel n fits: a bracket of n + 1 = FANOUT indices, halved log2(FANOUT) times
+        mid, moving = (low + high) // 2, low < high
+        probe = np.take_along_axis(tries_open, np.minimum(mid, n - 1)[None], axis=0)[0]
+        fits = count(moe_open, parts_open, probe) <= W_open
+        low, high = np.where(moving & ~fits, mid + 1, low), np.where(moving & fits, mid, high)
+    first = np.full(shape, n)
+    first.reshape(-1)[idx] = low
+    return first
 
 
 def _pick(tries, j):
