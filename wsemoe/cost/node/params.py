@@ -214,6 +214,17 @@ def _tp_softmax(m):
     return 2 * m.head_dim if getattr(m, "qk_norm", False) else 0
 
 
+def tp_whole_small(m):
+    """Small parameters of one layer (a patterned model's mean) every TP rank holds whole, in training and in
+    serving: the two RMSNorms, the GQA q/k norms, MLA's latent norms and a row-parallel output bias
+    (`tp_attn_params` without MLA's down-projections, which count as projections: `attn_kv_params`). Megatron-Core
+    builds them as plain (TE)RMSNorm weights over the full width and a RowParallelLinear bias added after the
+    reduction, never split (megatron/core/transformer/multi_latent_attention.py, q_layernorm and kv_layernorm over
+    q_lora_rank and kv_lora_rank); vLLM's RMSNorm is likewise not a parallel layer. The rest of
+    `attn_extra_params` (q/k/v biases, sinks, linear-attention and indexer parameters) splits with the heads."""
+    return norm_params_per_layer(m) + tp_attn_params(m) - mla_down_params(m)
+
+
 def dense_ffn_params(m):
     """Weights of the SwiGLU FFN of a dense (non-MoE) layer."""
     return 3 * m.hidden_size * m.intermediate_size
