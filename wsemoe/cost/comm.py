@@ -294,10 +294,11 @@ class CommModel:
             scales["gradient"] = shared / m.num_hidden_layers * wl.bytes_per_grad
             # and inside each group, the gradients of what every member holds whole and runs on its own slice of
             # the tokens (stagecost.router_tokens): the gates, the norms, MLA's down-projections. The TP group
-            # sums them in one all-reduce a step (params.tp_summed_params), charged here a MoE layer's share
-            # (structure: the group's own ring all-reduce; nothing moves at TP 1)
-            per_moe = params.tp_summed_params(m) / np.maximum(params.moe_layers(m), 1)
-            scales["router_gradient"] = per_moe * wl.bytes_per_grad + 0.0 * tp
+            # sums them in one all-reduce a step (params.tp_summed_params), charged here a MoE layer's share, a
+            # dense layer's in a model without MoE layers (params.tp_grad_layers; structure: the group's own ring
+            # all-reduce; nothing moves at TP 1)
+            per_layer = params.tp_summed_params(m) / params.tp_grad_layers(m)
+            scales["router_gradient"] = per_layer * wl.bytes_per_grad + 0.0 * tp
         return scales
 
     def repeats(self, name: str):
@@ -308,8 +309,9 @@ class CommModel:
         """The share of one call's latency (ring rounds × hops, software latency) each occurrence pays: 1, but the
         router gradient's 1/Lm. Megatron-Core flattens every sequence-parallel gradient of the step into one
         all-reduce over the TP group (finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads), so a
-        step pays its bytes layer by layer and one call's latency, spread here over the MoE layers."""
-        return 1.0 / np.maximum(params.moe_layers(self.m), 1) if name == "router_gradient" else 1.0
+        step pays its bytes layer by layer and one call's latency, spread here over the MoE layers (a model
+        without any: over its dense layers, params.tp_grad_layers)."""
+        return 1.0 / params.tp_grad_layers(self.m) if name == "router_gradient" else 1.0
 
     def _phases(self, built, inv, shape, scales: dict, port, links=None) -> tuple[dict, dict]:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `port`
@@ -342,6 +344,8 @@ class CommModel:
             # migration rides MoE layers' phases (dense layers' cores are idle windows)
             if name not in ("dense_allreduce", "ffn_allreduce"):
                 windows[name] = Window(once, scale, reps * layers, name)
+        if "router_gradient_s" in out:   # a model without MoE layers pays the share in its dense FFN stage
+            out["ffn_gradient_s"] = np.where(layers > 0, 0.0, out["router_gradient_s"])
         return out, windows
 
     @staticmethod

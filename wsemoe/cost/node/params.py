@@ -192,6 +192,14 @@ def tp_summed_params(m):
     return L * (norm_params_per_layer(m) + tp_attn_params(m)) + m.hidden_size + moe_layers(m) * router_grad_params(m)
 
 
+def tp_grad_layers(m):
+    """The layers that carry a share each of the TP group's one gradient all-reduce a step (`tp_summed_params`): the
+    MoE layers, or every layer of a model without any (its norms' gradients are summed all the same; Megatron-Core's
+    _allreduce_layernorm_grads runs whenever TP > 1 with sequence parallelism, MoE or not)."""
+    Lm = moe_layers(m)
+    return np.where(Lm > 0, Lm, m.num_hidden_layers)
+
+
 def tp_attn_params(m):
     """Attention parameters of one layer (a patterned model's mean) that every TP rank holds whole in training and
     whose gradients the group sums (`tp_summed_params`). GQA: the per-head q/k norms (not the q/k/v biases, split
