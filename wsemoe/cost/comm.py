@@ -20,6 +20,7 @@ from wsemoe.cost.balance import routing
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
 PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient", "router_gradient" in training
+COUNT_BYTES = 4.0   # an expert's token count: Megatron-Core's local_tokens_per_expert is float32 (moe/router.py)
 
 
 class StructuralKey(NamedTuple):
@@ -299,6 +300,11 @@ class CommModel:
             # all-reduce; nothing moves at TP 1)
             per_layer = params.tp_summed_params(m) / params.tp_grad_layers(m)
             scales["router_gradient"] = per_layer * wl.bytes_per_grad + 0.0 * tp
+            # and over every node, the experts' token counts a correction bias moves by: E float32 counts a MoE
+            # layer (params.expert_load_counts), one call a step (`latency_share`)
+            if np.any(params.expert_load_counts(m)):
+                per_moe = params.expert_load_counts(m) / np.maximum(params.moe_layers(m), 1)
+                scales["expert_load"] = per_moe * COUNT_BYTES + 0.0 * tp
         return scales
 
     def repeats(self, name: str):
@@ -311,6 +317,8 @@ class CommModel:
         all-reduce over the TP group (finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads), so a
         step pays its bytes layer by layer and one call's latency, spread here over the MoE layers (a model
         without any: over its dense layers, params.tp_grad_layers)."""
+        if name == "expert_load":   # one all-reduce a step of every MoE layer's counts, stacked
+            return 1.0 / np.maximum(params.moe_layers(self.m), 1)
         return 1.0 / params.tp_grad_layers(self.m) if name == "router_gradient" else 1.0
 
     def _phases(self, built, inv, shape, scales: dict, port, links=None) -> tuple[dict, dict]:

@@ -80,7 +80,8 @@ def comm_bytes(m, wl, out: dict) -> tuple:
         dense_attn = out.get(f"dense_allreduce_{kind}", out.get(f"allreduce_{kind}", 0.0))
         moe = col("allreduce") + col("dispatch") + col("combine") + col("reduce")
         dense = dense_attn + col("ffn_allreduce")
-        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient") + tp_layers * col("router_gradient")
+        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient") + tp_layers * col("router_gradient") \
+            + Lm * col("expert_load")
 
     return moved("hop_bytes"), moved("cross_bytes")
 

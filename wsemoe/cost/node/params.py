@@ -180,6 +180,18 @@ def router_grad_params(m):
     return m.hidden_size * m.num_experts + (m.num_experts if learned else 0)
 
 
+def expert_load_counts(m):
+    """Per-expert token counts a training step sums over every rank (TP × DP) to update a correction bias (0 without
+    one, or with a learned bias): E per MoE layer. DeepSeek-V3's auxiliary-loss-free balancing moves each expert's
+    bias by ±γ from its load over the batch (arXiv:2412.19437 §2.1.2); Megatron-Core counts each rank's tokens in a
+    float32 buffer (megatron/core/transformer/moe/router.py, local_tokens_per_expert) and all-reduces every
+    layer's, stacked, once a step over the tensor × data × context-parallel group before moving the biases
+    (megatron/core/distributed/finalize_model_grads.py, _update_router_expert_bias; moe_utils.py,
+    get_updated_expert_bias)."""
+    corrected = getattr(m, "router_bias", False) and not getattr(m, "router_bias_learned", False)
+    return moe_layers(m) * m.num_experts * (1 if corrected else 0)
+
+
 def tp_summed_params(m):
     """Parameters whose gradients a training TP group sums, for the whole model: each TP rank holds them whole and
     forms their gradient from its sequence-parallel slice of the tokens, and Megatron-Core flattens every such
