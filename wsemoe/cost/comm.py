@@ -281,14 +281,18 @@ class CommModel:
         """Bytes per unit of each phase's structural traffic, per point."""
         m, wl = self.m, self.wl
         act = m.hidden_size * wl.bytes_per_act
+        # the attention's collective: an all-reduce of the output (serving); in training, under sequence
+        # parallelism, a gather of what its heads read and a reduce-scatter of the output, the same ring steps
+        # as an all-reduce of their mean width (params.sp_gather_width: MLA gathers its latents, not H)
+        attn_act = act if wl.mode != "train" else (m.hidden_size + params.sp_gather_width(m)) / 2 * wl.bytes_per_act
         tile_tokens = T / (groups * wl.G)          # tokens of one attention tile of one group
         copies = (T / groups) * m.num_experts_per_tok * m.hidden_size    # elements each way
-        scales = {"allreduce": tile_tokens * act, "dispatch": copies * formats.dispatch_bytes(self.hw, wl),
+        scales = {"allreduce": tile_tokens * attn_act, "dispatch": copies * formats.dispatch_bytes(self.hw, wl),
                   "combine": copies * wl.bytes_per_act,     # quantized out (formats.dispatch_bytes), 16-bit back
                   "reduce": (T / groups) * act,    # the expert outputs of all G tiles, reduced once
                   "ffn_allreduce": (T / groups) * act}   # a dense FFN's partial sums: all G tiles at once
         if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
-            scales["dense_allreduce"] = tile_tokens * act
+            scales["dense_allreduce"] = tile_tokens * attn_act
         if wl.mode == "train":  # gradients of the weights every group holds, reduced across groups (per micro-batch):
             # attention, shared experts, router, dense FFNs and embeddings, each layer charged their mean per layer
             shared = weights.resident_node(self.hw, m, wl, tp)[0].params

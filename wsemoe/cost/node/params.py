@@ -204,6 +204,19 @@ def tp_summed_params(m):
     return L * (norm_params_per_layer(m) + tp_attn_params(m)) + m.hidden_size + moe_layers(m) * router_grad_params(m)
 
 
+def sp_gather_width(m):
+    """Values per token a training TP rank gathers from its group's sequence-parallel slices before the heads'
+    projections: the hidden state H (Megatron-Core's column-parallel QKV gathers its normed input), or under MLA,
+    whose down-projections run on the rank's own slice (TELinear 'duplicated'), the query latent (H without one),
+    the KV latent and the shared RoPE key, each gathered on its own (megatron/core/transformer/
+    multi_latent_attention.py: linear_q_up_proj and linear_kv_up_proj gather their inputs; k_pos_emb by
+    gather_from_sequence_parallel_region in get_query_key_value_tensors). A patterned model keeps H (a sparse
+    layer's indexer reads the hidden state; not modelled further)."""
+    if not _mla(m) or mix.mix(m) is not None:
+        return m.hidden_size
+    return (m.q_lora_rank or m.hidden_size) + m.kv_lora_rank + m.qk_rope_head_dim
+
+
 def tp_grad_layers(m):
     """The layers that carry a share each of the TP group's one gradient all-reduce a step (`tp_summed_params`): the
     MoE layers, or every layer of a model without any (its norms' gradients are summed all the same; Megatron-Core's
