@@ -254,7 +254,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     t_dense_c = f_dense / (N * peak * eff)
     t_head_c = f_head / (N * peak * eff)
     # --- resident weights read from HBM per node and layer
-    W_attn = (attn_rank + (extras + 2 * H) / tp) * b                 # one rank's share
+    # one rank's share of the projections; the latent norms and the layer's two RMSNorms whole on every rank
+    W_attn = (attn_rank + extras + 2 * H) * b
     p_hit = 1 - (1 - k / E) ** T                                     # an expert gets ≥ 1 of the T tokens
     # the step waits for the node that reads the most experts: E[max of N binomial(slots, p_hit)] (every node
     # holds `slots` here: E = 4·N) = Σ_x P(max ≥ x) = Σ_x (1 − P(X < x)^N)
@@ -263,8 +264,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     t_attn_w = G * W_attn / bw_mem                                   # every tile re-reads the shard
     t_moe_w = (read * expert * b + shared * b / tp + router * b) / bw_mem    # the router whole on every rank
     t_dense_w = dense * b / tp / bw_mem
-    # the head reads its shard of the head matrix and final norm, and each die the embedding rows of its tokens
-    t_head_w = ((V * H + H) * b / tp + min(T, V) * H * b / N) / bw_mem
+    # the head reads its shard of the head matrix, the final norm whole, and each die the embedding rows of its tokens
+    t_head_w = (V * H * b / tp + H * b + min(T, V) * H * b / N) / bw_mem
     # --- KV cache (MLA caches the latent and the rope key): every head reads the whole latent, so each
     # TP rank holds its group's whole cache (mla_cache: replicated); one layer's cache is read per step,
     # from the same HBM as the weights: one HBM term
@@ -281,8 +282,8 @@ def derive_b200_deepseek_decode(tp: int | None) -> dict:
     # --- kernel launches (serial): MLA attention 8 kernels per tile, MoE block 4, dense FFN 2, head 2
     launch_attn, launch_moe, launch_dense, launch_head = 8 * G * t_launch, 4 * t_launch, 2 * t_launch, 2 * t_launch
     # --- memory per node (inference: no kept activations)
-    mem_weights = L * W_attn + Lm * router * b + (Lm * shared * b + (L - Lm) * dense * b + embedding * b) / tp \
-        + Lm * slots * expert * b
+    mem_weights = L * W_attn + Lm * router * b + (Lm * shared * b + (L - Lm) * dense * b + (embedding - H) * b) / tp \
+        + H * b + Lm * slots * expert * b                            # the final norm whole
     mem_kv = (seqs / g) * S * L * kv_tok
     attn_transient = g * B * 1 * (11 * H + 2 * H + 2 * nh * S) / N     # + its norm input; 2 B/score, no dropout
     bta_buffer = T * H * b / N

@@ -64,12 +64,12 @@ def test_gqa_decode_is_unchanged():
 def test_resident_head_reads_the_head_matrix_and_the_tokens_rows():
     """NVL72, DeepSeek-V3 decode, TP 8 (9 groups), B = 4: T = 9 × 4 = 36 tokens.
 
-    Per GPU the head reads its 1/8 of the head matrix and final norm, (129,280 × 7168 + 7168) × 2 B / 8, and the
-    embedding rows of its share of the tokens, 36 × 7168 × 2 B / 72, never the 129,280-row input table:
-    head_hbm = (231,673,856 + 7,168) × 2 / 8 / 8 TB/s + 36 × 7168 × 2 / 72 / 8 TB/s.
+    Per GPU the head reads its 1/8 of the head matrix, 129,280 × 7168 × 2 B / 8, the final norm whole (every TP
+    rank holds it: 7168 × 2 B), and the embedding rows of its share of the tokens, 36 × 7168 × 2 B / 72, never the
+    129,280-row input table: head_hbm = (231,673,856 / 8 + 7,168) × 2 / 8 TB/s + 36 × 7168 × 2 / 72 / 8 TB/s.
     """
     row = _one("nvl72", "deepseek-v3", {"mode": "decode", "seq_len": 2048, "B": 4}, {"tp": 8})
-    head = (129_280 * 7168 + 7168) * 2 / 8
+    head = (129_280 * 7168 / 8 + 7168) * 2
     rows = 36 * 7168 * 2 / 72
     assert row["head_hbm_s"] == pytest.approx((head + rows) / 8.0e12, rel=REL)
     # the whole input table would have added another 129,280 × 7168 × 2 / 8 bytes: 14.5 µs per step, not 7.2 µs

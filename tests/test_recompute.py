@@ -125,7 +125,7 @@ def test_gqa_kv_cache_in_inference():
     proj, kv_proj = H * (nh + 2 * nkv) * dh + nh * dh * H, H * 2 * nkv * dh
     # a rank's share: TP 64 over 32 query heads leaves the busiest rank one whole head (1/32 of the heads'
     # projections), and its own KV head's K and V projections (1/4 of them)
-    w_attn = ((proj - kv_proj) / nh + kv_proj / nkv + (2 * dh + 2 * H) / tp) * 2   # + q/k and layer norms
+    w_attn = ((proj - kv_proj) / nh + kv_proj / nkv + 2 * dh + 2 * H) * 2   # + q/k and layer norms, whole on a rank
     reads = 3 * w_attn + seqs * 4096 * kv_rank           # G tiles re-read the rank's share; one layer's cache
     assert row["attention_hbm_s"] == pytest.approx(reads / hw.node_memory_bw_bytes_per_s, rel=REL)
     assert row["mem_kept_act_node_bytes"] == 0

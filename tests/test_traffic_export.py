@@ -32,7 +32,7 @@ CASES = {
 COLUMN = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s",
           "reduce": "moe_reduce_s", "gradient": "attention_gradient_s", "router_gradient": "moe_gradient_s",
           "dense_allreduce": "dense_layer_allreduce_s",
-          "ffn_allreduce": "dense_ffn_allreduce_s"}
+          "ffn_allreduce": "dense_ffn_allreduce_s", "expert_load": "moe_load_s"}
 
 
 @pytest.fixture(scope="module", params=list(CASES))
@@ -81,8 +81,9 @@ def test_link_loads_are_the_models(exported):
         steps = sum(s["model_volume_s"] + s["model_latency_s"] for s in phase["steps"])
         once = steps + phase["model_software_latency_s"]
         call = pt.hardware["alltoall_latency_s" if name in ("dispatch", "combine") else "collective_latency_s"]
-        # every phase here moves data; the router gradient is one call per step over the 58 MoE layers
-        share = 1 / 58 if name == "router_gradient" else 1.0
+        # every phase here moves data; the router gradient and the experts' load counts are one call a step each,
+        # over the 58 MoE layers
+        share = 1 / 58 if name in ("router_gradient", "expert_load") else 1.0
         assert phase["model_software_latency_s"] == pytest.approx(call * share, rel=1e-12)
         assert once * phase["occurrences_per_layer"] == pytest.approx(pt.row[COLUMN[name]], rel=1e-12)
 

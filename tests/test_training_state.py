@@ -30,13 +30,18 @@ def test_the_published_parameter_count_is_what_the_state_counts():
 
 
 def test_a_dense_70b_on_one_tp8_server_holds_16_bytes_a_parameter_and_does_not_fit():
-    # one TP group of all 8 GPUs: every parameter has one copy, so sharding splits nothing. Llama-3.1-70B's
-    # config: 80 layers of H 8,192 (64 query and 8 KV heads of 128, FFN 28,672), vocabulary 128,256, untied head
+    # one TP group of all 8 GPUs: every parameter has one copy, so sharding splits nothing; each GPU holds an
+    # eighth of every parameter but the norms, which every TP rank holds whole (80 · 2 · 8,192 + 8,192 = 1,318,912).
+    # Llama-3.1-70B's config: 80 layers of H 8,192 (64 query and 8 KV heads of 128, FFN 28,672), vocabulary
+    # 128,256, untied head
     layer = 2 * 8192 * 8192 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672 + 2 * 8192
     assert 80 * layer + 2 * 128256 * 8192 + 8192 == 70_553_706_496   # its model card's "70B"
+    norms = 80 * 2 * 8192 + 8192
+    per_gpu = (70_553_706_496 - norms) / 8 + norms
+    assert per_gpu == 8_820_367_360
     row = _row(model="llama-3.1-70b", **{"mapping.tp": 8})
-    assert row["mem_train_state_node_bytes"] == pytest.approx(70_553_706_496 / 8 * (GRAD + ADAM), rel=1e-6)
-    assert row["mem_weights_node_bytes"] == pytest.approx(70_553_706_496 / 8 * 2, rel=1e-6)
+    assert row["mem_train_state_node_bytes"] == pytest.approx(per_gpu * (GRAD + ADAM), rel=1e-6)
+    assert row["mem_weights_node_bytes"] == pytest.approx(per_gpu * 2, rel=1e-6)
     # 16 bytes a parameter: 70,553,706,496 · 16 / 8 = 141.1 GB a GPU against 0.9 · 85.52e9 = 76.97 GB usable (an
     # H100's 81,559 MiB): 1.833× before any activation
     assert not row["feasible"]
@@ -68,11 +73,11 @@ def test_an_expert_s_state_is_sharded_over_its_own_copies_not_the_mean_copies_pe
     router is whole on every rank (Megatron-Core replicates it over TP: stagecost.router_tokens), its state
     sharded over the 9 groups as the rest of P_rep is."""
     row = _row(hardware="nvl72", **{"mapping.tp": 8, "workload.seq_len": 4096})
-    # a rank's replicated weights: 4 query heads and ⌈4/8⌉ = 1 KV head of the projections, and its 1/8 of the
-    # norms, embedding and head (P_rep, docs/cost-model.md), the whole router; its experts: 2 of them in each of 48
-    # layers
+    # a rank's replicated weights: 4 query heads and ⌈4/8⌉ = 1 KV head of the projections, the norms whole (q/k
+    # and layer norms, the final one), its 1/8 of the embedding and head (P_rep, docs/cost-model.md), the whole
+    # router; its experts: 2 of them in each of 48 layers
     rank_attn = 2048 * 4 * 128 + 2 * 2048 * 1 * 128 + 4 * 128 * 2048
-    p_rep = 48 * (rank_attn + 2048 * 128) + (48 * (2 * 128 + 2 * 2048) + 2 * 151936 * 2048 + 2048) / 8
+    p_rep = 48 * (rank_attn + 2048 * 128 + 2 * 128 + 2 * 2048) + 2048 + 2 * 151936 * 2048 / 8
     p_ex = 48 * 2 * QWEN_EXPERT
     assert row["expert_slots_max"] == 2 and row["expert_optimizer_shares_max"] == 2
     assert row["mem_train_state_node_bytes"] == pytest.approx(GRAD * (p_rep + p_ex) + ADAM * (p_rep * 8 / 72 + p_ex),
@@ -88,9 +93,12 @@ def test_the_optimizer_bytes_and_gradient_bytes_are_the_inputs_they_say():
     grads_only = _row(**{"mapping.tp": 8, "workload.optimizer_bytes_per_param": 0})
     fp32_grads = _row(**{"mapping.tp": 8, "workload.bytes_per_grad": 4})
     # TP 8 over 4 KV heads: every rank keeps one whole KV head, so the K and V projections are split 4 ways,
-    # not 8 (docs/cost-model.md, What TP cannot split); nor the router, whole on every rank (Megatron-Core)
+    # not 8 (docs/cost-model.md, What TP cannot split); nor the router, whole on every rank (Megatron-Core), nor the
+    # norms (q/k and layer norms, the final one)
     kv_proj = 2 * 2048 * 4 * 128
-    per_node = (QWEN_SHARED + 48 * 128 * QWEN_EXPERT) / 8 + 48 * kv_proj * (1 / 4 - 1 / 8) + 48 * 2048 * 128 * 7 / 8
+    norms = 48 * (2 * 128 + 2 * 2048) + 2048
+    per_node = ((QWEN_SHARED + 48 * 128 * QWEN_EXPERT) / 8 + 48 * kv_proj * (1 / 4 - 1 / 8) + 48 * 2048 * 128 * 7 / 8
+                + norms * 7 / 8)
     assert grads_only["mem_train_state_node_bytes"] == pytest.approx(GRAD * per_node, rel=REL)
     assert fp32_grads["mem_train_state_node_bytes"] - base["mem_train_state_node_bytes"] == pytest.approx(
         2 * per_node, rel=REL)
@@ -124,7 +132,7 @@ def test_eval_writes_the_state_out_from_the_parameters_and_their_copies(sharding
            "workload": {"mode": "train", "seq_len": 4096, "optimizer_sharding": sharding}}
     _, rows = breakdown(cfg, 0)
     line = {n: t for g, n, _, _, t in rows if g.startswith("how memory")}["mem_train_state_node_bytes"]
-    assert line.startswith("gradients 669,214,464 parameters × 2 B + optimizer 12 B") and line.endswith("✓"), line
+    assert line.startswith("gradients 669,399,040 parameters × 2 B + optimizer 12 B") and line.endswith("✓"), line
     assert ("2 experts' worth" in line) == (sharding == "data_parallel"), line
 
 

@@ -20,6 +20,7 @@ from wsemoe.cost.balance import routing
 from wsemoe.cost.balance.migration import MIGRATION_COLUMNS, Window, migration_columns
 
 PHASES = ("allreduce", "dispatch", "combine", "reduce")   # per MoE layer; "gradient", "router_gradient" in training
+COUNT_BYTES = 4.0   # an expert's token count: Megatron-Core's local_tokens_per_expert is float32 (moe/router.py)
 
 
 class StructuralKey(NamedTuple):
@@ -280,24 +281,34 @@ class CommModel:
         """Bytes per unit of each phase's structural traffic, per point."""
         m, wl = self.m, self.wl
         act = m.hidden_size * wl.bytes_per_act
+        # the attention's collective: an all-reduce of the output (serving); in training, under sequence
+        # parallelism, a gather of what its heads read and a reduce-scatter of the output, the same ring steps
+        # as an all-reduce of their mean width (params.sp_gather_width: MLA gathers its latents, not H)
+        attn_act = act if wl.mode != "train" else (m.hidden_size + params.sp_gather_width(m)) / 2 * wl.bytes_per_act
         tile_tokens = T / (groups * wl.G)          # tokens of one attention tile of one group
         copies = (T / groups) * m.num_experts_per_tok * m.hidden_size    # elements each way
-        scales = {"allreduce": tile_tokens * act, "dispatch": copies * formats.dispatch_bytes(self.hw, wl),
+        scales = {"allreduce": tile_tokens * attn_act, "dispatch": copies * formats.dispatch_bytes(self.hw, wl),
                   "combine": copies * wl.bytes_per_act,     # quantized out (formats.dispatch_bytes), 16-bit back
                   "reduce": (T / groups) * act,    # the expert outputs of all G tiles, reduced once
                   "ffn_allreduce": (T / groups) * act}   # a dense FFN's partial sums: all G tiles at once
         if getattr(self.mp, "strategy", None) == "her":   # dense layers: the home all-reduce only
-            scales["dense_allreduce"] = tile_tokens * act
+            scales["dense_allreduce"] = tile_tokens * attn_act
         if wl.mode == "train":  # gradients of the weights every group holds, reduced across groups (per micro-batch):
             # attention, shared experts, router, dense FFNs and embeddings, each layer charged their mean per layer
             shared = weights.resident_node(self.hw, m, wl, tp)[0].params
             scales["gradient"] = shared / m.num_hidden_layers * wl.bytes_per_grad
             # and inside each group, the gradients of what every member holds whole and runs on its own slice of
             # the tokens (stagecost.router_tokens): the gates, the norms, MLA's down-projections. The TP group
-            # sums them in one all-reduce a step (params.tp_summed_params), charged here a MoE layer's share
-            # (structure: the group's own ring all-reduce; nothing moves at TP 1)
-            per_moe = params.tp_summed_params(m) / np.maximum(params.moe_layers(m), 1)
-            scales["router_gradient"] = per_moe * wl.bytes_per_grad + 0.0 * tp
+            # sums them in one all-reduce a step (params.tp_summed_params), charged here a MoE layer's share, a
+            # dense layer's in a model without MoE layers (params.tp_grad_layers; structure: the group's own ring
+            # all-reduce; nothing moves at TP 1)
+            per_layer = params.tp_summed_params(m) / params.tp_grad_layers(m)
+            scales["router_gradient"] = per_layer * wl.bytes_per_grad + 0.0 * tp
+            # and over every node, the experts' token counts a correction bias moves by: E float32 counts a MoE
+            # layer (params.expert_load_counts), one call a step (`latency_share`)
+            if np.any(params.expert_load_counts(m)):
+                per_moe = params.expert_load_counts(m) / np.maximum(params.moe_layers(m), 1)
+                scales["expert_load"] = per_moe * COUNT_BYTES + 0.0 * tp
         return scales
 
     def repeats(self, name: str):
@@ -308,8 +319,11 @@ class CommModel:
         """The share of one call's latency (ring rounds × hops, software latency) each occurrence pays: 1, but the
         router gradient's 1/Lm. Megatron-Core flattens every sequence-parallel gradient of the step into one
         all-reduce over the TP group (finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads), so a
-        step pays its bytes layer by layer and one call's latency, spread here over the MoE layers."""
-        return 1.0 / np.maximum(params.moe_layers(self.m), 1) if name == "router_gradient" else 1.0
+        step pays its bytes layer by layer and one call's latency, spread here over the MoE layers (a model
+        without any: over its dense layers, params.tp_grad_layers)."""
+        if name == "expert_load":   # one all-reduce a step of every MoE layer's counts, stacked
+            return 1.0 / np.maximum(params.moe_layers(self.m), 1)
+        return 1.0 / params.tp_grad_layers(self.m) if name == "router_gradient" else 1.0
 
     def _phases(self, built, inv, shape, scales: dict, port, links=None) -> tuple[dict, dict]:
         """Per-layer time, binding term and busiest-link bytes of every phase; its windows for migration. `port`
@@ -342,6 +356,8 @@ class CommModel:
             # migration rides MoE layers' phases (dense layers' cores are idle windows)
             if name not in ("dense_allreduce", "ffn_allreduce"):
                 windows[name] = Window(once, scale, reps * layers, name)
+        if "router_gradient_s" in out:   # a model without MoE layers pays the share in its dense FFN stage
+            out["ffn_gradient_s"] = np.where(layers > 0, 0.0, out["router_gradient_s"])
         return out, windows
 
     @staticmethod

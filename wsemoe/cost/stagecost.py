@@ -19,10 +19,12 @@ from wsemoe.cost.node.stages import Stage
 
 # Communication phases each stage runs after its concurrent terms (serial unless comm_overlap hides them).
 STAGE_COMM = {"attention": ("allreduce_s", "gradient_s"),
-              "moe": ("dispatch_s", "combine_s", "reduce_s", "gradient_s"),   # gradient: the router's (training)
-              "dense_ffn": ("allreduce_s",)}
+              "moe": ("dispatch_s", "combine_s", "reduce_s", "gradient_s",   # gradient: the router's (training)
+                      "load_s"),   # the experts' token counts a correction bias moves by (training)
+              "dense_ffn": ("allreduce_s", "gradient_s")}   # gradient: the norms' (training, no MoE layers)
 # The phase of the fabric model behind a stage's communication term, where its name differs from the term's.
-COMM_SOURCE = {("dense_ffn", "allreduce_s"): "ffn_allreduce_s", ("moe", "gradient_s"): "router_gradient_s"}
+COMM_SOURCE = {("dense_ffn", "allreduce_s"): "ffn_allreduce_s", ("moe", "gradient_s"): "router_gradient_s",
+               ("dense_ffn", "gradient_s"): "ffn_gradient_s", ("moe", "load_s"): "expert_load_s"}
 
 
 def kv_node(hw, m, wl, mp, shape: Shape):

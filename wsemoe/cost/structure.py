@@ -219,7 +219,7 @@ def _switch_reduction(layout: topo.Layout, placement: mp.Placement) -> PhasePeak
 
 def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: bool = False) -> dict:
     """Steps of the all-reduce, output reduction, gradient, the dense FFN's all-reduce, the router gradient's
-    all-reduce over the TP group and (HER) dense all-reduce.
+    all-reduce over the TP group, the experts' load counts' all-reduce over every node and (HER) dense all-reduce.
 
     With `gather_shared` the slice flow's output reduction also holds the TP-split shared experts' collectives:
     each member holds only its slice of the tokens, so the shared experts gather their group's tokens and
@@ -242,6 +242,9 @@ def _collective_steps(pl: mp.Placement, flow: str, dirs: int, gather_shared: boo
     # group: megatron/core/transformer/moe/router.py, reset_parameters;
     # megatron/core/distributed/finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads)
     out["router_gradient"] = home
+    # The experts' token counts a correction bias is set from: every rank counts its own tokens, and the step sums
+    # them over every rank (TP × DP: params.expert_load_counts), here the group's ring, then the rings across groups
+    out["expert_load"] = home + out["gradient"]
     if pl.cross_rings is not None:   # a dense layer dispatches nothing: its attention needs only the home all-reduce
         out["dense_allreduce"] = home
     return out

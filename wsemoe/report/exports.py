@@ -22,7 +22,8 @@ from wsemoe.version import __version__
 FORMAT = "wsemoe traffic export 1"
 PHASE_COLUMNS = {"allreduce": "attention_allreduce_s", "dispatch": "moe_dispatch_s", "combine": "moe_combine_s",
                  "reduce": "moe_reduce_s", "gradient": "attention_gradient_s", "router_gradient": "moe_gradient_s",
-                 "dense_allreduce": "dense_layer_allreduce_s", "ffn_allreduce": "dense_ffn_allreduce_s"}
+                 "dense_allreduce": "dense_layer_allreduce_s", "ffn_allreduce": "dense_ffn_allreduce_s",
+                 "expert_load": "moe_load_s"}
 PACKET_FLITS = 16
 TRACE_MAX_FLITS = 1 << 20   # the automatic flit size keeps every step's trace near this many flits
 TRACE_MAX_PACKETS = 1 << 22  # lines of one trace at most (~80 MB of text); counted before any line is made

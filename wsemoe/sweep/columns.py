@@ -138,6 +138,13 @@ _DOCS = {
     "moe_gradient_s": ("s", "training: a MoE layer's share of the TP group's one all-reduce a step of the gradients "
                             "every member holds whole and forms from its own tokens: gates, norms, MLA's down-"
                             "projections (0 at TP 1)"),
+    "expert_load_bound": ("", "what limits the all-reduce of the experts' token counts over every node (training, a "
+                              "correction bias): link, wafer-link, scale-out, inject, eject port, or latency"),
+    "expert_load_max_link_bytes": ("bytes", "load of the busiest directed link in one MoE layer's share of the "
+                                            "all-reduce of the experts' token counts (float32, E a MoE layer)"),
+    "moe_load_s": ("s", "training with a correction bias (DeepSeek-V3's auxiliary-loss-free balancing): a MoE "
+                        "layer's share of the one all-reduce a step of every rank's per-expert token counts, over the "
+                        "TP group's ring and then across the groups (Megatron-Core, _update_router_expert_bias)"),
     "dispatch_mean_hops": ("hops", "traffic-weighted mean path length of the dispatch (local copies excluded)"),
     "dispatch_max_hops": ("hops", "longest path any dispatch traffic takes (PE fabric: in PE hops)"),
     "allreduce_ring_hops": ("hops", "longest hop distance between neighbours of a TP ring (her: its on-wafer rings only; "
@@ -239,11 +246,11 @@ _PATTERNS = [
     (r"^(\w+?)_(allreduce|dispatch|combine|gradient)_s$", "s", "{1} communication time per layer on the fabric"),
     (r"^(\w+?)_reduce_s$", "s", "output reduction per layer: partial expert outputs summed over the TP members "
                                  "that fed them (HER: and returned to the home wafer)"),
-    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient)_hop_bytes$", "bytes·hops",
+    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient|expert_load)_hop_bytes$", "bytes·hops",
      "what the {0} phase moves per layer over the node fabric inside a wafer or scale-up domain, Σ bytes × hops (a "
      "switch path, up and down, one hop; an in-switch reduction one path per member; a link across a wafer edge "
      "is the network's, in <phase>_cross_bytes); the energy model's fabric tier prices it"),
-    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient)_cross_bytes$", "bytes",
+    (r"^(allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient|expert_load)_cross_bytes$", "bytes",
      "what the {0} phase moves per layer across wafer boundaries (Σ bytes × crossings) or between a switch's "
      "scale-up domains"),
     (r"^(\w+?)_hw_flops$", "FLOP", "FLOPs the {0} stage executes per layer and micro-batch (forward × passes + "
@@ -321,8 +328,8 @@ def manifest_columns(columns) -> dict:
 _PATTERN_NAMES = ["<kind>_op_<op>_s", "<stage>_time_s", "<stage>_launch_s", "<phase>_fixed_s", "<stage>_compute_s",
                   "<stage>_weights_s", "<stage>_memory_s", "<stage>_hbm_s", "<stage>_edge_s", "<stage>_regions_s",
                   "<stage>_<allreduce|dispatch|combine|gradient>_s",
-                  "<stage>_reduce_s", "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient>_hop_bytes",
-                  "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient>_cross_bytes",
+                  "<stage>_reduce_s", "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient|expert_load>_hop_bytes",
+                  "<allreduce|dense_allreduce|ffn_allreduce|dispatch|combine|reduce|gradient|router_gradient|expert_load>_cross_bytes",
                   "<stage>_hw_flops", "<stage>_roof_flops", "<stage>_traffic_bytes",
                   "<stage>_io_out_bytes",
                   "mem_<term>_node_bytes",

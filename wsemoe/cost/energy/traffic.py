@@ -69,8 +69,10 @@ def comm_bytes(m, wl, out: dict) -> tuple:
     `<phase>_cross_bytes`), over the layers that run it. A MoE layer runs the attention all-reduce, dispatch,
     combine and output reduction; a dense layer its attention's all-reduce (HER: the home wafer's only) and its
     FFN's; training runs the activation phases in the forward and the backward pass and reduces gradients once
-    (every layer's across groups, a MoE layer's router gradient inside its group)."""
+    (every layer's across groups, and inside each group a MoE layer's share of the sequence-parallel ones, a dense
+    layer's in a model without MoE layers)."""
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
+    tp_layers = params.tp_grad_layers(m)   # the TP group's one gradient all-reduce, a share on each
     both = passes_in(wl)
 
     def moved(kind: str):
@@ -78,7 +80,8 @@ def comm_bytes(m, wl, out: dict) -> tuple:
         dense_attn = out.get(f"dense_allreduce_{kind}", out.get(f"allreduce_{kind}", 0.0))
         moe = col("allreduce") + col("dispatch") + col("combine") + col("reduce")
         dense = dense_attn + col("ffn_allreduce")
-        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient") + Lm * col("router_gradient")
+        return both * (Lm * moe + (L - Lm) * dense) + L * col("gradient") + tp_layers * col("router_gradient") \
+            + Lm * col("expert_load")
 
     return moved("hop_bytes"), moved("cross_bytes")
 

@@ -180,6 +180,18 @@ def router_grad_params(m):
     return m.hidden_size * m.num_experts + (m.num_experts if learned else 0)
 
 
+def expert_load_counts(m):
+    """Per-expert token counts a training step sums over every rank (TP × DP) to update a correction bias (0 without
+    one, or with a learned bias): E per MoE layer. DeepSeek-V3's auxiliary-loss-free balancing moves each expert's
+    bias by ±γ from its load over the batch (arXiv:2412.19437 §2.1.2); Megatron-Core counts each rank's tokens in a
+    float32 buffer (megatron/core/transformer/moe/router.py, local_tokens_per_expert) and all-reduces every
+    layer's, stacked, once a step over the tensor × data × context-parallel group before moving the biases
+    (megatron/core/distributed/finalize_model_grads.py, _update_router_expert_bias; moe_utils.py,
+    get_updated_expert_bias)."""
+    corrected = getattr(m, "router_bias", False) and not getattr(m, "router_bias_learned", False)
+    return moe_layers(m) * m.num_experts * (1 if corrected else 0)
+
+
 def tp_summed_params(m):
     """Parameters whose gradients a training TP group sums, for the whole model: each TP rank holds them whole and
     forms their gradient from its sequence-parallel slice of the tokens, and Megatron-Core flattens every such
@@ -190,6 +202,27 @@ def tp_summed_params(m):
     (`tp_attn_params`), and each MoE layer's router (`router_grad_params`; router.py marks its weight)."""
     L = m.num_hidden_layers
     return L * (norm_params_per_layer(m) + tp_attn_params(m)) + m.hidden_size + moe_layers(m) * router_grad_params(m)
+
+
+def sp_gather_width(m):
+    """Values per token a training TP rank gathers from its group's sequence-parallel slices before the heads'
+    projections: the hidden state H (Megatron-Core's column-parallel QKV gathers its normed input), or under MLA,
+    whose down-projections run on the rank's own slice (TELinear 'duplicated'), the query latent (H without one),
+    the KV latent and the shared RoPE key, each gathered on its own (megatron/core/transformer/
+    multi_latent_attention.py: linear_q_up_proj and linear_kv_up_proj gather their inputs; k_pos_emb by
+    gather_from_sequence_parallel_region in get_query_key_value_tensors). A patterned model keeps H (a sparse
+    layer's indexer reads the hidden state; not modelled further)."""
+    if not _mla(m) or mix.mix(m) is not None:
+        return m.hidden_size
+    return (m.q_lora_rank or m.hidden_size) + m.kv_lora_rank + m.qk_rope_head_dim
+
+
+def tp_grad_layers(m):
+    """The layers that carry a share each of the TP group's one gradient all-reduce a step (`tp_summed_params`): the
+    MoE layers, or every layer of a model without any (its norms' gradients are summed all the same; Megatron-Core's
+    _allreduce_layernorm_grads runs whenever TP > 1 with sequence parallelism, MoE or not)."""
+    Lm = moe_layers(m)
+    return np.where(Lm > 0, Lm, m.num_hidden_layers)
 
 
 def tp_attn_params(m):
@@ -212,6 +245,17 @@ def _tp_softmax(m):
     if _mla(m):
         return softmax_attn_extra(m) + _kv_proj(m)    # latent norms r_q + r_kv; H·(r_q + r_kv + d_rope)
     return 2 * m.head_dim if getattr(m, "qk_norm", False) else 0
+
+
+def tp_whole_small(m):
+    """Small parameters of one layer (a patterned model's mean) every TP rank holds whole, in training and in
+    serving: the two RMSNorms, the GQA q/k norms, MLA's latent norms and a row-parallel output bias
+    (`tp_attn_params` without MLA's down-projections, which count as projections: `attn_kv_params`). Megatron-Core
+    builds them as plain (TE)RMSNorm weights over the full width and a RowParallelLinear bias added after the
+    reduction, never split (megatron/core/transformer/multi_latent_attention.py, q_layernorm and kv_layernorm over
+    q_lora_rank and kv_lora_rank); vLLM's RMSNorm is likewise not a parallel layer. The rest of
+    `attn_extra_params` (q/k/v biases, sinks, linear-attention and indexer parameters) splits with the heads."""
+    return norm_params_per_layer(m) + tp_attn_params(m) - mla_down_params(m)
 
 
 def dense_ffn_params(m):

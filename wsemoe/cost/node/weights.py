@@ -45,23 +45,29 @@ def layer_weights(m, wl) -> dict:
 def attn_rank(m, wl, tp) -> Part:
     """One layer's attention weights the busiest of `tp` tensor-parallel ranks holds: the projections as
     params.attn_params_per_rank (whole heads a rank; K/V projections only as far as the KV heads split; MLA's
-    down-projections whole on every rank), the norms and other small parameters split tp ways."""
-    proj = params.attn_params_per_rank(m, tp)
-    small = (params.attn_extra_params(m) + params.norm_params_per_layer(m)) / tp
+    down-projections whole on every rank), the small parameters as `small_rank`."""
+    proj, small = params.attn_params_per_rank(m, tp), small_rank(m, tp)
     return Part(proj + small, proj * formats.attn_bytes(wl) + small * formats.nbytes(formats.HIGH))
+
+
+def small_rank(m, tp):
+    """One layer's small parameters (norms, biases, sinks) a TP rank holds: the norms and the output bias whole
+    (params.tp_whole_small), the rest split tp ways with the heads."""
+    whole = params.tp_whole_small(m)
+    return whole + (params.attn_extra_params(m) + params.norm_params_per_layer(m) - whole) / tp
 
 
 def attn_mean_rank(m, wl, tp) -> Part:
     """One layer's attention weights the mean of `tp` ranks holds (all ranks', over tp): `attn_rank` without the
     extra head a TP that does not divide the heads leaves on some ranks."""
-    proj = params.attn_params_mean_rank(m, tp)
-    small = (params.attn_extra_params(m) + params.norm_params_per_layer(m)) / tp
+    proj, small = params.attn_params_mean_rank(m, tp), small_rank(m, tp)
     return Part(proj + small, proj * formats.attn_bytes(wl) + small * formats.nbytes(formats.HIGH))
 
 
 def head_reads(m, T, tp=1, nodes=1) -> Part:
-    """What the head stage reads per step: the head matrix and final norm (split over `tp` ranks), plus the
-    embedding rows of the T tokens (spread over `nodes`; one row per token, never more than the V-row table).
+    """What the head stage reads per step: the head matrix (split over `tp` ranks) and the final norm (whole on every
+    rank: params.tp_whole_small), plus the embedding rows of the T tokens (spread over `nodes`; one row per token,
+    never more than the V-row table).
 
     The embedding table is stored whole (`layer_weights`) but a lookup touches only its tokens' rows. A tied
     model's lookup rows are rows of the head matrix, so their gradients are the head's (`params` counts the
@@ -69,7 +75,8 @@ def head_reads(m, T, tp=1, nodes=1) -> Part:
     """
     head, rows = params.head_params(m), params.lookup_params(m, T)
     own_rows = rows * np.where(m.tie_word_embeddings, 0.0, 1.0)
-    return Part(head + own_rows, (head / tp + rows / nodes) * formats.nbytes(formats.HIGH))
+    H = m.hidden_size
+    return Part(head + own_rows, ((head - H) / tp + H + rows / nodes) * formats.nbytes(formats.HIGH))
 
 
 def experts_per_node(m, nodes):
@@ -126,7 +133,7 @@ def expert_copy_bytes(m, wl):
 
 def resident_node(hw, m, wl, tp, slots=None, shared_tp=None) -> tuple[Part, Part]:
     """What each node keeps resident, as (attention-side weights, routed experts): attention (`attn_rank`), dense
-    FFN and embeddings split over the TP group (every attention group holds a copy), shared experts split
+    FFN and embeddings split over the TP group (every attention group holds a copy; the final norm whole), shared experts split
     `shared_tp` ways (default `tp`; 1 where every member holds them whole: stagecost.shared_split), the router
     whole on every node (every engine replicates the gate: stagecost.router_tokens has the sources); routed
     experts spread over all nodes (expert parallelism), `slots` copies on the node (balancer replicas fill spare
@@ -135,9 +142,12 @@ def resident_node(hw, m, wl, tp, slots=None, shared_tp=None) -> tuple[Part, Part
     L, Lm = m.num_hidden_layers, params.moe_layers(m)
     shared_tp = tp if shared_tp is None else shared_tp
 
+    norm = {"params": m.hidden_size, "nbytes": m.hidden_size * formats.nbytes(formats.HIGH)}   # the final norm, whole
+
     def split(attr):
         return (L * getattr(attn, attr) + Lm * (getattr(w["shared"], attr) / shared_tp + getattr(w["router"], attr))
-                + ((L - Lm) * getattr(w["dense_ffn"], attr) + getattr(w["embedding"], attr)) / tp)
+                + ((L - Lm) * getattr(w["dense_ffn"], attr) + getattr(w["embedding"], attr) - norm[attr]) / tp
+                + norm[attr])
 
     slots = experts_per_node(m, topology.system_nodes(hw)) if slots is None else slots
     experts = Lm * slots * params.expert_params(m)
