@@ -110,3 +110,19 @@ def test_copies_that_split_an_experts_tokens_add_routing_noise_so_a_balancer_can
     far = [routing.busiest_load(load, c, few, np.array([8.0 * 12 * 4096]), 8)[0] for c in (whole, split)]
     assert far[0] == pytest.approx(far[1], rel=2e-3) and far[0] < 1.02
     assert "moe_balance_saving_s" in DIFFERENCES
+
+
+def test_structures_whose_carriers_group_alike_share_one_expected_maximum(monkeypatch):
+    """The expected maximum depends only on the carriers' groups (shares, concentrations, counts): a structure
+    whose loads are another's scaled (the same shares) reuses its result, and gets exactly the same value."""
+    calls = []
+    real = routing._expected_max
+    monkeypatch.setattr(routing, "_expected_max", lambda *a: calls.append(a) or real(*a))
+    routing._memo.clear()
+    load = np.array([3.0, 1.0, 1.0, 1.0, 2.0, 0.0])
+    conc = np.array([0.5, 0.25, 0.25, 0.25, 0.5, 0.0])
+    twice = routing.busiest_fraction([load, 2.0 * load], [conc, conc], np.array([0, 1]), 64.0, 8.0)
+    assert len(calls) == 1
+    assert twice[0] == twice[1]
+    routing._memo.clear()
+    assert routing.busiest_fraction([load], [conc], np.array([0]), 64.0, 8.0)[0] == twice[0]
