@@ -73,3 +73,37 @@ def test_a_kv_cache_quant_column_sets_the_cache_format(tmp_path):
     r = runs.load(p)
     assert len(r.configs) == 3   # the cache format is part of a configuration: the three are not merged
     assert sorted(r.X_tpot["b_kv"]) == [1.0, 1.0, 2.0]
+
+
+R1_FP8 = {**R1_FP4, "model_path": "deepseek-ai/DeepSeek-R1", "precision": "fp8", "gemm_quant_mode": "fp8",
+          "moe_quant_mode": "fp8_block", "isl": 1024, "osl": 1024}
+
+
+def test_deepseek_s_own_fp8_checkpoint_keeps_a_16_bit_cache():
+    """deepseek-ai/DeepSeek-R1's config.json declares no KV scheme, so SGLang's and TensorRT-LLM's default cache is
+    BF16 (was read as FP8 for any 8-bit weights). One sequence at its mean context 1,024 + 1,024/2 = 1,536 tokens:
+    a decode step reads 1,536 x 61 layers x 576 latent values (512 + 64 rope) x 2 bytes = 107,937,792 bytes on
+    each TP rank (the latent is replicated), 13.49 us at 8 TB/s (6.75 us of it more than an FP8 cache)."""
+    P, one = _stack(), np.array([1.0])
+    for backend in ("sglang", "trtllm"):
+        X = _x(**R1_FP8, backend=backend)
+        assert X["b_kv"][0] == 2.0
+        as_fp8 = {**X, "b_kv": np.array([1.0])}
+        step = serving.decode_step(X, P, one)[0] - serving.decode_step(as_fp8, P, one)[0]
+        assert 1536 * 61 * 576 * 2 == 107_937_792
+        assert step == pytest.approx(107_937_792 / 2 / 8e12, rel=1e-9)   # 6.746 us
+
+
+@pytest.mark.parametrize("over, b_kv", [
+    ({**R1_FP4, "backend": "trtllm"}, 1.0),                               # ModelOpt NVFP4: declares an FP8 cache
+    ({**R1_FP4, "backend": "sglang"}, 1.0),
+    ({**R1_FP4, "backend": "vllm", "backend_version": "0.12.0"}, 2.0),    # vLLM 0.12 does not read it
+    ({**R1_FP4, "backend": "vllm", "backend_version": "0.13.0"}, 1.0),
+    ({"model_path": "Qwen/Qwen3-235B-A22B-FP8", "backend": "vllm", "tp_size": 8, "moe_tp_size": 8,
+      "moe_ep_size": 1}, 2.0),                                           # Qwen's own block FP8: no KV scheme
+    ({"backend": "sglang", "gemm_quant_mode": "fp8_block"}, 2.0),        # quantized on the fly by SGLang
+    ({"model_path": "meta-llama/Llama-3.1-70B", "backend": "trtllm"}, 1.0),   # re-quantized: measured knees
+    ({"precision": "", "gemm_quant_mode": ""}, 2.0),                     # a 16-bit run
+])
+def test_each_backend_s_default_cache_for_the_checkpoint_a_row_serves(over, b_kv):
+    assert _x(**over)["b_kv"][0] == b_kv
