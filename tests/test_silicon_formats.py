@@ -107,3 +107,38 @@ def test_deepseek_s_own_fp8_checkpoint_keeps_a_16_bit_cache():
 ])
 def test_each_backend_s_default_cache_for_the_checkpoint_a_row_serves(over, b_kv):
     assert _x(**over)["b_kv"][0] == b_kv
+
+
+# One of the three configurations the 16-bit cache put past its queueing knee: DeepSeek-R1 FP8 on 8 B200s, TP 8,
+# 256 requests of 8,192 + 1,024 tokens, measured by InferenceMAX (its export's marks: workflow_run_id, wip).
+R1_KNEE = dict(model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", precision="fp8", gemm_quant_mode="fp8",
+               moe_quant_mode="fp8", tp_size=8, moe_tp_size=8, moe_ep_size=1, batch_size=256, isl=8192, osl=1024,
+               silicon_data_source="db-dump/2026-04-27; config_id=75; silicon_concurrency=256; workflow_run_id=1")
+
+
+def test_inferencemax_recipes_set_an_fp8_cache_and_the_knee_moves_past_256_requests():
+    """InferenceMAX's dsr1_fp8_b200_trt recipe writes `kv_cache_config: dtype: fp8` and dsr1_fp8_b200 (SGLang)
+    `--kv-cache-dtype fp8_e4m3` (checkpoints.py: paths, commits), so the run's cache is FP8 whatever the checkpoint
+    declares (was BF16, the backend's default). A request at its mean context 8,192 + 1,024/2 = 8,704 tokens holds
+    8,704 x 61 layers x 576 latent values = 305,823,744 bytes of FP8 cache on each TP rank (611,647,488 at 16 bits):
+    the same free memory holds twice the requests, 256 and more, where BF16 held 157 and queued the rest."""
+    from wsemoe.cost.gpu import serving
+    assert 8704 * 61 * 576 == 305_823_744
+    for backend, version in (("trtllm", "1.2.0rc6.post2"), ("sglang", "0.5.9")):
+        X = _x(**R1_KNEE, backend=backend, backend_version=version)
+        assert X["b_kv"][0] == 1.0
+        w = serving.weights_per_gpu(X)[0]
+        share, _ = serving.kv_budget(backend)
+        free = share * (X["mem"][0] - w)
+        assert serving.kv_slots(X)[0] == np.floor(free / 305_823_744)
+        assert serving.kv_slots(X)[0] >= 256 > serving.kv_slots({**X, "b_kv": np.array([2.0])})[0]
+
+
+@pytest.mark.parametrize("over, b_kv", [
+    ({"backend": "trtllm", "system": "h200_sxm"}, 1.0),                        # dsr1_fp8_h200_trt: dtype fp8
+    ({"backend": "sglang", "system": "h200_sxm", "moe_quant_mode": "fp8_block"}, 2.0),   # dsr1_fp8_h200: none set
+    ({"backend": "sglang", "model_path": "deepseek-ai/DeepSeek-V3"}, 1.0),    # the dsr1 recipe, a V3 id
+    ({"backend": "trtllm", "silicon_data_source": "source_file=x.csv; silicon_concurrency=256"}, 2.0),  # not known
+])
+def test_the_recipe_s_cache_only_where_inferencemax_measured_it(over, b_kv):
+    assert _x(**{**R1_KNEE, "backend_version": "", **over})["b_kv"][0] == b_kv

@@ -20,10 +20,21 @@ do (nvidia/DeepSeek-R1-0528-FP4 ships a k_scale and v_scale per layer; nvidia/Qw
 hf_quant_config.json declares FP8, vLLM issue #34752). A 16-bit-published model served in FP8 or narrower through
 TensorRT-LLM or vLLM serves a re-quantized ModelOpt checkpoint (neither engine quantizes NVFP4 on the fly), read
 with its FP8 cache: no source pins that these runs' checkpoints declared it, but their measured queueing knees
-say the cache was 8-bit (Llama-3.1-70B FP8, TensorRT-LLM, one B200, 64 requests of 8k + 1k tokens: TTFT 2.27 s
-measured, 2.67 s predicted with an FP8 cache, 34.4 s with a 16-bit one that holds 32 of them; vLLM on one H200 at
-32 requests: 3.13 s measured, 3.63 s and 31.8 s; Qwen3-32B FP8 on TensorRT-LLM, TP 2, 128 x 4k: 1.56 s measured,
-1.52 s and 6.9 s).
+say the cache was 8-bit (the Llama-3.1-70B ones' recipes set it, below; Llama-3.1-70B FP8, TensorRT-LLM, one B200,
+64 requests of 8k + 1k tokens: TTFT 2.27 s measured, 2.67 s predicted with an FP8 cache, 34.4 s with a 16-bit one
+that holds 32 of them; vLLM on one H200 at 32 requests: 3.13 s measured, 3.63 s and 31.8 s; Qwen3-32B FP8 on
+TensorRT-LLM, TP 2, 128 x 4k: 1.56 s measured, 1.52 s and 6.9 s).
+
+Benchmark recipes. A harness that sets the cache overrides that default. InferenceMAX (SemiAnalysis, now
+github.com/SemiAnalysisAI/InferenceX) measured the given DeepSeek-R1/-V3 and Llama-3.1-70B rows (its results
+database's export marks each with a workflow_run_id, its CSV export with a wip flag); its single-node recipes
+(benchmarks/, benchmarks/single_node/ from February 2026) set the cache in every NVIDIA configuration the file holds
+but one, unchanged from September 2025 to the last run (2026-03-25; commits 9596d23d of 2025-10-29, d27433df of
+2025-12-31, 12ba0ae0 of 2026-03-25): TensorRT-LLM `kv_cache_config: dtype: fp8` (dsr1_fp8_b200_trt,
+dsr1_fp4_b200_trt, dsr1_fp8_h200_trt, 70b_fp8_b200_trt, 70b_fp4_b200_trt, 70b_fp8_h200_trt), SGLang
+`--kv-cache-dtype fp8_e4m3` (dsr1_fp8_b200, dsr1_fp4_b200), vLLM `kv-cache-dtype: fp8` (70b_fp8_b200, 70b_fp4_b200,
+70b_fp8_h200, and 70b_fp8_h100 from af4ccd03, 2025-09-23). dsr1_fp8_h200 (SGLang on H200) sets none: the backend's
+default, BF16.
 
 Attention projections. NVIDIA's NVFP4 DeepSeek releases (nvidia/DeepSeek-R1-FP4, -R1-0528-FP4) list
 `model.layers.N.self_attn*` for every layer in hf_quant_config.json `exclude_modules` (TensorRT-LLM issue #5766
@@ -53,6 +64,37 @@ DECLARES_FP8_KV = ("nvfp4",)
 AUTHORS_FP8 = ("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1")
 
 
+# A run measured by InferenceMAX's harness: the marks its exports put in silicon_data_source (docstring).
+INFERENCEMAX_MARKS = ("workflow_run_id=", "wip=")
+# InferenceMAX's recipe (model prefix, precision, system, backend) -> the cache it sets, None where it sets none
+# (docstring: paths and commits). Its DeepSeek runs all serve the dsr1 recipes (DeepSeek-R1-0528, the NVFP4
+# -R1-0528-FP4 on fp4), whichever DeepSeek-V3-architecture id the file gives them.
+RECIPE_KV = {("dsr1", "fp8", "b200-sxm", "trtllm"): "fp8", ("dsr1", "fp4", "b200-sxm", "trtllm"): "fp8",
+             ("dsr1", "fp8", "h200-sxm", "trtllm"): "fp8", ("dsr1", "fp8", "b200-sxm", "sglang"): "fp8",
+             ("dsr1", "fp4", "b200-sxm", "sglang"): "fp8", ("dsr1", "fp8", "h200-sxm", "sglang"): None,
+             ("70b", "fp8", "b200-sxm", "trtllm"): "fp8", ("70b", "fp4", "b200-sxm", "trtllm"): "fp8",
+             ("70b", "fp8", "h200-sxm", "trtllm"): "fp8", ("70b", "fp8", "b200-sxm", "vllm"): "fp8",
+             ("70b", "fp4", "b200-sxm", "vllm"): "fp8", ("70b", "fp8", "h200-sxm", "vllm"): "fp8",
+             ("70b", "fp8", "h100-sxm", "vllm"): "fp8"}
+RECIPE_MODELS = {"deepseek-ai/DeepSeek-R1": "dsr1", "deepseek-ai/DeepSeek-V3": "dsr1",
+                 "meta-llama/Llama-3.1-70B": "70b"}
+
+
+def harness(source) -> str:
+    """'inferencemax' for a run whose silicon_data_source carries InferenceMAX's export marks, else ''."""
+    text = "" if source is None or isinstance(source, float) else str(source)
+    return "inferencemax" if any(m in text for m in INFERENCEMAX_MARKS) else ""
+
+
+def recipe_kv(res) -> str | None:
+    """The cache the recipe of run `res`'s harness sets, or None where the harness is not known to set one."""
+    if res.get("harness") != "inferencemax":
+        return None
+    prefix = RECIPE_MODELS.get(str(res.get("checkpoint") or ""))
+    precision = formats.COMPUTE.get(res["moe"], res["moe"])
+    return RECIPE_KV.get((prefix, precision, res.get("system_preset"), res.get("backend")))
+
+
 def kv_quant(cell) -> str | None:
     """The cache format a row's kv cache quant cell names ('' for none given); None when it names none known."""
     text = "" if cell is None or (isinstance(cell, float) and cell != cell) else str(cell).strip().lower()
@@ -79,10 +121,14 @@ def authors_fp8(checkpoint: str) -> bool:
 
 
 def kv_format(res) -> str:
-    """The KV cache's format of resolved run `res`: its file's column where given (res['kv']), else its backend's
+    """The KV cache's format of resolved run `res`: its file's column where given (res['kv']), else the cache its
+    harness's recipe sets (recipe_kv), else its backend's
     default for the checkpoint its weight formats and model id say it serves (the module docstring)."""
     if res.get("kv"):
         return res["kv"]
+    declared = recipe_kv(res)
+    if declared:
+        return declared
     fmts = (res["gemm"], res["moe"])
     if any(f in DECLARES_FP8_KV for f in fmts):
         return "fp8" if _honours(res) else formats.HIGH
