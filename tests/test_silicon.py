@@ -263,3 +263,31 @@ def test_each_collective_runs_over_its_own_group_s_link():
     dp16 = _features(model_path="deepseek-ai/DeepSeek-V3", system="h200_sxm", tp_size=1, attention_dp_size=16,
                      moe_tp_size=1, moe_ep_size=16)
     assert dp16["link_ep"][0] == hw.scale_out_bw_bytes_per_s / hw.scale_up_size
+
+
+def test_a_decode_worker_short_of_kv_space_emits_only_the_tokens_of_the_sequences_it_runs():
+    """GB200 at half its memory: DeepSeek-V3 FP8 at attention DP 48 / EP 48 holds fewer than the 768 sequences a GPU
+    asked for, and serving.predict runs only kv_slots of them a step. One token per running sequence a step:
+    tokens/s per GPU = kv_slots / tpot, not 768 / tpot (which read 1.75x the published 9,087 at half memory, up
+    from 0.95x at full: halving memory cannot raise throughput)."""
+    from wsemoe.config import presets
+    from wsemoe.validate import perturb
+    from wsemoe.validate.silicon import checks, fit
+    from wsemoe.validate.silicon.stacks import load as load_stacks
+
+    stack = load_stacks()[0][checks.BACKEND]
+    full = checks.decode_tokens_per_gpu("gb200", 48, 768, stack)
+    with perturb.perturbed("gb200", "node_memory_bytes", 0.5):
+        row = {c: "" for c in reader.COLUMNS}
+        row.update(id="c", backend=checks.BACKEND, model_path="deepseek-ai/DeepSeek-V3", system="gb200",
+                   precision="fp8", mode="disagg", isl=checks.ISL, osl=checks.OSL, gemm_quant_mode="fp8",
+                   moe_quant_mode="fp8", decode_batch_size=768, decode_tp_size=1, decode_pp_size=1,
+                   decode_attention_dp_size=48, decode_moe_tp_size=1, decode_moe_ep_size=48, prefill_batch_size=1,
+                   prefill_tp_size=8, prefill_pp_size=1, prefill_attention_dp_size=1, prefill_moe_tp_size=1,
+                   prefill_moe_ep_size=8)
+        p = fit.predict_one(reader.resolve(row, presets.load_model, presets.load_hardware), "decode", stack)
+        half = checks.decode_tokens_per_gpu("gb200", 48, 768, stack)
+    slots = p["kv_slots"][0]
+    assert 1 <= slots < 768
+    assert half == pytest.approx(slots / p["tpot"][0], rel=1e-12)
+    assert half < full

@@ -73,3 +73,72 @@ def test_a_kv_cache_quant_column_sets_the_cache_format(tmp_path):
     r = runs.load(p)
     assert len(r.configs) == 3   # the cache format is part of a configuration: the three are not merged
     assert sorted(r.X_tpot["b_kv"]) == [1.0, 1.0, 2.0]
+
+
+R1_FP8 = {**R1_FP4, "model_path": "deepseek-ai/DeepSeek-R1", "precision": "fp8", "gemm_quant_mode": "fp8",
+          "moe_quant_mode": "fp8_block", "isl": 1024, "osl": 1024}
+
+
+def test_deepseek_s_own_fp8_checkpoint_keeps_a_16_bit_cache():
+    """deepseek-ai/DeepSeek-R1's config.json declares no KV scheme, so SGLang's and TensorRT-LLM's default cache is
+    BF16 (was read as FP8 for any 8-bit weights). One sequence at its mean context 1,024 + 1,024/2 = 1,536 tokens:
+    a decode step reads 1,536 x 61 layers x 576 latent values (512 + 64 rope) x 2 bytes = 107,937,792 bytes on
+    each TP rank (the latent is replicated), 13.49 us at 8 TB/s (6.75 us of it more than an FP8 cache)."""
+    P, one = _stack(), np.array([1.0])
+    for backend in ("sglang", "trtllm"):
+        X = _x(**R1_FP8, backend=backend)
+        assert X["b_kv"][0] == 2.0
+        as_fp8 = {**X, "b_kv": np.array([1.0])}
+        step = serving.decode_step(X, P, one)[0] - serving.decode_step(as_fp8, P, one)[0]
+        assert 1536 * 61 * 576 * 2 == 107_937_792
+        assert step == pytest.approx(107_937_792 / 2 / 8e12, rel=1e-9)   # 6.746 us
+
+
+@pytest.mark.parametrize("over, b_kv", [
+    ({**R1_FP4, "backend": "trtllm"}, 1.0),                               # ModelOpt NVFP4: declares an FP8 cache
+    ({**R1_FP4, "backend": "sglang"}, 1.0),
+    ({**R1_FP4, "backend": "vllm", "backend_version": "0.12.0"}, 2.0),    # vLLM 0.12 does not read it
+    ({**R1_FP4, "backend": "vllm", "backend_version": "0.13.0"}, 1.0),
+    ({"model_path": "Qwen/Qwen3-235B-A22B-FP8", "backend": "vllm", "tp_size": 8, "moe_tp_size": 8,
+      "moe_ep_size": 1}, 2.0),                                           # Qwen's own block FP8: no KV scheme
+    ({"backend": "sglang", "gemm_quant_mode": "fp8_block"}, 2.0),        # quantized on the fly by SGLang
+    ({"model_path": "meta-llama/Llama-3.1-70B", "backend": "trtllm"}, 1.0),   # re-quantized: measured knees
+    ({"precision": "", "gemm_quant_mode": ""}, 2.0),                     # a 16-bit run
+])
+def test_each_backend_s_default_cache_for_the_checkpoint_a_row_serves(over, b_kv):
+    assert _x(**over)["b_kv"][0] == b_kv
+
+
+# One of the three configurations the 16-bit cache put past its queueing knee: DeepSeek-R1 FP8 on 8 B200s, TP 8,
+# 256 requests of 8,192 + 1,024 tokens, measured by InferenceMAX (its export's marks: workflow_run_id, wip).
+R1_KNEE = dict(model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", precision="fp8", gemm_quant_mode="fp8",
+               moe_quant_mode="fp8", tp_size=8, moe_tp_size=8, moe_ep_size=1, batch_size=256, isl=8192, osl=1024,
+               silicon_data_source="db-dump/2026-04-27; config_id=75; silicon_concurrency=256; workflow_run_id=1")
+
+
+def test_inferencemax_recipes_set_an_fp8_cache_and_the_knee_moves_past_256_requests():
+    """InferenceMAX's dsr1_fp8_b200_trt recipe writes `kv_cache_config: dtype: fp8` and dsr1_fp8_b200 (SGLang)
+    `--kv-cache-dtype fp8_e4m3` (checkpoints.py: paths, commits), so the run's cache is FP8 whatever the checkpoint
+    declares (was BF16, the backend's default). A request at its mean context 8,192 + 1,024/2 = 8,704 tokens holds
+    8,704 x 61 layers x 576 latent values = 305,823,744 bytes of FP8 cache on each TP rank (611,647,488 at 16 bits):
+    the same free memory holds twice the requests, 256 and more, where BF16 held 157 and queued the rest."""
+    from wsemoe.cost.gpu import serving
+    assert 8704 * 61 * 576 == 305_823_744
+    for backend, version in (("trtllm", "1.2.0rc6.post2"), ("sglang", "0.5.9")):
+        X = _x(**R1_KNEE, backend=backend, backend_version=version)
+        assert X["b_kv"][0] == 1.0
+        w = serving.weights_per_gpu(X)[0]
+        share, _ = serving.kv_budget(backend)
+        free = share * (X["mem"][0] - w)
+        assert serving.kv_slots(X)[0] == np.floor(free / 305_823_744)
+        assert serving.kv_slots(X)[0] >= 256 > serving.kv_slots({**X, "b_kv": np.array([2.0])})[0]
+
+
+@pytest.mark.parametrize("over, b_kv", [
+    ({"backend": "trtllm", "system": "h200_sxm"}, 1.0),                        # dsr1_fp8_h200_trt: dtype fp8
+    ({"backend": "sglang", "system": "h200_sxm", "moe_quant_mode": "fp8_block"}, 2.0),   # dsr1_fp8_h200: none set
+    ({"backend": "sglang", "model_path": "deepseek-ai/DeepSeek-V3"}, 1.0),    # the dsr1 recipe, a V3 id
+    ({"backend": "trtllm", "silicon_data_source": "source_file=x.csv; silicon_concurrency=256"}, 2.0),  # not known
+])
+def test_the_recipe_s_cache_only_where_inferencemax_measured_it(over, b_kv):
+    assert _x(**{**R1_KNEE, "backend_version": "", **over})["b_kv"][0] == b_kv

@@ -331,12 +331,13 @@ RECORD: dict[str, dict] = {
             **_both("gb200", ("node_peak_flops_fp8",), "the published GB200 worker's FP8 matmuls share the step with "
                     "its combine: 0.93× moves to 1.10× or 0.71×, inside ×[0.67, 1.5]"),
             ("gb200:node_memory_bytes", 2.0): FITS,
-            ("gb200:node_memory_bytes", 0.5): "the published GB200 worker holds fewer of its sequences' KV caches at "
-                                              "once: 0.87× moves to 0.88×",
-            ("gb200:node_memory_bw_bytes_per_s", 2.0): "no row's value changes: the published GB200 worker at 768 "
-                                                       "tokens per GPU is compute-bound",
-            ("gb200:node_memory_bw_bytes_per_s", 0.5): "the published GB200 worker moves from 0.87× to 0.86×: at 768 "
-                                                       "tokens per GPU its matmuls bind",
+            ("gb200:node_memory_bytes", 0.5): "the published GB200 worker holds 376 of its 768 sequences' 16-bit KV "
+                                              "caches at once and emits their tokens only: 0.95× moves to 0.86×",
+            # moved no row until its cache was 16-bit (the KV-cache format rule, December 2026)
+            ("gb200:node_memory_bw_bytes_per_s", 2.0): "the published GB200 worker moves from 0.95× to 0.97×: its "
+                                                       "16-bit cache reads are a small part of a compute-bound step",
+            ("gb200:node_memory_bw_bytes_per_s", 0.5): "the published GB200 worker moves from 0.95× to 0.82×, inside "
+                                                       "×[0.67, 1.5]: at half the bandwidth its reads bind part of the step",
             **_both("gb200", ("port_bw_bytes_per_s",), "the published GB200 worker's dispatch and combine: 0.87× "
                     "moves to 0.91× or 0.80×"),
             **_both("gb200", ("collective_latency_s",), "no row's value changes: the published GB200 worker runs TP 1, "

@@ -30,7 +30,10 @@ def decode_tokens_per_gpu(system: str, gpus: int, per_gpu: int, stack: dict) -> 
                decode_moe_tp_size=1, decode_moe_ep_size=gpus, prefill_batch_size=1, prefill_tp_size=8,
                prefill_pp_size=1, prefill_attention_dp_size=1, prefill_moe_tp_size=1, prefill_moe_ep_size=8)
     res = reader.resolve(row, presets.load_model, presets.load_hardware)
-    return float(per_gpu / fit.predict_one(res, "decode", stack)["tpot"][0])
+    p = fit.predict_one(res, "decode", stack)
+    # a rank whose KV cache holds fewer than per_gpu sequences runs only those (serving.predict's `running`): each
+    # step emits one token per running sequence, not per requested one (per_gpu / tpot overstated it)
+    return float(min(per_gpu, p["kv_slots"][0]) / p["tpot"][0])
 
 
 def published(stacks: dict) -> list[dict]:

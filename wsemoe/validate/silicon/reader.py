@@ -14,7 +14,7 @@ from pathlib import Path
 from wsemoe.config.files import read_text
 from wsemoe.errors import ConfigError
 from wsemoe.specs.layers import MAX_CONTEXT
-from wsemoe.validate.silicon.checkpoints import KV_COLUMN, KV_QUANT, kv_quant
+from wsemoe.validate.silicon.checkpoints import KV_COLUMN, KV_QUANT, harness, kv_quant
 from wsemoe.validate.silicon.ids import SYSTEMS, model_preset
 from wsemoe.wording import number
 
@@ -219,7 +219,7 @@ def config_key(row, res: dict) -> tuple:
     prefixes = ("",) if res["mode"] == "agg" else ("prefill_", "decode_")
     read = {f"{p}{c}" for p in prefixes for c in (LAYOUT if not p else WORKER) if c != "num_workers"}
     shape = ("C", "tp", "pp", "dp", "moe_tp", "moe_ep", "gpus")
-    return (*(str(row.get(c)) for c in CONFIG if c not in read),
+    return (*(str(row.get(c)) for c in CONFIG if c not in read), res.get("harness", ""),   # its recipe's cache
             *((w, *(float(lay[k]) for k in shape)) for w, lay in sorted(res["workers"].items())))
 
 
@@ -270,4 +270,5 @@ def resolve(row, load_model, load_hardware) -> dict:
         return {"reason": f"pp_size above the model's {model.num_hidden_layers} layers"}
     return {"hardware": hw, "model": model, "model_preset": preset, "system_preset": system,
             "backend": row.get("backend"), "version": _cell(row.get("backend_version")),
-            "checkpoint": str(row.get("model_path", "")).strip(), "gemm": g, "moe": m, "kv": kv, "isl": isl, "osl": osl, "mode": mode, "workers": workers}
+            "checkpoint": str(row.get("model_path", "")).strip(), "gemm": g, "moe": m, "kv": kv, "isl": isl, "osl": osl, "mode": mode, "workers": workers,
+            "harness": harness(row.get("silicon_data_source"))}
