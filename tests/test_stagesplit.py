@@ -140,7 +140,7 @@ def test_a_combinations_split_never_depends_on_the_others_beside_it(seed):
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.booleans())
-def test_the_stage_count_is_the_light_pass_bit_for_bit(seed, tiles):
+def test_the_stage_count_is_the_greedy_pass_bit_for_bit(seed, tiles):
     """`count` (the search's pass, fewer array operations per layer) gives the stages the greedy pass opens, exactly:
     whole tiles and fractional bytes, a dense prefix varying across the combinations, layers of every kind."""
     rng = np.random.default_rng(seed)
@@ -151,7 +151,7 @@ def test_the_stage_count_is_the_light_pass_bit_for_bit(seed, tiles):
     p = {"d": draw(1, 200), "a": draw(1, 100), "e": draw(1, 20), "E": rng.choice([0.0, 8.0, 128.0], n),
          "emb": draw(1, 200), "head": draw(1, 200)}
     C = draw(20, 3000)
-    assert np.array_equal(stagesplit.count(moe, p, C), stagesplit.run(moe, p, C, light=True).stages)
+    assert np.array_equal(stagesplit.count(moe, p, C), stagesplit.run(moe, p, C).stages)
 
 
 def test_a_wide_search_halves_its_brackets_for_the_same_split():

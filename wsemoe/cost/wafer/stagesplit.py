@@ -44,8 +44,8 @@ class Fill:
     """One greedy pass at capacity `C` over arrays of combinations: stages used, crossings, the fullest stage's
     bytes, the stage each layer starts on, and (with `kv`) the most sequences whose cache fits every stage."""
 
-    def __init__(self, C, kv=None, light: bool = False):
-        self.C, self.light = np.asarray(C, dtype=float), light   # light: count stages only (the bisection)
+    def __init__(self, C, kv=None):
+        self.C = np.asarray(C, dtype=float)
         self.C_slack = self.C * (1 + SLACK)   # what an item may fill a stage to (once, not per item)
         z = np.zeros(self.C.shape)
         self.stages, self.load, self.top, self.cross, self.nkv = z + 1.0, z.copy(), z.copy(), z.copy(), z.copy()
@@ -64,18 +64,16 @@ class Fill:
 
     def _close(self, mask):
         self.stages = self.stages + mask
-        if not self.light:
-            self.top = np.maximum(self.top, np.where(mask, self.load, 0.0))
-            self._room(mask)
-            self.nkv = np.where(mask, 0.0, self.nkv)
+        self.top = np.maximum(self.top, np.where(mask, self.load, 0.0))
+        self._room(mask)
+        self.nkv = np.where(mask, 0.0, self.nkv)
         self.load = np.where(mask, 0.0, self.load)
 
     def atom(self, x, kv_layers=0.0):
         """An indivisible item of `x` bytes (holding `kv_layers` layers' KV cache)."""
         self._close((self.load > 0) & (self.load + x > self.C_slack))
         self.load = self.load + x
-        if not self.light:
-            self.nkv = self.nkv + kv_layers
+        self.nkv = self.nkv + kv_layers
 
     def experts(self, e, E, per, k=1.0):
         """`E` routed experts of `e` bytes each, any number per stage (`per`: how many one stage holds); a token
@@ -90,18 +88,17 @@ class Fill:
         self.stages = self.stages + full
         last = rest - full * per   # the experts on the last of them
         self.load = self.load + last * e
-        if not self.light:
-            self.top = np.maximum(self.top, (full > 0) * per * e)
-            self.cross = self.cross + extra
-            split = rest > 0
-            if np.any(split):   # only the combinations this layer splits (often few of a wide frame's)
-                fit, E, k, per, full, last, split = np.broadcast_arrays(fit, E, k, per, full, last, split)
-                E, k = E[split], k[split]   # one call for the three counts (a call costs its loop over k)
-                got = picked(np.stack([fit[split], per[split], last[split]]), E, k)
-                held = got[0] + full[split] * got[1] + got[2]
-                visits = np.array(np.broadcast_to(self.visits, split.shape), dtype=float)
-                visits[split] += held - 1.0
-                self.visits = visits
+        self.top = np.maximum(self.top, (full > 0) * per * e)
+        self.cross = self.cross + extra
+        split = rest > 0
+        if np.any(split):   # only the combinations this layer splits (often few of a wide frame's)
+            fit, E, k, per, full, last, split = np.broadcast_arrays(fit, E, k, per, full, last, split)
+            E, k = E[split], k[split]   # one call for the three counts (a call costs its loop over k)
+            got = picked(np.stack([fit[split], per[split], last[split]]), E, k)
+            held = got[0] + full[split] * got[1] + got[2]
+            visits = np.array(np.broadcast_to(self.visits, split.shape), dtype=float)
+            visits[split] += held - 1.0
+            self.visits = visits
 
     def finish(self):
         """Close the last stage: its bytes and its cache room count too."""
@@ -120,11 +117,11 @@ def picked(n, E, k):
     return np.where(n > 0, 1.0 - none, 0.0)
 
 
-def run(moe, parts: dict, C, kv=None, record: bool = False, light: bool = False) -> Fill:
+def run(moe, parts: dict, C, kv=None, record: bool = False) -> Fill:
     """The greedy pass over every layer: `moe` is one entry per layer (bool, or an array over the combinations),
     `parts` the item bytes {d, a, e, E, emb, head} and experts a token picks (`topk`, 1 unless given; arrays over
     the combinations)."""
-    f = Fill(C, kv, light)
+    f = Fill(C, kv)
     per = np.maximum(np.floor(f.C / parts["e"] + SLACK), 1.0)
     topk = parts.get("topk", 1.0)
     f.start, f.far = ([], []) if record else (None, None)
@@ -171,14 +168,14 @@ def stages_needed(moe, parts: dict, C):
 
 
 def count(moe, parts: dict, C):
-    """The stages a greedy pass at `C` opens: `run(..., light=True).stages` bit for bit, in fewer array operations
+    """The stages a greedy pass at `C` opens: `run(...).stages` bit for bit, in fewer array operations
     per layer (a closing stage's load is the item itself, 0 + x = x; a MoE layer's experts open ⌈rest / per⌉
     stages, the closing one and the full ones together), the loop over the layers being what a pass costs."""
     C = np.asarray(C, dtype=float)
     C_slack, e = C * (1 + SLACK), parts["e"]
     per = np.maximum(np.floor(C / e + SLACK), 1.0)
     if not np.all(np.isfinite(per)):   # experts of no bytes (or no bound): the full pass's NaNs, as it makes them
-        return run(moe, parts, C, light=True).stages
+        return run(moe, parts, C).stages
     stages, load = np.ones(C.shape), np.zeros(C.shape)
     every_expert = np.where(True, parts["E"], 0.0)
 
