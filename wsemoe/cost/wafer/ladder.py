@@ -48,14 +48,14 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
 OCTAVES = 8    # doublings above u_fill the sparsest fitting rung is searched over
 
 
-REFINE = (16, 1)   # the √2 step (128 fine rungs) searched in steps of 16, then of 1: three light passes, not one of 128
+REFINE = (16, 1)   # the √2 step (128 fine rungs) searched in steps of 16, then of 1: three stage-count passes, not one of 128
 
 
 def sparsest(pe, m, wafers, nbytes: dict, fill, u_pack, share=1.0):
     """(the sparsest rung of the fine ladder (lattice.fine, 2^(j/256) B a PE) from `fill` up, at most `u_pack`,
     whose whole tiles fit `wafers` stages; whether there is one): the first of every 128th rung (√2 apart) from
     `fill` that fits (or the first above u_pack where none does), then the first that fits in the step below it in
-    steps of 16 rungs, then of 1 (REFINE): light passes (stages_needed) instead of one over every fine rung. No rung
+    steps of 16 rungs, then of 1 (REFINE): stage-count passes (stages_needed) instead of one over every fine rung. No rung
     below `fill` fits (its stages' tiles hold fewer bytes than the fullest stage's). The ladder is fixed, so the rung
     depends neither on the SRAM (a lattice is a function of u: lattice.side; more SRAM only admits denser rungs) nor
     on where `fill` falls between two rungs."""

@@ -74,7 +74,7 @@ def slots(pe, s):
 
 
 def fine(j):
-    """Rung `j` of the fine ladder, 2^(j/64) bytes per PE: the same floats whatever the fabric or the SRAM."""
+    """Rung `j` of the fine ladder, 2^(j/FINE) bytes per PE: the same floats whatever the fabric or the SRAM."""
     j = np.asarray(j, dtype=np.int64)
     return np.ldexp(2.0 ** ((j % FINE) / FINE), j // FINE)
 
