@@ -48,7 +48,7 @@ def prefetch(m, wafers, many: list, shares=SHARES) -> None:
 OCTAVES = 8    # doublings above u_fill the sparsest fitting rung is searched over
 
 
-REFINE = (16, 1)   # the √2 step (128 fine rungs) searched in steps of 16, then of 1: three stage-count passes, not one of 128
+REFINE = (16, 1)   # the √2 step (128 fine rungs) searched in steps of 16, then of 1: three passes, not one of 128
 
 
 def sparsest(pe, m, wafers, nbytes: dict, fill, u_pack, share=1.0):
